@@ -1,0 +1,301 @@
+package model
+
+import (
+	"fmt"
+	"math"
+)
+
+// Kind is the kind of a factor.
+type Kind uint8
+
+// The factor kinds. Logic kinds (XOR .. Budget) are over binary variables
+// (cardinality 2; state 1 means true) and may negate any input.
+const (
+	// Dense is a full table of log-potentials over the scope, the last
+	// variable changing fastest; -Inf entries are hard constraints.
+	Dense Kind = iota
+	// Pair is a pair of binary variables with one coupling:
+	// score = Weight if both are 1, else 0.
+	Pair
+	// Potts is a pair of variables with equal cardinality:
+	// score = Weight if they take the same state, else 0.
+	Potts
+	// XOR: exactly one (possibly negated) input is true.
+	XOR
+	// AtMostOne: at most one input is true.
+	AtMostOne
+	// OR: at least one input is true.
+	OR
+	// OROut: the last variable (the output) equals the OR of the others.
+	OROut
+	// ANDOut: the last variable (the output) equals the AND of the others.
+	ANDOut
+	// Budget: at most Budget inputs are true.
+	Budget
+	numKinds
+)
+
+var kindNames = [...]string{"dense", "pair", "potts", "xor", "atmostone", "or", "orout", "andout", "budget"}
+
+// String returns the kind's name as used in the native format.
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// ParseKind maps a native-format name to a Kind.
+func ParseKind(s string) (Kind, error) {
+	for i, n := range kindNames {
+		if n == s {
+			return Kind(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown factor kind %q", s)
+}
+
+// IsLogic reports whether k is a logic kind over binary variables.
+func (k Kind) IsLogic() bool { return k >= XOR && k < numKinds }
+
+// Factor is one factor of the graph. Only the fields of its kind are used.
+type Factor struct {
+	Kind Kind
+	// Vars is the scope, indices into Model.Cards; no duplicates.
+	Vars []int
+	// Negated marks negated inputs of a logic factor; nil means none.
+	Negated []bool
+	// Table holds a Dense factor's log-potentials, last variable fastest.
+	Table []float64
+	// Weight is the coupling of Pair and Potts factors.
+	Weight float64
+	// Budget is the bound of a Budget factor.
+	Budget int
+}
+
+// Model is a discrete factor graph.
+type Model struct {
+	// Cards holds each variable's cardinality (>= 1).
+	Cards []int
+	// UnaryOff has len(Cards)+1 entries; variable i's unary log-potentials
+	// are Unary[UnaryOff[i]:UnaryOff[i+1]].
+	UnaryOff []int
+	Unary    []float64
+	// Constant is added to every assignment's score.
+	Constant float64
+	Factors  []Factor
+}
+
+// MaxTableEntries bounds the size of one dense table (2^28 entries, 2 GiB of
+// float64): larger tables are rejected as not fitting in memory.
+const MaxTableEntries = 1 << 28
+
+// New returns a model with the given cardinalities and zero unaries.
+func New(cards []int) *Model {
+	m := &Model{Cards: append([]int(nil), cards...), UnaryOff: make([]int, len(cards)+1)}
+	for i, c := range cards {
+		m.UnaryOff[i+1] = m.UnaryOff[i] + c
+	}
+	m.Unary = make([]float64, m.UnaryOff[len(cards)])
+	return m
+}
+
+// NumVars returns the number of variables.
+func (m *Model) NumVars() int { return len(m.Cards) }
+
+// Unaries returns variable i's unary log-potentials (a view, not a copy).
+func (m *Model) Unaries(i int) []float64 { return m.Unary[m.UnaryOff[i]:m.UnaryOff[i+1]] }
+
+// TableSize returns the number of entries of a dense table over vars, or an
+// error when it exceeds MaxTableEntries.
+func (m *Model) TableSize(vars []int) (int, error) {
+	n := 1
+	for _, v := range vars {
+		c := m.Cards[v]
+		if c > 0 && n > MaxTableEntries/c {
+			return 0, fmt.Errorf("table over %d variables has more than %d entries", len(vars), MaxTableEntries)
+		}
+		n *= c
+	}
+	return n, nil
+}
+
+// Validate checks the model's internal consistency: cardinalities, unary
+// layout, scopes, table sizes and values, and kind-specific constraints.
+// Errors name the variable or factor at fault.
+func (m *Model) Validate() error {
+	n := len(m.Cards)
+	if len(m.UnaryOff) != n+1 || m.UnaryOff[0] != 0 {
+		return fmt.Errorf("unary offsets: want %d entries starting at 0, have %d", n+1, len(m.UnaryOff))
+	}
+	for i, c := range m.Cards {
+		if c < 1 {
+			return fmt.Errorf("variable %d: cardinality %d < 1", i, c)
+		}
+		if m.UnaryOff[i+1]-m.UnaryOff[i] != c {
+			return fmt.Errorf("variable %d: %d unary entries for cardinality %d", i, m.UnaryOff[i+1]-m.UnaryOff[i], c)
+		}
+	}
+	if len(m.Unary) != m.UnaryOff[n] {
+		return fmt.Errorf("unaries: %d entries, offsets say %d", len(m.Unary), m.UnaryOff[n])
+	}
+	for i := 0; i < n; i++ {
+		for s, v := range m.Unaries(i) {
+			if math.IsNaN(v) || math.IsInf(v, 1) {
+				return fmt.Errorf("variable %d state %d: unary log-potential %v", i, s, v)
+			}
+		}
+	}
+	if math.IsNaN(m.Constant) || math.IsInf(m.Constant, 0) {
+		return fmt.Errorf("constant %v is not finite", m.Constant)
+	}
+	seen := make(map[int]int)
+	for a := range m.Factors {
+		if err := m.validateFactor(a, seen); err != nil {
+			return fmt.Errorf("factor %d (%s): %w", a, m.Factors[a].Kind, err)
+		}
+	}
+	return nil
+}
+
+func (m *Model) validateFactor(a int, seen map[int]int) error {
+	f := &m.Factors[a]
+	if f.Kind >= numKinds {
+		return fmt.Errorf("unknown kind %d", f.Kind)
+	}
+	for k, v := range f.Vars {
+		if v < 0 || v >= len(m.Cards) {
+			return fmt.Errorf("scope entry %d: variable %d out of range [0,%d)", k, v, len(m.Cards))
+		}
+		if prev, ok := seen[v]; ok && prev == a {
+			return fmt.Errorf("variable %d appears twice in the scope", v)
+		}
+		seen[v] = a
+	}
+	switch f.Kind {
+	case Dense:
+		size, err := m.TableSize(f.Vars)
+		if err != nil {
+			return err
+		}
+		if len(f.Table) != size {
+			return fmt.Errorf("table has %d entries, scope needs %d", len(f.Table), size)
+		}
+		for k, v := range f.Table {
+			if math.IsNaN(v) || math.IsInf(v, 1) {
+				return fmt.Errorf("table entry %d is %v", k, v)
+			}
+		}
+	case Pair, Potts:
+		if len(f.Vars) != 2 {
+			return fmt.Errorf("needs 2 variables, has %d", len(f.Vars))
+		}
+		if f.Kind == Pair && (m.Cards[f.Vars[0]] != 2 || m.Cards[f.Vars[1]] != 2) {
+			return fmt.Errorf("variables must be binary")
+		}
+		if f.Kind == Potts && m.Cards[f.Vars[0]] != m.Cards[f.Vars[1]] {
+			return fmt.Errorf("cardinalities differ (%d, %d)", m.Cards[f.Vars[0]], m.Cards[f.Vars[1]])
+		}
+		if math.IsNaN(f.Weight) || math.IsInf(f.Weight, 0) {
+			return fmt.Errorf("weight %v is not finite", f.Weight)
+		}
+	default: // logic
+		min := 1
+		if f.Kind == OROut || f.Kind == ANDOut {
+			min = 2
+		}
+		if len(f.Vars) < min {
+			return fmt.Errorf("needs at least %d variables, has %d", min, len(f.Vars))
+		}
+		for _, v := range f.Vars {
+			if m.Cards[v] != 2 {
+				return fmt.Errorf("variable %d has cardinality %d, logic factors need binary variables", v, m.Cards[v])
+			}
+		}
+		if f.Negated != nil && len(f.Negated) != len(f.Vars) {
+			return fmt.Errorf("negated has %d entries for %d variables", len(f.Negated), len(f.Vars))
+		}
+		if f.Kind == Budget && (f.Budget < 0 || f.Budget > len(f.Vars)) {
+			return fmt.Errorf("budget %d outside [0,%d]", f.Budget, len(f.Vars))
+		}
+	}
+	return nil
+}
+
+// Score returns the score of a full assignment x (one state per variable):
+// the constant plus all unary and factor log-potentials, -Inf when a hard
+// constraint is violated. It panics if x is not a valid assignment.
+func (m *Model) Score(x []int) float64 {
+	s := m.Constant
+	for i := range m.Cards {
+		s += m.Unary[m.UnaryOff[i]+x[i]]
+	}
+	for a := range m.Factors {
+		s += m.FactorScore(a, x)
+	}
+	return s
+}
+
+// FactorScore returns factor a's log-potential at the full assignment x.
+func (m *Model) FactorScore(a int, x []int) float64 {
+	f := &m.Factors[a]
+	switch f.Kind {
+	case Dense:
+		idx := 0
+		for _, v := range f.Vars {
+			idx = idx*m.Cards[v] + x[v]
+		}
+		return f.Table[idx]
+	case Pair:
+		if x[f.Vars[0]] == 1 && x[f.Vars[1]] == 1 {
+			return f.Weight
+		}
+		return 0
+	case Potts:
+		if x[f.Vars[0]] == x[f.Vars[1]] {
+			return f.Weight
+		}
+		return 0
+	}
+	if LogicSatisfied(f, func(k int) bool { return x[f.Vars[k]] == 1 }) {
+		return 0
+	}
+	return math.Inf(-1)
+}
+
+// LogicSatisfied reports whether a logic factor accepts the inputs given by
+// val(k), the raw (un-negated) truth value of its k-th variable.
+func LogicSatisfied(f *Factor, val func(k int) bool) bool {
+	n := len(f.Vars)
+	lit := func(k int) bool {
+		b := val(k)
+		if f.Negated != nil && f.Negated[k] {
+			b = !b
+		}
+		return b
+	}
+	count := func(upto int) int {
+		c := 0
+		for k := 0; k < upto; k++ {
+			if lit(k) {
+				c++
+			}
+		}
+		return c
+	}
+	switch f.Kind {
+	case XOR:
+		return count(n) == 1
+	case AtMostOne:
+		return count(n) <= 1
+	case OR:
+		return count(n) >= 1
+	case OROut:
+		return (count(n-1) >= 1) == lit(n-1)
+	case ANDOut:
+		return (count(n-1) == n-1) == lit(n-1)
+	case Budget:
+		return count(n) <= f.Budget
+	}
+	panic(fmt.Sprintf("model: LogicSatisfied on kind %s", f.Kind))
+}
