@@ -1,0 +1,124 @@
+package consensus
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/slaves"
+)
+
+// SlaveFactory builds the slave that solves factor a of m.
+type SlaveFactory func(m *model.Model, a int) (slaves.Slave, error)
+
+// Problem is a model decomposed into slaves, with the flat index arrays the
+// master needs. Replica vectors (multipliers, targets, slave marginals) are
+// stored back to back in one flat array of length NumReplicaEntries: slave s
+// occupies [RepOff[s], RepOff[s+1]), its scope variables in order.
+type Problem struct {
+	Model  *model.Model
+	Slaves []slaves.Slave
+
+	// SlaveVars[SlaveVarOff[s]:SlaveVarOff[s+1]] is slave s's scope.
+	SlaveVarOff []int
+	SlaveVars   []int
+	RepOff      []int
+
+	// Replicas of variable i: VarReps[VarRepOff[i]:VarRepOff[i+1]] hold the
+	// start of each replica in the replica arrays (fixed order: by slave), and
+	// RepSlave/RepPos the owning slave and the position in its scope.
+	VarRepOff []int
+	VarReps   []int
+	RepSlave  []int
+	RepPos    []int
+}
+
+// Decompose builds the fine decomposition of AD3 eq. (5): one slave per
+// factor, built by newSlave. The model should come from model.Reduce (all
+// unaries finite).
+func Decompose(m *model.Model, newSlave SlaveFactory) (*Problem, error) {
+	p := &Problem{Model: m}
+	nf := len(m.Factors)
+	p.Slaves = make([]slaves.Slave, nf)
+	p.SlaveVarOff = make([]int, nf+1)
+	p.RepOff = make([]int, nf+1)
+	deg := make([]int, len(m.Cards)+1)
+	for a := range m.Factors {
+		f := &m.Factors[a]
+		s, err := newSlave(m, a)
+		if err != nil {
+			return nil, fmt.Errorf("factor %d (%s): %w", a, f.Kind, err)
+		}
+		p.Slaves[a] = s
+		p.SlaveVarOff[a+1] = p.SlaveVarOff[a] + len(f.Vars)
+		p.SlaveVars = append(p.SlaveVars, f.Vars...)
+		n := 0
+		for _, v := range f.Vars {
+			n += m.Cards[v]
+			deg[v+1]++
+		}
+		p.RepOff[a+1] = p.RepOff[a] + n
+	}
+	for i := 1; i < len(deg); i++ {
+		deg[i] += deg[i-1]
+	}
+	p.VarRepOff = deg
+	nr := deg[len(deg)-1]
+	p.VarReps = make([]int, nr)
+	p.RepSlave = make([]int, nr)
+	p.RepPos = make([]int, nr)
+	fill := append([]int(nil), deg[:len(deg)-1]...)
+	for s := range p.Slaves {
+		off := p.RepOff[s]
+		for k, v := range p.SlaveVars[p.SlaveVarOff[s]:p.SlaveVarOff[s+1]] {
+			j := fill[v]
+			fill[v]++
+			p.VarReps[j] = off
+			p.RepSlave[j] = s
+			p.RepPos[j] = k
+			off += m.Cards[v]
+		}
+	}
+	return p, nil
+}
+
+// NumReplicaEntries is the length of the flat replica arrays.
+func (p *Problem) NumReplicaEntries() int { return p.RepOff[len(p.RepOff)-1] }
+
+// Degree returns the number of slaves that share variable i.
+func (p *Problem) Degree(i int) int { return p.VarRepOff[i+1] - p.VarRepOff[i] }
+
+// Scope returns slave s's variables.
+func (p *Problem) Scope(s int) []int { return p.SlaveVars[p.SlaveVarOff[s]:p.SlaveVarOff[s+1]] }
+
+// scoreAssignment returns the exact score of x, with the slaves' Score
+// (so the model's factors and the slaves agree by construction) and y as
+// scratch of at least the largest scope.
+func (p *Problem) scoreAssignment(x []int, y []int) float64 {
+	m := p.Model
+	s := m.Constant
+	for i := range m.Cards {
+		s += m.Unary[m.UnaryOff[i]+x[i]]
+	}
+	for a, sl := range p.Slaves {
+		sc := p.Scope(a)
+		for k, v := range sc {
+			y[k] = x[v]
+		}
+		s += sl.Score(y[:len(sc)])
+		if math.IsInf(s, -1) {
+			return s
+		}
+	}
+	return s
+}
+
+func (p *Problem) maxScope() int {
+	n := 0
+	for s := range p.Slaves {
+		if l := p.SlaveVarOff[s+1] - p.SlaveVarOff[s]; l > n {
+			n = l
+		}
+	}
+	return n
+}

@@ -1,0 +1,65 @@
+package consensus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/ddrun/ddrun/model"
+)
+
+// Validate checks the options and returns a one-line error naming the first
+// bad one.
+func (o *Options) Validate() error {
+	switch {
+	case o.Algo != ADMM:
+		return fmt.Errorf("--algo: unknown algorithm %q (want admm)", o.Algo)
+	case o.Threads < 1:
+		return fmt.Errorf("--threads: %d < 1", o.Threads)
+	case o.MaxIter < 1:
+		return fmt.Errorf("--max-iter: %d < 1", o.MaxIter)
+	case o.TimeLimit < 0:
+		return fmt.Errorf("--time-limit: %v is negative", o.TimeLimit)
+	case !(o.Tol >= 0) || math.IsInf(o.Tol, 0):
+		return fmt.Errorf("--tol: %v is not a finite number >= 0", o.Tol)
+	case !(o.ResidualTol >= 0) || math.IsInf(o.ResidualTol, 0):
+		return fmt.Errorf("residual tolerance %v is not a finite number >= 0", o.ResidualTol)
+	case !(o.Eta > 0) || math.IsInf(o.Eta, 0):
+		return fmt.Errorf("--eta: %v is not a finite number > 0", o.Eta)
+	case !(o.Tau > 0 && o.Tau <= 1.618):
+		return fmt.Errorf("--tau: %v is outside (0, 1.618]", o.Tau)
+	}
+	return nil
+}
+
+// Solve runs the configured algorithm on m under evidence ev (nil for none)
+// and returns the result in m's variables. Cancelling ctx stops the run
+// with status Interrupted and the best result so far. progress, if not nil,
+// is called from the solving goroutine at most every opts.ProgressEvery.
+func Solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options, newSlave SlaveFactory, progress func(Progress)) (Result, error) {
+	if err := opts.Validate(); err != nil {
+		return Result{}, err
+	}
+	red, err := model.Reduce(m, ev)
+	if errors.Is(err, model.ErrInfeasible) {
+		return Result{Status: Infeasible, Primal: math.Inf(-1), Dual: math.Inf(-1), Gap: math.NaN(), Relaxed: math.Inf(-1)}, nil
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	p, err := Decompose(red.Model, newSlave)
+	if err != nil {
+		return Result{}, err
+	}
+	s := newADMM(p, opts)
+	res := s.run(ctx, progress)
+	if res.Assignment != nil {
+		// Report the exact score of the assignment in the original model,
+		// evidence included, not the reduced model's bookkeeping.
+		res.Assignment = red.Expand(res.Assignment)
+		res.Primal = m.Score(res.Assignment)
+		res.Gap = res.Dual - res.Primal
+	}
+	return res, nil
+}

@@ -1,0 +1,223 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrInfeasible is returned when no assignment can have a finite score
+// (a variable with no allowed state, or a factor with no feasible
+// configuration left after evidence).
+var ErrInfeasible = errors.New("model is infeasible")
+
+// maxLogicExpand bounds the arity of a logic factor that Reduce expands into
+// a dense table when evidence or forbidden states touch its variables.
+const maxLogicExpand = 20
+
+// Reduced is a model prepared for a solver, with a map back to the original.
+//
+// Reduce applies evidence, folds factors over fewer than two free variables
+// into unaries and the constant, and removes forbidden states (states whose
+// unary log-potential is -Inf) from the domains, so that every unary of the
+// reduced model is finite and every factor has at least two variables.
+type Reduced struct {
+	*Model
+	// States[i] lists the original states of original variable i that
+	// survive, indexed by the state in the reduced model.
+	States [][]int
+}
+
+// Expand maps an assignment of the reduced model back to the original one.
+func (r *Reduced) Expand(x []int) []int {
+	out := make([]int, len(r.States))
+	for i, st := range r.States {
+		out[i] = st[x[i]]
+	}
+	return out
+}
+
+// Reduce prepares m (which must be valid) for a solver under evidence ev
+// (nil for none). It returns ErrInfeasible, wrapped with the variable or
+// factor at fault, when the evidence and hard constraints leave nothing.
+func Reduce(m *Model, ev Evidence) (*Reduced, error) {
+	if err := ev.Check(m); err != nil {
+		return nil, err
+	}
+	n := len(m.Cards)
+	// Pass 1: fold arity-1 dense factors into a copy of the unaries, so their
+	// zero entries restrict domains.
+	unary := append([]float64(nil), m.Unary...)
+	constant := m.Constant
+	for a := range m.Factors {
+		f := &m.Factors[a]
+		switch {
+		case f.Kind == Dense && len(f.Vars) == 1:
+			u := unary[m.UnaryOff[f.Vars[0]]:m.UnaryOff[f.Vars[0]+1]]
+			for s := range u {
+				u[s] += f.Table[s]
+			}
+		case f.Kind == Dense && len(f.Vars) == 0:
+			constant += f.Table[0]
+		}
+	}
+	// Allowed states.
+	states := make([][]int, n)
+	cards := make([]int, n)
+	for i := 0; i < n; i++ {
+		u := unary[m.UnaryOff[i]:m.UnaryOff[i+1]]
+		if s, ok := ev[i]; ok {
+			if math.IsInf(u[s], -1) {
+				return nil, fmt.Errorf("%w: evidence sets variable %d to state %d, which has potential 0", ErrInfeasible, i, s)
+			}
+			states[i] = []int{s}
+		} else {
+			st := make([]int, 0, len(u))
+			for s, v := range u {
+				if !math.IsInf(v, -1) {
+					st = append(st, s)
+				}
+			}
+			if len(st) == 0 {
+				return nil, fmt.Errorf("%w: variable %d has no allowed state", ErrInfeasible, i)
+			}
+			states[i] = st
+		}
+		cards[i] = len(states[i])
+	}
+	out := New(cards)
+	for i := 0; i < n; i++ {
+		u := unary[m.UnaryOff[i]:]
+		for k, s := range states[i] {
+			out.Unary[out.UnaryOff[i]+k] = u[s]
+		}
+	}
+	r := &Reduced{Model: out, States: states}
+	full := func(v int) bool { return cards[v] == m.Cards[v] }
+	for a := range m.Factors {
+		f := &m.Factors[a]
+		if f.Kind == Dense && len(f.Vars) <= 1 {
+			continue
+		}
+		untouched := true
+		for _, v := range f.Vars {
+			if !full(v) {
+				untouched = false
+				break
+			}
+		}
+		if untouched {
+			out.Factors = append(out.Factors, *f)
+			continue
+		}
+		if f.Kind.IsLogic() && len(f.Vars) > maxLogicExpand {
+			return nil, fmt.Errorf("factor %d (%s): evidence or forbidden states on a logic factor with more than %d inputs are not supported", a, f.Kind, maxLogicExpand)
+		}
+		table := f.Table
+		if f.Kind != Dense {
+			table = m.DenseTable(a)
+		}
+		if err := r.addSliced(m, a, table); err != nil {
+			return nil, err
+		}
+	}
+	out.Constant = constant
+	return r, nil
+}
+
+// addSliced restricts a dense table over factor a's scope to the allowed
+// states and adds the result: as a factor over the variables that keep more
+// than one state, or folded into a unary or the constant.
+func (r *Reduced) addSliced(m *Model, a int, table []float64) error {
+	f := &m.Factors[a]
+	var free []int
+	for _, v := range f.Vars {
+		if r.Cards[v] > 1 {
+			free = append(free, v)
+		}
+	}
+	size := 1
+	for _, v := range free {
+		size *= r.Cards[v]
+	}
+	// Original strides.
+	strides := make([]int, len(f.Vars))
+	st := 1
+	for k := len(f.Vars) - 1; k >= 0; k-- {
+		strides[k] = st
+		st *= m.Cards[f.Vars[k]]
+	}
+	sliced := make([]float64, size)
+	idx := make([]int, len(f.Vars)) // reduced state per scope position
+	feasible := false
+	for e := 0; e < size; e++ {
+		off := 0
+		for k, v := range f.Vars {
+			off += r.States[v][idx[k]] * strides[k]
+		}
+		sliced[e] = table[off]
+		if !math.IsInf(sliced[e], -1) {
+			feasible = true
+		}
+		for k := len(f.Vars) - 1; k >= 0; k-- {
+			if idx[k]++; idx[k] < r.Cards[f.Vars[k]] {
+				break
+			}
+			idx[k] = 0
+		}
+	}
+	if !feasible {
+		return fmt.Errorf("%w: factor %d (%s) has no feasible configuration under the evidence", ErrInfeasible, a, f.Kind)
+	}
+	switch len(free) {
+	case 0:
+		r.Constant += sliced[0]
+	case 1:
+		u := r.Unaries(free[0])
+		for s := range u {
+			u[s] += sliced[s]
+		}
+		// A table entry may have forbidden a state the unary allowed; keep
+		// it as a -Inf unary would break the finite-unary promise, so keep
+		// the factor instead when that happens.
+		for _, v := range sliced {
+			if math.IsInf(v, -1) {
+				for s := range u {
+					u[s] -= sliced[s]
+				}
+				r.Factors = append(r.Factors, Factor{Kind: Dense, Vars: free, Table: sliced})
+				return nil
+			}
+		}
+	default:
+		r.Factors = append(r.Factors, Factor{Kind: Dense, Vars: free, Table: sliced})
+	}
+	return nil
+}
+
+// DenseTable returns factor a's log-potentials as a full table over its
+// scope, last variable fastest. The caller must know the table fits
+// (TableSize).
+func (m *Model) DenseTable(a int) []float64 {
+	f := &m.Factors[a]
+	if f.Kind == Dense {
+		return f.Table
+	}
+	size, err := m.TableSize(f.Vars)
+	if err != nil {
+		panic(err)
+	}
+	table := make([]float64, size)
+	x := make([]int, len(m.Cards))
+	for e := 0; e < size; e++ {
+		table[e] = m.FactorScore(a, x)
+		for k := len(f.Vars) - 1; k >= 0; k-- {
+			v := f.Vars[k]
+			if x[v]++; x[v] < m.Cards[v] {
+				break
+			}
+			x[v] = 0
+		}
+	}
+	return table
+}

@@ -1,0 +1,517 @@
+// Package slavetest holds brute-force references for testing slaves: every
+// configuration of a small scope, the exact MAP by enumeration, and a
+// reference solution of the QUAD subproblem (AD3, Martins et al. ICML 2011,
+// eq. 12 divided by eta) computed by an algorithm independent of the slaves'
+// own (accelerated projected gradient on the distribution q over the feasible
+// configurations, run to a certified duality gap).
+//
+// Conventions follow package slaves: a scope is given by its cardinalities,
+// per-variable vectors are flattened in scope order (variable k occupies
+// off[k]:off[k+1], off the prefix sums of cards), and a factor is given by its
+// score function phi(y), which may be -Inf on infeasible configurations.
+//
+// The helpers here favour clarity over speed and may allocate freely; they are
+// meant for scopes with at most a few hundred configurations.
+package slavetest
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"testing"
+)
+
+// offsets returns the prefix sums of cards.
+func offsets(cards []int) []int {
+	off := make([]int, len(cards)+1)
+	for k, c := range cards {
+		off[k+1] = off[k] + c
+	}
+	return off
+}
+
+// EnumerateConfigs returns every configuration of a scope with the given
+// cardinalities, in lexicographic order (the last variable changes fastest).
+// An empty scope has one (empty) configuration; a scope with a cardinality
+// of 0 has none.
+func EnumerateConfigs(cards []int) [][]int {
+	n := 1
+	for _, c := range cards {
+		if c <= 0 {
+			return nil
+		}
+		n *= c
+	}
+	out := make([][]int, 0, n)
+	y := make([]int, len(cards))
+	for {
+		out = append(out, append([]int(nil), y...))
+		k := len(cards) - 1
+		for ; k >= 0; k-- {
+			y[k]++
+			if y[k] < cards[k] {
+				break
+			}
+			y[k] = 0
+		}
+		if k < 0 {
+			return out
+		}
+	}
+}
+
+// Linear returns sum_k w[off_k + y_k], the value of the flattened
+// per-variable scores w at configuration y.
+func Linear(cards []int, w []float64, y []int) float64 {
+	off := 0
+	s := 0.0
+	for k, c := range cards {
+		s += w[off+y[k]]
+		off += c
+	}
+	return s
+}
+
+// BruteMAP maximises score(y) + sum_k w[off_k + y_k] over all configurations
+// by enumeration. It returns the maximum and the first maximiser in
+// EnumerateConfigs order, or (-Inf, nil) when score is -Inf everywhere.
+func BruteMAP(cards []int, score func(y []int) float64, w []float64) (best float64, y []int) {
+	best = math.Inf(-1)
+	for _, cfg := range EnumerateConfigs(cards) {
+		s := score(cfg)
+		if math.IsInf(s, -1) {
+			continue
+		}
+		v := s + Linear(cards, w, cfg)
+		if y == nil || v > best {
+			best, y = v, cfg
+		}
+	}
+	return best, y
+}
+
+// QUADObjective returns the QUAD objective of a candidate solution:
+// 1/2 sum_k ||u_k - c_k||^2 - phiq/eta.
+func QUADObjective(c []float64, eta float64, u []float64, phiq float64) float64 {
+	s := 0.0
+	for i := range c {
+		d := u[i] - c[i]
+		s += d * d
+	}
+	return 0.5*s - phiq/eta
+}
+
+// FWGap returns the Frank-Wolfe (duality) gap of a candidate QUAD solution
+// (u, phiq):
+//
+//	max_y [score(y)/eta + sum_k (c_k - u_k)(y_k)] - [phiq/eta + sum_k (c_k - u_k) . u_k].
+//
+// If (u, phiq) is attainable (u = M q and phiq = phi . q for a distribution q
+// on the feasible configurations) the gap is >= 0, and it is 0 exactly when
+// q is optimal (first-order optimality of the projection over the convex
+// hull); it then bounds the objective's suboptimality, and 1/2||u - u*||^2.
+// A negative gap means phiq is larger than any q with marginals u allows.
+func FWGap(cards []int, score func(y []int) float64, c []float64, eta float64, u []float64, phiq float64) float64 {
+	d := make([]float64, len(c))
+	base := phiq / eta
+	for i := range c {
+		d[i] = c[i] - u[i]
+		base += d[i] * u[i]
+	}
+	best := math.Inf(-1)
+	for _, y := range EnumerateConfigs(cards) {
+		s := score(y)
+		if math.IsInf(s, -1) {
+			continue
+		}
+		if v := s/eta + Linear(cards, d, y); v > best {
+			best = v
+		}
+	}
+	return best - base
+}
+
+// ProjectSimplex returns the Euclidean projection of v onto the probability
+// simplex {x >= 0, sum x = 1} (sort-based, Duchi et al. 2008).
+func ProjectSimplex(v []float64) []float64 {
+	s := append([]float64(nil), v...)
+	sort.Sort(sort.Reverse(sort.Float64Slice(s)))
+	cum, theta := 0.0, 0.0
+	for j, x := range s {
+		cum += x
+		t := (cum - 1) / float64(j+1)
+		if x-t > 0 {
+			theta = t
+		}
+	}
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = math.Max(x-theta, 0)
+	}
+	return out
+}
+
+// QUADResult is the reference solution of a QUAD subproblem.
+type QUADResult struct {
+	// U holds the optimal marginals, flattened in scope order.
+	U []float64
+	// PhiQ is phi . q at the solution.
+	PhiQ float64
+	// Obj is the optimal objective 1/2||U - c||^2 - PhiQ/eta.
+	Obj float64
+	// Gap is the certified Frank-Wolfe (duality) gap of the returned
+	// solution: Obj exceeds the true optimum by at most Gap, and U is within
+	// sqrt(2 Gap) of the optimal marginals.
+	Gap float64
+	// Iters is the number of gradient iterations used.
+	Iters int
+	// Configs and Q are the feasible configurations and their weights.
+	Configs [][]int
+	Q       []float64
+}
+
+// RefQUAD returns the reference solution of the QUAD subproblem
+//
+//	minimise 1/2 sum_k ||u_k - c_k||^2 - (1/eta) sum_y q_y score(y)
+//
+// over distributions q on the feasible configurations (score > -Inf), with
+// u_k the marginals of q. It returns u, phiq = sum_y q_y score(y) and the
+// objective at the solution. With no feasible configuration it returns
+// (nil, -Inf, +Inf). See RefQUADFull for the certificate.
+func RefQUAD(cards []int, score func(y []int) float64, c []float64, eta float64) (u []float64, phiq float64, obj float64) {
+	r := RefQUADFull(cards, score, c, eta)
+	return r.U, r.PhiQ, r.Obj
+}
+
+// Tolerances of the reference solver.
+const (
+	// refGapTol is the duality gap RefQUADFull aims for, relative to
+	// refScale (see below).
+	refGapTol = 1e-14
+	// refMaxIters bounds the accelerated projected gradient iterations.
+	refMaxIters = 200000
+)
+
+// RefQUADFull is RefQUAD returning the full result with its certificate.
+//
+// Algorithm: FISTA (accelerated projected gradient) on q over the probability
+// simplex, with the exact sort-based simplex projection, a step 1/L where L
+// bounds the Hessian M^T M on the simplex's tangent space (power iteration,
+// then backtracking), and O'Donoghue-Candes gradient restarts. The objective
+// is a strongly convex function of u = M q plus a linear term in q, so it
+// grows quadratically away from the solution set and restarted FISTA
+// converges linearly. It stops when the Frank-Wolfe gap, which equals the
+// duality gap of the problem, is below 1e-14 times the data's scale, and
+// returns the iterate with the smallest gap seen. It panics if
+// score(y) is +Inf or NaN.
+func RefQUADFull(cards []int, score func(y []int) float64, c []float64, eta float64) QUADResult {
+	off := offsets(cards)
+	if len(c) != off[len(cards)] {
+		panic(fmt.Sprintf("slavetest: len(c) = %d, scope needs %d", len(c), off[len(cards)]))
+	}
+	var ys [][]int
+	var s []float64 // score/eta
+	var raw []float64
+	for _, y := range EnumerateConfigs(cards) {
+		v := score(y)
+		if math.IsNaN(v) || math.IsInf(v, 1) {
+			panic(fmt.Sprintf("slavetest: score(%v) = %v", y, v))
+		}
+		if math.IsInf(v, -1) {
+			continue
+		}
+		ys = append(ys, y)
+		raw = append(raw, v)
+		s = append(s, v/eta)
+	}
+	if len(ys) == 0 {
+		return QUADResult{PhiQ: math.Inf(-1), Obj: math.Inf(1)}
+	}
+	n := len(ys)
+	dim := len(c)
+	// idx[y][k] = off[k] + y_k, the flattened positions of configuration y.
+	idx := make([][]int, n)
+	for j, y := range ys {
+		idx[j] = make([]int, len(cards))
+		for k := range cards {
+			idx[j][k] = off[k] + y[k]
+		}
+	}
+	mul := func(q, u []float64) { // u = M q
+		for i := range u {
+			u[i] = 0
+		}
+		for j, p := range q {
+			if p != 0 {
+				for _, i := range idx[j] {
+					u[i] += p
+				}
+			}
+		}
+	}
+	mulT := func(v, g []float64) { // g = M^T v
+		for j := range g {
+			t := 0.0
+			for _, i := range idx[j] {
+				t += v[i]
+			}
+			g[j] = t
+		}
+	}
+	// Scale of the data, for relative tolerances.
+	scale := 1.0
+	for _, v := range c {
+		scale = math.Max(scale, math.Abs(v))
+	}
+	for _, v := range s {
+		scale = math.Max(scale, math.Abs(v))
+	}
+	scale *= float64(len(cards) + 1)
+
+	// L: largest eigenvalue of P M^T M P, P the centring projection (the
+	// simplex's tangent space), by power iteration.
+	uu := make([]float64, dim)
+	d := make([]float64, n)
+	hd := make([]float64, n)
+	for j := range d {
+		d[j] = math.Sin(float64(j)*1.7 + 0.3)
+	}
+	centre := func(x []float64) {
+		m := 0.0
+		for _, v := range x {
+			m += v
+		}
+		m /= float64(len(x))
+		for j := range x {
+			x[j] -= m
+		}
+	}
+	lip := 0.0
+	for it := 0; it < 100; it++ {
+		centre(d)
+		nrm := 0.0
+		for _, v := range d {
+			nrm += v * v
+		}
+		nrm = math.Sqrt(nrm)
+		if nrm == 0 {
+			break
+		}
+		for j := range d {
+			d[j] /= nrm
+		}
+		mul(d, uu)
+		mulT(uu, hd)
+		lip = 0
+		for j := range d {
+			lip += d[j] * hd[j]
+		}
+		copy(d, hd)
+	}
+	lip = math.Max(lip*1.02, 1e-12)
+
+	// Objective pieces.
+	grad := func(q, u, g []float64) { // u = M q, g = M^T(u - c) - s
+		mul(q, u)
+		for i := range u {
+			uu[i] = u[i] - c[i]
+		}
+		mulT(uu, g)
+		for j := range g {
+			g[j] -= s[j]
+		}
+	}
+	gapOf := func(q, g []float64) float64 {
+		dot, mn := 0.0, math.Inf(1)
+		for j := range q {
+			dot += g[j] * q[j]
+			mn = math.Min(mn, g[j])
+		}
+		return dot - mn
+	}
+
+	x := make([]float64, n)
+	xPrev := make([]float64, n)
+	yv := make([]float64, n)
+	gy := make([]float64, n)
+	gx := make([]float64, n)
+	ux := make([]float64, dim)
+	uy := make([]float64, dim)
+	tmp := make([]float64, n)
+	// Start at the best vertex of the linearisation at the uniform q.
+	for j := range x {
+		x[j] = 1 / float64(n)
+	}
+	copy(yv, x)
+	copy(xPrev, x)
+	theta := 1.0
+	best := QUADResult{Gap: math.Inf(1)}
+	bestQ := make([]float64, n)
+	tol := refGapTol * scale
+	iters := 0
+	for iters = 0; iters < refMaxIters; iters++ {
+		grad(x, ux, gx)
+		g := gapOf(x, gx)
+		if g < best.Gap {
+			best.Gap = g
+			copy(bestQ, x)
+		}
+		if g <= tol {
+			break
+		}
+		// Projected gradient step from yv, with backtracking on L.
+		grad(yv, uy, gy)
+		var xn []float64
+		for {
+			for j := range tmp {
+				tmp[j] = yv[j] - gy[j]/lip
+			}
+			xn = ProjectSimplex(tmp)
+			// Sufficient decrease for a quadratic: ||M dd||^2 <= L ||dd||^2.
+			dn := 0.0
+			for j := range xn {
+				d[j] = xn[j] - yv[j]
+				dn += d[j] * d[j]
+			}
+			mul(d, uu)
+			mn := 0.0
+			for _, v := range uu {
+				mn += v * v
+			}
+			if mn <= lip*dn*(1+1e-12) || dn == 0 {
+				break
+			}
+			lip *= 2
+		}
+		// Gradient restart (O'Donoghue & Candes 2015).
+		restart := 0.0
+		for j := range xn {
+			restart += (yv[j] - xn[j]) * (xn[j] - x[j])
+		}
+		copy(xPrev, x)
+		copy(x, xn)
+		if restart > 0 {
+			theta = 1
+			copy(yv, x)
+			continue
+		}
+		thetaN := (1 + math.Sqrt(1+4*theta*theta)) / 2
+		beta := (theta - 1) / thetaN
+		theta = thetaN
+		for j := range yv {
+			yv[j] = x[j] + beta*(x[j]-xPrev[j])
+		}
+		// Keep the extrapolated point usable: it may leave the simplex
+		// slightly (negative entries); that is fine for the gradient step,
+		// which projects.
+	}
+	best.Iters = iters
+	best.Q = bestQ
+	best.Configs = ys
+	best.U = make([]float64, dim)
+	mul(bestQ, best.U)
+	for j, p := range bestQ {
+		best.PhiQ += p * raw[j]
+	}
+	best.Obj = QUADObjective(c, eta, best.U, best.PhiQ)
+	return best
+}
+
+// CheckQUAD checks a slave's candidate QUAD solution (u, phiq) against the
+// reference: each u_k lies in [0,1] and sums to 1 (within tol), u is within
+// tol of the reference marginals, and the candidate's objective
+// 1/2||u - c||^2 - phiq/eta is within objTol of the reference optimum (a value
+// below it means the candidate is infeasible, one above it that it is
+// suboptimal). It also checks the Frank-Wolfe gap of the candidate (see
+// FWGap) lies in [-objTol, objTol]. It returns the reference result and the
+// largest marginal error, for reporting.
+func CheckQUAD(t testing.TB, cards []int, score func(y []int) float64, c []float64, eta float64, u []float64, phiq float64, tol, objTol float64) (ref QUADResult, uErr float64) {
+	t.Helper()
+	ref = RefQUADFull(cards, score, c, eta)
+	off := offsets(cards)
+	if len(u) != off[len(cards)] {
+		t.Fatalf("len(u) = %d, want %d", len(u), off[len(cards)])
+	}
+	for k := range cards {
+		sum := 0.0
+		for i := off[k]; i < off[k+1]; i++ {
+			if !(u[i] >= -tol && u[i] <= 1+tol) {
+				t.Errorf("u[%d] = %v (variable %d) outside [0,1]", i, u[i], k)
+			}
+			sum += u[i]
+		}
+		if math.Abs(sum-1) > tol {
+			t.Errorf("variable %d: marginals sum to %v", k, sum)
+		}
+	}
+	for i := range u {
+		e := math.Abs(u[i] - ref.U[i])
+		if !(e <= tol) {
+			t.Errorf("u[%d] = %.12g, reference %.12g (error %.3g, reference gap %.3g)", i, u[i], ref.U[i], e, ref.Gap)
+		}
+		if e > uErr || math.IsNaN(e) {
+			uErr = e
+		}
+	}
+	obj := QUADObjective(c, eta, u, phiq)
+	if !(math.Abs(obj-ref.Obj) <= objTol+ref.Gap) {
+		t.Errorf("objective %.15g, reference %.15g (diff %.3g); phiq %v reference %v", obj, ref.Obj, obj-ref.Obj, phiq, ref.PhiQ)
+	}
+	if g := FWGap(cards, score, c, eta, u, phiq); !(math.Abs(g) <= objTol) {
+		t.Errorf("Frank-Wolfe gap of the candidate %.3g, want |gap| <= %.3g", g, objTol)
+	}
+	if t.Failed() {
+		t.Logf("cards %v eta %v c %v\n  u   %v phiq %v\n  ref %v phiq %v", cards, eta, c, u, phiq, ref.U, ref.PhiQ)
+	}
+	return ref, uErr
+}
+
+// CheckKKT checks, without the reference solver, that a candidate QUAD
+// solution (u, phiq) satisfies the first-order optimality condition of the
+// projection: its Frank-Wolfe gap (FWGap) is at most tol, and not below -tol
+// (which would mean phiq is unattainable with marginals u). It also checks
+// each u_k is a distribution. It does not check u lies in the convex hull of
+// the feasible configurations' marginals; see HullDistance.
+func CheckKKT(t testing.TB, cards []int, score func(y []int) float64, c []float64, eta float64, u []float64, phiq float64, tol float64) float64 {
+	t.Helper()
+	off := offsets(cards)
+	for k := range cards {
+		sum := 0.0
+		for i := off[k]; i < off[k+1]; i++ {
+			if !(u[i] >= -tol && u[i] <= 1+tol) {
+				t.Errorf("u[%d] = %v outside [0,1]", i, u[i])
+			}
+			sum += u[i]
+		}
+		if math.Abs(sum-1) > tol {
+			t.Errorf("variable %d: marginals sum to %v", k, sum)
+		}
+	}
+	g := FWGap(cards, score, c, eta, u, phiq)
+	if !(math.Abs(g) <= tol) {
+		t.Errorf("KKT: Frank-Wolfe gap %.3g, want |gap| <= %.3g (cards %v eta %v c %v u %v phiq %v)", g, tol, cards, eta, c, u, phiq)
+	}
+	return g
+}
+
+// HullDistance returns the Euclidean distance from u to the convex hull of
+// the marginal vectors of the feasible configurations (score > -Inf), using
+// the reference solver; +Inf when none is feasible.
+func HullDistance(cards []int, score func(y []int) float64, u []float64) float64 {
+	feasible := func(y []int) float64 {
+		if math.IsInf(score(y), -1) {
+			return math.Inf(-1)
+		}
+		return 0
+	}
+	p, _, _ := RefQUAD(cards, feasible, u, 1)
+	if p == nil {
+		return math.Inf(1)
+	}
+	s := 0.0
+	for i := range u {
+		d := p[i] - u[i]
+		s += d * d
+	}
+	return math.Sqrt(s)
+}
