@@ -185,9 +185,12 @@ func RefQUAD(cards []int, score func(y []int) float64, c []float64, eta float64)
 
 // Tolerances of the reference solver.
 const (
-	// refGapTol is the duality gap RefQUADFull aims for, relative to
-	// refScale (see below).
-	refGapTol = 1e-14
+	// refGapTol is the duality gap RefQUADFull aims for, relative to the
+	// data's scale: about rounding level.
+	refGapTol = 1e-16
+	// refStall stops the iterations when the best gap has not improved by
+	// 10% for this many iterations (rounding noise).
+	refStall = 2000
 	// refMaxIters bounds the accelerated projected gradient iterations.
 	refMaxIters = 200000
 )
@@ -201,7 +204,7 @@ const (
 // is a strongly convex function of u = M q plus a linear term in q, so it
 // grows quadratically away from the solution set and restarted FISTA
 // converges linearly. It stops when the Frank-Wolfe gap, which equals the
-// duality gap of the problem, is below 1e-14 times the data's scale, and
+// duality gap of the problem, is at rounding level (or stalls), and
 // returns the iterate with the smallest gap seen. It panics if
 // score(y) is +Inf or NaN.
 func RefQUADFull(cards []int, score func(y []int) float64, c []float64, eta float64) QUADResult {
@@ -322,12 +325,15 @@ func RefQUADFull(cards []int, score func(y []int) float64, c []float64, eta floa
 		}
 	}
 	gapOf := func(q, g []float64) float64 {
-		dot, mn := 0.0, math.Inf(1)
+		mn := math.Inf(1)
 		for j := range q {
-			dot += g[j] * q[j]
 			mn = math.Min(mn, g[j])
 		}
-		return dot - mn
+		gap := 0.0 // sum_j q_j (g_j - min g), accurate near 0
+		for j := range q {
+			gap += q[j] * (g[j] - mn)
+		}
+		return gap
 	}
 
 	x := make([]float64, n)
@@ -348,15 +354,18 @@ func RefQUADFull(cards []int, score func(y []int) float64, c []float64, eta floa
 	best := QUADResult{Gap: math.Inf(1)}
 	bestQ := make([]float64, n)
 	tol := refGapTol * scale
-	iters := 0
+	iters, lastGain := 0, 0
 	for iters = 0; iters < refMaxIters; iters++ {
 		grad(x, ux, gx)
 		g := gapOf(x, gx)
 		if g < best.Gap {
+			if g < best.Gap*0.9 {
+				lastGain = iters
+			}
 			best.Gap = g
 			copy(bestQ, x)
 		}
-		if g <= tol {
+		if g <= tol || iters-lastGain > refStall {
 			break
 		}
 		// Projected gradient step from yv, with backtracking on L.

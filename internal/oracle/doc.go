@@ -1,0 +1,15 @@
+// Package oracle holds slow, simple, independent reference solvers for tests:
+// exact MAP by brute-force enumeration ([BruteForceMAP]), the optimum of the
+// local-polytope LP relaxation solved with a general-purpose simplex
+// ([LocalPolytopeLP]), and a generator of random tiny models
+// ([RandomTinyModel]) to feed both.
+//
+// The references share no code with the solver: they read the model only
+// through package model's definitions (Score, FactorScore, LogicSatisfied), so
+// a bug in a slave, in the consensus engine or in a reduction cannot hide in
+// them. They are meant for models small enough to enumerate or to write down
+// as a dense LP; they check sizes and return errors beyond that.
+//
+// This package must never be imported by the solver itself (non-test code
+// outside internal/oracle); it exists only to be compared against.
+package oracle
