@@ -20,7 +20,7 @@ const maxLogicExpand = 20
 // Reduce applies evidence, folds factors over fewer than two free variables
 // into unaries and the constant, and removes forbidden states (states whose
 // unary log-potential is -Inf) from the domains, so that every unary of the
-// reduced model is finite and every factor has at least two variables.
+// reduced model is finite.
 type Reduced struct {
 	*Model
 	// States[i] lists the original states of original variable i that
@@ -92,6 +92,7 @@ func Reduce(m *Model, ev Evidence) (*Reduced, error) {
 			out.Unary[out.UnaryOff[i]+k] = u[s]
 		}
 	}
+	out.Constant = constant
 	r := &Reduced{Model: out, States: states}
 	full := func(v int) bool { return cards[v] == m.Cards[v] }
 	for a := range m.Factors {
@@ -121,7 +122,6 @@ func Reduce(m *Model, ev Evidence) (*Reduced, error) {
 			return nil, err
 		}
 	}
-	out.Constant = constant
 	return r, nil
 }
 
@@ -173,21 +173,18 @@ func (r *Reduced) addSliced(m *Model, a int, table []float64) error {
 	case 0:
 		r.Constant += sliced[0]
 	case 1:
-		u := r.Unaries(free[0])
-		for s := range u {
-			u[s] += sliced[s]
-		}
-		// A table entry may have forbidden a state the unary allowed; keep
-		// it as a -Inf unary would break the finite-unary promise, so keep
-		// the factor instead when that happens.
+		// Fold into the unary unless the table forbids a state the unary
+		// allows: unaries of a reduced model stay finite, so such a table
+		// stays a one-variable factor.
 		for _, v := range sliced {
 			if math.IsInf(v, -1) {
-				for s := range u {
-					u[s] -= sliced[s]
-				}
 				r.Factors = append(r.Factors, Factor{Kind: Dense, Vars: free, Table: sliced})
 				return nil
 			}
+		}
+		u := r.Unaries(free[0])
+		for s := range u {
+			u[s] += sliced[s]
 		}
 	default:
 		r.Factors = append(r.Factors, Factor{Kind: Dense, Vars: free, Table: sliced})

@@ -39,3 +39,10 @@ func Offsets(cards []int) []int {
 	}
 	return off
 }
+
+// Inexact is implemented by slaves whose QUAD may stop short of the optimum
+// (an iteration cap); Converged reports whether the last QUAD call reached
+// it. The engine re-solves such a slave even when its inputs did not change.
+type Inexact interface {
+	Converged() bool
+}
