@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"time"
+
+	"github.com/ddrun/ddrun/slaves"
 )
 
 // Chunk sizes are fixed, independent of the thread count, so that partial
@@ -30,6 +32,7 @@ type admm struct {
 	dualTerm []float64 // per slave: max_y phi(y) + w.y at the current lambda
 	phiq     []float64 // per slave: phi . q at the QUAD solution
 	cached   []bool    // per slave: QUAD skipped, inputs unchanged
+	inexact  []slaves.Inexact
 	prevEta  float64
 
 	ys [][]int // per worker: MAP scratch
@@ -61,6 +64,12 @@ func newADMM(p *Problem, opts Options) *admm {
 		phiq:     make([]float64, len(p.Slaves)),
 		cached:   make([]bool, len(p.Slaves)),
 		eta:      opts.Eta,
+		inexact:  make([]slaves.Inexact, len(p.Slaves)),
+	}
+	for a, sl := range p.Slaves {
+		if ie, ok := sl.(slaves.Inexact); ok {
+			s.inexact[a] = ie
+		}
 	}
 	for i := range m.Cards {
 		if d := p.Degree(i); d > 0 {
@@ -128,6 +137,9 @@ func (s *admm) solveSlaves(worker, chunk int) {
 		s.cached[a] = false
 		copy(prev, c)
 		s.phiq[a] = sl.QUAD(c, eta, s.nu[r0:r1])
+		if ie := s.inexact[a]; ie != nil && !ie.Converged() && len(prev) > 0 {
+			prev[0] = math.NaN() // not a solution to reuse
+		}
 	}
 }
 
@@ -296,7 +308,7 @@ func (s *admm) run(ctx context.Context, progress func(Progress)) Result {
 		switch {
 		case math.IsInf(res.Dual, -1):
 			res.Status = Infeasible
-		case res.Gap <= s.opts.Tol*math.Max(1, math.Abs(res.Primal)):
+		case closed(res, s.opts.Tol):
 			res.Status = Optimal
 		case t > 1 && primalRes < s.opts.ResidualTol && dualRes < s.opts.ResidualTol:
 			res.Status = Converged
@@ -321,7 +333,7 @@ func (s *admm) run(ctx context.Context, progress func(Progress)) Result {
 			icm.improve(s.x)
 			consider(s.x)
 			res.Gap = res.Dual - res.Primal
-			if res.Gap <= s.opts.Tol*math.Max(1, math.Abs(res.Primal)) {
+			if closed(res, s.opts.Tol) {
 				res.Status = Optimal
 			}
 		}
@@ -331,4 +343,10 @@ func (s *admm) run(ctx context.Context, progress func(Progress)) Result {
 	}
 	res.Elapsed = time.Since(start)
 	return res
+}
+
+// closed reports whether the gap certifies the primal optimal:
+// gap <= tol * max(1, |primal|) with a feasible primal.
+func closed(res Result, tol float64) bool {
+	return !math.IsInf(res.Primal, -1) && res.Gap <= tol*math.Max(1, math.Abs(res.Primal))
 }

@@ -45,20 +45,21 @@ func Reduce(m *Model, ev Evidence) (*Reduced, error) {
 		return nil, err
 	}
 	n := len(m.Cards)
-	// Pass 1: fold arity-1 dense factors into a copy of the unaries, so their
-	// zero entries restrict domains.
+	// Pass 1: fold factors over fewer than two variables into a copy of the
+	// unaries and the constant, so that their hard constraints restrict
+	// domains.
 	unary := append([]float64(nil), m.Unary...)
 	constant := m.Constant
 	for a := range m.Factors {
 		f := &m.Factors[a]
-		switch {
-		case f.Kind == Dense && len(f.Vars) == 1:
+		switch len(f.Vars) {
+		case 1:
 			u := unary[m.UnaryOff[f.Vars[0]]:m.UnaryOff[f.Vars[0]+1]]
-			for s := range u {
-				u[s] += f.Table[s]
+			for s, t := range m.DenseTable(a) {
+				u[s] += t
 			}
-		case f.Kind == Dense && len(f.Vars) == 0:
-			constant += f.Table[0]
+		case 0:
+			constant += m.DenseTable(a)[0]
 		}
 	}
 	// Allowed states.
@@ -97,7 +98,7 @@ func Reduce(m *Model, ev Evidence) (*Reduced, error) {
 	full := func(v int) bool { return cards[v] == m.Cards[v] }
 	for a := range m.Factors {
 		f := &m.Factors[a]
-		if f.Kind == Dense && len(f.Vars) <= 1 {
+		if len(f.Vars) <= 1 {
 			continue
 		}
 		untouched := true
