@@ -1,0 +1,70 @@
+package uai
+
+import (
+	"fmt"
+	"strings"
+)
+
+// LogBase says how the numbers of a function table are to be read (or
+// written): as potentials, or as logarithms of potentials in some base.
+type LogBase int
+
+const (
+	// Potentials: entries are non-negative potentials; the log-potential is
+	// their natural logarithm and a zero entry is a hard constraint.
+	Potentials LogBase = iota
+	// Log10: entries are base-10 logarithms of potentials.
+	Log10
+	// Ln: entries are natural logarithms of potentials (the .LG variant).
+	Ln
+)
+
+func (b LogBase) String() string {
+	switch b {
+	case Potentials:
+		return "potentials"
+	case Log10:
+		return "log10"
+	case Ln:
+		return "ln"
+	}
+	return fmt.Sprintf("LogBase(%d)", int(b))
+}
+
+func (b LogBase) valid() bool { return b >= Potentials && b <= Ln }
+
+// ReadOptions controls how a model file is read.
+type ReadOptions struct {
+	// Log says how table entries are to be read; the zero value reads
+	// potentials.
+	Log LogBase
+}
+
+// WriteOptions controls how a model file is written.
+type WriteOptions struct {
+	// Log says how table entries are written; the zero value writes
+	// potentials.
+	Log LogBase
+}
+
+// OptionsFor returns the options that Read and ReadFile use for an input
+// named name: Ln for names ending in .LG (or .LG.gz, in any letter case),
+// Potentials otherwise.
+func OptionsFor(name string) ReadOptions {
+	if isLG(name) {
+		return ReadOptions{Log: Ln}
+	}
+	return ReadOptions{Log: Potentials}
+}
+
+// isLG reports whether name is an .LG file, possibly gzip-compressed.
+func isLG(name string) bool {
+	n := strings.ToLower(name)
+	n = strings.TrimSuffix(n, ".gz")
+	return strings.HasSuffix(n, ".lg")
+}
+
+// isGzipName reports whether a path asks for gzip compression.
+func isGzipName(name string) bool {
+	return strings.HasSuffix(strings.ToLower(name), ".gz")
+}

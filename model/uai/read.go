@@ -1,0 +1,311 @@
+package uai
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"os"
+
+	"github.com/ddrun/ddrun/model"
+)
+
+// Read reads a model in the UAI format from r, plain or gzip-compressed.
+// name is used in error messages and chooses the table encoding (see
+// OptionsFor): names ending in .LG are read as natural logarithms.
+func Read(r io.Reader, name string) (*model.Model, error) {
+	return ReadWith(r, name, OptionsFor(name))
+}
+
+// ReadFile reads the model file at path (see Read).
+func ReadFile(path string) (*model.Model, error) {
+	return ReadFileWith(path, OptionsFor(path))
+}
+
+// ReadFileWith reads the model file at path with explicit options.
+func ReadFileWith(path string, opts ReadOptions) (*model.Model, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("uai: %w", err)
+	}
+	defer f.Close()
+	return ReadWith(f, path, opts)
+}
+
+// ReadWith reads a model in the UAI format from r with explicit options;
+// unlike Read it ignores name's extension. Errors are *ParseError values
+// whose message is one line NAME:LINE: problem.
+func ReadWith(r io.Reader, name string, opts ReadOptions) (*model.Model, error) {
+	if !opts.Log.valid() {
+		return nil, fmt.Errorf("uai: %s: invalid log base %v", name, opts.Log)
+	}
+	src, err := openSource(r, name)
+	if err != nil {
+		return nil, err
+	}
+	defer src.close()
+	p := &modelParser{src: src, base: opts.Log}
+	return p.parse()
+}
+
+// modelParser holds the state of one model read.
+type modelParser struct {
+	src  *source
+	base LogBase
+	m    *model.Model
+	// The scope of factor a is scopes[starts[a]:starts[a+1]]; its table has
+	// sizes[a] entries, stored consecutively in tables.
+	starts []int
+	scopes []int
+	sizes  []int
+	tables []float64
+	// cardLines[v] is the line of variable v's cardinality.
+	cardLines []int
+}
+
+const (
+	// maxFreeStates and maxFreeStatesPerVar bound the states of variables
+	// that appear in no factor: nothing else in the input vouches for
+	// their cardinalities, which still cost unary memory. The states of a
+	// variable in a scope are bounded by that factor's table, which the
+	// input must contain.
+	maxFreeStates       = 1 << 20
+	maxFreeStatesPerVar = 64
+)
+
+// expect returns the next token, failing at the end of input with a message
+// saying that what() was expected.
+func (p *modelParser) expect(what func() string) ([]byte, int, error) {
+	tok, line, err := p.src.next()
+	if err != nil {
+		return nil, line, err
+	}
+	if tok == nil {
+		return nil, line, p.src.errorf(line, "unexpected end of file: expected "+what())
+	}
+	return tok, line, nil
+}
+
+// count reads a non-negative integer described by what().
+func (p *modelParser) count(what func() string) (int, int, error) {
+	tok, line, err := p.expect(what)
+	if err != nil {
+		return 0, line, err
+	}
+	n, problem := parseCount(tok)
+	if problem != "" {
+		return 0, line, p.src.errorf(line, what()+": "+problem)
+	}
+	return n, line, nil
+}
+
+func (p *modelParser) parse() (*model.Model, error) {
+	if err := p.preamble(); err != nil {
+		return nil, err
+	}
+	if err := p.variables(); err != nil {
+		return nil, err
+	}
+	if err := p.factorScopes(); err != nil {
+		return nil, err
+	}
+	if err := p.factorTables(); err != nil {
+		return nil, err
+	}
+	if err := p.end(); err != nil {
+		return nil, err
+	}
+	m := p.build()
+	if err := m.Validate(); err != nil { // not expected: the parser checks as it goes
+		return nil, &ParseError{Name: p.src.name, Line: p.src.s.tokLine, Msg: "invalid model", Err: err}
+	}
+	return m, nil
+}
+
+// preamble reads the network type.
+func (p *modelParser) preamble() error {
+	tok, line, err := p.expect(func() string { return "the preamble word MARKOV or BAYES" })
+	if err != nil {
+		return err
+	}
+	if !bytes.EqualFold(tok, []byte("MARKOV")) && !bytes.EqualFold(tok, []byte("BAYES")) {
+		return p.src.errorf(line, "bad preamble word "+quote(tok)+": expected MARKOV or BAYES")
+	}
+	return nil
+}
+
+// variables reads the number of variables and their cardinalities.
+func (p *modelParser) variables() error {
+	n, _, err := p.count(func() string { return "number of variables" })
+	if err != nil {
+		return err
+	}
+	cards := make([]int, 0, p.src.capFor(n, 2))
+	p.cardLines = make([]int, 0, cap(cards))
+	states := 0
+	for i := 0; i < n; i++ {
+		c, line, err := p.count(func() string { return fmt.Sprintf("cardinality of variable %d (of %d)", i, n) })
+		if err != nil {
+			return err
+		}
+		if c < 1 {
+			return p.src.errorf(line, fmt.Sprintf("variable %d: cardinality %d < 1", i, c))
+		}
+		if c > model.MaxTableEntries-states {
+			return p.src.errorf(line, fmt.Sprintf("variable %d: cardinality %d brings the total number of states over %d", i, c, model.MaxTableEntries))
+		}
+		states += c
+		cards = append(cards, c)
+		p.cardLines = append(p.cardLines, line)
+	}
+	p.m = &model.Model{Cards: cards}
+	return nil
+}
+
+// factorScopes reads the number of factors and their scopes.
+func (p *modelParser) factorScopes() error {
+	nf, _, err := p.count(func() string { return "number of factors" })
+	if err != nil {
+		return err
+	}
+	nvars := len(p.m.Cards)
+	p.starts = make([]int, 1, p.src.capFor(nf, 4)+1)
+	p.sizes = make([]int, 0, p.src.capFor(nf, 4))
+	p.scopes = make([]int, 0, p.src.capFor(nf, 2))
+	stamp := make([]int, nvars) // stamp[v] == a+1: v is in factor a's scope
+	for a := 0; a < nf; a++ {
+		k, line, err := p.count(func() string { return fmt.Sprintf("scope size of factor %d (of %d)", a, nf) })
+		if err != nil {
+			return err
+		}
+		if k > nvars {
+			return p.src.errorf(line, fmt.Sprintf("factor %d scope has %d variables, the model has only %d", a, k, nvars))
+		}
+		start := len(p.scopes)
+		for j := 0; j < k; j++ {
+			v, vline, err := p.count(func() string { return fmt.Sprintf("variable %d of the scope of factor %d", j, a) })
+			if err != nil {
+				return err
+			}
+			if v >= nvars {
+				return p.src.errorf(vline, fmt.Sprintf("factor %d scope: variable %d out of range [0,%d)", a, v, nvars))
+			}
+			if stamp[v] == a+1 {
+				return p.src.errorf(vline, fmt.Sprintf("factor %d scope: variable %d appears twice", a, v))
+			}
+			stamp[v] = a + 1
+			p.scopes = append(p.scopes, v)
+		}
+		size, err := p.m.TableSize(p.scopes[start:])
+		if err != nil {
+			return p.src.errorf(line, fmt.Sprintf("factor %d: %v", a, err))
+		}
+		p.sizes = append(p.sizes, size)
+		p.starts = append(p.starts, len(p.scopes))
+	}
+	return p.checkFreeStates(stamp)
+}
+
+// checkFreeStates bounds the states of the variables in no scope (those with
+// stamp 0), so that a few header bytes cannot claim gigabytes of unaries.
+func (p *modelParser) checkFreeStates(stamp []int) error {
+	free, states, widest := 0, 0, -1
+	for v, c := range p.m.Cards {
+		if stamp[v] != 0 {
+			continue
+		}
+		free++
+		states += c
+		if widest < 0 || c > p.m.Cards[widest] {
+			widest = v
+		}
+	}
+	if states <= maxFreeStates || states <= maxFreeStatesPerVar*free {
+		return nil
+	}
+	return p.src.errorf(p.cardLines[widest], fmt.Sprintf("variable %d has cardinality %d but appears in no factor; the %d variables in no factor have %d states, more than %d", widest, p.m.Cards[widest], free, states, maxFreeStates))
+}
+
+// factorTables reads one table per factor.
+func (p *modelParser) factorTables() error {
+	nf := len(p.sizes)
+	total := 0
+	for _, s := range p.sizes {
+		if total > math.MaxInt-s {
+			total = math.MaxInt
+			break
+		}
+		total += s
+	}
+	p.tables = make([]float64, 0, p.src.capFor(total, 2))
+	for a := 0; a < nf; a++ {
+		tok, line, err := p.src.next()
+		if err != nil {
+			return err
+		}
+		if tok == nil {
+			return p.src.errorf(line, fmt.Sprintf("unexpected end of file: expected the table of factor %d; the preamble declares %d factors, the file has %d tables", a, nf, a))
+		}
+		n, problem := parseCount(tok)
+		if problem != "" {
+			return p.src.errorf(line, fmt.Sprintf("entry count of the table of factor %d: %s", a, problem))
+		}
+		size := p.sizes[a]
+		if n != size {
+			return p.src.errorf(line, fmt.Sprintf("table of factor %d has %d entries, scope needs %d", a, n, size))
+		}
+		for e := 0; e < size; e++ {
+			tok, line, err := p.src.next()
+			if err != nil {
+				return err
+			}
+			if tok == nil {
+				return p.src.errorf(line, fmt.Sprintf("unexpected end of file: expected entry %d of the table of factor %d (%d entries)", e, a, size))
+			}
+			v, problem := entryToLog(tok, p.base)
+			if problem != "" {
+				return p.src.errorf(line, fmt.Sprintf("table of factor %d entry %d: %s", a, e, problem))
+			}
+			p.tables = append(p.tables, v)
+		}
+	}
+	return nil
+}
+
+// end checks that nothing follows the last table.
+func (p *modelParser) end() error {
+	tok, line, err := p.src.next()
+	if err != nil {
+		return err
+	}
+	if tok != nil {
+		return p.src.errorf(line, fmt.Sprintf("trailing garbage after the last table: %s (the preamble declares %d factors)", quote(tok), len(p.sizes)))
+	}
+	return nil
+}
+
+// build assembles the model: factors sub-slice the shared scope and table
+// arenas (with capped capacity, so that appending to one cannot clobber
+// the next), and unaries are all zero.
+func (p *modelParser) build() *model.Model {
+	m := p.m
+	n := len(m.Cards)
+	m.UnaryOff = make([]int, n+1)
+	for i, c := range m.Cards {
+		m.UnaryOff[i+1] = m.UnaryOff[i] + c
+	}
+	m.Unary = make([]float64, m.UnaryOff[n])
+	m.Factors = make([]model.Factor, len(p.sizes))
+	off := 0
+	for a := range m.Factors {
+		lo, hi := p.starts[a], p.starts[a+1]
+		size := p.sizes[a]
+		m.Factors[a] = model.Factor{
+			Kind:  model.Dense,
+			Vars:  p.scopes[lo:hi:hi],
+			Table: p.tables[off : off+size : off+size],
+		}
+		off += size
+	}
+	return m
+}
