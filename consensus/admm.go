@@ -274,6 +274,7 @@ func (s *admm) run(ctx context.Context, progress func(Progress)) Result {
 	res := Result{Status: IterationLimit, Dual: math.Inf(1), Primal: math.Inf(-1)}
 	bestX := make([]int, len(s.x))
 	icm := newICM(p)
+	var rep *repair
 	var lastReport time.Duration
 	yScore := make([]int, p.maxScope())
 	consider := func(x []int) {
@@ -295,6 +296,12 @@ func (s *admm) run(ctx context.Context, progress func(Progress)) Result {
 		}
 		consider(s.x)
 		if t == 1 || t%icmEvery == 0 {
+			if math.IsInf(res.Primal, -1) {
+				if rep == nil {
+					rep = newRepair(p)
+				}
+				rep.run(s.x, s.mu)
+			}
 			icm.improve(s.x)
 			consider(s.x)
 		}
