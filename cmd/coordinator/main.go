@@ -1,0 +1,71 @@
+// Command coordinator is ddrun's master: it reads a factor graph, splits it
+// into slaves and runs dual decomposition on it.
+//
+//	coordinator solve [flags] MODEL     solve in this process (shared memory)
+//	coordinator gen potts|ising|logic [flags] -o FILE
+//
+// Exit status: 0 when a result was produced, 2 for bad input or usage (one
+// line on stderr), 1 for an internal failure.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// usageError marks errors caused by the user's input or flags (exit 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
+const usage = `usage:
+  coordinator solve [flags] MODEL        MODEL: .uai[.gz] | .LG | .json | .msgpack
+  coordinator gen potts|ising|logic [flags] -o FILE
+run 'coordinator solve -h' or 'coordinator gen -h' for the flags`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes one command line and returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "solve":
+		err = cmdSolve(ctx, args[1:], stdout, stderr)
+	case "gen":
+		err = cmdGen(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprintln(stdout, usage)
+		return 0
+	default:
+		err = usagef("unknown command %q\n%s", args[0], usage)
+	}
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, errHelp) {
+		return 0
+	}
+	fmt.Fprintln(stderr, "coordinator:", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A 3-variable chain with a known MAP: x = (1, 1, 0).
+const chainUAI = `MARKOV
+3
+2 2 2
+3
+2 0 1
+2 1 2
+1 0
+4
+1 1 1 4
+4
+3 1 2 1
+2
+1 2
+`
+
+func TestSolveJSONSchema(t *testing.T) {
+	model := writeFile(t, "chain.uai", chainUAI)
+	out := filepath.Join(t.TempDir(), "sol.mpe")
+	code, stdout, stderr := runCLI(t, "solve", "--json", "--quiet", "--threads", "1", "--out", out, model)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout)
+	}
+	for _, k := range []string{"status", "primal", "dual", "gap", "relaxed", "iterations", "seconds", "assignment", "algo", "threads", "model"} {
+		if _, ok := res[k]; !ok {
+			t.Errorf("result lacks key %q", k)
+		}
+	}
+	if res["status"] != "optimal" {
+		t.Errorf("status %v, want optimal", res["status"])
+	}
+	// ln 4 (x0=1,x1=1) + ln 3 (x1=1,x2=0) + ln 2 (x2=0)... factor 3 is unary on x1.
+	asg := res["assignment"].([]any)
+	got := []float64{asg[0].(float64), asg[1].(float64), asg[2].(float64)}
+	if got[0] != 1 || got[1] != 1 || got[2] != 0 {
+		t.Errorf("assignment %v, want [1 1 0]", got)
+	}
+	sol, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(sol), "3 1 1 0") {
+		t.Errorf("MPE file %q lacks the assignment", sol)
+	}
+	if m := res["model"].(map[string]any); m["variables"].(float64) != 3 || m["factors"].(float64) != 3 {
+		t.Errorf("model %v", m)
+	}
+}
+
+func TestBadInputOneLineError(t *testing.T) {
+	dir := t.TempDir()
+	good := writeFile(t, "good.uai", chainUAI)
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no command", []string{}, "usage"},
+		{"unknown command", []string{"frobnicate"}, "unknown command"},
+		{"missing model", []string{"solve"}, "MODEL"},
+		{"two models", []string{"solve", good, good}, "exactly one"},
+		{"absent file", []string{"solve", filepath.Join(dir, "nope.uai")}, "nope.uai"},
+		{"unknown extension", []string{"solve", writeFile(t, "m.txt", "x")}, "unknown model format"},
+		{"malformed uai", []string{"solve", writeFile(t, "bad.uai", "MARKOV\n2\n2 x\n")}, "bad.uai"},
+		{"bad flag", []string{"solve", "--frob", good}, "frob"},
+		{"bad threads", []string{"solve", "--threads", "0", good}, "--threads"},
+		{"bad tau", []string{"solve", "--tau", "2", good}, "--tau"},
+		{"nan eta", []string{"solve", "--eta", "NaN", good}, "--eta"},
+		{"bad algo", []string{"solve", "--algo", "magic", good}, "--algo"},
+		{"bad out dir", []string{"solve", "--out", filepath.Join(dir, "no", "such", "x.mpe"), good}, "--out"},
+		{"absent evidence", []string{"solve", "--evidence", filepath.Join(dir, "e.evid"), good}, "e.evid"},
+		{"bad gen family", []string{"gen", "spinglass", "-o", filepath.Join(dir, "x.uai")}, "spinglass"},
+		{"gen without -o", []string{"gen", "potts"}, "-o"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tc.args...)
+			if code != 2 {
+				t.Fatalf("exit %d, want 2 (stderr %q)", code, stderr)
+			}
+			if stdout != "" {
+				t.Errorf("stdout %q, want nothing", stdout)
+			}
+			if !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr %q does not mention %q", stderr, tc.want)
+			}
+			if tc.name != "no command" && tc.name != "unknown command" && strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+				t.Errorf("stderr has more than one line: %q", stderr)
+			}
+		})
+	}
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/modelfile"
+	"github.com/ddrun/ddrun/model/uai"
+	"github.com/ddrun/ddrun/slaves"
+)
+
+// solveFlags are the flags of `coordinator solve`; other commands that run a
+// job (run, in the distributed mode) reuse them.
+type solveFlags struct {
+	evidence  string
+	algo      string
+	threads   int
+	maxIter   int
+	timeLimit time.Duration
+	tol       float64
+	eta       float64
+	adaptEta  bool
+	tau       float64
+	json      bool
+	out       string
+	quiet     bool
+}
+
+func (f *solveFlags) register(fs interface {
+	StringVar(*string, string, string, string)
+	IntVar(*int, string, int, string)
+	DurationVar(*time.Duration, string, time.Duration, string)
+	Float64Var(*float64, string, float64, string)
+	BoolVar(*bool, string, bool, string)
+}) {
+	d := consensus.DefaultOptions()
+	fs.StringVar(&f.evidence, "evidence", "", "evidence `FILE` (UAI .evid layout)")
+	fs.StringVar(&f.algo, "algo", string(d.Algo), "algorithm: admm")
+	fs.IntVar(&f.threads, "threads", runtime.GOMAXPROCS(0), "goroutines for the slave and variable loops")
+	fs.IntVar(&f.maxIter, "max-iter", d.MaxIter, "iteration limit")
+	fs.DurationVar(&f.timeLimit, "time-limit", 0, "time limit, e.g. 30s (0: none)")
+	fs.Float64Var(&f.tol, "tol", d.Tol, "relative gap for status optimal: gap <= tol*max(1,|primal|)")
+	fs.Float64Var(&f.eta, "eta", d.Eta, "ADMM penalty eta (fixed when given without --adapt-eta)")
+	fs.BoolVar(&f.adaptEta, "adapt-eta", d.AdaptEta, "adapt eta by residual balancing (default on unless --eta is given)")
+	fs.Float64Var(&f.tau, "tau", d.Tau, "multiplier step factor tau in (0, 1.618]")
+	fs.BoolVar(&f.json, "json", false, "print one JSON result object on stdout")
+	fs.StringVar(&f.out, "out", "", "write the best assignment to `FILE` in UAI MPE format")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr")
+}
+
+func (f *solveFlags) options(etaGiven, adaptGiven bool) consensus.Options {
+	o := consensus.DefaultOptions()
+	o.Algo = consensus.Algo(f.algo)
+	o.Threads = f.threads
+	o.MaxIter = f.maxIter
+	o.TimeLimit = f.timeLimit
+	o.Tol = f.tol
+	o.Eta = f.eta
+	o.Tau = f.tau
+	o.AdaptEta = f.adaptEta
+	if etaGiven && !adaptGiven {
+		o.AdaptEta = false
+	}
+	return o
+}
+
+func cmdSolve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flagSet("solve")
+	var f solveFlags
+	f.register(fs)
+	pos, err := parseInterleaved(fs, args, stderr)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("solve: want exactly one MODEL argument, got %d", len(pos))
+	}
+	opts := f.options(isSet(fs, "eta"), isSet(fs, "adapt-eta"))
+	if err := opts.Validate(); err != nil {
+		return usageError{err}
+	}
+	if f.out != "" {
+		if dir := filepath.Dir(f.out); dir != "" {
+			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+				return usagef("--out: directory %s does not exist", dir)
+			}
+		}
+	}
+	m, err := modelfile.Load(pos[0])
+	if err != nil {
+		return usageError{err}
+	}
+	var ev model.Evidence
+	if f.evidence != "" {
+		if ev, err = uai.ReadEvidenceFile(f.evidence, m); err != nil {
+			return usageError{err}
+		}
+	}
+	var progress func(consensus.Progress)
+	if !f.quiet {
+		progress = func(p consensus.Progress) { printProgress(stderr, p) }
+	}
+	res, err := consensus.Solve(ctx, m, ev, opts, slaves.ForFactor, progress)
+	if err != nil {
+		return usageError{fmt.Errorf("%s: %w", pos[0], err)}
+	}
+	if !f.quiet {
+		fmt.Fprintf(stderr, "status=%s iterations=%d dual=%s primal=%s gap=%s seconds=%.3f\n",
+			res.Status, res.Iterations, num(res.Dual), num(res.Primal), num(res.Gap), res.Elapsed.Seconds())
+	}
+	if f.out != "" && res.Assignment != nil {
+		if err := writeMPE(f.out, res.Assignment); err != nil {
+			return err
+		}
+	}
+	if f.json {
+		return writeJSON(stdout, newResultJSON(res, opts, m))
+	}
+	return nil
+}
+
+func printProgress(w io.Writer, p consensus.Progress) {
+	fmt.Fprintf(w, "iter=%d dual=%s primal=%s gap=%s pres=%.2e dres=%.2e eta=%.3g elapsed=%.3fs\n",
+		p.Iteration, num(p.Dual), num(p.Primal), num(p.Gap), p.PrimalRes, p.DualRes, p.Eta, p.Elapsed.Seconds())
+}
+
+func num(v float64) string {
+	if math.IsInf(v, 0) || math.IsNaN(v) {
+		return "none"
+	}
+	return fmt.Sprintf("%.9g", v)
+}
+
+// writeMPE writes the assignment atomically: a temporary file renamed into
+// place, so a crash never leaves a partial solution behind.
+func writeMPE(path string, x []int) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".mpe-*")
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := uai.WriteMPE(tmp, x); err != nil {
+		tmp.Close()
+		return fmt.Errorf("--out %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("--out %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("--out %s: %w", path, err)
+	}
+	return nil
+}
+
+// resultJSON is the result schema of `coordinator solve --json`. Numbers
+// that are not finite (no feasible assignment, infeasible model) are null.
+type resultJSON struct {
+	Status     consensus.Status `json:"status"`
+	Primal     *float64         `json:"primal"`
+	Dual       *float64         `json:"dual"`
+	Gap        *float64         `json:"gap"`
+	Relaxed    *float64         `json:"relaxed"`
+	Iterations int              `json:"iterations"`
+	Seconds    float64          `json:"seconds"`
+	Assignment []int            `json:"assignment"`
+	Algo       consensus.Algo   `json:"algo"`
+	Threads    int              `json:"threads"`
+	Model      modelJSON        `json:"model"`
+}
+
+type modelJSON struct {
+	Variables int `json:"variables"`
+	Factors   int `json:"factors"`
+}
+
+func finite(v float64) *float64 {
+	if math.IsInf(v, 0) || math.IsNaN(v) {
+		return nil
+	}
+	return &v
+}
+
+func newResultJSON(res consensus.Result, opts consensus.Options, m *model.Model) resultJSON {
+	r := resultJSON{
+		Status:     res.Status,
+		Primal:     finite(res.Primal),
+		Dual:       finite(res.Dual),
+		Gap:        finite(res.Gap),
+		Relaxed:    finite(res.Relaxed),
+		Iterations: res.Iterations,
+		Seconds:    res.Elapsed.Seconds(),
+		Assignment: res.Assignment,
+		Algo:       opts.Algo,
+		Threads:    opts.Threads,
+		Model:      modelJSON{Variables: m.NumVars(), Factors: len(m.Factors)},
+	}
+	if r.Primal == nil {
+		r.Assignment = nil
+	}
+	return r
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("writing result: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,208 @@
+package consensus
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/internal/oracle"
+	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/slaves"
+)
+
+func solve(t testing.TB, m *model.Model, opts Options) Result {
+	t.Helper()
+	res, err := Solve(context.Background(), m, nil, opts, slaves.ForFactor, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func relClose(a, b, tol float64) bool {
+	return math.Abs(a-b) <= tol*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
+}
+
+// Prop. 1.4 of the paper: the dual is an upper bound at every iterate; a
+// result reported optimal is the MAP; the primal is the score of the
+// reported assignment.
+func TestTinyModelsAgainstBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	n := 300
+	if testing.Short() {
+		n = 60
+	}
+	optimal := 0
+	for it := 0; it < n; it++ {
+		m := oracle.RandomTinyModel(rng, oracle.TinyOptions{})
+		best, _, err := oracle.BruteForceMAP(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := DefaultOptions()
+		opts.MaxIter = 300
+		res := solve(t, m, opts)
+		if math.IsInf(best, -1) {
+			if res.Assignment != nil {
+				t.Fatalf("model %d: infeasible model but assignment %v reported", it, res.Assignment)
+			}
+			continue
+		}
+		if res.Dual < best-1e-9*math.Max(1, math.Abs(best)) {
+			t.Fatalf("model %d: dual %.12g below the MAP %.12g", it, res.Dual, best)
+		}
+		if res.Assignment != nil {
+			if got := m.Score(res.Assignment); got != res.Primal {
+				t.Fatalf("model %d: primal %.12g but assignment scores %.12g", it, res.Primal, got)
+			}
+			if res.Primal > best+1e-9*math.Max(1, math.Abs(best)) {
+				t.Fatalf("model %d: primal %.12g above the MAP %.12g", it, res.Primal, best)
+			}
+		}
+		if res.Status == Optimal {
+			optimal++
+			if !relClose(res.Primal, best, 1e-6) {
+				t.Fatalf("model %d: status optimal with primal %.12g, MAP is %.12g", it, res.Primal, best)
+			}
+		}
+	}
+	if optimal < n/4 {
+		t.Errorf("only %d of %d tiny models certified optimal", optimal, n)
+	}
+	t.Logf("%d of %d certified optimal", optimal, n)
+}
+
+// Prop. 1.2-1.3: at convergence the dual and the relaxed primal both equal
+// the LP relaxation optimum (here from gonum's simplex).
+func TestConvergedMatchesLocalPolytopeLP(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	type tc struct {
+		name string
+		m    *model.Model
+	}
+	var cases []tc
+	for k := 0; k < 12; k++ {
+		cases = append(cases, tc{"tiny", oracle.RandomTinyModel(rng, oracle.TinyOptions{})})
+	}
+	for seed := int64(1); seed <= 4; seed++ {
+		m := generate.Potts(generate.GridOptions{Height: 3, Width: 3, Labels: 3, Rho: 2, Seed: seed})
+		cases = append(cases, tc{"potts3x3", m})
+		m = generate.Ising(generate.GridOptions{Height: 3, Width: 4, Labels: 2, Rho: 3, Seed: seed})
+		cases = append(cases, tc{"ising3x4", m})
+	}
+	for i, c := range cases {
+		lp, err := oracle.LocalPolytopeLP(c.m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.IsInf(lp, -1) {
+			continue
+		}
+		opts := DefaultOptions()
+		opts.MaxIter = 20000
+		opts.ResidualTol = 1e-8
+		opts.Tol = 0 // do not stop at a closed gap: drive the residuals down
+		res := solve(t, c.m, opts)
+		if !relClose(res.Dual, lp, 1e-4) {
+			t.Errorf("%s %d: dual %.9g, LP optimum %.9g (%s after %d iterations)", c.name, i, res.Dual, lp, res.Status, res.Iterations)
+		}
+		if res.Status == Converged && !relClose(res.Relaxed, lp, 1e-4) {
+			t.Errorf("%s %d: relaxed %.9g, LP optimum %.9g", c.name, i, res.Relaxed, lp)
+		}
+	}
+}
+
+// Results must not depend on the number of threads (fixed reduction order).
+func TestThreadsGiveIdenticalResults(t *testing.T) {
+	m := generate.Potts(generate.GridOptions{Height: 40, Width: 40, Labels: 4, Rho: 1, Seed: 7})
+	opts := DefaultOptions()
+	opts.MaxIter = 60
+	opts.Threads = 1
+	want := solve(t, m, opts)
+	for _, th := range []int{2, 3, 5} {
+		opts.Threads = th
+		got := solve(t, m, opts)
+		if got.Iterations != want.Iterations || got.Dual != want.Dual || got.Primal != want.Primal || got.Relaxed != want.Relaxed {
+			t.Errorf("threads %d: (%d, %v, %v, %v), threads 1: (%d, %v, %v, %v)", th,
+				got.Iterations, got.Dual, got.Primal, got.Relaxed, want.Iterations, want.Dual, want.Primal, want.Relaxed)
+		}
+	}
+}
+
+func TestInterruptReturnsBestSoFar(t *testing.T) {
+	m := generate.Potts(generate.GridOptions{Height: 30, Width: 30, Labels: 5, Rho: 3, Seed: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	opts := DefaultOptions()
+	opts.MaxIter = 1 << 30
+	opts.Tol = 0
+	opts.ResidualTol = 0
+	calls := 0
+	res, err := Solve(ctx, m, nil, opts, slaves.ForFactor, func(Progress) {
+		if calls++; calls == 1 {
+			cancel()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != Interrupted || res.Assignment == nil || m.Score(res.Assignment) != res.Primal {
+		t.Fatalf("status %s, primal %v", res.Status, res.Primal)
+	}
+	opts.TimeLimit = 50 * time.Millisecond
+	res = solve(t, m, opts)
+	if res.Status != TimeLimit {
+		t.Fatalf("status %s, want time_limit", res.Status)
+	}
+}
+
+func TestEvidenceIsRespected(t *testing.T) {
+	m := generate.Potts(generate.GridOptions{Height: 3, Width: 4, Labels: 3, Rho: 1, Seed: 5})
+	ev := model.Evidence{0: 2, 5: 1, 11: 0}
+	res, err := Solve(context.Background(), m, ev, DefaultOptions(), slaves.ForFactor, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, s := range ev {
+		if res.Assignment[v] != s {
+			t.Errorf("variable %d: state %d, evidence says %d", v, res.Assignment[v], s)
+		}
+	}
+	// Brute force over the conditioned model: clamp by -Inf unaries.
+	c := *m
+	c.Unary = append([]float64(nil), m.Unary...)
+	for v, s := range ev {
+		u := c.Unary[c.UnaryOff[v]:c.UnaryOff[v+1]]
+		for k := range u {
+			if k != s {
+				u[k] = math.Inf(-1)
+			}
+		}
+	}
+	best, _, err := oracle.BruteForceMAP(&c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Dual < best-1e-9 || res.Primal > best+1e-9 {
+		t.Errorf("dual %v primal %v, conditioned MAP %v", res.Dual, res.Primal, best)
+	}
+}
+
+// The hot loop allocates nothing.
+func TestIterationAllocatesNothing(t *testing.T) {
+	m := generate.Potts(generate.GridOptions{Height: 20, Width: 20, Labels: 4, Rho: 1, Seed: 1})
+	p, err := Decompose(m, slaves.ForFactor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := DefaultOptions()
+	opts.Threads = 2
+	s := newADMM(p, opts)
+	defer s.pool.close()
+	s.iterate()
+	if a := testing.AllocsPerRun(20, func() { s.iterate() }); a != 0 {
+		t.Errorf("%v allocations per iteration", a)
+	}
+}
