@@ -25,6 +25,7 @@ type admm struct {
 	lambda []float64 // multipliers lambda_i^a, one replica entry each
 	c      []float64 // slave targets (first w = theta/d + lambda, then w/eta + mu)
 	prevC  []float64 // targets of the previous QUAD call, for caching
+	prevW  []float64 // dual inputs of the previous MAP call, for caching
 	nu     []float64 // slave marginals nu_i^a
 	mu     []float64 // consensus marginals, laid out like Model.Unary
 	x      []int     // decoded assignment
@@ -35,14 +36,20 @@ type admm struct {
 	inexact  []slaves.Inexact
 	prevEta  float64
 
-	ys [][]int // per worker: MAP scratch
+	ys    [][]int     // per worker: MAP scratch
+	newMu [][]float64 // per worker: scratch for one variable's new marginal
+	lsum  [][]float64 // per worker: scratch for one variable's multiplier sums
 
 	// Per variable chunk partial sums, reduced in chunk order.
 	partPrimalRes []float64
 	partDualRes   []float64
 	partRelaxed   []float64
+	partChanged   []bool // some decoded x_i changed in this chunk
 
-	eta float64
+	eta  float64
+	iter int // iterations completed
+
+	decodedChanged bool
 
 	phaseA, phaseB func(worker, chunk int)
 	pool           *pool
@@ -57,6 +64,7 @@ func newADMM(p *Problem, opts Options) *admm {
 		lambda:   make([]float64, nr),
 		c:        make([]float64, nr),
 		prevC:    make([]float64, nr),
+		prevW:    make([]float64, nr),
 		nu:       make([]float64, nr),
 		mu:       make([]float64, len(m.Unary)),
 		x:        make([]int, len(m.Cards)),
@@ -84,10 +92,19 @@ func newADMM(p *Problem, opts Options) *admm {
 	s.partPrimalRes = make([]float64, nchunks)
 	s.partDualRes = make([]float64, nchunks)
 	s.partRelaxed = make([]float64, nchunks)
+	s.partChanged = make([]bool, nchunks)
 	ms := p.maxScope()
+	maxCard := 1
+	for _, c := range m.Cards {
+		maxCard = max(maxCard, c)
+	}
 	s.ys = make([][]int, opts.Threads)
+	s.newMu = make([][]float64, opts.Threads)
+	s.lsum = make([][]float64, opts.Threads)
 	for w := range s.ys {
 		s.ys[w] = make([]int, ms)
+		s.newMu[w] = make([]float64, maxCard)
+		s.lsum[w] = make([]float64, maxCard)
 	}
 	s.phaseA = s.solveSlaves
 	s.phaseB = s.updateVariables
@@ -120,7 +137,10 @@ func (s *admm) solveSlaves(worker, chunk int) {
 			off += len(th)
 		}
 		sl := p.Slaves[a]
-		s.dualTerm[a] = sl.MAP(c, y)
+		if pw := s.prevW[r0:r1]; !equal(c, pw) || s.iter == 0 {
+			copy(pw, c)
+			s.dualTerm[a] = sl.MAP(c, y)
+		}
 		off = 0
 		for _, v := range p.Scope(a) {
 			mu := s.mu[m.UnaryOff[v]:m.UnaryOff[v+1]]
@@ -130,7 +150,7 @@ func (s *admm) solveSlaves(worker, chunk int) {
 			off += len(mu)
 		}
 		prev := s.prevC[r0:r1]
-		if etaSame && equal(c, prev) {
+		if etaSame && s.iter > 0 && equal(c, prev) {
 			s.cached[a] = true
 			continue
 		}
@@ -158,12 +178,13 @@ func equal(a, b []float64) bool {
 // sum_a lambda_i^a = 0 holds exactly up to rounding (the dual bound needs it).
 // It also decodes x_i = argmax mu_i and accumulates the residuals and the
 // unary part of the relaxed objective.
-func (s *admm) updateVariables(_, chunk int) {
+func (s *admm) updateVariables(worker, chunk int) {
 	p, m := s.p, s.p.Model
 	lo := chunk * varChunk
 	hi := min(lo+varChunk, len(m.Cards))
 	step := s.opts.Tau * s.eta
 	var pres, dres, rel float64
+	changed := false
 	for i := lo; i < hi; i++ {
 		u0, u1 := m.UnaryOff[i], m.UnaryOff[i+1]
 		mu := s.mu[u0:u1]
@@ -180,51 +201,76 @@ func (s *admm) updateVariables(_, chunk int) {
 				mu[k] = 0
 			}
 			mu[best] = 1
+			changed = changed || s.x[i] != best
 			s.x[i] = best
 			rel += th[best]
 			continue
 		}
 		d := s.invDeg[i]
-		best, bestV := 0, math.Inf(-1)
-		for k := range mu {
-			sum := 0.0
-			for _, r := range reps {
-				sum += s.nu[r+k]
-			}
-			nm := sum * d
-			diff := nm - mu[k]
-			dres += float64(len(reps)) * diff * diff
-			mu[k] = nm
-			rel += th[k] * nm
-			lsum := 0.0
-			for _, r := range reps {
-				e := s.nu[r+k] - nm
-				pres += e * e
-				l := s.lambda[r+k] - step*e
-				s.lambda[r+k] = l
-				lsum += l
-			}
-			lmean := lsum * d
-			for _, r := range reps {
-				s.lambda[r+k] -= lmean
-			}
-			if nm > bestV || (nm == bestV && th[k] > th[best]) {
-				best, bestV = k, nm
+		nm, ls := s.newMu[worker][:len(mu)], s.lsum[worker][:len(mu)]
+		clear(nm)
+		for _, r := range reps {
+			for k, v := range s.nu[r : r+len(nm)] {
+				nm[k] += v
 			}
 		}
+		best, bestV := 0, math.Inf(-1)
+		for k := range nm {
+			v := nm[k] * d
+			nm[k] = v
+			diff := v - mu[k]
+			dres += float64(len(reps)) * diff * diff
+			mu[k] = v
+			rel += th[k] * v
+			ls[k] = 0
+			if v > bestV || (v == bestV && th[k] > th[best]) {
+				best, bestV = k, v
+			}
+		}
+		moved := false
+		for _, r := range reps {
+			nu := s.nu[r : r+len(nm)]
+			lam := s.lambda[r : r+len(nm)]
+			for k, v := range nm {
+				e := nu[k] - v
+				if e != 0 {
+					moved = true
+					pres += e * e
+					lam[k] -= step * e
+				}
+				ls[k] += lam[k]
+			}
+		}
+		// Re-centre only what moved: unchanged multipliers stay bitwise
+		// unchanged, which keeps the slave caches valid.
+		if moved {
+			for k := range ls {
+				ls[k] *= d
+			}
+			for _, r := range reps {
+				lam := s.lambda[r : r+len(nm)]
+				for k, l := range ls {
+					lam[k] -= l
+				}
+			}
+		}
+		changed = changed || s.x[i] != best
 		s.x[i] = best
 	}
+	s.partChanged[chunk] = changed
 	s.partPrimalRes[chunk] = pres
 	s.partDualRes[chunk] = dres
 	s.partRelaxed[chunk] = rel
 }
 
 // iterate runs one iteration and returns the dual value at the multipliers
-// it started from, the relaxed objective, and the residuals.
+// it started from, the relaxed objective, and the residuals. s.decodedChanged
+// tells whether the decoded assignment s.x differs from the previous one.
 func (s *admm) iterate() (dual, relaxed, primalRes, dualRes float64) {
 	p, m := s.p, s.p.Model
 	s.pool.run((len(p.Slaves)+slaveChunk-1)/slaveChunk, s.phaseA)
 	s.prevEta = s.eta
+	s.iter++
 	dual = m.Constant
 	relaxed = m.Constant
 	for a := range p.Slaves {
@@ -242,7 +288,9 @@ func (s *admm) iterate() (dual, relaxed, primalRes, dualRes float64) {
 		}
 	}
 	s.pool.run(len(s.partPrimalRes), s.phaseB)
+	s.decodedChanged = s.iter == 1
 	for c := range s.partPrimalRes {
+		s.decodedChanged = s.decodedChanged || s.partChanged[c]
 		primalRes += s.partPrimalRes[c]
 		dualRes += s.partDualRes[c]
 		relaxed += s.partRelaxed[c]
@@ -275,6 +323,7 @@ func (s *admm) run(ctx context.Context, progress func(Progress)) Result {
 	bestX := make([]int, len(s.x))
 	icm := newICM(p)
 	var rep *repair
+	icmDue := false
 	var lastReport time.Duration
 	yScore := make([]int, p.maxScope())
 	consider := func(x []int) {
@@ -294,8 +343,12 @@ func (s *admm) run(ctx context.Context, progress func(Progress)) Result {
 		if dual < res.Dual {
 			res.Dual = dual
 		}
-		consider(s.x)
-		if t == 1 || t%icmEvery == 0 {
+		if s.decodedChanged {
+			consider(s.x)
+			icmDue = true
+		}
+		if icmDue && (t == 1 || t%icmEvery == 0) {
+			icmDue = false
 			if math.IsInf(res.Primal, -1) {
 				if rep == nil {
 					rep = newRepair(p)

@@ -1,0 +1,251 @@
+package native
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ddrun/ddrun/model"
+)
+
+// kindByName maps a kind name to its Kind without allocating.
+func kindByName(s string) (model.Kind, bool) {
+	for k := model.Dense; k <= model.Budget; k++ {
+		if s == k.String() {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// checkValue reports why v may not appear in a unary or a table (nil: it may).
+func checkValue(v float64) error {
+	switch {
+	case isBadNumber(v):
+		return fmt.Errorf(`not a number (want a number, "-inf" or "-Infinity")`)
+	case math.IsNaN(v):
+		return fmt.Errorf("NaN is not allowed")
+	case math.IsInf(v, 1):
+		return fmt.Errorf(`+Inf is not allowed (only "-inf")`)
+	}
+	return nil
+}
+
+// describeNonFinite names a non-finite value for a message.
+func describeNonFinite(v float64) string {
+	if isBadNumber(v) {
+		return "not-a-number value"
+	}
+	return fmt.Sprint(v)
+}
+
+// build checks the document and turns it into a model. Errors are *Error
+// without a file name.
+func (r *rawModel) build() (*model.Model, error) {
+	if !r.hasFormat {
+		return nil, placeErr("", "missing field %q (want %q)", "format", formatName)
+	}
+	if r.format != formatName {
+		return nil, placeErr("format", "%s, want %q", quote(r.format), formatName)
+	}
+	if !r.hasVersion {
+		return nil, placeErr("", "missing field %q", "version")
+	}
+	if r.version != formatVersion {
+		return nil, placeErr("version", "%d is not supported (this reader knows version %d)", r.version, formatVersion)
+	}
+	if !r.hasCards {
+		return nil, placeErr("", "missing field %q", "cards")
+	}
+	total := 0
+	for i, c := range r.cards {
+		if c < 1 {
+			return nil, placeErr(fmt.Sprintf("cards[%d]", i), "cardinality %d < 1", c)
+		}
+		if c > unaryLimit-total {
+			return nil, placeErr(fmt.Sprintf("cards[%d]", i), "cardinality %d brings the unary entries over %d", c, unaryLimit)
+		}
+		total += c
+	}
+	m := model.New(r.cards)
+	if err := r.buildUnaries(m); err != nil {
+		return nil, err
+	}
+	if math.IsNaN(r.constant) || math.IsInf(r.constant, 0) {
+		return nil, placeErr("constant", "%s is not finite", describeNonFinite(r.constant)).atOffset(r.constPos)
+	}
+	m.Constant = r.constant
+	if err := r.buildFactors(m); err != nil {
+		return nil, err
+	}
+	if err := m.Validate(); err != nil {
+		return nil, &Error{Msg: "invalid model: " + err.Error(), Err: err}
+	}
+	return m, nil
+}
+
+func (r *rawModel) buildUnaries(m *model.Model) error {
+	if !r.hasUnaries {
+		return nil
+	}
+	if len(r.unaries) != len(r.cards) {
+		return placeErr("unaries", "%d entries, model has %d variables", len(r.unaries), len(r.cards))
+	}
+	for i, u := range r.unaries {
+		if !u.ok {
+			continue // null: zeros
+		}
+		if u.n != r.cards[i] {
+			return placeErr(fmt.Sprintf("unaries[%d]", i), "%d entries, variable %d has cardinality %d", u.n, i, r.cards[i]).atOffset(u.pos)
+		}
+		src := r.ufloats[u.off : u.off+u.n]
+		for s, v := range src {
+			if err := checkValue(v); err != nil {
+				return placeErr(fmt.Sprintf("unaries[%d][%d]", i, s), "%v", err).atOffset(u.pos)
+			}
+		}
+		copy(m.Unaries(i), src)
+	}
+	return nil
+}
+
+func (r *rawModel) buildFactors(m *model.Model) error {
+	r.vars, r.negs, r.tables = trim(r.vars), trim(r.negs), trim(r.tables)
+	m.Factors = make([]model.Factor, len(r.factors))
+	// last[v] is 1 + the last factor whose scope holds v, to find repeats.
+	last := make([]int, len(r.cards))
+	for a := range r.factors {
+		rf := &r.factors[a]
+		f := &m.Factors[a]
+		if err := r.buildFactor(m, a, rf, f, last); err != nil {
+			return err.atOffset(rf.pos)
+		}
+	}
+	return nil
+}
+
+// fieldsOf says which optional fields each kind takes.
+func fieldsOf(k model.Kind) (table, weight, negated, budget bool) {
+	switch k {
+	case model.Dense:
+		return true, false, false, false
+	case model.Pair, model.Potts:
+		return false, true, false, false
+	case model.Budget:
+		return false, false, true, true
+	}
+	return false, false, true, false
+}
+
+func (r *rawModel) buildFactor(m *model.Model, a int, rf *rawFactor, f *model.Factor, last []int) *Error {
+	if !rf.hasKind {
+		return placeErr(fmt.Sprintf("factors[%d]", a), "missing field %q", "kind")
+	}
+	if !rf.kindOK {
+		return placeErr(fmt.Sprintf("factors[%d]", a), "unknown kind %s", quote(rf.kindName))
+	}
+	k := rf.kind
+	place := func() string { return fmt.Sprintf("factors[%d] (%s)", a, k) }
+	field := func(name string) string { return fmt.Sprintf("factors[%d].%s", a, name) }
+	f.Kind = k
+
+	// Fields that do not belong to the kind.
+	table, weight, negated, budget := fieldsOf(k)
+	for _, c := range [...]struct {
+		present, allowed bool
+		name             string
+	}{
+		{rf.table.ok, table, "table"},
+		{rf.hasWeight, weight, "weight"},
+		{rf.negated.ok, negated, "negated"},
+		{rf.hasBudget, budget, "budget"},
+	} {
+		if c.present && !c.allowed {
+			return placeErr(place(), "field %q does not belong to kind %s", c.name, k)
+		}
+	}
+
+	// Scope.
+	if !rf.vars.ok {
+		return placeErr(place(), "missing field %q", "vars")
+	}
+	vars := r.vars[rf.vars.off : rf.vars.off+rf.vars.n : rf.vars.off+rf.vars.n]
+	n := len(m.Cards)
+	for i, v := range vars {
+		if v < 0 || v >= n {
+			return placeErr(fmt.Sprintf("factors[%d].vars[%d]", a, i), "variable %d out of range [0,%d)", v, n)
+		}
+		if last[v] == a+1 {
+			return placeErr(field("vars"), "variable %d appears twice", v)
+		}
+		last[v] = a + 1
+	}
+	f.Vars = vars
+
+	switch k {
+	case model.Dense:
+		if !rf.table.ok {
+			return placeErr(place(), "missing field %q", "table")
+		}
+		size, err := m.TableSize(vars)
+		if err != nil {
+			return placeErr(place(), "%v", err)
+		}
+		if rf.table.n != size {
+			return placeErr(field("table"), "%d entries, scope needs %d", rf.table.n, size)
+		}
+		t := r.tables[rf.table.off : rf.table.off+size : rf.table.off+size]
+		for i, v := range t {
+			if err := checkValue(v); err != nil {
+				return placeErr(fmt.Sprintf("factors[%d].table[%d]", a, i), "%v", err)
+			}
+		}
+		f.Table = t
+	case model.Pair, model.Potts:
+		if len(vars) != 2 {
+			return placeErr(place(), "needs 2 variables, has %d", len(vars))
+		}
+		c0, c1 := m.Cards[vars[0]], m.Cards[vars[1]]
+		if k == model.Pair && (c0 != 2 || c1 != 2) {
+			return placeErr(place(), "variables must be binary, cardinalities are (%d, %d)", c0, c1)
+		}
+		if k == model.Potts && c0 != c1 {
+			return placeErr(place(), "cardinalities differ (%d, %d)", c0, c1)
+		}
+		if !rf.hasWeight {
+			return placeErr(place(), "missing field %q", "weight")
+		}
+		if math.IsNaN(rf.weight) || math.IsInf(rf.weight, 0) {
+			return placeErr(place(), "weight %s is not finite", describeNonFinite(rf.weight))
+		}
+		f.Weight = rf.weight
+	default: // logic
+		min := 1
+		if k == model.OROut || k == model.ANDOut {
+			min = 2
+		}
+		if len(vars) < min {
+			return placeErr(place(), "needs at least %d variables, has %d", min, len(vars))
+		}
+		for _, v := range vars {
+			if m.Cards[v] != 2 {
+				return placeErr(place(), "variable %d has cardinality %d, logic factors need binary variables", v, m.Cards[v])
+			}
+		}
+		if rf.negated.ok {
+			if rf.negated.n != len(vars) {
+				return placeErr(field("negated"), "%d entries for %d variables", rf.negated.n, len(vars))
+			}
+			f.Negated = r.negs[rf.negated.off : rf.negated.off+rf.negated.n : rf.negated.off+rf.negated.n]
+		}
+		if k == model.Budget {
+			if !rf.hasBudget {
+				return placeErr(place(), "missing field %q", "budget")
+			}
+			if rf.budget < 0 || rf.budget > int64(len(vars)) {
+				return placeErr(place(), "budget %d outside [0,%d]", rf.budget, len(vars))
+			}
+			f.Budget = int(rf.budget)
+		}
+	}
+	return nil
+}

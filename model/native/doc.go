@@ -1,0 +1,15 @@
+// Package native reads and writes ddrun's own model format: a self-describing
+// document that can express every factor kind of package model (dense tables,
+// pairs, Potts, and the logic kinds with negated inputs), in two encodings of
+// the same schema: JSON for hand-written and small models, and msgpack for
+// big ones. Either may be gzip-compressed. docs/native-format.md specifies
+// the schema.
+//
+// The package owns the file format only: decoding, the checks that turn a
+// bad file into a one-line error naming the file and the place at fault,
+// and encoding. Reading never panics and bounds its allocations by the input
+// size and model.MaxTableEntries; every model it returns has passed
+// (*model.Model).Validate.
+//
+// It must not know about solvers, slaves, transports or the command line.
+package native

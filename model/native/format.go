@@ -1,0 +1,213 @@
+package native
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ddrun/ddrun/model"
+)
+
+// Format is an encoding of the native schema.
+type Format int
+
+const (
+	// JSON is the human-writable encoding: -Inf is written "-inf".
+	JSON Format = iota
+	// Msgpack is the compact binary encoding of the same schema.
+	Msgpack
+)
+
+func (f Format) String() string {
+	switch f {
+	case JSON:
+		return "json"
+	case Msgpack:
+		return "msgpack"
+	}
+	return fmt.Sprintf("format(%d)", int(f))
+}
+
+// FormatOf returns the format of a file from its extension: .json, .msgpack
+// or .mp, optionally followed by .gz.
+func FormatOf(path string) (Format, error) {
+	ext := strings.ToLower(filepath.Ext(strings.TrimSuffix(strings.ToLower(path), ".gz")))
+	switch ext {
+	case ".json":
+		return JSON, nil
+	case ".msgpack", ".mp":
+		return Msgpack, nil
+	}
+	return 0, fmt.Errorf("%s: unknown model file extension %q (want .json, .msgpack or .mp, optionally with .gz)", path, ext)
+}
+
+// gzipMagic starts every gzip stream; neither encoding can start with it.
+var gzipMagic = []byte{0x1f, 0x8b}
+
+// Read reads a model in format f from r; name (a file name) prefixes every
+// error. Gzip-compressed input is recognised by its magic bytes. The model
+// has passed (*model.Model).Validate. Its factors' Vars, Negated and Table
+// slices share a few backing arrays, each slice capped at its own length (so
+// appending to one copies it). Errors are one line, usually *Error.
+func Read(r io.Reader, name string, f Format) (*model.Model, error) {
+	if f != JSON && f != Msgpack {
+		return nil, fmt.Errorf("%s: unknown format %v", name, f)
+	}
+	data, err := readAll(r)
+	if err != nil {
+		return nil, &Error{File: name, Msg: oneLine(err.Error()), Err: err}
+	}
+	var raw *rawModel
+	if f == JSON {
+		raw, err = decodeJSON(data)
+	} else {
+		raw, err = decodeMsgpack(data)
+	}
+	if err != nil {
+		return nil, withFile(err, name, jsonData(f, data))
+	}
+	m, err := raw.build()
+	if err != nil {
+		return nil, withFile(err, name, jsonData(f, data))
+	}
+	return m, nil
+}
+
+// jsonData returns data when it is JSON (for line and column), else nil.
+func jsonData(f Format, data []byte) []byte {
+	if f == JSON {
+		return data
+	}
+	return nil
+}
+
+// readAll reads all of r, decompressing gzip input.
+func readAll(r io.Reader) ([]byte, error) {
+	data, err := readSized(r, sizeHint(r))
+	if err != nil || !bytes.HasPrefix(data, gzipMagic) {
+		return data, err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("gzip: %w", err)
+	}
+	// Guess a compression ratio of 4 for the first allocation.
+	if data, err = readSized(zr, 4*len(data)); err != nil {
+		return nil, fmt.Errorf("gzip: %w", err)
+	}
+	return data, nil
+}
+
+// sizeHint guesses how many bytes r holds (0: unknown).
+func sizeHint(r io.Reader) int {
+	switch r := r.(type) {
+	case interface{ Len() int }: // bytes.Reader, bytes.Buffer, strings.Reader
+		return r.Len()
+	case *os.File:
+		if fi, err := r.Stat(); err == nil && fi.Mode().IsRegular() {
+			return int(min(fi.Size(), 1<<40))
+		}
+	}
+	return 0
+}
+
+// readSized reads all of r into a buffer of size hint at first (with one
+// more byte, so that a right hint needs no growth to see the end).
+func readSized(r io.Reader, hint int) ([]byte, error) {
+	if hint <= 0 {
+		return io.ReadAll(r)
+	}
+	var b bytes.Buffer
+	b.Grow(hint + 1)
+	_, err := b.ReadFrom(r)
+	return b.Bytes(), err
+}
+
+// ReadFile reads a model file, its format given by its extension (see
+// FormatOf).
+func ReadFile(path string) (*model.Model, error) {
+	f, err := FormatOf(path)
+	if err != nil {
+		return nil, err
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	return Read(fh, path, f)
+}
+
+// Write writes m in format f to w. It refuses a model that does not pass
+// Validate or that Read would refuse.
+func Write(w io.Writer, m *model.Model, f Format) error {
+	if err := checkWritable(m); err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 1<<16)
+	var err error
+	switch f {
+	case JSON:
+		err = writeJSON(bw, m)
+	case Msgpack:
+		err = writeMsgpack(bw, m)
+	default:
+		return fmt.Errorf("native: unknown format %v", f)
+	}
+	if err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// checkWritable checks what Write needs beyond Validate.
+func checkWritable(m *model.Model) error {
+	if err := m.Validate(); err != nil {
+		return fmt.Errorf("native: invalid model: %w", err)
+	}
+	if total := len(m.Unary); total > maxUnaryEntries {
+		return fmt.Errorf("native: %d unary entries, the format allows %d", total, maxUnaryEntries)
+	}
+	return nil
+}
+
+// WriteFile writes m to path, its format given by its extension (see
+// FormatOf); a .gz suffix compresses it.
+func WriteFile(path string, m *model.Model) (err error) {
+	f, err := FormatOf(path)
+	if err != nil {
+		return err
+	}
+	if err := checkWritable(m); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	fh, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := fh.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	var w io.Writer = fh
+	var zw *gzip.Writer
+	if strings.HasSuffix(strings.ToLower(path), ".gz") {
+		zw = gzip.NewWriter(fh)
+		w = zw
+	}
+	if err := Write(w, m, f); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if zw != nil {
+		if err := zw.Close(); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+package native
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ddrun/ddrun/model"
+)
+
+// seedModels are valid models for the fuzz corpora.
+func seedModels() []*model.Model {
+	small := model.New([]int{2, 2})
+	small.Factors = []model.Factor{{Kind: model.Pair, Vars: []int{0, 1}, Weight: 1}}
+	return []*model.Model{allKinds(), small, model.New(nil), gridModel(3, 3, 3, false), gridModel(2, 3, 2, true)}
+}
+
+// lowerLimits caps the unary entries at 2^16 for fuzzing (a tiny input may
+// otherwise ask for a 2 GiB model, legitimately but slowly) and returns the
+// function that restores the limit.
+func lowerLimits() func() {
+	old := unaryLimit
+	unaryLimit = 1 << 16
+	return func() { unaryLimit = old }
+}
+
+// checkAccepted checks a model that Read accepted: it validates and
+// round-trips through both formats unchanged.
+func checkAccepted(t *testing.T, m *model.Model) {
+	if err := m.Validate(); err != nil {
+		t.Fatalf("accepted model does not validate: %v", err)
+	}
+	for _, f := range []Format{JSON, Msgpack} {
+		if d := diffModels(m, roundTrip(t, m, f)); d != "" {
+			t.Fatalf("%v round trip changed the %s", f, d)
+		}
+	}
+}
+
+func checkRejected(t *testing.T, err error, name string) {
+	s := err.Error()
+	if strings.ContainsAny(s, "\r\n") {
+		t.Fatalf("error spans lines: %q", s)
+	}
+	if !strings.HasPrefix(s, name+":") {
+		t.Fatalf("error does not name the file: %q", s)
+	}
+}
+
+func FuzzReadJSON(f *testing.F) {
+	for _, m := range seedModels() {
+		var b bytes.Buffer
+		if err := Write(&b, m, JSON); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b.Bytes())
+	}
+	if data, err := os.ReadFile(filepath.Join("..", "..", "examples", "logic-small.json")); err == nil {
+		f.Add(data)
+	}
+	for _, c := range errCases {
+		f.Add([]byte(c.json))
+	}
+	defer lowerLimits()()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := Read(bytes.NewReader(data), "fuzz.json", JSON)
+		if err != nil {
+			checkRejected(t, err, "fuzz.json")
+			return
+		}
+		checkAccepted(t, m)
+	})
+}
+
+func FuzzReadMsgpack(f *testing.F) {
+	for _, m := range seedModels() {
+		var b bytes.Buffer
+		if err := Write(&b, m, Msgpack); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b.Bytes())
+	}
+	for _, c := range errCases {
+		if !c.jsonOnly {
+			f.Add(toMsgpack(f, c.json))
+		}
+	}
+	defer lowerLimits()()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := Read(bytes.NewReader(data), "fuzz.msgpack", Msgpack)
+		if err != nil {
+			checkRejected(t, err, "fuzz.msgpack")
+			return
+		}
+		checkAccepted(t, m)
+	})
+}

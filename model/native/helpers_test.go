@@ -1,0 +1,171 @@
+package native
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ddrun/ddrun/model"
+)
+
+// allKinds returns a model with every factor kind, negated inputs, -Inf
+// entries, a -0 and an empty-scope dense factor.
+func allKinds() *model.Model {
+	inf := math.Inf(-1)
+	m := model.New([]int{2, 2, 2, 2, 3, 3, 2, 2, 4})
+	copy(m.Unary, []float64{
+		0, 0.5, // x0
+		-1.25, 0, // x1
+		inf, 2, // x2
+		0, math.Copysign(0, -1), // x3
+		1, 2, inf, // x4
+		0.1, 0.2, 0.3, // x5
+		1e-300, -1e300, // x6
+		0, 0, // x7
+		3, inf, inf, 4, // x8
+	})
+	m.Constant = -7.5
+	m.Factors = []model.Factor{
+		{Kind: model.Dense, Vars: []int{0, 4}, Table: []float64{0, 1, inf, 2.5, -3, 0.125}},
+		{Kind: model.Dense, Vars: []int{}, Table: []float64{1.5}},
+		{Kind: model.Dense, Vars: []int{4, 8, 2}, Table: seq(24, inf)},
+		{Kind: model.Pair, Vars: []int{0, 1}, Weight: 1.5},
+		{Kind: model.Potts, Vars: []int{4, 5}, Weight: -2},
+		{Kind: model.Potts, Vars: []int{6, 7}, Weight: 1e-9},
+		{Kind: model.XOR, Vars: []int{0, 1, 2}, Negated: []bool{false, true, false}},
+		{Kind: model.XOR, Vars: []int{6}},
+		{Kind: model.AtMostOne, Vars: []int{1, 2, 3}},
+		{Kind: model.OR, Vars: []int{2, 3}, Negated: []bool{true, true}},
+		{Kind: model.OROut, Vars: []int{0, 1, 2, 3}, Negated: []bool{true, false, false, true}},
+		{Kind: model.ANDOut, Vars: []int{1, 2}},
+		{Kind: model.Budget, Vars: []int{0, 1, 2, 3, 6, 7}, Negated: []bool{false, false, true, false, false, true}, Budget: 2},
+		{Kind: model.Budget, Vars: []int{7}, Budget: 0},
+	}
+	return m
+}
+
+// seq returns n table entries, every fifth one -Inf.
+func seq(n int, inf float64) []float64 {
+	t := make([]float64, n)
+	for i := range t {
+		t[i] = float64(i)/3 - 2
+		if i%5 == 4 {
+			t[i] = inf
+		}
+	}
+	return t
+}
+
+// gridModel is the benchmark model: an h x w grid of l-label variables with
+// random unaries and a Potts factor (or a dense l x l table) on each edge.
+func gridModel(h, w, l int, dense bool) *model.Model {
+	rng := rand.New(rand.NewPCG(1, 2))
+	cards := make([]int, h*w)
+	for i := range cards {
+		cards[i] = l
+	}
+	m := model.New(cards)
+	for i := range m.Unary {
+		m.Unary[i] = rng.Float64()*2 - 1
+	}
+	edge := func(a, b int) {
+		f := model.Factor{Kind: model.Potts, Vars: []int{a, b}, Weight: rng.Float64()*20 - 10}
+		if dense {
+			f = model.Factor{Kind: model.Dense, Vars: []int{a, b}, Table: make([]float64, l*l)}
+			for k := range f.Table {
+				f.Table[k] = rng.Float64()*20 - 10
+			}
+		}
+		m.Factors = append(m.Factors, f)
+	}
+	for r := 0; r < h; r++ {
+		for c := 0; c+1 < w; c++ {
+			edge(r*w+c, r*w+c+1)
+		}
+	}
+	for r := 0; r+1 < h; r++ {
+		for c := 0; c < w; c++ {
+			edge(r*w+c, (r+1)*w+c)
+		}
+	}
+	return m
+}
+
+func sameFloat(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
+
+func sameFloats(a, b []float64) bool {
+	if len(a) != len(b) || (a == nil) != (b == nil) {
+		return false
+	}
+	for i := range a {
+		if !sameFloat(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func sameBools(a, b []bool) bool {
+	if len(a) != len(b) || (a == nil) != (b == nil) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// diffModels describes the first difference between a and b ("" if none):
+// floats compare bit for bit, Negated and Table nil-ness too.
+func diffModels(a, b *model.Model) string {
+	switch {
+	case !sameInts(a.Cards, b.Cards):
+		return "cards"
+	case !sameInts(a.UnaryOff, b.UnaryOff):
+		return "unary offsets"
+	case !sameFloats(a.Unary, b.Unary):
+		return "unaries"
+	case !sameFloat(a.Constant, b.Constant):
+		return "constant"
+	case len(a.Factors) != len(b.Factors):
+		return "number of factors"
+	}
+	for i := range a.Factors {
+		fa, fb := &a.Factors[i], &b.Factors[i]
+		if fa.Kind != fb.Kind || !sameInts(fa.Vars, fb.Vars) || !sameBools(fa.Negated, fb.Negated) ||
+			!sameFloats(fa.Table, fb.Table) || !sameFloat(fa.Weight, fb.Weight) || fa.Budget != fb.Budget {
+			return fmt.Sprintf("factor %d (%s)", i, fa.Kind)
+		}
+	}
+	return ""
+}
+
+// roundTrip writes m in f and reads it back.
+func roundTrip(t testing.TB, m *model.Model, f Format) *model.Model {
+	t.Helper()
+	var b bytes.Buffer
+	if err := Write(&b, m, f); err != nil {
+		t.Fatalf("write %v: %v", f, err)
+	}
+	m2, err := Read(&b, "rt."+f.String(), f)
+	if err != nil {
+		t.Fatalf("read back %v: %v", f, err)
+	}
+	return m2
+}

@@ -1,0 +1,111 @@
+package native
+
+import (
+	"bufio"
+
+	"github.com/ddrun/ddrun/model"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// writeMsgpack writes m, already checked, to w: floats as float64, integers
+// in their shortest form, the fields in the order of the JSON encoding.
+func writeMsgpack(w *bufio.Writer, m *model.Model) error {
+	e := &mpWriter{enc: msgpack.NewEncoder(w)}
+	fields := 5
+	unaries := hasUnaries(m)
+	if unaries {
+		fields++
+	}
+	e.mapLen(fields)
+	e.str("format")
+	e.str(formatName)
+	e.str("version")
+	e.int(formatVersion)
+	e.str("cards")
+	e.arrayLen(len(m.Cards))
+	for _, c := range m.Cards {
+		e.int(c)
+	}
+	e.str("constant")
+	e.float(m.Constant)
+	if unaries {
+		e.str("unaries")
+		e.arrayLen(len(m.Cards))
+		for i := range m.Cards {
+			e.floats(m.Unaries(i))
+		}
+	}
+	e.str("factors")
+	e.arrayLen(len(m.Factors))
+	for a := range m.Factors {
+		e.factor(&m.Factors[a])
+	}
+	return e.err
+}
+
+// mpWriter keeps the first error of a series of encodings.
+type mpWriter struct {
+	enc *msgpack.Encoder
+	err error
+}
+
+func (e *mpWriter) keep(err error) {
+	if e.err == nil {
+		e.err = err
+	}
+}
+
+func (e *mpWriter) mapLen(n int)    { e.keep(e.enc.EncodeMapLen(n)) }
+func (e *mpWriter) arrayLen(n int)  { e.keep(e.enc.EncodeArrayLen(n)) }
+func (e *mpWriter) str(s string)    { e.keep(e.enc.EncodeString(s)) }
+func (e *mpWriter) int(v int)       { e.keep(e.enc.EncodeInt(int64(v))) }
+func (e *mpWriter) float(v float64) { e.keep(e.enc.EncodeFloat64(v)) }
+func (e *mpWriter) boolean(v bool)  { e.keep(e.enc.EncodeBool(v)) }
+func (e *mpWriter) floats(v []float64) {
+	e.arrayLen(len(v))
+	for _, x := range v {
+		e.float(x)
+	}
+}
+
+func (e *mpWriter) factor(f *model.Factor) {
+	n := 3 // kind, vars and the kind's own field
+	logic := f.Kind.IsLogic()
+	if logic {
+		n = 2
+		if f.Negated != nil {
+			n++
+		}
+		if f.Kind == model.Budget {
+			n++
+		}
+	}
+	e.mapLen(n)
+	e.str("kind")
+	e.str(f.Kind.String())
+	e.str("vars")
+	e.arrayLen(len(f.Vars))
+	for _, v := range f.Vars {
+		e.int(v)
+	}
+	switch {
+	case f.Kind == model.Dense:
+		e.str("table")
+		e.floats(f.Table)
+	case !logic:
+		e.str("weight")
+		e.float(f.Weight)
+	default:
+		if f.Negated != nil {
+			e.str("negated")
+			e.arrayLen(len(f.Negated))
+			for _, b := range f.Negated {
+				e.boolean(b)
+			}
+		}
+		if f.Kind == model.Budget {
+			e.str("budget")
+			e.int(f.Budget)
+		}
+	}
+}

@@ -1,0 +1,245 @@
+package native
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ddrun/ddrun/model"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+func TestRoundTrip(t *testing.T) {
+	m := allKinds()
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []Format{JSON, Msgpack} {
+		t.Run(f.String(), func(t *testing.T) {
+			m2 := roundTrip(t, m, f)
+			if d := diffModels(m, m2); d != "" {
+				t.Fatalf("round trip changed the %s", d)
+			}
+			// And once more, from what was read.
+			if d := diffModels(m, roundTrip(t, m2, f)); d != "" {
+				t.Fatalf("second round trip changed the %s", d)
+			}
+		})
+	}
+}
+
+func TestRoundTripZeroUnaries(t *testing.T) {
+	m := model.New([]int{2, 2})
+	m.Factors = []model.Factor{{Kind: model.Potts, Vars: []int{0, 1}, Weight: 1}}
+	for _, f := range []Format{JSON, Msgpack} {
+		if d := diffModels(m, roundTrip(t, m, f)); d != "" {
+			t.Fatalf("%v: round trip changed the %s", f, d)
+		}
+	}
+	empty := model.New(nil)
+	for _, f := range []Format{JSON, Msgpack} {
+		if d := diffModels(empty, roundTrip(t, empty, f)); d != "" {
+			t.Fatalf("%v: empty model: round trip changed the %s", f, d)
+		}
+	}
+}
+
+func TestFiles(t *testing.T) {
+	m := allKinds()
+	dir := t.TempDir()
+	for _, name := range []string{"m.json", "m.msgpack", "m.mp", "m.json.gz", "m.msgpack.gz", "M.JSON"} {
+		path := filepath.Join(dir, name)
+		if err := WriteFile(path, m); err != nil {
+			t.Fatal(err)
+		}
+		m2, err := ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := diffModels(m, m2); d != "" {
+			t.Fatalf("%s: round trip changed the %s", name, d)
+		}
+	}
+	// Read recognises gzip by its magic bytes, whatever the name.
+	data, err := os.ReadFile(filepath.Join(dir, "m.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(bytes.NewReader(data), "m.json", JSON); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadFile(filepath.Join(dir, "m.txt")); err == nil {
+		t.Fatal("ReadFile accepted an unknown extension")
+	}
+	if err := WriteFile(filepath.Join(dir, "m.yaml"), m); err == nil {
+		t.Fatal("WriteFile accepted an unknown extension")
+	}
+	if _, err := ReadFile(filepath.Join(dir, "missing.json")); err == nil {
+		t.Fatal("ReadFile of a missing file succeeded")
+	}
+}
+
+func TestWriteRejectsInvalid(t *testing.T) {
+	m := allKinds()
+	m.Factors[3].Weight = math.NaN()
+	for _, f := range []Format{JSON, Msgpack} {
+		if err := Write(&bytes.Buffer{}, m, f); err == nil {
+			t.Fatalf("%v: wrote a model with a NaN weight", f)
+		}
+	}
+	if err := Write(&bytes.Buffer{}, allKinds(), Format(7)); err == nil {
+		t.Fatal("wrote an unknown format")
+	}
+}
+
+// TestMsgpackIsStandard checks that the msgpack output decodes with a
+// general-purpose decoder, and that a document made by a general-purpose
+// encoder (ints for whole floats, float32, "-inf" strings, nil unaries)
+// reads as expected.
+func TestMsgpackIsStandard(t *testing.T) {
+	var b bytes.Buffer
+	if err := Write(&b, allKinds(), Msgpack); err != nil {
+		t.Fatal(err)
+	}
+	var generic map[string]any
+	if err := msgpack.Unmarshal(b.Bytes(), &generic); err != nil {
+		t.Fatal(err)
+	}
+	if generic["format"] != formatName || len(generic["factors"].([]any)) != len(allKinds().Factors) {
+		t.Fatalf("generic decoding: %v", generic)
+	}
+
+	doc := map[string]any{
+		"format":   "ddrun-model",
+		"version":  uint8(1),
+		"cards":    []uint16{2, 3, 2},
+		"unaries":  []any{nil, []any{float32(0.5), -2, "-Infinity"}, []any{int8(-100), int16(-1000)}},
+		"constant": int32(-70000),
+		"factors": []any{
+			map[string]any{"kind": "dense", "vars": []int{1, 0}, "table": []any{1, 2, 3, "-inf", 5, 6.5}},
+			map[string]any{"kind": "or", "vars": []int8{0}, "negated": nil},
+			map[string]any{"kind": "potts", "vars": []int16{0, 2}, "weight": uint32(70000)},
+			map[string]any{"kind": "dense", "vars": []uint16{2}, "table": []any{uint64(1 << 40), int64(-1 << 40)}},
+			map[string]any{"kind": "budget", "vars": []uint32{0, 2}, "budget": uint64(1)},
+			map[string]any{"kind": "andout", "vars": []int64{2, 0}, "negated": []bool{true, false}},
+		},
+	}
+	data, err := msgpack.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Read(bytes.NewReader(data), "g.msgpack", Msgpack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := model.New([]int{2, 3, 2})
+	copy(want.Unaries(1), []float64{0.5, -2, math.Inf(-1)})
+	copy(want.Unaries(2), []float64{-100, -1000})
+	want.Constant = -70000
+	want.Factors = []model.Factor{
+		{Kind: model.Dense, Vars: []int{1, 0}, Table: []float64{1, 2, 3, math.Inf(-1), 5, 6.5}},
+		{Kind: model.OR, Vars: []int{0}},
+		{Kind: model.Potts, Vars: []int{0, 2}, Weight: 70000},
+		{Kind: model.Dense, Vars: []int{2}, Table: []float64{1 << 40, -1 << 40}},
+		{Kind: model.Budget, Vars: []int{0, 2}, Budget: 1},
+		{Kind: model.ANDOut, Vars: []int{2, 0}, Negated: []bool{true, false}},
+	}
+	if d := diffModels(want, m); d != "" {
+		t.Fatalf("generic document: the %s differs", d)
+	}
+}
+
+// TestExample checks examples/logic-small.json: it uses every logic kind and
+// a pair, a Potts and a dense factor, it is feasible, and writing it back
+// reproduces the file byte for byte.
+func TestExample(t *testing.T) {
+	path := filepath.Join("..", "..", "examples", "logic-small.json")
+	m, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[model.Kind]bool{}
+	negated := false
+	for _, f := range m.Factors {
+		kinds[f.Kind] = true
+		for _, n := range f.Negated {
+			negated = negated || n
+		}
+	}
+	for k := model.Dense; k <= model.Budget; k++ {
+		if !kinds[k] {
+			t.Errorf("no %s factor", k)
+		}
+	}
+	if !negated {
+		t.Error("no negated input")
+	}
+	n := m.NumVars()
+	if n < 8 || n > 12 {
+		t.Errorf("%d variables, want 8-12", n)
+	}
+	best := math.Inf(-1)
+	x := make([]int, n)
+	for s := 0; s < 1<<n; s++ {
+		for i := range x {
+			x[i] = s >> i & 1
+		}
+		best = math.Max(best, m.Score(x))
+	}
+	if math.IsInf(best, -1) {
+		t.Fatal("the example is infeasible")
+	}
+	var b bytes.Buffer
+	if err := Write(&b, m, JSON); err != nil {
+		t.Fatal(err)
+	}
+	orig, _ := os.ReadFile(path)
+	if !bytes.Equal(b.Bytes(), orig) {
+		t.Errorf("writing the example back changes it:\n%s", b.String())
+	}
+}
+
+// TestDocExample checks the example of docs/native-format.md: it reads, its
+// best assignment is the one the text gives, and it is in canonical form.
+func TestDocExample(t *testing.T) {
+	md, err := os.ReadFile(filepath.Join("..", "..", "docs", "native-format.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := bytes.Cut(md, []byte("```json\n"))
+	if !ok {
+		t.Fatal("no JSON example in the document")
+	}
+	example, _, _ := bytes.Cut(rest, []byte("```"))
+	m, err := Read(bytes.NewReader(example), "native-format.md", JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	best, arg := math.Inf(-1), []int(nil)
+	x := make([]int, m.NumVars())
+	var visit func(i int)
+	visit = func(i int) {
+		if i == len(x) {
+			if s := m.Score(x); s > best {
+				best, arg = s, append([]int(nil), x...)
+			}
+			return
+		}
+		for x[i] = 0; x[i] < m.Cards[i]; x[i]++ {
+			visit(i + 1)
+		}
+	}
+	visit(0)
+	if best != 3.5 || !sameInts(arg, []int{0, 0, 1, 0, 0}) {
+		t.Errorf("best assignment %v scores %v, the document says (0, 0, 1, 0, 0) and 3.5", arg, best)
+	}
+	var b bytes.Buffer
+	if err := Write(&b, m, JSON); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b.Bytes(), example) {
+		t.Errorf("the example is not in canonical form; Write gives:\n%s", b.String())
+	}
+}
