@@ -85,7 +85,8 @@ type ActiveSet struct {
 	off     []int // offsets of the flattened per-variable layout
 	n       int   // arity
 	dim     int   // sum of cards
-	cap     int   // maximum |W|
+	cap     int   // room allocated for W
+	limit   int   // maximum |W|
 	maxIter int
 	tolDep  float64 // squared affine distance below which y is dependent on W
 
@@ -95,7 +96,8 @@ type ActiveSet struct {
 	phi  []float64 // unscaled scores phi(y_j)
 	q    []float64 // weights (a distribution on W)
 	s    []float64 // s_j of the current call
-	chol []float64 // cap*cap, row-major: lower Cholesky factor of H
+	chol []float64 // packed lower Cholesky factor of H: row i at tri(i)
+	sup  []float64 // scratch of remove: the entry right of each diagonal
 	invd []float64 // reciprocals of chol's diagonal
 	r    []float64 // H^{-1} 1, valid when rOK
 	rsum float64   // 1^T H^{-1} 1
@@ -137,26 +139,37 @@ func NewActiveSet(o Oracle, maxConfigs int) *ActiveSet {
 	if maxConfigs <= 0 {
 		maxConfigs = min(bound, DefaultActiveSetConfigs)
 	}
-	capW := max(1, min(maxConfigs, bound))
+	limit := max(1, min(maxConfigs, bound))
 	s := &ActiveSet{
-		o: o, cards: cards, off: off, n: n, dim: dim, cap: capW,
+		o: o, cards: cards, off: off, n: n, dim: dim, limit: limit,
 		maxIter: DefaultActiveSetIter,
 		tolDep:  1e-9 * float64(n+1),
-		cfg:     make([]int, capW*n),
-		phi:     make([]float64, capW),
-		q:       make([]float64, capW),
-		s:       make([]float64, capW),
-		chol:    make([]float64, capW*capW),
-		invd:    make([]float64, capW),
-		r:       make([]float64, capW),
-		qh:      make([]float64, capW),
-		z:       make([]float64, capW),
-		l:       make([]float64, capW),
 		u:       make([]float64, dim),
 		w:       make([]float64, dim),
 		y:       make([]int, n),
 	}
+	s.grow(min(limit, activeSetInitialConfigs))
 	return s
+}
+
+// activeSetInitialConfigs is the working-set room allocated up front; it
+// grows (doubling, up to the bound) the first time a call needs more, so
+// memory follows the largest working set actually seen, not the worst case.
+const activeSetInitialConfigs = 4
+
+// tri returns the offset of row i of the packed lower triangle.
+func tri(i int) int { return i * (i + 1) / 2 }
+
+// grow reallocates the working-set storage for capacity c, keeping its
+// contents. It allocates, but only when a working set outgrows every
+// previous one.
+func (s *ActiveSet) grow(c int) {
+	s.cap = c
+	s.cfg = append(make([]int, 0, c*s.n), s.cfg...)[:c*s.n]
+	s.chol = append(make([]float64, 0, tri(c)), s.chol...)[:tri(c)]
+	for _, v := range []*[]float64{&s.phi, &s.q, &s.s, &s.invd, &s.r, &s.qh, &s.z, &s.l} {
+		*v = append(make([]float64, 0, c), *v...)[:c]
+	}
 }
 
 // SetMaxIter sets the cap on active-set iterations (KKT solves) per QUAD call;
@@ -169,7 +182,7 @@ func (s *ActiveSet) SetMaxIter(k int) {
 }
 
 // MaxConfigs returns the capacity of the working set.
-func (s *ActiveSet) MaxConfigs() int { return s.cap }
+func (s *ActiveSet) MaxConfigs() int { return s.limit }
 
 // Reset empties the working set: the next QUAD call starts cold, from the
 // oracle's MAP at c.
@@ -215,9 +228,9 @@ func (s *ActiveSet) agree(i int, y []int) float64 {
 // forward solves L x = b in place (x aliases b is allowed) for the first m
 // rows of the Cholesky factor.
 func (s *ActiveSet) forward(b, x []float64) {
-	m, cp := s.m, s.cap
+	m := s.m
 	for i := 0; i < m; i++ {
-		row := s.chol[i*cp : i*cp+i]
+		row := s.chol[tri(i) : tri(i)+i]
 		v := b[i]
 		for k, lik := range row {
 			v -= lik * x[k]
@@ -228,11 +241,11 @@ func (s *ActiveSet) forward(b, x []float64) {
 
 // backward solves L^T x = b in place (x aliases b is allowed).
 func (s *ActiveSet) backward(b, x []float64) {
-	m, cp := s.m, s.cap
+	m := s.m
 	for i := m - 1; i >= 0; i-- {
 		v := b[i]
 		for k := i + 1; k < m; k++ {
-			v -= s.chol[k*cp+i] * x[k]
+			v -= s.chol[tri(k)+i] * x[k]
 		}
 		x[i] = v * s.invd[i]
 	}
@@ -257,10 +270,10 @@ func (s *ActiveSet) depth(y []int) float64 {
 // push appends y to W with score phi, weight q and target score sj, using
 // the bordered Cholesky row in s.l (from depth) and squared pivot d2.
 func (s *ActiveSet) push(y []int, phi, q, sj, d2 float64) {
-	m, cp := s.m, s.cap
-	copy(s.chol[m*cp:m*cp+m], s.l[:m])
+	m := s.m
+	copy(s.chol[tri(m):tri(m)+m], s.l[:m])
 	d := math.Sqrt(d2)
-	s.chol[m*cp+m] = d
+	s.chol[tri(m)+m] = d
 	s.invd[m] = 1 / d
 	copy(s.cfg[m*s.n:m*s.n+s.n], y)
 	s.phi[m], s.q[m], s.s[m] = phi, q, sj
@@ -272,22 +285,29 @@ func (s *ActiveSet) push(y []int, phi, q, sj, d2 float64) {
 // remove drops configuration j from W, restoring the Cholesky factor of the
 // reduced H by Givens rotations on the columns j..m-2.
 func (s *ActiveSet) remove(j int) {
-	m, cp, n := s.m, s.cap, s.n
+	m, n := s.m, s.n
 	L := s.chol
-	// Delete row j: shift the later rows up (row i keeps columns 0..i).
+	if len(s.sup) < m {
+		s.sup = make([]float64, s.limit)
+	}
+	sup := s.sup
+	// Delete row j: shift the later rows up (row i keeps columns 0..i-1 in
+	// the packed row i-1; its diagonal entry becomes sup[i-1], the entry
+	// right of the new row's diagonal).
 	for i := j + 1; i < m; i++ {
-		copy(L[(i-1)*cp:(i-1)*cp+i+1], L[i*cp:i*cp+i+1])
+		sup[i-1] = L[tri(i)+i]
+		copy(L[tri(i-1):tri(i-1)+i], L[tri(i):tri(i)+i])
 	}
 	// Rows j..m-2 now have one entry right of the diagonal: rotate it away.
 	for k := j; k < m-1; k++ {
-		a, b := L[k*cp+k], L[k*cp+k+1]
+		a, b := L[tri(k)+k], sup[k]
 		r := math.Sqrt(a*a + b*b)
 		cs, sn := a/r, b/r
-		L[k*cp+k], L[k*cp+k+1] = r, 0
+		L[tri(k)+k] = r
 		for i := k + 1; i < m-1; i++ {
-			x, y := L[i*cp+k], L[i*cp+k+1]
-			L[i*cp+k] = cs*x + sn*y
-			L[i*cp+k+1] = cs*y - sn*x
+			x, y := L[tri(i)+k], L[tri(i)+k+1]
+			L[tri(i)+k] = cs*x + sn*y
+			L[tri(i)+k+1] = cs*y - sn*x
 		}
 		s.invd[k] = 1 / r
 	}
@@ -307,20 +327,20 @@ func (s *ActiveSet) refactor() {
 	s.stats.Refactors++
 	s.mods = 0
 	s.rOK = false
-	m, cp := s.m, s.cap
+	m := s.m
 	L := s.chol
 	for i := 0; i < m; i++ {
 		yi := s.cfg[i*s.n : i*s.n+s.n]
 		for k := 0; k < i; k++ {
 			v := s.agree(k, yi)
 			for t := 0; t < k; t++ {
-				v -= L[i*cp+t] * L[k*cp+t]
+				v -= L[tri(i)+t] * L[tri(k)+t]
 			}
-			L[i*cp+k] = v * s.invd[k]
+			L[tri(i)+k] = v * s.invd[k]
 		}
 		d2 := float64(s.n + 1)
 		for t := 0; t < i; t++ {
-			d2 -= L[i*cp+t] * L[i*cp+t]
+			d2 -= L[tri(i)+t] * L[tri(i)+t]
 		}
 		if !(d2 > s.tolDep) {
 			best := 0
@@ -337,7 +357,7 @@ func (s *ActiveSet) refactor() {
 			return
 		}
 		d := math.Sqrt(d2)
-		L[i*cp+i], s.invd[i] = d, 1/d
+		L[tri(i)+i], s.invd[i] = d, 1/d
 	}
 }
 
@@ -517,6 +537,9 @@ func (s *ActiveSet) QUAD(c []float64, eta float64, u []float64) float64 {
 		sy := s.target(s.y, phi, c, eta)
 		if d2 := s.depth(s.y); d2 > s.tolDep {
 			// Affinely independent: y* enters with weight 0.
+			if s.m == s.cap && s.cap < s.limit {
+				s.grow(min(2*s.cap, s.limit))
+			}
 			if s.m == s.cap {
 				if !s.evictZero() {
 					s.stats.Capped++
