@@ -46,13 +46,15 @@ type admm struct {
 	partRelaxed   []float64
 	partChanged   []bool // some decoded x_i changed in this chunk
 
-	eta  float64
-	iter int // iterations completed
+	eta         float64 // ADMM penalty, or the subgradient step of this iteration
+	iter        int     // iterations completed
+	subgradient bool
 
 	decodedChanged bool
+	bestPrimal     float64 // for Polyak steps
 
-	phaseA, phaseB func(worker, chunk int)
-	pool           *pool
+	phaseA, phaseB, phaseC func(worker, chunk int)
+	pool                   *pool
 }
 
 func newADMM(p *Problem, opts Options) *admm {
@@ -60,19 +62,22 @@ func newADMM(p *Problem, opts Options) *admm {
 	nr := p.NumReplicaEntries()
 	s := &admm{
 		p: p, opts: opts,
-		invDeg:   make([]float64, len(m.Cards)),
-		lambda:   make([]float64, nr),
-		c:        make([]float64, nr),
-		prevC:    make([]float64, nr),
-		prevW:    make([]float64, nr),
-		nu:       make([]float64, nr),
-		mu:       make([]float64, len(m.Unary)),
-		x:        make([]int, len(m.Cards)),
-		dualTerm: make([]float64, len(p.Slaves)),
-		phiq:     make([]float64, len(p.Slaves)),
-		cached:   make([]bool, len(p.Slaves)),
-		eta:      opts.Eta,
-		inexact:  make([]slaves.Inexact, len(p.Slaves)),
+		invDeg:     make([]float64, len(m.Cards)),
+		lambda:     make([]float64, nr),
+		c:          make([]float64, nr),
+		prevC:      make([]float64, nr),
+		prevW:      make([]float64, nr),
+		nu:         make([]float64, nr),
+		mu:         make([]float64, len(m.Unary)),
+		x:          make([]int, len(m.Cards)),
+		dualTerm:   make([]float64, len(p.Slaves)),
+		phiq:       make([]float64, len(p.Slaves)),
+		cached:     make([]bool, len(p.Slaves)),
+		eta:        opts.Eta,
+		bestPrimal: math.Inf(-1),
+		inexact:    make([]slaves.Inexact, len(p.Slaves)),
+
+		subgradient: opts.Algo == Subgradient,
 	}
 	for a, sl := range p.Slaves {
 		if ie, ok := sl.(slaves.Inexact); ok {
@@ -108,6 +113,7 @@ func newADMM(p *Problem, opts Options) *admm {
 	}
 	s.phaseA = s.solveSlaves
 	s.phaseB = s.updateVariables
+	s.phaseC = s.stepMultipliers
 	s.pool = newPool(opts.Threads)
 	return s
 }
@@ -137,9 +143,27 @@ func (s *admm) solveSlaves(worker, chunk int) {
 			off += len(th)
 		}
 		sl := p.Slaves[a]
-		if pw := s.prevW[r0:r1]; !equal(c, pw) || s.iter == 0 {
+		pw := s.prevW[r0:r1]
+		if s.iter > 0 && equal(c, pw) {
+			if s.subgradient {
+				continue // same MAP, same replicas
+			}
+		} else {
 			copy(pw, c)
 			s.dualTerm[a] = sl.MAP(c, y)
+			if s.subgradient {
+				// Alg. 1, line 6: the replicas are the MAP's indicators.
+				nu := s.nu[r0:r1]
+				clear(nu)
+				sc := p.Scope(a)
+				off := 0
+				for k, v := range sc {
+					nu[off+y[k]] = 1
+					off += m.Cards[v]
+				}
+				s.phiq[a] = sl.Score(y[:len(sc)])
+				continue
+			}
 		}
 		off = 0
 		for _, v := range p.Scope(a) {
@@ -183,6 +207,9 @@ func (s *admm) updateVariables(worker, chunk int) {
 	lo := chunk * varChunk
 	hi := min(lo+varChunk, len(m.Cards))
 	step := s.opts.Tau * s.eta
+	if s.subgradient {
+		step = 0 // the step needs ||g||^2 first: stepMultipliers applies it
+	}
 	var pres, dres, rel float64
 	changed := false
 	for i := lo; i < hi; i++ {
@@ -295,10 +322,77 @@ func (s *admm) iterate() (dual, relaxed, primalRes, dualRes float64) {
 		dualRes += s.partDualRes[c]
 		relaxed += s.partRelaxed[c]
 	}
+	if s.subgradient {
+		// primalRes is ||g||^2 for the projected subgradient g = nu - mu.
+		s.eta = s.subgradientStep(dual, primalRes)
+		if s.eta > 0 {
+			s.pool.run(len(s.partPrimalRes), s.phaseC)
+		}
+	}
 	n := float64(max(1, p.NumReplicaEntries()))
 	primalRes = math.Sqrt(primalRes / n)
 	dualRes = s.eta * math.Sqrt(dualRes/n)
 	return
+}
+
+// subgradientStep returns eta_t of Alg. 1 for the configured rule, given
+// the dual value at the current multipliers and ||g||^2.
+func (s *admm) subgradientStep(dual, g2 float64) float64 {
+	if g2 == 0 {
+		return 0 // the slaves agree: lambda is dual optimal
+	}
+	t := float64(s.iter)
+	switch s.opts.Step {
+	case Diminishing:
+		return s.opts.Eta / t
+	case InvSqrt:
+		return s.opts.Eta / math.Sqrt(t)
+	}
+	// Polyak: (L(lambda) - target) / ||g||^2 with the best primal as the
+	// target (Eta/t until there is one).
+	if math.IsInf(s.bestPrimal, -1) || dual <= s.bestPrimal {
+		return s.opts.Eta / t
+	}
+	return s.opts.Eta * (dual - s.bestPrimal) / g2
+}
+
+// stepMultipliers is line 9 of Alg. 1 for one chunk of variables:
+// lambda_i^a -= eta_t (nu_i^a - mu_i), then re-centred like the ADMM update.
+func (s *admm) stepMultipliers(worker, chunk int) {
+	p, m := s.p, s.p.Model
+	lo := chunk * varChunk
+	hi := min(lo+varChunk, len(m.Cards))
+	step := s.eta
+	for i := lo; i < hi; i++ {
+		mu := s.mu[m.UnaryOff[i]:m.UnaryOff[i+1]]
+		reps := p.VarReps[p.VarRepOff[i]:p.VarRepOff[i+1]]
+		if len(reps) == 0 {
+			continue
+		}
+		ls := s.lsum[worker][:len(mu)]
+		clear(ls)
+		moved := false
+		for _, r := range reps {
+			nu := s.nu[r : r+len(mu)]
+			lam := s.lambda[r : r+len(mu)]
+			for k, v := range mu {
+				if e := nu[k] - v; e != 0 {
+					moved = true
+					lam[k] -= step * e
+				}
+				ls[k] += lam[k]
+			}
+		}
+		if moved {
+			d := s.invDeg[i]
+			for _, r := range reps {
+				lam := s.lambda[r : r+len(mu)]
+				for k, l := range ls {
+					lam[k] -= l * d
+				}
+			}
+		}
+	}
 }
 
 // adaptEta is AD3's residual balancing: grow eta when the primal residual
@@ -330,6 +424,7 @@ func (s *admm) run(ctx context.Context, progress func(Progress)) Result {
 		sc := p.scoreAssignment(x, yScore)
 		if sc > res.Primal {
 			res.Primal = sc
+			s.bestPrimal = sc
 			copy(bestX, x)
 			res.Assignment = bestX
 		}
@@ -379,7 +474,7 @@ func (s *admm) run(ctx context.Context, progress func(Progress)) Result {
 		case ctx.Err() != nil:
 			res.Status = Interrupted
 		default:
-			if s.opts.AdaptEta {
+			if s.opts.AdaptEta && !s.subgradient {
 				s.adaptEta(primalRes, dualRes)
 			}
 			continue

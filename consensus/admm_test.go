@@ -10,12 +10,13 @@ import (
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/partition"
 	"github.com/ddrun/ddrun/slaves"
 )
 
 func solve(t testing.TB, m *model.Model, opts Options) Result {
 	t.Helper()
-	res, err := Solve(context.Background(), m, nil, opts, slaves.ForFactor, nil)
+	res, err := Solve(context.Background(), m, nil, opts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func TestInterruptReturnsBestSoFar(t *testing.T) {
 	opts.Tol = 0
 	opts.ResidualTol = 0
 	calls := 0
-	res, err := Solve(ctx, m, nil, opts, slaves.ForFactor, func(Progress) {
+	res, err := Solve(ctx, m, nil, opts, func(Progress) {
 		if calls++; calls == 1 {
 			cancel()
 		}
@@ -161,7 +162,7 @@ func TestInterruptReturnsBestSoFar(t *testing.T) {
 func TestEvidenceIsRespected(t *testing.T) {
 	m := generate.Potts(generate.GridOptions{Height: 3, Width: 4, Labels: 3, Rho: 1, Seed: 5})
 	ev := model.Evidence{0: 2, 5: 1, 11: 0}
-	res, err := Solve(context.Background(), m, ev, DefaultOptions(), slaves.ForFactor, nil)
+	res, err := Solve(context.Background(), m, ev, DefaultOptions(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +194,7 @@ func TestEvidenceIsRespected(t *testing.T) {
 // The hot loop allocates nothing.
 func TestIterationAllocatesNothing(t *testing.T) {
 	m := generate.Potts(generate.GridOptions{Height: 20, Width: 20, Labels: 4, Rho: 1, Seed: 1})
-	p, err := Decompose(m, slaves.ForFactor)
+	p, err := Decompose(m, partition.PerFactor(m), slaves.Build)
 	if err != nil {
 		t.Fatal(err)
 	}

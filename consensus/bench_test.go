@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/partition"
 	"github.com/ddrun/ddrun/slaves"
 )
 
@@ -19,7 +20,7 @@ func BenchmarkIteration(b *testing.B) {
 		for _, th := range []int{1, 2} {
 			b.Run(fmt.Sprintf("potts%dx%dL%d/threads=%d", g.h, g.w, g.l, th), func(b *testing.B) {
 				m := generate.Potts(generate.GridOptions{Height: g.h, Width: g.w, Labels: g.l, Rho: g.rho, Seed: 1})
-				p, err := Decompose(m, slaves.ForFactor)
+				p, err := Decompose(m, partition.PerFactor(m), slaves.Build)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/uai"
-	"github.com/ddrun/ddrun/slaves"
 )
 
 const instancesDir = "../../shared/instances"
@@ -86,7 +85,7 @@ func TestRealInstances(t *testing.T) {
 			opts.MaxIter = 3000
 			opts.TimeLimit = limit
 			opts.Threads = 2
-			res, err := Solve(context.Background(), m, ev, opts, slaves.ForFactor, nil)
+			res, err := Solve(context.Background(), m, ev, opts, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,7 +9,31 @@ type Algo string
 
 // Algorithms.
 const (
+	// ADMM is DD-ADMM, Martins et al. ICML 2011 Alg. 2 (QUAD slaves).
 	ADMM Algo = "admm"
+	// Subgradient is DD-subgradient, Alg. 1 (MAP slaves).
+	Subgradient Algo = "subgradient"
+)
+
+// Decomposition names how the model is split into slaves.
+type Decomposition string
+
+// Decompositions (package partition builds them).
+const (
+	PerFactor Decomposition = "factor"
+	Chains    Decomposition = "chains"
+	Trees     Decomposition = "trees"
+)
+
+// StepRule is DD-subgradient's step size rule.
+type StepRule string
+
+// Step rules: Polyak's (L(lambda) - best primal) / ||g||^2 scaled by Eta,
+// Eta/t, and Eta/sqrt(t).
+const (
+	Polyak      StepRule = "polyak"
+	Diminishing StepRule = "1/t"
+	InvSqrt     StepRule = "1/sqrt(t)"
 )
 
 // Status says why a run stopped.
@@ -35,6 +59,8 @@ const (
 // DefaultOptions.
 type Options struct {
 	Algo      Algo
+	Slaves    Decomposition
+	Step      StepRule // DD-subgradient only
 	Threads   int           // goroutines for the slave and variable loops (>= 1)
 	MaxIter   int           // iteration limit (>= 1)
 	TimeLimit time.Duration // 0: none
@@ -42,7 +68,9 @@ type Options struct {
 	// ResidualTol: Converged when both the primal and the dual residual
 	// (root-mean-square per replica entry) are below it.
 	ResidualTol float64
-	Eta         float64 // initial penalty (> 0)
+	// Eta is DD-ADMM's initial penalty, or DD-subgradient's step scale
+	// eta0 (> 0).
+	Eta float64
 	AdaptEta    bool    // residual balancing
 	Tau         float64 // multiplier step factor, in (0, 1.618]
 	// ProgressEvery is the minimum time between two Progress callbacks.
@@ -53,6 +81,8 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		Algo:          ADMM,
+		Slaves:        PerFactor,
+		Step:          Polyak,
 		Threads:       1,
 		MaxIter:       1000,
 		Tol:           1e-6,

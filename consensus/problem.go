@@ -5,11 +5,12 @@ import (
 	"math"
 
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/partition"
 	"github.com/ddrun/ddrun/slaves"
 )
 
-// SlaveFactory builds the slave that solves factor a of m.
-type SlaveFactory func(m *model.Model, a int) (slaves.Slave, error)
+// SlaveBuilder builds the solver of one slave of a plan.
+type SlaveBuilder func(m *model.Model, s partition.Slave) (slaves.Slave, error)
 
 // Problem is a model decomposed into slaves, with the flat index arrays the
 // master needs. Replica vectors (multipliers, targets, slave marginals) are
@@ -33,27 +34,26 @@ type Problem struct {
 	RepPos    []int
 }
 
-// Decompose builds the fine decomposition of AD3 eq. (5): one slave per
-// factor, built by newSlave. The model should come from model.Reduce (all
-// unaries finite).
-func Decompose(m *model.Model, newSlave SlaveFactory) (*Problem, error) {
+// Decompose lays out the replica arrays for a plan (AD3 eq. 5 generalised to
+// slaves of any granularity) and builds each slave with build. The model
+// should come from model.Reduce (all unaries finite).
+func Decompose(m *model.Model, plan partition.Plan, build SlaveBuilder) (*Problem, error) {
 	p := &Problem{Model: m}
-	nf := len(m.Factors)
-	p.Slaves = make([]slaves.Slave, nf)
-	p.SlaveVarOff = make([]int, nf+1)
-	p.RepOff = make([]int, nf+1)
+	ns := len(plan.Slaves)
+	p.Slaves = make([]slaves.Slave, ns)
+	p.SlaveVarOff = make([]int, ns+1)
+	p.RepOff = make([]int, ns+1)
 	deg := make([]int, len(m.Cards)+1)
-	for a := range m.Factors {
-		f := &m.Factors[a]
-		s, err := newSlave(m, a)
+	for a, ps := range plan.Slaves {
+		s, err := build(m, ps)
 		if err != nil {
-			return nil, fmt.Errorf("factor %d (%s): %w", a, f.Kind, err)
+			return nil, fmt.Errorf("slave %d (%s over factor %d): %w", a, ps.Shape, ps.Factors[0], err)
 		}
 		p.Slaves[a] = s
-		p.SlaveVarOff[a+1] = p.SlaveVarOff[a] + len(f.Vars)
-		p.SlaveVars = append(p.SlaveVars, f.Vars...)
+		p.SlaveVarOff[a+1] = p.SlaveVarOff[a] + len(ps.Vars)
+		p.SlaveVars = append(p.SlaveVars, ps.Vars...)
 		n := 0
-		for _, v := range f.Vars {
+		for _, v := range ps.Vars {
 			n += m.Cards[v]
 			deg[v+1]++
 		}

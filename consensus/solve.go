@@ -7,14 +7,29 @@ import (
 	"math"
 
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/partition"
+	"github.com/ddrun/ddrun/slaves"
 )
+
+// Plan builds the decomposition d of m.
+func Plan(m *model.Model, d Decomposition) (partition.Plan, error) {
+	switch d {
+	case PerFactor:
+		return partition.PerFactor(m), nil
+	}
+	return partition.Plan{}, fmt.Errorf("decomposition %q is not available yet", d)
+}
 
 // Validate checks the options and returns a one-line error naming the first
 // bad one.
 func (o *Options) Validate() error {
 	switch {
-	case o.Algo != ADMM:
-		return fmt.Errorf("--algo: unknown algorithm %q (want admm)", o.Algo)
+	case o.Algo != ADMM && o.Algo != Subgradient:
+		return fmt.Errorf("--algo: unknown algorithm %q (want admm or subgradient)", o.Algo)
+	case o.Slaves != PerFactor && o.Slaves != Chains && o.Slaves != Trees:
+		return fmt.Errorf("--slaves: unknown decomposition %q (want factor, chains or trees)", o.Slaves)
+	case o.Step != Polyak && o.Step != Diminishing && o.Step != InvSqrt:
+		return fmt.Errorf("--step: unknown step rule %q (want polyak, 1/t or 1/sqrt(t))", o.Step)
 	case o.Threads < 1:
 		return fmt.Errorf("--threads: %d < 1", o.Threads)
 	case o.MaxIter < 1:
@@ -37,7 +52,7 @@ func (o *Options) Validate() error {
 // and returns the result in m's variables. Cancelling ctx stops the run
 // with status Interrupted and the best result so far. progress, if not nil,
 // is called from the solving goroutine at most every opts.ProgressEvery.
-func Solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options, newSlave SlaveFactory, progress func(Progress)) (Result, error) {
+func Solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options, progress func(Progress)) (Result, error) {
 	if err := opts.Validate(); err != nil {
 		return Result{}, err
 	}
@@ -48,7 +63,11 @@ func Solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options,
 	if err != nil {
 		return Result{}, err
 	}
-	p, err := Decompose(red.Model, newSlave)
+	plan, err := Plan(red.Model, opts.Slaves)
+	if err != nil {
+		return Result{}, err
+	}
+	p, err := Decompose(red.Model, plan, slaves.Build)
 	if err != nil {
 		return Result{}, err
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/modelfile"
 	"github.com/ddrun/ddrun/model/uai"
-	"github.com/ddrun/ddrun/slaves"
 )
 
 // solveFlags are the flags of `coordinator solve`; other commands that run a
@@ -23,6 +22,8 @@ import (
 type solveFlags struct {
 	evidence  string
 	algo      string
+	slaves    string
+	step      string
 	threads   int
 	maxIter   int
 	timeLimit time.Duration
@@ -44,12 +45,14 @@ func (f *solveFlags) register(fs interface {
 }) {
 	d := consensus.DefaultOptions()
 	fs.StringVar(&f.evidence, "evidence", "", "evidence `FILE` (UAI .evid layout)")
-	fs.StringVar(&f.algo, "algo", string(d.Algo), "algorithm: admm")
+	fs.StringVar(&f.algo, "algo", string(d.Algo), "algorithm: admm (DD-ADMM) or subgradient (DD-subgradient)")
+	fs.StringVar(&f.slaves, "slaves", string(d.Slaves), "decomposition: factor (one slave per factor)")
+	fs.StringVar(&f.step, "step", string(d.Step), "subgradient step rule: polyak, 1/t or 1/sqrt(t)")
 	fs.IntVar(&f.threads, "threads", runtime.GOMAXPROCS(0), "goroutines for the slave and variable loops")
 	fs.IntVar(&f.maxIter, "max-iter", d.MaxIter, "iteration limit")
 	fs.DurationVar(&f.timeLimit, "time-limit", 0, "time limit, e.g. 30s (0: none)")
 	fs.Float64Var(&f.tol, "tol", d.Tol, "relative gap for status optimal: gap <= tol*max(1,|primal|)")
-	fs.Float64Var(&f.eta, "eta", d.Eta, "ADMM penalty eta (fixed when given without --adapt-eta)")
+	fs.Float64Var(&f.eta, "eta", d.Eta, "ADMM penalty eta (fixed when given without --adapt-eta); subgradient step scale eta0 (default 1)")
 	fs.BoolVar(&f.adaptEta, "adapt-eta", d.AdaptEta, "adapt eta by residual balancing (default on unless --eta is given)")
 	fs.Float64Var(&f.tau, "tau", d.Tau, "multiplier step factor tau in (0, 1.618]")
 	fs.BoolVar(&f.json, "json", false, "print one JSON result object on stdout")
@@ -60,6 +63,8 @@ func (f *solveFlags) register(fs interface {
 func (f *solveFlags) options(etaGiven, adaptGiven bool) consensus.Options {
 	o := consensus.DefaultOptions()
 	o.Algo = consensus.Algo(f.algo)
+	o.Slaves = consensus.Decomposition(f.slaves)
+	o.Step = consensus.StepRule(f.step)
 	o.Threads = f.threads
 	o.MaxIter = f.maxIter
 	o.TimeLimit = f.timeLimit
@@ -69,6 +74,9 @@ func (f *solveFlags) options(etaGiven, adaptGiven bool) consensus.Options {
 	o.AdaptEta = f.adaptEta
 	if etaGiven && !adaptGiven {
 		o.AdaptEta = false
+	}
+	if o.Algo == consensus.Subgradient && !etaGiven {
+		o.Eta = 1
 	}
 	return o
 }
@@ -109,7 +117,7 @@ func cmdSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !f.quiet {
 		progress = func(p consensus.Progress) { printProgress(stderr, p) }
 	}
-	res, err := consensus.Solve(ctx, m, ev, opts, slaves.ForFactor, progress)
+	res, err := consensus.Solve(ctx, m, ev, opts, progress)
 	if err != nil {
 		return usageError{fmt.Errorf("%s: %w", pos[0], err)}
 	}
