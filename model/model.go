@@ -32,10 +32,17 @@ const (
 	ANDOut
 	// Budget: at most Budget inputs are true.
 	Budget
+	// Sequence is a linear chain over Vars, as linear-chain CRF taggers
+	// produce: score = sum_k Emission[k](x_k) + sum_k T_k(x_k, x_{k+1}).
+	// Emission is flat (position k at the prefix sum of the cardinalities;
+	// nil means zeros). Table holds the transitions: one shared L x L table
+	// when all cardinalities are L (len L*L), or the per-position tables
+	// back to back (T_k is card_k x card_{k+1}, row = x_k).
+	Sequence
 	numKinds
 )
 
-var kindNames = [...]string{"dense", "pair", "potts", "xor", "atmostone", "or", "orout", "andout", "budget"}
+var kindNames = [...]string{"dense", "pair", "potts", "xor", "atmostone", "or", "orout", "andout", "budget", "sequence"}
 
 // String returns the kind's name as used in the native format.
 func (k Kind) String() string {
@@ -56,7 +63,7 @@ func ParseKind(s string) (Kind, error) {
 }
 
 // IsLogic reports whether k is a logic kind over binary variables.
-func (k Kind) IsLogic() bool { return k >= XOR && k < numKinds }
+func (k Kind) IsLogic() bool { return k >= XOR && k <= Budget }
 
 // Factor is one factor of the graph. Only the fields of its kind are used.
 type Factor struct {
@@ -65,8 +72,11 @@ type Factor struct {
 	Vars []int
 	// Negated marks negated inputs of a logic factor; nil means none.
 	Negated []bool
-	// Table holds a Dense factor's log-potentials, last variable fastest.
+	// Table holds a Dense factor's log-potentials, last variable fastest,
+	// or a Sequence's transitions.
 	Table []float64
+	// Emission holds a Sequence's per-position scores (nil: zeros).
+	Emission []float64
 	// Weight is the coupling of Pair and Potts factors.
 	Weight float64
 	// Budget is the bound of a Budget factor.
@@ -186,6 +196,30 @@ func (m *Model) validateFactor(a int, seen map[int]int) error {
 				return fmt.Errorf("table entry %d is %v", k, v)
 			}
 		}
+	case Sequence:
+		if len(f.Vars) < 2 {
+			return fmt.Errorf("needs at least 2 variables, has %d", len(f.Vars))
+		}
+		sum := 0
+		for _, v := range f.Vars {
+			sum += m.Cards[v]
+		}
+		if f.Emission != nil && len(f.Emission) != sum {
+			return fmt.Errorf("emission has %d entries, scope needs %d", len(f.Emission), sum)
+		}
+		if _, _, err := SequenceTransitions(m, f); err != nil {
+			return err
+		}
+		for k, v := range f.Emission {
+			if math.IsNaN(v) || math.IsInf(v, 1) {
+				return fmt.Errorf("emission entry %d is %v", k, v)
+			}
+		}
+		for k, v := range f.Table {
+			if math.IsNaN(v) || math.IsInf(v, 1) {
+				return fmt.Errorf("transition entry %d is %v", k, v)
+			}
+		}
 	case Pair, Potts:
 		if len(f.Vars) != 2 {
 			return fmt.Errorf("needs 2 variables, has %d", len(f.Vars))
@@ -256,6 +290,24 @@ func (m *Model) FactorScore(a int, x []int) float64 {
 			return f.Weight
 		}
 		return 0
+	case Sequence:
+		shared, offs, _ := SequenceTransitions(m, f)
+		s, eoff := 0.0, 0
+		for k, v := range f.Vars {
+			if f.Emission != nil {
+				s += f.Emission[eoff+x[v]]
+			}
+			eoff += m.Cards[v]
+			if k+1 < len(f.Vars) {
+				next := f.Vars[k+1]
+				t := 0
+				if !shared {
+					t = offs[k]
+				}
+				s += f.Table[t+x[v]*m.Cards[next]+x[next]]
+			}
+		}
+		return s
 	}
 	if LogicSatisfied(f, func(k int) bool { return x[f.Vars[k]] == 1 }) {
 		return 0
@@ -298,4 +350,35 @@ func LogicSatisfied(f *Factor, val func(k int) bool) bool {
 		return count(n) <= f.Budget
 	}
 	panic(fmt.Sprintf("model: LogicSatisfied on kind %s", f.Kind))
+}
+
+// SequenceTransitions interprets a Sequence factor's Table: shared reports a
+// single table used at every link; otherwise offs[k] is where link k's
+// table starts. It returns an error when the length fits neither layout.
+func SequenceTransitions(m *Model, f *Factor) (shared bool, offs []int, err error) {
+	n := len(f.Vars)
+	c0 := m.Cards[f.Vars[0]]
+	same := true
+	for _, v := range f.Vars {
+		same = same && m.Cards[v] == c0
+	}
+	if same && n > 2 && len(f.Table) == c0*c0 {
+		return true, nil, nil
+	}
+	offs = make([]int, n-1)
+	total := 0
+	for k := 0; k+1 < n; k++ {
+		offs[k] = total
+		total += m.Cards[f.Vars[k]] * m.Cards[f.Vars[k+1]]
+		if total > MaxTableEntries {
+			return false, nil, fmt.Errorf("transition tables have more than %d entries", MaxTableEntries)
+		}
+	}
+	if len(f.Table) != total {
+		if same {
+			return false, nil, fmt.Errorf("transitions have %d entries, want %d (shared) or %d (per position)", len(f.Table), c0*c0, total)
+		}
+		return false, nil, fmt.Errorf("transitions have %d entries, want %d (per position)", len(f.Table), total)
+	}
+	return false, offs, nil
 }

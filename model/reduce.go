@@ -112,8 +112,14 @@ func Reduce(m *Model, ev Evidence) (*Reduced, error) {
 			out.Factors = append(out.Factors, *f)
 			continue
 		}
-		if f.Kind.IsLogic() && len(f.Vars) > maxLogicExpand {
-			return nil, fmt.Errorf("factor %d (%s): evidence or forbidden states on a logic factor with more than %d inputs are not supported", a, f.Kind, maxLogicExpand)
+		if f.Kind != Dense && f.Kind != Sequence {
+			if _, err := m.TableSize(f.Vars); err != nil || (f.Kind.IsLogic() && len(f.Vars) > maxLogicExpand) {
+				return nil, fmt.Errorf("factor %d (%s): evidence or forbidden states on a factor this large (%d variables) are not supported", a, f.Kind, len(f.Vars))
+			}
+		}
+		if f.Kind == Sequence {
+			r.addSlicedSequence(m, f)
+			continue
 		}
 		table := f.Table
 		if f.Kind != Dense {
@@ -218,4 +224,34 @@ func (m *Model) DenseTable(a int) []float64 {
 		}
 	}
 	return table
+}
+
+// addSlicedSequence restricts a Sequence factor to the allowed states; it
+// stays a Sequence over the same variables (with per-position tables).
+func (r *Reduced) addSlicedSequence(m *Model, f *Factor) {
+	shared, offs, _ := SequenceTransitions(m, f)
+	var emission []float64
+	if f.Emission != nil {
+		eoff := 0
+		for _, v := range f.Vars {
+			for _, st := range r.States[v] {
+				emission = append(emission, f.Emission[eoff+st])
+			}
+			eoff += m.Cards[v]
+		}
+	}
+	var trans []float64
+	for k := 0; k+1 < len(f.Vars); k++ {
+		u, v := f.Vars[k], f.Vars[k+1]
+		t := 0
+		if !shared {
+			t = offs[k]
+		}
+		for _, su := range r.States[u] {
+			for _, sv := range r.States[v] {
+				trans = append(trans, f.Table[t+su*m.Cards[v]+sv])
+			}
+		}
+	}
+	r.Factors = append(r.Factors, Factor{Kind: Sequence, Vars: f.Vars, Emission: emission, Table: trans})
 }

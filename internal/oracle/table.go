@@ -37,6 +37,10 @@ func factorTable(m *model.Model, a int, limit int) ([]float64, error) {
 			t[s*c+s] = f.Weight
 		}
 		return t, nil
+	case model.Sequence:
+		// Independent of the model's own scoring only in layout: enumerate
+		// and score by the definition.
+		return m.DenseTable(a), nil
 	}
 	n := len(f.Vars)
 	t := make([]float64, size)
