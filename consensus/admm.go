@@ -21,14 +21,14 @@ type admm struct {
 	p    *Problem
 	opts Options
 
-	invDeg []float64 // 1/d_i (0 for isolated variables)
-	lambda []float64 // multipliers lambda_i^a, one replica entry each
-	c      []float64 // slave targets (first w = theta/d + lambda, then w/eta + mu)
-	prevC  []float64 // targets of the previous QUAD call, for caching
-	prevW  []float64 // dual inputs of the previous MAP call, for caching
-	nu     []float64 // slave marginals nu_i^a
-	mu     []float64 // consensus marginals, laid out like Model.Unary
-	x      []int     // decoded assignment
+	invDeg   []float64 // 1/d_i (0 for isolated variables)
+	isolated float64   // sum over isolated variables of max theta_i
+	lambda   []float64 // multipliers lambda_i^a, one replica entry each
+	prevC    []float64 // targets of the previous QUAD call, for caching
+	prevW    []float64 // dual inputs of the previous MAP call, for caching
+	nu       []float64 // slave marginals nu_i^a
+	mu       []float64 // consensus marginals, laid out like Model.Unary
+	x        []int     // decoded assignment
 
 	dualTerm []float64 // per slave: max_y phi(y) + w.y at the current lambda
 	phiq     []float64 // per slave: phi . q at the QUAD solution
@@ -37,6 +37,7 @@ type admm struct {
 	prevEta  float64
 
 	ys    [][]int     // per worker: MAP scratch
+	cs    [][]float64 // per worker: one slave's dual inputs, then QUAD targets
 	newMu [][]float64 // per worker: scratch for one variable's new marginal
 	lsum  [][]float64 // per worker: scratch for one variable's multiplier sums
 
@@ -53,8 +54,10 @@ type admm struct {
 	decodedChanged bool
 	bestPrimal     float64 // for Polyak steps
 
-	phaseA, phaseB, phaseC func(worker, chunk int)
-	pool                   *pool
+	phaseA, phaseB, phaseC, phaseScore func(worker, chunk int)
+	scoreX                             []int     // the assignment phaseScore scores
+	partScore                          []float64 // per slave chunk, then per variable chunk
+	pool                               *pool
 }
 
 func newADMM(p *Problem, opts Options) *admm {
@@ -64,7 +67,6 @@ func newADMM(p *Problem, opts Options) *admm {
 		p: p, opts: opts,
 		invDeg:     make([]float64, len(m.Cards)),
 		lambda:     make([]float64, nr),
-		c:          make([]float64, nr),
 		prevC:      make([]float64, nr),
 		prevW:      make([]float64, nr),
 		nu:         make([]float64, nr),
@@ -87,6 +89,13 @@ func newADMM(p *Problem, opts Options) *admm {
 	for i := range m.Cards {
 		if d := p.Degree(i); d > 0 {
 			s.invDeg[i] = 1 / float64(d)
+		} else {
+			// An isolated variable contributes max theta_i to the dual.
+			mx := math.Inf(-1)
+			for _, t := range m.Unaries(i) {
+				mx = math.Max(mx, t)
+			}
+			s.isolated += mx
 		}
 		u := s.mu[m.UnaryOff[i]:m.UnaryOff[i+1]]
 		for k := range u {
@@ -103,6 +112,14 @@ func newADMM(p *Problem, opts Options) *admm {
 	for _, c := range m.Cards {
 		maxCard = max(maxCard, c)
 	}
+	maxRep := 0
+	for a := range p.Slaves {
+		maxRep = max(maxRep, p.RepOff[a+1]-p.RepOff[a])
+	}
+	s.cs = make([][]float64, opts.Threads)
+	for w := range s.cs {
+		s.cs[w] = make([]float64, maxRep)
+	}
 	s.ys = make([][]int, opts.Threads)
 	s.newMu = make([][]float64, opts.Threads)
 	s.lsum = make([][]float64, opts.Threads)
@@ -114,6 +131,8 @@ func newADMM(p *Problem, opts Options) *admm {
 	s.phaseA = s.solveSlaves
 	s.phaseB = s.updateVariables
 	s.phaseC = s.stepMultipliers
+	s.phaseScore = s.scoreChunk
+	s.partScore = make([]float64, (len(p.Slaves)+slaveChunk-1)/slaveChunk+nchunks)
 	s.pool = newPool(opts.Threads)
 	return s
 }
@@ -131,7 +150,7 @@ func (s *admm) solveSlaves(worker, chunk int) {
 	y := s.ys[worker]
 	for a := lo; a < hi; a++ {
 		r0, r1 := p.RepOff[a], p.RepOff[a+1]
-		c := s.c[r0:r1]
+		c := s.cs[worker][:r1-r0] // first w = theta/d + lambda, then w/eta + mu
 		lam := s.lambda[r0:r1]
 		off := 0
 		for _, v := range p.Scope(a) {
@@ -304,16 +323,7 @@ func (s *admm) iterate() (dual, relaxed, primalRes, dualRes float64) {
 		dual += s.dualTerm[a]
 		relaxed += s.phiq[a]
 	}
-	// Isolated variables contribute max theta_i to the dual.
-	for i := range m.Cards {
-		if p.Degree(i) == 0 {
-			mx := math.Inf(-1)
-			for _, t := range m.Unaries(i) {
-				mx = math.Max(mx, t)
-			}
-			dual += mx
-		}
-	}
+	dual += s.isolated
 	s.pool.run(len(s.partPrimalRes), s.phaseB)
 	s.decodedChanged = s.iter == 1
 	for c := range s.partPrimalRes {
@@ -419,9 +429,8 @@ func (s *admm) run(ctx context.Context, progress func(Progress)) Result {
 	var rep *repair
 	icmDue := false
 	var lastReport time.Duration
-	yScore := make([]int, p.maxScope())
 	consider := func(x []int) {
-		sc := p.scoreAssignment(x, yScore)
+		sc := s.score(x)
 		if sc > res.Primal {
 			res.Primal = sc
 			s.bestPrimal = sc
@@ -450,7 +459,7 @@ func (s *admm) run(ctx context.Context, progress func(Progress)) Result {
 				}
 				rep.run(s.x, s.mu)
 			}
-			icm.improve(s.x)
+			icm.improve(s.x, icmRunSweeps)
 			consider(s.x)
 		}
 		res.Gap = res.Dual - res.Primal
@@ -485,7 +494,7 @@ func (s *admm) run(ctx context.Context, progress func(Progress)) Result {
 		// A last local improvement from the best assignment found.
 		if res.Assignment != nil {
 			copy(s.x, bestX)
-			icm.improve(s.x)
+			icm.improve(s.x, icmFinalSweeps)
 			consider(s.x)
 			res.Gap = res.Dual - res.Primal
 			if closed(res, s.opts.Tol) {
@@ -504,4 +513,41 @@ func (s *admm) run(ctx context.Context, progress func(Progress)) Result {
 // gap <= tol * max(1, |primal|) with a feasible primal.
 func closed(res Result, tol float64) bool {
 	return !math.IsInf(res.Primal, -1) && res.Gap <= tol*math.Max(1, math.Abs(res.Primal))
+}
+
+// scoreChunk adds up the slaves' scores (or, past the slave chunks, the
+// unaries) of s.scoreX for one chunk.
+func (s *admm) scoreChunk(worker, chunk int) {
+	p, m := s.p, s.p.Model
+	x := s.scoreX
+	sum := 0.0
+	nsc := (len(p.Slaves) + slaveChunk - 1) / slaveChunk
+	if chunk < nsc {
+		y := s.ys[worker]
+		for a := chunk * slaveChunk; a < min((chunk+1)*slaveChunk, len(p.Slaves)); a++ {
+			sc := p.Scope(a)
+			for k, v := range sc {
+				y[k] = x[v]
+			}
+			sum += p.Slaves[a].Score(y[:len(sc)])
+		}
+	} else {
+		c := chunk - nsc
+		for i := c * varChunk; i < min((c+1)*varChunk, len(m.Cards)); i++ {
+			sum += m.Unary[m.UnaryOff[i]+x[i]]
+		}
+	}
+	s.partScore[chunk] = sum
+}
+
+// score returns the exact score of x, computed on the pool in a fixed
+// reduction order.
+func (s *admm) score(x []int) float64 {
+	s.scoreX = x
+	s.pool.run(len(s.partScore), s.phaseScore)
+	total := s.p.Model.Constant
+	for _, v := range s.partScore {
+		total += v
+	}
+	return total
 }

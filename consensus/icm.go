@@ -8,8 +8,11 @@ const icmEvery = 10
 
 // icm is iterated conditional modes: each variable in turn takes the state
 // that maximises its local score (unary plus the factors that touch it) with
-// the others fixed, until a sweep changes nothing. It never lowers the score
-// of a feasible assignment and often repairs an infeasible one.
+// the others fixed, until a sweep changes nothing or the sweep budget is
+// spent. It never lowers the score of a feasible assignment and often
+// repairs an infeasible one. During the run the budget is small (a sweep
+// costs about as much as a third of an iteration); the final polish of the
+// best assignment gets a large one.
 type icm struct {
 	p   *Problem
 	y   []int
@@ -24,11 +27,15 @@ func newICM(p *Problem) *icm {
 	return &icm{p: p, y: make([]int, p.maxScope()), loc: make([]float64, maxCard)}
 }
 
-const icmMaxSweeps = 20
+// Sweep budgets: during the run, and for the final polish.
+const (
+	icmRunSweeps   = 3
+	icmFinalSweeps = 100
+)
 
-func (c *icm) improve(x []int) {
+func (c *icm) improve(x []int, sweeps int) {
 	p, m := c.p, c.p.Model
-	for sweep := 0; sweep < icmMaxSweeps; sweep++ {
+	for sweep := 0; sweep < sweeps; sweep++ {
 		changed := false
 		for i := range m.Cards {
 			if m.Cards[i] == 1 {

@@ -60,7 +60,7 @@ const (
 type Options struct {
 	Algo      Algo
 	Slaves    Decomposition
-	Step      StepRule // DD-subgradient only
+	Step      StepRule      // DD-subgradient only
 	Threads   int           // goroutines for the slave and variable loops (>= 1)
 	MaxIter   int           // iteration limit (>= 1)
 	TimeLimit time.Duration // 0: none
@@ -70,9 +70,9 @@ type Options struct {
 	ResidualTol float64
 	// Eta is DD-ADMM's initial penalty, or DD-subgradient's step scale
 	// eta0 (> 0).
-	Eta float64
-	AdaptEta    bool    // residual balancing
-	Tau         float64 // multiplier step factor, in (0, 1.618]
+	Eta      float64
+	AdaptEta bool    // residual balancing
+	Tau      float64 // multiplier step factor, in (0, 1.618]
 	// ProgressEvery is the minimum time between two Progress callbacks.
 	ProgressEvery time.Duration
 }

@@ -2,7 +2,6 @@ package consensus
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/partition"
@@ -90,28 +89,6 @@ func (p *Problem) Degree(i int) int { return p.VarRepOff[i+1] - p.VarRepOff[i] }
 
 // Scope returns slave s's variables.
 func (p *Problem) Scope(s int) []int { return p.SlaveVars[p.SlaveVarOff[s]:p.SlaveVarOff[s+1]] }
-
-// scoreAssignment returns the exact score of x, with the slaves' Score
-// (so the model's factors and the slaves agree by construction) and y as
-// scratch of at least the largest scope.
-func (p *Problem) scoreAssignment(x []int, y []int) float64 {
-	m := p.Model
-	s := m.Constant
-	for i := range m.Cards {
-		s += m.Unary[m.UnaryOff[i]+x[i]]
-	}
-	for a, sl := range p.Slaves {
-		sc := p.Scope(a)
-		for k, v := range sc {
-			y[k] = x[v]
-		}
-		s += sl.Score(y[:len(sc)])
-		if math.IsInf(s, -1) {
-			return s
-		}
-	}
-	return s
-}
 
 func (p *Problem) maxScope() int {
 	n := 0

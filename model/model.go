@@ -375,7 +375,7 @@ func SequenceTransitions(m *Model, f *Factor) (shared bool, offs []int, err erro
 		}
 	}
 	if len(f.Table) != total {
-		if same {
+		if same && n > 2 {
 			return false, nil, fmt.Errorf("transitions have %d entries, want %d (shared) or %d (per position)", len(f.Table), c0*c0, total)
 		}
 		return false, nil, fmt.Errorf("transitions have %d entries, want %d (per position)", len(f.Table), total)

@@ -24,12 +24,16 @@ const maxLogicExpand = 20
 type Reduced struct {
 	*Model
 	// States[i] lists the original states of original variable i that
-	// survive, indexed by the state in the reduced model.
+	// survive, indexed by the state in the reduced model; nil when the
+	// model needed no reduction (then Model is the original, not a copy).
 	States [][]int
 }
 
 // Expand maps an assignment of the reduced model back to the original one.
 func (r *Reduced) Expand(x []int) []int {
+	if r.States == nil {
+		return append([]int(nil), x...)
+	}
 	out := make([]int, len(r.States))
 	for i, st := range r.States {
 		out[i] = st[x[i]]
@@ -43,6 +47,9 @@ func (r *Reduced) Expand(x []int) []int {
 func Reduce(m *Model, ev Evidence) (*Reduced, error) {
 	if err := ev.Check(m); err != nil {
 		return nil, err
+	}
+	if len(ev) == 0 && alreadyReduced(m) {
+		return &Reduced{Model: m}, nil
 	}
 	n := len(m.Cards)
 	// Pass 1: fold factors over fewer than two variables into a copy of the
@@ -254,4 +261,20 @@ func (r *Reduced) addSlicedSequence(m *Model, f *Factor) {
 		}
 	}
 	r.Factors = append(r.Factors, Factor{Kind: Sequence, Vars: f.Vars, Emission: emission, Table: trans})
+}
+
+// alreadyReduced reports whether m has nothing for Reduce to do: finite
+// unaries and no factor over fewer than two variables.
+func alreadyReduced(m *Model) bool {
+	for _, u := range m.Unary {
+		if math.IsInf(u, -1) {
+			return false
+		}
+	}
+	for a := range m.Factors {
+		if len(m.Factors[a].Vars) < 2 {
+			return false
+		}
+	}
+	return true
 }

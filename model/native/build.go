@@ -7,9 +7,12 @@ import (
 	"github.com/ddrun/ddrun/model"
 )
 
+// lastKind is the last kind of package model; kindByName knows them all.
+const lastKind = model.Sequence
+
 // kindByName maps a kind name to its Kind without allocating.
 func kindByName(s string) (model.Kind, bool) {
-	for k := model.Dense; k <= model.Budget; k++ {
+	for k := model.Dense; k <= lastKind; k++ {
 		if s == k.String() {
 			return k, true
 		}
@@ -17,7 +20,8 @@ func kindByName(s string) (model.Kind, bool) {
 	return 0, false
 }
 
-// checkValue reports why v may not appear in a unary or a table (nil: it may).
+// checkValue reports why v may not appear in a unary, a table or an emission
+// (nil: it may).
 func checkValue(v float64) error {
 	switch {
 	case isBadNumber(v):
@@ -123,17 +127,22 @@ func (r *rawModel) buildFactors(m *model.Model) error {
 	return nil
 }
 
+// kindFields says which fields beyond kind and vars a kind takes.
+type kindFields struct{ table, emission, weight, negated, budget bool }
+
 // fieldsOf says which optional fields each kind takes.
-func fieldsOf(k model.Kind) (table, weight, negated, budget bool) {
+func fieldsOf(k model.Kind) kindFields {
 	switch k {
 	case model.Dense:
-		return true, false, false, false
+		return kindFields{table: true}
+	case model.Sequence:
+		return kindFields{table: true, emission: true}
 	case model.Pair, model.Potts:
-		return false, true, false, false
+		return kindFields{weight: true}
 	case model.Budget:
-		return false, false, true, true
+		return kindFields{negated: true, budget: true}
 	}
-	return false, false, true, false
+	return kindFields{negated: true}
 }
 
 func (r *rawModel) buildFactor(m *model.Model, a int, rf *rawFactor, f *model.Factor, last []int) *Error {
@@ -149,15 +158,16 @@ func (r *rawModel) buildFactor(m *model.Model, a int, rf *rawFactor, f *model.Fa
 	f.Kind = k
 
 	// Fields that do not belong to the kind.
-	table, weight, negated, budget := fieldsOf(k)
+	fields := fieldsOf(k)
 	for _, c := range [...]struct {
 		present, allowed bool
 		name             string
 	}{
-		{rf.table.ok, table, "table"},
-		{rf.hasWeight, weight, "weight"},
-		{rf.negated.ok, negated, "negated"},
-		{rf.hasBudget, budget, "budget"},
+		{rf.table.ok, fields.table, "table"},
+		{rf.emission.ok, fields.emission, "emission"},
+		{rf.hasWeight, fields.weight, "weight"},
+		{rf.negated.ok, fields.negated, "negated"},
+		{rf.hasBudget, fields.budget, "budget"},
 	} {
 		if c.present && !c.allowed {
 			return placeErr(place(), "field %q does not belong to kind %s", c.name, k)
@@ -200,6 +210,8 @@ func (r *rawModel) buildFactor(m *model.Model, a int, rf *rawFactor, f *model.Fa
 			}
 		}
 		f.Table = t
+	case model.Sequence:
+		return r.buildSequence(m, a, rf, f)
 	case model.Pair, model.Potts:
 		if len(vars) != 2 {
 			return placeErr(place(), "needs 2 variables, has %d", len(vars))
@@ -247,5 +259,50 @@ func (r *rawModel) buildFactor(m *model.Model, a int, rf *rawFactor, f *model.Fa
 			f.Budget = int(rf.budget)
 		}
 	}
+	return nil
+}
+
+// buildSequence checks a sequence factor's transitions and emission and sets
+// them; f.Vars is set and checked.
+func (r *rawModel) buildSequence(m *model.Model, a int, rf *rawFactor, f *model.Factor) *Error {
+	place := fmt.Sprintf("factors[%d] (%s)", a, model.Sequence)
+	if len(f.Vars) < 2 {
+		return placeErr(place, "needs at least 2 variables, has %d", len(f.Vars))
+	}
+	if !rf.table.ok {
+		return placeErr(place, "missing field %q", "table")
+	}
+	// The per-position layout's size is bounded by model.MaxTableEntries
+	// (SequenceTransitions checks it); bound the shared one too.
+	if rf.table.n > model.MaxTableEntries {
+		return placeErr(place, "transitions have %d entries, more than %d", rf.table.n, model.MaxTableEntries)
+	}
+	f.Table = r.tables[rf.table.off : rf.table.off+rf.table.n : rf.table.off+rf.table.n]
+	if _, _, err := model.SequenceTransitions(m, f); err != nil {
+		return placeErr(place, "%v", err)
+	}
+	for i, v := range f.Table {
+		if err := checkValue(v); err != nil {
+			return placeErr(fmt.Sprintf("factors[%d].table[%d]", a, i), "%v", err)
+		}
+	}
+	if !rf.emission.ok {
+		return nil // zeros
+	}
+	// The scope has no repeats, so this is at most the unary entries.
+	size := 0
+	for _, v := range f.Vars {
+		size += m.Cards[v]
+	}
+	if rf.emission.n != size {
+		return placeErr(fmt.Sprintf("factors[%d].emission", a), "%d entries, scope needs %d", rf.emission.n, size)
+	}
+	e := r.tables[rf.emission.off : rf.emission.off+size : rf.emission.off+size]
+	for i, v := range e {
+		if err := checkValue(v); err != nil {
+			return placeErr(fmt.Sprintf("factors[%d].emission[%d]", a, i), "%v", err)
+		}
+	}
+	f.Emission = e
 	return nil
 }

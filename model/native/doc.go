@@ -1,9 +1,10 @@
 // Package native reads and writes ddrun's own model format: a self-describing
 // document that can express every factor kind of package model (dense tables,
-// pairs, Potts, and the logic kinds with negated inputs), in two encodings of
-// the same schema: JSON for hand-written and small models, and msgpack for
-// big ones. Either may be gzip-compressed. docs/native-format.md specifies
-// the schema.
+// pairs, Potts, the logic kinds with negated inputs, and linear-chain
+// sequences with emissions and shared or per-position transitions), in two
+// encodings of the same schema: JSON for hand-written and small models, and
+// msgpack for big ones. Either may be gzip-compressed. docs/native-format.md
+// specifies the schema.
 //
 // The package owns the file format only: decoding, the checks that turn a
 // bad file into a one-line error naming the file and the place at fault,

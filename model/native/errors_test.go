@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ddrun/ddrun/model"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -69,6 +70,12 @@ var errCases = []errCase{
 	{name: "weight on dense", json: doc("2", `{"kind": "dense", "vars": [0], "table": [1, 2], "weight": 1}`), place: "factors[0] (dense)", msg: `field "weight" does not belong to kind dense`},
 	{name: "negated on potts", json: doc("2, 2", `{"kind": "potts", "vars": [0, 1], "weight": 1, "negated": [true, false]}`), place: "factors[0] (potts)", msg: `field "negated" does not belong to kind potts`},
 	{name: "budget on or", json: doc("2", `{"kind": "or", "vars": [0], "budget": 1}`), place: "factors[0] (or)", msg: `field "budget" does not belong to kind or`},
+	{name: "emission on dense", json: doc("2", `{"kind": "dense", "vars": [0], "table": [1, 2], "emission": [0, 0]}`), place: "factors[0] (dense)", msg: `field "emission" does not belong to kind dense`},
+	{name: "emission on potts", json: doc("2, 2", `{"kind": "potts", "vars": [0, 1], "weight": 1, "emission": [0, 0, 0, 0]}`), place: "factors[0] (potts)", msg: `field "emission" does not belong to kind potts`},
+	{name: "emission on xor", json: doc("2, 2", `{"kind": "xor", "vars": [0, 1], "emission": []}`), place: "factors[0] (xor)", msg: `field "emission" does not belong to kind xor`},
+	{name: "weight on sequence", json: doc("2, 2", `{"kind": "sequence", "vars": [0, 1], "table": [1, 2, 3, 4], "weight": 1}`), place: "factors[0] (sequence)", msg: `field "weight" does not belong to kind sequence`},
+	{name: "negated on sequence", json: doc("2, 2", `{"kind": "sequence", "vars": [0, 1], "table": [1, 2, 3, 4], "negated": [true, false]}`), place: "factors[0] (sequence)", msg: `field "negated" does not belong to kind sequence`},
+	{name: "budget on sequence", json: doc("2, 2", `{"kind": "sequence", "vars": [0, 1], "table": [1, 2, 3, 4], "budget": 1}`), place: "factors[0] (sequence)", msg: `field "budget" does not belong to kind sequence`},
 
 	// Dense.
 	{name: "dense missing table", json: doc("2", `{"kind": "dense", "vars": [0]}`), place: "factors[0] (dense)", msg: `missing field "table"`},
@@ -77,6 +84,32 @@ var errCases = []errCase{
 	{name: "dense table +inf", json: doc("2", `{"kind": "dense", "vars": [0], "table": ["+Infinity", 0]}`), place: "factors[0].table[0]", msg: "+Inf is not allowed"},
 	{name: "dense table null", json: doc("2", `{"kind": "dense", "vars": [0], "table": [0, null]}`), place: "factors[0].table[1]", msg: "not a number"},
 	{name: "dense table too big", json: doc("32768, 32768", `{"kind": "dense", "vars": [0, 1], "table": []}`), place: "factors[0] (dense)", msg: "more than 268435456 entries"},
+
+	// Sequence.
+	{name: "sequence missing table", json: doc("2, 2", `{"kind": "sequence", "vars": [0, 1], "emission": [0, 0, 0, 0]}`), place: "factors[0] (sequence)", msg: `missing field "table"`},
+	{name: "sequence null table", json: doc("2, 2", `{"kind": "sequence", "vars": [0, 1], "table": null}`), place: "factors[0] (sequence)", msg: `missing field "table"`},
+	{name: "sequence missing vars", json: doc("2, 2", `{"kind": "sequence", "table": [1, 2, 3, 4]}`), place: "factors[0] (sequence)", msg: `missing field "vars"`},
+	{name: "sequence one var", json: doc("2", `{"kind": "sequence", "vars": [0], "table": [1, 2, 3, 4]}`), place: "factors[0] (sequence)", msg: "needs at least 2 variables, has 1"},
+	{name: "sequence no vars", json: doc("2", `{"kind": "sequence", "vars": [], "table": []}`), place: "factors[0] (sequence)", msg: "needs at least 2 variables, has 0"},
+	{name: "sequence repeated var", json: doc("2, 2", `{"kind": "sequence", "vars": [0, 1, 0], "table": [1, 2, 3, 4]}`), place: "factors[0].vars", msg: "variable 0 appears twice"},
+	{name: "sequence transitions size", json: "{\n  \"format\": \"ddrun-model\",\n  \"version\": 1,\n  \"cards\": [2, 2, 2, 2],\n  \"factors\": [\n    {\"kind\": \"or\", \"vars\": [0]}, {\"kind\": \"or\", \"vars\": [1]},\n    {\"kind\": \"sequence\", \"vars\": [0, 1, 2, 3], \"table\": [1, 2, 3, 4, 5, 6, 7]}\n  ]\n}", place: "factors[2] (sequence)", msg: "transitions have 7 entries, want 4 (shared) or 12 (per position)", wantLineCol: "7:5"},
+	{name: "sequence per-position size", json: doc("2, 3, 2", `{"kind": "sequence", "vars": [0, 1, 2], "table": [1, 2, 3, 4]}`), place: "factors[0] (sequence)", msg: "transitions have 4 entries, want 12 (per position)"},
+	{name: "sequence two vars size", json: doc("3, 3", `{"kind": "sequence", "vars": [1, 0], "table": [1, 2, 3]}`), place: "factors[0] (sequence)", msg: "transitions have 3 entries, want 9"},
+	{name: "sequence shared needs 3 vars", json: doc("2, 3", `{"kind": "sequence", "vars": [0, 1], "table": [1, 2, 3, 4]}`), place: "factors[0] (sequence)", msg: "transitions have 4 entries, want 6 (per position)"},
+	{name: "sequence transitions too big", json: doc("32768, 32768", `{"kind": "sequence", "vars": [0, 1], "table": []}`), place: "factors[0] (sequence)", msg: "transition tables have more than 268435456 entries"},
+	{name: "sequence transition NaN", json: doc("2, 2", `{"kind": "sequence", "vars": [0, 1], "table": [0, "nan", 0, 0]}`), place: "factors[0].table[1]", msg: "NaN is not allowed"},
+	{name: "sequence transition +inf", json: doc("2, 2, 2", `{"kind": "sequence", "vars": [2, 1, 0], "table": [0, 0, 0, "Infinity"]}`), place: "factors[0].table[3]", msg: "+Inf is not allowed"},
+	{name: "sequence transition string", json: doc("2, 2", `{"kind": "sequence", "vars": [0, 1], "table": ["heavy", 0, 0, 0]}`), place: "factors[0].table[0]", msg: "not a number"},
+	{name: "sequence transition overflow", json: doc("2, 2", `{"kind": "sequence", "vars": [0, 1], "table": [0, 0, -1e999, 0]}`), place: "factors[0].table[2]", msg: "not a number", jsonOnly: true},
+	{name: "sequence table not an array", json: doc("2, 2", `{"kind": "sequence", "vars": [0, 1], "table": 5}`), place: "factors[0].table", msg: "cannot use number as an array of numbers", mpMsg: "want an array, found an integer"},
+	{name: "emission size", json: doc("2, 3", `{"kind": "sequence", "vars": [0, 1], "table": [0, 0, 0, 0, 0, 0], "emission": [0, 0, 0, 0]}`), place: "factors[0].emission", msg: "4 entries, scope needs 5"},
+	{name: "emission empty", json: doc("2, 2", `{"kind": "sequence", "vars": [0, 1], "table": [0, 0, 0, 0], "emission": []}`), place: "factors[0].emission", msg: "0 entries, scope needs 4"},
+	{name: "emission NaN", json: doc("2, 2", `{"kind": "sequence", "vars": [0, 1], "table": [0, 0, 0, 0], "emission": [0, 0, "NaN", 0]}`), place: "factors[0].emission[2]", msg: "NaN is not allowed"},
+	{name: "emission +inf", json: doc("2, 2", `{"kind": "sequence", "vars": [0, 1], "table": [0, 0, 0, 0], "emission": ["+Infinity", 0, 0, 0]}`), place: "factors[0].emission[0]", msg: "+Inf is not allowed"},
+	{name: "emission null entry", json: doc("2, 2", `{"kind": "sequence", "vars": [0, 1], "table": [0, 0, 0, 0], "emission": [0, null, 0, 0]}`), place: "factors[0].emission[1]", msg: "not a number"},
+	{name: "emission boolean", json: doc("2, 2", `{"kind": "sequence", "vars": [0, 1], "table": [0, 0, 0, 0], "emission": [0, 0, 0, true]}`), place: "factors[0].emission[3]", msg: "not a number", mpMsg: "want a number, found a boolean"},
+	{name: "emission overflow", json: doc("2, 2", `{"kind": "sequence", "vars": [0, 1], "table": [0, 0, 0, 0], "emission": [0, 1e999, 0, 0]}`), place: "factors[0].emission[1]", msg: "not a number", jsonOnly: true},
+	{name: "emission not an array", json: doc("2, 2", `{"kind": "sequence", "vars": [0, 1], "table": [0, 0, 0, 0], "emission": 5}`), place: "factors[0].emission", msg: "cannot use number as an array of numbers", mpMsg: "want an array, found an integer"},
 
 	// Pair and Potts.
 	{name: "factor line", json: "{\n  \"format\": \"ddrun-model\", \"version\": 1, \"cards\": [2, 2],\n  \"factors\": [\n    {\"kind\": \"or\", \"vars\": [0]},\n    {\"kind\": \"potts\", \"vars\": [0, 1], \"weight\": \"nan\"}\n  ]\n}", place: "factors[1] (potts)", msg: "weight NaN is not finite", wantLineCol: "5:5"},
@@ -241,5 +274,46 @@ func TestReadBadGzip(t *testing.T) {
 	_, err := Read(bytes.NewReader([]byte{0x1f, 0x8b, 0x08, 0x00, 0x01}), "m.json.gz", JSON)
 	if err == nil || !strings.HasPrefix(err.Error(), "m.json.gz: ") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("corrupt gzip: %v", err)
+	}
+}
+
+// TestReadMsgpackRepeatedFactorKey writes a sequence factor whose map
+// repeats a key, which a general-purpose encoder cannot produce from a map.
+func TestReadMsgpackRepeatedFactorKey(t *testing.T) {
+	for _, key := range []string{"emission", "table"} {
+		var b bytes.Buffer
+		enc := msgpack.NewEncoder(&b)
+		for _, v := range []any{
+			"format", "ddrun-model", "version", 1, "cards", []int{2, 2}, "factors",
+		} {
+			if err := enc.Encode(v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		data := append([]byte{0x84}, b.Bytes()...) // the document: 4 fields
+		data = append(data, 0x91, 0x85)            // [ {5 fields
+		b.Reset()
+		zeros := []float64{0, 0, 0, 0}
+		for _, v := range []any{"kind", "sequence", "vars", []int{0, 1}, "table", zeros, key, zeros, key, zeros} {
+			if err := enc.Encode(v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		data = append(data, b.Bytes()...)
+		_, err := Read(bytes.NewReader(data), "m.msgpack", Msgpack)
+		checkErr(t, err, "m.msgpack", "factors[0]."+key, "repeated field", "")
+	}
+}
+
+// TestKindNames checks that the readers know every kind of package model by
+// its name, and that lastKind is indeed the last one.
+func TestKindNames(t *testing.T) {
+	for k := model.Dense; k <= lastKind; k++ {
+		if got, ok := kindByName(k.String()); !ok || got != k {
+			t.Errorf("kindByName(%q) = %v, %v", k.String(), got, ok)
+		}
+	}
+	if next := (lastKind + 1).String(); !strings.HasPrefix(next, "kind(") {
+		t.Errorf("package model has a kind %q after lastKind; the readers do not know it", next)
 	}
 }

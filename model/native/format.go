@@ -51,9 +51,9 @@ var gzipMagic = []byte{0x1f, 0x8b}
 
 // Read reads a model in format f from r; name (a file name) prefixes every
 // error. Gzip-compressed input is recognised by its magic bytes. The model
-// has passed (*model.Model).Validate. Its factors' Vars, Negated and Table
-// slices share a few backing arrays, each slice capped at its own length (so
-// appending to one copies it). Errors are one line, usually *Error.
+// has passed (*model.Model).Validate. Its factors' Vars, Negated, Table and
+// Emission slices share a few backing arrays, each slice capped at its own
+// length (so appending to one copies it). Errors are one line, usually *Error.
 func Read(r io.Reader, name string, f Format) (*model.Model, error) {
 	if f != JSON && f != Msgpack {
 		return nil, fmt.Errorf("%s: unknown format %v", name, f)
@@ -172,6 +172,13 @@ func checkWritable(m *model.Model) error {
 	}
 	if total := len(m.Unary); total > maxUnaryEntries {
 		return fmt.Errorf("native: %d unary entries, the format allows %d", total, maxUnaryEntries)
+	}
+	for a := range m.Factors {
+		// Validate bounds a shared transition table by nothing but the
+		// cardinalities; the format allows model.MaxTableEntries.
+		if f := &m.Factors[a]; f.Kind == model.Sequence && len(f.Table) > model.MaxTableEntries {
+			return fmt.Errorf("native: factor %d (%s): transitions have %d entries, the format allows %d", a, f.Kind, len(f.Table), model.MaxTableEntries)
+		}
 	}
 	return nil
 }

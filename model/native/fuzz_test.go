@@ -10,11 +10,16 @@ import (
 	"github.com/ddrun/ddrun/model"
 )
 
-// seedModels are valid models for the fuzz corpora.
+// seedModels are valid models for the fuzz corpora: allKinds (every kind,
+// sequences included), small ones, grids, and the sequence round-trip cases.
 func seedModels() []*model.Model {
 	small := model.New([]int{2, 2})
 	small.Factors = []model.Factor{{Kind: model.Pair, Vars: []int{0, 1}, Weight: 1}}
-	return []*model.Model{allKinds(), small, model.New(nil), gridModel(3, 3, 3, false), gridModel(2, 3, 2, true)}
+	seeds := []*model.Model{allKinds(), small, model.New(nil), gridModel(3, 3, 3, false), gridModel(2, 3, 2, true)}
+	for _, c := range sequenceModels() {
+		seeds = append(seeds, c.m)
+	}
+	return seeds
 }
 
 // lowerLimits caps the unary entries at 2^16 for fuzzing (a tiny input may

@@ -11,7 +11,8 @@ import (
 )
 
 // allKinds returns a model with every factor kind, negated inputs, -Inf
-// entries, a -0 and an empty-scope dense factor.
+// entries, a -0, an empty-scope dense factor, and sequences with shared and
+// per-position transitions, with and without emission.
 func allKinds() *model.Model {
 	inf := math.Inf(-1)
 	m := model.New([]int{2, 2, 2, 2, 3, 3, 2, 2, 4})
@@ -42,8 +43,81 @@ func allKinds() *model.Model {
 		{Kind: model.ANDOut, Vars: []int{1, 2}},
 		{Kind: model.Budget, Vars: []int{0, 1, 2, 3, 6, 7}, Negated: []bool{false, false, true, false, false, true}, Budget: 2},
 		{Kind: model.Budget, Vars: []int{7}, Budget: 0},
+		// Shared 2x2 transitions, emission with -Inf and -0.
+		{Kind: model.Sequence, Vars: []int{0, 1, 2, 3}, Table: []float64{0.5, inf, -1, 2},
+			Emission: []float64{0, 1, inf, 0.25, math.Copysign(0, -1), 3, 1e-300, -2}},
+		// Per position (3x4 then 4x3), no emission.
+		{Kind: model.Sequence, Vars: []int{4, 8, 5}, Table: seq(24, inf)},
+		// Two variables; an emission of zeros stays one.
+		{Kind: model.Sequence, Vars: []int{7, 6}, Table: []float64{1, 2, 3, inf}, Emission: make([]float64, 4)},
+		// Per position although the cardinalities are equal.
+		{Kind: model.Sequence, Vars: []int{1, 3, 6}, Table: seq(8, inf)},
 	}
 	return m
+}
+
+// sequenceModel returns a chain of n variables with one Sequence factor over
+// them (in reverse order when reverse is set): shared transitions when cards
+// are all equal and shared is set, else per position; with an emission when
+// emission is set. Every seventh value is -Inf.
+func sequenceModel(cards []int, shared, emission, reverse bool) *model.Model {
+	rng := rand.New(rand.NewPCG(uint64(len(cards)), 7))
+	draw := func(i int) float64 {
+		if i%7 == 6 {
+			return math.Inf(-1)
+		}
+		return float64(rng.IntN(64)-32) / 8
+	}
+	m := model.New(cards)
+	for i := range m.Unary {
+		m.Unary[i] = draw(0)
+	}
+	vars := make([]int, len(cards))
+	for k := range vars {
+		vars[k] = k
+		if reverse {
+			vars[k] = len(cards) - 1 - k
+		}
+	}
+	f := model.Factor{Kind: model.Sequence, Vars: vars}
+	size := cards[0] * cards[0]
+	if !shared {
+		size = 0
+		for k := 0; k+1 < len(vars); k++ {
+			size += cards[vars[k]] * cards[vars[k+1]]
+		}
+	}
+	f.Table = make([]float64, size)
+	for i := range f.Table {
+		f.Table[i] = draw(i)
+	}
+	if emission {
+		f.Emission = make([]float64, len(m.Unary))
+		for i := range f.Emission {
+			f.Emission[i] = draw(i + 3)
+		}
+	}
+	m.Factors = []model.Factor{f}
+	return m
+}
+
+// sequenceModels are the sequence round-trip cases.
+func sequenceModels() []struct {
+	name string
+	m    *model.Model
+} {
+	return []struct {
+		name string
+		m    *model.Model
+	}{
+		{"shared+emission", sequenceModel([]int{3, 3, 3, 3, 3}, true, true, false)},
+		{"shared", sequenceModel([]int{4, 4, 4}, true, false, true)},
+		{"per-position+emission", sequenceModel([]int{2, 3, 1, 4}, false, true, true)},
+		{"per-position", sequenceModel([]int{3, 2, 3}, false, false, false)},
+		{"per-position-equal-cards", sequenceModel([]int{2, 2, 2, 2}, false, true, false)},
+		{"two-vars+emission", sequenceModel([]int{3, 3}, false, true, false)},
+		{"two-vars", sequenceModel([]int{2, 5}, false, false, true)},
+	}
 }
 
 // seq returns n table entries, every fifth one -Inf.
@@ -132,7 +206,7 @@ func sameBools(a, b []bool) bool {
 }
 
 // diffModels describes the first difference between a and b ("" if none):
-// floats compare bit for bit, Negated and Table nil-ness too.
+// floats compare bit for bit, Negated, Table and Emission nil-ness too.
 func diffModels(a, b *model.Model) string {
 	switch {
 	case !sameInts(a.Cards, b.Cards):
@@ -149,7 +223,8 @@ func diffModels(a, b *model.Model) string {
 	for i := range a.Factors {
 		fa, fb := &a.Factors[i], &b.Factors[i]
 		if fa.Kind != fb.Kind || !sameInts(fa.Vars, fb.Vars) || !sameBools(fa.Negated, fb.Negated) ||
-			!sameFloats(fa.Table, fb.Table) || !sameFloat(fa.Weight, fb.Weight) || fa.Budget != fb.Budget {
+			!sameFloats(fa.Table, fb.Table) || !sameFloats(fa.Emission, fb.Emission) ||
+			!sameFloat(fa.Weight, fb.Weight) || fa.Budget != fb.Budget {
 			return fmt.Sprintf("factor %d (%s)", i, fa.Kind)
 		}
 	}

@@ -58,12 +58,13 @@ func parseInfName(s []byte) float64 {
 // jsonFactor is one element of "factors". Pointers and nil slices tell an
 // absent (or null) field from a zero one.
 type jsonFactor struct {
-	Kind    *string  `json:"kind"`
-	Vars    []int    `json:"vars"`
-	Negated []bool   `json:"negated"`
-	Table   []jfloat `json:"table"`
-	Weight  *jfloat  `json:"weight"`
-	Budget  *int     `json:"budget"`
+	Kind     *string  `json:"kind"`
+	Vars     []int    `json:"vars"`
+	Negated  []bool   `json:"negated"`
+	Table    []jfloat `json:"table"`
+	Emission []jfloat `json:"emission"`
+	Weight   *jfloat  `json:"weight"`
+	Budget   *int     `json:"budget"`
 }
 
 // jsonReader decodes a JSON document into a rawModel.
@@ -344,11 +345,10 @@ func (r *jsonReader) factors() error {
 			raw.negs = append(raw.negs, jf.Negated...)
 		}
 		if jf.Table != nil {
-			rf.table = span{off: len(raw.tables), n: len(jf.Table), ok: true}
-			reserve(&raw.tables, len(jf.Table), 0)
-			for _, v := range jf.Table {
-				raw.tables = append(raw.tables, float64(v))
-			}
+			rf.table = r.floats(jf.Table)
+		}
+		if jf.Emission != nil {
+			rf.emission = r.floats(jf.Emission)
 		}
 		if jf.Weight != nil {
 			rf.hasWeight, rf.weight = true, float64(*jf.Weight)
@@ -359,4 +359,15 @@ func (r *jsonReader) factors() error {
 		raw.factors = append(raw.factors, rf)
 	}
 	return r.close("factors")
+}
+
+// floats appends vs to the tables arena and returns their span.
+func (r *jsonReader) floats(vs []jfloat) span {
+	raw := r.raw
+	sp := span{off: len(raw.tables), n: len(vs), ok: true}
+	reserve(&raw.tables, len(vs), 0)
+	for _, v := range vs {
+		raw.tables = append(raw.tables, float64(v))
+	}
+	return sp
 }

@@ -119,6 +119,13 @@ func (j *jsonWriter) factor(f *model.Factor) {
 	case f.Kind == model.Dense:
 		j.str(`, "table": `)
 		j.floats(f.Table)
+	case f.Kind == model.Sequence:
+		j.str(`, "table": `)
+		j.floats(f.Table)
+		if f.Emission != nil {
+			j.str(`, "emission": `)
+			j.floats(f.Emission)
+		}
 	case f.Kind == model.Pair || f.Kind == model.Potts:
 		j.str(`, "weight": `)
 		j.float(f.Weight)

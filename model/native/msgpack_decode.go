@@ -58,7 +58,7 @@ func (s *seenKeys) add(i int) bool {
 }
 
 var topKeys = [...]string{"format", "version", "cards", "unaries", "constant", "factors"}
-var factorKeys = [...]string{"kind", "vars", "negated", "table", "weight", "budget"}
+var factorKeys = [...]string{"kind", "vars", "negated", "table", "weight", "budget", "emission"}
 
 // key reads a map key and finds it in keys (-1: unknown).
 func (d *mpDecoder) key(keys []string) (int, string, error) {
@@ -252,6 +252,8 @@ func (d *mpDecoder) factor(a int, rf *rawFactor) error {
 			rf.negated, err = d.bools()
 		case "table":
 			rf.table, err = d.floats(&raw.tables, d.r.left()/9) // float64s take 9 bytes
+		case "emission":
+			rf.emission, err = d.floats(&raw.tables, d.r.left()/9)
 		case "weight":
 			rf.hasWeight = true
 			rf.weight, err = d.r.float()

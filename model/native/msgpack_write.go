@@ -71,6 +71,9 @@ func (e *mpWriter) floats(v []float64) {
 func (e *mpWriter) factor(f *model.Factor) {
 	n := 3 // kind, vars and the kind's own field
 	logic := f.Kind.IsLogic()
+	if f.Kind == model.Sequence && f.Emission != nil {
+		n++
+	}
 	if logic {
 		n = 2
 		if f.Negated != nil {
@@ -92,6 +95,13 @@ func (e *mpWriter) factor(f *model.Factor) {
 	case f.Kind == model.Dense:
 		e.str("table")
 		e.floats(f.Table)
+	case f.Kind == model.Sequence:
+		e.str("table")
+		e.floats(f.Table)
+		if f.Emission != nil {
+			e.str("emission")
+			e.floats(f.Emission)
+		}
 	case !logic:
 		e.str("weight")
 		e.float(f.Weight)

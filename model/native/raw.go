@@ -48,6 +48,7 @@ type rawFactor struct {
 	kindName string // the unknown kind's name, for the message
 
 	vars, negated, table span
+	emission             span // a sequence's per-position scores
 
 	hasWeight bool
 	weight    float64
@@ -73,7 +74,7 @@ type rawModel struct {
 
 	vars    []int     // scopes
 	negs    []bool    // negated flags
-	tables  []float64 // dense tables
+	tables  []float64 // dense tables, sequence transitions and emissions
 	ufloats []float64 // unaries
 }
 
