@@ -54,6 +54,8 @@ type admm struct {
 	decodedChanged bool
 	bestPrimal     float64 // for Polyak steps
 
+	nextAdapt, adaptWait int // eta adaptation schedule
+
 	phaseA, phaseB, phaseC, phaseScore func(worker, chunk int)
 	scoreX                             []int     // the assignment phaseScore scores
 	partScore                          []float64 // per slave chunk, then per variable chunk
@@ -406,14 +408,25 @@ func (s *admm) stepMultipliers(worker, chunk int) {
 }
 
 // adaptEta is AD3's residual balancing: grow eta when the primal residual
-// dominates, shrink it when the dual residual does.
+// dominates, shrink it when the dual residual does. ADMM converges for a
+// fixed eta (Prop. 1) but can cycle when eta keeps flipping, so after each
+// change the next one must wait twice as long as the previous wait: eta
+// changes O(log T) times in T iterations and is eventually fixed.
 func (s *admm) adaptEta(primalRes, dualRes float64) {
 	const ratio, factor = 10, 2
+	if s.iter < s.nextAdapt {
+		return
+	}
+	old := s.eta
 	switch {
 	case primalRes > ratio*dualRes:
 		s.eta = math.Min(s.eta*factor, 1e4)
 	case dualRes > ratio*primalRes:
 		s.eta = math.Max(s.eta/factor, 1e-4)
+	}
+	if s.eta != old {
+		s.adaptWait = max(1, 2*s.adaptWait)
+		s.nextAdapt = s.iter + s.adaptWait
 	}
 }
 

@@ -16,8 +16,12 @@ func Plan(m *model.Model, d Decomposition) (partition.Plan, error) {
 	switch d {
 	case PerFactor:
 		return partition.PerFactor(m), nil
+	case Chains:
+		return partition.Chains(m)
+	case Trees:
+		return partition.Trees(m)
 	}
-	return partition.Plan{}, fmt.Errorf("decomposition %q is not available yet", d)
+	return partition.Plan{}, fmt.Errorf("unknown decomposition %q", d)
 }
 
 // Validate checks the options and returns a one-line error naming the first

@@ -46,7 +46,7 @@ func (f *solveFlags) register(fs interface {
 	d := consensus.DefaultOptions()
 	fs.StringVar(&f.evidence, "evidence", "", "evidence `FILE` (UAI .evid layout)")
 	fs.StringVar(&f.algo, "algo", string(d.Algo), "algorithm: admm (DD-ADMM) or subgradient (DD-subgradient)")
-	fs.StringVar(&f.slaves, "slaves", string(d.Slaves), "decomposition: factor (one slave per factor)")
+	fs.StringVar(&f.slaves, "slaves", string(d.Slaves), "decomposition: factor (one slave per factor), chains (rows and columns, or a path cover) or trees (spanning forests)")
 	fs.StringVar(&f.step, "step", string(d.Step), "subgradient step rule: polyak, 1/t or 1/sqrt(t)")
 	fs.IntVar(&f.threads, "threads", runtime.GOMAXPROCS(0), "goroutines for the slave and variable loops")
 	fs.IntVar(&f.maxIter, "max-iter", d.MaxIter, "iteration limit")
