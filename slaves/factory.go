@@ -11,7 +11,8 @@ import (
 // solver for its kind and table: a binary pair with a finite table uses the
 // closed form of AD3 Sect. 4.1; a Potts-structured table (one value on the
 // diagonal, one off it) uses the O(L) Potts oracle; logic kinds use their
-// sort-based projections; anything else is a Dense active-set slave.
+// sort-based projections; a Sequence is a Chain (column-generation Viterbi
+// as its MAP oracle); anything else is a Dense active-set slave.
 func ForFactor(m *model.Model, a int) (Slave, error) {
 	f := &m.Factors[a]
 	cards := make([]int, len(f.Vars))
@@ -28,6 +29,8 @@ func ForFactor(m *model.Model, a int) (Slave, error) {
 		return NewPotts(cards[0], f.Weight), nil
 	case model.Dense:
 		return forTable(cards, f.Table), nil
+	case model.Sequence:
+		return sequenceChain(m, f)
 	}
 	if f.Kind.IsLogic() {
 		return NewLogic(f)
