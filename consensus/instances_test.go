@@ -3,6 +3,7 @@ package consensus
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -112,5 +113,60 @@ func TestRealInstances(t *testing.T) {
 			t.Logf("%s after %d iterations, %.2fs: dual %.6f primal %.6f best known %.6f",
 				res.Status, res.Iterations, res.Elapsed.Seconds(), res.Dual, res.Primal, o.bestKnown)
 		})
+	}
+}
+
+// Coarse slaves on the real instances that are pairwise: the bound stays
+// valid and the primal honest with chains and trees, under both algorithms.
+func TestRealInstancesCoarseSlaves(t *testing.T) {
+	optima := readOptima(t)
+	for _, o := range optima {
+		path := filepath.Join(instancesDir, o.file)
+		m, err := uai.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pairwise := true
+		for a := range m.Factors {
+			pairwise = pairwise && len(m.Factors[a].Vars) <= 2
+		}
+		if !pairwise {
+			continue
+		}
+		var ev model.Evidence
+		if _, err := os.Stat(path + ".evid"); err == nil {
+			if ev, err = uai.ReadEvidenceFile(path+".evid", m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, algo := range []Algo{ADMM, Subgradient} {
+			for _, d := range []Decomposition{Chains, Trees} {
+				t.Run(fmt.Sprintf("%s/%s/%s", o.file, algo, d), func(t *testing.T) {
+					opts := DefaultOptions()
+					opts.Algo, opts.Slaves = algo, d
+					if algo == Subgradient {
+						opts.Eta = 1
+					}
+					opts.MaxIter = 300
+					opts.TimeLimit = 500 * time.Millisecond
+					opts.Threads = 2
+					res, err := Solve(context.Background(), m, ev, opts, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					tol := 1e-6 * math.Max(1, math.Abs(o.bestKnown))
+					if res.Dual < o.bestKnown-tol {
+						t.Errorf("dual %.9f below the best known score %.9f", res.Dual, o.bestKnown)
+					}
+					if res.Assignment != nil && m.Score(res.Assignment) != res.Primal {
+						t.Errorf("primal %.12g is not the assignment's score", res.Primal)
+					}
+					if o.proven && res.Primal > o.bestKnown+tol {
+						t.Errorf("primal %.9f above the proven optimum %.9f", res.Primal, o.bestKnown)
+					}
+					t.Logf("%s after %d iterations: dual %.6f primal %.6f best known %.6f", res.Status, res.Iterations, res.Dual, res.Primal, o.bestKnown)
+				})
+			}
+		}
 	}
 }
