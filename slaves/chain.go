@@ -44,7 +44,7 @@ const DefaultColGenBudget = 0.5
 type ChainStats struct {
 	Calls     int64   // MAP calls by column generation
 	Rounds    int64   // restricted solves (rounds of Alg. 1)
-	Fallbacks int64   // calls that ran out of budget and finished with Viterbi
+	Fallbacks int64   // calls that ran out of budget and finished with Viterbi (or ran it at once: see SetColGenBudget)
 	States    int64   // sum over the calls that did not fall back of sum_k |D_k| at the end
 	Pairs     int64   // candidate pairs whose reduced cost was evaluated (Alg. 2, last line)
 	Work      float64 // work units spent before finishing or falling back (see SetColGenBudget)
@@ -81,6 +81,12 @@ type Chain struct {
 	rowMaxO, colMaxO []int32
 	vitCost          float64 // sum_k cards[k]*cards[k+1]: one Viterbi pass
 
+	// Sparse supports of the tables with -Inf entries (nil otherwise):
+	// the finite entries of each column (colSup) and row (rowSup) that
+	// has few of them, for the repaired messages of hard constraints (see
+	// chain_colgen.go, "Hard constraints").
+	colSup, rowSup []*chainSparse
+
 	alg    ChainAlgorithm
 	budget float64
 	as     *ActiveSet
@@ -96,14 +102,21 @@ type Chain struct {
 	dsz      []int32
 	ordDirty bool    // ao/bo hold nonzero orders from a symbolic call
 	work     float64 // work spent by the current column-generation call
-	limit    float64 // its budget: c.budget * c.vitCost
+	limit    float64 // its budget: c.budget * c.vitCost / wscale
+	wscale   float64 // cost of a unit of work: 1, or cgWSym when symbolic
+	greedy   int8    // greedy initial path: 0 in symbolic calls, 1 always, -1 never
+	cgViable bool    // a first round of column generation fits in the budget
 
 	// Per-edge scratch (maxL).
 	nl, nr   []float64
 	nlO, nrO []int32
 	cl, cr   []int32
+	mark     []bool // C' membership, for sparse rows
 	gv       []float64
 	gO       []int32
+	topX     [cgRepairK]int32 // cgTop's result
+	topO     [cgRepairK]int32
+	topV     [cgRepairK]float64
 
 	stats ChainStats
 }
@@ -169,6 +182,8 @@ func NewChain(cards []int, emissions [][]float64, trans [][]float64) *Chain {
 	c.colMax = make([]float64, dim)
 	c.rowMaxO = make([]int32, dim)
 	c.colMaxO = make([]int32, dim)
+	c.colSup = make([]*chainSparse, max(n-1, 0))
+	c.rowSup = make([]*chainSparse, max(n-1, 0))
 	zeros := map[[2]int][]float64{}
 	seen := map[*float64]int{} // first position using each table
 	for k := 0; k+1 < n; k++ {
@@ -189,9 +204,11 @@ func NewChain(cards []int, emissions [][]float64, trans [][]float64) *Chain {
 		}
 		c.trans[k] = t
 		c.vitCost += float64(L0 * L1)
-		// A table shared with an earlier position has the same maxima.
+		// A table shared with an earlier position has the same maxima and
+		// supports.
 		if j, ok := seen[&t[0]]; ok && len(c.trans[j]) == len(t) && cards[j] == L0 {
 			c.tinf[k] = c.tinf[j]
+			c.colSup[k], c.rowSup[k] = c.colSup[j], c.rowSup[j]
 			copy(c.rowMax[off[k]:off[k]+L0], c.rowMax[off[j]:off[j]+L0])
 			copy(c.rowMaxO[off[k]:off[k]+L0], c.rowMaxO[off[j]:off[j]+L0])
 			copy(c.colMax[off[k+1]:off[k+1]+L1], c.colMax[off[j+1]:off[j+1]+L1])
@@ -205,6 +222,8 @@ func NewChain(cards []int, emissions [][]float64, trans [][]float64) *Chain {
 			fmt.Sprintf("trans[%d]", k))
 		if c.tinf[k] {
 			c.anyInf = true
+			c.colSup[k] = chainSupports(t, L0, L1, false)
+			c.rowSup[k] = chainSupports(t, L0, L1, true)
 		}
 	}
 	c.th = make([]float64, dim)
@@ -221,10 +240,12 @@ func NewChain(cards []int, emissions [][]float64, trans [][]float64) *Chain {
 	c.nr = make([]float64, maxL)
 	c.nlO = make([]int32, maxL)
 	c.nrO = make([]int32, maxL)
+	c.mark = make([]bool, maxL)
 	c.cl = make([]int32, 0, maxL)
 	c.cr = make([]int32, 0, maxL)
 	c.gv = make([]float64, maxL)
 	c.gO = make([]int32, maxL)
+	c.SetColGenBudget(DefaultColGenBudget)
 	c.as = NewActiveSet(c, 0)
 	return c
 }
@@ -256,6 +277,54 @@ func chainTableMaxima(t []float64, L0, L1 int, rmax []float64, rmaxO []int32, cm
 		rmax[x], rmaxO[x] = rm, ro
 	}
 	return hasInf
+}
+
+// chainSparse lists the finite entries of the sparse lines (rows or columns)
+// of a table: line i, if ok[i], has its finite entries at the indices
+// idx[start[i]:start[i+1]].
+type chainSparse struct {
+	ok    []bool
+	start []int32
+	idx   []int32
+}
+
+// chainSupportMax is the longest support kept for a line of length L.
+func chainSupportMax(L int) int { return max(4, L/8) }
+
+// chainSupports returns the sparse supports of the rows (rows = true) or
+// columns of an L0 x L1 table: the lines with a -Inf entry and at most
+// chainSupportMax finite ones. It returns nil when there are none.
+func chainSupports(t []float64, L0, L1 int, rows bool) *chainSparse {
+	lines, length := L1, L0 // columns
+	at := func(i, j int) float64 { return t[j*L1+i] }
+	if rows {
+		lines, length = L0, L1
+		at = func(i, j int) float64 { return t[i*L1+j] }
+	}
+	sp := &chainSparse{ok: make([]bool, lines), start: make([]int32, lines+1)}
+	any := false
+	for i := 0; i < lines; i++ {
+		cnt := 0
+		for j := 0; j < length; j++ {
+			if !math.IsInf(at(i, j), -1) {
+				cnt++
+			}
+		}
+		if cnt < length && cnt <= chainSupportMax(length) {
+			sp.ok[i] = true
+			any = true
+			for j := 0; j < length; j++ {
+				if !math.IsInf(at(i, j), -1) {
+					sp.idx = append(sp.idx, int32(j))
+				}
+			}
+		}
+		sp.start[i+1] = int32(len(sp.idx))
+	}
+	if !any {
+		return nil
+	}
+	return sp
 }
 
 // Cards returns the cardinalities of the chain's variables.
@@ -290,15 +359,18 @@ func (c *Chain) Algorithm() ChainAlgorithm { return c.alg }
 // +Inf never falls back. Work is counted in steps of Viterbi's inner loop:
 // message updates (|D_k| cards[k+1] per forward step, 1.5 |D_{k+1}| cards[k]
 // per backward step), reduced-cost bounds (3 (cards[k] + cards[k+1]) per
-// edge) and pair evaluations (3 each, charged before the search). With a
-// finite budget a call also falls back as soon as one edge's candidate pairs
-// would cost more than Viterbi's step over that edge (the bounds of Alg. 2
-// prune too little).
+// edge) and pair evaluations (3 each, charged before the search), all 2.5
+// times dearer on chains with -Inf entries. With a finite budget a call also
+// falls back as soon as one edge's candidate pairs would cost more than
+// Viterbi's step over that edge (the bounds of Alg. 2 prune too little),
+// and when even the cheapest possible round (singleton domains) exceeds the
+// budget, as with few labels, MAP runs Viterbi at once.
 func (c *Chain) SetColGenBudget(f float64) {
 	if !(f > 0) {
 		f = DefaultColGenBudget
 	}
 	c.budget = f
+	c.cgViable = c.cgFirstRound() <= f*c.vitCost || c.vitCost == 0
 }
 
 // ColGenStats returns the column-generation work counters.
@@ -334,6 +406,13 @@ func (c *Chain) MAP(w []float64, y []int) float64 {
 	w = w[:c.dim]
 	y = y[:c.n]
 	if c.alg == ChainViterbi {
+		return c.viterbi(w, y)
+	}
+	if !c.cgViable {
+		// Even one round of column generation would exceed the budget
+		// (few labels): Viterbi at once.
+		c.stats.Calls++
+		c.stats.Fallbacks++
 		return c.viterbi(w, y)
 	}
 	return c.colgen(w, y)

@@ -11,16 +11,23 @@ import (
 
 // Benchmarks of chain and tree MAP and chain QUAD.
 //
-// The tagging regime of BenchmarkChainMAP (chainTagging) imitates a trained
-// linear-chain tagger, where local scores dominate (Belanger et al. 2012,
-// Sect. 1 and 6): every label of every position gets a N(0, 1) emission,
-// the position's gold label gets +6, and with probability 1/3 a confusable
-// second label gets +5.5 (the two are then separated by the transitions);
-// one transition table, uniform in [-0.5, 0.5], is shared by all positions
-// (a homogeneous chain, as in a trained model); w = 0 (plain decoding).
-// The "strong" regime is adversarial: flat emissions (uniform in
-// [-0.1, 0.1]) and transitions uniform in [-5, 5], where the bounds of Alg. 2
-// prune nothing and column generation falls back to Viterbi.
+// The tagging regime of BenchmarkChainMAP imitates a trained linear-chain
+// tagger, where local scores dominate (Belanger et al. 2012, Sect. 1 and 6):
+// every label of every position gets a N(0, 1) emission, the position's
+// gold label gets +6, and with probability 1/3 a confusable second label
+// gets +5.5 (the two are then separated by the transitions); one transition
+// table, uniform in [-0.5, 0.5], is shared by all positions (a homogeneous
+// chain, as in a trained model); w = 0 (plain decoding). Sentences of 20
+// tokens with 45 labels (POS) and 360 labels (joint POS x NER, the paper's
+// Table 1), 10 tokens with 3000 labels. Other regimes:
+//
+//   - ambiguous: two or three labels per position within 1 of each other
+//     (+6, +5.5, and +5 with probability 1/2), transitions in [-1, 1];
+//   - bio: tagging, plus BIO hard constraints (label 2t+2 = I-t only after
+//     2t+1 = B-t or I-t): the symbolic arithmetic of chain_colgen.go;
+//   - strong: adversarial, flat emissions (uniform in [-0.1, 0.1]) and
+//     transitions uniform in [-5, 5], where the bounds of Alg. 2 prune
+//     nothing and column generation falls back to Viterbi.
 
 // chainBenchSet is a set of sentences sharing one transition table.
 type chainBenchSet struct {
@@ -225,6 +232,27 @@ func BenchmarkTreeMAP(b *testing.B) {
 					t.MAP(w, y)
 				}
 			})
+		}
+	}
+}
+
+// In the tagging regime of the benchmarks, column generation with the
+// default budget never falls back, and agrees with Viterbi.
+func TestChainColGenTaggingNoFallback(t *testing.T) {
+	for _, L := range []int{45, 360} {
+		rng := rand.New(rand.NewPCG(uint64(L), 31))
+		s := chainBenchBuild(rng, "tagging", 20, L, 16, slaves.ChainColumnGeneration)
+		for i, c := range s.chains {
+			got := c.MAP(s.w, s.y)
+			c.SetAlgorithm(slaves.ChainViterbi)
+			want := c.MAP(s.w, s.y)
+			c.SetAlgorithm(slaves.ChainColumnGeneration)
+			if math.Abs(got-want) > 1e-12*(1+math.Abs(want)) {
+				t.Errorf("L=%d sentence %d: colgen %v, viterbi %v", L, i, got, want)
+			}
+			if st := c.ColGenStats(); st.Fallbacks != 0 {
+				t.Errorf("L=%d sentence %d: fell back to Viterbi: %+v", L, i, st)
+			}
 		}
 	}
 }

@@ -32,7 +32,9 @@ import "math"
 //
 // So if no pair has 2R_k > 0 and no state x has theta_0(x) + b_0(x) > V or
 // a_{n-1}(x) + theta_{n-1}(x) > V (the normalisation terms of eq. 5 at both
-// ends), every y scores at most V: the restricted solution is the exact MAP.
+// ends; with the restricted messages these are implied by the pair checks
+// when n >= 2, but not with the repaired ones below), every y scores at most
+// V: the restricted solution is the exact MAP.
 // With the messages above a pair in D_k x D_{k+1} never has 2R_k > 0 (both
 // halves of eq. 11 are <= 0 by the max in the recursions) and a state of D_0
 // or D_{n-1} never beats V, so only pairs with a state outside the domains
@@ -46,24 +48,50 @@ import "math"
 //
 // Hard constraints. The telescoping needs finite a and b, and plain -Inf
 // arithmetic breaks it (a state unreachable in the restricted lattice has
-// a = -Inf, and -Inf - (-Inf) hides violations; the test suite has such a
-// case). Instead every -Inf entry is read as -M for a symbolic M larger than
-// any finite quantity: a score is a pair (o, v) meaning v - o M, added
-// componentwise and compared lexicographically (larger o is smaller). For
-// every large enough real M this is an ordinary finite chain problem, so the
-// certificate above holds verbatim; a configuration of order 0 is a feasible
-// one, and when the restricted optimum has order > 0 after certification no
-// feasible configuration exists. Chains without -Inf (and finite w) run the
-// same algorithm on plain floats.
+// a = -Inf, and -Inf - (-Inf) hides violations; TestChainColGenInfTrap is
+// such a case). Instead every -Inf entry is read as -M for a symbolic M
+// larger than any finite quantity: a score is a pair (o, v) meaning v - o M,
+// added componentwise and compared lexicographically (larger o is smaller).
+// For every large enough real M this is an ordinary finite chain problem, so
+// the certificate holds verbatim. Applied to feasible configurations only
+// (order 0: every tau and theta on them finite), the identity involves only
+// pairs with a finite tau_k(x, x') and finite theta at both ends, so only
+// those are priced (and only such end states); when the restricted optimum
+// still has order > 0 after certification, no feasible configuration exists
+// and MAP returns -Inf. Chains without -Inf (and finite w) run the same
+// algorithm on plain floats. The paper does not treat hard constraints; the
+// symbolic calls add three things of ours, none of which touches the
+// certificate:
+//
+//   - Repaired messages. The certificate holds for any a, b, so the messages
+//     of states OUTSIDE the domains are free (those of states inside must be
+//     the restricted ones, which makes the D_k x D_{k+1} pairs safe and V the
+//     restricted optimum). A state that D_k cannot reach (a of order > 0)
+//     would give every pair into it a reduced cost of order -1, i.e. +M:
+//     with BIO-like constraints (I-t only after B-t or I-t) that floods the
+//     domains. Such a state instead takes the max over D_k, the cgRepairK
+//     best other states of position k, and its column's finite support when
+//     that is short (likewise for b with rows). When a state joins D_p, a_p
+//     and b_p are recomputed so that it carries restricted messages again.
+//   - Sparse lines priced exactly. A column (row) with -Inf entries and at
+//     most chainSupportMax finite ones is priced over its finite support
+//     instead of through Alg. 2's bound, whose max over all rows would be
+//     meaningless for it.
+//   - A greedy initial path (cgGreedy), so the first restricted lattice is
+//     usually feasible.
 //
 // Cost. A round costs O(sum_k |D_k| L) for the messages plus O(sum_k L) for
 // the bounds of Alg. 2 plus the pairs searched; Viterbi costs O(sum_k L^2).
 // Rounds recompute forward messages only downstream of the first changed
-// domain and backward messages upstream of the last. When the work spent
-// reaches the budget (SetColGenBudget, a multiple of one Viterbi pass) the
-// call finishes with plain Viterbi, so adversarial inputs (strong
-// transitions, flat emissions) cost at most about (1 + budget) Viterbi
-// passes.
+// domain and backward messages upstream of the last. Work is counted in
+// steps of Viterbi's inner loop (weights below; symbolic steps count
+// cgWSym times more); when it reaches the budget (SetColGenBudget, a
+// multiple of one Viterbi pass; checked before each round, after each
+// symbolic message step and before each pair search) the call finishes with
+// plain Viterbi, and with a finite budget it also does so as soon as one
+// edge's candidate pairs would cost more than Viterbi's step over that edge.
+// So adversarial inputs (strong transitions, flat emissions) cost at most
+// about (1 + budget) Viterbi passes, and usually little more than one.
 
 // Work weights of column generation, in units of one step of Viterbi's
 // inner loop (measured on amd64): a forward message step is the same loop,
@@ -74,6 +102,9 @@ const (
 	cgWBwd  = 1.5
 	cgWScan = 3.0 // per state of an edge's two positions
 	cgWPair = 3.0
+	// cgWSym multiplies all work in the symbolic arithmetic (hard
+	// constraints), whose steps carry orders.
+	cgWSym = 2.5
 )
 
 // cgNone is an order larger than any reachable one: "no candidate yet".
@@ -146,7 +177,16 @@ func (c *Chain) colgen(w []float64, y []int) float64 {
 	if c.vitCost == 0 {
 		c.limit = math.Inf(1)
 	}
+	c.wscale = 1
+	if sym {
+		// Symbolic work counts at its cost: scale the budget down.
+		c.wscale = cgWSym
+		c.limit /= cgWSym
+	}
 	c.work = 0
+	if c.greedy == 1 || (c.greedy == 0 && sym) {
+		c.cgGreedy()
+	}
 	lo, hi := 0, n-1 // forward steps lo..n-2, backward steps hi-1..0
 	for {
 		est := 0.0
@@ -165,6 +205,9 @@ func (c *Chain) colgen(w []float64, y []int) float64 {
 		for k := lo; k+1 < n; k++ {
 			if sym {
 				c.cgForwardSym(k)
+				if c.work > c.limit { // repairs of symbolic messages
+					return c.cgFallback(w, y)
+				}
 			} else {
 				c.cgForward(k)
 			}
@@ -172,6 +215,9 @@ func (c *Chain) colgen(w []float64, y []int) float64 {
 		for k := hi - 1; k >= 0; k-- {
 			if sym {
 				c.cgBackwardSym(k)
+				if c.work > c.limit {
+					return c.cgFallback(w, y)
+				}
 			} else {
 				c.cgBackward(k)
 			}
@@ -212,7 +258,7 @@ func (c *Chain) colgen(w []float64, y []int) float64 {
 			} else {
 				x, xp, ok = c.cgScan(k)
 			}
-			if !ok {
+			if !ok || c.work > c.limit {
 				return c.cgFallback(w, y)
 			}
 			if x >= 0 {
@@ -238,7 +284,67 @@ func (c *Chain) colgen(w []float64, y []int) float64 {
 			return vv
 		}
 		lo, hi = newLo, newHi
+		if sym {
+			// A state that joined D_p may hold a repaired message:
+			// recompute a_p and b_p, which restrict it again.
+			lo, hi = max(lo-1, 0), min(hi+1, n-1)
+		}
 	}
+}
+
+// cgGreedy adds to the initial domains the greedy left-to-right path: y_0 =
+// argmax theta_0, y_{k+1} = argmax theta_{k+1}(x') + tau_k(y_k, x') in the
+// symbolic arithmetic, at the cost of one table row per position (Sect.
+// 4.1: "any initialization strategy is equally valid"). It runs in symbolic
+// calls only (see Chain.greedy): with hard constraints the argmaxes of theta
+// alone often form an infeasible restricted lattice, whose messages carry
+// orders of -M that loosen every bound of Alg. 2, while the greedy path is
+// feasible unless it runs into a dead end. On finite chains it saves rounds
+// but no time (measured on the benchmarks).
+func (c *Chain) cgGreedy() {
+	off, cards := c.off, c.cards
+	prev := int(c.dom[0])
+	for k := 0; k+1 < c.n; k++ {
+		o1, L1 := off[k+1], cards[k+1]
+		row := c.trans[k][prev*L1 : prev*L1+L1 : prev*L1+L1]
+		bo, bv, bx := int32(cgNone), 0.0, 0
+		for j, t := range row {
+			o, v := c.thO[o1+j], c.th[o1+j]
+			if t < -math.MaxFloat64 {
+				o++
+			} else {
+				v += t
+			}
+			if o < bo || (o == bo && v > bv) {
+				bo, bv, bx = o, v, j
+			}
+		}
+		if !c.inD[o1+bx] {
+			c.inD[o1+bx] = true
+			c.dom[o1+int(c.dsz[k+1])] = int32(bx)
+			c.dsz[k+1]++
+		}
+		prev = bx
+	}
+	c.work += cgWScan * c.vitCost / float64(max(c.maxL, 1))
+}
+
+// cgFirstRound returns the work of the cheapest possible round (singleton
+// domains: messages, bounds of Alg. 2, normalisation terms), in budget
+// units.
+func (c *Chain) cgFirstRound() float64 {
+	wk := 0.0
+	for k := 0; k+1 < c.n; k++ {
+		L0, L1 := float64(c.cards[k]), float64(c.cards[k+1])
+		wk += cgWFwd*L1 + cgWBwd*L0 + cgWScan*(L0+L1)
+	}
+	if c.n > 0 {
+		wk += cgWScan * float64(c.cards[0]+c.cards[c.n-1])
+	}
+	if c.anyInf {
+		wk *= cgWSym
+	}
+	return wk
 }
 
 // cgFallback finishes a column-generation call with plain Viterbi.
@@ -257,10 +363,10 @@ func (c *Chain) cgEnd(k int, mo []int32, mv []float64, vo int32, vv float64) int
 	bx := -1
 	for x := 0; x < c.cards[k]; x++ {
 		i := o + x
-		if c.inD[i] {
+		if c.inD[i] || c.thO[i] != 0 {
 			continue
 		}
-		if to, tv := mo[i]+c.thO[i], mv[i]+c.th[i]; symGT(to, tv, vo, vv) {
+		if to, tv := mo[i], mv[i]+c.th[i]; symGT(to, tv, vo, vv) {
 			vo, vv, bx = to, tv, x
 		}
 	}
@@ -275,7 +381,7 @@ func (c *Chain) cgEnd(k int, mo []int32, mv []float64, vo int32, vv float64) int
 func (c *Chain) cgPairsOK(L0, L1, np int) bool {
 	cost := cgWPair * float64(np)
 	c.work += cost
-	return c.work <= c.limit && !(cost > float64(L0*L1) && c.limit < math.MaxFloat64)
+	return c.work <= c.limit && !(cost*c.wscale > float64(L0*L1) && c.limit < math.MaxFloat64)
 }
 
 // cgForward computes a_{k+1}(x') for every state x' from a_k on D_k (eq. 8
@@ -330,6 +436,148 @@ func (c *Chain) cgForwardSym(k int) {
 				dst[j], dstO[j], dArg[j] = v, o, x32
 			}
 		}
+	}
+	c.cgRepairForward(k)
+}
+
+// cgRepairK is the number of best states outside a domain that repaired
+// messages maximise over (see "Hard constraints").
+const cgRepairK = 4
+
+// cgTop collects the (at most cgRepairK) states x of position k outside D_k
+// with the largest m_k(x) + theta_k(x), best first, into c.topX, c.topO,
+// c.topV, and returns how many.
+func (c *Chain) cgTop(k int, mo []int32, mv []float64) int {
+	o := c.off[k]
+	m := 0
+	for x := 0; x < c.cards[k]; x++ {
+		i := o + x
+		if c.inD[i] {
+			continue
+		}
+		ko, kv := mo[i]+c.thO[i], mv[i]+c.th[i]
+		if m == cgRepairK && !symGT(ko, kv, c.topO[m-1], c.topV[m-1]) {
+			continue
+		}
+		if m < cgRepairK {
+			m++
+		}
+		j := m - 1
+		for ; j > 0 && symGT(ko, kv, c.topO[j-1], c.topV[j-1]); j-- {
+			c.topX[j], c.topO[j], c.topV[j] = c.topX[j-1], c.topO[j-1], c.topV[j-1]
+		}
+		c.topX[j], c.topO[j], c.topV[j] = int32(x), ko, kv
+	}
+	c.work += cgWScan * float64(c.cards[k])
+	return m
+}
+
+// cgRepairForward repairs the forward messages a_{k+1}(x') of the states
+// outside D_{k+1} that D_k cannot reach (order > 0; see "Hard constraints"):
+// they take the best value over D_k, the cgRepairK best other states of
+// position k and, if the column is sparse, its finite support.
+func (c *Chain) cgRepairForward(k int) {
+	o0, o1 := c.off[k], c.off[k+1]
+	L1 := c.cards[k+1]
+	dst := c.av[o1 : o1+L1 : o1+L1]
+	dstO := c.ao[o1 : o1+L1 : o1+L1]
+	inD := c.inD[o1 : o1+L1 : o1+L1]
+	need := false
+	for j, o := range dstO {
+		if o > 0 && !inD[j] {
+			need = true
+			break
+		}
+	}
+	if !need {
+		return
+	}
+	m := c.cgTop(k, c.ao, c.av)
+	tab := c.trans[k]
+	sp := c.colSup[k]
+	for j := range dst {
+		if dstO[j] == 0 || inD[j] {
+			continue
+		}
+		bo, bv := dstO[j], dst[j]
+		for i := 0; i < m; i++ {
+			o, v := c.topO[i], c.topV[i]
+			if t := tab[int(c.topX[i])*L1+j]; t < -math.MaxFloat64 {
+				o++
+			} else {
+				v += t
+			}
+			if o < bo || (o == bo && v > bv) {
+				bo, bv = o, v
+			}
+		}
+		c.work += cgWBwd * float64(m)
+		if sp != nil && sp.ok[j] {
+			sup := sp.idx[sp.start[j]:sp.start[j+1]]
+			c.work += cgWBwd * float64(len(sup))
+			for _, x32 := range sup {
+				x := o0 + int(x32)
+				o, v := c.ao[x]+c.thO[x], c.av[x]+c.th[x]+tab[int(x32)*L1+j]
+				if o < bo || (o == bo && v > bv) {
+					bo, bv = o, v
+				}
+			}
+		}
+		dst[j], dstO[j] = bv, bo
+	}
+}
+
+// cgRepairBackward is cgRepairForward for the backward messages b_k(x),
+// over D_{k+1}, the best other states of position k+1 and sparse rows.
+func (c *Chain) cgRepairBackward(k int) {
+	o0, o1 := c.off[k], c.off[k+1]
+	L0, L1 := c.cards[k], c.cards[k+1]
+	dst := c.bv[o0 : o0+L0 : o0+L0]
+	dstO := c.bo[o0 : o0+L0 : o0+L0]
+	inD := c.inD[o0 : o0+L0 : o0+L0]
+	need := false
+	for x, o := range dstO {
+		if o > 0 && !inD[x] {
+			need = true
+			break
+		}
+	}
+	if !need {
+		return
+	}
+	m := c.cgTop(k+1, c.bo, c.bv)
+	tab := c.trans[k]
+	sp := c.rowSup[k]
+	for x := range dst {
+		if dstO[x] == 0 || inD[x] {
+			continue
+		}
+		row := tab[x*L1 : x*L1+L1 : x*L1+L1]
+		bo, bv := dstO[x], dst[x]
+		for i := 0; i < m; i++ {
+			o, v := c.topO[i], c.topV[i]
+			if t := row[c.topX[i]]; t < -math.MaxFloat64 {
+				o++
+			} else {
+				v += t
+			}
+			if o < bo || (o == bo && v > bv) {
+				bo, bv = o, v
+			}
+		}
+		c.work += cgWBwd * float64(m)
+		if sp != nil && sp.ok[x] {
+			sup := sp.idx[sp.start[x]:sp.start[x+1]]
+			c.work += cgWBwd * float64(len(sup))
+			for _, xp32 := range sup {
+				i := o1 + int(xp32)
+				o, v := c.bo[i]+c.thO[i], c.bv[i]+c.th[i]+row[xp32]
+				if o < bo || (o == bo && v > bv) {
+					bo, bv = o, v
+				}
+			}
+		}
+		dst[x], dstO[x] = bv, bo
 	}
 }
 
@@ -392,6 +640,7 @@ func (c *Chain) cgBackwardSym(k int) {
 		}
 		dst[x], dstO[x] = bv, bo
 	}
+	c.cgRepairBackward(k)
 }
 
 // cgScan searches edge k for the pair outside D_k x D_{k+1} with the largest
@@ -479,25 +728,61 @@ func (c *Chain) cgScanSym(k int) (bx, bxp int, ok bool) {
 	L0, L1 := c.cards[k], c.cards[k+1]
 	th, a, b := c.th, c.av, c.bv
 	thO, ao, bo := c.thO, c.ao, c.bo
+	tab := c.trans[k]
+	inD := c.inD
+	bo2, bv2 := int32(0), 0.0 // best 2R so far; must be > 0
+	pairs := 0
+	// Only pairs that a feasible configuration can use need pricing (see
+	// "Hard constraints"): states with theta = -Inf and -Inf entries are
+	// skipped.
 	nl, nlO := c.nl[:L0:L0], c.nlO[:L0:L0]
 	Uo, Uv := int32(cgNone), 0.0
 	for x := range nl {
 		i := o0 + x
-		o, v := thO[i]+ao[i]-bo[i], th[i]+a[i]-b[i]
+		if thO[i] != 0 {
+			nlO[x] = cgNone
+			continue
+		}
+		o, v := ao[i]-bo[i], th[i]+a[i]-b[i]
 		nl[x], nlO[x] = v, o
 		if symGT(o, v, Uo, Uv) {
 			Uo, Uv = o, v
 		}
 	}
+	if Uo == cgNone {
+		c.work += cgWScan * float64(L0)
+		return
+	}
+	// A sparse column is priced exactly over its finite support; other
+	// columns take Alg. 2's bound with their finite maxima.
 	nr, nrO := c.nr[:L1:L1], c.nrO[:L1:L1]
 	cm, cmO := c.colMax[o1:o1+L1:o1+L1], c.colMaxO[o1:o1+L1:o1+L1]
+	csp, rsp := c.colSup[k], c.rowSup[k]
 	cr := c.cr[:0]
 	Upo, Upv := int32(cgNone), 0.0
 	for xp := range nr {
 		i := o1 + xp
-		o, v := thO[i]+bo[i]-ao[i], th[i]+b[i]-a[i]
+		if thO[i] != 0 || cmO[xp] != 0 {
+			continue
+		}
+		o, v := bo[i]-ao[i], th[i]+b[i]-a[i]
 		nr[xp], nrO[xp] = v, o
-		if symPos(o+Uo+2*cmO[xp], v+Uv+2*cm[xp]) {
+		if csp != nil && csp.ok[xp] {
+			xpIn := inD[i]
+			sup := csp.idx[csp.start[xp]:csp.start[xp+1]]
+			pairs += len(sup)
+			for _, x32 := range sup {
+				x := int(x32)
+				if nlO[x] == cgNone || (xpIn && inD[o0+x]) {
+					continue
+				}
+				if ro, rv := nlO[x]+o, nl[x]+v+2*tab[x*L1+xp]; symGT(ro, rv, bo2, bv2) {
+					bo2, bv2, bx, bxp = ro, rv, x, xp
+				}
+			}
+			continue
+		}
+		if symPos(o+Uo, v+Uv+2*cm[xp]) {
 			cr = append(cr, int32(xp))
 			if symGT(o, v, Upo, Upv) {
 				Upo, Upv = o, v
@@ -506,26 +791,59 @@ func (c *Chain) cgScanSym(k int) (bx, bxp int, ok bool) {
 	}
 	c.work += cgWScan * float64(L0+L1)
 	if len(cr) == 0 {
+		c.work += cgWPair * float64(pairs)
+		c.stats.Pairs += int64(pairs)
 		return
 	}
+	// C: rows that can still pair with C'. A sparse row is priced exactly
+	// over its finite support within C' (marked in c.mark).
 	rm, rmO := c.rowMax[o0:o0+L0:o0+L0], c.rowMaxO[o0:o0+L0:o0+L0]
+	mark := c.mark[:L1:L1]
+	if rsp != nil {
+		for _, xp := range cr {
+			mark[xp] = true
+		}
+	}
 	cl := c.cl[:0]
 	for x, v := range nl {
-		if symPos(nlO[x]+Upo+2*rmO[x], v+Upv+2*rm[x]) {
+		if nlO[x] == cgNone || rmO[x] != 0 {
+			continue
+		}
+		if rsp != nil && rsp.ok[x] {
+			xIn := inD[o0+x]
+			row := tab[x*L1 : x*L1+L1 : x*L1+L1]
+			sup := rsp.idx[rsp.start[x]:rsp.start[x+1]]
+			pairs += len(sup)
+			for _, xp32 := range sup {
+				xp := int(xp32)
+				if !mark[xp] || (xIn && inD[o1+xp]) {
+					continue
+				}
+				if ro, rv := nlO[x]+nrO[xp], v+nr[xp]+2*row[xp]; symGT(ro, rv, bo2, bv2) {
+					bo2, bv2, bx, bxp = ro, rv, x, xp
+				}
+			}
+			continue
+		}
+		if symPos(nlO[x]+Upo, v+Upv+2*rm[x]) {
 			cl = append(cl, int32(x))
 		}
 	}
+	if rsp != nil {
+		for _, xp := range cr {
+			mark[xp] = false
+		}
+	}
+	c.work += cgWPair * float64(pairs)
+	c.stats.Pairs += int64(pairs)
 	if !c.cgPairsOK(L0, L1, len(cl)*len(cr)) {
 		return -1, -1, false
 	}
-	bo2, bv2 := int32(0), 0.0 // best 2R so far; must be > 0
-	tab := c.trans[k]
-	inD := c.inD
-	pairs := 0
+	pairs = 0
 	for _, x32 := range cl {
 		x := int(x32)
 		nxo, nxv := nlO[x], nl[x]
-		if !symGT(nxo+Upo+2*rmO[x], nxv+Upv+2*rm[x], bo2, bv2) {
+		if !symGT(nxo+Upo, nxv+Upv+2*rm[x], bo2, bv2) {
 			continue
 		}
 		row := tab[x*L1 : x*L1+L1 : x*L1+L1]
@@ -533,15 +851,11 @@ func (c *Chain) cgScanSym(k int) (bx, bxp int, ok bool) {
 		pairs += len(cr)
 		for _, xp32 := range cr {
 			xp := int(xp32)
-			if xin && inD[o1+xp] {
+			t := row[xp]
+			if t < -math.MaxFloat64 || (xin && inD[o1+xp]) {
 				continue
 			}
-			t := row[xp]
-			o, v := nxo+nrO[xp], nxv+nr[xp]+2*t
-			if t < -math.MaxFloat64 {
-				o, v = o+2, nxv+nr[xp]
-			}
-			if symGT(o, v, bo2, bv2) {
+			if o, v := nxo+nrO[xp], nxv+nr[xp]+2*t; symGT(o, v, bo2, bv2) {
 				bo2, bv2, bx, bxp = o, v, x, xp
 			}
 		}

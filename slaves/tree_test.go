@@ -316,6 +316,10 @@ func TestChainTreeAllocs(t *testing.T) {
 			ss = append(ss, c)
 		}
 	}
+	// Column generation that falls back to Viterbi.
+	strong := slaves.NewChain(cards, nil, tr)
+	strong.SetColGenBudget(1e-3)
+	ss = append(ss, strong)
 	ss = append(ss, slaves.NewTree(tcards, parent, nil, tb))
 	for i, s := range ss {
 		dim := slaves.Offsets(s.Cards())[len(s.Cards())]
