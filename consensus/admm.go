@@ -11,9 +11,19 @@ import (
 // Chunk sizes are fixed, independent of the thread count, so that partial
 // sums are reduced in the same order whatever the number of threads.
 const (
-	slaveChunk = 256
-	varChunk   = 512
+	slaveChunk = 128
+	varChunk   = 128
 )
+
+// cacheLine is a safe cache-line size (two lines on most x86 and ARM parts,
+// which prefetch in pairs).
+const cacheLine = 128
+
+// padded returns n float64s in an allocation of at least a cache line,
+// starting on a line of its own, with nothing else on its last line.
+func padded(n int) []float64 {
+	return make([]float64, n+2*cacheLine/8)[cacheLine/8 : cacheLine/8+n]
+}
 
 // admm holds the state of a DD-ADMM run (Martins et al. ICML 2011, Alg. 2)
 // in flat slices. Replica arrays are indexed like Problem.RepOff.
@@ -119,16 +129,16 @@ func newADMM(p *Problem, opts Options) *admm {
 		maxRep = max(maxRep, p.RepOff[a+1]-p.RepOff[a])
 	}
 	s.cs = make([][]float64, opts.Threads)
-	for w := range s.cs {
-		s.cs[w] = make([]float64, maxRep)
-	}
 	s.ys = make([][]int, opts.Threads)
 	s.newMu = make([][]float64, opts.Threads)
 	s.lsum = make([][]float64, opts.Threads)
 	for w := range s.ys {
-		s.ys[w] = make([]int, ms)
-		s.newMu[w] = make([]float64, maxCard)
-		s.lsum[w] = make([]float64, maxCard)
+		// Each worker's scratch is padded to whole cache lines of its own,
+		// so that two workers never write to the same line.
+		s.cs[w] = padded(maxRep)
+		s.ys[w] = make([]int, max(ms, cacheLine/8))[:ms]
+		s.newMu[w] = padded(maxCard)
+		s.lsum[w] = padded(maxCard)
 	}
 	s.phaseA = s.solveSlaves
 	s.phaseB = s.updateVariables
