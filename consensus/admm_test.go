@@ -11,7 +11,6 @@ import (
 	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/partition"
-	"github.com/ddrun/ddrun/slaves"
 )
 
 func solve(t testing.TB, m *model.Model, opts Options) Result {
@@ -194,20 +193,22 @@ func TestEvidenceIsRespected(t *testing.T) {
 // The hot loop allocates nothing.
 func TestIterationAllocatesNothing(t *testing.T) {
 	m := generate.Potts(generate.GridOptions{Height: 20, Width: 20, Labels: 4, Rho: 1, Seed: 1})
-	p, err := Decompose(m, partition.PerFactor(m), slaves.Build)
+	opts := DefaultOptions()
+	opts.Threads = 2
+	s, _, done, err := newLocal(m, partition.PerFactor(m), opts, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := DefaultOptions()
-	opts.Threads = 2
-	s := newADMM(p, opts)
-	defer s.pool.close()
+	defer done()
+	ctx := context.Background()
 	// Working sets grow to their steady size in the first iterations (each
 	// growth allocates once); after that an iteration allocates nothing.
 	for i := 0; i < 100; i++ {
-		s.iterate()
+		if _, err := s.iterate(ctx, false); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if a := testing.AllocsPerRun(20, func() { s.iterate() }); a != 0 {
+	if a := testing.AllocsPerRun(20, func() { s.iterate(ctx, false) }); a != 0 {
 		t.Errorf("%v allocations per iteration", a)
 	}
 }

@@ -1,12 +1,12 @@
 package consensus
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/partition"
-	"github.com/ddrun/ddrun/slaves"
 )
 
 // BenchmarkIteration times one DD-ADMM iteration (slaves, dual bound,
@@ -20,23 +20,25 @@ func BenchmarkIteration(b *testing.B) {
 		for _, th := range []int{1, 2} {
 			b.Run(fmt.Sprintf("potts%dx%dL%d/threads=%d", g.h, g.w, g.l, th), func(b *testing.B) {
 				m := generate.Potts(generate.GridOptions{Height: g.h, Width: g.w, Labels: g.l, Rho: g.rho, Seed: 1})
-				p, err := Decompose(m, partition.PerFactor(m), slaves.Build)
+				opts := DefaultOptions()
+				opts.Threads = th
+				s, entries, done, err := newLocal(m, partition.PerFactor(m), opts, 1)
 				if err != nil {
 					b.Fatal(err)
 				}
-				opts := DefaultOptions()
-				opts.Threads = th
-				s := newADMM(p, opts)
-				defer s.pool.close()
+				defer done()
+				ctx := context.Background()
 				for i := 0; i < 20; i++ {
-					_, _, pr, dr := s.iterate()
-					s.adaptEta(pr, dr)
+					r, _ := s.iterate(ctx, false)
+					s.normalise(&r, entries)
+					s.adaptEta(r.primalRes, r.dualRes)
 				}
 				b.ReportAllocs()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					_, _, pr, dr := s.iterate()
-					s.adaptEta(pr, dr)
+					r, _ := s.iterate(ctx, false)
+					s.normalise(&r, entries)
+					s.adaptEta(r.primalRes, r.dualRes)
 				}
 			})
 		}

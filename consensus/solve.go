@@ -8,7 +8,6 @@ import (
 
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/partition"
-	"github.com/ddrun/ddrun/slaves"
 )
 
 // Plan builds the decomposition d of m.
@@ -71,12 +70,10 @@ func Solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options,
 	if err != nil {
 		return Result{}, err
 	}
-	p, err := Decompose(red.Model, plan, slaves.Build)
+	res, err := runLocal(ctx, red.Model, plan, opts, 1, progress)
 	if err != nil {
 		return Result{}, err
 	}
-	s := newADMM(p, opts)
-	res := s.run(ctx, progress)
 	if res.Assignment != nil {
 		// Report the exact score of the assignment in the original model,
 		// evidence included, not the reduced model's bookkeeping.

@@ -1,0 +1,457 @@
+package consensus
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/partition"
+)
+
+// Chunk sizes are fixed, independent of the thread count, so that partial
+// sums are reduced in the same order whatever the number of threads.
+const (
+	slaveChunk = 128
+	varChunk   = 128
+)
+
+// cacheLine is a safe cache-line size (two lines on most x86 and ARM parts,
+// which prefetch in pairs).
+const cacheLine = 128
+
+// padded returns n float64s in an allocation of at least a cache line,
+// starting on a line of its own, with nothing else on its last line.
+func padded(n int) []float64 {
+	return make([]float64, n+2*cacheLine/8)[cacheLine/8 : cacheLine/8+n]
+}
+
+// WorkerLink carries one iteration to a worker and its answer back: a
+// direct call in process, or messages over a transport.
+type WorkerLink interface {
+	Step(ctx context.Context, in *StepIn, out *StepOut) error
+}
+
+// LocalLink runs a Worker in this process.
+type LocalLink struct{ W *Worker }
+
+// Step implements WorkerLink.
+func (l LocalLink) Step(_ context.Context, in *StepIn, out *StepOut) error {
+	l.W.Step(in, out)
+	return nil
+}
+
+// master is the coordinator's side of a run: it owns the boundary
+// variables (their marginals, decoded states and the multipliers of their
+// replicas), eta, the bounds and the stopping decision, and drives the
+// workers through their links.
+type master struct {
+	m     *model.Model // the reduced model
+	opts  Options
+	b     *boundaryMap
+	parts []*Part
+	links []WorkerLink
+	ins   []*StepIn
+	outs  []*StepOut
+	// scatterLen[w][k] is the length of worker w's k-th boundary replica.
+	scatterLen [][]int
+	// interior[w] lists worker w's interior variables (model numbering)
+	// in the order of its StepOut.X.
+	interior [][]int
+
+	blam, bnu []float64 // boundary replicas, laid out by boundaryMap
+	bmu       []float64 // boundary marginals: variable j at bmuOff[j]
+	bmuOff    []int
+	invDeg    []float64 // per boundary variable
+	isolated  []int     // variables in no part (split runs only)
+	x         []int     // the decoded assignment (model numbering)
+	sc        *varScratch
+
+	eta        float64
+	prevStep   float64 // subgradient: the step to apply next iteration
+	iter       int
+	bestPrimal float64
+	nextAdapt  int
+	adaptWait  int
+}
+
+func newMaster(m *model.Model, opts Options, parts []*Part, b *boundaryMap, links []WorkerLink, workers []*Worker) *master {
+	s := &master{m: m, opts: opts, b: b, parts: parts, links: links,
+		x: make([]int, m.NumVars()), eta: opts.Eta, bestPrimal: math.Inf(-1)}
+	maxCard := 1
+	for _, c := range m.Cards {
+		maxCard = max(maxCard, c)
+	}
+	s.sc = newVarScratch(maxCard)
+	s.blam = make([]float64, b.size)
+	s.bnu = make([]float64, b.size)
+	s.bmuOff = make([]int, len(b.vars)+1)
+	s.invDeg = make([]float64, len(b.vars))
+	for j, v := range b.vars {
+		s.bmuOff[j+1] = s.bmuOff[j] + m.Cards[v]
+		s.invDeg[j] = 1 / float64(b.repOff[j+1]-b.repOff[j])
+	}
+	s.bmu = make([]float64, s.bmuOff[len(b.vars)])
+	for j, v := range b.vars {
+		for k := s.bmuOff[j]; k < s.bmuOff[j+1]; k++ {
+			s.bmu[k] = 1 / float64(m.Cards[v])
+		}
+	}
+	inPart := make([]bool, m.NumVars())
+	s.interior = make([][]int, len(parts))
+	for w, p := range parts {
+		isB := map[int]bool{}
+		for _, lv := range p.Boundary {
+			isB[lv] = true
+		}
+		for lv, v := range p.Vars {
+			inPart[v] = true
+			if !isB[lv] {
+				s.interior[w] = append(s.interior[w], v)
+			}
+		}
+	}
+	for v := range m.Cards {
+		if !inPart[v] {
+			s.isolated = append(s.isolated, v)
+		}
+	}
+	// Length of each boundary replica vector, by entry.
+	lenAt := map[int]int{}
+	for j, v := range b.vars {
+		for _, e := range b.entry[b.repOff[j]:b.repOff[j+1]] {
+			lenAt[e] = m.Cards[v]
+		}
+	}
+	s.scatterLen = make([][]int, len(links))
+	s.ins = make([]*StepIn, len(links))
+	s.outs = make([]*StepOut, len(links))
+	for w := range links {
+		nb := 0
+		for _, e := range b.scatter[w] {
+			s.scatterLen[w] = append(s.scatterLen[w], lenAt[e])
+			nb += lenAt[e]
+		}
+		nmu := 0
+		for _, j := range b.varsOf[w] {
+			nmu += m.Cards[b.vars[j]]
+		}
+		s.ins[w] = &StepIn{Lambda: make([]float64, 0, nb), Mu: make([]float64, 0, nmu)}
+		s.outs[w] = &StepOut{Nu: make([]float64, 0, nb), X: make([]int32, 0, len(s.interior[w]))}
+	}
+	return s
+}
+
+type iterResult struct {
+	dual, relaxed, primalRes, dualRes float64
+	changed                           bool
+}
+
+// iterate runs one iteration on every worker and on the boundary.
+func (s *master) iterate(ctx context.Context, gatherX bool) (iterResult, error) {
+	b, m := s.b, s.m
+	s.iter++
+	// The previous subgradient step, on the boundary replicas (workers
+	// apply it to theirs).
+	if s.opts.Algo == Subgradient && s.prevStep > 0 {
+		for j := range b.vars {
+			stepVariable(s.bmu[s.bmuOff[j]:s.bmuOff[j+1]], s.bnu, s.blam, b.entry[b.repOff[j]:b.repOff[j+1]], s.invDeg[j], s.prevStep, s.sc)
+		}
+	}
+	for w, in := range s.ins {
+		in.Iter, in.Eta, in.PrevStep, in.GatherX = s.iter, s.eta, s.prevStep, gatherX
+		in.Lambda = in.Lambda[:0]
+		for k, e := range b.scatter[w] {
+			in.Lambda = append(in.Lambda, s.blam[e:e+s.scatterLen[w][k]]...)
+		}
+		in.Mu = in.Mu[:0]
+		for _, j := range b.varsOf[w] {
+			in.Mu = append(in.Mu, s.bmu[s.bmuOff[j]:s.bmuOff[j+1]]...)
+		}
+	}
+	if err := s.stepWorkers(ctx); err != nil {
+		return iterResult{}, err
+	}
+	var r iterResult
+	for w, out := range s.outs {
+		if out.Iter != s.iter {
+			return r, fmt.Errorf("worker %d answered iteration %d for iteration %d", w, out.Iter, s.iter)
+		}
+		off := 0
+		for k, e := range b.scatter[w] {
+			n := s.scatterLen[w][k]
+			copy(s.bnu[e:e+n], out.Nu[off:off+n])
+			off += n
+		}
+		r.dual += out.Dual
+		r.relaxed += out.Relaxed
+		r.primalRes += out.PrimalRes
+		r.dualRes += out.DualRes
+		r.changed = r.changed || out.Changed
+		if gatherX {
+			for k, v := range s.interior[w] {
+				s.x[v] = int(out.X[k])
+			}
+		}
+	}
+	// Boundary variables: the same update the workers run on theirs.
+	step := s.opts.Tau * s.eta
+	if s.opts.Algo == Subgradient {
+		step = 0
+	}
+	for j, v := range b.vars {
+		th := m.Unaries(v)
+		pr, dr, rel, best := updateVariable(s.bmu[s.bmuOff[j]:s.bmuOff[j+1]], th, s.bnu, s.blam, b.entry[b.repOff[j]:b.repOff[j+1]], s.invDeg[j], step, s.sc)
+		r.primalRes += pr
+		r.dualRes += dr
+		r.relaxed += rel
+		r.changed = r.changed || s.x[v] != best
+		s.x[v] = best
+	}
+	for _, v := range s.isolated {
+		th := m.Unaries(v)
+		best := 0
+		for k := range th {
+			if th[k] > th[best] {
+				best = k
+			}
+		}
+		r.dual += th[best]
+		r.relaxed += th[best]
+		s.x[v] = best
+	}
+	r.dual += m.Constant
+	r.relaxed += m.Constant
+	return r, nil
+}
+
+// stepWorkers runs the iteration on every worker, concurrently when there
+// are several.
+func (s *master) stepWorkers(ctx context.Context) error {
+	if len(s.links) == 1 {
+		return s.links[0].Step(ctx, s.ins[0], s.outs[0])
+	}
+	errs := make([]error, len(s.links))
+	var wg sync.WaitGroup
+	for w := range s.links {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			errs[w] = s.links[w].Step(ctx, s.ins[w], s.outs[w])
+		}(w)
+	}
+	wg.Wait()
+	for w, err := range errs {
+		if err != nil {
+			return fmt.Errorf("worker %d: %w", w, err)
+		}
+	}
+	return nil
+}
+
+// normalise turns the squared residual sums into root-mean-square residuals
+// and, for DD-subgradient, computes the step the next iteration applies.
+func (s *master) normalise(r *iterResult, replicaEntries int) {
+	if s.opts.Algo == Subgradient {
+		s.prevStep = s.subgradientStep(r.dual, r.primalRes)
+	}
+	n := float64(max(1, replicaEntries))
+	r.primalRes = math.Sqrt(r.primalRes / n)
+	step := s.eta
+	if s.opts.Algo == Subgradient {
+		step = s.prevStep
+	}
+	r.dualRes = step * math.Sqrt(r.dualRes/n)
+}
+
+// subgradientStep returns eta_t of Alg. 1 for the configured rule, given
+// the dual value at the current multipliers and ||g||^2.
+func (s *master) subgradientStep(dual, g2 float64) float64 {
+	if g2 == 0 {
+		return 0 // the slaves agree: lambda is dual optimal
+	}
+	t := float64(s.iter)
+	switch s.opts.Step {
+	case Diminishing:
+		return s.opts.Eta / t
+	case InvSqrt:
+		return s.opts.Eta / math.Sqrt(t)
+	}
+	// Polyak: (L(lambda) - target) / ||g||^2 with the best primal as the
+	// target (Eta/t until there is one).
+	if math.IsInf(s.bestPrimal, -1) || dual <= s.bestPrimal {
+		return s.opts.Eta / t
+	}
+	return s.opts.Eta * (dual - s.bestPrimal) / g2
+}
+
+// adaptEta is AD3's residual balancing: grow eta when the primal residual
+// dominates, shrink it when the dual residual does. ADMM converges for a
+// fixed eta (Prop. 1) but can cycle when eta keeps flipping, so after each
+// change the next one must wait twice as long as the previous wait: eta
+// changes O(log T) times in T iterations and is eventually fixed.
+func (s *master) adaptEta(primalRes, dualRes float64) {
+	const ratio, factor = 10, 2
+	if s.iter < s.nextAdapt {
+		return
+	}
+	old := s.eta
+	switch {
+	case primalRes > ratio*dualRes:
+		s.eta = math.Min(s.eta*factor, 1e4)
+	case dualRes > ratio*primalRes:
+		s.eta = math.Max(s.eta/factor, 1e-4)
+	}
+	if s.eta != old {
+		s.adaptWait = max(1, 2*s.adaptWait)
+		s.nextAdapt = s.iter + s.adaptWait
+	}
+}
+
+// run is the main loop; replicaEntries is the total number of replica
+// entries over all workers (for the residuals' normalisation).
+func (s *master) run(ctx context.Context, replicaEntries int, progress func(Progress)) (Result, error) {
+	m := s.m
+	start := time.Now()
+	res := Result{Status: IterationLimit, Dual: math.Inf(1), Primal: math.Inf(-1)}
+	bestX := make([]int, len(s.x))
+	search := newLocalSearch(m)
+	consider := func(x []int) {
+		if sc := m.Score(x); sc > res.Primal {
+			res.Primal = sc
+			s.bestPrimal = sc
+			copy(bestX, x)
+			res.Assignment = bestX
+		}
+	}
+	var lastReport time.Duration
+	changedSinceCheck := false
+	for t := 1; ; t++ {
+		// The primal is checked on iteration 1 and every icmEvery
+		// iterations, when the decoded assignment changed since the last
+		// check: those iterations gather the whole assignment.
+		check := t == 1 || (t%icmEvery == 0 && changedSinceCheck)
+		r, err := s.iterate(ctx, check)
+		if err != nil {
+			return res, err
+		}
+		s.normalise(&r, replicaEntries)
+		changedSinceCheck = changedSinceCheck || r.changed
+		res.Iterations = t
+		res.Relaxed = r.relaxed
+		if r.dual < res.Dual {
+			res.Dual = r.dual
+		}
+		if check {
+			changedSinceCheck = false
+			consider(s.x)
+			search.improve(s.x, math.IsInf(res.Primal, -1))
+			consider(s.x)
+		}
+		res.Gap = res.Dual - res.Primal
+		elapsed := time.Since(start)
+		if progress != nil && (t == 1 || elapsed-lastReport >= s.opts.ProgressEvery) {
+			lastReport = elapsed
+			eta := s.eta
+			if s.opts.Algo == Subgradient {
+				eta = s.prevStep
+			}
+			progress(Progress{Iteration: t, Dual: res.Dual, Primal: res.Primal, Gap: res.Gap,
+				PrimalRes: r.primalRes, DualRes: r.dualRes, Eta: eta, Elapsed: elapsed})
+		}
+		switch {
+		case math.IsInf(res.Dual, -1):
+			res.Status = Infeasible
+		case closed(res, s.opts.Tol):
+			res.Status = Optimal
+		case t > 1 && r.primalRes < s.opts.ResidualTol && r.dualRes < s.opts.ResidualTol:
+			res.Status = Converged
+		case t >= s.opts.MaxIter:
+			res.Status = IterationLimit
+		case s.opts.TimeLimit > 0 && elapsed >= s.opts.TimeLimit:
+			res.Status = TimeLimit
+		case ctx.Err() != nil:
+			res.Status = Interrupted
+		default:
+			if s.opts.AdaptEta && s.opts.Algo == ADMM {
+				s.adaptEta(r.primalRes, r.dualRes)
+			}
+			continue
+		}
+		break
+	}
+	if res.Status != Optimal && res.Status != Infeasible && res.Assignment != nil {
+		// A last, longer local search from the best assignment found.
+		copy(s.x, bestX)
+		search.polish(s.x)
+		consider(s.x)
+		res.Gap = res.Dual - res.Primal
+		if closed(res, s.opts.Tol) {
+			res.Status = Optimal
+		}
+	}
+	if math.IsInf(res.Primal, -1) {
+		res.Assignment = nil
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// closed reports whether the gap certifies the primal optimal:
+// gap <= tol * max(1, |primal|) with a feasible primal.
+func closed(res Result, tol float64) bool {
+	return !math.IsInf(res.Primal, -1) && res.Gap <= tol*math.Max(1, math.Abs(res.Primal))
+}
+
+// runLocal solves a reduced model in this process: one worker holding every
+// slave (or, for tests of the distributed arithmetic, several in-process
+// workers), driven through LocalLinks.
+func runLocal(ctx context.Context, m *model.Model, plan partition.Plan, opts Options, workers int, progress func(Progress)) (Result, error) {
+	s, entries, done, err := newLocal(m, plan, opts, workers)
+	if err != nil {
+		return Result{}, err
+	}
+	defer done()
+	return s.run(ctx, entries, progress)
+}
+
+// newLocal builds a master and in-process workers. Slaves are placed on the
+// workers in contiguous blocks of the plan's order (the runtime uses
+// partition.Place). It returns the number of replica entries and a
+// function that stops the workers.
+func newLocal(m *model.Model, plan partition.Plan, opts Options, workers int) (*master, int, func(), error) {
+	workers = max(1, workers)
+	place := make([]int32, len(plan.Slaves))
+	for s := range place {
+		place[s] = int32(s * workers / max(1, len(plan.Slaves)))
+	}
+	parts, b, err := Split(m, plan, place, workers)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	links := make([]WorkerLink, len(parts))
+	ws := make([]*Worker, 0, len(parts))
+	done := func() {
+		for _, w := range ws {
+			w.Close()
+		}
+	}
+	entries := 0
+	for w, p := range parts {
+		wopts := opts
+		if len(parts) > 1 {
+			wopts.Threads = 1
+		}
+		wk, err := NewWorker(p, wopts)
+		if err != nil {
+			done()
+			return nil, 0, nil, err
+		}
+		ws = append(ws, wk)
+		links[w] = LocalLink{W: wk}
+		entries += wk.p.NumReplicaEntries()
+	}
+	return newMaster(m, opts, parts, b, links, ws), entries, done, nil
+}

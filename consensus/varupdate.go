@@ -1,0 +1,116 @@
+package consensus
+
+import "math"
+
+// The per-variable steps of the master, shared by the workers (for their
+// interior variables) and the coordinator (for boundary variables), so that
+// both modes do the same arithmetic on each variable.
+
+// varScratch is one goroutine's scratch for a variable update.
+type varScratch struct {
+	nm, ls []float64
+}
+
+func newVarScratch(maxCard int) *varScratch {
+	return &varScratch{nm: padded(maxCard), ls: padded(maxCard)}
+}
+
+// updateVariable is lines 7-8 of Alg. 2 for one variable whose replicas
+// start at the offsets reps of nu and lambda: the consensus mu is the mean
+// of the replicas (eq. 10 with sum_a lambda^a = 0), the multipliers move by
+// eq. (11) (step = tau*eta; 0 defers the move, as DD-subgradient does) and
+// are re-centred so that sum_a lambda^a = 0 holds up to rounding (the dual
+// bound needs it). Only variables whose replicas moved are re-centred, so
+// unchanged multipliers stay bitwise unchanged and slave caches stay valid.
+// It returns the variable's parts of the primal and dual residuals and of
+// the relaxed objective, and the decoded state argmax mu (ties to the
+// larger unary).
+func updateVariable(mu, th, nu, lambda []float64, reps []int, d, step float64, sc *varScratch) (pres, dres, rel float64, best int) {
+	nm, ls := sc.nm[:len(mu)], sc.ls[:len(mu)]
+	clear(nm)
+	for _, r := range reps {
+		for k, v := range nu[r : r+len(nm)] {
+			nm[k] += v
+		}
+	}
+	bestV := math.Inf(-1)
+	for k := range nm {
+		v := nm[k] * d
+		nm[k] = v
+		diff := v - mu[k]
+		dres += float64(len(reps)) * diff * diff
+		mu[k] = v
+		rel += th[k] * v
+		ls[k] = 0
+		if v > bestV || (v == bestV && th[k] > th[best]) {
+			best, bestV = k, v
+		}
+	}
+	moved := false
+	for _, r := range reps {
+		nr := nu[r : r+len(nm)]
+		lam := lambda[r : r+len(nm)]
+		for k, v := range nm {
+			if e := nr[k] - v; e != 0 {
+				moved = true
+				pres += e * e
+				lam[k] -= step * e
+			}
+			ls[k] += lam[k]
+		}
+	}
+	if moved {
+		recentre(lambda, reps, ls, d)
+	}
+	return pres, dres, rel, best
+}
+
+// stepVariable is line 9 of Alg. 1 for one variable: lambda^a -= step *
+// (nu^a - mu), re-centred like updateVariable.
+func stepVariable(mu, nu, lambda []float64, reps []int, d, step float64, sc *varScratch) {
+	ls := sc.ls[:len(mu)]
+	clear(ls)
+	moved := false
+	for _, r := range reps {
+		nr := nu[r : r+len(mu)]
+		lam := lambda[r : r+len(mu)]
+		for k, v := range mu {
+			if e := nr[k] - v; e != 0 {
+				moved = true
+				lam[k] -= step * e
+			}
+			ls[k] += lam[k]
+		}
+	}
+	if moved {
+		recentre(lambda, reps, ls, d)
+	}
+}
+
+// recentre subtracts the mean d*sum (ls holds the per-state sums) from every
+// replica's multipliers.
+func recentre(lambda []float64, reps []int, ls []float64, d float64) {
+	for k := range ls {
+		ls[k] *= d
+	}
+	for _, r := range reps {
+		lam := lambda[r : r+len(ls)]
+		for k, l := range ls {
+			lam[k] -= l
+		}
+	}
+}
+
+// isolatedVariable handles a variable in no slave: its marginal is the
+// indicator of its best unary state, which is also its term of the dual and
+// of the relaxed objective.
+func isolatedVariable(mu, th []float64) (rel float64, best int) {
+	for k := range th {
+		if th[k] > th[best] {
+			best = k
+		}
+	}
+	clear(mu)
+	mu[best] = 1
+	return th[best], best
+}

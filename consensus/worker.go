@@ -1,0 +1,371 @@
+package consensus
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ddrun/ddrun/slaves"
+)
+
+// StepIn is the coordinator's instruction to a worker for one iteration.
+type StepIn struct {
+	Iter int
+	// Eta is DD-ADMM's penalty for this iteration.
+	Eta float64
+	// PrevStep is DD-subgradient's step for the previous iteration's
+	// multiplier update (Alg. 1, line 9), applied before this iteration's
+	// slaves are solved; 0 for none.
+	PrevStep float64
+	// Lambda holds the multipliers of the part's boundary replicas and Mu
+	// the marginals of its boundary variables, in the part's export order.
+	Lambda, Mu []float64
+	// GatherX asks for the decoded states of the interior variables.
+	GatherX bool
+}
+
+// StepOut is a worker's answer for one iteration.
+type StepOut struct {
+	Iter int
+	// Nu holds the slave marginals of the part's boundary replicas.
+	Nu []float64
+	// Sums over the part: dual terms, relaxed objective, squared primal
+	// and dual residuals (interior variables only for the last three).
+	Dual, Relaxed, PrimalRes, DualRes float64
+	// Changed: some interior variable's decoded state changed.
+	Changed bool
+	// X holds the interior variables' decoded states when asked.
+	X []int32
+}
+
+// Worker holds a part's slaves and the state of its replicas, and runs the
+// slave phase and the interior variable phase of each iteration.
+type Worker struct {
+	part *Part
+	p    *Problem
+	opts Options
+
+	invDeg   []float64
+	interior []int // local variables that are not boundary
+	// Export order of boundary replicas: for each boundary variable, its
+	// replicas in slave order (offsets into the replica arrays).
+	bReps   []int
+	bRepLen []int // the replica vectors' lengths
+	bMu     []int // offsets into mu of the boundary variables, in order
+
+	lambda, prevC, prevW, nu, mu []float64
+	x                            []int
+	dualTerm, phiq               []float64
+	cached                       []bool
+	inexact                      []slaves.Inexact
+	prevEta                      float64
+	eta, prevStep                float64
+	iter                         int
+	subgradient                  bool
+
+	// Per goroutine scratch.
+	ys []([]int)
+	cs [][]float64
+	vs []*varScratch
+
+	// Per chunk partial sums, reduced in chunk order.
+	partPres, partDres, partRel []float64
+	partChanged                 []bool
+
+	phaseA, phaseB, phaseC func(worker, chunk int)
+	pool                   *pool
+}
+
+// NewWorker builds the slaves of a part. Call Close when done.
+func NewWorker(part *Part, opts Options) (*Worker, error) {
+	p, err := Decompose(part.Model, part.Plan, slaves.Build)
+	if err != nil {
+		return nil, err
+	}
+	m := p.Model
+	nr := p.NumReplicaEntries()
+	w := &Worker{
+		part: part, p: p, opts: opts,
+		invDeg:      make([]float64, m.NumVars()),
+		lambda:      make([]float64, nr),
+		prevC:       make([]float64, nr),
+		prevW:       make([]float64, nr),
+		nu:          make([]float64, nr),
+		mu:          make([]float64, len(m.Unary)),
+		x:           make([]int, m.NumVars()),
+		dualTerm:    make([]float64, len(p.Slaves)),
+		phiq:        make([]float64, len(p.Slaves)),
+		cached:      make([]bool, len(p.Slaves)),
+		inexact:     make([]slaves.Inexact, len(p.Slaves)),
+		subgradient: opts.Algo == Subgradient,
+	}
+	boundary := make([]bool, m.NumVars())
+	for _, v := range part.Boundary {
+		boundary[v] = true
+	}
+	for i := range m.Cards {
+		if part.Degree[i] > 0 {
+			w.invDeg[i] = 1 / float64(part.Degree[i])
+		}
+		u := w.mu[m.UnaryOff[i]:m.UnaryOff[i+1]]
+		for k := range u {
+			u[k] = 1 / float64(len(u)) // Alg. 2, line 1: mu uniform
+		}
+		if boundary[i] {
+			for j := p.VarRepOff[i]; j < p.VarRepOff[i+1]; j++ {
+				w.bReps = append(w.bReps, p.VarReps[j])
+				w.bRepLen = append(w.bRepLen, m.Cards[i])
+			}
+			w.bMu = append(w.bMu, m.UnaryOff[i])
+		} else {
+			if p.Degree(i) != part.Degree[i] {
+				return nil, fmt.Errorf("variable %d: %d local slaves but degree %d, and not on the boundary", part.Vars[i], p.Degree(i), part.Degree[i])
+			}
+			w.interior = append(w.interior, i)
+		}
+	}
+	for a, sl := range p.Slaves {
+		if ie, ok := sl.(slaves.Inexact); ok {
+			w.inexact[a] = ie
+		}
+	}
+	maxCard, maxRep := 1, 0
+	for _, c := range m.Cards {
+		maxCard = max(maxCard, c)
+	}
+	for a := range p.Slaves {
+		maxRep = max(maxRep, p.RepOff[a+1]-p.RepOff[a])
+	}
+	threads := opts.Threads
+	w.ys = make([][]int, threads)
+	w.cs = make([][]float64, threads)
+	w.vs = make([]*varScratch, threads)
+	for t := range w.ys {
+		// Each goroutine's scratch sits on cache lines of its own.
+		w.ys[t] = make([]int, max(p.maxScope(), cacheLine/8))[:p.maxScope()]
+		w.cs[t] = padded(maxRep)
+		w.vs[t] = newVarScratch(maxCard)
+	}
+	nc := w.varChunks()
+	w.partPres = make([]float64, nc)
+	w.partDres = make([]float64, nc)
+	w.partRel = make([]float64, nc)
+	w.partChanged = make([]bool, nc)
+	w.phaseA = w.solveSlaves
+	w.phaseB = w.updateVariables
+	w.phaseC = w.stepMultipliers
+	w.pool = newPool(threads)
+	return w, nil
+}
+
+// Close stops the worker's goroutines.
+func (w *Worker) Close() { w.pool.close() }
+
+// NumBoundaryReplicaEntries is the length of StepIn.Lambda and StepOut.Nu.
+func (w *Worker) NumBoundaryReplicaEntries() int {
+	n := 0
+	for _, l := range w.bRepLen {
+		n += l
+	}
+	return n
+}
+
+// NumBoundaryMuEntries is the length of StepIn.Mu.
+func (w *Worker) NumBoundaryMuEntries() int {
+	n := 0
+	for _, v := range w.part.Boundary {
+		n += w.p.Model.Cards[v]
+	}
+	return n
+}
+
+// NumInterior is the length of StepOut.X when asked for.
+func (w *Worker) NumInterior() int { return len(w.interior) }
+
+func (w *Worker) varChunks() int { return (len(w.interior) + varChunk - 1) / varChunk }
+
+// Step runs one iteration on the part: the previous subgradient step (if
+// any), the slaves (AD3 Alg. 2 lines 4-6, with each slave's dual term), and
+// the interior variables (lines 7-8). It fills out, reusing its slices.
+func (w *Worker) Step(in *StepIn, out *StepOut) {
+	p, m := w.p, w.p.Model
+	w.eta = in.Eta
+	if w.subgradient && in.PrevStep > 0 {
+		w.prevStep = in.PrevStep
+		w.pool.run(w.varChunks(), w.phaseC)
+	}
+	// Boundary state from the coordinator.
+	off := 0
+	for k, r := range w.bReps {
+		n := w.bRepLen[k]
+		copy(w.lambda[r:r+n], in.Lambda[off:off+n])
+		off += n
+	}
+	off = 0
+	for k, v := range w.part.Boundary {
+		n := m.Cards[v]
+		copy(w.mu[w.bMu[k]:w.bMu[k]+n], in.Mu[off:off+n])
+		off += n
+	}
+	w.pool.run((len(p.Slaves)+slaveChunk-1)/slaveChunk, w.phaseA)
+	w.prevEta = w.eta
+	w.iter++
+	w.pool.run(w.varChunks(), w.phaseB)
+
+	out.Iter = in.Iter
+	out.Nu = out.Nu[:0]
+	for k, r := range w.bReps {
+		out.Nu = append(out.Nu, w.nu[r:r+w.bRepLen[k]]...)
+	}
+	out.Dual, out.Relaxed, out.PrimalRes, out.DualRes, out.Changed = 0, 0, 0, 0, w.iter == 1
+	for a := range p.Slaves {
+		out.Dual += w.dualTerm[a]
+		out.Relaxed += w.phiq[a]
+	}
+	for c := range w.partPres {
+		out.PrimalRes += w.partPres[c]
+		out.DualRes += w.partDres[c]
+		out.Relaxed += w.partRel[c]
+		out.Changed = out.Changed || w.partChanged[c]
+	}
+	// Isolated interior variables: their dual term is their best unary,
+	// which updateVariables counted in the relaxed part only.
+	for _, i := range w.interior {
+		if p.Degree(i) == 0 {
+			out.Dual += m.Unary[m.UnaryOff[i]+w.x[i]]
+		}
+	}
+	out.X = out.X[:0]
+	if in.GatherX {
+		for _, i := range w.interior {
+			out.X = append(out.X, int32(w.x[i]))
+		}
+	}
+}
+
+// solveSlaves is lines 4-6 of Alg. 2 for one chunk of slaves, plus the
+// evaluation of each slave's term of the dual L(lambda) (eq. 6) by its MAP
+// oracle at the current, centred multipliers. For DD-subgradient it is
+// line 6 of Alg. 1: the replicas are the MAP's indicators. A slave whose
+// inputs did not change bitwise is not solved again (AD3's caching).
+func (w *Worker) solveSlaves(worker, chunk int) {
+	p, m := w.p, w.p.Model
+	lo := chunk * slaveChunk
+	hi := min(lo+slaveChunk, len(p.Slaves))
+	eta := w.eta
+	inv := 1 / eta
+	etaSame := eta == w.prevEta
+	y := w.ys[worker]
+	for a := lo; a < hi; a++ {
+		r0, r1 := p.RepOff[a], p.RepOff[a+1]
+		c := w.cs[worker][:r1-r0] // first w = theta/d + lambda, then w/eta + mu
+		lam := w.lambda[r0:r1]
+		off := 0
+		for _, v := range p.Scope(a) {
+			th := m.Unary[m.UnaryOff[v]:m.UnaryOff[v+1]]
+			d := w.invDeg[v]
+			for k, t := range th {
+				c[off+k] = t*d + lam[off+k]
+			}
+			off += len(th)
+		}
+		sl := p.Slaves[a]
+		pw := w.prevW[r0:r1]
+		if w.iter > 0 && equal(c, pw) {
+			if w.subgradient {
+				continue // same MAP, same replicas
+			}
+		} else {
+			copy(pw, c)
+			w.dualTerm[a] = sl.MAP(c, y)
+			if w.subgradient {
+				nu := w.nu[r0:r1]
+				clear(nu)
+				sc := p.Scope(a)
+				off := 0
+				for k, v := range sc {
+					nu[off+y[k]] = 1
+					off += m.Cards[v]
+				}
+				w.phiq[a] = sl.Score(y[:len(sc)])
+				continue
+			}
+		}
+		off = 0
+		for _, v := range p.Scope(a) {
+			mu := w.mu[m.UnaryOff[v]:m.UnaryOff[v+1]]
+			for k, mk := range mu {
+				c[off+k] = c[off+k]*inv + mk
+			}
+			off += len(mu)
+		}
+		prev := w.prevC[r0:r1]
+		if etaSame && w.iter > 0 && equal(c, prev) {
+			w.cached[a] = true
+			continue
+		}
+		w.cached[a] = false
+		copy(prev, c)
+		w.phiq[a] = sl.QUAD(c, eta, w.nu[r0:r1])
+		if ie := w.inexact[a]; ie != nil && !ie.Converged() && len(prev) > 0 {
+			prev[0] = math.NaN() // not a solution to reuse
+		}
+	}
+}
+
+// updateVariables runs updateVariable on one chunk of interior variables.
+func (w *Worker) updateVariables(worker, chunk int) {
+	p, m := w.p, w.p.Model
+	lo := chunk * varChunk
+	hi := min(lo+varChunk, len(w.interior))
+	step := w.opts.Tau * w.eta
+	if w.subgradient {
+		step = 0 // the step needs the global ||g||^2: the next StepIn brings it
+	}
+	sc := w.vs[worker]
+	var pres, dres, rel float64
+	changed := false
+	for _, i := range w.interior[lo:hi] {
+		u0, u1 := m.UnaryOff[i], m.UnaryOff[i+1]
+		mu, th := w.mu[u0:u1], m.Unary[u0:u1]
+		reps := p.VarReps[p.VarRepOff[i]:p.VarRepOff[i+1]]
+		var best int
+		if len(reps) == 0 {
+			var r float64
+			r, best = isolatedVariable(mu, th)
+			rel += r
+		} else {
+			pr, dr, r, b := updateVariable(mu, th, w.nu, w.lambda, reps, w.invDeg[i], step, sc)
+			pres, dres, rel, best = pres+pr, dres+dr, rel+r, b
+		}
+		changed = changed || w.x[i] != best
+		w.x[i] = best
+	}
+	w.partChanged[chunk] = changed
+	w.partPres[chunk] = pres
+	w.partDres[chunk] = dres
+	w.partRel[chunk] = rel
+}
+
+// stepMultipliers applies the previous DD-subgradient step to one chunk of
+// interior variables.
+func (w *Worker) stepMultipliers(worker, chunk int) {
+	p, m := w.p, w.p.Model
+	lo := chunk * varChunk
+	hi := min(lo+varChunk, len(w.interior))
+	for _, i := range w.interior[lo:hi] {
+		reps := p.VarReps[p.VarRepOff[i]:p.VarRepOff[i+1]]
+		if len(reps) == 0 {
+			continue
+		}
+		stepVariable(w.mu[m.UnaryOff[i]:m.UnaryOff[i+1]], w.nu, w.lambda, reps, w.invDeg[i], w.prevStep, w.vs[worker])
+	}
+}
+
+func equal(a, b []float64) bool {
+	for i, v := range a {
+		if v != b[i] {
+			return false
+		}
+	}
+	return true
+}
