@@ -50,7 +50,7 @@ func (l LocalLink) Step(_ context.Context, in *StepIn, out *StepOut) error {
 type master struct {
 	m     *model.Model // the reduced model
 	opts  Options
-	b     *boundaryMap
+	b     *Boundary
 	parts []*Part
 	links []WorkerLink
 	ins   []*StepIn
@@ -61,7 +61,7 @@ type master struct {
 	// in the order of its StepOut.X.
 	interior [][]int
 
-	blam, bnu []float64 // boundary replicas, laid out by boundaryMap
+	blam, bnu []float64 // boundary replicas, laid out by Boundary
 	bmu       []float64 // boundary marginals: variable j at bmuOff[j]
 	bmuOff    []int
 	invDeg    []float64 // per boundary variable
@@ -77,7 +77,7 @@ type master struct {
 	adaptWait  int
 }
 
-func newMaster(m *model.Model, opts Options, parts []*Part, b *boundaryMap, links []WorkerLink, workers []*Worker) *master {
+func newMaster(m *model.Model, opts Options, parts []*Part, b *Boundary, links []WorkerLink) *master {
 	s := &master{m: m, opts: opts, b: b, parts: parts, links: links,
 		x: make([]int, m.NumVars()), eta: opts.Eta, bestPrimal: math.Inf(-1)}
 	maxCard := 1
@@ -453,5 +453,23 @@ func newLocal(m *model.Model, plan partition.Plan, opts Options, workers int) (*
 		links[w] = LocalLink{W: wk}
 		entries += wk.p.NumReplicaEntries()
 	}
-	return newMaster(m, opts, parts, b, links, ws), entries, done, nil
+	return newMaster(m, opts, parts, b, links), entries, done, nil
+}
+
+// Coordinate runs the coordinator's loop on a reduced model m whose slaves
+// were split into parts (Split), talking to the workers that hold them
+// through links (links[w] reaches the worker holding parts[w]). It returns
+// the result in m's variables.
+func Coordinate(ctx context.Context, m *model.Model, parts []*Part, b *Boundary, links []WorkerLink, opts Options, progress func(Progress)) (Result, error) {
+	if err := opts.Validate(); err != nil {
+		return Result{}, err
+	}
+	if len(links) != len(parts) {
+		return Result{}, fmt.Errorf("%d links for %d parts", len(links), len(parts))
+	}
+	entries := 0
+	for _, p := range parts {
+		entries += p.replicaEntries()
+	}
+	return newMaster(m, opts, parts, b, links).run(ctx, entries, progress)
 }

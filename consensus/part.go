@@ -28,10 +28,10 @@ type Part struct {
 	Boundary []int
 }
 
-// boundaryMap is the coordinator's view of the boundary: for every boundary
-// variable, its replicas in global slave order, and where each worker's
-// boundary replica vectors go.
-type boundaryMap struct {
+// Boundary is the coordinator's view of the boundary of a split: for every
+// boundary variable, its replicas in global slave order, and where each
+// worker's boundary replica vectors go.
+type Boundary struct {
 	vars []int // boundary variables of the model, increasing
 	// Replicas of vars[j]: repOff[j]:repOff[j+1] index the flat boundary
 	// replica arrays, whose entry r starts at entry[r] (vectors of
@@ -48,12 +48,12 @@ type boundaryMap struct {
 
 // Split cuts a decomposition into W parts given each slave's worker, and
 // returns the coordinator's boundary bookkeeping.
-func Split(m *model.Model, plan partition.Plan, worker []int32, w int) ([]*Part, *boundaryMap, error) {
+func Split(m *model.Model, plan partition.Plan, worker []int32, w int) ([]*Part, *Boundary, error) {
 	if len(worker) != len(plan.Slaves) {
 		return nil, nil, fmt.Errorf("placement has %d entries for %d slaves", len(worker), len(plan.Slaves))
 	}
 	if w == 1 {
-		return []*Part{Whole(m, plan)}, &boundaryMap{scatter: make([][]int, 1), varsOf: make([][]int, 1), repOff: []int{0}}, nil
+		return []*Part{Whole(m, plan)}, &Boundary{scatter: make([][]int, 1), varsOf: make([][]int, 1), repOff: []int{0}}, nil
 	}
 	n := m.NumVars()
 	degree := make([]int, n)
@@ -133,8 +133,8 @@ func Split(m *model.Model, plan partition.Plan, worker []int32, w int) ([]*Part,
 	return parts, newBoundaryMap(m, plan, worker, parts, owner), nil
 }
 
-func newBoundaryMap(m *model.Model, plan partition.Plan, worker []int32, parts []*Part, owner []int32) *boundaryMap {
-	b := &boundaryMap{scatter: make([][]int, len(parts)), varsOf: make([][]int, len(parts))}
+func newBoundaryMap(m *model.Model, plan partition.Plan, worker []int32, parts []*Part, owner []int32) *Boundary {
+	b := &Boundary{scatter: make([][]int, len(parts)), varsOf: make([][]int, len(parts))}
 	index := map[int]int{}
 	for v := range m.Cards {
 		if owner[v] == -2 {
@@ -201,4 +201,18 @@ func Whole(m *model.Model, plan partition.Plan) *Part {
 		}
 	}
 	return p
+}
+
+// Vars returns the boundary variables, in increasing order.
+func (b *Boundary) Vars() []int { return b.vars }
+
+// replicaEntries returns the number of replica entries of a part's plan.
+func (p *Part) replicaEntries() int {
+	n := 0
+	for _, sl := range p.Plan.Slaves {
+		for _, v := range sl.Vars {
+			n += p.Model.Cards[v]
+		}
+	}
+	return n
 }

@@ -74,12 +74,18 @@ func Solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options,
 	if err != nil {
 		return Result{}, err
 	}
+	return Finish(m, red, res), nil
+}
+
+// Finish maps a result on the reduced model back to the original model m
+// and recomputes the primal there, evidence included: the reported primal
+// is always the exact score of the reported assignment.
+func Finish(m *model.Model, red *model.Reduced, res Result) Result {
 	if res.Assignment != nil {
-		// Report the exact score of the assignment in the original model,
-		// evidence included, not the reduced model's bookkeeping.
 		res.Assignment = red.Expand(res.Assignment)
 		res.Primal = m.Score(res.Assignment)
 		res.Gap = res.Dual - res.Primal
 	}
-	return res, nil
+	return res
 }
+
