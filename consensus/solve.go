@@ -88,4 +88,3 @@ func Finish(m *model.Model, red *model.Reduced, res Result) Result {
 	}
 	return res
 }
-
