@@ -1,0 +1,495 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	mrand "math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startServer starts an embedded server on a free loopback port and stops
+// it when the test ends.
+func startServer(t testing.TB, opts EmbeddedOptions) *Embedded {
+	t.Helper()
+	e, err := StartEmbedded(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Shutdown)
+	return e
+}
+
+// connect opens a NATS transport, closed when the test ends.
+func connect(t testing.TB, opts NATSOptions) *NATS {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tr, err := NewNATS(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Close() })
+	return tr
+}
+
+// errSink collects asynchronous errors.
+type errSink struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (s *errSink) add(err error) {
+	s.mu.Lock()
+	s.errs = append(s.errs, err)
+	s.mu.Unlock()
+}
+
+func (s *errSink) get() []error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]error(nil), s.errs...)
+}
+
+func TestEmbeddedDefaults(t *testing.T) {
+	e := startServer(t, EmbeddedOptions{})
+	if !strings.HasPrefix(e.URL(), "nats://127.0.0.1:") || e.Port() == 0 || e.Port() == 4222 {
+		t.Fatalf("URL %s port %d: want loopback and a random port", e.URL(), e.Port())
+	}
+	// A second server on the same port fails with a clear error.
+	_, err := StartEmbedded(EmbeddedOptions{Port: e.Port(), ReadyTimeout: 2 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "nats server: ") {
+		t.Fatalf("second server on port %d: %v", e.Port(), err)
+	}
+	t.Logf("second server on the same port: %v", err)
+	e.Shutdown()
+	e.Shutdown() // idempotent
+}
+
+func TestNATSPubSub(t *testing.T) {
+	e := startServer(t, EmbeddedOptions{})
+	pub := connect(t, NATSOptions{URL: e.URL(), Name: "pub"})
+	sub := connect(t, NATSOptions{URL: e.URL(), Name: "sub"})
+	c := newCollector()
+	if _, err := sub.Subscribe(ReportsWildcard("j"), c.handle); err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.Flush(context.Background()); err != nil { // the subscription reached the server
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const n = 1000
+	for i := range n {
+		if err := pub.Publish(ctx, ReportSubject("j", fmt.Sprintf("w%d", i%3)), fmt.Appendf(nil, "%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := c.wait(t, n)
+	for i, m := range got {
+		if want := fmt.Sprintf("ddrun.j.report.w%d %d", i%3, i); m != want {
+			t.Fatalf("message %d: %q, want %q", i, m, want)
+		}
+	}
+}
+
+// A Step far above the max payload crosses as chunks and is followed, in
+// order, by small messages; a small payload that looks like a chunk frame
+// is chunked too, so it arrives intact.
+func TestNATSChunked(t *testing.T) {
+	e := startServer(t, EmbeddedOptions{})
+	sink := &errSink{}
+	tr := connect(t, NATSOptions{URL: e.URL(), MaxPayload: 1024, OnError: sink.add})
+	if tr.MaxPayload() != 1024 {
+		t.Fatalf("MaxPayload %d", tr.MaxPayload())
+	}
+	r := mrand.New(mrand.NewPCG(11, 12))
+	step := Step{Eta: 0.25, Lambda: randFloats(r, 30_000), Mu: specialFloats, X: Int32s{1, 2, 3}}
+	big := mustEncode(t, Header{Job: "j", Iter: 1, From: "c", Seq: 1}, step)
+	small := mustEncode(t, Header{Job: "j", Iter: 1, From: "c", Seq: 2}, Heartbeat{})
+	lookalike := append([]byte("DDC\x01"), "not really a chunk"...)
+
+	type msg struct{ data []byte }
+	got := make(chan msg, 10)
+	if _, err := tr.Subscribe(StepSubject("j"), func(_ string, data []byte) { got <- msg{bytes.Clone(data)} }); err != nil {
+		t.Fatal(err)
+	}
+	_ = tr.Flush(context.Background())
+	for _, d := range [][]byte{big, small, lookalike, big} {
+		if err := tr.Publish(context.Background(), StepSubject("j"), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, want := range [][]byte{big, small, lookalike, big} {
+		select {
+		case m := <-got:
+			if !bytes.Equal(m.data, want) {
+				t.Fatalf("message %d: %d bytes differ from the %d sent", i, len(m.data), len(want))
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("message %d never arrived; async errors %v", i, sink.get())
+		}
+	}
+	var out Step
+	if _, err := DecodeInto(big, &out); err != nil || !equalBodies(step, out) {
+		t.Fatalf("decoded step differs: %v", err)
+	}
+	if errs := sink.get(); len(errs) != 0 {
+		t.Fatalf("async errors: %v", errs)
+	}
+}
+
+// Chunked messages from several connections on one subject interleave at
+// the server and are reassembled apart.
+func TestNATSChunkedInterleaved(t *testing.T) {
+	e := startServer(t, EmbeddedOptions{})
+	sub := connect(t, NATSOptions{URL: e.URL()})
+	c := newCollector()
+	if _, err := sub.Subscribe("ddrun.j.x", c.handle); err != nil {
+		t.Fatal(err)
+	}
+	_ = sub.Flush(context.Background())
+	const pubs, per = 3, 5
+	want := map[string]bool{}
+	var payloads [pubs][per][]byte
+	r := mrand.New(mrand.NewPCG(13, 14))
+	for p := range pubs {
+		for i := range per {
+			payloads[p][i] = randBytes(r, 3000+r.IntN(20_000))
+			want["ddrun.j.x "+string(payloads[p][i])] = true
+		}
+	}
+	var wg sync.WaitGroup
+	for p := range pubs {
+		tr := connect(t, NATSOptions{URL: e.URL(), MaxPayload: 1000})
+		wg.Go(func() {
+			for i := range per {
+				if err := tr.Publish(context.Background(), "ddrun.j.x", payloads[p][i]); err != nil {
+					t.Error(err)
+				}
+			}
+			_ = tr.Flush(context.Background())
+		})
+	}
+	wg.Wait()
+	for _, m := range c.wait(t, pubs*per) {
+		if !want[m] {
+			t.Fatal("a message arrived that was not sent, or twice")
+		}
+		delete(want, m)
+	}
+}
+
+// An incomplete chunked message is dropped after the reassembly timeout
+// and reported, even though no further chunk arrives to trigger it.
+func TestNATSChunkTimeout(t *testing.T) {
+	e := startServer(t, EmbeddedOptions{})
+	errs := make(chan error, 10)
+	tr := connect(t, NATSOptions{
+		URL:        e.URL(),
+		Reassembly: ReassemblyOptions{Timeout: 100 * time.Millisecond},
+		OnError:    func(err error) { errs <- err },
+	})
+	delivered := make(chan struct{}, 1)
+	if _, err := tr.Subscribe("a", func(string, []byte) { delivered <- struct{}{} }); err != nil {
+		t.Fatal(err)
+	}
+	_ = tr.Flush(context.Background())
+	frames := split(t, MsgID{7}, make([]byte, 5000), 1024)
+	for _, fr := range frames[:len(frames)-1] {
+		if err := tr.Conn().Publish("a", fr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tr.Conn().Publish("a", []byte("DDC\x01 garbage")); err != nil { // a malformed frame
+		t.Fatal(err)
+	}
+	var sawBad, sawExpired bool
+	deadline := time.After(5 * time.Second)
+	for !sawBad || !sawExpired {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, ErrBadChunk) {
+				t.Fatalf("unexpected async error %v", err)
+			}
+			if strings.Contains(err.Error(), "dropped 1 incomplete") {
+				sawExpired = true
+			} else {
+				sawBad = true
+			}
+		case <-delivered:
+			t.Fatal("an incomplete message was delivered")
+		case <-deadline:
+			t.Fatalf("bad frame reported %v, expiry reported %v", sawBad, sawExpired)
+		}
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	return port
+}
+
+func TestNATSDeadURL(t *testing.T) {
+	url := fmt.Sprintf("nats://127.0.0.1:%d", freePort(t))
+	start := time.Now()
+	_, err := NewNATS(context.Background(), NATSOptions{URL: url, ConnectTimeout: 2 * time.Second})
+	if err == nil {
+		t.Fatal("connected to a dead URL")
+	}
+	if want := "nats: connect to " + url + ": connection refused"; err.Error() != want {
+		t.Fatalf("error %q, want %q", err, want)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("%v does not wrap ECONNREFUSED", err)
+	}
+	var ce *ConnectError
+	if !errors.As(err, &ce) || ce.URL != url {
+		t.Fatalf("not a ConnectError: %#v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("took %v", d)
+	}
+	// A canceled context ends the attempt at once.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := NewNATS(ctx, NATSOptions{URL: url}); err == nil {
+		t.Fatal("connected with a canceled context")
+	}
+}
+
+func TestNATSAuth(t *testing.T) {
+	e := startServer(t, EmbeddedOptions{User: "ddrun", Password: "s3cret"})
+	connect(t, NATSOptions{URL: e.URL(), User: "ddrun", Password: "s3cret"})
+	_, err := NewNATS(context.Background(), NATSOptions{URL: e.URL(), User: "ddrun", Password: "wrong", NoReconnect: true})
+	if err == nil || err.Error() != "nats: connect to "+e.URL()+": authorization violation" {
+		t.Fatalf("wrong password: %v", err)
+	}
+	// Credentials in the URL work and are not repeated in errors.
+	withPass := strings.Replace(e.URL(), "nats://", "nats://ddrun:wrong@", 1)
+	_, err = NewNATS(context.Background(), NATSOptions{URL: withPass})
+	if err == nil || strings.Contains(err.Error(), "wrong") {
+		t.Fatalf("password in URL: %v", err)
+	}
+	connect(t, NATSOptions{URL: strings.Replace(e.URL(), "nats://", "nats://ddrun:s3cret@", 1)})
+
+	te := startServer(t, EmbeddedOptions{Token: "tok"})
+	connect(t, NATSOptions{URL: te.URL(), Token: "tok"})
+	if _, err := NewNATS(context.Background(), NATSOptions{URL: te.URL(), Token: "nope"}); err == nil {
+		t.Fatal("wrong token accepted")
+	}
+	if _, err := NewNATS(context.Background(), NATSOptions{URL: te.URL(), Token: "tok", User: "u"}); err == nil {
+		t.Fatal("token and user together accepted")
+	}
+	if _, err := NewNATS(context.Background(), NATSOptions{URL: te.URL(), CredsFile: filepath.Join(t.TempDir(), "none.creds")}); err == nil || !strings.Contains(err.Error(), "creds file") {
+		t.Fatalf("missing creds file: %v", err)
+	}
+}
+
+// writeTLSFiles makes a CA and a server certificate for 127.0.0.1 and
+// writes them as PEM files.
+func writeTLSFiles(t *testing.T) (caFile string, srv tls.Certificate) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ddrun test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leaf := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+	}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &srvKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile = filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return caFile, tls.Certificate{Certificate: [][]byte{leafDER}, PrivateKey: srvKey}
+}
+
+func TestNATSTLS(t *testing.T) {
+	caFile, cert := writeTLSFiles(t)
+	e := startServer(t, EmbeddedOptions{TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}})
+	if !strings.HasPrefix(e.URL(), "tls://") {
+		t.Fatalf("URL %s", e.URL())
+	}
+	tr := connect(t, NATSOptions{URL: e.URL(), TLSCA: caFile})
+	c := newCollector()
+	if _, err := tr.Subscribe("a", c.handle); err != nil {
+		t.Fatal(err)
+	}
+	_ = tr.Flush(context.Background())
+	_ = tr.Publish(context.Background(), "a", []byte("over tls"))
+	if got := c.wait(t, 1); got[0] != "a over tls" {
+		t.Fatalf("%q", got)
+	}
+	// Without the CA the server is not trusted.
+	if _, err := NewNATS(context.Background(), NATSOptions{URL: e.URL(), NoReconnect: true}); err == nil {
+		t.Fatal("connected without trusting the server")
+	}
+	if _, err := NewNATS(context.Background(), NATSOptions{URL: e.URL(), TLSCert: caFile}); err == nil {
+		t.Fatal("a client cert without its key was accepted")
+	}
+}
+
+// The client reconnects when the server comes back on the same port, and
+// the subscription works again.
+func TestNATSReconnect(t *testing.T) {
+	e, err := StartEmbedded(EmbeddedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Shutdown) // also stopped below; Shutdown is idempotent
+	port := e.Port()
+	reconnected := make(chan struct{}, 1)
+	disconnected := make(chan struct{}, 1)
+	tr := connect(t, NATSOptions{
+		URL:           e.URL(),
+		ReconnectWait: 20 * time.Millisecond,
+		MaxReconnects: -1,
+		OnDisconnect:  func(error) { disconnected <- struct{}{} },
+		OnReconnect:   func() { reconnected <- struct{}{} },
+	})
+	c := newCollector()
+	if _, err := tr.Subscribe("a.b", c.handle); err != nil {
+		t.Fatal(err)
+	}
+	_ = tr.Flush(context.Background())
+	_ = tr.Publish(context.Background(), "a.b", []byte("before"))
+	c.wait(t, 1)
+
+	e.Shutdown()
+	select {
+	case <-disconnected:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no disconnect noticed")
+	}
+	e2, err := StartEmbedded(EmbeddedOptions{Port: port})
+	if err != nil {
+		t.Skipf("could not restart the server on port %d: %v", port, err)
+	}
+	t.Cleanup(e2.Shutdown)
+	select {
+	case <-reconnected:
+	case <-time.After(10 * time.Second):
+		t.Fatal("did not reconnect")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tr.Flush(ctx); err != nil { // the restored subscription reached the server
+		t.Fatal(err)
+	}
+	if err := tr.Publish(ctx, "a.b", []byte("after")); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.wait(t, 2); got[1] != "a.b after" {
+		t.Fatalf("%q", got)
+	}
+}
+
+func TestNATSClose(t *testing.T) {
+	e := startServer(t, EmbeddedOptions{})
+	tr, err := NewNATS(context.Background(), NATSOptions{URL: e.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Close() })
+	started := make(chan struct{}, 1)
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock) // runs before the Close above if the test fails early
+	finished := make(chan struct{})
+	if _, err := tr.Subscribe("a", func(string, []byte) {
+		started <- struct{}{}
+		<-release
+		close(finished)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := tr.Subscribe("b", func(string, []byte) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Unsubscribe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Unsubscribe(); err != nil {
+		t.Fatal(err)
+	}
+	_ = tr.Publish(context.Background(), "a", nil)
+	<-started
+	closed := make(chan struct{})
+	go func() { _ = tr.Close(); close(closed) }()
+	select {
+	case <-closed:
+		t.Fatal("Close returned while a handler was running")
+	case <-time.After(50 * time.Millisecond):
+	}
+	unblock()
+	<-closed
+	<-finished
+	if err := tr.Publish(context.Background(), "a", nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Publish after Close: %v", err)
+	}
+	if _, err := tr.Subscribe("a", func(string, []byte) {}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Subscribe after Close: %v", err)
+	}
+	if err := tr.Flush(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Flush after Close: %v", err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !tr.Conn().IsClosed() {
+		t.Fatal("connection still open")
+	}
+}
+
+func TestNATSOptionErrors(t *testing.T) {
+	for _, o := range []NATSOptions{
+		{MaxPayload: -1},
+		{MaxPayload: ChunkHeaderLen},
+		{User: "u", CredsFile: "x"},
+		{TLSKey: "k"},
+	} {
+		if _, err := NewNATS(context.Background(), o); err == nil {
+			t.Errorf("%+v accepted", o)
+		}
+	}
+	if _, err := StartEmbedded(EmbeddedOptions{Port: 70000}); err == nil {
+		t.Error("port 70000 accepted")
+	}
+}
