@@ -1,0 +1,153 @@
+package cluster
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/model/native"
+	"github.com/ddrun/ddrun/partition"
+	"github.com/ddrun/ddrun/transport"
+)
+
+// Message kinds of the job protocol (besides transport.Hello).
+const (
+	kindAssign transport.Kind = transport.KindUser + iota
+	kindReady
+	kindStep
+	kindReport
+)
+
+// assignBody hands a worker its part of a job.
+type assignBody struct {
+	Part     int              `msgpack:"part"`
+	Parts    int              `msgpack:"parts"`
+	Options  optionsWire      `msgpack:"opts"`
+	Vars     transport.Int32s `msgpack:"vars"`
+	Degree   transport.Int32s `msgpack:"deg"`
+	Boundary transport.Int32s `msgpack:"bnd"`
+	Slaves   []slaveWire      `msgpack:"slaves"`
+	Model    []byte           `msgpack:"model"` // native msgpack encoding of the part's model
+}
+
+type slaveWire struct {
+	Shape   uint8            `msgpack:"s"`
+	Vars    transport.Int32s `msgpack:"v"`
+	Factors transport.Int32s `msgpack:"f"`
+	Parent  transport.Int32s `msgpack:"p"`
+}
+
+// optionsWire carries the settings a worker needs (its thread count is its
+// own).
+type optionsWire struct {
+	Algo string  `msgpack:"algo"`
+	Tau  float64 `msgpack:"tau"`
+}
+
+// readyBody acknowledges an assignment, or says why it failed.
+type readyBody struct {
+	Err      string `msgpack:"err"`
+	Replicas int    `msgpack:"reps"`
+}
+
+// stepBody is consensus.StepIn on the wire; Stop ends the job.
+type stepBody struct {
+	Iter     int              `msgpack:"i"`
+	Eta      float64          `msgpack:"eta"`
+	PrevStep float64          `msgpack:"ps"`
+	Lambda   transport.Floats `msgpack:"l"`
+	Mu       transport.Floats `msgpack:"mu"`
+	GatherX  bool             `msgpack:"gx"`
+	Stop     bool             `msgpack:"stop"`
+}
+
+// reportBody is consensus.StepOut on the wire.
+type reportBody struct {
+	Iter      int              `msgpack:"i"`
+	Nu        transport.Floats `msgpack:"nu"`
+	Dual      float64          `msgpack:"d"`
+	Relaxed   float64          `msgpack:"r"`
+	PrimalRes float64          `msgpack:"pr"`
+	DualRes   float64          `msgpack:"dr"`
+	Changed   bool             `msgpack:"c"`
+	X         transport.Int32s `msgpack:"x"`
+	Err       string           `msgpack:"err"`
+}
+
+func (assignBody) Kind() transport.Kind { return kindAssign }
+func (readyBody) Kind() transport.Kind  { return kindReady }
+func (stepBody) Kind() transport.Kind   { return kindStep }
+func (reportBody) Kind() transport.Kind { return kindReport }
+
+// Subjects of a job, besides transport.ControlSubject (Hello) and
+// transport.AssignSubject / ReportSubject.
+func stepSubject(job, worker string) string {
+	return transport.SubjectRoot + "." + job + ".step." + worker
+}
+
+// assignWildcard matches a worker's assignments in every job.
+func assignWildcard(worker string) string {
+	return transport.SubjectRoot + ".*.assign." + worker
+}
+
+func int32s(v []int) transport.Int32s {
+	out := make(transport.Int32s, len(v))
+	for i, x := range v {
+		out[i] = int32(x)
+	}
+	return out
+}
+
+func ints(v transport.Int32s) []int {
+	out := make([]int, len(v))
+	for i, x := range v {
+		out[i] = int(x)
+	}
+	return out
+}
+
+// encodePart turns a part into an assignment.
+func encodePart(p *consensus.Part, part, parts int, opts consensus.Options) (*assignBody, error) {
+	var buf bytes.Buffer
+	if err := native.Write(&buf, p.Model, native.Msgpack); err != nil {
+		return nil, fmt.Errorf("encoding part %d: %w", part, err)
+	}
+	a := &assignBody{Part: part, Parts: parts,
+		Options: optionsWire{Algo: string(opts.Algo), Tau: opts.Tau},
+		Vars:    int32s(p.Vars), Degree: int32s(p.Degree), Boundary: int32s(p.Boundary),
+		Model: buf.Bytes()}
+	for _, sl := range p.Plan.Slaves {
+		a.Slaves = append(a.Slaves, slaveWire{Shape: uint8(sl.Shape), Vars: int32s(sl.Vars), Factors: int32s(sl.Factors), Parent: int32s(sl.Parent)})
+	}
+	return a, nil
+}
+
+// decodePart rebuilds a part and checks it.
+func decodePart(a *assignBody) (*consensus.Part, error) {
+	m, err := native.Read(bytes.NewReader(a.Model), "assignment", native.Msgpack)
+	if err != nil {
+		return nil, err
+	}
+	p := &consensus.Part{Vars: ints(a.Vars), Model: m, Degree: ints(a.Degree), Boundary: ints(a.Boundary)}
+	if len(p.Vars) != m.NumVars() || len(p.Degree) != m.NumVars() {
+		return nil, fmt.Errorf("assignment: %d variables, %d ids and %d degrees", m.NumVars(), len(p.Vars), len(p.Degree))
+	}
+	for _, v := range p.Boundary {
+		if v < 0 || v >= m.NumVars() {
+			return nil, fmt.Errorf("assignment: boundary variable %d out of range", v)
+		}
+	}
+	for _, sw := range a.Slaves {
+		p.Plan.Slaves = append(p.Plan.Slaves, partition.Slave{Shape: partition.Shape(sw.Shape), Vars: ints(sw.Vars), Factors: ints(sw.Factors), Parent: ints(sw.Parent)})
+	}
+	if err := p.Plan.Validate(m); err != nil {
+		return nil, fmt.Errorf("assignment: %w", err)
+	}
+	return p, nil
+}
+
+// Timeouts of the protocol.
+const (
+	helloEvery = 500 * time.Millisecond
+)

@@ -1,0 +1,190 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/transport"
+)
+
+// WorkerOptions configures a worker process.
+type WorkerOptions struct {
+	Name    string // a transport.ValidName, unique among the workers
+	Threads int    // goroutines for its slaves (>= 1)
+	Logger  *slog.Logger
+}
+
+// Serve runs a worker until ctx is cancelled: it announces itself on the
+// control subject, takes the part a coordinator assigns it, answers every
+// iteration of that job, and after the job ends waits for the next one.
+func Serve(ctx context.Context, tr transport.Transport, opts WorkerOptions) error {
+	if err := transport.ValidName(opts.Name); err != nil {
+		return fmt.Errorf("worker name %q: %w", opts.Name, err)
+	}
+	if opts.Threads < 1 {
+		return fmt.Errorf("threads: %d < 1", opts.Threads)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &server{tr: tr, opts: opts, log: log, seq: transport.NewSequence(), assigns: make(chan assignment, 1)}
+	sub, err := tr.Subscribe(assignWildcard(opts.Name), s.onAssign)
+	if err != nil {
+		return fmt.Errorf("subscribing for assignments: %w", err)
+	}
+	defer sub.Unsubscribe()
+	hello, err := transport.Encode(transport.Header{Kind: transport.KindHello, From: opts.Name}, transport.Hello{Name: opts.Name, Threads: opts.Threads})
+	if err != nil {
+		return err
+	}
+	tick := time.NewTicker(helloEvery)
+	defer tick.Stop()
+	announce := func() {
+		if err := tr.Publish(ctx, transport.ControlSubject, hello); err != nil && ctx.Err() == nil {
+			log.Warn("announcing", "err", err)
+		}
+	}
+	announce()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			announce()
+		case a := <-s.assigns:
+			if err := s.runJob(ctx, a); err != nil && ctx.Err() == nil {
+				log.Error("job failed", "job", a.job, "err", err)
+			}
+			announce()
+		}
+	}
+}
+
+type assignment struct {
+	job  string
+	body *assignBody
+}
+
+type server struct {
+	tr      transport.Transport
+	opts    WorkerOptions
+	log     *slog.Logger
+	seq     *transport.Sequence
+	assigns chan assignment
+}
+
+func (s *server) onAssign(_ string, data []byte) {
+	var a assignBody
+	h, err := transport.DecodeInto(data, &a)
+	if err != nil {
+		s.log.Warn("bad assignment", "err", err)
+		return
+	}
+	select {
+	case s.assigns <- assignment{job: h.Job, body: &a}:
+	default:
+		s.log.Warn("assignment while busy: ignored", "job", h.Job)
+	}
+}
+
+func (s *server) send(ctx context.Context, subject string, h transport.Header, body any) error {
+	h.From = s.opts.Name
+	h.Seq = s.seq.Next()
+	data, err := transport.Encode(h, body)
+	if err != nil {
+		return err
+	}
+	return s.tr.Publish(ctx, subject, data)
+}
+
+// runJob builds the assigned part and answers steps until the job stops.
+func (s *server) runJob(ctx context.Context, a assignment) error {
+	job := a.job
+	report := transport.ReportSubject(job, s.opts.Name)
+	part, err := decodePart(a.body)
+	var w *consensus.Worker
+	if err == nil {
+		opts := consensus.DefaultOptions()
+		opts.Algo = consensus.Algo(a.body.Options.Algo)
+		opts.Tau = a.body.Options.Tau
+		opts.Threads = s.opts.Threads
+		w, err = consensus.NewWorker(part, opts)
+	}
+	ready := readyBody{}
+	if err != nil {
+		ready.Err = err.Error()
+	}
+	steps := make(chan *stepBody, 4)
+	var mu sync.Mutex
+	filter := transport.NewFilter(job, transport.FilterOptions{})
+	sub, serr := s.tr.Subscribe(stepSubject(job, s.opts.Name), func(_ string, data []byte) {
+		var st stepBody
+		h, err := transport.DecodeInto(data, &st)
+		if err != nil {
+			s.log.Warn("bad step", "err", err)
+			return
+		}
+		mu.Lock()
+		keep := filter.Check(h).Keep()
+		mu.Unlock()
+		if keep {
+			steps <- &st
+		}
+	})
+	if serr != nil {
+		return serr
+	}
+	defer sub.Unsubscribe()
+	if err := s.send(ctx, report, transport.Header{Job: job, Kind: kindReady}, ready); err != nil {
+		return err
+	}
+	if w == nil {
+		return err
+	}
+	defer w.Close()
+	s.log.Info("job assigned", "job", job, "part", a.body.Part, "slaves", len(part.Plan.Slaves), "variables", len(part.Vars), "boundary", len(part.Boundary))
+	in := &consensus.StepIn{}
+	out := &consensus.StepOut{}
+	idle := time.NewTimer(jobIdleTimeout)
+	defer idle.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-idle.C:
+			return errors.New("no step from the coordinator for " + jobIdleTimeout.String() + ": job abandoned")
+		case st := <-steps:
+			idle.Reset(jobIdleTimeout)
+			if st.Stop {
+				s.log.Info("job done", "job", job)
+				return nil
+			}
+			in.Iter, in.Eta, in.PrevStep, in.GatherX = st.Iter, st.Eta, st.PrevStep, st.GatherX
+			in.Lambda, in.Mu = st.Lambda, st.Mu
+			rep := reportBody{Iter: st.Iter}
+			if len(in.Lambda) != w.NumBoundaryReplicaEntries() || len(in.Mu) != w.NumBoundaryMuEntries() {
+				rep.Err = fmt.Sprintf("step %d: %d multipliers and %d marginals, want %d and %d", st.Iter, len(in.Lambda), len(in.Mu), w.NumBoundaryReplicaEntries(), w.NumBoundaryMuEntries())
+			} else {
+				w.Step(in, out)
+				rep.Nu, rep.Dual, rep.Relaxed, rep.PrimalRes, rep.DualRes, rep.Changed = out.Nu, out.Dual, out.Relaxed, out.PrimalRes, out.DualRes, out.Changed
+				rep.X = out.X
+			}
+			if err := s.send(ctx, report, transport.Header{Job: job, Iter: uint64(st.Iter), Kind: kindReport}, rep); err != nil {
+				return err
+			}
+			mu.Lock()
+			filter.Advance(0, uint64(st.Iter))
+			mu.Unlock()
+		}
+	}
+}
+
+// jobIdleTimeout is how long a worker waits for the next step before it
+// gives the job up.
+const jobIdleTimeout = 5 * time.Minute
