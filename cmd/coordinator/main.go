@@ -2,6 +2,7 @@
 // into slaves and runs dual decomposition on it.
 //
 //	coordinator solve [flags] MODEL     solve in this process (shared memory)
+//	coordinator run [flags] --workers N MODEL   solve on worker processes over NATS
 //	coordinator gen potts|ising|logic [flags] -o FILE
 //
 // Exit status: 0 when a result was produced, 2 for bad input or usage (one
@@ -28,6 +29,7 @@ func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format
 
 const usage = `usage:
   coordinator solve [flags] MODEL        MODEL: .uai[.gz] | .LG | .json | .msgpack
+  coordinator run [solve's flags] --workers N [--nats URL] [--job ID] [--local] MODEL
   coordinator gen potts|ising|logic [flags] -o FILE
 run 'coordinator solve -h' or 'coordinator gen -h' for the flags`
 
@@ -48,6 +50,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "solve":
 		err = cmdSolve(ctx, args[1:], stdout, stderr)
+	case "run":
+		err = cmdRun(ctx, args[1:], stdout, stderr)
 	case "gen":
 		err = cmdGen(args[1:], stdout, stderr)
 	case "-h", "--help", "help":

@@ -121,6 +121,11 @@ func cmdSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageError{fmt.Errorf("%s: %w", pos[0], err)}
 	}
+	return report(res, opts, m, f, 0, stdout, stderr)
+}
+
+// report prints the final line, writes --out and the --json result.
+func report(res consensus.Result, opts consensus.Options, m *model.Model, f solveFlags, workers int, stdout, stderr io.Writer) error {
 	if !f.quiet {
 		fmt.Fprintf(stderr, "status=%s iterations=%d dual=%s primal=%s gap=%s seconds=%.3f\n",
 			res.Status, res.Iterations, num(res.Dual), num(res.Primal), num(res.Gap), res.Elapsed.Seconds())
@@ -131,7 +136,9 @@ func cmdSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if f.json {
-		return writeJSON(stdout, newResultJSON(res, opts, m))
+		r := newResultJSON(res, opts, m)
+		r.Workers = workers
+		return writeJSON(stdout, r)
 	}
 	return nil
 }
@@ -182,6 +189,7 @@ type resultJSON struct {
 	Assignment []int            `json:"assignment"`
 	Algo       consensus.Algo   `json:"algo"`
 	Threads    int              `json:"threads"`
+	Workers    int              `json:"workers,omitempty"`
 	Model      modelJSON        `json:"model"`
 }
 

@@ -1,0 +1,87 @@
+// Command worker is a ddrun worker process: it connects to a NATS server,
+// announces itself, and solves the slaves that coordinators assign it, job
+// after job, until it is stopped (SIGINT or SIGTERM).
+//
+//	worker --nats URL [--threads N] [--name NAME] [NATS credential flags]
+//
+// Exit status: 0 after a clean stop, 2 for bad flags or an unreachable
+// server (one line on stderr), 1 for an internal failure.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+
+	"github.com/ddrun/ddrun/cluster"
+	"github.com/ddrun/ddrun/internal/natsflags"
+	"github.com/ddrun/ddrun/transport"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var nf natsflags.Flags
+	nf.Register(fs)
+	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "goroutines for this worker's slaves")
+	host, _ := os.Hostname()
+	name := fs.String("name", transport.SanitizeName(fmt.Sprintf("%s-%d", host, os.Getpid())), "worker `NAME`, unique among the workers ([A-Za-z0-9_-])")
+	quiet := fs.Bool("quiet", false, "log only warnings and errors")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fmt.Fprintln(stderr, "usage: worker --nats URL [--threads N] [--name NAME]")
+			fs.PrintDefaults()
+			return 0
+		}
+		fmt.Fprintln(stderr, "worker:", err)
+		return 2
+	}
+	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "worker: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	case nf.URL == "":
+		fmt.Fprintln(stderr, "worker: --nats URL is required")
+		return 2
+	case *threads < 1:
+		fmt.Fprintf(stderr, "worker: --threads: %d < 1\n", *threads)
+		return 2
+	}
+	if err := transport.ValidName(*name); err != nil {
+		fmt.Fprintf(stderr, "worker: --name %q: %v\n", *name, err)
+		return 2
+	}
+	level := slog.LevelInfo
+	if *quiet {
+		level = slog.LevelWarn
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("worker", *name)
+	tr, err := transport.NewNATS(ctx, nf.Options(nf.URL, *name))
+	if err != nil {
+		fmt.Fprintln(stderr, "worker:", err)
+		return 2
+	}
+	defer tr.Close()
+	log.Info("connected", "nats", nf.URL, "threads", *threads)
+	if err := cluster.Serve(ctx, tr, cluster.WorkerOptions{Name: *name, Threads: *threads, Logger: log}); err != nil {
+		fmt.Fprintln(stderr, "worker:", err)
+		return 1
+	}
+	log.Info("stopped")
+	return 0
+}
