@@ -1,0 +1,221 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ddrun/ddrun/transport"
+)
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// binaries builds the two commands once per test binary run.
+func binaries(t *testing.T) (coordinator, worker string) {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "ddrun-e2e-")
+		if buildErr != nil {
+			return
+		}
+		for _, cmd := range []string{"coordinator", "worker"} {
+			out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, cmd), "github.com/ddrun/ddrun/cmd/"+cmd).CombinedOutput()
+			if err != nil {
+				buildErr = fmt.Errorf("go build %s: %v\n%s", cmd, err, out)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(binDir, "coordinator"), filepath.Join(binDir, "worker")
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+type result struct {
+	Status     string   `json:"status"`
+	Primal     *float64 `json:"primal"`
+	Dual       *float64 `json:"dual"`
+	Iterations int      `json:"iterations"`
+	Assignment []int    `json:"assignment"`
+	Workers    int      `json:"workers"`
+}
+
+// runJSON runs a command with a deadline and decodes its JSON result.
+func runJSON(t *testing.T, timeout time.Duration, bin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\nstderr:\n%s", filepath.Base(bin), strings.Join(args, " "), err, stderr.String())
+	}
+	var r result
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatalf("%s: result is not JSON: %v\n%s", filepath.Base(bin), err, stdout.String())
+	}
+	return r
+}
+
+func sameResult(t *testing.T, got, want result) {
+	t.Helper()
+	close := func(a, b *float64) bool {
+		if a == nil || b == nil {
+			return a == b
+		}
+		return math.Abs(*a-*b) <= 1e-9*math.Max(1, math.Max(math.Abs(*a), math.Abs(*b)))
+	}
+	if got.Status != want.Status || got.Iterations != want.Iterations || !close(got.Dual, want.Dual) || !close(got.Primal, want.Primal) {
+		t.Errorf("run: %s after %d, dual %v primal %v; solve: %s after %d, dual %v primal %v",
+			got.Status, got.Iterations, deref(got.Dual), deref(got.Primal), want.Status, want.Iterations, deref(want.Dual), deref(want.Primal))
+	}
+}
+
+func deref(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func genModel(t *testing.T, coord string, args ...string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "model"+args[len(args)-1])
+	gen := append([]string{"gen"}, args[:len(args)-1]...)
+	gen = append(gen, "-o", out)
+	if b, err := exec.Command(coord, gen...).CombinedOutput(); err != nil {
+		t.Fatalf("gen: %v\n%s", err, b)
+	}
+	return out
+}
+
+// coordinator run --local starts its own worker processes and its own NATS
+// server; the result equals solve's.
+func TestRunLocalMatchesSolve(t *testing.T) {
+	coord, _ := binaries(t)
+	cases := []struct {
+		name  string
+		model string
+		flags []string
+	}{
+		{"potts-admm", genModel(t, coord, "potts", "--height", "15", "--width", "15", "--labels", "4", "--rho", "1", ".uai"), nil},
+		{"ising-chains", genModel(t, coord, "ising", "--height", "12", "--width", "12", "--rho", "0.5", ".uai"), []string{"--slaves", "chains"}},
+		{"logic-subgradient", genModel(t, coord, "logic", "--vars", "60", "--factors", "40", ".json"), []string{"--algo", "subgradient", "--max-iter", "300"}},
+	}
+	for _, c := range cases {
+		for _, workers := range []int{2, 3} {
+			t.Run(fmt.Sprintf("%s/%d", c.name, workers), func(t *testing.T) {
+				flags := append([]string{"--json", "--quiet", "--max-iter", "400"}, c.flags...)
+				want := runJSON(t, time.Minute, coord, append(append([]string{"solve"}, flags...), c.model)...)
+				got := runJSON(t, 2*time.Minute, coord, append(append([]string{"run", "--local", "--workers", fmt.Sprint(workers)}, flags...), c.model)...)
+				sameResult(t, got, want)
+				if got.Workers != workers {
+					t.Errorf("result says %d workers", got.Workers)
+				}
+			})
+		}
+	}
+}
+
+// Workers started separately against a NATS server (embedded in the test
+// process) serve one coordinator after another: they stay up between jobs.
+func TestSeparateWorkersAcrossJobs(t *testing.T) {
+	coord, worker := binaries(t)
+	srv, err := transport.StartEmbedded(transport.EmbeddedOptions{Host: "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var workers []*exec.Cmd
+	defer func() {
+		for _, w := range workers {
+			w.Process.Signal(os.Interrupt)
+			if err := w.Wait(); err != nil {
+				t.Errorf("worker exit: %v", err)
+			}
+		}
+	}()
+	for i := 0; i < 3; i++ {
+		w := exec.CommandContext(ctx, worker, "--nats", srv.URL(), "--name", fmt.Sprintf("sep%d", i), "--threads", "1", "--quiet")
+		w.WaitDelay = 5 * time.Second
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		workers = append(workers, w)
+	}
+	potts := genModel(t, coord, "potts", "--height", "12", "--width", "12", "--labels", "3", "--rho", "1", ".uai")
+	logic := genModel(t, coord, "logic", "--vars", "50", "--factors", "30", ".json")
+	for i, job := range []struct {
+		model   string
+		workers string
+	}{{potts, "3"}, {logic, "2"}, {potts, "1"}} {
+		want := runJSON(t, time.Minute, coord, "solve", "--json", "--quiet", job.model)
+		got := runJSON(t, time.Minute, coord, "run", "--nats", srv.URL(), "--workers", job.workers, "--job", fmt.Sprintf("job%d", i), "--json", "--quiet", job.model)
+		sameResult(t, got, want)
+	}
+}
+
+// Bad input gets a one-line error and exit status 2.
+func TestRunBadInput(t *testing.T) {
+	coord, worker := binaries(t)
+	model := genModel(t, coord, "potts", "--height", "3", "--width", "3", ".uai")
+	cases := []struct {
+		name string
+		bin  string
+		args []string
+		want string
+	}{
+		{"dead nats url", coord, []string{"run", "--workers", "1", "--nats", "nats://127.0.0.1:1", model}, "connection refused"},
+		{"worker dead nats url", worker, []string{"--nats", "nats://127.0.0.1:1"}, "connection refused"},
+		{"worker without url", worker, nil, "--nats"},
+		{"zero workers", coord, []string{"run", "--workers", "0", model}, "--workers"},
+		{"bad job id", coord, []string{"run", "--job", "a.b", model}, "--job"},
+		{"bad listen", coord, []string{"run", "--nats-listen", "nonsense", model}, "--nats-listen"},
+		{"no workers join", coord, []string{"run", "--workers", "1", "--wait", "300ms", model}, "waited"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, c.bin, c.args...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			ee, ok := err.(*exec.ExitError)
+			if !ok || ee.ExitCode() == 0 {
+				t.Fatalf("err %v, stderr %q: want a non-zero exit", err, stderr.String())
+			}
+			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+			last := lines[len(lines)-1]
+			if !strings.Contains(last, c.want) {
+				t.Errorf("stderr %q does not end with a line mentioning %q", stderr.String(), c.want)
+			}
+		})
+	}
+}
