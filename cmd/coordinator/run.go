@@ -111,9 +111,15 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		progress = func(p consensus.Progress) { printProgress(stderr, p) }
 	}
 	ro := cluster.RunOptions{Job: *job, Workers: *workers, WaitWorkers: *wait, StepTimeout: *stepTimeout, Logger: log}
+	before := tr.Conn().Stats()
 	res, err := cluster.Run(ctx, tr, m, ev, opts, ro, progress)
 	if err != nil {
 		return fmt.Errorf("%s: %w", pos[0], err)
+	}
+	if st := tr.Conn().Stats(); !f.quiet && res.Iterations > 0 {
+		in, out := st.InBytes-before.InBytes, st.OutBytes-before.OutBytes
+		fmt.Fprintf(stderr, "traffic: %d bytes in, %d bytes out at the coordinator, %d bytes per iteration\n",
+			in, out, (in+out)/uint64(res.Iterations))
 	}
 	return report(res, opts, m, f, *workers, stdout, stderr)
 }
