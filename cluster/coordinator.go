@@ -26,8 +26,8 @@ type RunOptions struct {
 	WaitWorkers time.Duration
 	// StepTimeout bounds the wait for every worker's answer to one step.
 	StepTimeout time.Duration
-	// Place assigns each slave of the plan to a worker; nil places
-	// contiguous blocks of the plan's order.
+	// Place assigns each slave of the plan to a worker; nil uses the
+	// multilevel partitioner (partition.Place).
 	Place  func(m *model.Model, plan partition.Plan, workers int) ([]int32, error)
 	Logger *slog.Logger
 }
@@ -72,7 +72,7 @@ func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 	log.Info("workers joined", "workers", strings.Join(names, ","))
 	place := ro.Place
 	if place == nil {
-		place = blockPlacement
+		place = multilevelPlacement
 	}
 	where, err := place(red.Model, plan, len(names))
 	if err != nil {
@@ -109,14 +109,11 @@ func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 	return consensus.Finish(m, red, res), nil
 }
 
-// blockPlacement puts contiguous blocks of the plan's slaves on the
-// workers.
-func blockPlacement(_ *model.Model, plan partition.Plan, workers int) ([]int32, error) {
-	place := make([]int32, len(plan.Slaves))
-	for s := range place {
-		place[s] = int32(s * workers / max(1, len(plan.Slaves)))
-	}
-	return place, nil
+// multilevelPlacement balances the slaves' estimated solve cost over the
+// workers and minimises the variable replicas that cross them.
+func multilevelPlacement(m *model.Model, plan partition.Plan, workers int) ([]int32, error) {
+	p, err := partition.Place(m, plan, workers, partition.MultilevelOptions{Seed: 1})
+	return p.Worker, err
 }
 
 // waitWorkers collects n distinct workers announcing themselves on the
@@ -237,27 +234,67 @@ func (c *coordinator) assign(ctx context.Context, parts []*consensus.Part, opts 
 	for w := range parts {
 		c.ready[w] = make(chan *readyBody, 1)
 	}
+	bodies := make([]*assignBody, len(parts))
 	for w, p := range parts {
 		body, err := encodePart(p, w, len(parts), opts)
 		if err != nil {
 			return err
 		}
-		if err := c.send(ctx, transport.AssignSubject(c.job, c.names[w]), transport.Header{Kind: kindAssign}, body); err != nil {
+		bodies[w] = body
+	}
+	sendPart := func(w int) error {
+		if err := c.send(ctx, transport.AssignSubject(c.job, c.names[w]), transport.Header{Kind: kindAssign}, bodies[w]); err != nil {
 			return fmt.Errorf("sending part %d to worker %s: %w", w, c.names[w], err)
 		}
+		// Pace the parts: each is a burst of chunks.
+		return c.tr.Flush(ctx)
 	}
-	timer := time.NewTimer(c.timeout)
-	defer timer.Stop()
 	for w := range parts {
-		select {
-		case r := <-c.ready[w]:
-			if r.Err != "" {
-				return fmt.Errorf("worker %s could not take its part: %s", c.names[w], r.Err)
+		if err := sendPart(w); err != nil {
+			return err
+		}
+	}
+	deadline := time.NewTimer(c.timeout)
+	defer deadline.Stop()
+	resend := time.NewTicker(resendEvery)
+	defer resend.Stop()
+	acked := make([]bool, len(parts))
+	for left := len(parts); left > 0; {
+		for w := range parts {
+			if acked[w] {
+				continue
 			}
+			select {
+			case r := <-c.ready[w]:
+				if r.Err != "" {
+					return fmt.Errorf("worker %s could not take its part: %s", c.names[w], r.Err)
+				}
+				acked[w] = true
+				left--
+			default:
+			}
+		}
+		if left == 0 {
+			break
+		}
+		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-timer.C:
-			return fmt.Errorf("worker %s did not acknowledge its part within %v", c.names[w], c.timeout)
+		case <-deadline.C:
+			for w := range parts {
+				if !acked[w] {
+					return fmt.Errorf("worker %s did not acknowledge its part within %v", c.names[w], c.timeout)
+				}
+			}
+		case <-resend.C:
+			for w := range parts {
+				if !acked[w] {
+					if err := sendPart(w); err != nil {
+						return err
+					}
+				}
+			}
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 	return nil
@@ -294,8 +331,16 @@ func (l *remoteLink) Step(ctx context.Context, in *consensus.StepIn, out *consen
 	}
 	timer := time.NewTimer(c.timeout)
 	defer timer.Stop()
+	resend := time.NewTicker(resendEvery)
+	defer resend.Stop()
 	for {
 		select {
+		case <-resend.C:
+			// Lost, or a slow iteration: the worker answers a repeated
+			// step with the report it already computed.
+			if err := c.send(ctx, stepSubject(c.job, name), transport.Header{Iter: uint64(in.Iter), Kind: kindStep}, l.body); err != nil {
+				return fmt.Errorf("step %d to worker %s: %w", in.Iter, name, err)
+			}
 		case r := <-c.reports[l.w]:
 			if r.Iter != in.Iter {
 				continue // a late answer to an earlier step

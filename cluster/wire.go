@@ -147,7 +147,10 @@ func decodePart(a *assignBody) (*consensus.Part, error) {
 	return p, nil
 }
 
-// Timeouts of the protocol.
+// Timings of the protocol.
 const (
 	helloEvery = 500 * time.Millisecond
+	// resendEvery: an assignment or a step not answered within this time
+	// is sent again (a message can be lost, e.g. to a slow-consumer cut).
+	resendEvery = 10 * time.Second
 )

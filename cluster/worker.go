@@ -72,6 +72,10 @@ type assignment struct {
 }
 
 type server struct {
+	mu    sync.Mutex
+	job   string // the job being served, "" between jobs
+	ready []byte // its encoded acknowledgement
+
 	tr      transport.Transport
 	opts    WorkerOptions
 	log     *slog.Logger
@@ -86,6 +90,16 @@ func (s *server) onAssign(_ string, data []byte) {
 		s.log.Warn("bad assignment", "err", err)
 		return
 	}
+	s.mu.Lock()
+	current, ready := s.job, s.ready
+	s.mu.Unlock()
+	if current == h.Job {
+		// The coordinator did not hear our acknowledgement: repeat it.
+		if ready != nil {
+			_ = s.tr.Publish(context.Background(), transport.ReportSubject(h.Job, s.opts.Name), ready)
+		}
+		return
+	}
 	select {
 	case s.assigns <- assignment{job: h.Job, body: &a}:
 	default:
@@ -93,14 +107,10 @@ func (s *server) onAssign(_ string, data []byte) {
 	}
 }
 
-func (s *server) send(ctx context.Context, subject string, h transport.Header, body any) error {
+func (s *server) encode(h transport.Header, body any) ([]byte, error) {
 	h.From = s.opts.Name
 	h.Seq = s.seq.Next()
-	data, err := transport.Encode(h, body)
-	if err != nil {
-		return err
-	}
-	return s.tr.Publish(ctx, subject, data)
+	return transport.Encode(h, body)
 }
 
 // runJob builds the assigned part and answers steps until the job stops.
@@ -141,7 +151,19 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 		return serr
 	}
 	defer sub.Unsubscribe()
-	if err := s.send(ctx, report, transport.Header{Job: job, Kind: kindReady}, ready); err != nil {
+	readyData, err2 := s.encode(transport.Header{Job: job, Kind: kindReady}, ready)
+	if err2 != nil {
+		return err2
+	}
+	s.mu.Lock()
+	s.job, s.ready = job, readyData
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.job, s.ready = "", nil
+		s.mu.Unlock()
+	}()
+	if err := s.tr.Publish(ctx, report, readyData); err != nil {
 		return err
 	}
 	if w == nil {
@@ -151,6 +173,7 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 	s.log.Info("job assigned", "job", job, "part", a.body.Part, "slaves", len(part.Plan.Slaves), "variables", len(part.Vars), "boundary", len(part.Boundary))
 	in := &consensus.StepIn{}
 	out := &consensus.StepOut{}
+	lastIter, lastReport := 0, []byte(nil)
 	idle := time.NewTimer(jobIdleTimeout)
 	defer idle.Stop()
 	for {
@@ -165,6 +188,15 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 				s.log.Info("job done", "job", job)
 				return nil
 			}
+			if st.Iter <= lastIter {
+				// A repeated step: the coordinator lost our report.
+				if st.Iter == lastIter && lastReport != nil {
+					if err := s.tr.Publish(ctx, report, lastReport); err != nil {
+						return err
+					}
+				}
+				continue
+			}
 			in.Iter, in.Eta, in.PrevStep, in.GatherX = st.Iter, st.Eta, st.PrevStep, st.GatherX
 			in.Lambda, in.Mu = st.Lambda, st.Mu
 			rep := reportBody{Iter: st.Iter}
@@ -175,7 +207,12 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 				rep.Nu, rep.Dual, rep.Relaxed, rep.PrimalRes, rep.DualRes, rep.Changed = out.Nu, out.Dual, out.Relaxed, out.PrimalRes, out.DualRes, out.Changed
 				rep.X = out.X
 			}
-			if err := s.send(ctx, report, transport.Header{Job: job, Iter: uint64(st.Iter), Kind: kindReport}, rep); err != nil {
+			data, err := s.encode(transport.Header{Job: job, Iter: uint64(st.Iter), Kind: kindReport}, rep)
+			if err != nil {
+				return err
+			}
+			lastIter, lastReport = st.Iter, data
+			if err := s.tr.Publish(ctx, report, data); err != nil {
 				return err
 			}
 			mu.Lock()

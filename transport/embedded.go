@@ -36,6 +36,11 @@ type EmbeddedOptions struct {
 	// ReadyTimeout bounds the wait for the server to accept connections
 	// (default 10s).
 	ReadyTimeout time.Duration
+	// MaxPending bounds the bytes the server queues for one slow client
+	// before it disconnects it (default 1 GiB: a model part of hundreds of
+	// megabytes arrives as a burst of chunks; the server's own default,
+	// 64 MiB, would cut the receiving worker off).
+	MaxPending int64
 }
 
 // Embedded is a NATS server running inside this process, for tests and for
@@ -69,6 +74,9 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 	if port == 0 {
 		port = server.RANDOM_PORT
 	}
+	if opts.MaxPending <= 0 {
+		opts.MaxPending = 1 << 30
+	}
 	so := &server.Options{
 		ServerName:    "ddrun-embedded",
 		Host:          opts.Host,
@@ -77,6 +85,7 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 		NoSigs:        true,
 		Debug:         opts.Debug,
 		MaxPayload:    int32(opts.MaxPayload),
+		MaxPending:    opts.MaxPending,
 		Username:      opts.User,
 		Password:      opts.Password,
 		Authorization: opts.Token,

@@ -35,5 +35,8 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 // Options returns the transport options for url (the flag's, or another).
 func (f *Flags) Options(url, name string) transport.NATSOptions {
 	return transport.NATSOptions{URL: url, Name: name, User: f.User, Password: f.Password, Token: f.Token,
-		CredsFile: f.Creds, TLSCA: f.CA, TLSCert: f.Cert, TLSKey: f.Key, ConnectTimeout: f.ConnectTimeout}
+		CredsFile: f.Creds, TLSCA: f.CA, TLSCert: f.Cert, TLSKey: f.Key, ConnectTimeout: f.ConnectTimeout,
+		// Model parts arrive as hundreds of chunks at once: a subscriber
+		// that lags behind must queue them, not drop them.
+		PendingMsgs: 1 << 20, PendingBytes: 2 << 30}
 }
