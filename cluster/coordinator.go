@@ -206,7 +206,10 @@ func (c *coordinator) onReport(_ string, data []byte) {
 	case kindReady:
 		var r readyBody
 		if transport.DecodeBody(raw, &r) == nil && c.ready != nil {
-			c.ready[w] <- &r
+			select {
+			case c.ready[w] <- &r:
+			default: // repeated acknowledgements: the first ones suffice
+			}
 		}
 	case kindReport:
 		var r reportBody
@@ -232,7 +235,7 @@ func (c *coordinator) send(ctx context.Context, subject string, h transport.Head
 func (c *coordinator) assign(ctx context.Context, parts []*consensus.Part, opts consensus.Options) error {
 	c.ready = make([]chan *readyBody, len(parts))
 	for w := range parts {
-		c.ready[w] = make(chan *readyBody, 1)
+		c.ready[w] = make(chan *readyBody, 4)
 	}
 	bodies := make([]*assignBody, len(parts))
 	for w, p := range parts {
@@ -259,6 +262,7 @@ func (c *coordinator) assign(ctx context.Context, parts []*consensus.Part, opts 
 	resend := time.NewTicker(resendEvery)
 	defer resend.Stop()
 	acked := make([]bool, len(parts))
+	received := make([]bool, len(parts))
 	for left := len(parts); left > 0; {
 		for w := range parts {
 			if acked[w] {
@@ -266,11 +270,15 @@ func (c *coordinator) assign(ctx context.Context, parts []*consensus.Part, opts 
 			}
 			select {
 			case r := <-c.ready[w]:
-				if r.Err != "" {
+				switch {
+				case r.Err != "":
 					return fmt.Errorf("worker %s could not take its part: %s", c.names[w], r.Err)
+				case r.Received:
+					received[w] = true
+				default:
+					acked[w] = true
+					left--
 				}
-				acked[w] = true
-				left--
 			default:
 			}
 		}
@@ -288,7 +296,7 @@ func (c *coordinator) assign(ctx context.Context, parts []*consensus.Part, opts 
 			}
 		case <-resend.C:
 			for w := range parts {
-				if !acked[w] {
+				if !received[w] {
 					if err := sendPart(w); err != nil {
 						return err
 					}

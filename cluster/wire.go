@@ -45,10 +45,12 @@ type optionsWire struct {
 	Tau  float64 `msgpack:"tau"`
 }
 
-// readyBody acknowledges an assignment, or says why it failed.
+// readyBody acknowledges an assignment: first its receipt (Received, so
+// the coordinator stops re-sending while a big part is being built), then
+// that the part is built, or why it could not be.
 type readyBody struct {
+	Received bool   `msgpack:"recv"`
 	Err      string `msgpack:"err"`
-	Replicas int    `msgpack:"reps"`
 }
 
 // stepBody is consensus.StepIn on the wire; Stop ends the job.

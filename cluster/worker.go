@@ -117,6 +117,21 @@ func (s *server) encode(h transport.Header, body any) ([]byte, error) {
 func (s *server) runJob(ctx context.Context, a assignment) error {
 	job := a.job
 	report := transport.ReportSubject(job, s.opts.Name)
+	received, err := s.encode(transport.Header{Job: job, Kind: kindReady}, readyBody{Received: true})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.job, s.ready = job, received
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.job, s.ready = "", nil
+		s.mu.Unlock()
+	}()
+	if err := s.tr.Publish(ctx, report, received); err != nil {
+		return err
+	}
 	part, err := decodePart(a.body)
 	var w *consensus.Worker
 	if err == nil {
@@ -156,13 +171,8 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 		return err2
 	}
 	s.mu.Lock()
-	s.job, s.ready = job, readyData
+	s.ready = readyData
 	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.job, s.ready = "", nil
-		s.mu.Unlock()
-	}()
 	if err := s.tr.Publish(ctx, report, readyData); err != nil {
 		return err
 	}
@@ -185,7 +195,7 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 		case st := <-steps:
 			idle.Reset(jobIdleTimeout)
 			if st.Stop {
-				s.log.Info("job done", "job", job)
+				s.log.Info("job done", "job", job, "iterations", lastIter, "peak_rss_mb", peakRSSMB())
 				return nil
 			}
 			if st.Iter <= lastIter {

@@ -219,3 +219,22 @@ func TestRunBadInput(t *testing.T) {
 		})
 	}
 }
+
+// Real UAI instances with evidence (skipped when ../shared/instances is
+// absent): the distributed run equals the single-process one.
+func TestRealInstancesRunMatchesSolve(t *testing.T) {
+	coord, _ := binaries(t)
+	dir := filepath.Join("..", "..", "shared", "instances")
+	for _, name := range []string{"segmentation/Segmentation_12.uai", "promedas/Promedas_69.uai", "pedigree/linkage_16.uai"} {
+		path := filepath.Join(dir, name)
+		if _, err := os.Stat(path); err != nil {
+			t.Skipf("real instances absent: %v", err)
+		}
+		t.Run(filepath.Base(name), func(t *testing.T) {
+			flags := []string{"--json", "--quiet", "--max-iter", "300", "--evidence", path + ".evid"}
+			want := runJSON(t, time.Minute, coord, append(append([]string{"solve"}, flags...), path)...)
+			got := runJSON(t, 2*time.Minute, coord, append(append([]string{"run", "--local", "--workers", "3"}, flags...), path)...)
+			sameResult(t, got, want)
+		})
+	}
+}
