@@ -18,9 +18,6 @@ import (
 	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/internal/natsflags"
-	"github.com/ddrun/ddrun/model"
-	"github.com/ddrun/ddrun/model/modelfile"
-	"github.com/ddrun/ddrun/model/uai"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -42,12 +39,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usagef("run: want exactly one MODEL argument, got %d", len(pos))
-	}
-	opts := f.options(isSet(fs, "eta"), isSet(fs, "adapt-eta"))
-	if err := opts.Validate(); err != nil {
-		return usageError{err}
+	opts, m, ev, err := f.load(fs, "run", pos)
+	if err != nil {
+		return err
 	}
 	if *workers < 1 {
 		return usagef("--workers: %d < 1", *workers)
@@ -59,16 +53,6 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if err := transport.ValidName(*job); err != nil {
 		return usagef("--job %q: %v", *job, err)
-	}
-	m, err := modelfile.Load(pos[0])
-	if err != nil {
-		return usageError{err}
-	}
-	var ev model.Evidence
-	if f.evidence != "" {
-		if ev, err = uai.ReadEvidenceFile(f.evidence, m); err != nil {
-			return usageError{err}
-		}
 	}
 	level := slog.LevelInfo
 	if f.quiet {

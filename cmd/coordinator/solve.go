@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -81,6 +82,37 @@ func (f *solveFlags) options(etaGiven, adaptGiven bool) consensus.Options {
 	return o
 }
 
+// load checks the positional arguments and the options shared by solve and
+// run, and reads the model and the evidence.
+func (f *solveFlags) load(fs *flag.FlagSet, cmd string, pos []string) (consensus.Options, *model.Model, model.Evidence, error) {
+	fail := func(err error) (consensus.Options, *model.Model, model.Evidence, error) {
+		return consensus.Options{}, nil, nil, err
+	}
+	if len(pos) != 1 {
+		return fail(usagef("%s: want exactly one MODEL argument, got %d", cmd, len(pos)))
+	}
+	opts := f.options(isSet(fs, "eta"), isSet(fs, "adapt-eta"))
+	if err := opts.Validate(); err != nil {
+		return fail(usageError{err})
+	}
+	if f.out != "" {
+		if st, err := os.Stat(filepath.Dir(f.out)); err != nil || !st.IsDir() {
+			return fail(usagef("--out: directory %s does not exist", filepath.Dir(f.out)))
+		}
+	}
+	m, err := modelfile.Load(pos[0])
+	if err != nil {
+		return fail(usageError{err})
+	}
+	var ev model.Evidence
+	if f.evidence != "" {
+		if ev, err = uai.ReadEvidenceFile(f.evidence, m); err != nil {
+			return fail(usageError{err})
+		}
+	}
+	return opts, m, ev, nil
+}
+
 func cmdSolve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flagSet("solve")
 	var f solveFlags
@@ -89,29 +121,9 @@ func cmdSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usagef("solve: want exactly one MODEL argument, got %d", len(pos))
-	}
-	opts := f.options(isSet(fs, "eta"), isSet(fs, "adapt-eta"))
-	if err := opts.Validate(); err != nil {
-		return usageError{err}
-	}
-	if f.out != "" {
-		if dir := filepath.Dir(f.out); dir != "" {
-			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-				return usagef("--out: directory %s does not exist", dir)
-			}
-		}
-	}
-	m, err := modelfile.Load(pos[0])
+	opts, m, ev, err := f.load(fs, "solve", pos)
 	if err != nil {
-		return usageError{err}
-	}
-	var ev model.Evidence
-	if f.evidence != "" {
-		if ev, err = uai.ReadEvidenceFile(f.evidence, m); err != nil {
-			return usageError{err}
-		}
+		return err
 	}
 	var progress func(consensus.Progress)
 	if !f.quiet {
