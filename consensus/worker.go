@@ -123,9 +123,18 @@ func NewWorker(part *Part, opts Options) (*Worker, error) {
 			w.interior = append(w.interior, i)
 		}
 	}
+	var sc *slaves.Scratch
 	for a, sl := range p.Slaves {
 		if ie, ok := sl.(slaves.Inexact); ok {
 			w.inexact[a] = ie
+		}
+		// One scratch per chunk of slaves: a chunk is solved by one
+		// goroutine at a time (solveSlaves).
+		if a%slaveChunk == 0 {
+			sc = new(slaves.Scratch)
+		}
+		if su, ok := sl.(slaves.ScratchUser); ok {
+			su.UseScratch(sc)
 		}
 	}
 	maxCard, maxRep := 1, 0

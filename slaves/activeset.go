@@ -95,19 +95,16 @@ type ActiveSet struct {
 	cfg  []int     // cap*n: configuration j at cfg[j*n : j*n+n]
 	phi  []float64 // unscaled scores phi(y_j)
 	q    []float64 // weights (a distribution on W)
-	s    []float64 // s_j of the current call
 	chol []float64 // packed lower Cholesky factor of H: row i at tri(i)
-	sup  []float64 // scratch of remove: the entry right of each diagonal
 	invd []float64 // reciprocals of chol's diagonal
 	r    []float64 // H^{-1} 1, valid when rOK
 	rsum float64   // 1^T H^{-1} 1
 	rOK  bool
 	mods int // W modifications since the last full factorisation
 
-	// Scratch.
-	qh, z, l []float64
-	u, w     []float64
-	y        []int
+	// Per-call scratch, possibly shared with other slaves run by the same
+	// goroutine (UseScratch); allocated on the first call otherwise.
+	sc *Scratch
 
 	converged bool
 	stats     ActiveSetStats
@@ -144,9 +141,6 @@ func NewActiveSet(o Oracle, maxConfigs int) *ActiveSet {
 		o: o, cards: cards, off: off, n: n, dim: dim, limit: limit,
 		maxIter: DefaultActiveSetIter,
 		tolDep:  1e-9 * float64(n+1),
-		u:       make([]float64, dim),
-		w:       make([]float64, dim),
-		y:       make([]int, n),
 	}
 	s.grow(min(limit, activeSetInitialConfigs))
 	return s
@@ -167,7 +161,7 @@ func (s *ActiveSet) grow(c int) {
 	s.cap = c
 	s.cfg = append(make([]int, 0, c*s.n), s.cfg...)[:c*s.n]
 	s.chol = append(make([]float64, 0, tri(c)), s.chol...)[:tri(c)]
-	for _, v := range []*[]float64{&s.phi, &s.q, &s.s, &s.invd, &s.r, &s.qh, &s.z, &s.l} {
+	for _, v := range []*[]float64{&s.phi, &s.q, &s.invd, &s.r} {
 		*v = append(make([]float64, 0, c), *v...)[:c]
 	}
 }
@@ -252,10 +246,10 @@ func (s *ActiveSet) backward(b, x []float64) {
 }
 
 // depth computes l = L^{-1} h for a candidate configuration y (h_i = H_{iy})
-// into s.l and returns the squared affine distance of y's marginals from W's
+// into s.sc.l and returns the squared affine distance of y's marginals from W's
 // affine hull, (n + 1) - ||l||^2 (the Schur complement of the bordered H).
 func (s *ActiveSet) depth(y []int) float64 {
-	l := s.l
+	l := s.sc.l
 	for i := 0; i < s.m; i++ {
 		l[i] = s.agree(i, y)
 	}
@@ -268,15 +262,15 @@ func (s *ActiveSet) depth(y []int) float64 {
 }
 
 // push appends y to W with score phi, weight q and target score sj, using
-// the bordered Cholesky row in s.l (from depth) and squared pivot d2.
+// the bordered Cholesky row in s.sc.l (from depth) and squared pivot d2.
 func (s *ActiveSet) push(y []int, phi, q, sj, d2 float64) {
 	m := s.m
-	copy(s.chol[tri(m):tri(m)+m], s.l[:m])
+	copy(s.chol[tri(m):tri(m)+m], s.sc.l[:m])
 	d := math.Sqrt(d2)
 	s.chol[tri(m)+m] = d
 	s.invd[m] = 1 / d
 	copy(s.cfg[m*s.n:m*s.n+s.n], y)
-	s.phi[m], s.q[m], s.s[m] = phi, q, sj
+	s.phi[m], s.q[m], s.sc.s[m] = phi, q, sj
 	s.m++
 	s.rOK = false
 	s.mods++
@@ -287,10 +281,7 @@ func (s *ActiveSet) push(y []int, phi, q, sj, d2 float64) {
 func (s *ActiveSet) remove(j int) {
 	m, n := s.m, s.n
 	L := s.chol
-	if len(s.sup) < m {
-		s.sup = make([]float64, s.limit)
-	}
-	sup := s.sup
+	sup := s.sc.sup
 	// Delete row j: shift the later rows up (row i keeps columns 0..i-1 in
 	// the packed row i-1; its diagonal entry becomes sup[i-1], the entry
 	// right of the new row's diagonal).
@@ -314,7 +305,7 @@ func (s *ActiveSet) remove(j int) {
 	copy(s.cfg[j*n:], s.cfg[(j+1)*n:m*n])
 	copy(s.phi[j:], s.phi[j+1:m])
 	copy(s.q[j:], s.q[j+1:m])
-	copy(s.s[j:], s.s[j+1:m])
+	copy(s.sc.s[j:], s.sc.s[j+1:m])
 	s.m--
 	s.rOK = false
 	s.mods++
@@ -350,7 +341,7 @@ func (s *ActiveSet) refactor() {
 				}
 			}
 			copy(s.cfg[:s.n], s.cfg[best*s.n:best*s.n+s.n])
-			s.phi[0], s.s[0], s.q[0] = s.phi[best], s.s[best], 1
+			s.phi[0], s.sc.s[0], s.q[0] = s.phi[best], s.sc.s[best], 1
 			s.m = 1
 			d := math.Sqrt(float64(s.n + 1))
 			L[0], s.invd[0] = d, 1/d
@@ -389,8 +380,8 @@ func (s *ActiveSet) target(y []int, phi float64, c []float64, eta float64) float
 	return v
 }
 
-// solve solves the KKT system on W for the current targets s.s, writing the
-// weights into s.qh and returning tau. With H = G + 1 1^T and 1^T q = 1 the
+// solve solves the KKT system on W for the current targets s.sc.s, writing the
+// weights into s.sc.qh and returning tau. With H = G + 1 1^T and 1^T q = 1 the
 // system reads H q = s + (1 - tau) 1, so q = H^{-1} s + (1 - tau) H^{-1} 1
 // with tau fixed by 1^T q = 1. The targets are centred first (q does not
 // depend on a common shift of s, tau shifts with it).
@@ -410,12 +401,12 @@ func (s *ActiveSet) solve() float64 {
 		s.rOK = true
 	}
 	mean := 0.0
-	for _, v := range s.s[:m] {
+	for _, v := range s.sc.s[:m] {
 		mean += v
 	}
 	mean /= float64(m)
-	p := s.qh[:m]
-	for i, v := range s.s[:m] {
+	p := s.sc.qh[:m]
+	for i, v := range s.sc.s[:m] {
 		p[i] = v - mean
 	}
 	s.forward(p, p)
@@ -431,9 +422,9 @@ func (s *ActiveSet) solve() float64 {
 	return 1 - k + mean
 }
 
-// marginals writes u = M q into s.u.
+// marginals writes u = M q into s.sc.u.
 func (s *ActiveSet) marginals() {
-	u := s.u
+	u := s.sc.u
 	for i := range u {
 		u[i] = 0
 	}
@@ -457,6 +448,10 @@ func (s *ActiveSet) marginals() {
 func (s *ActiveSet) QUAD(c []float64, eta float64, u []float64) float64 {
 	s.stats.Calls++
 	s.converged = false
+	if s.sc == nil {
+		s.sc = new(Scratch)
+	}
+	s.sc.ensure(s.dim, s.n, s.limit)
 	c = c[:s.dim]
 	u = u[:s.dim]
 	if s.mods >= activeSetRefactorEvery {
@@ -465,24 +460,24 @@ func (s *ActiveSet) QUAD(c []float64, eta float64, u []float64) float64 {
 	if s.m == 0 {
 		// Cold start: the MAP at c (the solution as eta -> 0).
 		for i, v := range c {
-			s.w[i] = eta * v
+			s.sc.w[i] = eta * v
 		}
 		s.stats.OracleCalls++
-		if v := s.o.MAP(s.w, s.y); math.IsInf(v, -1) || math.IsNaN(v) {
+		if v := s.o.MAP(s.sc.w, s.sc.y); math.IsInf(v, -1) || math.IsNaN(v) {
 			return math.Inf(-1)
 		}
-		phi := s.o.Score(s.y)
+		phi := s.o.Score(s.sc.y)
 		if math.IsInf(phi, -1) {
 			return math.Inf(-1)
 		}
-		s.push(s.y, phi, 1, 0, float64(s.n+1))
+		s.push(s.sc.y, phi, 1, 0, float64(s.n+1))
 	}
 	for j := 0; j < s.m; j++ {
-		s.s[j] = s.target(s.cfg[j*s.n:j*s.n+s.n], s.phi[j], c, eta)
+		s.sc.s[j] = s.target(s.cfg[j*s.n:j*s.n+s.n], s.phi[j], c, eta)
 	}
 
 	solved := false // s.q equals the equality-constrained solution on W
-	uOK := false    // s.u = M s.q
+	uOK := false    // s.sc.u = M s.q
 	tau := 0.0
 	for solves := 0; ; {
 		if !solved {
@@ -495,7 +490,7 @@ func (s *ActiveSet) QUAD(c []float64, eta float64, u []float64) float64 {
 			tau = s.solve() // step 1 (notes, "Dense factors")
 			// Step 2: ratio test from q towards the equality solution qh.
 			t, jb := 1.0, -1
-			for j, v := range s.qh[:s.m] {
+			for j, v := range s.sc.qh[:s.m] {
 				if v < 0 {
 					if tj := s.q[j] / (s.q[j] - v); jb < 0 || tj < t {
 						t, jb = tj, j
@@ -503,7 +498,7 @@ func (s *ActiveSet) QUAD(c []float64, eta float64, u []float64) float64 {
 				}
 			}
 			if jb >= 0 {
-				for j, v := range s.qh[:s.m] {
+				for j, v := range s.sc.qh[:s.m] {
 					s.q[j] = max(0, s.q[j]+t*(v-s.q[j]))
 				}
 				s.stats.Drops++
@@ -511,7 +506,7 @@ func (s *ActiveSet) QUAD(c []float64, eta float64, u []float64) float64 {
 				uOK = false
 				continue
 			}
-			copy(s.q[:s.m], s.qh[:s.m])
+			copy(s.q[:s.m], s.sc.qh[:s.m])
 			solved = true
 		}
 		// Step 3: optimality check with the MAP oracle, in eta-scaled units:
@@ -519,23 +514,23 @@ func (s *ActiveSet) QUAD(c []float64, eta float64, u []float64) float64 {
 		s.marginals()
 		uOK = true
 		for i, v := range c {
-			s.w[i] = eta * (v - s.u[i])
+			s.sc.w[i] = eta * (v - s.sc.u[i])
 		}
 		s.stats.OracleCalls++
-		if v := s.o.MAP(s.w, s.y); math.IsInf(v, -1) || math.IsNaN(v) {
+		if v := s.o.MAP(s.sc.w, s.sc.y); math.IsInf(v, -1) || math.IsNaN(v) {
 			break
 		}
-		phi := s.o.Score(s.y)
+		phi := s.o.Score(s.sc.y)
 		val := phi / eta
-		for k, yk := range s.y {
-			val += c[s.off[k]+yk] - s.u[s.off[k]+yk]
+		for k, yk := range s.sc.y {
+			val += c[s.off[k]+yk] - s.sc.u[s.off[k]+yk]
 		}
-		if val <= tau+1e-12*(1+math.Abs(tau)+math.Abs(val)) || s.indexOf(s.y) >= 0 {
+		if val <= tau+1e-12*(1+math.Abs(tau)+math.Abs(val)) || s.indexOf(s.sc.y) >= 0 {
 			s.converged = true
 			break
 		}
-		sy := s.target(s.y, phi, c, eta)
-		if d2 := s.depth(s.y); d2 > s.tolDep {
+		sy := s.target(s.sc.y, phi, c, eta)
+		if d2 := s.depth(s.sc.y); d2 > s.tolDep {
 			// Affinely independent: y* enters with weight 0.
 			if s.m == s.cap && s.cap < s.limit {
 				s.grow(min(2*s.cap, s.limit))
@@ -545,9 +540,9 @@ func (s *ActiveSet) QUAD(c []float64, eta float64, u []float64) float64 {
 					s.stats.Capped++
 					break
 				}
-				d2 = s.depth(s.y)
+				d2 = s.depth(s.sc.y)
 			}
-			s.push(s.y, phi, 0, sy, d2)
+			s.push(s.sc.y, phi, 0, sy, d2)
 		} else {
 			// Dependent (singular G): exchange along the null-space
 			// direction, u unchanged.
@@ -563,7 +558,7 @@ func (s *ActiveSet) QUAD(c []float64, eta float64, u []float64) float64 {
 	if !uOK {
 		s.marginals()
 	}
-	copy(u, s.u)
+	copy(u, s.sc.u)
 	phiq := 0.0
 	for j, qj := range s.q[:s.m] {
 		phiq += qj * s.phi[j]
@@ -583,15 +578,15 @@ func (s *ActiveSet) evictZero() bool {
 	return false
 }
 
-// exchange handles an oracle configuration s.y (score phi, target sy) whose
-// marginals lie in the affine hull of W: with s.l = L^{-1} h from depth,
+// exchange handles an oracle configuration s.sc.y (score phi, target sy) whose
+// marginals lie in the affine hull of W: with s.sc.l = L^{-1} h from depth,
 // a = H^{-1} h are its affine coordinates (M_y = sum_j a_j M_j, sum_j a_j =
 // 1). Moving q_y += t, q_j -= t a_j keeps u and improves the objective; t
 // stops at the first weight to hit 0, whose configuration y replaces. It
 // reports false when no weight blocks (a numerical breakdown; W unchanged).
 func (s *ActiveSet) exchange(phi, sy float64) bool {
 	m := s.m
-	a := s.l[:m]
+	a := s.sc.l[:m]
 	s.backward(a, a)
 	t, jb := 0.0, -1
 	for j, aj := range a {
@@ -613,14 +608,14 @@ func (s *ActiveSet) exchange(phi, sy float64) bool {
 		sum += v
 	}
 	s.remove(jb)
-	d2 := s.depth(s.y)
+	d2 := s.depth(s.sc.y)
 	if !(d2 > s.tolDep) {
 		// Cannot happen in exact arithmetic (a_jb != 0); restart from y.
 		s.m = 0
-		s.push(s.y, phi, 1, sy, float64(s.n+1))
+		s.push(s.sc.y, phi, 1, sy, float64(s.n+1))
 		return true
 	}
-	s.push(s.y, phi, t, sy, d2)
+	s.push(s.sc.y, phi, t, sy, d2)
 	if sum != 1 {
 		for j := range s.q[:s.m] {
 			s.q[j] /= sum
@@ -628,3 +623,40 @@ func (s *ActiveSet) exchange(phi, sy float64) bool {
 	}
 	return true
 }
+
+// Scratch is per-call working space of active-set solvers. Slaves that are
+// never solved concurrently (the engine runs each chunk of slaves on one
+// goroutine at a time) can share one, so that memory for scratch does not
+// grow with the number of slaves.
+type Scratch struct {
+	u, w          []float64 // marginals and oracle scores (sum of cards)
+	s, qh, l, sup []float64 // per working-set entry
+	y             []int     // one configuration
+}
+
+// ensure sizes the scratch for a factor with dim flattened entries, n
+// variables and working sets of up to limit configurations (exact
+// lengths, so that ranging over them is right). It allocates only when the
+// scratch grows.
+func (sc *Scratch) ensure(dim, n, limit int) {
+	grow := func(v *[]float64, k int) {
+		if cap(*v) < k {
+			*v = make([]float64, k)
+		}
+		*v = (*v)[:k]
+	}
+	grow(&sc.u, dim)
+	grow(&sc.w, dim)
+	grow(&sc.s, limit)
+	grow(&sc.qh, limit)
+	grow(&sc.l, limit)
+	grow(&sc.sup, limit)
+	if cap(sc.y) < n {
+		sc.y = make([]int, n)
+	}
+	sc.y = sc.y[:n]
+}
+
+// UseScratch makes the solver use sc, shared with other solvers that are
+// never called concurrently with it.
+func (s *ActiveSet) UseScratch(sc *Scratch) { s.sc = sc }

@@ -433,3 +433,6 @@ var (
 	_ Slave   = (*Chain)(nil)
 	_ Inexact = (*Chain)(nil)
 )
+
+// UseScratch implements ScratchUser.
+func (c *Chain) UseScratch(sc *Scratch) { c.as.UseScratch(sc) }

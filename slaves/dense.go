@@ -144,3 +144,6 @@ func (d *Dense) QUAD(c []float64, eta float64, u []float64) float64 {
 }
 
 var _ Slave = (*Dense)(nil)
+
+// UseScratch implements ScratchUser.
+func (d *Dense) UseScratch(sc *Scratch) { d.as.UseScratch(sc) }

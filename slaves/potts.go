@@ -109,3 +109,6 @@ func (p *Potts) QUAD(c []float64, eta float64, u []float64) float64 {
 }
 
 var _ Slave = (*Potts)(nil)
+
+// UseScratch implements ScratchUser.
+func (p *Potts) UseScratch(sc *Scratch) { p.as.UseScratch(sc) }

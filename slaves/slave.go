@@ -46,3 +46,12 @@ func Offsets(cards []int) []int {
 type Inexact interface {
 	Converged() bool
 }
+
+// ScratchUser is implemented by slaves whose solvers can share per-call
+// scratch space with other slaves that are never run concurrently with
+// them; the engine gives one Scratch to each chunk of slaves, which one
+// goroutine at a time solves, so scratch memory does not grow with the
+// number of slaves.
+type ScratchUser interface {
+	UseScratch(*Scratch)
+}

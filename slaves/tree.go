@@ -226,3 +226,6 @@ var (
 	_ Slave   = (*Tree)(nil)
 	_ Inexact = (*Tree)(nil)
 )
+
+// UseScratch implements ScratchUser.
+func (t *Tree) UseScratch(sc *Scratch) { t.as.UseScratch(sc) }
