@@ -203,7 +203,7 @@ func (s *master) iterate(ctx context.Context, gatherX bool) (iterResult, error) 
 	}
 	for j, v := range b.vars {
 		th := m.Unaries(v)
-		pr, dr, rel, best := updateVariable(s.bmu[s.bmuOff[j]:s.bmuOff[j+1]], th, s.bnu, s.blam, b.entry[b.repOff[j]:b.repOff[j+1]], s.invDeg[j], step, s.sc)
+		pr, dr, rel, best, _, _ := updateVariable(s.bmu[s.bmuOff[j]:s.bmuOff[j+1]], th, s.bnu, s.blam, b.entry[b.repOff[j]:b.repOff[j+1]], s.invDeg[j], step, s.sc)
 		r.primalRes += pr
 		r.dualRes += dr
 		r.relaxed += rel

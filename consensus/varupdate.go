@@ -23,9 +23,10 @@ func newVarScratch(maxCard int) *varScratch {
 // bound needs it). Only variables whose replicas moved are re-centred, so
 // unchanged multipliers stay bitwise unchanged and slave caches stay valid.
 // It returns the variable's parts of the primal and dual residuals and of
-// the relaxed objective, and the decoded state argmax mu (ties to the
-// larger unary).
-func updateVariable(mu, th, nu, lambda []float64, reps []int, d, step float64, sc *varScratch) (pres, dres, rel float64, best int) {
+// the relaxed objective, the decoded state argmax mu (ties to the larger
+// unary), and whether the multipliers and the marginal changed at all (the
+// slaves' caches depend on it).
+func updateVariable(mu, th, nu, lambda []float64, reps []int, d, step float64, sc *varScratch) (pres, dres, rel float64, best int, moved, muChanged bool) {
 	nm, ls := sc.nm[:len(mu)], sc.ls[:len(mu)]
 	clear(nm)
 	for _, r := range reps {
@@ -38,6 +39,7 @@ func updateVariable(mu, th, nu, lambda []float64, reps []int, d, step float64, s
 		v := nm[k] * d
 		nm[k] = v
 		diff := v - mu[k]
+		muChanged = muChanged || diff != 0
 		dres += float64(len(reps)) * diff * diff
 		mu[k] = v
 		rel += th[k] * v
@@ -46,7 +48,6 @@ func updateVariable(mu, th, nu, lambda []float64, reps []int, d, step float64, s
 			best, bestV = k, v
 		}
 	}
-	moved := false
 	for _, r := range reps {
 		nr := nu[r : r+len(nm)]
 		lam := lambda[r : r+len(nm)]
@@ -62,15 +63,15 @@ func updateVariable(mu, th, nu, lambda []float64, reps []int, d, step float64, s
 	if moved {
 		recentre(lambda, reps, ls, d)
 	}
-	return pres, dres, rel, best
+	return pres, dres, rel, best, moved, muChanged
 }
 
 // stepVariable is line 9 of Alg. 1 for one variable: lambda^a -= step *
-// (nu^a - mu), re-centred like updateVariable.
-func stepVariable(mu, nu, lambda []float64, reps []int, d, step float64, sc *varScratch) {
+// (nu^a - mu), re-centred like updateVariable. It reports whether the
+// multipliers changed.
+func stepVariable(mu, nu, lambda []float64, reps []int, d, step float64, sc *varScratch) (moved bool) {
 	ls := sc.ls[:len(mu)]
 	clear(ls)
-	moved := false
 	for _, r := range reps {
 		nr := nu[r : r+len(mu)]
 		lam := lambda[r : r+len(mu)]
@@ -85,6 +86,7 @@ func stepVariable(mu, nu, lambda []float64, reps []int, d, step float64, sc *var
 	if moved {
 		recentre(lambda, reps, ls, d)
 	}
+	return moved
 }
 
 // recentre subtracts the mean d*sum (ls holds the per-state sums) from every

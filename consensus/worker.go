@@ -2,7 +2,6 @@ package consensus
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/ddrun/ddrun/slaves"
 )
@@ -50,17 +49,24 @@ type Worker struct {
 	// replicas in slave order (offsets into the replica arrays).
 	bReps   []int
 	bRepLen []int // the replica vectors' lengths
+	bRepID  []int // the replica vectors' indices (for lamDirty)
 	bMu     []int // offsets into mu of the boundary variables, in order
 
-	lambda, prevC, prevW, nu, mu []float64
-	x                            []int
-	dualTerm, phiq               []float64
-	cached                       []bool
-	inexact                      []slaves.Inexact
-	prevEta                      float64
-	eta, prevStep                float64
-	iter                         int
-	subgradient                  bool
+	lambda, nu, mu []float64
+	x              []int
+	dualTerm, phiq []float64
+	inexact        []slaves.Inexact
+	// Change flags, set by the variable phase and read by the next slave
+	// phase (AD3's caching: a slave whose inputs did not change bitwise is
+	// not solved again): lamDirty per replica vector (indexed like
+	// Problem.SlaveVars), muDirty per variable, unsolved per slave (its
+	// last QUAD stopped short of the optimum).
+	lamDirty, muDirty, unsolved []bool
+	repID                       []int // per entry of Problem.VarReps: its replica vector's index
+	prevEta                     float64
+	eta, prevStep               float64
+	iter                        int
+	subgradient                 bool
 
 	// Per goroutine scratch.
 	ys []([]int)
@@ -87,16 +93,20 @@ func NewWorker(part *Part, opts Options) (*Worker, error) {
 		part: part, p: p, opts: opts,
 		invDeg:      make([]float64, m.NumVars()),
 		lambda:      make([]float64, nr),
-		prevC:       make([]float64, nr),
-		prevW:       make([]float64, nr),
 		nu:          make([]float64, nr),
 		mu:          make([]float64, len(m.Unary)),
 		x:           make([]int, m.NumVars()),
 		dualTerm:    make([]float64, len(p.Slaves)),
 		phiq:        make([]float64, len(p.Slaves)),
-		cached:      make([]bool, len(p.Slaves)),
+		lamDirty:    make([]bool, len(p.SlaveVars)),
+		muDirty:     make([]bool, m.NumVars()),
+		unsolved:    make([]bool, len(p.Slaves)),
+		repID:       make([]int, len(p.VarReps)),
 		inexact:     make([]slaves.Inexact, len(p.Slaves)),
 		subgradient: opts.Algo == Subgradient,
+	}
+	for j := range p.VarReps {
+		w.repID[j] = p.SlaveVarOff[p.RepSlave[j]] + p.RepPos[j]
 	}
 	boundary := make([]bool, m.NumVars())
 	for _, v := range part.Boundary {
@@ -114,6 +124,7 @@ func NewWorker(part *Part, opts Options) (*Worker, error) {
 			for j := p.VarRepOff[i]; j < p.VarRepOff[i+1]; j++ {
 				w.bReps = append(w.bReps, p.VarReps[j])
 				w.bRepLen = append(w.bRepLen, m.Cards[i])
+				w.bRepID = append(w.bRepID, w.repID[j])
 			}
 			w.bMu = append(w.bMu, m.UnaryOff[i])
 		} else {
@@ -206,12 +217,14 @@ func (w *Worker) Step(in *StepIn, out *StepOut) {
 	off := 0
 	for k, r := range w.bReps {
 		n := w.bRepLen[k]
+		w.lamDirty[w.bRepID[k]] = !equal(w.lambda[r:r+n], in.Lambda[off:off+n])
 		copy(w.lambda[r:r+n], in.Lambda[off:off+n])
 		off += n
 	}
 	off = 0
 	for k, v := range w.part.Boundary {
 		n := m.Cards[v]
+		w.muDirty[v] = !equal(w.mu[w.bMu[k]:w.bMu[k]+n], in.Mu[off:off+n])
 		copy(w.mu[w.bMu[k]:w.bMu[k]+n], in.Mu[off:off+n])
 		off += n
 	}
@@ -262,14 +275,29 @@ func (w *Worker) solveSlaves(worker, chunk int) {
 	hi := min(lo+slaveChunk, len(p.Slaves))
 	eta := w.eta
 	inv := 1 / eta
-	etaSame := eta == w.prevEta
+	first := w.iter == 0
+	etaChanged := eta != w.prevEta
 	y := w.ys[worker]
 	for a := lo; a < hi; a++ {
+		scope := p.Scope(a)
+		// The dual term's inputs theta/d + lambda changed?
+		wDirty := first
+		for k := range scope {
+			wDirty = wDirty || w.lamDirty[p.SlaveVarOff[a]+k]
+		}
+		// The QUAD's inputs (w/eta + mu, eta) changed?
+		cDirty := wDirty || etaChanged || w.unsolved[a]
+		for _, v := range scope {
+			cDirty = cDirty || w.muDirty[v]
+		}
+		if !cDirty || (w.subgradient && !wDirty) {
+			continue // same inputs, same answers
+		}
 		r0, r1 := p.RepOff[a], p.RepOff[a+1]
 		c := w.cs[worker][:r1-r0] // first w = theta/d + lambda, then w/eta + mu
 		lam := w.lambda[r0:r1]
 		off := 0
-		for _, v := range p.Scope(a) {
+		for _, v := range scope {
 			th := m.Unary[m.UnaryOff[v]:m.UnaryOff[v+1]]
 			d := w.invDeg[v]
 			for k, t := range th {
@@ -278,45 +306,32 @@ func (w *Worker) solveSlaves(worker, chunk int) {
 			off += len(th)
 		}
 		sl := p.Slaves[a]
-		pw := w.prevW[r0:r1]
-		if w.iter > 0 && equal(c, pw) {
-			if w.subgradient {
-				continue // same MAP, same replicas
-			}
-		} else {
-			copy(pw, c)
+		if wDirty {
 			w.dualTerm[a] = sl.MAP(c, y)
 			if w.subgradient {
+				// Alg. 1, line 6: the replicas are the MAP's indicators.
 				nu := w.nu[r0:r1]
 				clear(nu)
-				sc := p.Scope(a)
 				off := 0
-				for k, v := range sc {
+				for k, v := range scope {
 					nu[off+y[k]] = 1
 					off += m.Cards[v]
 				}
-				w.phiq[a] = sl.Score(y[:len(sc)])
+				w.phiq[a] = sl.Score(y[:len(scope)])
 				continue
 			}
 		}
 		off = 0
-		for _, v := range p.Scope(a) {
+		for _, v := range scope {
 			mu := w.mu[m.UnaryOff[v]:m.UnaryOff[v+1]]
 			for k, mk := range mu {
 				c[off+k] = c[off+k]*inv + mk
 			}
 			off += len(mu)
 		}
-		prev := w.prevC[r0:r1]
-		if etaSame && w.iter > 0 && equal(c, prev) {
-			w.cached[a] = true
-			continue
-		}
-		w.cached[a] = false
-		copy(prev, c)
 		w.phiq[a] = sl.QUAD(c, eta, w.nu[r0:r1])
-		if ie := w.inexact[a]; ie != nil && !ie.Converged() && len(prev) > 0 {
-			prev[0] = math.NaN() // not a solution to reuse
+		if ie := w.inexact[a]; ie != nil {
+			w.unsolved[a] = !ie.Converged()
 		}
 	}
 }
@@ -343,8 +358,12 @@ func (w *Worker) updateVariables(worker, chunk int) {
 			r, best = isolatedVariable(mu, th)
 			rel += r
 		} else {
-			pr, dr, r, b := updateVariable(mu, th, w.nu, w.lambda, reps, w.invDeg[i], step, sc)
+			pr, dr, r, b, moved, muChanged := updateVariable(mu, th, w.nu, w.lambda, reps, w.invDeg[i], step, sc)
 			pres, dres, rel, best = pres+pr, dres+dr, rel+r, b
+			w.muDirty[i] = muChanged
+			for j := p.VarRepOff[i]; j < p.VarRepOff[i+1]; j++ {
+				w.lamDirty[w.repID[j]] = moved
+			}
 		}
 		changed = changed || w.x[i] != best
 		w.x[i] = best
@@ -366,7 +385,11 @@ func (w *Worker) stepMultipliers(worker, chunk int) {
 		if len(reps) == 0 {
 			continue
 		}
-		stepVariable(w.mu[m.UnaryOff[i]:m.UnaryOff[i+1]], w.nu, w.lambda, reps, w.invDeg[i], w.prevStep, w.vs[worker])
+		if stepVariable(w.mu[m.UnaryOff[i]:m.UnaryOff[i+1]], w.nu, w.lambda, reps, w.invDeg[i], w.prevStep, w.vs[worker]) {
+			for j := p.VarRepOff[i]; j < p.VarRepOff[i+1]; j++ {
+				w.lamDirty[w.repID[j]] = true
+			}
+		}
 	}
 }
 

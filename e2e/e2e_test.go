@@ -15,6 +15,13 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/transport"
+
+	// Dependencies of the binaries under test, so that go test's cache
+	// knows about them.
+	_ "github.com/ddrun/ddrun/cluster"
+	_ "github.com/ddrun/ddrun/generate"
+	_ "github.com/ddrun/ddrun/internal/natsflags"
+	_ "github.com/ddrun/ddrun/model/modelfile"
 )
 
 var (
@@ -27,6 +34,18 @@ var (
 func binaries(t *testing.T) (coordinator, worker string) {
 	t.Helper()
 	buildOnce.Do(func() {
+		// go test caches results by what the test binary imports and the
+		// files it opens: read the commands' sources so that a change to
+		// them re-runs these tests (the packages they use are imported
+		// below for the same reason).
+		for _, dir := range []string{"../cmd/coordinator", "../cmd/worker"} {
+			files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+			for _, f := range files {
+				if _, buildErr = os.ReadFile(f); buildErr != nil {
+					return
+				}
+			}
+		}
 		binDir, buildErr = os.MkdirTemp("", "ddrun-e2e-")
 		if buildErr != nil {
 			return
