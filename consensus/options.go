@@ -13,6 +13,10 @@ const (
 	ADMM Algo = "admm"
 	// Subgradient is DD-subgradient, Alg. 1 (MAP slaves).
 	Subgradient Algo = "subgradient"
+	// TRWS is sequential tree-reweighted message passing (package trws).
+	TRWS Algo = "trws"
+	// CMP is convex max-product, optionally with eps-descent (package cmp).
+	CMP Algo = "cmp"
 )
 
 // Decomposition names how the model is split into slaves.

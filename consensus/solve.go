@@ -27,8 +27,8 @@ func Plan(m *model.Model, d Decomposition) (partition.Plan, error) {
 // bad one.
 func (o *Options) Validate() error {
 	switch {
-	case o.Algo != ADMM && o.Algo != Subgradient:
-		return fmt.Errorf("--algo: unknown algorithm %q (want admm or subgradient)", o.Algo)
+	case o.Algo != ADMM && o.Algo != Subgradient && o.Algo != TRWS && o.Algo != CMP:
+		return fmt.Errorf("--algo: unknown algorithm %q (want admm, subgradient, trws or cmp)", o.Algo)
 	case o.Slaves != PerFactor && o.Slaves != Chains && o.Slaves != Trees:
 		return fmt.Errorf("--slaves: unknown decomposition %q (want factor, chains or trees)", o.Slaves)
 	case o.Step != Polyak && o.Step != Diminishing && o.Step != InvSqrt:
@@ -58,6 +58,9 @@ func (o *Options) Validate() error {
 func Solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options, progress func(Progress)) (Result, error) {
 	if err := opts.Validate(); err != nil {
 		return Result{}, err
+	}
+	if opts.Algo != ADMM && opts.Algo != Subgradient {
+		return Result{}, fmt.Errorf("algorithm %s is not dual decomposition: run it through its own package", opts.Algo)
 	}
 	red, err := model.Reduce(m, ev)
 	if errors.Is(err, model.ErrInfeasible) {

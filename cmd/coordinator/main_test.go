@@ -122,3 +122,22 @@ func TestBadInputOneLineError(t *testing.T) {
 		})
 	}
 }
+
+func TestSolveTRWS(t *testing.T) {
+	model := writeFile(t, "chain.uai", chainUAI)
+	code, stdout, stderr := runCLI(t, "solve", "--algo", "trws", "--json", "--quiet", model)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res["status"] != "optimal" || res["algo"] != "trws" {
+		t.Errorf("status %v algo %v", res["status"], res["algo"])
+	}
+	code, _, stderr = runCLI(t, "run", "--algo", "trws", model)
+	if code != 2 || !strings.Contains(stderr, "solve") {
+		t.Errorf("run --algo trws: exit %d, %q", code, stderr)
+	}
+}

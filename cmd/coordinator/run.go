@@ -43,6 +43,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	if opts.Algo != consensus.ADMM && opts.Algo != consensus.Subgradient {
+		return usagef("run: --algo %s runs only in solve (run distributes dual decomposition: admm or subgradient)", opts.Algo)
+	}
 	if *workers < 1 {
 		return usagef("--workers: %d < 1", *workers)
 	}

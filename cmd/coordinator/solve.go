@@ -16,6 +16,7 @@ import (
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/modelfile"
 	"github.com/ddrun/ddrun/model/uai"
+	"github.com/ddrun/ddrun/trws"
 )
 
 // solveFlags are the flags of `coordinator solve`; other commands that run a
@@ -46,7 +47,7 @@ func (f *solveFlags) register(fs interface {
 }) {
 	d := consensus.DefaultOptions()
 	fs.StringVar(&f.evidence, "evidence", "", "evidence `FILE` (UAI .evid layout)")
-	fs.StringVar(&f.algo, "algo", string(d.Algo), "algorithm: admm (DD-ADMM) or subgradient (DD-subgradient)")
+	fs.StringVar(&f.algo, "algo", string(d.Algo), "algorithm: admm (DD-ADMM), subgradient (DD-subgradient) or trws (TRW-S, pairwise models)")
 	fs.StringVar(&f.slaves, "slaves", string(d.Slaves), "decomposition: factor (one slave per factor), chains (rows and columns, or a path cover) or trees (spanning forests)")
 	fs.StringVar(&f.step, "step", string(d.Step), "subgradient step rule: polyak, 1/t or 1/sqrt(t)")
 	fs.IntVar(&f.threads, "threads", runtime.GOMAXPROCS(0), "goroutines for the slave and variable loops")
@@ -129,7 +130,15 @@ func cmdSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !f.quiet {
 		progress = func(p consensus.Progress) { printProgress(stderr, p) }
 	}
-	res, err := consensus.Solve(ctx, m, ev, opts, progress)
+	var res consensus.Result
+	switch opts.Algo {
+	case consensus.TRWS:
+		to := trws.DefaultOptions()
+		to.MaxIter, to.TimeLimit, to.Tol = opts.MaxIter, opts.TimeLimit, opts.Tol
+		res, err = trws.Solve(ctx, m, ev, to, progress)
+	default:
+		res, err = consensus.Solve(ctx, m, ev, opts, progress)
+	}
 	if err != nil {
 		return usageError{fmt.Errorf("%s: %w", pos[0], err)}
 	}

@@ -1,0 +1,57 @@
+package trws
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/model"
+)
+
+// BenchmarkIteration times one TRW-S iteration (forward pass with
+// labelling, primal score, backward pass, both bounds) on 100x100 Potts
+// grids with 8 labels (the grid of consensus.BenchmarkIteration, and the
+// paper's rho = 10), after a warm-up.
+func BenchmarkIteration(b *testing.B) {
+	for _, rho := range []float64{1, 10} {
+		b.Run(fmt.Sprintf("potts100x100L8/rho=%g", rho), func(b *testing.B) {
+			m := generate.Potts(generate.GridOptions{Height: 100, Width: 100, Labels: 8, Rho: rho, Seed: 1})
+			g, err := newGraph(m)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := newRun(g, DefaultOptions())
+			for range 10 {
+				r.iterate()
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				r.iterate()
+			}
+		})
+	}
+}
+
+// BenchmarkIterationDense is BenchmarkIteration with the Potts edges given
+// as dense 8x8 tables (the O(K^2) message path).
+func BenchmarkIterationDense(b *testing.B) {
+	m := generate.Potts(generate.GridOptions{Height: 100, Width: 100, Labels: 8, Rho: 1, Seed: 1})
+	for a := range m.Factors {
+		m.Factors[a].Table = m.DenseTable(a)
+		m.Factors[a].Kind = model.Dense
+	}
+	g, err := newGraph(m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := newRun(g, DefaultOptions())
+	for range 10 {
+		r.iterate()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		r.iterate()
+	}
+}

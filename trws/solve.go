@@ -1,0 +1,150 @@
+package trws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/model"
+)
+
+// Solve runs TRW-S on the pairwise model m and returns the result in m's
+// variables. Every factor must be over at most two variables (Dense, with
+// -Inf entries allowed, Pair, Potts, or a logic kind), or be a Sequence
+// (a chain of pairwise terms); anything else is an error. The model is
+// reduced first (model.Reduce), so one-variable factors and forbidden
+// states are folded away; the primal is recomputed with m.Score.
+//
+// One iteration is a forward and a backward pass over the variables in
+// index order. Result.Dual is the lowest bound seen, each the exact dual
+// value at the messages after a pass (a valid upper bound on the MAP score);
+// Result.Relaxed is the bound after the last pass. The primal is the best
+// labelling of the forward passes. The run stops as Optimal when the gap
+// closes within opts.Tol, Converged when the bound stalls (opts.BoundTol,
+// opts.BoundWindow), Infeasible when the bound is -Inf, or at the iteration
+// or time limit; cancelling ctx stops it as Interrupted with the best
+// result so far. progress, if not nil, is called from the solving goroutine
+// after the first iteration and then at most every opts.ProgressEvery.
+// Evidence ev (nil for none) is applied by model.Reduce.
+func Solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options, progress func(consensus.Progress)) (consensus.Result, error) {
+	start := time.Now()
+	if err := opts.Validate(); err != nil {
+		return consensus.Result{}, err
+	}
+	if err := m.Validate(); err != nil {
+		return consensus.Result{}, fmt.Errorf("trws: %w", err)
+	}
+	if err := checkPairwise(m); err != nil {
+		return consensus.Result{}, err
+	}
+	red, err := model.Reduce(m, ev)
+	if errors.Is(err, model.ErrInfeasible) {
+		inf := math.Inf(-1)
+		return consensus.Result{Status: consensus.Infeasible, Primal: inf, Dual: inf, Gap: math.NaN(), Relaxed: inf, Elapsed: time.Since(start)}, nil
+	}
+	if err != nil {
+		return consensus.Result{}, fmt.Errorf("trws: %w", err)
+	}
+	g, err := newGraph(red.Model)
+	if err != nil {
+		return consensus.Result{}, err
+	}
+	r := newRun(g, opts)
+	res := r.run(ctx, start, progress)
+	if res.Assignment != nil {
+		res.Assignment = red.Expand(res.Assignment)
+		if res.Assignment == nil { // Expand of an empty assignment
+			res.Assignment = []int{}
+		}
+		res.Primal = m.Score(res.Assignment)
+		res.Gap = res.Dual - res.Primal
+		if math.IsInf(res.Primal, -1) { // cannot happen: the reduced score was finite
+			res.Assignment = nil
+		}
+	}
+	return res, nil
+}
+
+// runner holds the state of one run on a graph; iterate allocates nothing.
+type runner struct {
+	g     *graph
+	opts  Options
+	x     []int // the labelling of the last forward pass
+	bestX []int
+	// hist[t % len(hist)] is the best bound after iteration t.
+	hist []float64
+
+	best     float64 // best primal (graph score of bestX)
+	dual     float64 // lowest bound so far
+	last     float64 // bound after the last pass
+	found    bool
+	onBounds func(forward, backward float64) // test hook: every pass's bound
+}
+
+func newRun(g *graph, opts Options) *runner {
+	return &runner{g: g, opts: opts, x: make([]int, g.n), bestX: make([]int, g.n),
+		hist: make([]float64, opts.BoundWindow+1), best: math.Inf(-1), dual: math.Inf(1)}
+}
+
+// iterate runs one forward and one backward pass and updates the primal
+// and the bounds.
+func (r *runner) iterate() {
+	fb := r.g.forward(r.x)
+	if sc := r.g.score(r.x); sc > r.best || (!r.found && sc > math.Inf(-1)) {
+		r.best, r.found = sc, true
+		copy(r.bestX, r.x)
+	}
+	bb := r.g.backward()
+	if r.onBounds != nil {
+		r.onBounds(fb, bb)
+	}
+	r.dual = min(r.dual, fb, bb)
+	r.last = bb
+}
+
+// run iterates until a stopping rule fires.
+func (r *runner) run(ctx context.Context, start time.Time, progress func(consensus.Progress)) consensus.Result {
+	res := consensus.Result{Status: consensus.IterationLimit}
+	var lastReport time.Duration
+	w := len(r.hist)
+	for t := 1; ; t++ {
+		r.iterate()
+		r.hist[t%w] = r.dual
+		res.Iterations = t
+		res.Dual, res.Relaxed, res.Primal = r.dual, r.last, r.best
+		res.Gap = res.Dual - res.Primal
+		elapsed := time.Since(start)
+		if progress != nil && (t == 1 || elapsed-lastReport >= r.opts.ProgressEvery) {
+			lastReport = elapsed
+			progress(consensus.Progress{Iteration: t, Dual: res.Dual, Primal: res.Primal, Gap: res.Gap, Elapsed: elapsed})
+		}
+		switch {
+		case math.IsInf(res.Dual, -1):
+			res.Status = consensus.Infeasible
+		case r.found && res.Gap <= r.opts.Tol*math.Max(1, math.Abs(res.Primal)):
+			res.Status = consensus.Optimal
+		case t > r.opts.BoundWindow && r.hist[(t-r.opts.BoundWindow)%w]-r.dual <= r.opts.BoundTol*math.Max(1, math.Abs(r.dual)):
+			res.Status = consensus.Converged
+		case t >= r.opts.MaxIter:
+			res.Status = consensus.IterationLimit
+		case r.opts.TimeLimit > 0 && elapsed >= r.opts.TimeLimit:
+			res.Status = consensus.TimeLimit
+		case ctx.Err() != nil:
+			res.Status = consensus.Interrupted
+		default:
+			continue
+		}
+		break
+	}
+	if r.found {
+		res.Assignment = r.bestX
+	} else {
+		res.Primal = math.Inf(-1)
+		res.Gap = res.Dual - res.Primal
+	}
+	res.Elapsed = time.Since(start)
+	return res
+}
