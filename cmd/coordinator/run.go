@@ -43,6 +43,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	if f.exact {
+		return usagef("run: --exact runs only in solve")
+	}
 	if opts.Algo != consensus.ADMM && opts.Algo != consensus.Subgradient {
 		return usagef("run: --algo %s runs only in solve (run distributes dual decomposition: admm or subgradient)", opts.Algo)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/exact"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/modelfile"
 	"github.com/ddrun/ddrun/model/uai"
@@ -34,6 +35,7 @@ type solveFlags struct {
 	adaptEta  bool
 	tau       float64
 	json      bool
+	exact     bool
 	out       string
 	quiet     bool
 }
@@ -58,6 +60,7 @@ func (f *solveFlags) register(fs interface {
 	fs.BoolVar(&f.adaptEta, "adapt-eta", d.AdaptEta, "adapt eta by residual balancing; turned off when --eta is given without it")
 	fs.Float64Var(&f.tau, "tau", d.Tau, "multiplier step factor tau in (0, 1.618]")
 	fs.BoolVar(&f.json, "json", false, "print one JSON result object on stdout")
+	fs.BoolVar(&f.exact, "exact", false, "branch and bound on top of the algorithm's dual bound: optimal only when the gap is closed (--max-iter bounds each node, --time-limit the search)")
 	fs.StringVar(&f.out, "out", "", "write the best assignment to `FILE` in UAI MPE format")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr")
 }
@@ -130,14 +133,27 @@ func cmdSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !f.quiet {
 		progress = func(p consensus.Progress) { printProgress(stderr, p) }
 	}
+	dual := func(ctx context.Context, m *model.Model, ev model.Evidence, progress func(consensus.Progress)) (consensus.Result, error) {
+		if opts.Algo == consensus.TRWS {
+			to := trws.DefaultOptions()
+			to.MaxIter, to.TimeLimit, to.Tol = opts.MaxIter, opts.TimeLimit, opts.Tol
+			return trws.Solve(ctx, m, ev, to, progress)
+		}
+		return consensus.Solve(ctx, m, ev, opts, progress)
+	}
 	var res consensus.Result
-	switch opts.Algo {
-	case consensus.TRWS:
-		to := trws.DefaultOptions()
-		to.MaxIter, to.TimeLimit, to.Tol = opts.MaxIter, opts.TimeLimit, opts.Tol
-		res, err = trws.Solve(ctx, m, ev, to, progress)
-	default:
-		res, err = consensus.Solve(ctx, m, ev, opts, progress)
+	if f.exact {
+		node := func(ctx context.Context, m *model.Model, ev model.Evidence) (consensus.Result, error) {
+			return dual(ctx, m, ev, nil)
+		}
+		opts.TimeLimit = 0 // the limit bounds the search, not each node
+		var st exact.Stats
+		res, st, err = exact.Solve(ctx, m, ev, node, exact.Options{Tol: opts.Tol, TimeLimit: f.timeLimit}, progress)
+		if err == nil && !f.quiet {
+			fmt.Fprintf(stderr, "branch and bound: %d nodes solved, %d pruned, %d open\n", st.Nodes, st.Pruned, st.Open)
+		}
+	} else {
+		res, err = dual(ctx, m, ev, progress)
 	}
 	if err != nil {
 		return usageError{fmt.Errorf("%s: %w", pos[0], err)}

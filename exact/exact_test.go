@@ -1,0 +1,166 @@
+package exact
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/internal/oracle"
+	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/uai"
+	"github.com/ddrun/ddrun/trws"
+)
+
+func admm(maxIter int) Solver {
+	return func(ctx context.Context, m *model.Model, ev model.Evidence) (consensus.Result, error) {
+		o := consensus.DefaultOptions()
+		o.MaxIter = maxIter
+		return consensus.Solve(ctx, m, ev, o, nil)
+	}
+}
+
+func trwsSolver(ctx context.Context, m *model.Model, ev model.Evidence) (consensus.Result, error) {
+	o := trws.DefaultOptions()
+	o.MaxIter = 200
+	return trws.Solve(ctx, m, ev, o, nil)
+}
+
+func close(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs(b)) }
+
+// Exact mode certifies the brute-force MAP on random tiny models, including
+// the ones where the relaxation alone leaves a gap.
+func TestExactMatchesBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	gapped := 0
+	for it := 0; it < 150; it++ {
+		m := oracle.RandomTinyModel(rng, oracle.TinyOptions{})
+		best, _, err := oracle.BruteForceMAP(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := admm(300)(context.Background(), m, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plain.Status != consensus.Optimal {
+			gapped++
+		}
+		res, _, err := Solve(context.Background(), m, nil, admm(300), Options{Tol: 1e-6, MaxNodes: 5000}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.IsInf(best, -1) {
+			if res.Status != consensus.Infeasible {
+				t.Fatalf("model %d: infeasible model reported %s", it, res.Status)
+			}
+			continue
+		}
+		if res.Status != consensus.Optimal || !close(res.Primal, best) {
+			t.Fatalf("model %d: %s with primal %v, MAP %v", it, res.Status, res.Primal, best)
+		}
+		if m.Score(res.Assignment) != res.Primal {
+			t.Fatalf("model %d: primal is not the assignment's score", it)
+		}
+	}
+	if gapped == 0 {
+		t.Error("no model needed branching: the test proves nothing")
+	}
+	t.Logf("%d of 150 models needed branching", gapped)
+}
+
+// On frustrated grids (the local polytope is loose) exact mode with TRW-S
+// and with DD-ADMM bounds finds and certifies the brute-force optimum.
+func TestExactOnFrustratedGrids(t *testing.T) {
+	for seed := int64(1); seed <= 3; seed++ {
+		m := generate.Ising(generate.GridOptions{Height: 4, Width: 4, Rho: 2, Seed: seed})
+		best, _, err := oracle.BruteForceMAP(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, s := range map[string]Solver{"admm": admm(500), "trws": trwsSolver} {
+			res, st, err := Solve(context.Background(), m, nil, s, Options{Tol: 1e-6, MaxNodes: 20000}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != consensus.Optimal || !close(res.Primal, best) {
+				t.Errorf("seed %d %s: %s primal %v, MAP %v (%d nodes)", seed, name, res.Status, res.Primal, best, st.Nodes)
+			}
+			t.Logf("seed %d %s: %d nodes", seed, name, st.Nodes)
+		}
+	}
+}
+
+// A search cut short still reports a valid bound.
+func TestExactBoundWhenStopped(t *testing.T) {
+	m := generate.Ising(generate.GridOptions{Height: 4, Width: 5, Rho: 3, Seed: 7})
+	best, _, err := oracle.BruteForceMAP(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _, err := Solve(context.Background(), m, nil, admm(100), Options{Tol: 1e-6, MaxNodes: 3}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Dual < best-1e-6 || res.Primal > best+1e-9 {
+		t.Errorf("stopped search: dual %v primal %v, MAP %v", res.Dual, res.Primal, best)
+	}
+}
+
+// Against toulbar2's exact optima on grids too big for brute force.
+func TestExactAgainstToulbar2(t *testing.T) {
+	if _, err := exec.LookPath("toulbar2"); err != nil {
+		t.Skip("toulbar2 not installed (apt-get install toulbar2)")
+	}
+	for seed := int64(1); seed <= 3; seed++ {
+		m := generate.Potts(generate.GridOptions{Height: 6, Width: 6, Labels: 3, Rho: 2, Seed: seed})
+		opt := toulbar2Optimum(t, m)
+		res, st, err := Solve(context.Background(), m, nil, admm(500), Options{Tol: 1e-7, MaxNodes: 3000}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tol := 1e-5 * math.Max(1, math.Abs(opt)) // toulbar2 rounds costs to 7 decimals
+		if res.Dual < opt-tol || res.Primal > opt+tol {
+			t.Errorf("seed %d: dual %v primal %v, toulbar2 %v", seed, res.Dual, res.Primal, opt)
+		}
+		if res.Status == consensus.Optimal && math.Abs(res.Primal-opt) > tol {
+			t.Errorf("seed %d: certified %v, toulbar2 %v", seed, res.Primal, opt)
+		}
+		t.Logf("seed %d: %s after %d nodes, primal %v, toulbar2 %v", seed, res.Status, st.Nodes, res.Primal, opt)
+	}
+}
+
+func toulbar2Optimum(t *testing.T, m *model.Model) float64 {
+	t.Helper()
+	dir := t.TempDir()
+	file, sol := filepath.Join(dir, "m.uai"), filepath.Join(dir, "sol.txt")
+	if err := uai.WriteFile(file, m); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "toulbar2", file, "-w="+sol).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Optimum:") {
+		t.Fatalf("toulbar2: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(sol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := strings.Fields(strings.SplitN(string(data), "\n", 2)[0])
+	x := make([]int, len(fields))
+	for i, f := range fields {
+		if x[i], err = strconv.Atoi(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m.Score(x)
+}
