@@ -99,6 +99,7 @@ func TestBadInputOneLineError(t *testing.T) {
 		{"bad tau", []string{"solve", "--tau", "2", good}, "--tau"},
 		{"nan eta", []string{"solve", "--eta", "NaN", good}, "--eta"},
 		{"bad algo", []string{"solve", "--algo", "magic", good}, "--algo"},
+		{"bad tighten", []string{"solve", "--tighten", "squares", good}, "--tighten"},
 		{"bad out dir", []string{"solve", "--out", filepath.Join(dir, "no", "such", "x.mpe"), good}, "--out"},
 		{"absent evidence", []string{"solve", "--evidence", filepath.Join(dir, "e.evid"), good}, "e.evid"},
 		{"bad gen family", []string{"gen", "spinglass", "-o", filepath.Join(dir, "x.uai")}, "spinglass"},

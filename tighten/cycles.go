@@ -1,0 +1,219 @@
+// Package tighten strengthens the LP relaxation of a pairwise model without
+// changing its MAP problem: Cycles regroups the pairwise potentials into
+// factors over short cycles (3- and 4-cycles; every 4-cycle of a grid), so
+// that any dual solver (DD-ADMM with one slave per factor, TRW-S, ...)
+// enforces the consistency of the pairwise marginals around each cycle, in
+// the spirit of the cycle inequalities of Kumar & Torr (ICML 2008) and
+// Sontag et al. (UAI 2008).
+//
+// It only transforms models; it must not know about solvers.
+package tighten
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/ddrun/ddrun/model"
+)
+
+// Options bounds the transformation.
+type Options struct {
+	// MaxTable bounds the entries of one cycle factor (the product of its
+	// variables' cardinalities); longer cycles or bigger domains are
+	// skipped (default 4096).
+	MaxTable int
+	// MaxCycles bounds the number of cycles (default 1e6).
+	MaxCycles int
+}
+
+// Stats describes a transformation.
+type Stats struct {
+	Triangles, Squares int // cycles turned into factors
+	Edges, Covered     int // pairwise edges, and those in some cycle
+}
+
+type edge struct{ u, v int } // u < v
+
+// Cycles returns a model with the same variables, unaries, constant and
+// score as m, in which the pairwise factors that lie on short cycles are
+// replaced by one dense factor per cycle: each edge's table (the sum of the
+// pairwise factors on that pair) is split equally among the cycles that
+// contain it, so the total score of every assignment is unchanged.
+func Cycles(m *model.Model, opts Options) (*model.Model, Stats, error) {
+	if opts.MaxTable <= 0 {
+		opts.MaxTable = 4096
+	}
+	if opts.MaxCycles <= 0 {
+		opts.MaxCycles = 1_000_000
+	}
+	var st Stats
+	// Edge tables: the sum of the pairwise factors on each pair, rows
+	// indexed by the smaller variable.
+	tables := map[edge][]float64{}
+	var keep []model.Factor
+	for a := range m.Factors {
+		f := &m.Factors[a]
+		if len(f.Vars) != 2 || (f.Kind != model.Dense && f.Kind != model.Pair && f.Kind != model.Potts) {
+			keep = append(keep, *f)
+			continue
+		}
+		u, v := f.Vars[0], f.Vars[1]
+		t := m.DenseTable(a)
+		e := edge{u, v}
+		if u > v {
+			e = edge{v, u}
+			t = transpose(t, m.Cards[u], m.Cards[v])
+		}
+		if old, ok := tables[e]; ok {
+			sum := make([]float64, len(t))
+			for i := range t {
+				sum[i] = old[i] + t[i]
+			}
+			t = sum
+		}
+		tables[e] = t
+	}
+	st.Edges = len(tables)
+	adj := make([][]int, m.NumVars())
+	for e := range tables {
+		adj[e.u] = append(adj[e.u], e.v)
+		adj[e.v] = append(adj[e.v], e.u)
+	}
+	for i := range adj {
+		slices.Sort(adj[i])
+	}
+	has := func(a, b int) bool {
+		if a > b {
+			a, b = b, a
+		}
+		_, ok := tables[edge{a, b}]
+		return ok
+	}
+	size := func(vars ...int) int {
+		n := 1
+		for _, v := range vars {
+			n *= m.Cards[v]
+			if n > opts.MaxTable {
+				return n
+			}
+		}
+		return n
+	}
+	// Cycles, each listed once: triangles a<b<c, and chordless squares
+	// a-b-c-d-a with a the smallest and b < d.
+	var cycles [][]int
+	for a := range adj {
+		for _, b := range adj[a] {
+			if b <= a {
+				continue
+			}
+			for _, c := range adj[b] {
+				if c <= b || !has(a, c) {
+					continue
+				}
+				if size(a, b, c) <= opts.MaxTable {
+					cycles = append(cycles, []int{a, b, c})
+					st.Triangles++
+				}
+			}
+		}
+		for i, b := range adj[a] {
+			if b <= a {
+				continue
+			}
+			for _, d := range adj[a][i+1:] {
+				if d <= a {
+					continue
+				}
+				for _, c := range adj[b] {
+					if c <= a || c == d || !has(c, d) || has(a, c) || has(b, d) {
+						continue
+					}
+					if size(a, b, c, d) <= opts.MaxTable {
+						cycles = append(cycles, []int{a, b, c, d})
+						st.Squares++
+					}
+				}
+			}
+		}
+		if len(cycles) > opts.MaxCycles {
+			return nil, st, fmt.Errorf("tighten: more than %d short cycles", opts.MaxCycles)
+		}
+	}
+	// How many cycles share each edge.
+	share := map[edge]int{}
+	cycleEdges := func(c []int) []edge {
+		es := make([]edge, len(c))
+		for k := range c {
+			u, v := c[k], c[(k+1)%len(c)]
+			if u > v {
+				u, v = v, u
+			}
+			es[k] = edge{u, v}
+		}
+		return es
+	}
+	for _, c := range cycles {
+		for _, e := range cycleEdges(c) {
+			share[e]++
+		}
+	}
+	out := &model.Model{Cards: m.Cards, UnaryOff: m.UnaryOff, Unary: m.Unary, Constant: m.Constant}
+	out.Factors = append(out.Factors, keep...)
+	for e, t := range tables {
+		if share[e] == 0 {
+			out.Factors = append(out.Factors, model.Factor{Kind: model.Dense, Vars: []int{e.u, e.v}, Table: t})
+		}
+	}
+	st.Covered = len(share)
+	for _, c := range cycles {
+		out.Factors = append(out.Factors, cycleFactor(m, c, cycleEdges(c), tables, share))
+	}
+	// Deterministic factor order: map iteration above is random.
+	slices.SortStableFunc(out.Factors[len(keep):], func(x, y model.Factor) int { return slices.Compare(x.Vars, y.Vars) })
+	if err := out.Validate(); err != nil {
+		return nil, st, fmt.Errorf("tighten: %w", err)
+	}
+	return out, st, nil
+}
+
+// cycleFactor builds the dense factor of cycle c: the sum over its edges of
+// each edge's table divided by the number of cycles sharing the edge.
+func cycleFactor(m *model.Model, c []int, es []edge, tables map[edge][]float64, share map[edge]int) model.Factor {
+	n := 1
+	for _, v := range c {
+		n *= m.Cards[v]
+	}
+	table := make([]float64, n)
+	x := make([]int, len(c)) // states of c's variables, last fastest
+	pos := map[int]int{}
+	for k, v := range c {
+		pos[v] = k
+	}
+	for i := range table {
+		s := 0.0
+		for _, e := range es {
+			t := tables[e]
+			s += t[x[pos[e.u]]*m.Cards[e.v]+x[pos[e.v]]] / float64(share[e])
+		}
+		table[i] = s
+		for k := len(c) - 1; k >= 0; k-- {
+			if x[k]++; x[k] < m.Cards[c[k]] {
+				break
+			}
+			x[k] = 0
+		}
+	}
+	return model.Factor{Kind: model.Dense, Vars: append([]int(nil), c...), Table: table}
+}
+
+func transpose(t []float64, ru, cv int) []float64 {
+	// t is indexed [x_u*cv + x_v] with u first; return [x_v*ru + x_u].
+	out := make([]float64, len(t))
+	for x := 0; x < ru; x++ {
+		for y := 0; y < cv; y++ {
+			out[y*ru+x] = t[x*cv+y]
+		}
+	}
+	return out
+}
