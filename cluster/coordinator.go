@@ -176,7 +176,6 @@ type coordinator struct {
 	reports []chan *reportBody
 	filters []*transport.Filter
 	ready   []chan *readyBody
-	iter    int
 }
 
 func (c *coordinator) index(name string) int {

@@ -9,12 +9,6 @@ import (
 	"github.com/ddrun/ddrun/model"
 )
 
-// testGraph is a model plus what the tests know about its pairwise graph.
-type testGraph struct {
-	m     *model.Model
-	edges [][2]int // pairwise factors' scopes, in factor order
-}
-
 // binaryModel returns a model of n binary variables.
 func binaryModel(n int) *model.Model {
 	cards := make([]int, n)

@@ -28,8 +28,6 @@ func (h *gainHeap) reset() {
 	h.keys, h.vs = h.keys[:0], h.vs[:0]
 }
 
-func (h *gainHeap) len() int { return len(h.vs) }
-
 func (h *gainHeap) contains(v int32) bool { return h.loc[v] >= 0 }
 
 func (h *gainHeap) swap(i, j int) {

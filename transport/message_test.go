@@ -90,7 +90,7 @@ func TestMessageRoundTrip(t *testing.T) {
 		{"step special", Step{Eta: math.NaN(), Lambda: specialFloats, Mu: Floats{math.Inf(1)}, X: Int32s{-1, 0, 1}, Stop: true},
 			func() Body { return new(Step) }},
 		{"step huge", Step{Eta: 0.1, Lambda: big, Mu: big[:1000], X: bigX}, func() Body { return new(Step) }},
-		{"report", Report{Nu: specialFloats, Dual: math.Inf(1), Relaxed: -0.0, PrimalRes: 1e-300, DualRes: math.Float64frombits(0x7ff0000000000001), Score: -3.5},
+		{"report", Report{Nu: specialFloats, Dual: math.Inf(1), Relaxed: math.Copysign(0, -1), PrimalRes: 1e-300, DualRes: math.Float64frombits(0x7ff0000000000001), Score: -3.5},
 			func() Body { return new(Report) }},
 		{"report huge", Report{Nu: big}, func() Body { return new(Report) }},
 		{"heartbeat", Heartbeat{}, func() Body { return new(Heartbeat) }},

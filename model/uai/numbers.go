@@ -6,9 +6,6 @@ import (
 	"strconv"
 )
 
-// maxCountDigits bounds the digits of a count (so that it fits an int).
-const maxCountDigits = 18
-
 // parseCount parses a non-negative decimal integer (an optional '+', then
 // digits). On failure it returns a description of the problem with tok.
 func parseCount(tok []byte) (int, string) {
