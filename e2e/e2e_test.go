@@ -257,3 +257,36 @@ func TestRealInstancesRunMatchesSolve(t *testing.T) {
 		})
 	}
 }
+
+// Ctrl-C stops a long solve, which still prints its best result with
+// status interrupted and exits 0; --out then holds that assignment.
+func TestInterruptPrintsBestSoFar(t *testing.T) {
+	coord, _ := binaries(t)
+	model := genModel(t, coord, "potts", "--height", "120", "--width", "120", "--labels", "6", "--rho", "3", ".uai")
+	out := filepath.Join(t.TempDir(), "best.mpe")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, coord, "solve", "--json", "--quiet", "--tol", "0", "--max-iter", "1000000", "--out", out, model)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after Ctrl-C: %v", err)
+	}
+	var r result
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatalf("no JSON result after Ctrl-C: %v (%q)", err, stdout.String())
+	}
+	if r.Status != "interrupted" || r.Primal == nil || len(r.Assignment) != 120*120 {
+		t.Errorf("status %s, primal %v, %d states", r.Status, deref(r.Primal), len(r.Assignment))
+	}
+	if data, err := os.ReadFile(out); err != nil || !strings.HasPrefix(string(data), "MPE") {
+		t.Errorf("--out after Ctrl-C: %v %q", err, data)
+	}
+}
