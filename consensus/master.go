@@ -395,8 +395,36 @@ func (s *master) run(ctx context.Context, replicaEntries int, progress func(Prog
 	if math.IsInf(res.Primal, -1) {
 		res.Assignment = nil
 	}
+	res.Mu = s.gatherMu()
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// gatherMu collects the consensus marginals from in-process workers and the
+// boundary, laid out like the model's Unary; nil when a worker is remote.
+func (s *master) gatherMu() []float64 {
+	m := s.m
+	mu := make([]float64, len(m.Unary))
+	for _, l := range s.links {
+		ll, ok := l.(LocalLink)
+		if !ok {
+			return nil
+		}
+		w := ll.W
+		lm := w.p.Model
+		for lv, v := range w.part.Vars {
+			copy(mu[m.UnaryOff[v]:m.UnaryOff[v+1]], w.mu[lm.UnaryOff[lv]:lm.UnaryOff[lv+1]])
+		}
+	}
+	for j, v := range s.b.vars {
+		copy(mu[m.UnaryOff[v]:m.UnaryOff[v+1]], s.bmu[s.bmuOff[j]:s.bmuOff[j+1]])
+	}
+	for _, v := range s.isolated {
+		u := mu[m.UnaryOff[v]:m.UnaryOff[v+1]]
+		clear(u)
+		u[s.x[v]] = 1
+	}
+	return mu
 }
 
 // closed reports whether the gap certifies the primal optimal:

@@ -121,4 +121,8 @@ type Result struct {
 	Iterations int
 	Elapsed    time.Duration
 	Assignment []int
+	// Mu holds the final consensus marginals, laid out like the model's
+	// Unary (zero on states that evidence or hard constraints exclude),
+	// when the run was in this process; nil otherwise.
+	Mu []float64
 }

@@ -84,6 +84,15 @@ func Solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options,
 // and recomputes the primal there, evidence included: the reported primal
 // is always the exact score of the reported assignment.
 func Finish(m *model.Model, red *model.Reduced, res Result) Result {
+	if res.Mu != nil && red.States != nil {
+		mu := make([]float64, len(m.Unary))
+		for i, st := range red.States {
+			for k, s := range st {
+				mu[m.UnaryOff[i]+s] = res.Mu[red.UnaryOff[i]+k]
+			}
+		}
+		res.Mu = mu
+	}
 	if res.Assignment != nil {
 		res.Assignment = red.Expand(res.Assignment)
 		res.Primal = m.Score(res.Assignment)
