@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,6 +101,7 @@ func TestBadInputOneLineError(t *testing.T) {
 		{"nan eta", []string{"solve", "--eta", "NaN", good}, "--eta"},
 		{"bad algo", []string{"solve", "--algo", "magic", good}, "--algo"},
 		{"bad tighten", []string{"solve", "--tighten", "squares", good}, "--tighten"},
+		{"eps-descent without cmp", []string{"solve", "--eps-descent", good}, "--eps-descent"},
 		{"bad out dir", []string{"solve", "--out", filepath.Join(dir, "no", "such", "x.mpe"), good}, "--out"},
 		{"absent evidence", []string{"solve", "--evidence", filepath.Join(dir, "e.evid"), good}, "e.evid"},
 		{"bad gen family", []string{"gen", "spinglass", "-o", filepath.Join(dir, "x.uai")}, "spinglass"},
@@ -124,20 +126,22 @@ func TestBadInputOneLineError(t *testing.T) {
 	}
 }
 
-func TestSolveTRWS(t *testing.T) {
+func TestSolveOtherAlgorithms(t *testing.T) {
 	model := writeFile(t, "chain.uai", chainUAI)
-	code, stdout, stderr := runCLI(t, "solve", "--algo", "trws", "--json", "--quiet", model)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
+	for _, args := range [][]string{{"--algo", "trws"}, {"--algo", "cmp"}, {"--algo", "cmp", "--eps-descent"}, {"--exact"}, {"--algo", "trws", "--exact"}, {"--tighten", "cycles"}} {
+		code, stdout, stderr := runCLI(t, append(append([]string{"solve", "--json", "--quiet"}, args...), model)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		var res map[string]any
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatal(err)
+		}
+		if res["status"] != "optimal" || math.Abs(res["primal"].(float64)-math.Log(16)) > 1e-12 {
+			t.Errorf("%v: status %v primal %v, want optimal ln 16", args, res["status"], res["primal"])
+		}
 	}
-	var res map[string]any
-	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
-		t.Fatal(err)
-	}
-	if res["status"] != "optimal" || res["algo"] != "trws" {
-		t.Errorf("status %v algo %v", res["status"], res["algo"])
-	}
-	code, _, stderr = runCLI(t, "run", "--algo", "trws", model)
+	code, _, stderr := runCLI(t, "run", "--algo", "trws", model)
 	if code != 2 || !strings.Contains(stderr, "solve") {
 		t.Errorf("run --algo trws: exit %d, %q", code, stderr)
 	}

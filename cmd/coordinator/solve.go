@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/ddrun/ddrun/cmp"
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/exact"
 	"github.com/ddrun/ddrun/model"
@@ -37,6 +38,7 @@ type solveFlags struct {
 	tau       float64
 	json      bool
 	exact     bool
+	epsDesc   bool
 	tighten   string
 	out       string
 	quiet     bool
@@ -51,7 +53,8 @@ func (f *solveFlags) register(fs interface {
 }) {
 	d := consensus.DefaultOptions()
 	fs.StringVar(&f.evidence, "evidence", "", "evidence `FILE` (UAI .evid layout)")
-	fs.StringVar(&f.algo, "algo", string(d.Algo), "algorithm: admm (DD-ADMM), subgradient (DD-subgradient) or trws (TRW-S, pairwise models)")
+	fs.StringVar(&f.algo, "algo", string(d.Algo), "algorithm: admm (DD-ADMM), subgradient (DD-subgradient), trws (TRW-S, pairwise models) or cmp (convex max-product)")
+	fs.BoolVar(&f.epsDesc, "eps-descent", false, "with --algo cmp: steepest eps-descent when block updates stall (converges to the LP optimum)")
 	fs.StringVar(&f.slaves, "slaves", string(d.Slaves), "decomposition: factor (one slave per factor), chains (rows and columns, or a path cover) or trees (spanning forests)")
 	fs.StringVar(&f.step, "step", string(d.Step), "subgradient step rule: polyak, 1/t or 1/sqrt(t)")
 	fs.IntVar(&f.threads, "threads", runtime.GOMAXPROCS(0), "goroutines for the slave and variable loops")
@@ -102,6 +105,9 @@ func (f *solveFlags) load(fs *flag.FlagSet, cmd string, pos []string) (consensus
 	if err := opts.Validate(); err != nil {
 		return fail(usageError{err})
 	}
+	if f.epsDesc && opts.Algo != consensus.CMP {
+		return fail(usagef("--eps-descent goes with --algo cmp"))
+	}
 	if f.out != "" {
 		if st, err := os.Stat(filepath.Dir(f.out)); err != nil || !st.IsDir() {
 			return fail(usagef("--out: directory %s does not exist", filepath.Dir(f.out)))
@@ -146,10 +152,15 @@ func cmdSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		progress = func(p consensus.Progress) { printProgress(stderr, p) }
 	}
 	dual := func(ctx context.Context, m *model.Model, ev model.Evidence, progress func(consensus.Progress)) (consensus.Result, error) {
-		if opts.Algo == consensus.TRWS {
+		switch opts.Algo {
+		case consensus.TRWS:
 			to := trws.DefaultOptions()
 			to.MaxIter, to.TimeLimit, to.Tol = opts.MaxIter, opts.TimeLimit, opts.Tol
 			return trws.Solve(ctx, m, ev, to, progress)
+		case consensus.CMP:
+			co := cmp.DefaultOptions()
+			co.MaxIter, co.TimeLimit, co.Tol, co.EpsDescent = opts.MaxIter, opts.TimeLimit, opts.Tol, f.epsDesc
+			return cmp.Solve(ctx, m, ev, co, progress)
 		}
 		return consensus.Solve(ctx, m, ev, opts, progress)
 	}

@@ -1,0 +1,135 @@
+package cmp
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Options configures a run. The zero value is not usable; start from
+// DefaultOptions.
+type Options struct {
+	// EpsDescent switches to steepest eps-descent when block coordinate
+	// descent stalls, which makes the run converge to the LP optimum.
+	// Without it the run stops at the first stall (convex max-product).
+	EpsDescent bool
+	// MaxIter bounds the number of iterations: block coordinate descent
+	// sweeps (every variable updated once) plus eps-descent steps (>= 1).
+	MaxIter   int
+	TimeLimit time.Duration // 0: none
+	// Tol is the relative gap for Optimal: Dual - Primal <=
+	// Tol*max(1, |Primal|) stops the run with a certified MAP.
+	Tol float64
+	// StallTol decides when block coordinate descent stalls: a sweep that
+	// lowers the dual by less than StallTol*max(1, |dual|). In plain mode
+	// the run then stops; with EpsDescent the run switches to an
+	// eps-descent step as soon as a sweep gains less than
+	// max(StallTol*max(1, |dual|), eps).
+	StallTol float64
+	// Eps0 is the initial eps of eps-descent (absolute, in score units, per
+	// max-function of the dual); EpsMin the last one: the run stops with
+	// status Converged once an eps-subdifferential at an eps below EpsMin
+	// contains 0, which puts the dual within (|V|+|E|)*EpsMin of the LP
+	// optimum (the paper's Corollary 2). EpsShrink in (0, 1) multiplies eps
+	// each time the eps-subdifferential contains 0.
+	Eps0, EpsMin, EpsShrink float64
+	// QPIters bounds the iterations of the min-norm QP solver per
+	// eps-descent direction (>= 1).
+	QPIters int
+	// ICMSweeps bounds the iterated-conditional-modes sweeps that improve
+	// each decoded assignment (0: decode only).
+	ICMSweeps int
+	// DecodeEvery is the number of block coordinate descent sweeps between
+	// two decodings of a primal assignment (>= 1).
+	DecodeEvery int
+	// MaxTable bounds the number of entries of one factor table; a larger
+	// factor (after model.DenseTable) is rejected with an error.
+	MaxTable int
+	// ProgressEvery is the minimum time between two Progress callbacks.
+	ProgressEvery time.Duration
+
+	// trace, when set (tests), is called with every dual value computed
+	// after a sweep or an eps-descent step, in order.
+	trace func(phase string, dual float64)
+}
+
+// DefaultOptions returns the defaults: plain convex max-product for at most
+// 10000 sweeps (the paper's budget), eps-descent from eps = 0.01 (the
+// paper's switch threshold) down to 1e-7 when enabled.
+func DefaultOptions() Options {
+	return Options{
+		MaxIter:       10000,
+		Tol:           1e-9,
+		StallTol:      1e-10,
+		Eps0:          1e-2,
+		EpsMin:        1e-7,
+		EpsShrink:     0.1,
+		QPIters:       1000,
+		ICMSweeps:     10,
+		DecodeEvery:   10,
+		MaxTable:      1 << 20,
+		ProgressEvery: 250 * time.Millisecond,
+	}
+}
+
+// Validate checks the options and returns an error naming the first bad one.
+func (o *Options) Validate() error {
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	switch {
+	case o.MaxIter < 1:
+		return fmt.Errorf("cmp: MaxIter %d < 1", o.MaxIter)
+	case o.TimeLimit < 0:
+		return fmt.Errorf("cmp: TimeLimit %v is negative", o.TimeLimit)
+	case !finite(o.Tol) || o.Tol < 0:
+		return fmt.Errorf("cmp: Tol %v is not a finite number >= 0", o.Tol)
+	case !finite(o.StallTol) || o.StallTol < 0:
+		return fmt.Errorf("cmp: StallTol %v is not a finite number >= 0", o.StallTol)
+	case o.QPIters < 1:
+		return fmt.Errorf("cmp: QPIters %d < 1", o.QPIters)
+	case o.ICMSweeps < 0:
+		return fmt.Errorf("cmp: ICMSweeps %d < 0", o.ICMSweeps)
+	case o.DecodeEvery < 1:
+		return fmt.Errorf("cmp: DecodeEvery %d < 1", o.DecodeEvery)
+	case o.MaxTable < 1:
+		return fmt.Errorf("cmp: MaxTable %d < 1", o.MaxTable)
+	case o.ProgressEvery < 0:
+		return fmt.Errorf("cmp: ProgressEvery %v is negative", o.ProgressEvery)
+	}
+	if o.EpsDescent {
+		switch {
+		case !finite(o.EpsMin) || o.EpsMin <= 0:
+			return fmt.Errorf("cmp: EpsMin %v is not a finite number > 0", o.EpsMin)
+		case !finite(o.Eps0) || o.Eps0 < o.EpsMin:
+			return fmt.Errorf("cmp: Eps0 %v is not a finite number >= EpsMin (%v)", o.Eps0, o.EpsMin)
+		case !(o.EpsShrink > 0 && o.EpsShrink < 1):
+			return fmt.Errorf("cmp: EpsShrink %v is outside (0, 1)", o.EpsShrink)
+		}
+	}
+	return nil
+}
+
+// Stats describes a run beyond consensus.Result.
+type Stats struct {
+	// Sweeps is the number of block coordinate descent sweeps; EpsSteps
+	// the number of accepted eps-descent steps, CertSteps those along a
+	// direction certified to lower the dual by more than eps (Claim 2);
+	// QPSolves and QPIters count the min-norm QPs of Corollary 2 and their
+	// iterations.
+	Sweeps, EpsSteps, CertSteps, QPSolves, QPIters int
+	// StallDual is the dual when block coordinate descent first stalled:
+	// the plain convex max-product value in plain mode, the dual at the
+	// first switch to eps-descent (a sweep gaining less than Eps0) with
+	// EpsDescent; NaN if it never stalled.
+	StallDual float64
+	// StallIter is the iteration of that first stall.
+	StallIter int
+	// Eps is the last eps used (0 when eps-descent never ran).
+	Eps float64
+	// Residual is the largest marginalisation disagreement
+	// |sum_{x_a \ x_i} b_a(x_a) - b_i(x_i)| of the recovered beliefs (NaN
+	// when none were recovered).
+	Residual float64
+	// Vars, Factors and Regions describe the problem actually solved (after
+	// reduction): Regions = |V| + |E| counts the max-functions of the dual.
+	Vars, Factors, Regions int
+}
