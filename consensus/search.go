@@ -29,6 +29,8 @@ type localSearch struct {
 	facs   []int
 	loc    []float64
 	rep    *repair // built on first use
+	queue  []int   // ICM worklist
+	queued []bool
 }
 
 func newLocalSearch(m *model.Model) *localSearch {
@@ -71,44 +73,71 @@ func (ls *localSearch) improve(x []int, infeasible bool) {
 // polish runs ICM to a local optimum (or the final sweep budget).
 func (ls *localSearch) polish(x []int) { ls.icm(x, icmFinalSweeps) }
 
-// icm is iterated conditional modes: each variable in turn takes the state
-// that maximises its local score (unary plus the factors that touch it)
-// with the others fixed, until a sweep changes nothing or the budget is
-// spent. It never lowers the score of a feasible assignment and often
-// repairs an infeasible one.
+// icm is iterated conditional modes: a variable takes the state that
+// maximises its local score (unary plus the factors that touch it) with the
+// others fixed. Every variable is visited once, in order; after that only
+// the neighbours of variables that changed are revisited (a FIFO worklist),
+// until nothing changes or sweeps*n visits are spent. It never lowers the
+// score of a feasible assignment and often repairs an infeasible one.
 func (ls *localSearch) icm(x []int, sweeps int) {
 	m := ls.m
-	for sweep := 0; sweep < sweeps; sweep++ {
-		changed := false
-		for i := range m.Cards {
-			if m.Cards[i] == 1 {
+	n := m.NumVars()
+	if ls.queued == nil {
+		ls.queued = make([]bool, n)
+		ls.queue = make([]int, 0, n)
+	}
+	q := ls.queue[:0]
+	for i := 0; i < n; i++ {
+		q = append(q, i)
+		ls.queued[i] = true
+	}
+	for visits, head := 0, 0; head < len(q) && visits < sweeps*n; visits++ {
+		i := q[head]
+		head++
+		ls.queued[i] = false
+		if head > n && head*2 > len(q) {
+			// Compact the worklist so that it stays within n entries.
+			q = append(q[:0], q[head:]...)
+			head = 0
+		}
+		if m.Cards[i] == 1 {
+			continue
+		}
+		loc := ls.loc[:m.Cards[i]]
+		copy(loc, m.Unaries(i))
+		orig := x[i]
+		for st := range loc {
+			if math.IsInf(loc[st], -1) {
 				continue
 			}
-			loc := ls.loc[:m.Cards[i]]
-			copy(loc, m.Unaries(i))
-			orig := x[i]
-			for st := range loc {
-				if math.IsInf(loc[st], -1) {
-					continue
-				}
-				x[i] = st
-				for _, a := range ls.facs[ls.varOff[i]:ls.varOff[i+1]] {
-					loc[st] += m.FactorScore(a, x)
-				}
+			x[i] = st
+			for _, a := range ls.facs[ls.varOff[i]:ls.varOff[i+1]] {
+				loc[st] += m.FactorScore(a, x)
 			}
-			best := orig
-			for st, v := range loc {
-				if v > loc[best] {
-					best = st
-				}
-			}
-			x[i] = best
-			changed = changed || best != orig
 		}
-		if !changed {
-			return
+		best := orig
+		for st, v := range loc {
+			if v > loc[best] {
+				best = st
+			}
+		}
+		x[i] = best
+		if best == orig {
+			continue
+		}
+		for _, a := range ls.facs[ls.varOff[i]:ls.varOff[i+1]] {
+			for _, v := range m.Factors[a].Vars {
+				if v != i && !ls.queued[v] {
+					ls.queued[v] = true
+					q = append(q, v)
+				}
+			}
 		}
 	}
+	for _, v := range q {
+		ls.queued[v] = false
+	}
+	ls.queue = q[:0]
 }
 
 // forbidden is the score given to excluded states when asking a slave's MAP
