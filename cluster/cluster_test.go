@@ -98,3 +98,68 @@ func TestNATSWorkersMatchSolve(t *testing.T) {
 	opts.MaxIter = 150
 	runBoth(t, connect("coordinator"), m, opts, 2, "nats1")
 }
+
+// A worker that dies mid-run (its process gone: no answers, no heartbeats)
+// is noticed within LostAfter; a spare worker that joined later takes over
+// its part from scratch, and the job still ends with the optimum.
+func TestWorkerLossFailsOverToSpare(t *testing.T) {
+	tr := transport.NewInProc()
+	defer tr.Close()
+	type handle struct {
+		cancel context.CancelFunc
+		done   chan struct{}
+	}
+	start := func(name string) handle {
+		ctx, cancel := context.WithCancel(context.Background())
+		h := handle{cancel, make(chan struct{})}
+		go func() {
+			defer close(h.done)
+			_ = Serve(ctx, tr, WorkerOptions{Name: name, Threads: 1})
+		}()
+		return h
+	}
+	a, b := start("a"), start("b")
+	var spare handle
+	defer func() {
+		for _, h := range []handle{a, b, spare} {
+			if h.cancel != nil {
+				h.cancel()
+				<-h.done
+			}
+		}
+	}()
+	m := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 3, Rho: 0.5, Seed: 5})
+	opts := consensus.DefaultOptions()
+	opts.MaxIter = 2000
+	opts.ProgressEvery = 0
+	want, err := consensus.Solve(context.Background(), m, nil, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Status != consensus.Optimal {
+		t.Fatalf("the model should be solved to optimality: %s", want.Status)
+	}
+	killed := false
+	progress := func(p consensus.Progress) {
+		if p.Iteration == 2 && !killed {
+			killed = true
+			spare = start("spare")
+			a.cancel() // "a" dies: no more answers, no more heartbeats
+			<-a.done
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	got, err := Run(ctx, tr, m, nil, opts, RunOptions{Job: "failover", Workers: 2, WaitWorkers: 10 * time.Second,
+		StepTimeout: 20 * time.Second, LostAfter: 500 * time.Millisecond}, progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !killed {
+		t.Fatal("the job ended before the worker was killed")
+	}
+	if got.Status != consensus.Optimal || !relClose(got.Primal, want.Primal, 1e-9) || got.Dual < want.Primal-1e-9 {
+		t.Errorf("after failover: %s primal %v dual %v; undisturbed: primal %v", got.Status, got.Primal, got.Dual, want.Primal)
+	}
+	t.Logf("undisturbed %d iterations, with a failover %d", want.Iterations, got.Iterations)
+}

@@ -26,6 +26,10 @@ type RunOptions struct {
 	WaitWorkers time.Duration
 	// StepTimeout bounds the wait for every worker's answer to one step.
 	StepTimeout time.Duration
+	// LostAfter: a worker silent this long (no heartbeat, no answer) is
+	// taken as lost; its part moves to a spare worker (one that announced
+	// itself and holds no part of the job), which restarts it. Default 3s.
+	LostAfter time.Duration
 	// Place assigns each slave of the plan to a worker; nil uses the
 	// multilevel partitioner (partition.Place).
 	Place  func(m *model.Model, plan partition.Plan, workers int) ([]int32, error)
@@ -49,6 +53,9 @@ func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 	}
 	if ro.StepTimeout <= 0 {
 		ro.StepTimeout = 5 * time.Minute
+	}
+	if ro.LostAfter <= 0 {
+		ro.LostAfter = 3 * time.Second
 	}
 	log := ro.Logger
 	if log == nil {
@@ -84,9 +91,14 @@ func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 	}
 	log.Info("model split", "slaves", len(plan.Slaves), "boundary", len(b.Vars()))
 	c := &coordinator{tr: tr, job: ro.Job, names: names, seq: transport.NewSequence(), timeout: ro.StepTimeout,
-		reports: make([]chan *reportBody, len(names)), filters: make([]*transport.Filter, len(names))}
-	for w := range names {
+		lostAfter: ro.LostAfter, waitSpare: ro.WaitWorkers, log: log,
+		byName: map[string]int{}, spares: map[string]time.Time{},
+		reports: make([]chan *reportBody, len(names)), filters: make([]*transport.Filter, len(names)),
+		ready: make([]chan *readyBody, len(names)), lastSeen: make([]time.Time, len(names))}
+	for w, name := range names {
+		c.byName[name] = w
 		c.reports[w] = make(chan *reportBody, 4)
+		c.ready[w] = make(chan *readyBody, 4)
 		c.filters[w] = transport.NewFilter(ro.Job, transport.FilterOptions{})
 	}
 	sub, err := tr.Subscribe(transport.ReportsWildcard(ro.Job), c.onReport)
@@ -94,6 +106,16 @@ func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 		return consensus.Result{}, err
 	}
 	defer sub.Unsubscribe()
+	beats, err := tr.Subscribe(transport.HeartbeatsWildcard(ro.Job), c.onHeartbeat)
+	if err != nil {
+		return consensus.Result{}, err
+	}
+	defer beats.Unsubscribe()
+	control, err := tr.Subscribe(transport.ControlSubject, c.onHello)
+	if err != nil {
+		return consensus.Result{}, err
+	}
+	defer control.Unsubscribe()
 	defer c.stop(context.WithoutCancel(ctx))
 	if err := c.assign(ctx, parts, opts); err != nil {
 		return consensus.Result{}, err
@@ -105,6 +127,9 @@ func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 	res, err := consensus.Coordinate(ctx, red.Model, parts, b, links, opts, progress)
 	if err != nil {
 		return res, err
+	}
+	if c.failovers > 0 {
+		log.Warn("job finished after worker losses", "failovers", c.failovers)
 	}
 	return consensus.Finish(m, red, res), nil
 }
@@ -167,23 +192,120 @@ func waitWorkers(ctx context.Context, tr transport.Transport, n int, wait time.D
 }
 
 type coordinator struct {
-	tr      transport.Transport
-	job     string
-	names   []string
-	seq     *transport.Sequence
-	timeout time.Duration
-	mu      sync.Mutex
-	reports []chan *reportBody
-	filters []*transport.Filter
-	ready   []chan *readyBody
+	tr        transport.Transport
+	job       string
+	seq       *transport.Sequence
+	timeout   time.Duration
+	lostAfter time.Duration
+	waitSpare time.Duration
+	log       *slog.Logger
+	bodies    []*assignBody // each part's assignment, kept for failover
+	failovers int
+
+	mu       sync.Mutex // guards the fields below
+	names    []string   // the worker holding each part
+	byName   map[string]int
+	lastSeen []time.Time
+	spares   map[string]time.Time // workers announcing themselves outside the job
+	reports  []chan *reportBody
+	filters  []*transport.Filter
+	ready    []chan *readyBody
 }
 
+// index returns the part held by the named worker, or -1.
 func (c *coordinator) index(name string) int {
-	i, ok := slices.BinarySearch(c.names, name)
-	if !ok {
-		return -1
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w, ok := c.byName[name]; ok {
+		return w
 	}
-	return i
+	return -1
+}
+
+func (c *coordinator) name(w int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.names[w]
+}
+
+func (c *coordinator) seen(w int) {
+	c.mu.Lock()
+	c.lastSeen[w] = time.Now()
+	c.mu.Unlock()
+}
+
+func (c *coordinator) lost(w int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Since(c.lastSeen[w]) > c.lostAfter
+}
+
+func (c *coordinator) onHeartbeat(_ string, data []byte) {
+	h, _, err := transport.Decode(data)
+	if err != nil || h.Job != c.job {
+		return
+	}
+	if w := c.index(h.From); w >= 0 {
+		c.seen(w)
+	}
+}
+
+// onHello records workers that could take over a lost part.
+func (c *coordinator) onHello(_ string, data []byte) {
+	var h transport.Hello
+	if _, err := transport.DecodeInto(data, &h); err != nil || transport.ValidName(h.Name) != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, busy := c.byName[h.Name]; !busy {
+		c.spares[h.Name] = time.Now()
+	}
+}
+
+// replace moves part w from a lost worker to a spare, which starts the part
+// afresh (zero multipliers on its interior: sum_a lambda_i^a = 0 still
+// holds, so the dual stays valid; the coordinator keeps the boundary's).
+func (c *coordinator) replace(ctx context.Context, w int) (string, error) {
+	old := c.name(w)
+	deadline := time.Now().Add(c.waitSpare)
+	for {
+		c.mu.Lock()
+		spare := ""
+		for name, at := range c.spares {
+			// Only workers heard from recently; ties by name.
+			if time.Since(at) < 3*helloEvery && (spare == "" || name < spare) {
+				spare = name
+			}
+		}
+		if spare != "" {
+			delete(c.spares, spare)
+			delete(c.byName, old)
+			c.names[w] = spare
+			c.byName[spare] = w
+			c.filters[w] = transport.NewFilter(c.job, transport.FilterOptions{})
+			c.lastSeen[w] = time.Now()
+			c.mu.Unlock()
+			for len(c.reports[w]) > 0 {
+				<-c.reports[w]
+			}
+			c.log.Warn("worker lost; its part moves to a spare", "lost", old, "part", w, "spare", spare)
+			c.failovers++
+			if err := c.assignOne(ctx, w); err != nil {
+				return "", err
+			}
+			return spare, nil
+		}
+		c.mu.Unlock()
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("worker %s holding part %d is lost and no spare worker joined within %v", old, w, c.waitSpare)
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func (c *coordinator) onReport(_ string, data []byte) {
@@ -197,6 +319,7 @@ func (c *coordinator) onReport(_ string, data []byte) {
 	}
 	c.mu.Lock()
 	keep := c.filters[w].Check(h).Keep()
+	c.lastSeen[w] = time.Now()
 	c.mu.Unlock()
 	if !keep {
 		return
@@ -204,7 +327,7 @@ func (c *coordinator) onReport(_ string, data []byte) {
 	switch h.Kind {
 	case kindReady:
 		var r readyBody
-		if transport.DecodeBody(raw, &r) == nil && c.ready != nil {
+		if transport.DecodeBody(raw, &r) == nil {
 			select {
 			case c.ready[w] <- &r:
 			default: // repeated acknowledgements: the first ones suffice
@@ -232,26 +355,41 @@ func (c *coordinator) send(ctx context.Context, subject string, h transport.Head
 
 // assign ships every worker its part and waits for the acknowledgements.
 func (c *coordinator) assign(ctx context.Context, parts []*consensus.Part, opts consensus.Options) error {
-	c.ready = make([]chan *readyBody, len(parts))
-	for w := range parts {
-		c.ready[w] = make(chan *readyBody, 4)
-	}
-	bodies := make([]*assignBody, len(parts))
+	c.bodies = make([]*assignBody, len(parts))
 	for w, p := range parts {
 		body, err := encodePart(p, w, len(parts), opts)
 		if err != nil {
 			return err
 		}
-		bodies[w] = body
+		c.bodies[w] = body
 	}
+	all := make([]int, len(parts))
+	for w := range all {
+		all[w] = w
+	}
+	return c.deliver(ctx, all)
+}
+
+// assignOne ships part w again, to the worker now holding it.
+func (c *coordinator) assignOne(ctx context.Context, w int) error {
+	for len(c.ready[w]) > 0 {
+		<-c.ready[w]
+	}
+	return c.deliver(ctx, []int{w})
+}
+
+// deliver sends the given parts, re-sends those whose receipt is not
+// acknowledged, and waits until each worker reports its part built.
+func (c *coordinator) deliver(ctx context.Context, which []int) error {
 	sendPart := func(w int) error {
-		if err := c.send(ctx, transport.AssignSubject(c.job, c.names[w]), transport.Header{Kind: kindAssign}, bodies[w]); err != nil {
-			return fmt.Errorf("sending part %d to worker %s: %w", w, c.names[w], err)
+		name := c.name(w)
+		if err := c.send(ctx, transport.AssignSubject(c.job, name), transport.Header{Kind: kindAssign}, c.bodies[w]); err != nil {
+			return fmt.Errorf("sending part %d to worker %s: %w", w, name, err)
 		}
 		// Pace the parts: each is a burst of chunks.
 		return c.tr.Flush(ctx)
 	}
-	for w := range parts {
+	for _, w := range which {
 		if err := sendPart(w); err != nil {
 			return err
 		}
@@ -260,10 +398,10 @@ func (c *coordinator) assign(ctx context.Context, parts []*consensus.Part, opts 
 	defer deadline.Stop()
 	resend := time.NewTicker(resendEvery)
 	defer resend.Stop()
-	acked := make([]bool, len(parts))
-	received := make([]bool, len(parts))
-	for left := len(parts); left > 0; {
-		for w := range parts {
+	acked := map[int]bool{}
+	received := map[int]bool{}
+	for len(acked) < len(which) {
+		for _, w := range which {
 			if acked[w] {
 				continue
 			}
@@ -271,30 +409,30 @@ func (c *coordinator) assign(ctx context.Context, parts []*consensus.Part, opts 
 			case r := <-c.ready[w]:
 				switch {
 				case r.Err != "":
-					return fmt.Errorf("worker %s could not take its part: %s", c.names[w], r.Err)
+					return fmt.Errorf("worker %s could not take its part: %s", c.name(w), r.Err)
 				case r.Received:
 					received[w] = true
 				default:
 					acked[w] = true
-					left--
+					c.seen(w)
 				}
 			default:
 			}
 		}
-		if left == 0 {
+		if len(acked) == len(which) {
 			break
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline.C:
-			for w := range parts {
+			for _, w := range which {
 				if !acked[w] {
-					return fmt.Errorf("worker %s did not acknowledge its part within %v", c.names[w], c.timeout)
+					return fmt.Errorf("worker %s did not acknowledge its part within %v", c.name(w), c.timeout)
 				}
 			}
 		case <-resend.C:
-			for w := range parts {
+			for _, w := range which {
 				if !received[w] {
 					if err := sendPart(w); err != nil {
 						return err
@@ -309,7 +447,10 @@ func (c *coordinator) assign(ctx context.Context, parts []*consensus.Part, opts 
 
 // stop ends the job on every worker.
 func (c *coordinator) stop(ctx context.Context) {
-	for _, name := range c.names {
+	c.mu.Lock()
+	names := append([]string(nil), c.names...)
+	c.mu.Unlock()
+	for _, name := range names {
 		// Ahead of every iteration, so no worker's filter takes it as stale.
 		_ = c.send(ctx, stepSubject(c.job, name), transport.Header{Iter: math.MaxInt32, Kind: kindStep}, stepBody{Stop: true})
 	}
@@ -332,36 +473,55 @@ func (l *remoteLink) Step(ctx context.Context, in *consensus.StepIn, out *consen
 	c := l.c
 	ctx = context.WithoutCancel(ctx)
 	l.body = stepBody{Iter: in.Iter, Eta: in.Eta, PrevStep: in.PrevStep, Lambda: in.Lambda, Mu: in.Mu, GatherX: in.GatherX}
-	name := c.names[l.w]
-	if err := c.send(ctx, stepSubject(c.job, name), transport.Header{Iter: uint64(in.Iter), Kind: kindStep}, l.body); err != nil {
-		return fmt.Errorf("step %d to worker %s: %w", in.Iter, name, err)
+	send := func() error {
+		name := c.name(l.w)
+		if err := c.send(ctx, stepSubject(c.job, name), transport.Header{Iter: uint64(in.Iter), Kind: kindStep}, l.body); err != nil {
+			return fmt.Errorf("step %d to worker %s: %w", in.Iter, name, err)
+		}
+		return nil
+	}
+	if err := send(); err != nil {
+		return err
 	}
 	timer := time.NewTimer(c.timeout)
 	defer timer.Stop()
 	resend := time.NewTicker(resendEvery)
 	defer resend.Stop()
+	check := time.NewTicker(c.lostAfter / 4)
+	defer check.Stop()
 	for {
 		select {
+		case <-check.C:
+			if !c.lost(l.w) {
+				continue
+			}
+			// The worker went silent: its part restarts on a spare, which
+			// answers this same step.
+			if _, err := c.replace(ctx, l.w); err != nil {
+				return err
+			}
+			if err := send(); err != nil {
+				return err
+			}
+			timer.Reset(c.timeout)
 		case <-resend.C:
 			// Lost, or a slow iteration: the worker answers a repeated
 			// step with the report it already computed.
-			if err := c.send(ctx, stepSubject(c.job, name), transport.Header{Iter: uint64(in.Iter), Kind: kindStep}, l.body); err != nil {
-				return fmt.Errorf("step %d to worker %s: %w", in.Iter, name, err)
+			if err := send(); err != nil {
+				return err
 			}
 		case r := <-c.reports[l.w]:
 			if r.Iter != in.Iter {
 				continue // a late answer to an earlier step
 			}
 			if r.Err != "" {
-				return fmt.Errorf("worker %s: %s", name, r.Err)
+				return fmt.Errorf("worker %s: %s", c.name(l.w), r.Err)
 			}
 			out.Iter, out.Nu, out.Dual, out.Relaxed, out.PrimalRes, out.DualRes, out.Changed, out.X =
 				r.Iter, r.Nu, r.Dual, r.Relaxed, r.PrimalRes, r.DualRes, r.Changed, r.X
 			return nil
-		case <-ctx.Done():
-			return ctx.Err()
 		case <-timer.C:
-			return fmt.Errorf("worker %s did not answer step %d within %v", name, in.Iter, c.timeout)
+			return fmt.Errorf("worker %s did not answer step %d within %v", c.name(l.w), in.Iter, c.timeout)
 		}
 	}
 }

@@ -155,4 +155,6 @@ const (
 	// resendEvery: an assignment or a step not answered within this time
 	// is sent again (a message can be lost, e.g. to a slow-consumer cut).
 	resendEvery = 10 * time.Second
+	// heartbeatEvery: how often a worker busy with a job says it is alive.
+	heartbeatEvery = 500 * time.Millisecond
 )

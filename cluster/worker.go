@@ -132,6 +132,26 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 	if err := s.tr.Publish(ctx, report, received); err != nil {
 		return err
 	}
+	// Heartbeats tell the coordinator this worker is alive, also while it
+	// builds a big part or solves a long iteration.
+	beat, err := s.encode(transport.Header{Job: job, Kind: transport.KindHeartbeat}, transport.Heartbeat{})
+	if err != nil {
+		return err
+	}
+	beatCtx, stopBeat := context.WithCancel(ctx)
+	defer stopBeat()
+	go func() {
+		t := time.NewTicker(heartbeatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-beatCtx.Done():
+				return
+			case <-t.C:
+				_ = s.tr.Publish(beatCtx, transport.HeartbeatSubject(job, s.opts.Name), beat)
+			}
+		}
+	}()
 	part, err := decodePart(a.body)
 	var w *consensus.Worker
 	if err == nil {

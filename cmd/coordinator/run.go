@@ -35,6 +35,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	local := fs.Bool("local", false, "start the worker processes on this machine and stop them at the end")
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait for the workers to join")
 	stepTimeout := fs.Duration("step-timeout", 5*time.Minute, "how long to wait for the workers' answers to one iteration")
+	lostAfter := fs.Duration("lost-after", 3*time.Second, "a worker silent this long is lost; its part restarts on a spare worker")
 	pos, err := parseInterleaved(fs, args, stderr)
 	if err != nil {
 		return err
@@ -100,7 +101,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if !f.quiet {
 		progress = func(p consensus.Progress) { printProgress(stderr, p) }
 	}
-	ro := cluster.RunOptions{Job: *job, Workers: *workers, WaitWorkers: *wait, StepTimeout: *stepTimeout, Logger: log}
+	ro := cluster.RunOptions{Job: *job, Workers: *workers, WaitWorkers: *wait, StepTimeout: *stepTimeout, LostAfter: *lostAfter, Logger: log}
 	before := tr.Conn().Stats()
 	res, err := cluster.Run(ctx, tr, m, ev, opts, ro, progress)
 	if err != nil {
