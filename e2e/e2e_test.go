@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -288,5 +290,81 @@ func TestInterruptPrintsBestSoFar(t *testing.T) {
 	}
 	if data, err := os.ReadFile(out); err != nil || !strings.HasPrefix(string(data), "MPE") {
 		t.Errorf("--out after Ctrl-C: %v %q", err, data)
+	}
+}
+
+// kill -9 of a worker process mid-run: the coordinator notices within
+// --lost-after, a spare worker takes the part over, and the job ends with
+// the same optimum as an undisturbed run.
+func TestKillWorkerMidRun(t *testing.T) {
+	coord, worker := binaries(t)
+	srv, err := transport.StartEmbedded(transport.EmbeddedOptions{Host: "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	model := genModel(t, coord, "potts", "--height", "150", "--width", "150", "--labels", "4", "--rho", "0.5", ".uai")
+	flags := []string{"--json", "--threads", "1", "--tol", "0", "--max-iter", "1500"}
+	want := runJSON(t, time.Minute, coord, append(append([]string{"solve", "--quiet"}, flags...), model)...)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var procs []*exec.Cmd
+	defer func() {
+		for _, p := range procs {
+			p.Process.Kill()
+			p.Wait()
+		}
+	}()
+	startWorker := func(name string) *exec.Cmd {
+		w := exec.CommandContext(ctx, worker, "--nats", srv.URL(), "--name", name, "--threads", "1", "--quiet")
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, w)
+		return w
+	}
+	victim := startWorker("victim")
+	startWorker("survivor")
+	run := exec.CommandContext(ctx, coord, append(append([]string{"run", "--nats", srv.URL(), "--workers", "2", "--job", "kill", "--lost-after", "1s"}, flags...), model)...)
+	var stdout bytes.Buffer
+	run.Stdout = &stdout
+	stderr, err := run.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Kill the victim once the iterations are under way.
+	lines := bufio.NewScanner(stderr)
+	var log strings.Builder
+	killed := false
+	for lines.Scan() {
+		log.WriteString(lines.Text() + "\n")
+		if !killed && strings.HasPrefix(lines.Text(), "iter=") && !strings.HasPrefix(lines.Text(), "iter=1 ") {
+			startWorker("spare")
+			time.Sleep(700 * time.Millisecond) // let the spare announce itself
+			victim.Process.Signal(syscall.SIGKILL)
+			killed = true
+		}
+	}
+	if err := run.Wait(); err != nil {
+		t.Fatalf("run after kill -9: %v\n%s", err, log.String())
+	}
+	if !killed {
+		t.Fatalf("the run ended before the kill:\n%s", log.String())
+	}
+	if !strings.Contains(log.String(), "worker lost") {
+		t.Errorf("no failover logged:\n%s", log.String())
+	}
+	var got result
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatalf("result: %v\n%s", err, stdout.String())
+	}
+	if got.Primal == nil || want.Primal == nil || math.Abs(*got.Primal-*want.Primal) > 1e-6*math.Abs(*want.Primal) ||
+		math.Abs(*got.Dual-*want.Dual) > 1e-4*math.Abs(*want.Dual) {
+		t.Errorf("after kill -9: %s dual %v primal %v; undisturbed: %s dual %v primal %v",
+			got.Status, deref(got.Dual), deref(got.Primal), want.Status, deref(want.Dual), deref(want.Primal))
 	}
 }
