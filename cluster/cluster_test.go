@@ -52,7 +52,7 @@ func runBoth(t *testing.T, tr transport.Transport, m *model.Model, opts consensu
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	got, err := Run(ctx, tr, m, nil, opts, RunOptions{Job: job, Workers: workers, WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}, nil)
+	got, _, err := Run(ctx, tr, m, nil, opts, RunOptions{Job: job, Workers: workers, WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,13 +150,16 @@ func TestWorkerLossFailsOverToSpare(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	got, err := Run(ctx, tr, m, nil, opts, RunOptions{Job: "failover", Workers: 2, WaitWorkers: 10 * time.Second,
+	got, stats, err := Run(ctx, tr, m, nil, opts, RunOptions{Job: "failover", Workers: 2, WaitWorkers: 10 * time.Second,
 		StepTimeout: 20 * time.Second, LostAfter: 500 * time.Millisecond}, progress)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !killed {
 		t.Fatal("the job ended before the worker was killed")
+	}
+	if stats.Failovers != 1 {
+		t.Errorf("%d failovers, want 1", stats.Failovers)
 	}
 	if got.Status != consensus.Optimal || !relClose(got.Primal, want.Primal, 1e-9) || got.Dual < want.Primal-1e-9 {
 		t.Errorf("after failover: %s primal %v dual %v; undisturbed: primal %v", got.Status, got.Primal, got.Dual, want.Primal)

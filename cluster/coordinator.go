@@ -36,17 +36,32 @@ type RunOptions struct {
 	Logger *slog.Logger
 }
 
+// RunStats describes what happened to a distributed job.
+type RunStats struct {
+	// Failovers counts parts moved from a lost worker to a spare.
+	Failovers int
+}
+
 // Run solves m under evidence ev on workers reached through tr, and returns
 // the result in m's variables (like consensus.Solve).
-func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.Evidence, opts consensus.Options, ro RunOptions, progress func(consensus.Progress)) (consensus.Result, error) {
+func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.Evidence, opts consensus.Options, ro RunOptions, progress func(consensus.Progress)) (consensus.Result, RunStats, error) {
+	var stats RunStats
+	res, c, err := run(ctx, tr, m, ev, opts, ro, progress)
+	if c != nil {
+		stats.Failovers = c.failovers
+	}
+	return res, stats, err
+}
+
+func run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.Evidence, opts consensus.Options, ro RunOptions, progress func(consensus.Progress)) (consensus.Result, *coordinator, error) {
 	if err := opts.Validate(); err != nil {
-		return consensus.Result{}, err
+		return consensus.Result{}, nil, err
 	}
 	if err := transport.ValidName(ro.Job); err != nil {
-		return consensus.Result{}, fmt.Errorf("job id %q: %w", ro.Job, err)
+		return consensus.Result{}, nil, fmt.Errorf("job id %q: %w", ro.Job, err)
 	}
 	if ro.Workers < 1 {
-		return consensus.Result{}, fmt.Errorf("workers: %d < 1", ro.Workers)
+		return consensus.Result{}, nil, fmt.Errorf("workers: %d < 1", ro.Workers)
 	}
 	if ro.WaitWorkers <= 0 {
 		ro.WaitWorkers = 30 * time.Second
@@ -63,18 +78,19 @@ func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 	}
 	red, err := model.Reduce(m, ev)
 	if errors.Is(err, model.ErrInfeasible) {
-		return consensus.Solve(ctx, m, ev, opts, progress) // nothing to distribute
+		res, err := consensus.Solve(ctx, m, ev, opts, progress) // nothing to distribute
+		return res, nil, err
 	}
 	if err != nil {
-		return consensus.Result{}, err
+		return consensus.Result{}, nil, err
 	}
 	plan, err := consensus.Plan(red.Model, opts.Slaves)
 	if err != nil {
-		return consensus.Result{}, err
+		return consensus.Result{}, nil, err
 	}
 	names, err := waitWorkers(ctx, tr, ro.Workers, ro.WaitWorkers)
 	if err != nil {
-		return consensus.Result{}, err
+		return consensus.Result{}, nil, err
 	}
 	log.Info("workers joined", "workers", strings.Join(names, ","))
 	place := ro.Place
@@ -83,11 +99,11 @@ func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 	}
 	where, err := place(red.Model, plan, len(names))
 	if err != nil {
-		return consensus.Result{}, fmt.Errorf("placing slaves: %w", err)
+		return consensus.Result{}, nil, fmt.Errorf("placing slaves: %w", err)
 	}
 	parts, b, err := consensus.Split(red.Model, plan, where, len(names))
 	if err != nil {
-		return consensus.Result{}, err
+		return consensus.Result{}, nil, err
 	}
 	log.Info("model split", "slaves", len(plan.Slaves), "boundary", len(b.Vars()))
 	c := &coordinator{tr: tr, job: ro.Job, names: names, seq: transport.NewSequence(), timeout: ro.StepTimeout,
@@ -103,22 +119,22 @@ func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 	}
 	sub, err := tr.Subscribe(transport.ReportsWildcard(ro.Job), c.onReport)
 	if err != nil {
-		return consensus.Result{}, err
+		return consensus.Result{}, nil, err
 	}
 	defer sub.Unsubscribe()
 	beats, err := tr.Subscribe(transport.HeartbeatsWildcard(ro.Job), c.onHeartbeat)
 	if err != nil {
-		return consensus.Result{}, err
+		return consensus.Result{}, nil, err
 	}
 	defer beats.Unsubscribe()
 	control, err := tr.Subscribe(transport.ControlSubject, c.onHello)
 	if err != nil {
-		return consensus.Result{}, err
+		return consensus.Result{}, nil, err
 	}
 	defer control.Unsubscribe()
 	defer c.stop(context.WithoutCancel(ctx))
 	if err := c.assign(ctx, parts, opts); err != nil {
-		return consensus.Result{}, err
+		return consensus.Result{}, nil, err
 	}
 	links := make([]consensus.WorkerLink, len(names))
 	for w := range names {
@@ -126,12 +142,12 @@ func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 	}
 	res, err := consensus.Coordinate(ctx, red.Model, parts, b, links, opts, progress)
 	if err != nil {
-		return res, err
+		return res, c, err
 	}
 	if c.failovers > 0 {
 		log.Warn("job finished after worker losses", "failovers", c.failovers)
 	}
-	return consensus.Finish(m, red, res), nil
+	return consensus.Finish(m, red, res), c, nil
 }
 
 // multilevelPlacement balances the slaves' estimated solve cost over the

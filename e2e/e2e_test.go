@@ -81,6 +81,7 @@ type result struct {
 	Iterations int      `json:"iterations"`
 	Assignment []int    `json:"assignment"`
 	Workers    int      `json:"workers"`
+	Failovers  *int     `json:"failovers"`
 }
 
 // runJSON runs a command with a deadline and decodes its JSON result.
@@ -361,6 +362,9 @@ func TestKillWorkerMidRun(t *testing.T) {
 	var got result
 	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
 		t.Fatalf("result: %v\n%s", err, stdout.String())
+	}
+	if got.Failovers == nil || *got.Failovers != 1 {
+		t.Errorf("result says failovers %v, want 1", got.Failovers)
 	}
 	if got.Primal == nil || want.Primal == nil || math.Abs(*got.Primal-*want.Primal) > 1e-6*math.Abs(*want.Primal) ||
 		math.Abs(*got.Dual-*want.Dual) > 1e-4*math.Abs(*want.Dual) {

@@ -103,7 +103,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	ro := cluster.RunOptions{Job: *job, Workers: *workers, WaitWorkers: *wait, StepTimeout: *stepTimeout, LostAfter: *lostAfter, Logger: log}
 	before := tr.Conn().Stats()
-	res, err := cluster.Run(ctx, tr, m, ev, opts, ro, progress)
+	res, stats, err := cluster.Run(ctx, tr, m, ev, opts, ro, progress)
 	if err != nil {
 		return fmt.Errorf("%s: %w", pos[0], err)
 	}
@@ -112,7 +112,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stderr, "traffic: %d bytes in, %d bytes out at the coordinator, %d bytes per iteration\n",
 			in, out, (in+out)/uint64(res.Iterations))
 	}
-	return report(res, opts, m, f, *workers, stdout, stderr)
+	return report(res, opts, m, f, runInfo{workers: *workers, failovers: stats.Failovers}, stdout, stderr)
 }
 
 // startLocalWorkers starts n worker processes (the worker binary beside

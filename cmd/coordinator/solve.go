@@ -181,11 +181,16 @@ func cmdSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageError{fmt.Errorf("%s: %w", pos[0], err)}
 	}
-	return report(res, opts, m, f, 0, stdout, stderr)
+	return report(res, opts, m, f, runInfo{}, stdout, stderr)
+}
+
+// runInfo is what a distributed run adds to the result.
+type runInfo struct {
+	workers, failovers int
 }
 
 // report prints the final line, writes --out and the --json result.
-func report(res consensus.Result, opts consensus.Options, m *model.Model, f solveFlags, workers int, stdout, stderr io.Writer) error {
+func report(res consensus.Result, opts consensus.Options, m *model.Model, f solveFlags, ri runInfo, stdout, stderr io.Writer) error {
 	if !f.quiet {
 		fmt.Fprintf(stderr, "status=%s iterations=%d dual=%s primal=%s gap=%s seconds=%.3f\n",
 			res.Status, res.Iterations, num(res.Dual), num(res.Primal), num(res.Gap), res.Elapsed.Seconds())
@@ -197,7 +202,10 @@ func report(res consensus.Result, opts consensus.Options, m *model.Model, f solv
 	}
 	if f.json {
 		r := newResultJSON(res, opts, m)
-		r.Workers = workers
+		r.Workers = ri.workers
+		if ri.workers > 0 {
+			r.Failovers = &ri.failovers
+		}
 		return writeJSON(stdout, r)
 	}
 	return nil
@@ -250,6 +258,7 @@ type resultJSON struct {
 	Algo       consensus.Algo   `json:"algo"`
 	Threads    int              `json:"threads"`
 	Workers    int              `json:"workers,omitempty"`
+	Failovers  *int             `json:"failovers,omitempty"`
 	Model      modelJSON        `json:"model"`
 }
 
