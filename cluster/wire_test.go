@@ -1,0 +1,76 @@
+package cluster
+
+import (
+	"testing"
+
+	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/partition"
+	"github.com/ddrun/ddrun/transport"
+)
+
+// seedAssignments encodes real parts of a small split model.
+func seedAssignments(t testing.TB) [][]byte {
+	m := generate.Logic(generate.LogicOptions{Vars: 12, Factors: 6, Couplings: 8, MaxArity: 4, Rho: 1, Seed: 1})
+	plan := partition.PerFactor(m)
+	place := make([]int32, len(plan.Slaves))
+	for s := range place {
+		place[s] = int32(s % 2)
+	}
+	parts, _, err := consensus.Split(m, plan, place, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for w, p := range parts {
+		body, err := encodePart(p, w, 2, consensus.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := transport.Encode(transport.Header{Job: "j", Kind: kindAssign}, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, data)
+	}
+	return out
+}
+
+// A part survives its trip through the wire.
+func TestPartRoundTrip(t *testing.T) {
+	for _, data := range seedAssignments(t) {
+		var a assignBody
+		if _, err := transport.DecodeInto(data, &a); err != nil {
+			t.Fatal(err)
+		}
+		p, err := decodePart(&a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := consensus.NewWorker(p, consensus.DefaultOptions()); err != nil {
+			t.Fatalf("decoded part does not build: %v", err)
+		}
+	}
+}
+
+// A worker receiving a malformed assignment gets an error, never a panic,
+// and a part that decodes builds its solver state or reports why not.
+func FuzzDecodeAssignment(f *testing.F) {
+	for _, data := range seedAssignments(f) {
+		f.Add(data)
+		f.Add(data[:len(data)/2])
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var a assignBody
+		if _, err := transport.DecodeInto(data, &a); err != nil {
+			return
+		}
+		p, err := decodePart(&a)
+		if err != nil {
+			return
+		}
+		if w, err := consensus.NewWorker(p, consensus.DefaultOptions()); err == nil {
+			w.Close()
+		}
+	})
+}
