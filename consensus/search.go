@@ -106,14 +106,32 @@ func (ls *localSearch) icm(x []int, sweeps int) {
 		loc := ls.loc[:m.Cards[i]]
 		copy(loc, m.Unaries(i))
 		orig := x[i]
-		for st := range loc {
-			if math.IsInf(loc[st], -1) {
+		for _, a := range ls.facs[ls.varOff[i]:ls.varOff[i+1]] {
+			f := &m.Factors[a]
+			if f.Kind == model.Dense && len(f.Vars) == 2 {
+				// A pairwise table: the other variable's state picks a
+				// row or a column, read directly.
+				base, stride := 0, 1
+				if f.Vars[0] == i {
+					stride = m.Cards[f.Vars[1]]
+					base = x[f.Vars[1]]
+				} else {
+					base = x[f.Vars[0]] * m.Cards[i]
+				}
+				for st := range loc {
+					if !math.IsInf(loc[st], -1) {
+						loc[st] += f.Table[base+st*stride]
+					}
+				}
 				continue
 			}
-			x[i] = st
-			for _, a := range ls.facs[ls.varOff[i]:ls.varOff[i+1]] {
-				loc[st] += m.FactorScore(a, x)
+			for st := range loc {
+				if !math.IsInf(loc[st], -1) {
+					x[i] = st
+					loc[st] += m.FactorScore(a, x)
+				}
 			}
+			x[i] = orig
 		}
 		best := orig
 		for st, v := range loc {
