@@ -26,6 +26,9 @@ type RunOptions struct {
 	WaitWorkers time.Duration
 	// StepTimeout bounds the wait for every worker's answer to one step.
 	StepTimeout time.Duration
+	// ResendEvery: an assignment or a step not answered within this time is
+	// sent again (a message can be lost). Default 10s.
+	ResendEvery time.Duration
 	// LostAfter: a worker silent this long (no heartbeat, no answer) is
 	// taken as lost; its part moves to a spare worker (one that announced
 	// itself and holds no part of the job), which restarts it. Default 3s.
@@ -72,6 +75,9 @@ func run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 	if ro.LostAfter <= 0 {
 		ro.LostAfter = 3 * time.Second
 	}
+	if ro.ResendEvery <= 0 {
+		ro.ResendEvery = resendEvery
+	}
 	log := ro.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -107,7 +113,7 @@ func run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 	}
 	log.Info("model split", "slaves", len(plan.Slaves), "boundary", len(b.Vars()))
 	c := &coordinator{tr: tr, job: ro.Job, names: names, seq: transport.NewSequence(), timeout: ro.StepTimeout,
-		lostAfter: ro.LostAfter, waitSpare: ro.WaitWorkers, log: log,
+		lostAfter: ro.LostAfter, waitSpare: ro.WaitWorkers, resendEvery: ro.ResendEvery, log: log,
 		byName: map[string]int{}, spares: map[string]time.Time{},
 		reports: make([]chan *reportBody, len(names)), filters: make([]*transport.Filter, len(names)),
 		ready: make([]chan *readyBody, len(names)), lastSeen: make([]time.Time, len(names))}
@@ -208,15 +214,16 @@ func waitWorkers(ctx context.Context, tr transport.Transport, n int, wait time.D
 }
 
 type coordinator struct {
-	tr        transport.Transport
-	job       string
-	seq       *transport.Sequence
-	timeout   time.Duration
-	lostAfter time.Duration
-	waitSpare time.Duration
-	log       *slog.Logger
-	bodies    []*assignBody // each part's assignment, kept for failover
-	failovers int
+	tr          transport.Transport
+	job         string
+	seq         *transport.Sequence
+	timeout     time.Duration
+	lostAfter   time.Duration
+	waitSpare   time.Duration
+	resendEvery time.Duration
+	log         *slog.Logger
+	bodies      []*assignBody // each part's assignment, kept for failover
+	failovers   int
 
 	mu       sync.Mutex // guards the fields below
 	names    []string   // the worker holding each part
@@ -412,7 +419,7 @@ func (c *coordinator) deliver(ctx context.Context, which []int) error {
 	}
 	deadline := time.NewTimer(c.timeout)
 	defer deadline.Stop()
-	resend := time.NewTicker(resendEvery)
+	resend := time.NewTicker(c.resendEvery)
 	defer resend.Stop()
 	acked := map[int]bool{}
 	received := map[int]bool{}
@@ -466,9 +473,13 @@ func (c *coordinator) stop(ctx context.Context) {
 	c.mu.Lock()
 	names := append([]string(nil), c.names...)
 	c.mu.Unlock()
-	for _, name := range names {
-		// Ahead of every iteration, so no worker's filter takes it as stale.
-		_ = c.send(ctx, stepSubject(c.job, name), transport.Header{Iter: math.MaxInt32, Kind: kindStep}, stepBody{Stop: true})
+	// Three times: a worker that misses the stop would hold the job until
+	// its idle timeout. Ahead of every iteration, so no worker's filter
+	// takes it as stale; repeats are filtered as duplicates or ignored.
+	for range 3 {
+		for _, name := range names {
+			_ = c.send(ctx, stepSubject(c.job, name), transport.Header{Iter: math.MaxInt32, Kind: kindStep}, stepBody{Stop: true})
+		}
 	}
 	_ = c.tr.Flush(ctx)
 }
@@ -501,7 +512,7 @@ func (l *remoteLink) Step(ctx context.Context, in *consensus.StepIn, out *consen
 	}
 	timer := time.NewTimer(c.timeout)
 	defer timer.Stop()
-	resend := time.NewTicker(resendEvery)
+	resend := time.NewTicker(c.resendEvery)
 	defer resend.Stop()
 	check := time.NewTicker(c.lostAfter / 4)
 	defer check.Stop()
