@@ -155,6 +155,9 @@ const (
 	// resendEvery: an assignment or a step not answered within this time
 	// is sent again (a message can be lost, e.g. to a slow-consumer cut).
 	resendEvery = 10 * time.Second
+	// readyAgainEvery: how often a worker repeats that its part is built
+	// until the first step arrives.
+	readyAgainEvery = 250 * time.Millisecond
 	// heartbeatEvery: how often a worker busy with a job says it is alive.
 	heartbeatEvery = 500 * time.Millisecond
 )

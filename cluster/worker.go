@@ -166,6 +166,8 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 		ready.Err = err.Error()
 	}
 	steps := make(chan *stepBody, 4)
+	jobDone := make(chan struct{})
+	defer close(jobDone)
 	var mu sync.Mutex
 	filter := transport.NewFilter(job, transport.FilterOptions{})
 	sub, serr := s.tr.Subscribe(stepSubject(job, s.opts.Name), func(_ string, data []byte) {
@@ -179,7 +181,10 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 		keep := filter.Check(h).Keep()
 		mu.Unlock()
 		if keep {
-			steps <- &st
+			select {
+			case steps <- &st:
+			case <-jobDone: // the job is over: nobody reads steps any more
+			}
 		}
 	})
 	if serr != nil {
@@ -206,8 +211,20 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 	lastIter, lastReport := 0, []byte(nil)
 	idle := time.NewTimer(jobIdleTimeout)
 	defer idle.Stop()
+	// Until the first step arrives, the acknowledgement is repeated: if it
+	// was lost, the coordinator would otherwise wait in vain.
+	again := time.NewTicker(readyAgainEvery)
+	defer again.Stop()
 	for {
 		select {
+		case <-again.C:
+			if lastIter == 0 {
+				if err := s.tr.Publish(ctx, report, readyData); err != nil {
+					return err
+				}
+			} else {
+				again.Stop()
+			}
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-idle.C:

@@ -265,7 +265,7 @@ func TestRealInstancesRunMatchesSolve(t *testing.T) {
 // status interrupted and exits 0; --out then holds that assignment.
 func TestInterruptPrintsBestSoFar(t *testing.T) {
 	coord, _ := binaries(t)
-	model := genModel(t, coord, "potts", "--height", "120", "--width", "120", "--labels", "6", "--rho", "3", ".uai")
+	model := genModel(t, coord, "potts", "--height", "200", "--width", "200", "--labels", "8", "--rho", "3", ".uai")
 	out := filepath.Join(t.TempDir(), "best.mpe")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -286,7 +286,7 @@ func TestInterruptPrintsBestSoFar(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
 		t.Fatalf("no JSON result after Ctrl-C: %v (%q)", err, stdout.String())
 	}
-	if r.Status != "interrupted" || r.Primal == nil || len(r.Assignment) != 120*120 {
+	if r.Status != "interrupted" || r.Primal == nil || len(r.Assignment) != 200*200 {
 		t.Errorf("status %s, primal %v, %d states", r.Status, deref(r.Primal), len(r.Assignment))
 	}
 	if data, err := os.ReadFile(out); err != nil || !strings.HasPrefix(string(data), "MPE") {
