@@ -1,5 +1,6 @@
 // Package slaves owns the subproblems of dual decomposition: for each factor
-// kind (and, later, coarse slaves such as chains and trees) a MAP solver
+// kind, and for coarse slaves (chains with column-generation Viterbi, trees
+// with max-product), a MAP solver
 // (used by DD-subgradient and by every dual-bound evaluation) and a QUAD
 // solver (the Euclidean projection of DD-ADMM, Martins et al. ICML 2011,
 // eq. 12), behind one interface, Slave.
