@@ -366,8 +366,13 @@ func TestKillWorkerMidRun(t *testing.T) {
 	if got.Failovers == nil || *got.Failovers != 1 {
 		t.Errorf("result says failovers %v, want 1", got.Failovers)
 	}
-	if got.Primal == nil || want.Primal == nil || math.Abs(*got.Primal-*want.Primal) > 1e-6*math.Abs(*want.Primal) ||
-		math.Abs(*got.Dual-*want.Dual) > 1e-4*math.Abs(*want.Dual) {
+	// The run converges to the same LP bound; the relaxation is not tight
+	// here, so the primal comes from a local search that may end in a
+	// neighbouring local optimum after the restarted part: it must be a
+	// valid primal close to the undisturbed one.
+	if got.Primal == nil || want.Primal == nil || *got.Primal > *got.Dual ||
+		math.Abs(*got.Primal-*want.Primal) > 1e-3*math.Abs(*want.Primal) ||
+		math.Abs(*got.Dual-*want.Dual) > 1e-6*math.Abs(*want.Dual) {
 		t.Errorf("after kill -9: %s dual %v primal %v; undisturbed: %s dual %v primal %v",
 			got.Status, deref(got.Dual), deref(got.Primal), want.Status, deref(want.Dual), deref(want.Primal))
 	}
