@@ -28,7 +28,14 @@ import (
 //
 // Chains fails only when a pairwise factor's scope is out of range or
 // repeats a variable, or the model has more than 2^30 factors.
-func Chains(m *model.Model) (Plan, error) {
+func Chains(m *model.Model) (Plan, error) { return coarse(m, gridChains, pathCover) }
+
+// coarse groups m's pairwise factors into slaves, by onGrid when the
+// pairwise graph is a detected lattice and by general otherwise, and
+// appends a Single slave for each other factor.
+func coarse(m *model.Model,
+	onGrid func(*pairGraph, *gridLayout, []Slave, *slaveArena) []Slave,
+	general func(*pairGraph, []Slave, *slaveArena) []Slave) (Plan, error) {
 	g, err := newPairGraph(m)
 	if err != nil {
 		return Plan{}, err
@@ -36,10 +43,10 @@ func Chains(m *model.Model) (Plan, error) {
 	var arena slaveArena
 	out := make([]Slave, 0, len(m.Factors)-g.numEdges())
 	if l := g.grid(); l != nil {
-		out = gridChains(g, l, out, &arena)
+		out = onGrid(g, l, out, &arena)
 	} else {
 		g.buildAdj()
-		out = pathCover(g, out, &arena)
+		out = general(g, out, &arena)
 	}
 	return Plan{Slaves: singles(m, g, out, &arena)}, nil
 }

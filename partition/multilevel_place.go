@@ -131,28 +131,7 @@ func SlaveGraph(m *model.Model, plan Plan) (*Graph, error) {
 		return nil, err
 	}
 	nv := m.NumVars()
-	// Variable -> slaves, in slave order (CSR).
-	off := make([]int32, nv+1)
-	for s := range plan.Slaves {
-		for _, v := range plan.Slaves[s].Vars {
-			off[v+1]++
-		}
-	}
-	for v := range nv {
-		off[v+1] += off[v]
-	}
-	list := make([]int32, off[nv])
-	fill := append([]int32(nil), off[:nv]...)
-	for s := range plan.Slaves {
-		for _, v := range plan.Slaves[s].Vars {
-			// A variable listed twice by one slave is kept once.
-			if fill[v] > off[v] && list[fill[v]-1] == int32(s) {
-				continue
-			}
-			list[fill[v]] = int32(s)
-			fill[v]++
-		}
-	}
+	off, fill, list := varSlaves(m, plan)
 	// Edges: a first pass sums the weights to choose the scale.
 	var etotal, ecount int64
 	forEachEdge := func(emit func(u, v int32, w int64)) {
@@ -276,23 +255,7 @@ func placementOf(m *model.Model, plan Plan, worker []int32, workers int) Placeme
 	nv := m.NumVars()
 	// For each variable: the number of distinct workers of its slaves,
 	// counted with a per-worker stamp over the variable -> slaves lists.
-	off := make([]int32, nv+1)
-	for s := range plan.Slaves {
-		for _, v := range plan.Slaves[s].Vars {
-			off[v+1]++
-		}
-	}
-	for v := range nv {
-		off[v+1] += off[v]
-	}
-	list := make([]int32, off[nv])
-	fill := append([]int32(nil), off[:nv]...)
-	for s := range plan.Slaves {
-		for _, v := range plan.Slaves[s].Vars {
-			list[fill[v]] = worker[s]
-			fill[v]++
-		}
-	}
+	off, end, list := varSlaves(m, plan)
 	stamp := make([]int32, workers)
 	for i := range stamp {
 		stamp[i] = -1
@@ -300,8 +263,8 @@ func placementOf(m *model.Model, plan Plan, worker []int32, workers int) Placeme
 	p := Placement{Worker: worker}
 	for v := range nv {
 		distinct := 0
-		for _, w := range list[off[v]:off[v+1]] {
-			if stamp[w] != int32(v) {
+		for _, sl := range list[off[v]:end[v]] {
+			if w := worker[sl]; stamp[w] != int32(v) {
 				stamp[w] = int32(v)
 				distinct++
 			}
@@ -312,4 +275,31 @@ func placementOf(m *model.Model, plan Plan, worker []int32, workers int) Placeme
 		}
 	}
 	return p
+}
+
+// varSlaves indexes the slaves of each variable, in slave order: variable
+// v's slaves are list[off[v]:end[v]] (a slave listing v twice counts once).
+func varSlaves(m *model.Model, plan Plan) (off, end, list []int32) {
+	nv := m.NumVars()
+	off = make([]int32, nv+1)
+	for s := range plan.Slaves {
+		for _, v := range plan.Slaves[s].Vars {
+			off[v+1]++
+		}
+	}
+	for v := range nv {
+		off[v+1] += off[v]
+	}
+	list = make([]int32, off[nv])
+	end = append([]int32(nil), off[:nv]...)
+	for s := range plan.Slaves {
+		for _, v := range plan.Slaves[s].Vars {
+			if end[v] > off[v] && list[end[v]-1] == int32(s) {
+				continue
+			}
+			list[end[v]] = int32(s)
+			end[v]++
+		}
+	}
+	return off, end, list
 }

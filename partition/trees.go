@@ -28,21 +28,7 @@ import "github.com/ddrun/ddrun/model"
 //
 // Trees fails only when a pairwise factor's scope is out of range or
 // repeats a variable, or the model has more than 2^30 factors.
-func Trees(m *model.Model) (Plan, error) {
-	g, err := newPairGraph(m)
-	if err != nil {
-		return Plan{}, err
-	}
-	var arena slaveArena
-	out := make([]Slave, 0, len(m.Factors)-g.numEdges())
-	if l := g.grid(); l != nil {
-		out = gridTrees(g, l, out, &arena)
-	} else {
-		g.buildAdj()
-		out = forestCover(g, out, &arena)
-	}
-	return Plan{Slaves: singles(m, g, out, &arena)}, nil
-}
+func Trees(m *model.Model) (Plan, error) { return coarse(m, gridTrees, forestCover) }
 
 // gridTrees appends the comb of lattice l (all rows, joined by column 0)
 // and then its columns 1 .. w-1, as Tree slaves.
