@@ -263,21 +263,3 @@ func (p *problem) expand(x []int) []int {
 	}
 	return out
 }
-
-// score returns the problem's score of x (the reduced model's, up to
-// rounding).
-func (p *problem) score(x []int) float64 {
-	s := p.constant
-	for i, xi := range x {
-		s += p.unary[p.uoff[i]+xi]
-	}
-	for a := range p.facs {
-		f := &p.facs[a]
-		e := 0
-		for k, v := range f.vars {
-			e += x[v] * f.strides[k]
-		}
-		s += f.table[e]
-	}
-	return s
-}

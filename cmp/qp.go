@@ -47,9 +47,9 @@ type qpState struct {
 	hull   []int
 	ps     projScratch
 	// FISTA buffers.
-	x, y, g   []float64
-	dx, dy    []float64
-	grad, old []float64
+	x, y, g []float64
+	dx, dy  []float64
+	grad    []float64
 }
 
 func newQP(p *problem) *qpState {
