@@ -2,13 +2,9 @@ package exact
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +12,6 @@ import (
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
-	"github.com/ddrun/ddrun/model/uai"
 	"github.com/ddrun/ddrun/trws"
 )
 
@@ -117,12 +112,15 @@ func TestExactBoundWhenStopped(t *testing.T) {
 
 // Against toulbar2's exact optima on grids too big for brute force.
 func TestExactAgainstToulbar2(t *testing.T) {
-	if _, err := exec.LookPath("toulbar2"); err != nil {
-		t.Skip("toulbar2 not installed (apt-get install toulbar2)")
-	}
 	for seed := int64(1); seed <= 3; seed++ {
 		m := generate.Potts(generate.GridOptions{Height: 6, Width: 6, Labels: 3, Rho: 2, Seed: seed})
-		opt := toulbar2Optimum(t, m)
+		opt, err := oracle.Toulbar2Optimum(m, time.Minute)
+		if errors.Is(err, oracle.ErrNoToulbar2) {
+			t.Skip("toulbar2 not installed (apt-get install toulbar2)")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
 		res, st, err := Solve(context.Background(), m, nil, admm(500), Options{Tol: 1e-7, MaxNodes: 3000}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -136,31 +134,4 @@ func TestExactAgainstToulbar2(t *testing.T) {
 		}
 		t.Logf("seed %d: %s after %d nodes, primal %v, toulbar2 %v", seed, res.Status, st.Nodes, res.Primal, opt)
 	}
-}
-
-func toulbar2Optimum(t *testing.T, m *model.Model) float64 {
-	t.Helper()
-	dir := t.TempDir()
-	file, sol := filepath.Join(dir, "m.uai"), filepath.Join(dir, "sol.txt")
-	if err := uai.WriteFile(file, m); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "toulbar2", file, "-w="+sol).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "Optimum:") {
-		t.Fatalf("toulbar2: %v\n%s", err, out)
-	}
-	data, err := os.ReadFile(sol)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fields := strings.Fields(strings.SplitN(string(data), "\n", 2)[0])
-	x := make([]int, len(fields))
-	for i, f := range fields {
-		if x[i], err = strconv.Atoi(f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return m.Score(x)
 }
