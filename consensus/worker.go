@@ -45,6 +45,7 @@ type Worker struct {
 
 	invDeg   []float64
 	interior []int // local variables that are not boundary
+	isolated []int // interior variables in no slave
 	// Export order of boundary replicas: for each boundary variable, its
 	// replicas in slave order (offsets into the replica arrays).
 	bReps   []int
@@ -132,6 +133,9 @@ func NewWorker(part *Part, opts Options) (*Worker, error) {
 				return nil, fmt.Errorf("variable %d: %d local slaves but degree %d, and not on the boundary", part.Vars[i], p.Degree(i), part.Degree[i])
 			}
 			w.interior = append(w.interior, i)
+			if p.Degree(i) == 0 {
+				w.isolated = append(w.isolated, i)
+			}
 		}
 	}
 	var sc *slaves.Scratch
@@ -251,10 +255,8 @@ func (w *Worker) Step(in *StepIn, out *StepOut) {
 	}
 	// Isolated interior variables: their dual term is their best unary,
 	// which updateVariables counted in the relaxed part only.
-	for _, i := range w.interior {
-		if p.Degree(i) == 0 {
-			out.Dual += m.Unary[m.UnaryOff[i]+w.x[i]]
-		}
+	for _, i := range w.isolated {
+		out.Dual += m.Unary[m.UnaryOff[i]+w.x[i]]
 	}
 	out.X = out.X[:0]
 	if in.GatherX {
