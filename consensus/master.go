@@ -51,7 +51,6 @@ type master struct {
 	m     *model.Model // the reduced model
 	opts  Options
 	b     *Boundary
-	parts []*Part
 	links []WorkerLink
 	ins   []*StepIn
 	outs  []*StepOut
@@ -78,7 +77,7 @@ type master struct {
 }
 
 func newMaster(m *model.Model, opts Options, parts []*Part, b *Boundary, links []WorkerLink) *master {
-	s := &master{m: m, opts: opts, b: b, parts: parts, links: links,
+	s := &master{m: m, opts: opts, b: b, links: links,
 		x: make([]int, m.NumVars()), eta: opts.Eta, bestPrimal: math.Inf(-1)}
 	maxCard := 1
 	for _, c := range m.Cards {
@@ -212,12 +211,7 @@ func (s *master) iterate(ctx context.Context, gatherX bool) (iterResult, error) 
 	}
 	for _, v := range s.isolated {
 		th := m.Unaries(v)
-		best := 0
-		for k := range th {
-			if th[k] > th[best] {
-				best = k
-			}
-		}
+		best := bestState(th)
 		r.dual += th[best]
 		r.relaxed += th[best]
 		s.x[v] = best

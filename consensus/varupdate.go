@@ -107,12 +107,19 @@ func recentre(lambda []float64, reps []int, ls []float64, d float64) {
 // indicator of its best unary state, which is also its term of the dual and
 // of the relaxed objective.
 func isolatedVariable(mu, th []float64) (rel float64, best int) {
+	best = bestState(th)
+	clear(mu)
+	mu[best] = 1
+	return th[best], best
+}
+
+// bestState returns the first state of largest unary.
+func bestState(th []float64) int {
+	best := 0
 	for k := range th {
 		if th[k] > th[best] {
 			best = k
 		}
 	}
-	clear(mu)
-	mu[best] = 1
-	return th[best], best
+	return best
 }
