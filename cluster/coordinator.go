@@ -146,7 +146,7 @@ func run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 	for w := range names {
 		links[w] = &remoteLink{c: c, w: w}
 	}
-	res, err := consensus.Coordinate(ctx, red.Model, parts, b, links, opts, progress)
+	res, err := consensus.Coordinate(ctx, red.Model, parts, b, links, opts, nil, progress)
 	if err != nil {
 		return res, c, err
 	}

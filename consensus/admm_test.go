@@ -204,11 +204,11 @@ func TestIterationAllocatesNothing(t *testing.T) {
 	// Working sets grow to their steady size in the first iterations (each
 	// growth allocates once); after that an iteration allocates nothing.
 	for i := 0; i < 100; i++ {
-		if _, err := s.iterate(ctx, false); err != nil {
+		if _, err := s.iterate(ctx, false, false); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if a := testing.AllocsPerRun(20, func() { s.iterate(ctx, false) }); a != 0 {
+	if a := testing.AllocsPerRun(20, func() { s.iterate(ctx, false, false) }); a != 0 {
 		t.Errorf("%v allocations per iteration", a)
 	}
 }

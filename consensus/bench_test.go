@@ -29,14 +29,14 @@ func BenchmarkIteration(b *testing.B) {
 				defer done()
 				ctx := context.Background()
 				for i := 0; i < 20; i++ {
-					r, _ := s.iterate(ctx, false)
+					r, _ := s.iterate(ctx, false, false)
 					s.normalise(&r, entries)
 					s.adaptEta(r.primalRes, r.dualRes)
 				}
 				b.ReportAllocs()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					r, _ := s.iterate(ctx, false)
+					r, _ := s.iterate(ctx, false, false)
 					s.normalise(&r, entries)
 					s.adaptEta(r.primalRes, r.dualRes)
 				}

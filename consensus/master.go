@@ -149,7 +149,7 @@ type iterResult struct {
 }
 
 // iterate runs one iteration on every worker and on the boundary.
-func (s *master) iterate(ctx context.Context, gatherX bool) (iterResult, error) {
+func (s *master) iterate(ctx context.Context, gatherX, save bool) (iterResult, error) {
 	b, m := s.b, s.m
 	s.iter++
 	// The previous subgradient step, on the boundary replicas (workers
@@ -160,7 +160,7 @@ func (s *master) iterate(ctx context.Context, gatherX bool) (iterResult, error) 
 		}
 	}
 	for w, in := range s.ins {
-		in.Iter, in.Eta, in.PrevStep, in.GatherX = s.iter, s.eta, s.prevStep, gatherX
+		in.Iter, in.Eta, in.PrevStep, in.GatherX, in.Save = s.iter, s.eta, s.prevStep, gatherX, save
 		in.Lambda = in.Lambda[:0]
 		for k, e := range b.scatter[w] {
 			in.Lambda = append(in.Lambda, s.blam[e:e+s.scatterLen[w][k]]...)
@@ -177,6 +177,9 @@ func (s *master) iterate(ctx context.Context, gatherX bool) (iterResult, error) 
 	for w, out := range s.outs {
 		if out.Iter != s.iter {
 			return r, fmt.Errorf("worker %d answered iteration %d for iteration %d", w, out.Iter, s.iter)
+		}
+		if save && out.State == nil {
+			return r, fmt.Errorf("worker %d sent no state for iteration %d", w, s.iter)
 		}
 		off := 0
 		for k, e := range b.scatter[w] {
@@ -306,12 +309,29 @@ func (s *master) adaptEta(primalRes, dualRes float64) {
 
 // run is the main loop; replicaEntries is the total number of replica
 // entries over all workers (for the residuals' normalisation).
-func (s *master) run(ctx context.Context, replicaEntries int, progress func(Progress)) (Result, error) {
+func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing, progress func(Progress)) (Result, error) {
 	m := s.m
 	start := time.Now()
 	res := Result{Status: IterationLimit, Dual: math.Inf(1), Primal: math.Inf(-1)}
 	bestX := make([]int, len(s.x))
 	search := newLocalSearch(m)
+	changedSinceCheck := false
+	first := 1
+	if cp != nil && cp.Resume != nil {
+		st := cp.Resume
+		if err := s.restore(st); err != nil {
+			return res, err
+		}
+		first = st.Iter + 1
+		start = start.Add(-st.Elapsed)
+		res.Dual, res.Primal, res.Iterations = st.BestDual, st.BestPrimal, st.Iter
+		if st.BestX != nil {
+			copy(bestX, st.BestX)
+			res.Assignment = bestX
+		}
+		changedSinceCheck = st.Pending
+	}
+	lastSave := time.Now()
 	consider := func(x []int) {
 		if sc := m.Score(x); sc > res.Primal {
 			res.Primal = sc
@@ -321,13 +341,13 @@ func (s *master) run(ctx context.Context, replicaEntries int, progress func(Prog
 		}
 	}
 	var lastReport time.Duration
-	changedSinceCheck := false
-	for t := 1; ; t++ {
+	for t := first; ; t++ {
 		// The primal is checked on iteration 1 and every icmEvery
 		// iterations, when the decoded assignment changed since the last
 		// check: those iterations gather the whole assignment.
 		check := t == 1 || (t%icmEvery == 0 && changedSinceCheck)
-		r, err := s.iterate(ctx, check)
+		save := cp.due(t, time.Since(lastSave))
+		r, err := s.iterate(ctx, check, save)
 		if err != nil {
 			return res, err
 		}
@@ -346,6 +366,16 @@ func (s *master) run(ctx context.Context, replicaEntries int, progress func(Prog
 		}
 		res.Gap = res.Dual - res.Primal
 		elapsed := time.Since(start)
+		if save {
+			st := s.state(&res, bestX, changedSinceCheck, elapsed)
+			for _, out := range s.outs {
+				st.Parts = append(st.Parts, *out.State)
+			}
+			if err := cp.Save(ctx, st); err != nil {
+				return res, fmt.Errorf("checkpoint at iteration %d: %w", t, err)
+			}
+			lastSave = time.Now()
+		}
 		if progress != nil && (t == 1 || elapsed-lastReport >= s.opts.ProgressEvery) {
 			lastReport = elapsed
 			eta := s.eta
@@ -436,7 +466,7 @@ func runLocal(ctx context.Context, m *model.Model, plan partition.Plan, opts Opt
 		return Result{}, err
 	}
 	defer done()
-	return s.run(ctx, entries, progress)
+	return s.run(ctx, entries, nil, progress)
 }
 
 // newLocal builds a master and in-process workers. Slaves are placed on the
@@ -481,8 +511,9 @@ func newLocal(m *model.Model, plan partition.Plan, opts Options, workers int) (*
 // Coordinate runs the coordinator's loop on a reduced model m whose slaves
 // were split into parts (Split), talking to the workers that hold them
 // through links (links[w] reaches the worker holding parts[w]). It returns
-// the result in m's variables.
-func Coordinate(ctx context.Context, m *model.Model, parts []*Part, b *Boundary, links []WorkerLink, opts Options, progress func(Progress)) (Result, error) {
+// the result in m's variables. cp, when not nil, takes states of the run
+// and may resume one.
+func Coordinate(ctx context.Context, m *model.Model, parts []*Part, b *Boundary, links []WorkerLink, opts Options, cp *Checkpointing, progress func(Progress)) (Result, error) {
 	if err := opts.Validate(); err != nil {
 		return Result{}, err
 	}
@@ -493,5 +524,8 @@ func Coordinate(ctx context.Context, m *model.Model, parts []*Part, b *Boundary,
 	for _, p := range parts {
 		entries += p.replicaEntries()
 	}
-	return newMaster(m, opts, parts, b, links).run(ctx, entries, progress)
+	if cp != nil && cp.Resume != nil && len(cp.Resume.Parts) != len(parts) {
+		return Result{}, fmt.Errorf("resuming a state of %d parts on %d", len(cp.Resume.Parts), len(parts))
+	}
+	return newMaster(m, opts, parts, b, links).run(ctx, entries, cp, progress)
 }

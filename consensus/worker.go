@@ -20,6 +20,8 @@ type StepIn struct {
 	Lambda, Mu []float64
 	// GatherX asks for the decoded states of the interior variables.
 	GatherX bool
+	// Save asks for the part's replica state after the iteration.
+	Save bool
 }
 
 // StepOut is a worker's answer for one iteration.
@@ -34,6 +36,8 @@ type StepOut struct {
 	Changed bool
 	// X holds the interior variables' decoded states when asked.
 	X []int32
+	// State is the part's replica state when asked (StepIn.Save).
+	State *PartState
 }
 
 // Worker holds a part's slaves and the state of its replicas, and runs the
@@ -263,6 +267,11 @@ func (w *Worker) Step(in *StepIn, out *StepOut) {
 		for _, i := range w.interior {
 			out.X = append(out.X, int32(w.x[i]))
 		}
+	}
+	out.State = nil
+	if in.Save {
+		st := w.State()
+		out.State = &st
 	}
 }
 

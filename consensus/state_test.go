@@ -1,0 +1,128 @@
+package consensus
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/partition"
+)
+
+// A run resumed from a state taken after iteration k continues like the
+// run that took it: the coordinator's numeric step is deterministic, and a
+// restored worker differs only in its slaves' warm starts (MAP slaves have
+// none, so DD-subgradient continues bit for bit).
+func TestStateResumeContinues(t *testing.T) {
+	cases := []struct {
+		name string
+		m    *model.Model
+	}{
+		{"potts", generate.Potts(generate.GridOptions{Height: 10, Width: 10, Labels: 3, Rho: 1, Seed: 5})},
+		{"logic", generate.Logic(generate.LogicOptions{Vars: 30, Factors: 20, Couplings: 30, MaxArity: 4, Rho: 1, Seed: 6})},
+	}
+	for _, c := range cases {
+		for _, algo := range []Algo{ADMM, Subgradient} {
+			for _, workers := range []int{1, 3} {
+				t.Run(fmt.Sprintf("%s/%s/%d", c.name, algo, workers), func(t *testing.T) {
+					opts := DefaultOptions()
+					opts.Algo, opts.MaxIter, opts.AdaptEta = algo, 120, algo == ADMM
+					if algo == Subgradient {
+						opts.Eta = 1
+					}
+					red, err := model.Reduce(c.m, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					plan, err := Plan(red.Model, PerFactor)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var states []*State
+					cp := &Checkpointing{Every: 7, Save: func(_ context.Context, st *State) error {
+						states = append(states, st)
+						return nil
+					}}
+					s, entries, done, err := newLocal(red.Model, plan, opts, workers)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, err := s.run(context.Background(), entries, cp, nil)
+					done()
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(states) < 2 {
+						t.Fatalf("%d states in %d iterations", len(states), want.Iterations)
+					}
+					st := states[len(states)/2]
+					s, entries, done, err = newLocal(red.Model, plan, opts, workers)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer done()
+					for w, l := range s.links {
+						if err := l.(LocalLink).W.Restore(&st.Parts[w]); err != nil {
+							t.Fatal(err)
+						}
+					}
+					got, err := s.run(context.Background(), entries, &Checkpointing{Resume: st}, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					tol := 1e-6
+					if algo == Subgradient {
+						tol = 0
+					}
+					if got.Status != want.Status || !relClose(got.Dual, want.Dual, tol) || !relClose(got.Primal, want.Primal, tol) ||
+						abs(got.Iterations-want.Iterations) > 2 || algo == Subgradient && got.Iterations != want.Iterations {
+						t.Errorf("resumed at %d: %s after %d, dual %.12g primal %.12g; uninterrupted: %s after %d, dual %.12g primal %.12g",
+							st.Iter, got.Status, got.Iterations, got.Dual, got.Primal, want.Status, want.Iterations, want.Dual, want.Primal)
+					}
+				})
+			}
+		}
+	}
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// Restore rejects states that do not fit the part, and non-finite ones.
+func TestRestoreRejectsBadState(t *testing.T) {
+	m := generate.Potts(generate.GridOptions{Height: 3, Width: 3, Labels: 2, Rho: 1, Seed: 1})
+	s, _, done, err := newLocal(m, mustPlan(t, m), DefaultOptions(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	w := s.links[0].(LocalLink).W
+	good := w.State()
+	short := good
+	short.Lambda = short.Lambda[1:]
+	nan := w.State()
+	nan.Mu[0] = math.NaN()
+	for name, st := range map[string]PartState{"short": short, "nan": nan} {
+		if err := w.Restore(&st); err == nil {
+			t.Errorf("%s: restored", name)
+		}
+	}
+	if err := s.restore(&State{Iter: 0, Eta: 1}); err == nil {
+		t.Error("a state of iteration 0 with no arrays was restored")
+	}
+}
+
+func mustPlan(t *testing.T, m *model.Model) partition.Plan {
+	t.Helper()
+	p, err := Plan(m, PerFactor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
