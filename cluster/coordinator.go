@@ -37,12 +37,50 @@ type RunOptions struct {
 	// multilevel partitioner (partition.Place).
 	Place  func(m *model.Model, plan partition.Plan, workers int) ([]int32, error)
 	Logger *slog.Logger
+
+	// Base and Epoch name the job across a succession of coordinators
+	// (Raft leaders): epoch e of base B runs as job EpochJob(B, e), and
+	// workers still serving an earlier epoch of B are taken over. Empty
+	// Base: Job alone names the job and only idle workers are taken.
+	Base  string
+	Epoch uint64
+	// Checkpoint, when not nil, takes states of the run (see
+	// consensus.Checkpointing); a lost worker's part restarts from the
+	// latest one.
+	Checkpoint *CheckpointOptions
+	// Resume, when not nil, continues a run from a checkpoint: the same
+	// model, settings and number of workers, the placement it recorded.
+	Resume *Resume
 }
+
+// CheckpointOptions says when states are taken and what is done with them.
+type CheckpointOptions struct {
+	Every    int           // iterations between states (0: not by count)
+	Interval time.Duration // time between states (0: not by time)
+	// Save, when not nil, stores a state with the placement of the slaves
+	// on the parts; an error ends the run.
+	Save func(ctx context.Context, st *consensus.State, where []int32) error
+}
+
+// Resume is a checkpoint to continue from.
+type Resume struct {
+	State *consensus.State
+	Where []int32 // the worker of each slave, as recorded with the state
+}
+
+// EpochJob names epoch e of job base: the transport job of that epoch.
+func EpochJob(base string, e uint64) string { return fmt.Sprintf("%s-e%d", base, e) }
 
 // RunStats describes what happened to a distributed job.
 type RunStats struct {
-	// Failovers counts parts moved from a lost worker to a spare.
-	Failovers int
+	// Failovers counts parts moved from a lost worker to a spare, and
+	// Restored those of them that restarted from a checkpoint.
+	Failovers, Restored int
+	// Resumed is the iteration the run continued from (0: from the
+	// start), and Redone how many iterations an earlier epoch had already
+	// run past it, as its workers reported (a lower bound when they were
+	// lost too).
+	Resumed, Redone int
 }
 
 // Run solves m under evidence ev on workers reached through tr, and returns
@@ -51,7 +89,11 @@ func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 	var stats RunStats
 	res, c, err := run(ctx, tr, m, ev, opts, ro, progress)
 	if c != nil {
-		stats.Failovers = c.failovers
+		stats.Failovers, stats.Restored = c.failovers, c.restored
+		if ro.Resume != nil {
+			stats.Resumed = ro.Resume.State.Iter
+			stats.Redone = max(0, c.priorIter-stats.Resumed)
+		}
 	}
 	return res, stats, err
 }
@@ -59,6 +101,9 @@ func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 func run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.Evidence, opts consensus.Options, ro RunOptions, progress func(consensus.Progress)) (consensus.Result, *coordinator, error) {
 	if err := opts.Validate(); err != nil {
 		return consensus.Result{}, nil, err
+	}
+	if ro.Base != "" {
+		ro.Job = EpochJob(ro.Base, ro.Epoch)
 	}
 	if err := transport.ValidName(ro.Job); err != nil {
 		return consensus.Result{}, nil, fmt.Errorf("job id %q: %w", ro.Job, err)
@@ -94,18 +139,29 @@ func run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 	if err != nil {
 		return consensus.Result{}, nil, err
 	}
-	names, err := waitWorkers(ctx, tr, ro.Workers, ro.WaitWorkers)
+	var where []int32
+	if ro.Resume != nil {
+		if len(ro.Resume.Where) != len(plan.Slaves) || len(ro.Resume.State.Parts) != ro.Workers {
+			return consensus.Result{}, nil, fmt.Errorf("resuming: the checkpoint places %d slaves on %d parts; this job has %d slaves on %d workers",
+				len(ro.Resume.Where), len(ro.Resume.State.Parts), len(plan.Slaves), ro.Workers)
+		}
+		where = ro.Resume.Where
+	}
+	joinable := joinableFor(ro.Base, ro.Epoch)
+	names, priorIter, err := waitWorkers(ctx, tr, ro.Workers, ro.WaitWorkers, joinable)
 	if err != nil {
 		return consensus.Result{}, nil, err
 	}
 	log.Info("workers joined", "workers", strings.Join(names, ","))
-	place := ro.Place
-	if place == nil {
-		place = multilevelPlacement
-	}
-	where, err := place(red.Model, plan, len(names))
-	if err != nil {
-		return consensus.Result{}, nil, fmt.Errorf("placing slaves: %w", err)
+	if where == nil {
+		place := ro.Place
+		if place == nil {
+			place = multilevelPlacement
+		}
+		where, err = place(red.Model, plan, len(names))
+		if err != nil {
+			return consensus.Result{}, nil, fmt.Errorf("placing slaves: %w", err)
+		}
 	}
 	parts, b, err := consensus.Split(red.Model, plan, where, len(names))
 	if err != nil {
@@ -114,6 +170,7 @@ func run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 	log.Info("model split", "slaves", len(plan.Slaves), "boundary", len(b.Vars()))
 	c := &coordinator{tr: tr, job: ro.Job, names: names, seq: transport.NewSequence(), timeout: ro.StepTimeout,
 		lostAfter: ro.LostAfter, waitSpare: ro.WaitWorkers, resendEvery: ro.ResendEvery, log: log,
+		base: ro.Base, epoch: ro.Epoch, joinable: joinable, priorIter: priorIter,
 		byName: map[string]int{}, spares: map[string]time.Time{},
 		reports: make([]chan *reportBody, len(names)), filters: make([]*transport.Filter, len(names)),
 		ready: make([]chan *readyBody, len(names)), lastSeen: make([]time.Time, len(names))}
@@ -139,6 +196,26 @@ func run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 	}
 	defer control.Unsubscribe()
 	defer c.stop(context.WithoutCancel(ctx))
+	var cp *consensus.Checkpointing
+	if ro.Resume != nil {
+		c.latest = ro.Resume.State
+		cp = &consensus.Checkpointing{Resume: ro.Resume.State}
+	}
+	if ro.Checkpoint != nil {
+		if cp == nil {
+			cp = &consensus.Checkpointing{}
+		}
+		cp.Every, cp.Interval = ro.Checkpoint.Every, ro.Checkpoint.Interval
+		cp.Save = func(ctx context.Context, st *consensus.State) error {
+			c.mu.Lock()
+			c.latest = st
+			c.mu.Unlock()
+			if ro.Checkpoint.Save == nil {
+				return nil
+			}
+			return ro.Checkpoint.Save(ctx, st, where)
+		}
+	}
 	if err := c.assign(ctx, parts, opts); err != nil {
 		return consensus.Result{}, nil, err
 	}
@@ -146,7 +223,7 @@ func run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 	for w := range names {
 		links[w] = &remoteLink{c: c, w: w}
 	}
-	res, err := consensus.Coordinate(ctx, red.Model, parts, b, links, opts, nil, progress)
+	res, err := consensus.Coordinate(ctx, red.Model, parts, b, links, opts, cp, progress)
 	if err != nil {
 		return res, c, err
 	}
@@ -163,19 +240,44 @@ func multilevelPlacement(m *model.Model, plan partition.Plan, workers int) ([]in
 	return p.Worker, err
 }
 
-// waitWorkers collects n distinct workers announcing themselves on the
-// control subject, sorted by name.
-func waitWorkers(ctx context.Context, tr transport.Transport, n int, wait time.Duration) ([]string, error) {
+// joinableFor returns the test of whether a worker serving job (its Hello's
+// Job) can join epoch e of base: idle workers, and those serving an earlier
+// epoch of the same base (their coordinator is gone).
+func joinableFor(base string, e uint64) func(job string) bool {
+	return func(job string) bool {
+		if job == "" {
+			return true
+		}
+		if base == "" {
+			return false
+		}
+		for old := uint64(1); old < e; old++ {
+			if job == EpochJob(base, old) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// waitWorkers collects n distinct joinable workers announcing themselves
+// on the control subject, sorted by name, and the highest iteration those
+// serving an earlier epoch had reached.
+func waitWorkers(ctx context.Context, tr transport.Transport, n int, wait time.Duration, joinable func(string) bool) ([]string, int, error) {
 	var mu sync.Mutex
 	seen := map[string]bool{}
+	prior := 0
 	enough := make(chan struct{})
 	sub, err := tr.Subscribe(transport.ControlSubject, func(_ string, data []byte) {
 		var h transport.Hello
-		if _, err := transport.DecodeInto(data, &h); err != nil || transport.ValidName(h.Name) != nil {
+		if _, err := transport.DecodeInto(data, &h); err != nil || transport.ValidName(h.Name) != nil || !joinable(h.Job) {
 			return
 		}
 		mu.Lock()
 		defer mu.Unlock()
+		if h.Job != "" {
+			prior = max(prior, h.Iter)
+		}
 		if len(seen) < n && !seen[h.Name] {
 			seen[h.Name] = true
 			if len(seen) == n {
@@ -184,7 +286,7 @@ func waitWorkers(ctx context.Context, tr transport.Transport, n int, wait time.D
 		}
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer sub.Unsubscribe()
 	timer := time.NewTimer(wait)
@@ -192,7 +294,7 @@ func waitWorkers(ctx context.Context, tr transport.Transport, n int, wait time.D
 	select {
 	case <-enough:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, 0, ctx.Err()
 	case <-timer.C:
 		mu.Lock()
 		defer mu.Unlock()
@@ -201,7 +303,7 @@ func waitWorkers(ctx context.Context, tr transport.Transport, n int, wait time.D
 			got = append(got, name)
 		}
 		sort.Strings(got)
-		return nil, fmt.Errorf("waited %v for %d workers, %d joined [%s]; start more with: worker --nats URL", wait, n, len(got), strings.Join(got, " "))
+		return nil, 0, fmt.Errorf("waited %v for %d workers, %d joined [%s]; start more with: worker --nats URL", wait, n, len(got), strings.Join(got, " "))
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -210,7 +312,7 @@ func waitWorkers(ctx context.Context, tr transport.Transport, n int, wait time.D
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	return names, nil
+	return names, prior, nil
 }
 
 type coordinator struct {
@@ -224,12 +326,18 @@ type coordinator struct {
 	log         *slog.Logger
 	bodies      []*assignBody // each part's assignment, kept for failover
 	failovers   int
+	restored    int
+	base        string
+	epoch       uint64
+	joinable    func(job string) bool
+	priorIter   int
 
 	mu       sync.Mutex // guards the fields below
 	names    []string   // the worker holding each part
 	byName   map[string]int
 	lastSeen []time.Time
 	spares   map[string]time.Time // workers announcing themselves outside the job
+	latest   *consensus.State     // the latest checkpoint, nil before the first
 	reports  []chan *reportBody
 	filters  []*transport.Filter
 	ready    []chan *readyBody
@@ -281,14 +389,20 @@ func (c *coordinator) onHello(_ string, data []byte) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, busy := c.byName[h.Name]; !busy {
+	if _, busy := c.byName[h.Name]; !busy && c.joinable(h.Job) {
 		c.spares[h.Name] = time.Now()
 	}
 }
 
-// replace moves part w from a lost worker to a spare, which starts the part
-// afresh (zero multipliers on its interior: sum_a lambda_i^a = 0 still
-// holds, so the dual stays valid; the coordinator keeps the boundary's).
+// replace moves part w from a lost worker to a spare, which restarts the
+// part from the latest checkpoint, or afresh before the first (zero
+// multipliers on its interior: sum_a lambda_i^a = 0 still holds, so the
+// dual stays valid; the coordinator keeps the boundary's). A checkpointed
+// interior is older than the boundary; with DD-ADMM and tau = 1 one
+// iteration restores sum_a lambda_i^a = 0 whatever lambda was (AD3 eq.
+// 10-11: lambda^a += tau*eta*(nu^a - mu) with mu the replicas' mean plus
+// the mean of lambda/eta), and the dual term of each slave is evaluated at
+// re-centred multipliers anyway.
 func (c *coordinator) replace(ctx context.Context, w int) (string, error) {
 	old := c.name(w)
 	deadline := time.Now().Add(c.waitSpare)
@@ -308,12 +422,19 @@ func (c *coordinator) replace(ctx context.Context, w int) (string, error) {
 			c.byName[spare] = w
 			c.filters[w] = transport.NewFilter(c.job, transport.FilterOptions{})
 			c.lastSeen[w] = time.Now()
+			restored := c.latest != nil
+			if restored {
+				c.bodies[w].State = wireState(&c.latest.Parts[w])
+			}
 			c.mu.Unlock()
 			for len(c.reports[w]) > 0 {
 				<-c.reports[w]
 			}
-			c.log.Warn("worker lost; its part moves to a spare", "lost", old, "part", w, "spare", spare)
+			c.log.Warn("worker lost; its part moves to a spare", "lost", old, "part", w, "spare", spare, "from_checkpoint", restored)
 			c.failovers++
+			if restored {
+				c.restored++
+			}
 			if err := c.assignOne(ctx, w); err != nil {
 				return "", err
 			}
@@ -383,6 +504,10 @@ func (c *coordinator) assign(ctx context.Context, parts []*consensus.Part, opts 
 		body, err := encodePart(p, w, len(parts), opts)
 		if err != nil {
 			return err
+		}
+		body.Base, body.Epoch = c.base, c.epoch
+		if c.latest != nil {
+			body.State = wireState(&c.latest.Parts[w])
 		}
 		c.bodies[w] = body
 	}
@@ -499,7 +624,7 @@ type remoteLink struct {
 func (l *remoteLink) Step(ctx context.Context, in *consensus.StepIn, out *consensus.StepOut) error {
 	c := l.c
 	ctx = context.WithoutCancel(ctx)
-	l.body = stepBody{Iter: in.Iter, Eta: in.Eta, PrevStep: in.PrevStep, Lambda: in.Lambda, Mu: in.Mu, GatherX: in.GatherX}
+	l.body = stepBody{Iter: in.Iter, Eta: in.Eta, PrevStep: in.PrevStep, Lambda: in.Lambda, Mu: in.Mu, GatherX: in.GatherX, Save: in.Save}
 	send := func() error {
 		name := c.name(l.w)
 		if err := c.send(ctx, stepSubject(c.job, name), transport.Header{Iter: uint64(in.Iter), Kind: kindStep}, l.body); err != nil {
@@ -546,6 +671,10 @@ func (l *remoteLink) Step(ctx context.Context, in *consensus.StepIn, out *consen
 			}
 			out.Iter, out.Nu, out.Dual, out.Relaxed, out.PrimalRes, out.DualRes, out.Changed, out.X =
 				r.Iter, r.Nu, r.Dual, r.Relaxed, r.PrimalRes, r.DualRes, r.Changed, r.X
+			out.State = r.State.state()
+			if in.Save && out.State == nil {
+				return fmt.Errorf("worker %s sent no state for step %d", c.name(l.w), in.Iter)
+			}
 			return nil
 		case <-timer.C:
 			return fmt.Errorf("worker %s did not answer step %d within %v", c.name(l.w), in.Iter, c.timeout)

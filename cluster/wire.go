@@ -29,6 +29,35 @@ type assignBody struct {
 	Boundary transport.Int32s `msgpack:"bnd"`
 	Slaves   []slaveWire      `msgpack:"slaves"`
 	Model    []byte           `msgpack:"model"` // native msgpack encoding of the part's model
+	// Base and Epoch identify the job across coordinators: an assignment
+	// of the same Base with a higher Epoch (a new leader) preempts the
+	// one a worker serves.
+	Base  string `msgpack:"base,omitempty"`
+	Epoch uint64 `msgpack:"epoch,omitempty"`
+	// State, when set, is the part's replica state to start from (a
+	// checkpoint); otherwise the part starts afresh.
+	State *partStateWire `msgpack:"state,omitempty"`
+}
+
+// partStateWire is consensus.PartState on the wire.
+type partStateWire struct {
+	Lambda transport.Floats `msgpack:"l"`
+	Nu     transport.Floats `msgpack:"nu"`
+	Mu     transport.Floats `msgpack:"mu"`
+}
+
+func wireState(st *consensus.PartState) *partStateWire {
+	if st == nil {
+		return nil
+	}
+	return &partStateWire{Lambda: st.Lambda, Nu: st.Nu, Mu: st.Mu}
+}
+
+func (p *partStateWire) state() *consensus.PartState {
+	if p == nil {
+		return nil
+	}
+	return &consensus.PartState{Lambda: p.Lambda, Nu: p.Nu, Mu: p.Mu}
 }
 
 type slaveWire struct {
@@ -61,6 +90,7 @@ type stepBody struct {
 	Lambda   transport.Floats `msgpack:"l"`
 	Mu       transport.Floats `msgpack:"mu"`
 	GatherX  bool             `msgpack:"gx"`
+	Save     bool             `msgpack:"sv,omitempty"`
 	Stop     bool             `msgpack:"stop"`
 }
 
@@ -74,6 +104,7 @@ type reportBody struct {
 	DualRes   float64          `msgpack:"dr"`
 	Changed   bool             `msgpack:"c"`
 	X         transport.Int32s `msgpack:"x"`
+	State     *partStateWire   `msgpack:"st,omitempty"`
 	Err       string           `msgpack:"err"`
 }
 

@@ -39,30 +39,55 @@ func Serve(ctx context.Context, tr transport.Transport, opts WorkerOptions) erro
 		return fmt.Errorf("subscribing for assignments: %w", err)
 	}
 	defer sub.Unsubscribe()
-	hello, err := transport.Encode(transport.Header{Kind: transport.KindHello, From: opts.Name}, transport.Hello{Name: opts.Name, Threads: opts.Threads})
-	if err != nil {
-		return err
-	}
-	tick := time.NewTicker(helloEvery)
-	defer tick.Stop()
-	announce := func() {
-		if err := tr.Publish(ctx, transport.ControlSubject, hello); err != nil && ctx.Err() == nil {
-			log.Warn("announcing", "err", err)
+	// The worker announces itself all the time, busy or not: a coordinator
+	// that takes a job over (a new Raft leader) finds its predecessor's
+	// workers from their announcements.
+	go func() {
+		tick := time.NewTicker(helloEvery)
+		defer tick.Stop()
+		for {
+			s.announce(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
 		}
-	}
-	announce()
+	}()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-tick.C:
-			announce()
 		case a := <-s.assigns:
-			if err := s.runJob(ctx, a); err != nil && ctx.Err() == nil {
-				log.Error("job failed", "job", a.job, "err", err)
+			jobCtx, cancel := context.WithCancel(ctx)
+			s.mu.Lock()
+			s.cancel = cancel
+			s.mu.Unlock()
+			err := s.runJob(jobCtx, a)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				if jobCtx.Err() != nil {
+					log.Warn("job taken over by a new coordinator", "job", a.job)
+				} else {
+					log.Error("job failed", "job", a.job, "err", err)
+				}
 			}
-			announce()
+			s.announce(ctx)
 		}
+	}
+}
+
+// announce publishes the worker's Hello with the job it serves.
+func (s *server) announce(ctx context.Context) {
+	s.mu.Lock()
+	h := transport.Hello{Name: s.opts.Name, Threads: s.opts.Threads, Job: s.job, Iter: s.iter}
+	s.mu.Unlock()
+	data, err := transport.Encode(transport.Header{Kind: transport.KindHello, From: s.opts.Name}, h)
+	if err == nil {
+		err = s.tr.Publish(ctx, transport.ControlSubject, data)
+	}
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("announcing", "err", err)
 	}
 }
 
@@ -72,9 +97,13 @@ type assignment struct {
 }
 
 type server struct {
-	mu    sync.Mutex
-	job   string // the job being served, "" between jobs
-	ready []byte // its encoded acknowledgement
+	mu     sync.Mutex
+	job    string // the job being served, "" between jobs
+	ready  []byte // its encoded acknowledgement
+	iter   int    // the last iteration answered in it
+	base   string // its Base and Epoch (see assignBody)
+	epoch  uint64
+	cancel context.CancelFunc // ends it
 
 	tr      transport.Transport
 	opts    WorkerOptions
@@ -92,6 +121,11 @@ func (s *server) onAssign(_ string, data []byte) {
 	}
 	s.mu.Lock()
 	current, ready := s.job, s.ready
+	preempt := current != "" && current != h.Job && a.Base != "" && a.Base == s.base && a.Epoch > s.epoch
+	if preempt {
+		// A new coordinator leads the job: drop the old epoch's part.
+		s.cancel()
+	}
 	s.mu.Unlock()
 	if current == h.Job {
 		// The coordinator did not hear our acknowledgement: repeat it.
@@ -100,10 +134,23 @@ func (s *server) onAssign(_ string, data []byte) {
 		}
 		return
 	}
+	next := assignment{job: h.Job, body: &a}
 	select {
-	case s.assigns <- assignment{job: h.Job, body: &a}:
+	case s.assigns <- next:
 	default:
-		s.log.Warn("assignment while busy: ignored", "job", h.Job)
+		if !preempt {
+			s.log.Warn("assignment while busy: ignored", "job", h.Job)
+			return
+		}
+		// Replace a queued older assignment.
+		select {
+		case <-s.assigns:
+		default:
+		}
+		select {
+		case s.assigns <- next:
+		default:
+		}
 	}
 }
 
@@ -122,11 +169,11 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 		return err
 	}
 	s.mu.Lock()
-	s.job, s.ready = job, received
+	s.job, s.ready, s.iter, s.base, s.epoch = job, received, 0, a.body.Base, a.body.Epoch
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		s.job, s.ready = "", nil
+		s.job, s.ready, s.iter = "", nil, 0
 		s.mu.Unlock()
 	}()
 	if err := s.tr.Publish(ctx, report, received); err != nil {
@@ -160,6 +207,12 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 		opts.Tau = a.body.Options.Tau
 		opts.Threads = s.opts.Threads
 		w, err = consensus.NewWorker(part, opts)
+		if err == nil && a.body.State != nil {
+			if err = w.Restore(a.body.State.state()); err != nil {
+				w.Close()
+				w = nil
+			}
+		}
 	}
 	ready := readyBody{}
 	if err != nil {
@@ -244,7 +297,7 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 				}
 				continue
 			}
-			in.Iter, in.Eta, in.PrevStep, in.GatherX = st.Iter, st.Eta, st.PrevStep, st.GatherX
+			in.Iter, in.Eta, in.PrevStep, in.GatherX, in.Save = st.Iter, st.Eta, st.PrevStep, st.GatherX, st.Save
 			in.Lambda, in.Mu = st.Lambda, st.Mu
 			rep := reportBody{Iter: st.Iter}
 			if len(in.Lambda) != w.NumBoundaryReplicaEntries() || len(in.Mu) != w.NumBoundaryMuEntries() {
@@ -253,12 +306,16 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 				w.Step(in, out)
 				rep.Nu, rep.Dual, rep.Relaxed, rep.PrimalRes, rep.DualRes, rep.Changed = out.Nu, out.Dual, out.Relaxed, out.PrimalRes, out.DualRes, out.Changed
 				rep.X = out.X
+				rep.State = wireState(out.State)
 			}
 			data, err := s.encode(transport.Header{Job: job, Iter: uint64(st.Iter), Kind: kindReport}, rep)
 			if err != nil {
 				return err
 			}
 			lastIter, lastReport = st.Iter, data
+			s.mu.Lock()
+			s.iter = lastIter
+			s.mu.Unlock()
 			if err := s.tr.Publish(ctx, report, data); err != nil {
 				return err
 			}

@@ -11,6 +11,11 @@ package transport
 type Hello struct {
 	Name    string `msgpack:"name"`    // worker name, a ValidName
 	Threads int    `msgpack:"threads"` // goroutines it will use
+	// Job is the job the worker serves ("" when idle) and Iter the last
+	// iteration it answered there: a coordinator taking a job over learns
+	// from them which workers it can take and how far its predecessor got.
+	Job  string `msgpack:"job,omitempty"`
+	Iter int    `msgpack:"iter,omitempty"`
 }
 
 // Assign hands a worker its part of the job on AssignSubject.
