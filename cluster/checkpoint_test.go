@@ -3,11 +3,13 @@ package cluster
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/ddrun/ddrun/checkpoint"
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/transport"
@@ -215,4 +217,80 @@ func TestNewEpochTakesOverWorkers(t *testing.T) {
 		t.Errorf("resumed at %d with %d iterations redone; want 20 and 3 to 5 (the old leader reached 23 or 24 before the cut)", stats.Resumed, stats.Redone)
 	}
 	closeTo(t, "taken over", got, want)
+}
+
+// States go through the checkpoint store and back unchanged; a resumed run
+// from the newest verified checkpoint ends like the uninterrupted one, and
+// a torn newest checkpoint falls back to the one before.
+func TestCheckpointerRoundTrip(t *testing.T) {
+	tr := transport.NewInProc()
+	defer tr.Close()
+	startWorkers(t, tr, "k", 2)
+	m := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 3, Rho: 1, Seed: 4})
+	opts := consensus.DefaultOptions()
+	opts.MaxIter = 300
+	store := checkpoint.NewMem()
+	var mu sync.Mutex
+	var manifests []checkpoint.Manifest // newest first
+	var sv saved
+	cpr := NewCheckpointer(CheckpointerOptions{Store: store, Job: "rt", ModelHash: "h", Record: func(_ context.Context, m checkpoint.Manifest) error {
+		mu.Lock()
+		defer mu.Unlock()
+		manifests = append([]checkpoint.Manifest{m}, manifests...)
+		return nil
+	}})
+	ro := RunOptions{Job: "rt1", Workers: 2, WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second,
+		Checkpoint: &CheckpointOptions{Every: 10, Save: func(ctx context.Context, st *consensus.State, where []int32) error {
+			_ = sv.save(ctx, st, where)
+			return cpr.Save(ctx, st, where)
+		}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	want, _, err := Run(ctx, tr, m, nil, opts, ro, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cpr.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st := cpr.Stats()
+	if st.Written != len(sv.states) || st.Written < 3 || len(manifests) != st.Written {
+		t.Fatalf("%d states, %d written, %d manifests", len(sv.states), st.Written, len(manifests))
+	}
+	// Only the last two checkpoints' objects are kept.
+	objs, _ := store.List(ctx)
+	if len(objs) > 2*(2+2) {
+		t.Errorf("%d objects kept after pruning", len(objs))
+	}
+	mf, blobs, skipped, err := checkpoint.Latest(ctx, store, manifests)
+	if err != nil || len(skipped) != 0 {
+		t.Fatal(err, skipped)
+	}
+	got, where, err := DecodeState(blobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := sv.states[len(sv.states)-1]
+	if mf.Iteration != orig.Iter || got.Iter != orig.Iter || got.Eta != orig.Eta || got.BestPrimal != orig.BestPrimal ||
+		len(got.Parts) != 2 || !slices.Equal(got.Parts[1].Lambda, orig.Parts[1].Lambda) || !slices.Equal(got.BMu, orig.BMu) ||
+		!slices.Equal(got.BestX, orig.BestX) || !slices.Equal(where, sv.where) {
+		t.Fatalf("decoded state differs from the saved one")
+	}
+	// Tear the newest checkpoint: the previous one is used.
+	b, _ := mf.Find(rolePart(1))
+	store.Corrupt(b.Object)
+	mf2, blobs, skipped, err := checkpoint.Latest(ctx, store, manifests)
+	if err != nil || len(skipped) != 1 || mf2.Iteration != mf.Iteration-10 {
+		t.Fatalf("after tearing %d: got %d, skipped %v, err %v", mf.Iteration, mf2.Iteration, skipped, err)
+	}
+	prev, where, err := DecodeState(blobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _, err := Run(ctx, tr, m, nil, opts, RunOptions{Job: "rt2", Workers: 2, WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second,
+		Resume: &Resume{State: prev, Where: where}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeTo(t, "resumed from the store", res, want)
 }
