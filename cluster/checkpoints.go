@@ -54,6 +54,11 @@ type CheckpointMeta struct {
 	Settings   json.RawMessage `json:"settings,omitempty"`
 	BestDual   float64         `json:"best_dual"`
 	BestPrimal *float64        `json:"best_primal"` // null: none yet
+	// Redone and Failovers count, over the epochs before this one, the
+	// iterations run again after a resume and the failovers (workers
+	// replaced, coordinators taken over).
+	Redone    int `json:"redone"`
+	Failovers int `json:"failovers"`
 }
 
 // EncodeState turns a run's state and its placement into checkpoint parts.
@@ -136,7 +141,9 @@ type CheckpointerOptions struct {
 	Epoch     uint64
 	ModelHash string
 	Settings  json.RawMessage
-	Logger    *slog.Logger
+	// Redone and Failovers go into every manifest's CheckpointMeta.
+	Redone, Failovers int
+	Logger            *slog.Logger
 }
 
 // CheckpointStats measures a Checkpointer's work.
@@ -191,7 +198,7 @@ func (c *Checkpointer) Save(ctx context.Context, st *consensus.State, where []in
 	if err != nil {
 		return err
 	}
-	meta := CheckpointMeta{ModelHash: c.o.ModelHash, Settings: c.o.Settings, BestDual: st.BestDual}
+	meta := CheckpointMeta{ModelHash: c.o.ModelHash, Settings: c.o.Settings, BestDual: st.BestDual, Redone: c.o.Redone, Failovers: c.o.Failovers}
 	if !math.IsInf(st.BestPrimal, -1) {
 		bp := st.BestPrimal
 		meta.BestPrimal = &bp

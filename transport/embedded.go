@@ -41,11 +41,15 @@ type EmbeddedOptions struct {
 	// megabytes arrives as a burst of chunks; the server's own default,
 	// 64 MiB, would cut the receiving worker off).
 	MaxPending int64
+	// JetStreamDir, when set, enables JetStream with its storage in that
+	// directory (for the checkpoint object store of Raft-replicated
+	// coordinators).
+	JetStreamDir string
 }
 
 // Embedded is a NATS server running inside this process, for tests and for
-// `coordinator run` without an external server. It has no JetStream, no
-// clustering and no monitoring port.
+// `coordinator run` without an external server. It has no clustering and
+// no monitoring port, and JetStream only when asked for.
 type Embedded struct {
 	srv  *server.Server
 	url  string
@@ -89,6 +93,10 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 		Username:      opts.User,
 		Password:      opts.Password,
 		Authorization: opts.Token,
+	}
+	if opts.JetStreamDir != "" {
+		so.JetStream = true
+		so.StoreDir = opts.JetStreamDir
 	}
 	if opts.TLSConfig != nil {
 		so.TLS = true

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ddrun/ddrun/checkpoint"
 	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/internal/natsflags"
@@ -36,6 +37,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait for the workers to join")
 	stepTimeout := fs.Duration("step-timeout", 5*time.Minute, "how long to wait for the workers' answers to one iteration")
 	lostAfter := fs.Duration("lost-after", 3*time.Second, "a worker silent this long is lost; its part restarts on a spare worker")
+	var ck checkpointFlags
+	ck.register(fs)
+	var rf raftFlags
+	rf.register(fs)
 	pos, err := parseInterleaved(fs, args, stderr)
 	if err != nil {
 		return err
@@ -53,6 +58,18 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *workers < 1 {
 		return usagef("--workers: %d < 1", *workers)
 	}
+	if err := ck.check(); err != nil {
+		return err
+	}
+	if err := rf.check(nf.URL, *job, *local); err != nil {
+		return err
+	}
+	if ck.resume && ck.dir == "" {
+		return usagef("--resume needs --checkpoint-dir (with Raft, a job resumes by itself)")
+	}
+	if ck.resume && *job == "" {
+		return usagef("--resume needs the --job to continue")
+	}
 	if *job == "" {
 		var b [6]byte
 		_, _ = rand.Read(b[:])
@@ -67,6 +84,35 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
+	modelHash, settings, err := jobIdentity(pos[0], f.evidence, opts, *workers)
+	if err != nil {
+		return err
+	}
+	ro := cluster.RunOptions{Base: *job, Workers: *workers, WaitWorkers: *wait, StepTimeout: *stepTimeout, LostAfter: *lostAfter, Logger: log,
+		Checkpoint: &cluster.CheckpointOptions{Every: ck.every, Interval: ck.interval}}
+	if ck.every == 0 && ck.interval == 0 {
+		ro.Checkpoint = nil
+	}
+	ri := runInfo{workers: *workers}
+	ro.Epoch = 1
+	var cpr *cluster.Checkpointer
+	if ck.dir != "" && !rf.enabled() {
+		d, rp, err := localCheckpoints(ctx, ck, *job, modelHash, settings, log)
+		if err != nil {
+			return err
+		}
+		if rp != nil {
+			ro.Resume, ro.Epoch = rp.resume, rp.epoch+1
+			ri.redone, ri.failovers = rp.redone, rp.failovers
+		}
+		if ro.Checkpoint != nil {
+			cpr = cluster.NewCheckpointer(cluster.CheckpointerOptions{Store: d, Job: *job, Epoch: ro.Epoch, ModelHash: modelHash, Settings: settings,
+				Redone: ri.redone, Failovers: ri.failovers, Logger: log,
+				Record: func(ctx context.Context, m checkpoint.Manifest) error { return d.SaveManifest(ctx, &m) },
+				Prune:  func(ctx context.Context) error { return d.Prune(ctx, *job, 2) }})
+			ro.Checkpoint.Save = cpr.Save
+		}
+	}
 	url := nf.URL
 	if url == "" {
 		host, port, err := net.SplitHostPort(*listen)
@@ -101,9 +147,20 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if !f.quiet {
 		progress = func(p consensus.Progress) { printProgress(stderr, p) }
 	}
-	ro := cluster.RunOptions{Job: *job, Workers: *workers, WaitWorkers: *wait, StepTimeout: *stepTimeout, LostAfter: *lostAfter, Logger: log}
+	if rf.enabled() {
+		return runReplicated(ctx, tr, rf, ck, m, ev, opts, f, ro, modelHash, settings, progress, log, stdout, stderr, pos[0])
+	}
 	before := tr.Conn().Stats()
 	res, stats, err := cluster.Run(ctx, tr, m, ev, opts, ro, progress)
+	if cpr != nil {
+		if werr := cpr.Wait(context.Background()); werr != nil && err == nil {
+			err = werr
+		}
+		if cs := cpr.Stats(); cs.Written > 0 {
+			log.Info("checkpoints", "written", cs.Written, "failed", cs.Failed, "bytes", cs.Bytes,
+				"encode_seconds", cs.Encode.Seconds(), "write_seconds", cs.Write.Seconds())
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", pos[0], err)
 	}
@@ -112,7 +169,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stderr, "traffic: %d bytes in, %d bytes out at the coordinator, %d bytes per iteration\n",
 			in, out, (in+out)/uint64(res.Iterations))
 	}
-	return report(res, opts, m, f, runInfo{workers: *workers, failovers: stats.Failovers}, stdout, stderr)
+	ri.failovers += stats.Failovers
+	ri.redone += stats.Redone
+	return report(res, opts, m, f, ri, stdout, stderr)
 }
 
 // startLocalWorkers starts n worker processes (the worker binary beside

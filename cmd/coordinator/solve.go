@@ -186,7 +186,7 @@ func cmdSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 // runInfo is what a distributed run adds to the result.
 type runInfo struct {
-	workers, failovers int
+	workers, failovers, redone int
 }
 
 // report prints the final line, writes --out and the --json result.
@@ -205,6 +205,7 @@ func report(res consensus.Result, opts consensus.Options, m *model.Model, f solv
 		r.Workers = ri.workers
 		if ri.workers > 0 {
 			r.Failovers = &ri.failovers
+			r.Redone = &ri.redone
 		}
 		return writeJSON(stdout, r)
 	}
@@ -259,6 +260,7 @@ type resultJSON struct {
 	Threads    int              `json:"threads"`
 	Workers    int              `json:"workers,omitempty"`
 	Failovers  *int             `json:"failovers,omitempty"`
+	Redone     *int             `json:"redone_iterations,omitempty"`
 	Model      modelJSON        `json:"model"`
 }
 
