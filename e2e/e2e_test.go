@@ -82,6 +82,7 @@ type result struct {
 	Assignment []int    `json:"assignment"`
 	Workers    int      `json:"workers"`
 	Failovers  *int     `json:"failovers"`
+	Redone     *int     `json:"redone_iterations"`
 }
 
 // runJSON runs a command with a deadline and decodes its JSON result.

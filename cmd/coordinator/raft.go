@@ -70,8 +70,8 @@ func runReplicated(ctx context.Context, tr *transport.NATS, rf raftFlags, ck che
 	opts consensus.Options, f solveFlags, ro cluster.RunOptions, modelHash string, settings json.RawMessage,
 	progress func(consensus.Progress), log *slog.Logger, stdout, stderr io.Writer, path string) error {
 	peers, _ := raftlog.ParsePeers(rf.peers)
-	log = log.With("raft_id", rf.id)
 	g, err := raftlog.Open(raftlog.Config{ID: rf.id, Bind: rf.bind, Peers: peers, Dir: rf.dir, Logger: log})
+	log = log.With("raft_id", rf.id)
 	if err != nil {
 		return fmt.Errorf("raft: %w", err)
 	}

@@ -164,10 +164,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return fmt.Errorf("%s: %w", pos[0], err)
 	}
-	if st := tr.Conn().Stats(); !f.quiet && res.Iterations > 0 {
+	if st, n := tr.Conn().Stats(), res.Iterations-stats.Resumed; !f.quiet && n > 0 {
 		in, out := st.InBytes-before.InBytes, st.OutBytes-before.OutBytes
 		fmt.Fprintf(stderr, "traffic: %d bytes in, %d bytes out at the coordinator, %d bytes per iteration\n",
-			in, out, (in+out)/uint64(res.Iterations))
+			in, out, (in+out)/uint64(n))
 	}
 	ri.failovers += stats.Failovers
 	ri.redone += stats.Redone

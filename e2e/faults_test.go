@@ -1,0 +1,370 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ddrun/ddrun/transport"
+
+	_ "github.com/ddrun/ddrun/checkpoint"
+	_ "github.com/ddrun/ddrun/checkpoint/raftlog"
+)
+
+// proc is a process under test whose stderr is watched line by line.
+type proc struct {
+	name   string
+	cmd    *exec.Cmd
+	stdout bytes.Buffer
+	mu     sync.Mutex
+	log    strings.Builder
+	lines  chan string // every stderr line, for waitLine
+	done   chan struct{}
+	err    error
+}
+
+// startProc starts bin with args; the process is killed when the test ends.
+func startProc(t *testing.T, name, bin string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, cmd: exec.Command(bin, args...), lines: make(chan string, 4096), done: make(chan struct{})}
+	p.cmd.Stdout = &p.stdout
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.log.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+			select {
+			case p.lines <- sc.Text():
+			default:
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() { p.kill() })
+	return p
+}
+
+func (p *proc) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+func (p *proc) stderr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
+}
+
+// wait waits for the process to exit.
+func (p *proc) wait(t *testing.T, timeout time.Duration) error {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(timeout):
+		t.Fatalf("%s did not exit within %v\n%s", p.name, timeout, p.stderr())
+		return nil
+	}
+}
+
+func (p *proc) result(t *testing.T) result {
+	t.Helper()
+	var r result
+	if err := json.Unmarshal(p.stdout.Bytes(), &r); err != nil {
+		t.Fatalf("%s: result is not JSON: %v\n%q\n%s", p.name, err, p.stdout.String(), p.stderr())
+	}
+	return r
+}
+
+var checkpointLine = regexp.MustCompile(`msg=checkpoint .*?iteration=(\d+)`)
+
+// waitCheckpoint waits until p logs a checkpoint of iteration >= min and
+// returns that iteration.
+func waitCheckpoint(t *testing.T, ps []*proc, min int, timeout time.Duration) (int, *proc) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		for _, p := range ps {
+			select {
+			case line := <-p.lines:
+				if m := checkpointLine.FindStringSubmatch(line); m != nil {
+					if it, _ := strconv.Atoi(m[1]); it >= min {
+						return it, p
+					}
+				}
+				continue
+			default:
+			}
+		}
+		select {
+		case <-deadline:
+			var all strings.Builder
+			for _, p := range ps {
+				fmt.Fprintf(&all, "--- %s\n%s", p.name, p.stderr())
+			}
+			t.Fatalf("no checkpoint of iteration >= %d within %v\n%s", min, timeout, all.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ls []net.Listener
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return ports
+}
+
+// closeResult checks a disturbed run against an undisturbed one: the same
+// status and bounds within the solver's tolerance, and about the same
+// number of iterations (a restored part re-solves its slaves without warm
+// starts, which moves the iterates by rounding only).
+func closeResult(t *testing.T, got, want result) {
+	t.Helper()
+	near := func(a, b *float64, tol float64) bool {
+		return a != nil && b != nil && math.Abs(*a-*b) <= tol*math.Max(1, math.Abs(*b))
+	}
+	if got.Status != want.Status || !near(got.Dual, want.Dual, 1e-6) || !near(got.Primal, want.Primal, 1e-6) ||
+		got.Iterations < want.Iterations-5 || got.Iterations > want.Iterations+5 {
+		t.Errorf("disturbed: %s after %d, dual %v primal %v; undisturbed: %s after %d, dual %v primal %v",
+			got.Status, got.Iterations, deref(got.Dual), deref(got.Primal), want.Status, want.Iterations, deref(want.Dual), deref(want.Primal))
+	}
+}
+
+// A model that takes a few seconds on two workers, and its undisturbed
+// result.
+func faultModel(t *testing.T, coord string) (string, []string, result) {
+	model := genModel(t, coord, "potts", "--height", "150", "--width", "150", "--labels", "4", "--rho", "0.5", ".uai")
+	flags := []string{"--json", "--threads", "1", "--tol", "0", "--max-iter", "1500"}
+	want := runJSON(t, time.Minute, coord, append(append([]string{"solve", "--quiet"}, flags...), model)...)
+	return model, flags, want
+}
+
+// Every process stops (kill -9: coordinator and workers) after a
+// checkpoint; started again with --resume, the single coordinator
+// continues from its latest checkpoint in --checkpoint-dir and ends like
+// an undisturbed run.
+func TestFullRestartResumesFromCheckpoint(t *testing.T) {
+	coord, worker := binaries(t)
+	model, flags, want := faultModel(t, coord)
+	srv, err := transport.StartEmbedded(transport.EmbeddedOptions{Host: "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	dir := t.TempDir()
+	startWorkers := func(tag string) []*proc {
+		var ws []*proc
+		for i := range 2 {
+			ws = append(ws, startProc(t, "worker", worker, "--nats", srv.URL(), "--name", fmt.Sprintf("%s%d", tag, i), "--threads", "1", "--quiet"))
+		}
+		return ws
+	}
+	args := append([]string{"run", "--nats", srv.URL(), "--workers", "2", "--job", "restart", "--checkpoint-dir", dir, "--checkpoint-every", "100"}, flags...)
+	ws := startWorkers("a")
+	first := startProc(t, "coordinator", coord, append(args, model)...)
+	at, _ := waitCheckpoint(t, []*proc{first}, 200, time.Minute)
+	for _, p := range append(ws, first) {
+		p.kill()
+	}
+	startWorkers("b")
+	second := startProc(t, "coordinator", coord, append(append(args[:len(args):len(args)], "--resume"), model)...)
+	if err := second.wait(t, time.Minute); err != nil {
+		t.Fatalf("resumed run: %v\n%s", err, second.stderr())
+	}
+	m := regexp.MustCompile(`resuming from checkpoint" job=restart iteration=(\d+)`).FindStringSubmatch(second.stderr())
+	if m == nil {
+		t.Fatalf("no resume logged:\n%s", second.stderr())
+	}
+	// The newest checkpoint whose manifest was written: the one logged
+	// before the kill or, if the kill came just after, the next one.
+	if from, _ := strconv.Atoi(m[1]); from != at && from != at+100 {
+		t.Errorf("resumed from iteration %d; the last checkpoint logged was %d", from, at)
+	}
+	closeResult(t, second.result(t), want)
+}
+
+// Three coordinators in a Raft group; the leader is killed with SIGKILL
+// mid-run. A follower becomes leader, takes the workers over with a new
+// epoch, resumes from the latest committed checkpoint, and prints the
+// result; the other member exits 0 too.
+func TestKillRaftLeaderMidRun(t *testing.T) {
+	coord, worker := binaries(t)
+	model, flags, want := faultModel(t, coord)
+	srv, err := transport.StartEmbedded(transport.EmbeddedOptions{Host: "127.0.0.1", JetStreamDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	for i := range 2 {
+		startProc(t, "worker", worker, "--nats", srv.URL(), "--name", fmt.Sprintf("rw%d", i), "--threads", "1", "--quiet")
+	}
+	group := raftGroup(t, coord, srv.URL(), model, flags)
+	at, leader := waitCheckpoint(t, group, 200, time.Minute)
+	leader.kill()
+	t0 := time.Now()
+	var rest []*proc
+	for _, p := range group {
+		if p != leader {
+			rest = append(rest, p)
+		}
+	}
+	var printed []result
+	for _, p := range rest {
+		if err := p.wait(t, 90*time.Second); err != nil {
+			t.Fatalf("%s: %v\n%s", p.name, err, p.stderr())
+		}
+		if p.stdout.Len() > 0 {
+			printed = append(printed, p.result(t))
+		}
+	}
+	t.Logf("leader killed after the checkpoint of iteration %d; the job ended %v later", at, time.Since(t0).Round(time.Millisecond))
+	if len(printed) != 1 {
+		t.Fatalf("%d coordinators printed a result, want 1", len(printed))
+	}
+	got := printed[0]
+	closeResult(t, got, want)
+	// Recovery times, for the record: election, resume, workers back.
+	for _, p := range rest {
+		for _, ev := range []string{"role=leader", "resuming from checkpoint", "workers joined"} {
+			if at, ok := logTime(p.stderr(), ev); ok {
+				t.Logf("%s: %q %v after the kill", p.name, ev, at.Sub(t0).Round(time.Millisecond))
+			}
+		}
+	}
+	t.Logf("failovers %v, redone iterations %v", deref(intf(got.Failovers)), deref(intf(got.Redone)))
+	if got.Failovers == nil || *got.Failovers < 1 || got.Redone == nil || *got.Redone < 0 || *got.Redone > 200 {
+		t.Errorf("failovers %v, redone %v: want >= 1 and at most two checkpoint intervals", got.Failovers, got.Redone)
+	}
+	for _, p := range rest {
+		if !strings.Contains(p.stderr(), "role=leader") && !strings.Contains(p.stderr(), "role=follower") {
+			t.Errorf("%s logged no role:\n%s", p.name, p.stderr())
+		}
+	}
+}
+
+// Every process of a Raft-replicated job is killed after a checkpoint;
+// started again with the same Raft dirs, the group resumes the job by
+// itself.
+func TestRaftFullRestart(t *testing.T) {
+	coord, worker := binaries(t)
+	model, flags, want := faultModel(t, coord)
+	srv, err := transport.StartEmbedded(transport.EmbeddedOptions{Host: "127.0.0.1", JetStreamDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	var ws []*proc
+	for i := range 2 {
+		ws = append(ws, startProc(t, "worker", worker, "--nats", srv.URL(), "--name", fmt.Sprintf("fw%d", i), "--threads", "1", "--quiet"))
+	}
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	ports := freePorts(t, 3)
+	group := raftGroupAt(t, coord, srv.URL(), model, flags, dirs, ports)
+	waitCheckpoint(t, group, 200, time.Minute)
+	for _, p := range append(ws, group...) {
+		p.kill()
+	}
+	for i := range 2 {
+		startProc(t, "worker", worker, "--nats", srv.URL(), "--name", fmt.Sprintf("fw%d", i), "--threads", "1", "--quiet")
+	}
+	group = raftGroupAt(t, coord, srv.URL(), model, flags, dirs, ports)
+	var printed []result
+	for _, p := range group {
+		if err := p.wait(t, 90*time.Second); err != nil {
+			t.Fatalf("%s: %v\n%s", p.name, err, p.stderr())
+		}
+		if p.stdout.Len() > 0 {
+			printed = append(printed, p.result(t))
+		}
+	}
+	if len(printed) != 1 {
+		t.Fatalf("%d coordinators printed a result, want 1", len(printed))
+	}
+	closeResult(t, printed[0], want)
+	resumed := false
+	for _, p := range group {
+		resumed = resumed || strings.Contains(p.stderr(), "resuming from checkpoint")
+	}
+	if !resumed {
+		t.Error("the restarted group did not resume from a checkpoint")
+	}
+}
+
+// logTime returns the time of the last stderr line containing ev.
+func logTime(log, ev string) (time.Time, bool) {
+	var at time.Time
+	ok := false
+	for _, line := range strings.Split(log, "\n") {
+		if !strings.Contains(line, ev) || !strings.HasPrefix(line, "time=") {
+			continue
+		}
+		f := strings.Fields(line)[0]
+		if tm, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(f, "time=")); err == nil {
+			at, ok = tm, true
+		}
+	}
+	return at, ok
+}
+
+func intf(p *int) *float64 {
+	if p == nil {
+		return nil
+	}
+	v := float64(*p)
+	return &v
+}
+
+func raftGroup(t *testing.T, coord, url, model string, flags []string) []*proc {
+	return raftGroupAt(t, coord, url, model, flags, []string{t.TempDir(), t.TempDir(), t.TempDir()}, freePorts(t, 3))
+}
+
+func raftGroupAt(t *testing.T, coord, url, model string, flags []string, dirs []string, ports []int) []*proc {
+	t.Helper()
+	var peers []string
+	for i, p := range ports {
+		peers = append(peers, fmt.Sprintf("c%d=127.0.0.1:%d", i, p))
+	}
+	var group []*proc
+	for i := range 3 {
+		args := append([]string{"run", "--nats", url, "--workers", "2", "--job", "raftjob", "--checkpoint-every", "100",
+			"--raft-id", fmt.Sprintf("c%d", i), "--raft-bind", fmt.Sprintf("127.0.0.1:%d", ports[i]),
+			"--raft-peers", strings.Join(peers, ","), "--raft-dir", dirs[i]}, flags...)
+		group = append(group, startProc(t, fmt.Sprintf("coordinator c%d", i), coord, append(args, model)...))
+	}
+	return group
+}
