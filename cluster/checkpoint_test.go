@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -293,4 +294,70 @@ func TestCheckpointerRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	closeTo(t, "resumed from the store", res, want)
+}
+
+// The NATS server goes away mid-run and comes back on the same address:
+// every client reconnects, the messages lost in between are re-sent, and
+// the run is the undisturbed one.
+func TestNATSServerRestartMidRun(t *testing.T) {
+	srv, err := transport.StartEmbedded(transport.EmbeddedOptions{Host: "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := srv.Port()
+	var srvMu sync.Mutex
+	defer func() {
+		srvMu.Lock()
+		srv.Shutdown()
+		srvMu.Unlock()
+	}()
+	var reconnects atomic.Int32
+	connect := func(name string) transport.Transport {
+		tr, err := transport.NewNATS(context.Background(), transport.NATSOptions{URL: srv.URL(), Name: name,
+			ReconnectWait: 50 * time.Millisecond, MaxReconnects: -1, OnReconnect: func() { reconnects.Add(1) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tr.Close() })
+		return tr
+	}
+	for i := 0; i < 2; i++ {
+		name := fmt.Sprintf("rc%d-", i)
+		startWorkers(t, connect(name), name, 1)
+	}
+	m := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 3, Rho: 1, Seed: 4})
+	opts := consensus.DefaultOptions()
+	opts.MaxIter = 300
+	want, err := consensus.Solve(context.Background(), m, nil, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	opts.ProgressEvery = 0
+	progress := func(p consensus.Progress) {
+		if p.Iteration == 10 && !restarted {
+			restarted = true
+			srvMu.Lock()
+			defer srvMu.Unlock()
+			srv.Shutdown()
+			time.Sleep(300 * time.Millisecond)
+			s, err := transport.StartEmbedded(transport.EmbeddedOptions{Host: "127.0.0.1", Port: port})
+			if err != nil {
+				t.Errorf("restarting the server: %v", err)
+				return
+			}
+			srv = s
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	got, _, err := Run(ctx, connect("coord"), m, nil, opts, RunOptions{Job: "reconnect", Workers: 2, WaitWorkers: 10 * time.Second,
+		StepTimeout: 30 * time.Second, ResendEvery: 200 * time.Millisecond, LostAfter: 10 * time.Second}, progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !restarted || reconnects.Load() < 3 {
+		t.Fatalf("restarted %v, %d reconnects: the outage was not exercised", restarted, reconnects.Load())
+	}
+	compare(t, got, want)
 }

@@ -11,7 +11,9 @@ import (
 // PartState is a worker's replica state after an iteration: its
 // multipliers, slave marginals and consensus marginals, in the part's own
 // layout (Problem's replica arrays and the part model's Unary layout).
-// Entries of boundary variables are overwritten by the next StepIn.
+// Entries of boundary variables are overwritten by the next StepIn. Nu is
+// empty for DD-ADMM, whose next iteration recomputes every slave marginal
+// before reading any; DD-subgradient's pending step reads them.
 type PartState struct {
 	Lambda, Nu, Mu []float64
 }
@@ -69,21 +71,31 @@ func (c *Checkpointing) due(iter int, since time.Duration) bool {
 
 // State returns a copy of the worker's replica state.
 func (w *Worker) State() PartState {
-	return PartState{Lambda: slices.Clone(w.lambda), Nu: slices.Clone(w.nu), Mu: slices.Clone(w.mu)}
+	st := PartState{Lambda: slices.Clone(w.lambda), Mu: slices.Clone(w.mu)}
+	if w.subgradient {
+		st.Nu = slices.Clone(w.nu)
+	}
+	return st
 }
 
 // Restore sets the worker's replica state to st (copied) and makes the
 // next iteration solve every slave.
 func (w *Worker) Restore(st *PartState) error {
-	if len(st.Lambda) != len(w.lambda) || len(st.Nu) != len(w.nu) || len(st.Mu) != len(w.mu) {
+	wantNu := 0
+	if w.subgradient {
+		wantNu = len(w.nu)
+	}
+	if len(st.Lambda) != len(w.lambda) || len(st.Nu) != wantNu || len(st.Mu) != len(w.mu) {
 		return fmt.Errorf("restoring a part: state of %d/%d/%d multipliers, slave and consensus marginals, want %d/%d/%d",
-			len(st.Lambda), len(st.Nu), len(st.Mu), len(w.lambda), len(w.nu), len(w.mu))
+			len(st.Lambda), len(st.Nu), len(st.Mu), len(w.lambda), wantNu, len(w.mu))
 	}
 	if err := finite(st.Lambda, st.Nu, st.Mu); err != nil {
 		return fmt.Errorf("restoring a part: %w", err)
 	}
 	copy(w.lambda, st.Lambda)
-	copy(w.nu, st.Nu)
+	if w.subgradient {
+		copy(w.nu, st.Nu)
+	}
 	copy(w.mu, st.Mu)
 	w.iter = 0 // every slave is solved again: no warm starts were saved
 	w.prevEta = 0
