@@ -10,5 +10,13 @@
 // blobs for a single coordinator, or in the Raft log (package
 // checkpoint/raftlog) for a replicated one.
 //
+// Taking a checkpoint is two steps, in this order: Write stores the parts
+// as blobs (objects already stored are not written again) and returns the
+// manifest; then the manifest is recorded (Dir.SaveManifest, or a Raft
+// entry of a few KB). Restoring is Latest over the recorded manifests,
+// newest first: it reads and verifies (size and sha256) every blob and
+// falls back past torn checkpoints, reporting each one it skipped. Raft
+// entries never carry the blobs; see docs/checkpoints.md for why.
+//
 // It must not know the algorithm's arithmetic or what the blobs contain.
 package checkpoint
