@@ -361,3 +361,42 @@ func TestNATSServerRestartMidRun(t *testing.T) {
 	}
 	compare(t, got, want)
 }
+
+// A worker lost with no spare: after SpareWait the job continues on the
+// two workers left, in a new epoch, from the latest checkpoint regrouped
+// onto them, and ends like the undisturbed run.
+func TestWorkerLossWithoutSpareRegroups(t *testing.T) {
+	tr := transport.NewInProc()
+	defer tr.Close()
+	stopA := startOne(t, tr, "na")
+	startOne(t, tr, "nb")
+	startOne(t, tr, "nc")
+	m := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 3, Rho: 1, Seed: 4})
+	opts := consensus.DefaultOptions()
+	opts.MaxIter = 300
+	want, err := consensus.Solve(context.Background(), m, nil, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	opts.ProgressEvery = 0
+	progress := func(p consensus.Progress) {
+		if p.Iteration == 12 && !killed {
+			killed = true
+			stopA()
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	got, stats, err := Run(ctx, tr, m, nil, opts, RunOptions{Job: "shrink", Workers: 3, WaitWorkers: 10 * time.Second,
+		StepTimeout: 20 * time.Second, LostAfter: 300 * time.Millisecond, SpareWait: 300 * time.Millisecond,
+		Checkpoint: &CheckpointOptions{Every: 5}}, progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !killed || stats.Failovers != 1 || stats.Restored != 1 || stats.Redone < 2 || stats.Redone > 3 {
+		t.Errorf("killed %v, %d failovers, %d restored, %d redone; want 1, 1 and 2 or 3 (lost at 12 or 13, checkpoint of 10)",
+			killed, stats.Failovers, stats.Restored, stats.Redone)
+	}
+	closeTo(t, "on the workers left", got, want)
+}

@@ -33,6 +33,9 @@ type RunOptions struct {
 	// taken as lost; its part moves to a spare worker (one that announced
 	// itself and holds no part of the job), which restarts it. Default 3s.
 	LostAfter time.Duration
+	// SpareWait: how long a lost worker's part waits for a spare before
+	// the job continues on the workers left. Default 10s.
+	SpareWait time.Duration
 	// Place assigns each slave of the plan to a worker; nil uses the
 	// multilevel partitioner (partition.Place).
 	Place  func(m *model.Model, plan partition.Plan, workers int) ([]int32, error)
@@ -68,8 +71,14 @@ type Resume struct {
 	Where []int32 // the worker of each slave, as recorded with the state
 }
 
-// EpochJob names epoch e of job base: the transport job of that epoch.
-func EpochJob(base string, e uint64) string { return fmt.Sprintf("%s-e%d", base, e) }
+// EpochJob names epoch e of job base: the transport job of that epoch
+// (epoch 0 is base itself).
+func EpochJob(base string, e uint64) string {
+	if e == 0 {
+		return base
+	}
+	return fmt.Sprintf("%s-e%d", base, e)
+}
 
 // RunStats describes what happened to a distributed job.
 type RunStats struct {
@@ -85,31 +94,24 @@ type RunStats struct {
 
 // Run solves m under evidence ev on workers reached through tr, and returns
 // the result in m's variables (like consensus.Solve).
+//
+// A worker lost with no spare to replace it within SpareWait ends the
+// epoch: the job continues on the remaining workers, in the next epoch,
+// from the latest checkpoint regrouped onto them (consensus.Regroup), or
+// from the start when there is none.
 func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.Evidence, opts consensus.Options, ro RunOptions, progress func(consensus.Progress)) (consensus.Result, RunStats, error) {
 	var stats RunStats
-	res, c, err := run(ctx, tr, m, ev, opts, ro, progress)
-	if c != nil {
-		stats.Failovers, stats.Restored = c.failovers, c.restored
-		if ro.Resume != nil {
-			stats.Resumed = ro.Resume.State.Iter
-			stats.Redone = max(0, c.priorIter-stats.Resumed)
-		}
-	}
-	return res, stats, err
-}
-
-func run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.Evidence, opts consensus.Options, ro RunOptions, progress func(consensus.Progress)) (consensus.Result, *coordinator, error) {
 	if err := opts.Validate(); err != nil {
-		return consensus.Result{}, nil, err
+		return consensus.Result{}, stats, err
 	}
-	if ro.Base != "" {
-		ro.Job = EpochJob(ro.Base, ro.Epoch)
+	if ro.Base == "" {
+		ro.Base, ro.Epoch = ro.Job, 0 // epoch 0 runs as the job itself
 	}
-	if err := transport.ValidName(ro.Job); err != nil {
-		return consensus.Result{}, nil, fmt.Errorf("job id %q: %w", ro.Job, err)
+	if err := transport.ValidName(ro.Base); err != nil {
+		return consensus.Result{}, stats, fmt.Errorf("job id %q: %w", ro.Base, err)
 	}
 	if ro.Workers < 1 {
-		return consensus.Result{}, nil, fmt.Errorf("workers: %d < 1", ro.Workers)
+		return consensus.Result{}, stats, fmt.Errorf("workers: %d < 1", ro.Workers)
 	}
 	if ro.WaitWorkers <= 0 {
 		ro.WaitWorkers = 30 * time.Second
@@ -120,32 +122,111 @@ func run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 	if ro.LostAfter <= 0 {
 		ro.LostAfter = 3 * time.Second
 	}
+	if ro.SpareWait <= 0 {
+		ro.SpareWait = 10 * time.Second
+	}
 	if ro.ResendEvery <= 0 {
 		ro.ResendEvery = resendEvery
 	}
-	log := ro.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	if ro.Logger == nil {
+		ro.Logger = slog.New(slog.DiscardHandler)
 	}
 	red, err := model.Reduce(m, ev)
 	if errors.Is(err, model.ErrInfeasible) {
 		res, err := consensus.Solve(ctx, m, ev, opts, progress) // nothing to distribute
-		return res, nil, err
+		return res, stats, err
 	}
 	if err != nil {
-		return consensus.Result{}, nil, err
+		return consensus.Result{}, stats, err
 	}
 	plan, err := consensus.Plan(red.Model, opts.Slaves)
 	if err != nil {
-		return consensus.Result{}, nil, err
+		return consensus.Result{}, stats, err
 	}
-	var where []int32
 	if ro.Resume != nil {
+		stats.Resumed = ro.Resume.State.Iter
 		if len(ro.Resume.Where) != len(plan.Slaves) || len(ro.Resume.State.Parts) != ro.Workers {
-			return consensus.Result{}, nil, fmt.Errorf("resuming: the checkpoint places %d slaves on %d parts; this job has %d slaves on %d workers",
+			return consensus.Result{}, stats, fmt.Errorf("resuming: the checkpoint places %d slaves on %d parts; this job has %d slaves on %d workers",
 				len(ro.Resume.Where), len(ro.Resume.State.Parts), len(plan.Slaves), ro.Workers)
 		}
-		where = ro.Resume.Where
+	}
+	for first := true; ; first = false {
+		res, c, err := runEpoch(ctx, tr, red.Model, plan, opts, ro, progress)
+		if c != nil {
+			stats.Failovers += c.failovers
+			stats.Restored += c.restored
+			if first && ro.Resume != nil {
+				// Iterations an earlier coordinator ran past the
+				// checkpoint, as its workers say.
+				stats.Redone += max(0, c.priorIter-ro.Resume.State.Iter)
+			}
+		}
+		var lost *noSpareError
+		if !errors.As(err, &lost) || ro.Workers == 1 {
+			if err != nil {
+				return res, stats, err
+			}
+			if stats.Failovers > 0 {
+				ro.Logger.Warn("job finished after worker losses", "failovers", stats.Failovers)
+			}
+			return consensus.Finish(m, red, res), stats, nil
+		}
+		// Continue on the workers left, from the latest checkpoint.
+		ro.Workers--
+		ro.Epoch++
+		stats.Failovers++
+		where, err := placement(ro, red.Model, plan, ro.Workers)
+		if err != nil {
+			return res, stats, err
+		}
+		ro.Resume = nil
+		from := 0
+		if st := c.latestState(); st != nil {
+			from = st.Iter
+			moved, err := consensus.Regroup(red.Model, plan, st, c.where, where, ro.Workers)
+			if err != nil {
+				return res, stats, err
+			}
+			ro.Resume = &Resume{State: moved, Where: where}
+			stats.Restored++
+			stats.Redone += max(0, c.completed()-st.Iter)
+		} else {
+			stats.Redone += c.completed()
+		}
+		ro.Logger.Warn("worker lost and no spare: the job continues on the workers left", "lost", lost.name,
+			"workers", ro.Workers, "epoch", ro.Epoch, "from_iteration", from)
+	}
+}
+
+// noSpareError ends an epoch: a lost worker had no replacement.
+type noSpareError struct {
+	name string
+	wait time.Duration
+}
+
+func (e *noSpareError) Error() string {
+	return fmt.Sprintf("worker %s is lost and no spare worker joined within %v", e.name, e.wait)
+}
+
+func placement(ro RunOptions, m *model.Model, plan partition.Plan, workers int) ([]int32, error) {
+	place := ro.Place
+	if place == nil {
+		place = multilevelPlacement
+	}
+	where, err := place(m, plan, workers)
+	if err != nil {
+		return nil, fmt.Errorf("placing slaves: %w", err)
+	}
+	return where, nil
+}
+
+// runEpoch runs one epoch of the job on the reduced model m and returns its
+// result in m's variables.
+func runEpoch(ctx context.Context, tr transport.Transport, m *model.Model, plan partition.Plan, opts consensus.Options, ro RunOptions, progress func(consensus.Progress)) (consensus.Result, *coordinator, error) {
+	log := ro.Logger
+	job := EpochJob(ro.Base, ro.Epoch)
+	if err := transport.ValidName(job); err != nil {
+		return consensus.Result{}, nil, fmt.Errorf("job id %q: %w", job, err)
 	}
 	joinable := joinableFor(ro.Base, ro.Epoch)
 	names, priorIter, err := waitWorkers(ctx, tr, ro.Workers, ro.WaitWorkers, joinable)
@@ -153,24 +234,20 @@ func run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 		return consensus.Result{}, nil, err
 	}
 	log.Info("workers joined", "workers", strings.Join(names, ","))
-	if where == nil {
-		place := ro.Place
-		if place == nil {
-			place = multilevelPlacement
-		}
-		where, err = place(red.Model, plan, len(names))
-		if err != nil {
-			return consensus.Result{}, nil, fmt.Errorf("placing slaves: %w", err)
-		}
+	var where []int32
+	if ro.Resume != nil {
+		where = ro.Resume.Where
+	} else if where, err = placement(ro, m, plan, len(names)); err != nil {
+		return consensus.Result{}, nil, err
 	}
-	parts, b, err := consensus.Split(red.Model, plan, where, len(names))
+	parts, b, err := consensus.Split(m, plan, where, len(names))
 	if err != nil {
 		return consensus.Result{}, nil, err
 	}
 	log.Info("model split", "slaves", len(plan.Slaves), "boundary", len(b.Vars()))
-	c := &coordinator{tr: tr, job: ro.Job, names: names, seq: transport.NewSequence(), timeout: ro.StepTimeout,
-		lostAfter: ro.LostAfter, waitSpare: ro.WaitWorkers, resendEvery: ro.ResendEvery, log: log,
-		base: ro.Base, epoch: ro.Epoch, joinable: joinable, priorIter: priorIter,
+	c := &coordinator{tr: tr, job: job, names: names, seq: transport.NewSequence(), timeout: ro.StepTimeout,
+		lostAfter: ro.LostAfter, waitSpare: ro.SpareWait, resendEvery: ro.ResendEvery, log: log,
+		base: ro.Base, epoch: ro.Epoch, joinable: joinable, priorIter: priorIter, where: where,
 		byName: map[string]int{}, spares: map[string]time.Time{},
 		reports: make([]chan *reportBody, len(names)), filters: make([]*transport.Filter, len(names)),
 		ready: make([]chan *readyBody, len(names)), lastSeen: make([]time.Time, len(names))}
@@ -178,14 +255,14 @@ func run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 		c.byName[name] = w
 		c.reports[w] = make(chan *reportBody, 4)
 		c.ready[w] = make(chan *readyBody, 4)
-		c.filters[w] = transport.NewFilter(ro.Job, transport.FilterOptions{})
+		c.filters[w] = transport.NewFilter(job, transport.FilterOptions{})
 	}
-	sub, err := tr.Subscribe(transport.ReportsWildcard(ro.Job), c.onReport)
+	sub, err := tr.Subscribe(transport.ReportsWildcard(job), c.onReport)
 	if err != nil {
 		return consensus.Result{}, nil, err
 	}
 	defer sub.Unsubscribe()
-	beats, err := tr.Subscribe(transport.HeartbeatsWildcard(ro.Job), c.onHeartbeat)
+	beats, err := tr.Subscribe(transport.HeartbeatsWildcard(job), c.onHeartbeat)
 	if err != nil {
 		return consensus.Result{}, nil, err
 	}
@@ -217,20 +294,14 @@ func run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 		}
 	}
 	if err := c.assign(ctx, parts, opts); err != nil {
-		return consensus.Result{}, nil, err
+		return consensus.Result{}, c, err
 	}
 	links := make([]consensus.WorkerLink, len(names))
 	for w := range names {
 		links[w] = &remoteLink{c: c, w: w}
 	}
-	res, err := consensus.Coordinate(ctx, red.Model, parts, b, links, opts, cp, progress)
-	if err != nil {
-		return res, c, err
-	}
-	if c.failovers > 0 {
-		log.Warn("job finished after worker losses", "failovers", c.failovers)
-	}
-	return consensus.Finish(m, red, res), c, nil
+	res, err := consensus.Coordinate(ctx, m, parts, b, links, opts, cp, progress)
+	return res, c, err
 }
 
 // multilevelPlacement balances the slaves' estimated solve cost over the
@@ -251,7 +322,7 @@ func joinableFor(base string, e uint64) func(job string) bool {
 		if base == "" {
 			return false
 		}
-		for old := uint64(1); old < e; old++ {
+		for old := uint64(0); old < e; old++ {
 			if job == EpochJob(base, old) {
 				return true
 			}
@@ -331,6 +402,7 @@ type coordinator struct {
 	epoch       uint64
 	joinable    func(job string) bool
 	priorIter   int
+	where       []int32 // the placement of the epoch
 
 	mu       sync.Mutex // guards the fields below
 	names    []string   // the worker holding each part
@@ -338,6 +410,7 @@ type coordinator struct {
 	lastSeen []time.Time
 	spares   map[string]time.Time // workers announcing themselves outside the job
 	latest   *consensus.State     // the latest checkpoint, nil before the first
+	sent     int                  // the highest iteration sent
 	reports  []chan *reportBody
 	filters  []*transport.Filter
 	ready    []chan *readyBody
@@ -442,7 +515,7 @@ func (c *coordinator) replace(ctx context.Context, w int) (string, error) {
 		}
 		c.mu.Unlock()
 		if time.Now().After(deadline) {
-			return "", fmt.Errorf("worker %s holding part %d is lost and no spare worker joined within %v", old, w, c.waitSpare)
+			return "", &noSpareError{name: old, wait: c.waitSpare}
 		}
 		select {
 		case <-ctx.Done():
@@ -609,6 +682,19 @@ func (c *coordinator) stop(ctx context.Context) {
 	_ = c.tr.Flush(ctx)
 }
 
+func (c *coordinator) latestState() *consensus.State {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.latest
+}
+
+// completed is the number of iterations the epoch completed.
+func (c *coordinator) completed() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return max(0, c.sent-1)
+}
+
 // remoteLink reaches one worker over the transport.
 type remoteLink struct {
 	c    *coordinator
@@ -624,6 +710,9 @@ type remoteLink struct {
 func (l *remoteLink) Step(ctx context.Context, in *consensus.StepIn, out *consensus.StepOut) error {
 	c := l.c
 	ctx = context.WithoutCancel(ctx)
+	c.mu.Lock()
+	c.sent = max(c.sent, in.Iter)
+	c.mu.Unlock()
 	l.body = stepBody{Iter: in.Iter, Eta: in.Eta, PrevStep: in.PrevStep, Lambda: in.Lambda, Mu: in.Mu, GatherX: in.GatherX, Save: in.Save}
 	send := func() error {
 		name := c.name(l.w)

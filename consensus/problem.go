@@ -43,6 +43,11 @@ func Decompose(m *model.Model, plan partition.Plan, build SlaveBuilder) (*Proble
 	p.SlaveVarOff = make([]int, ns+1)
 	p.RepOff = make([]int, ns+1)
 	deg := make([]int, len(m.Cards)+1)
+	nv := 0
+	for _, ps := range plan.Slaves {
+		nv += len(ps.Vars)
+	}
+	p.SlaveVars = make([]int, 0, nv) // one allocation: a grid has ~2 per edge
 	for a, ps := range plan.Slaves {
 		s, err := build(m, ps)
 		if err != nil {

@@ -126,3 +126,71 @@ func mustPlan(t *testing.T, m *model.Model) partition.Plan {
 	}
 	return p
 }
+
+// A state regrouped onto another number of workers continues like the run
+// that took it (Regroup only moves replica entries between layouts).
+func TestRegroupContinues(t *testing.T) {
+	m := generate.Logic(generate.LogicOptions{Vars: 30, Factors: 20, Couplings: 30, MaxArity: 4, Rho: 1, Seed: 6})
+	red, err := model.Reduce(m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := mustPlan(t, red.Model)
+	contiguous := func(w int) []int32 {
+		p := make([]int32, len(plan.Slaves))
+		for s := range p {
+			p[s] = int32(s * w / len(plan.Slaves))
+		}
+		return p
+	}
+	for _, algo := range []Algo{ADMM, Subgradient} {
+		for _, c := range []struct{ from, to int }{{3, 2}, {3, 1}, {1, 3}, {2, 5}} {
+			t.Run(fmt.Sprintf("%s/%d-to-%d", algo, c.from, c.to), func(t *testing.T) {
+				opts := DefaultOptions()
+				opts.Algo, opts.MaxIter = algo, 150
+				if algo == Subgradient {
+					opts.Eta = 1
+				}
+				var states []*State
+				s, entries, done, err := newLocal(red.Model, plan, opts, c.from)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := s.run(context.Background(), entries, &Checkpointing{Every: 7, Save: func(_ context.Context, st *State) error {
+					states = append(states, st)
+					return nil
+				}}, nil)
+				done()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(states) < 2 {
+					t.Fatalf("%d states in %d iterations: the model is too easy to test anything", len(states), want.Iterations)
+				}
+				st := states[len(states)/2]
+				moved, err := Regroup(red.Model, plan, st, contiguous(c.from), contiguous(c.to), c.to)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s, entries, done, err = newLocal(red.Model, plan, opts, c.to)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer done()
+				for w, l := range s.links {
+					if err := l.(LocalLink).W.Restore(&moved.Parts[w]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				got, err := s.run(context.Background(), entries, &Checkpointing{Resume: moved}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.Status != want.Status || !relClose(got.Dual, want.Dual, 1e-6) || !relClose(got.Primal, want.Primal, 1e-6) || abs(got.Iterations-want.Iterations) > 2 {
+					t.Errorf("regrouped at %d: %s after %d, dual %.12g primal %.12g; uninterrupted: %s after %d, dual %.12g primal %.12g",
+						st.Iter, got.Status, got.Iterations, got.Dual, got.Primal, want.Status, want.Iterations, want.Dual, want.Primal)
+				}
+			})
+		}
+	}
+}

@@ -37,6 +37,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait for the workers to join")
 	stepTimeout := fs.Duration("step-timeout", 5*time.Minute, "how long to wait for the workers' answers to one iteration")
 	lostAfter := fs.Duration("lost-after", 3*time.Second, "a worker silent this long is lost; its part restarts on a spare worker")
+	spareWait := fs.Duration("spare-wait", 10*time.Second, "how long a lost worker's part waits for a spare worker before the job continues on the workers left")
 	var ck checkpointFlags
 	ck.register(fs)
 	var rf raftFlags
@@ -88,7 +89,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	ro := cluster.RunOptions{Base: *job, Workers: *workers, WaitWorkers: *wait, StepTimeout: *stepTimeout, LostAfter: *lostAfter, Logger: log,
+	ro := cluster.RunOptions{Base: *job, Workers: *workers, WaitWorkers: *wait, StepTimeout: *stepTimeout, LostAfter: *lostAfter, SpareWait: *spareWait, Logger: log,
 		Checkpoint: &cluster.CheckpointOptions{Every: ck.every, Interval: ck.interval}}
 	if ck.every == 0 && ck.interval == 0 {
 		ro.Checkpoint = nil
