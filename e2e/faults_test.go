@@ -355,16 +355,22 @@ func raftGroup(t *testing.T, coord, url, model string, flags []string) []*proc {
 
 func raftGroupAt(t *testing.T, coord, url, model string, flags []string, dirs []string, ports []int) []*proc {
 	t.Helper()
-	var peers []string
-	for i, p := range ports {
-		peers = append(peers, fmt.Sprintf("c%d=127.0.0.1:%d", i, p))
-	}
 	var group []*proc
 	for i := range 3 {
-		args := append([]string{"run", "--nats", url, "--workers", "2", "--job", "raftjob", "--checkpoint-every", "100",
-			"--raft-id", fmt.Sprintf("c%d", i), "--raft-bind", fmt.Sprintf("127.0.0.1:%d", ports[i]),
-			"--raft-peers", strings.Join(peers, ","), "--raft-dir", dirs[i]}, flags...)
-		group = append(group, startProc(t, fmt.Sprintf("coordinator c%d", i), coord, append(args, model)...))
+		group = append(group, raftGroupMember(t, coord, url, model, flags, dirs, ports, i))
 	}
 	return group
+}
+
+// raftGroupMember starts member i of a group of three.
+func raftGroupMember(t *testing.T, coord, url, model string, flags []string, dirs []string, ports []int, i int) *proc {
+	t.Helper()
+	var peers []string
+	for k, p := range ports {
+		peers = append(peers, fmt.Sprintf("c%d=127.0.0.1:%d", k, p))
+	}
+	args := append([]string{"run", "--nats", url, "--workers", "2", "--job", "raftjob", "--checkpoint-every", "100",
+		"--raft-id", fmt.Sprintf("c%d", i), "--raft-bind", fmt.Sprintf("127.0.0.1:%d", ports[i]),
+		"--raft-peers", strings.Join(peers, ","), "--raft-dir", dirs[i]}, flags...)
+	return startProc(t, fmt.Sprintf("coordinator c%d", i), coord, append(args, model)...)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
 
 	"github.com/ddrun/ddrun/checkpoint"
 )
@@ -27,7 +28,8 @@ const (
 	DefaultCommitTimeout      = 50 * time.Millisecond
 )
 
-// DefaultProposeTimeout bounds a proposal whose context has no deadline.
+// DefaultProposeTimeout bounds a proposal (or TakeEpoch) whose context has
+// no deadline.
 const DefaultProposeTimeout = 5 * time.Second
 
 // MaxCommandBytes is the largest encoded command a Group proposes. Entries
@@ -54,7 +56,9 @@ type Config struct {
 	// used; later the configuration stored in the log rules.
 	Peers map[string]string
 	// Dir holds the raft-wal log and stable store (Dir/wal) and the
-	// snapshots (Dir/snapshots); Open reopens what it finds there.
+	// snapshots (Dir/snapshots); Open reopens what it finds there. A
+	// member locks Dir (Dir/LOCK) while open: a second Open of the same
+	// Dir fails instead of waiting.
 	Dir string
 	// Logger receives raft's own logs (Debug, Info, Warn, Error) and this
 	// package's. Nil discards them.
@@ -83,8 +87,8 @@ var (
 	// not the leader, or stops being the leader before its proposal is
 	// committed. The proposal may or may not have been committed in the
 	// latter case; every command is safe to retry on the new leader
-	// (Start and Finish are idempotent, TakeEpoch and SaveCheckpoint are
-	// validated against the current state).
+	// (Start, Finish and SaveCheckpoint of the same manifest are
+	// idempotent; TakeEpoch reads the epoch anew each call).
 	ErrNotLeader = errors.New("raftlog: not the leader")
 	// ErrClosed is wrapped (with ErrNotLeader for proposals) once the
 	// group is closed.
@@ -98,8 +102,7 @@ type Group struct {
 	fsm  *fsm
 	raft *raft.Raft
 
-	trans *raft.NetworkTransport
-	wal   *wal.WAL
+	stores *stores
 
 	roles    chan Role
 	observer *raft.Observer
@@ -149,49 +152,55 @@ func Open(cfg Config) (*Group, error) {
 	if err := os.MkdirAll(walDir, 0o755); err != nil {
 		return nil, fmt.Errorf("raftlog: open %s: %w", cfg.ID, err)
 	}
-	w, err := wal.Open(walDir, wal.WithLogger(hl.Named("wal")))
-	if err != nil {
-		return nil, fmt.Errorf("raftlog: open %s: raft-wal in %s: %w", cfg.ID, walDir, err)
+	st := &stores{}
+	fail := func(format string, args ...any) (*Group, error) {
+		if err := st.close(); err != nil {
+			logger.Warn("raftlog: close after a failed open", "err", err)
+		}
+		return nil, fmt.Errorf("raftlog: open %s: "+format, append([]any{cfg.ID}, args...)...)
+	}
+	if st.lock, err = lockDir(cfg.Dir); err != nil {
+		return fail("%w", err)
+	}
+	// raft-wal v0.4.0's Close leaves its metadata database open (and its
+	// file locked); owning it lets Close release it, so that a member can
+	// be reopened in the same process.
+	st.meta = &metadb.BoltMetaDB{}
+	if st.wal, err = wal.Open(walDir, wal.WithMetaStore(st.meta), wal.WithLogger(hl.Named("wal"))); err != nil {
+		return fail("raft-wal in %s: %w", walDir, err)
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, snapshotsRetain, hl.Named("snapshots"))
 	if err != nil {
-		_ = w.Close()
-		return nil, fmt.Errorf("raftlog: open %s: snapshot store in %s: %w", cfg.ID, cfg.Dir, err)
+		return fail("snapshot store in %s: %w", cfg.Dir, err)
 	}
-	has, err := raft.HasExistingState(w, w, snaps)
+	has, err := raft.HasExistingState(st.wal, st.wal, snaps)
 	if err != nil {
-		_ = w.Close()
-		return nil, fmt.Errorf("raftlog: open %s: inspect %s: %w", cfg.ID, cfg.Dir, err)
+		return fail("inspect %s: %w", cfg.Dir, err)
 	}
-	trans, err := raft.NewTCPTransportWithLogger(bind, advertise, transportMaxPool, transportTimeout, hl.Named("transport"))
-	if err != nil {
-		_ = w.Close()
-		return nil, fmt.Errorf("raftlog: open %s: listen on %s: %w", cfg.ID, bind, err)
+	if st.trans, err = raft.NewTCPTransportWithLogger(bind, advertise, transportMaxPool, transportTimeout, hl.Named("transport")); err != nil {
+		return fail("listen on %s: %w", bind, err)
 	}
 	if !has {
-		err := raft.BootstrapCluster(rc, w, w, snaps, trans, bootstrapConfig(cfg.Peers))
-		if err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
-			_ = trans.Close()
-			_ = w.Close()
-			return nil, fmt.Errorf("raftlog: open %s: bootstrap: %w", cfg.ID, err)
+		err := raft.BootstrapCluster(rc, st.wal, st.wal, snaps, st.trans, bootstrapConfig(cfg.Peers))
+		switch {
+		case err == nil:
+			logger.Info("raftlog: bootstrapped group", "peers", len(cfg.Peers), "dir", cfg.Dir)
+		case !errors.Is(err, raft.ErrCantBootstrap):
+			return fail("bootstrap: %w", err)
 		}
-		logger.Info("raftlog: bootstrapped group", "peers", len(cfg.Peers), "dir", cfg.Dir)
 	}
 
 	f := newFSM()
-	r, err := raft.NewRaft(rc, f, w, w, snaps, trans)
+	r, err := raft.NewRaft(rc, f, st.wal, st.wal, snaps, st.trans)
 	if err != nil {
-		_ = trans.Close()
-		_ = w.Close()
-		return nil, fmt.Errorf("raftlog: open %s: start raft: %w", cfg.ID, err)
+		return fail("start raft: %w", err)
 	}
 	g := &Group{
 		id:      cfg.ID,
 		log:     logger,
 		fsm:     f,
 		raft:    r,
-		trans:   trans,
-		wal:     w,
+		stores:  st,
 		roles:   make(chan Role, rolesBuffer),
 		closed:  make(chan struct{}),
 		fwdDone: make(chan struct{}),
@@ -205,6 +214,40 @@ func Open(cfg Config) (*Group, error) {
 	go g.forwardRoles(obs)
 	logger.Info("raftlog: opened", "bind", bind, "advertise", cfg.Peers[cfg.ID], "existing_state", has)
 	return g, nil
+}
+
+// stores are what Open opens besides raft itself, closed in reverse order.
+type stores struct {
+	lock  *os.File
+	meta  *metadb.BoltMetaDB
+	wal   *wal.WAL
+	trans *raft.NetworkTransport
+}
+
+func (s *stores) close() error {
+	var errs []error
+	if s.trans != nil {
+		if err := s.trans.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close transport: %w", err))
+		}
+	}
+	if s.wal != nil {
+		if err := s.wal.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close raft-wal: %w", err))
+		}
+	}
+	if s.meta != nil {
+		if err := s.meta.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close raft-wal metadata: %w", err))
+		}
+	}
+	if s.lock != nil {
+		if err := unlockDir(s.lock); err != nil {
+			errs = append(errs, fmt.Errorf("unlock dir: %w", err))
+		}
+	}
+	*s = stores{}
+	return errors.Join(errs...)
 }
 
 func (c Config) check() error {
@@ -375,6 +418,8 @@ func (g *Group) TakeEpoch(ctx context.Context) (uint64, error) {
 	if err := g.checkLeader("take epoch"); err != nil {
 		return 0, err
 	}
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
 	if err := g.wait(ctx, "take epoch: barrier", g.raft.Barrier(proposeTimeout(ctx))); err != nil {
 		return 0, err
 	}
@@ -410,11 +455,8 @@ func (g *Group) Close() error {
 		}
 		g.raft.DeregisterObserver(g.observer)
 		<-g.fwdDone
-		if err := g.trans.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close transport: %w", err))
-		}
-		if err := g.wal.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close raft-wal: %w", err))
+		if err := g.stores.close(); err != nil {
+			errs = append(errs, err)
 		}
 		if err := errors.Join(errs...); err != nil {
 			g.closeErr = fmt.Errorf("raftlog: close %s: %w", g.id, err)
@@ -438,6 +480,8 @@ func (g *Group) propose(ctx context.Context, c command) error {
 	if err := g.checkLeader(what); err != nil {
 		return err
 	}
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
 	f := g.raft.Apply(data, proposeTimeout(ctx))
 	if err := g.wait(ctx, what, f); err != nil {
 		return err
@@ -490,7 +534,17 @@ func (g *Group) wait(ctx context.Context, what string, f raft.Future) error {
 	}
 }
 
-// proposeTimeout is the time left to ctx, or DefaultProposeTimeout.
+// withDefaultTimeout bounds a ctx without deadline by
+// DefaultProposeTimeout.
+func withDefaultTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, DefaultProposeTimeout)
+}
+
+// proposeTimeout is the time left to ctx, which has a deadline: raft's
+// enqueue timeout.
 func proposeTimeout(ctx context.Context) time.Duration {
 	if dl, ok := ctx.Deadline(); ok {
 		if d := time.Until(dl); d > 0 {

@@ -408,6 +408,10 @@ func TestSingleMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close() })
+	dir := g.stores.lock.Name()
+	if _, err := Open(Config{ID: "solo", Peers: map[string]string{"solo": addr}, Dir: filepath.Dir(dir)}); err == nil || !strings.Contains(err.Error(), "directory in use") {
+		t.Fatalf("second Open of the same Dir: %v, want \"directory in use\"", err)
+	}
 	waitRole(t, g, RoleLeader, 3*time.Second)
 	ctx := ctxFor(t, 3*time.Second)
 	if err := g.Start(ctx, "j", object("m"), nil); err != nil {
