@@ -267,8 +267,11 @@ func TestKillRaftLeaderMidRun(t *testing.T) {
 		}
 	}
 	t.Logf("failovers %v, redone iterations %v", deref(intf(got.Failovers)), deref(intf(got.Redone)))
-	if got.Failovers == nil || *got.Failovers < 1 || got.Redone == nil || *got.Redone < 0 || *got.Redone > 200 {
-		t.Errorf("failovers %v, redone %v: want >= 1 and at most two checkpoint intervals", got.Failovers, got.Redone)
+	// The leader was killed just after it logged a committed checkpoint:
+	// what is lost is the few iterations it ran since, at most one
+	// checkpoint interval (100).
+	if got.Failovers == nil || *got.Failovers < 1 || got.Redone == nil || *got.Redone < 0 || *got.Redone > 100 {
+		t.Errorf("failovers %v, redone %v: want >= 1, and at most one checkpoint interval", deref(intf(got.Failovers)), deref(intf(got.Redone)))
 	}
 	for _, p := range rest {
 		if !strings.Contains(p.stderr(), "role=leader") && !strings.Contains(p.stderr(), "role=follower") {

@@ -70,7 +70,10 @@ func runReplicated(ctx context.Context, tr *transport.NATS, rf raftFlags, ck che
 	opts consensus.Options, f solveFlags, ro cluster.RunOptions, modelHash string, settings json.RawMessage,
 	progress func(consensus.Progress), log *slog.Logger, stdout, stderr io.Writer, path string) error {
 	peers, _ := raftlog.ParsePeers(rf.peers)
-	g, err := raftlog.Open(raftlog.Config{ID: rf.id, Bind: rf.bind, Peers: peers, Dir: rf.dir, Logger: log})
+	// Raft's own chatter (elections, replication) only from warnings up;
+	// this command logs the role changes itself.
+	rlog := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	g, err := raftlog.Open(raftlog.Config{ID: rf.id, Bind: rf.bind, Peers: peers, Dir: rf.dir, Logger: rlog.With("raft_id", rf.id)})
 	log = log.With("raft_id", rf.id)
 	if err != nil {
 		return fmt.Errorf("raft: %w", err)
@@ -107,7 +110,7 @@ func runReplicated(ctx context.Context, tr *transport.NATS, rf raftFlags, ck che
 					return
 				}
 				if r != last {
-					log.Info("raft role changed", "role", string(r))
+					log.Info("raft role changed", "role", string(r), "leader", leaderID(g))
 					last = r
 				}
 				select {
@@ -266,4 +269,9 @@ func ptrNum(v *float64) string {
 		return num(math.Inf(1))
 	}
 	return num(*v)
+}
+
+func leaderID(g *raftlog.Group) string {
+	id, _ := g.Leader()
+	return id
 }
