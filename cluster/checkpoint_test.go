@@ -13,6 +13,7 @@ import (
 	"github.com/ddrun/ddrun/checkpoint"
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -171,13 +172,7 @@ func TestNewEpochTakesOverWorkers(t *testing.T) {
 	inner := transport.NewInProc()
 	defer inner.Close()
 	startWorkers(t, inner, "e", 2)
-	m := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 3, Rho: 1, Seed: 4})
-	opts := consensus.DefaultOptions()
-	opts.MaxIter = 300
-	want, err := consensus.Solve(context.Background(), m, nil, opts, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, opts, want := gridJob(t)
 	old := &severable{Transport: inner}
 	var sv saved
 	died := make(chan struct{})
@@ -325,13 +320,7 @@ func TestNATSServerRestartMidRun(t *testing.T) {
 		name := fmt.Sprintf("rc%d-", i)
 		startWorkers(t, connect(name), name, 1)
 	}
-	m := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 3, Rho: 1, Seed: 4})
-	opts := consensus.DefaultOptions()
-	opts.MaxIter = 300
-	want, err := consensus.Solve(context.Background(), m, nil, opts, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, opts, want := gridJob(t)
 	restarted := false
 	opts.ProgressEvery = 0
 	progress := func(p consensus.Progress) {
@@ -371,13 +360,7 @@ func TestWorkerLossWithoutSpareRegroups(t *testing.T) {
 	stopA := startOne(t, tr, "na")
 	startOne(t, tr, "nb")
 	startOne(t, tr, "nc")
-	m := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 3, Rho: 1, Seed: 4})
-	opts := consensus.DefaultOptions()
-	opts.MaxIter = 300
-	want, err := consensus.Solve(context.Background(), m, nil, opts, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, opts, want := gridJob(t)
 	killed := false
 	opts.ProgressEvery = 0
 	progress := func(p consensus.Progress) {
@@ -399,4 +382,18 @@ func TestWorkerLossWithoutSpareRegroups(t *testing.T) {
 			killed, stats.Failovers, stats.Restored, stats.Redone)
 	}
 	closeTo(t, "on the workers left", got, want)
+}
+
+// gridJob is the model most tests here disturb, its options and its
+// undisturbed single-process result.
+func gridJob(t *testing.T) (*model.Model, consensus.Options, consensus.Result) {
+	t.Helper()
+	m := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 3, Rho: 1, Seed: 4})
+	opts := consensus.DefaultOptions()
+	opts.MaxIter = 300
+	want, err := consensus.Solve(context.Background(), m, nil, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, opts, want
 }

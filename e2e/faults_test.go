@@ -243,19 +243,8 @@ func TestKillRaftLeaderMidRun(t *testing.T) {
 			rest = append(rest, p)
 		}
 	}
-	var printed []result
-	for _, p := range rest {
-		if err := p.wait(t, 90*time.Second); err != nil {
-			t.Fatalf("%s: %v\n%s", p.name, err, p.stderr())
-		}
-		if p.stdout.Len() > 0 {
-			printed = append(printed, p.result(t))
-		}
-	}
+	printed := groupResult(t, rest, 90*time.Second)
 	t.Logf("leader killed after the checkpoint of iteration %d; the job ended %v later", at, time.Since(t0).Round(time.Millisecond))
-	if len(printed) != 1 {
-		t.Fatalf("%d coordinators printed a result, want 1", len(printed))
-	}
 	got := printed[0]
 	closeResult(t, got, want)
 	// Recovery times, for the record: election, resume, workers back.
@@ -306,9 +295,24 @@ func TestRaftFullRestart(t *testing.T) {
 		startProc(t, "worker", worker, "--nats", srv.URL(), "--name", fmt.Sprintf("fw%d", i), "--threads", "1", "--quiet")
 	}
 	group = raftGroupAt(t, coord, srv.URL(), model, flags, dirs, ports)
+	printed := groupResult(t, group, 90*time.Second)
+	closeResult(t, printed[0], want)
+	resumed := false
+	for _, p := range group {
+		resumed = resumed || strings.Contains(p.stderr(), "resuming from checkpoint")
+	}
+	if !resumed {
+		t.Error("the restarted group did not resume from a checkpoint")
+	}
+}
+
+// groupResult waits for every member of a Raft group to exit 0 and
+// returns the one result printed (the leader's at the end).
+func groupResult(t *testing.T, group []*proc, timeout time.Duration) []result {
+	t.Helper()
 	var printed []result
 	for _, p := range group {
-		if err := p.wait(t, 90*time.Second); err != nil {
+		if err := p.wait(t, timeout); err != nil {
 			t.Fatalf("%s: %v\n%s", p.name, err, p.stderr())
 		}
 		if p.stdout.Len() > 0 {
@@ -318,14 +322,7 @@ func TestRaftFullRestart(t *testing.T) {
 	if len(printed) != 1 {
 		t.Fatalf("%d coordinators printed a result, want 1", len(printed))
 	}
-	closeResult(t, printed[0], want)
-	resumed := false
-	for _, p := range group {
-		resumed = resumed || strings.Contains(p.stderr(), "resuming from checkpoint")
-	}
-	if !resumed {
-		t.Error("the restarted group did not resume from a checkpoint")
-	}
+	return printed
 }
 
 // logTime returns the time of the last stderr line containing ev.

@@ -76,18 +76,7 @@ func TestSoakRandomKills(t *testing.T) {
 			workers[w] = startWorker()
 		}
 	}
-	var printed []result
-	for _, p := range group {
-		if err := p.wait(t, 30*time.Minute); err != nil {
-			t.Fatalf("%s: %v\n%s", p.name, err, p.stderr())
-		}
-		if p.stdout.Len() > 0 {
-			printed = append(printed, p.result(t))
-		}
-	}
-	if len(printed) != 1 {
-		t.Fatalf("%d coordinators printed a result, want 1", len(printed))
-	}
+	printed := groupResult(t, group, 30*time.Minute)
 	got := printed[0]
 	t.Logf("soak of %v: %d kills (%s); failovers %v, iterations redone %v of %d",
 		soak, len(killed), strings.Join(killed, ", "), deref(intf(got.Failovers)), deref(intf(got.Redone)), got.Iterations)
