@@ -171,7 +171,14 @@ func cmdSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		opts.TimeLimit = 0 // the limit bounds the search, not each node
 		var st exact.Stats
-		res, st, err = exact.Solve(ctx, m, ev, node, exact.Options{Tol: opts.Tol, TimeLimit: f.timeLimit}, progress)
+		eo := exact.Options{Tol: opts.Tol, TimeLimit: f.timeLimit}
+		if opts.Algo == consensus.ADMM && opts.Slaves == consensus.PerFactor {
+			// Children start from their parent's multipliers, and a node
+			// stops once its bound falls to the incumbent.
+			res, st, err = exact.SolveWarm(ctx, m, ev, exact.ADMM(opts), eo, progress)
+		} else {
+			res, st, err = exact.Solve(ctx, m, ev, node, eo, progress)
+		}
 		if err == nil && !f.quiet {
 			fmt.Fprintf(stderr, "branch and bound: %d nodes solved, %d pruned, %d open\n", st.Nodes, st.Pruned, st.Open)
 		}
