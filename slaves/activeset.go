@@ -4,8 +4,9 @@ import "math"
 
 // Oracle is what the active-set QUAD solver needs from a factor: its scope and
 // exact MAP and score evaluations (the methods of the same names in Slave).
-// Dense and Potts are oracles of themselves; chain and tree slaves can use
-// Viterbi or tree dynamic programming.
+// Dense and Potts are oracles of themselves (Potts's own QUAD runs a compact
+// copy of the method specialised to it, pottsWork); chain and tree slaves can
+// use Viterbi or tree dynamic programming.
 type Oracle interface {
 	Cards() []int
 	MAP(w []float64, y []int) float64
@@ -624,14 +625,16 @@ func (s *ActiveSet) exchange(phi, sy float64) bool {
 	return true
 }
 
-// Scratch is per-call working space of active-set solvers. Slaves that are
-// never solved concurrently (the engine runs each chunk of slaves on one
-// goroutine at a time) can share one, so that memory for scratch does not
-// grow with the number of slaves.
+// Scratch is per-call working space of active-set solvers (ActiveSet, and
+// the Potts slave's compact one). Slaves that are never solved concurrently
+// (the engine runs each chunk of slaves on one goroutine at a time) can share
+// one, so that memory for scratch does not grow with the number of slaves.
 type Scratch struct {
 	u, w          []float64 // marginals and oracle scores (sum of cards)
 	s, qh, l, sup []float64 // per working-set entry
 	y             []int     // one configuration
+
+	potts pottsWork // Potts.QUAD's working space and work counters
 }
 
 // ensure sizes the scratch for a factor with dim flattened entries, n

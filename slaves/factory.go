@@ -15,20 +15,27 @@ import (
 // as its MAP oracle); anything else is a Dense active-set slave.
 func ForFactor(m *model.Model, a int) (Slave, error) {
 	f := &m.Factors[a]
-	cards := make([]int, len(f.Vars))
-	for k, v := range f.Vars {
-		cards[k] = m.Cards[v]
-	}
 	switch f.Kind {
 	case model.Pair:
 		return NewPair([4]float64{0, 0, 0, f.Weight}), nil
 	case model.Potts:
-		if cards[0] == 2 {
-			return NewPair([4]float64{f.Weight, 0, 0, f.Weight}), nil
+		if l := m.Cards[f.Vars[0]]; l != 2 {
+			return NewPotts(l, f.Weight), nil
 		}
-		return NewPotts(cards[0], f.Weight), nil
+		return NewPair([4]float64{f.Weight, 0, 0, f.Weight}), nil
 	case model.Dense:
-		return forTable(cards, f.Table), nil
+		if len(f.Vars) == 2 {
+			// No cards slice for the common pairwise tables: a grid has one
+			// per edge.
+			if s := forPairTable(m.Cards[f.Vars[0]], m.Cards[f.Vars[1]], f.Table); s != nil {
+				return s, nil
+			}
+		}
+		cards := make([]int, len(f.Vars))
+		for k, v := range f.Vars {
+			cards[k] = m.Cards[v]
+		}
+		return NewDense(cards, f.Table), nil
 	case model.Sequence:
 		return sequenceChain(m, f)
 	}
@@ -38,23 +45,23 @@ func ForFactor(m *model.Model, a int) (Slave, error) {
 	return nil, fmt.Errorf("no slave for factor kind %s", f.Kind)
 }
 
-func forTable(cards []int, table []float64) Slave {
-	finite := true
+// forPairTable returns the specialised slave of a finite c0 x c1 table: a
+// Pair for 2 x 2, a Potts for a Potts-structured L x L with L > 2; else nil.
+func forPairTable(c0, c1 int, table []float64) Slave {
 	for _, v := range table {
 		if math.IsInf(v, 0) {
-			finite = false
-			break
+			return nil
 		}
 	}
-	if finite && len(cards) == 2 && cards[0] == 2 && cards[1] == 2 {
+	if c0 == 2 && c1 == 2 {
 		return NewPair([4]float64{table[0], table[1], table[2], table[3]})
 	}
-	if finite && len(cards) == 2 && cards[0] == cards[1] && cards[0] > 2 {
-		if diag, off, ok := pottsStructure(cards[0], table); ok {
-			return &pottsOffset{Potts: NewPotts(cards[0], diag-off), off: off}
+	if c0 == c1 && c0 > 2 {
+		if diag, off, ok := pottsStructure(c0, table); ok {
+			return newPotts(c0, diag-off, off)
 		}
 	}
-	return NewDense(cards, table)
+	return nil
 }
 
 // pottsStructure reports whether an L x L table is off + w*[x == y].
@@ -73,16 +80,3 @@ func pottsStructure(l int, t []float64) (diag, off float64, ok bool) {
 	}
 	return diag, off, true
 }
-
-// pottsOffset is a Potts slave plus a constant added to every
-// configuration's score (tables of the form off + w*[x == y]).
-type pottsOffset struct {
-	*Potts
-	off float64
-}
-
-func (o *pottsOffset) MAP(w []float64, y []int) float64 { return o.Potts.MAP(w, y) + o.off }
-func (o *pottsOffset) QUAD(c []float64, eta float64, u []float64) float64 {
-	return o.Potts.QUAD(c, eta, u) + o.off
-}
-func (o *pottsOffset) Score(y []int) float64 { return o.Potts.Score(y) + o.off }

@@ -83,12 +83,12 @@ func TestPottsQUADRandom(t *testing.T) {
 		u := make([]float64, 2*L)
 		var phiq float64
 		if it%4 < 2 {
-			p.ActiveSet().SetMaxIter(1000)
+			p.SetMaxIter(1000)
 			phiq = p.QUAD(c, eta, u)
 		} else {
 			phiq, _ = asUntilStable(p, c, eta, u, 100)
 		}
-		asCheckState(t, p.ActiveSet(), p, c, u, phiq)
+		asCheckState(t, p, p, c, u, phiq)
 		errs.add(t, p.Cards(), p.Score, c, eta, u, phiq)
 		d := slaves.NewDense([]int{L, L}, pottsTable(L, W))
 		ud := make([]float64, 2*L)
@@ -96,7 +96,7 @@ func TestPottsQUADRandom(t *testing.T) {
 		for i := range u {
 			maxDiff = math.Max(maxDiff, math.Abs(u[i]-ud[i]))
 		}
-		st := p.ActiveSet().Stats()
+		st := p.Stats()
 		total.Drops += st.Drops
 		total.Exchanges += st.Exchanges
 	}
@@ -152,23 +152,129 @@ func BenchmarkPottsMAP(b *testing.B) {
 
 // Warm-started QUAD on inputs jittering around a base point (see
 // asBenchWarm), for a small and a larger jitter, and on the input sequences of
-// a real DD-ADMM run on a Potts grid (pottsADMMTrace).
+// a real DD-ADMM run on a Potts grid (pottsADMMTrace), each for the Potts
+// slave's compact solver and, as the baseline, the generic ActiveSet with the
+// Potts MAP as oracle (what Potts used before).
 func BenchmarkPottsQUAD(b *testing.B) {
 	for _, bl := range pottsBenchL {
 		for _, jit := range []struct {
 			name string
 			v    float64
 		}{{"jitter1e-3", 1e-3}, {"jitter1e-1", 1e-1}} {
-			b.Run(bl.name+"/"+jit.name, func(b *testing.B) {
-				rng := rand.New(rand.NewPCG(7, 8))
-				p := slaves.NewPotts(bl.L, 0.3)
-				asBenchWarm(b, p, p.ActiveSet(), 2*bl.L, jit.v, rng)
+			for _, generic := range []bool{false, true} {
+				b.Run(bl.name+"/"+jit.name+pottsBenchKind(generic), func(b *testing.B) {
+					rng := rand.New(rand.NewPCG(7, 8))
+					p := slaves.NewPotts(bl.L, 0.3)
+					if generic {
+						as := slaves.NewActiveSet(p, 0)
+						asBenchWarm(b, as, as, 2*bl.L, jit.v, rng)
+						return
+					}
+					asBenchWarm(b, p, p, 2*bl.L, jit.v, rng)
+				})
+			}
+		}
+		for _, generic := range []bool{false, true} {
+			b.Run(bl.name+"/admm"+pottsBenchKind(generic), func(b *testing.B) {
+				tr := pottsADMMTrace(12, bl.L, 200, 1)
+				pottsBenchTrace(b, tr, generic)
 			})
 		}
-		b.Run(bl.name+"/admm", func(b *testing.B) {
-			tr := pottsADMMTrace(12, bl.L, 200, 1)
-			pottsBenchTrace(b, tr)
-		})
+	}
+}
+
+func pottsBenchKind(generic bool) string {
+	if generic {
+		return "/generic"
+	}
+	return "/compact"
+}
+
+// Warm QUAD calls over many slaves, as the engine makes them on a large grid
+// (about a 160x160 grid's edges): the slaves' state does not fit in the
+// caches, so its size and layout count. The slaves are visited in order but
+// about half of them, a fixed random choice, are skipped (the engine does not
+// solve again a slave whose inputs did not change), each with a fixed base
+// point plus a small perturbation (from a pool shared by all slaves), chunks
+// of 128 slaves sharing a Scratch as in the engine; compact Potts slaves
+// against generic ActiveSets. Base points are "settled" (one
+// label per variable clearly ahead, small working sets, as in most of a
+// DD-ADMM run) or "spread" (uniform in [-0.2, 1.2]: working sets of 4-7
+// configurations, where the compact solver's per-call refactorisation
+// costs the most).
+func BenchmarkPottsQUADMany(b *testing.B) {
+	const n, chunk, pool = 50000, 128, 64
+	for _, bl := range pottsBenchL {
+		for _, regime := range []string{"settled", "spread"} {
+			for _, generic := range []bool{false, true} {
+				b.Run(bl.name+"/"+regime+pottsBenchKind(generic), func(b *testing.B) {
+					pottsBenchMany(b, bl.L, n, chunk, pool, regime == "spread", generic)
+				})
+			}
+		}
+	}
+}
+
+func pottsBenchMany(b *testing.B, L, n, chunk, pool int, spread, generic bool) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	type solver interface {
+		asQUADer
+		UseScratch(*slaves.Scratch)
+	}
+	sl := make([]solver, n)
+	base := make([]float64, n*2*L)
+	var sc *slaves.Scratch
+	for j := range sl {
+		p := slaves.NewPotts(L, 2*rng.Float64()-1)
+		sl[j] = p
+		if generic {
+			sl[j] = slaves.NewActiveSet(p, 0)
+		}
+		if j%chunk == 0 {
+			sc = new(slaves.Scratch)
+		}
+		sl[j].UseScratch(sc)
+	}
+	for i := range base {
+		if spread {
+			base[i] = 1.4*rng.Float64() - 0.2
+		} else {
+			base[i] = 0.3 * rng.Float64()
+		}
+	}
+	if !spread {
+		for v := 0; v < 2*n; v++ {
+			base[v*L+rng.IntN(L)] += 1
+		}
+	}
+	jit := make([]float64, pool*2*L)
+	for i := range jit {
+		jit[i] = 1e-3 * (2*rng.Float64() - 1)
+	}
+	var order []int
+	for j := 0; j < n; j++ {
+		if rng.IntN(2) == 0 {
+			order = append(order, j)
+		}
+	}
+	c := make([]float64, 2*L)
+	u := make([]float64, 2*L)
+	call := func(i int) {
+		j := order[i%len(order)]
+		bj := base[j*2*L : (j+1)*2*L]
+		jj := jit[(i%pool)*2*L : (i%pool+1)*2*L]
+		for k := range c {
+			c[k] = bj[k] + jj[k]
+		}
+		sl[j].QUAD(c, 1, u)
+	}
+	for i := 0; i < 3*n; i++ {
+		call(i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		call(i)
 	}
 }
 
@@ -261,13 +367,27 @@ func pottsADMMTrace(n, L, iters int, seed uint64) *pottsTrace {
 	return tr
 }
 
-// pottsBenchTrace replays a recorded DD-ADMM run on fresh slaves, one QUAD
-// per benchmark op (starting over, cold, after the last iteration).
-func pottsBenchTrace(b *testing.B, tr *pottsTrace) {
+// pottsBenchTrace replays a recorded DD-ADMM run on fresh solvers sharing
+// one Scratch, as the engine's slaves of a chunk do, one QUAD per benchmark
+// op (starting over, cold, after the last iteration): Potts slaves, or with
+// generic the ActiveSet of the Potts oracle.
+func pottsBenchTrace(b *testing.B, tr *pottsTrace, generic bool) {
 	ne := len(tr.w)
-	sl := make([]*slaves.Potts, ne)
+	type solver interface {
+		asQUADer
+		Reset()
+		UseScratch(*slaves.Scratch)
+		Stats() slaves.ActiveSetStats
+	}
+	sl := make([]solver, ne)
+	sc := new(slaves.Scratch)
 	for a := range sl {
-		sl[a] = slaves.NewPotts(tr.L, tr.w[a])
+		p := slaves.NewPotts(tr.L, tr.w[a])
+		sl[a] = p
+		if generic {
+			sl[a] = slaves.NewActiveSet(p, 0)
+		}
+		sl[a].UseScratch(sc)
 	}
 	u := make([]float64, 2*tr.L)
 	b.ReportAllocs()
@@ -277,22 +397,26 @@ func pottsBenchTrace(b *testing.B, tr *pottsTrace) {
 		if j == len(tr.c) {
 			j = 0
 			for _, p := range sl {
-				p.ActiveSet().Reset()
+				p.Reset()
 			}
 		}
 		sl[j%ne].QUAD(tr.c[j], tr.eta, u)
 		j++
 	}
 	b.StopTimer()
-	var calls, oracle, iters int64
-	for _, p := range sl {
-		st := p.ActiveSet().Stats()
-		calls += st.Calls
-		oracle += st.OracleCalls
-		iters += st.Iters
+	var st slaves.ActiveSetStats
+	if generic {
+		for _, s := range sl {
+			t := s.Stats()
+			st.Calls += t.Calls
+			st.OracleCalls += t.OracleCalls
+			st.Iters += t.Iters
+		}
+	} else {
+		st = sl[0].Stats() // the shared scratch's: all slaves' work
 	}
-	b.ReportMetric(float64(oracle)/float64(calls), "oracle/op")
-	b.ReportMetric(float64(iters)/float64(calls), "solves/op")
+	b.ReportMetric(float64(st.OracleCalls)/float64(st.Calls), "oracle/op")
+	b.ReportMetric(float64(st.Iters)/float64(st.Calls), "solves/op")
 }
 
 // The DD-ADMM run of the benchmark converges: replaying it, the late
@@ -309,7 +433,7 @@ func TestPottsADMMTrace(t *testing.T) {
 	var lateCalls, lateQUAD int64
 	for it := 0; it < tr.iters; it++ {
 		for a := 0; a < ne; a++ {
-			as := sl[a].ActiveSet()
+			as := sl[a]
 			before := as.Stats().OracleCalls
 			c := tr.c[it*ne+a]
 			phiq := sl[a].QUAD(c, tr.eta, u)
@@ -324,7 +448,7 @@ func TestPottsADMMTrace(t *testing.T) {
 	}
 	var capped int64
 	for _, p := range sl {
-		capped += p.ActiveSet().Stats().Capped
+		capped += p.Stats().Capped
 	}
 	avg := float64(lateCalls) / float64(lateQUAD)
 	t.Logf("late iterations: %.3f oracle calls per QUAD; capped calls overall %d", avg, capped)
