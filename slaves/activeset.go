@@ -222,27 +222,33 @@ func (s *ActiveSet) agree(i int, y []int) float64 {
 
 // forward solves L x = b in place (x aliases b is allowed) for the first m
 // rows of the Cholesky factor.
-func (s *ActiveSet) forward(b, x []float64) {
-	m := s.m
+func (s *ActiveSet) forward(b, x []float64) { cholForward(s.chol, s.invd, s.m, b, x) }
+
+// backward solves L^T x = b in place (x aliases b is allowed).
+func (s *ActiveSet) backward(b, x []float64) { cholBackward(s.chol, s.invd, s.m, b, x) }
+
+// cholForward solves L x = b for the first m rows of a packed lower
+// Cholesky factor (row i at chol[tri(i)], reciprocal diagonal in invd); x
+// may alias b.
+func cholForward(chol, invd []float64, m int, b, x []float64) {
 	for i := 0; i < m; i++ {
-		row := s.chol[tri(i) : tri(i)+i]
+		row := chol[tri(i) : tri(i)+i]
 		v := b[i]
 		for k, lik := range row {
 			v -= lik * x[k]
 		}
-		x[i] = v * s.invd[i]
+		x[i] = v * invd[i]
 	}
 }
 
-// backward solves L^T x = b in place (x aliases b is allowed).
-func (s *ActiveSet) backward(b, x []float64) {
-	m := s.m
+// cholBackward solves L^T x = b for the same factor; x may alias b.
+func cholBackward(chol, invd []float64, m int, b, x []float64) {
 	for i := m - 1; i >= 0; i-- {
 		v := b[i]
 		for k := i + 1; k < m; k++ {
-			v -= s.chol[tri(k)+i] * x[k]
+			v -= chol[tri(k)+i] * x[k]
 		}
-		x[i] = v * s.invd[i]
+		x[i] = v * invd[i]
 	}
 }
 

@@ -287,29 +287,10 @@ var pottsSmall = func() (t [75]pottsSmallFactor) {
 }()
 
 // forward solves L x = b in place (x aliases b is allowed).
-func (wk *pottsWork) forward(b, x []float64) {
-	m := wk.m
-	for i := 0; i < m; i++ {
-		row := wk.chol[tri(i) : tri(i)+i]
-		v := b[i]
-		for k, lik := range row {
-			v -= lik * x[k]
-		}
-		x[i] = v * wk.invd[i]
-	}
-}
+func (wk *pottsWork) forward(b, x []float64) { cholForward(wk.chol[:], wk.invd[:], wk.m, b, x) }
 
 // backward solves L^T x = b in place (x aliases b is allowed).
-func (wk *pottsWork) backward(b, x []float64) {
-	m := wk.m
-	for i := m - 1; i >= 0; i-- {
-		v := b[i]
-		for k := i + 1; k < m; k++ {
-			v -= wk.chol[tri(k)+i] * x[k]
-		}
-		x[i] = v * wk.invd[i]
-	}
-}
+func (wk *pottsWork) backward(b, x []float64) { cholBackward(wk.chol[:], wk.invd[:], wk.m, b, x) }
 
 // depth computes l = L^{-1} h for the configuration (a, b) into wk.l and
 // returns its squared affine distance from the working set's affine hull.
