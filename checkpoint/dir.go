@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ddrun/ddrun/transport"
 )
 
 const (
@@ -20,8 +22,6 @@ const (
 	// them once they are older than tmpGrace.
 	tmpPrefix = ".tmp-"
 	tmpGrace  = time.Hour
-	// maxJobLen bounds a job id (the same bound as transport.MaxNameLen).
-	maxJobLen = 128
 )
 
 // Dir is a Store in a local directory, for a single coordinator, and the
@@ -318,20 +318,12 @@ func parseManifestFile(name string) (job string, iteration int, ok bool) {
 	return job, n, true
 }
 
-// checkJob accepts the job ids the rest of ddrun accepts (letters, digits,
-// '-' and '_', at most 128 bytes), which are also safe file names.
+// checkJob accepts the job ids the rest of ddrun accepts
+// (transport.ValidName: letters, digits, '-' and '_'), which are also safe
+// file names.
 func checkJob(job string) error {
-	if job == "" {
-		return errors.New("empty job id")
-	}
-	if len(job) > maxJobLen {
-		return fmt.Errorf("job id of %d bytes, longer than %d", len(job), maxJobLen)
-	}
-	for i := 0; i < len(job); i++ {
-		c := job[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-			return fmt.Errorf("job id %q: byte %q at %d is not a letter, digit, '-' or '_'", job, c, i)
-		}
+	if err := transport.ValidName(job); err != nil {
+		return fmt.Errorf("job id: %w", err)
 	}
 	return nil
 }

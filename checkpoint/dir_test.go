@@ -126,7 +126,7 @@ func TestDirSaveManifestErrors(t *testing.T) {
 	}{
 		{"missing blob", missing, "no such file"},
 		{"wrong size", wrongSize, "manifest says"},
-		{"no job", Manifest{}, "empty job id"},
+		{"no job", Manifest{}, "job id: empty"},
 		{"bad job", Manifest{Job: "../x"}, "not a letter"},
 		{"negative iteration", Manifest{Job: "j", Iteration: -1}, "negative iteration"},
 		{"invalid", Manifest{Job: "j", Blobs: []Blob{{Role: "a", Object: "zz"}}}, "not a sha256"},
