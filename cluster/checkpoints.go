@@ -222,9 +222,10 @@ func (c *Checkpointer) Save(ctx context.Context, st *consensus.State, where []in
 
 func (c *Checkpointer) write(ctx context.Context, m checkpoint.Manifest, parts []checkpoint.Part) {
 	t0 := time.Now()
+	iter := m.Iteration
 	m, err := checkpoint.Write(ctx, c.o.Store, m, parts)
 	if err != nil {
-		c.log.Warn("checkpoint not written", "iteration", m.Iteration, "err", err)
+		c.log.Warn("checkpoint not written", "iteration", iter, "err", err)
 		c.mu.Lock()
 		c.stats.Failed++
 		c.mu.Unlock()

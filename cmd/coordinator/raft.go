@@ -184,7 +184,11 @@ func lead(ctx context.Context, g *raftlog.Group, store checkpoint.Store, tr *tra
 	if epoch > 1 {
 		ri.failovers++ // this coordinator took the job over
 	}
-	log.Info("leading the job", "job", ro.Base, "epoch", epoch, "from_iteration", st.Checkpoint != nil)
+	from := 0
+	if ro.Resume != nil {
+		from = ro.Resume.State.Iter
+	}
+	log.Info("leading the job", "job", ro.Base, "epoch", epoch, "from_iteration", from)
 	// Leadership lost: the run stops at once (its ctx), and so does a
 	// checkpoint that can no longer be committed.
 	leadCtx, cancel := context.WithCancel(ctx)
