@@ -74,14 +74,6 @@ func Cycles(m *model.Model, opts Options) (*model.Model, Stats, error) {
 		tables[e] = t
 	}
 	st.Edges = len(tables)
-	adj := make([][]int, m.NumVars())
-	for e := range tables {
-		adj[e.u] = append(adj[e.u], e.v)
-		adj[e.v] = append(adj[e.v], e.u)
-	}
-	for i := range adj {
-		slices.Sort(adj[i])
-	}
 	has := func(a, b int) bool {
 		if a > b {
 			a, b = b, a
@@ -89,56 +81,15 @@ func Cycles(m *model.Model, opts Options) (*model.Model, Stats, error) {
 		_, ok := tables[edge{a, b}]
 		return ok
 	}
-	size := func(vars ...int) int {
-		n := 1
-		for _, v := range vars {
-			n *= m.Cards[v]
-			if n > opts.MaxTable {
-				return n
-			}
-		}
-		return n
+	adj := make([][]int, m.NumVars())
+	for e := range tables {
+		adj[e.u] = append(adj[e.u], e.v)
+		adj[e.v] = append(adj[e.v], e.u)
 	}
-	// Cycles, each listed once: triangles a<b<c, and chordless squares
-	// a-b-c-d-a with a the smallest and b < d.
-	var cycles [][]int
-	for a := range adj {
-		for _, b := range adj[a] {
-			if b <= a {
-				continue
-			}
-			for _, c := range adj[b] {
-				if c <= b || !has(a, c) {
-					continue
-				}
-				if size(a, b, c) <= opts.MaxTable {
-					cycles = append(cycles, []int{a, b, c})
-					st.Triangles++
-				}
-			}
-		}
-		for i, b := range adj[a] {
-			if b <= a {
-				continue
-			}
-			for _, d := range adj[a][i+1:] {
-				if d <= a {
-					continue
-				}
-				for _, c := range adj[b] {
-					if c <= a || c == d || !has(c, d) || has(a, c) || has(b, d) {
-						continue
-					}
-					if size(a, b, c, d) <= opts.MaxTable {
-						cycles = append(cycles, []int{a, b, c, d})
-						st.Squares++
-					}
-				}
-			}
-		}
-		if len(cycles) > opts.MaxCycles {
-			return nil, st, fmt.Errorf("tighten: more than %d short cycles", opts.MaxCycles)
-		}
+	cycles, tri, sq, err := findCycles(m.Cards, adj, has, opts)
+	st.Triangles, st.Squares = tri, sq
+	if err != nil {
+		return nil, st, err
 	}
 	// How many cycles share each edge.
 	share := map[edge]int{}
@@ -175,6 +126,96 @@ func Cycles(m *model.Model, opts Options) (*model.Model, Stats, error) {
 		return nil, st, fmt.Errorf("tighten: %w", err)
 	}
 	return out, st, nil
+}
+
+// FindCycles returns the short cycles of the graph of m's pairwise factors
+// (Dense, Pair and Potts factors over two variables), each once and in a
+// deterministic order: the triangles a<b<c and the chordless squares
+// a-b-c-d-a (a the smallest variable, b < d), by increasing a. A cycle whose
+// table would exceed opts.MaxTable entries is left out, and more than
+// opts.MaxCycles cycles is an error. Cycles turns these cycles into factors;
+// solvers that add cycle constraints themselves (TRW-S(LP-C)) use the list.
+func FindCycles(m *model.Model, opts Options) ([][]int, Stats, error) {
+	if opts.MaxTable <= 0 {
+		opts.MaxTable = 4096
+	}
+	if opts.MaxCycles <= 0 {
+		opts.MaxCycles = 1_000_000
+	}
+	set := map[edge]bool{}
+	adj := make([][]int, m.NumVars())
+	for a := range m.Factors {
+		f := &m.Factors[a]
+		if len(f.Vars) != 2 || (f.Kind != model.Dense && f.Kind != model.Pair && f.Kind != model.Potts) {
+			continue
+		}
+		e := edge{min(f.Vars[0], f.Vars[1]), max(f.Vars[0], f.Vars[1])}
+		if !set[e] {
+			set[e] = true
+			adj[e.u] = append(adj[e.u], e.v)
+			adj[e.v] = append(adj[e.v], e.u)
+		}
+	}
+	has := func(a, b int) bool { return set[edge{min(a, b), max(a, b)}] }
+	cycles, tri, sq, err := findCycles(m.Cards, adj, has, opts)
+	return cycles, Stats{Triangles: tri, Squares: sq, Edges: len(set)}, err
+}
+
+// findCycles lists the triangles and chordless squares of the graph adj
+// (has tells whether two variables are adjacent); see FindCycles.
+func findCycles(cards []int, adj [][]int, has func(a, b int) bool, opts Options) (cycles [][]int, tri, sq int, err error) {
+	for i := range adj {
+		slices.Sort(adj[i])
+	}
+	size := func(vars ...int) int {
+		n := 1
+		for _, v := range vars {
+			n *= cards[v]
+			if n > opts.MaxTable {
+				return n
+			}
+		}
+		return n
+	}
+	for a := range adj {
+		for _, b := range adj[a] {
+			if b <= a {
+				continue
+			}
+			for _, c := range adj[b] {
+				if c <= b || !has(a, c) {
+					continue
+				}
+				if size(a, b, c) <= opts.MaxTable {
+					cycles = append(cycles, []int{a, b, c})
+					tri++
+				}
+			}
+		}
+		for i, b := range adj[a] {
+			if b <= a {
+				continue
+			}
+			for _, d := range adj[a][i+1:] {
+				if d <= a {
+					continue
+				}
+				for _, c := range adj[b] {
+					if c <= a || c == d || !has(c, d) || has(a, c) || has(b, d) {
+						continue
+					}
+					if size(a, b, c, d) <= opts.MaxTable {
+						cycles = append(cycles, []int{a, b, c, d})
+						sq++
+					}
+				}
+			}
+		}
+		if len(cycles) > opts.MaxCycles {
+			return nil, tri, sq, fmt.Errorf("tighten: more than %d short cycles", opts.MaxCycles)
+		}
+	}
+	return cycles, tri, sq, nil
 }
 
 // cycleFactor builds the dense factor of cycle c: the sum over its edges of

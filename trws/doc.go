@@ -21,4 +21,11 @@
 // at the current messages (see pass.go for the derivation); hard
 // constraints (-Inf potentials) are handled exactly, without penalties,
 // by treating states with an infinite reparameterised unary as dead.
+//
+// With Options.Cycles the dual also holds the cycle inequalities of every
+// triangle and chordless square (TRW-S(LP-C), Kumar and Torr, ICML 2008,
+// Table 2; see cycles.go): after every iteration each cycle's small LP,
+// problem (12), is solved exactly (package internal/smalllp) on the exact
+// max-marginals of the chains through its edges, and its solution moves
+// into the edge tables and a constant. The bound stays exact and valid.
 package trws

@@ -19,6 +19,9 @@ type graph struct {
 	uoff     []int     // unary offsets, len n+1
 	theta    []float64 // unaries; -Inf marks a state forbidden by a one-variable factor
 	constant float64
+	// shift is added to the bound, not to scores: TRW-S(LP-C)'s
+	// sum over cycles of u.(|F|-1) (see cycles.go).
+	shift float64
 
 	// Edge e joins eu[e] < ev[e]. A Potts edge (toff[e] < 0) scores pw[e]
 	// when both ends agree; a dense one has its table at toff[e], row x_u,
@@ -27,6 +30,9 @@ type graph struct {
 	pw     []float64
 	toff   []int
 	tables []float64
+	// orig, when not nil, holds the tables before TRW-S(LP-C) moved cycle
+	// multipliers into tables; scores are taken on orig.
+	orig []float64
 
 	// Messages: M_{u->v} (card v entries) at mUV[e], M_{v->u} (card u
 	// entries) at mVU[e], normalised to a maximum of 0.
@@ -226,6 +232,10 @@ func (g *graph) layout(edges []*buildEdge) {
 // score returns the exact score of x under the graph's potentials (the
 // reduced model's score, up to the order of the additions).
 func (g *graph) score(x []int) float64 {
+	tables := g.tables
+	if g.orig != nil {
+		tables = g.orig
+	}
 	s := g.constant
 	for i := 0; i < g.n; i++ {
 		s += g.theta[g.uoff[i]+x[i]]
@@ -237,8 +247,29 @@ func (g *graph) score(x []int) float64 {
 				s += g.pw[e]
 			}
 		} else {
-			s += g.tables[g.toff[e]+xu*g.card[g.ev[e]]+xv]
+			s += tables[g.toff[e]+xu*g.card[g.ev[e]]+xv]
 		}
 	}
 	return s
+}
+
+// densify gives every Potts edge a dense table (TRW-S(LP-C) changes edge
+// tables entry by entry).
+func (g *graph) densify() {
+	for e := range g.eu {
+		if g.toff[e] >= 0 {
+			continue
+		}
+		ku, kv := g.card[g.eu[e]], g.card[g.ev[e]]
+		g.toff[e] = len(g.tables)
+		for i := 0; i < ku; i++ {
+			for j := 0; j < kv; j++ {
+				w := 0.0
+				if i == j {
+					w = g.pw[e]
+				}
+				g.tables = append(g.tables, w)
+			}
+		}
+	}
 }

@@ -25,6 +25,13 @@ type Options struct {
 	// ProgressEvery is the minimum time between two progress callbacks
 	// (the first iteration is always reported; 0 reports every one).
 	ProgressEvery time.Duration
+	// Cycles runs TRW-S(LP-C): the dual also holds the cycle inequalities
+	// of every triangle and chordless square of the model's graph (all
+	// 4-cycles of a grid), whose variables have 2 to 8 states; see
+	// cycles.go.
+	Cycles bool
+	// MaxCycles bounds the number of cycles (0: one million).
+	MaxCycles int
 }
 
 // DefaultOptions returns the defaults: 1000 iterations, no time limit, a
@@ -53,6 +60,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("trws: BoundTol %v is not a finite number >= 0", o.BoundTol)
 	case o.BoundWindow < 1:
 		return fmt.Errorf("trws: BoundWindow %d < 1", o.BoundWindow)
+	case o.MaxCycles < 0:
+		return fmt.Errorf("trws: MaxCycles %d is negative", o.MaxCycles)
 	case o.ProgressEvery < 0:
 		return fmt.Errorf("trws: ProgressEvery %v is negative", o.ProgressEvery)
 	}

@@ -56,7 +56,7 @@ func addTo(dst, src []float64) {
 // theta_ts(x_t, x_s) + sum over later neighbours t of M_{t->s}(x_s)) and
 // returns the bound at the messages it leaves.
 func (g *graph) forward(x []int) float64 {
-	bound := g.constant
+	bound := g.constant + g.shift
 	for s := 0; s < g.n; s++ {
 		k := g.card[s]
 		lab, hat := g.lab[:k], g.hat[:k]
@@ -93,7 +93,7 @@ func (g *graph) forward(x []int) float64 {
 // backward runs the backward pass and returns the bound at the messages it
 // leaves.
 func (g *graph) backward() float64 {
-	bound := g.constant
+	bound := g.constant + g.shift
 	for s := g.n - 1; s >= 0; s-- {
 		k := g.card[s]
 		hat := g.hat[:k]

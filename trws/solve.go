@@ -30,29 +30,60 @@ import (
 // after the first iteration and then at most every opts.ProgressEvery.
 // Evidence ev (nil for none) is applied by model.Reduce.
 func Solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options, progress func(consensus.Progress)) (consensus.Result, error) {
+	res, _, err := SolveStats(ctx, m, ev, opts, progress)
+	return res, err
+}
+
+// Stats describes a run beyond its result.
+type Stats struct {
+	Cycles CycleStats // TRW-S(LP-C) only
+}
+
+// SolveStats is Solve, also returning the run's statistics.
+func SolveStats(ctx context.Context, m *model.Model, ev model.Evidence, opts Options, progress func(consensus.Progress)) (consensus.Result, Stats, error) {
+	var st Stats
+	res, cyc, err := solve(ctx, m, ev, opts, progress)
+	if cyc != nil {
+		st.Cycles = cyc.stats
+		for _, h := range cyc.held {
+			st.Cycles.Active += len(h)
+			st.Cycles.MaxIneqs = max(st.Cycles.MaxIneqs, len(h))
+		}
+	}
+	return res, st, err
+}
+
+func solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options, progress func(consensus.Progress)) (consensus.Result, *lpc, error) {
 	start := time.Now()
 	if err := opts.Validate(); err != nil {
-		return consensus.Result{}, err
+		return consensus.Result{}, nil, err
 	}
 	if err := m.Validate(); err != nil {
-		return consensus.Result{}, fmt.Errorf("trws: %w", err)
+		return consensus.Result{}, nil, fmt.Errorf("trws: %w", err)
 	}
 	if err := checkPairwise(m); err != nil {
-		return consensus.Result{}, err
+		return consensus.Result{}, nil, err
 	}
 	red, err := model.Reduce(m, ev)
 	if errors.Is(err, model.ErrInfeasible) {
 		inf := math.Inf(-1)
-		return consensus.Result{Status: consensus.Infeasible, Primal: inf, Dual: inf, Gap: math.NaN(), Relaxed: inf, Elapsed: time.Since(start)}, nil
+		return consensus.Result{Status: consensus.Infeasible, Primal: inf, Dual: inf, Gap: math.NaN(), Relaxed: inf, Elapsed: time.Since(start)}, nil, nil
 	}
 	if err != nil {
-		return consensus.Result{}, fmt.Errorf("trws: %w", err)
+		return consensus.Result{}, nil, fmt.Errorf("trws: %w", err)
 	}
 	g, err := newGraph(red.Model)
 	if err != nil {
-		return consensus.Result{}, err
+		return consensus.Result{}, nil, err
 	}
 	r := newRun(g, opts)
+	if opts.Cycles {
+		g.densify()
+		g.orig = append([]float64(nil), g.tables...)
+		if r.cyc, err = newLPC(g, red.Model, opts.MaxCycles); err != nil {
+			return consensus.Result{}, nil, fmt.Errorf("trws: %w", err)
+		}
+	}
 	res := r.run(ctx, start, progress)
 	if res.Assignment != nil {
 		res.Assignment = red.Expand(res.Assignment)
@@ -65,7 +96,7 @@ func Solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options,
 			res.Assignment = nil
 		}
 	}
-	return res, nil
+	return res, r.cyc, nil
 }
 
 // runner holds the state of one run on a graph; iterate allocates nothing.
@@ -82,6 +113,7 @@ type runner struct {
 	last     float64 // bound after the last pass
 	found    bool
 	onBounds func(forward, backward float64) // test hook: every pass's bound
+	cyc      *lpc                            // TRW-S(LP-C), or nil
 }
 
 func newRun(g *graph, opts Options) *runner {
@@ -103,6 +135,12 @@ func (r *runner) iterate() {
 	}
 	r.dual = min(r.dual, fb, bb)
 	r.last = bb
+	if r.cyc != nil {
+		// The sweep's steps lower the exact chain dual by known amounts
+		// (cycles.go); the bound after it is as exact as a pass's.
+		r.last = bb - r.cyc.sweep()
+		r.dual = min(r.dual, r.last)
+	}
 }
 
 // run iterates until a stopping rule fires.

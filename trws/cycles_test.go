@@ -1,0 +1,244 @@
+package trws
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/internal/oracle"
+	"github.com/ddrun/ddrun/model"
+)
+
+// lpcOpts are testOpts with the cycle constraints on.
+func lpcOpts(maxIter int) Options {
+	o := testOpts(maxIter)
+	o.Cycles = true
+	return o
+}
+
+// explicitBound evaluates the dual at the current messages and tables by
+// dynamic programming along the explicit chains of c (the sum of the
+// chains' maxima, plus the isolated nodes, the constant and the cycle
+// constant), independently of the passes and of the sweep's bookkeeping.
+func explicitBound(c *lpc) float64 {
+	g := c.g
+	for s := 0; s < g.n; s++ {
+		k := g.card[s]
+		g.gather(s, g.lab[:k], c.hatAll[g.uoff[s]:g.uoff[s]+k])
+	}
+	for k := range c.fEnd {
+		c.fEnd[k], c.bStart[k] = c.cpos[k], c.cpos[k+1]
+	}
+	b := g.constant + g.shift
+	for k := int32(0); k+1 < int32(len(c.cpos)); k++ {
+		last := c.cpos[k+1] - 1
+		c.forwardTo(k, last)
+		_, mx := argmax(c.fw[c.foff[last]:c.foff[last+1]])
+		b += mx
+	}
+	for s := 0; s < g.n; s++ {
+		if g.inOff[s+1] == g.inOff[s] && g.outOff[s+1] == g.outOff[s] {
+			_, mx := argmax(c.hatAll[g.uoff[s]:g.uoff[s+1]])
+			b += mx
+		}
+	}
+	return b
+}
+
+// lpcRunner prepares a TRW-S(LP-C) run on m as Solve does.
+func lpcRunner(t *testing.T, m *model.Model, opts Options) *runner {
+	t.Helper()
+	red, err := model.Reduce(m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := newGraph(red.Model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRun(g, opts)
+	g.densify()
+	g.orig = append([]float64(nil), g.tables...)
+	if r.cyc, err = newLPC(g, red.Model, 0); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// frustrated returns the paper's kind of synthetic problem: grids with
+// strong mixed-sign (non-submodular) couplings, binary and multi-label.
+func frustrated(seed int64) []*model.Model {
+	return []*model.Model{
+		generate.Ising(generate.GridOptions{Height: 4, Width: 4, Rho: 3, Seed: seed}),
+		generate.Potts(generate.GridOptions{Height: 3, Width: 4, Labels: 3, Rho: 4, Seed: seed}),
+		denseGrid(rand.New(rand.NewPCG(uint64(seed), 7)), 3, 4, 3),
+	}
+}
+
+// TestLPCSweepIsExact (Kumar and Torr, Sect. 3, problem (12)): every
+// cycle step lowers the dual by exactly what it reports, so the bound after
+// a sweep, the last pass's bound minus the sweep's decrease, equals the dual
+// recomputed by dynamic programming over the chains; it is never above the
+// pass's bound, and stays above the MAP score.
+func TestLPCSweepIsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var models []*model.Model
+	for seed := int64(1); seed <= 3; seed++ {
+		models = append(models, frustrated(seed)...)
+	}
+	for range 30 {
+		models = append(models, tinyPairwise(rng, oracle.TinyOptions{MaxFactors: 20, MaxCard: 3}))
+	}
+	decreased := 0
+	for k, m := range models {
+		mapv, _, err := oracle.BruteForceMAP(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := lpcRunner(t, m, lpcOpts(30))
+		g := r.g
+		for it := 0; it < 15; it++ {
+			g.forward(r.x)
+			bb := g.backward()
+			if math.IsInf(bb, -1) {
+				break
+			}
+			dec := r.cyc.sweep()
+			after := bb - dec
+			if want := explicitBound(r.cyc); !near(after, want, 1e-9) {
+				t.Fatalf("model %d, iteration %d: pass bound %v - decrease %v = %v, chains give %v", k, it, bb, dec, after, want)
+			}
+			if dec < 0 {
+				t.Fatalf("model %d, iteration %d: the sweep raised the bound by %v", k, it, -dec)
+			}
+			if after < mapv-1e-9*(1+math.Abs(mapv)) {
+				t.Fatalf("model %d, iteration %d: bound %v below the MAP score %v", k, it, after, mapv)
+			}
+			if dec > 1e-9 {
+				decreased++
+			}
+		}
+	}
+	if decreased == 0 {
+		t.Error("no sweep ever lowered the bound")
+	}
+}
+
+// TestLPCRandomTiny: on random tiny pairwise models (triangles and
+// squares, up to 4 states, hard constraints, ties) every reported dual of
+// TRW-S(LP-C) is a valid, non-increasing upper bound and the primal is
+// exact; the bound is never worse than TRW-S's by more than rounding.
+func TestLPCRandomTiny(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	tighter, worse := 0, 0
+	for it := 0; it < 300; it++ {
+		o := oracle.TinyOptions{IntegerWeights: it%3 == 0, Soft: it%4 == 1, MaxCard: 2 + it%3, MaxFactors: 24}
+		m := tinyPairwise(rng, o)
+		mapv, _, err := oracle.BruteForceMAP(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain := solveChecked(t, "trws", m, testOpts(200), mapv)
+		res := solveChecked(t, "lpc", m, lpcOpts(200), mapv)
+		if res.Dual < plain.Dual-1e-6 {
+			tighter++
+		}
+		if res.Dual > plain.Dual+1e-6*(1+math.Abs(plain.Dual)) {
+			worse++
+		}
+	}
+	t.Logf("TRW-S(LP-C) tighter than TRW-S on %d of 300 tiny models, looser on %d", tighter, worse)
+	if tighter == 0 {
+		t.Error("the cycle constraints never tightened the bound")
+	}
+	if worse > 3 {
+		t.Errorf("TRW-S(LP-C) ended looser than TRW-S on %d models", worse)
+	}
+}
+
+// TestLPCTightensFrustratedGrids (Kumar and Torr, Sect. 5: non-submodular
+// synthetic grids, where TRW-S stalls at weak tree agreement): the cycle
+// inequalities close most of TRW-S's gap to the MAP score.
+func TestLPCTightensFrustratedGrids(t *testing.T) {
+	var gapT, gapC float64
+	optT, optC, n := 0, 0, 0
+	for seed := int64(1); seed <= 8; seed++ {
+		for _, m := range frustrated(seed) {
+			mapv, _, err := oracle.BruteForceMAP(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := testOpts(300)
+			o.BoundTol, o.BoundWindow = 1e-9, 20
+			plain := solveChecked(t, "trws", m, o, mapv)
+			o.Cycles = true
+			res := solveChecked(t, "lpc", m, o, mapv)
+			gapT += plain.Dual - mapv
+			gapC += res.Dual - mapv
+			if plain.Status == consensus.Optimal {
+				optT++
+			}
+			if res.Status == consensus.Optimal {
+				optC++
+			}
+			n++
+		}
+	}
+	t.Logf("%d grids: mean bound - MAP: TRW-S %.4f, TRW-S(LP-C) %.4f; optimal: %d vs %d", n, gapT/float64(n), gapC/float64(n), optT, optC)
+	if gapC > 0.5*gapT {
+		t.Errorf("cycle constraints closed only %.0f%% of TRW-S's gap (%v of %v)", 100*(1-gapC/gapT), gapC, gapT)
+	}
+	if optC <= optT {
+		t.Errorf("TRW-S(LP-C) certified %d grids, TRW-S %d", optC, optT)
+	}
+}
+
+// TestLPCToulbar2: on a 10x10 frustrated Ising grid (too big to enumerate)
+// the TRW-S(LP-C) bound lies between toulbar2's optimum and TRW-S's bound.
+func TestLPCToulbar2(t *testing.T) {
+	for seed := int64(1); seed <= 3; seed++ {
+		m := generate.Ising(generate.GridOptions{Height: 10, Width: 10, Rho: 3, Seed: seed})
+		opt, err := oracle.Toulbar2Optimum(m, 20*time.Second)
+		if errors.Is(err, oracle.ErrNoToulbar2) {
+			t.Skip(err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := testOpts(300)
+		plain := solveChecked(t, "trws", m, o, opt)
+		o.Cycles = true
+		res := solveChecked(t, "lpc", m, o, opt)
+		t.Logf("seed %d: optimum %.4f, TRW-S %.4f (%v), TRW-S(LP-C) %.4f (%v)", seed, opt, plain.Dual, plain.Status, res.Dual, res.Status)
+		if res.Dual > plain.Dual+1e-6 {
+			t.Errorf("seed %d: TRW-S(LP-C) bound %v looser than TRW-S's %v", seed, res.Dual, plain.Dual)
+		}
+	}
+}
+
+func TestLPCOptions(t *testing.T) {
+	m := generate.Ising(generate.GridOptions{Height: 5, Width: 5, Rho: 1, Seed: 1})
+	o := lpcOpts(10)
+	o.MaxCycles = 3
+	if _, err := Solve(bg, m, nil, o, nil); err == nil || !strings.Contains(err.Error(), "more than 3 short cycles") {
+		t.Errorf("16 cycles with MaxCycles 3: got %v", err)
+	}
+	o.MaxCycles = -1
+	if _, err := Solve(bg, m, nil, o, nil); err == nil {
+		t.Error("negative MaxCycles accepted")
+	}
+	_, st, err := SolveStats(bg, m, nil, lpcOpts(20), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 16 squares; the two at the corners where a chain turns (top right,
+	// bottom left) have two edges in one chain.
+	if st.Cycles.Cycles != 16 || st.Cycles.Shared != 2 {
+		t.Errorf("stats %+v, want 16 cycles of which 2 shared", st.Cycles)
+	}
+}
