@@ -68,6 +68,7 @@ type CycleStats struct {
 	Cycles   int // cycles found (triangles and chordless squares)
 	Shared   int // cycles skipped because two of their edges share a chain
 	Steps    int // cycle steps that lowered the bound
+	Agreed   int // cycle steps skipped without an LP: no step can lower the bound
 	Failed   int // cycle LPs that failed numerically (the step is skipped)
 	Active   int // cycle inequalities with a positive multiplier at the end
 	MaxIneqs int // most inequalities held by one cycle
@@ -132,6 +133,7 @@ type lpc struct {
 	// Scratch, per cycle edge kmax^2 entries.
 	mm, m, nw []float64
 	lp        smalllp.LP
+	sol       smalllp.Solution
 	colK      []int32 // LP column -> cycle edge
 	colX      []int32 // LP column -> entry i*b + j
 }
@@ -429,6 +431,10 @@ func (c *lpc) step(cy int) float64 {
 	for q := range c.held[cy] {
 		oldV += c.held[cy][q].u * c.held[cy][q].rhs()
 	}
+	if c.agrees(cy, n, card) {
+		c.stats.Agreed++
+		return 0
+	}
 	sol, ok := c.solveCycle(cy, n, card)
 	if !ok {
 		c.stats.Failed++
@@ -504,6 +510,53 @@ func (c *lpc) step(cy int) float64 {
 	return oldV - newV
 }
 
+// agrees reports whether some labelling x of cycle cy's variables attains
+// the maximum of every edge's max-marginal (c.mm) and makes every held
+// inequality tight. The cycle's LP optimum is then its old value (x is a
+// vertex of the LP worth sum_k max mm_k + sum_q u_q (|F_q| - 1), and no
+// point is worth more), so the step could not lower the bound and its LP
+// is skipped.
+func (c *lpc) agrees(cy, n int, card func(int) int) bool {
+	const k2 = maxCycleCard * maxCycleCard
+	var top [4]float64
+	for k := 0; k < n; k++ {
+		top[k] = negInf
+		for _, v := range c.mm[k*k2 : k*k2+card(k)*card(k+1)] {
+			top[k] = max(top[k], v)
+		}
+		top[k] -= 1e-12 * (1 + math.Abs(top[k]))
+	}
+	var x [4]int
+	for {
+		ok := true
+		for k := 0; k < n && ok; k++ {
+			b := card(k + 1)
+			ok = c.mm[k*k2+x[k]*b+x[(k+1)%n]] >= top[k]
+		}
+		for q := 0; q < len(c.held[cy]) && ok; q++ {
+			h := &c.held[cy][q]
+			sum := 0.0
+			for k := 0; k < n; k++ {
+				sum += h.coef(n, k, x[k], x[(k+1)%n])
+			}
+			ok = sum == h.rhs()
+		}
+		if ok {
+			return true
+		}
+		k := 0
+		for ; k < n; k++ {
+			if x[k]++; x[k] < card(k) {
+				break
+			}
+			x[k] = 0
+		}
+		if k == n {
+			return false
+		}
+	}
+}
+
 // consRow returns the LP row of the consistency constraint of cycle node k
 // (between edges k-1 and k) and state s, or -1 for the last state, whose
 // constraint the normalisations imply.
@@ -538,7 +591,7 @@ const (
 // their duals as multipliers. Binary cycles take all 2^(n-1) inequalities;
 // others start from the held ones and add the most violated ones found by
 // enumerating the labellings, until none is violated.
-func (c *lpc) solveCycle(cy, n int, card func(int) int) (smalllp.Solution, bool) {
+func (c *lpc) solveCycle(cy, n int, card func(int) int) (*smalllp.Solution, bool) {
 	const k2 = maxCycleCard * maxCycleCard
 	binary := true
 	for k := 0; k < n; k++ {
@@ -570,7 +623,7 @@ func (c *lpc) solveCycle(cy, n int, card func(int) int) (smalllp.Solution, bool)
 	for k := 0; k < n; k++ {
 		nfix += card(k) - 1
 	}
-	var sol smalllp.Solution
+	sol := &c.sol
 	for round := 0; ; round++ {
 		nr := nfix + len(c.work)
 		lp := &c.lp
@@ -605,9 +658,8 @@ func (c *lpc) solveCycle(cy, n int, card func(int) int) (smalllp.Solution, bool)
 			lp.Sense[nfix+q] = smalllp.Le
 			lp.B[nfix+q] = c.work[q].rhs()
 		}
-		var err error
-		if sol, err = c.solver.Solve(lp); err != nil {
-			return sol, false
+		if err := c.solver.SolveTo(lp, sol); err != nil {
+			return nil, false
 		}
 		if binary || round == maxSepRounds || len(c.work) >= maxWork || !c.separate(sol.X, n, card) {
 			break

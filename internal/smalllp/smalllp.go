@@ -61,20 +61,30 @@ type Solver struct {
 	t     []float64 // tableau rows (m of them, width w), then the cost row
 	basis []int
 	neg   []bool
+
+	slackCol, artCol []int
 }
 
 // Solve returns an optimal solution of p. The slices of the returned
 // Solution are freshly allocated.
 func (s *Solver) Solve(p *LP) (Solution, error) {
+	var sol Solution
+	err := s.SolveTo(p, &sol)
+	return sol, err
+}
+
+// SolveTo is Solve writing into sol, reusing its slices when they are big
+// enough (no allocation once the Solver and sol have seen the size).
+func (s *Solver) SolveTo(p *LP, sol *Solution) error {
 	m, n := len(p.B), len(p.C)
 	if len(p.A) != m*n || len(p.Sense) != m {
-		return Solution{}, fmt.Errorf("smalllp: %d rows, %d columns, but %d matrix entries and %d senses", m, n, len(p.A), len(p.Sense))
+		return fmt.Errorf("smalllp: %d rows, %d columns, but %d matrix entries and %d senses", m, n, len(p.A), len(p.Sense))
 	}
 	// Columns: n structural, one slack per Le row, one artificial per row
 	// that has no slack to start from (Eq rows, and Le rows with b < 0).
 	nSlack, nArt := 0, 0
-	slackCol := make([]int, m)
-	artCol := make([]int, m)
+	s.slackCol, s.artCol = growInt(s.slackCol, m), growInt(s.artCol, m)
+	slackCol, artCol := s.slackCol, s.artCol
 	s.neg = growBool(s.neg, m)
 	for r := 0; r < m; r++ {
 		slackCol[r], artCol[r] = -1, -1
@@ -138,10 +148,10 @@ func (s *Solver) Solve(p *LP) (Solution, error) {
 			if errors.Is(err, ErrUnbounded) { // cannot happen: phase one is bounded
 				err = ErrIterations
 			}
-			return Solution{}, err
+			return err
 		}
 		if -cost[w-1] > tol*float64(1+m) {
-			return Solution{}, ErrInfeasible
+			return ErrInfeasible
 		}
 		// Drive the artificials still basic (at zero) out where a
 		// structural or slack column allows it; a row without one is
@@ -176,9 +186,9 @@ func (s *Solver) Solve(p *LP) (Solution, error) {
 		}
 	}
 	if err := s.iterate(m, w, n+nSlack, limit); err != nil {
-		return Solution{}, err
+		return err
 	}
-	sol := Solution{X: make([]float64, n), Dual: make([]float64, m), Value: cost[w-1]}
+	sol.X, sol.Dual = growFloat(sol.X, n), growFloat(sol.Dual, m)
 	for r := 0; r < m; r++ {
 		if b := s.basis[r]; b < n {
 			sol.X[b] = t[r*w+w-1]
@@ -203,7 +213,7 @@ func (s *Solver) Solve(p *LP) (Solution, error) {
 	for j, x := range sol.X {
 		sol.Value += p.C[j] * x
 	}
-	return sol, nil
+	return nil
 }
 
 // iterate runs Bland's-rule simplex pivots on the tableau until no column
