@@ -82,6 +82,7 @@ func BenchmarkLPCIteration(b *testing.B) {
 					if r.cyc, err = newLPC(g, gr.m, 0); err != nil {
 						b.Fatal(err)
 					}
+					r.cycOn = true
 				}
 				for range 5 {
 					r.iterate()

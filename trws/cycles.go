@@ -48,11 +48,23 @@ package trws
 // feasible). A cycle with two edges in one chain is skipped: its chain's
 // maximum is not separable over the edges.
 //
-// Schedule: one sweep over all cycles after every iteration (a forward and
-// a backward pass), cycles in order of their smallest variable, which lets
-// the chains' forward and backward tables be extended lazily instead of
-// recomputed after every step. Table 2 interleaves the cycles with the
-// node updates instead; both alternate exact block steps on the same dual.
+// Schedule: TRW-S runs alone until its bound stalls (Options.BoundTol over
+// BoundWindow iterations: weak tree agreement, in practice); from then on
+// every iteration (a forward and a backward pass) is followed by one sweep
+// over all cycles, in order of their smallest variable, which lets the
+// chains' forward and backward tables be extended lazily instead of
+// recomputed after every step. Starting the cycles only at the stall keeps
+// the bound at least as good as TRW-S's and spends no LPs while TRW-S
+// alone still makes progress. Table 2 interleaves the cycles with the node
+// updates instead; both alternate exact block steps on the same dual.
+//
+// Monotonicity. The sweep's steps are exact and never raise the bound, but
+// the TRW-S pass right after a sweep can (in our measurement a quarter of
+// such passes, by at most 5% relative): the messages on the edges the
+// sweep changed no longer equal their chains' max-marginals, which
+// Kolmogorov's monotonicity argument for the message form needs; Table 2
+// is stated with explicit tree parameters, where this does not arise. The
+// reported bound is the lowest exact bound seen, so it never rises.
 
 import (
 	"math"

@@ -132,7 +132,8 @@ func TestLPCSweepIsExact(t *testing.T) {
 // TestLPCRandomTiny: on random tiny pairwise models (triangles and
 // squares, up to 4 states, hard constraints, ties) every reported dual of
 // TRW-S(LP-C) is a valid, non-increasing upper bound and the primal is
-// exact; the bound is never worse than TRW-S's by more than rounding.
+// exact. The cycles start where TRW-S stalls, so the bound is never worse
+// than TRW-S's.
 func TestLPCRandomTiny(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	tighter, worse := 0, 0
@@ -148,7 +149,7 @@ func TestLPCRandomTiny(t *testing.T) {
 		if res.Dual < plain.Dual-1e-6 {
 			tighter++
 		}
-		if res.Dual > plain.Dual+1e-6*(1+math.Abs(plain.Dual)) {
+		if res.Dual > plain.Dual {
 			worse++
 		}
 	}
@@ -156,7 +157,7 @@ func TestLPCRandomTiny(t *testing.T) {
 	if tighter == 0 {
 		t.Error("the cycle constraints never tightened the bound")
 	}
-	if worse > 3 {
+	if worse > 0 {
 		t.Errorf("TRW-S(LP-C) ended looser than TRW-S on %d models", worse)
 	}
 }

@@ -25,10 +25,10 @@ type Options struct {
 	// ProgressEvery is the minimum time between two progress callbacks
 	// (the first iteration is always reported; 0 reports every one).
 	ProgressEvery time.Duration
-	// Cycles runs TRW-S(LP-C): the dual also holds the cycle inequalities
-	// of every triangle and chordless square of the model's graph (all
-	// 4-cycles of a grid), whose variables have 2 to 8 states; see
-	// cycles.go.
+	// Cycles runs TRW-S(LP-C): once TRW-S's bound stalls, the dual also
+	// takes the cycle inequalities of every triangle and chordless square
+	// of the model's graph (all 4-cycles of a grid) whose variables have 2
+	// to 8 states; see cycles.go.
 	Cycles bool
 	// MaxCycles bounds the number of cycles (0: one million).
 	MaxCycles int

@@ -114,6 +114,7 @@ type runner struct {
 	found    bool
 	onBounds func(forward, backward float64) // test hook: every pass's bound
 	cyc      *lpc                            // TRW-S(LP-C), or nil
+	cycOn    bool                            // the cycle sweeps have started
 }
 
 func newRun(g *graph, opts Options) *runner {
@@ -135,7 +136,7 @@ func (r *runner) iterate() {
 	}
 	r.dual = min(r.dual, fb, bb)
 	r.last = bb
-	if r.cyc != nil {
+	if r.cycOn {
 		// The sweep's steps lower the exact chain dual by known amounts
 		// (cycles.go); the bound after it is as exact as a pass's.
 		r.last = bb - r.cyc.sweep()
@@ -148,6 +149,7 @@ func (r *runner) run(ctx context.Context, start time.Time, progress func(consens
 	res := consensus.Result{Status: consensus.IterationLimit}
 	var lastReport time.Duration
 	w := len(r.hist)
+	from := 0 // convergence needs BoundWindow iterations after this one
 	for t := 1; ; t++ {
 		r.iterate()
 		r.hist[t%w] = r.dual
@@ -164,7 +166,14 @@ func (r *runner) run(ctx context.Context, start time.Time, progress func(consens
 			res.Status = consensus.Infeasible
 		case r.found && res.Gap <= r.opts.Tol*math.Max(1, math.Abs(res.Primal)):
 			res.Status = consensus.Optimal
-		case t > r.opts.BoundWindow && r.hist[(t-r.opts.BoundWindow)%w]-r.dual <= r.opts.BoundTol*math.Max(1, math.Abs(r.dual)):
+		case t-from > r.opts.BoundWindow && r.hist[(t-r.opts.BoundWindow)%w]-r.dual <= r.opts.BoundTol*math.Max(1, math.Abs(r.dual)):
+			if r.cyc != nil && !r.cycOn && t < r.opts.MaxIter {
+				// TRW-S stalled: from now on every iteration also
+				// sweeps the cycles (see cycles.go), and convergence
+				// is judged afresh.
+				r.cycOn, from = true, t
+				continue
+			}
 			res.Status = consensus.Converged
 		case t >= r.opts.MaxIter:
 			res.Status = consensus.IterationLimit
