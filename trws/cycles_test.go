@@ -149,7 +149,7 @@ func TestLPCRandomTiny(t *testing.T) {
 		if res.Dual < plain.Dual-1e-6 {
 			tighter++
 		}
-		if res.Dual > plain.Dual {
+		if res.Dual > plain.Dual+1e-12*(1+math.Abs(plain.Dual)) { // dense tables: other rounding
 			worse++
 		}
 	}
