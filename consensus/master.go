@@ -67,6 +67,10 @@ type master struct {
 	isolated  []int     // variables in no part (split runs only)
 	x         []int     // the decoded assignment (model numbering)
 	sc        *varScratch
+	// pool runs the coordinator's own parallel loops (the primal checks):
+	// the single in-process worker's pool, so that no goroutines compete
+	// for the cores, or one of opts.Threads goroutines.
+	pool *pool
 
 	eta        float64
 	prevStep   float64 // subgradient: the step to apply next iteration
@@ -76,8 +80,8 @@ type master struct {
 	adaptWait  int
 }
 
-func newMaster(m *model.Model, opts Options, parts []*Part, b *Boundary, links []WorkerLink) *master {
-	s := &master{m: m, opts: opts, b: b, links: links,
+func newMaster(m *model.Model, opts Options, parts []*Part, b *Boundary, links []WorkerLink, pl *pool) *master {
+	s := &master{m: m, opts: opts, b: b, links: links, pool: pl,
 		x: make([]int, m.NumVars()), eta: opts.Eta, bestPrimal: math.Inf(-1)}
 	maxCard := 1
 	for _, c := range m.Cards {
@@ -314,7 +318,7 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 	start := time.Now()
 	res := Result{Status: IterationLimit, Dual: math.Inf(1), Primal: math.Inf(-1)}
 	bestX := make([]int, len(s.x))
-	search := newLocalSearch(m)
+	search := newLocalSearch(m, s.pool)
 	changedSinceCheck := false
 	first := 1
 	if cp != nil && cp.Resume != nil {
@@ -332,13 +336,14 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 		changedSinceCheck = st.Pending
 	}
 	lastSave := time.Now()
-	consider := func(x []int) {
-		if sc := m.Score(x); sc > res.Primal {
+	consider := func(x []int) (sc float64) {
+		if sc = search.score(x); sc > res.Primal {
 			res.Primal = sc
 			s.bestPrimal = sc
 			copy(bestX, x)
 			res.Assignment = bestX
 		}
+		return sc
 	}
 	var lastReport time.Duration
 	for t := first; ; t++ {
@@ -360,8 +365,8 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 		}
 		if check {
 			changedSinceCheck = false
-			consider(s.x)
-			search.improve(s.x, math.IsInf(res.Primal, -1))
+			sc := consider(s.x)
+			search.improve(s.x, math.IsInf(sc, -1) && math.IsInf(res.Primal, -1))
 			consider(s.x)
 		}
 		res.Gap = res.Dual - res.Primal
@@ -485,9 +490,13 @@ func newLocal(m *model.Model, plan partition.Plan, opts Options, workers int) (*
 	}
 	links := make([]WorkerLink, len(parts))
 	ws := make([]*Worker, 0, len(parts))
+	var own *pool
 	done := func() {
 		for _, w := range ws {
 			w.Close()
+		}
+		if own != nil {
+			own.close()
 		}
 	}
 	entries := 0
@@ -505,7 +514,14 @@ func newLocal(m *model.Model, plan partition.Plan, opts Options, workers int) (*
 		links[w] = LocalLink{W: wk}
 		entries += wk.p.NumReplicaEntries()
 	}
-	return newMaster(m, opts, parts, b, links), entries, done, nil
+	var pl *pool
+	if len(ws) == 1 {
+		pl = ws[0].pool
+	} else {
+		own = newPool(opts.Threads)
+		pl = own
+	}
+	return newMaster(m, opts, parts, b, links, pl), entries, done, nil
 }
 
 // Coordinate runs the coordinator's loop on a reduced model m whose slaves
@@ -527,5 +543,7 @@ func Coordinate(ctx context.Context, m *model.Model, parts []*Part, b *Boundary,
 	if cp != nil && cp.Resume != nil && len(cp.Resume.Parts) != len(parts) {
 		return Result{}, fmt.Errorf("resuming a state of %d parts on %d", len(cp.Resume.Parts), len(parts))
 	}
-	return newMaster(m, opts, parts, b, links).run(ctx, entries, cp, progress)
+	pl := newPool(opts.Threads)
+	defer pl.close()
+	return newMaster(m, opts, parts, b, links, pl).run(ctx, entries, cp, progress)
 }

@@ -78,9 +78,13 @@ type Worker struct {
 	cs [][]float64
 	vs []*varScratch
 
-	// Per chunk partial sums, reduced in chunk order.
+	// Per chunk partial sums, reduced in chunk order: of the variable
+	// phase (by chunk of interior variables) and of the slave phase (by
+	// chunk of slaves; summed by the chunk's goroutine so that the caller
+	// does not walk every slave serially).
 	partPres, partDres, partRel []float64
 	partChanged                 []bool
+	partDual, partPhi           []float64
 
 	phaseA, phaseB, phaseC func(worker, chunk int)
 	pool                   *pool
@@ -178,6 +182,8 @@ func NewWorker(part *Part, opts Options) (*Worker, error) {
 	w.partDres = make([]float64, nc)
 	w.partRel = make([]float64, nc)
 	w.partChanged = make([]bool, nc)
+	w.partDual = make([]float64, w.slaveChunks())
+	w.partPhi = make([]float64, w.slaveChunks())
 	w.phaseA = w.solveSlaves
 	w.phaseB = w.updateVariables
 	w.phaseC = w.stepMultipliers
@@ -211,11 +217,13 @@ func (w *Worker) NumInterior() int { return len(w.interior) }
 
 func (w *Worker) varChunks() int { return (len(w.interior) + varChunk - 1) / varChunk }
 
+func (w *Worker) slaveChunks() int { return (len(w.p.Slaves) + slaveChunk - 1) / slaveChunk }
+
 // Step runs one iteration on the part: the previous subgradient step (if
 // any), the slaves (AD3 Alg. 2 lines 4-6, with each slave's dual term), and
 // the interior variables (lines 7-8). It fills out, reusing its slices.
 func (w *Worker) Step(in *StepIn, out *StepOut) {
-	p, m := w.p, w.p.Model
+	m := w.p.Model
 	w.eta = in.Eta
 	if w.subgradient && in.PrevStep > 0 {
 		w.prevStep = in.PrevStep
@@ -236,7 +244,7 @@ func (w *Worker) Step(in *StepIn, out *StepOut) {
 		copy(w.mu[w.bMu[k]:w.bMu[k]+n], in.Mu[off:off+n])
 		off += n
 	}
-	w.pool.run((len(p.Slaves)+slaveChunk-1)/slaveChunk, w.phaseA)
+	w.pool.run(w.slaveChunks(), w.phaseA)
 	w.prevEta = w.eta
 	w.iter++
 	w.pool.run(w.varChunks(), w.phaseB)
@@ -247,9 +255,9 @@ func (w *Worker) Step(in *StepIn, out *StepOut) {
 		out.Nu = append(out.Nu, w.nu[r:r+w.bRepLen[k]]...)
 	}
 	out.Dual, out.Relaxed, out.PrimalRes, out.DualRes, out.Changed = 0, 0, 0, 0, w.iter == 1
-	for a := range p.Slaves {
-		out.Dual += w.dualTerm[a]
-		out.Relaxed += w.phiq[a]
+	for c := range w.partDual {
+		out.Dual += w.partDual[c]
+		out.Relaxed += w.partPhi[c]
 	}
 	for c := range w.partPres {
 		out.PrimalRes += w.partPres[c]
@@ -345,6 +353,15 @@ func (w *Worker) solveSlaves(worker, chunk int) {
 			w.unsolved[a] = !ie.Converged()
 		}
 	}
+	// The chunk's part of the dual and of the relaxed objective, cached
+	// slaves included, in slave order.
+	var dual, phi float64
+	for a := lo; a < hi; a++ {
+		dual += w.dualTerm[a]
+		phi += w.phiq[a]
+	}
+	w.partDual[chunk] = dual
+	w.partPhi[chunk] = phi
 }
 
 // updateVariables runs updateVariable on one chunk of interior variables.
