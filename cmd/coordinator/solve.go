@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/ddrun/ddrun/cmp"
@@ -139,6 +140,13 @@ func (f *solveFlags) load(fs *flag.FlagSet, cmd string, pos []string) (consensus
 }
 
 func cmdSolve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if os.Getenv("GOGC") == "" {
+		// The solvers' iterations allocate nothing, so collecting at half
+		// the default heap growth costs nothing per iteration; it lowers
+		// the peak memory of loading and setting up (8-label 100x100
+		// Potts: 61-73 MB -> 54-57 MB). A GOGC given by the user wins.
+		debug.SetGCPercent(50)
+	}
 	fs := flagSet("solve")
 	var f solveFlags
 	f.register(fs)
