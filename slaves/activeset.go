@@ -595,24 +595,9 @@ func (s *ActiveSet) exchange(phi, sy float64) bool {
 	m := s.m
 	a := s.sc.l[:m]
 	s.backward(a, a)
-	t, jb := 0.0, -1
-	for j, aj := range a {
-		if aj > 1e-9 {
-			if tj := s.q[j] / aj; jb < 0 || tj < t {
-				t, jb = tj, j
-			}
-		}
-	}
+	t, jb, sum := ratioStep(s.q[:m], a)
 	if jb < 0 {
 		return false
-	}
-	sum := t
-	for j, aj := range a {
-		s.q[j] = max(0, s.q[j]-t*aj)
-	}
-	s.q[jb] = 0
-	for _, v := range s.q[:m] {
-		sum += v
 	}
 	s.remove(jb)
 	d2 := s.depth(s.sc.y)
@@ -623,12 +608,46 @@ func (s *ActiveSet) exchange(phi, sy float64) bool {
 		return true
 	}
 	s.push(s.sc.y, phi, t, sy, d2)
-	if sum != 1 {
-		for j := range s.q[:s.m] {
-			s.q[j] /= sum
+	rescale(s.q[:s.m], sum)
+	return true
+}
+
+// ratioStep is the ratio test and weight update of the exchange step (shared
+// by ActiveSet and the Potts slave's compact active set): with a the affine
+// coordinates of the entering configuration, it moves the weights q to
+// q - t a for the largest t that keeps them >= 0, sets the blocking weight
+// q[jb] to 0, and returns t (the entering weight), jb (-1 when no a_j is
+// positive: nothing blocks, q unchanged) and the new total weight.
+func ratioStep(q, a []float64) (t float64, jb int, sum float64) {
+	jb = -1
+	for j, aj := range a {
+		if aj > 1e-9 {
+			if tj := q[j] / aj; jb < 0 || tj < t {
+				t, jb = tj, j
+			}
 		}
 	}
-	return true
+	if jb < 0 {
+		return 0, -1, 0
+	}
+	sum = t
+	for j, aj := range a {
+		q[j] = max(0, q[j]-t*aj)
+	}
+	q[jb] = 0
+	for _, v := range q {
+		sum += v
+	}
+	return t, jb, sum
+}
+
+// rescale divides the weights q by their total sum (a no-op at 1).
+func rescale(q []float64, sum float64) {
+	if sum != 1 {
+		for j := range q {
+			q[j] /= sum
+		}
+	}
 }
 
 // Scratch is per-call working space of active-set solvers (ActiveSet, and

@@ -468,24 +468,9 @@ func (wk *pottsWork) exchange(a, b int32, sy float64) bool {
 	m := wk.m
 	al := wk.l[:m]
 	wk.backward(al, al)
-	t, jb := 0.0, -1
-	for j, aj := range al {
-		if aj > 1e-9 {
-			if tj := wk.q[j] / aj; jb < 0 || tj < t {
-				t, jb = tj, j
-			}
-		}
-	}
+	t, jb, sum := ratioStep(wk.q[:m], al)
 	if jb < 0 {
 		return false
-	}
-	sum := t
-	for j, aj := range al {
-		wk.q[j] = max(0, wk.q[j]-t*aj)
-	}
-	wk.q[jb] = 0
-	for _, v := range wk.q[:m] {
-		sum += v
 	}
 	wk.remove(jb)
 	d2 := wk.depth(a, b)
@@ -495,11 +480,7 @@ func (wk *pottsWork) exchange(a, b int32, sy float64) bool {
 		return true
 	}
 	wk.push(a, b, t, sy, d2)
-	if sum != 1 {
-		for j := range wk.q[:wk.m] {
-			wk.q[j] /= sum
-		}
-	}
+	rescale(wk.q[:wk.m], sum)
 	return true
 }
 
