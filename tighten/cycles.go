@@ -40,20 +40,17 @@ type edge struct{ u, v int } // u < v
 // pairwise factors on that pair) is split equally among the cycles that
 // contain it, so the total score of every assignment is unchanged.
 func Cycles(m *model.Model, opts Options) (*model.Model, Stats, error) {
-	if opts.MaxTable <= 0 {
-		opts.MaxTable = 4096
+	cycles, st, err := FindCycles(m, opts)
+	if err != nil {
+		return nil, st, err
 	}
-	if opts.MaxCycles <= 0 {
-		opts.MaxCycles = 1_000_000
-	}
-	var st Stats
 	// Edge tables: the sum of the pairwise factors on each pair, rows
 	// indexed by the smaller variable.
 	tables := map[edge][]float64{}
 	var keep []model.Factor
 	for a := range m.Factors {
 		f := &m.Factors[a]
-		if len(f.Vars) != 2 || (f.Kind != model.Dense && f.Kind != model.Pair && f.Kind != model.Potts) {
+		if !pairwise(f) {
 			keep = append(keep, *f)
 			continue
 		}
@@ -72,24 +69,6 @@ func Cycles(m *model.Model, opts Options) (*model.Model, Stats, error) {
 			t = sum
 		}
 		tables[e] = t
-	}
-	st.Edges = len(tables)
-	has := func(a, b int) bool {
-		if a > b {
-			a, b = b, a
-		}
-		_, ok := tables[edge{a, b}]
-		return ok
-	}
-	adj := make([][]int, m.NumVars())
-	for e := range tables {
-		adj[e.u] = append(adj[e.u], e.v)
-		adj[e.v] = append(adj[e.v], e.u)
-	}
-	cycles, tri, sq, err := findCycles(m.Cards, adj, has, opts)
-	st.Triangles, st.Squares = tri, sq
-	if err != nil {
-		return nil, st, err
 	}
 	// How many cycles share each edge.
 	share := map[edge]int{}
@@ -146,7 +125,7 @@ func FindCycles(m *model.Model, opts Options) ([][]int, Stats, error) {
 	adj := make([][]int, m.NumVars())
 	for a := range m.Factors {
 		f := &m.Factors[a]
-		if len(f.Vars) != 2 || (f.Kind != model.Dense && f.Kind != model.Pair && f.Kind != model.Potts) {
+		if !pairwise(f) {
 			continue
 		}
 		e := edge{min(f.Vars[0], f.Vars[1]), max(f.Vars[0], f.Vars[1])}
@@ -159,6 +138,12 @@ func FindCycles(m *model.Model, opts Options) ([][]int, Stats, error) {
 	has := func(a, b int) bool { return set[edge{min(a, b), max(a, b)}] }
 	cycles, tri, sq, err := findCycles(m.Cards, adj, has, opts)
 	return cycles, Stats{Triangles: tri, Squares: sq, Edges: len(set)}, err
+}
+
+// pairwise reports whether f is a pairwise potential that cycles are made
+// of: a Dense, Pair or Potts factor over two variables.
+func pairwise(f *model.Factor) bool {
+	return len(f.Vars) == 2 && (f.Kind == model.Dense || f.Kind == model.Pair || f.Kind == model.Potts)
 }
 
 // findCycles lists the triangles and chordless squares of the graph adj
