@@ -336,14 +336,13 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 		changedSinceCheck = st.Pending
 	}
 	lastSave := time.Now()
-	consider := func(x []int) (sc float64) {
-		if sc = search.score(x); sc > res.Primal {
+	consider := func(x []int) {
+		if sc := search.score(x); sc > res.Primal {
 			res.Primal = sc
 			s.bestPrimal = sc
 			copy(bestX, x)
 			res.Assignment = bestX
 		}
-		return sc
 	}
 	var lastReport time.Duration
 	for t := first; ; t++ {
@@ -365,8 +364,10 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 		}
 		if check {
 			changedSinceCheck = false
-			sc := consider(s.x)
-			search.improve(s.x, math.IsInf(sc, -1) && math.IsInf(res.Primal, -1))
+			consider(s.x)
+			// Repair only while no feasible assignment is known (then
+			// s.x, just considered, is infeasible too).
+			search.improve(s.x, math.IsInf(res.Primal, -1))
 			consider(s.x)
 		}
 		res.Gap = res.Dual - res.Primal
