@@ -8,6 +8,18 @@ import (
 	"github.com/ddrun/ddrun/model"
 )
 
+// timeIterations times r.iterate after 10 warm-up iterations.
+func timeIterations(b *testing.B, r *runner) {
+	for range 10 {
+		r.iterate()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		r.iterate()
+	}
+}
+
 // BenchmarkIteration times one TRW-S iteration (forward pass with
 // labelling, primal score, backward pass, both bounds) on 100x100 Potts
 // grids with 8 labels (the grid of consensus.BenchmarkIteration, and the
@@ -20,15 +32,7 @@ func BenchmarkIteration(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			r := newRun(g, DefaultOptions())
-			for range 10 {
-				r.iterate()
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				r.iterate()
-			}
+			timeIterations(b, newRun(g, DefaultOptions()))
 		})
 	}
 }
@@ -45,15 +49,7 @@ func BenchmarkIterationDense(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := newRun(g, DefaultOptions())
-	for range 10 {
-		r.iterate()
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		r.iterate()
-	}
+	timeIterations(b, newRun(g, DefaultOptions()))
 }
 
 // BenchmarkLPCIteration times one TRW-S(LP-C) iteration (both passes and a
@@ -84,14 +80,7 @@ func BenchmarkLPCIteration(b *testing.B) {
 					}
 					r.cycOn = true
 				}
-				for range 5 {
-					r.iterate()
-				}
-				b.ReportAllocs()
-				b.ResetTimer()
-				for range b.N {
-					r.iterate()
-				}
+				timeIterations(b, r)
 			})
 		}
 	}
