@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/solver"
 )
 
 // tolerance for "a >= b" between an upper bound and a value computed in
@@ -26,7 +26,7 @@ func relClose(a, b, rel float64) bool { return math.Abs(a-b) <= rel*max(1, math.
 // reported Primal stays below mapv (the MAP score, or the LP optimum when
 // it is unknown) and never decreases; the result's Primal is the exact score
 // of its Assignment.
-func run(t *testing.T, name string, m *model.Model, opts Options, lower, mapv float64) (consensus.Result, Stats) {
+func run(t *testing.T, name string, m *model.Model, opts Options, lower, mapv float64) (solver.Result, Stats) {
 	t.Helper()
 	opts.ProgressEvery = 0
 	prevTrace := math.Inf(1)
@@ -43,9 +43,9 @@ func run(t *testing.T, name string, m *model.Model, opts Options, lower, mapv fl
 		}
 		prevTrace = q
 	}
-	prev := consensus.Progress{Dual: math.Inf(1), Primal: math.Inf(-1)}
+	prev := solver.Progress{Dual: math.Inf(1), Primal: math.Inf(-1)}
 	reports := 0
-	res, st, err := SolveStats(context.Background(), m, nil, opts, func(p consensus.Progress) {
+	res, st, err := SolveStats(context.Background(), m, nil, opts, func(p solver.Progress) {
 		reports++
 		switch {
 		case p.Dual < lower-slack(lower):
@@ -63,7 +63,7 @@ func run(t *testing.T, name string, m *model.Model, opts Options, lower, mapv fl
 	if traceErr != "" {
 		t.Errorf("%s: %s", name, traceErr)
 	}
-	if res.Status == consensus.Infeasible {
+	if res.Status == solver.Infeasible {
 		if !math.IsInf(mapv, -1) {
 			t.Errorf("%s: infeasible, MAP %v", name, mapv)
 		}
@@ -82,7 +82,7 @@ func run(t *testing.T, name string, m *model.Model, opts Options, lower, mapv fl
 	if res.Dual < lower-slack(lower) || res.Primal > mapv+slack(mapv) {
 		t.Errorf("%s: dual %v (bound %v), primal %v (bound %v)", name, res.Dual, lower, res.Primal, mapv)
 	}
-	if res.Status == consensus.Optimal && !(res.Primal >= mapv-2*opts.Tol*max(1, math.Abs(mapv))-slack(mapv)) {
+	if res.Status == solver.Optimal && !(res.Primal >= mapv-2*opts.Tol*max(1, math.Abs(mapv))-slack(mapv)) {
 		t.Errorf("%s: optimal with primal %v, MAP %v", name, res.Primal, mapv)
 	}
 	if res.Relaxed > res.Dual+slack(res.Dual) || res.Relaxed < res.Primal {
@@ -314,7 +314,7 @@ func TestFrustratedTriangle(t *testing.T) {
 	}
 	o := DefaultOptions()
 	plain, st0 := run(t, "plain", m, o, lpv, mapv)
-	if plain.Status != consensus.Converged || !(plain.Dual > lpv+0.5) {
+	if plain.Status != solver.Converged || !(plain.Dual > lpv+0.5) {
 		t.Errorf("plain convex max-product: %s at dual %v (LP %v): the corner is gone", plain.Status, plain.Dual, lpv)
 	}
 	if !relClose(st0.StallDual, plain.Dual, 1e-12) {
@@ -341,7 +341,7 @@ func TestErrorsAndLimits(t *testing.T) {
 		t.Errorf("table of 4096 entries with MaxTable 1000: %v", err)
 	}
 	o.MaxTable = 4096
-	if res, err := Solve(ctx, m, nil, o, nil); err != nil || res.Status != consensus.Optimal {
+	if res, err := Solve(ctx, m, nil, o, nil); err != nil || res.Status != solver.Optimal {
 		t.Errorf("table of 4096 entries with MaxTable 4096: %v, %v", res.Status, err)
 	}
 	// A logic factor too big to tabulate.
@@ -385,7 +385,7 @@ func TestErrorsAndLimits(t *testing.T) {
 	m = model.New([]int{2, 2})
 	m.Unary[0], m.Unary[1] = math.Inf(-1), math.Inf(-1)
 	m.Factors = []model.Factor{{Kind: model.Dense, Vars: []int{0, 1}, Table: make([]float64, 4)}}
-	if res, err := Solve(ctx, m, nil, DefaultOptions(), nil); err != nil || res.Status != consensus.Infeasible {
+	if res, err := Solve(ctx, m, nil, DefaultOptions(), nil); err != nil || res.Status != solver.Infeasible {
 		t.Errorf("no allowed state: %v, %v", res.Status, err)
 	}
 	m = model.New([]int{2, 2, 2})
@@ -395,7 +395,7 @@ func TestErrorsAndLimits(t *testing.T) {
 		{Kind: model.Dense, Vars: []int{1, 2}, Table: []float64{0, inf, inf, 0}},   // x1 == x2
 		{Kind: model.Dense, Vars: []int{0, 2}, Table: []float64{inf, 0, inf, inf}}, // x0=0, x2=1
 	}
-	if res, err := Solve(ctx, m, nil, DefaultOptions(), nil); err != nil || res.Status != consensus.Infeasible {
+	if res, err := Solve(ctx, m, nil, DefaultOptions(), nil); err != nil || res.Status != solver.Infeasible {
 		t.Errorf("arc-inconsistent constraints: %v, %v", res.Status, err)
 	}
 	// Limits.
@@ -403,28 +403,28 @@ func TestErrorsAndLimits(t *testing.T) {
 	o = DefaultOptions()
 	o.EpsDescent = true
 	o.MaxIter = 3
-	if res, _ := Solve(ctx, big, nil, o, nil); res.Status != consensus.IterationLimit || res.Iterations != 3 {
+	if res, _ := Solve(ctx, big, nil, o, nil); res.Status != solver.IterationLimit || res.Iterations != 3 {
 		t.Errorf("MaxIter 3: %s after %d iterations", res.Status, res.Iterations)
 	}
 	o = DefaultOptions()
 	o.EpsDescent = true
 	o.TimeLimit = 20 * time.Millisecond
 	start := time.Now()
-	if res, _ := Solve(ctx, big, nil, o, nil); res.Status != consensus.TimeLimit && res.Status != consensus.Converged && res.Status != consensus.Optimal {
+	if res, _ := Solve(ctx, big, nil, o, nil); res.Status != solver.TimeLimit && res.Status != solver.Converged && res.Status != solver.Optimal {
 		t.Errorf("time limit: %s", res.Status)
 	} else if el := time.Since(start); el > 2*time.Second {
 		t.Errorf("time limit 20ms: ran %v", el)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if res, _ := Solve(cctx, big, nil, o, nil); res.Status != consensus.Interrupted || res.Assignment == nil || res.Primal != big.Score(res.Assignment) {
+	if res, _ := Solve(cctx, big, nil, o, nil); res.Status != solver.Interrupted || res.Assignment == nil || res.Primal != big.Score(res.Assignment) {
 		t.Errorf("cancelled: %s, primal %v", res.Status, res.Primal)
 	}
 	// No factors: the unaries alone, solved at once.
 	m = model.New([]int{3, 1, 2})
 	copy(m.Unary, []float64{1, 3, 2, -1, 0.5, -4})
 	m.Constant = 2
-	if res, err := Solve(ctx, m, nil, DefaultOptions(), nil); err != nil || res.Status != consensus.Optimal || res.Primal != 4.5 || res.Dual != 4.5 {
+	if res, err := Solve(ctx, m, nil, DefaultOptions(), nil); err != nil || res.Status != solver.Optimal || res.Primal != 4.5 || res.Dual != 4.5 {
 		t.Errorf("no factors: %+v, %v", res, err)
 	}
 }

@@ -1,9 +1,10 @@
 package cmp
 
 import (
-	"fmt"
 	"math"
 	"time"
+
+	"github.com/ddrun/ddrun/solver"
 )
 
 // Options configures a run. The zero value is not usable; start from
@@ -13,13 +14,10 @@ type Options struct {
 	// descent stalls, which makes the run converge to the LP optimum.
 	// Without it the run stops at the first stall (convex max-product).
 	EpsDescent bool
-	// MaxIter bounds the number of iterations: block coordinate descent
-	// sweeps (every variable updated once) plus eps-descent steps (>= 1).
-	MaxIter   int
-	TimeLimit time.Duration // 0: none
-	// Tol is the relative gap for Optimal: Dual - Primal <=
-	// Tol*max(1, |Primal|) stops the run with a certified MAP.
-	Tol float64
+	// Limits: an iteration is a block coordinate descent sweep (every
+	// variable updated once) or an eps-descent step; progress is also
+	// reported once at the end.
+	solver.Limits
 	// StallTol decides when block coordinate descent stalls: a sweep that
 	// lowers the dual by less than StallTol*max(1, |dual|). In plain mode
 	// the run then stops; with EpsDescent the run switches to an
@@ -45,8 +43,6 @@ type Options struct {
 	// MaxTable bounds the number of entries of one factor table; a larger
 	// factor (after model.DenseTable) is rejected with an error.
 	MaxTable int
-	// ProgressEvery is the minimum time between two Progress callbacks.
-	ProgressEvery time.Duration
 
 	// trace, when set (tests), is called with every dual value computed
 	// after a sweep or an eps-descent step, in order.
@@ -58,57 +54,49 @@ type Options struct {
 // paper's switch threshold) down to 1e-7 when enabled.
 func DefaultOptions() Options {
 	return Options{
-		MaxIter:       10000,
-		Tol:           1e-9,
-		StallTol:      1e-10,
-		Eps0:          1e-2,
-		EpsMin:        1e-7,
-		EpsShrink:     0.1,
-		QPIters:       1000,
-		ICMSweeps:     10,
-		DecodeEvery:   10,
-		MaxTable:      1 << 20,
-		ProgressEvery: 250 * time.Millisecond,
+		Limits:      solver.Limits{MaxIter: 10000, Tol: 1e-9, ProgressEvery: 250 * time.Millisecond},
+		StallTol:    1e-10,
+		Eps0:        1e-2,
+		EpsMin:      1e-7,
+		EpsShrink:   0.1,
+		QPIters:     1000,
+		ICMSweeps:   10,
+		DecodeEvery: 10,
+		MaxTable:    1 << 20,
 	}
 }
 
-// Validate checks the options and returns an error naming the first bad one.
+// Validate returns a *solver.OptionError naming the first bad option.
 func (o *Options) Validate() error {
-	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	if err := o.Limits.Validate(); err != nil {
+		return err
+	}
 	switch {
-	case o.MaxIter < 1:
-		return fmt.Errorf("cmp: MaxIter %d < 1", o.MaxIter)
-	case o.TimeLimit < 0:
-		return fmt.Errorf("cmp: TimeLimit %v is negative", o.TimeLimit)
-	case !finite(o.Tol) || o.Tol < 0:
-		return fmt.Errorf("cmp: Tol %v is not a finite number >= 0", o.Tol)
-	case !finite(o.StallTol) || o.StallTol < 0:
-		return fmt.Errorf("cmp: StallTol %v is not a finite number >= 0", o.StallTol)
+	case !solver.NonNegative(o.StallTol):
+		return solver.Errorf("StallTol", "%v is not a finite number >= 0", o.StallTol)
 	case o.QPIters < 1:
-		return fmt.Errorf("cmp: QPIters %d < 1", o.QPIters)
+		return solver.Errorf("QPIters", "%d < 1", o.QPIters)
 	case o.ICMSweeps < 0:
-		return fmt.Errorf("cmp: ICMSweeps %d < 0", o.ICMSweeps)
+		return solver.Errorf("ICMSweeps", "%d < 0", o.ICMSweeps)
 	case o.DecodeEvery < 1:
-		return fmt.Errorf("cmp: DecodeEvery %d < 1", o.DecodeEvery)
+		return solver.Errorf("DecodeEvery", "%d < 1", o.DecodeEvery)
 	case o.MaxTable < 1:
-		return fmt.Errorf("cmp: MaxTable %d < 1", o.MaxTable)
-	case o.ProgressEvery < 0:
-		return fmt.Errorf("cmp: ProgressEvery %v is negative", o.ProgressEvery)
+		return solver.Errorf("MaxTable", "%d < 1", o.MaxTable)
 	}
 	if o.EpsDescent {
 		switch {
-		case !finite(o.EpsMin) || o.EpsMin <= 0:
-			return fmt.Errorf("cmp: EpsMin %v is not a finite number > 0", o.EpsMin)
-		case !finite(o.Eps0) || o.Eps0 < o.EpsMin:
-			return fmt.Errorf("cmp: Eps0 %v is not a finite number >= EpsMin (%v)", o.Eps0, o.EpsMin)
+		case !solver.Positive(o.EpsMin):
+			return solver.Errorf("EpsMin", "%v is not a finite number > 0", o.EpsMin)
+		case !(o.Eps0 >= o.EpsMin) || math.IsInf(o.Eps0, 1):
+			return solver.Errorf("Eps0", "%v is not a finite number >= EpsMin (%v)", o.Eps0, o.EpsMin)
 		case !(o.EpsShrink > 0 && o.EpsShrink < 1):
-			return fmt.Errorf("cmp: EpsShrink %v is outside (0, 1)", o.EpsShrink)
+			return solver.Errorf("EpsShrink", "%v is outside (0, 1)", o.EpsShrink)
 		}
 	}
 	return nil
 }
 
-// Stats describes a run beyond consensus.Result.
+// Stats describes a run beyond solver.Result.
 type Stats struct {
 	// Sweeps is the number of block coordinate descent sweeps; EpsSteps
 	// the number of accepted eps-descent steps, CertSteps those along a

@@ -7,8 +7,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/solver"
 )
 
 // Solve runs convex max-product on m (and steepest eps-descent when
@@ -20,35 +20,34 @@ import (
 // when there are neither). Cancelling ctx stops the run with status
 // Interrupted and the best result so far. progress, if not nil, is called from the solving
 // goroutine at most every opts.ProgressEvery, and once at the end.
-func Solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options, progress func(consensus.Progress)) (consensus.Result, error) {
+func Solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options, progress func(solver.Progress)) (solver.Result, error) {
 	res, _, err := SolveStats(ctx, m, ev, opts, progress)
 	return res, err
 }
 
 // SolveStats is Solve also returning statistics of the run.
-func SolveStats(ctx context.Context, m *model.Model, ev model.Evidence, opts Options, progress func(consensus.Progress)) (consensus.Result, Stats, error) {
+func SolveStats(ctx context.Context, m *model.Model, ev model.Evidence, opts Options, progress func(solver.Progress)) (solver.Result, Stats, error) {
 	start := time.Now()
 	stats := Stats{StallDual: math.NaN(), Residual: math.NaN()}
 	if err := opts.Validate(); err != nil {
-		return consensus.Result{}, stats, err
+		return solver.Result{}, stats, err
 	}
 	if err := m.Validate(); err != nil {
-		return consensus.Result{}, stats, fmt.Errorf("cmp: %w", err)
+		return solver.Result{}, stats, fmt.Errorf("cmp: %w", err)
 	}
-	infeasible := consensus.Result{Status: consensus.Infeasible, Primal: math.Inf(-1), Dual: math.Inf(-1), Gap: math.NaN(), Relaxed: math.Inf(-1)}
-	red, err := model.Reduce(m, ev)
-	if errors.Is(err, model.ErrInfeasible) {
-		return infeasible, stats, nil
-	}
+	red, err := solver.Reduce(m, ev)
 	if err != nil {
-		return consensus.Result{}, stats, fmt.Errorf("cmp: %w", err)
+		return solver.Result{}, stats, fmt.Errorf("cmp: %w", err)
+	}
+	if red == nil {
+		return solver.InfeasibleResult(time.Since(start)), stats, nil
 	}
 	p, err := buildProblem(red.Model, opts.MaxTable)
 	if errors.Is(err, errInfeasible) {
-		return infeasible, stats, nil
+		return solver.InfeasibleResult(time.Since(start)), stats, nil
 	}
 	if err != nil {
-		return consensus.Result{}, stats, err
+		return solver.Result{}, stats, err
 	}
 	r := &runner{
 		m: m, red: red, p: p, opts: opts, progress: progress, start: start,
@@ -64,7 +63,7 @@ func SolveStats(ctx context.Context, m *model.Model, ev model.Evidence, opts Opt
 	}
 	r.stats.Regions += len(p.facs)
 	r.run(ctx)
-	res := consensus.Result{
+	res := solver.Result{
 		Status:     r.status,
 		Primal:     r.bestPrimal,
 		Dual:       r.bestDual,
@@ -83,7 +82,7 @@ type runner struct {
 	red      *model.Reduced
 	p        *problem
 	opts     Options
-	progress func(consensus.Progress)
+	progress func(solver.Progress)
 	start    time.Time
 	reported time.Time
 
@@ -98,7 +97,7 @@ type runner struct {
 	iter        int
 	eps         float64 // current eps (0 before eps-descent)
 	dualRes     float64 // RMS of the last eps-descent direction
-	status      consensus.Status
+	status      solver.Status
 	relaxed     float64
 	recovered   bool // relaxed holds beliefs recovered at the current lam
 	stats       Stats
@@ -129,10 +128,7 @@ func (r *runner) decodeRep() {
 }
 
 func (r *runner) optimal() bool {
-	if math.IsInf(r.bestPrimal, -1) {
-		return false
-	}
-	return r.bestDual-r.bestPrimal <= r.opts.Tol*max(1, math.Abs(r.bestPrimal))
+	return solver.Closed(r.bestDual, r.bestPrimal, r.opts.Tol)
 }
 
 // limited reports whether the context or the time limit ends the run.
@@ -144,11 +140,11 @@ func (r *runner) limited(ctx context.Context) bool {
 func (r *runner) stopped(ctx context.Context) bool {
 	switch {
 	case ctx.Err() != nil:
-		r.status = consensus.Interrupted
+		r.status = solver.Interrupted
 	case r.opts.TimeLimit > 0 && time.Since(r.start) >= r.opts.TimeLimit:
-		r.status = consensus.TimeLimit
+		r.status = solver.TimeLimit
 	case r.iter >= r.opts.MaxIter:
-		r.status = consensus.IterationLimit
+		r.status = solver.IterationLimit
 	default:
 		return false
 	}
@@ -164,7 +160,7 @@ func (r *runner) report(force bool) {
 		return
 	}
 	r.reported = now
-	r.progress(consensus.Progress{
+	r.progress(solver.Progress{
 		Iteration: r.iter,
 		Dual:      r.bestDual,
 		Primal:    r.bestPrimal,
@@ -186,7 +182,7 @@ func (r *runner) run(ctx context.Context) {
 	switched := false
 	for {
 		if r.optimal() {
-			r.status = consensus.Optimal
+			r.status = solver.Optimal
 			break
 		}
 		if r.stopped(ctx) {
@@ -217,9 +213,9 @@ func (r *runner) run(ctx context.Context) {
 		}
 		r.decodeRep()
 		if !r.opts.EpsDescent {
-			r.status = consensus.Converged
+			r.status = solver.Converged
 			if r.optimal() {
-				r.status = consensus.Optimal
+				r.status = solver.Optimal
 			}
 			break
 		}
@@ -260,11 +256,11 @@ func (r *runner) epsPhase(ctx context.Context) bool {
 			// consistent (Corollary 2).
 			r.recordBeliefs()
 			if r.optimal() {
-				r.status = consensus.Optimal
+				r.status = solver.Optimal
 				return true
 			}
 			if r.eps <= r.opts.EpsMin {
-				r.status = consensus.Converged
+				r.status = solver.Converged
 				return true
 			}
 			shrink()
@@ -292,7 +288,7 @@ func (r *runner) epsPhase(ctx context.Context) bool {
 					// The QP was not solved well enough to certify
 					// a gain of eps.
 					if r.eps <= r.opts.EpsMin {
-						r.status = consensus.Converged
+						r.status = solver.Converged
 						return true
 					}
 					shrink()
@@ -303,7 +299,7 @@ func (r *runner) epsPhase(ctx context.Context) bool {
 		// No descent along an uncertified direction.
 		if r.eps <= r.opts.EpsMin {
 			r.recordBeliefs()
-			r.status = consensus.Converged
+			r.status = solver.Converged
 			return true
 		}
 		shrink()
@@ -336,7 +332,7 @@ const residualTol = 1e-6
 // reports.
 func (r *runner) finish() {
 	switch r.status {
-	case consensus.Optimal, consensus.Interrupted, consensus.TimeLimit:
+	case solver.Optimal, solver.Interrupted, solver.TimeLimit:
 	default:
 		if !r.recovered {
 			if r.qp == nil {
@@ -358,7 +354,7 @@ func (r *runner) finish() {
 		r.relaxed = r.bestPrimal
 	}
 	if r.optimal() {
-		r.status = consensus.Optimal
+		r.status = solver.Optimal
 	}
 	r.report(true)
 }

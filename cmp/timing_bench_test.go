@@ -10,6 +10,7 @@ import (
 
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/solver"
 )
 
 // trajectory records (wall time since the solve was called, best dual)
@@ -20,7 +21,7 @@ type trajectory struct {
 	dual  []float64
 }
 
-func (tr *trajectory) record(p consensus.Progress) {
+func (tr *trajectory) record(p solver.Progress) {
 	tr.t = append(tr.t, time.Since(tr.start))
 	tr.dual = append(tr.dual, p.Dual)
 }

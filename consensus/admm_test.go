@@ -11,9 +11,10 @@ import (
 	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/partition"
+	"github.com/ddrun/ddrun/solver"
 )
 
-func solve(t testing.TB, m *model.Model, opts Options) Result {
+func solve(t testing.TB, m *model.Model, opts Options) solver.Result {
 	t.Helper()
 	res, err := Solve(context.Background(), m, nil, opts, nil)
 	if err != nil {
@@ -62,7 +63,7 @@ func TestTinyModelsAgainstBruteForce(t *testing.T) {
 				t.Fatalf("model %d: primal %.12g above the MAP %.12g", it, res.Primal, best)
 			}
 		}
-		if res.Status == Optimal {
+		if res.Status == solver.Optimal {
 			optimal++
 			if !relClose(res.Primal, best, 1e-6) {
 				t.Fatalf("model %d: status optimal with primal %.12g, MAP is %.12g", it, res.Primal, best)
@@ -109,7 +110,7 @@ func TestConvergedMatchesLocalPolytopeLP(t *testing.T) {
 		if !relClose(res.Dual, lp, 1e-4) {
 			t.Errorf("%s %d: dual %.9g, LP optimum %.9g (%s after %d iterations)", c.name, i, res.Dual, lp, res.Status, res.Iterations)
 		}
-		if res.Status == Converged && !relClose(res.Relaxed, lp, 1e-4) {
+		if res.Status == solver.Converged && !relClose(res.Relaxed, lp, 1e-4) {
 			t.Errorf("%s %d: relaxed %.9g, LP optimum %.9g", c.name, i, res.Relaxed, lp)
 		}
 	}
@@ -140,7 +141,7 @@ func TestInterruptReturnsBestSoFar(t *testing.T) {
 	opts.Tol = 0
 	opts.ResidualTol = 0
 	calls := 0
-	res, err := Solve(ctx, m, nil, opts, func(Progress) {
+	res, err := Solve(ctx, m, nil, opts, func(solver.Progress) {
 		if calls++; calls == 1 {
 			cancel()
 		}
@@ -148,12 +149,12 @@ func TestInterruptReturnsBestSoFar(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != Interrupted || res.Assignment == nil || m.Score(res.Assignment) != res.Primal {
+	if res.Status != solver.Interrupted || res.Assignment == nil || m.Score(res.Assignment) != res.Primal {
 		t.Fatalf("status %s, primal %v", res.Status, res.Primal)
 	}
 	opts.TimeLimit = 50 * time.Millisecond
 	res = solve(t, m, opts)
-	if res.Status != TimeLimit {
+	if res.Status != solver.TimeLimit {
 		t.Fatalf("status %s, want time_limit", res.Status)
 	}
 }

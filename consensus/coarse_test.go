@@ -7,6 +7,7 @@ import (
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/solver"
 )
 
 // Coarse decompositions with exact slaves have the same LP relaxation as the
@@ -49,7 +50,7 @@ func TestSubgradientWithCoarseSlaves(t *testing.T) {
 	opts.Eta = 1
 	opts.Slaves = Chains
 	res := solve(t, chain, opts)
-	if res.Status != Optimal || res.Iterations != 1 {
+	if res.Status != solver.Optimal || res.Iterations != 1 {
 		t.Errorf("one-chain model: %s after %d iterations", res.Status, res.Iterations)
 	}
 	grid := generate.Potts(generate.GridOptions{Height: 4, Width: 4, Labels: 2, Rho: 2, Seed: 4})

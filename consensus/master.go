@@ -9,6 +9,7 @@ import (
 
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/partition"
+	"github.com/ddrun/ddrun/solver"
 )
 
 // Chunk sizes are fixed, independent of the thread count, so that partial
@@ -313,10 +314,10 @@ func (s *master) adaptEta(primalRes, dualRes float64) {
 
 // run is the main loop; replicaEntries is the total number of replica
 // entries over all workers (for the residuals' normalisation).
-func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing, progress func(Progress)) (Result, error) {
+func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing, progress func(solver.Progress)) (solver.Result, error) {
 	m := s.m
 	start := time.Now()
-	res := Result{Status: IterationLimit, Dual: math.Inf(1), Primal: math.Inf(-1)}
+	res := solver.Result{Status: solver.IterationLimit, Dual: math.Inf(1), Primal: math.Inf(-1)}
 	bestX := make([]int, len(s.x))
 	search := newLocalSearch(m, s.pool)
 	changedSinceCheck := false
@@ -388,22 +389,22 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 			if s.opts.Algo == Subgradient {
 				eta = s.prevStep
 			}
-			progress(Progress{Iteration: t, Dual: res.Dual, Primal: res.Primal, Gap: res.Gap,
+			progress(solver.Progress{Iteration: t, Dual: res.Dual, Primal: res.Primal, Gap: res.Gap,
 				PrimalRes: r.primalRes, DualRes: r.dualRes, Eta: eta, Elapsed: elapsed})
 		}
 		switch {
 		case math.IsInf(res.Dual, -1):
-			res.Status = Infeasible
-		case closed(res, s.opts.Tol):
-			res.Status = Optimal
+			res.Status = solver.Infeasible
+		case solver.Closed(res.Dual, res.Primal, s.opts.Tol):
+			res.Status = solver.Optimal
 		case t > 1 && r.primalRes < s.opts.ResidualTol && r.dualRes < s.opts.ResidualTol:
-			res.Status = Converged
+			res.Status = solver.Converged
 		case t >= s.opts.MaxIter:
-			res.Status = IterationLimit
+			res.Status = solver.IterationLimit
 		case s.opts.TimeLimit > 0 && elapsed >= s.opts.TimeLimit:
-			res.Status = TimeLimit
+			res.Status = solver.TimeLimit
 		case ctx.Err() != nil:
-			res.Status = Interrupted
+			res.Status = solver.Interrupted
 		default:
 			if s.opts.AdaptEta && s.opts.Algo == ADMM {
 				s.adaptEta(r.primalRes, r.dualRes)
@@ -412,14 +413,14 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 		}
 		break
 	}
-	if res.Status != Optimal && res.Status != Infeasible && res.Assignment != nil {
+	if res.Status != solver.Optimal && res.Status != solver.Infeasible && res.Assignment != nil {
 		// A last, longer local search from the best assignment found.
 		copy(s.x, bestX)
 		search.polish(s.x)
 		consider(s.x)
 		res.Gap = res.Dual - res.Primal
-		if closed(res, s.opts.Tol) {
-			res.Status = Optimal
+		if solver.Closed(res.Dual, res.Primal, s.opts.Tol) {
+			res.Status = solver.Optimal
 		}
 	}
 	if math.IsInf(res.Primal, -1) {
@@ -457,19 +458,14 @@ func (s *master) gatherMu() []float64 {
 	return mu
 }
 
-// closed reports whether the gap certifies the primal optimal:
-// gap <= tol * max(1, |primal|) with a feasible primal.
-func closed(res Result, tol float64) bool {
-	return !math.IsInf(res.Primal, -1) && res.Gap <= tol*math.Max(1, math.Abs(res.Primal))
-}
 
 // runLocal solves a reduced model in this process: one worker holding every
 // slave (or, for tests of the distributed arithmetic, several in-process
 // workers), driven through LocalLinks.
-func runLocal(ctx context.Context, m *model.Model, plan partition.Plan, opts Options, workers int, progress func(Progress)) (Result, error) {
+func runLocal(ctx context.Context, m *model.Model, plan partition.Plan, opts Options, workers int, progress func(solver.Progress)) (solver.Result, error) {
 	s, entries, done, err := newLocal(m, plan, opts, workers)
 	if err != nil {
-		return Result{}, err
+		return solver.Result{}, err
 	}
 	defer done()
 	return s.run(ctx, entries, nil, progress)
@@ -530,19 +526,19 @@ func newLocal(m *model.Model, plan partition.Plan, opts Options, workers int) (*
 // through links (links[w] reaches the worker holding parts[w]). It returns
 // the result in m's variables. cp, when not nil, takes states of the run
 // and may resume one.
-func Coordinate(ctx context.Context, m *model.Model, parts []*Part, b *Boundary, links []WorkerLink, opts Options, cp *Checkpointing, progress func(Progress)) (Result, error) {
+func Coordinate(ctx context.Context, m *model.Model, parts []*Part, b *Boundary, links []WorkerLink, opts Options, cp *Checkpointing, progress func(solver.Progress)) (solver.Result, error) {
 	if err := opts.Validate(); err != nil {
-		return Result{}, err
+		return solver.Result{}, err
 	}
 	if len(links) != len(parts) {
-		return Result{}, fmt.Errorf("%d links for %d parts", len(links), len(parts))
+		return solver.Result{}, fmt.Errorf("%d links for %d parts", len(links), len(parts))
 	}
 	entries := 0
 	for _, p := range parts {
 		entries += p.replicaEntries()
 	}
 	if cp != nil && cp.Resume != nil && len(cp.Resume.Parts) != len(parts) {
-		return Result{}, fmt.Errorf("resuming a state of %d parts on %d", len(cp.Resume.Parts), len(parts))
+		return solver.Result{}, fmt.Errorf("resuming a state of %d parts on %d", len(cp.Resume.Parts), len(parts))
 	}
 	pl := newPool(opts.Threads)
 	defer pl.close()

@@ -2,9 +2,12 @@ package consensus
 
 import (
 	"time"
+
+	"github.com/ddrun/ddrun/solver"
 )
 
-// Algo names a dual-decomposition algorithm.
+// Algo names a dual-decomposition algorithm: how the master updates the
+// multipliers and what the slaves solve.
 type Algo string
 
 // Algorithms.
@@ -13,10 +16,6 @@ const (
 	ADMM Algo = "admm"
 	// Subgradient is DD-subgradient, Alg. 1 (MAP slaves).
 	Subgradient Algo = "subgradient"
-	// TRWS is sequential tree-reweighted message passing (package trws).
-	TRWS Algo = "trws"
-	// CMP is convex max-product, optionally with eps-descent (package cmp).
-	CMP Algo = "cmp"
 )
 
 // Decomposition names how the model is split into slaves.
@@ -40,35 +39,14 @@ const (
 	InvSqrt     StepRule = "1/sqrt(t)"
 )
 
-// Status says why a run stopped.
-type Status string
-
-// Stop reasons, as reported in the result's "status" field.
-const (
-	// Optimal: the gap is closed within the tolerance; the primal is a
-	// certified MAP.
-	Optimal Status = "optimal"
-	// Converged: both residuals are below the threshold (LP optimum reached,
-	// possibly fractional) but the gap is open.
-	Converged      Status = "converged"
-	IterationLimit Status = "iteration_limit"
-	TimeLimit      Status = "time_limit"
-	Interrupted    Status = "interrupted"
-	// Infeasible: the dual bound is -Inf (no assignment satisfies the hard
-	// constraints).
-	Infeasible Status = "infeasible"
-)
-
 // Options configures a run. The zero value is not usable; start from
 // DefaultOptions.
 type Options struct {
-	Algo      Algo
-	Slaves    Decomposition
-	Step      StepRule      // DD-subgradient only
-	Threads   int           // goroutines for the slave and variable loops (>= 1)
-	MaxIter   int           // iteration limit (>= 1)
-	TimeLimit time.Duration // 0: none
-	Tol       float64       // relative gap for Optimal: gap <= Tol*max(1,|primal|)
+	solver.Limits
+	Algo    Algo
+	Slaves  Decomposition
+	Step    StepRule // DD-subgradient only
+	Threads int      // goroutines for the slave and variable loops (>= 1)
 	// ResidualTol: Converged when both the primal and the dual residual
 	// (root-mean-square per replica entry) are below it.
 	ResidualTol float64
@@ -77,52 +55,65 @@ type Options struct {
 	Eta      float64
 	AdaptEta bool    // residual balancing
 	Tau      float64 // multiplier step factor, in (0, 1.618]
-	// ProgressEvery is the minimum time between two Progress callbacks.
-	ProgressEvery time.Duration
 }
 
 // DefaultOptions returns the defaults of `coordinator solve`.
 func DefaultOptions() Options {
 	return Options{
-		Algo:          ADMM,
-		Slaves:        PerFactor,
-		Step:          Polyak,
-		Threads:       1,
-		MaxIter:       1000,
-		Tol:           1e-6,
-		ResidualTol:   1e-6,
-		Eta:           0.1,
-		AdaptEta:      true,
-		Tau:           1,
-		ProgressEvery: 250 * time.Millisecond,
+		Limits:      solver.Limits{MaxIter: 1000, Tol: 1e-6, ProgressEvery: 250 * time.Millisecond},
+		Algo:        ADMM,
+		Slaves:      PerFactor,
+		Step:        Polyak,
+		Threads:     1,
+		ResidualTol: 1e-6,
+		Eta:         0.1,
+		AdaptEta:    true,
+		Tau:         1,
 	}
 }
 
-// Progress is a snapshot reported during a run.
-type Progress struct {
-	Iteration int
-	Dual      float64 // best (lowest) valid upper bound so far
-	Primal    float64 // best assignment score so far (-Inf if none)
-	Gap       float64
-	PrimalRes float64
-	DualRes   float64
-	Eta       float64
-	Elapsed   time.Duration
+// Validate checks the options and returns a *solver.OptionError naming the
+// first bad one.
+func (o *Options) Validate() error {
+	if err := o.Limits.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case o.Algo != ADMM && o.Algo != Subgradient:
+		return solver.Errorf("Algo", "unknown algorithm %q (want %s or %s)", o.Algo, ADMM, Subgradient)
+	case o.Slaves != PerFactor && o.Slaves != Chains && o.Slaves != Trees:
+		return solver.Errorf("Slaves", "unknown decomposition %q (want factor, chains or trees)", o.Slaves)
+	case o.Step != Polyak && o.Step != Diminishing && o.Step != InvSqrt:
+		return solver.Errorf("Step", "unknown step rule %q (want polyak, 1/t or 1/sqrt(t))", o.Step)
+	case o.Threads < 1:
+		return solver.Errorf("Threads", "%d < 1", o.Threads)
+	case !solver.NonNegative(o.ResidualTol):
+		return solver.Errorf("ResidualTol", "%v is not a finite number >= 0", o.ResidualTol)
+	case !solver.Positive(o.Eta):
+		return solver.Errorf("Eta", "%v is not a finite number > 0", o.Eta)
+	case !(o.Tau > 0 && o.Tau <= 1.618):
+		return solver.Errorf("Tau", "%v is outside (0, 1.618]", o.Tau)
+	}
+	return nil
 }
 
-// Result is the outcome of a run. Assignment is in the model's variable
-// order; it is nil when no feasible assignment was found.
-type Result struct {
-	Status     Status
-	Primal     float64 // score of Assignment (-Inf when none)
-	Dual       float64 // valid upper bound on the MAP score
-	Gap        float64 // Dual - Primal
-	Relaxed    float64 // LP objective of the final iterate
-	Iterations int
-	Elapsed    time.Duration
-	Assignment []int
-	// Mu holds the final consensus marginals, laid out like the model's
-	// Unary (zero on states that evidence or hard constraints exclude),
-	// when the run was in this process; nil otherwise.
-	Mu []float64
-}
+// Result, Progress and Status are the solver package's; these aliases
+// remain while callers move to it.
+type (
+	Result   = solver.Result
+	Progress = solver.Progress
+	Status   = solver.Status
+)
+
+// Statuses, see solver.
+const (
+	Optimal        = solver.Optimal
+	Converged      = solver.Converged
+	IterationLimit = solver.IterationLimit
+	TimeLimit      = solver.TimeLimit
+	Interrupted    = solver.Interrupted
+	Infeasible     = solver.Infeasible
+)
+
+// Finish is solver.Finish, while callers move to it.
+var Finish = solver.Finish

@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/ddrun/ddrun/solver"
 )
 
 // PartState is a worker's replica state after an iteration: its
@@ -118,7 +120,7 @@ func finite(arrays ...[]float64) error {
 
 // state captures the coordinator's side after iteration s.iter; parts are
 // added by the caller.
-func (s *master) state(res *Result, bestX []int, pending bool, elapsed time.Duration) *State {
+func (s *master) state(res *solver.Result, bestX []int, pending bool, elapsed time.Duration) *State {
 	st := &State{Iter: s.iter, Eta: s.eta, PrevStep: s.prevStep, NextAdapt: s.nextAdapt, AdaptWait: s.adaptWait,
 		BestDual: res.Dual, BestPrimal: res.Primal, X: slices.Clone(s.x), Pending: pending,
 		BLambda: slices.Clone(s.blam), BNu: slices.Clone(s.bnu), BMu: slices.Clone(s.bmu), Elapsed: elapsed}

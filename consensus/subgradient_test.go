@@ -7,6 +7,7 @@ import (
 
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/oracle"
+	"github.com/ddrun/ddrun/solver"
 )
 
 // Alg. 1 with every step rule: the best dual is an upper bound at every
@@ -37,7 +38,7 @@ func TestSubgradientStepRules(t *testing.T) {
 				if res.Assignment != nil && m.Score(res.Assignment) != res.Primal {
 					t.Fatalf("model %d: primal is not the assignment's score", it)
 				}
-				if res.Status == Optimal {
+				if res.Status == solver.Optimal {
 					optimal++
 					if !relClose(res.Primal, best, 1e-6) {
 						t.Fatalf("model %d: optimal %.12g, MAP %.12g", it, res.Primal, best)
@@ -61,7 +62,7 @@ func TestSubgradientClosesGapOnChain(t *testing.T) {
 	opts.MaxIter = 5000
 	opts.Tol = 1e-6
 	res := solve(t, m, opts)
-	if res.Status != Optimal {
+	if res.Status != solver.Optimal {
 		t.Errorf("status %s after %d iterations, gap %g", res.Status, res.Iterations, res.Gap)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/solver"
 )
 
 // Against toulbar2's exact optima on frustrated grids (where the local
@@ -40,7 +41,7 @@ func TestAgainstToulbar2(t *testing.T) {
 		if res.Primal > opt+tol {
 			t.Errorf("model %d: primal %.9f above toulbar2's optimum %.9f", i, res.Primal, opt)
 		}
-		if res.Status == Optimal && math.Abs(res.Primal-opt) > tol {
+		if res.Status == solver.Optimal && math.Abs(res.Primal-opt) > tol {
 			t.Errorf("model %d: certified %.9f, toulbar2 %.9f", i, res.Primal, opt)
 		}
 		t.Logf("model %d: %s, dual %.6f primal %.6f toulbar2 %.6f", i, res.Status, res.Dual, res.Primal, opt)

@@ -2,13 +2,14 @@ package consensus
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/partition"
+	"github.com/ddrun/ddrun/solver"
 )
 
 // Warm is a DD state (multipliers, consensus marginals, penalty) laid out
@@ -64,41 +65,36 @@ func WarmLayout(m *model.Model) []int {
 // first iteration's dual is a valid upper bound; every slave is solved
 // afresh on the first iteration. warm is not modified. The returned state
 // is nil when the model is infeasible under ev.
-func SolveWarm(ctx context.Context, m *model.Model, ev model.Evidence, opts Options, warm *Warm, progress func(Progress)) (Result, *Warm, error) {
+func SolveWarm(ctx context.Context, m *model.Model, ev model.Evidence, opts Options, warm *Warm, progress func(solver.Progress)) (solver.Result, *Warm, error) {
+	start := time.Now()
 	if err := opts.Validate(); err != nil {
-		return Result{}, nil, err
-	}
-	if opts.Algo != ADMM && opts.Algo != Subgradient {
-		return Result{}, nil, fmt.Errorf("algorithm %s is not dual decomposition: run it through its own package", opts.Algo)
+		return solver.Result{}, nil, err
 	}
 	if opts.Slaves != PerFactor {
-		return Result{}, nil, fmt.Errorf("warm starts need the %s decomposition, not %s", PerFactor, opts.Slaves)
+		return solver.Result{}, nil, fmt.Errorf("warm starts need the %s decomposition, not %s", PerFactor, opts.Slaves)
 	}
 	lamOff := WarmLayout(m)
 	if warm != nil && (len(warm.Lambda) != lamOff[len(m.Factors)] || len(warm.Mu) != len(m.Unary)) {
-		return Result{}, nil, fmt.Errorf("warm start of %d multipliers and %d marginals, want %d and %d",
+		return solver.Result{}, nil, fmt.Errorf("warm start of %d multipliers and %d marginals, want %d and %d",
 			len(warm.Lambda), len(warm.Mu), lamOff[len(m.Factors)], len(m.Unary))
 	}
-	red, err := model.Reduce(m, ev)
-	if errors.Is(err, model.ErrInfeasible) {
-		return Result{Status: Infeasible, Primal: math.Inf(-1), Dual: math.Inf(-1), Gap: math.NaN(), Relaxed: math.Inf(-1)}, nil, nil
-	}
-	if err != nil {
-		return Result{}, nil, err
+	red, err := solver.Reduce(m, ev)
+	if red == nil {
+		return solver.InfeasibleResult(time.Since(start)), nil, err
 	}
 	wm, err := newWarmMap(m, red, lamOff)
 	if err != nil {
-		return Result{}, nil, fmt.Errorf("warm start: %w", err)
+		return solver.Result{}, nil, fmt.Errorf("warm start: %w", err)
 	}
 	s, entries, done, err := newLocal(red.Model, partition.PerFactor(red.Model), opts, 1)
 	if err != nil {
-		return Result{}, nil, err
+		return solver.Result{}, nil, err
 	}
 	defer done()
 	w := s.links[0].(LocalLink).W
 	if warm != nil {
 		if err := wm.restore(w, warm); err != nil {
-			return Result{}, nil, fmt.Errorf("warm start: %w", err)
+			return solver.Result{}, nil, fmt.Errorf("warm start: %w", err)
 		}
 		if opts.Algo == ADMM && warm.Eta > 0 && !math.IsInf(warm.Eta, 1) {
 			s.eta = warm.Eta
@@ -106,13 +102,13 @@ func SolveWarm(ctx context.Context, m *model.Model, ev model.Evidence, opts Opti
 	}
 	res, err := s.run(ctx, entries, nil, progress)
 	if err != nil {
-		return Result{}, nil, err
+		return solver.Result{}, nil, err
 	}
 	out := wm.capture(w)
 	if opts.Algo == ADMM {
 		out.Eta = s.eta
 	}
-	return Finish(m, red, res), out, nil
+	return solver.Finish(m, red, res), out, nil
 }
 
 // warmMap maps the replica arrays of a per-factor run on a reduced model to

@@ -20,12 +20,13 @@ import (
 
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/solver"
 )
 
 // Solver solves m restricted by evidence ev and returns a valid upper bound
 // (Dual), an assignment with its exact score, and, when it can, the final
 // marginals (Mu, laid out like m.Unary) that guide branching.
-type Solver func(ctx context.Context, m *model.Model, ev model.Evidence) (consensus.Result, error)
+type Solver func(ctx context.Context, m *model.Model, ev model.Evidence) (solver.Result, error)
 
 // Subproblem is what a WarmSolver is told about the node it bounds.
 type Subproblem struct {
@@ -45,12 +46,12 @@ type Subproblem struct {
 // WarmSolver is a Solver that can start from its parent's state and stop
 // at the cutoff (Subproblem). It returns its own final state (nil when it
 // has none) for the node's children.
-type WarmSolver func(ctx context.Context, m *model.Model, sp Subproblem) (consensus.Result, *consensus.Warm, error)
+type WarmSolver func(ctx context.Context, m *model.Model, sp Subproblem) (solver.Result, *consensus.Warm, error)
 
 // Cold adapts a Solver, which has neither warm starts nor a cutoff, to a
 // WarmSolver.
 func Cold(solve Solver) WarmSolver {
-	return func(ctx context.Context, m *model.Model, sp Subproblem) (consensus.Result, *consensus.Warm, error) {
+	return func(ctx context.Context, m *model.Model, sp Subproblem) (solver.Result, *consensus.Warm, error) {
 		r, err := solve(ctx, m, sp.Evidence)
 		return r, nil, err
 	}
@@ -66,15 +67,15 @@ func Cold(solve Solver) WarmSolver {
 // most of a search's iterations go (BenchmarkExactWarmVsCold and
 // BenchmarkWarmSameNodes measure both effects).
 func ADMM(opts consensus.Options) WarmSolver {
-	return func(ctx context.Context, m *model.Model, sp Subproblem) (consensus.Result, *consensus.Warm, error) {
+	return func(ctx context.Context, m *model.Model, sp Subproblem) (solver.Result, *consensus.Warm, error) {
 		o := opts
-		var progress func(consensus.Progress)
+		var progress func(solver.Progress)
 		if c := sp.Cutoff; !math.IsInf(c, -1) && !math.IsNaN(c) {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithCancel(ctx)
 			defer cancel()
 			o.ProgressEvery = 0 // every iteration
-			progress = func(p consensus.Progress) {
+			progress = func(p solver.Progress) {
 				if p.Dual <= c {
 					cancel()
 				}
@@ -125,19 +126,19 @@ func (q queue) empty() bool   { return len(q) == 0 }
 // is Optimal only when the gap is closed; otherwise its Dual is the largest
 // bound of the open nodes (still a valid upper bound) and its status says
 // why the search stopped.
-func Solve(ctx context.Context, m *model.Model, ev model.Evidence, solve Solver, opts Options, progress func(consensus.Progress)) (consensus.Result, Stats, error) {
+func Solve(ctx context.Context, m *model.Model, ev model.Evidence, solve Solver, opts Options, progress func(solver.Progress)) (solver.Result, Stats, error) {
 	return SolveWarm(ctx, m, ev, Cold(solve), opts, progress)
 }
 
 // SolveWarm is Solve with a solver that starts every child node from its
 // parent's final state (the root starts cold) and may stop each node's run
 // once the node is sure to be pruned.
-func SolveWarm(ctx context.Context, m *model.Model, ev model.Evidence, solve WarmSolver, opts Options, progress func(consensus.Progress)) (consensus.Result, Stats, error) {
+func SolveWarm(ctx context.Context, m *model.Model, ev model.Evidence, solve WarmSolver, opts Options, progress func(solver.Progress)) (solver.Result, Stats, error) {
 	start := time.Now()
-	res := consensus.Result{Status: consensus.IterationLimit, Primal: math.Inf(-1), Dual: math.Inf(1)}
+	res := solver.Result{Status: solver.IterationLimit, Primal: math.Inf(-1), Dual: math.Inf(1)}
 	var st Stats
 	closed := func(bound float64) bool {
-		return !math.IsInf(res.Primal, -1) && bound-res.Primal <= opts.Tol*math.Max(1, math.Abs(res.Primal))
+		return solver.Closed(bound, res.Primal, opts.Tol)
 	}
 	q := &queue{{ev: ev, bound: math.Inf(1)}}
 	lastReport := time.Duration(0)
@@ -147,15 +148,15 @@ func SolveWarm(ctx context.Context, m *model.Model, ev model.Evidence, solve War
 		}
 		elapsed := time.Since(start)
 		if opts.TimeLimit > 0 && elapsed >= opts.TimeLimit {
-			res.Status = consensus.TimeLimit
+			res.Status = solver.TimeLimit
 			break
 		}
 		if ctx.Err() != nil {
-			res.Status = consensus.Interrupted
+			res.Status = solver.Interrupted
 			break
 		}
 		if opts.MaxNodes > 0 && st.Nodes >= opts.MaxNodes {
-			res.Status = consensus.IterationLimit
+			res.Status = solver.IterationLimit
 			break
 		}
 		n := heap.Pop(q).(*node)
@@ -197,7 +198,7 @@ func SolveWarm(ctx context.Context, m *model.Model, ev model.Evidence, solve War
 		}
 		if progress != nil && elapsed-lastReport >= 250*time.Millisecond {
 			lastReport = elapsed
-			progress(consensus.Progress{Iteration: st.Nodes, Dual: globalBound(q, res.Primal), Primal: res.Primal,
+			progress(solver.Progress{Iteration: st.Nodes, Dual: globalBound(q, res.Primal), Primal: res.Primal,
 				Gap: globalBound(q, res.Primal) - res.Primal, Elapsed: elapsed})
 		}
 	}
@@ -205,9 +206,9 @@ func SolveWarm(ctx context.Context, m *model.Model, ev model.Evidence, solve War
 	res.Dual = globalBound(q, res.Primal)
 	if q.empty() || closed(q.top()) {
 		if math.IsInf(res.Primal, -1) {
-			res.Status = consensus.Infeasible
+			res.Status = solver.Infeasible
 		} else {
-			res.Status = consensus.Optimal
+			res.Status = solver.Optimal
 		}
 	}
 	res.Gap = res.Dual - res.Primal
@@ -229,7 +230,7 @@ func globalBound(q *queue, incumbent float64) float64 {
 // fractional (the smallest largest entry); without marginals, the unfixed
 // variable on which the solver's assignment is least supported by its
 // unaries (the first unfixed variable of largest cardinality).
-func branchVariable(m *model.Model, ev model.Evidence, r consensus.Result) int {
+func branchVariable(m *model.Model, ev model.Evidence, r solver.Result) int {
 	best, bestScore := -1, math.Inf(-1)
 	for i, c := range m.Cards {
 		if _, fixed := ev[i]; fixed || c < 2 {

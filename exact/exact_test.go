@@ -12,18 +12,19 @@ import (
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/trws"
 )
 
 func admm(maxIter int) Solver {
-	return func(ctx context.Context, m *model.Model, ev model.Evidence) (consensus.Result, error) {
+	return func(ctx context.Context, m *model.Model, ev model.Evidence) (solver.Result, error) {
 		o := consensus.DefaultOptions()
 		o.MaxIter = maxIter
 		return consensus.Solve(ctx, m, ev, o, nil)
 	}
 }
 
-func trwsSolver(ctx context.Context, m *model.Model, ev model.Evidence) (consensus.Result, error) {
+func trwsSolver(ctx context.Context, m *model.Model, ev model.Evidence) (solver.Result, error) {
 	o := trws.DefaultOptions()
 	o.MaxIter = 200
 	return trws.Solve(ctx, m, ev, o, nil)
@@ -46,7 +47,7 @@ func TestExactMatchesBruteForce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if plain.Status != consensus.Optimal {
+		if plain.Status != solver.Optimal {
 			gapped++
 		}
 		res, _, err := Solve(context.Background(), m, nil, admm(300), Options{Tol: 1e-6, MaxNodes: 5000}, nil)
@@ -54,12 +55,12 @@ func TestExactMatchesBruteForce(t *testing.T) {
 			t.Fatal(err)
 		}
 		if math.IsInf(best, -1) {
-			if res.Status != consensus.Infeasible {
+			if res.Status != solver.Infeasible {
 				t.Fatalf("model %d: infeasible model reported %s", it, res.Status)
 			}
 			continue
 		}
-		if res.Status != consensus.Optimal || !close(res.Primal, best) {
+		if res.Status != solver.Optimal || !close(res.Primal, best) {
 			t.Fatalf("model %d: %s with primal %v, MAP %v", it, res.Status, res.Primal, best)
 		}
 		if m.Score(res.Assignment) != res.Primal {
@@ -86,7 +87,7 @@ func TestExactOnFrustratedGrids(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Status != consensus.Optimal || !close(res.Primal, best) {
+			if res.Status != solver.Optimal || !close(res.Primal, best) {
 				t.Errorf("seed %d %s: %s primal %v, MAP %v (%d nodes)", seed, name, res.Status, res.Primal, best, st.Nodes)
 			}
 			t.Logf("seed %d %s: %d nodes", seed, name, st.Nodes)
@@ -129,7 +130,7 @@ func TestExactAgainstToulbar2(t *testing.T) {
 		if res.Dual < opt-tol || res.Primal > opt+tol {
 			t.Errorf("seed %d: dual %v primal %v, toulbar2 %v", seed, res.Dual, res.Primal, opt)
 		}
-		if res.Status == consensus.Optimal && math.Abs(res.Primal-opt) > tol {
+		if res.Status == solver.Optimal && math.Abs(res.Primal-opt) > tol {
 			t.Errorf("seed %d: certified %v, toulbar2 %v", seed, res.Primal, opt)
 		}
 		t.Logf("seed %d: %s after %d nodes, primal %v, toulbar2 %v", seed, res.Status, st.Nodes, res.Primal, opt)

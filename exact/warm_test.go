@@ -13,6 +13,7 @@ import (
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/solver"
 )
 
 func admmOpts(maxIter int) consensus.Options {
@@ -84,7 +85,7 @@ func TestSolveWarmNilIsSolve(t *testing.T) {
 			t.Fatalf("model %d: Solve %s %d it dual %v primal %v, SolveWarm(nil) %s %d it dual %v primal %v",
 				it, a.Status, a.Iterations, a.Dual, a.Primal, b.Status, b.Iterations, b.Dual, b.Primal)
 		}
-		if a.Status != consensus.Infeasible && (w == nil || len(w.Lambda) != consensus.WarmLayout(m)[len(m.Factors)] || len(w.Mu) != len(m.Unary)) {
+		if a.Status != solver.Infeasible && (w == nil || len(w.Lambda) != consensus.WarmLayout(m)[len(m.Factors)] || len(w.Mu) != len(m.Unary)) {
 			t.Fatalf("model %d: final state %v", it, w)
 		}
 	}
@@ -93,7 +94,7 @@ func TestSolveWarmNilIsSolve(t *testing.T) {
 // variant is ADMM with its warm starts or its cutoff switched off.
 func variant(maxIter int, warm, cutoff bool) WarmSolver {
 	s := ADMM(admmOpts(maxIter))
-	return func(ctx context.Context, m *model.Model, sp Subproblem) (consensus.Result, *consensus.Warm, error) {
+	return func(ctx context.Context, m *model.Model, sp Subproblem) (solver.Result, *consensus.Warm, error) {
 		if !warm {
 			sp.Warm = nil
 		}
@@ -152,7 +153,7 @@ func testWarmChildBound(t *testing.T, algo consensus.Algo) {
 		if best := bruteUnder(m, ev); d0 < best-1e-9*math.Max(1, math.Abs(best)) {
 			t.Fatalf("model %d: restored parent dual %v below its MAP %v", it, d0, best)
 		}
-		if parent.Status == consensus.Converged && d0 > parent.Dual+1e-3*math.Max(1, math.Abs(parent.Dual)) {
+		if parent.Status == solver.Converged && d0 > parent.Dual+1e-3*math.Max(1, math.Abs(parent.Dual)) {
 			t.Errorf("model %d: converged parent's dual %v, %v at its restored final state", it, parent.Dual, d0)
 		}
 		for v, c := range m.Cards {
@@ -211,12 +212,12 @@ func TestExactWarmMatchesBruteForce(t *testing.T) {
 				t.Fatalf("model %d: cold variant %+v primal %v dual %v, Solve %+v primal %v dual %v", it, st, res.Primal, res.Dual, plainSt, plain.Primal, plain.Dual)
 			}
 			if math.IsInf(best, -1) {
-				if res.Status != consensus.Infeasible {
+				if res.Status != solver.Infeasible {
 					t.Fatalf("model %d %s: infeasible model reported %s", it, v.name, res.Status)
 				}
 				continue
 			}
-			if res.Status != consensus.Optimal || !close(res.Primal, best) || m.Score(res.Assignment) != res.Primal {
+			if res.Status != solver.Optimal || !close(res.Primal, best) || m.Score(res.Assignment) != res.Primal {
 				t.Fatalf("model %d %s: %s with primal %v, MAP %v", it, v.name, res.Status, res.Primal, best)
 			}
 			if plainSt.Nodes > 1 {
@@ -248,7 +249,7 @@ func TestExactWarmOnFrustratedGrids(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Status != consensus.Optimal || !close(res.Primal, best) {
+			if res.Status != solver.Optimal || !close(res.Primal, best) {
 				t.Errorf("seed %d %s: %s primal %v, MAP %v (%d nodes)", seed, v.name, res.Status, res.Primal, best, st.Nodes)
 			}
 		}
@@ -328,7 +329,7 @@ func BenchmarkExactWarmVsCold(b *testing.B) {
 				itRatio[k] = append(itRatio[k], float64(st.Iterations)/it[0][g])
 				timeRatio[k] = append(timeRatio[k], dt/secs[0][g])
 				prim[k] = res.Primal
-				if res.Status != consensus.Optimal {
+				if res.Status != solver.Optimal {
 					b.Errorf("grid %d %s: %s after %d nodes", g, v.name, res.Status, st.Nodes)
 				}
 				line += fmt.Sprintf(" %s %d it %d nodes %.3fs;", v.name, st.Iterations, st.Nodes, dt)
@@ -375,15 +376,15 @@ func BenchmarkWarmSameNodes(b *testing.B) {
 				return len(duals)
 			}
 			children := 0
-			solve := func(ctx context.Context, m *model.Model, sp Subproblem) (consensus.Result, *consensus.Warm, error) {
+			solve := func(ctx context.Context, m *model.Model, sp Subproblem) (solver.Result, *consensus.Warm, error) {
 				o := admmOpts(500)
 				o.ProgressEvery = 0
 				var dc, dw []float64
-				rc, wc, err := consensus.SolveWarm(ctx, m, sp.Evidence, o, nil, func(p consensus.Progress) { dc = append(dc, p.Dual) })
-				if err != nil || sp.Warm == nil || rc.Status == consensus.Infeasible {
+				rc, wc, err := consensus.SolveWarm(ctx, m, sp.Evidence, o, nil, func(p solver.Progress) { dc = append(dc, p.Dual) })
+				if err != nil || sp.Warm == nil || rc.Status == solver.Infeasible {
 					return rc, wc, err
 				}
-				rw, _, err := consensus.SolveWarm(ctx, m, sp.Evidence, o, sp.Warm, func(p consensus.Progress) { dw = append(dw, p.Dual) })
+				rw, _, err := consensus.SolveWarm(ctx, m, sp.Evidence, o, sp.Warm, func(p solver.Progress) { dw = append(dw, p.Dual) })
 				if err != nil {
 					return rc, wc, err
 				}

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/solver"
 )
 
 // lpcOpts are testOpts with the cycle constraints on.
@@ -181,10 +181,10 @@ func TestLPCTightensFrustratedGrids(t *testing.T) {
 			res := solveChecked(t, "lpc", m, o, mapv)
 			gapT += plain.Dual - mapv
 			gapC += res.Dual - mapv
-			if plain.Status == consensus.Optimal {
+			if plain.Status == solver.Optimal {
 				optT++
 			}
-			if res.Status == consensus.Optimal {
+			if res.Status == solver.Optimal {
 				optC++
 			}
 			n++

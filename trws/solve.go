@@ -2,13 +2,12 @@ package trws
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"time"
 
-	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/solver"
 )
 
 // Solve runs TRW-S on the pairwise model m and returns the result in m's
@@ -29,7 +28,7 @@ import (
 // result so far. progress, if not nil, is called from the solving goroutine
 // after the first iteration and then at most every opts.ProgressEvery.
 // Evidence ev (nil for none) is applied by model.Reduce.
-func Solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options, progress func(consensus.Progress)) (consensus.Result, error) {
+func Solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options, progress func(solver.Progress)) (solver.Result, error) {
 	res, _, err := SolveStats(ctx, m, ev, opts, progress)
 	return res, err
 }
@@ -40,7 +39,7 @@ type Stats struct {
 }
 
 // SolveStats is Solve, also returning the run's statistics.
-func SolveStats(ctx context.Context, m *model.Model, ev model.Evidence, opts Options, progress func(consensus.Progress)) (consensus.Result, Stats, error) {
+func SolveStats(ctx context.Context, m *model.Model, ev model.Evidence, opts Options, progress func(solver.Progress)) (solver.Result, Stats, error) {
 	var st Stats
 	res, cyc, err := solve(ctx, m, ev, opts, progress)
 	if cyc != nil {
@@ -53,50 +52,38 @@ func SolveStats(ctx context.Context, m *model.Model, ev model.Evidence, opts Opt
 	return res, st, err
 }
 
-func solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options, progress func(consensus.Progress)) (consensus.Result, *lpc, error) {
+func solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options, progress func(solver.Progress)) (solver.Result, *lpc, error) {
 	start := time.Now()
 	if err := opts.Validate(); err != nil {
-		return consensus.Result{}, nil, err
+		return solver.Result{}, nil, err
 	}
 	if err := m.Validate(); err != nil {
-		return consensus.Result{}, nil, fmt.Errorf("trws: %w", err)
+		return solver.Result{}, nil, fmt.Errorf("trws: %w", err)
 	}
 	if err := checkPairwise(m); err != nil {
-		return consensus.Result{}, nil, err
+		return solver.Result{}, nil, err
 	}
-	red, err := model.Reduce(m, ev)
-	if errors.Is(err, model.ErrInfeasible) {
-		inf := math.Inf(-1)
-		return consensus.Result{Status: consensus.Infeasible, Primal: inf, Dual: inf, Gap: math.NaN(), Relaxed: inf, Elapsed: time.Since(start)}, nil, nil
-	}
+	red, err := solver.Reduce(m, ev)
 	if err != nil {
-		return consensus.Result{}, nil, fmt.Errorf("trws: %w", err)
+		return solver.Result{}, nil, fmt.Errorf("trws: %w", err)
+	}
+	if red == nil {
+		return solver.InfeasibleResult(time.Since(start)), nil, nil
 	}
 	g, err := newGraph(red.Model)
 	if err != nil {
-		return consensus.Result{}, nil, err
+		return solver.Result{}, nil, err
 	}
 	r := newRun(g, opts)
 	if opts.Cycles {
 		g.densify()
 		g.orig = append([]float64(nil), g.tables...)
 		if r.cyc, err = newLPC(g, red.Model, opts.MaxCycles); err != nil {
-			return consensus.Result{}, nil, fmt.Errorf("trws: %w", err)
+			return solver.Result{}, nil, fmt.Errorf("trws: %w", err)
 		}
 	}
 	res := r.run(ctx, start, progress)
-	if res.Assignment != nil {
-		res.Assignment = red.Expand(res.Assignment)
-		if res.Assignment == nil { // Expand of an empty assignment
-			res.Assignment = []int{}
-		}
-		res.Primal = m.Score(res.Assignment)
-		res.Gap = res.Dual - res.Primal
-		if math.IsInf(res.Primal, -1) { // cannot happen: the reduced score was finite
-			res.Assignment = nil
-		}
-	}
-	return res, r.cyc, nil
+	return solver.Finish(m, red, res), r.cyc, nil
 }
 
 // runner holds the state of one run on a graph; iterate allocates nothing.
@@ -145,8 +132,8 @@ func (r *runner) iterate() {
 }
 
 // run iterates until a stopping rule fires.
-func (r *runner) run(ctx context.Context, start time.Time, progress func(consensus.Progress)) consensus.Result {
-	res := consensus.Result{Status: consensus.IterationLimit}
+func (r *runner) run(ctx context.Context, start time.Time, progress func(solver.Progress)) solver.Result {
+	res := solver.Result{Status: solver.IterationLimit}
 	var lastReport time.Duration
 	w := len(r.hist)
 	from := 0 // convergence needs BoundWindow iterations after this one
@@ -159,13 +146,13 @@ func (r *runner) run(ctx context.Context, start time.Time, progress func(consens
 		elapsed := time.Since(start)
 		if progress != nil && (t == 1 || elapsed-lastReport >= r.opts.ProgressEvery) {
 			lastReport = elapsed
-			progress(consensus.Progress{Iteration: t, Dual: res.Dual, Primal: res.Primal, Gap: res.Gap, Elapsed: elapsed})
+			progress(solver.Progress{Iteration: t, Dual: res.Dual, Primal: res.Primal, Gap: res.Gap, Elapsed: elapsed})
 		}
 		switch {
 		case math.IsInf(res.Dual, -1):
-			res.Status = consensus.Infeasible
+			res.Status = solver.Infeasible
 		case r.found && res.Gap <= r.opts.Tol*math.Max(1, math.Abs(res.Primal)):
-			res.Status = consensus.Optimal
+			res.Status = solver.Optimal
 		case t-from > r.opts.BoundWindow && r.hist[(t-r.opts.BoundWindow)%w]-r.dual <= r.opts.BoundTol*math.Max(1, math.Abs(r.dual)):
 			if r.cyc != nil && !r.cycOn && t < r.opts.MaxIter {
 				// TRW-S stalled: from now on every iteration also
@@ -174,13 +161,13 @@ func (r *runner) run(ctx context.Context, start time.Time, progress func(consens
 				r.cycOn, from = true, t
 				continue
 			}
-			res.Status = consensus.Converged
+			res.Status = solver.Converged
 		case t >= r.opts.MaxIter:
-			res.Status = consensus.IterationLimit
+			res.Status = solver.IterationLimit
 		case r.opts.TimeLimit > 0 && elapsed >= r.opts.TimeLimit:
-			res.Status = consensus.TimeLimit
+			res.Status = solver.TimeLimit
 		case ctx.Err() != nil:
-			res.Status = consensus.Interrupted
+			res.Status = solver.Interrupted
 		default:
 			continue
 		}

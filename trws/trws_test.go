@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/solver"
 )
 
 type (
-	progressT = consensus.Progress
-	resultT   = consensus.Result
+	progressT = solver.Progress
+	resultT   = solver.Result
 )
 
 var bg = context.Background()
@@ -56,10 +56,10 @@ func checkResult(t *testing.T, name string, m *model.Model, res resultT, mapv fl
 	if res.Primal > mapv+1e-9*(1+math.Abs(mapv)) {
 		t.Fatalf("%s: primal %v above the MAP score %v", name, res.Primal, mapv)
 	}
-	if res.Status == consensus.Infeasible && !math.IsInf(mapv, -1) {
+	if res.Status == solver.Infeasible && !math.IsInf(mapv, -1) {
 		t.Fatalf("%s: infeasible, but the MAP score is %v", name, mapv)
 	}
-	if res.Status == consensus.Optimal && !near(res.Primal, mapv, 1e-9) {
+	if res.Status == solver.Optimal && !near(res.Primal, mapv, 1e-9) {
 		t.Fatalf("%s: optimal with primal %v, MAP %v", name, res.Primal, mapv)
 	}
 }
@@ -95,7 +95,7 @@ func solveChecked(t *testing.T, name string, m *model.Model, opts Options, mapv 
 // non-increasing upper bound, and the primal is exact.
 func TestRandomTiny(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	counts := map[consensus.Status]int{}
+	counts := map[solver.Status]int{}
 	for it := 0; it < 400; it++ {
 		o := oracle.TinyOptions{IntegerWeights: it%3 == 0, Soft: it%4 == 1, MaxCard: 2 + it%3}
 		m := tinyPairwise(rng, o)
@@ -107,8 +107,8 @@ func TestRandomTiny(t *testing.T) {
 		counts[res.Status]++
 	}
 	t.Logf("statuses: %v", counts)
-	if counts[consensus.Optimal] < 200 {
-		t.Errorf("only %d of 400 tiny models solved to optimality", counts[consensus.Optimal])
+	if counts[solver.Optimal] < 200 {
+		t.Errorf("only %d of 400 tiny models solved to optimality", counts[solver.Optimal])
 	}
 }
 
@@ -130,7 +130,7 @@ func TestRandomTinyInfeasible(t *testing.T) {
 			if res.Assignment != nil {
 				t.Fatalf("assignment %v on an infeasible model", res.Assignment)
 			}
-			if res.Status == consensus.Infeasible {
+			if res.Status == solver.Infeasible {
 				detected++
 			}
 		}
@@ -215,14 +215,14 @@ func TestTrees(t *testing.T) {
 		opts.BoundWindow = 50
 		res := solveChecked(t, "tree", m, opts, mapv)
 		if math.IsInf(mapv, -1) {
-			if res.Status != consensus.Infeasible {
+			if res.Status != solver.Infeasible {
 				t.Errorf("tree %d: infeasible tree reported %s (arc consistency decides trees)", it, res.Status)
 			}
 			continue
 		}
 		feasible++
 		iters += res.Iterations
-		if res.Status != consensus.Optimal || !near(res.Dual, mapv, 1e-6) {
+		if res.Status != solver.Optimal || !near(res.Dual, mapv, 1e-6) {
 			t.Errorf("tree %d (%d vars): %s after %d iterations, dual %v primal %v, MAP %v", it, m.NumVars(), res.Status, res.Iterations, res.Dual, res.Primal, mapv)
 		}
 	}
@@ -237,7 +237,7 @@ func TestChainOneIteration(t *testing.T) {
 		m := generate.Potts(generate.GridOptions{Height: 1, Width: 9, Labels: 3, Rho: 3, Seed: seed})
 		mapv, _, _ := oracle.BruteForceMAP(m)
 		res := solveChecked(t, "chain", m, testOpts(100), mapv)
-		if res.Status != consensus.Optimal || res.Iterations > 2 {
+		if res.Status != solver.Optimal || res.Iterations > 2 {
 			t.Errorf("seed %d: %s after %d iterations", seed, res.Status, res.Iterations)
 		}
 	}
@@ -271,7 +271,7 @@ func TestSequence(t *testing.T) {
 		}
 		mapv, _, _ := oracle.BruteForceMAP(m)
 		res := solveChecked(t, "sequence", m, testOpts(2000), mapv)
-		if !math.IsInf(mapv, -1) && res.Status != consensus.Optimal {
+		if !math.IsInf(mapv, -1) && res.Status != solver.Optimal {
 			t.Errorf("sequence %d: %s, dual %v, MAP %v", it, res.Status, res.Dual, mapv)
 		}
 	}
@@ -329,7 +329,7 @@ func TestGrids(t *testing.T) {
 		if d <= 1e-4 {
 			within++
 		}
-		if res.Status == consensus.Optimal {
+		if res.Status == solver.Optimal {
 			optimal++
 		}
 		f := fam[gr.name]
@@ -343,7 +343,7 @@ func TestGrids(t *testing.T) {
 		if d <= 1e-4 {
 			f.within++
 		}
-		if res.Status == consensus.Optimal {
+		if res.Status == solver.Optimal {
 			f.optimal++
 		}
 	}
@@ -410,7 +410,7 @@ func TestHardConstraints(t *testing.T) {
 		{Kind: model.Dense, Vars: []int{0, 1}, Table: less(3)},
 	}
 	res := solveChecked(t, "ordered", m, testOpts(100), m.Score([]int{0, 1, 2}))
-	if res.Status != consensus.Optimal || res.Assignment[0] != 0 || res.Assignment[1] != 1 || res.Assignment[2] != 2 {
+	if res.Status != solver.Optimal || res.Assignment[0] != 0 || res.Assignment[1] != 1 || res.Assignment[2] != 2 {
 		t.Errorf("ordered: %+v", res)
 	}
 	// 0 < 1 < 2 < 3 over 3 labels: infeasible, and arc consistency sees it.
@@ -419,7 +419,7 @@ func TestHardConstraints(t *testing.T) {
 		m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{i, i + 1}, Table: less(3)})
 	}
 	res = solveChecked(t, "too long", m, testOpts(100), negInf)
-	if res.Status != consensus.Infeasible || !math.IsInf(res.Dual, -1) || res.Assignment != nil {
+	if res.Status != solver.Infeasible || !math.IsInf(res.Dual, -1) || res.Assignment != nil {
 		t.Errorf("too long: %+v", res)
 	}
 	// An odd cycle of "differ" constraints on binary variables: infeasible,
@@ -433,7 +433,7 @@ func TestHardConstraints(t *testing.T) {
 		{Kind: model.Dense, Vars: []int{2, 0}, Table: differ},
 	}
 	res = solveChecked(t, "odd cycle", m, testOpts(50), negInf)
-	if res.Assignment != nil || res.Status == consensus.Optimal {
+	if res.Assignment != nil || res.Status == solver.Optimal {
 		t.Errorf("odd cycle: %+v", res)
 	}
 	// A forbidden unary state and a one-variable factor forbidding another
@@ -446,7 +446,7 @@ func TestHardConstraints(t *testing.T) {
 	}
 	mapv, _, _ := oracle.BruteForceMAP(m)
 	res = solveChecked(t, "unary", m, testOpts(50), mapv)
-	if res.Status != consensus.Optimal {
+	if res.Status != solver.Optimal {
 		t.Errorf("unary: %+v", res)
 	}
 }
@@ -507,23 +507,23 @@ func TestStopRules(t *testing.T) {
 	m := model.New(nil)
 	m.Constant = 2.5
 	res := mustSolve(t, m, DefaultOptions(), nil)
-	if res.Status != consensus.Optimal || res.Primal != 2.5 || res.Dual != 2.5 || res.Assignment == nil {
+	if res.Status != solver.Optimal || res.Primal != 2.5 || res.Dual != 2.5 || res.Assignment == nil {
 		t.Errorf("empty model: %+v", res)
 	}
 	m = model.New([]int{2})
 	copy(m.Unary, []float64{negInf, negInf})
-	if res = mustSolve(t, m, DefaultOptions(), nil); res.Status != consensus.Infeasible {
+	if res = mustSolve(t, m, DefaultOptions(), nil); res.Status != solver.Infeasible {
 		t.Errorf("no state left: %+v", res)
 	}
 
 	grid := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 4, Rho: 10, Seed: 3})
 	ctx, cancel := context.WithCancel(bg)
 	cancel()
-	if res = mustSolve(t, grid, DefaultOptions(), nil); res.Status == consensus.Interrupted {
+	if res = mustSolve(t, grid, DefaultOptions(), nil); res.Status == solver.Interrupted {
 		t.Errorf("not cancelled, yet interrupted")
 	}
 	res, err := Solve(ctx, grid, nil, DefaultOptions(), nil)
-	if err != nil || res.Status != consensus.Interrupted || res.Iterations != 1 || res.Assignment == nil {
+	if err != nil || res.Status != solver.Interrupted || res.Iterations != 1 || res.Assignment == nil {
 		t.Errorf("cancelled: %+v, %v", res, err)
 	}
 	o := DefaultOptions()
@@ -531,17 +531,17 @@ func TestStopRules(t *testing.T) {
 	o.BoundTol = 0
 	o.Tol = 0
 	o.BoundWindow = 1000
-	if res = mustSolve(t, grid, o, nil); res.Status != consensus.IterationLimit || res.Iterations != 7 {
+	if res = mustSolve(t, grid, o, nil); res.Status != solver.IterationLimit || res.Iterations != 7 {
 		t.Errorf("iteration limit: %s after %d", res.Status, res.Iterations)
 	}
 	o.MaxIter = 1 << 30
 	o.TimeLimit = 20 * time.Millisecond
-	if res = mustSolve(t, grid, o, nil); res.Status != consensus.TimeLimit || res.Elapsed < o.TimeLimit {
+	if res = mustSolve(t, grid, o, nil); res.Status != solver.TimeLimit || res.Elapsed < o.TimeLimit {
 		t.Errorf("time limit: %s after %v", res.Status, res.Elapsed)
 	}
 	o = DefaultOptions()
 	o.Tol = 0
-	if res = mustSolve(t, grid, o, nil); res.Status != consensus.Converged && res.Status != consensus.Optimal {
+	if res = mustSolve(t, grid, o, nil); res.Status != solver.Converged && res.Status != solver.Optimal {
 		t.Errorf("convergence: %s after %d iterations", res.Status, res.Iterations)
 	}
 	t.Logf("12x12 Potts grid, 4 labels, rho 10: %s after %d iterations, gap %.4g", res.Status, res.Iterations, res.Gap)

@@ -100,6 +100,15 @@ func TestBadInputOneLineError(t *testing.T) {
 		{"bad tau", []string{"solve", "--tau", "2", good}, "--tau"},
 		{"nan eta", []string{"solve", "--eta", "NaN", good}, "--eta"},
 		{"bad algo", []string{"solve", "--algo", "magic", good}, "--algo"},
+		{"bad max-iter", []string{"solve", "--max-iter", "0", good}, "--max-iter"},
+		{"bad tol", []string{"solve", "--tol", "-1", good}, "--tol"},
+		{"bad step", []string{"solve", "--algo", "subgradient", "--step", "1/t^2", good}, "--step"},
+		{"threads for trws", []string{"solve", "--algo", "trws", "--threads", "2", good}, "--threads"},
+		{"threads 0 for cmp", []string{"solve", "--algo", "cmp", "--threads", "0", good}, "--threads"},
+		{"eta for trws", []string{"solve", "--algo", "trws", "--eta", "1", good}, "--eta"},
+		{"slaves for cmp", []string{"solve", "--algo", "cmp", "--slaves", "chains", good}, "--slaves"},
+		{"step for admm", []string{"solve", "--step", "1/t", good}, "--step"},
+		{"tau for subgradient", []string{"solve", "--algo", "subgradient", "--tau", "1", good}, "--tau"},
 		{"bad tighten", []string{"solve", "--tighten", "squares", good}, "--tighten"},
 		{"eps-descent without cmp", []string{"solve", "--eps-descent", good}, "--eps-descent"},
 		{"bad out dir", []string{"solve", "--out", filepath.Join(dir, "no", "such", "x.mpe"), good}, "--out"},
@@ -140,8 +149,18 @@ func TestSolveOtherAlgorithms(t *testing.T) {
 		if res["status"] != "optimal" || math.Abs(res["primal"].(float64)-math.Log(16)) > 1e-12 {
 			t.Errorf("%v: status %v primal %v, want optimal ln 16", args, res["status"], res["primal"])
 		}
+		// TRW-S and convex max-product run on one thread, whatever the
+		// default of --threads; the result says so.
+		if want := 1.0; args[0] == "--algo" && (args[1] == "trws" || args[1] == "cmp") && res["threads"] != want {
+			t.Errorf("%v: threads %v, want %v", args, res["threads"], want)
+		}
 	}
-	code, _, stderr := runCLI(t, "run", "--algo", "trws", model)
+	code, stdout, stderr := runCLI(t, "solve", "--json", "--quiet", "--threads", "3", model)
+	var res map[string]any
+	if err := json.Unmarshal([]byte(stdout), &res); code != 0 || err != nil || res["threads"] != 3.0 || res["algo"] != "admm" {
+		t.Errorf("solve --threads 3: exit %d, %v, threads %v algo %v (%s)", code, err, res["threads"], res["algo"], stderr)
+	}
+	code, _, stderr = runCLI(t, "run", "--algo", "trws", model)
 	if code != 2 || !strings.Contains(stderr, "solve") {
 		t.Errorf("run --algo trws: exit %d, %q", code, stderr)
 	}

@@ -13,8 +13,7 @@ import (
 	"github.com/ddrun/ddrun/checkpoint"
 	"github.com/ddrun/ddrun/checkpoint/raftlog"
 	"github.com/ddrun/ddrun/cluster"
-	"github.com/ddrun/ddrun/consensus"
-	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -66,9 +65,8 @@ func (r *raftFlags) check(natsURL, job string, local bool) error {
 // from the latest committed checkpoint and drives it, committing each
 // checkpoint's manifest; the leader at the end records the result, prints
 // it, and every member exits.
-func runReplicated(ctx context.Context, tr *transport.NATS, rf raftFlags, ck checkpointFlags, m *model.Model, ev model.Evidence,
-	opts consensus.Options, f solveFlags, ro cluster.RunOptions, modelHash string, settings json.RawMessage,
-	progress func(consensus.Progress), log *slog.Logger, stdout, stderr io.Writer, path string) error {
+func runReplicated(ctx context.Context, tr *transport.NATS, rf raftFlags, ck checkpointFlags, j job, f solveFlags, ro cluster.RunOptions, modelHash string, settings json.RawMessage,
+	progress func(solver.Progress), log *slog.Logger, stdout, stderr io.Writer, path string) error {
 	peers, _ := raftlog.ParsePeers(rf.peers)
 	// Raft's own chatter (elections, replication) only from warnings up;
 	// this command logs the role changes itself.
@@ -142,7 +140,7 @@ func runReplicated(ctx context.Context, tr *transport.NATS, rf raftFlags, ck che
 			}
 			continue
 		}
-		done, err := lead(ctx, g, store, tr, ck, m, ev, opts, f, ro, modelHash, settings, progress, log, stdout, stderr, path)
+		done, err := lead(ctx, g, store, tr, ck, j, f, ro, modelHash, settings, progress, log, stdout, stderr, path)
 		if done || err != nil && !errors.Is(err, raftlog.ErrNotLeader) {
 			return err
 		}
@@ -153,9 +151,8 @@ func runReplicated(ctx context.Context, tr *transport.NATS, rf raftFlags, ck che
 // lead drives the job for one epoch. It returns done when the job ended
 // here (its result printed), or an error wrapping raftlog.ErrNotLeader when
 // leadership was lost.
-func lead(ctx context.Context, g *raftlog.Group, store checkpoint.Store, tr *transport.NATS, ck checkpointFlags, m *model.Model, ev model.Evidence,
-	opts consensus.Options, f solveFlags, ro cluster.RunOptions, modelHash string, settings json.RawMessage,
-	progress func(consensus.Progress), log *slog.Logger, stdout, stderr io.Writer, path string) (bool, error) {
+func lead(ctx context.Context, g *raftlog.Group, store checkpoint.Store, tr *transport.NATS, ck checkpointFlags, j job, f solveFlags, ro cluster.RunOptions, modelHash string, settings json.RawMessage,
+	progress func(solver.Progress), log *slog.Logger, stdout, stderr io.Writer, path string) (bool, error) {
 	if err := g.Start(ctx, ro.Base, modelHash, settings); err != nil {
 		if errors.Is(err, raftlog.ErrRejected) {
 			return true, usagef("raft group %s: %v", ro.Base, err)
@@ -213,7 +210,7 @@ func lead(ctx context.Context, g *raftlog.Group, store checkpoint.Store, tr *tra
 			Record: func(ctx context.Context, m checkpoint.Manifest) error { return g.SaveCheckpoint(ctx, m) }})
 		ro.Checkpoint.Save = cpr.Save
 	}
-	res, stats, err := cluster.Run(leadCtx, tr, m, ev, opts, ro, progress)
+	res, stats, err := cluster.Run(leadCtx, tr, j.m, j.ev, j.dd, ro, progress)
 	if cpr != nil {
 		if werr := cpr.Wait(context.Background()); werr != nil && err == nil {
 			err = werr
@@ -225,14 +222,14 @@ func lead(ctx context.Context, g *raftlog.Group, store checkpoint.Store, tr *tra
 	if err != nil {
 		return true, fmt.Errorf("%s: %w", path, err)
 	}
-	if res.Status == consensus.Interrupted {
+	if res.Status == solver.Interrupted {
 		// Stopped by a signal: the job stays open; a restart resumes it.
 		log.Warn("interrupted; the job resumes from its latest checkpoint when the group restarts")
-		return true, report(res, opts, m, f, ri, stdout, stderr)
+		return true, report(res, j, f, ri, stdout, stderr)
 	}
 	ri.failovers += stats.Failovers
 	ri.redone += stats.Redone
-	r := newResultJSON(res, opts, m)
+	r := newResultJSON(res, j)
 	r.Workers, r.Failovers, r.Redone = ri.workers, &ri.failovers, &ri.redone
 	data, err := json.Marshal(r)
 	if err != nil {
@@ -243,7 +240,7 @@ func lead(ctx context.Context, g *raftlog.Group, store checkpoint.Store, tr *tra
 	}
 	// Let the followers learn the commit before this member goes away.
 	time.Sleep(time.Second)
-	return true, report(res, opts, m, f, ri, stdout, stderr)
+	return true, report(res, j, f, ri, stdout, stderr)
 }
 
 // printStoredResult prints a result recorded in the Raft log by a leader

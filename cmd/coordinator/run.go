@@ -17,8 +17,8 @@ import (
 
 	"github.com/ddrun/ddrun/checkpoint"
 	"github.com/ddrun/ddrun/cluster"
-	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/internal/natsflags"
+	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -46,16 +46,17 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	opts, m, ev, err := f.load(fs, "run", pos)
+	j, err := f.load(fs, "run", pos, stderr)
 	if err != nil {
 		return err
 	}
 	if f.exact {
 		return usagef("run: --exact runs only in solve")
 	}
-	if opts.Algo != consensus.ADMM && opts.Algo != consensus.Subgradient {
-		return usagef("run: --algo %s runs only in solve (run distributes dual decomposition: admm or subgradient)", opts.Algo)
+	if !j.algo.distributed {
+		return usagef("run: --algo %s runs only in solve (run distributes dual decomposition: admm or subgradient)", j.algo.name)
 	}
+	opts := j.dd
 	if *workers < 1 {
 		return usagef("--workers: %d < 1", *workers)
 	}
@@ -144,15 +145,15 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		defer stop()
 	}
-	var progress func(consensus.Progress)
+	var progress func(solver.Progress)
 	if !f.quiet {
-		progress = func(p consensus.Progress) { printProgress(stderr, p) }
+		progress = func(p solver.Progress) { printProgress(stderr, p) }
 	}
 	if rf.enabled() {
-		return runReplicated(ctx, tr, rf, ck, m, ev, opts, f, ro, modelHash, settings, progress, log, stdout, stderr, pos[0])
+		return runReplicated(ctx, tr, rf, ck, j, f, ro, modelHash, settings, progress, log, stdout, stderr, pos[0])
 	}
 	before := tr.Conn().Stats()
-	res, stats, err := cluster.Run(ctx, tr, m, ev, opts, ro, progress)
+	res, stats, err := cluster.Run(ctx, tr, j.m, j.ev, opts, ro, progress)
 	if cpr != nil {
 		if werr := cpr.Wait(context.Background()); werr != nil && err == nil {
 			err = werr
@@ -172,7 +173,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	ri.failovers += stats.Failovers
 	ri.redone += stats.Redone
-	return report(res, opts, m, f, ri, stdout, stderr)
+	return report(res, j, f, ri, stdout, stderr)
 }
 
 // startLocalWorkers starts n worker processes (the worker binary beside

@@ -13,14 +13,13 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/ddrun/ddrun/cmp"
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/exact"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/modelfile"
 	"github.com/ddrun/ddrun/model/uai"
+	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/tighten"
-	"github.com/ddrun/ddrun/trws"
 )
 
 // solveFlags are the flags of `coordinator solve`; other commands that run a
@@ -54,7 +53,11 @@ func (f *solveFlags) register(fs interface {
 }) {
 	d := consensus.DefaultOptions()
 	fs.StringVar(&f.evidence, "evidence", "", "evidence `FILE` (UAI .evid layout)")
-	fs.StringVar(&f.algo, "algo", string(d.Algo), "algorithm: admm (DD-ADMM), subgradient (DD-subgradient), trws (TRW-S, pairwise models) or cmp (convex max-product)")
+	var algos []string
+	for _, a := range algorithms {
+		algos = append(algos, fmt.Sprintf("%s (%s)", a.name, a.about))
+	}
+	fs.StringVar(&f.algo, "algo", string(d.Algo), "algorithm: "+orList(algos))
 	fs.BoolVar(&f.epsDesc, "eps-descent", false, "with --algo cmp: steepest eps-descent when block updates stall (converges to the LP optimum)")
 	fs.StringVar(&f.slaves, "slaves", string(d.Slaves), "decomposition: factor (one slave per factor), chains (rows and columns, or a path cover) or trees (spanning forests)")
 	fs.StringVar(&f.step, "step", string(d.Step), "subgradient step rule: polyak, 1/t or 1/sqrt(t)")
@@ -72,71 +75,74 @@ func (f *solveFlags) register(fs interface {
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr")
 }
 
-func (f *solveFlags) options(etaGiven, adaptGiven bool) consensus.Options {
-	o := consensus.DefaultOptions()
-	o.Algo = consensus.Algo(f.algo)
-	o.Slaves = consensus.Decomposition(f.slaves)
-	o.Step = consensus.StepRule(f.step)
-	o.Threads = f.threads
-	o.MaxIter = f.maxIter
-	o.TimeLimit = f.timeLimit
-	o.Tol = f.tol
-	o.Eta = f.eta
-	o.Tau = f.tau
-	o.AdaptEta = f.adaptEta
-	if etaGiven && !adaptGiven {
-		o.AdaptEta = false
+// limits are the stopping settings from the flags. With --exact the time
+// limit bounds the search, not each node.
+func (f *solveFlags) limits() solver.Limits {
+	lim := consensus.DefaultOptions().Limits
+	lim.MaxIter, lim.TimeLimit, lim.Tol = f.maxIter, f.timeLimit, f.tol
+	if f.exact {
+		lim.TimeLimit = 0
 	}
-	if o.Algo == consensus.Subgradient && !etaGiven {
-		o.Eta = 1
-	}
-	return o
+	return lim
 }
 
-// load checks the positional arguments and the options shared by solve and
-// run, and reads the model and the evidence.
-func (f *solveFlags) load(fs *flag.FlagSet, cmd string, pos []string) (consensus.Options, *model.Model, model.Evidence, error) {
-	fail := func(err error) (consensus.Options, *model.Model, model.Evidence, error) {
-		return consensus.Options{}, nil, nil, err
-	}
+// job is what solve and run run: an algorithm with its options, on a model
+// under evidence.
+type job struct {
+	algo *algorithm
+	configured
+	threads int
+	m       *model.Model
+	ev      model.Evidence
+}
+
+// load checks the positional arguments and the flags shared by solve and
+// run, configures the algorithm, and reads the model and the evidence.
+func (f *solveFlags) load(fs *flag.FlagSet, cmd string, pos []string, stderr io.Writer) (job, error) {
 	if len(pos) != 1 {
-		return fail(usagef("%s: want exactly one MODEL argument, got %d", cmd, len(pos)))
+		return job{}, usagef("%s: want exactly one MODEL argument, got %d", cmd, len(pos))
 	}
-	opts := f.options(isSet(fs, "eta"), isSet(fs, "adapt-eta"))
-	if err := opts.Validate(); err != nil {
-		return fail(usageError{err})
+	a, err := findAlgorithm(f.algo)
+	if err != nil {
+		return job{}, err
 	}
-	if f.epsDesc && opts.Algo != consensus.CMP {
-		return fail(usagef("--eps-descent goes with --algo cmp"))
+	set := func(name string) bool { return isSet(fs, name) }
+	if err := a.check(f, set); err != nil {
+		return job{}, err
+	}
+	if f.threads < 1 {
+		return job{}, usagef("--threads: %d < 1", f.threads)
+	}
+	j := job{algo: a, threads: a.threadsFor(f)}
+	if j.configured, err = a.configure(f, f.limits(), set, stderr); err != nil {
+		return job{}, err
 	}
 	if f.out != "" {
 		if st, err := os.Stat(filepath.Dir(f.out)); err != nil || !st.IsDir() {
-			return fail(usagef("--out: directory %s does not exist", filepath.Dir(f.out)))
+			return job{}, usagef("--out: directory %s does not exist", filepath.Dir(f.out))
 		}
 	}
-	m, err := modelfile.Load(pos[0])
-	if err != nil {
-		return fail(usageError{err})
+	if j.m, err = modelfile.Load(pos[0]); err != nil {
+		return job{}, usageError{err}
 	}
-	var ev model.Evidence
 	if f.evidence != "" {
-		if ev, err = uai.ReadEvidenceFile(f.evidence, m); err != nil {
-			return fail(usageError{err})
+		if j.ev, err = uai.ReadEvidenceFile(f.evidence, j.m); err != nil {
+			return job{}, usageError{err}
 		}
 	}
 	switch f.tighten {
 	case "none":
 	case "cycles":
-		if opts.Algo == consensus.TRWS {
+		if a.name == "trws" {
 			break // TRW-S(LP-C) adds the cycle inequalities to its own dual
 		}
-		if m, err = tightenCycles(m); err != nil {
-			return fail(usageError{fmt.Errorf("%s: %w", pos[0], err)})
+		if j.m, err = tightenCycles(j.m); err != nil {
+			return job{}, usageError{fmt.Errorf("%s: %w", pos[0], err)}
 		}
 	default:
-		return fail(usagef("--tighten: unknown value %q (want none or cycles)", f.tighten))
+		return job{}, usagef("--tighten: unknown value %q (want none or cycles)", f.tighten)
 	}
-	return opts, m, ev, nil
+	return j, nil
 }
 
 func cmdSolve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -154,59 +160,35 @@ func cmdSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	opts, m, ev, err := f.load(fs, "solve", pos)
+	j, err := f.load(fs, "solve", pos, stderr)
 	if err != nil {
 		return err
 	}
-	var progress func(consensus.Progress)
+	var progress func(solver.Progress)
 	if !f.quiet {
-		progress = func(p consensus.Progress) { printProgress(stderr, p) }
+		progress = func(p solver.Progress) { printProgress(stderr, p) }
 	}
-	dual := func(ctx context.Context, m *model.Model, ev model.Evidence, progress func(consensus.Progress)) (consensus.Result, error) {
-		switch opts.Algo {
-		case consensus.TRWS:
-			to := trws.DefaultOptions()
-			to.MaxIter, to.TimeLimit, to.Tol = opts.MaxIter, opts.TimeLimit, opts.Tol
-			to.Cycles = f.tighten == "cycles"
-			res, st, err := trws.SolveStats(ctx, m, ev, to, progress)
-			if err == nil && to.Cycles && progress != nil {
-				c := st.Cycles
-				fmt.Fprintf(stderr, "cycle inequalities: %d cycles (%d skipped: two edges in one chain), %d steps lowered the bound, %d held at the end, %d LP failures\n",
-					c.Cycles, c.Shared, c.Steps, c.Active, c.Failed)
-			}
-			return res, err
-		case consensus.CMP:
-			co := cmp.DefaultOptions()
-			co.MaxIter, co.TimeLimit, co.Tol, co.EpsDescent = opts.MaxIter, opts.TimeLimit, opts.Tol, f.epsDesc
-			return cmp.Solve(ctx, m, ev, co, progress)
-		}
-		return consensus.Solve(ctx, m, ev, opts, progress)
-	}
-	var res consensus.Result
+	var res solver.Result
 	if f.exact {
-		node := func(ctx context.Context, m *model.Model, ev model.Evidence) (consensus.Result, error) {
-			return dual(ctx, m, ev, nil)
-		}
-		opts.TimeLimit = 0 // the limit bounds the search, not each node
 		var st exact.Stats
-		eo := exact.Options{Tol: opts.Tol, TimeLimit: f.timeLimit}
-		if opts.Algo == consensus.ADMM && opts.Slaves == consensus.PerFactor {
-			// Children start from their parent's multipliers, and a node
-			// stops once its bound falls to the incumbent.
-			res, st, err = exact.SolveWarm(ctx, m, ev, exact.ADMM(opts), eo, progress)
-		} else {
-			res, st, err = exact.Solve(ctx, m, ev, node, eo, progress)
+		eo := exact.Options{Tol: f.tol, TimeLimit: f.timeLimit}
+		warm := j.warm
+		if warm == nil {
+			warm = exact.Cold(func(ctx context.Context, m *model.Model, ev model.Evidence) (solver.Result, error) {
+				return j.solve(ctx, m, ev, nil)
+			})
 		}
+		res, st, err = exact.SolveWarm(ctx, j.m, j.ev, warm, eo, progress)
 		if err == nil && !f.quiet {
 			fmt.Fprintf(stderr, "branch and bound: %d nodes solved, %d pruned, %d open\n", st.Nodes, st.Pruned, st.Open)
 		}
 	} else {
-		res, err = dual(ctx, m, ev, progress)
+		res, err = j.solve(ctx, j.m, j.ev, progress)
 	}
 	if err != nil {
 		return usageError{fmt.Errorf("%s: %w", pos[0], err)}
 	}
-	return report(res, opts, m, f, runInfo{}, stdout, stderr)
+	return report(res, j, f, runInfo{}, stdout, stderr)
 }
 
 // runInfo is what a distributed run adds to the result.
@@ -215,7 +197,7 @@ type runInfo struct {
 }
 
 // report prints the final line, writes --out and the --json result.
-func report(res consensus.Result, opts consensus.Options, m *model.Model, f solveFlags, ri runInfo, stdout, stderr io.Writer) error {
+func report(res solver.Result, j job, f solveFlags, ri runInfo, stdout, stderr io.Writer) error {
 	if !f.quiet {
 		fmt.Fprintf(stderr, "status=%s iterations=%d dual=%s primal=%s gap=%s seconds=%.3f\n",
 			res.Status, res.Iterations, num(res.Dual), num(res.Primal), num(res.Gap), res.Elapsed.Seconds())
@@ -226,7 +208,7 @@ func report(res consensus.Result, opts consensus.Options, m *model.Model, f solv
 		}
 	}
 	if f.json {
-		r := newResultJSON(res, opts, m)
+		r := newResultJSON(res, j)
 		r.Workers = ri.workers
 		if ri.workers > 0 {
 			r.Failovers = &ri.failovers
@@ -237,7 +219,7 @@ func report(res consensus.Result, opts consensus.Options, m *model.Model, f solv
 	return nil
 }
 
-func printProgress(w io.Writer, p consensus.Progress) {
+func printProgress(w io.Writer, p solver.Progress) {
 	fmt.Fprintf(w, "iter=%d dual=%s primal=%s gap=%s pres=%.2e dres=%.2e eta=%.3g elapsed=%.3fs\n",
 		p.Iteration, num(p.Dual), num(p.Primal), num(p.Gap), p.PrimalRes, p.DualRes, p.Eta, p.Elapsed.Seconds())
 }
@@ -273,20 +255,20 @@ func writeMPE(path string, x []int) error {
 // resultJSON is the result schema of `coordinator solve --json`. Numbers
 // that are not finite (no feasible assignment, infeasible model) are null.
 type resultJSON struct {
-	Status     consensus.Status `json:"status"`
-	Primal     *float64         `json:"primal"`
-	Dual       *float64         `json:"dual"`
-	Gap        *float64         `json:"gap"`
-	Relaxed    *float64         `json:"relaxed"`
-	Iterations int              `json:"iterations"`
-	Seconds    float64          `json:"seconds"`
-	Assignment []int            `json:"assignment"`
-	Algo       consensus.Algo   `json:"algo"`
-	Threads    int              `json:"threads"`
-	Workers    int              `json:"workers,omitempty"`
-	Failovers  *int             `json:"failovers,omitempty"`
-	Redone     *int             `json:"redone_iterations,omitempty"`
-	Model      modelJSON        `json:"model"`
+	Status     solver.Status `json:"status"`
+	Primal     *float64      `json:"primal"`
+	Dual       *float64      `json:"dual"`
+	Gap        *float64      `json:"gap"`
+	Relaxed    *float64      `json:"relaxed"`
+	Iterations int           `json:"iterations"`
+	Seconds    float64       `json:"seconds"`
+	Assignment []int         `json:"assignment"`
+	Algo       string        `json:"algo"`
+	Threads    int           `json:"threads"`
+	Workers    int           `json:"workers,omitempty"`
+	Failovers  *int          `json:"failovers,omitempty"`
+	Redone     *int          `json:"redone_iterations,omitempty"`
+	Model      modelJSON     `json:"model"`
 }
 
 type modelJSON struct {
@@ -301,7 +283,7 @@ func finite(v float64) *float64 {
 	return &v
 }
 
-func newResultJSON(res consensus.Result, opts consensus.Options, m *model.Model) resultJSON {
+func newResultJSON(res solver.Result, j job) resultJSON {
 	r := resultJSON{
 		Status:     res.Status,
 		Primal:     finite(res.Primal),
@@ -311,9 +293,9 @@ func newResultJSON(res consensus.Result, opts consensus.Options, m *model.Model)
 		Iterations: res.Iterations,
 		Seconds:    res.Elapsed.Seconds(),
 		Assignment: res.Assignment,
-		Algo:       opts.Algo,
-		Threads:    opts.Threads,
-		Model:      modelJSON{Variables: m.NumVars(), Factors: len(m.Factors)},
+		Algo:       j.algo.name,
+		Threads:    j.threads,
+		Model:      modelJSON{Variables: j.m.NumVars(), Factors: len(j.m.Factors)},
 	}
 	if r.Primal == nil {
 		r.Assignment = nil

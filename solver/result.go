@@ -1,0 +1,53 @@
+package solver
+
+import "time"
+
+// Status says why a run stopped.
+type Status string
+
+// Stop reasons, as reported in the result's "status" field.
+const (
+	// Optimal: the gap is closed within the tolerance; the primal is a
+	// certified MAP.
+	Optimal Status = "optimal"
+	// Converged: the algorithm's own convergence test passed (for DD, both
+	// residuals below the threshold: LP optimum reached, possibly
+	// fractional) but the gap is open.
+	Converged      Status = "converged"
+	IterationLimit Status = "iteration_limit"
+	TimeLimit      Status = "time_limit"
+	Interrupted    Status = "interrupted"
+	// Infeasible: the dual bound is -Inf (no assignment satisfies the hard
+	// constraints).
+	Infeasible Status = "infeasible"
+)
+
+// Progress is a snapshot reported during a run. Algorithms without
+// residuals or a penalty leave PrimalRes, DualRes and Eta zero.
+type Progress struct {
+	Iteration int
+	Dual      float64 // best (lowest) valid upper bound so far
+	Primal    float64 // best assignment score so far (-Inf if none)
+	Gap       float64
+	PrimalRes float64
+	DualRes   float64
+	Eta       float64
+	Elapsed   time.Duration
+}
+
+// Result is the outcome of a run. Assignment is in the model's variable
+// order; it is nil when no feasible assignment was found.
+type Result struct {
+	Status     Status
+	Primal     float64 // score of Assignment (-Inf when none)
+	Dual       float64 // valid upper bound on the MAP score
+	Gap        float64 // Dual - Primal
+	Relaxed    float64 // LP objective of the final iterate
+	Iterations int
+	Elapsed    time.Duration
+	Assignment []int
+	// Mu holds the final marginals, laid out like the model's Unary (zero
+	// on states that evidence or hard constraints exclude), when the
+	// algorithm has them and the run was in this process; nil otherwise.
+	Mu []float64
+}

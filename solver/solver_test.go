@@ -1,0 +1,141 @@
+package solver
+
+import (
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/ddrun/ddrun/model"
+)
+
+func TestLimitsValidate(t *testing.T) {
+	good := Limits{MaxIter: 1, Tol: 0, ProgressEvery: 0}
+	if err := good.Validate(); err != nil {
+		t.Fatalf("valid limits: %v", err)
+	}
+	cases := []struct {
+		name   string
+		change func(*Limits)
+		option string
+	}{
+		{"no iterations", func(l *Limits) { l.MaxIter = 0 }, "MaxIter"},
+		{"negative time", func(l *Limits) { l.TimeLimit = -time.Second }, "TimeLimit"},
+		{"negative tol", func(l *Limits) { l.Tol = -1e-9 }, "Tol"},
+		{"NaN tol", func(l *Limits) { l.Tol = math.NaN() }, "Tol"},
+		{"infinite tol", func(l *Limits) { l.Tol = math.Inf(1) }, "Tol"},
+		{"negative progress", func(l *Limits) { l.ProgressEvery = -1 }, "ProgressEvery"},
+	}
+	for _, tc := range cases {
+		l := good
+		tc.change(&l)
+		var oe *OptionError
+		if err := l.Validate(); !errors.As(err, &oe) || oe.Option != tc.option {
+			t.Errorf("%s: error %v, want an OptionError for %s", tc.name, err, tc.option)
+		}
+	}
+}
+
+func TestClosed(t *testing.T) {
+	inf := math.Inf(1)
+	cases := []struct {
+		dual, primal, tol float64
+		want              bool
+	}{
+		{10, 10, 0, true},
+		{10.5, 10, 0.1, true},   // 0.5 <= 0.1*10
+		{12, 10, 0.1, false},    // 2 > 1
+		{0.5, 0, 0.5, true},     // tolerance is relative to max(1, |primal|)
+		{0.6, 0, 0.5, false},    //
+		{inf, 10, 0.1, false},   // no bound yet
+		{1, -inf, 1e9, false},   // no feasible primal
+		{-5, -5.1, 0.01, false}, // 0.1 > 0.051
+	}
+	for _, c := range cases {
+		if got := Closed(c.dual, c.primal, c.tol); got != c.want {
+			t.Errorf("Closed(%v, %v, %v) = %v, want %v", c.dual, c.primal, c.tol, got, c.want)
+		}
+	}
+}
+
+// twoVars is x0, x1 in {0,1,2}, a unary preferring x0 = 2 and a pair that
+// forbids x0 == x1.
+func twoVars(t *testing.T) *model.Model {
+	t.Helper()
+	m := model.New([]int{3, 3})
+	copy(m.Unary, []float64{0, 0.5, 1, 0, 0.25, 0})
+	tab := make([]float64, 9)
+	for a := 0; a < 3; a++ {
+		for b := 0; b < 3; b++ {
+			if a == b {
+				tab[a*3+b] = math.Inf(-1)
+			}
+		}
+	}
+	m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{0, 1}, Table: tab})
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestReduceAndFinish(t *testing.T) {
+	m := twoVars(t)
+	// Evidence x0 = 1 leaves x1 in {0, 2}.
+	red, err := Reduce(m, model.Evidence{0: 1})
+	if err != nil || red == nil {
+		t.Fatalf("Reduce: %v, %v", red, err)
+	}
+	// A result on the reduced model: some assignment with a wrong primal
+	// and marginals in the reduced layout.
+	x := make([]int, red.Model.NumVars())
+	mu := make([]float64, len(red.Model.Unary))
+	for i := range mu {
+		mu[i] = float64(i + 1)
+	}
+	res := Finish(m, red, Result{Assignment: x, Primal: 1e9, Dual: 3, Mu: mu})
+	if len(res.Assignment) != 2 || res.Assignment[0] != 1 {
+		t.Fatalf("expanded assignment %v, want x0 = 1 and two variables", res.Assignment)
+	}
+	if want := m.Score(res.Assignment); res.Primal != want || res.Gap != 3-want {
+		t.Errorf("primal %v gap %v, want the exact score %v and gap %v", res.Primal, res.Gap, want, 3-want)
+	}
+	if len(res.Mu) != len(m.Unary) {
+		t.Fatalf("marginals of length %d, want %d", len(res.Mu), len(m.Unary))
+	}
+	var sum float64
+	for _, v := range res.Mu {
+		sum += v
+	}
+	if want := float64(len(mu) * (len(mu) + 1) / 2); sum != want {
+		t.Errorf("marginals %v do not carry the reduced ones %v", res.Mu, mu)
+	}
+	if res.Mu[m.UnaryOff[0]+0] != 0 || res.Mu[m.UnaryOff[0]+2] != 0 {
+		t.Errorf("marginals %v: excluded states of x0 must be 0", res.Mu)
+	}
+
+	// No assignment found: nothing to expand or rescore.
+	none := Finish(m, red, Result{Primal: math.Inf(-1), Dual: 3})
+	if none.Assignment != nil || !math.IsInf(none.Primal, -1) {
+		t.Errorf("no assignment: got %v, primal %v", none.Assignment, none.Primal)
+	}
+}
+
+func TestReduceInfeasible(t *testing.T) {
+	m := model.New([]int{2})
+	copy(m.Unary, []float64{0, math.Inf(-1)})
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	red, err := Reduce(m, model.Evidence{0: 1}) // the only forbidden state
+	if red != nil || err != nil {
+		t.Fatalf("Reduce of an infeasible model: %v, %v; want nil, nil", red, err)
+	}
+	res := InfeasibleResult(time.Second)
+	if res.Status != Infeasible || !math.IsInf(res.Dual, -1) || !math.IsInf(res.Primal, -1) || res.Assignment != nil || res.Elapsed != time.Second {
+		t.Errorf("InfeasibleResult: %+v", res)
+	}
+	if _, err := Reduce(m, model.Evidence{0: 5}); err == nil {
+		t.Error("evidence outside the domain: no error")
+	}
+}
