@@ -458,7 +458,6 @@ func (s *master) gatherMu() []float64 {
 	return mu
 }
 
-
 // runLocal solves a reduced model in this process: one worker holding every
 // slave (or, for tests of the distributed arithmetic, several in-process
 // workers), driven through LocalLinks.
