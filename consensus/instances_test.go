@@ -12,11 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ddrun/ddrun/internal/instances"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/uai"
 )
-
-const instancesDir = "../../shared/instances"
 
 type knownOptimum struct {
 	file      string
@@ -25,7 +24,7 @@ type knownOptimum struct {
 }
 
 func readOptima(t *testing.T) []knownOptimum {
-	f, err := os.Open(filepath.Join(instancesDir, "OPTIMA.tsv"))
+	f, err := os.Open(filepath.Join(instances.Require(t), "OPTIMA.tsv"))
 	if err != nil {
 		t.Skipf("real instances absent: %v", err)
 	}
@@ -71,7 +70,7 @@ func TestRealInstances(t *testing.T) {
 	}
 	for _, o := range optima {
 		t.Run(o.file, func(t *testing.T) {
-			path := filepath.Join(instancesDir, o.file)
+			path := filepath.Join(instances.Require(t), o.file)
 			m, err := uai.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
@@ -121,7 +120,7 @@ func TestRealInstances(t *testing.T) {
 func TestRealInstancesCoarseSlaves(t *testing.T) {
 	optima := readOptima(t)
 	for _, o := range optima {
-		path := filepath.Join(instancesDir, o.file)
+		path := filepath.Join(instances.Require(t), o.file)
 		m, err := uai.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)

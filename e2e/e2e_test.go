@@ -22,6 +22,7 @@ import (
 	// knows about them.
 	_ "github.com/ddrun/ddrun/cluster"
 	_ "github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/internal/instances"
 	_ "github.com/ddrun/ddrun/internal/natsflags"
 	_ "github.com/ddrun/ddrun/model/modelfile"
 )
@@ -243,16 +244,13 @@ func TestRunBadInput(t *testing.T) {
 	}
 }
 
-// Real UAI instances with evidence (skipped when ../shared/instances is
-// absent): the distributed run equals the single-process one.
+// Real UAI instances with evidence (skipped when the instances folder of
+// package internal/instances is absent): the distributed run equals the
+// single-process one.
 func TestRealInstancesRunMatchesSolve(t *testing.T) {
 	coord, _ := binaries(t)
-	dir := filepath.Join("..", "..", "shared", "instances")
 	for _, name := range []string{"segmentation/Segmentation_12.uai", "promedas/Promedas_69.uai", "pedigree/linkage_16.uai"} {
-		path := filepath.Join(dir, name)
-		if _, err := os.Stat(path); err != nil {
-			t.Skipf("real instances absent: %v", err)
-		}
+		path := instances.Path(t, name)
 		t.Run(filepath.Base(name), func(t *testing.T) {
 			flags := []string{"--json", "--quiet", "--max-iter", "300", "--evidence", path + ".evid"}
 			want := runJSON(t, time.Minute, coord, append(append([]string{"solve"}, flags...), path)...)

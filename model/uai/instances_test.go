@@ -10,19 +10,16 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ddrun/ddrun/internal/instances"
 )
 
-// instancesDir holds third-party UAI models shared on some machines; the
-// files must not be copied into the repository.
-const instancesDir = "/work/shared/instances"
-
-// TestSharedInstances reads every *.uai under instancesDir, with its .evid
+// TestSharedInstances reads every *.uai in the instances folder (package
+// internal/instances), with its .evid
 // when there is one, validates it, checks the sizes listed in OPTIMA.tsv,
 // and round-trips the smaller models through Write.
 func TestSharedInstances(t *testing.T) {
-	if _, err := os.Stat(instancesDir); err != nil {
-		t.Skipf("%s not available: %v", instancesDir, err)
-	}
+	instancesDir := instances.Require(t)
 	sizes := readOptimaSizes(t, filepath.Join(instancesDir, "OPTIMA.tsv"))
 	var paths []string
 	err := filepath.WalkDir(instancesDir, func(path string, d fs.DirEntry, err error) error {
