@@ -1,7 +1,7 @@
 // Package solver is the vocabulary every MAP algorithm of ddrun shares: the
 // Result of a run and the Progress it reports, the Status it stops with,
-// the Limits every run takes (iterations, time, gap tolerance, threads,
-// progress rate) with their validation, and the prologue and epilogue that
+// the Limits every run takes (iterations, time, gap tolerance, progress
+// rate) with their validation, and the prologue and epilogue that
 // wrap an algorithm: Reduce (apply the evidence, fold one-variable factors,
 // report an infeasible model) and Finish (map the reduced result back and
 // rescore the assignment on the original model, so that a reported primal
