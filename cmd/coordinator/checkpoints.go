@@ -3,14 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/ddrun/ddrun/checkpoint"
@@ -48,25 +45,10 @@ func (c *checkpointFlags) check() error {
 	return nil
 }
 
-// jobIdentity hashes what a checkpoint may be resumed with: the model
-// file, the evidence file and the settings that change the iterates.
-func jobIdentity(modelPath, evidencePath string, opts consensus.Options, workers int) (string, json.RawMessage, error) {
-	h := sha256.New()
-	for _, p := range []string{modelPath, evidencePath} {
-		if p == "" {
-			continue
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return "", nil, usageError{err}
-		}
-		_, err = io.Copy(h, f)
-		f.Close()
-		if err != nil {
-			return "", nil, fmt.Errorf("hashing %s: %w", p, err)
-		}
-		h.Write([]byte{0})
-	}
+// jobIdentity is what a checkpoint may be resumed with: sum, the sha256
+// of the model file and the evidence file (see solveFlags.load), and the
+// settings that change the iterates.
+func jobIdentity(sum []byte, opts consensus.Options, workers int) (string, json.RawMessage, error) {
 	settings, err := json.Marshal(struct {
 		Algo        consensus.Algo          `json:"algo"`
 		Slaves      consensus.Decomposition `json:"slaves"`
@@ -82,7 +64,7 @@ func jobIdentity(modelPath, evidencePath string, opts consensus.Options, workers
 	if err != nil {
 		return "", nil, err
 	}
-	return hex.EncodeToString(h.Sum(nil)), settings, nil
+	return hex.EncodeToString(sum), settings, nil
 }
 
 // resumePoint is where a job continues from.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -46,7 +47,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	opts, m, ev, err := f.load(fs, "run", pos)
+	h := sha256.New() // the job's identity: the files, hashed as they are read
+	opts, m, ev, err := f.load(fs, "run", pos, h)
 	if err != nil {
 		return err
 	}
@@ -85,7 +87,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	modelHash, settings, err := jobIdentity(pos[0], f.evidence, opts, *workers)
+	modelHash, settings, err := jobIdentity(h.Sum(nil), opts, *workers)
 	if err != nil {
 		return err
 	}

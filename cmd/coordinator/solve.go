@@ -94,8 +94,10 @@ func (f *solveFlags) options(etaGiven, adaptGiven bool) consensus.Options {
 }
 
 // load checks the positional arguments and the options shared by solve and
-// run, and reads the model and the evidence.
-func (f *solveFlags) load(fs *flag.FlagSet, cmd string, pos []string) (consensus.Options, *model.Model, model.Evidence, error) {
+// run, and reads the model and the evidence. When h is not nil it gets
+// the bytes of the model file, a 0 byte, and those of the evidence file
+// followed by a 0 byte when there is one (the job identity's hash).
+func (f *solveFlags) load(fs *flag.FlagSet, cmd string, pos []string, h io.Writer) (consensus.Options, *model.Model, model.Evidence, error) {
 	fail := func(err error) (consensus.Options, *model.Model, model.Evidence, error) {
 		return consensus.Options{}, nil, nil, err
 	}
@@ -114,13 +116,24 @@ func (f *solveFlags) load(fs *flag.FlagSet, cmd string, pos []string) (consensus
 			return fail(usagef("--out: directory %s does not exist", filepath.Dir(f.out)))
 		}
 	}
-	m, err := modelfile.Load(pos[0])
+	var m *model.Model
+	var err error
+	if h == nil {
+		m, err = modelfile.Load(pos[0])
+	} else if m, err = modelfile.LoadTee(pos[0], h); err == nil {
+		_, err = h.Write([]byte{0})
+	}
 	if err != nil {
 		return fail(usageError{err})
 	}
 	var ev model.Evidence
 	if f.evidence != "" {
-		if ev, err = uai.ReadEvidenceFile(f.evidence, m); err != nil {
+		if h == nil {
+			ev, err = uai.ReadEvidenceFile(f.evidence, m)
+		} else if ev, err = modelfile.LoadEvidenceTee(f.evidence, m, h); err == nil {
+			_, err = h.Write([]byte{0})
+		}
+		if err != nil {
 			return fail(usageError{err})
 		}
 	}
@@ -154,7 +167,7 @@ func cmdSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	opts, m, ev, err := f.load(fs, "solve", pos)
+	opts, m, ev, err := f.load(fs, "solve", pos, nil)
 	if err != nil {
 		return err
 	}
