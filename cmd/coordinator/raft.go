@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/checkpoint"
-	"github.com/ddrun/ddrun/checkpoint/raftlog"
 	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/jobstate"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/transport"
 )
@@ -55,7 +55,7 @@ func (r *raftFlags) check(natsURL, job string, local bool) error {
 	case r.replicas < 1 || r.replicas > 5:
 		return usagef("--checkpoint-replicas: %d not in [1, 5]", r.replicas)
 	}
-	if _, err := raftlog.ParsePeers(r.peers); err != nil {
+	if _, err := jobstate.ParsePeers(r.peers); err != nil {
 		return usagef("--raft-peers: %v", err)
 	}
 	return nil
@@ -69,11 +69,11 @@ func (r *raftFlags) check(natsURL, job string, local bool) error {
 func runReplicated(ctx context.Context, tr *transport.NATS, rf raftFlags, ck checkpointFlags, m *model.Model, ev model.Evidence,
 	opts consensus.Options, f solveFlags, ro cluster.RunOptions, modelHash string, settings json.RawMessage,
 	progress func(consensus.Progress), log *slog.Logger, stdout, stderr io.Writer, path string) error {
-	peers, _ := raftlog.ParsePeers(rf.peers)
+	peers, _ := jobstate.ParsePeers(rf.peers)
 	// Raft's own chatter (elections, replication) only from warnings up;
 	// this command logs the role changes itself.
 	rlog := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	g, err := raftlog.Open(raftlog.Config{ID: rf.id, Bind: rf.bind, Peers: peers, Dir: rf.dir, Logger: rlog.With("raft_id", rf.id)})
+	g, err := jobstate.Open(jobstate.Config{ID: rf.id, Bind: rf.bind, Peers: peers, Dir: rf.dir, Logger: rlog.With("raft_id", rf.id)})
 	log = log.With("raft_id", rf.id)
 	if err != nil {
 		return fmt.Errorf("raft: %w", err)
@@ -100,7 +100,7 @@ func runReplicated(ctx context.Context, tr *transport.NATS, rf raftFlags, ck che
 	// Role changes, logged as they happen; leading tracks the latest.
 	leading := make(chan bool, 1)
 	go func() {
-		last := raftlog.Role("")
+		last := jobstate.Role("")
 		for {
 			select {
 			case <-ctx.Done():
@@ -117,7 +117,7 @@ func runReplicated(ctx context.Context, tr *transport.NATS, rf raftFlags, ck che
 				case <-leading:
 				default:
 				}
-				leading <- r == raftlog.RoleLeader
+				leading <- r == jobstate.RoleLeader
 			}
 		}
 	}()
@@ -143,7 +143,7 @@ func runReplicated(ctx context.Context, tr *transport.NATS, rf raftFlags, ck che
 			continue
 		}
 		done, err := lead(ctx, g, store, tr, ck, m, ev, opts, f, ro, modelHash, settings, progress, log, stdout, stderr, path)
-		if done || err != nil && !errors.Is(err, raftlog.ErrNotLeader) {
+		if done || err != nil && !errors.Is(err, jobstate.ErrNotLeader) {
 			return err
 		}
 		log.Warn("leadership lost; following", "err", err)
@@ -151,13 +151,13 @@ func runReplicated(ctx context.Context, tr *transport.NATS, rf raftFlags, ck che
 }
 
 // lead drives the job for one epoch. It returns done when the job ended
-// here (its result printed), or an error wrapping raftlog.ErrNotLeader when
+// here (its result printed), or an error wrapping jobstate.ErrNotLeader when
 // leadership was lost.
-func lead(ctx context.Context, g *raftlog.Group, store checkpoint.Store, tr *transport.NATS, ck checkpointFlags, m *model.Model, ev model.Evidence,
+func lead(ctx context.Context, g *jobstate.Group, store checkpoint.Store, tr *transport.NATS, ck checkpointFlags, m *model.Model, ev model.Evidence,
 	opts consensus.Options, f solveFlags, ro cluster.RunOptions, modelHash string, settings json.RawMessage,
 	progress func(consensus.Progress), log *slog.Logger, stdout, stderr io.Writer, path string) (bool, error) {
 	if err := g.Start(ctx, ro.Base, modelHash, settings); err != nil {
-		if errors.Is(err, raftlog.ErrRejected) {
+		if errors.Is(err, jobstate.ErrRejected) {
 			return true, usagef("raft group %s: %v", ro.Base, err)
 		}
 		return false, err
@@ -220,7 +220,7 @@ func lead(ctx context.Context, g *raftlog.Group, store checkpoint.Store, tr *tra
 		}
 	}
 	if !g.IsLeader() || ctx.Err() == nil && leadCtx.Err() != nil {
-		return false, fmt.Errorf("epoch %d ended: %w", epoch, raftlog.ErrNotLeader)
+		return false, fmt.Errorf("epoch %d ended: %w", epoch, jobstate.ErrNotLeader)
 	}
 	if err != nil {
 		return true, fmt.Errorf("%s: %w", path, err)
@@ -275,7 +275,7 @@ func ptrNum(v *float64) string {
 	return num(*v)
 }
 
-func leaderID(g *raftlog.Group) string {
+func leaderID(g *jobstate.Group) string {
 	id, _ := g.Leader()
 	return id
 }
