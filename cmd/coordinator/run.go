@@ -16,7 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ddrun/ddrun/checkpoint"
 	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/internal/natsflags"
@@ -87,7 +86,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	modelHash, settings, err := jobIdentity(h.Sum(nil), opts, *workers)
+	id, err := cluster.NewIdentity(h.Sum(nil), opts, *workers)
 	if err != nil {
 		return err
 	}
@@ -96,24 +95,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if ck.every == 0 && ck.interval == 0 {
 		ro.Checkpoint = nil
 	}
-	ri := runInfo{workers: *workers}
-	ro.Epoch = 1
-	var cpr *cluster.Checkpointer
+	j := cluster.Job{Name: pos[0], Model: m, Evidence: ev, Options: opts, Run: ro, Identity: id}
 	if ck.dir != "" && !rf.enabled() {
-		d, rp, err := localCheckpoints(ctx, ck, *job, modelHash, settings, log)
-		if err != nil {
+		if j.Dir, j.Resume, err = localCheckpoints(ctx, ck, *job, id, log); err != nil {
 			return err
-		}
-		if rp != nil {
-			ro.Resume, ro.Epoch = rp.resume, rp.epoch+1
-			ri.redone, ri.failovers = rp.redone, rp.failovers
-		}
-		if ro.Checkpoint != nil {
-			cpr = cluster.NewCheckpointer(cluster.CheckpointerOptions{Store: d, Job: *job, Epoch: ro.Epoch, ModelHash: modelHash, Settings: settings,
-				Redone: ri.redone, Failovers: ri.failovers, Logger: log,
-				Record: func(ctx context.Context, m checkpoint.Manifest) error { return d.SaveManifest(ctx, &m) },
-				Prune:  func(ctx context.Context) error { return d.Prune(ctx, *job, 2) }})
-			ro.Checkpoint.Save = cpr.Save
 		}
 	}
 	url := nf.URL
@@ -146,35 +131,24 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		defer stop()
 	}
-	var progress func(consensus.Progress)
+	j.Transport = tr
 	if !f.quiet {
-		progress = func(p consensus.Progress) { printProgress(stderr, p) }
+		j.Progress = func(p consensus.Progress) { printProgress(stderr, p) }
 	}
 	if rf.enabled() {
-		return runReplicated(ctx, tr, rf, ck, m, ev, opts, f, ro, modelHash, settings, progress, log, stdout, stderr, pos[0])
+		return runReplicated(ctx, j, tr, rf, ck, f, log, stdout, stderr)
 	}
 	before := tr.Conn().Stats()
-	res, stats, err := cluster.Run(ctx, tr, m, ev, opts, ro, progress)
-	if cpr != nil {
-		if werr := cpr.Wait(context.Background()); werr != nil && err == nil {
-			err = werr
-		}
-		if cs := cpr.Stats(); cs.Written > 0 {
-			log.Info("checkpoints", "written", cs.Written, "failed", cs.Failed, "bytes", cs.Bytes,
-				"encode_seconds", cs.Encode.Seconds(), "write_seconds", cs.Write.Seconds())
-		}
-	}
+	o, err := cluster.RunJob(ctx, j)
 	if err != nil {
-		return fmt.Errorf("%s: %w", pos[0], err)
+		return err
 	}
-	if st, n := tr.Conn().Stats(), res.Iterations-stats.Resumed; !f.quiet && n > 0 {
+	if st, n := tr.Conn().Stats(), o.Result.Iterations-o.Stats.Resumed; !f.quiet && n > 0 {
 		in, out := st.InBytes-before.InBytes, st.OutBytes-before.OutBytes
 		fmt.Fprintf(stderr, "traffic: %d bytes in, %d bytes out at the coordinator, %d bytes per iteration\n",
 			in, out, (in+out)/uint64(n))
 	}
-	ri.failovers += stats.Failovers
-	ri.redone += stats.Redone
-	return report(res, opts, m, f, ri, stdout, stderr)
+	return report(o.Result, opts, m, f, o.Info, stdout, stderr)
 }
 
 // startLocalWorkers starts n worker processes (the worker binary beside

@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/cmp"
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/exact"
@@ -219,16 +220,11 @@ func cmdSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageError{fmt.Errorf("%s: %w", pos[0], err)}
 	}
-	return report(res, opts, m, f, runInfo{}, stdout, stderr)
-}
-
-// runInfo is what a distributed run adds to the result.
-type runInfo struct {
-	workers, failovers, redone int
+	return report(res, opts, m, f, cluster.JobInfo{}, stdout, stderr)
 }
 
 // report prints the final line, writes --out and the --json result.
-func report(res consensus.Result, opts consensus.Options, m *model.Model, f solveFlags, ri runInfo, stdout, stderr io.Writer) error {
+func report(res consensus.Result, opts consensus.Options, m *model.Model, f solveFlags, ri cluster.JobInfo, stdout, stderr io.Writer) error {
 	if !f.quiet {
 		fmt.Fprintf(stderr, "status=%s iterations=%d dual=%s primal=%s gap=%s seconds=%.3f\n",
 			res.Status, res.Iterations, num(res.Dual), num(res.Primal), num(res.Gap), res.Elapsed.Seconds())
@@ -239,13 +235,7 @@ func report(res consensus.Result, opts consensus.Options, m *model.Model, f solv
 		}
 	}
 	if f.json {
-		r := newResultJSON(res, opts, m)
-		r.Workers = ri.workers
-		if ri.workers > 0 {
-			r.Failovers = &ri.failovers
-			r.Redone = &ri.redone
-		}
-		return writeJSON(stdout, r)
+		return writeJSON(stdout, newResultJSON(res, opts, m, ri))
 	}
 	return nil
 }
@@ -314,7 +304,10 @@ func finite(v float64) *float64 {
 	return &v
 }
 
-func newResultJSON(res consensus.Result, opts consensus.Options, m *model.Model) resultJSON {
+// newResultJSON is res in the result schema; a distributed run's (ri.Workers
+// > 0) with its workers, failovers and redone iterations. It is also the
+// result a Raft leader records for a later leader to print.
+func newResultJSON(res consensus.Result, opts consensus.Options, m *model.Model, ri cluster.JobInfo) resultJSON {
 	r := resultJSON{
 		Status:     res.Status,
 		Primal:     finite(res.Primal),
@@ -327,6 +320,10 @@ func newResultJSON(res consensus.Result, opts consensus.Options, m *model.Model)
 		Algo:       opts.Algo,
 		Threads:    opts.Threads,
 		Model:      modelJSON{Variables: m.NumVars(), Factors: len(m.Factors)},
+		Workers:    ri.Workers,
+	}
+	if ri.Workers > 0 {
+		r.Failovers, r.Redone = &ri.Failovers, &ri.Redone
 	}
 	if r.Primal == nil {
 		r.Assignment = nil
