@@ -15,6 +15,18 @@ import (
 	"github.com/ddrun/ddrun/transport"
 )
 
+// withWorkers returns an in-process transport with three workers and a
+// context for a job on it, both ended with the test.
+func withWorkers(t *testing.T) (transport.Transport, context.Context) {
+	t.Helper()
+	tr := transport.NewInProc()
+	t.Cleanup(func() { tr.Close() })
+	startWorkers(t, tr, "w", 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return tr, ctx
+}
+
 func testJob(t *testing.T, tr transport.Transport, base string) (Job, consensus.Result) {
 	t.Helper()
 	m, opts, want := gridJob(t)
@@ -31,11 +43,7 @@ func testJob(t *testing.T, tr transport.Transport, base string) (Job, consensus.
 // latest, refuses it to another identity, and RunJob continues from it in
 // the next epoch to the same end.
 func TestRunJobResumesFromDir(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
-	startWorkers(t, tr, "w", 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	tr, ctx := withWorkers(t)
 	d, err := checkpoint.OpenDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -86,11 +94,7 @@ func TestRunJobResumesFromDir(t *testing.T) {
 // commits its checkpoints and records the result; run again, the member
 // finds the job done and returns the recorded result.
 func TestRunReplicatedRecordsTheResult(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
-	startWorkers(t, tr, "w", 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	tr, ctx := withWorkers(t)
 	_, rt := raft.NewInmemTransport("mem-solo")
 	logs := raft.NewInmemStore()
 	g, err := jobstate.Open(jobstate.Config{ID: "solo", Peers: map[string]string{"solo": "mem-solo"}, Transport: rt,
