@@ -92,11 +92,8 @@ func RunJob(ctx context.Context, j Job) (Outcome, error) {
 			func(ctx context.Context, m checkpoint.Manifest) error { return d.SaveManifest(ctx, &m) },
 			func(ctx context.Context) error { return d.Prune(ctx, job, 2) })
 	}
-	res, stats, err := Run(ctx, j.Transport, j.Model, j.Evidence, j.Options, ro, j.Progress)
+	res, stats, err := j.run(ctx, ro, cpr)
 	if cpr != nil {
-		if werr := cpr.Wait(context.Background()); werr != nil && err == nil {
-			err = werr
-		}
 		if cs := cpr.Stats(); cs.Written > 0 {
 			log.Info("checkpoints", "written", cs.Written, "failed", cs.Failed, "bytes", cs.Bytes,
 				"encode_seconds", cs.Encode.Seconds(), "write_seconds", cs.Write.Seconds())
@@ -109,6 +106,18 @@ func RunJob(ctx context.Context, j Job) (Outcome, error) {
 	out.Info.Failovers += stats.Failovers
 	out.Info.Redone += stats.Redone
 	return out, nil
+}
+
+// run runs the job with ro; with cpr, it waits for its last checkpoint,
+// whose failure to be recorded fails the run.
+func (j *Job) run(ctx context.Context, ro RunOptions, cpr *Checkpointer) (consensus.Result, RunStats, error) {
+	res, stats, err := Run(ctx, j.Transport, j.Model, j.Evidence, j.Options, ro, j.Progress)
+	if cpr != nil {
+		if werr := cpr.Wait(context.Background()); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	return res, stats, err
 }
 
 // checkpointer returns the Checkpointer of epoch of j, writing to store,

@@ -102,20 +102,15 @@ func (j *Job) lead(ctx context.Context, g *jobstate.Group) (Outcome, bool, error
 	if err != nil {
 		return Outcome{}, false, err
 	}
-	st := g.State()
 	out := Outcome{Info: JobInfo{Workers: ro.Workers}}
 	ro.Epoch = epoch
-	if st.Checkpoint != nil {
-		rp, err := LoadResume(ctx, j.Store, []checkpoint.Manifest{*st.Checkpoint}, j.Identity, log)
-		switch {
-		case err == nil:
-			ro.Resume = rp.Resume
-			out.Info.Redone, out.Info.Failovers = rp.Redone, rp.Failovers
-		case errors.Is(err, checkpoint.ErrNoCheckpoint):
-			log.Warn("the committed checkpoint is torn; starting the job afresh", "iteration", st.Checkpoint.Iteration, "err", err)
-		default:
-			return Outcome{}, true, err
-		}
+	rp, err := j.committed(ctx, g)
+	if err != nil {
+		return Outcome{}, true, err
+	}
+	if rp != nil {
+		ro.Resume = rp.Resume
+		out.Info.Redone, out.Info.Failovers = rp.Redone, rp.Failovers
 	}
 	if epoch > 1 {
 		out.Info.Failovers++ // this coordinator took the job over
@@ -127,32 +122,14 @@ func (j *Job) lead(ctx context.Context, g *jobstate.Group) (Outcome, bool, error
 	log.Info("leading the job", "job", ro.Base, "epoch", epoch, "from_iteration", from)
 	// Leadership lost: the run stops at once (its ctx), and so does a
 	// checkpoint that can no longer be committed.
-	leadCtx, cancel := context.WithCancel(ctx)
+	leadCtx, cancel := whileLeader(ctx, g)
 	defer cancel()
-	go func() {
-		for {
-			select {
-			case <-leadCtx.Done():
-				return
-			case <-time.After(100 * time.Millisecond):
-				if !g.IsLeader() {
-					cancel()
-					return
-				}
-			}
-		}
-	}()
 	var cpr *Checkpointer
 	if ro.Checkpoint != nil {
 		cpr = j.checkpointer(&ro, epoch, out.Info, j.Store,
 			func(ctx context.Context, m checkpoint.Manifest) error { return g.SaveCheckpoint(ctx, m) }, nil)
 	}
-	res, stats, err := Run(leadCtx, j.Transport, j.Model, j.Evidence, j.Options, ro, j.Progress)
-	if cpr != nil {
-		if werr := cpr.Wait(context.Background()); werr != nil && err == nil {
-			err = werr
-		}
-	}
+	res, stats, err := j.run(leadCtx, ro, cpr)
 	if !g.IsLeader() || ctx.Err() == nil && leadCtx.Err() != nil {
 		return Outcome{}, false, fmt.Errorf("epoch %d ended: %w", epoch, jobstate.ErrNotLeader)
 	}
@@ -177,4 +154,39 @@ func (j *Job) lead(ctx context.Context, g *jobstate.Group) (Outcome, bool, error
 	// Let the followers learn the commit before this member goes away.
 	time.Sleep(time.Second)
 	return out, true, nil
+}
+
+// committed loads the checkpoint committed to g, if any: nil when there
+// is none, or when it is torn (the job starts afresh).
+func (j *Job) committed(ctx context.Context, g *jobstate.Group) (*ResumePoint, error) {
+	st := g.State()
+	if st.Checkpoint == nil {
+		return nil, nil
+	}
+	rp, err := LoadResume(ctx, j.Store, []checkpoint.Manifest{*st.Checkpoint}, j.Identity, j.logger())
+	if errors.Is(err, checkpoint.ErrNoCheckpoint) {
+		j.logger().Warn("the committed checkpoint is torn; starting the job afresh", "iteration", st.Checkpoint.Iteration, "err", err)
+		return nil, nil
+	}
+	return rp, err
+}
+
+// whileLeader returns a context cancelled when g stops leading (checked
+// every 100ms) or ctx ends.
+func whileLeader(ctx context.Context, g *jobstate.Group) (context.Context, context.CancelFunc) {
+	leadCtx, cancel := context.WithCancel(ctx)
+	go func() {
+		for {
+			select {
+			case <-leadCtx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+				if !g.IsLeader() {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return leadCtx, cancel
 }
