@@ -7,8 +7,8 @@
 // Stores: Dir (local files, for a single coordinator), ObjectStore (a NATS
 // JetStream object store, shared by a Raft group of coordinators) and Mem
 // (tests). Manifests are kept by the caller: in a directory next to the
-// blobs for a single coordinator, or in the Raft log (package
-// checkpoint/raftlog) for a replicated one.
+// blobs for a single coordinator, or in the Raft log (package jobstate)
+// for a replicated one.
 //
 // Taking a checkpoint is two steps, in this order: Write stores the parts
 // as blobs (objects already stored are not written again) and returns the
@@ -18,5 +18,6 @@
 // falls back past torn checkpoints, reporting each one it skipped. Raft
 // entries never carry the blobs; see docs/checkpoints.md for why.
 //
-// It must not know the algorithm's arithmetic or what the blobs contain.
+// It must not know the algorithm's arithmetic, what the blobs contain, or
+// who records the manifests (a directory, a Raft group).
 package checkpoint

@@ -20,7 +20,7 @@ import (
 	"github.com/ddrun/ddrun/transport"
 
 	_ "github.com/ddrun/ddrun/checkpoint"
-	_ "github.com/ddrun/ddrun/checkpoint/raftlog"
+	_ "github.com/ddrun/ddrun/jobstate"
 )
 
 // proc is a process under test whose stderr is watched line by line.

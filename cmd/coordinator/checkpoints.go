@@ -1,21 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/ddrun/ddrun/checkpoint"
 	"github.com/ddrun/ddrun/cluster"
-	"github.com/ddrun/ddrun/consensus"
 )
 
 // checkpointFlags are `coordinator run`'s checkpoint settings.
@@ -48,82 +41,11 @@ func (c *checkpointFlags) check() error {
 	return nil
 }
 
-// jobIdentity hashes what a checkpoint may be resumed with: the model
-// file, the evidence file and the settings that change the iterates.
-func jobIdentity(modelPath, evidencePath string, opts consensus.Options, workers int) (string, json.RawMessage, error) {
-	h := sha256.New()
-	for _, p := range []string{modelPath, evidencePath} {
-		if p == "" {
-			continue
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return "", nil, usageError{err}
-		}
-		_, err = io.Copy(h, f)
-		f.Close()
-		if err != nil {
-			return "", nil, fmt.Errorf("hashing %s: %w", p, err)
-		}
-		h.Write([]byte{0})
-	}
-	settings, err := json.Marshal(struct {
-		Algo        consensus.Algo          `json:"algo"`
-		Slaves      consensus.Decomposition `json:"slaves"`
-		Step        consensus.StepRule      `json:"step"`
-		Eta         float64                 `json:"eta"`
-		AdaptEta    bool                    `json:"adapt_eta"`
-		Tau         float64                 `json:"tau"`
-		Tol         float64                 `json:"tol"`
-		ResidualTol float64                 `json:"residual_tol"`
-		MaxIter     int                     `json:"max_iter"`
-		Workers     int                     `json:"workers"`
-	}{opts.Algo, opts.Slaves, opts.Step, opts.Eta, opts.AdaptEta, opts.Tau, opts.Tol, opts.ResidualTol, opts.MaxIter, workers})
-	if err != nil {
-		return "", nil, err
-	}
-	return hex.EncodeToString(h.Sum(nil)), settings, nil
-}
-
-// resumePoint is where a job continues from.
-type resumePoint struct {
-	resume            *cluster.Resume
-	epoch             uint64 // the epoch of the manifest resumed
-	redone, failovers int    // from the manifest's meta
-}
-
-// loadResume reads and verifies the checkpoint m from store and checks
-// that it belongs to this model and these settings.
-func loadResume(ctx context.Context, store checkpoint.Store, candidates []checkpoint.Manifest, modelHash string, settings json.RawMessage, log *slog.Logger) (*resumePoint, error) {
-	m, blobs, skipped, err := checkpoint.Latest(ctx, store, candidates)
-	for _, s := range skipped {
-		log.Warn("torn checkpoint skipped", "err", s)
-	}
-	if err != nil {
-		return nil, err
-	}
-	var meta cluster.CheckpointMeta
-	if err := json.Unmarshal(m.Meta, &meta); err != nil {
-		return nil, fmt.Errorf("checkpoint of iteration %d: meta: %w", m.Iteration, err)
-	}
-	if meta.ModelHash != modelHash {
-		return nil, usagef("the checkpoint of job %s was taken on another model or evidence file (sha256 %.12s, this one %.12s)", m.Job, meta.ModelHash, modelHash)
-	}
-	if !bytes.Equal(meta.Settings, settings) {
-		return nil, usagef("the checkpoint of job %s was taken with other settings: %s; now: %s", m.Job, meta.Settings, settings)
-	}
-	st, where, err := cluster.DecodeState(blobs)
-	if err != nil {
-		return nil, err
-	}
-	log.Info("resuming from checkpoint", "job", m.Job, "iteration", m.Iteration, "epoch", m.Epoch, "taken", m.Created.Format(time.RFC3339))
-	return &resumePoint{resume: &cluster.Resume{State: st, Where: where}, epoch: m.Epoch, redone: meta.Redone, failovers: meta.Failovers}, nil
-}
-
-// localCheckpoints sets up a single coordinator's checkpoints in dir: the
-// blobs and the manifests of the job there. It refuses to start a job over
-// existing checkpoints without --resume.
-func localCheckpoints(ctx context.Context, c checkpointFlags, job, modelHash string, settings json.RawMessage, log *slog.Logger) (*checkpoint.Dir, *resumePoint, error) {
+// localCheckpoints opens a single coordinator's checkpoint directory and
+// finds where the job continues from: nowhere without --resume, which it
+// refuses over existing checkpoints of the job; the latest valid
+// checkpoint with it.
+func localCheckpoints(ctx context.Context, c checkpointFlags, job string, id cluster.Identity, log *slog.Logger) (*checkpoint.Dir, *cluster.ResumePoint, error) {
 	d, err := checkpoint.OpenDir(c.dir)
 	if err != nil {
 		return nil, nil, usagef("--checkpoint-dir: %v", err)
@@ -141,9 +63,19 @@ func localCheckpoints(ctx context.Context, c checkpointFlags, job, modelHash str
 	if len(ms) == 0 {
 		return nil, nil, usagef("--resume: no checkpoint of job %s in %s", job, c.dir)
 	}
-	rp, err := loadResume(ctx, d, ms, modelHash, settings, log)
+	rp, err := cluster.LoadResume(ctx, d, ms, id, log)
 	if errors.Is(err, checkpoint.ErrNoCheckpoint) {
 		return nil, nil, fmt.Errorf("--resume: %w", err)
 	}
-	return d, rp, err
+	return d, rp, usageIfRefused(err)
+}
+
+// usageIfRefused makes a job that cluster refused for its input (another
+// model, other settings, another job) a usage error.
+func usageIfRefused(err error) error {
+	var re *cluster.RefusedError
+	if errors.As(err, &re) {
+		return usageError{err}
+	}
+	return err
 }

@@ -7,6 +7,12 @@
 //
 // Exit status: 0 when a result was produced, 2 for bad input or usage (one
 // line on stderr), 1 for an internal failure.
+//
+// It owns the command line: flags, reading the files, messages, exit
+// status and the printed result (resultJSON). A distributed job's course
+// (checkpoints, resuming, a Raft group's epochs and recorded result) is
+// package cluster's (RunJob, RunReplicated); this command builds the
+// cluster.Job and prints its outcome.
 package main
 
 import (

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -163,5 +165,30 @@ func TestSolveOtherAlgorithms(t *testing.T) {
 	code, _, stderr = runCLI(t, "run", "--algo", "trws", model)
 	if code != 2 || !strings.Contains(stderr, "solve") {
 		t.Errorf("run --algo trws: exit %d, %q", code, stderr)
+	}
+}
+
+// The job identity's hash is sha256 over the model file's bytes, a 0
+// byte, the evidence file's bytes and a 0 byte, as when it re-read the
+// files: checkpoints taken before still resume.
+func TestLoadHashesTheJobFiles(t *testing.T) {
+	model := writeFile(t, "chain.uai", chainUAI)
+	evid := writeFile(t, "chain.evid", "1 0 1\n")
+	for _, withEv := range []bool{false, true} {
+		fs := flagSet("run")
+		var f solveFlags
+		f.register(fs)
+		want := append([]byte(chainUAI), 0)
+		if withEv {
+			f.evidence = evid
+			want = append(append(want, "1 0 1\n"...), 0)
+		}
+		h := sha256.New()
+		if _, err := f.load(fs, "run", []string{model}, h, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		if sum := sha256.Sum256(want); !bytes.Equal(h.Sum(nil), sum[:]) {
+			t.Fatalf("evidence %v: the hash is not sha256(model, 0[, evidence, 0])", withEv)
+		}
 	}
 }

@@ -3,16 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
-	"time"
 
 	"github.com/ddrun/ddrun/checkpoint"
-	"github.com/ddrun/ddrun/checkpoint/raftlog"
 	"github.com/ddrun/ddrun/cluster"
+	"github.com/ddrun/ddrun/jobstate"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
 )
@@ -54,193 +52,58 @@ func (r *raftFlags) check(natsURL, job string, local bool) error {
 	case r.replicas < 1 || r.replicas > 5:
 		return usagef("--checkpoint-replicas: %d not in [1, 5]", r.replicas)
 	}
-	if _, err := raftlog.ParsePeers(r.peers); err != nil {
+	if _, err := jobstate.ParsePeers(r.peers); err != nil {
 		return usagef("--raft-peers: %v", err)
 	}
 	return nil
 }
 
-// runReplicated is `coordinator run` as a member of a Raft group: it waits
-// while it follows; when it leads, it takes a new epoch, resumes the job
-// from the latest committed checkpoint and drives it, committing each
-// checkpoint's manifest; the leader at the end records the result, prints
-// it, and every member exits.
-func runReplicated(ctx context.Context, tr *transport.NATS, rf raftFlags, ck checkpointFlags, j job, f solveFlags, ro cluster.RunOptions, modelHash string, settings json.RawMessage,
-	progress func(solver.Progress), log *slog.Logger, stdout, stderr io.Writer, path string) error {
-	peers, _ := raftlog.ParsePeers(rf.peers)
+// runReplicated is `coordinator run` as a member of a Raft group (see
+// cluster.RunReplicated): it opens the group and the checkpoint store the
+// group shares, and prints the result when this member ends the job, or
+// leads it after the leader that ended it died before printing.
+func runReplicated(ctx context.Context, j cluster.Job, sp spec, tr *transport.NATS, rf raftFlags, ck checkpointFlags, f solveFlags,
+	log *slog.Logger, stdout, stderr io.Writer) error {
+	peers, _ := jobstate.ParsePeers(rf.peers)
 	// Raft's own chatter (elections, replication) only from warnings up;
-	// this command logs the role changes itself.
+	// cluster logs the role changes itself.
 	rlog := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	g, err := raftlog.Open(raftlog.Config{ID: rf.id, Bind: rf.bind, Peers: peers, Dir: rf.dir, Logger: rlog.With("raft_id", rf.id)})
-	log = log.With("raft_id", rf.id)
+	g, err := jobstate.Open(jobstate.Config{ID: rf.id, Bind: rf.bind, Peers: peers, Dir: rf.dir, Logger: rlog.With("raft_id", rf.id)})
 	if err != nil {
 		return fmt.Errorf("raft: %w", err)
 	}
 	defer g.Close()
-	var store checkpoint.Store
 	if ck.dir != "" {
 		d, err := checkpoint.OpenDir(ck.dir)
 		if err != nil {
 			return usagef("--checkpoint-dir: %v", err)
 		}
-		store = d
+		j.Store = d
 	} else {
 		bucket := rf.bucket
 		if bucket == "" {
-			bucket = "ddrun-ckpt-" + ro.Base
+			bucket = "ddrun-ckpt-" + j.Run.Base
 		}
 		obj, err := checkpoint.OpenObjectStore(ctx, tr.Conn(), bucket, checkpoint.ObjectStoreOptions{Replicas: rf.replicas})
 		if err != nil {
 			return fmt.Errorf("checkpoint store (does the NATS server run JetStream?): %w", err)
 		}
-		store = obj
+		j.Store = obj
 	}
-	// Role changes, logged as they happen; leading tracks the latest.
-	leading := make(chan bool, 1)
-	go func() {
-		last := raftlog.Role("")
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case r, ok := <-g.Roles():
-				if !ok {
-					return
-				}
-				if r != last {
-					log.Info("raft role changed", "role", string(r), "leader", leaderID(g))
-					last = r
-				}
-				select {
-				case <-leading:
-				default:
-				}
-				leading <- r == raftlog.RoleLeader
-			}
-		}
-	}()
-	for {
-		// Follow until this member leads or the job is done.
-		st := g.State()
-		if st.Done {
-			if g.IsLeader() {
-				// The leader that finished died before it could print.
-				return printStoredResult(st.Result, f, stdout, stderr)
-			}
-			log.Info("job done; exiting", "job", st.Job)
-			return nil
-		}
-		if !g.IsLeader() {
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("interrupted while following")
-			case <-g.Changed():
-			case <-leading:
-			case <-time.After(time.Second):
-			}
-			continue
-		}
-		done, err := lead(ctx, g, store, tr, ck, j, f, ro, modelHash, settings, progress, log, stdout, stderr, path)
-		if done || err != nil && !errors.Is(err, raftlog.ErrNotLeader) {
-			return err
-		}
-		log.Warn("leadership lost; following", "err", err)
+	j.Logger = log.With("raft_id", rf.id)
+	j.Record = func(res solver.Result, info cluster.JobInfo) (json.RawMessage, error) {
+		return json.Marshal(newResultJSON(res, sp, info))
 	}
-}
-
-// lead drives the job for one epoch. It returns done when the job ended
-// here (its result printed), or an error wrapping raftlog.ErrNotLeader when
-// leadership was lost.
-func lead(ctx context.Context, g *raftlog.Group, store checkpoint.Store, tr *transport.NATS, ck checkpointFlags, j job, f solveFlags, ro cluster.RunOptions, modelHash string, settings json.RawMessage,
-	progress func(solver.Progress), log *slog.Logger, stdout, stderr io.Writer, path string) (bool, error) {
-	if err := g.Start(ctx, ro.Base, modelHash, settings); err != nil {
-		if errors.Is(err, raftlog.ErrRejected) {
-			return true, usagef("raft group %s: %v", ro.Base, err)
-		}
-		return false, err
+	out, err := cluster.RunReplicated(ctx, j, g)
+	switch {
+	case err != nil:
+		return usageIfRefused(err)
+	case out.Recorded != nil:
+		return printStoredResult(out.Recorded, f, stdout, stderr)
+	case out.Ran:
+		return report(out.Result, sp, f, out.Info, stdout, stderr)
 	}
-	epoch, err := g.TakeEpoch(ctx)
-	if err != nil {
-		return false, err
-	}
-	st := g.State()
-	ri := runInfo{workers: ro.Workers}
-	ro.Epoch = epoch
-	if st.Checkpoint != nil {
-		rp, err := loadResume(ctx, store, []checkpoint.Manifest{*st.Checkpoint}, modelHash, settings, log)
-		switch {
-		case err == nil:
-			ro.Resume = rp.resume
-			ri.redone, ri.failovers = rp.redone, rp.failovers
-		case errors.Is(err, checkpoint.ErrNoCheckpoint):
-			log.Warn("the committed checkpoint is torn; starting the job afresh", "iteration", st.Checkpoint.Iteration, "err", err)
-		default:
-			return true, err
-		}
-	}
-	if epoch > 1 {
-		ri.failovers++ // this coordinator took the job over
-	}
-	from := 0
-	if ro.Resume != nil {
-		from = ro.Resume.State.Iter
-	}
-	log.Info("leading the job", "job", ro.Base, "epoch", epoch, "from_iteration", from)
-	// Leadership lost: the run stops at once (its ctx), and so does a
-	// checkpoint that can no longer be committed.
-	leadCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		for {
-			select {
-			case <-leadCtx.Done():
-				return
-			case <-time.After(100 * time.Millisecond):
-				if !g.IsLeader() {
-					cancel()
-					return
-				}
-			}
-		}
-	}()
-	var cpr *cluster.Checkpointer
-	if ro.Checkpoint != nil {
-		cpr = cluster.NewCheckpointer(cluster.CheckpointerOptions{Store: store, Job: ro.Base, Epoch: epoch, ModelHash: modelHash, Settings: settings,
-			Redone: ri.redone, Failovers: ri.failovers, Logger: log,
-			Record: func(ctx context.Context, m checkpoint.Manifest) error { return g.SaveCheckpoint(ctx, m) }})
-		ro.Checkpoint.Save = cpr.Save
-	}
-	res, stats, err := cluster.Run(leadCtx, tr, j.m, j.ev, j.dd, ro, progress)
-	if cpr != nil {
-		if werr := cpr.Wait(context.Background()); werr != nil && err == nil {
-			err = werr
-		}
-	}
-	if !g.IsLeader() || ctx.Err() == nil && leadCtx.Err() != nil {
-		return false, fmt.Errorf("epoch %d ended: %w", epoch, raftlog.ErrNotLeader)
-	}
-	if err != nil {
-		return true, fmt.Errorf("%s: %w", path, err)
-	}
-	if res.Status == solver.Interrupted {
-		// Stopped by a signal: the job stays open; a restart resumes it.
-		log.Warn("interrupted; the job resumes from its latest checkpoint when the group restarts")
-		return true, report(res, j, f, ri, stdout, stderr)
-	}
-	ri.failovers += stats.Failovers
-	ri.redone += stats.Redone
-	r := newResultJSON(res, j)
-	r.Workers, r.Failovers, r.Redone = ri.workers, &ri.failovers, &ri.redone
-	data, err := json.Marshal(r)
-	if err != nil {
-		return true, err
-	}
-	if err := g.Finish(ctx, data); err != nil {
-		return false, err
-	}
-	// Let the followers learn the commit before this member goes away.
-	time.Sleep(time.Second)
-	return true, report(res, j, f, ri, stdout, stderr)
+	return nil
 }
 
 // printStoredResult prints a result recorded in the Raft log by a leader
@@ -270,9 +133,4 @@ func ptrNum(v *float64) string {
 		return num(math.Inf(1))
 	}
 	return num(*v)
-}
-
-func leaderID(g *raftlog.Group) string {
-	id, _ := g.Leader()
-	return id
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -15,7 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ddrun/ddrun/checkpoint"
 	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/internal/natsflags"
 	"github.com/ddrun/ddrun/solver"
@@ -46,17 +46,18 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	j, err := f.load(fs, "run", pos, stderr)
+	h := sha256.New() // the job's identity: the files, hashed as they are read
+	sp, err := f.load(fs, "run", pos, h, stderr)
 	if err != nil {
 		return err
 	}
 	if f.exact {
 		return usagef("run: --exact runs only in solve")
 	}
-	if !j.algo.distributed {
-		return usagef("run: --algo %s runs only in solve (run distributes dual decomposition: admm or subgradient)", j.algo.name)
+	if !sp.algo.distributed {
+		return usagef("run: --algo %s runs only in solve (run distributes dual decomposition: admm or subgradient)", sp.algo.name)
 	}
-	opts := j.dd
+	opts := sp.dd
 	if *workers < 1 {
 		return usagef("--workers: %d < 1", *workers)
 	}
@@ -86,7 +87,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	modelHash, settings, err := jobIdentity(pos[0], f.evidence, opts, *workers)
+	id, err := cluster.NewIdentity(h.Sum(nil), opts, *workers)
 	if err != nil {
 		return err
 	}
@@ -95,24 +96,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if ck.every == 0 && ck.interval == 0 {
 		ro.Checkpoint = nil
 	}
-	ri := runInfo{workers: *workers}
-	ro.Epoch = 1
-	var cpr *cluster.Checkpointer
+	j := cluster.Job{Name: pos[0], Model: sp.m, Evidence: sp.ev, Options: opts, Run: ro, Identity: id}
 	if ck.dir != "" && !rf.enabled() {
-		d, rp, err := localCheckpoints(ctx, ck, *job, modelHash, settings, log)
-		if err != nil {
+		if j.Dir, j.Resume, err = localCheckpoints(ctx, ck, *job, id, log); err != nil {
 			return err
-		}
-		if rp != nil {
-			ro.Resume, ro.Epoch = rp.resume, rp.epoch+1
-			ri.redone, ri.failovers = rp.redone, rp.failovers
-		}
-		if ro.Checkpoint != nil {
-			cpr = cluster.NewCheckpointer(cluster.CheckpointerOptions{Store: d, Job: *job, Epoch: ro.Epoch, ModelHash: modelHash, Settings: settings,
-				Redone: ri.redone, Failovers: ri.failovers, Logger: log,
-				Record: func(ctx context.Context, m checkpoint.Manifest) error { return d.SaveManifest(ctx, &m) },
-				Prune:  func(ctx context.Context) error { return d.Prune(ctx, *job, 2) }})
-			ro.Checkpoint.Save = cpr.Save
 		}
 	}
 	url := nf.URL
@@ -145,35 +132,24 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		defer stop()
 	}
-	var progress func(solver.Progress)
+	j.Transport = tr
 	if !f.quiet {
-		progress = func(p solver.Progress) { printProgress(stderr, p) }
+		j.Progress = func(p solver.Progress) { printProgress(stderr, p) }
 	}
 	if rf.enabled() {
-		return runReplicated(ctx, tr, rf, ck, j, f, ro, modelHash, settings, progress, log, stdout, stderr, pos[0])
+		return runReplicated(ctx, j, sp, tr, rf, ck, f, log, stdout, stderr)
 	}
 	before := tr.Conn().Stats()
-	res, stats, err := cluster.Run(ctx, tr, j.m, j.ev, opts, ro, progress)
-	if cpr != nil {
-		if werr := cpr.Wait(context.Background()); werr != nil && err == nil {
-			err = werr
-		}
-		if cs := cpr.Stats(); cs.Written > 0 {
-			log.Info("checkpoints", "written", cs.Written, "failed", cs.Failed, "bytes", cs.Bytes,
-				"encode_seconds", cs.Encode.Seconds(), "write_seconds", cs.Write.Seconds())
-		}
-	}
+	o, err := cluster.RunJob(ctx, j)
 	if err != nil {
-		return fmt.Errorf("%s: %w", pos[0], err)
+		return err
 	}
-	if st, n := tr.Conn().Stats(), res.Iterations-stats.Resumed; !f.quiet && n > 0 {
+	if st, n := tr.Conn().Stats(), o.Result.Iterations-o.Stats.Resumed; !f.quiet && n > 0 {
 		in, out := st.InBytes-before.InBytes, st.OutBytes-before.OutBytes
 		fmt.Fprintf(stderr, "traffic: %d bytes in, %d bytes out at the coordinator, %d bytes per iteration\n",
 			in, out, (in+out)/uint64(n))
 	}
-	ri.failovers += stats.Failovers
-	ri.redone += stats.Redone
-	return report(res, j, f, ri, stdout, stderr)
+	return report(o.Result, sp, f, o.Info, stdout, stderr)
 }
 
 // startLocalWorkers starts n worker processes (the worker binary beside

@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/exact"
 	"github.com/ddrun/ddrun/model"
@@ -86,9 +87,9 @@ func (f *solveFlags) limits() solver.Limits {
 	return lim
 }
 
-// job is what solve and run run: an algorithm with its options, on a model
+// spec is what solve and run run: an algorithm with its options, on a model
 // under evidence.
-type job struct {
+type spec struct {
 	algo *algorithm
 	configured
 	threads int
@@ -98,36 +99,50 @@ type job struct {
 
 // load checks the positional arguments and the flags shared by solve and
 // run, configures the algorithm, and reads the model and the evidence.
-func (f *solveFlags) load(fs *flag.FlagSet, cmd string, pos []string, stderr io.Writer) (job, error) {
+//
+// When h is not nil it gets the bytes of the model file, a 0 byte, and
+// those of the evidence file followed by a 0 byte when there is one (the
+// job identity's hash).
+func (f *solveFlags) load(fs *flag.FlagSet, cmd string, pos []string, h, stderr io.Writer) (spec, error) {
 	if len(pos) != 1 {
-		return job{}, usagef("%s: want exactly one MODEL argument, got %d", cmd, len(pos))
+		return spec{}, usagef("%s: want exactly one MODEL argument, got %d", cmd, len(pos))
 	}
 	a, err := findAlgorithm(f.algo)
 	if err != nil {
-		return job{}, err
+		return spec{}, err
 	}
 	set := func(name string) bool { return isSet(fs, name) }
 	if err := a.check(f, set); err != nil {
-		return job{}, err
+		return spec{}, err
 	}
 	if f.threads < 1 {
-		return job{}, usagef("--threads: %d < 1", f.threads)
+		return spec{}, usagef("--threads: %d < 1", f.threads)
 	}
-	j := job{algo: a, threads: a.threadsFor(f)}
+	j := spec{algo: a, threads: a.threadsFor(f)}
 	if j.configured, err = a.configure(f, f.limits(), set, stderr); err != nil {
-		return job{}, err
+		return spec{}, err
 	}
 	if f.out != "" {
 		if st, err := os.Stat(filepath.Dir(f.out)); err != nil || !st.IsDir() {
-			return job{}, usagef("--out: directory %s does not exist", filepath.Dir(f.out))
+			return spec{}, usagef("--out: directory %s does not exist", filepath.Dir(f.out))
 		}
 	}
-	if j.m, err = modelfile.Load(pos[0]); err != nil {
-		return job{}, usageError{err}
+	if h == nil {
+		j.m, err = modelfile.Load(pos[0])
+	} else if j.m, err = modelfile.LoadTee(pos[0], h); err == nil {
+		_, err = h.Write([]byte{0})
+	}
+	if err != nil {
+		return spec{}, usageError{err}
 	}
 	if f.evidence != "" {
-		if j.ev, err = uai.ReadEvidenceFile(f.evidence, j.m); err != nil {
-			return job{}, usageError{err}
+		if h == nil {
+			j.ev, err = uai.ReadEvidenceFile(f.evidence, j.m)
+		} else if j.ev, err = modelfile.LoadEvidenceTee(f.evidence, j.m, h); err == nil {
+			_, err = h.Write([]byte{0})
+		}
+		if err != nil {
+			return spec{}, usageError{err}
 		}
 	}
 	switch f.tighten {
@@ -137,10 +152,10 @@ func (f *solveFlags) load(fs *flag.FlagSet, cmd string, pos []string, stderr io.
 			break // TRW-S(LP-C) adds the cycle inequalities to its own dual
 		}
 		if j.m, err = tightenCycles(j.m); err != nil {
-			return job{}, usageError{fmt.Errorf("%s: %w", pos[0], err)}
+			return spec{}, usageError{fmt.Errorf("%s: %w", pos[0], err)}
 		}
 	default:
-		return job{}, usagef("--tighten: unknown value %q (want none or cycles)", f.tighten)
+		return spec{}, usagef("--tighten: unknown value %q (want none or cycles)", f.tighten)
 	}
 	return j, nil
 }
@@ -160,7 +175,7 @@ func cmdSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	j, err := f.load(fs, "solve", pos, stderr)
+	j, err := f.load(fs, "solve", pos, nil, stderr)
 	if err != nil {
 		return err
 	}
@@ -188,16 +203,11 @@ func cmdSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageError{fmt.Errorf("%s: %w", pos[0], err)}
 	}
-	return report(res, j, f, runInfo{}, stdout, stderr)
-}
-
-// runInfo is what a distributed run adds to the result.
-type runInfo struct {
-	workers, failovers, redone int
+	return report(res, j, f, cluster.JobInfo{}, stdout, stderr)
 }
 
 // report prints the final line, writes --out and the --json result.
-func report(res solver.Result, j job, f solveFlags, ri runInfo, stdout, stderr io.Writer) error {
+func report(res solver.Result, j spec, f solveFlags, ri cluster.JobInfo, stdout, stderr io.Writer) error {
 	if !f.quiet {
 		fmt.Fprintf(stderr, "status=%s iterations=%d dual=%s primal=%s gap=%s seconds=%.3f\n",
 			res.Status, res.Iterations, num(res.Dual), num(res.Primal), num(res.Gap), res.Elapsed.Seconds())
@@ -208,13 +218,7 @@ func report(res solver.Result, j job, f solveFlags, ri runInfo, stdout, stderr i
 		}
 	}
 	if f.json {
-		r := newResultJSON(res, j)
-		r.Workers = ri.workers
-		if ri.workers > 0 {
-			r.Failovers = &ri.failovers
-			r.Redone = &ri.redone
-		}
-		return writeJSON(stdout, r)
+		return writeJSON(stdout, newResultJSON(res, j, ri))
 	}
 	return nil
 }
@@ -283,7 +287,10 @@ func finite(v float64) *float64 {
 	return &v
 }
 
-func newResultJSON(res solver.Result, j job) resultJSON {
+// newResultJSON is res in the result schema; a distributed run's (ri.Workers
+// > 0) with its workers, failovers and redone iterations. It is also the
+// result a Raft leader records for a later leader to print.
+func newResultJSON(res solver.Result, j spec, ri cluster.JobInfo) resultJSON {
 	r := resultJSON{
 		Status:     res.Status,
 		Primal:     finite(res.Primal),
@@ -296,6 +303,10 @@ func newResultJSON(res solver.Result, j job) resultJSON {
 		Algo:       j.algo.name,
 		Threads:    j.threads,
 		Model:      modelJSON{Variables: j.m.NumVars(), Factors: len(j.m.Factors)},
+		Workers:    ri.Workers,
+	}
+	if ri.Workers > 0 {
+		r.Failovers, r.Redone = &ri.Failovers, &ri.Redone
 	}
 	if r.Primal == nil {
 		r.Assignment = nil

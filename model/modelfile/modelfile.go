@@ -1,7 +1,8 @@
 // Package modelfile picks a model file format by file name and reads or
 // writes it: UAI (.uai, .uai.gz, .LG) through package uai, the native format
 // (.json, .msgpack, .mp, optionally .gz) through package native. It owns
-// nothing but that choice.
+// nothing but that choice, and reading a model or evidence file once while
+// its bytes go to a hash (LoadTee, LoadEvidenceTee).
 package modelfile
 
 import (

@@ -2,12 +2,10 @@ package uai
 
 import (
 	"bufio"
-	"bytes"
 	"compress/gzip"
 	"io"
 	"os"
 	"strconv"
-	"strings"
 )
 
 // source is an opened input: a token scanner over the (decompressed) bytes,
@@ -82,11 +80,7 @@ func (src *source) capFor(n int, minBytes int64) int {
 // sizeOf returns the number of bytes r will deliver, or -1 when unknown.
 func sizeOf(r io.Reader) int64 {
 	switch v := r.(type) {
-	case *bytes.Reader:
-		return int64(v.Len())
-	case *strings.Reader:
-		return int64(v.Len())
-	case *bytes.Buffer:
+	case interface{ Len() int }: // bytes.Reader, bytes.Buffer, strings.Reader, a modelfile tee
 		return int64(v.Len())
 	case *os.File:
 		fi, err := v.Stat()

@@ -1,6 +1,6 @@
 //go:build unix
 
-package raftlog
+package jobstate
 
 import (
 	"errors"

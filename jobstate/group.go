@@ -1,4 +1,4 @@
-package raftlog
+package jobstate
 
 import (
 	"context"
@@ -58,8 +58,23 @@ type Config struct {
 	// Dir holds the raft-wal log and stable store (Dir/wal) and the
 	// snapshots (Dir/snapshots); Open reopens what it finds there. A
 	// member locks Dir (Dir/LOCK) while open: a second Open of the same
-	// Dir fails instead of waiting.
+	// Dir fails instead of waiting. Dir may be empty only when LogStore,
+	// StableStore and SnapshotStore are all given.
 	Dir string
+	// Transport, when not nil, carries raft's traffic (for example a
+	// raft.InmemTransport in tests) instead of a TCP transport listening
+	// on Bind; Peers then holds addresses in its terms and Bind is not
+	// used. Like its own transport, the Group's Close closes it (raft's
+	// shutdown does): reopening a member needs a new one.
+	Transport raft.Transport
+	// LogStore and StableStore, given together, replace raft-wal in
+	// Dir/wal; SnapshotStore replaces the file snapshots in Dir/snapshots
+	// (raft.NewInmemStore and raft.NewInmemSnapshotStore in tests). The
+	// caller owns the stores given: Close leaves them open, so a member
+	// can be reopened on them.
+	LogStore      raft.LogStore
+	StableStore   raft.StableStore
+	SnapshotStore raft.SnapshotStore
 	// Logger receives raft's own logs (Debug, Info, Warn, Error) and this
 	// package's. Nil discards them.
 	Logger *slog.Logger
@@ -139,19 +154,6 @@ func Open(cfg Config) (*Group, error) {
 		return nil, fmt.Errorf("raftlog: open %s: %w", cfg.ID, err)
 	}
 
-	advertise, err := net.ResolveTCPAddr("tcp", cfg.Peers[cfg.ID])
-	if err != nil {
-		return nil, fmt.Errorf("raftlog: open %s: resolve own address %s: %w", cfg.ID, cfg.Peers[cfg.ID], err)
-	}
-	bind := cfg.Bind
-	if bind == "" {
-		bind = cfg.Peers[cfg.ID]
-	}
-
-	walDir := filepath.Join(cfg.Dir, "wal")
-	if err := os.MkdirAll(walDir, 0o755); err != nil {
-		return nil, fmt.Errorf("raftlog: open %s: %w", cfg.ID, err)
-	}
 	st := &stores{}
 	fail := func(format string, args ...any) (*Group, error) {
 		if err := st.close(); err != nil {
@@ -159,29 +161,61 @@ func Open(cfg Config) (*Group, error) {
 		}
 		return nil, fmt.Errorf("raftlog: open %s: "+format, append([]any{cfg.ID}, args...)...)
 	}
-	if st.lock, err = lockDir(cfg.Dir); err != nil {
-		return fail("%w", err)
+	var advertise *net.TCPAddr
+	if cfg.Transport == nil {
+		var err error
+		if advertise, err = net.ResolveTCPAddr("tcp", cfg.Peers[cfg.ID]); err != nil {
+			return fail("resolve own address %s: %w", cfg.Peers[cfg.ID], err)
+		}
 	}
-	// raft-wal v0.4.0's Close leaves its metadata database open (and its
-	// file locked); owning it lets Close release it, so that a member can
-	// be reopened in the same process.
-	st.meta = &metadb.BoltMetaDB{}
-	if st.wal, err = wal.Open(walDir, wal.WithMetaStore(st.meta), wal.WithLogger(hl.Named("wal"))); err != nil {
-		return fail("raft-wal in %s: %w", walDir, err)
+	logs, stable, snaps := cfg.LogStore, cfg.StableStore, cfg.SnapshotStore
+	walDir := filepath.Join(cfg.Dir, "wal")
+	if logs == nil || snaps == nil {
+		mk := cfg.Dir
+		if logs == nil {
+			mk = walDir
+		}
+		if err := os.MkdirAll(mk, 0o755); err != nil {
+			return fail("%w", err)
+		}
+		var err error
+		if st.lock, err = lockDir(cfg.Dir); err != nil {
+			return fail("%w", err)
+		}
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, snapshotsRetain, hl.Named("snapshots"))
-	if err != nil {
-		return fail("snapshot store in %s: %w", cfg.Dir, err)
+	if logs == nil {
+		// raft-wal v0.4.0's Close leaves its metadata database open (and
+		// its file locked); owning it lets Close release it, so that a
+		// member can be reopened in the same process.
+		st.meta = &metadb.BoltMetaDB{}
+		var err error
+		if st.wal, err = wal.Open(walDir, wal.WithMetaStore(st.meta), wal.WithLogger(hl.Named("wal"))); err != nil {
+			return fail("raft-wal in %s: %w", walDir, err)
+		}
+		logs, stable = st.wal, st.wal
 	}
-	has, err := raft.HasExistingState(st.wal, st.wal, snaps)
+	if snaps == nil {
+		var err error
+		if snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.Dir, snapshotsRetain, hl.Named("snapshots")); err != nil {
+			return fail("snapshot store in %s: %w", cfg.Dir, err)
+		}
+	}
+	has, err := raft.HasExistingState(logs, stable, snaps)
 	if err != nil {
 		return fail("inspect %s: %w", cfg.Dir, err)
 	}
-	if st.trans, err = raft.NewTCPTransportWithLogger(bind, advertise, transportMaxPool, transportTimeout, hl.Named("transport")); err != nil {
-		return fail("listen on %s: %w", bind, err)
+	trans, bind := cfg.Transport, ""
+	if trans == nil {
+		if bind = cfg.Bind; bind == "" {
+			bind = cfg.Peers[cfg.ID]
+		}
+		if st.trans, err = raft.NewTCPTransportWithLogger(bind, advertise, transportMaxPool, transportTimeout, hl.Named("transport")); err != nil {
+			return fail("listen on %s: %w", bind, err)
+		}
+		trans = st.trans
 	}
 	if !has {
-		err := raft.BootstrapCluster(rc, st.wal, st.wal, snaps, st.trans, bootstrapConfig(cfg.Peers))
+		err := raft.BootstrapCluster(rc, logs, stable, snaps, trans, bootstrapConfig(cfg.Peers))
 		switch {
 		case err == nil:
 			logger.Info("raftlog: bootstrapped group", "peers", len(cfg.Peers), "dir", cfg.Dir)
@@ -191,7 +225,7 @@ func Open(cfg Config) (*Group, error) {
 	}
 
 	f := newFSM()
-	r, err := raft.NewRaft(rc, f, st.wal, st.wal, snaps, st.trans)
+	r, err := raft.NewRaft(rc, f, logs, stable, snaps, trans)
 	if err != nil {
 		return fail("start raft: %w", err)
 	}
@@ -216,7 +250,8 @@ func Open(cfg Config) (*Group, error) {
 	return g, nil
 }
 
-// stores are what Open opens besides raft itself, closed in reverse order.
+// stores are what Open opens besides raft itself (not what Config gave
+// it), closed in reverse order.
 type stores struct {
 	lock  *os.File
 	meta  *metadb.BoltMetaDB
@@ -256,8 +291,10 @@ func (c Config) check() error {
 		return fmt.Errorf("raftlog: config: empty ID")
 	case len(c.Peers) == 0:
 		return fmt.Errorf("raftlog: config %s: no peers", c.ID)
-	case c.Dir == "":
+	case c.Dir == "" && (c.LogStore == nil || c.SnapshotStore == nil):
 		return fmt.Errorf("raftlog: config %s: empty Dir", c.ID)
+	case (c.LogStore == nil) != (c.StableStore == nil):
+		return fmt.Errorf("raftlog: config %s: give LogStore and StableStore together", c.ID)
 	case c.HeartbeatTimeout < 0 || c.ElectionTimeout < 0 || c.LeaderLeaseTimeout < 0:
 		return fmt.Errorf("raftlog: config %s: negative timeout", c.ID)
 	}
@@ -273,11 +310,17 @@ func (c Config) check() error {
 		if id == "" {
 			return fmt.Errorf("raftlog: config %s: peer with empty id", c.ID)
 		}
+		if c.Transport != nil {
+			if c.Peers[id] == "" {
+				return fmt.Errorf("raftlog: config %s: peer %s: empty address", c.ID, id)
+			}
+			continue // the transport's own addresses
+		}
 		if err := checkAddr(c.Peers[id]); err != nil {
 			return fmt.Errorf("raftlog: config %s: peer %s: %w", c.ID, id, err)
 		}
 	}
-	if c.Bind != "" {
+	if c.Bind != "" && c.Transport == nil {
 		if err := checkHostPort(c.Bind, true); err != nil {
 			return fmt.Errorf("raftlog: config %s: bind: %w", c.ID, err)
 		}

@@ -1,10 +1,12 @@
-// Package raftlog owns the replicated metadata of one distributed job: which
+// Package jobstate owns the replicated state of one distributed job: which
 // job and model a group of coordinators runs, the solver settings, the
-// leadership epoch, the latest committed checkpoint manifest and the final
-// result. Three (or any odd number of) coordinator processes form a Raft
-// group (github.com/hashicorp/raft over TCP, with github.com/hashicorp/raft-wal
-// as log and stable store and file snapshots); the leader proposes, every
-// member applies the same commands in the same order to a JobState.
+// leadership epochs, the latest committed checkpoint manifest and the final
+// result (a JobState). Three (or any odd number of) coordinator processes
+// form a Raft group (github.com/hashicorp/raft; by default over TCP, with
+// github.com/hashicorp/raft-wal as log and stable store and file
+// snapshots, and any raft.Transport and stores given in Config instead);
+// the leader proposes, every member applies the same commands in the same
+// order to a JobState.
 //
 // Only small metadata goes through the log. A checkpoint manifest is a few
 // KB; the bulk state it names (multipliers, marginals, assignments) lives in
@@ -22,5 +24,11 @@
 // progress.
 //
 // It must not know the algorithm or its arithmetic, how workers are reached
-// (the worker transport), or what checkpoint blobs contain.
-package raftlog
+// (the worker transport), what checkpoint blobs contain, or what the
+// result it records says (opaque JSON to it). Package cluster drives a job
+// through it (cluster.RunReplicated).
+//
+// Errors and logs still read "raftlog: ...", the package's former name
+// (checkpoint/raftlog), so that coordinator run's messages stay as they
+// were.
+package jobstate

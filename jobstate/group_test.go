@@ -1,4 +1,4 @@
-package raftlog
+package jobstate
 
 import (
 	"context"
@@ -12,14 +12,25 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
-// cluster is a test group of n members on loopback ports.
+// cluster is a test group of n members. By default they talk over raft's
+// in-memory transport and keep their log and snapshots in memory (kept
+// across a reopen, as a disk would), so the tests open no port; a disk
+// cluster uses the real TCP transport on loopback ports and the stores in
+// a directory per member, as coordinator run does.
 type cluster struct {
 	t      *testing.T
+	disk   bool
 	peers  map[string]string
 	dirs   map[string]string
 	groups map[string]*Group
+
+	trans map[string]*raft.InmemTransport // the latest of each member
+	logs  map[string]*raft.InmemStore
+	snaps map[string]*raft.InmemSnapshotStore
 }
 
 // freeAddrs returns n loopback addresses whose ports were free a moment
@@ -38,15 +49,48 @@ func freeAddrs(t *testing.T, n int) []string {
 	return addrs
 }
 
+// newCluster returns an in-memory group of n members.
 func newCluster(t *testing.T, n int) *cluster {
 	t.Helper()
-	c := &cluster{t: t, peers: map[string]string{}, dirs: map[string]string{}, groups: map[string]*Group{}}
+	c := &cluster{t: t, peers: map[string]string{}, groups: map[string]*Group{},
+		trans: map[string]*raft.InmemTransport{}, logs: map[string]*raft.InmemStore{}, snaps: map[string]*raft.InmemSnapshotStore{}}
+	for i := 0; i < n; i++ {
+		id := string(rune('a' + i))
+		c.peers[id] = "mem-" + id
+		c.logs[id] = raft.NewInmemStore()
+		c.snaps[id] = raft.NewInmemSnapshotStore()
+	}
+	return c
+}
+
+// newDiskCluster returns a group of n members on TCP and disk.
+func newDiskCluster(t *testing.T, n int) *cluster {
+	t.Helper()
+	c := &cluster{t: t, disk: true, peers: map[string]string{}, dirs: map[string]string{}, groups: map[string]*Group{}}
 	for i, addr := range freeAddrs(t, n) {
 		id := string(rune('a' + i))
 		c.peers[id] = addr
 		c.dirs[id] = t.TempDir()
 	}
 	return c
+}
+
+// config returns member id's Config: for an in-memory member, a new
+// transport connected both ways to the others' latest ones, and its
+// stores.
+func (c *cluster) config(id string) Config {
+	if c.disk {
+		return Config{ID: id, Bind: c.peers[id], Peers: c.peers, Dir: c.dirs[id]}
+	}
+	_, tr := raft.NewInmemTransport(raft.ServerAddress(c.peers[id]))
+	for other, ot := range c.trans {
+		if other != id {
+			tr.Connect(raft.ServerAddress(c.peers[other]), ot)
+			ot.Connect(raft.ServerAddress(c.peers[id]), tr)
+		}
+	}
+	c.trans[id] = tr
+	return Config{ID: id, Peers: c.peers, Transport: tr, LogStore: c.logs[id], StableStore: c.logs[id], SnapshotStore: c.snaps[id]}
 }
 
 func (c *cluster) ids() []string {
@@ -61,7 +105,7 @@ func (c *cluster) ids() []string {
 // open opens (or reopens) member id, closing it at the end of the test.
 func (c *cluster) open(id string) *Group {
 	c.t.Helper()
-	g, err := Open(Config{ID: id, Bind: c.peers[id], Peers: c.peers, Dir: c.dirs[id]})
+	g, err := Open(c.config(id))
 	if err != nil {
 		c.t.Fatalf("open %s: %v", id, err)
 	}
@@ -315,8 +359,10 @@ func TestGroupFailover(t *testing.T) {
 	})
 }
 
+// TestGroupRestart restarts every member from its directory: the real
+// TCP transport, raft-wal and file snapshots.
 func TestGroupRestart(t *testing.T) {
-	c := newCluster(t, 3)
+	c := newDiskCluster(t, 3)
 	c.openAll()
 	l := c.leader(3 * time.Second)
 	ctx := ctxFor(t, 8*time.Second)
@@ -381,6 +427,8 @@ func TestOpenRejectsBadConfig(t *testing.T) {
 		{"bad peer", Config{ID: "a", Peers: map[string]string{"a": "127.0.0.1:1", "b": "nowhere"}, Dir: dir}, "peer b"},
 		{"empty peer id", Config{ID: "a", Peers: map[string]string{"a": "127.0.0.1:1", "": "127.0.0.1:2"}, Dir: dir}, "empty id"},
 		{"bad bind", Config{ID: "a", Bind: "127.0.0.1", Peers: peers, Dir: dir}, "bind"},
+		{"log store alone", Config{ID: "a", Peers: peers, LogStore: raft.NewInmemStore(), SnapshotStore: raft.NewInmemSnapshotStore()}, "together"},
+		{"in-memory stores need a snapshot store", Config{ID: "a", Peers: peers, LogStore: raft.NewInmemStore(), StableStore: raft.NewInmemStore()}, "empty Dir"},
 		{"negative timeout", Config{ID: "a", Peers: peers, Dir: dir, ElectionTimeout: -1}, "negative timeout"},
 		{"lease over heartbeat", Config{ID: "a", Peers: peers, Dir: dir, LeaderLeaseTimeout: time.Second}, "LeaderLeaseTimeout"},
 	}
@@ -401,15 +449,19 @@ func TestOpenRejectsBadConfig(t *testing.T) {
 	}
 }
 
+// TestSingleMember runs one member on the default stores in a directory
+// (raft-wal, file snapshots, the directory lock) over an in-memory
+// transport.
 func TestSingleMember(t *testing.T) {
-	addr := freeAddrs(t, 1)[0]
-	g, err := Open(Config{ID: "solo", Peers: map[string]string{"solo": addr}, Dir: t.TempDir()})
+	addr := "mem-solo"
+	mem := func() raft.Transport { _, tr := raft.NewInmemTransport(raft.ServerAddress(addr)); return tr }
+	g, err := Open(Config{ID: "solo", Peers: map[string]string{"solo": addr}, Dir: t.TempDir(), Transport: mem()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close() })
 	dir := g.stores.lock.Name()
-	if _, err := Open(Config{ID: "solo", Peers: map[string]string{"solo": addr}, Dir: filepath.Dir(dir)}); err == nil || !strings.Contains(err.Error(), "directory in use") {
+	if _, err := Open(Config{ID: "solo", Peers: map[string]string{"solo": addr}, Dir: filepath.Dir(dir), Transport: mem()}); err == nil || !strings.Contains(err.Error(), "directory in use") {
 		t.Fatalf("second Open of the same Dir: %v, want \"directory in use\"", err)
 	}
 	waitRole(t, g, RoleLeader, 3*time.Second)

@@ -1,4 +1,4 @@
-package raftlog
+package jobstate
 
 import (
 	"bytes"

@@ -1,0 +1,152 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/ddrun/ddrun/checkpoint"
+	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/transport"
+)
+
+// Job is one distributed job as a coordinator runs it from start to end:
+// what Run needs, where its checkpoints go and what it resumes from, and
+// who it is (to refuse resuming another job's checkpoints). RunJob runs it
+// on a single coordinator, RunReplicated as a member of a Raft group.
+type Job struct {
+	// Name names the model in the errors of a failed run (its file).
+	Name      string
+	Transport transport.Transport
+	Model     *model.Model
+	Evidence  model.Evidence
+	Options   consensus.Options
+	// Run configures the run: Base is the job's id, Workers its workers;
+	// Run.Checkpoint, when not nil, says when states are taken (its Save
+	// is set here). Epoch and Resume are set here.
+	Run      RunOptions
+	Progress func(consensus.Progress)
+	Identity Identity
+	// Logger logs the job's course (resuming, checkpoints, leadership);
+	// nil: Run.Logger.
+	Logger *slog.Logger
+
+	// Dir, for RunJob, keeps the checkpoints: the blobs and, next to
+	// them, the manifests of the job (the latest two). Nil: states live
+	// only in the coordinator's memory, for restarting lost workers'
+	// parts.
+	Dir *checkpoint.Dir
+	// Resume, for RunJob, is where the job continues from (see
+	// LoadResume); nil starts it afresh.
+	Resume *ResumePoint
+
+	// Store, for RunReplicated, keeps the checkpoint blobs that the
+	// group's leaders share; the manifests go in the group's log.
+	Store checkpoint.Store
+	// Record, for RunReplicated, encodes the result the leader that ends
+	// the job commits to the group (small: see jobstate.MaxCommandBytes),
+	// for a member that leads later to report it (Outcome.Recorded).
+	Record func(res consensus.Result, info JobInfo) (json.RawMessage, error)
+}
+
+// JobInfo is what a distributed job adds to its result.
+type JobInfo struct {
+	Workers int
+	// Failovers counts, over every epoch, the workers replaced and the
+	// coordinators that took the job over; Redone the iterations run again
+	// after resuming from a checkpoint.
+	Failovers, Redone int
+}
+
+// Outcome is how a job ended for this coordinator.
+type Outcome struct {
+	// Ran: this coordinator drove the job until it ended or was
+	// interrupted (Result.Status); Result and Info are to be reported.
+	Ran    bool
+	Result consensus.Result
+	Info   JobInfo
+	Stats  RunStats // of this coordinator's last run
+	// Recorded, when not nil, is the result that the leader that ended
+	// the job recorded (see Job.Record) and did not live to report.
+	Recorded json.RawMessage
+}
+
+// RunJob runs j on this coordinator alone, in epoch 1, or in the epoch
+// after the one of j.Resume. With j.Dir and j.Run.Checkpoint it writes
+// checkpoints to j.Dir, keeping the latest two of the job.
+func RunJob(ctx context.Context, j Job) (Outcome, error) {
+	log := j.logger()
+	ro := j.Run
+	ro.Epoch = 1
+	out := Outcome{Info: JobInfo{Workers: ro.Workers}}
+	if rp := j.Resume; rp != nil {
+		ro.Resume, ro.Epoch = rp.Resume, rp.Epoch+1
+		out.Info.Redone, out.Info.Failovers = rp.Redone, rp.Failovers
+	}
+	var cpr *Checkpointer
+	if j.Dir != nil && ro.Checkpoint != nil {
+		d, job := j.Dir, ro.Base
+		cpr = j.checkpointer(&ro, ro.Epoch, out.Info, d,
+			func(ctx context.Context, m checkpoint.Manifest) error { return d.SaveManifest(ctx, &m) },
+			func(ctx context.Context) error { return d.Prune(ctx, job, 2) })
+	}
+	res, stats, err := j.run(ctx, ro, cpr)
+	if cpr != nil {
+		if cs := cpr.Stats(); cs.Written > 0 {
+			log.Info("checkpoints", "written", cs.Written, "failed", cs.Failed, "bytes", cs.Bytes,
+				"encode_seconds", cs.Encode.Seconds(), "write_seconds", cs.Write.Seconds())
+		}
+	}
+	if err != nil {
+		return out, j.runErr(err)
+	}
+	out.Ran, out.Result, out.Stats = true, res, stats
+	out.Info.Failovers += stats.Failovers
+	out.Info.Redone += stats.Redone
+	return out, nil
+}
+
+// run runs the job with ro; with cpr, it waits for its last checkpoint,
+// whose failure to be recorded fails the run.
+func (j *Job) run(ctx context.Context, ro RunOptions, cpr *Checkpointer) (consensus.Result, RunStats, error) {
+	res, stats, err := Run(ctx, j.Transport, j.Model, j.Evidence, j.Options, ro, j.Progress)
+	if cpr != nil {
+		if werr := cpr.Wait(context.Background()); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	return res, stats, err
+}
+
+// checkpointer returns the Checkpointer of epoch of j, writing to store,
+// and makes it ro.Checkpoint's Save (on a copy of *ro.Checkpoint).
+func (j *Job) checkpointer(ro *RunOptions, epoch uint64, info JobInfo, store checkpoint.Store,
+	record func(context.Context, checkpoint.Manifest) error, prune func(context.Context) error) *Checkpointer {
+	cpr := NewCheckpointer(CheckpointerOptions{Store: store, Job: ro.Base, Epoch: epoch,
+		ModelHash: j.Identity.ModelHash, Settings: j.Identity.Settings,
+		Redone: info.Redone, Failovers: info.Failovers, Logger: j.logger(), Record: record, Prune: prune})
+	co := *ro.Checkpoint
+	co.Save = cpr.Save
+	ro.Checkpoint = &co
+	return cpr
+}
+
+func (j *Job) logger() *slog.Logger {
+	switch {
+	case j.Logger != nil:
+		return j.Logger
+	case j.Run.Logger != nil:
+		return j.Run.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// runErr names the model in the error of a run.
+func (j *Job) runErr(err error) error {
+	if j.Name == "" {
+		return err
+	}
+	return fmt.Errorf("%s: %w", j.Name, err)
+}

@@ -1,0 +1,105 @@
+package modelfile
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/native"
+	"github.com/ddrun/ddrun/model/uai"
+)
+
+// LoadTee reads a model like Load and writes every byte of the file, as it
+// is read, to w (a hash, for instance): when it succeeds, w has seen the
+// whole file exactly once, so a caller that needs both the model and a
+// digest of its file reads the file once.
+func LoadTee(path string, w io.Writer) (*model.Model, error) {
+	switch FormatOf(path) {
+	case UAI:
+		f, err := openTee(path, w)
+		if err != nil {
+			return nil, fmt.Errorf("uai: %w", err)
+		}
+		defer f.close()
+		m, err := uai.ReadWith(f, path, uai.OptionsFor(path))
+		return m, f.drain(err)
+	case Native:
+		nf, err := native.FormatOf(path)
+		if err != nil {
+			return nil, err
+		}
+		f, err := openTee(path, w)
+		if err != nil {
+			return nil, err
+		}
+		defer f.close()
+		m, err := native.Read(f, path, nf)
+		return m, f.drain(err)
+	}
+	return Load(path) // the unknown format's error
+}
+
+// LoadEvidenceTee reads the evidence file at path for m, like
+// uai.ReadEvidenceFile, and writes its bytes to w as LoadTee does.
+func LoadEvidenceTee(path string, m *model.Model, w io.Writer) (model.Evidence, error) {
+	f, err := openTee(path, w)
+	if err != nil {
+		return nil, fmt.Errorf("uai: %w", err)
+	}
+	defer f.close()
+	ev, err := uai.ReadEvidence(f, path, m)
+	return ev, f.drain(err)
+}
+
+// teeFile reads a regular file and writes what it reads to w. Its Len (the
+// bytes left) lets the readers size their buffers as they do for an
+// *os.File.
+type teeFile struct {
+	f    *os.File
+	w    io.Writer
+	left int64
+}
+
+func openTee(path string, w io.Writer) (*teeFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	t := &teeFile{f: f, w: w, left: -1}
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		t.left = fi.Size()
+	}
+	return t, nil
+}
+
+func (t *teeFile) Read(p []byte) (int, error) {
+	n, err := t.f.Read(p)
+	if n > 0 {
+		if t.left >= 0 {
+			t.left = max(0, t.left-int64(n))
+		}
+		if _, werr := t.w.Write(p[:n]); werr != nil {
+			return n, werr
+		}
+	}
+	return n, err
+}
+
+// Len returns the bytes not read yet, or 0 when the size is unknown (the
+// readers' "no hint").
+func (t *teeFile) Len() int { return int(max(0, t.left)) }
+
+func (t *teeFile) close() { t.f.Close() }
+
+// drain writes the rest of the file, which a reader may leave unread past
+// the end of what it parses, to w; it returns err when that is not nil.
+func (t *teeFile) drain(err error) error {
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(io.Discard, t); err != nil {
+		return fmt.Errorf("%s: %w", t.f.Name(), err)
+	}
+	return nil
+}
