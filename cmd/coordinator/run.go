@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,26 +23,113 @@ import (
 	"github.com/ddrun/ddrun/transport"
 )
 
+// runFlags are the flags of `coordinator run` beyond solve's.
+type runFlags struct {
+	nats                                    natsflags.Flags
+	workers                                 int
+	job, listen                             string
+	local                                   bool
+	wait, stepTimeout, lostAfter, spareWait time.Duration
+	ck                                      checkpointFlags
+	raft                                    raftFlags
+}
+
+func (r *runFlags) register(fs *flag.FlagSet) {
+	r.nats.Register(fs)
+	fs.IntVar(&r.workers, "workers", 2, "number of workers to wait for")
+	fs.StringVar(&r.job, "job", "", "job `ID` (default: random); namespaces the NATS subjects")
+	fs.StringVar(&r.listen, "nats-listen", "127.0.0.1:0", "`ADDR` of the embedded NATS server when --nats is not given")
+	fs.BoolVar(&r.local, "local", false, "start the worker processes on this machine and stop them at the end")
+	fs.DurationVar(&r.wait, "wait", 30*time.Second, "how long to wait for the workers to join")
+	fs.DurationVar(&r.stepTimeout, "step-timeout", 5*time.Minute, "how long to wait for the workers' answers to one iteration")
+	fs.DurationVar(&r.lostAfter, "lost-after", 3*time.Second, "a worker silent this long is lost; its part restarts on a spare worker")
+	fs.DurationVar(&r.spareWait, "spare-wait", 10*time.Second, "how long a lost worker's part waits for a spare worker before the job continues on the workers left")
+	r.ck.register(fs)
+	r.raft.register(fs)
+}
+
+// check validates the flags and draws a job id when none was given.
+func (r *runFlags) check() error {
+	if r.workers < 1 {
+		return usagef("--workers: %d < 1", r.workers)
+	}
+	if err := r.ck.check(); err != nil {
+		return err
+	}
+	if err := r.raft.check(r.nats.URL, r.job, r.local); err != nil {
+		return err
+	}
+	if r.ck.resume && r.ck.dir == "" {
+		return usagef("--resume needs --checkpoint-dir (with Raft, a job resumes by itself)")
+	}
+	if r.ck.resume && r.job == "" {
+		return usagef("--resume needs the --job to continue")
+	}
+	if r.job == "" {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		r.job = "job-" + hex.EncodeToString(b[:])
+	}
+	if err := transport.ValidName(r.job); err != nil {
+		return usagef("--job %q: %v", r.job, err)
+	}
+	return nil
+}
+
+// runOptions are the distributed run's settings.
+func (r *runFlags) runOptions(log *slog.Logger) cluster.RunOptions {
+	ro := cluster.RunOptions{Base: r.job, Workers: r.workers, WaitWorkers: r.wait, StepTimeout: r.stepTimeout, LostAfter: r.lostAfter, SpareWait: r.spareWait, Logger: log,
+		Checkpoint: &cluster.CheckpointOptions{Every: r.ck.every, Interval: r.ck.interval}}
+	if r.ck.every == 0 && r.ck.interval == 0 {
+		ro.Checkpoint = nil
+	}
+	return ro
+}
+
+// connect connects to --nats, or starts an embedded NATS server on
+// --nats-listen and prints its URL. close releases both.
+func (r *runFlags) connect(ctx context.Context, stderr io.Writer) (tr *transport.NATS, url string, close func(), err error) {
+	url = r.nats.URL
+	var srv *transport.Embedded
+	if url == "" {
+		host, port, err := net.SplitHostPort(r.listen)
+		if err != nil {
+			return nil, "", nil, usagef("--nats-listen %q: %v", r.listen, err)
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil || p < 0 || p > 65535 {
+			return nil, "", nil, usagef("--nats-listen %q: bad port", r.listen)
+		}
+		srv, err = transport.StartEmbedded(transport.EmbeddedOptions{Host: host, Port: p, User: r.nats.User, Password: r.nats.Password, Token: r.nats.Token})
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("embedded NATS server: %w", err)
+		}
+		url = srv.URL()
+		fmt.Fprintf(stderr, "nats=%s\n", url)
+	}
+	tr, err = transport.NewNATS(ctx, r.nats.Options(url, "coordinator-"+r.job))
+	if err != nil {
+		if srv != nil {
+			srv.Shutdown()
+		}
+		return nil, "", nil, usageError{err}
+	}
+	return tr, url, func() {
+		tr.Close()
+		if srv != nil {
+			srv.Shutdown()
+		}
+	}, nil
+}
+
 // cmdRun is `coordinator run`: the same job as solve, spread over worker
 // processes that talk over NATS.
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flagSet("run")
 	var f solveFlags
 	f.register(fs)
-	var nf natsflags.Flags
-	nf.Register(fs)
-	workers := fs.Int("workers", 2, "number of workers to wait for")
-	job := fs.String("job", "", "job `ID` (default: random); namespaces the NATS subjects")
-	listen := fs.String("nats-listen", "127.0.0.1:0", "`ADDR` of the embedded NATS server when --nats is not given")
-	local := fs.Bool("local", false, "start the worker processes on this machine and stop them at the end")
-	wait := fs.Duration("wait", 30*time.Second, "how long to wait for the workers to join")
-	stepTimeout := fs.Duration("step-timeout", 5*time.Minute, "how long to wait for the workers' answers to one iteration")
-	lostAfter := fs.Duration("lost-after", 3*time.Second, "a worker silent this long is lost; its part restarts on a spare worker")
-	spareWait := fs.Duration("spare-wait", 10*time.Second, "how long a lost worker's part waits for a spare worker before the job continues on the workers left")
-	var ck checkpointFlags
-	ck.register(fs)
-	var rf raftFlags
-	rf.register(fs)
+	var r runFlags
+	r.register(fs)
 	pos, err := parseInterleaved(fs, args, stderr)
 	if err != nil {
 		return err
@@ -57,76 +145,31 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if !sp.algo.distributed {
 		return usagef("run: --algo %s runs only in solve (run distributes dual decomposition: admm or subgradient)", sp.algo.name)
 	}
-	opts := sp.dd
-	if *workers < 1 {
-		return usagef("--workers: %d < 1", *workers)
-	}
-	if err := ck.check(); err != nil {
+	if err := r.check(); err != nil {
 		return err
-	}
-	if err := rf.check(nf.URL, *job, *local); err != nil {
-		return err
-	}
-	if ck.resume && ck.dir == "" {
-		return usagef("--resume needs --checkpoint-dir (with Raft, a job resumes by itself)")
-	}
-	if ck.resume && *job == "" {
-		return usagef("--resume needs the --job to continue")
-	}
-	if *job == "" {
-		var b [6]byte
-		_, _ = rand.Read(b[:])
-		*job = "job-" + hex.EncodeToString(b[:])
-	}
-	if err := transport.ValidName(*job); err != nil {
-		return usagef("--job %q: %v", *job, err)
 	}
 	level := slog.LevelInfo
 	if f.quiet {
 		level = slog.LevelWarn
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-
-	id, err := cluster.NewIdentity(h.Sum(nil), opts, *workers)
+	id, err := cluster.NewIdentity(h.Sum(nil), sp.dd, r.workers)
 	if err != nil {
 		return err
 	}
-	ro := cluster.RunOptions{Base: *job, Workers: *workers, WaitWorkers: *wait, StepTimeout: *stepTimeout, LostAfter: *lostAfter, SpareWait: *spareWait, Logger: log,
-		Checkpoint: &cluster.CheckpointOptions{Every: ck.every, Interval: ck.interval}}
-	if ck.every == 0 && ck.interval == 0 {
-		ro.Checkpoint = nil
-	}
-	j := cluster.Job{Name: pos[0], Model: sp.m, Evidence: sp.ev, Options: opts, Run: ro, Identity: id}
-	if ck.dir != "" && !rf.enabled() {
-		if j.Dir, j.Resume, err = localCheckpoints(ctx, ck, *job, id, log); err != nil {
+	j := cluster.Job{Name: pos[0], Model: sp.m, Evidence: sp.ev, Options: sp.dd, Run: r.runOptions(log), Identity: id}
+	if r.ck.dir != "" && !r.raft.enabled() {
+		if j.Dir, j.Resume, err = localCheckpoints(ctx, r.ck, r.job, id, log); err != nil {
 			return err
 		}
 	}
-	url := nf.URL
-	if url == "" {
-		host, port, err := net.SplitHostPort(*listen)
-		if err != nil {
-			return usagef("--nats-listen %q: %v", *listen, err)
-		}
-		p, err := strconv.Atoi(port)
-		if err != nil || p < 0 || p > 65535 {
-			return usagef("--nats-listen %q: bad port", *listen)
-		}
-		srv, err := transport.StartEmbedded(transport.EmbeddedOptions{Host: host, Port: p, User: nf.User, Password: nf.Password, Token: nf.Token})
-		if err != nil {
-			return fmt.Errorf("embedded NATS server: %w", err)
-		}
-		defer srv.Shutdown()
-		url = srv.URL()
-		fmt.Fprintf(stderr, "nats=%s\n", url)
-	}
-	tr, err := transport.NewNATS(ctx, nf.Options(url, "coordinator-"+*job))
+	tr, url, closeNATS, err := r.connect(ctx, stderr)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
-	defer tr.Close()
-	if *local {
-		stop, err := startLocalWorkers(url, *job, *workers, max(1, f.threads / *workers), nf, f.quiet, stderr)
+	defer closeNATS()
+	if r.local {
+		stop, err := startLocalWorkers(url, r.job, r.workers, max(1, f.threads/r.workers), r.nats, f.quiet, stderr)
 		if err != nil {
 			return err
 		}
@@ -136,8 +179,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if !f.quiet {
 		j.Progress = func(p solver.Progress) { printProgress(stderr, p) }
 	}
-	if rf.enabled() {
-		return runReplicated(ctx, j, sp, tr, rf, ck, f, log, stdout, stderr)
+	if r.raft.enabled() {
+		return runReplicated(ctx, j, sp, tr, r.raft, r.ck, f, log, stdout, stderr)
 	}
 	before := tr.Conn().Stats()
 	o, err := cluster.RunJob(ctx, j)
