@@ -12,16 +12,7 @@ import (
 // never lowers the score, on Potts grids and on reduced logic models
 // (dense tables of arity up to 4).
 func TestScoresAndSweeps(t *testing.T) {
-	var ms []*model.Model
-	for seed := int64(1); seed <= 3; seed++ {
-		ms = append(ms, generate.Potts(generate.GridOptions{Height: 6, Width: 7, Labels: 4, Rho: 1, Seed: seed}))
-		red, err := model.Reduce(generate.Logic(generate.LogicOptions{Vars: 30, Factors: 15, Couplings: 30, MaxArity: 4, Rho: 1, Seed: seed}), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ms = append(ms, red.Model)
-	}
-	for mi, m := range ms {
+	for mi, m := range testModels(t) {
 		l := New(m)
 		rng := rand.New(rand.NewPCG(uint64(mi), 5))
 		x := make([]int, m.NumVars())
@@ -51,4 +42,19 @@ func TestScoresAndSweeps(t *testing.T) {
 			t.Fatalf("model %d: Sweeps lowered the score from %v to %v", mi, before, after)
 		}
 	}
+}
+
+// testModels returns Potts grids and reduced logic models, whose factors
+// are dense tables of arity up to 4.
+func testModels(t *testing.T) []*model.Model {
+	t.Helper()
+	ms := make([]*model.Model, 0, 6)
+	for seed := range int64(3) {
+		red, err := model.Reduce(generate.Logic(generate.LogicOptions{Vars: 30, Factors: 15, Couplings: 30, MaxArity: 4, Rho: 1, Seed: seed + 1}), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, red.Model, generate.Potts(generate.GridOptions{Height: 6, Width: 7, Labels: 4, Rho: 1, Seed: seed + 1}))
+	}
+	return ms
 }
