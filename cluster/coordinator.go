@@ -15,6 +15,7 @@ import (
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/partition"
+	"github.com/ddrun/ddrun/partition/multilevel"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -37,7 +38,7 @@ type RunOptions struct {
 	// the job continues on the workers left. Default 10s.
 	SpareWait time.Duration
 	// Place assigns each slave of the plan to a worker; nil uses the
-	// multilevel partitioner (partition.Place).
+	// multilevel partitioner (multilevel.Place).
 	Place  func(m *model.Model, plan partition.Plan, workers int) ([]int32, error)
 	Logger *slog.Logger
 
@@ -307,7 +308,7 @@ func runEpoch(ctx context.Context, tr transport.Transport, m *model.Model, plan 
 // multilevelPlacement balances the slaves' estimated solve cost over the
 // workers and minimises the variable replicas that cross them.
 func multilevelPlacement(m *model.Model, plan partition.Plan, workers int) ([]int32, error) {
-	p, err := partition.Place(m, plan, workers, partition.MultilevelOptions{Seed: 1})
+	p, err := multilevel.Place(m, plan, workers, multilevel.Options{Seed: 1})
 	return p.Worker, err
 }
 

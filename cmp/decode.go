@@ -1,5 +1,9 @@
 package cmp
 
+import (
+	"github.com/ddrun/ddrun/model"
+)
+
 // decodeRep writes argmax thetaHat_i into x.
 func (p *problem) decodeRep(lam []float64, buf []float64, x []int) {
 	for i := range p.cards {
@@ -7,45 +11,20 @@ func (p *problem) decodeRep(lam []float64, buf []float64, x []int) {
 	}
 }
 
-// icm improves x by iterated conditional modes: each variable in turn moves
-// to its best state given the others, until no variable moves or after
-// sweeps sweeps. Ties keep the current state, so the score never drops.
+// icm improves x by iterated conditional modes (localsearch.Local.Sweeps
+// on the problem as a model): each variable in turn moves to its best
+// state given the others, until no variable moves or after sweeps sweeps.
+// Ties keep the current state, so the score never drops.
 func (p *problem) icm(x []int, sweeps int, buf []float64) {
-	for range sweeps {
-		moved := false
-		for i := range p.cards {
-			c := p.cards[i]
-			if c == 1 {
-				continue
-			}
-			sc := buf[:c]
-			copy(sc, p.unary[p.uoff[i]:p.uoff[i+1]])
-			for _, in := range p.inc[i] {
-				f := &p.facs[in.a]
-				e := 0
-				for k, v := range f.vars {
-					if k != in.k {
-						e += x[v] * f.strides[k]
-					}
-				}
-				st := f.strides[in.k]
-				for s := range sc {
-					sc[s] += f.table[e+s*st]
-				}
-			}
-			best := x[i]
-			for s, v := range sc {
-				if v > sc[best] {
-					best = s
-				}
-			}
-			if best != x[i] {
-				x[i] = best
-				moved = true
-			}
-		}
-		if !moved {
-			return
-		}
+	p.local.Sweeps(x, sweeps, buf)
+}
+
+// asModel returns the problem as a model (sharing its arrays): its
+// variables and unaries, and its factors as dense tables, in order.
+func (p *problem) asModel() *model.Model {
+	m := &model.Model{Cards: p.cards, UnaryOff: p.uoff, Unary: p.unary, Constant: p.constant, Factors: make([]model.Factor, len(p.facs))}
+	for a := range p.facs {
+		m.Factors[a] = model.Factor{Kind: model.Dense, Vars: p.facs[a].vars, Table: p.facs[a].table}
 	}
+	return m
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/ddrun/ddrun/internal/localsearch"
 	"github.com/ddrun/ddrun/model"
 )
 
@@ -44,6 +45,7 @@ type problem struct {
 	// states[i][s] is the state of the reduced model's variable i that
 	// the problem's state s stands for.
 	states [][]int
+	local  *localsearch.Local // ICM's local scores (over asModel)
 }
 
 func (p *problem) numVars() int { return len(p.cards) }
@@ -172,6 +174,7 @@ func buildProblem(r *model.Model, maxTable int) (*problem, error) {
 	if math.IsInf(p.constant, -1) { // a factor over no variable forbids all
 		return nil, errInfeasible
 	}
+	p.local = localsearch.New(p.asModel())
 	return p, nil
 }
 

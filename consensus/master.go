@@ -472,7 +472,7 @@ func runLocal(ctx context.Context, m *model.Model, plan partition.Plan, opts Opt
 
 // newLocal builds a master and in-process workers. Slaves are placed on the
 // workers in contiguous blocks of the plan's order (the runtime uses
-// partition.Place). It returns the number of replica entries and a
+// multilevel.Place). It returns the number of replica entries and a
 // function that stops the workers.
 func newLocal(m *model.Model, plan partition.Plan, opts Options, workers int) (*master, int, func(), error) {
 	workers = max(1, workers)

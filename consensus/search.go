@@ -1,9 +1,9 @@
 package consensus
 
 import (
-	"math"
 	"slices"
 
+	"github.com/ddrun/ddrun/internal/localsearch"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/partition"
 	"github.com/ddrun/ddrun/slaves"
@@ -40,11 +40,10 @@ const (
 // summed over fixed chunks in chunk order, and the ICM runs on fixed blocks
 // of variables, in parallel only on blocks that share no factor (see icm).
 type localSearch struct {
-	m      *model.Model
-	pool   *pool
-	varOff []int // factors of variable i: facs[varOff[i]:varOff[i+1]]
-	facs   []int
-	rep    *repair // built on first use
+	m     *model.Model
+	pool  *pool
+	local *localsearch.Local // the local scores of ICM
+	rep   *repair            // built on first use
 
 	// ICM blocks: variables [b*icmBlock, (b+1)*icmBlock). Blocks with a
 	// factor in common have different colours; colour c's blocks are
@@ -75,24 +74,8 @@ type localSearch struct {
 
 func newLocalSearch(m *model.Model, pl *pool) *localSearch {
 	n := m.NumVars()
-	ls := &localSearch{m: m, pool: pl, varOff: make([]int, n+1)}
-	for a := range m.Factors {
-		for _, v := range m.Factors[a].Vars {
-			ls.varOff[v+1]++
-		}
-	}
-	for i := 1; i < len(ls.varOff); i++ {
-		ls.varOff[i] += ls.varOff[i-1]
-	}
-	ls.facs = make([]int, ls.varOff[len(ls.varOff)-1])
-	fill := append([]int(nil), ls.varOff[:len(ls.varOff)-1]...)
+	ls := &localSearch{m: m, pool: pl, local: localsearch.New(m)}
 	maxCard := 1
-	for a := range m.Factors {
-		for _, v := range m.Factors[a].Vars {
-			ls.facs[fill[v]] = a
-			fill[v]++
-		}
-	}
 	for _, c := range m.Cards {
 		maxCard = max(maxCard, c)
 	}
@@ -213,8 +196,10 @@ func (ls *localSearch) polish(x []int) { ls.icm(x, icmFinalSweeps) }
 
 // icm is iterated conditional modes: a variable takes the state that
 // maximises its local score (unary plus the factors that touch it) with the
-// others fixed. It never lowers the score of a feasible assignment and
-// often repairs an infeasible one.
+// others fixed (localsearch.Local.Scores and localsearch.Best, which cmp's
+// sequential sweeps use too; this is the parallel schedule). It never
+// lowers the score of a feasible assignment and often repairs an
+// infeasible one.
 //
 // Within a block of icmBlock variables, every variable is visited once, in
 // order; after that only the neighbours of variables that changed are
@@ -301,58 +286,13 @@ func (ls *localSearch) icmBlockRun(worker, k int) {
 			continue
 		}
 		loc := ls.loc[worker][:m.Cards[i]]
-		copy(loc, m.Unaries(i))
-		orig := x[i]
-		for _, a := range ls.facs[ls.varOff[i]:ls.varOff[i+1]] {
-			f := &m.Factors[a]
-			if f.Kind == model.Dense && len(f.Vars) == 2 {
-				// A pairwise table: the other variable's state picks a
-				// row or a column, read directly.
-				base, stride := 0, 1
-				if f.Vars[0] == i {
-					stride = m.Cards[f.Vars[1]]
-					base = x[f.Vars[1]]
-				} else {
-					base = x[f.Vars[0]] * m.Cards[i]
-				}
-				for st := range loc {
-					if !math.IsInf(loc[st], -1) {
-						loc[st] += f.Table[base+st*stride]
-					}
-				}
-				continue
-			}
-			if f.Kind == model.Potts {
-				// FactorScore of a Potts factor: its weight when both
-				// states agree, else 0 (adding 0 changes nothing).
-				o := f.Vars[0]
-				if o == i {
-					o = f.Vars[1]
-				}
-				if st := x[o]; !math.IsInf(loc[st], -1) {
-					loc[st] += f.Weight
-				}
-				continue
-			}
-			for st := range loc {
-				if !math.IsInf(loc[st], -1) {
-					x[i] = st
-					loc[st] += m.FactorScore(a, x)
-				}
-			}
-			x[i] = orig
-		}
-		best := orig
-		for st, v := range loc {
-			if v > loc[best] {
-				best = st
-			}
-		}
-		x[i] = best
-		if best == orig {
+		ls.local.Scores(i, x, loc)
+		best := localsearch.Best(loc, x[i])
+		if best == x[i] {
 			continue
 		}
-		for _, a := range ls.facs[ls.varOff[i]:ls.varOff[i+1]] {
+		x[i] = best
+		for _, a := range ls.local.Factors(i) {
 			for _, v := range m.Factors[a].Vars {
 				switch {
 				case v == i || ls.queued[v]:

@@ -91,17 +91,13 @@ type ActiveSet struct {
 	maxIter int
 	tolDep  float64 // squared affine distance below which y is dependent on W
 
-	// Working set, in insertion order: |W| = m.
-	m    int
+	// Working set, in insertion order: |W| = m, the rows of the factor of
+	// H (packedCholesky).
+	packedCholesky
 	cfg  []int     // cap*n: configuration j at cfg[j*n : j*n+n]
 	phi  []float64 // unscaled scores phi(y_j)
 	q    []float64 // weights (a distribution on W)
-	chol []float64 // packed lower Cholesky factor of H: row i at tri(i)
-	invd []float64 // reciprocals of chol's diagonal
-	r    []float64 // H^{-1} 1, valid when rOK
-	rsum float64   // 1^T H^{-1} 1
-	rOK  bool
-	mods int // W modifications since the last full factorisation
+	mods int       // W modifications since the last full factorisation
 
 	// Per-call scratch, possibly shared with other slaves run by the same
 	// goroutine (UseScratch); allocated on the first call otherwise.
@@ -151,9 +147,6 @@ func NewActiveSet(o Oracle, maxConfigs int) *ActiveSet {
 // grows (doubling, up to the bound) the first time a call needs more, so
 // memory follows the largest working set actually seen, not the worst case.
 const activeSetInitialConfigs = 4
-
-// tri returns the offset of row i of the packed lower triangle.
-func tri(i int) int { return i * (i + 1) / 2 }
 
 // grow reallocates the working-set storage for capacity c, keeping its
 // contents. It allocates, but only when a working set outgrows every
@@ -220,38 +213,6 @@ func (s *ActiveSet) agree(i int, y []int) float64 {
 	return float64(a)
 }
 
-// forward solves L x = b in place (x aliases b is allowed) for the first m
-// rows of the Cholesky factor.
-func (s *ActiveSet) forward(b, x []float64) { cholForward(s.chol, s.invd, s.m, b, x) }
-
-// backward solves L^T x = b in place (x aliases b is allowed).
-func (s *ActiveSet) backward(b, x []float64) { cholBackward(s.chol, s.invd, s.m, b, x) }
-
-// cholForward solves L x = b for the first m rows of a packed lower
-// Cholesky factor (row i at chol[tri(i)], reciprocal diagonal in invd); x
-// may alias b.
-func cholForward(chol, invd []float64, m int, b, x []float64) {
-	for i := 0; i < m; i++ {
-		row := chol[tri(i) : tri(i)+i]
-		v := b[i]
-		for k, lik := range row {
-			v -= lik * x[k]
-		}
-		x[i] = v * invd[i]
-	}
-}
-
-// cholBackward solves L^T x = b for the same factor; x may alias b.
-func cholBackward(chol, invd []float64, m int, b, x []float64) {
-	for i := m - 1; i >= 0; i-- {
-		v := b[i]
-		for k := i + 1; k < m; k++ {
-			v -= chol[tri(k)+i] * x[k]
-		}
-		x[i] = v * invd[i]
-	}
-}
-
 // depth computes l = L^{-1} h for a candidate configuration y (h_i = H_{iy})
 // into s.sc.l and returns the squared affine distance of y's marginals from W's
 // affine hull, (n + 1) - ||l||^2 (the Schur complement of the bordered H).
@@ -260,26 +221,16 @@ func (s *ActiveSet) depth(y []int) float64 {
 	for i := 0; i < s.m; i++ {
 		l[i] = s.agree(i, y)
 	}
-	s.forward(l, l)
-	d2 := float64(s.n + 1)
-	for _, v := range l[:s.m] {
-		d2 -= v * v
-	}
-	return d2
+	return s.border(l, float64(s.n+1))
 }
 
 // push appends y to W with score phi, weight q and target score sj, using
 // the bordered Cholesky row in s.sc.l (from depth) and squared pivot d2.
 func (s *ActiveSet) push(y []int, phi, q, sj, d2 float64) {
 	m := s.m
-	copy(s.chol[tri(m):tri(m)+m], s.sc.l[:m])
-	d := math.Sqrt(d2)
-	s.chol[tri(m)+m] = d
-	s.invd[m] = 1 / d
 	copy(s.cfg[m*s.n:m*s.n+s.n], y)
 	s.phi[m], s.q[m], s.sc.s[m] = phi, q, sj
-	s.m++
-	s.rOK = false
+	s.appendRow(s.sc.l, d2)
 	s.mods++
 }
 
@@ -287,34 +238,11 @@ func (s *ActiveSet) push(y []int, phi, q, sj, d2 float64) {
 // reduced H by Givens rotations on the columns j..m-2.
 func (s *ActiveSet) remove(j int) {
 	m, n := s.m, s.n
-	L := s.chol
-	sup := s.sc.sup
-	// Delete row j: shift the later rows up (row i keeps columns 0..i-1 in
-	// the packed row i-1; its diagonal entry becomes sup[i-1], the entry
-	// right of the new row's diagonal).
-	for i := j + 1; i < m; i++ {
-		sup[i-1] = L[tri(i)+i]
-		copy(L[tri(i-1):tri(i-1)+i], L[tri(i):tri(i)+i])
-	}
-	// Rows j..m-2 now have one entry right of the diagonal: rotate it away.
-	for k := j; k < m-1; k++ {
-		a, b := L[tri(k)+k], sup[k]
-		r := math.Sqrt(a*a + b*b)
-		cs, sn := a/r, b/r
-		L[tri(k)+k] = r
-		for i := k + 1; i < m-1; i++ {
-			x, y := L[tri(i)+k], L[tri(i)+k+1]
-			L[tri(i)+k] = cs*x + sn*y
-			L[tri(i)+k+1] = cs*y - sn*x
-		}
-		s.invd[k] = 1 / r
-	}
 	copy(s.cfg[j*n:], s.cfg[(j+1)*n:m*n])
 	copy(s.phi[j:], s.phi[j+1:m])
 	copy(s.q[j:], s.q[j+1:m])
 	copy(s.sc.s[j:], s.sc.s[j+1:m])
-	s.m--
-	s.rOK = false
+	s.deleteRow(j, s.sc.sup)
 	s.mods++
 }
 
@@ -326,37 +254,20 @@ func (s *ActiveSet) refactor() {
 	s.mods = 0
 	s.rOK = false
 	m := s.m
-	L := s.chol
-	for i := 0; i < m; i++ {
+	for i := 1; i < m; i++ {
 		yi := s.cfg[i*s.n : i*s.n+s.n]
-		for k := 0; k < i; k++ {
-			v := s.agree(k, yi)
-			for t := 0; t < k; t++ {
-				v -= L[tri(i)+t] * L[tri(k)+t]
-			}
-			L[tri(i)+k] = v * s.invd[k]
+		row := s.chol[tri(i) : tri(i)+i]
+		for k := range row {
+			row[k] = s.agree(k, yi)
 		}
-		d2 := float64(s.n + 1)
-		for t := 0; t < i; t++ {
-			d2 -= L[tri(i)+t] * L[tri(i)+t]
-		}
-		if !(d2 > s.tolDep) {
-			best := 0
-			for j := 1; j < m; j++ {
-				if s.q[j] > s.q[best] {
-					best = j
-				}
-			}
-			copy(s.cfg[:s.n], s.cfg[best*s.n:best*s.n+s.n])
-			s.phi[0], s.sc.s[0], s.q[0] = s.phi[best], s.sc.s[best], 1
-			s.m = 1
-			d := math.Sqrt(float64(s.n + 1))
-			L[0], s.invd[0] = d, 1/d
-			return
-		}
-		d := math.Sqrt(d2)
-		L[tri(i)+i], s.invd[i] = d, 1/d
 	}
+	if s.factorRows(0, float64(s.n+1), s.tolDep) {
+		return
+	}
+	best := heaviest(s.q[:m])
+	copy(s.cfg[:s.n], s.cfg[best*s.n:best*s.n+s.n])
+	s.phi[0], s.sc.s[0], s.q[0] = s.phi[best], s.sc.s[best], 1
+	s.restart(float64(s.n + 1))
 }
 
 // indexOf returns the position of y in W, or -1.
@@ -385,48 +296,6 @@ func (s *ActiveSet) target(y []int, phi float64, c []float64, eta float64) float
 		v += c[s.off[k]+yk]
 	}
 	return v
-}
-
-// solve solves the KKT system on W for the current targets s.sc.s, writing the
-// weights into s.sc.qh and returning tau. With H = G + 1 1^T and 1^T q = 1 the
-// system reads H q = s + (1 - tau) 1, so q = H^{-1} s + (1 - tau) H^{-1} 1
-// with tau fixed by 1^T q = 1. The targets are centred first (q does not
-// depend on a common shift of s, tau shifts with it).
-func (s *ActiveSet) solve() float64 {
-	m := s.m
-	if !s.rOK {
-		r := s.r[:m]
-		for i := range r {
-			r[i] = 1
-		}
-		s.forward(r, r)
-		s.backward(r, r)
-		s.rsum = 0
-		for _, v := range r {
-			s.rsum += v
-		}
-		s.rOK = true
-	}
-	mean := 0.0
-	for _, v := range s.sc.s[:m] {
-		mean += v
-	}
-	mean /= float64(m)
-	p := s.sc.qh[:m]
-	for i, v := range s.sc.s[:m] {
-		p[i] = v - mean
-	}
-	s.forward(p, p)
-	s.backward(p, p)
-	sp := 0.0
-	for _, v := range p {
-		sp += v
-	}
-	k := (1 - sp) / s.rsum // = 1 - tau (centred)
-	for i, ri := range s.r[:m] {
-		p[i] += k * ri
-	}
-	return 1 - k + mean
 }
 
 // marginals writes u = M q into s.sc.u.
@@ -494,26 +363,15 @@ func (s *ActiveSet) QUAD(c []float64, eta float64, u []float64) float64 {
 			}
 			solves++
 			s.stats.Iters++
-			tau = s.solve() // step 1 (notes, "Dense factors")
+			// Step 1 (notes, "Dense factors"): the KKT solve on W.
+			tau = s.solveKKT(s.sc.s, s.sc.qh)
 			// Step 2: ratio test from q towards the equality solution qh.
-			t, jb := 1.0, -1
-			for j, v := range s.sc.qh[:s.m] {
-				if v < 0 {
-					if tj := s.q[j] / (s.q[j] - v); jb < 0 || tj < t {
-						t, jb = tj, j
-					}
-				}
-			}
-			if jb >= 0 {
-				for j, v := range s.sc.qh[:s.m] {
-					s.q[j] = max(0, s.q[j]+t*(v-s.q[j]))
-				}
+			if jb := stepTowards(s.q[:s.m], s.sc.qh); jb >= 0 {
 				s.stats.Drops++
 				s.remove(jb)
 				uOK = false
 				continue
 			}
-			copy(s.q[:s.m], s.sc.qh[:s.m])
 			solved = true
 		}
 		// Step 3: optimality check with the MAP oracle, in eta-scaled units:
@@ -576,13 +434,11 @@ func (s *ActiveSet) QUAD(c []float64, eta float64, u []float64) float64 {
 // evictZero removes a zero-weight configuration from W to make room,
 // reporting whether there was one.
 func (s *ActiveSet) evictZero() bool {
-	for j, v := range s.q[:s.m] {
-		if v == 0 {
-			s.remove(j)
-			return true
-		}
+	j := firstZero(s.q[:s.m])
+	if j >= 0 {
+		s.remove(j)
 	}
-	return false
+	return j >= 0
 }
 
 // exchange handles an oracle configuration s.sc.y (score phi, target sy) whose
@@ -610,44 +466,6 @@ func (s *ActiveSet) exchange(phi, sy float64) bool {
 	s.push(s.sc.y, phi, t, sy, d2)
 	rescale(s.q[:s.m], sum)
 	return true
-}
-
-// ratioStep is the ratio test and weight update of the exchange step (shared
-// by ActiveSet and the Potts slave's compact active set): with a the affine
-// coordinates of the entering configuration, it moves the weights q to
-// q - t a for the largest t that keeps them >= 0, sets the blocking weight
-// q[jb] to 0, and returns t (the entering weight), jb (-1 when no a_j is
-// positive: nothing blocks, q unchanged) and the new total weight.
-func ratioStep(q, a []float64) (t float64, jb int, sum float64) {
-	jb = -1
-	for j, aj := range a {
-		if aj > 1e-9 {
-			if tj := q[j] / aj; jb < 0 || tj < t {
-				t, jb = tj, j
-			}
-		}
-	}
-	if jb < 0 {
-		return 0, -1, 0
-	}
-	sum = t
-	for j, aj := range a {
-		q[j] = max(0, q[j]-t*aj)
-	}
-	q[jb] = 0
-	for _, v := range q {
-		sum += v
-	}
-	return t, jb, sum
-}
-
-// rescale divides the weights q by their total sum (a no-op at 1).
-func rescale(q []float64, sum float64) {
-	if sum != 1 {
-		for j := range q {
-			q[j] /= sum
-		}
-	}
 }
 
 // Scratch is per-call working space of active-set solvers (ActiveSet, and

@@ -477,11 +477,26 @@ func (c *Chain) cgTop(k int, mo []int32, mv []float64) int {
 // they take the best value over D_k, the cgRepairK best other states of
 // position k and, if the column is sparse, its finite support.
 func (c *Chain) cgRepairForward(k int) {
-	o0, o1 := c.off[k], c.off[k+1]
-	L1 := c.cards[k+1]
-	dst := c.av[o1 : o1+L1 : o1+L1]
-	dstO := c.ao[o1 : o1+L1 : o1+L1]
-	inD := c.inD[o1 : o1+L1 : o1+L1]
+	c.cgRepair(k+1, k, c.av, c.ao, c.trans[k], 1, c.cards[k+1], c.colSup[k])
+}
+
+// cgRepairBackward is cgRepairForward for the backward messages b_k(x),
+// over D_{k+1}, the best other states of position k+1 and sparse rows.
+func (c *Chain) cgRepairBackward(k int) {
+	c.cgRepair(k, k+1, c.bv, c.bo, c.trans[k], c.cards[k+1], 1, c.rowSup[k])
+}
+
+// cgRepair is the repair of cgRepairForward and cgRepairBackward: it
+// repairs the messages (values mv, orders mo) of position k's states from
+// those of the adjacent position src, where the transition between state j
+// of position k and state x of position src scores tab[j*sj + x*sx], and
+// sp (nil if dense) holds the finite support of each of k's states' line
+// of tab.
+func (c *Chain) cgRepair(k, src int, mv []float64, mo []int32, tab []float64, sj, sx int, sp *chainSparse) {
+	d, L := c.off[k], c.cards[k]
+	dst := mv[d : d+L : d+L]
+	dstO := mo[d : d+L : d+L]
+	inD := c.inD[d : d+L : d+L]
 	need := false
 	for j, o := range dstO {
 		if o > 0 && !inD[j] {
@@ -492,17 +507,17 @@ func (c *Chain) cgRepairForward(k int) {
 	if !need {
 		return
 	}
-	m := c.cgTop(k, c.ao, c.av)
-	tab := c.trans[k]
-	sp := c.colSup[k]
+	m := c.cgTop(src, mo, mv)
+	os := c.off[src]
 	for j := range dst {
 		if dstO[j] == 0 || inD[j] {
 			continue
 		}
+		tj := j * sj
 		bo, bv := dstO[j], dst[j]
 		for i := 0; i < m; i++ {
 			o, v := c.topO[i], c.topV[i]
-			if t := tab[int(c.topX[i])*L1+j]; t < -math.MaxFloat64 {
+			if t := tab[tj+int(c.topX[i])*sx]; t < -math.MaxFloat64 {
 				o++
 			} else {
 				v += t
@@ -516,68 +531,14 @@ func (c *Chain) cgRepairForward(k int) {
 			sup := sp.idx[sp.start[j]:sp.start[j+1]]
 			c.work += cgWBwd * float64(len(sup))
 			for _, x32 := range sup {
-				x := o0 + int(x32)
-				o, v := c.ao[x]+c.thO[x], c.av[x]+c.th[x]+tab[int(x32)*L1+j]
+				x := os + int(x32)
+				o, v := mo[x]+c.thO[x], mv[x]+c.th[x]+tab[tj+int(x32)*sx]
 				if o < bo || (o == bo && v > bv) {
 					bo, bv = o, v
 				}
 			}
 		}
 		dst[j], dstO[j] = bv, bo
-	}
-}
-
-// cgRepairBackward is cgRepairForward for the backward messages b_k(x),
-// over D_{k+1}, the best other states of position k+1 and sparse rows.
-func (c *Chain) cgRepairBackward(k int) {
-	o0, o1 := c.off[k], c.off[k+1]
-	L0, L1 := c.cards[k], c.cards[k+1]
-	dst := c.bv[o0 : o0+L0 : o0+L0]
-	dstO := c.bo[o0 : o0+L0 : o0+L0]
-	inD := c.inD[o0 : o0+L0 : o0+L0]
-	need := false
-	for x, o := range dstO {
-		if o > 0 && !inD[x] {
-			need = true
-			break
-		}
-	}
-	if !need {
-		return
-	}
-	m := c.cgTop(k+1, c.bo, c.bv)
-	tab := c.trans[k]
-	sp := c.rowSup[k]
-	for x := range dst {
-		if dstO[x] == 0 || inD[x] {
-			continue
-		}
-		row := tab[x*L1 : x*L1+L1 : x*L1+L1]
-		bo, bv := dstO[x], dst[x]
-		for i := 0; i < m; i++ {
-			o, v := c.topO[i], c.topV[i]
-			if t := row[c.topX[i]]; t < -math.MaxFloat64 {
-				o++
-			} else {
-				v += t
-			}
-			if o < bo || (o == bo && v > bv) {
-				bo, bv = o, v
-			}
-		}
-		c.work += cgWBwd * float64(m)
-		if sp != nil && sp.ok[x] {
-			sup := sp.idx[sp.start[x]:sp.start[x+1]]
-			c.work += cgWBwd * float64(len(sup))
-			for _, xp32 := range sup {
-				i := o1 + int(xp32)
-				o, v := c.bo[i]+c.thO[i], c.bv[i]+c.th[i]+row[xp32]
-				if o < bo || (o == bo && v > bv) {
-					bo, bv = o, v
-				}
-			}
-		}
-		dst[x], dstO[x] = bv, bo
 	}
 }
 

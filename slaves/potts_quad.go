@@ -13,26 +13,24 @@ import "math"
 // Between calls a Potts slave keeps only its working set (configurations and
 // weights); begin loads it here and refactors H from scratch (from a table
 // for up to pottsSmallMax configurations, the common case; O(|W|^3/6)
-// beyond), and end stores it back. Within a call the factor is updated as in
-// ActiveSet: by bordering when a configuration enters and by Givens
-// rotations when one leaves. The arithmetic of targets, KKT solves, ratio tests, oracle scores
-// and marginals is ActiveSet's, in the same order, so both return the same
-// results up to the rounding of the Cholesky factor (the tests compare them).
+// beyond), and end stores it back. Within a call the factor is updated by
+// the same code as ActiveSet's (packedCholesky): by bordering when a
+// configuration enters and by Givens rotations when one leaves. The
+// arithmetic of targets, KKT solves, ratio tests, oracle scores and
+// marginals is ActiveSet's, in the same order, so both return the same
+// results up to the rounding of the Cholesky factor (the tests compare
+// them).
 type pottsWork struct {
 	L, k int // the sizes the arrays were made for: labels, capacity
 
-	W         float64 // the factor's coupling
-	m         int     // |W|
+	W float64 // the factor's coupling
+	// |W| = m, the rows of the factor of H (packedCholesky).
+	packedCholesky
 	ya, yb    []int32 // configurations, in insertion order
 	q         []float64
 	s         []float64 // targets
 	qh, l     []float64 // equality-constrained weights; bordered row of L
 	sup       []float64 // superdiagonal entries during a removal
-	r         []float64 // H^{-1} 1, valid when rOK
-	invd      []float64 // reciprocals of chol's diagonal
-	chol      []float64 // packed lower Cholesky factor of H (row i at tri(i))
-	rsum      float64
-	rOK       bool
 	converged bool
 	moved     bool      // the configurations changed since begin (end stores them)
 	u         []float64 // marginals (2L)
@@ -45,9 +43,6 @@ type pottsWork struct {
 // pottsTolDep is ActiveSet's tolDep for two variables: the squared affine
 // distance below which a configuration is dependent on the working set.
 const pottsTolDep = 1e-9 * 3
-
-// pottsSqrt3 is the Cholesky factor of a 1x1 H (H_jj = n + 1 = 3).
-var pottsSqrt3 = math.Sqrt(3)
 
 // begin sizes the arrays for p and loads and factors p's working set.
 func (wk *pottsWork) begin(p *Potts) {
@@ -181,54 +176,14 @@ func (wk *pottsWork) factor() {
 			row[k] = wk.agree(k, a, b)
 		}
 	}
-	if pottsCholesky(from, m, wk.chol, wk.invd) {
+	if wk.factorRows(from, 3, pottsTolDep) {
 		return
 	}
 	wk.stats.Refactors++
-	best := 0
-	for j := 1; j < m; j++ {
-		if wk.q[j] > wk.q[best] {
-			best = j
-		}
-	}
+	best := heaviest(wk.q[:m])
 	wk.ya[0], wk.yb[0], wk.q[0] = wk.ya[best], wk.yb[best], 1
-	wk.m = 1
 	wk.moved = true
-	wk.chol[0], wk.invd[0] = pottsSqrt3, 1/pottsSqrt3
-}
-
-// pottsCholesky factors in place the m x m matrix with diagonal 3 whose
-// strictly lower entries L holds (packed by rows, row i at tri(i)), giving
-// its lower Cholesky factor and the reciprocals of the factor's diagonal,
-// with ActiveSet.refactor's arithmetic; rows before from are already
-// factored. It reports false, leaving L partial, if a pivot is not above
-// pottsTolDep (a numerically dependent working set).
-func pottsCholesky(from, m int, L, invd []float64) bool {
-	for i := from; i < m; i++ {
-		ti := tri(i)
-		row := L[ti : ti+i]
-		for k, v := range row {
-			tk := tri(k)
-			for t, lkt := range L[tk : tk+k] {
-				v -= row[t] * lkt
-			}
-			row[k] = v * invd[k]
-		}
-		d2 := 3.0
-		for _, v := range row {
-			d2 -= v * v
-		}
-		if !(d2 > pottsTolDep) {
-			return false
-		}
-		if i == 0 {
-			L[0], invd[0] = pottsSqrt3, 1/pottsSqrt3
-			continue
-		}
-		d := math.Sqrt(d2)
-		L[ti+i], invd[i] = d, 1/d
-	}
-	return true
+	wk.restart(3)
 }
 
 // pottsSmallMax is the largest working set whose factorisation factor takes
@@ -251,7 +206,7 @@ var pottsSmallBase = [pottsSmallMax + 1]int{0, 0, 1, 3, 11}
 // pottsSmallMax configurations, where H depends only on which pairs of
 // configurations agree on a variable: for m configurations, the pattern's bit
 // tri(j-1)+i says whether configurations i < j do. The entries come from the
-// same arithmetic as a rebuild (pottsCholesky, then forward and backward
+// same arithmetic as a rebuild (factorRows, then forward and backward
 // solves for r), so they are exactly what factor would compute.
 var pottsSmall = func() (t [75]pottsSmallFactor) {
 	var wk pottsWork
@@ -264,33 +219,20 @@ var pottsSmall = func() (t [75]pottsSmallFactor) {
 					wk.chol[tri(i)+k] = 1 + float64(pat>>(tri(i-1)+k)&1)
 				}
 			}
-			if !pottsCholesky(0, m, wk.chol, wk.invd) {
+			wk.m, wk.rOK = m, false
+			if !wk.factorRows(0, 3, pottsTolDep) {
 				continue
 			}
-			wk.m = m
-			r := wk.r[:m]
-			for i := range r {
-				r[i] = 1
-			}
-			wk.forward(r, r)
-			wk.backward(r, r)
-			for _, v := range r {
-				f.rsum += v
-			}
+			wk.setR()
+			f.rsum = wk.rsum
 			copy(f.chol[:], wk.chol[:tri(m)])
 			copy(f.invd[:], wk.invd[:m])
-			copy(f.r[:], r)
+			copy(f.r[:], wk.r[:m])
 			f.ok = true
 		}
 	}
 	return t
 }()
-
-// forward solves L x = b in place (x aliases b is allowed).
-func (wk *pottsWork) forward(b, x []float64) { cholForward(wk.chol[:], wk.invd[:], wk.m, b, x) }
-
-// backward solves L^T x = b in place (x aliases b is allowed).
-func (wk *pottsWork) backward(b, x []float64) { cholBackward(wk.chol[:], wk.invd[:], wk.m, b, x) }
 
 // depth computes l = L^{-1} h for the configuration (a, b) into wk.l and
 // returns its squared affine distance from the working set's affine hull.
@@ -299,26 +241,16 @@ func (wk *pottsWork) depth(a, b int32) float64 {
 	for i := 0; i < wk.m; i++ {
 		l[i] = wk.agree(i, a, b)
 	}
-	wk.forward(l, l)
-	d2 := 3.0
-	for _, v := range l[:wk.m] {
-		d2 -= v * v
-	}
-	return d2
+	return wk.border(l, 3)
 }
 
 // push appends (a, b) with weight q and target sj, using the bordered row in
 // wk.l (from depth) and squared pivot d2.
 func (wk *pottsWork) push(a, b int32, q, sj, d2 float64) {
 	m := wk.m
-	copy(wk.chol[tri(m):tri(m)+m], wk.l[:m])
-	d := math.Sqrt(d2)
-	wk.chol[tri(m)+m] = d
-	wk.invd[m] = 1 / d
 	wk.ya[m], wk.yb[m] = a, b
 	wk.q[m], wk.s[m] = q, sj
-	wk.m++
-	wk.rOK = false
+	wk.appendRow(wk.l, d2)
 	wk.moved = true
 }
 
@@ -326,30 +258,11 @@ func (wk *pottsWork) push(a, b int32, q, sj, d2 float64) {
 // H by Givens rotations (ActiveSet.remove).
 func (wk *pottsWork) remove(j int) {
 	m := wk.m
-	L := wk.chol
-	sup := wk.sup
-	for i := j + 1; i < m; i++ {
-		sup[i-1] = L[tri(i)+i]
-		copy(L[tri(i-1):tri(i-1)+i], L[tri(i):tri(i)+i])
-	}
-	for k := j; k < m-1; k++ {
-		a, b := L[tri(k)+k], sup[k]
-		r := math.Sqrt(a*a + b*b)
-		cs, sn := a/r, b/r
-		L[tri(k)+k] = r
-		for i := k + 1; i < m-1; i++ {
-			x, y := L[tri(i)+k], L[tri(i)+k+1]
-			L[tri(i)+k] = cs*x + sn*y
-			L[tri(i)+k+1] = cs*y - sn*x
-		}
-		wk.invd[k] = 1 / r
-	}
 	copy(wk.ya[j:], wk.ya[j+1:m])
 	copy(wk.yb[j:], wk.yb[j+1:m])
 	copy(wk.q[j:], wk.q[j+1:m])
 	copy(wk.s[j:], wk.s[j+1:m])
-	wk.m--
-	wk.rOK = false
+	wk.deleteRow(j, wk.sup)
 	wk.moved = true
 }
 
@@ -361,77 +274,6 @@ func (wk *pottsWork) indexOf(a, b int32) int {
 		}
 	}
 	return -1
-}
-
-// forward2 solves L x = b and L y = c in place, in one pass.
-func (wk *pottsWork) forward2(x, y []float64) {
-	m := wk.m
-	x, y = x[:m], y[:m]
-	for i := 0; i < m; i++ {
-		row := wk.chol[tri(i) : tri(i)+i]
-		v, w := x[i], y[i]
-		for k, lik := range row {
-			v -= lik * x[k]
-			w -= lik * y[k]
-		}
-		x[i], y[i] = v*wk.invd[i], w*wk.invd[i]
-	}
-}
-
-// backward2 solves L^T x = b and L^T y = c in place, in one pass.
-func (wk *pottsWork) backward2(x, y []float64) {
-	m := wk.m
-	x, y = x[:m], y[:m]
-	for i := m - 1; i >= 0; i-- {
-		v, w := x[i], y[i]
-		for k := i + 1; k < m; k++ {
-			lki := wk.chol[tri(k)+i]
-			v -= lki * x[k]
-			w -= lki * y[k]
-		}
-		x[i], y[i] = v*wk.invd[i], w*wk.invd[i]
-	}
-}
-
-// solve solves the KKT system on the working set for the targets wk.s,
-// writing the weights into wk.qh and returning tau (ActiveSet.solve; r =
-// H^{-1} 1, when it is not up to date, is solved for in the same passes).
-func (wk *pottsWork) solve() float64 {
-	m := wk.m
-	mean := 0.0
-	for _, v := range wk.s[:m] {
-		mean += v
-	}
-	mean /= float64(m)
-	p := wk.qh[:m]
-	for i, v := range wk.s[:m] {
-		p[i] = v - mean
-	}
-	if !wk.rOK {
-		r := wk.r[:m]
-		for i := range r {
-			r[i] = 1
-		}
-		wk.forward2(r, p)
-		wk.backward2(r, p)
-		wk.rsum = 0
-		for _, v := range r {
-			wk.rsum += v
-		}
-		wk.rOK = true
-	} else {
-		wk.forward(p, p)
-		wk.backward(p, p)
-	}
-	sp := 0.0
-	for _, v := range p {
-		sp += v
-	}
-	k := (1 - sp) / wk.rsum
-	for i, ri := range wk.r[:m] {
-		p[i] += k * ri
-	}
-	return 1 - k + mean
 }
 
 // marginals writes u = M q into wk.u.
@@ -453,13 +295,11 @@ func (wk *pottsWork) marginals() {
 // evictZero removes a zero-weight configuration to make room, reporting
 // whether there was one.
 func (wk *pottsWork) evictZero() bool {
-	for j, v := range wk.q[:wk.m] {
-		if v == 0 {
-			wk.remove(j)
-			return true
-		}
+	j := firstZero(wk.q[:wk.m])
+	if j >= 0 {
+		wk.remove(j)
 	}
-	return false
+	return j >= 0
 }
 
 // exchange handles an oracle configuration (a, b) (target sy) whose
@@ -516,25 +356,13 @@ func (wk *pottsWork) quad(c []float64, eta float64, maxIter int) float64 {
 			}
 			solves++
 			wk.stats.Iters++
-			tau = wk.solve()
-			t, jb := 1.0, -1
-			for j, v := range wk.qh[:wk.m] {
-				if v < 0 {
-					if tj := wk.q[j] / (wk.q[j] - v); jb < 0 || tj < t {
-						t, jb = tj, j
-					}
-				}
-			}
-			if jb >= 0 {
-				for j, v := range wk.qh[:wk.m] {
-					wk.q[j] = max(0, wk.q[j]+t*(v-wk.q[j]))
-				}
+			tau = wk.solveKKT(wk.s, wk.qh)
+			if jb := stepTowards(wk.q[:wk.m], wk.qh); jb >= 0 {
 				wk.stats.Drops++
 				wk.remove(jb)
 				uOK = false
 				continue
 			}
-			copy(wk.q[:wk.m], wk.qh[:wk.m])
 			solved = true
 		}
 		wk.marginals()

@@ -1,4 +1,4 @@
-package partition
+package multilevel
 
 import (
 	"fmt"
@@ -68,19 +68,19 @@ func (g *Graph) TotalVertexWeight() int64 {
 // adjacency lists keep the order in which the edges first appear.
 func NewGraph(n int, edges []Edge, vwgt []int32) (*Graph, error) {
 	if n < 0 || n >= math.MaxInt32 {
-		return nil, fmt.Errorf("partition: graph: %d vertices out of range [0,%d)", n, math.MaxInt32)
+		return nil, fmt.Errorf("multilevel: graph: %d vertices out of range [0,%d)", n, math.MaxInt32)
 	}
 	if vwgt != nil && len(vwgt) != n {
-		return nil, fmt.Errorf("partition: graph: %d vertex weights for %d vertices", len(vwgt), n)
+		return nil, fmt.Errorf("multilevel: graph: %d vertex weights for %d vertices", len(vwgt), n)
 	}
 	deg := make([]int32, n+1)
 	var half int64
 	for i, e := range edges {
 		if e.U < 0 || int(e.U) >= n || e.V < 0 || int(e.V) >= n {
-			return nil, fmt.Errorf("partition: graph: edge %d: vertices (%d, %d) out of range [0,%d)", i, e.U, e.V, n)
+			return nil, fmt.Errorf("multilevel: graph: edge %d: vertices (%d, %d) out of range [0,%d)", i, e.U, e.V, n)
 		}
 		if e.W < 0 {
-			return nil, fmt.Errorf("partition: graph: edge %d (%d, %d): negative weight %d", i, e.U, e.V, e.W)
+			return nil, fmt.Errorf("multilevel: graph: edge %d (%d, %d): negative weight %d", i, e.U, e.V, e.W)
 		}
 		if e.U == e.V {
 			continue
@@ -89,7 +89,7 @@ func NewGraph(n int, edges []Edge, vwgt []int32) (*Graph, error) {
 		deg[e.V+1]++
 		half += 2
 		if half > math.MaxInt32 {
-			return nil, fmt.Errorf("partition: graph: more than %d adjacency entries", math.MaxInt32)
+			return nil, fmt.Errorf("multilevel: graph: more than %d adjacency entries", math.MaxInt32)
 		}
 	}
 	xadj := deg // prefix sums in place: xadj[v] = start of v's list
@@ -137,7 +137,7 @@ func NewGraph(n int, edges []Edge, vwgt []int32) (*Graph, error) {
 		for p := rowStart; p < out; p++ {
 			mark[adjncy[p]] = -1
 			if wgt[p] > math.MaxInt32 {
-				return nil, fmt.Errorf("partition: graph: edge (%d, %d): merged weight %d exceeds %d", v, adjncy[p], wgt[p], math.MaxInt32)
+				return nil, fmt.Errorf("multilevel: graph: edge (%d, %d): merged weight %d exceeds %d", v, adjncy[p], wgt[p], math.MaxInt32)
 			}
 			adjwgt[p] = int32(wgt[p])
 			total += wgt[p]
@@ -146,7 +146,7 @@ func NewGraph(n int, edges []Edge, vwgt []int32) (*Graph, error) {
 		xadj[v+1] = out
 	}
 	if total > math.MaxInt32 {
-		return nil, fmt.Errorf("partition: graph: total edge weight %d (both directions) exceeds %d", total, math.MaxInt32)
+		return nil, fmt.Errorf("multilevel: graph: total edge weight %d (both directions) exceeds %d", total, math.MaxInt32)
 	}
 	g := &Graph{Xadj: xadj, Adjncy: adjncy[:out:out], Adjwgt: adjwgt[:out:out]}
 	if vwgt != nil {
@@ -162,12 +162,12 @@ func (g *Graph) checkVertexWeights() error {
 	var t int64
 	for v, w := range g.Vwgt {
 		if w < 0 {
-			return fmt.Errorf("partition: graph: vertex %d: negative weight %d", v, w)
+			return fmt.Errorf("multilevel: graph: vertex %d: negative weight %d", v, w)
 		}
 		t += int64(w)
 	}
 	if t > math.MaxInt32 {
-		return fmt.Errorf("partition: graph: total vertex weight %d exceeds %d", t, math.MaxInt32)
+		return fmt.Errorf("multilevel: graph: total vertex weight %d exceeds %d", t, math.MaxInt32)
 	}
 	return nil
 }
@@ -181,30 +181,30 @@ func (g *Graph) checkVertexWeights() error {
 func (g *Graph) Validate() error {
 	if len(g.Xadj) == 0 {
 		if len(g.Adjncy) != 0 || len(g.Adjwgt) != 0 || len(g.Vwgt) != 0 {
-			return fmt.Errorf("partition: graph: empty Xadj with non-empty adjacency or weights")
+			return fmt.Errorf("multilevel: graph: empty Xadj with non-empty adjacency or weights")
 		}
 		return nil
 	}
 	n := len(g.Xadj) - 1
 	if n >= math.MaxInt32 {
-		return fmt.Errorf("partition: graph: too many vertices (%d)", n)
+		return fmt.Errorf("multilevel: graph: too many vertices (%d)", n)
 	}
 	if g.Xadj[0] != 0 {
-		return fmt.Errorf("partition: graph: Xadj[0] is %d, want 0", g.Xadj[0])
+		return fmt.Errorf("multilevel: graph: Xadj[0] is %d, want 0", g.Xadj[0])
 	}
 	for v := 0; v < n; v++ {
 		if g.Xadj[v+1] < g.Xadj[v] {
-			return fmt.Errorf("partition: graph: Xadj decreases at vertex %d", v)
+			return fmt.Errorf("multilevel: graph: Xadj decreases at vertex %d", v)
 		}
 	}
 	if int(g.Xadj[n]) != len(g.Adjncy) {
-		return fmt.Errorf("partition: graph: Xadj[%d] is %d, Adjncy has %d entries", n, g.Xadj[n], len(g.Adjncy))
+		return fmt.Errorf("multilevel: graph: Xadj[%d] is %d, Adjncy has %d entries", n, g.Xadj[n], len(g.Adjncy))
 	}
 	if g.Adjwgt != nil && len(g.Adjwgt) != len(g.Adjncy) {
-		return fmt.Errorf("partition: graph: Adjwgt has %d entries, Adjncy %d", len(g.Adjwgt), len(g.Adjncy))
+		return fmt.Errorf("multilevel: graph: Adjwgt has %d entries, Adjncy %d", len(g.Adjwgt), len(g.Adjncy))
 	}
 	if g.Vwgt != nil && len(g.Vwgt) != n {
-		return fmt.Errorf("partition: graph: Vwgt has %d entries for %d vertices", len(g.Vwgt), n)
+		return fmt.Errorf("multilevel: graph: Vwgt has %d entries for %d vertices", len(g.Vwgt), n)
 	}
 	if err := g.checkVertexWeights(); err != nil {
 		return err
@@ -221,7 +221,7 @@ func (g *Graph) Validate() error {
 		total = int64(len(g.Adjncy))
 	}
 	if total > math.MaxInt32 {
-		return fmt.Errorf("partition: graph: total edge weight %d (both directions) exceeds %d", total, math.MaxInt32)
+		return fmt.Errorf("multilevel: graph: total edge weight %d (both directions) exceeds %d", total, math.MaxInt32)
 	}
 	return g.checkSymmetric()
 }
@@ -330,14 +330,14 @@ func (g *Graph) checkSymmetric() error {
 	return nil
 }
 
-// graphError is a problem Validate found at a vertex. ReadMETIS reports it
-// at the vertex's line, with 1-based vertex numbers.
+// graphError is a problem Validate found at a vertex. The tests' ReadMETIS
+// reports it at the vertex's line, with 1-based vertex numbers.
 type graphError struct {
 	v   int                   // vertex at fault
 	msg func(base int) string // the message, vertices numbered from base
 }
 
-func (e *graphError) Error() string { return "partition: graph: " + e.msg(0) }
+func (e *graphError) Error() string { return "multilevel: graph: " + e.msg(0) }
 
 // vertexErrorf returns a graphError at vertex v; the first nv args are
 // vertex numbers (shifted by the base when printed).
@@ -368,7 +368,7 @@ func (g *Graph) weightAt(p int) int32 {
 func EdgeCut(g *Graph, part []int32) int64 {
 	n := g.NumVertices()
 	if len(part) != n {
-		panic(fmt.Sprintf("partition: EdgeCut: %d part entries for %d vertices", len(part), n))
+		panic(fmt.Sprintf("multilevel: EdgeCut: %d part entries for %d vertices", len(part), n))
 	}
 	var cut int64
 	for v := 0; v < n; v++ {
@@ -388,7 +388,7 @@ func EdgeCut(g *Graph, part []int32) int64 {
 func PartWeights(g *Graph, part []int32, k int) []int64 {
 	n := g.NumVertices()
 	if len(part) != n {
-		panic(fmt.Sprintf("partition: PartWeights: %d part entries for %d vertices", len(part), n))
+		panic(fmt.Sprintf("multilevel: PartWeights: %d part entries for %d vertices", len(part), n))
 	}
 	w := make([]int64, k)
 	for v, p := range part {

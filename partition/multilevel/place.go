@@ -1,4 +1,4 @@
-package partition
+package multilevel
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/partition"
 )
 
 // Placement says on which worker each slave of a plan runs.
@@ -44,7 +45,7 @@ const (
 //     exchanges with the consensus engine each iteration.
 //
 // Costs saturate at 2^62.
-func SlaveCost(m *model.Model, sl *Slave) int64 {
+func SlaveCost(m *model.Model, sl *partition.Slave) int64 {
 	var c int64
 	for _, v := range sl.Vars {
 		c = satAdd(c, int64(m.Cards[v]))
@@ -125,7 +126,7 @@ const weightBudget = 1 << 30
 //
 // Edges between the same two slaves are merged, their weights summed.
 // Variables listed twice by a slave count once.
-func SlaveGraph(m *model.Model, plan Plan) (*Graph, error) {
+func SlaveGraph(m *model.Model, plan partition.Plan) (*Graph, error) {
 	ns := len(plan.Slaves)
 	if err := checkPlanRanges(m, plan); err != nil {
 		return nil, err
@@ -183,9 +184,9 @@ func SlaveGraph(m *model.Model, plan Plan) (*Graph, error) {
 
 // checkPlanRanges checks that the slaves' variables and factors exist and
 // that the plan is small enough for int32 indices.
-func checkPlanRanges(m *model.Model, plan Plan) error {
+func checkPlanRanges(m *model.Model, plan partition.Plan) error {
 	if len(plan.Slaves) >= math.MaxInt32 {
-		return fmt.Errorf("partition: %d slaves, too many", len(plan.Slaves))
+		return fmt.Errorf("multilevel: %d slaves, too many", len(plan.Slaves))
 	}
 	nv := m.NumVars()
 	var occ int64
@@ -193,18 +194,18 @@ func checkPlanRanges(m *model.Model, plan Plan) error {
 		sl := &plan.Slaves[s]
 		for _, v := range sl.Vars {
 			if v < 0 || v >= nv {
-				return fmt.Errorf("partition: slave %d: variable %d out of range [0,%d)", s, v, nv)
+				return fmt.Errorf("multilevel: slave %d: variable %d out of range [0,%d)", s, v, nv)
 			}
 		}
 		for _, a := range sl.Factors {
 			if a < 0 || a >= len(m.Factors) {
-				return fmt.Errorf("partition: slave %d: factor %d out of range [0,%d)", s, a, len(m.Factors))
+				return fmt.Errorf("multilevel: slave %d: factor %d out of range [0,%d)", s, a, len(m.Factors))
 			}
 		}
 		occ += int64(len(sl.Vars))
 	}
 	if occ >= math.MaxInt32 {
-		return errors.New("partition: too many variable occurrences in the plan's slaves")
+		return errors.New("multilevel: too many variable occurrences in the plan's slaves")
 	}
 	return nil
 }
@@ -225,13 +226,13 @@ func scaleDivisor(total, count int64) int64 {
 
 // Place places the slaves of plan on workers workers so that the workers
 // get about the same estimated work (SlaveCost, balanced within
-// opts.Imbalance as Multilevel balances vertex weights) and few variables
+// opts.Imbalance as Partition balances vertex weights) and few variables
 // are shared across workers. It partitions SlaveGraph(m, plan) with
-// Multilevel, whose cut approximates the cross-worker copies of variables.
+// Partition, whose cut approximates the cross-worker copies of variables.
 // With one worker, or no slaves, every slave goes to worker 0.
-func Place(m *model.Model, plan Plan, workers int, opts MultilevelOptions) (Placement, error) {
+func Place(m *model.Model, plan partition.Plan, workers int, opts Options) (Placement, error) {
 	if workers < 1 || workers > math.MaxInt32 {
-		return Placement{}, fmt.Errorf("partition: Place: %d workers, want at least 1", workers)
+		return Placement{}, fmt.Errorf("multilevel: Place: %d workers, want at least 1", workers)
 	}
 	if workers == 1 || len(plan.Slaves) == 0 {
 		if err := checkPlanRanges(m, plan); err != nil {
@@ -243,15 +244,15 @@ func Place(m *model.Model, plan Plan, workers int, opts MultilevelOptions) (Plac
 	if err != nil {
 		return Placement{}, err
 	}
-	worker, err := Multilevel(g, workers, opts)
+	worker, err := Partition(g, workers, opts)
 	if err != nil {
-		return Placement{}, fmt.Errorf("partition: Place: %w", err)
+		return Placement{}, fmt.Errorf("multilevel: Place: %w", err)
 	}
 	return placementOf(m, plan, worker, workers), nil
 }
 
 // placementOf computes the boundary and the replica count of a placement.
-func placementOf(m *model.Model, plan Plan, worker []int32, workers int) Placement {
+func placementOf(m *model.Model, plan partition.Plan, worker []int32, workers int) Placement {
 	nv := m.NumVars()
 	// For each variable: the number of distinct workers of its slaves,
 	// counted with a per-worker stamp over the variable -> slaves lists.
@@ -279,7 +280,7 @@ func placementOf(m *model.Model, plan Plan, worker []int32, workers int) Placeme
 
 // varSlaves indexes the slaves of each variable, in slave order: variable
 // v's slaves are list[off[v]:end[v]] (a slave listing v twice counts once).
-func varSlaves(m *model.Model, plan Plan) (off, end, list []int32) {
+func varSlaves(m *model.Model, plan partition.Plan) (off, end, list []int32) {
 	nv := m.NumVars()
 	off = make([]int32, nv+1)
 	for s := range plan.Slaves {

@@ -1,4 +1,8 @@
-package partition
+// The METIS graph file format, read and written only by the tests: the
+// format tests and the comparisons with gpmetis (metis_compare_test.go).
+// Nothing outside the tests reads or writes METIS files.
+
+package multilevel
 
 import (
 	"bufio"
@@ -339,7 +343,7 @@ func ReadMETIS(r io.Reader, name string) (*Graph, error) {
 		if errors.As(err, &ge) && ge.v >= 0 && ge.v < len(lineOf) {
 			return nil, &METISError{Name: name, Line: int(lineOf[ge.v]), Msg: ge.msg(1)}
 		}
-		return nil, &METISError{Name: name, Line: headerLine, Msg: strings.TrimPrefix(err.Error(), "partition: graph: ")}
+		return nil, &METISError{Name: name, Line: headerLine, Msg: strings.TrimPrefix(err.Error(), "multilevel: graph: ")}
 	}
 	return g, nil
 }
@@ -380,7 +384,7 @@ func WriteMETIS(w io.Writer, g *Graph) error {
 	}
 	line = append(line, '\n')
 	if _, err := bw.Write(line); err != nil {
-		return fmt.Errorf("partition: WriteMETIS: %w", err)
+		return fmt.Errorf("multilevel: WriteMETIS: %w", err)
 	}
 	for v := 0; v < n; v++ {
 		line = line[:0]
@@ -399,11 +403,11 @@ func WriteMETIS(w io.Writer, g *Graph) error {
 		}
 		line = append(line, '\n')
 		if _, err := bw.Write(line); err != nil {
-			return fmt.Errorf("partition: WriteMETIS: %w", err)
+			return fmt.Errorf("multilevel: WriteMETIS: %w", err)
 		}
 	}
 	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("partition: WriteMETIS: %w", err)
+		return fmt.Errorf("multilevel: WriteMETIS: %w", err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package partition
+package multilevel
 
 import (
 	"errors"
@@ -9,17 +9,17 @@ import (
 	"slices"
 )
 
-// DefaultImbalance is the default balance tolerance of Multilevel: the
+// DefaultImbalance is the default balance tolerance of Partition: the
 // heaviest part may weigh 3% more than the average, as with METIS's default
 // ufactor of 30.
 const DefaultImbalance = 1.03
 
 // defaultTries is the default number of initial partitionings of the
-// coarsest graph, of which Multilevel keeps the one with the smallest cut.
+// coarsest graph, of which Partition keeps the one with the smallest cut.
 const defaultTries = 4
 
-// MultilevelOptions tunes Multilevel. The zero value gives the defaults.
-type MultilevelOptions struct {
+// Options tunes Partition. The zero value gives the defaults.
+type Options struct {
 	// Seed seeds the random visit orders and initial seeds; a given seed
 	// gives the same partition on every run and platform.
 	Seed uint64
@@ -33,7 +33,7 @@ type MultilevelOptions struct {
 	Tries int
 }
 
-// Multilevel partitions g into k parts of nearly equal vertex weight while
+// Partition partitions g into k parts of nearly equal vertex weight while
 // keeping the edge cut (the weight of the edges between parts) small, and
 // returns each vertex's part in [0,k).
 //
@@ -74,29 +74,29 @@ type MultilevelOptions struct {
 //
 // It fails when g is not a valid graph (see Graph.Validate), k < 1, or the
 // options are out of range.
-func Multilevel(g *Graph, k int, opts MultilevelOptions) ([]int32, error) {
+func Partition(g *Graph, k int, opts Options) ([]int32, error) {
 	if g == nil {
-		return nil, errors.New("partition: Multilevel: nil graph")
+		return nil, errors.New("multilevel: Partition: nil graph")
 	}
 	if k < 1 || k > math.MaxInt32 {
-		return nil, fmt.Errorf("partition: Multilevel: %d parts, want at least 1", k)
+		return nil, fmt.Errorf("multilevel: Partition: %d parts, want at least 1", k)
 	}
 	tol := opts.Imbalance
 	if tol == 0 {
 		tol = DefaultImbalance
 	}
 	if !(tol >= 1) || math.IsInf(tol, 1) {
-		return nil, fmt.Errorf("partition: Multilevel: imbalance %v, want a finite number >= 1", opts.Imbalance)
+		return nil, fmt.Errorf("multilevel: Partition: imbalance %v, want a finite number >= 1", opts.Imbalance)
 	}
 	tries := opts.Tries
 	if tries == 0 {
 		tries = defaultTries
 	}
 	if tries < 0 {
-		return nil, fmt.Errorf("partition: Multilevel: %d tries, want at least 1", opts.Tries)
+		return nil, fmt.Errorf("multilevel: Partition: %d tries, want at least 1", opts.Tries)
 	}
 	if err := g.Validate(); err != nil {
-		return nil, fmt.Errorf("partition: Multilevel: %w", err)
+		return nil, fmt.Errorf("multilevel: Partition: %w", err)
 	}
 	n := g.NumVertices()
 	part := make([]int32, n)
@@ -163,7 +163,7 @@ func log2ceil(k int) int {
 	return bits.Len(uint(k - 1))
 }
 
-// mlSolver holds what the phases of one Multilevel call share.
+// mlSolver holds what the phases of one Partition call share.
 type mlSolver struct {
 	rng   *rand.Rand
 	tol   float64

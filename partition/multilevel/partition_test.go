@@ -1,4 +1,4 @@
-package partition
+package multilevel
 
 import (
 	"math"
@@ -47,11 +47,11 @@ func cliquesGraph(c, s int, extra ...Edge) *Graph {
 	return g
 }
 
-// mustPartition runs Multilevel and checks the result's shape: one part
+// mustPartition runs Partition and checks the result's shape: one part
 // in [0,k) per vertex.
-func mustPartition(t testing.TB, g *Graph, k int, opts MultilevelOptions) []int32 {
+func mustPartition(t testing.TB, g *Graph, k int, opts Options) []int32 {
 	t.Helper()
-	part, err := Multilevel(g, k, opts)
+	part, err := Partition(g, k, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func mustPartition(t testing.TB, g *Graph, k int, opts MultilevelOptions) []int3
 	return part
 }
 
-// checkBalance fails unless every part weighs at most the bound Multilevel
+// checkBalance fails unless every part weighs at most the bound Partition
 // promises for unit-like weights: max(tol * average, ceil(average)).
 func checkBalance(t testing.TB, g *Graph, part []int32, k int, tol float64) {
 	t.Helper()
@@ -84,7 +84,7 @@ func TestMultilevelTwoCliques(t *testing.T) {
 	// Two 10-cliques joined by one edge: the best bisection cuts it.
 	g := cliquesGraph(2, 10, Edge{3, 17, 1})
 	for seed := range uint64(10) {
-		part := mustPartition(t, g, 2, MultilevelOptions{Seed: seed})
+		part := mustPartition(t, g, 2, Options{Seed: seed})
 		if c := EdgeCut(g, part); c != 1 {
 			t.Fatalf("seed %d: cut %d, want 1 (%v)", seed, c, part)
 		}
@@ -93,7 +93,7 @@ func TestMultilevelTwoCliques(t *testing.T) {
 	// Four 8-cliques in a ring: 4 parts cut the 4 ring edges.
 	ring := cliquesGraph(4, 8, Edge{0, 8, 1}, Edge{9, 16, 1}, Edge{17, 24, 1}, Edge{25, 1, 1})
 	for seed := range uint64(5) {
-		part := mustPartition(t, ring, 4, MultilevelOptions{Seed: seed})
+		part := mustPartition(t, ring, 4, Options{Seed: seed})
 		if c := EdgeCut(ring, part); c != 4 {
 			t.Fatalf("ring seed %d: cut %d, want 4 (%v)", seed, c, part)
 		}
@@ -107,7 +107,7 @@ func TestMultilevelGridBisection(t *testing.T) {
 	for _, s := range [][2]int{{8, 8}, {20, 30}, {50, 50}, {40, 100}, {100, 40}, {7, 200}, {150, 150}} {
 		h, w := s[0], s[1]
 		g := gridGraph(h, w)
-		part := mustPartition(t, g, 2, MultilevelOptions{Seed: 1})
+		part := mustPartition(t, g, 2, Options{Seed: 1})
 		c := EdgeCut(g, part)
 		opt := min(h, w)
 		if float64(c) > 1.25*float64(opt)+2 {
@@ -122,7 +122,7 @@ func TestMultilevelGridKWay(t *testing.T) {
 	// blocks, which is about the optimum.
 	g := gridGraph(120, 120)
 	for _, k := range []int{3, 4, 9, 16, 25, 64} {
-		part := mustPartition(t, g, k, MultilevelOptions{})
+		part := mustPartition(t, g, k, Options{})
 		checkBalance(t, g, part, k, DefaultImbalance)
 		side := math.Sqrt(float64(k))
 		blocks := 2 * 120 * (side - 1) // cuts of a side x side block layout
@@ -140,7 +140,7 @@ func TestMultilevelDeterministic(t *testing.T) {
 	graphs := []*Graph{gridGraph(40, 45), randomCSR(r, 1500, 4000, true), cliquesGraph(30, 6)}
 	for i, g := range graphs {
 		for _, k := range []int{2, 7, 32} {
-			opts := MultilevelOptions{Seed: 42}
+			opts := Options{Seed: 42}
 			a := mustPartition(t, g, k, opts)
 			b := mustPartition(t, g, k, opts)
 			if !slices.Equal(a, b) {
@@ -155,10 +155,10 @@ func TestMultilevelImbalanceRespected(t *testing.T) {
 	grid := gridGraph(45, 55)
 	for _, tol := range []float64{1, 1.03, 1.1, 1.5} {
 		for _, k := range []int{2, 3, 5, 8, 13, 32} {
-			part := mustPartition(t, grid, k, MultilevelOptions{Imbalance: tol, Seed: uint64(k)})
+			part := mustPartition(t, grid, k, Options{Imbalance: tol, Seed: uint64(k)})
 			checkBalance(t, grid, part, k, tol)
 			g := randomCSR(r, 600, 1500, false)
-			part = mustPartition(t, g, k, MultilevelOptions{Imbalance: tol})
+			part = mustPartition(t, g, k, Options{Imbalance: tol})
 			checkBalance(t, g, part, k, tol)
 		}
 	}
@@ -173,7 +173,7 @@ func TestMultilevelWeightedBalance(t *testing.T) {
 		g.Vwgt[i] = 1 + int32(r.IntN(4))
 	}
 	for _, k := range []int{2, 6, 16} {
-		part := mustPartition(t, g, k, MultilevelOptions{})
+		part := mustPartition(t, g, k, Options{})
 		if x := Imbalance(g, part, k); x > DefaultImbalance {
 			t.Fatalf("k=%d: imbalance %.4f", k, x)
 		}
@@ -193,7 +193,7 @@ func TestMultilevelWeightedBalance(t *testing.T) {
 			maxw = max(maxw, h.Vwgt[i])
 		}
 		k := 2 + r.IntN(8)
-		part := mustPartition(t, h, k, MultilevelOptions{Seed: uint64(trial)})
+		part := mustPartition(t, h, k, Options{Seed: uint64(trial)})
 		avg := float64(h.TotalVertexWeight()) / float64(k)
 		for p, x := range PartWeights(h, part, k) {
 			if float64(x) > max(DefaultImbalance*avg, avg+float64(maxw)) {
@@ -207,7 +207,7 @@ func TestMultilevelDisconnected(t *testing.T) {
 	// Ten disjoint 5-cliques into 2 parts: five cliques each, nothing cut.
 	g := cliquesGraph(10, 5)
 	for seed := range uint64(5) {
-		part := mustPartition(t, g, 2, MultilevelOptions{Seed: seed})
+		part := mustPartition(t, g, 2, Options{Seed: seed})
 		if c := EdgeCut(g, part); c != 0 {
 			t.Fatalf("seed %d: cut %d, want 0", seed, c)
 		}
@@ -216,7 +216,7 @@ func TestMultilevelDisconnected(t *testing.T) {
 	// Isolated vertices only: balanced parts, nothing to cut.
 	e, _ := NewGraph(1000, nil, nil)
 	for _, k := range []int{2, 7, 64} {
-		part := mustPartition(t, e, k, MultilevelOptions{})
+		part := mustPartition(t, e, k, Options{})
 		checkBalance(t, e, part, k, DefaultImbalance)
 	}
 	// A grid plus many isolated vertices.
@@ -233,7 +233,7 @@ func TestMultilevelDisconnected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	part := mustPartition(t, mixed, 4, MultilevelOptions{})
+	part := mustPartition(t, mixed, 4, Options{})
 	checkBalance(t, mixed, part, 4, DefaultImbalance)
 	if c := EdgeCut(mixed, part); c > 80 {
 		t.Fatalf("grid with isolated vertices: cut %d", c)
@@ -242,7 +242,7 @@ func TestMultilevelDisconnected(t *testing.T) {
 
 func TestMultilevelSmallK(t *testing.T) {
 	g := gridGraph(10, 10)
-	part := mustPartition(t, g, 1, MultilevelOptions{})
+	part := mustPartition(t, g, 1, Options{})
 	for _, p := range part {
 		if p != 0 {
 			t.Fatal("k=1 must put everything in part 0")
@@ -250,7 +250,7 @@ func TestMultilevelSmallK(t *testing.T) {
 	}
 	// k >= n: one vertex per part.
 	for _, k := range []int{100, 150} {
-		part := mustPartition(t, g, k, MultilevelOptions{})
+		part := mustPartition(t, g, k, Options{})
 		seen := map[int32]bool{}
 		for _, p := range part {
 			if seen[p] {
@@ -260,18 +260,18 @@ func TestMultilevelSmallK(t *testing.T) {
 		}
 	}
 	// Near n: every part gets one or two vertices.
-	part = mustPartition(t, g, 60, MultilevelOptions{})
+	part = mustPartition(t, g, 60, Options{})
 	for p, w := range PartWeights(g, part, 60) {
 		if w < 1 || w > 2 {
 			t.Fatalf("k=60: part %d weighs %d", p, w)
 		}
 	}
 	empty, _ := NewGraph(0, nil, nil)
-	if part := mustPartition(t, empty, 3, MultilevelOptions{}); len(part) != 0 {
+	if part := mustPartition(t, empty, 3, Options{}); len(part) != 0 {
 		t.Fatal("empty graph: non-empty partition")
 	}
 	one, _ := NewGraph(1, nil, nil)
-	if part := mustPartition(t, one, 2, MultilevelOptions{}); part[0] != 0 {
+	if part := mustPartition(t, one, 2, Options{}); part[0] != 0 {
 		t.Fatal("single vertex: not in part 0")
 	}
 }
@@ -286,7 +286,7 @@ func TestMultilevelZeroWeights(t *testing.T) {
 		}
 	}
 	for _, k := range []int{2, 5, 16} {
-		part := mustPartition(t, g, k, MultilevelOptions{})
+		part := mustPartition(t, g, k, Options{})
 		if x := Imbalance(g, part, k); x > DefaultImbalance {
 			t.Fatalf("k=%d: imbalance %.4f", k, x)
 		}
@@ -295,7 +295,7 @@ func TestMultilevelZeroWeights(t *testing.T) {
 	for i := range g.Vwgt {
 		g.Vwgt[i] = 0
 	}
-	part := mustPartition(t, g, 4, MultilevelOptions{})
+	part := mustPartition(t, g, 4, Options{})
 	if x := Imbalance(g, part, 4); x != 1 {
 		t.Fatalf("zero weights: imbalance %v", x)
 	}
@@ -304,7 +304,7 @@ func TestMultilevelZeroWeights(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	part = mustPartition(t, z, 2, MultilevelOptions{})
+	part = mustPartition(t, z, 2, Options{})
 	if c := EdgeCut(z, part); c != 0 {
 		t.Fatalf("zero-weight edges: cut %d, want 0 (%v)", c, part)
 	}
@@ -330,7 +330,7 @@ func TestMultilevelStar(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []int{2, 4, 8} {
-		part := mustPartition(t, g, k, MultilevelOptions{})
+		part := mustPartition(t, g, k, Options{})
 		checkBalance(t, g, part, k, DefaultImbalance)
 		if c := EdgeCut(g, part); c > int64(leaves) {
 			t.Fatalf("k=%d: cut %d", k, c)
@@ -344,7 +344,7 @@ func TestMultilevelRandomGraphs(t *testing.T) {
 		n := 1 + r.IntN(400)
 		g := randomCSR(r, n, r.IntN(4*n), trial%3 == 0)
 		k := 1 + r.IntN(12)
-		part := mustPartition(t, g, k, MultilevelOptions{Seed: uint64(trial), Tries: 1 + r.IntN(3)})
+		part := mustPartition(t, g, k, Options{Seed: uint64(trial), Tries: 1 + r.IntN(3)})
 		if trial%3 != 0 {
 			checkBalance(t, g, part, k, DefaultImbalance)
 		}
@@ -357,22 +357,22 @@ func TestMultilevelErrors(t *testing.T) {
 	cases := []struct {
 		g    *Graph
 		k    int
-		opts MultilevelOptions
+		opts Options
 		want string
 	}{
-		{g, 0, MultilevelOptions{}, "0 parts"},
-		{g, -3, MultilevelOptions{}, "-3 parts"},
-		{g, 2, MultilevelOptions{Imbalance: 0.9}, "imbalance 0.9"},
-		{g, 2, MultilevelOptions{Imbalance: math.NaN()}, "imbalance NaN"},
-		{g, 2, MultilevelOptions{Imbalance: math.Inf(1)}, "imbalance +Inf"},
-		{g, 2, MultilevelOptions{Tries: -1}, "-1 tries"},
-		{bad, 2, MultilevelOptions{}, "does not list it"},
-		{nil, 2, MultilevelOptions{}, "nil graph"},
+		{g, 0, Options{}, "0 parts"},
+		{g, -3, Options{}, "-3 parts"},
+		{g, 2, Options{Imbalance: 0.9}, "imbalance 0.9"},
+		{g, 2, Options{Imbalance: math.NaN()}, "imbalance NaN"},
+		{g, 2, Options{Imbalance: math.Inf(1)}, "imbalance +Inf"},
+		{g, 2, Options{Tries: -1}, "-1 tries"},
+		{bad, 2, Options{}, "does not list it"},
+		{nil, 2, Options{}, "nil graph"},
 	}
 	for _, c := range cases {
-		_, err := Multilevel(c.g, c.k, c.opts)
+		_, err := Partition(c.g, c.k, c.opts)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("Multilevel(k=%d, %+v): error %v, want one containing %q", c.k, c.opts, err, c.want)
+			t.Errorf("Partition(k=%d, %+v): error %v, want one containing %q", c.k, c.opts, err, c.want)
 		}
 	}
 }
@@ -383,7 +383,7 @@ func benchmarkGrid(b *testing.B, h, w, k int) {
 	var part []int32
 	for b.Loop() {
 		var err error
-		if part, err = Multilevel(g, k, MultilevelOptions{Seed: 1}); err != nil {
+		if part, err = Partition(g, k, Options{Seed: 1}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -431,7 +431,7 @@ func FuzzMultilevel(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		part := mustPartition(t, g, k, MultilevelOptions{Imbalance: tol, Seed: uint64(len(data))})
+		part := mustPartition(t, g, k, Options{Imbalance: tol, Seed: uint64(len(data))})
 		if !weighted {
 			checkBalance(t, g, part, k, tol)
 			return

@@ -1,4 +1,4 @@
-package partition
+package multilevel
 
 import (
 	"bufio"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/uai"
+	"github.com/ddrun/ddrun/partition"
 )
 
 // The comparisons with METIS run only when asked for (DDRUN_METIS=1, or a
@@ -127,11 +128,11 @@ func readPartFile(t testing.TB, path string, n, k int) []int32 {
 	return part
 }
 
-// runOurs partitions g with Multilevel and times it.
-func runOurs(t testing.TB, g *Graph, k int, opts MultilevelOptions) metisResult {
+// runOurs partitions g with Partition and times it.
+func runOurs(t testing.TB, g *Graph, k int, opts Options) metisResult {
 	t.Helper()
 	t0 := time.Now()
-	part, err := Multilevel(g, k, opts)
+	part, err := Partition(g, k, opts)
 	el := time.Since(t0)
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +150,7 @@ func compareWithMETIS(t *testing.T, bin, name string, g *Graph, k int) float64 {
 	var oc, mc, oi, mi, ot, mt, mw float64
 	for _, seed := range metisSeeds {
 		m := runGpmetis(t, bin, g, k, DefaultImbalance, seed)
-		o := runOurs(t, g, k, MultilevelOptions{Seed: uint64(seed)})
+		o := runOurs(t, g, k, Options{Seed: uint64(seed)})
 		oc += float64(o.cut)
 		mc += float64(m.cut)
 		oi = max(oi, o.imb)
@@ -202,7 +203,7 @@ func TestMETISGrids(t *testing.T) {
 }
 
 // instancesDir holds the real instances (never copied into the repo).
-const instancesDir = "../../shared/instances"
+const instancesDir = "../../../shared/instances"
 
 // TestMETISInstances compares the placements of the real instances' slaves
 // (per-factor and chain plans of the reduced models, as the runtime builds
@@ -230,14 +231,14 @@ func TestMETISInstances(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
-		chains, err := Chains(rm.Model)
+		chains, err := partition.Chains(rm.Model)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range []struct {
 			name string
-			plan Plan
-		}{{"factors", PerFactor(rm.Model)}, {"chains", chains}} {
+			plan partition.Plan
+		}{{"factors", partition.PerFactor(rm.Model)}, {"chains", chains}} {
 			g, err := SlaveGraph(rm.Model, c.plan)
 			if err != nil {
 				t.Fatal(err)
@@ -248,7 +249,7 @@ func TestMETISInstances(t *testing.T) {
 				}
 				name := fmt.Sprintf("%s/%s", strings.TrimSuffix(filepath.Base(path), ".uai"), c.name)
 				mr := runGpmetis(t, bin, g, w, DefaultImbalance, 1)
-				or := runOurs(t, g, w, MultilevelOptions{Seed: 1})
+				or := runOurs(t, g, w, Options{Seed: 1})
 				mp := placementOf(rm.Model, c.plan, mr.part, w)
 				op := placementOf(rm.Model, c.plan, or.part, w)
 				ratio := float64(or.cut) / math.Max(1, float64(mr.cut))

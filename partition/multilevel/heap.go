@@ -1,4 +1,4 @@
-package partition
+package multilevel
 
 // gainHeap is an indexed binary max-heap of vertices keyed by gain, the
 // priority queue of the Fiduccia-Mattheyses refinement (Fiduccia &

@@ -1,4 +1,4 @@
-package partition
+package multilevel
 
 import (
 	"math/rand/v2"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/partition"
 )
 
 // placeGrid returns an h x w grid of variables of cardinality card with
@@ -102,7 +103,7 @@ func placeMixed(r *rand.Rand, n, nf int) *model.Model {
 
 // bruteBoundary recomputes a placement's boundary and replica count with
 // maps.
-func bruteBoundary(m *model.Model, plan Plan, worker []int32) ([]int, int) {
+func bruteBoundary(m *model.Model, plan partition.Plan, worker []int32) ([]int, int) {
 	workers := map[int]map[int32]bool{}
 	for s, sl := range plan.Slaves {
 		for _, v := range sl.Vars {
@@ -124,7 +125,7 @@ func bruteBoundary(m *model.Model, plan Plan, worker []int32) ([]int, int) {
 }
 
 // checkPlacement checks a placement's shape, boundary and replica count.
-func checkPlacement(t *testing.T, m *model.Model, plan Plan, pl Placement, workers int) {
+func checkPlacement(t *testing.T, m *model.Model, plan partition.Plan, pl Placement, workers int) {
 	t.Helper()
 	if len(pl.Worker) != len(plan.Slaves) {
 		t.Fatalf("%d workers for %d slaves", len(pl.Worker), len(plan.Slaves))
@@ -144,7 +145,7 @@ func checkPlacement(t *testing.T, m *model.Model, plan Plan, pl Placement, worke
 }
 
 // costImbalance is the heaviest worker's estimated cost over the average.
-func costImbalance(t *testing.T, m *model.Model, plan Plan, pl Placement, workers int) float64 {
+func costImbalance(t *testing.T, m *model.Model, plan partition.Plan, pl Placement, workers int) float64 {
 	t.Helper()
 	g, err := SlaveGraph(m, plan)
 	if err != nil {
@@ -155,20 +156,20 @@ func costImbalance(t *testing.T, m *model.Model, plan Plan, pl Placement, worker
 
 func TestPlaceGridPlans(t *testing.T) {
 	m := placeGrid(40, 50, 3)
-	chains, err := Chains(m)
+	chains, err := partition.Chains(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	trees, err := Trees(m)
+	trees, err := partition.Trees(m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
 		name string
-		plan Plan
-	}{{"per-factor", PerFactor(m)}, {"chains", chains}, {"trees", trees}} {
+		plan partition.Plan
+	}{{"per-factor", partition.PerFactor(m)}, {"chains", chains}, {"trees", trees}} {
 		for _, w := range []int{2, 3, 4, 8} {
-			pl, err := Place(m, c.plan, w, MultilevelOptions{})
+			pl, err := Place(m, c.plan, w, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -193,14 +194,14 @@ func TestPlaceMixedModels(t *testing.T) {
 		if err := m.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		plan := PerFactor(m)
+		plan := partition.PerFactor(m)
 		w := 2 + r.IntN(6)
-		pl, err := Place(m, plan, w, MultilevelOptions{Seed: uint64(trial)})
+		pl, err := Place(m, plan, w, Options{Seed: uint64(trial)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkPlacement(t, m, plan, pl, w)
-		again, _ := Place(m, plan, w, MultilevelOptions{Seed: uint64(trial)})
+		again, _ := Place(m, plan, w, Options{Seed: uint64(trial)})
 		if !slices.Equal(pl.Worker, again.Worker) {
 			t.Fatal("Place is not deterministic for a seed")
 		}
@@ -209,8 +210,8 @@ func TestPlaceMixedModels(t *testing.T) {
 
 func TestPlaceOneWorker(t *testing.T) {
 	m := placeGrid(10, 10, 2)
-	plan := PerFactor(m)
-	pl, err := Place(m, plan, 1, MultilevelOptions{})
+	plan := partition.PerFactor(m)
+	pl, err := Place(m, plan, 1, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,13 +229,13 @@ func TestPlaceOneWorker(t *testing.T) {
 func TestPlaceSmallPlans(t *testing.T) {
 	m := placeGrid(3, 3, 2)
 	// No slaves.
-	pl, err := Place(m, Plan{}, 4, MultilevelOptions{})
+	pl, err := Place(m, partition.Plan{}, 4, Options{})
 	if err != nil || len(pl.Worker) != 0 || len(pl.Boundary) != 0 {
 		t.Fatalf("empty plan: %+v %v", pl, err)
 	}
 	// More workers than slaves: one slave each.
-	plan := PerFactor(m)
-	pl, err = Place(m, plan, 20, MultilevelOptions{})
+	plan := partition.PerFactor(m)
+	pl, err = Place(m, plan, 20, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,21 +251,21 @@ func TestPlaceSmallPlans(t *testing.T) {
 
 func TestPlaceErrors(t *testing.T) {
 	m := placeGrid(3, 3, 2)
-	plan := PerFactor(m)
-	if _, err := Place(m, plan, 0, MultilevelOptions{}); err == nil || !strings.Contains(err.Error(), "0 workers") {
+	plan := partition.PerFactor(m)
+	if _, err := Place(m, plan, 0, Options{}); err == nil || !strings.Contains(err.Error(), "0 workers") {
 		t.Fatalf("0 workers: %v", err)
 	}
-	if _, err := Place(m, plan, 2, MultilevelOptions{Imbalance: 0.5}); err == nil || !strings.Contains(err.Error(), "imbalance") {
+	if _, err := Place(m, plan, 2, Options{Imbalance: 0.5}); err == nil || !strings.Contains(err.Error(), "imbalance") {
 		t.Fatalf("bad options: %v", err)
 	}
-	bad := Plan{Slaves: []Slave{{Shape: Single, Vars: []int{0, 99}, Factors: []int{0}}}}
+	bad := partition.Plan{Slaves: []partition.Slave{{Shape: partition.Single, Vars: []int{0, 99}, Factors: []int{0}}}}
 	for _, w := range []int{1, 2} {
-		if _, err := Place(m, bad, w, MultilevelOptions{}); err == nil || !strings.Contains(err.Error(), "variable 99 out of range") {
+		if _, err := Place(m, bad, w, Options{}); err == nil || !strings.Contains(err.Error(), "variable 99 out of range") {
 			t.Fatalf("%d workers, bad variable: %v", w, err)
 		}
 	}
-	bad = Plan{Slaves: []Slave{{Shape: Single, Vars: []int{0, 1}, Factors: []int{-1}}}}
-	if _, err := Place(m, bad, 2, MultilevelOptions{}); err == nil || !strings.Contains(err.Error(), "factor -1 out of range") {
+	bad = partition.Plan{Slaves: []partition.Slave{{Shape: partition.Single, Vars: []int{0, 1}, Factors: []int{-1}}}}
+	if _, err := Place(m, bad, 2, Options{}); err == nil || !strings.Contains(err.Error(), "factor -1 out of range") {
 		t.Fatalf("bad factor: %v", err)
 	}
 }
@@ -279,14 +280,14 @@ func TestSlaveCost(t *testing.T) {
 		{Kind: model.Pair, Vars: []int{3, 4}, Weight: 1},
 	}
 	cases := []struct {
-		sl   Slave
+		sl   partition.Slave
 		want int64
 	}{
-		{Slave{Shape: Single, Vars: []int{0, 1, 2}, Factors: []int{0}}, 24 + 9},
-		{Slave{Shape: Single, Vars: []int{0, 3}, Factors: []int{1}}, 4 + 4},
-		{Slave{Shape: Single, Vars: []int{0, 3, 4}, Factors: []int{2}}, 3*costPerLogicInput + 6},
-		{Slave{Shape: Single, Vars: []int{0, 1, 2}, Factors: []int{3}}, 6 + 12 + 9 + 9},
-		{Slave{Shape: Chain, Vars: []int{0, 3, 4}, Factors: []int{1, 4}}, 4 + 4 + 6},
+		{partition.Slave{Shape: partition.Single, Vars: []int{0, 1, 2}, Factors: []int{0}}, 24 + 9},
+		{partition.Slave{Shape: partition.Single, Vars: []int{0, 3}, Factors: []int{1}}, 4 + 4},
+		{partition.Slave{Shape: partition.Single, Vars: []int{0, 3, 4}, Factors: []int{2}}, 3*costPerLogicInput + 6},
+		{partition.Slave{Shape: partition.Single, Vars: []int{0, 1, 2}, Factors: []int{3}}, 6 + 12 + 9 + 9},
+		{partition.Slave{Shape: partition.Chain, Vars: []int{0, 3, 4}, Factors: []int{1, 4}}, 4 + 4 + 6},
 	}
 	for i, c := range cases {
 		if got := SlaveCost(m, &c.sl); got != c.want {
@@ -300,9 +301,9 @@ func TestSlaveGraphEdges(t *testing.T) {
 	// 1, 2, 3; variable 2 (card 2) in slaves 0 and 4..9 (7 slaves: a star
 	// through slave 0).
 	m := model.New([]int{3, 2, 2, 2})
-	var plan Plan
+	var plan partition.Plan
 	add := func(vars ...int) {
-		plan.Slaves = append(plan.Slaves, Slave{Shape: Single, Vars: vars})
+		plan.Slaves = append(plan.Slaves, partition.Slave{Shape: partition.Single, Vars: vars})
 	}
 	add(0, 2)
 	add(0, 1)
@@ -350,11 +351,11 @@ func TestSlaveGraphEdges(t *testing.T) {
 // grid (about 2 million slaves) on 16 workers, slave graph included.
 func BenchmarkPlaceGrid1000x1000(b *testing.B) {
 	m := placeGrid(1000, 1000, 2)
-	plan := PerFactor(m)
+	plan := partition.PerFactor(m)
 	var pl Placement
 	for b.Loop() {
 		var err error
-		if pl, err = Place(m, plan, 16, MultilevelOptions{}); err != nil {
+		if pl, err = Place(m, plan, 16, Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}

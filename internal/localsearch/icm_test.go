@@ -1,0 +1,60 @@
+package localsearch
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/model"
+)
+
+// Scores is the unary plus each touching factor's FactorScore, and Sweeps
+// never lowers the score, on Potts grids and on reduced logic models
+// (dense tables of arity up to 4).
+func TestScoresAndSweeps(t *testing.T) {
+	for mi, m := range testModels(t) {
+		l := New(m)
+		rng := rand.New(rand.NewPCG(uint64(mi), 5))
+		x := make([]int, m.NumVars())
+		for i, c := range m.Cards {
+			x[i] = rng.IntN(c)
+		}
+		for i, c := range m.Cards {
+			loc := make([]float64, c)
+			l.Scores(i, x, loc)
+			orig := x[i]
+			for s := range loc {
+				x[i] = s
+				want := m.Unaries(i)[s]
+				for _, a := range l.Factors(i) {
+					want += m.FactorScore(a, x)
+				}
+				if loc[s] != want {
+					t.Fatalf("model %d var %d state %d: Scores %v, want %v", mi, i, s, loc[s], want)
+				}
+			}
+			x[i] = orig
+		}
+		before := m.Score(x)
+		buf := make([]float64, 64)
+		l.Sweeps(x, 100, buf)
+		if after := m.Score(x); after < before {
+			t.Fatalf("model %d: Sweeps lowered the score from %v to %v", mi, before, after)
+		}
+	}
+}
+
+// testModels returns Potts grids and reduced logic models, whose factors
+// are dense tables of arity up to 4.
+func testModels(t *testing.T) []*model.Model {
+	t.Helper()
+	ms := make([]*model.Model, 0, 6)
+	for seed := range int64(3) {
+		red, err := model.Reduce(generate.Logic(generate.LogicOptions{Vars: 30, Factors: 15, Couplings: 30, MaxArity: 4, Rho: 1, Seed: seed + 1}), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, red.Model, generate.Potts(generate.GridOptions{Height: 6, Width: 7, Labels: 4, Rho: 1, Seed: seed + 1}))
+	}
+	return ms
+}
