@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ddrun/ddrun/internal/instances"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/uai"
 	"github.com/ddrun/ddrun/partition"
@@ -202,15 +203,13 @@ func TestMETISGrids(t *testing.T) {
 	}
 }
 
-// instancesDir holds the real instances (never copied into the repo).
-const instancesDir = "../../../shared/instances"
-
 // TestMETISInstances compares the placements of the real instances' slaves
 // (per-factor and chain plans of the reduced models, as the runtime builds
 // them) by ours and by gpmetis on the same slave graph: cut, imbalance,
 // time and cross-worker variable replicas.
 func TestMETISInstances(t *testing.T) {
 	bin := gpmetisPath(t)
+	instancesDir := instances.Require(t)
 	paths, _ := filepath.Glob(filepath.Join(instancesDir, "*", "*.uai"))
 	if len(paths) == 0 {
 		t.Skip("no instances in " + instancesDir)
