@@ -138,17 +138,11 @@ func (r *runner) limited(ctx context.Context) bool {
 
 // stopped sets the status and reports true when a limit is reached.
 func (r *runner) stopped(ctx context.Context) bool {
-	switch {
-	case ctx.Err() != nil:
-		r.status = solver.Interrupted
-	case r.opts.TimeLimit > 0 && time.Since(r.start) >= r.opts.TimeLimit:
-		r.status = solver.TimeLimit
-	case r.iter >= r.opts.MaxIter:
-		r.status = solver.IterationLimit
-	default:
-		return false
+	st, stop := r.opts.Reached(ctx, r.iter, time.Since(r.start))
+	if stop {
+		r.status = st
 	}
-	return true
+	return stop
 }
 
 func (r *runner) report(force bool) {

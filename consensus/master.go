@@ -399,17 +399,15 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 			res.Status = solver.Optimal
 		case t > 1 && r.primalRes < s.opts.ResidualTol && r.dualRes < s.opts.ResidualTol:
 			res.Status = solver.Converged
-		case t >= s.opts.MaxIter:
-			res.Status = solver.IterationLimit
-		case s.opts.TimeLimit > 0 && elapsed >= s.opts.TimeLimit:
-			res.Status = solver.TimeLimit
-		case ctx.Err() != nil:
-			res.Status = solver.Interrupted
 		default:
-			if s.opts.AdaptEta && s.opts.Algo == ADMM {
-				s.adaptEta(r.primalRes, r.dualRes)
+			st, stop := s.opts.Reached(ctx, t, elapsed)
+			if !stop {
+				if s.opts.AdaptEta && s.opts.Algo == ADMM {
+					s.adaptEta(r.primalRes, r.dualRes)
+				}
+				continue
 			}
-			continue
+			res.Status = st
 		}
 		break
 	}

@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"time"
@@ -31,6 +32,21 @@ func (l *Limits) Validate() error {
 		return Errorf("ProgressEvery", "%v is negative", l.ProgressEvery)
 	}
 	return nil
+}
+
+// Reached reports whether a limit ends a run after iteration iter, elapsed
+// into it, and which: the iteration limit, then the time limit, then the
+// cancellation of ctx (Interrupted).
+func (l *Limits) Reached(ctx context.Context, iter int, elapsed time.Duration) (Status, bool) {
+	switch {
+	case iter >= l.MaxIter:
+		return IterationLimit, true
+	case l.TimeLimit > 0 && elapsed >= l.TimeLimit:
+		return TimeLimit, true
+	case ctx.Err() != nil:
+		return Interrupted, true
+	}
+	return "", false
 }
 
 // Closed reports whether the gap between dual and a feasible primal is closed

@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"context"
 	"errors"
 	"math"
 	"testing"
@@ -137,5 +138,34 @@ func TestReduceInfeasible(t *testing.T) {
 	}
 	if _, err := Reduce(m, model.Evidence{0: 5}); err == nil {
 		t.Error("evidence outside the domain: no error")
+	}
+}
+
+func TestLimitsReached(t *testing.T) {
+	l := Limits{MaxIter: 10, TimeLimit: time.Second}
+	live := context.Background()
+	done, cancel := context.WithCancel(live)
+	cancel()
+	cases := []struct {
+		ctx     context.Context
+		iter    int
+		elapsed time.Duration
+		want    Status
+		stop    bool
+	}{
+		{live, 9, 0, "", false},
+		{live, 10, 0, IterationLimit, true},
+		{live, 9, time.Second, TimeLimit, true},
+		{done, 9, 0, Interrupted, true},
+		{done, 10, 2 * time.Second, IterationLimit, true}, // the iteration limit first, then time
+		{done, 9, 2 * time.Second, TimeLimit, true},
+	}
+	for _, c := range cases {
+		if st, stop := l.Reached(c.ctx, c.iter, c.elapsed); st != c.want || stop != c.stop {
+			t.Errorf("Reached(iter %d, %v, cancelled %v) = %q, %v; want %q, %v", c.iter, c.elapsed, c.ctx.Err() != nil, st, stop, c.want, c.stop)
+		}
+	}
+	if st, stop := (&Limits{MaxIter: 10}).Reached(live, 1, time.Hour); stop {
+		t.Errorf("no time limit: stopped with %q after an hour", st)
 	}
 }

@@ -151,7 +151,7 @@ func (r *runner) run(ctx context.Context, start time.Time, progress func(solver.
 		switch {
 		case math.IsInf(res.Dual, -1):
 			res.Status = solver.Infeasible
-		case r.found && res.Gap <= r.opts.Tol*math.Max(1, math.Abs(res.Primal)):
+		case solver.Closed(res.Dual, res.Primal, r.opts.Tol):
 			res.Status = solver.Optimal
 		case t-from > r.opts.BoundWindow && r.hist[(t-r.opts.BoundWindow)%w]-r.dual <= r.opts.BoundTol*math.Max(1, math.Abs(r.dual)):
 			if r.cyc != nil && !r.cycOn && t < r.opts.MaxIter {
@@ -162,14 +162,12 @@ func (r *runner) run(ctx context.Context, start time.Time, progress func(solver.
 				continue
 			}
 			res.Status = solver.Converged
-		case t >= r.opts.MaxIter:
-			res.Status = solver.IterationLimit
-		case r.opts.TimeLimit > 0 && elapsed >= r.opts.TimeLimit:
-			res.Status = solver.TimeLimit
-		case ctx.Err() != nil:
-			res.Status = solver.Interrupted
 		default:
-			continue
+			st, stop := r.opts.Reached(ctx, t, elapsed)
+			if !stop {
+				continue
+			}
+			res.Status = st
 		}
 		break
 	}
