@@ -303,9 +303,7 @@ func TestKillWorkerMidRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Shutdown()
-	model := genModel(t, coord, "potts", "--height", "150", "--width", "150", "--labels", "4", "--rho", "0.5", ".uai")
-	flags := []string{"--json", "--threads", "1", "--tol", "0", "--max-iter", "1500"}
-	want := runJSON(t, time.Minute, coord, append(append([]string{"solve", "--quiet"}, flags...), model)...)
+	model, flags, want := faultModel(t, coord)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -167,11 +168,34 @@ func closeResult(t *testing.T, got, want result) {
 
 // A model that takes a few seconds on two workers, and its undisturbed
 // result.
+var (
+	faultOnce  sync.Once
+	faultPath  string
+	faultWant  result
+	faultFails bool
+)
+
+// faultModel is the model of the fault tests (a 150x150 4-label Potts
+// grid), their flags, and solve's result on it, which every disturbed run
+// must reproduce. The model and the reference run are made once per test
+// binary run (the model lives beside the binaries).
 func faultModel(t *testing.T, coord string) (string, []string, result) {
-	model := genModel(t, coord, "potts", "--height", "150", "--width", "150", "--labels", "4", "--rho", "0.5", ".uai")
+	t.Helper()
 	flags := []string{"--json", "--threads", "1", "--tol", "0", "--max-iter", "1500"}
-	want := runJSON(t, time.Minute, coord, append(append([]string{"solve", "--quiet"}, flags...), model)...)
-	return model, flags, want
+	faultOnce.Do(func() {
+		faultFails = true // until the end of this function
+		faultPath = filepath.Join(binDir, "faults.uai")
+		gen := []string{"gen", "potts", "--height", "150", "--width", "150", "--labels", "4", "--rho", "0.5", "-o", faultPath}
+		if b, err := exec.Command(coord, gen...).CombinedOutput(); err != nil {
+			t.Fatalf("gen: %v\n%s", err, b)
+		}
+		faultWant = runJSON(t, time.Minute, coord, append(append([]string{"solve", "--quiet"}, flags...), faultPath)...)
+		faultFails = false
+	})
+	if faultFails {
+		t.Fatal("the fault tests' model or reference run failed (see the first test that made it)")
+	}
+	return faultPath, flags, faultWant
 }
 
 // Every process stops (kill -9: coordinator and workers) after a
