@@ -1,0 +1,141 @@
+package archtest
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/ddrun/ddrun"
+
+// order is docs/architecture.md's package map from the bottom up: a
+// package may import only packages listed before it.
+var order = []string{
+	// The model and its files.
+	"model", "model/uai", "model/native", "model/modelfile", "generate",
+	// Decompositions and reformulations of a model.
+	"partition", "partition/multilevel", "tighten",
+	// The algorithms.
+	"solver", "internal/smalllp", "internal/localsearch", "slaves",
+	"trws", "cmp", "consensus", "exact",
+	// The distributed runtime.
+	"transport", "checkpoint", "jobstate", "cluster",
+	// The commands.
+	"internal/natsflags", "cmd/coordinator", "cmd/worker",
+	// Test support, and tests of whole programs.
+	"internal/instances", "internal/oracle", "slaves/slavetest", "internal/archtest", "e2e",
+}
+
+// forbidden are imports that the order alone would allow.
+var forbidden = map[string][]string{
+	// Bytes only: no job protocol, no model, no numerics.
+	"transport": {"*"},
+	// TRW-S and convex max-product share the solver vocabulary, not DD's.
+	"trws": {"consensus", "slaves"},
+	"cmp":  {"consensus", "slaves"},
+	// The numerics know nothing of files.
+	"slaves":    {"model/uai", "model/native", "model/modelfile"},
+	"consensus": {"model/uai", "model/native", "model/modelfile"},
+	"exact":     {"model/uai", "model/native", "model/modelfile"},
+	// The runtime runs dual decomposition; it does not choose algorithms.
+	"cluster": {"trws", "cmp", "exact", "model/uai", "model/modelfile"},
+}
+
+// imports returns the module's packages (relative paths) and what each
+// imports from the module, test files included when tests is set.
+func imports(t *testing.T, tests bool) map[string][]string {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("module root: %v", err)
+	}
+	out := map[string][]string{}
+	fset := token.NewFileSet()
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "testdata" || n == "bin" || n == "deploy" || n == "docs") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || (!tests && strings.HasSuffix(path, "_test.go")) {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		rel = filepath.ToSlash(rel)
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		if _, ok := out[rel]; !ok {
+			out[rel] = nil
+		}
+		for _, im := range f.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			if dep, ok := strings.CutPrefix(p, module+"/"); ok && dep != rel && !slices.Contains(out[rel], dep) {
+				out[rel] = append(out[rel], dep)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestPackageMap checks the non-test imports of every package against the
+// map: each package is placed, and imports only what is placed before it
+// and not forbidden to it.
+func TestPackageMap(t *testing.T) {
+	pkgs := imports(t, false)
+	rank := map[string]int{}
+	for i, p := range order {
+		rank[p] = i
+	}
+	for p, deps := range pkgs {
+		r, ok := rank[p]
+		if !ok {
+			t.Errorf("package %s has no place in the map (internal/archtest's order and docs/architecture.md)", p)
+			continue
+		}
+		for _, d := range deps {
+			if rd, ok := rank[d]; ok && rd > r {
+				t.Errorf("%s imports %s, which the map places above it", p, d)
+			}
+			for _, f := range forbidden[p] {
+				if f == "*" || f == d {
+					t.Errorf("%s imports %s, which the map forbids", p, d)
+				}
+			}
+		}
+	}
+	for _, p := range order {
+		if _, ok := pkgs[p]; !ok {
+			t.Errorf("the map places %s, which does not exist", p)
+		}
+	}
+}
+
+// TestNothingImportsCommands checks that no package, tests included,
+// imports a command or the end-to-end tests.
+func TestNothingImportsCommands(t *testing.T) {
+	for p, deps := range imports(t, true) {
+		for _, d := range deps {
+			if strings.HasPrefix(d, "cmd/") || d == "e2e" {
+				t.Errorf("%s imports %s", p, d)
+			}
+		}
+	}
+}
