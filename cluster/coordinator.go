@@ -257,17 +257,17 @@ func runEpoch(ctx context.Context, tr transport.Transport, m *model.Model, plan 
 		c.ready[w] = make(chan *readyBody, 4)
 		c.filters[w] = transport.NewFilter(job, transport.FilterOptions{})
 	}
-	sub, err := tr.Subscribe(transport.ReportsWildcard(job), c.onReport)
+	sub, err := tr.Subscribe(reportsWildcard(job), c.onReport)
 	if err != nil {
 		return consensus.Result{}, nil, err
 	}
 	defer sub.Unsubscribe()
-	beats, err := tr.Subscribe(transport.HeartbeatsWildcard(job), c.onHeartbeat)
+	beats, err := tr.Subscribe(heartbeatsWildcard(job), c.onHeartbeat)
 	if err != nil {
 		return consensus.Result{}, nil, err
 	}
 	defer beats.Unsubscribe()
-	control, err := tr.Subscribe(transport.ControlSubject, c.onHello)
+	control, err := tr.Subscribe(controlSubject, c.onHello)
 	if err != nil {
 		return consensus.Result{}, nil, err
 	}
@@ -311,7 +311,7 @@ func multilevelPlacement(m *model.Model, plan partition.Plan, workers int) ([]in
 	return p.Worker, err
 }
 
-// joinableFor returns the test of whether a worker serving job (its Hello's
+// joinableFor returns the test of whether a worker serving job (its hello's
 // Job) can join epoch e of base: idle workers, and those serving an earlier
 // epoch of the same base (their coordinator is gone).
 func joinableFor(base string, e uint64) func(job string) bool {
@@ -339,8 +339,8 @@ func waitWorkers(ctx context.Context, tr transport.Transport, n int, wait time.D
 	seen := map[string]bool{}
 	prior := 0
 	enough := make(chan struct{})
-	sub, err := tr.Subscribe(transport.ControlSubject, func(_ string, data []byte) {
-		var h transport.Hello
+	sub, err := tr.Subscribe(controlSubject, func(_ string, data []byte) {
+		var h helloBody
 		if _, err := transport.DecodeInto(data, &h); err != nil || transport.ValidName(h.Name) != nil || !joinable(h.Job) {
 			return
 		}
@@ -456,7 +456,7 @@ func (c *coordinator) onHeartbeat(_ string, data []byte) {
 
 // onHello records workers that could take over a lost part.
 func (c *coordinator) onHello(_ string, data []byte) {
-	var h transport.Hello
+	var h helloBody
 	if _, err := transport.DecodeInto(data, &h); err != nil || transport.ValidName(h.Name) != nil {
 		return
 	}
@@ -604,7 +604,7 @@ func (c *coordinator) assignOne(ctx context.Context, w int) error {
 func (c *coordinator) deliver(ctx context.Context, which []int) error {
 	sendPart := func(w int) error {
 		name := c.name(w)
-		if err := c.send(ctx, transport.AssignSubject(c.job, name), transport.Header{Kind: kindAssign}, c.bodies[w]); err != nil {
+		if err := c.send(ctx, assignSubject(c.job, name), transport.Header{Kind: kindAssign}, c.bodies[w]); err != nil {
 			return fmt.Errorf("sending part %d to worker %s: %w", w, name, err)
 		}
 		// Pace the parts: each is a burst of chunks.
