@@ -48,6 +48,12 @@ func transportKinds() []transportKind {
 		{"nats", nats(0)},
 		// Every message above 1 KiB crosses as chunks.
 		{"nats-chunked", nats(1024)},
+		{"faulty-no-faults", func(t *testing.T) (Transport, Transport) {
+			inner := NewInProc()
+			f := NewFaulty(inner, FaultOptions{Seed: 1})
+			t.Cleanup(func() { _ = f.Close(); _ = inner.Close() })
+			return f, f
+		}},
 	}
 }
 
