@@ -58,10 +58,7 @@ func NewFaulty(inner Transport, opts FaultOptions) *Faulty {
 
 // Publish implements Transport, with faults.
 func (f *Faulty) Publish(ctx context.Context, subject string, data []byte) error {
-	f.mu.Lock()
-	closed := f.closed
-	f.mu.Unlock()
-	if closed {
+	if f.isClosed() {
 		return ErrClosed
 	}
 	if f.opts.Disturb != nil && !f.opts.Disturb(subject) {
@@ -169,13 +166,16 @@ func (s *faultySub) Unsubscribe() error {
 
 // Flush implements Transport.
 func (f *Faulty) Flush(ctx context.Context) error {
-	f.mu.Lock()
-	closed := f.closed
-	f.mu.Unlock()
-	if closed {
+	if f.isClosed() {
 		return ErrClosed
 	}
 	return f.inner.Flush(ctx)
+}
+
+func (f *Faulty) isClosed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.closed
 }
 
 // Close drops the messages still held back, ends the subscriptions made
