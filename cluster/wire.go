@@ -11,13 +11,33 @@ import (
 	"github.com/ddrun/ddrun/transport"
 )
 
-// Message kinds of the job protocol (besides transport.Hello).
+// Message kinds of the job protocol. The numbers are the wire's and do not
+// change: hello and heartbeat are 1 and 5, the others 64 up (from when
+// package transport defined the first two and left 64 up to this one).
 const (
-	kindAssign transport.Kind = transport.KindUser + iota
-	kindReady
-	kindStep
-	kindReport
+	kindHello     transport.Kind = 1
+	kindHeartbeat transport.Kind = 5
+	kindAssign    transport.Kind = 64
+	kindReady     transport.Kind = 65
+	kindStep      transport.Kind = 66
+	kindReport    transport.Kind = 67
 )
+
+// helloBody announces a worker on controlSubject, busy or not. Its
+// header's Job is empty.
+type helloBody struct {
+	Name    string `msgpack:"name"`    // worker name, a transport.ValidName
+	Threads int    `msgpack:"threads"` // goroutines it will use
+	// Job is the job the worker serves ("" when idle) and Iter the last
+	// iteration it answered there: a coordinator taking a job over learns
+	// from them which workers it can take and how far its predecessor got.
+	Job  string `msgpack:"job,omitempty"`
+	Iter int    `msgpack:"iter,omitempty"`
+}
+
+// heartbeatBody tells that its sender is alive; the header says where it
+// is.
+type heartbeatBody struct{}
 
 // assignBody hands a worker its part of a job.
 type assignBody struct {
@@ -108,21 +128,12 @@ type reportBody struct {
 	Err       string           `msgpack:"err"`
 }
 
-func (assignBody) Kind() transport.Kind { return kindAssign }
-func (readyBody) Kind() transport.Kind  { return kindReady }
-func (stepBody) Kind() transport.Kind   { return kindStep }
-func (reportBody) Kind() transport.Kind { return kindReport }
-
-// Subjects of a job, besides transport.ControlSubject (Hello) and
-// transport.AssignSubject / ReportSubject.
-func stepSubject(job, worker string) string {
-	return transport.SubjectRoot + "." + job + ".step." + worker
-}
-
-// assignWildcard matches a worker's assignments in every job.
-func assignWildcard(worker string) string {
-	return transport.SubjectRoot + ".*.assign." + worker
-}
+func (helloBody) Kind() transport.Kind     { return kindHello }
+func (heartbeatBody) Kind() transport.Kind { return kindHeartbeat }
+func (assignBody) Kind() transport.Kind    { return kindAssign }
+func (readyBody) Kind() transport.Kind     { return kindReady }
+func (stepBody) Kind() transport.Kind      { return kindStep }
+func (reportBody) Kind() transport.Kind    { return kindReport }
 
 func int32s(v []int) transport.Int32s {
 	out := make(transport.Int32s, len(v))

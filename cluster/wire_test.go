@@ -74,3 +74,30 @@ func FuzzDecodeAssignment(f *testing.F) {
 		}
 	})
 }
+
+// The kinds are the wire's: a change would make coordinators and workers
+// of different builds misread each other.
+func TestKindNumbers(t *testing.T) {
+	for k, want := range map[transport.Kind]uint8{kindHello: 1, kindHeartbeat: 5, kindAssign: 64, kindReady: 65, kindStep: 66, kindReport: 67} {
+		if uint8(k) != want {
+			t.Errorf("kind %d, want %d", k, want)
+		}
+	}
+}
+
+func TestSubjects(t *testing.T) {
+	for got, want := range map[string]string{
+		controlSubject:              "ddrun.control",
+		assignSubject("j1", "w"):    "ddrun.j1.assign.w",
+		assignWildcard("w"):         "ddrun.*.assign.w",
+		stepSubject("j1", "w"):      "ddrun.j1.step.w",
+		reportSubject("j1", "w"):    "ddrun.j1.report.w",
+		reportsWildcard("j1"):       "ddrun.j1.report.*",
+		heartbeatSubject("j1", "w"): "ddrun.j1.heartbeat.w",
+		heartbeatsWildcard("j1"):    "ddrun.j1.heartbeat.*",
+	} {
+		if got != want {
+			t.Errorf("%q, want %q", got, want)
+		}
+	}
+}

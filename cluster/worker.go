@@ -77,14 +77,14 @@ func Serve(ctx context.Context, tr transport.Transport, opts WorkerOptions) erro
 	}
 }
 
-// announce publishes the worker's Hello with the job it serves.
+// announce publishes the worker's hello with the job it serves.
 func (s *server) announce(ctx context.Context) {
 	s.mu.Lock()
-	h := transport.Hello{Name: s.opts.Name, Threads: s.opts.Threads, Job: s.job, Iter: s.iter}
+	h := helloBody{Name: s.opts.Name, Threads: s.opts.Threads, Job: s.job, Iter: s.iter}
 	s.mu.Unlock()
-	data, err := transport.Encode(transport.Header{Kind: transport.KindHello, From: s.opts.Name}, h)
+	data, err := transport.Encode(transport.Header{Kind: kindHello, From: s.opts.Name}, h)
 	if err == nil {
-		err = s.tr.Publish(ctx, transport.ControlSubject, data)
+		err = s.tr.Publish(ctx, controlSubject, data)
 	}
 	if err != nil && ctx.Err() == nil {
 		s.log.Warn("announcing", "err", err)
@@ -130,7 +130,7 @@ func (s *server) onAssign(_ string, data []byte) {
 	if current == h.Job {
 		// The coordinator did not hear our acknowledgement: repeat it.
 		if ready != nil {
-			_ = s.tr.Publish(context.Background(), transport.ReportSubject(h.Job, s.opts.Name), ready)
+			_ = s.tr.Publish(context.Background(), reportSubject(h.Job, s.opts.Name), ready)
 		}
 		return
 	}
@@ -163,7 +163,7 @@ func (s *server) encode(h transport.Header, body any) ([]byte, error) {
 // runJob builds the assigned part and answers steps until the job stops.
 func (s *server) runJob(ctx context.Context, a assignment) error {
 	job := a.job
-	report := transport.ReportSubject(job, s.opts.Name)
+	report := reportSubject(job, s.opts.Name)
 	received, err := s.encode(transport.Header{Job: job, Kind: kindReady}, readyBody{Received: true})
 	if err != nil {
 		return err
@@ -181,7 +181,7 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 	}
 	// Heartbeats tell the coordinator this worker is alive, also while it
 	// builds a big part or solves a long iteration.
-	beat, err := s.encode(transport.Header{Job: job, Kind: transport.KindHeartbeat}, transport.Heartbeat{})
+	beat, err := s.encode(transport.Header{Job: job, Kind: kindHeartbeat}, heartbeatBody{})
 	if err != nil {
 		return err
 	}
@@ -195,7 +195,7 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 			case <-beatCtx.Done():
 				return
 			case <-t.C:
-				_ = s.tr.Publish(beatCtx, transport.HeartbeatSubject(job, s.opts.Name), beat)
+				_ = s.tr.Publish(beatCtx, heartbeatSubject(job, s.opts.Name), beat)
 			}
 		}
 	}()

@@ -64,14 +64,11 @@ func BenchmarkVectors(b *testing.B) {
 	}
 }
 
-func benchStep() Step {
-	r := rand.New(rand.NewPCG(2, 2))
-	return Step{Eta: 0.1, Lambda: randFloats(r, benchFloats), X: make(Int32s, 1000)}
-}
-
-// BenchmarkStep encodes and decodes a whole message with a 1M-float Step.
+// BenchmarkStep encodes and decodes a whole message with 1M floats, the
+// shape of a step of the job protocol.
 func BenchmarkStep(b *testing.B) {
-	step := benchStep()
+	r := rand.New(rand.NewPCG(2, 2))
+	step := vectors{Eta: 0.1, Lambda: randFloats(r, benchFloats), X: make(Int32s, 1000)}
 	h := Header{Job: "bench", Epoch: 1, Iter: 1, From: "coordinator", Seq: 1}
 	data := mustEncode(b, h, step)
 	b.Run("Encode", func(b *testing.B) {
@@ -95,7 +92,7 @@ func BenchmarkStep(b *testing.B) {
 	b.Run("Decode", func(b *testing.B) {
 		b.SetBytes(int64(len(data)))
 		for b.Loop() {
-			var s Step
+			var s vectors
 			if _, err := DecodeInto(data, &s); err != nil {
 				b.Fatal(err)
 			}
@@ -103,7 +100,7 @@ func BenchmarkStep(b *testing.B) {
 	})
 	b.Run("DecodeReuse", func(b *testing.B) {
 		b.SetBytes(int64(len(data)))
-		var s Step
+		var s vectors
 		for b.Loop() {
 			if _, err := DecodeInto(data, &s); err != nil {
 				b.Fatal(err)

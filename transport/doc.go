@@ -1,23 +1,24 @@
-// Package transport owns what the coordinator and the workers of a
-// distributed ddrun job say to each other and how it gets there:
+// Package transport moves messages between the processes of a distributed
+// ddrun job and checks them; it owns:
 //
-//   - the messages (Header, and the bodies Hello, Assign, Step, Report,
-//     Heartbeat) and their encoding: a magic-and-version prefix, a msgpack
-//     header, a msgpack body, with float and int32 vectors (Floats, Int32s)
-//     as raw little-endian bins rather than msgpack arrays;
-//   - the subjects they travel on, namespaced by job id (see ControlSubject);
-//   - delivery: the Transport interface with an in-process implementation
-//     (InProc, for the single-process mode and tests) and a NATS one (NATS,
-//     with an embedded server for tests and single-host runs), chunking of
-//     messages above the connection's max payload and their reassembly;
+//   - delivery: the Transport interface and its implementations, an
+//     in-process one (InProc, for the single-process mode and tests), a
+//     NATS one (NATS, with an embedded server for tests and single-host
+//     runs) and a fault-injecting wrapper (Faulty, for tests), all held to
+//     one contract by one conformance suite (conformance_test.go); chunking
+//     of messages above the connection's max payload and their reassembly;
+//   - the envelope: a Header (job, epoch, iteration, kind, sender,
+//     sequence number) ahead of a msgpack body, Encode and Decode, with
+//     float and int32 vectors (Floats, Int32s) as raw little-endian bins
+//     rather than msgpack arrays; the names a header carries (ValidName);
 //   - the bookkeeping that makes at-most-once delivery usable: Filter drops
 //     stale (older epoch or iteration) and duplicated (same From and Seq)
 //     messages.
 //
-// It must not know the algorithm's numerics (what the vectors mean, how they
-// are combined, when to stop) or the model: an Assign carries the model part
-// as bytes the runtime encodes. The runtime decides what to send when; this
-// package only moves and checks bytes.
+// It must not know the job protocol: which bodies there are, what their
+// kinds number, which subjects they travel on and who sends what when all
+// live in package cluster. Nor does it know the algorithm's numerics (what
+// the vectors mean) or the model. It moves and checks bytes.
 //
 // # Wire format
 //
@@ -38,6 +39,6 @@
 // Delivery is at most once, in order per publisher and subject. With NATS a
 // slow subscriber loses messages (reported through NATSOptions.OnError);
 // InProc instead blocks the publisher. Every message carries job, epoch,
-// iteration, sender and sequence number, so that the runtime can retransmit
-// freely and let a Filter drop what is stale or repeated.
+// iteration, sender and sequence number, so that the protocol on top can
+// retransmit freely and let a Filter drop what is stale or repeated.
 package transport

@@ -54,7 +54,7 @@ type FilterOptions struct {
 	MaxSenders int
 }
 
-// Filter drops stale and duplicated messages for the runtime. It holds a
+// Filter drops stale and duplicated messages for a receiver. It holds a
 // position (epoch, iter), ordered lexicographically, and per sender a
 // sliding window of the sequence numbers it has kept. Check decides in
 // this order: another job, then older than the position (Stale), then an

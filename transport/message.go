@@ -11,36 +11,11 @@ import (
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
-// Kind says which body a message carries. Kinds 1-63 are this package's;
-// the runtime may define its own from KindUser up to 255.
+// Kind says which body a message carries. The protocol built on this
+// package numbers its bodies from 1 to 255; 0 is never on the wire.
 type Kind uint8
 
-const (
-	KindHello     Kind = 1 // Hello: a worker registers
-	KindAssign    Kind = 2 // Assign: the coordinator hands a worker its part
-	KindStep      Kind = 3 // Step: the coordinator's per-iteration broadcast
-	KindReport    Kind = 4 // Report: a worker's per-iteration answer
-	KindHeartbeat Kind = 5 // Heartbeat: liveness
-
-	// KindUser is the first kind free for the runtime's own messages.
-	KindUser Kind = 64
-)
-
-func (k Kind) String() string {
-	switch k {
-	case KindHello:
-		return "hello"
-	case KindAssign:
-		return "assign"
-	case KindStep:
-		return "step"
-	case KindReport:
-		return "report"
-	case KindHeartbeat:
-		return "heartbeat"
-	}
-	return "kind" + strconv.Itoa(int(k))
-}
+func (k Kind) String() string { return "kind" + strconv.Itoa(int(k)) }
 
 // Body is a message body that knows its kind. Encode fills Header.Kind from
 // it when the header leaves Kind zero.
@@ -51,11 +26,11 @@ type Body interface {
 // Header is what every message carries ahead of its body, so that receivers
 // can drop stale and duplicated messages without decoding the body.
 type Header struct {
-	Job   string // job id; empty only for control-plane messages (Hello)
-	Epoch uint64 // bumped by the coordinator when the job's membership or state restarts
-	Iter  uint64 // iteration the message belongs to
+	Job   string // job id, a ValidName; empty for messages outside any job
+	Epoch uint64 // the job's epoch: a Filter drops messages of earlier ones
+	Iter  uint64 // iteration the message belongs to; a Filter drops earlier ones
 	Kind  Kind   // body kind, never zero on the wire
-	From  string // sender name (worker name or "coordinator"); may be empty
+	From  string // sender name, a ValidName; may be empty
 	Seq   uint64 // per-sender sequence number; 0 means unsequenced (see Sequence)
 }
 
@@ -126,7 +101,7 @@ func encodeTo(ab *appendBuf, h Header, body any) error {
 		case h.Kind == 0:
 			h.Kind = k
 		case h.Kind != k:
-			return fmt.Errorf("transport: header kind %v but body %T is %v", h.Kind, body, k)
+			return fmt.Errorf("transport: header has %v but body %T is %v", h.Kind, body, k)
 		}
 	}
 	if err := h.validate(); err != nil {

@@ -12,14 +12,36 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// custom is a runtime-defined body with a kind of its own.
+// Test bodies, of the shapes a protocol on top sends: a note (names,
+// counts, opaque bytes, ids), a vector message (floats, ints, a flag), an
+// empty one, and one with a map.
+type note struct {
+	Name    string `msgpack:"name"`
+	Threads int    `msgpack:"threads"`
+	Blob    []byte `msgpack:"blob"`
+	IDs     Int32s `msgpack:"ids"`
+}
+
+type vectors struct {
+	Eta    float64 `msgpack:"eta"`
+	Lambda Floats  `msgpack:"lambda"`
+	Mu     Floats  `msgpack:"mu"`
+	X      Int32s  `msgpack:"x"`
+	Stop   bool    `msgpack:"stop"`
+}
+
+type empty struct{}
+
 type custom struct {
 	Note string `msgpack:"note"`
 	V    Floats `msgpack:"v"`
 	M    map[string]int32
 }
 
-func (custom) Kind() Kind { return KindUser + 1 }
+func (note) Kind() Kind    { return 1 }
+func (vectors) Kind() Kind { return 2 }
+func (empty) Kind() Kind   { return 3 }
+func (custom) Kind() Kind  { return 200 }
 
 func header(k Kind) Header {
 	return Header{Job: "job-7", Epoch: 3, Iter: 1 << 40, Kind: k, From: "worker_1", Seq: math.MaxUint64}
@@ -81,19 +103,16 @@ func TestMessageRoundTrip(t *testing.T) {
 		body Body
 		into func() Body
 	}{
-		{"hello", Hello{Name: "w-1", Threads: 16}, func() Body { return new(Hello) }},
-		{"hello zero", Hello{}, func() Body { return new(Hello) }},
-		{"assign", Assign{Worker: "w-1", Part: 2, Parts: 5, Model: []byte("opaque model part \x00\xff"), Slaves: Int32s{1, 2, 3}, Vars: Int32s{}},
-			func() Body { return new(Assign) }},
-		{"step empty", Step{}, func() Body { return new(Step) }},
-		{"step empty slices", Step{Lambda: Floats{}, Mu: Floats{}, X: Int32s{}}, func() Body { return new(Step) }},
-		{"step special", Step{Eta: math.NaN(), Lambda: specialFloats, Mu: Floats{math.Inf(1)}, X: Int32s{-1, 0, 1}, Stop: true},
-			func() Body { return new(Step) }},
-		{"step huge", Step{Eta: 0.1, Lambda: big, Mu: big[:1000], X: bigX}, func() Body { return new(Step) }},
-		{"report", Report{Nu: specialFloats, Dual: math.Inf(1), Relaxed: math.Copysign(0, -1), PrimalRes: 1e-300, DualRes: math.Float64frombits(0x7ff0000000000001), Score: -3.5},
-			func() Body { return new(Report) }},
-		{"report huge", Report{Nu: big}, func() Body { return new(Report) }},
-		{"heartbeat", Heartbeat{}, func() Body { return new(Heartbeat) }},
+		{"note", note{Name: "w-1", Threads: 16, Blob: []byte("opaque \x00\xff"), IDs: Int32s{1, 2, 3}}, func() Body { return new(note) }},
+		{"note zero", note{}, func() Body { return new(note) }},
+		{"vectors empty", vectors{}, func() Body { return new(vectors) }},
+		{"vectors empty slices", vectors{Lambda: Floats{}, Mu: Floats{}, X: Int32s{}}, func() Body { return new(vectors) }},
+		{"vectors special", vectors{Eta: math.NaN(), Lambda: specialFloats, Mu: Floats{math.Inf(1)}, X: Int32s{-1, 0, 1}, Stop: true},
+			func() Body { return new(vectors) }},
+		{"vectors signalling NaN", vectors{Eta: math.Float64frombits(0x7ff0000000000001)}, func() Body { return new(vectors) }},
+		{"vectors negative zero", vectors{Eta: math.Copysign(0, -1)}, func() Body { return new(vectors) }},
+		{"vectors huge", vectors{Eta: 0.1, Lambda: big, Mu: big[:1000], X: bigX}, func() Body { return new(vectors) }},
+		{"empty", empty{}, func() Body { return new(empty) }},
 		{"custom", custom{Note: "x", V: Floats{1, 2}, M: map[string]int32{"a": 1}}, func() Body { return new(custom) }},
 	}
 	for _, c := range cases {
@@ -135,7 +154,7 @@ func TestMessageRoundTrip(t *testing.T) {
 }
 
 func TestEncodeNilBodyAndControlHeader(t *testing.T) {
-	h := Header{Kind: KindUser} // no job, no sender: a control-plane message
+	h := Header{Kind: 9} // no job, no sender: a message outside any job
 	data, err := Encode(h, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -154,12 +173,12 @@ func TestEncodeErrors(t *testing.T) {
 		want string
 	}{
 		{"no kind", Header{Job: "j"}, map[string]int{"a": 1}, "no kind"},
-		{"kind mismatch", Header{Job: "j", Kind: KindReport}, Step{}, "header kind report but body transport.Step is step"},
-		{"job with dot", Header{Job: "a.b"}, Step{}, "job id"},
-		{"job wildcard", Header{Job: "*"}, Step{}, "job id"},
-		{"long job", Header{Job: strings.Repeat("j", MaxNameLen+1)}, Step{}, "longer than"},
-		{"sender with space", Header{Job: "j", From: "w 1"}, Step{}, "sender name"},
-		{"unencodable", Header{Job: "j", Kind: KindUser}, make(chan int), "encoding kind64 body"},
+		{"kind mismatch", Header{Job: "j", Kind: 1}, vectors{}, "header has kind1 but body transport.vectors is kind2"},
+		{"job with dot", Header{Job: "a.b"}, vectors{}, "job id"},
+		{"job wildcard", Header{Job: "*"}, vectors{}, "job id"},
+		{"long job", Header{Job: strings.Repeat("j", MaxNameLen+1)}, vectors{}, "longer than"},
+		{"sender with space", Header{Job: "j", From: "w 1"}, vectors{}, "sender name"},
+		{"unencodable", Header{Job: "j", Kind: 64}, make(chan int), "encoding kind64 body"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -195,7 +214,7 @@ func nested(depth int) []byte {
 }
 
 func TestDecodeErrors(t *testing.T) {
-	good := mustEncode(t, header(0), Step{Eta: 1, Lambda: Floats{1, 2, 3}})
+	good := mustEncode(t, header(0), vectors{Eta: 1, Lambda: Floats{1, 2, 3}})
 	okHdr := []any{"j", 1, 2, 3, "w", 4}
 	cases := []struct {
 		name string
@@ -239,15 +258,15 @@ func TestDecodeErrors(t *testing.T) {
 }
 
 func TestDecodeBodyErrors(t *testing.T) {
-	data := mustEncode(t, header(0), Report{Nu: Floats{1}, Dual: 2})
+	data := mustEncode(t, header(0), note{Name: "w", Threads: 2})
 	_, raw, err := Decode(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s Step
-	// A Report decodes into a Step only where the keys agree; wrong kinds
+	var s vectors
+	// A note decodes into vectors only where the keys agree; wrong kinds
 	// are caught by DecodeInto.
-	if _, err := DecodeInto(data, &s); err == nil || !strings.Contains(err.Error(), "got a report message, want step") {
+	if _, err := DecodeInto(data, &s); err == nil || !strings.Contains(err.Error(), "got a kind1 message, want kind2") {
 		t.Fatalf("DecodeInto: %v", err)
 	}
 	for name, body := range map[string][]byte{
@@ -281,8 +300,8 @@ func TestBodyEvolution(t *testing.T) {
 		Extra  map[string]any `msgpack:"extra"`
 		More   []Floats       `msgpack:"more"`
 	}
-	data := mustEncode(t, header(KindStep), stepV2{Eta: 2, Lambda: Floats{1}, Extra: map[string]any{"a": []any{1, "b"}}, More: []Floats{{1}, nil}})
-	var s Step
+	data := mustEncode(t, header(vectors{}.Kind()), stepV2{Eta: 2, Lambda: Floats{1}, Extra: map[string]any{"a": []any{1, "b"}}, More: []Floats{{1}, nil}})
+	var s vectors
 	if _, err := DecodeInto(data, &s); err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +316,7 @@ func TestCheckMsgpackAgreesWithLibrary(t *testing.T) {
 		"", "short", strings.Repeat("s", 40), strings.Repeat("s", 300), strings.Repeat("s", 70000),
 		[]byte{}, bytes.Repeat([]byte{1}, 300), bytes.Repeat([]byte{1}, 70000),
 		[]int{}, make([]int, 20), make([]int, 70000), map[string]int{}, map[string]int{"a": 1},
-		map[int][]string{1: {"x"}, 2: nil}, Step{Lambda: Floats{1}}, msgpack.RawMessage{0xd4, 1, 2},
+		map[int][]string{1: {"x"}, 2: nil}, vectors{Lambda: Floats{1}}, msgpack.RawMessage{0xd4, 1, 2},
 		msgpack.RawMessage{0xd8, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
 		msgpack.RawMessage{0xc7, 2, 5, 1, 2}, msgpack.RawMessage{0xc8, 0, 1, 5, 1},
 		msgpack.RawMessage{0xc9, 0, 0, 0, 1, 5, 1}, msgpack.RawMessage{0xd5, 1, 2, 3},
@@ -327,7 +346,7 @@ func TestCheckMsgpackAgreesWithLibrary(t *testing.T) {
 }
 
 func TestKindString(t *testing.T) {
-	for k, want := range map[Kind]string{KindHello: "hello", KindAssign: "assign", KindStep: "step", KindReport: "report", KindHeartbeat: "heartbeat", 200: "kind200"} {
+	for k, want := range map[Kind]string{1: "kind1", 64: "kind64", 255: "kind255"} {
 		if k.String() != want {
 			t.Errorf("%d: %q", k, k.String())
 		}

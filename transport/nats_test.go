@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -22,50 +21,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
-
-// startServer starts an embedded server on a free loopback port and stops
-// it when the test ends.
-func startServer(t testing.TB, opts EmbeddedOptions) *Embedded {
-	t.Helper()
-	e, err := StartEmbedded(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Shutdown)
-	return e
-}
-
-// connect opens a NATS transport, closed when the test ends.
-func connect(t testing.TB, opts NATSOptions) *NATS {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	tr, err := NewNATS(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tr.Close() })
-	return tr
-}
-
-// errSink collects asynchronous errors.
-type errSink struct {
-	mu   sync.Mutex
-	errs []error
-}
-
-func (s *errSink) add(err error) {
-	s.mu.Lock()
-	s.errs = append(s.errs, err)
-	s.mu.Unlock()
-}
-
-func (s *errSink) get() []error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]error(nil), s.errs...)
-}
 
 func TestEmbeddedDefaults(t *testing.T) {
 	e := startServer(t, EmbeddedOptions{})
@@ -82,75 +40,35 @@ func TestEmbeddedDefaults(t *testing.T) {
 	e.Shutdown() // idempotent
 }
 
-func TestNATSPubSub(t *testing.T) {
+// Publish sends a message above MaxPayload as chunks, and MaxPayload
+// says where that starts.
+func TestNATSMaxPayload(t *testing.T) {
 	e := startServer(t, EmbeddedOptions{})
-	pub := connect(t, NATSOptions{URL: e.URL(), Name: "pub"})
-	sub := connect(t, NATSOptions{URL: e.URL(), Name: "sub"})
-	c := newCollector()
-	if _, err := sub.Subscribe(ReportsWildcard("j"), c.handle); err != nil {
-		t.Fatal(err)
-	}
-	if err := sub.Flush(context.Background()); err != nil { // the subscription reached the server
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	const n = 1000
-	for i := range n {
-		if err := pub.Publish(ctx, ReportSubject("j", fmt.Sprintf("w%d", i%3)), fmt.Appendf(nil, "%d", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got := c.wait(t, n)
-	for i, m := range got {
-		if want := fmt.Sprintf("ddrun.j.report.w%d %d", i%3, i); m != want {
-			t.Fatalf("message %d: %q, want %q", i, m, want)
-		}
-	}
-}
-
-// A Step far above the max payload crosses as chunks and is followed, in
-// order, by small messages; a small payload that looks like a chunk frame
-// is chunked too, so it arrives intact.
-func TestNATSChunked(t *testing.T) {
-	e := startServer(t, EmbeddedOptions{})
-	sink := &errSink{}
-	tr := connect(t, NATSOptions{URL: e.URL(), MaxPayload: 1024, OnError: sink.add})
+	tr := connect(t, NATSOptions{URL: e.URL(), MaxPayload: 1024})
 	if tr.MaxPayload() != 1024 {
 		t.Fatalf("MaxPayload %d", tr.MaxPayload())
 	}
-	r := mrand.New(mrand.NewPCG(11, 12))
-	step := Step{Eta: 0.25, Lambda: randFloats(r, 30_000), Mu: specialFloats, X: Int32s{1, 2, 3}}
-	big := mustEncode(t, Header{Job: "j", Iter: 1, From: "c", Seq: 1}, step)
-	small := mustEncode(t, Header{Job: "j", Iter: 1, From: "c", Seq: 2}, Heartbeat{})
-	lookalike := append([]byte("DDC\x01"), "not really a chunk"...)
-
-	type msg struct{ data []byte }
-	got := make(chan msg, 10)
-	if _, err := tr.Subscribe(StepSubject("j"), func(_ string, data []byte) { got <- msg{bytes.Clone(data)} }); err != nil {
+	if def := connect(t, NATSOptions{URL: e.URL()}); def.MaxPayload() != int(def.Conn().MaxPayload()) {
+		t.Fatalf("default MaxPayload %d, the server's %d", def.MaxPayload(), def.Conn().MaxPayload())
+	}
+	frames := make(chan []byte, 100)
+	raw, err := tr.Conn().Subscribe("a", func(m *nats.Msg) { frames <- m.Data })
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer raw.Unsubscribe()
 	_ = tr.Flush(context.Background())
-	for _, d := range [][]byte{big, small, lookalike, big} {
-		if err := tr.Publish(context.Background(), StepSubject("j"), d); err != nil {
+	for _, n := range []int{1024, 1025} {
+		if err := tr.Publish(context.Background(), "a", make([]byte, n)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for i, want := range [][]byte{big, small, lookalike, big} {
-		select {
-		case m := <-got:
-			if !bytes.Equal(m.data, want) {
-				t.Fatalf("message %d: %d bytes differ from the %d sent", i, len(m.data), len(want))
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("message %d never arrived; async errors %v", i, sink.get())
-		}
+	_ = tr.Flush(context.Background())
+	if fr := <-frames; len(fr) != 1024 || IsChunk(fr) {
+		t.Fatalf("a message of MaxPayload bytes went as a %d-byte frame", len(fr))
 	}
-	var out Step
-	if _, err := DecodeInto(big, &out); err != nil || !equalBodies(step, out) {
-		t.Fatalf("decoded step differs: %v", err)
-	}
-	if errs := sink.get(); len(errs) != 0 {
-		t.Fatalf("async errors: %v", errs)
+	if fr := <-frames; !IsChunk(fr) || len(fr) > 1024 {
+		t.Fatalf("a message of MaxPayload+1 bytes went as a %d-byte frame", len(fr))
 	}
 }
 
@@ -419,57 +337,11 @@ func TestNATSReconnect(t *testing.T) {
 	}
 }
 
-func TestNATSClose(t *testing.T) {
+// Close closes the connection (the rest of Close's contract is in the
+// conformance suite).
+func TestNATSCloseConn(t *testing.T) {
 	e := startServer(t, EmbeddedOptions{})
-	tr, err := NewNATS(context.Background(), NATSOptions{URL: e.URL()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tr.Close() })
-	started := make(chan struct{}, 1)
-	release := make(chan struct{})
-	var once sync.Once
-	unblock := func() { once.Do(func() { close(release) }) }
-	t.Cleanup(unblock) // runs before the Close above if the test fails early
-	finished := make(chan struct{})
-	if _, err := tr.Subscribe("a", func(string, []byte) {
-		started <- struct{}{}
-		<-release
-		close(finished)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	s2, err := tr.Subscribe("b", func(string, []byte) {})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s2.Unsubscribe(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s2.Unsubscribe(); err != nil {
-		t.Fatal(err)
-	}
-	_ = tr.Publish(context.Background(), "a", nil)
-	<-started
-	closed := make(chan struct{})
-	go func() { _ = tr.Close(); close(closed) }()
-	select {
-	case <-closed:
-		t.Fatal("Close returned while a handler was running")
-	case <-time.After(50 * time.Millisecond):
-	}
-	unblock()
-	<-closed
-	<-finished
-	if err := tr.Publish(context.Background(), "a", nil); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Publish after Close: %v", err)
-	}
-	if _, err := tr.Subscribe("a", func(string, []byte) {}); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Subscribe after Close: %v", err)
-	}
-	if err := tr.Flush(context.Background()); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Flush after Close: %v", err)
-	}
+	tr := connect(t, NATSOptions{URL: e.URL()})
 	if err := tr.Close(); err != nil {
 		t.Fatal(err)
 	}

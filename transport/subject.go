@@ -5,54 +5,9 @@ import (
 	"strings"
 )
 
-// Subjects. Everything of a job lives under "ddrun.<job>."; only worker
-// registration, which happens before a worker has a job, is global:
-//
-//	ddrun.control                      Hello                   workers -> coordinator(s)
-//	ddrun.<job>.assign.<worker>        Assign                  coordinator -> one worker
-//	ddrun.<job>.step                   Step                    coordinator -> all workers of the job
-//	ddrun.<job>.report.<worker>        Report                  worker -> coordinator (subscribes report.*)
-//	ddrun.<job>.heartbeat.<worker>     Heartbeat               worker -> coordinator (subscribes heartbeat.*)
-//
-// Job ids and worker names must be ValidNames, so each is exactly one
-// subject token. The helpers below do not check; Encode checks the names
-// in a header, and Publish and Subscribe reject malformed subjects.
-const (
-	// SubjectRoot is the first token of every subject of this package.
-	SubjectRoot = "ddrun"
-	// ControlSubject carries worker registration (Hello) for all jobs.
-	ControlSubject = SubjectRoot + ".control"
-)
-
-// StepSubject is where the coordinator of job broadcasts Steps.
-func StepSubject(job string) string { return SubjectRoot + "." + job + ".step" }
-
-// AssignSubject is where worker receives its Assign for job.
-func AssignSubject(job, worker string) string {
-	return SubjectRoot + "." + job + ".assign." + worker
-}
-
-// ReportSubject is where worker sends its Reports for job.
-func ReportSubject(job, worker string) string {
-	return SubjectRoot + "." + job + ".report." + worker
-}
-
-// ReportsWildcard matches the Reports of every worker of job.
-func ReportsWildcard(job string) string { return SubjectRoot + "." + job + ".report.*" }
-
-// HeartbeatSubject is where worker sends its Heartbeats for job.
-func HeartbeatSubject(job, worker string) string {
-	return SubjectRoot + "." + job + ".heartbeat." + worker
-}
-
-// HeartbeatsWildcard matches the Heartbeats of every worker of job.
-func HeartbeatsWildcard(job string) string { return SubjectRoot + "." + job + ".heartbeat.*" }
-
-// JobWildcard matches every subject of job.
-func JobWildcard(job string) string { return SubjectRoot + "." + job + ".>" }
-
-// ValidName reports whether s can be a job id or worker name: 1 to
-// MaxNameLen bytes of ASCII letters, digits, '-' and '_'.
+// ValidName reports whether s can be a name in a Header (Job, From): 1 to
+// MaxNameLen bytes of ASCII letters, digits, '-' and '_'. Such a name is
+// also exactly one subject token.
 func ValidName(s string) error {
 	if s == "" {
 		return fmt.Errorf("empty name")
@@ -74,7 +29,7 @@ func nameByte(c byte) bool {
 
 // SanitizeName maps s to a ValidName: disallowed bytes become '_', an empty
 // s becomes "_", and the result is cut to MaxNameLen bytes. Use it to turn
-// host names like "node1.example.org" into worker names.
+// host names like "node1.example.org" into sender names.
 func SanitizeName(s string) string {
 	if s == "" {
 		return "_"

@@ -5,33 +5,6 @@ import (
 	"testing"
 )
 
-func TestSubjects(t *testing.T) {
-	for got, want := range map[string]string{
-		ControlSubject:              "ddrun.control",
-		StepSubject("j1"):           "ddrun.j1.step",
-		AssignSubject("j1", "w"):    "ddrun.j1.assign.w",
-		ReportSubject("j1", "w"):    "ddrun.j1.report.w",
-		ReportsWildcard("j1"):       "ddrun.j1.report.*",
-		HeartbeatSubject("j1", "w"): "ddrun.j1.heartbeat.w",
-		HeartbeatsWildcard("j1"):    "ddrun.j1.heartbeat.*",
-		JobWildcard("j1"):           "ddrun.j1.>",
-	} {
-		if got != want {
-			t.Errorf("%q, want %q", got, want)
-		}
-	}
-	for _, s := range []string{StepSubject("j"), AssignSubject("j", "w"), ReportSubject("j", "w"), HeartbeatSubject("j", "w"), ControlSubject} {
-		if err := checkSubject(s, false); err != nil {
-			t.Error(err)
-		}
-	}
-	for _, s := range []string{ReportsWildcard("j"), HeartbeatsWildcard("j"), JobWildcard("j")} {
-		if err := checkSubject(s, true); err != nil {
-			t.Error(err)
-		}
-	}
-}
-
 func TestMatchSubject(t *testing.T) {
 	cases := []struct {
 		pattern, subject string

@@ -7,13 +7,14 @@ import (
 
 // Transport moves opaque byte messages between processes by subject. It
 // knows nothing of what the bytes mean; Encode and Decode give them their
-// ddrun form.
+// envelope. conformance_test.go holds every implementation to this
+// contract.
 //
 // Delivery is at most once: a message is lost when the receiver is not
 // subscribed, too slow (NATS drops for slow consumers), or the connection
 // breaks. Messages from one publisher on one subject arrive in the order they
-// were published. The runtime is expected to retransmit what matters and to
-// drop duplicates and stale messages with a Filter.
+// were published. The protocol on top is expected to retransmit what
+// matters and to drop duplicates and stale messages with a Filter.
 type Transport interface {
 	// Publish sends data to every current subscriber of subject, a literal
 	// subject (no wildcards). It may block for back-pressure (InProc) or
@@ -25,7 +26,10 @@ type Transport interface {
 	// wildcards "*" (one token) and ">" (the rest, last token only). Calls
 	// for one subscription are sequential, in arrival order; different
 	// subscriptions run concurrently. h must treat data as read-only (it may
-	// be shared with other subscribers) and must not call Close.
+	// be shared with other subscribers) and must not call Close. The
+	// subscription sees what is published after a Flush of this transport
+	// that follows Subscribe (at once for InProc; NATS: once the server
+	// has it).
 	Subscribe(subject string, h Handler) (Subscription, error)
 
 	// Flush returns once everything published before it has left this

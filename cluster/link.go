@@ -1,0 +1,248 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/transport"
+)
+
+// remoteLink reaches one worker over the transport.
+type remoteLink struct {
+	c    *coordinator
+	w    int
+	body stepBody
+}
+
+// Step implements consensus.WorkerLink.
+//
+// It finishes the iteration even when ctx is cancelled, so that an
+// interrupted run still ends on a complete iteration with its result; the
+// step timeout bounds the wait.
+func (l *remoteLink) Step(ctx context.Context, in *consensus.StepIn, out *consensus.StepOut) error {
+	c := l.c
+	ctx = context.WithoutCancel(ctx)
+	c.mu.Lock()
+	c.sent = max(c.sent, in.Iter)
+	c.mu.Unlock()
+	l.body = stepBody{Iter: in.Iter, Eta: in.Eta, PrevStep: in.PrevStep, Lambda: in.Lambda, Mu: in.Mu, GatherX: in.GatherX, Save: in.Save}
+	send := func() error {
+		name := c.name(l.w)
+		if err := c.send(ctx, stepSubject(c.job, name), transport.Header{Iter: uint64(in.Iter), Kind: kindStep}, l.body); err != nil {
+			return fmt.Errorf("step %d to worker %s: %w", in.Iter, name, err)
+		}
+		return nil
+	}
+	if err := send(); err != nil {
+		return err
+	}
+	timer := time.NewTimer(c.timeout)
+	defer timer.Stop()
+	resend := time.NewTicker(c.resendEvery)
+	defer resend.Stop()
+	check := time.NewTicker(c.lostAfter / 4)
+	defer check.Stop()
+	for {
+		select {
+		case <-check.C:
+			if !c.lost(l.w) {
+				continue
+			}
+			// The worker went silent: its part restarts on a spare, which
+			// answers this same step.
+			if _, err := c.replace(ctx, l.w); err != nil {
+				return err
+			}
+			if err := send(); err != nil {
+				return err
+			}
+			timer.Reset(c.timeout)
+		case <-resend.C:
+			// Lost, or a slow iteration: the worker answers a repeated
+			// step with the report it already computed.
+			if err := send(); err != nil {
+				return err
+			}
+		case r := <-c.reports[l.w]:
+			if r.Iter != in.Iter {
+				continue // a late answer to an earlier step
+			}
+			if r.Err != "" {
+				return fmt.Errorf("worker %s: %s", c.name(l.w), r.Err)
+			}
+			out.Iter, out.Nu, out.Dual, out.Relaxed, out.PrimalRes, out.DualRes, out.Changed, out.X =
+				r.Iter, r.Nu, r.Dual, r.Relaxed, r.PrimalRes, r.DualRes, r.Changed, r.X
+			out.State = r.State.state()
+			if in.Save && out.State == nil {
+				return fmt.Errorf("worker %s sent no state for step %d", c.name(l.w), in.Iter)
+			}
+			return nil
+		case <-timer.C:
+			return fmt.Errorf("worker %s did not answer step %d within %v", c.name(l.w), in.Iter, c.timeout)
+		}
+	}
+}
+
+// send publishes body on subject from the coordinator of the job, with
+// the next sequence number.
+func (c *coordinator) send(ctx context.Context, subject string, h transport.Header, body any) error {
+	h.Job, h.From, h.Seq = c.job, "coordinator", c.seq.Next()
+	data, err := transport.Encode(h, body)
+	if err != nil {
+		return err
+	}
+	return c.tr.Publish(ctx, subject, data)
+}
+
+// assign ships every worker its part and waits for the acknowledgements.
+func (c *coordinator) assign(ctx context.Context, parts []*consensus.Part, opts consensus.Options) error {
+	c.bodies = make([]*assignBody, len(parts))
+	for w, p := range parts {
+		body, err := encodePart(p, w, len(parts), opts)
+		if err != nil {
+			return err
+		}
+		body.Base, body.Epoch = c.base, c.epoch
+		if c.latest != nil {
+			body.State = wireState(&c.latest.Parts[w])
+		}
+		c.bodies[w] = body
+	}
+	all := make([]int, len(parts))
+	for w := range all {
+		all[w] = w
+	}
+	return c.deliver(ctx, all)
+}
+
+// assignOne ships part w again, to the worker now holding it.
+func (c *coordinator) assignOne(ctx context.Context, w int) error {
+	for len(c.ready[w]) > 0 {
+		<-c.ready[w]
+	}
+	return c.deliver(ctx, []int{w})
+}
+
+// deliver sends the given parts, re-sends those whose receipt is not
+// acknowledged, and waits until each worker reports its part built.
+func (c *coordinator) deliver(ctx context.Context, which []int) error {
+	sendPart := func(w int) error {
+		name := c.name(w)
+		if err := c.send(ctx, assignSubject(c.job, name), transport.Header{Kind: kindAssign}, c.bodies[w]); err != nil {
+			return fmt.Errorf("sending part %d to worker %s: %w", w, name, err)
+		}
+		// Pace the parts: each is a burst of chunks.
+		return c.tr.Flush(ctx)
+	}
+	for _, w := range which {
+		if err := sendPart(w); err != nil {
+			return err
+		}
+	}
+	deadline := time.NewTimer(c.timeout)
+	defer deadline.Stop()
+	resend := time.NewTicker(c.resendEvery)
+	defer resend.Stop()
+	acked := map[int]bool{}
+	received := map[int]bool{}
+	for len(acked) < len(which) {
+		for _, w := range which {
+			if acked[w] {
+				continue
+			}
+			select {
+			case r := <-c.ready[w]:
+				switch {
+				case r.Err != "":
+					return fmt.Errorf("worker %s could not take its part: %s", c.name(w), r.Err)
+				case r.Received:
+					received[w] = true
+				default:
+					acked[w] = true
+					c.seen(w)
+				}
+			default:
+			}
+		}
+		if len(acked) == len(which) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			for _, w := range which {
+				if !acked[w] {
+					return fmt.Errorf("worker %s did not acknowledge its part within %v", c.name(w), c.timeout)
+				}
+			}
+		case <-resend.C:
+			for _, w := range which {
+				if !received[w] {
+					if err := sendPart(w); err != nil {
+						return err
+					}
+				}
+			}
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// onReport hands a worker's acknowledgements (ready) and reports to its
+// part's channels, once each: stale and repeated messages are dropped.
+func (c *coordinator) onReport(_ string, data []byte) {
+	h, raw, err := transport.Decode(data)
+	if err != nil {
+		return
+	}
+	w := c.index(h.From)
+	if w < 0 {
+		return
+	}
+	c.mu.Lock()
+	keep := c.filters[w].Check(h).Keep()
+	c.lastSeen[w] = time.Now()
+	c.mu.Unlock()
+	if !keep {
+		return
+	}
+	switch h.Kind {
+	case kindReady:
+		var r readyBody
+		if transport.DecodeBody(raw, &r) == nil {
+			select {
+			case c.ready[w] <- &r:
+			default: // repeated acknowledgements: the first ones suffice
+			}
+		}
+	case kindReport:
+		var r reportBody
+		if transport.DecodeBody(raw, &r) == nil {
+			select {
+			case c.reports[w] <- &r:
+			default: // a stray extra report: the step already has its answer
+			}
+		}
+	}
+}
+
+// stop ends the job on every worker.
+func (c *coordinator) stop(ctx context.Context) {
+	c.mu.Lock()
+	names := append([]string(nil), c.names...)
+	c.mu.Unlock()
+	// Three times: a worker that misses the stop would hold the job until
+	// its idle timeout. Ahead of every iteration, so no worker's filter
+	// takes it as stale; repeats are filtered as duplicates or ignored.
+	for range 3 {
+		for _, name := range names {
+			_ = c.send(ctx, stepSubject(c.job, name), transport.Header{Iter: math.MaxInt32, Kind: kindStep}, stepBody{Stop: true})
+		}
+	}
+	_ = c.tr.Flush(ctx)
+}

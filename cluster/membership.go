@@ -1,0 +1,195 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ddrun/ddrun/transport"
+)
+
+// joinableFor returns the test of whether a worker serving job (its hello's
+// Job) can join epoch e of base: idle workers, and those serving an earlier
+// epoch of the same base (their coordinator is gone).
+func joinableFor(base string, e uint64) func(job string) bool {
+	return func(job string) bool {
+		if job == "" {
+			return true
+		}
+		if base == "" {
+			return false
+		}
+		for old := uint64(0); old < e; old++ {
+			if job == EpochJob(base, old) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// waitWorkers collects n distinct joinable workers announcing themselves
+// on the control subject, sorted by name, and the highest iteration those
+// serving an earlier epoch had reached.
+func waitWorkers(ctx context.Context, tr transport.Transport, n int, wait time.Duration, joinable func(string) bool) ([]string, int, error) {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	prior := 0
+	enough := make(chan struct{})
+	sub, err := tr.Subscribe(controlSubject, func(_ string, data []byte) {
+		var h helloBody
+		if _, err := transport.DecodeInto(data, &h); err != nil || transport.ValidName(h.Name) != nil || !joinable(h.Job) {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if h.Job != "" {
+			prior = max(prior, h.Iter)
+		}
+		if len(seen) < n && !seen[h.Name] {
+			seen[h.Name] = true
+			if len(seen) == n {
+				close(enough)
+			}
+		}
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	defer sub.Unsubscribe()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-enough:
+	case <-ctx.Done():
+		return nil, 0, ctx.Err()
+	case <-timer.C:
+		mu.Lock()
+		defer mu.Unlock()
+		var got []string
+		for name := range seen {
+			got = append(got, name)
+		}
+		sort.Strings(got)
+		return nil, 0, fmt.Errorf("waited %v for %d workers, %d joined [%s]; start more with: worker --nats URL", wait, n, len(got), strings.Join(got, " "))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	names := make([]string, 0, n)
+	for name := range seen {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names, prior, nil
+}
+
+// seen records that the worker holding part w was heard from just now.
+func (c *coordinator) seen(w int) {
+	c.mu.Lock()
+	c.lastSeen[w] = time.Now()
+	c.mu.Unlock()
+}
+
+// lost reports whether the worker holding part w has been silent for
+// longer than lostAfter.
+func (c *coordinator) lost(w int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Since(c.lastSeen[w]) > c.lostAfter
+}
+
+// onHeartbeat takes a heartbeat of the job as a sign of life of its sender.
+func (c *coordinator) onHeartbeat(_ string, data []byte) {
+	h, _, err := transport.Decode(data)
+	if err != nil || h.Job != c.job {
+		return
+	}
+	if w := c.index(h.From); w >= 0 {
+		c.seen(w)
+	}
+}
+
+// onHello records workers that could take over a lost part.
+func (c *coordinator) onHello(_ string, data []byte) {
+	var h helloBody
+	if _, err := transport.DecodeInto(data, &h); err != nil || transport.ValidName(h.Name) != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, busy := c.byName[h.Name]; !busy && c.joinable(h.Job) {
+		c.spares[h.Name] = time.Now()
+	}
+}
+
+// replace moves part w from a lost worker to a spare, which restarts the
+// part from the latest checkpoint, or afresh before the first (zero
+// multipliers on its interior: sum_a lambda_i^a = 0 still holds, so the
+// dual stays valid; the coordinator keeps the boundary's). A checkpointed
+// interior is older than the boundary; with DD-ADMM and tau = 1 one
+// iteration restores sum_a lambda_i^a = 0 whatever lambda was (AD3 eq.
+// 10-11: lambda^a += tau*eta*(nu^a - mu) with mu the replicas' mean plus
+// the mean of lambda/eta), and the dual term of each slave is evaluated at
+// re-centred multipliers anyway.
+func (c *coordinator) replace(ctx context.Context, w int) (string, error) {
+	old := c.name(w)
+	deadline := time.Now().Add(c.waitSpare)
+	for {
+		c.mu.Lock()
+		spare := ""
+		for name, at := range c.spares {
+			// Only workers heard from recently; ties by name.
+			if time.Since(at) < 3*helloEvery && (spare == "" || name < spare) {
+				spare = name
+			}
+		}
+		if spare != "" {
+			delete(c.spares, spare)
+			delete(c.byName, old)
+			c.names[w] = spare
+			c.byName[spare] = w
+			c.filters[w] = transport.NewFilter(c.job, transport.FilterOptions{})
+			c.lastSeen[w] = time.Now()
+			restored := c.latest != nil
+			if restored {
+				c.bodies[w].State = wireState(&c.latest.Parts[w])
+			}
+			c.mu.Unlock()
+			for len(c.reports[w]) > 0 {
+				<-c.reports[w]
+			}
+			c.log.Warn("worker lost; its part moves to a spare", "lost", old, "part", w, "spare", spare, "from_checkpoint", restored)
+			c.failovers++
+			if restored {
+				c.restored++
+			}
+			if err := c.assignOne(ctx, w); err != nil {
+				return "", err
+			}
+			return spare, nil
+		}
+		c.mu.Unlock()
+		if time.Now().After(deadline) {
+			return "", &noSpareError{name: old, wait: c.waitSpare}
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// noSpareError ends an epoch: a lost worker had no replacement.
+type noSpareError struct {
+	name string
+	wait time.Duration
+}
+
+func (e *noSpareError) Error() string {
+	return fmt.Sprintf("worker %s is lost and no spare worker joined within %v", e.name, e.wait)
+}

@@ -1,0 +1,299 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/partition"
+	"github.com/ddrun/ddrun/partition/multilevel"
+	"github.com/ddrun/ddrun/transport"
+)
+
+// RunOptions configures a distributed job.
+type RunOptions struct {
+	Job     string // a transport.ValidName
+	Workers int    // how many workers to wait for
+	// WaitWorkers bounds the wait for the workers to announce themselves.
+	WaitWorkers time.Duration
+	// StepTimeout bounds the wait for every worker's answer to one step.
+	StepTimeout time.Duration
+	// ResendEvery: an assignment or a step not answered within this time is
+	// sent again (a message can be lost). Default 10s.
+	ResendEvery time.Duration
+	// LostAfter: a worker silent this long (no heartbeat, no answer) is
+	// taken as lost; its part moves to a spare worker (one that announced
+	// itself and holds no part of the job), which restarts it. Default 3s.
+	LostAfter time.Duration
+	// SpareWait: how long a lost worker's part waits for a spare before
+	// the job continues on the workers left. Default 10s.
+	SpareWait time.Duration
+	// Place assigns each slave of the plan to a worker; nil uses the
+	// multilevel partitioner (multilevel.Place).
+	Place  func(m *model.Model, plan partition.Plan, workers int) ([]int32, error)
+	Logger *slog.Logger
+
+	// Base and Epoch name the job across a succession of coordinators
+	// (Raft leaders): epoch e of base B runs as job EpochJob(B, e), and
+	// workers still serving an earlier epoch of B are taken over. Empty
+	// Base: Job alone names the job and only idle workers are taken.
+	Base  string
+	Epoch uint64
+	// Checkpoint, when not nil, takes states of the run (see
+	// consensus.Checkpointing); a lost worker's part restarts from the
+	// latest one.
+	Checkpoint *CheckpointOptions
+	// Resume, when not nil, continues a run from a checkpoint: the same
+	// model, settings and number of workers, the placement it recorded.
+	Resume *Resume
+}
+
+// CheckpointOptions says when states are taken and what is done with them.
+type CheckpointOptions struct {
+	Every    int           // iterations between states (0: not by count)
+	Interval time.Duration // time between states (0: not by time)
+	// Save, when not nil, stores a state with the placement of the slaves
+	// on the parts; an error ends the run.
+	Save func(ctx context.Context, st *consensus.State, where []int32) error
+}
+
+// Resume is a checkpoint to continue from.
+type Resume struct {
+	State *consensus.State
+	Where []int32 // the worker of each slave, as recorded with the state
+}
+
+// EpochJob names epoch e of job base: the transport job of that epoch
+// (epoch 0 is base itself).
+func EpochJob(base string, e uint64) string {
+	if e == 0 {
+		return base
+	}
+	return fmt.Sprintf("%s-e%d", base, e)
+}
+
+// RunStats describes what happened to a distributed job.
+type RunStats struct {
+	// Failovers counts parts moved from a lost worker to a spare, and
+	// Restored those of them that restarted from a checkpoint.
+	Failovers, Restored int
+	// Resumed is the iteration the run continued from (0: from the
+	// start), and Redone how many iterations an earlier epoch had already
+	// run past it, as its workers reported (a lower bound when they were
+	// lost too).
+	Resumed, Redone int
+}
+
+// Run solves m under evidence ev on workers reached through tr, and returns
+// the result in m's variables (like consensus.Solve).
+//
+// A worker lost with no spare to replace it within SpareWait ends the
+// epoch: the job continues on the remaining workers, in the next epoch,
+// from the latest checkpoint regrouped onto them (consensus.Regroup), or
+// from the start when there is none.
+func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.Evidence, opts consensus.Options, ro RunOptions, progress func(consensus.Progress)) (consensus.Result, RunStats, error) {
+	var stats RunStats
+	if err := opts.Validate(); err != nil {
+		return consensus.Result{}, stats, err
+	}
+	if ro.Base == "" {
+		ro.Base, ro.Epoch = ro.Job, 0 // epoch 0 runs as the job itself
+	}
+	if err := transport.ValidName(ro.Base); err != nil {
+		return consensus.Result{}, stats, fmt.Errorf("job id %q: %w", ro.Base, err)
+	}
+	if ro.Workers < 1 {
+		return consensus.Result{}, stats, fmt.Errorf("workers: %d < 1", ro.Workers)
+	}
+	if ro.WaitWorkers <= 0 {
+		ro.WaitWorkers = 30 * time.Second
+	}
+	if ro.StepTimeout <= 0 {
+		ro.StepTimeout = 5 * time.Minute
+	}
+	if ro.LostAfter <= 0 {
+		ro.LostAfter = 3 * time.Second
+	}
+	if ro.SpareWait <= 0 {
+		ro.SpareWait = 10 * time.Second
+	}
+	if ro.ResendEvery <= 0 {
+		ro.ResendEvery = resendEvery
+	}
+	if ro.Logger == nil {
+		ro.Logger = slog.New(slog.DiscardHandler)
+	}
+	red, err := model.Reduce(m, ev)
+	if errors.Is(err, model.ErrInfeasible) {
+		res, err := consensus.Solve(ctx, m, ev, opts, progress) // nothing to distribute
+		return res, stats, err
+	}
+	if err != nil {
+		return consensus.Result{}, stats, err
+	}
+	plan, err := consensus.Plan(red.Model, opts.Slaves)
+	if err != nil {
+		return consensus.Result{}, stats, err
+	}
+	if ro.Resume != nil {
+		stats.Resumed = ro.Resume.State.Iter
+		if len(ro.Resume.Where) != len(plan.Slaves) || len(ro.Resume.State.Parts) != ro.Workers {
+			return consensus.Result{}, stats, fmt.Errorf("resuming: the checkpoint places %d slaves on %d parts; this job has %d slaves on %d workers",
+				len(ro.Resume.Where), len(ro.Resume.State.Parts), len(plan.Slaves), ro.Workers)
+		}
+	}
+	for first := true; ; first = false {
+		res, c, err := runEpoch(ctx, tr, red.Model, plan, opts, ro, progress)
+		if c != nil {
+			stats.Failovers += c.failovers
+			stats.Restored += c.restored
+			if first && ro.Resume != nil {
+				// Iterations an earlier coordinator ran past the
+				// checkpoint, as its workers say.
+				stats.Redone += max(0, c.priorIter-ro.Resume.State.Iter)
+			}
+		}
+		var lost *noSpareError
+		if !errors.As(err, &lost) || ro.Workers == 1 {
+			if err != nil {
+				return res, stats, err
+			}
+			if stats.Failovers > 0 {
+				ro.Logger.Warn("job finished after worker losses", "failovers", stats.Failovers)
+			}
+			return consensus.Finish(m, red, res), stats, nil
+		}
+		// Continue on the workers left, from the latest checkpoint.
+		ro.Workers--
+		ro.Epoch++
+		stats.Failovers++
+		where, err := placement(ro, red.Model, plan, ro.Workers)
+		if err != nil {
+			return res, stats, err
+		}
+		ro.Resume = nil
+		from := 0
+		if st := c.latestState(); st != nil {
+			from = st.Iter
+			moved, err := consensus.Regroup(red.Model, plan, st, c.where, where, ro.Workers)
+			if err != nil {
+				return res, stats, err
+			}
+			ro.Resume = &Resume{State: moved, Where: where}
+			stats.Restored++
+			stats.Redone += max(0, c.completed()-st.Iter)
+		} else {
+			stats.Redone += c.completed()
+		}
+		ro.Logger.Warn("worker lost and no spare: the job continues on the workers left", "lost", lost.name,
+			"workers", ro.Workers, "epoch", ro.Epoch, "from_iteration", from)
+	}
+}
+
+func placement(ro RunOptions, m *model.Model, plan partition.Plan, workers int) ([]int32, error) {
+	place := ro.Place
+	if place == nil {
+		place = multilevelPlacement
+	}
+	where, err := place(m, plan, workers)
+	if err != nil {
+		return nil, fmt.Errorf("placing slaves: %w", err)
+	}
+	return where, nil
+}
+
+// runEpoch runs one epoch of the job on the reduced model m and returns its
+// result in m's variables.
+func runEpoch(ctx context.Context, tr transport.Transport, m *model.Model, plan partition.Plan, opts consensus.Options, ro RunOptions, progress func(consensus.Progress)) (consensus.Result, *coordinator, error) {
+	log := ro.Logger
+	job := EpochJob(ro.Base, ro.Epoch)
+	if err := transport.ValidName(job); err != nil {
+		return consensus.Result{}, nil, fmt.Errorf("job id %q: %w", job, err)
+	}
+	joinable := joinableFor(ro.Base, ro.Epoch)
+	names, priorIter, err := waitWorkers(ctx, tr, ro.Workers, ro.WaitWorkers, joinable)
+	if err != nil {
+		return consensus.Result{}, nil, err
+	}
+	log.Info("workers joined", "workers", strings.Join(names, ","))
+	var where []int32
+	if ro.Resume != nil {
+		where = ro.Resume.Where
+	} else if where, err = placement(ro, m, plan, len(names)); err != nil {
+		return consensus.Result{}, nil, err
+	}
+	parts, b, err := consensus.Split(m, plan, where, len(names))
+	if err != nil {
+		return consensus.Result{}, nil, err
+	}
+	log.Info("model split", "slaves", len(plan.Slaves), "boundary", len(b.Vars()))
+	c := &coordinator{tr: tr, job: job, names: names, seq: transport.NewSequence(), timeout: ro.StepTimeout,
+		lostAfter: ro.LostAfter, waitSpare: ro.SpareWait, resendEvery: ro.ResendEvery, log: log,
+		base: ro.Base, epoch: ro.Epoch, joinable: joinable, priorIter: priorIter, where: where,
+		byName: map[string]int{}, spares: map[string]time.Time{},
+		reports: make([]chan *reportBody, len(names)), filters: make([]*transport.Filter, len(names)),
+		ready: make([]chan *readyBody, len(names)), lastSeen: make([]time.Time, len(names))}
+	for w, name := range names {
+		c.byName[name] = w
+		c.reports[w] = make(chan *reportBody, 4)
+		c.ready[w] = make(chan *readyBody, 4)
+		c.filters[w] = transport.NewFilter(job, transport.FilterOptions{})
+	}
+	sub, err := tr.Subscribe(reportsWildcard(job), c.onReport)
+	if err != nil {
+		return consensus.Result{}, nil, err
+	}
+	defer sub.Unsubscribe()
+	beats, err := tr.Subscribe(heartbeatsWildcard(job), c.onHeartbeat)
+	if err != nil {
+		return consensus.Result{}, nil, err
+	}
+	defer beats.Unsubscribe()
+	control, err := tr.Subscribe(controlSubject, c.onHello)
+	if err != nil {
+		return consensus.Result{}, nil, err
+	}
+	defer control.Unsubscribe()
+	defer c.stop(context.WithoutCancel(ctx))
+	var cp *consensus.Checkpointing
+	if ro.Resume != nil {
+		c.latest = ro.Resume.State
+		cp = &consensus.Checkpointing{Resume: ro.Resume.State}
+	}
+	if ro.Checkpoint != nil {
+		if cp == nil {
+			cp = &consensus.Checkpointing{}
+		}
+		cp.Every, cp.Interval = ro.Checkpoint.Every, ro.Checkpoint.Interval
+		cp.Save = func(ctx context.Context, st *consensus.State) error {
+			c.mu.Lock()
+			c.latest = st
+			c.mu.Unlock()
+			if ro.Checkpoint.Save == nil {
+				return nil
+			}
+			return ro.Checkpoint.Save(ctx, st, where)
+		}
+	}
+	if err := c.assign(ctx, parts, opts); err != nil {
+		return consensus.Result{}, c, err
+	}
+	links := make([]consensus.WorkerLink, len(names))
+	for w := range names {
+		links[w] = &remoteLink{c: c, w: w}
+	}
+	res, err := consensus.Coordinate(ctx, m, parts, b, links, opts, cp, progress)
+	return res, c, err
+}
+
+// multilevelPlacement balances the slaves' estimated solve cost over the
+// workers and minimises the variable replicas that cross them.
+func multilevelPlacement(m *model.Model, plan partition.Plan, workers int) ([]int32, error) {
+	p, err := multilevel.Place(m, plan, workers, multilevel.Options{Seed: 1})
+	return p.Worker, err
+}
