@@ -14,6 +14,7 @@ import (
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -41,7 +42,7 @@ func (s *saved) last() (*consensus.State, []int32) {
 	return s.states[len(s.states)-1], s.where
 }
 
-func closeTo(t *testing.T, what string, got, want consensus.Result) {
+func closeTo(t *testing.T, what string, got, want solver.Result) {
 	t.Helper()
 	if got.Status != want.Status || !relClose(got.Dual, want.Dual, 1e-6) || !relClose(got.Primal, want.Primal, 1e-6) ||
 		got.Iterations < want.Iterations-3 || got.Iterations > want.Iterations+3 {
@@ -105,7 +106,7 @@ func TestWorkerLossRestoresFromCheckpoint(t *testing.T) {
 	}
 	var sv saved
 	killed := false
-	progress := func(p consensus.Progress) {
+	progress := func(p solver.Progress) {
 		if p.Iteration >= 12 && !killed {
 			killed = true
 			startOne(t, tr, "cspare")
@@ -123,7 +124,7 @@ func TestWorkerLossRestoresFromCheckpoint(t *testing.T) {
 	if !killed || stats.Failovers != 1 || stats.Restored != 1 {
 		t.Fatalf("killed %v, %d failovers, %d restored from a checkpoint; want 1 and 1", killed, stats.Failovers, stats.Restored)
 	}
-	if got.Status != consensus.Optimal || !relClose(got.Primal, want.Primal, 1e-9) {
+	if got.Status != solver.Optimal || !relClose(got.Primal, want.Primal, 1e-9) {
 		t.Errorf("after failover: %s primal %v; undisturbed primal %v", got.Status, got.Primal, want.Primal)
 	}
 }
@@ -176,7 +177,7 @@ func TestNewEpochTakesOverWorkers(t *testing.T) {
 	old := &severable{Transport: inner}
 	var sv saved
 	died := make(chan struct{})
-	progress := func(p consensus.Progress) {
+	progress := func(p solver.Progress) {
 		if p.Iteration >= 23 && !old.cut.Load() {
 			old.cut.Store(true)
 			close(died)
@@ -323,7 +324,7 @@ func TestNATSServerRestartMidRun(t *testing.T) {
 	m, opts, want := gridJob(t)
 	restarted := false
 	opts.ProgressEvery = 0
-	progress := func(p consensus.Progress) {
+	progress := func(p solver.Progress) {
 		if p.Iteration == 10 && !restarted {
 			restarted = true
 			srvMu.Lock()
@@ -363,7 +364,7 @@ func TestWorkerLossWithoutSpareRegroups(t *testing.T) {
 	m, opts, want := gridJob(t)
 	killed := false
 	opts.ProgressEvery = 0
-	progress := func(p consensus.Progress) {
+	progress := func(p solver.Progress) {
 		if p.Iteration == 12 && !killed {
 			killed = true
 			stopA()
@@ -386,7 +387,7 @@ func TestWorkerLossWithoutSpareRegroups(t *testing.T) {
 
 // gridJob is the model most tests here disturb, its options and its
 // undisturbed single-process result.
-func gridJob(t *testing.T) (*model.Model, consensus.Options, consensus.Result) {
+func gridJob(t *testing.T) (*model.Model, consensus.Options, solver.Result) {
 	t.Helper()
 	m := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 3, Rho: 1, Seed: 4})
 	opts := consensus.DefaultOptions()

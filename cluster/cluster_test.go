@@ -11,6 +11,7 @@ import (
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -35,7 +36,7 @@ func startWorkers(t *testing.T, tr transport.Transport, prefix string, n int) {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 }
 
-func compare(t *testing.T, got, want consensus.Result) {
+func compare(t *testing.T, got, want solver.Result) {
 	t.Helper()
 	if got.Iterations != want.Iterations || got.Status != want.Status ||
 		!relClose(got.Dual, want.Dual, 1e-9) || !relClose(got.Primal, want.Primal, 1e-9) {
@@ -136,11 +137,11 @@ func TestWorkerLossFailsOverToSpare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want.Status != consensus.Optimal {
+	if want.Status != solver.Optimal {
 		t.Fatalf("the model should be solved to optimality: %s", want.Status)
 	}
 	killed := false
-	progress := func(p consensus.Progress) {
+	progress := func(p solver.Progress) {
 		if p.Iteration == 2 && !killed {
 			killed = true
 			spare = start("spare")
@@ -161,7 +162,7 @@ func TestWorkerLossFailsOverToSpare(t *testing.T) {
 	if stats.Failovers != 1 {
 		t.Errorf("%d failovers, want 1", stats.Failovers)
 	}
-	if got.Status != consensus.Optimal || !relClose(got.Primal, want.Primal, 1e-9) || got.Dual < want.Primal-1e-9 {
+	if got.Status != solver.Optimal || !relClose(got.Primal, want.Primal, 1e-9) || got.Dual < want.Primal-1e-9 {
 		t.Errorf("after failover: %s primal %v dual %v; undisturbed: primal %v", got.Status, got.Primal, got.Dual, want.Primal)
 	}
 	t.Logf("undisturbed %d iterations, with a failover %d", want.Iterations, got.Iterations)

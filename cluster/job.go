@@ -9,6 +9,7 @@ import (
 	"github.com/ddrun/ddrun/checkpoint"
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -27,7 +28,7 @@ type Job struct {
 	// Run.Checkpoint, when not nil, says when states are taken (its Save
 	// is set here). Epoch and Resume are set here.
 	Run      RunOptions
-	Progress func(consensus.Progress)
+	Progress func(solver.Progress)
 	Identity Identity
 	// Logger logs the job's course (resuming, checkpoints, leadership);
 	// nil: Run.Logger.
@@ -48,7 +49,7 @@ type Job struct {
 	// Record, for RunReplicated, encodes the result the leader that ends
 	// the job commits to the group (small: see jobstate.MaxCommandBytes),
 	// for a member that leads later to report it (Outcome.Recorded).
-	Record func(res consensus.Result, info JobInfo) (json.RawMessage, error)
+	Record func(res solver.Result, info JobInfo) (json.RawMessage, error)
 }
 
 // JobInfo is what a distributed job adds to its result.
@@ -65,7 +66,7 @@ type Outcome struct {
 	// Ran: this coordinator drove the job until it ended or was
 	// interrupted (Result.Status); Result and Info are to be reported.
 	Ran    bool
-	Result consensus.Result
+	Result solver.Result
 	Info   JobInfo
 	Stats  RunStats // of this coordinator's last run
 	// Recorded, when not nil, is the result that the leader that ended
@@ -110,7 +111,7 @@ func RunJob(ctx context.Context, j Job) (Outcome, error) {
 
 // run runs the job with ro; with cpr, it waits for its last checkpoint,
 // whose failure to be recorded fails the run.
-func (j *Job) run(ctx context.Context, ro RunOptions, cpr *Checkpointer) (consensus.Result, RunStats, error) {
+func (j *Job) run(ctx context.Context, ro RunOptions, cpr *Checkpointer) (solver.Result, RunStats, error) {
 	res, stats, err := Run(ctx, j.Transport, j.Model, j.Evidence, j.Options, ro, j.Progress)
 	if cpr != nil {
 		if werr := cpr.Wait(context.Background()); werr != nil && err == nil {

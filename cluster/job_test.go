@@ -10,8 +10,8 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/ddrun/ddrun/checkpoint"
-	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/jobstate"
+	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -27,7 +27,7 @@ func withWorkers(t *testing.T) (transport.Transport, context.Context) {
 	return tr, ctx
 }
 
-func testJob(t *testing.T, tr transport.Transport, base string) (Job, consensus.Result) {
+func testJob(t *testing.T, tr transport.Transport, base string) (Job, solver.Result) {
 	t.Helper()
 	m, opts, want := gridJob(t)
 	id, err := NewIdentity([]byte("model file"), opts, 3)
@@ -105,7 +105,7 @@ func TestRunReplicatedRecordsTheResult(t *testing.T) {
 	defer g.Close()
 	j, want := testJob(t, tr, "replicated")
 	j.Store = checkpoint.NewMem()
-	j.Record = func(res consensus.Result, info JobInfo) (json.RawMessage, error) {
+	j.Record = func(res solver.Result, info JobInfo) (json.RawMessage, error) {
 		return json.Marshal(map[string]any{"iterations": res.Iterations, "workers": info.Workers})
 	}
 	out, err := RunReplicated(ctx, j, g)

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/checkpoint"
-	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/jobstate"
+	"github.com/ddrun/ddrun/solver"
 )
 
 // RunReplicated runs j as a member of the Raft group g. It waits while it
@@ -20,7 +20,7 @@ import (
 // reported (Outcome.Ran); every other member returns once it learns the
 // job is done, and one that leads a job already done returns the recorded
 // result (Outcome.Recorded): the leader that ended it died before it could
-// report it. An interrupted leader (Result.Status consensus.Interrupted)
+// report it. An interrupted leader (Result.Status solver.Interrupted)
 // leaves the job open: the group resumes it when it restarts.
 func RunReplicated(ctx context.Context, j Job, g *jobstate.Group) (Outcome, error) {
 	if j.Record == nil {
@@ -137,7 +137,7 @@ func (j *Job) lead(ctx context.Context, g *jobstate.Group) (Outcome, bool, error
 		return Outcome{}, true, j.runErr(err)
 	}
 	out.Ran, out.Result, out.Stats = true, res, stats
-	if res.Status == consensus.Interrupted {
+	if res.Status == solver.Interrupted {
 		// Stopped by a signal: the job stays open; a restart resumes it.
 		log.Warn("interrupted; the job resumes from its latest checkpoint when the group restarts")
 		return out, true, nil

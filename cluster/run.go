@@ -12,6 +12,7 @@ import (
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/partition"
 	"github.com/ddrun/ddrun/partition/multilevel"
+	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -96,19 +97,20 @@ type RunStats struct {
 // epoch: the job continues on the remaining workers, in the next epoch,
 // from the latest checkpoint regrouped onto them (consensus.Regroup), or
 // from the start when there is none.
-func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.Evidence, opts consensus.Options, ro RunOptions, progress func(consensus.Progress)) (consensus.Result, RunStats, error) {
+func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.Evidence, opts consensus.Options, ro RunOptions, progress func(solver.Progress)) (solver.Result, RunStats, error) {
+	start := time.Now()
 	var stats RunStats
 	if err := opts.Validate(); err != nil {
-		return consensus.Result{}, stats, err
+		return solver.Result{}, stats, err
 	}
 	if ro.Base == "" {
 		ro.Base, ro.Epoch = ro.Job, 0 // epoch 0 runs as the job itself
 	}
 	if err := transport.ValidName(ro.Base); err != nil {
-		return consensus.Result{}, stats, fmt.Errorf("job id %q: %w", ro.Base, err)
+		return solver.Result{}, stats, fmt.Errorf("job id %q: %w", ro.Base, err)
 	}
 	if ro.Workers < 1 {
-		return consensus.Result{}, stats, fmt.Errorf("workers: %d < 1", ro.Workers)
+		return solver.Result{}, stats, fmt.Errorf("workers: %d < 1", ro.Workers)
 	}
 	if ro.WaitWorkers <= 0 {
 		ro.WaitWorkers = 30 * time.Second
@@ -128,22 +130,18 @@ func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 	if ro.Logger == nil {
 		ro.Logger = slog.New(slog.DiscardHandler)
 	}
-	red, err := model.Reduce(m, ev)
-	if errors.Is(err, model.ErrInfeasible) {
-		res, err := consensus.Solve(ctx, m, ev, opts, progress) // nothing to distribute
-		return res, stats, err
-	}
-	if err != nil {
-		return consensus.Result{}, stats, err
+	red, err := solver.Reduce(m, ev)
+	if red == nil {
+		return solver.InfeasibleResult(time.Since(start)), stats, err // nothing to distribute
 	}
 	plan, err := consensus.Plan(red.Model, opts.Slaves)
 	if err != nil {
-		return consensus.Result{}, stats, err
+		return solver.Result{}, stats, err
 	}
 	if ro.Resume != nil {
 		stats.Resumed = ro.Resume.State.Iter
 		if len(ro.Resume.Where) != len(plan.Slaves) || len(ro.Resume.State.Parts) != ro.Workers {
-			return consensus.Result{}, stats, fmt.Errorf("resuming: the checkpoint places %d slaves on %d parts; this job has %d slaves on %d workers",
+			return solver.Result{}, stats, fmt.Errorf("resuming: the checkpoint places %d slaves on %d parts; this job has %d slaves on %d workers",
 				len(ro.Resume.Where), len(ro.Resume.State.Parts), len(plan.Slaves), ro.Workers)
 		}
 	}
@@ -166,7 +164,7 @@ func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 			if stats.Failovers > 0 {
 				ro.Logger.Warn("job finished after worker losses", "failovers", stats.Failovers)
 			}
-			return consensus.Finish(m, red, res), stats, nil
+			return solver.Finish(m, red, res), stats, nil
 		}
 		// Continue on the workers left, from the latest checkpoint.
 		ro.Workers--
@@ -209,27 +207,27 @@ func placement(ro RunOptions, m *model.Model, plan partition.Plan, workers int) 
 
 // runEpoch runs one epoch of the job on the reduced model m and returns its
 // result in m's variables.
-func runEpoch(ctx context.Context, tr transport.Transport, m *model.Model, plan partition.Plan, opts consensus.Options, ro RunOptions, progress func(consensus.Progress)) (consensus.Result, *coordinator, error) {
+func runEpoch(ctx context.Context, tr transport.Transport, m *model.Model, plan partition.Plan, opts consensus.Options, ro RunOptions, progress func(solver.Progress)) (solver.Result, *coordinator, error) {
 	log := ro.Logger
 	job := EpochJob(ro.Base, ro.Epoch)
 	if err := transport.ValidName(job); err != nil {
-		return consensus.Result{}, nil, fmt.Errorf("job id %q: %w", job, err)
+		return solver.Result{}, nil, fmt.Errorf("job id %q: %w", job, err)
 	}
 	joinable := joinableFor(ro.Base, ro.Epoch)
 	names, priorIter, err := waitWorkers(ctx, tr, ro.Workers, ro.WaitWorkers, joinable)
 	if err != nil {
-		return consensus.Result{}, nil, err
+		return solver.Result{}, nil, err
 	}
 	log.Info("workers joined", "workers", strings.Join(names, ","))
 	var where []int32
 	if ro.Resume != nil {
 		where = ro.Resume.Where
 	} else if where, err = placement(ro, m, plan, len(names)); err != nil {
-		return consensus.Result{}, nil, err
+		return solver.Result{}, nil, err
 	}
 	parts, b, err := consensus.Split(m, plan, where, len(names))
 	if err != nil {
-		return consensus.Result{}, nil, err
+		return solver.Result{}, nil, err
 	}
 	log.Info("model split", "slaves", len(plan.Slaves), "boundary", len(b.Vars()))
 	c := &coordinator{tr: tr, job: job, names: names, seq: transport.NewSequence(), timeout: ro.StepTimeout,
@@ -246,17 +244,17 @@ func runEpoch(ctx context.Context, tr transport.Transport, m *model.Model, plan 
 	}
 	sub, err := tr.Subscribe(reportsWildcard(job), c.onReport)
 	if err != nil {
-		return consensus.Result{}, nil, err
+		return solver.Result{}, nil, err
 	}
 	defer sub.Unsubscribe()
 	beats, err := tr.Subscribe(heartbeatsWildcard(job), c.onHeartbeat)
 	if err != nil {
-		return consensus.Result{}, nil, err
+		return solver.Result{}, nil, err
 	}
 	defer beats.Unsubscribe()
 	control, err := tr.Subscribe(controlSubject, c.onHello)
 	if err != nil {
-		return consensus.Result{}, nil, err
+		return solver.Result{}, nil, err
 	}
 	defer control.Unsubscribe()
 	defer c.stop(context.WithoutCancel(ctx))
@@ -281,7 +279,7 @@ func runEpoch(ctx context.Context, tr transport.Transport, m *model.Model, plan 
 		}
 	}
 	if err := c.assign(ctx, parts, opts); err != nil {
-		return consensus.Result{}, c, err
+		return solver.Result{}, c, err
 	}
 	links := make([]consensus.WorkerLink, len(names))
 	for w := range names {

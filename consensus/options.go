@@ -96,24 +96,3 @@ func (o *Options) Validate() error {
 	}
 	return nil
 }
-
-// Result, Progress and Status are the solver package's; these aliases
-// remain while callers move to it.
-type (
-	Result   = solver.Result
-	Progress = solver.Progress
-	Status   = solver.Status
-)
-
-// Statuses, see solver.
-const (
-	Optimal        = solver.Optimal
-	Converged      = solver.Converged
-	IterationLimit = solver.IterationLimit
-	TimeLimit      = solver.TimeLimit
-	Interrupted    = solver.Interrupted
-	Infeasible     = solver.Infeasible
-)
-
-// Finish is solver.Finish, while callers move to it.
-var Finish = solver.Finish
