@@ -179,71 +179,21 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 	if err := s.tr.Publish(ctx, report, received); err != nil {
 		return err
 	}
-	// Heartbeats tell the coordinator this worker is alive, also while it
-	// builds a big part or solves a long iteration.
-	beat, err := s.encode(transport.Header{Job: job, Kind: kindHeartbeat}, heartbeatBody{})
+	stopBeat, err := s.heartbeat(ctx, job)
 	if err != nil {
 		return err
 	}
-	beatCtx, stopBeat := context.WithCancel(ctx)
 	defer stopBeat()
-	go func() {
-		t := time.NewTicker(heartbeatEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-beatCtx.Done():
-				return
-			case <-t.C:
-				_ = s.tr.Publish(beatCtx, heartbeatSubject(job, s.opts.Name), beat)
-			}
-		}
-	}()
-	part, err := decodePart(a.body)
-	var w *consensus.Worker
-	if err == nil {
-		opts := consensus.DefaultOptions()
-		opts.Algo = consensus.Algo(a.body.Options.Algo)
-		opts.Tau = a.body.Options.Tau
-		opts.Threads = s.opts.Threads
-		w, err = consensus.NewWorker(part, opts)
-		if err == nil && a.body.State != nil {
-			if err = w.Restore(a.body.State.state()); err != nil {
-				w.Close()
-				w = nil
-			}
-		}
-	}
+	part, w, err := newPartWorker(a.body, s.opts.Threads)
 	ready := readyBody{}
 	if err != nil {
 		ready.Err = err.Error()
 	}
-	steps := make(chan *stepBody, 4)
-	jobDone := make(chan struct{})
-	defer close(jobDone)
-	var mu sync.Mutex
-	filter := transport.NewFilter(job, transport.FilterOptions{})
-	sub, serr := s.tr.Subscribe(stepSubject(job, s.opts.Name), func(_ string, data []byte) {
-		var st stepBody
-		h, err := transport.DecodeInto(data, &st)
-		if err != nil {
-			s.log.Warn("bad step", "err", err)
-			return
-		}
-		mu.Lock()
-		keep := filter.Check(h).Keep()
-		mu.Unlock()
-		if keep {
-			select {
-			case steps <- &st:
-			case <-jobDone: // the job is over: nobody reads steps any more
-			}
-		}
-	})
-	if serr != nil {
-		return serr
+	steps, err2 := s.subscribeSteps(job)
+	if err2 != nil {
+		return err2
 	}
-	defer sub.Unsubscribe()
+	defer steps.close()
 	readyData, err2 := s.encode(transport.Header{Job: job, Kind: kindReady}, ready)
 	if err2 != nil {
 		return err2
@@ -282,7 +232,7 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 			return ctx.Err()
 		case <-idle.C:
 			return errors.New("no step from the coordinator for " + jobIdleTimeout.String() + ": job abandoned")
-		case st := <-steps:
+		case st := <-steps.c:
 			idle.Reset(jobIdleTimeout)
 			if st.Stop {
 				s.log.Info("job done", "job", job, "iterations", lastIter, "peak_rss_mb", peakRSSMB())
@@ -297,18 +247,7 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 				}
 				continue
 			}
-			in.Iter, in.Eta, in.PrevStep, in.GatherX, in.Save = st.Iter, st.Eta, st.PrevStep, st.GatherX, st.Save
-			in.Lambda, in.Mu = st.Lambda, st.Mu
-			rep := reportBody{Iter: st.Iter}
-			if len(in.Lambda) != w.NumBoundaryReplicaEntries() || len(in.Mu) != w.NumBoundaryMuEntries() {
-				rep.Err = fmt.Sprintf("step %d: %d multipliers and %d marginals, want %d and %d", st.Iter, len(in.Lambda), len(in.Mu), w.NumBoundaryReplicaEntries(), w.NumBoundaryMuEntries())
-			} else {
-				w.Step(in, out)
-				rep.Nu, rep.Dual, rep.Relaxed, rep.PrimalRes, rep.DualRes, rep.Changed = out.Nu, out.Dual, out.Relaxed, out.PrimalRes, out.DualRes, out.Changed
-				rep.X = out.X
-				rep.State = wireState(out.State)
-			}
-			data, err := s.encode(transport.Header{Job: job, Iter: uint64(st.Iter), Kind: kindReport}, rep)
+			data, err := s.encode(transport.Header{Job: job, Iter: uint64(st.Iter), Kind: kindReport}, answer(w, st, in, out))
 			if err != nil {
 				return err
 			}
@@ -319,11 +258,122 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 			if err := s.tr.Publish(ctx, report, data); err != nil {
 				return err
 			}
-			mu.Lock()
-			filter.Advance(0, uint64(st.Iter))
-			mu.Unlock()
+			steps.advance(st.Iter)
 		}
 	}
+}
+
+// heartbeat publishes the worker's heartbeats for job until stop is
+// called: they tell the coordinator this worker is alive, also while it
+// builds a big part or solves a long iteration.
+func (s *server) heartbeat(ctx context.Context, job string) (stop func(), err error) {
+	beat, err := s.encode(transport.Header{Job: job, Kind: kindHeartbeat}, heartbeatBody{})
+	if err != nil {
+		return nil, err
+	}
+	ctx, stop = context.WithCancel(ctx)
+	go func() {
+		t := time.NewTicker(heartbeatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				_ = s.tr.Publish(ctx, heartbeatSubject(job, s.opts.Name), beat)
+			}
+		}
+	}()
+	return stop, nil
+}
+
+// newPartWorker builds the consensus worker of an assigned part, restored
+// to the part's state when the assignment carries one.
+func newPartWorker(body *assignBody, threads int) (*consensus.Part, *consensus.Worker, error) {
+	part, err := decodePart(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := consensus.DefaultOptions()
+	opts.Algo = consensus.Algo(body.Options.Algo)
+	opts.Tau = body.Options.Tau
+	opts.Threads = threads
+	w, err := consensus.NewWorker(part, opts)
+	if err != nil {
+		return part, nil, err
+	}
+	if body.State != nil {
+		if err := w.Restore(body.State.state()); err != nil {
+			w.Close()
+			return part, nil, err
+		}
+	}
+	return part, w, nil
+}
+
+// stepFeed delivers a job's steps that pass the deduplication filter.
+type stepFeed struct {
+	c      chan *stepBody
+	done   chan struct{} // closed when the job is over: nobody reads c any more
+	mu     sync.Mutex
+	filter *transport.Filter
+	sub    transport.Subscription
+}
+
+// subscribeSteps subscribes to the worker's steps of job.
+func (s *server) subscribeSteps(job string) (*stepFeed, error) {
+	f := &stepFeed{c: make(chan *stepBody, 4), done: make(chan struct{}), filter: transport.NewFilter(job, transport.FilterOptions{})}
+	sub, err := s.tr.Subscribe(stepSubject(job, s.opts.Name), func(_ string, data []byte) {
+		var st stepBody
+		h, err := transport.DecodeInto(data, &st)
+		if err != nil {
+			s.log.Warn("bad step", "err", err)
+			return
+		}
+		f.mu.Lock()
+		keep := f.filter.Check(h).Keep()
+		f.mu.Unlock()
+		if keep {
+			select {
+			case f.c <- &st:
+			case <-f.done:
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	f.sub = sub
+	return f, nil
+}
+
+// advance tells the filter that iteration iter was answered.
+func (f *stepFeed) advance(iter int) {
+	f.mu.Lock()
+	f.filter.Advance(0, uint64(iter))
+	f.mu.Unlock()
+}
+
+func (f *stepFeed) close() {
+	_ = f.sub.Unsubscribe()
+	close(f.done)
+}
+
+// answer runs one step on the part and returns the report: the step's
+// vectors must fit the part's boundary.
+func answer(w *consensus.Worker, st *stepBody, in *consensus.StepIn, out *consensus.StepOut) reportBody {
+	in.Iter, in.Eta, in.PrevStep, in.GatherX, in.Save = st.Iter, st.Eta, st.PrevStep, st.GatherX, st.Save
+	in.Lambda, in.Mu = st.Lambda, st.Mu
+	rep := reportBody{Iter: st.Iter}
+	if len(in.Lambda) != w.NumBoundaryReplicaEntries() || len(in.Mu) != w.NumBoundaryMuEntries() {
+		rep.Err = fmt.Sprintf("step %d: %d multipliers and %d marginals, want %d and %d", st.Iter, len(in.Lambda), len(in.Mu), w.NumBoundaryReplicaEntries(), w.NumBoundaryMuEntries())
+		return rep
+	}
+	w.Step(in, out)
+	rep.Nu, rep.Dual, rep.Relaxed, rep.PrimalRes, rep.DualRes, rep.Changed = out.Nu, out.Dual, out.Relaxed, out.PrimalRes, out.DualRes, out.Changed
+	rep.X = out.X
+	rep.State = wireState(out.State)
+	return rep
 }
 
 // jobIdleTimeout is how long a worker waits for the next step before it
