@@ -26,9 +26,5 @@
 // It must not know the algorithm or its arithmetic, how workers are reached
 // (the worker transport), what checkpoint blobs contain, or what the
 // result it records says (opaque JSON to it). Package cluster drives a job
-// through it (cluster.RunReplicated).
-//
-// Errors and logs still read "raftlog: ...", the package's former name
-// (checkpoint/raftlog), so that coordinator run's messages stay as they
-// were.
+// through it (cluster.RunReplicated). It was checkpoint/raftlog.
 package jobstate

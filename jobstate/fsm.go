@@ -99,7 +99,7 @@ type command struct {
 // ErrRejected is wrapped by every error the state machine returns for a
 // command that is not valid in the current state (wrong epoch, older
 // checkpoint, different job, ...). Such a command changes nothing.
-var ErrRejected = errors.New("raftlog: command rejected")
+var ErrRejected = errors.New("jobstate: command rejected")
 
 func rejectf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrRejected}, args...)...)
@@ -239,7 +239,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	data, err := json.Marshal(snapshotData{Version: snapshotVersion, State: f.state})
 	f.mu.Unlock()
 	if err != nil {
-		return nil, fmt.Errorf("raftlog: encode snapshot: %w", err)
+		return nil, fmt.Errorf("jobstate: encode snapshot: %w", err)
 	}
 	return fsmSnapshot(data), nil
 }
@@ -249,10 +249,10 @@ func (f *fsm) Restore(r io.ReadCloser) error {
 	defer r.Close()
 	var d snapshotData
 	if err := json.NewDecoder(r).Decode(&d); err != nil {
-		return fmt.Errorf("raftlog: decode snapshot: %w", err)
+		return fmt.Errorf("jobstate: decode snapshot: %w", err)
 	}
 	if d.Version != snapshotVersion {
-		return fmt.Errorf("raftlog: snapshot version %d, want %d", d.Version, snapshotVersion)
+		return fmt.Errorf("jobstate: snapshot version %d, want %d", d.Version, snapshotVersion)
 	}
 	f.mu.Lock()
 	f.state = d.State
@@ -267,10 +267,10 @@ type fsmSnapshot []byte
 func (s fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	if _, err := sink.Write(s); err != nil {
 		_ = sink.Cancel()
-		return fmt.Errorf("raftlog: write snapshot: %w", err)
+		return fmt.Errorf("jobstate: write snapshot: %w", err)
 	}
 	if err := sink.Close(); err != nil {
-		return fmt.Errorf("raftlog: close snapshot: %w", err)
+		return fmt.Errorf("jobstate: close snapshot: %w", err)
 	}
 	return nil
 }

@@ -104,10 +104,10 @@ var (
 	// latter case; every command is safe to retry on the new leader
 	// (Start, Finish and SaveCheckpoint of the same manifest are
 	// idempotent; TakeEpoch reads the epoch anew each call).
-	ErrNotLeader = errors.New("raftlog: not the leader")
+	ErrNotLeader = errors.New("jobstate: not the leader")
 	// ErrClosed is wrapped (with ErrNotLeader for proposals) once the
 	// group is closed.
-	ErrClosed = errors.New("raftlog: group closed")
+	ErrClosed = errors.New("jobstate: group closed")
 )
 
 // Group is one member of the Raft group replicating a JobState.
@@ -151,15 +151,15 @@ func Open(cfg Config) (*Group, error) {
 	rc.LeaderLeaseTimeout = orDefault(cfg.LeaderLeaseTimeout, DefaultLeaderLeaseTimeout)
 	rc.CommitTimeout = DefaultCommitTimeout
 	if err := raft.ValidateConfig(rc); err != nil {
-		return nil, fmt.Errorf("raftlog: open %s: %w", cfg.ID, err)
+		return nil, fmt.Errorf("jobstate: open %s: %w", cfg.ID, err)
 	}
 
 	st := &stores{}
 	fail := func(format string, args ...any) (*Group, error) {
 		if err := st.close(); err != nil {
-			logger.Warn("raftlog: close after a failed open", "err", err)
+			logger.Warn("jobstate: close after a failed open", "err", err)
 		}
-		return nil, fmt.Errorf("raftlog: open %s: "+format, append([]any{cfg.ID}, args...)...)
+		return nil, fmt.Errorf("jobstate: open %s: "+format, append([]any{cfg.ID}, args...)...)
 	}
 	var advertise *net.TCPAddr
 	if cfg.Transport == nil {
@@ -218,7 +218,7 @@ func Open(cfg Config) (*Group, error) {
 		err := raft.BootstrapCluster(rc, logs, stable, snaps, trans, bootstrapConfig(cfg.Peers))
 		switch {
 		case err == nil:
-			logger.Info("raftlog: bootstrapped group", "peers", len(cfg.Peers), "dir", cfg.Dir)
+			logger.Info("jobstate: bootstrapped group", "peers", len(cfg.Peers), "dir", cfg.Dir)
 		case !errors.Is(err, raft.ErrCantBootstrap):
 			return fail("bootstrap: %w", err)
 		}
@@ -246,7 +246,7 @@ func Open(cfg Config) (*Group, error) {
 	})
 	r.RegisterObserver(g.observer)
 	go g.forwardRoles(obs)
-	logger.Info("raftlog: opened", "bind", bind, "advertise", cfg.Peers[cfg.ID], "existing_state", has)
+	logger.Info("jobstate: opened", "bind", bind, "advertise", cfg.Peers[cfg.ID], "existing_state", has)
 	return g, nil
 }
 
@@ -288,18 +288,18 @@ func (s *stores) close() error {
 func (c Config) check() error {
 	switch {
 	case c.ID == "":
-		return fmt.Errorf("raftlog: config: empty ID")
+		return fmt.Errorf("jobstate: config: empty ID")
 	case len(c.Peers) == 0:
-		return fmt.Errorf("raftlog: config %s: no peers", c.ID)
+		return fmt.Errorf("jobstate: config %s: no peers", c.ID)
 	case c.Dir == "" && (c.LogStore == nil || c.SnapshotStore == nil):
-		return fmt.Errorf("raftlog: config %s: empty Dir", c.ID)
+		return fmt.Errorf("jobstate: config %s: empty Dir", c.ID)
 	case (c.LogStore == nil) != (c.StableStore == nil):
-		return fmt.Errorf("raftlog: config %s: give LogStore and StableStore together", c.ID)
+		return fmt.Errorf("jobstate: config %s: give LogStore and StableStore together", c.ID)
 	case c.HeartbeatTimeout < 0 || c.ElectionTimeout < 0 || c.LeaderLeaseTimeout < 0:
-		return fmt.Errorf("raftlog: config %s: negative timeout", c.ID)
+		return fmt.Errorf("jobstate: config %s: negative timeout", c.ID)
 	}
 	if _, ok := c.Peers[c.ID]; !ok {
-		return fmt.Errorf("raftlog: config: ID %q is not in Peers", c.ID)
+		return fmt.Errorf("jobstate: config: ID %q is not in Peers", c.ID)
 	}
 	ids := make([]string, 0, len(c.Peers))
 	for id := range c.Peers {
@@ -308,21 +308,21 @@ func (c Config) check() error {
 	sort.Strings(ids)
 	for _, id := range ids {
 		if id == "" {
-			return fmt.Errorf("raftlog: config %s: peer with empty id", c.ID)
+			return fmt.Errorf("jobstate: config %s: peer with empty id", c.ID)
 		}
 		if c.Transport != nil {
 			if c.Peers[id] == "" {
-				return fmt.Errorf("raftlog: config %s: peer %s: empty address", c.ID, id)
+				return fmt.Errorf("jobstate: config %s: peer %s: empty address", c.ID, id)
 			}
 			continue // the transport's own addresses
 		}
 		if err := checkAddr(c.Peers[id]); err != nil {
-			return fmt.Errorf("raftlog: config %s: peer %s: %w", c.ID, id, err)
+			return fmt.Errorf("jobstate: config %s: peer %s: %w", c.ID, id, err)
 		}
 	}
 	if c.Bind != "" && c.Transport == nil {
 		if err := checkHostPort(c.Bind, true); err != nil {
-			return fmt.Errorf("raftlog: config %s: bind: %w", c.ID, err)
+			return fmt.Errorf("jobstate: config %s: bind: %w", c.ID, err)
 		}
 	}
 	return nil
@@ -366,7 +366,7 @@ func (g *Group) forwardRoles(obs <-chan raft.Observation) {
 			return
 		}
 		last = r
-		g.log.Info("raftlog: role", "role", string(r))
+		g.log.Info("jobstate: role", "role", string(r))
 		// Never block: when the receiver is rolesBuffer behind, drop the
 		// oldest value so the newest (the current role) always gets in.
 		for {
@@ -439,9 +439,9 @@ func (g *Group) WaitApplied(ctx context.Context, pred func(JobState) bool) (JobS
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return s, fmt.Errorf("raftlog: wait applied on %s: %w", g.id, ctx.Err())
+			return s, fmt.Errorf("jobstate: wait applied on %s: %w", g.id, ctx.Err())
 		case <-g.closed:
-			return s, fmt.Errorf("raftlog: wait applied on %s: %w", g.id, ErrClosed)
+			return s, fmt.Errorf("jobstate: wait applied on %s: %w", g.id, ErrClosed)
 		}
 	}
 }
@@ -502,9 +502,9 @@ func (g *Group) Close() error {
 			errs = append(errs, err)
 		}
 		if err := errors.Join(errs...); err != nil {
-			g.closeErr = fmt.Errorf("raftlog: close %s: %w", g.id, err)
+			g.closeErr = fmt.Errorf("jobstate: close %s: %w", g.id, err)
 		}
-		g.log.Info("raftlog: closed")
+		g.log.Info("jobstate: closed")
 	})
 	return g.closeErr
 }
@@ -515,10 +515,10 @@ func (g *Group) propose(ctx context.Context, c command) error {
 	what := c.Type
 	data, err := json.Marshal(c)
 	if err != nil {
-		return fmt.Errorf("raftlog: %s: encode: %w", what, err)
+		return fmt.Errorf("jobstate: %s: encode: %w", what, err)
 	}
 	if len(data) > MaxCommandBytes {
-		return fmt.Errorf("raftlog: %s: command is %d bytes, over the %d byte limit: bulk data belongs in the checkpoint store, not the log", what, len(data), MaxCommandBytes)
+		return fmt.Errorf("jobstate: %s: command is %d bytes, over the %d byte limit: bulk data belongs in the checkpoint store, not the log", what, len(data), MaxCommandBytes)
 	}
 	if err := g.checkLeader(what); err != nil {
 		return err
@@ -530,7 +530,7 @@ func (g *Group) propose(ctx context.Context, c command) error {
 		return err
 	}
 	if err, ok := f.Response().(error); ok && err != nil {
-		return fmt.Errorf("raftlog: %s: %w", what, err)
+		return fmt.Errorf("jobstate: %s: %w", what, err)
 	}
 	return nil
 }
@@ -540,7 +540,7 @@ func (g *Group) propose(ctx context.Context, c command) error {
 func (g *Group) checkLeader(what string) error {
 	select {
 	case <-g.closed:
-		return fmt.Errorf("raftlog: %s on %s: %w: %w", what, g.id, ErrNotLeader, ErrClosed)
+		return fmt.Errorf("jobstate: %s on %s: %w: %w", what, g.id, ErrNotLeader, ErrClosed)
 	default:
 	}
 	if g.IsLeader() {
@@ -548,9 +548,9 @@ func (g *Group) checkLeader(what string) error {
 	}
 	id, addr := g.Leader()
 	if id == "" {
-		return fmt.Errorf("raftlog: %s on %s: %w (no leader known)", what, g.id, ErrNotLeader)
+		return fmt.Errorf("jobstate: %s on %s: %w (no leader known)", what, g.id, ErrNotLeader)
 	}
-	return fmt.Errorf("raftlog: %s on %s: %w (leader is %s at %s)", what, g.id, ErrNotLeader, id, addr)
+	return fmt.Errorf("jobstate: %s on %s: %w (leader is %s at %s)", what, g.id, ErrNotLeader, id, addr)
 }
 
 // wait waits for f or ctx. When ctx ends first the operation may still
@@ -562,18 +562,18 @@ func (g *Group) wait(ctx context.Context, what string, f raft.Future) error {
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		return fmt.Errorf("raftlog: %s on %s: %w", what, g.id, ctx.Err())
+		return fmt.Errorf("jobstate: %s on %s: %w", what, g.id, ctx.Err())
 	}
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, raft.ErrRaftShutdown):
-		return fmt.Errorf("raftlog: %s on %s: %w: %w", what, g.id, ErrNotLeader, ErrClosed)
+		return fmt.Errorf("jobstate: %s on %s: %w: %w", what, g.id, ErrNotLeader, ErrClosed)
 	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
 		errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrAbortedByRestore):
-		return fmt.Errorf("raftlog: %s on %s: %w: %v", what, g.id, ErrNotLeader, err)
+		return fmt.Errorf("jobstate: %s on %s: %w: %v", what, g.id, ErrNotLeader, err)
 	default:
-		return fmt.Errorf("raftlog: %s on %s: %w", what, g.id, err)
+		return fmt.Errorf("jobstate: %s on %s: %w", what, g.id, err)
 	}
 }
 

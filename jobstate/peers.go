@@ -14,31 +14,31 @@ import (
 // the bad item.
 func ParsePeers(s string) (map[string]string, error) {
 	if strings.TrimSpace(s) == "" {
-		return nil, fmt.Errorf("raftlog: peers: empty list")
+		return nil, fmt.Errorf("jobstate: peers: empty list")
 	}
 	peers := map[string]string{}
 	byAddr := map[string]string{}
 	for i, item := range strings.Split(s, ",") {
 		item = strings.TrimSpace(item)
 		if item == "" {
-			return nil, fmt.Errorf("raftlog: peers: item %d is empty", i+1)
+			return nil, fmt.Errorf("jobstate: peers: item %d is empty", i+1)
 		}
 		id, addr, ok := strings.Cut(item, "=")
 		if !ok {
-			return nil, fmt.Errorf("raftlog: peers: item %q: want id=host:port", item)
+			return nil, fmt.Errorf("jobstate: peers: item %q: want id=host:port", item)
 		}
 		id, addr = strings.TrimSpace(id), strings.TrimSpace(addr)
 		if id == "" {
-			return nil, fmt.Errorf("raftlog: peers: item %q: empty id", item)
+			return nil, fmt.Errorf("jobstate: peers: item %q: empty id", item)
 		}
 		if err := checkAddr(addr); err != nil {
-			return nil, fmt.Errorf("raftlog: peers: item %q: %w", item, err)
+			return nil, fmt.Errorf("jobstate: peers: item %q: %w", item, err)
 		}
 		if _, dup := peers[id]; dup {
-			return nil, fmt.Errorf("raftlog: peers: item %q: id %q given twice", item, id)
+			return nil, fmt.Errorf("jobstate: peers: item %q: id %q given twice", item, id)
 		}
 		if other, dup := byAddr[addr]; dup {
-			return nil, fmt.Errorf("raftlog: peers: item %q: address %s already used by %q", item, addr, other)
+			return nil, fmt.Errorf("jobstate: peers: item %q: address %s already used by %q", item, addr, other)
 		}
 		peers[id] = addr
 		byAddr[addr] = id
