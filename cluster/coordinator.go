@@ -31,6 +31,7 @@ type coordinator struct {
 	joinable    func(job string) bool
 	priorIter   int
 	where       []int32 // the placement of the epoch
+	claims      *claimer
 
 	mu       sync.Mutex // guards the fields below
 	names    []string   // the worker holding each part

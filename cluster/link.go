@@ -89,12 +89,7 @@ func (l *remoteLink) Step(ctx context.Context, in *consensus.StepIn, out *consen
 // send publishes body on subject from the coordinator of the job, with
 // the next sequence number.
 func (c *coordinator) send(ctx context.Context, subject string, h transport.Header, body any) error {
-	h.Job, h.From, h.Seq = c.job, "coordinator", c.seq.Next()
-	data, err := transport.Encode(h, body)
-	if err != nil {
-		return err
-	}
-	return c.tr.Publish(ctx, subject, data)
+	return publish(ctx, c.tr, c.job, c.seq, subject, h, body)
 }
 
 // assign ships every worker its part and waits for the acknowledgements.

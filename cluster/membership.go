@@ -3,10 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sort"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/ddrun/ddrun/transport"
@@ -30,61 +26,6 @@ func joinableFor(base string, e uint64) func(job string) bool {
 		}
 		return false
 	}
-}
-
-// waitWorkers collects n distinct joinable workers announcing themselves
-// on the control subject, sorted by name, and the highest iteration those
-// serving an earlier epoch had reached.
-func waitWorkers(ctx context.Context, tr transport.Transport, n int, wait time.Duration, joinable func(string) bool) ([]string, int, error) {
-	var mu sync.Mutex
-	seen := map[string]bool{}
-	prior := 0
-	enough := make(chan struct{})
-	sub, err := tr.Subscribe(controlSubject, func(_ string, data []byte) {
-		var h helloBody
-		if _, err := transport.DecodeInto(data, &h); err != nil || transport.ValidName(h.Name) != nil || !joinable(h.Job) {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if h.Job != "" {
-			prior = max(prior, h.Iter)
-		}
-		if len(seen) < n && !seen[h.Name] {
-			seen[h.Name] = true
-			if len(seen) == n {
-				close(enough)
-			}
-		}
-	})
-	if err != nil {
-		return nil, 0, err
-	}
-	defer sub.Unsubscribe()
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case <-enough:
-	case <-ctx.Done():
-		return nil, 0, ctx.Err()
-	case <-timer.C:
-		mu.Lock()
-		defer mu.Unlock()
-		var got []string
-		for name := range seen {
-			got = append(got, name)
-		}
-		sort.Strings(got)
-		return nil, 0, fmt.Errorf("waited %v for %d workers, %d joined [%s]; start more with: worker --nats URL", wait, n, len(got), strings.Join(got, " "))
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	names := make([]string, 0, n)
-	for name := range seen {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return names, prior, nil
 }
 
 // seen records that the worker holding part w was heard from just now.
@@ -121,8 +62,10 @@ func (c *coordinator) onHello(_ string, data []byte) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, busy := c.byName[h.Name]; !busy && c.joinable(h.Job) {
+	if _, busy := c.byName[h.Name]; !busy && (poolWorker{hello: h}).free(c.job, c.joinable) {
 		c.spares[h.Name] = time.Now()
+	} else {
+		delete(c.spares, h.Name)
 	}
 }
 
@@ -149,6 +92,14 @@ func (c *coordinator) replace(ctx context.Context, w int) (string, error) {
 		}
 		if spare != "" {
 			delete(c.spares, spare)
+			c.mu.Unlock()
+			// The spare may be another job's by now: claim it first.
+			if a, err := c.claims.claim(ctx, spare); err != nil {
+				return "", err
+			} else if !a.Granted {
+				continue
+			}
+			c.mu.Lock()
 			delete(c.byName, old)
 			c.names[w] = spare
 			c.byName[spare] = w

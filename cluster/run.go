@@ -34,6 +34,10 @@ type RunOptions struct {
 	// SpareWait: how long a lost worker's part waits for a spare before
 	// the job continues on the workers left. Default 10s.
 	SpareWait time.Duration
+	// ReleaseAfter: the workers this job holds give themselves back to
+	// the pool when its coordinator is silent (no beat, no step) this
+	// long. Default max(3*LostAfter, 5s).
+	ReleaseAfter time.Duration
 	// Place assigns each slave of the plan to a worker; nil uses the
 	// multilevel partitioner (multilevel.Place).
 	Place  func(m *model.Model, plan partition.Plan, workers int) ([]int32, error)
@@ -123,6 +127,9 @@ func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 	}
 	if ro.SpareWait <= 0 {
 		ro.SpareWait = 10 * time.Second
+	}
+	if ro.ReleaseAfter <= 0 {
+		ro.ReleaseAfter = max(3*ro.LostAfter, 5*time.Second)
 	}
 	if ro.ResendEvery <= 0 {
 		ro.ResendEvery = resendEvery
@@ -214,10 +221,19 @@ func runEpoch(ctx context.Context, tr transport.Transport, m *model.Model, plan 
 		return solver.Result{}, nil, fmt.Errorf("job id %q: %w", job, err)
 	}
 	joinable := joinableFor(ro.Base, ro.Epoch)
-	names, priorIter, err := waitWorkers(ctx, tr, ro.Workers, ro.WaitWorkers, joinable)
+	seq := transport.NewSequence()
+	claims, err := newClaimer(ctx, tr, job, ro.Base, ro.Epoch, ro.ReleaseAfter, seq, log)
 	if err != nil {
 		return solver.Result{}, nil, err
 	}
+	defer claims.close()
+	names, priorIter, err := claimWorkers(ctx, claims, ro.Workers, ro.WaitWorkers, joinable)
+	if err != nil {
+		return solver.Result{}, nil, err
+	}
+	// Whatever happens, the workers go back to the pool at the end (after
+	// the stop below, for those that took a part).
+	defer claims.release(context.WithoutCancel(ctx), names...)
 	log.Info("workers joined", "workers", strings.Join(names, ","))
 	var where []int32
 	if ro.Resume != nil {
@@ -230,7 +246,7 @@ func runEpoch(ctx context.Context, tr transport.Transport, m *model.Model, plan 
 		return solver.Result{}, nil, err
 	}
 	log.Info("model split", "slaves", len(plan.Slaves), "boundary", len(b.Vars()))
-	c := &coordinator{tr: tr, job: job, names: names, seq: transport.NewSequence(), timeout: ro.StepTimeout,
+	c := &coordinator{tr: tr, job: job, names: names, seq: seq, claims: claims, timeout: ro.StepTimeout,
 		lostAfter: ro.LostAfter, waitSpare: ro.SpareWait, resendEvery: ro.ResendEvery, log: log,
 		base: ro.Base, epoch: ro.Epoch, joinable: joinable, priorIter: priorIter, where: where,
 		byName: map[string]int{}, spares: map[string]time.Time{},

@@ -9,6 +9,10 @@ package cluster
 //	ddrun.<job>.step.<worker>        step            coordinator -> one worker
 //	ddrun.<job>.report.<worker>      ready, report   worker -> coordinator (it subscribes report.*)
 //	ddrun.<job>.heartbeat.<worker>   heartbeat       worker -> coordinator (it subscribes heartbeat.*)
+//	ddrun.<job>.beat                 beat            coordinator -> the workers it holds (they subscribe ddrun.*.beat)
+//
+// Claims and releases travel on the assign subject, their answers on the
+// report subject.
 //
 // Job ids and worker names are transport.ValidNames, so each is exactly one
 // subject token. These helpers do not check; transport.Encode checks the
@@ -51,3 +55,9 @@ func heartbeatSubject(job, worker string) string {
 
 // heartbeatsWildcard matches the heartbeats of every worker of job.
 func heartbeatsWildcard(job string) string { return subjectRoot + "." + job + ".heartbeat.*" }
+
+// beatSubject is where the coordinator of job says it is alive.
+func beatSubject(job string) string { return subjectRoot + "." + job + ".beat" }
+
+// beatsWildcard matches the beats of every job.
+const beatsWildcard = subjectRoot + ".*.beat"

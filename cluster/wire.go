@@ -21,6 +21,14 @@ const (
 	kindReady     transport.Kind = 65
 	kindStep      transport.Kind = 66
 	kindReport    transport.Kind = 67
+	// Shared worker pools (pool.go): a coordinator claims a worker before
+	// it assigns it a part, the worker grants or refuses the claim, the
+	// coordinator releases what it does not need, and beats while its job
+	// holds workers.
+	kindClaim   transport.Kind = 68
+	kindClaimed transport.Kind = 69
+	kindRelease transport.Kind = 70
+	kindBeat    transport.Kind = 71
 )
 
 // helloBody announces a worker on controlSubject, busy or not. Its
@@ -33,7 +41,36 @@ type helloBody struct {
 	// from them which workers it can take and how far its predecessor got.
 	Job  string `msgpack:"job,omitempty"`
 	Iter int    `msgpack:"iter,omitempty"`
+	// Claimed is the job that claimed the worker and has not assigned it
+	// a part yet ("" when none).
+	Claimed string `msgpack:"claimed,omitempty"`
 }
+
+// claimBody asks a worker, on its assignment subject, to hold itself for
+// the job of the header: granted only when the worker is idle and
+// unclaimed, or when it serves or is claimed by an earlier epoch of the
+// same Base (a new leader takes its predecessor's workers over). The claim
+// lapses when the coordinator is silent (no beat, no step) for
+// ReleaseAfterMs.
+type claimBody struct {
+	Base           string `msgpack:"base,omitempty"`
+	Epoch          uint64 `msgpack:"epoch,omitempty"`
+	ReleaseAfterMs int64  `msgpack:"release_ms"`
+}
+
+// claimedBody is a worker's answer to a claim, on its report subject.
+type claimedBody struct {
+	Granted bool `msgpack:"granted"`
+	// Busy is the job holding the worker when the claim is refused.
+	Busy string `msgpack:"busy,omitempty"`
+}
+
+// releaseBody gives a claimed worker back to the pool; beatBody says that
+// the coordinator of the header's job is alive.
+type (
+	releaseBody struct{}
+	beatBody    struct{}
+)
 
 // heartbeatBody tells that its sender is alive; the header says where it
 // is.
@@ -202,4 +239,8 @@ const (
 	readyAgainEvery = 250 * time.Millisecond
 	// heartbeatEvery: how often a worker busy with a job says it is alive.
 	heartbeatEvery = 500 * time.Millisecond
+	// beatEvery: how often a coordinator holding workers says it is alive.
+	beatEvery = 500 * time.Millisecond
+	// claimWait: how long a coordinator waits for the answer to a claim.
+	claimWait = 2 * time.Second
 )

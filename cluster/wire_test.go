@@ -78,7 +78,8 @@ func FuzzDecodeAssignment(f *testing.F) {
 // The kinds are the wire's: a change would make coordinators and workers
 // of different builds misread each other.
 func TestKindNumbers(t *testing.T) {
-	for k, want := range map[transport.Kind]uint8{kindHello: 1, kindHeartbeat: 5, kindAssign: 64, kindReady: 65, kindStep: 66, kindReport: 67} {
+	for k, want := range map[transport.Kind]uint8{kindHello: 1, kindHeartbeat: 5, kindAssign: 64, kindReady: 65, kindStep: 66, kindReport: 67,
+		kindClaim: 68, kindClaimed: 69, kindRelease: 70, kindBeat: 71} {
 		if uint8(k) != want {
 			t.Errorf("kind %d, want %d", k, want)
 		}
@@ -95,6 +96,8 @@ func TestSubjects(t *testing.T) {
 		reportsWildcard("j1"):       "ddrun.j1.report.*",
 		heartbeatSubject("j1", "w"): "ddrun.j1.heartbeat.w",
 		heartbeatsWildcard("j1"):    "ddrun.j1.heartbeat.*",
+		beatSubject("j1"):           "ddrun.j1.beat",
+		beatsWildcard:               "ddrun.*.beat",
 	} {
 		if got != want {
 			t.Errorf("%q, want %q", got, want)

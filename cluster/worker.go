@@ -39,6 +39,11 @@ func Serve(ctx context.Context, tr transport.Transport, opts WorkerOptions) erro
 		return fmt.Errorf("subscribing for assignments: %w", err)
 	}
 	defer sub.Unsubscribe()
+	beats, err := tr.Subscribe(beatsWildcard, s.onBeat)
+	if err != nil {
+		return fmt.Errorf("subscribing for coordinators' beats: %w", err)
+	}
+	defer beats.Unsubscribe()
 	// The worker announces itself all the time, busy or not: a coordinator
 	// that takes a job over (a new Raft leader) finds its predecessor's
 	// workers from their announcements.
@@ -46,6 +51,7 @@ func Serve(ctx context.Context, tr transport.Transport, opts WorkerOptions) erro
 		tick := time.NewTicker(helloEvery)
 		defer tick.Stop()
 		for {
+			s.lapse()
 			s.announce(ctx)
 			select {
 			case <-ctx.Done():
@@ -81,6 +87,9 @@ func Serve(ctx context.Context, tr transport.Transport, opts WorkerOptions) erro
 func (s *server) announce(ctx context.Context) {
 	s.mu.Lock()
 	h := helloBody{Name: s.opts.Name, Threads: s.opts.Threads, Job: s.job, Iter: s.iter}
+	if s.job == "" {
+		h.Claimed = s.claim
+	}
 	s.mu.Unlock()
 	data, err := transport.Encode(transport.Header{Kind: kindHello, From: s.opts.Name}, h)
 	if err == nil {
@@ -104,6 +113,14 @@ type server struct {
 	base   string // its Base and Epoch (see assignBody)
 	epoch  uint64
 	cancel context.CancelFunc // ends it
+	// The job that claimed the worker (pool.go), with its Base and Epoch;
+	// the claim lasts while its coordinator beats, releaseAfter at most
+	// after lastBeat.
+	claim        string
+	claimBase    string
+	claimEpoch   uint64
+	releaseAfter time.Duration
+	lastBeat     time.Time
 
 	tr      transport.Transport
 	opts    WorkerOptions
@@ -112,45 +129,139 @@ type server struct {
 	assigns chan assignment
 }
 
+// onAssign takes what a coordinator sends on the worker's assignment
+// subject: claims, releases and assignments.
 func (s *server) onAssign(_ string, data []byte) {
-	var a assignBody
-	h, err := transport.DecodeInto(data, &a)
+	h, raw, err := transport.Decode(data)
 	if err != nil {
 		s.log.Warn("bad assignment", "err", err)
 		return
 	}
+	switch h.Kind {
+	case kindClaim:
+		var c claimBody
+		if err := transport.DecodeBody(raw, &c); err != nil {
+			s.log.Warn("bad claim", "job", h.Job, "err", err)
+			return
+		}
+		s.onClaim(h.Job, c)
+	case kindRelease:
+		s.mu.Lock()
+		if s.claim == h.Job && s.job == "" {
+			s.claim = ""
+		}
+		s.mu.Unlock()
+	case kindAssign:
+		var a assignBody
+		if err := transport.DecodeBody(raw, &a); err != nil {
+			s.log.Warn("bad assignment", "job", h.Job, "err", err)
+			return
+		}
+		s.onPart(h.Job, &a)
+	}
+}
+
+// onClaim grants the claim of job when the worker is free for it (see
+// pool.go) and answers it.
+func (s *server) onClaim(job string, c claimBody) {
 	s.mu.Lock()
-	current, ready := s.job, s.ready
-	preempt := current != "" && current != h.Job && a.Base != "" && a.Base == s.base && a.Epoch > s.epoch
-	if preempt {
-		// A new coordinator leads the job: drop the old epoch's part.
-		s.cancel()
+	holder := s.job
+	if holder == "" {
+		holder = s.claim
+	}
+	lapsed := s.job == "" && s.claim != "" && time.Since(s.lastBeat) > s.releaseAfter
+	takeover := c.Base != "" && (s.job != "" && s.base == c.Base && c.Epoch > s.epoch ||
+		s.job == "" && s.claim != "" && s.claimBase == c.Base && c.Epoch > s.claimEpoch)
+	grant := holder == "" || holder == job || lapsed || takeover
+	if grant {
+		if takeover && s.job != "" && s.job != job {
+			// A new coordinator leads the job: drop the old epoch's part.
+			s.cancel()
+		}
+		s.claim, s.claimBase, s.claimEpoch = job, c.Base, c.Epoch
+		s.releaseAfter = time.Duration(c.ReleaseAfterMs) * time.Millisecond
+		if s.releaseAfter <= 0 {
+			s.releaseAfter = defaultReleaseAfter
+		}
+		s.lastBeat = time.Now()
 	}
 	s.mu.Unlock()
-	if current == h.Job {
+	answer := claimedBody{Granted: grant}
+	if !grant {
+		answer.Busy = holder
+	}
+	data, err := s.encode(transport.Header{Job: job, Kind: kindClaimed}, answer)
+	if err == nil {
+		err = s.tr.Publish(context.Background(), reportSubject(job, s.opts.Name), data)
+	}
+	if err != nil {
+		s.log.Warn("answering a claim", "job", job, "err", err)
+	}
+}
+
+// onPart queues the part of job, which must hold the worker's claim.
+func (s *server) onPart(job string, a *assignBody) {
+	s.mu.Lock()
+	current, ready, claim := s.job, s.ready, s.claim
+	s.mu.Unlock()
+	if current == job {
 		// The coordinator did not hear our acknowledgement: repeat it.
 		if ready != nil {
-			_ = s.tr.Publish(context.Background(), reportSubject(h.Job, s.opts.Name), ready)
+			_ = s.tr.Publish(context.Background(), reportSubject(job, s.opts.Name), ready)
 		}
 		return
 	}
-	next := assignment{job: h.Job, body: &a}
-	select {
-	case s.assigns <- next:
-	default:
-		if !preempt {
-			s.log.Warn("assignment while busy: ignored", "job", h.Job)
+	if claim != job {
+		s.log.Warn("a part of a job that does not hold this worker: ignored", "job", job, "held_by", claim)
+		return
+	}
+	// The claim is this job's: an assignment still queued is an earlier
+	// epoch's, which the claim took over.
+	next := assignment{job: job, body: a}
+	for {
+		select {
+		case s.assigns <- next:
 			return
+		default:
 		}
-		// Replace a queued older assignment.
 		select {
 		case <-s.assigns:
 		default:
 		}
-		select {
-		case s.assigns <- next:
-		default:
-		}
+	}
+}
+
+// onBeat takes a coordinator's beat as a sign of life of the job it
+// holds this worker for.
+func (s *server) onBeat(_ string, data []byte) {
+	h, _, err := transport.Decode(data)
+	if err != nil || h.Kind != kindBeat {
+		return
+	}
+	s.mu.Lock()
+	if h.Job != "" && (h.Job == s.claim || h.Job == s.job) {
+		s.lastBeat = time.Now()
+	}
+	s.mu.Unlock()
+}
+
+// coordinatorSilent reports whether the coordinator holding the worker
+// has been silent (no beat, no step) for longer than it asked, and for
+// how long.
+func (s *server) coordinatorSilent() (time.Duration, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := time.Since(s.lastBeat)
+	return d, d > s.releaseAfter
+}
+
+// lapse gives up an unused claim whose coordinator went silent.
+func (s *server) lapse() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.job == "" && s.claim != "" && time.Since(s.lastBeat) > s.releaseAfter && len(s.assigns) == 0 {
+		s.log.Info("claim lapsed: its coordinator went silent", "job", s.claim)
+		s.claim = ""
 	}
 }
 
@@ -170,10 +281,14 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 	}
 	s.mu.Lock()
 	s.job, s.ready, s.iter, s.base, s.epoch = job, received, 0, a.body.Base, a.body.Epoch
+	s.lastBeat = time.Now()
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		s.job, s.ready, s.iter = "", nil, 0
+		if s.claim == job {
+			s.claim = ""
+		}
 		s.mu.Unlock()
 	}()
 	if err := s.tr.Publish(ctx, report, received); err != nil {
@@ -218,8 +333,14 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 	// was lost, the coordinator would otherwise wait in vain.
 	again := time.NewTicker(readyAgainEvery)
 	defer again.Stop()
+	live := time.NewTicker(heartbeatEvery)
+	defer live.Stop()
 	for {
 		select {
+		case <-live.C:
+			if d, silent := s.coordinatorSilent(); silent {
+				return fmt.Errorf("the coordinator has been silent for %v: job abandoned, the worker is free again", d.Round(time.Second))
+			}
 		case <-again.C:
 			if lastIter == 0 {
 				if err := s.tr.Publish(ctx, report, readyData); err != nil {
@@ -234,6 +355,9 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 			return errors.New("no step from the coordinator for " + jobIdleTimeout.String() + ": job abandoned")
 		case st := <-steps.c:
 			idle.Reset(jobIdleTimeout)
+			s.mu.Lock()
+			s.lastBeat = time.Now() // a step is a sign of life too
+			s.mu.Unlock()
 			if st.Stop {
 				s.log.Info("job done", "job", job, "iterations", lastIter, "peak_rss_mb", peakRSSMB())
 				return nil
@@ -375,6 +499,10 @@ func answer(w *consensus.Worker, st *stepBody, in *consensus.StepIn, out *consen
 	rep.State = wireState(out.State)
 	return rep
 }
+
+// defaultReleaseAfter is how long a claim whose coordinator said nothing
+// of it lasts.
+const defaultReleaseAfter = 10 * time.Second
 
 // jobIdleTimeout is how long a worker waits for the next step before it
 // gives the job up.

@@ -1,0 +1,237 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/solver"
+	"github.com/ddrun/ddrun/transport"
+)
+
+// assignLog records which worker received a part of which job, and when.
+type assignLog struct {
+	transport.Transport
+	mu    sync.Mutex
+	parts map[string][]string // job -> workers
+	at    map[string]time.Time
+}
+
+func (a *assignLog) Publish(ctx context.Context, subject string, data []byte) error {
+	if h, _, err := transport.Decode(data); err == nil && h.Kind == kindAssign {
+		worker := subject[strings.LastIndexByte(subject, '.')+1:]
+		a.mu.Lock()
+		if !strings.Contains(strings.Join(a.parts[h.Job], ","), worker) {
+			a.parts[h.Job] = append(a.parts[h.Job], worker)
+		}
+		if _, ok := a.at[h.Job]; !ok {
+			a.at[h.Job] = time.Now()
+		}
+		a.mu.Unlock()
+	}
+	return a.Transport.Publish(ctx, subject, data)
+}
+
+// runJobAt runs the grid job as job on tr and returns its result and when
+// it ended.
+func runJobAt(t *testing.T, tr transport.Transport, job string, opts consensus.Options, ro RunOptions) (solver.Result, time.Time, error) {
+	t.Helper()
+	m, _, _ := gridJob(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ro.Job, ro.Workers = job, 2
+	if ro.WaitWorkers == 0 {
+		ro.WaitWorkers = 10 * time.Second
+	}
+	ro.StepTimeout = 20 * time.Second
+	res, _, err := Run(ctx, tr, m, nil, opts, ro, nil)
+	return res, time.Now(), err
+}
+
+// Two jobs started together on a pool of four idle workers each claim two,
+// run side by side on disjoint workers, and each ends like its single
+// process run.
+func TestPoolJobsRunSideBySide(t *testing.T) {
+	inner := transport.NewInProc()
+	defer inner.Close()
+	startWorkers(t, inner, "p", 4)
+	m, opts, _ := gridJob(t)
+	opts.MaxIter, opts.Tol, opts.ResidualTol = 3000, 0, 0 // long enough to overlap
+	want, err := consensus.Solve(context.Background(), m, nil, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &assignLog{Transport: inner, parts: map[string][]string{}, at: map[string]time.Time{}}
+	jobs := []string{"side1", "side2"}
+	ends := make([]time.Time, len(jobs))
+	var wg sync.WaitGroup
+	for i, job := range jobs {
+		wg.Go(func() {
+			res, end, err := runJobAt(t, tr, job, opts, RunOptions{})
+			if err != nil {
+				t.Errorf("%s: %v", job, err)
+				return
+			}
+			ends[i] = end
+			compare(t, res, want)
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	seen := map[string]string{}
+	for _, job := range jobs {
+		if len(tr.parts[job]) != 2 {
+			t.Fatalf("job %s had parts on %v, want two workers", job, tr.parts[job])
+		}
+		for _, w := range tr.parts[job] {
+			if other, ok := seen[w]; ok {
+				t.Errorf("worker %s served %s and %s", w, other, job)
+			}
+			seen[w] = job
+		}
+	}
+	// Side by side: each job had its parts out before the other ended.
+	for i, job := range jobs {
+		other := 1 - i
+		if !tr.at[job].Before(ends[other]) {
+			t.Errorf("%s was assigned at %v, after %s ended at %v: the jobs ran one after the other",
+				job, tr.at[job].Format(time.StampMicro), jobs[other], ends[other].Format(time.StampMicro))
+		}
+	}
+}
+
+// A job that finds the pool busy waits for it, saying so, instead of
+// failing after WaitWorkers; it runs once the other job gives its workers
+// back.
+func TestPoolQueuedJobWaits(t *testing.T) {
+	inner := transport.NewInProc()
+	defer inner.Close()
+	startWorkers(t, inner, "q", 2)
+	m, opts, want := gridJob(t)
+	long := opts
+	long.MaxIter, long.Tol, long.ResidualTol = 1_000_000, 0, 0 // holds the pool until cancelled
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := make(chan error, 1)
+	go func() {
+		_, _, err := Run(ctx, inner, m, nil, long, RunOptions{Job: "holder", Workers: 2, WaitWorkers: 10 * time.Second, StepTimeout: 20 * time.Second}, nil)
+		first <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(poolState(t, inner), "job=holder") < 2 && time.Now().Before(deadline) {
+	}
+	var logs syncBuffer
+	queued := make(chan error, 1)
+	var res solver.Result
+	go func() {
+		var err error
+		res, _, err = runJobAt(t, inner, "queued", opts, RunOptions{WaitWorkers: time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		queued <- err
+	}()
+	// Queued past its WaitWorkers, saying why.
+	time.Sleep(1500 * time.Millisecond)
+	for !strings.Contains(logs.String(), "waiting for workers: the pool is busy") && time.Now().Before(deadline.Add(10*time.Second)) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	select {
+	case err := <-queued:
+		t.Fatalf("the queued job ended while the pool was busy: %v\n%s", err, logs.String())
+	default:
+	}
+	cancel() // the first job ends and gives the workers back
+	if err := <-first; err != nil {
+		t.Fatalf("first job: %v", err)
+	}
+	if err := <-queued; err != nil {
+		t.Fatalf("queued job: %v\n%s", err, logs.String())
+	}
+	compare(t, res, want)
+	if !strings.Contains(logs.String(), "waiting for workers: the pool is busy") {
+		t.Errorf("the queued job did not say it waits:\n%s", logs.String())
+	}
+}
+
+// A job whose coordinator dies gives its workers back within seconds: the
+// next job gets them.
+func TestPoolDeadCoordinatorReleasesWorkers(t *testing.T) {
+	inner := transport.NewInProc()
+	defer inner.Close()
+	startWorkers(t, inner, "d", 2)
+	_, opts, want := gridJob(t)
+	long := opts
+	long.MaxIter, long.Tol, long.ResidualTol = 1_000_000, 0, 0
+	dead := &severable{Transport: inner}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m, _, _ := gridJob(t)
+	go func() {
+		_, _, _ = Run(ctx, dead, m, nil, long, RunOptions{Job: "doomed", Workers: 2, WaitWorkers: 10 * time.Second,
+			StepTimeout: time.Hour, LostAfter: time.Hour, ReleaseAfter: time.Second}, nil)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(poolState(t, inner), "job=doomed") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	dead.cut.Store(true) // the coordinator's process is gone
+	killed := time.Now()
+	res, end, err := runJobAt(t, inner, "next", opts, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	compare(t, res, want)
+	t.Logf("the next job ended %v after the coordinator died", end.Sub(killed).Round(time.Millisecond))
+}
+
+// poolState describes the workers' latest announcements, e.g.
+// "name=d0 job=doomed claimed=".
+func poolState(t *testing.T, tr transport.Transport) string {
+	t.Helper()
+	var mu sync.Mutex
+	latest := map[string]helloBody{}
+	sub, err := tr.Subscribe(controlSubject, func(_ string, data []byte) {
+		var h helloBody
+		if _, err := transport.DecodeInto(data, &h); err == nil {
+			mu.Lock()
+			latest[h.Name] = h
+			mu.Unlock()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * helloEvery)
+	_ = sub.Unsubscribe()
+	mu.Lock()
+	defer mu.Unlock()
+	var b strings.Builder
+	for _, h := range latest {
+		fmt.Fprintf(&b, "name=%s job=%s claimed=%s\n", h.Name, h.Job, h.Claimed)
+	}
+	return b.String()
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
