@@ -80,6 +80,7 @@ type result struct {
 	Primal     *float64 `json:"primal"`
 	Dual       *float64 `json:"dual"`
 	Iterations int      `json:"iterations"`
+	Seconds    float64  `json:"seconds"`
 	Assignment []int    `json:"assignment"`
 	Workers    int      `json:"workers"`
 	Failovers  *int     `json:"failovers"`
