@@ -40,7 +40,7 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.job, "job", "", "job `ID` (default: random); namespaces the NATS subjects")
 	fs.StringVar(&r.listen, "nats-listen", "127.0.0.1:0", "`ADDR` of the embedded NATS server when --nats is not given")
 	fs.BoolVar(&r.local, "local", false, "start the worker processes on this machine and stop them at the end")
-	fs.DurationVar(&r.wait, "wait", 30*time.Second, "how long to wait for the workers to join")
+	fs.DurationVar(&r.wait, "wait", 30*time.Second, "how long to wait for enough workers to join the pool (a job whose workers are busy with other jobs waits for them)")
 	fs.DurationVar(&r.stepTimeout, "step-timeout", 5*time.Minute, "how long to wait for the workers' answers to one iteration")
 	fs.DurationVar(&r.lostAfter, "lost-after", 3*time.Second, "a worker silent this long is lost; its part restarts on a spare worker")
 	fs.DurationVar(&r.spareWait, "spare-wait", 10*time.Second, "how long a lost worker's part waits for a spare worker before the job continues on the workers left")
