@@ -372,7 +372,16 @@ type natsSub struct {
 
 	mu    sync.Mutex
 	timer *time.Timer // sweeps re while it holds incomplete messages
+
+	// The chunk warnings' rate limit: deliver's (one at a time).
+	evicted    uint64    // re's Evicted count already reported
+	warnedAt   time.Time // the last chunk warning
+	suppressed int       // chunk warnings not reported since
 }
+
+// chunkWarnEvery is the least time between two chunk warnings of one
+// subscription: a flood of bad frames costs one line per interval.
+const chunkWarnEvery = 5 * time.Second
 
 // Subscribe implements Transport. Chunk frames are reassembled before h
 // sees the message; bad or expired chunks are reported through OnError.
@@ -414,8 +423,12 @@ func (s *natsSub) deliver(m *nats.Msg) {
 	if IsChunk(data) {
 		whole, err := s.re.Add(data)
 		if err != nil {
-			t.asyncError(fmt.Errorf("nats: %s: %w", m.Subject, err))
+			s.warnChunk(fmt.Errorf("nats: %s: %w", m.Subject, err))
 			return
+		}
+		if ev := s.re.Stats().Evicted; ev != s.evicted {
+			s.warnChunk(fmt.Errorf("nats: %s: %w: dropped %d incomplete messages to stay within the reassembly bounds", m.Subject, ErrBadChunk, ev-s.evicted))
+			s.evicted = ev
 		}
 		s.armSweep()
 		if whole == nil {
@@ -424,6 +437,21 @@ func (s *natsSub) deliver(m *nats.Msg) {
 		data = whole
 	}
 	s.h(m.Subject, data)
+}
+
+// warnChunk reports a chunk problem through OnError, at most once per
+// chunkWarnEvery; the next report says how many were left out.
+func (s *natsSub) warnChunk(err error) {
+	now := time.Now()
+	if !s.warnedAt.IsZero() && now.Sub(s.warnedAt) < chunkWarnEvery {
+		s.suppressed++
+		return
+	}
+	if s.suppressed > 0 {
+		err = fmt.Errorf("%w (and %d more chunk problems in the last %v)", err, s.suppressed, now.Sub(s.warnedAt).Round(time.Second))
+	}
+	s.warnedAt, s.suppressed = now, 0
+	s.t.asyncError(err)
 }
 
 // armSweep schedules Expire while incomplete messages are held, so that
