@@ -38,6 +38,11 @@ type ReadOptions struct {
 	// Log says how table entries are to be read; the zero value reads
 	// potentials.
 	Log LogBase
+	// MaxEntries bounds the total number of table entries and, on its
+	// own, the total number of variable states that the file may declare
+	// (0: model.DefaultMaxEntries); both are checked before any memory is
+	// set aside for them.
+	MaxEntries int
 }
 
 // WriteOptions controls how a model file is written.
