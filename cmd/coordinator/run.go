@@ -125,6 +125,7 @@ func (r *runFlags) connect(ctx context.Context, stderr io.Writer) (tr *transport
 // cmdRun is `coordinator run`: the same job as solve, spread over worker
 // processes that talk over NATS.
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	start := time.Now()
 	fs := flagSet("run")
 	var f solveFlags
 	f.register(fs)
@@ -135,7 +136,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	h := sha256.New() // the job's identity: the files, hashed as they are read
-	sp, err := f.load(fs, "run", pos, h, stderr)
+	sp, err := f.load(ctx, start, fs, "run", pos, h, stderr)
 	if err != nil {
 		return err
 	}
