@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -95,10 +94,12 @@ var _ Transport = (*NATS)(nil)
 type ConnectError struct {
 	URL string // the URL(s) tried, passwords redacted
 	Err error
+
+	secrets []string // redacted from Err's message
 }
 
 func (e *ConnectError) Error() string {
-	return "nats: connect to " + e.URL + ": " + shortCause(e.Err)
+	return "nats: connect to " + e.URL + ": " + Redact(shortCause(e.Err), e.secrets...)
 }
 
 func (e *ConnectError) Unwrap() error { return e.Err }
@@ -160,22 +161,7 @@ func connectCause(err error, dial *dialRecorder) error {
 }
 
 // redactURLs hides passwords and tokens in a comma-separated URL list.
-func redactURLs(urls string) string {
-	parts := strings.Split(urls, ",")
-	for i, p := range parts {
-		p = strings.TrimSpace(p)
-		if u, err := url.Parse(p); err == nil && u.User != nil {
-			if _, has := u.User.Password(); has {
-				p = u.Redacted()
-			} else {
-				u.User = url.User("xxxxx")
-				p = u.String()
-			}
-		}
-		parts[i] = p
-	}
-	return strings.Join(parts, ",")
-}
+func redactURLs(urls string) string { return Redact(urls) }
 
 // NewNATS connects to a NATS server. It fails with a *ConnectError, or
 // ctx's error, when no server answers within ConnectTimeout.
@@ -289,7 +275,7 @@ func NewNATS(ctx context.Context, opts NATSOptions) (*NATS, error) {
 	select {
 	case r := <-ch:
 		if r.err != nil {
-			return nil, &ConnectError{URL: redactURLs(opts.URL), Err: connectCause(r.err, dial)}
+			return nil, &ConnectError{URL: redactURLs(opts.URL), Err: connectCause(r.err, dial), secrets: []string{opts.Password, opts.Token}}
 		}
 		t.nc = r.nc
 		return t, nil
@@ -305,9 +291,19 @@ func NewNATS(ctx context.Context, opts NATSOptions) (*NATS, error) {
 
 func (t *NATS) asyncError(err error) {
 	if t.opts.OnError != nil && err != nil {
-		t.opts.OnError(err)
+		t.opts.OnError(redactedError{err, []string{t.opts.Password, t.opts.Token}})
 	}
 }
+
+// redactedError is err with its message redacted (Redact); errors.Is and
+// As still see err.
+type redactedError struct {
+	err     error
+	secrets []string
+}
+
+func (e redactedError) Error() string { return Redact(e.err.Error(), e.secrets...) }
+func (e redactedError) Unwrap() error { return e.err }
 
 // Conn returns the underlying connection, for what the Transport interface
 // does not cover. Closing it closes the transport's connection.
