@@ -1,5 +1,10 @@
 package model
 
+import (
+	"context"
+	"io"
+)
+
 // DefaultMaxEntries is the model readers' default bound on what a file may
 // declare: the total number of table entries of its factors (dense tables,
 // sequence transitions and emissions), and, separately, the total number of
@@ -30,4 +35,28 @@ func EntryLimit(limit int) int {
 		return DefaultMaxEntries
 	}
 	return limit
+}
+
+// ContextReader returns a reader of r that fails with context.Cause(ctx)
+// once ctx has ended, which it checks before every Read (a Read already
+// blocked is not interrupted). The readers put it behind decompression,
+// where a few bytes of input are a long stretch of work. A nil ctx or one
+// that never ends gives r itself.
+func ContextReader(ctx context.Context, r io.Reader) io.Reader {
+	if ctx == nil || ctx.Done() == nil {
+		return r
+	}
+	return &ctxReader{ctx, r}
+}
+
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if c.ctx.Err() != nil {
+		return 0, context.Cause(c.ctx)
+	}
+	return c.r.Read(p)
 }

@@ -55,10 +55,10 @@ func LoadWith(ctx context.Context, path string, o Options) (*model.Model, error)
 	var m *model.Model
 	if format == UAI {
 		opts := uai.OptionsFor(path)
-		opts.MaxEntries = o.MaxEntries
+		opts.MaxEntries, opts.Context = o.MaxEntries, ctx
 		m, err = uai.ReadWith(t, path, opts)
 	} else {
-		m, err = native.ReadWith(t, path, nf, native.ReadOptions{MaxEntries: o.MaxEntries})
+		m, err = native.ReadWith(t, path, nf, native.ReadOptions{MaxEntries: o.MaxEntries, Context: ctx})
 	}
 	if err == nil {
 		err = ctx.Err() // a parse that ended as ctx did

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -67,6 +68,10 @@ type ReadOptions struct {
 	// (decompressed) bytes are bounded by bytesPerEntry for each entry
 	// the limits allow, so a gzip bomb stops early.
 	MaxEntries int
+	// Context, when not nil, stops the reading once it ends: checked
+	// before every read of the (decompressed) input and between decoding
+	// and building the model.
+	Context context.Context
 }
 
 // bytesPerEntry bounds the input bytes per entry (a unary or table entry)
@@ -81,7 +86,7 @@ func ReadWith(r io.Reader, name string, f Format, opts ReadOptions) (*model.Mode
 	}
 	limit := model.EntryLimit(opts.MaxEntries)
 	maxBytes := int64(1<<20) + 2*bytesPerEntry*int64(limit)
-	data, err := readAll(r, maxBytes)
+	data, err := readAll(model.ContextReader(opts.Context, r), sizeHint(r), maxBytes, opts.Context)
 	if err != nil {
 		return nil, &Error{File: name, Msg: oneLine(err.Error()), Err: err}
 	}
@@ -90,6 +95,9 @@ func ReadWith(r io.Reader, name string, f Format, opts ReadOptions) (*model.Mode
 		raw, err = decodeJSON(data)
 	} else {
 		raw, err = decodeMsgpack(data)
+	}
+	if err == nil && opts.Context != nil && opts.Context.Err() != nil {
+		err = context.Cause(opts.Context)
 	}
 	if err != nil {
 		return nil, withFile(err, name, jsonData(f, data))
@@ -109,10 +117,11 @@ func jsonData(f Format, data []byte) []byte {
 	return nil
 }
 
-// readAll reads all of r, decompressing gzip input; more than maxBytes
-// (decompressed) is an error.
-func readAll(r io.Reader, maxBytes int64) ([]byte, error) {
-	data, err := readSized(r, sizeHint(r), maxBytes)
+// readAll reads all of r (hint: its size, 0 when unknown), decompressing
+// gzip input, which it reads until ctx (if not nil) ends; more than
+// maxBytes (decompressed) is an error.
+func readAll(r io.Reader, hint int, maxBytes int64, ctx context.Context) ([]byte, error) {
+	data, err := readSized(r, hint, maxBytes)
 	if err != nil || !bytes.HasPrefix(data, gzipMagic) {
 		return data, err
 	}
@@ -121,7 +130,7 @@ func readAll(r io.Reader, maxBytes int64) ([]byte, error) {
 		return nil, fmt.Errorf("gzip: %w", err)
 	}
 	// Guess a compression ratio of 4 for the first allocation.
-	if data, err = readSized(zr, int(min(4*int64(len(data)), maxBytes)), maxBytes); err != nil {
+	if data, err = readSized(model.ContextReader(ctx, zr), int(min(4*int64(len(data)), maxBytes)), maxBytes); err != nil {
 		return nil, fmt.Errorf("gzip: %w", err)
 	}
 	return data, nil

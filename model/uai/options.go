@@ -1,6 +1,7 @@
 package uai
 
 import (
+	"context"
 	"fmt"
 	"strings"
 )
@@ -43,6 +44,9 @@ type ReadOptions struct {
 	// (0: model.DefaultMaxEntries); both are checked before any memory is
 	// set aside for them.
 	MaxEntries int
+	// Context, when not nil, stops the reading once it ends: checked
+	// before every read of the (decompressed) input.
+	Context context.Context
 }
 
 // WriteOptions controls how a model file is written.

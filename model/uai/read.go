@@ -38,7 +38,7 @@ func ReadWith(r io.Reader, name string, opts ReadOptions) (*model.Model, error) 
 	if !opts.Log.valid() {
 		return nil, fmt.Errorf("uai: %s: invalid log base %v", name, opts.Log)
 	}
-	src, err := openSource(r, name)
+	src, err := openSource(r, name, opts.Context)
 	if err != nil {
 		return nil, err
 	}

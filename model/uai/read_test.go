@@ -2,7 +2,9 @@ package uai
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -461,5 +463,28 @@ func TestReadMaxEntries(t *testing.T) {
 				checkParseError(t, err, name, c.line, []string{c.want})
 			}
 		}
+	}
+}
+
+// ReadOptions.Context stops the reading behind decompression, where a few
+// compressed bytes are a long stretch of parsing.
+func TestReadContextStopsGzip(t *testing.T) {
+	var in bytes.Buffer
+	in.WriteString("MARKOV\n20\n" + strings.Repeat("2 ", 20) + "\n1\n20")
+	for i := range 20 {
+		fmt.Fprintf(&in, " %d", i)
+	}
+	fmt.Fprintf(&in, "\n%d\n", 1<<20)
+	in.Write(bytes.Repeat([]byte("1 "), 1<<20))
+	data := gzipBytes(t, in.Bytes())
+	ctx, cancel := context.WithCancelCause(context.Background())
+	stop := errors.New("stop")
+	cancel(stop)
+	_, err := ReadWith(bytes.NewReader(data), "x.uai.gz", ReadOptions{Context: ctx})
+	if !errors.Is(err, stop) {
+		t.Fatalf("err %v", err)
+	}
+	if _, err := ReadWith(bytes.NewReader(data), "x.uai.gz", ReadOptions{Context: context.Background()}); err != nil {
+		t.Fatal(err)
 	}
 }
