@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -29,8 +30,9 @@ import (
 // The header is redundant on purpose: total must equal
 // max(1, ceil(size/chunk size)) and the payload length must be exactly what
 // index, chunk size and size imply, so a receiver can check every frame on
-// its own, place it without waiting for its predecessors, and allocate the
-// whole message once. A Reassembler puts the chunks back together.
+// its own and place it without waiting for its predecessors. A Reassembler
+// puts the chunks back together; it allocates as the bytes arrive, never
+// what a header merely claims.
 const ChunkHeaderLen = 44
 
 // maxChunkedSize bounds the size field so offset arithmetic cannot overflow.
@@ -164,17 +166,30 @@ func parseChunk(frame []byte) (chunkHeader, []byte, error) {
 }
 
 // ReassemblyOptions bounds a Reassembler. Zero fields take the defaults.
+//
+// The byte bounds count what incomplete messages claim (the sizes in their
+// headers), so a header cannot reserve more than they allow; the memory
+// actually held is what has arrived (an in-order message's buffer grows by
+// doubling, up to its size), never more than is claimed.
 type ReassemblyOptions struct {
 	// Timeout drops an incomplete message when no chunk of it has arrived
 	// for this long (default 30s).
 	Timeout time.Duration
-	// MaxMessageBytes is the largest message accepted (default 512 MiB).
+	// MaxMessageBytes is the largest message accepted (default 512 MiB):
+	// a header claiming more is refused.
 	MaxMessageBytes int
 	// MaxChunks is the most chunks a message may have (default 65536).
 	MaxChunks int
-	// MaxPendingBytes bounds the memory held by incomplete messages
+	// MaxPendingBytes bounds the bytes claimed by incomplete messages
 	// (default 1 GiB); to make room, the least recently active are dropped.
 	MaxPendingBytes int
+	// MaxPendingBytesPerSender bounds the bytes claimed by one sender's
+	// incomplete messages (a sender is the first 8 bytes of the message
+	// id, random per sending transport), default MaxPendingBytes/2 but at
+	// least MaxMessageBytes; to make room, that sender's least recently
+	// active messages are dropped, so one sender's flood does not evict
+	// the others' messages while the total stays below MaxPendingBytes.
+	MaxPendingBytesPerSender int
 	// MaxPendingMessages bounds how many incomplete messages are held
 	// (default 1024), with the same eviction.
 	MaxPendingMessages int
@@ -194,6 +209,9 @@ func (o ReassemblyOptions) withDefaults() ReassemblyOptions {
 	}
 	if o.MaxPendingBytes <= 0 {
 		o.MaxPendingBytes = 1 << 30
+	}
+	if o.MaxPendingBytesPerSender <= 0 {
+		o.MaxPendingBytesPerSender = min(o.MaxPendingBytes, max(o.MaxPendingBytes/2, o.MaxMessageBytes))
 	}
 	if o.MaxPendingMessages <= 0 {
 		o.MaxPendingMessages = 1024
@@ -216,26 +234,69 @@ type ReassemblyStats struct {
 // Reassembler puts chunked messages back together. Chunks of different
 // messages may interleave and arrive in any order; duplicates are ignored,
 // also for a while after their message completed. Memory is bounded by
-// MaxPendingBytes and MaxPendingMessages, and incomplete messages are
-// dropped after Timeout of inactivity: by Expire, and by Add as it goes.
-// It is safe for concurrent use.
+// MaxPendingBytes, MaxPendingBytesPerSender and MaxPendingMessages, and
+// incomplete messages are dropped after Timeout of inactivity: by Expire,
+// and by Add as it goes. It is safe for concurrent use.
 type Reassembler struct {
 	opts ReassemblyOptions
 
 	mu        sync.Mutex
 	partial   map[MsgID]*partial
 	done      map[MsgID]time.Time // recently completed ids, for late duplicates
-	pending   int                 // bytes held by partial
+	pending   int                 // bytes claimed by partial
+	bySender  map[sender]int      // bytes claimed by partial, per sender
 	lastSweep time.Time
 	stats     ReassemblyStats
 }
 
+// sender is the per-transport prefix of a MsgID.
+type sender [8]byte
+
+func senderOf(id MsgID) sender { return sender(id[:8]) }
+
+// partial is an incomplete message. buf holds its chunks 0..next-1 (the
+// in-order prefix) and grows as they come; chunks that arrive ahead of the
+// prefix wait in ahead, each in its own copy, until the prefix reaches them.
 type partial struct {
-	h    chunkHeader
-	buf  []byte
-	got  []uint64 // bitset of received indexes
-	have uint32
-	last time.Time
+	h      chunkHeader
+	buf    []byte
+	next   uint32            // the first chunk not in buf
+	ahead  map[uint32][]byte // chunks past next, received
+	got    []uint64          // bitset of received indexes
+	have   uint32
+	last   time.Time
+	sender sender
+}
+
+// place stores a chunk's payload, growing buf by doubling (up to the
+// message's size) for the in-order prefix.
+func (p *partial) place(index uint32, payload []byte) {
+	if index != p.next {
+		if p.ahead == nil {
+			p.ahead = make(map[uint32][]byte)
+		}
+		p.ahead[index] = bytes.Clone(payload)
+		return
+	}
+	p.appendChunk(payload)
+	for {
+		b, ok := p.ahead[p.next]
+		if !ok {
+			return
+		}
+		delete(p.ahead, p.next)
+		p.appendChunk(b)
+	}
+}
+
+func (p *partial) appendChunk(b []byte) {
+	if need := len(p.buf) + len(b); need > cap(p.buf) {
+		grown := make([]byte, len(p.buf), min(int(p.h.size), max(2*cap(p.buf), need, 64<<10)))
+		copy(grown, p.buf)
+		p.buf = grown
+	}
+	p.buf = append(p.buf, b...)
+	p.next++
 }
 
 // maxDone bounds the set of recently completed ids.
@@ -244,9 +305,10 @@ const maxDone = 4096
 // NewReassembler returns a Reassembler with opts.
 func NewReassembler(opts ReassemblyOptions) *Reassembler {
 	return &Reassembler{
-		opts:    opts.withDefaults(),
-		partial: make(map[MsgID]*partial),
-		done:    make(map[MsgID]time.Time),
+		opts:     opts.withDefaults(),
+		partial:  make(map[MsgID]*partial),
+		done:     make(map[MsgID]time.Time),
+		bySender: make(map[sender]int),
 	}
 }
 
@@ -272,30 +334,26 @@ func (r *Reassembler) Add(frame []byte) ([]byte, error) {
 	}
 	p := r.partial[h.id]
 	if p == nil {
-		if h.size > uint64(r.opts.MaxMessageBytes) {
+		if err := r.admit(h); err != nil {
 			r.stats.Rejected++
-			return nil, badChunk("message %v of %d bytes exceeds the limit of %d", h.id, h.size, r.opts.MaxMessageBytes)
-		}
-		if uint64(h.total) > uint64(r.opts.MaxChunks) {
-			r.stats.Rejected++
-			return nil, badChunk("message %v in %d chunks exceeds the limit of %d", h.id, h.total, r.opts.MaxChunks)
-		}
-		size := int(h.size)
-		if size > r.opts.MaxPendingBytes {
-			r.stats.Rejected++
-			return nil, badChunk("message %v of %d bytes exceeds the reassembly memory of %d", h.id, size, r.opts.MaxPendingBytes)
+			return nil, err
 		}
 		if h.total == 1 {
 			r.stats.Completed++
 			r.markDone(h.id, now)
 			return append(make([]byte, 0, len(payload)), payload...), nil // non-nil even when empty
 		}
-		for len(r.partial) > 0 && (r.pending+size > r.opts.MaxPendingBytes || len(r.partial) >= r.opts.MaxPendingMessages) {
-			r.evictOldest()
+		size, from := int(h.size), senderOf(h.id)
+		for r.bySender[from]+size > r.opts.MaxPendingBytesPerSender {
+			r.evictOldest(&from)
 		}
-		p = &partial{h: h, buf: make([]byte, size), got: make([]uint64, (h.total+63)/64)}
+		for len(r.partial) > 0 && (r.pending+size > r.opts.MaxPendingBytes || len(r.partial) >= r.opts.MaxPendingMessages) {
+			r.evictOldest(nil)
+		}
+		p = &partial{h: h, got: make([]uint64, (h.total+63)/64), sender: from}
 		r.partial[h.id] = p
 		r.pending += size
+		r.bySender[from] += size
 	} else if p.h.total != h.total || p.h.chunkLen != h.chunkLen || p.h.size != h.size {
 		r.stats.Rejected++
 		return nil, badChunk("chunk %d of message %v disagrees with earlier chunks on its shape", h.index, h.id)
@@ -307,15 +365,31 @@ func (r *Reassembler) Add(frame []byte) ([]byte, error) {
 	p.got[h.index/64] |= 1 << (h.index % 64)
 	p.have++
 	p.last = now
-	copy(p.buf[uint64(h.index)*uint64(h.chunkLen):], payload)
+	p.place(h.index, payload)
 	if p.have < p.h.total {
 		return nil, nil
 	}
-	delete(r.partial, h.id)
-	r.pending -= len(p.buf)
+	r.drop(h.id)
 	r.stats.Completed++
 	r.markDone(h.id, now)
 	return p.buf, nil
+}
+
+// admit checks the first chunk of a message against the bounds: what its
+// header claims must fit them before anything is allocated for it.
+func (r *Reassembler) admit(h chunkHeader) error {
+	o := &r.opts
+	switch {
+	case h.size > uint64(o.MaxMessageBytes):
+		return badChunk("message %v of %d bytes exceeds the limit of %d", h.id, h.size, o.MaxMessageBytes)
+	case uint64(h.total) > uint64(o.MaxChunks):
+		return badChunk("message %v in %d chunks exceeds the limit of %d", h.id, h.total, o.MaxChunks)
+	case h.size > uint64(o.MaxPendingBytes):
+		return badChunk("message %v of %d bytes exceeds the reassembly memory of %d", h.id, h.size, o.MaxPendingBytes)
+	case h.size > uint64(o.MaxPendingBytesPerSender):
+		return badChunk("message %v of %d bytes exceeds the reassembly memory of %d per sender", h.id, h.size, o.MaxPendingBytesPerSender)
+	}
+	return nil
 }
 
 func (r *Reassembler) markDone(id MsgID, now time.Time) {
@@ -333,14 +407,22 @@ func (r *Reassembler) markDone(id MsgID, now time.Time) {
 	r.done[id] = now
 }
 
-func (r *Reassembler) evictOldest() {
+// evictOldest drops the least recently active incomplete message, of the
+// sender *from when it is not nil.
+func (r *Reassembler) evictOldest(from *sender) {
 	var oldest MsgID
 	var ot time.Time
 	first := true
 	for id, p := range r.partial {
+		if from != nil && p.sender != *from {
+			continue
+		}
 		if first || p.last.Before(ot) {
 			oldest, ot, first = id, p.last, false
 		}
+	}
+	if first {
+		return
 	}
 	r.drop(oldest)
 	r.stats.Evicted++
@@ -348,7 +430,11 @@ func (r *Reassembler) evictOldest() {
 
 func (r *Reassembler) drop(id MsgID) {
 	if p, ok := r.partial[id]; ok {
-		r.pending -= len(p.buf)
+		size := int(p.h.size)
+		r.pending -= size
+		if r.bySender[p.sender] -= size; r.bySender[p.sender] <= 0 {
+			delete(r.bySender, p.sender)
+		}
 		delete(r.partial, id)
 	}
 }
@@ -380,7 +466,8 @@ func (r *Reassembler) expireLocked(now time.Time) int {
 	return n
 }
 
-// Pending returns the number of incomplete messages and the bytes they hold.
+// Pending returns the number of incomplete messages and the bytes they
+// claim (what they hold is at most that).
 func (r *Reassembler) Pending() (msgs, bytes int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

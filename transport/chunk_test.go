@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -302,5 +303,109 @@ func TestSplitChunksErrors(t *testing.T) {
 	}
 	if ChunkCount(0, testFrame) != 1 || ChunkCount(980, testFrame) != 1 || ChunkCount(981, testFrame) != 2 || ChunkCount(1, 10) != 0 {
 		t.Fatal("ChunkCount")
+	}
+}
+
+// floodFrame is the first chunk of a message claiming size bytes in chunks of
+// payload bytes, from sender s, message number n.
+func floodFrame(s byte, n uint64, payload int, size uint64) []byte {
+	total := (size + uint64(payload) - 1) / uint64(payload)
+	b := frame(0, uint32(total), uint32(payload), size, payload)
+	b[8] = s
+	binary.BigEndian.PutUint64(b[16:], n)
+	return b
+}
+
+// A flood of first chunks that each claim a huge message allocates what
+// arrives, not what is claimed: 200 frames of 64 KiB claiming 512 MiB each
+// (100 GiB claimed) allocate a few MiB, from one sender or from many.
+func TestChunkFloodAllocatesLittle(t *testing.T) {
+	const payload, claim, n = 64 << 10, 512 << 20, 200
+	for _, senders := range []int{1, n} {
+		frames := make([][]byte, n)
+		for i := range frames {
+			frames[i] = floodFrame(byte(i%senders), uint64(i), payload, claim)
+		}
+		re := NewReassembler(ReassemblyOptions{})
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for _, fr := range frames {
+			if msg, err := re.Add(fr); msg != nil || err != nil {
+				t.Fatalf("%v %v", msg != nil, err)
+			}
+		}
+		runtime.ReadMemStats(&after)
+		alloc := after.TotalAlloc - before.TotalAlloc
+		// Each frame: its 64 KiB payload and a 1 KiB bitset, plus maps.
+		if limit := uint64(n * 2 * payload); alloc > limit {
+			t.Errorf("%d senders: %d frames claiming %d MiB allocated %d bytes, want at most %d", senders, n, claim>>20, alloc, limit)
+		}
+		msgs, claimed := re.Pending()
+		if claimed > 1<<30 || msgs > 2 {
+			t.Errorf("%d senders: %d messages claiming %d bytes pending", senders, msgs, claimed)
+		}
+		t.Logf("%d senders: %d frames, %d bytes allocated, %d messages pending, %d evicted", senders, n, alloc, msgs, re.Stats().Evicted)
+	}
+}
+
+// One sender's messages count against its own budget: its flood evicts its
+// own older messages, not another sender's.
+func TestChunkPerSenderBound(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	re := NewReassembler(ReassemblyOptions{MaxPendingBytes: 100_000, MaxPendingBytesPerSender: 10_000, Now: clock.now})
+	other := floodFrame(1, 1, 1000, 8000)
+	if _, err := re.Add(other); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		clock.advance(time.Millisecond)
+		if _, err := re.Add(floodFrame(2, uint64(i), 1000, 6000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m, b := re.Pending(); m != 2 || b != 14_000 {
+		t.Fatalf("pending %d msgs %d bytes, want the other sender's and the flood's last", m, b)
+	}
+	if s := re.Stats(); s.Evicted != 49 {
+		t.Fatalf("stats %+v", s)
+	}
+	// The other sender's message is still there: its second chunk lands.
+	second := frame(1, 8, 1000, 8000, 1000)
+	second[8] = 1
+	binary.BigEndian.PutUint64(second[16:], 1)
+	if _, err := re.Add(second); err != nil {
+		t.Fatal(err)
+	}
+	if s := re.Stats(); s.Duplicates != 0 || s.Evicted != 49 {
+		t.Fatalf("stats %+v", s)
+	}
+	// A message over the per-sender budget is refused outright.
+	if _, err := re.Add(floodFrame(3, 1, 1000, 20_000)); !errors.Is(err, ErrBadChunk) || !strings.Contains(err.Error(), "per sender") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// Chunks that arrive ahead of the in-order prefix wait in their own copies
+// and join it when it reaches them.
+func TestChunkOutOfOrderJoins(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	data := randBytes(r, 10*testFrame)
+	frames := split(t, MsgID{5}, data, testFrame)
+	order := []int{3, 1, 2, 0, 5, 4}
+	for i := 6; i < len(frames); i++ {
+		order = append(order, i)
+	}
+	re := NewReassembler(ReassemblyOptions{})
+	var got []byte
+	for _, i := range order {
+		msg, err := re.Add(frames[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = msg
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatal("reassembled message differs")
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -95,10 +94,12 @@ var _ Transport = (*NATS)(nil)
 type ConnectError struct {
 	URL string // the URL(s) tried, passwords redacted
 	Err error
+
+	secrets []string // redacted from Err's message
 }
 
 func (e *ConnectError) Error() string {
-	return "nats: connect to " + e.URL + ": " + shortCause(e.Err)
+	return "nats: connect to " + e.URL + ": " + Redact(shortCause(e.Err), e.secrets...)
 }
 
 func (e *ConnectError) Unwrap() error { return e.Err }
@@ -160,22 +161,7 @@ func connectCause(err error, dial *dialRecorder) error {
 }
 
 // redactURLs hides passwords and tokens in a comma-separated URL list.
-func redactURLs(urls string) string {
-	parts := strings.Split(urls, ",")
-	for i, p := range parts {
-		p = strings.TrimSpace(p)
-		if u, err := url.Parse(p); err == nil && u.User != nil {
-			if _, has := u.User.Password(); has {
-				p = u.Redacted()
-			} else {
-				u.User = url.User("xxxxx")
-				p = u.String()
-			}
-		}
-		parts[i] = p
-	}
-	return strings.Join(parts, ",")
-}
+func redactURLs(urls string) string { return Redact(urls) }
 
 // NewNATS connects to a NATS server. It fails with a *ConnectError, or
 // ctx's error, when no server answers within ConnectTimeout.
@@ -289,7 +275,7 @@ func NewNATS(ctx context.Context, opts NATSOptions) (*NATS, error) {
 	select {
 	case r := <-ch:
 		if r.err != nil {
-			return nil, &ConnectError{URL: redactURLs(opts.URL), Err: connectCause(r.err, dial)}
+			return nil, &ConnectError{URL: redactURLs(opts.URL), Err: connectCause(r.err, dial), secrets: []string{opts.Password, opts.Token}}
 		}
 		t.nc = r.nc
 		return t, nil
@@ -305,9 +291,19 @@ func NewNATS(ctx context.Context, opts NATSOptions) (*NATS, error) {
 
 func (t *NATS) asyncError(err error) {
 	if t.opts.OnError != nil && err != nil {
-		t.opts.OnError(err)
+		t.opts.OnError(redactedError{err, []string{t.opts.Password, t.opts.Token}})
 	}
 }
+
+// redactedError is err with its message redacted (Redact); errors.Is and
+// As still see err.
+type redactedError struct {
+	err     error
+	secrets []string
+}
+
+func (e redactedError) Error() string { return Redact(e.err.Error(), e.secrets...) }
+func (e redactedError) Unwrap() error { return e.err }
 
 // Conn returns the underlying connection, for what the Transport interface
 // does not cover. Closing it closes the transport's connection.
@@ -372,7 +368,16 @@ type natsSub struct {
 
 	mu    sync.Mutex
 	timer *time.Timer // sweeps re while it holds incomplete messages
+
+	// The chunk warnings' rate limit: deliver's (one at a time).
+	evicted    uint64    // re's Evicted count already reported
+	warnedAt   time.Time // the last chunk warning
+	suppressed int       // chunk warnings not reported since
 }
+
+// chunkWarnEvery is the least time between two chunk warnings of one
+// subscription: a flood of bad frames costs one line per interval.
+const chunkWarnEvery = 5 * time.Second
 
 // Subscribe implements Transport. Chunk frames are reassembled before h
 // sees the message; bad or expired chunks are reported through OnError.
@@ -414,8 +419,12 @@ func (s *natsSub) deliver(m *nats.Msg) {
 	if IsChunk(data) {
 		whole, err := s.re.Add(data)
 		if err != nil {
-			t.asyncError(fmt.Errorf("nats: %s: %w", m.Subject, err))
+			s.warnChunk(fmt.Errorf("nats: %s: %w", m.Subject, err))
 			return
+		}
+		if ev := s.re.Stats().Evicted; ev != s.evicted {
+			s.warnChunk(fmt.Errorf("nats: %s: %w: dropped %d incomplete messages to stay within the reassembly bounds", m.Subject, ErrBadChunk, ev-s.evicted))
+			s.evicted = ev
 		}
 		s.armSweep()
 		if whole == nil {
@@ -424,6 +433,21 @@ func (s *natsSub) deliver(m *nats.Msg) {
 		data = whole
 	}
 	s.h(m.Subject, data)
+}
+
+// warnChunk reports a chunk problem through OnError, at most once per
+// chunkWarnEvery; the next report says how many were left out.
+func (s *natsSub) warnChunk(err error) {
+	now := time.Now()
+	if !s.warnedAt.IsZero() && now.Sub(s.warnedAt) < chunkWarnEvery {
+		s.suppressed++
+		return
+	}
+	if s.suppressed > 0 {
+		err = fmt.Errorf("%w (and %d more chunk problems in the last %v)", err, s.suppressed, now.Sub(s.warnedAt).Round(time.Second))
+	}
+	s.warnedAt, s.suppressed = now, 0
+	s.t.asyncError(err)
 }
 
 // armSweep schedules Expire while incomplete messages are held, so that

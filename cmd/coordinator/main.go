@@ -23,6 +23,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/ddrun/ddrun/transport"
 )
 
 // usageError marks errors caused by the user's input or flags (exit 2).
@@ -72,7 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if errors.Is(err, errHelp) {
 		return 0
 	}
-	fmt.Fprintln(stderr, "coordinator:", err)
+	fmt.Fprintln(stderr, "coordinator:", transport.Redact(err.Error())) // URL passwords; run hides its secrets too
 	var ue usageError
 	if errors.As(err, &ue) {
 		return 2

@@ -9,8 +9,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/ddrun/ddrun/internal/natsflags"
 )
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -184,11 +189,106 @@ func TestLoadHashesTheJobFiles(t *testing.T) {
 			want = append(append(want, "1 0 1\n"...), 0)
 		}
 		h := sha256.New()
-		if _, err := f.load(fs, "run", []string{model}, h, io.Discard); err != nil {
+		if _, err := f.load(context.Background(), time.Now(), fs, "run", []string{model}, h, io.Discard); err != nil {
 			t.Fatal(err)
 		}
 		if sum := sha256.Sum256(want); !bytes.Equal(h.Sum(nil), sum[:]) {
 			t.Fatalf("evidence %v: the hash is not sha256(model, 0[, evidence, 0])", withEv)
+		}
+	}
+}
+
+// --quiet silences progress only: the final status line is still printed
+// on stderr, and with --json the result object on stdout.
+func TestQuietPrintsTheResultLine(t *testing.T) {
+	model := writeFile(t, "chain.uai", chainUAI)
+	for _, args := range [][]string{{"--quiet"}, {"--quiet", "--json"}, {"--quiet", "--algo", "trws"}, {"--quiet", "--exact"}} {
+		code, stdout, stderr := runCLI(t, append(append([]string{"solve", "--threads", "1"}, args...), model)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d, stderr %q", args, code, stderr)
+		}
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		if len(lines) != 1 || !strings.HasPrefix(lines[0], "status=optimal ") || !strings.Contains(lines[0], " primal=") || !strings.Contains(lines[0], " dual=") {
+			t.Fatalf("%v: stderr %q, want the one status line", args, stderr)
+		}
+		if json := slices.Contains(args, "--json"); json != (stdout != "") {
+			t.Fatalf("%v: stdout %q", args, stdout)
+		}
+	}
+}
+
+// Files that declare more than --max-entries allows, or a free variable no
+// content vouches for, exit 2 with one line naming the file and the limit;
+// a --max-entries that fits reads the model.
+func TestMaxEntries(t *testing.T) {
+	huge := writeFile(t, "huge.json", `{"format":"ddrun-model","version":1,"cards":[268435456]}`)
+	chain := writeFile(t, "chain.uai", chainUAI)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{huge}, "huge.json: cards[0]: cardinality 268435456, but variable 0 is in no factor"},
+		{[]string{"--max-entries", "9", chain}, "chain.uai:7: factor 2: its table of 2 entries brings the total number of table entries over the limit of 9"},
+		{[]string{"--max-entries", "5", chain}, "chain.uai:3: variable 2: cardinality 2 brings the total number of states over the limit of 5"},
+		{[]string{"--max-entries", "0", chain}, "--max-entries: 0 < 1"},
+	}
+	for _, c := range cases {
+		code, _, stderr := runCLI(t, append([]string{"solve", "--quiet"}, c.args...)...)
+		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q, want exit 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
+	if code, _, stderr := runCLI(t, "solve", "--quiet", "--max-entries", "10", chain); code != 0 {
+		t.Errorf("--max-entries 10: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// --time-limit counts from the start of the command: a model that does not
+// arrive in time (a FIFO no one writes) ends with exit 2 and one line, and
+// so does a signal (a cancelled context) while loading.
+func TestLoadingStopsOnTimeLimitAndSignal(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "m.uai")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	start := time.Now()
+	code, _, stderr := runCLI(t, "solve", "--quiet", "--time-limit", "200ms", fifo)
+	if code != 2 || !strings.Contains(stderr, "m.uai") || !strings.Contains(stderr, "--time-limit 200ms reached while loading") || time.Since(start) > 5*time.Second {
+		t.Fatalf("exit %d after %v, stderr %q", code, time.Since(start), stderr)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	var out, errb bytes.Buffer
+	start = time.Now()
+	code = run(ctx, []string{"solve", "--quiet", fifo}, &out, &errb)
+	if code != 2 || !strings.Contains(errb.String(), "m.uai") || time.Since(start) > 5*time.Second {
+		t.Fatalf("cancelled: exit %d after %v, stderr %q", code, time.Since(start), errb.String())
+	}
+}
+
+// --local's workers get the NATS secrets in their environment, never on
+// their command line (which ps shows to every user), and the parent's
+// DDRUN_NATS_ variables do not leak past the resolved ones.
+func TestLocalWorkerArgsHoldNoSecret(t *testing.T) {
+	nf := natsflags.Flags{User: "alice", Password: "pa55word", Token: "", Creds: "", CA: "/ca.pem"}
+	environ := []string{"PATH=/bin", natsflags.EnvPassword + "=stale", natsflags.EnvToken + "=stale-token"}
+	for _, url := range []string{"nats://127.0.0.1:4222", "nats://alice:pa55word@127.0.0.1:4222"} {
+		c := localWorkerCmd("/bin/worker", url, "job-w0", 2, nf, true, environ)
+		if argv := strings.Join(c.Args, " "); strings.Contains(argv, "pa55word") || strings.Contains(argv, "stale") {
+			t.Fatalf("secret on the worker's command line: %q", argv)
+		}
+		for _, want := range []string{"PATH=/bin", natsflags.EnvPassword + "=pa55word", natsflags.EnvUser + "=alice"} {
+			if !slices.Contains(c.Env, want) {
+				t.Errorf("env %q lacks %q", c.Env, want)
+			}
+		}
+		for _, kv := range c.Env {
+			if strings.Contains(kv, "stale") {
+				t.Errorf("the parent's %q reached the worker", kv)
+			}
+		}
+		if !slices.Contains(c.Args, "--quiet") || !slices.Contains(c.Args, "/ca.pem") {
+			t.Errorf("args %q", c.Args)
 		}
 	}
 }

@@ -113,10 +113,8 @@ func printStoredResult(data json.RawMessage, f solveFlags, stdout, stderr io.Wri
 	if err := json.Unmarshal(data, &r); err != nil {
 		return fmt.Errorf("the recorded result: %w", err)
 	}
-	if !f.quiet {
-		fmt.Fprintf(stderr, "status=%s iterations=%d dual=%s primal=%s (recorded by the previous leader)\n",
-			r.Status, r.Iterations, ptrNum(r.Dual), ptrNum(r.Primal))
-	}
+	fmt.Fprintf(stderr, "status=%s iterations=%d dual=%s primal=%s (recorded by the previous leader)\n",
+		r.Status, r.Iterations, ptrNum(r.Dual), ptrNum(r.Primal))
 	if f.out != "" && r.Assignment != nil {
 		if err := writeMPE(f.out, r.Assignment); err != nil {
 			return err

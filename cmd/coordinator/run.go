@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -48,8 +49,12 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	r.raft.register(fs)
 }
 
-// check validates the flags and draws a job id when none was given.
+// check validates the flags, resolves the NATS secrets (flag, file or
+// environment) and draws a job id when none was given.
 func (r *runFlags) check() error {
+	if err := r.nats.Resolve(); err != nil {
+		return usageError{err}
+	}
 	if r.workers < 1 {
 		return usagef("--workers: %d < 1", r.workers)
 	}
@@ -124,18 +129,24 @@ func (r *runFlags) connect(ctx context.Context, stderr io.Writer) (tr *transport
 
 // cmdRun is `coordinator run`: the same job as solve, spread over worker
 // processes that talk over NATS.
-func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	start := time.Now()
 	fs := flagSet("run")
 	var f solveFlags
 	f.register(fs)
 	var r runFlags
 	r.register(fs)
+	defer func() {
+		if err != nil {
+			err = redactedError{err, r.nats.Redact}
+		}
+	}()
 	pos, err := parseInterleaved(fs, args, stderr)
 	if err != nil {
 		return err
 	}
 	h := sha256.New() // the job's identity: the files, hashed as they are read
-	sp, err := f.load(fs, "run", pos, h, stderr)
+	sp, err := f.load(ctx, start, fs, "run", pos, h, stderr)
 	if err != nil {
 		return err
 	}
@@ -219,17 +230,7 @@ func startLocalWorkers(url, job string, n, threads int, nf natsflags.Flags, quie
 		}
 	}
 	for i := 0; i < n; i++ {
-		args := []string{"--nats", url, "--name", fmt.Sprintf("%s-w%d", job, i), "--threads", strconv.Itoa(threads)}
-		for flag, v := range map[string]string{"--nats-user": nf.User, "--nats-password": nf.Password, "--nats-token": nf.Token,
-			"--nats-creds": nf.Creds, "--nats-ca": nf.CA, "--nats-cert": nf.Cert, "--nats-key": nf.Key} {
-			if v != "" {
-				args = append(args, flag, v)
-			}
-		}
-		if quiet {
-			args = append(args, "--quiet")
-		}
-		c := exec.Command(bin, args...)
+		c := localWorkerCmd(bin, url, fmt.Sprintf("%s-w%d", job, i), threads, nf, quiet, os.Environ())
 		c.Stderr = stderr
 		if err := c.Start(); err != nil {
 			stop()
@@ -239,6 +240,35 @@ func startLocalWorkers(url, job string, n, threads int, nf natsflags.Flags, quie
 	}
 	return stop, nil
 }
+
+// localWorkerCmd is the command of one --local worker: the secrets travel
+// in its environment (natsflags.Flags.Child), which replaces the
+// DDRUN_NATS_ variables of environ, never on its command line.
+func localWorkerCmd(bin, url, name string, threads int, nf natsflags.Flags, quiet bool, environ []string) *exec.Cmd {
+	nargs, nenv := nf.Child(url)
+	args := append([]string{"--name", name, "--threads", strconv.Itoa(threads)}, nargs...)
+	if quiet {
+		args = append(args, "--quiet")
+	}
+	c := exec.Command(bin, args...)
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, "DDRUN_NATS_") {
+			c.Env = append(c.Env, kv)
+		}
+	}
+	c.Env = append(c.Env, nenv...)
+	return c
+}
+
+// redactedError prints err through redact (the NATS secrets and URL
+// passwords hidden); errors.As and Is see err.
+type redactedError struct {
+	err    error
+	redact func(string) string
+}
+
+func (e redactedError) Error() string { return e.redact(e.err.Error()) }
+func (e redactedError) Unwrap() error { return e.err }
 
 func workerBinary() (string, error) {
 	if self, err := os.Executable(); err == nil {

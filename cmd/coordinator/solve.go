@@ -26,23 +26,24 @@ import (
 // solveFlags are the flags of `coordinator solve`; other commands that run a
 // job (run, in the distributed mode) reuse them.
 type solveFlags struct {
-	evidence  string
-	algo      string
-	slaves    string
-	step      string
-	threads   int
-	maxIter   int
-	timeLimit time.Duration
-	tol       float64
-	eta       float64
-	adaptEta  bool
-	tau       float64
-	json      bool
-	exact     bool
-	epsDesc   bool
-	tighten   string
-	out       string
-	quiet     bool
+	evidence   string
+	algo       string
+	slaves     string
+	step       string
+	threads    int
+	maxIter    int
+	timeLimit  time.Duration
+	tol        float64
+	eta        float64
+	adaptEta   bool
+	tau        float64
+	json       bool
+	exact      bool
+	epsDesc    bool
+	tighten    string
+	out        string
+	quiet      bool
+	maxEntries int
 }
 
 func (f *solveFlags) register(fs interface {
@@ -73,7 +74,8 @@ func (f *solveFlags) register(fs interface {
 	fs.StringVar(&f.tighten, "tighten", "none", "tighten the relaxation: none, or cycles (3- and 4-cycles: with --algo trws, TRW-S(LP-C) with cycle inequalities in its dual; otherwise pairwise potentials regrouped into factors over the cycles; same MAP, tighter bound)")
 	fs.BoolVar(&f.exact, "exact", false, "branch and bound on top of the algorithm's dual bound: optimal only when the gap is closed (--max-iter bounds each node, --time-limit the search)")
 	fs.StringVar(&f.out, "out", "", "write the best assignment to `FILE` in UAI MPE format")
-	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr (the final status line is still printed)")
+	fs.IntVar(&f.maxEntries, "max-entries", model.DefaultMaxEntries, "most table entries a model file may declare in all, and, on its own, most variable states; checked before memory is set aside")
 }
 
 // limits are the stopping settings from the flags. With --exact the time
@@ -100,10 +102,14 @@ type spec struct {
 // load checks the positional arguments and the flags shared by solve and
 // run, configures the algorithm, and reads the model and the evidence.
 //
+// Reading runs under ctx and within --time-limit counted from start (the
+// start of the command): a signal or the time limit stops it with an error
+// (exit 2), and the algorithm gets the time that is left.
+//
 // When h is not nil it gets the bytes of the model file, a 0 byte, and
 // those of the evidence file followed by a 0 byte when there is one (the
 // job identity's hash).
-func (f *solveFlags) load(fs *flag.FlagSet, cmd string, pos []string, h, stderr io.Writer) (spec, error) {
+func (f *solveFlags) load(ctx context.Context, start time.Time, fs *flag.FlagSet, cmd string, pos []string, h, stderr io.Writer) (spec, error) {
 	if len(pos) != 1 {
 		return spec{}, usagef("%s: want exactly one MODEL argument, got %d", cmd, len(pos))
 	}
@@ -118,6 +124,9 @@ func (f *solveFlags) load(fs *flag.FlagSet, cmd string, pos []string, h, stderr 
 	if f.threads < 1 {
 		return spec{}, usagef("--threads: %d < 1", f.threads)
 	}
+	if f.maxEntries < 1 {
+		return spec{}, usagef("--max-entries: %d < 1", f.maxEntries)
+	}
 	j := spec{algo: a, threads: a.threadsFor(f)}
 	if j.configured, err = a.configure(f, f.limits(), set, stderr); err != nil {
 		return spec{}, err
@@ -127,9 +136,14 @@ func (f *solveFlags) load(fs *flag.FlagSet, cmd string, pos []string, h, stderr 
 			return spec{}, usagef("--out: directory %s does not exist", filepath.Dir(f.out))
 		}
 	}
-	if h == nil {
-		j.m, err = modelfile.Load(pos[0])
-	} else if j.m, err = modelfile.LoadTee(pos[0], h); err == nil {
+	lctx := ctx
+	if f.timeLimit > 0 {
+		var cancel context.CancelFunc
+		lctx, cancel = context.WithDeadlineCause(ctx, start.Add(f.timeLimit), fmt.Errorf("--time-limit %v reached while loading", f.timeLimit))
+		defer cancel()
+	}
+	opts := modelfile.Options{MaxEntries: f.maxEntries, Tee: h}
+	if j.m, err = modelfile.LoadWith(lctx, pos[0], opts); err == nil && h != nil {
 		_, err = h.Write([]byte{0})
 	}
 	if err != nil {
@@ -143,6 +157,18 @@ func (f *solveFlags) load(fs *flag.FlagSet, cmd string, pos []string, h, stderr 
 		}
 		if err != nil {
 			return spec{}, usageError{err}
+		}
+	}
+	if f.timeLimit > 0 {
+		// The time limit counts from the start of the command: the
+		// algorithm gets what loading left.
+		left := f.timeLimit - time.Since(start)
+		if left <= 0 {
+			return spec{}, usagef("%s: --time-limit %v reached while loading", pos[0], f.timeLimit)
+		}
+		f.timeLimit = left
+		if j.configured, err = a.configure(f, f.limits(), set, stderr); err != nil {
+			return spec{}, err
 		}
 	}
 	switch f.tighten {
@@ -168,6 +194,7 @@ func cmdSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// Potts: 61-73 MB -> 54-57 MB). A GOGC given by the user wins.
 		debug.SetGCPercent(50)
 	}
+	start := time.Now()
 	fs := flagSet("solve")
 	var f solveFlags
 	f.register(fs)
@@ -175,7 +202,7 @@ func cmdSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	j, err := f.load(fs, "solve", pos, nil, stderr)
+	j, err := f.load(ctx, start, fs, "solve", pos, nil, stderr)
 	if err != nil {
 		return err
 	}
@@ -206,12 +233,12 @@ func cmdSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return report(res, j, f, cluster.JobInfo{}, stdout, stderr)
 }
 
-// report prints the final line, writes --out and the --json result.
+// report prints the final line, writes --out and the --json result. The
+// final status line goes to stderr also with --quiet (which silences
+// progress only); --json adds the result object on stdout.
 func report(res solver.Result, j spec, f solveFlags, ri cluster.JobInfo, stdout, stderr io.Writer) error {
-	if !f.quiet {
-		fmt.Fprintf(stderr, "status=%s iterations=%d dual=%s primal=%s gap=%s seconds=%.3f\n",
-			res.Status, res.Iterations, num(res.Dual), num(res.Primal), num(res.Gap), res.Elapsed.Seconds())
-	}
+	fmt.Fprintf(stderr, "status=%s iterations=%d dual=%s primal=%s gap=%s seconds=%.3f\n",
+		res.Status, res.Iterations, num(res.Dual), num(res.Primal), num(res.Gap), res.Elapsed.Seconds())
 	if f.out != "" && res.Assignment != nil {
 		if err := writeMPE(f.out, res.Assignment); err != nil {
 			return err

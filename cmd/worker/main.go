@@ -4,6 +4,10 @@
 //
 //	worker --nats URL [--threads N] [--name NAME] [NATS credential flags]
 //
+// Secrets come from files or the environment (DDRUN_NATS_PASSWORD,
+// DDRUN_NATS_TOKEN, DDRUN_NATS_URL; see package natsflags), and are
+// redacted from what it prints.
+//
 // Exit status: 0 after a clean stop, 2 for bad flags or an unreachable
 // server (one line on stderr), 1 for an internal failure.
 package main
@@ -44,10 +48,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stderr)
-			fmt.Fprintln(stderr, "usage: worker --nats URL [--threads N] [--name NAME]")
+			fmt.Fprintln(stderr, "usage: worker --nats URL [--threads N] [--name NAME]\nsecrets: --nats-password-file/--nats-token-file, or $"+natsflags.EnvPassword+"/$"+natsflags.EnvToken+" (flags show in ps)")
 			fs.PrintDefaults()
 			return 0
 		}
+		fmt.Fprintln(stderr, "worker:", err)
+		return 2
+	}
+	if err := nf.Resolve(); err != nil {
 		fmt.Fprintln(stderr, "worker:", err)
 		return 2
 	}
@@ -56,7 +64,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "worker: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	case nf.URL == "":
-		fmt.Fprintln(stderr, "worker: --nats URL is required")
+		fmt.Fprintln(stderr, "worker: --nats URL (or $"+natsflags.EnvURL+") is required")
 		return 2
 	case *threads < 1:
 		fmt.Fprintf(stderr, "worker: --threads: %d < 1\n", *threads)
@@ -73,13 +81,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("worker", *name)
 	tr, err := transport.NewNATS(ctx, nf.Options(nf.URL, *name))
 	if err != nil {
-		fmt.Fprintln(stderr, "worker:", err)
+		fmt.Fprintln(stderr, "worker:", nf.Redact(err.Error()))
 		return 2
 	}
 	defer tr.Close()
-	log.Info("connected", "nats", nf.URL, "threads", *threads)
+	log.Info("connected", "nats", nf.Redact(nf.URL), "threads", *threads)
 	if err := cluster.Serve(ctx, tr, cluster.WorkerOptions{Name: *name, Threads: *threads, Logger: log}); err != nil {
-		fmt.Fprintln(stderr, "worker:", err)
+		fmt.Fprintln(stderr, "worker:", nf.Redact(err.Error()))
 		return 1
 	}
 	log.Info("stopped")

@@ -1,12 +1,12 @@
 package modelfile
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/ddrun/ddrun/model"
-	"github.com/ddrun/ddrun/model/native"
 	"github.com/ddrun/ddrun/model/uai"
 )
 
@@ -15,29 +15,7 @@ import (
 // whole file exactly once, so a caller that needs both the model and a
 // digest of its file reads the file once.
 func LoadTee(path string, w io.Writer) (*model.Model, error) {
-	switch FormatOf(path) {
-	case UAI:
-		f, err := openTee(path, w)
-		if err != nil {
-			return nil, fmt.Errorf("uai: %w", err)
-		}
-		defer f.close()
-		m, err := uai.ReadWith(f, path, uai.OptionsFor(path))
-		return m, f.drain(err)
-	case Native:
-		nf, err := native.FormatOf(path)
-		if err != nil {
-			return nil, err
-		}
-		f, err := openTee(path, w)
-		if err != nil {
-			return nil, err
-		}
-		defer f.close()
-		m, err := native.Read(f, path, nf)
-		return m, f.drain(err)
-	}
-	return Load(path) // the unknown format's error
+	return LoadWith(context.Background(), path, Options{Tee: w})
 }
 
 // LoadEvidenceTee reads the evidence file at path for m, like
@@ -52,11 +30,12 @@ func LoadEvidenceTee(path string, m *model.Model, w io.Writer) (model.Evidence, 
 	return ev, f.drain(err)
 }
 
-// teeFile reads a regular file and writes what it reads to w. Its Len (the
-// bytes left) lets the readers size their buffers as they do for an
-// *os.File.
+// teeFile reads a file (through r, which may be f itself) and writes what
+// it reads to w when w is not nil. Its Len (the bytes left) lets the
+// readers size their buffers as they do for an *os.File.
 type teeFile struct {
 	f    *os.File
+	r    io.Reader
 	w    io.Writer
 	left int64
 }
@@ -66,7 +45,7 @@ func openTee(path string, w io.Writer) (*teeFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &teeFile{f: f, w: w, left: -1}
+	t := &teeFile{f: f, r: f, w: w, left: -1}
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 		t.left = fi.Size()
 	}
@@ -74,10 +53,13 @@ func openTee(path string, w io.Writer) (*teeFile, error) {
 }
 
 func (t *teeFile) Read(p []byte) (int, error) {
-	n, err := t.f.Read(p)
+	n, err := t.r.Read(p)
 	if n > 0 {
 		if t.left >= 0 {
 			t.left = max(0, t.left-int64(n))
+		}
+		if t.w == nil {
+			return n, err
 		}
 		if _, werr := t.w.Write(p[:n]); werr != nil {
 			return n, werr

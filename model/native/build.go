@@ -44,7 +44,10 @@ func describeNonFinite(v float64) string {
 
 // build checks the document and turns it into a model. Errors are *Error
 // without a file name.
-func (r *rawModel) build() (*model.Model, error) {
+//
+// limit bounds the total states and, on its own, the total table entries;
+// both are checked before the model is allocated.
+func (r *rawModel) build(limit int) (*model.Model, error) {
 	if !r.hasFormat {
 		return nil, placeErr("", "missing field %q (want %q)", "format", formatName)
 	}
@@ -65,10 +68,16 @@ func (r *rawModel) build() (*model.Model, error) {
 		if c < 1 {
 			return nil, placeErr(fmt.Sprintf("cards[%d]", i), "cardinality %d < 1", c)
 		}
-		if c > unaryLimit-total {
-			return nil, placeErr(fmt.Sprintf("cards[%d]", i), "cardinality %d brings the unary entries over %d", c, unaryLimit)
+		if c > limit-total {
+			return nil, placeErr(fmt.Sprintf("cards[%d]", i), "cardinality %d brings the states (unary entries) over the limit of %d", c, limit)
 		}
 		total += c
+	}
+	if err := r.checkFreeStates(); err != nil {
+		return nil, err
+	}
+	if err := r.checkEntries(limit); err != nil {
+		return nil, err
 	}
 	m := model.New(r.cards)
 	if err := r.buildUnaries(m); err != nil {
@@ -85,6 +94,61 @@ func (r *rawModel) build() (*model.Model, error) {
 		return nil, &Error{Msg: "invalid model: " + err.Error(), Err: err}
 	}
 	return m, nil
+}
+
+// checkFreeStates bounds the states of the variables that nothing in the
+// file vouches for (model.FreeStatesOK): in no factor's scope and without
+// explicit unaries.
+func (r *rawModel) checkFreeStates() error {
+	vouched := make([]bool, len(r.cards))
+	for i, u := range r.unaries {
+		if i < len(vouched) && u.ok {
+			vouched[i] = true
+		}
+	}
+	for a := range r.factors {
+		if sp := r.factors[a].vars; sp.ok {
+			for _, v := range r.vars[sp.off : sp.off+sp.n] {
+				if v >= 0 && v < len(vouched) {
+					vouched[v] = true
+				}
+			}
+		}
+	}
+	free, states, widest := 0, 0, -1
+	for v, c := range r.cards {
+		if vouched[v] {
+			continue
+		}
+		free++
+		states += c
+		if widest < 0 || c > r.cards[widest] {
+			widest = v
+		}
+	}
+	if model.FreeStatesOK(free, states) {
+		return nil
+	}
+	return placeErr(fmt.Sprintf("cards[%d]", widest), "cardinality %d, but variable %d is in no factor and has no unaries; the %d such variables have %d states, more than %d", r.cards[widest], widest, free, states, model.MaxFreeStates)
+}
+
+// checkEntries bounds the total number of table entries (dense tables,
+// sequence transitions and emissions) by limit.
+func (r *rawModel) checkEntries(limit int) error {
+	total := 0
+	for a := range r.factors {
+		rf := &r.factors[a]
+		for _, sp := range []span{rf.table, rf.emission} {
+			if !sp.ok {
+				continue
+			}
+			if sp.n > limit-total {
+				return placeErr(fmt.Sprintf("factors[%d]", a), "%d entries bring the total number of table entries over the limit of %d", sp.n, limit).atOffset(rf.pos)
+			}
+			total += sp.n
+		}
+	}
+	return nil
 }
 
 func (r *rawModel) buildUnaries(m *model.Model) error {

@@ -37,7 +37,10 @@ var errCases = []errCase{
 	{name: "missing cards", json: `{"format": "ddrun-model", "version": 1}`, msg: `missing field "cards"`},
 	{name: "cards not an array", json: `{"format": "ddrun-model", "version": 1, "cards": "x"}`, place: "cards", msg: "cannot use string as an array of integers", mpMsg: "want an array, found a string"},
 	{name: "zero cardinality", json: doc("2, 0", ""), place: "cards[1]", msg: "cardinality 0 < 1"},
-	{name: "huge cardinality", json: doc("2, 1099511627776", ""), place: "cards[1]", msg: "brings the unary entries over"},
+	{name: "huge cardinality", json: doc("2, 1099511627776", ""), place: "cards[1]", msg: "brings the states (unary entries) over the limit of 268435456"},
+	{name: "states over the limit", json: doc("134217728, 134217728, 2", `{"kind": "potts", "vars": [0, 1], "weight": 1}`), place: "cards[2]", msg: "brings the states (unary entries) over the limit of 268435456"},
+	// 56 bytes that would have claimed 2 GiB of unaries.
+	{name: "huge free variable", json: `{"format":"ddrun-model","version":1,"cards":[268435456]}`, place: "cards[0]", msg: "variable 0 is in no factor and has no unaries; the 1 such variables have 268435456 states, more than 1048576"},
 	{name: "unknown field", json: `{"format": "ddrun-model", "version": 1, "cards": [], "extra": 1}`, msg: `unknown field "extra"`},
 	{name: "repeated field", json: `{"format": "ddrun-model", "version": 1, "version": 1, "cards": []}`, place: "version", msg: "repeated field", jsonOnly: true},
 	{name: "not an object", json: `[1, 2]`, msg: "the document is an array, want an object", mpMsg: "want a map, found an array"},

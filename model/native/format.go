@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -55,10 +56,37 @@ var gzipMagic = []byte{0x1f, 0x8b}
 // Emission slices share a few backing arrays, each slice capped at its own
 // length (so appending to one copies it). Errors are one line, usually *Error.
 func Read(r io.Reader, name string, f Format) (*model.Model, error) {
+	return ReadWith(r, name, f, ReadOptions{})
+}
+
+// ReadOptions bounds what Read accepts.
+type ReadOptions struct {
+	// MaxEntries bounds the total number of table entries (dense tables,
+	// sequence transitions and emissions) and, on its own, the total
+	// number of variable states (0: model.DefaultMaxEntries). The states
+	// are checked before the model's unaries are allocated; the input's
+	// (decompressed) bytes are bounded by bytesPerEntry for each entry
+	// the limits allow, so a gzip bomb stops early.
+	MaxEntries int
+	// Context, when not nil, stops the reading once it ends: checked
+	// before every read of the (decompressed) input and between decoding
+	// and building the model.
+	Context context.Context
+}
+
+// bytesPerEntry bounds the input bytes per entry (a unary or table entry)
+// that ReadWith reads before it gives up: a generous bound for JSON numbers
+// with their separators and indentation.
+const bytesPerEntry = 64
+
+// ReadWith is Read with options.
+func ReadWith(r io.Reader, name string, f Format, opts ReadOptions) (*model.Model, error) {
 	if f != JSON && f != Msgpack {
 		return nil, fmt.Errorf("%s: unknown format %v", name, f)
 	}
-	data, err := readAll(r)
+	limit := model.EntryLimit(opts.MaxEntries)
+	maxBytes := int64(1<<20) + 2*bytesPerEntry*int64(limit)
+	data, err := readAll(model.ContextReader(opts.Context, r), sizeHint(r), maxBytes, opts.Context)
 	if err != nil {
 		return nil, &Error{File: name, Msg: oneLine(err.Error()), Err: err}
 	}
@@ -68,10 +96,13 @@ func Read(r io.Reader, name string, f Format) (*model.Model, error) {
 	} else {
 		raw, err = decodeMsgpack(data)
 	}
+	if err == nil && opts.Context != nil && opts.Context.Err() != nil {
+		err = context.Cause(opts.Context)
+	}
 	if err != nil {
 		return nil, withFile(err, name, jsonData(f, data))
 	}
-	m, err := raw.build()
+	m, err := raw.build(limit)
 	if err != nil {
 		return nil, withFile(err, name, jsonData(f, data))
 	}
@@ -86,9 +117,11 @@ func jsonData(f Format, data []byte) []byte {
 	return nil
 }
 
-// readAll reads all of r, decompressing gzip input.
-func readAll(r io.Reader) ([]byte, error) {
-	data, err := readSized(r, sizeHint(r))
+// readAll reads all of r (hint: its size, 0 when unknown), decompressing
+// gzip input, which it reads until ctx (if not nil) ends; more than
+// maxBytes (decompressed) is an error.
+func readAll(r io.Reader, hint int, maxBytes int64, ctx context.Context) ([]byte, error) {
+	data, err := readSized(r, hint, maxBytes)
 	if err != nil || !bytes.HasPrefix(data, gzipMagic) {
 		return data, err
 	}
@@ -97,7 +130,7 @@ func readAll(r io.Reader) ([]byte, error) {
 		return nil, fmt.Errorf("gzip: %w", err)
 	}
 	// Guess a compression ratio of 4 for the first allocation.
-	if data, err = readSized(zr, 4*len(data)); err != nil {
+	if data, err = readSized(model.ContextReader(ctx, zr), int(min(4*int64(len(data)), maxBytes)), maxBytes); err != nil {
 		return nil, fmt.Errorf("gzip: %w", err)
 	}
 	return data, nil
@@ -117,14 +150,18 @@ func sizeHint(r io.Reader) int {
 }
 
 // readSized reads all of r into a buffer of size hint at first (with one
-// more byte, so that a right hint needs no growth to see the end).
-func readSized(r io.Reader, hint int) ([]byte, error) {
-	if hint <= 0 {
-		return io.ReadAll(r)
-	}
+// more byte, so that a right hint needs no growth to see the end); more
+// than maxBytes is an error.
+func readSized(r io.Reader, hint int, maxBytes int64) ([]byte, error) {
+	lr := &io.LimitedReader{R: r, N: maxBytes + 1}
 	var b bytes.Buffer
-	b.Grow(hint + 1)
-	_, err := b.ReadFrom(r)
+	if hint > 0 {
+		b.Grow(int(min(int64(hint), maxBytes)) + 1)
+	}
+	_, err := b.ReadFrom(lr)
+	if err == nil && int64(b.Len()) > maxBytes {
+		return nil, fmt.Errorf("more than %d bytes, more than the entry limit allows", maxBytes)
+	}
 	return b.Bytes(), err
 }
 

@@ -22,14 +22,9 @@ func seedModels() []*model.Model {
 	return seeds
 }
 
-// lowerLimits caps the unary entries at 2^16 for fuzzing (a tiny input may
-// otherwise ask for a 2 GiB model, legitimately but slowly) and returns the
-// function that restores the limit.
-func lowerLimits() func() {
-	old := unaryLimit
-	unaryLimit = 1 << 16
-	return func() { unaryLimit = old }
-}
+// fuzzLimits caps the entries at 2^16 for fuzzing (a tiny input may
+// otherwise ask for a 2 GiB model, legitimately but slowly).
+var fuzzLimits = ReadOptions{MaxEntries: 1 << 16}
 
 // checkAccepted checks a model that Read accepted: it validates and
 // round-trips through both formats unchanged.
@@ -68,9 +63,9 @@ func FuzzReadJSON(f *testing.F) {
 	for _, c := range errCases {
 		f.Add([]byte(c.json))
 	}
-	defer lowerLimits()()
+	f.Add([]byte(denseDoc(17))) // 2^17 table entries: over fuzzLimits
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := Read(bytes.NewReader(data), "fuzz.json", JSON)
+		m, err := ReadWith(bytes.NewReader(data), "fuzz.json", JSON, fuzzLimits)
 		if err != nil {
 			checkRejected(t, err, "fuzz.json")
 			return
@@ -92,9 +87,9 @@ func FuzzReadMsgpack(f *testing.F) {
 			f.Add(toMsgpack(f, c.json))
 		}
 	}
-	defer lowerLimits()()
+	f.Add(toMsgpack(f, denseDoc(17))) // 2^17 table entries: over fuzzLimits
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := Read(bytes.NewReader(data), "fuzz.msgpack", Msgpack)
+		m, err := ReadWith(bytes.NewReader(data), "fuzz.msgpack", Msgpack, fuzzLimits)
 		if err != nil {
 			checkRejected(t, err, "fuzz.msgpack")
 			return

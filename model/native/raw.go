@@ -11,14 +11,10 @@ const (
 	formatVersion = 1
 
 	// maxUnaryEntries bounds the total number of unary entries (the sum of
-	// the cardinalities), so that a tiny file cannot make the reader
-	// allocate an absurd model.
+	// the cardinalities) that Write accepts; ReadOptions.MaxEntries bounds
+	// what Read accepts.
 	maxUnaryEntries = model.MaxTableEntries
 )
-
-// unaryLimit is the limit in force: the fuzz tests lower it, so that a small
-// input cannot make each execution allocate gigabytes.
-var unaryLimit = maxUnaryEntries
 
 // badNumber marks a value that was not a number at all (a JSON string other
 // than the infinities, null, an array...); the build step reports it with its

@@ -47,9 +47,11 @@
 //
 // Sizes declared in the file are checked before memory is set aside for
 // them, so that a few bytes of header cannot claim gigabytes: every table
-// must fit model.MaxTableEntries (model.TableSize), so must the total number
-// of variable states, the variables that appear in no factor may have at
-// most 2^20 states in all (or 64 per such variable), and pre-allocation is
+// must fit model.MaxTableEntries (model.TableSize), the total number of
+// table entries and, separately, the total number of variable states must
+// fit ReadOptions.MaxEntries (default model.DefaultMaxEntries, 2^28), the
+// variables that appear in no factor may have at most 2^20 states in all
+// (or 64 per such variable, model.FreeStatesOK), and pre-allocation is
 // capped by what the rest of the input could hold (slices grow as data
 // actually arrives when the input's size is unknown, as with gzip).
 //

@@ -16,7 +16,7 @@ import (
 // `0` is no evidence. Observations are checked against m; a variable
 // observed twice must have the same state both times.
 func ReadEvidence(r io.Reader, name string, m *model.Model) (model.Evidence, error) {
-	src, err := openSource(r, name)
+	src, err := openSource(r, name, nil)
 	if err != nil {
 		return nil, err
 	}

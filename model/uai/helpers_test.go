@@ -125,7 +125,7 @@ func roundTrip(t testing.TB, m *model.Model, opts WriteOptions) *model.Model {
 	if err := WriteWith(&buf, m, opts); err != nil {
 		t.Fatalf("WriteWith(%v): %v", opts.Log, err)
 	}
-	back, err := ReadWith(bytes.NewReader(buf.Bytes()), "roundtrip.uai", ReadOptions(opts))
+	back, err := ReadWith(bytes.NewReader(buf.Bytes()), "roundtrip.uai", ReadOptions{Log: opts.Log})
 	if err != nil {
 		t.Fatalf("reading back (%v): %v\n%s", opts.Log, err, head(buf.String()))
 	}

@@ -41,7 +41,7 @@ func WriteMPE(w io.Writer, x []int) error {
 // before that line is accepted too, and when a file holds several
 // solutions separated by `-BEGIN-` the last one is read.
 func ReadMPE(r io.Reader, name string) ([]int, error) {
-	src, err := openSource(r, name)
+	src, err := openSource(r, name, nil)
 	if err != nil {
 		return nil, err
 	}

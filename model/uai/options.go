@@ -1,6 +1,7 @@
 package uai
 
 import (
+	"context"
 	"fmt"
 	"strings"
 )
@@ -38,6 +39,14 @@ type ReadOptions struct {
 	// Log says how table entries are to be read; the zero value reads
 	// potentials.
 	Log LogBase
+	// MaxEntries bounds the total number of table entries and, on its
+	// own, the total number of variable states that the file may declare
+	// (0: model.DefaultMaxEntries); both are checked before any memory is
+	// set aside for them.
+	MaxEntries int
+	// Context, when not nil, stops the reading once it ends: checked
+	// before every read of the (decompressed) input.
+	Context context.Context
 }
 
 // WriteOptions controls how a model file is written.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"math"
 	"os"
 
 	"github.com/ddrun/ddrun/model"
@@ -39,20 +38,21 @@ func ReadWith(r io.Reader, name string, opts ReadOptions) (*model.Model, error) 
 	if !opts.Log.valid() {
 		return nil, fmt.Errorf("uai: %s: invalid log base %v", name, opts.Log)
 	}
-	src, err := openSource(r, name)
+	src, err := openSource(r, name, opts.Context)
 	if err != nil {
 		return nil, err
 	}
 	defer src.close()
-	p := &modelParser{src: src, base: opts.Log}
+	p := &modelParser{src: src, base: opts.Log, limit: model.EntryLimit(opts.MaxEntries)}
 	return p.parse()
 }
 
 // modelParser holds the state of one model read.
 type modelParser struct {
-	src  *source
-	base LogBase
-	m    *model.Model
+	src   *source
+	base  LogBase
+	limit int // on the total states, and on the total table entries
+	m     *model.Model
 	// The scope of factor a is scopes[starts[a]:starts[a+1]]; its table has
 	// sizes[a] entries, stored consecutively in tables.
 	starts []int
@@ -62,16 +62,6 @@ type modelParser struct {
 	// cardLines[v] is the line of variable v's cardinality.
 	cardLines []int
 }
-
-const (
-	// maxFreeStates and maxFreeStatesPerVar bound the states of variables
-	// that appear in no factor: nothing else in the input vouches for
-	// their cardinalities, which still cost unary memory. The states of a
-	// variable in a scope are bounded by that factor's table, which the
-	// input must contain.
-	maxFreeStates       = 1 << 20
-	maxFreeStatesPerVar = 64
-)
 
 // expect returns the next token, failing at the end of input with a message
 // saying that what() was expected.
@@ -151,8 +141,8 @@ func (p *modelParser) variables() error {
 		if c < 1 {
 			return p.src.errorf(line, fmt.Sprintf("variable %d: cardinality %d < 1", i, c))
 		}
-		if c > model.MaxTableEntries-states {
-			return p.src.errorf(line, fmt.Sprintf("variable %d: cardinality %d brings the total number of states over %d", i, c, model.MaxTableEntries))
+		if c > p.limit-states {
+			return p.src.errorf(line, fmt.Sprintf("variable %d: cardinality %d brings the total number of states over the limit of %d", i, c, p.limit))
 		}
 		states += c
 		cards = append(cards, c)
@@ -173,6 +163,7 @@ func (p *modelParser) factorScopes() error {
 	p.sizes = make([]int, 0, p.src.capFor(nf, 4))
 	p.scopes = make([]int, 0, p.src.capFor(nf, 2))
 	stamp := make([]int, nvars) // stamp[v] == a+1: v is in factor a's scope
+	entries := 0
 	for a := 0; a < nf; a++ {
 		k, line, err := p.count(func() string { return fmt.Sprintf("scope size of factor %d (of %d)", a, nf) })
 		if err != nil {
@@ -200,6 +191,10 @@ func (p *modelParser) factorScopes() error {
 		if err != nil {
 			return p.src.errorf(line, fmt.Sprintf("factor %d: %v", a, err))
 		}
+		if size > p.limit-entries {
+			return p.src.errorf(line, fmt.Sprintf("factor %d: its table of %d entries brings the total number of table entries over the limit of %d", a, size, p.limit))
+		}
+		entries += size
 		p.sizes = append(p.sizes, size)
 		p.starts = append(p.starts, len(p.scopes))
 	}
@@ -220,21 +215,17 @@ func (p *modelParser) checkFreeStates(stamp []int) error {
 			widest = v
 		}
 	}
-	if states <= maxFreeStates || states <= maxFreeStatesPerVar*free {
+	if model.FreeStatesOK(free, states) {
 		return nil
 	}
-	return p.src.errorf(p.cardLines[widest], fmt.Sprintf("variable %d has cardinality %d but appears in no factor; the %d variables in no factor have %d states, more than %d", widest, p.m.Cards[widest], free, states, maxFreeStates))
+	return p.src.errorf(p.cardLines[widest], fmt.Sprintf("variable %d has cardinality %d but appears in no factor; the %d variables in no factor have %d states, more than %d", widest, p.m.Cards[widest], free, states, model.MaxFreeStates))
 }
 
 // factorTables reads one table per factor.
 func (p *modelParser) factorTables() error {
 	nf := len(p.sizes)
-	total := 0
+	total := 0 // at most p.limit: factorScopes checked it
 	for _, s := range p.sizes {
-		if total > math.MaxInt-s {
-			total = math.MaxInt
-			break
-		}
 		total += s
 	}
 	p.tables = make([]float64, 0, p.src.capFor(total, 2))

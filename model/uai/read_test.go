@@ -2,7 +2,9 @@ package uai
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -318,7 +320,8 @@ var readErrors = []readError{
 	{"zero card", "MARKOV\n3\n2 0 2\n0\n", []string{"variable 1: cardinality 0 < 1"}, 3},
 	{"negative card", "MARKOV\n3\n2 -2 2\n0\n", []string{"cardinality of variable 1", `"-2" is negative`}, 3},
 	{"card float", "MARKOV\n2\n2 2.0\n0\n", []string{"cardinality of variable 1", `"2.0" is not an integer`}, 3},
-	{"too many states", "MARKOV\n2\n200000000 200000000\n0\n", []string{"variable 1", "total number of states over 268435456"}, 3},
+	{"too many states", "MARKOV\n2\n200000000 200000000\n0\n", []string{"variable 1", "total number of states over the limit of 268435456"}, 3},
+	{"tables over the total limit", "MARKOV\n2\n16384 16384\n2\n2 0 1\n2 1 0\n", []string{"factor 1: its table of 268435456 entries brings the total number of table entries over the limit of 268435456"}, 6},
 	{"huge free variable", "MARKOV\n2\n2\n268435454\n1\n1 0\n", []string{"variable 1 has cardinality 268435454 but appears in no factor", "more than 1048576"}, 4},
 	{"no factor count", "MARKOV\n2\n2 2\n", []string{"unexpected end of file", "number of factors"}, 3},
 	{"negative factors", "MARKOV\n2\n2 2\n-1\n", []string{"number of factors", `"-1" is negative`}, 4},
@@ -424,5 +427,64 @@ func TestReadIOError(t *testing.T) {
 	}
 	if msg := err.Error(); !strings.HasPrefix(msg, "x.uai:3: read error") || !strings.Contains(msg, "disk on fire") {
 		t.Errorf("message %q", msg)
+	}
+}
+
+// ReadOptions.MaxEntries bounds the total table entries and, on its own,
+// the total states, in plain, gzip and .LG input alike; a model at the
+// limit is read.
+func TestReadMaxEntries(t *testing.T) {
+	const in = "MARKOV\n3\n2 3 4\n2\n2 0 1\n2 1 2\n6\n1 2 3 4 5 6\n12\n1 1 1 1 1 1 1 1 1 1 1 1\n"
+	cases := []struct {
+		limit int
+		want  string // "" : read
+		line  int
+	}{
+		{18, "", 0},
+		{17, "factor 1: its table of 12 entries brings the total number of table entries over the limit of 17", 6},
+		{8, "variable 2: cardinality 4 brings the total number of states over the limit of 8", 3},
+	}
+	for _, c := range cases {
+		for _, name := range []string{"x.uai", "x.LG"} {
+			for _, gz := range []bool{false, true} {
+				data := []byte(in)
+				if gz {
+					data = gzipBytes(t, data)
+				}
+				opts := OptionsFor(name)
+				opts.MaxEntries = c.limit
+				m, err := ReadWith(bytes.NewReader(data), name, opts)
+				if c.want == "" {
+					if err != nil || len(m.Factors) != 2 {
+						t.Fatalf("limit %d %s gz=%v: %v", c.limit, name, gz, err)
+					}
+					continue
+				}
+				checkParseError(t, err, name, c.line, []string{c.want})
+			}
+		}
+	}
+}
+
+// ReadOptions.Context stops the reading behind decompression, where a few
+// compressed bytes are a long stretch of parsing.
+func TestReadContextStopsGzip(t *testing.T) {
+	var in bytes.Buffer
+	in.WriteString("MARKOV\n20\n" + strings.Repeat("2 ", 20) + "\n1\n20")
+	for i := range 20 {
+		fmt.Fprintf(&in, " %d", i)
+	}
+	fmt.Fprintf(&in, "\n%d\n", 1<<20)
+	in.Write(bytes.Repeat([]byte("1 "), 1<<20))
+	data := gzipBytes(t, in.Bytes())
+	ctx, cancel := context.WithCancelCause(context.Background())
+	stop := errors.New("stop")
+	cancel(stop)
+	_, err := ReadWith(bytes.NewReader(data), "x.uai.gz", ReadOptions{Context: ctx})
+	if !errors.Is(err, stop) {
+		t.Fatalf("err %v", err)
+	}
+	if _, err := ReadWith(bytes.NewReader(data), "x.uai.gz", ReadOptions{Context: context.Background()}); err != nil {
+		t.Fatal(err)
 	}
 }

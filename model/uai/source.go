@@ -3,9 +3,12 @@ package uai
 import (
 	"bufio"
 	"compress/gzip"
+	"context"
 	"io"
 	"os"
 	"strconv"
+
+	"github.com/ddrun/ddrun/model"
 )
 
 // source is an opened input: a token scanner over the (decompressed) bytes,
@@ -18,8 +21,9 @@ type source struct {
 }
 
 // openSource wraps r, transparently decompressing gzip input, which it
-// recognises by its magic bytes whatever the name.
-func openSource(r io.Reader, name string) (*source, error) {
+// recognises by its magic bytes whatever the name. Once ctx (if not nil)
+// ends, reads fail with its cause.
+func openSource(r io.Reader, name string, ctx context.Context) (*source, error) {
 	src := &source{name: name, size: sizeOf(r)}
 	br := bufio.NewReaderSize(r, scanBufSize)
 	magic, _ := br.Peek(2) // a short or failed peek is seen again by the scanner
@@ -33,7 +37,7 @@ func openSource(r io.Reader, name string) (*source, error) {
 		src.size = -1
 		in = zr
 	}
-	src.s = newScanner(in)
+	src.s = newScanner(model.ContextReader(ctx, in))
 	return src, nil
 }
 
