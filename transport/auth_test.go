@@ -86,20 +86,27 @@ func TestAuthConfigPermissions(t *testing.T) {
 		settle(t, tr)
 	}
 
-	publish(t, worker, "ddrun.control", []byte("hello"))
-	publish(t, worker, "ddrun.j.report.w1", []byte("report"))
-	publish(t, worker, "ddrun.j.heartbeat.w1", []byte("beat"))
-	publish(t, coord, "ddrun.j.assign.w1", []byte("part"))
-	publish(t, coord, "ddrun.j.step.w1", []byte("step"))
-	publish(t, coord, "ddrun.j.assign.w0", []byte("part0"))
-	publish(t, coord, "ddrun.j.step.w0", []byte("step0"))
-	// Forgeries: a worker sending a step or a Stop, a worker posing as
-	// another in w0's name, another account sending anything.
-	publish(t, worker, "ddrun.j.step.w1", []byte("forged step"))
-	publish(t, worker, "ddrun.j.assign.w1", []byte("forged part"))
-	publish(t, w0, "ddrun.j.report.w1", []byte("forged report"))
-	publish(t, other, "ddrun.j.report.w1", []byte("foreign report"))
-	publish(t, other, "ddrun.j.step.w1", []byte("foreign step"))
+	for _, m := range []struct {
+		from          *NATS
+		subject, data string
+	}{
+		{worker, "ddrun.control", "hello"},
+		{worker, "ddrun.j.report.w1", "report"},
+		{worker, "ddrun.j.heartbeat.w1", "beat"},
+		{coord, "ddrun.j.assign.w1", "part"},
+		{coord, "ddrun.j.step.w1", "step"},
+		{coord, "ddrun.j.assign.w0", "part0"},
+		{coord, "ddrun.j.step.w0", "step0"},
+		// Forgeries: a worker sending a step or a part, a worker posing as
+		// another (w0 as w1), another account sending anything.
+		{worker, "ddrun.j.step.w1", "forged step"},
+		{worker, "ddrun.j.assign.w1", "forged part"},
+		{w0, "ddrun.j.report.w1", "forged report"},
+		{other, "ddrun.j.report.w1", "foreign report"},
+		{other, "ddrun.j.step.w1", "foreign step"},
+	} {
+		publish(t, m.from, m.subject, []byte(m.data))
+	}
 	for _, tr := range []*NATS{coord, worker, w0, other} {
 		settle(t, tr)
 	}

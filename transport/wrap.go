@@ -2,6 +2,8 @@ package transport
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 )
 
@@ -90,10 +92,7 @@ func (w *wrapper) isClosed() bool {
 func (w *wrapper) close() {
 	w.mu.Lock()
 	w.closed = true
-	subs := make([]*wrappedSub, 0, len(w.subs))
-	for s := range w.subs {
-		subs = append(subs, s)
-	}
+	subs := slices.Collect(maps.Keys(w.subs))
 	w.mu.Unlock()
 	for _, s := range subs {
 		_ = s.Unsubscribe()
