@@ -33,7 +33,12 @@ func (k *JobKey) Register(fs *flag.FlagSet) {
 
 // Wrap returns tr sealed with the key from --job-key-file or $DDRUN_JOB_KEY,
 // or tr itself when neither is given; close releases the wrapper (not tr).
+// log (nil: none) gets the key's id and the warnings about messages that
+// do not open.
 func (k *JobKey) Wrap(tr transport.Transport, log *slog.Logger) (sealed transport.Transport, close func(), err error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	text := os.Getenv(JobKeyEnv)
 	from := "$" + JobKeyEnv
 	if k.File != "" {
