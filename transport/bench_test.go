@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -206,6 +207,41 @@ func BenchmarkNATSThroughput(b *testing.B) {
 			}
 			if len(credits) > 0 {
 				b.Fatalf("%d messages never arrived", len(credits))
+			}
+		})
+	}
+}
+
+// BenchmarkSeal is the cost of the job key (Sealed) per message: sealing
+// at the publisher and opening at the subscriber, by message size (a
+// heartbeat, a small step or report, a large one, a model part's chunk).
+func BenchmarkSeal(b *testing.B) {
+	inner := NewInProc()
+	defer inner.Close()
+	s := sealedOver(b, inner)
+	defer s.Close()
+	const subject = "ddrun.bench-e1.step.w1"
+	for _, size := range []int{64, 4 << 10, 64 << 10, 1 << 20, 8 << 20} {
+		data := make([]byte, size)
+		name := fmt.Sprintf("%dB", size)
+		b.Run("Seal/"+name, func(b *testing.B) {
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				if _, err := s.Seal(subject, data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		msg, err := s.Seal(subject, data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("Open/"+name, func(b *testing.B) {
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				if _, err := s.Open(subject, msg); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}

@@ -4,8 +4,10 @@
 //   - delivery: the Transport interface and its implementations, an
 //     in-process one (InProc, for the single-process mode and tests), a
 //     NATS one (NATS, with an embedded server for tests and single-host
-//     runs) and a fault-injecting wrapper (Faulty, for tests), all held to
-//     one contract by one conformance suite (conformance_test.go); chunking
+//     runs, configured from a nats-server file when asked), a
+//     fault-injecting wrapper (Faulty, for tests) and a sealing one
+//     (Sealed: authenticated encryption under a shared secret, see
+//     docs/security.md), all held to one contract by one conformance suite (conformance_test.go); chunking
 //     of messages above the connection's max payload and their reassembly;
 //   - the envelope: a Header (job, epoch, iteration, kind, sender,
 //     sequence number) ahead of a msgpack body, Encode and Decode, with

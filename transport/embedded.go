@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"cmp"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -45,11 +46,20 @@ type EmbeddedOptions struct {
 	// directory (for the checkpoint object store of Raft-replicated
 	// coordinators).
 	JetStreamDir string
+	// ConfigFile, when set, is a nats-server configuration file (e.g.
+	// deploy/nats/ddrun-auth.conf) for what these options do not cover:
+	// accounts, users and their permissions, TLS, limits. The options
+	// above still choose where the server listens (Host and Port, with
+	// their defaults), its logging and JetStream directory, and override
+	// the file's MaxPayload, MaxPending and TLS when set. User, Password
+	// and Token cannot be combined with it: put the users in the file.
+	ConfigFile string
 }
 
 // Embedded is a NATS server running inside this process, for tests and for
 // `coordinator run` without an external server. It has no clustering and
-// no monitoring port, and JetStream only when asked for.
+// no monitoring port, and JetStream only when asked for (JetStreamDir or
+// the config file).
 type Embedded struct {
 	srv  *server.Server
 	url  string
@@ -78,22 +88,11 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 	if port == 0 {
 		port = server.RANDOM_PORT
 	}
-	if opts.MaxPending <= 0 {
-		opts.MaxPending = 1 << 30
+	so, err := serverOptions(opts)
+	if err != nil {
+		return nil, err
 	}
-	so := &server.Options{
-		ServerName:    "ddrun-embedded",
-		Host:          opts.Host,
-		Port:          port,
-		NoLog:         !opts.Logging,
-		NoSigs:        true,
-		Debug:         opts.Debug,
-		MaxPayload:    int32(opts.MaxPayload),
-		MaxPending:    opts.MaxPending,
-		Username:      opts.User,
-		Password:      opts.Password,
-		Authorization: opts.Token,
-	}
+	so.Host, so.Port, so.NoLog, so.NoSigs, so.Debug = opts.Host, port, !opts.Logging, true, opts.Debug
 	if opts.JetStreamDir != "" {
 		so.JetStream = true
 		so.StoreDir = opts.JetStreamDir
@@ -120,6 +119,37 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 			net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port)), opts.ReadyTimeout)
 	}
 	return &Embedded{srv: srv, url: srv.ClientURL()}, nil
+}
+
+// serverOptions are the server's options from opts and opts.ConfigFile,
+// without the listening address and logging.
+func serverOptions(opts EmbeddedOptions) (*server.Options, error) {
+	if opts.ConfigFile == "" {
+		return &server.Options{
+			ServerName:    "ddrun-embedded",
+			MaxPayload:    int32(opts.MaxPayload),
+			MaxPending:    cmp.Or(opts.MaxPending, 1<<30),
+			Username:      opts.User,
+			Password:      opts.Password,
+			Authorization: opts.Token,
+		}, nil
+	}
+	if opts.User != "" || opts.Password != "" || opts.Token != "" {
+		return nil, errors.New("nats server: give the users in the config file, not as options")
+	}
+	so, err := server.ProcessConfigFile(opts.ConfigFile)
+	if err != nil {
+		return nil, fmt.Errorf("nats server: %w", err)
+	}
+	so.ServerName = cmp.Or(so.ServerName, "ddrun-embedded")
+	if opts.MaxPayload > 0 {
+		so.MaxPayload = int32(opts.MaxPayload)
+	}
+	// MaxPending as without a file, unless the file sets it or opts do.
+	if opts.MaxPending > 0 || so.MaxPending == 0 {
+		so.MaxPending = cmp.Or(opts.MaxPending, 1<<30)
+	}
+	return so, nil
 }
 
 // waitReady waits for srv to accept connections, giving up early when it

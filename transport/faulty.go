@@ -31,18 +31,14 @@ type FaultStats struct {
 // (the conformance suite runs on it); its Close ends what was done through
 // it but leaves the inner transport open: that belongs to the caller.
 type Faulty struct {
-	inner Transport
+	wrapper
 	opts  FaultOptions
-	mu    sync.Mutex // guards rng, stats, closed, subs
+	mu    sync.Mutex // guards rng and stats
 	rng   *rand.Rand
 	stats FaultStats
 	wg    sync.WaitGroup // delayed publishes
 	done  chan struct{}  // closed by Close: held messages are dropped
 	once  sync.Once
-
-	closed   bool
-	subs     map[*faultySub]struct{}
-	handlers sync.WaitGroup // handler calls under way
 }
 
 var _ Transport = (*Faulty)(nil)
@@ -52,8 +48,7 @@ func NewFaulty(inner Transport, opts FaultOptions) *Faulty {
 	if opts.MaxDelay <= 0 {
 		opts.MaxDelay = 50 * time.Millisecond
 	}
-	return &Faulty{inner: inner, opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, 0x5eed)), done: make(chan struct{}),
-		subs: make(map[*faultySub]struct{})}
+	return &Faulty{wrapper: newWrapper(inner), opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, 0x5eed)), done: make(chan struct{})}
 }
 
 // Publish implements Transport, with faults.
@@ -116,84 +111,18 @@ func (f *Faulty) Publish(ctx context.Context, subject string, data []byte) error
 // Subscribe implements Transport: it subscribes to the inner transport,
 // undisturbed.
 func (f *Faulty) Subscribe(subject string, h Handler) (Subscription, error) {
-	if h == nil {
-		panic("transport: nil handler")
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
-		return nil, ErrClosed
-	}
-	s := &faultySub{f: f}
-	inner, err := f.inner.Subscribe(subject, func(subject string, data []byte) {
-		if !f.enter() {
-			return
-		}
-		defer f.handlers.Done()
-		h(subject, data)
-	})
-	if err != nil {
-		return nil, err
-	}
-	s.inner = inner
-	f.subs[s] = struct{}{}
-	return s, nil
-}
-
-// enter registers a handler call, unless the transport is closed.
-func (f *Faulty) enter() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
-		return false
-	}
-	f.handlers.Add(1)
-	return true
-}
-
-type faultySub struct {
-	f     *Faulty
-	inner Subscription
-}
-
-// Unsubscribe implements Subscription.
-func (s *faultySub) Unsubscribe() error {
-	s.f.mu.Lock()
-	delete(s.f.subs, s)
-	s.f.mu.Unlock()
-	return s.inner.Unsubscribe()
+	return f.subscribe(subject, h)
 }
 
 // Flush implements Transport.
-func (f *Faulty) Flush(ctx context.Context) error {
-	if f.isClosed() {
-		return ErrClosed
-	}
-	return f.inner.Flush(ctx)
-}
-
-func (f *Faulty) isClosed() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.closed
-}
+func (f *Faulty) Flush(ctx context.Context) error { return f.flush(ctx) }
 
 // Close drops the messages still held back, ends the subscriptions made
 // through f and waits for their handlers; the inner transport stays open.
 func (f *Faulty) Close() error {
-	f.mu.Lock()
-	f.closed = true
-	subs := make([]*faultySub, 0, len(f.subs))
-	for s := range f.subs {
-		subs = append(subs, s)
-	}
-	f.mu.Unlock()
 	f.once.Do(func() { close(f.done) })
-	for _, s := range subs {
-		_ = s.Unsubscribe()
-	}
+	f.close()
 	f.wg.Wait()
-	f.handlers.Wait()
 	return nil
 }
 

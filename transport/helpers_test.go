@@ -48,6 +48,19 @@ func transportKinds() []transportKind {
 		{"nats", nats(0)},
 		// Every message above 1 KiB crosses as chunks.
 		{"nats-chunked", nats(1024)},
+		// Sealed over both: over NATS its messages are chunked.
+		{"sealed", func(t *testing.T) (Transport, Transport) {
+			inner := NewInProc()
+			s := sealedOver(t, inner)
+			t.Cleanup(func() { _ = s.Close(); _ = inner.Close() })
+			return s, s
+		}},
+		{"sealed-nats-chunked", func(t *testing.T) (Transport, Transport) {
+			pub, sub := nats(1024)(t)
+			ps, ss := sealedOver(t, pub), sealedOver(t, sub)
+			t.Cleanup(func() { _ = ps.Close(); _ = ss.Close() })
+			return ps, ss
+		}},
 		{"faulty-no-faults", func(t *testing.T) (Transport, Transport) {
 			inner := NewInProc()
 			f := NewFaulty(inner, FaultOptions{Seed: 1})
@@ -55,6 +68,19 @@ func transportKinds() []transportKind {
 			return f, f
 		}},
 	}
+}
+
+// testKey is a fixed secret for sealed transports in tests.
+var testKey = []byte("0123456789abcdef0123456789abcdef")
+
+// sealedOver wraps inner with testKey.
+func sealedOver(t testing.TB, inner Transport) *Sealed {
+	t.Helper()
+	s, err := NewSealed(inner, SealOptions{Keys: [][]byte{testKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // startServer starts an embedded server on a free loopback port and stops

@@ -27,6 +27,7 @@ import (
 // runFlags are the flags of `coordinator run` beyond solve's.
 type runFlags struct {
 	nats                                    natsflags.Flags
+	key                                     natsflags.JobKey
 	workers                                 int
 	job, listen                             string
 	local                                   bool
@@ -37,6 +38,7 @@ type runFlags struct {
 
 func (r *runFlags) register(fs *flag.FlagSet) {
 	r.nats.Register(fs)
+	r.key.Register(fs)
 	fs.IntVar(&r.workers, "workers", 2, "number of workers to wait for")
 	fs.StringVar(&r.job, "job", "", "job `ID` (default: random); namespaces the NATS subjects")
 	fs.StringVar(&r.listen, "nats-listen", "127.0.0.1:0", "`ADDR` of the embedded NATS server when --nats is not given")
@@ -179,14 +181,19 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		return err
 	}
 	defer closeNATS()
+	sealed, unseal, err := r.key.Wrap(tr, log) // with a job key, every message sealed
+	if err != nil {
+		return usagef("%v", err)
+	}
+	defer unseal()
+	j.Transport = sealed
 	if r.local {
-		stop, err := startLocalWorkers(url, r.job, r.workers, max(1, f.threads/r.workers), r.nats, f.quiet, stderr)
+		stop, err := startLocalWorkers(url, r.job, r.workers, max(1, f.threads/r.workers), r.nats, r.key.Env(), f.quiet, stderr)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
-	j.Transport = tr
 	if !f.quiet {
 		j.Progress = func(p solver.Progress) { printProgress(stderr, p) }
 	}
@@ -208,7 +215,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 
 // startLocalWorkers starts n worker processes (the worker binary beside
 // this one, or on PATH) and returns a function that stops and reaps them.
-func startLocalWorkers(url, job string, n, threads int, nf natsflags.Flags, quiet bool, stderr io.Writer) (func(), error) {
+func startLocalWorkers(url, job string, n, threads int, nf natsflags.Flags, env []string, quiet bool, stderr io.Writer) (func(), error) {
 	bin, err := workerBinary()
 	if err != nil {
 		return nil, err
@@ -232,6 +239,7 @@ func startLocalWorkers(url, job string, n, threads int, nf natsflags.Flags, quie
 	for i := 0; i < n; i++ {
 		c := localWorkerCmd(bin, url, fmt.Sprintf("%s-w%d", job, i), threads, nf, quiet, os.Environ())
 		c.Stderr = stderr
+		c.Env = append(c.Env, env...) // the job key, last so that it wins
 		if err := c.Start(); err != nil {
 			stop()
 			return nil, fmt.Errorf("starting worker %d (%s): %w", i, bin, err)

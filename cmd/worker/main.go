@@ -2,7 +2,11 @@
 // announces itself, and solves the slaves that coordinators assign it, job
 // after job, until it is stopped (SIGINT or SIGTERM).
 //
-//	worker --nats URL [--threads N] [--name NAME] [NATS credential flags]
+//	worker --nats URL [--threads N] [--name NAME] [NATS credential flags] [--job-key-file F]
+//
+// With a job key (--job-key-file, or $DDRUN_JOB_KEY) every message is
+// sealed with it and only coordinators holding the same key are heard
+// (docs/security.md).
 //
 // Secrets come from files or the environment (DDRUN_NATS_PASSWORD,
 // DDRUN_NATS_TOKEN, DDRUN_NATS_URL; see package natsflags), and are
@@ -41,6 +45,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.SetOutput(io.Discard)
 	var nf natsflags.Flags
 	nf.Register(fs)
+	var key natsflags.JobKey
+	key.Register(fs)
 	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "goroutines for this worker's slaves")
 	host, _ := os.Hostname()
 	name := fs.String("name", transport.SanitizeName(fmt.Sprintf("%s-%d", host, os.Getpid())), "worker `NAME`, unique among the workers ([A-Za-z0-9_-])")
@@ -85,8 +91,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	defer tr.Close()
+	sealed, unseal, err := key.Wrap(tr, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "worker:", nf.Redact(err.Error()))
+		return 2
+	}
+	defer unseal()
 	log.Info("connected", "nats", nf.Redact(nf.URL), "threads", *threads)
-	if err := cluster.Serve(ctx, tr, cluster.WorkerOptions{Name: *name, Threads: *threads, Logger: log}); err != nil {
+	if err := cluster.Serve(ctx, sealed, cluster.WorkerOptions{Name: *name, Threads: *threads, Logger: log}); err != nil {
 		fmt.Fprintln(stderr, "worker:", nf.Redact(err.Error()))
 		return 1
 	}

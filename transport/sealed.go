@@ -1,0 +1,304 @@
+package transport
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A sealed message is
+//
+//	"DDS" 0x01 | key id (1 byte) | nonce (12 bytes) | AES-256-GCM(body) with its 16-byte tag
+//
+// The AES key is derived per subject from the shared secret,
+// HKDF-SHA256(secret, info "ddrun seal v1 " + subject), and the first 17
+// bytes and the subject are the additional data: a message opens only on
+// the subject it was sealed for, with a key that knows the secret. The key
+// id is the first byte of SHA-256("ddrun key id " + secret); it picks the
+// secret among several during a rotation (a collision only costs a second
+// attempt).
+const (
+	sealMagic   = "DDS\x01"
+	sealNonce   = 12
+	sealHeader  = len(sealMagic) + 1 + sealNonce
+	sealTag     = 16
+	SealedExtra = sealHeader + sealTag // bytes a sealed message adds
+
+	// MinKeyLen and MaxKeyLen bound a secret's length in bytes.
+	MinKeyLen, MaxKeyLen = 16, 64
+
+	// sealCacheMax bounds the derived keys kept per secret: a coordinator
+	// uses four subjects per worker and job, a worker four per job.
+	sealCacheMax = 4096
+)
+
+// ErrNotAuthentic is the error of a message that does not open: not
+// sealed, sealed with another secret or for another subject, or altered.
+var ErrNotAuthentic = errors.New("transport: message not authentic")
+
+// SealOptions configures Sealed.
+type SealOptions struct {
+	// Keys are the shared secrets (MinKeyLen to MaxKeyLen random bytes).
+	// The first seals what is published; each opens what arrives, so that
+	// a secret can be rotated: add the new one second, then first, then
+	// drop the old one.
+	Keys [][]byte
+	// Logger receives a warning when messages are dropped as not
+	// authentic, at most one per WarnEvery (default 10s) with the count
+	// since the last; nil logs nothing (Stats still counts).
+	Logger    *slog.Logger
+	WarnEvery time.Duration
+}
+
+// SealStats counts a Sealed transport's messages.
+type SealStats struct {
+	Sealed, Opened, Rejected uint64
+}
+
+// Sealed wraps a Transport with authenticated encryption (AES-256-GCM):
+// what it publishes can be read and what it receives is accepted only by
+// holders of the shared secret. Messages that do not open are dropped and
+// counted (Stats), with a rate-limited warning. It keeps message contents
+// secret and unforgeable, not the subjects, their sizes or timing, and it
+// does not detect a replayed message on the subject it was sealed for (the
+// protocol on top drops duplicates and stale messages; see Filter).
+//
+// Its Close ends what was done through it and leaves the inner transport
+// open: that belongs to the caller.
+type Sealed struct {
+	wrapper
+	keys []*sealKey
+	log  *slog.Logger
+	warn time.Duration
+
+	sealed, opened, rejected atomic.Uint64
+
+	wmu      sync.Mutex // guards lastWarn and unwarned
+	lastWarn time.Time
+	unwarned uint64
+}
+
+var _ Transport = (*Sealed)(nil)
+
+// sealKey is one secret and the AEADs derived from it, per subject.
+type sealKey struct {
+	secret []byte
+	id     byte
+	mu     sync.Mutex
+	aeads  map[string]cipher.AEAD
+}
+
+// NewSealed wraps inner. It fails without a key or with a key of the wrong
+// length.
+func NewSealed(inner Transport, opts SealOptions) (*Sealed, error) {
+	if len(opts.Keys) == 0 {
+		return nil, errors.New("transport: sealed: no key")
+	}
+	s := &Sealed{wrapper: newWrapper(inner), log: opts.Logger, warn: opts.WarnEvery}
+	if s.warn <= 0 {
+		s.warn = 10 * time.Second
+	}
+	for i, k := range opts.Keys {
+		if len(k) < MinKeyLen || len(k) > MaxKeyLen {
+			return nil, fmt.Errorf("transport: sealed: key %d has %d bytes, not %d to %d", i+1, len(k), MinKeyLen, MaxKeyLen)
+		}
+		s.keys = append(s.keys, &sealKey{secret: append([]byte(nil), k...), id: KeyID(k), aeads: make(map[string]cipher.AEAD)})
+	}
+	return s, nil
+}
+
+// KeyID is the byte that names secret in sealed messages; logs may show
+// it to tell keys apart without showing them.
+func KeyID(secret []byte) byte {
+	h := sha256.Sum256(append([]byte("ddrun key id "), secret...))
+	return h[0]
+}
+
+// aead returns the AEAD for subject, deriving it on first use.
+func (k *sealKey) aead(subject string) (cipher.AEAD, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if a, ok := k.aeads[subject]; ok {
+		return a, nil
+	}
+	key, err := hkdf.Key(sha256.New, k.secret, nil, "ddrun seal v1 "+subject, 32)
+	if err != nil {
+		return nil, err
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	a, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	if len(k.aeads) >= sealCacheMax {
+		clear(k.aeads)
+	}
+	k.aeads[subject] = a
+	return a, nil
+}
+
+// sealAD is the additional data: the message's first bytes and its subject.
+func sealAD(prefix []byte, subject string) []byte {
+	return append(append(make([]byte, 0, len(prefix)+len(subject)), prefix...), subject...)
+}
+
+// Seal returns data sealed for subject with the first key.
+func (s *Sealed) Seal(subject string, data []byte) ([]byte, error) {
+	k := s.keys[0]
+	a, err := k.aead(subject)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, sealHeader, sealHeader+len(data)+sealTag)
+	copy(out, sealMagic)
+	out[len(sealMagic)] = k.id
+	if _, err := rand.Read(out[len(sealMagic)+1 : sealHeader]); err != nil {
+		return nil, err
+	}
+	out = a.Seal(out, out[len(sealMagic)+1:sealHeader], data, sealAD(out[:sealHeader], subject))
+	s.sealed.Add(1)
+	return out, nil
+}
+
+// Open returns the body of a message sealed for subject, or an error
+// wrapping ErrNotAuthentic.
+func (s *Sealed) Open(subject string, msg []byte) ([]byte, error) {
+	if len(msg) < sealHeader+sealTag || string(msg[:len(sealMagic)]) != sealMagic {
+		return nil, fmt.Errorf("%w: not sealed", ErrNotAuthentic)
+	}
+	id := msg[len(sealMagic)]
+	known := false
+	for _, k := range s.keys {
+		if k.id != id {
+			continue
+		}
+		known = true
+		a, err := k.aead(subject)
+		if err != nil {
+			return nil, err
+		}
+		body, err := a.Open(nil, msg[len(sealMagic)+1:sealHeader], msg[sealHeader:], sealAD(msg[:sealHeader], subject))
+		if err == nil {
+			s.opened.Add(1)
+			return body, nil
+		}
+	}
+	if !known {
+		return nil, fmt.Errorf("%w: unknown key id %02x", ErrNotAuthentic, id)
+	}
+	return nil, fmt.Errorf("%w: does not open with key %02x", ErrNotAuthentic, id)
+}
+
+// Publish implements Transport: it publishes data sealed.
+func (s *Sealed) Publish(ctx context.Context, subject string, data []byte) error {
+	if s.isClosed() {
+		return ErrClosed
+	}
+	if err := checkSubject(subject, false); err != nil {
+		return err
+	}
+	msg, err := s.Seal(subject, data)
+	if err != nil {
+		return err
+	}
+	return s.inner.Publish(ctx, subject, msg)
+}
+
+// Subscribe implements Transport: h sees the messages that open, opened.
+func (s *Sealed) Subscribe(subject string, h Handler) (Subscription, error) {
+	if h == nil {
+		panic("transport: nil handler")
+	}
+	return s.subscribe(subject, func(subject string, data []byte) {
+		body, err := s.Open(subject, data)
+		if err != nil {
+			s.reject(subject, err)
+			return
+		}
+		h(subject, body)
+	})
+}
+
+// reject counts a message that did not open and warns, at most once per
+// WarnEvery.
+func (s *Sealed) reject(subject string, err error) {
+	s.rejected.Add(1)
+	if s.log == nil {
+		return
+	}
+	s.wmu.Lock()
+	s.unwarned++
+	now := time.Now()
+	if now.Sub(s.lastWarn) < s.warn {
+		s.wmu.Unlock()
+		return
+	}
+	n := s.unwarned
+	s.unwarned, s.lastWarn = 0, now
+	s.wmu.Unlock()
+	s.log.Warn("dropped messages that are not authentic (wrong or missing job key?)", "dropped", n, "subject", subject, "err", err)
+}
+
+// Flush implements Transport.
+func (s *Sealed) Flush(ctx context.Context) error { return s.flush(ctx) }
+
+// Close ends the subscriptions made through s and waits for their
+// handlers; the inner transport stays open.
+func (s *Sealed) Close() error {
+	s.close()
+	return nil
+}
+
+// Stats returns the counts so far.
+func (s *Sealed) Stats() SealStats {
+	return SealStats{Sealed: s.sealed.Load(), Opened: s.opened.Load(), Rejected: s.rejected.Load()}
+}
+
+// ParseKeys reads secrets written as text: hex or base64 (standard or URL
+// alphabet, padded or not), several separated by commas or white space
+// (the first seals, all open: see SealOptions.Keys).
+func ParseKeys(text string) ([][]byte, error) {
+	fields := strings.FieldsFunc(text, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r' })
+	if len(fields) == 0 {
+		return nil, errors.New("no key")
+	}
+	keys := make([][]byte, 0, len(fields))
+	for i, f := range fields {
+		k, err := parseKey(f)
+		if err != nil {
+			return nil, fmt.Errorf("key %d: %w", i+1, err)
+		}
+		if len(k) < MinKeyLen || len(k) > MaxKeyLen {
+			return nil, fmt.Errorf("key %d: %d bytes, not %d to %d (e.g. openssl rand -hex 32)", i+1, len(k), MinKeyLen, MaxKeyLen)
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
+func parseKey(f string) ([]byte, error) {
+	if k, err := hex.DecodeString(f); err == nil {
+		return k, nil
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if k, err := enc.DecodeString(f); err == nil {
+			return k, nil
+		}
+	}
+	return nil, errors.New("neither hex nor base64")
+}
