@@ -31,6 +31,8 @@ type coordinator struct {
 	joinable    func(job string) bool
 	priorIter   int
 	where       []int32 // the placement of the epoch
+	cid         uint64  // the epoch's coordinator id (assignBody.Coord)
+	faults      *faultLog
 
 	mu       sync.Mutex // guards the fields below
 	names    []string   // the worker holding each part
