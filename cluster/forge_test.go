@@ -126,7 +126,7 @@ var forgeCases = []struct {
 	{"empty-nu", "c:report rejected", func(f *forger, iter int) {
 		f.nextReport("w0", iter, func(r *reportBody) { r.Nu = nil })
 	}},
-	{"low-dual", "c:report rejected", func(f *forger, iter int) {
+	{"low-dual", "c:impossible bound: reports asked again", func(f *forger, iter int) {
 		f.nextReport("w0", iter, func(r *reportBody) { r.Dual = -1e6 })
 	}},
 	{"nan-report", "c:report rejected", func(f *forger, iter int) {

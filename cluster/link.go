@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -91,7 +92,11 @@ func (l *remoteLink) Step(ctx context.Context, in *consensus.StepIn, out *consen
 // to in wrong. The next Step sends the step again, and the worker repeats
 // the report it computed.
 func (l *remoteLink) Rejected(in *consensus.StepIn, reason error) {
-	l.c.faults.drop("report rejected", "worker", l.c.name(l.w), "iteration", in.Iter, "reason", reason)
+	kind := "report rejected"
+	if errors.Is(reason, consensus.ErrImpossibleBound) {
+		kind = "impossible bound: reports asked again"
+	}
+	l.c.faults.drop(kind, "worker", l.c.name(l.w), "iteration", in.Iter, "reason", reason)
 }
 
 // send publishes body on subject from the coordinator of the job, with

@@ -44,9 +44,9 @@ func (e *BoundError) Error() string {
 	return fmt.Sprintf("iteration %d: dual bound %v below the best primal %v, also when asked again: a forged or corrupt report; nothing is certified", e.Iter, e.Dual, e.Primal)
 }
 
-// errImpossibleBound is the reason given to the links of an iteration whose
-// dual fell below the best primal.
-var errImpossibleBound = errors.New("the iteration's dual bound is below the best primal")
+// ErrImpossibleBound is the reason given to the links (Rejected) of an
+// iteration whose dual fell below the best primal.
+var ErrImpossibleBound = errors.New("the iteration's dual bound is below the best primal")
 
 // boundSlack is the floating error allowed between a valid dual bound and
 // a primal score.
@@ -170,6 +170,6 @@ func (s *master) falseCertificate(res *solver.Result) error {
 // reask tells every link that the iteration's answers were rejected.
 func (s *master) reask() {
 	for w, l := range s.links {
-		l.(CheckedLink).Rejected(s.ins[w], errImpossibleBound)
+		l.(CheckedLink).Rejected(s.ins[w], ErrImpossibleBound)
 	}
 }
