@@ -238,3 +238,84 @@ func grepWarn(log string) string {
 	}
 	return b.String()
 }
+
+// FuzzWorkerStep feeds a worker's step handling decoded but inconsistent
+// steps (random iteration, coordinator id, flags, lengths and values) after
+// a first good one: it never panics, takes only the next iteration or a
+// repeat from its coordinator with vectors that fit, and answers what it
+// takes with a report that fits the part.
+func FuzzWorkerStep(f *testing.F) {
+	f.Add(int64(2), uint64(7), false, false, false, int16(-1), int16(-1), 0.5, 1.0, 0.0)
+	f.Add(int64(1001), uint64(7), false, true, false, int16(-1), int16(-1), 0.5, 1.0, 0.0)
+	f.Add(int64(2), uint64(8), true, false, false, int16(-1), int16(-1), 0.5, 1.0, 0.0)
+	f.Add(int64(2), uint64(7), true, false, false, int16(-1), int16(-1), 0.5, 1.0, 0.0)
+	f.Add(int64(2), uint64(7), false, false, true, int16(0), int16(3), 0.5, 1.0, 0.0)
+	f.Add(int64(1), uint64(7), false, true, true, int16(-1), int16(-1), math.NaN(), 1.0, 0.0)
+	f.Add(int64(2), uint64(7), false, false, false, int16(-1), int16(-1), 0.5, math.Inf(1), -1.0)
+	f.Add(int64(-5), uint64(7), false, false, false, int16(-1), int16(-1), 0.5, 0.0, 0.0)
+	m := generate.Potts(generate.GridOptions{Height: 5, Width: 5, Labels: 3, Rho: 1, Seed: 2})
+	opts := consensus.DefaultOptions()
+	plan, err := consensus.Plan(m, opts.Slaves)
+	if err != nil {
+		f.Fatal(err)
+	}
+	where := make([]int32, len(plan.Slaves))
+	for s := range where {
+		where[s] = int32(2 * s / len(where))
+	}
+	parts, _, err := consensus.Split(m, plan, where, 2)
+	if err != nil {
+		f.Fatal(err)
+	}
+	body, err := encodePart(parts[0], 0, 2, opts)
+	if err != nil {
+		f.Fatal(err)
+	}
+	body.Coord, body.Next = 7, 1
+	f.Fuzz(func(t *testing.T, iter int64, coord uint64, stop, gather, save bool, lamLen, muLen int16, val, eta, prev float64) {
+		_, w, err := newPartWorker(body, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		nl, nm := w.NumBoundaryReplicaEntries(), w.NumBoundaryMuEntries()
+		good := func(it int) *stepBody {
+			return &stepBody{Iter: it, Eta: 1, Lambda: make([]float64, nl), Mu: make([]float64, nm), Coord: 7}
+		}
+		exp := expect{coord: body.Coord, next: body.Next}
+		in, out := &consensus.StepIn{}, &consensus.StepOut{}
+		if what, err := exp.take(good(1), w); err != nil || what != stepNext {
+			t.Fatalf("the first good step: %v %v", what, err)
+		}
+		answer(w, good(1), in, out)
+		exp.last = 1
+		st := good(int(iter))
+		st.Coord, st.Stop, st.GatherX, st.Save, st.Eta, st.PrevStep = coord, stop, gather, save, eta, prev
+		if lamLen >= 0 {
+			st.Lambda = make([]float64, int(lamLen)%256)
+		}
+		if muLen >= 0 {
+			st.Mu = make([]float64, int(muLen)%256)
+		}
+		if len(st.Lambda) > 0 {
+			st.Lambda[len(st.Lambda)-1] = val
+		}
+		what, err := exp.take(st, w)
+		if err != nil {
+			return
+		}
+		switch {
+		case coord != 7:
+			t.Fatalf("took a step of coordinator %d", coord)
+		case what == stepNext && st.Iter != 2, what == stepRepeat && st.Iter != 1:
+			t.Fatalf("took iteration %d as %d after 1", st.Iter, what)
+		}
+		if what != stepNext {
+			return
+		}
+		rep := answer(w, st, in, out)
+		if len(rep.Nu) != nl || gather && len(rep.X) != w.NumInterior() || save != (rep.State != nil) {
+			t.Fatalf("report: %d marginals, %d states, state %v", len(rep.Nu), len(rep.X), rep.State != nil)
+		}
+	})
+}

@@ -179,3 +179,71 @@ func (l badLink) Step(ctx context.Context, in *StepIn, out *StepOut) error {
 	out.Nu = out.Nu[:0]
 	return err
 }
+
+// FuzzForgedAnswer feeds the master one decoded but inconsistent answer
+// (random iteration, lengths, values, flags) in place of a worker's real
+// one, at a random iteration, through a CheckedLink: the run never
+// panics, and never certifies a dual below its primal; an answer the
+// checks reject leaves the run exactly undisturbed.
+func FuzzForgedAnswer(f *testing.F) {
+	f.Add(uint8(1), int8(0), int16(-1), 0.5, -1e6, 1.0, 0.0, 0.0, int32(0), int16(-1), uint8(0))
+	f.Add(uint8(3), int8(0), int16(0), 0.5, 10.0, 1.0, 0.0, 0.0, int32(0), int16(-1), uint8(0))
+	f.Add(uint8(10), int8(100), int16(-1), 0.5, 10.0, 1.0, 0.0, 0.0, int32(0), int16(-1), uint8(0))
+	f.Add(uint8(2), int8(0), int16(-1), math.NaN(), 10.0, 1.0, 0.0, 0.0, int32(0), int16(-1), uint8(0))
+	f.Add(uint8(1), int8(0), int16(-1), 0.5, 10.0, math.Inf(1), -1.0, 0.0, int32(7), int16(3), uint8(1))
+	f.Add(uint8(10), int8(0), int16(-1), 0.5, math.Inf(-1), 1.0, 0.0, math.NaN(), int32(-1), int16(-1), uint8(2))
+	f.Add(uint8(1), int8(0), int16(-1), 0.5, 1e300, 1.0, 0.0, 0.0, int32(0), int16(-1), uint8(3))
+	m := generate.Potts(generate.GridOptions{Height: 6, Width: 6, Labels: 3, Rho: 1, Seed: 7})
+	opts := DefaultOptions()
+	opts.MaxIter = 40
+	plan, err := Plan(m, opts.Slaves)
+	if err != nil {
+		f.Fatal(err)
+	}
+	want, err := runLocal(context.Background(), m, plan, opts, 2, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, at uint8, dIter int8, nuLen int16, nuVal, dual, relaxed, pres, dres float64, xVal int32, xLen int16, flags uint8) {
+		got, reasons, err := forgedRun(t, m, opts, func(iter int, out *StepOut) bool {
+			if iter != int(at%20)+1 {
+				return false
+			}
+			out.Iter += int(dIter)
+			if nuLen >= 0 {
+				out.Nu = make([]float64, int(nuLen)%512)
+			} else {
+				out.Nu = slices.Clone(out.Nu)
+			}
+			if len(out.Nu) > 0 {
+				out.Nu[int(xLen&0x7fff)%len(out.Nu)] = nuVal
+			}
+			out.Dual, out.Relaxed, out.PrimalRes, out.DualRes = dual, relaxed, pres, dres
+			if xLen >= 0 {
+				out.X = make([]int32, int(xLen)%512)
+			} else {
+				out.X = slices.Clone(out.X)
+			}
+			if len(out.X) > 0 {
+				out.X[0] = xVal
+			}
+			if flags&1 != 0 {
+				out.Changed = !out.Changed
+			}
+			if flags&2 != 0 {
+				out.State = &PartState{Lambda: out.Nu}
+			}
+			return true
+		})
+		if err != nil {
+			return // the run failed: it certified nothing
+		}
+		if got.Status == solver.Optimal && got.Dual < got.Primal-boundSlack(got.Primal) {
+			t.Fatalf("optimal with dual %v below primal %v", got.Dual, got.Primal)
+		}
+		if len(reasons) > 0 && (got.Status != want.Status || got.Iterations != want.Iterations || got.Dual != want.Dual || got.Primal != want.Primal) {
+			t.Fatalf("rejected (%v), yet %v after %d, dual %v primal %v; undisturbed %v after %d, dual %v primal %v",
+				reasons, got.Status, got.Iterations, got.Dual, got.Primal, want.Status, want.Iterations, want.Dual, want.Primal)
+		}
+	})
+}
