@@ -9,6 +9,7 @@ import (
 
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/partition"
 	"github.com/ddrun/ddrun/solver"
 )
 
@@ -42,6 +43,24 @@ func (l *forgingLink) Step(_ context.Context, in *StepIn, out *StepOut) error {
 
 func (l *forgingLink) Rejected(_ *StepIn, reason error) { l.rejected = append(l.rejected, reason) }
 
+// forgeFixture is a small Potts grid, options, its plan and its
+// undisturbed result on two in-process workers.
+func forgeFixture(tb testing.TB, side, maxIter int) (*model.Model, Options, partition.Plan, solver.Result) {
+	tb.Helper()
+	m := generate.Potts(generate.GridOptions{Height: side, Width: side, Labels: 3, Rho: 1, Seed: 7})
+	opts := DefaultOptions()
+	opts.MaxIter = maxIter
+	plan, err := Plan(m, opts.Slaves)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	want, err := runLocal(context.Background(), m, plan, opts, 2, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m, opts, plan, want
+}
+
 // forgedRun solves m on two in-process workers whose first link forges
 // answers with forge, and returns the result and the reasons the master
 // gave for rejecting answers.
@@ -71,17 +90,7 @@ func forgedRun(t *testing.T, m *model.Model, opts Options, forge func(iter int, 
 // Answers that fail the checks, or add up to a dual below the best primal,
 // are asked for again: the run ends as an undisturbed one.
 func TestForgedAnswersAreAskedAgain(t *testing.T) {
-	m := generate.Potts(generate.GridOptions{Height: 10, Width: 10, Labels: 3, Rho: 1, Seed: 7})
-	opts := DefaultOptions()
-	opts.MaxIter = 300
-	plan, err := Plan(m, opts.Slaves)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := runLocal(context.Background(), m, plan, opts, 2, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, opts, _, want := forgeFixture(t, 10, 300)
 	forgeries := map[string]func(out *StepOut){
 		"empty nu":     func(out *StepOut) { out.Nu = nil },
 		"nan nu":       func(out *StepOut) { out.Nu = append(out.Nu[:0:0], out.Nu...); out.Nu[0] = math.NaN() },
@@ -122,13 +131,7 @@ func TestForgedAnswersAreAskedAgain(t *testing.T) {
 // A dual below the best primal that comes back when asked again fails the
 // run: nothing is certified.
 func TestRepeatedImpossibleBoundFails(t *testing.T) {
-	m := generate.Potts(generate.GridOptions{Height: 10, Width: 10, Labels: 3, Rho: 1, Seed: 7})
-	opts := DefaultOptions()
-	opts.MaxIter = 300
-	plan, err := Plan(m, opts.Slaves)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, opts, plan, _ := forgeFixture(t, 10, 300)
 	s, entries, done, err := newLocal(m, plan, opts, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -158,9 +161,7 @@ func (l *lyingLink) Step(ctx context.Context, in *StepIn, out *StepOut) error {
 // A link that is not a CheckedLink fails the run at a bad answer, without
 // a panic.
 func TestUncheckedBadAnswerFails(t *testing.T) {
-	m := generate.Potts(generate.GridOptions{Height: 6, Width: 6, Labels: 3, Rho: 1, Seed: 7})
-	opts := DefaultOptions()
-	plan, _ := Plan(m, opts.Slaves)
+	m, opts, plan, _ := forgeFixture(t, 6, 300)
 	s, entries, done, err := newLocal(m, plan, opts, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -193,17 +194,7 @@ func FuzzForgedAnswer(f *testing.F) {
 	f.Add(uint8(1), int8(0), int16(-1), 0.5, 10.0, math.Inf(1), -1.0, 0.0, int32(7), int16(3), uint8(1))
 	f.Add(uint8(10), int8(0), int16(-1), 0.5, math.Inf(-1), 1.0, 0.0, math.NaN(), int32(-1), int16(-1), uint8(2))
 	f.Add(uint8(1), int8(0), int16(-1), 0.5, 1e300, 1.0, 0.0, 0.0, int32(0), int16(-1), uint8(3))
-	m := generate.Potts(generate.GridOptions{Height: 6, Width: 6, Labels: 3, Rho: 1, Seed: 7})
-	opts := DefaultOptions()
-	opts.MaxIter = 40
-	plan, err := Plan(m, opts.Slaves)
-	if err != nil {
-		f.Fatal(err)
-	}
-	want, err := runLocal(context.Background(), m, plan, opts, 2, nil)
-	if err != nil {
-		f.Fatal(err)
-	}
+	m, opts, _, want := forgeFixture(f, 6, 40)
 	f.Fuzz(func(t *testing.T, at uint8, dIter int8, nuLen int16, nuVal, dual, relaxed, pres, dres float64, xVal int32, xLen int16, flags uint8) {
 		got, reasons, err := forgedRun(t, m, opts, func(iter int, out *StepOut) bool {
 			if iter != int(at%20)+1 {
