@@ -32,6 +32,8 @@ type coordinator struct {
 	priorIter   int
 	where       []int32 // the placement of the epoch
 	claims      *claimer
+	cid         uint64 // the epoch's coordinator id (assignBody.Coord)
+	faults      *faultLog
 
 	mu       sync.Mutex // guards the fields below
 	names    []string   // the worker holding each part

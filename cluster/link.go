@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -28,7 +29,7 @@ func (l *remoteLink) Step(ctx context.Context, in *consensus.StepIn, out *consen
 	c.mu.Lock()
 	c.sent = max(c.sent, in.Iter)
 	c.mu.Unlock()
-	l.body = stepBody{Iter: in.Iter, Eta: in.Eta, PrevStep: in.PrevStep, Lambda: in.Lambda, Mu: in.Mu, GatherX: in.GatherX, Save: in.Save}
+	l.body = stepBody{Iter: in.Iter, Eta: in.Eta, PrevStep: in.PrevStep, Lambda: in.Lambda, Mu: in.Mu, GatherX: in.GatherX, Save: in.Save, Coord: c.cid}
 	send := func() error {
 		name := c.name(l.w)
 		if err := c.send(ctx, stepSubject(c.job, name), transport.Header{Iter: uint64(in.Iter), Kind: kindStep}, l.body); err != nil {
@@ -71,19 +72,31 @@ func (l *remoteLink) Step(ctx context.Context, in *consensus.StepIn, out *consen
 				continue // a late answer to an earlier step
 			}
 			if r.Err != "" {
-				return fmt.Errorf("worker %s: %s", c.name(l.w), r.Err)
+				// Workers drop the steps they cannot take: a report
+				// with an error is not theirs.
+				c.faults.drop("report with an error dropped", "worker", c.name(l.w), "iteration", r.Iter, "err", r.Err)
+				continue
 			}
+			// The master checks the answer (consensus.CheckedLink).
 			out.Iter, out.Nu, out.Dual, out.Relaxed, out.PrimalRes, out.DualRes, out.Changed, out.X =
 				r.Iter, r.Nu, r.Dual, r.Relaxed, r.PrimalRes, r.DualRes, r.Changed, r.X
 			out.State = r.State.state()
-			if in.Save && out.State == nil {
-				return fmt.Errorf("worker %s sent no state for step %d", c.name(l.w), in.Iter)
-			}
 			return nil
 		case <-timer.C:
 			return fmt.Errorf("worker %s did not answer step %d within %v", c.name(l.w), in.Iter, c.timeout)
 		}
 	}
+}
+
+// Rejected implements consensus.CheckedLink: the master found the answer
+// to in wrong. The next Step sends the step again, and the worker repeats
+// the report it computed.
+func (l *remoteLink) Rejected(in *consensus.StepIn, reason error) {
+	kind := "report rejected"
+	if errors.Is(reason, consensus.ErrImpossibleBound) {
+		kind = "impossible bound: reports asked again"
+	}
+	l.c.faults.drop(kind, "worker", l.c.name(l.w), "iteration", in.Iter, "reason", reason)
 }
 
 // send publishes body on subject from the coordinator of the job, with
@@ -100,9 +113,10 @@ func (c *coordinator) assign(ctx context.Context, parts []*consensus.Part, opts 
 		if err != nil {
 			return err
 		}
-		body.Base, body.Epoch = c.base, c.epoch
+		body.Base, body.Epoch, body.Coord, body.Next = c.base, c.epoch, c.cid, 1
 		if c.latest != nil {
 			body.State = wireState(&c.latest.Parts[w])
+			body.Next = c.latest.Iter + 1
 		}
 		c.bodies[w] = body
 	}
@@ -190,14 +204,15 @@ func (c *coordinator) deliver(ctx context.Context, which []int) error {
 
 // onReport hands a worker's acknowledgements (ready) and reports to its
 // part's channels, once each: stale and repeated messages are dropped.
-func (c *coordinator) onReport(_ string, data []byte) {
+func (c *coordinator) onReport(subject string, data []byte) {
 	h, raw, err := transport.Decode(data)
 	if err != nil {
+		c.faults.drop("undecodable message on a report subject dropped", "err", err)
 		return
 	}
 	w := c.index(h.From)
-	if w < 0 {
-		return
+	if w < 0 || subject != reportSubject(c.job, h.From) {
+		return // not from a worker holding a part, or not on its subject
 	}
 	c.mu.Lock()
 	keep := c.filters[w].Check(h).Keep()
@@ -217,11 +232,13 @@ func (c *coordinator) onReport(_ string, data []byte) {
 		}
 	case kindReport:
 		var r reportBody
-		if transport.DecodeBody(raw, &r) == nil {
-			select {
-			case c.reports[w] <- &r:
-			default: // a stray extra report: the step already has its answer
-			}
+		if err := transport.DecodeBody(raw, &r); err != nil {
+			c.faults.drop("undecodable report dropped", "worker", h.From, "err", err)
+			return
+		}
+		select {
+		case c.reports[w] <- &r:
+		default: // a stray extra report: the step already has its answer
 		}
 	}
 }
@@ -236,7 +253,7 @@ func (c *coordinator) stop(ctx context.Context) {
 	// takes it as stale; repeats are filtered as duplicates or ignored.
 	for range 3 {
 		for _, name := range names {
-			_ = c.send(ctx, stepSubject(c.job, name), transport.Header{Iter: math.MaxInt32, Kind: kindStep}, stepBody{Stop: true})
+			_ = c.send(ctx, stepSubject(c.job, name), transport.Header{Iter: math.MaxInt32, Kind: kindStep}, stepBody{Stop: true, Coord: c.cid})
 		}
 	}
 	_ = c.tr.Flush(ctx)

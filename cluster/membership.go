@@ -109,6 +109,7 @@ func (c *coordinator) replace(ctx context.Context, w int) (string, error) {
 			if restored {
 				c.bodies[w].State = wireState(&c.latest.Parts[w])
 			}
+			c.bodies[w].Next = c.sent // the step in flight
 			c.mu.Unlock()
 			for len(c.reports[w]) > 0 {
 				<-c.reports[w]

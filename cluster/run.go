@@ -249,6 +249,7 @@ func runEpoch(ctx context.Context, tr transport.Transport, m *model.Model, plan 
 	c := &coordinator{tr: tr, job: job, names: names, seq: seq, claims: claims, timeout: ro.StepTimeout,
 		lostAfter: ro.LostAfter, waitSpare: ro.SpareWait, resendEvery: ro.ResendEvery, log: log,
 		base: ro.Base, epoch: ro.Epoch, joinable: joinable, priorIter: priorIter, where: where,
+		cid: newCoordID(), faults: newFaultLog(log),
 		byName: map[string]int{}, spares: map[string]time.Time{},
 		reports: make([]chan *reportBody, len(names)), filters: make([]*transport.Filter, len(names)),
 		ready: make([]chan *readyBody, len(names)), lastSeen: make([]time.Time, len(names))}

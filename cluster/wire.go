@@ -91,6 +91,11 @@ type assignBody struct {
 	// one a worker serves.
 	Base  string `msgpack:"base,omitempty"`
 	Epoch uint64 `msgpack:"epoch,omitempty"`
+	// Coord is the random id of the coordinator's epoch: the worker takes
+	// only steps (and the stop) that carry it. Next, when not 0, is the
+	// iteration of the first step it will get.
+	Coord uint64 `msgpack:"cid,omitempty"`
+	Next  int    `msgpack:"next,omitempty"`
 	// State, when set, is the part's replica state to start from (a
 	// checkpoint); otherwise the part starts afresh.
 	State *partStateWire `msgpack:"state,omitempty"`
@@ -139,7 +144,8 @@ type readyBody struct {
 	Err      string `msgpack:"err"`
 }
 
-// stepBody is consensus.StepIn on the wire; Stop ends the job.
+// stepBody is consensus.StepIn on the wire; Stop ends the job. Coord is
+// the sender's assignBody.Coord.
 type stepBody struct {
 	Iter     int              `msgpack:"i"`
 	Eta      float64          `msgpack:"eta"`
@@ -149,6 +155,7 @@ type stepBody struct {
 	GatherX  bool             `msgpack:"gx"`
 	Save     bool             `msgpack:"sv,omitempty"`
 	Stop     bool             `msgpack:"stop"`
+	Coord    uint64           `msgpack:"cid,omitempty"`
 }
 
 // reportBody is consensus.StepOut on the wire.

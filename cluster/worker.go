@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -33,7 +34,7 @@ func Serve(ctx context.Context, tr transport.Transport, opts WorkerOptions) erro
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &server{tr: tr, opts: opts, log: log, seq: transport.NewSequence(), assigns: make(chan assignment, 1)}
+	s := &server{tr: tr, opts: opts, log: log, faults: newFaultLog(log), seq: transport.NewSequence(), assigns: make(chan assignment, 1)}
 	sub, err := tr.Subscribe(assignWildcard(opts.Name), s.onAssign)
 	if err != nil {
 		return fmt.Errorf("subscribing for assignments: %w", err)
@@ -125,6 +126,7 @@ type server struct {
 	tr      transport.Transport
 	opts    WorkerOptions
 	log     *slog.Logger
+	faults  *faultLog
 	seq     *transport.Sequence
 	assigns chan assignment
 }
@@ -134,14 +136,14 @@ type server struct {
 func (s *server) onAssign(_ string, data []byte) {
 	h, raw, err := transport.Decode(data)
 	if err != nil {
-		s.log.Warn("bad assignment", "err", err)
+		s.faults.drop("undecodable assignment dropped", "err", err)
 		return
 	}
 	switch h.Kind {
 	case kindClaim:
 		var c claimBody
 		if err := transport.DecodeBody(raw, &c); err != nil {
-			s.log.Warn("bad claim", "job", h.Job, "err", err)
+			s.faults.drop("undecodable claim dropped", "job", h.Job, "err", err)
 			return
 		}
 		s.onClaim(h.Job, c)
@@ -154,7 +156,7 @@ func (s *server) onAssign(_ string, data []byte) {
 	case kindAssign:
 		var a assignBody
 		if err := transport.DecodeBody(raw, &a); err != nil {
-			s.log.Warn("bad assignment", "job", h.Job, "err", err)
+			s.faults.drop("undecodable assignment dropped", "job", h.Job, "err", err)
 			return
 		}
 		s.onPart(h.Job, &a)
@@ -212,7 +214,7 @@ func (s *server) onPart(job string, a *assignBody) {
 		return
 	}
 	if claim != job {
-		s.log.Warn("a part of a job that does not hold this worker: ignored", "job", job, "held_by", claim)
+		s.faults.drop("a part of a job that does not hold this worker dropped", "job", job, "held_by", claim)
 		return
 	}
 	// The claim is this job's: an assignment still queued is an earlier
@@ -326,7 +328,8 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 	s.log.Info("job assigned", "job", job, "part", a.body.Part, "slaves", len(part.Plan.Slaves), "variables", len(part.Vars), "boundary", len(part.Boundary))
 	in := &consensus.StepIn{}
 	out := &consensus.StepOut{}
-	lastIter, lastReport := 0, []byte(nil)
+	exp := expect{coord: a.body.Coord, next: a.body.Next}
+	var lastReport reportBody
 	idle := time.NewTimer(jobIdleTimeout)
 	defer idle.Stop()
 	// Until the first step arrives, the acknowledgement is repeated: if it
@@ -342,7 +345,7 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 				return fmt.Errorf("the coordinator has been silent for %v: job abandoned, the worker is free again", d.Round(time.Second))
 			}
 		case <-again.C:
-			if lastIter == 0 {
+			if exp.last == 0 {
 				if err := s.tr.Publish(ctx, report, readyData); err != nil {
 					return err
 				}
@@ -354,35 +357,39 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 		case <-idle.C:
 			return errors.New("no step from the coordinator for " + jobIdleTimeout.String() + ": job abandoned")
 		case st := <-steps.c:
-			idle.Reset(jobIdleTimeout)
-			s.mu.Lock()
-			s.lastBeat = time.Now() // a step is a sign of life too
-			s.mu.Unlock()
-			if st.Stop {
-				s.log.Info("job done", "job", job, "iterations", lastIter, "peak_rss_mb", peakRSSMB())
-				return nil
-			}
-			if st.Iter <= lastIter {
-				// A repeated step: the coordinator lost our report.
-				if st.Iter == lastIter && lastReport != nil {
-					if err := s.tr.Publish(ctx, report, lastReport); err != nil {
-						return err
-					}
-				}
+			what, err := exp.take(st, w)
+			if err != nil {
+				s.faults.drop("step dropped", "job", job, "iteration", st.Iter, "reason", err)
 				continue
 			}
-			data, err := s.encode(transport.Header{Job: job, Iter: uint64(st.Iter), Kind: kindReport}, answer(w, st, in, out))
+			idle.Reset(jobIdleTimeout)
+			s.mu.Lock()
+			s.lastBeat = time.Now() // a step of the job's coordinator is a sign of life too
+			s.mu.Unlock()
+			switch what {
+			case stepStop:
+				s.log.Info("job done", "job", job, "iterations", exp.last, "peak_rss_mb", peakRSSMB())
+				return nil
+			case stepOld:
+				continue
+			case stepRepeat:
+				// The coordinator lost our report, or rejected a forged
+				// one: the same report, under a new sequence number.
+			case stepNext:
+				lastReport = answer(w, st, in, out)
+				exp.last = st.Iter
+				s.mu.Lock()
+				s.iter = exp.last
+				s.mu.Unlock()
+				steps.advance(st.Iter)
+			}
+			data, err := s.encode(transport.Header{Job: job, Iter: uint64(exp.last), Kind: kindReport}, lastReport)
 			if err != nil {
 				return err
 			}
-			lastIter, lastReport = st.Iter, data
-			s.mu.Lock()
-			s.iter = lastIter
-			s.mu.Unlock()
 			if err := s.tr.Publish(ctx, report, data); err != nil {
 				return err
 			}
-			steps.advance(st.Iter)
 		}
 	}
 }
@@ -451,7 +458,7 @@ func (s *server) subscribeSteps(job string) (*stepFeed, error) {
 		var st stepBody
 		h, err := transport.DecodeInto(data, &st)
 		if err != nil {
-			s.log.Warn("bad step", "err", err)
+			s.faults.drop("undecodable step dropped", "job", job, "err", err)
 			return
 		}
 		f.mu.Lock()
@@ -483,21 +490,62 @@ func (f *stepFeed) close() {
 	close(f.done)
 }
 
-// answer runs one step on the part and returns the report: the step's
-// vectors must fit the part's boundary.
+// expect is what a worker takes of its steps: only from the coordinator
+// id of its assignment, the next iteration or a repeat of the last one
+// (the first step: the assignment's Next, any when 0), and vectors that
+// fit the part, with finite values.
+type expect struct {
+	coord uint64
+	next  int // the first step's iteration, 0: any
+	last  int // the last iteration answered, 0 before the first
+}
+
+// What a step that passed the checks is.
+const (
+	stepNext   = iota // the next iteration: answer it
+	stepRepeat        // the last one again: repeat the report
+	stepOld           // an earlier one: nothing to do
+	stepStop          // the end of the job
+)
+
+// take checks st against the part's worker w and says what it is.
+func (e *expect) take(st *stepBody, w *consensus.Worker) (int, error) {
+	switch {
+	case st.Coord != e.coord:
+		return 0, errors.New("not from this job's coordinator")
+	case st.Stop:
+		return stepStop, nil
+	case st.Iter < 1:
+		return 0, fmt.Errorf("iteration %d", st.Iter)
+	case st.Iter == e.last:
+		return stepRepeat, nil
+	case st.Iter < e.last:
+		return stepOld, nil
+	case e.last > 0 && st.Iter != e.last+1 || e.last == 0 && e.next > 0 && st.Iter != e.next:
+		return 0, fmt.Errorf("iteration %d out of order after %d", st.Iter, e.last)
+	case !(st.Eta > 0) || math.IsInf(st.Eta, 1) || !(st.PrevStep >= 0) || math.IsInf(st.PrevStep, 1):
+		return 0, fmt.Errorf("eta %v, step %v", st.Eta, st.PrevStep)
+	case len(st.Lambda) != w.NumBoundaryReplicaEntries() || len(st.Mu) != w.NumBoundaryMuEntries():
+		return 0, fmt.Errorf("%d multipliers and %d marginals, want %d and %d", len(st.Lambda), len(st.Mu), w.NumBoundaryReplicaEntries(), w.NumBoundaryMuEntries())
+	}
+	for _, v := range [][]float64{st.Lambda, st.Mu} {
+		for _, x := range v {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return 0, fmt.Errorf("a boundary value is %v", x)
+			}
+		}
+	}
+	return stepNext, nil
+}
+
+// answer runs one step, checked by expect.take, on the part and returns
+// the report.
 func answer(w *consensus.Worker, st *stepBody, in *consensus.StepIn, out *consensus.StepOut) reportBody {
 	in.Iter, in.Eta, in.PrevStep, in.GatherX, in.Save = st.Iter, st.Eta, st.PrevStep, st.GatherX, st.Save
 	in.Lambda, in.Mu = st.Lambda, st.Mu
-	rep := reportBody{Iter: st.Iter}
-	if len(in.Lambda) != w.NumBoundaryReplicaEntries() || len(in.Mu) != w.NumBoundaryMuEntries() {
-		rep.Err = fmt.Sprintf("step %d: %d multipliers and %d marginals, want %d and %d", st.Iter, len(in.Lambda), len(in.Mu), w.NumBoundaryReplicaEntries(), w.NumBoundaryMuEntries())
-		return rep
-	}
 	w.Step(in, out)
-	rep.Nu, rep.Dual, rep.Relaxed, rep.PrimalRes, rep.DualRes, rep.Changed = out.Nu, out.Dual, out.Relaxed, out.PrimalRes, out.DualRes, out.Changed
-	rep.X = out.X
-	rep.State = wireState(out.State)
-	return rep
+	return reportBody{Iter: st.Iter, Nu: out.Nu, Dual: out.Dual, Relaxed: out.Relaxed, PrimalRes: out.PrimalRes,
+		DualRes: out.DualRes, Changed: out.Changed, X: out.X, State: wireState(out.State)}
 }
 
 // defaultReleaseAfter is how long a claim whose coordinator said nothing

@@ -60,6 +60,13 @@ type master struct {
 	// interior[w] lists worker w's interior variables (model numbering)
 	// in the order of its StepOut.X.
 	interior [][]int
+	// shapes[w] is what worker w's answers must fit (check.go); checked:
+	// every link is a CheckedLink; fixedDual: the isolated variables' and
+	// the constant's share of the dual.
+	shapes    []answerShape
+	checked   bool
+	fixedDual float64
+	floor     float64 // a primal known before the first iteration (setFloor)
 
 	blam, bnu []float64 // boundary replicas, laid out by Boundary
 	bmu       []float64 // boundary marginals: variable j at bmuOff[j]
@@ -120,6 +127,26 @@ func newMaster(m *model.Model, opts Options, parts []*Part, b *Boundary, links [
 	for v := range m.Cards {
 		if !inPart[v] {
 			s.isolated = append(s.isolated, v)
+			th := m.Unaries(v)
+			s.fixedDual += th[bestState(th)]
+		}
+	}
+	s.fixedDual += m.Constant
+	s.shapes = make([]answerShape, len(parts))
+	for w, p := range parts {
+		sh := &s.shapes[w]
+		for _, v := range s.interior[w] {
+			sh.cards = append(sh.cards, m.Cards[v])
+		}
+		sh.stateLam, sh.stateMu = p.replicaEntries(), len(p.Model.Unary)
+		if opts.Algo == Subgradient {
+			sh.stateNu = sh.stateLam
+		}
+	}
+	s.checked = len(links) > 0
+	for _, l := range links {
+		if _, ok := l.(CheckedLink); !ok {
+			s.checked = false
 		}
 	}
 	// Length of each boundary replica vector, by entry.
@@ -175,33 +202,24 @@ func (s *master) iterate(ctx context.Context, gatherX, save bool) (iterResult, e
 			in.Mu = append(in.Mu, s.bmu[s.bmuOff[j]:s.bmuOff[j+1]]...)
 		}
 	}
-	if err := s.stepWorkers(ctx); err != nil {
-		return iterResult{}, err
-	}
+	// The workers' answers, checked; an impossible bound asks them again
+	// once (check.go).
 	var r iterResult
-	for w, out := range s.outs {
-		if out.Iter != s.iter {
-			return r, fmt.Errorf("worker %d answered iteration %d for iteration %d", w, out.Iter, s.iter)
+	for attempt := 0; ; attempt++ {
+		if err := s.stepWorkers(ctx); err != nil {
+			return iterResult{}, err
 		}
-		if save && out.State == nil {
-			return r, fmt.Errorf("worker %d sent no state for iteration %d", w, s.iter)
+		if err := s.checkAnswers(ctx, gatherX, save); err != nil {
+			return iterResult{}, err
 		}
-		off := 0
-		for k, e := range b.scatter[w] {
-			n := s.scatterLen[w][k]
-			copy(s.bnu[e:e+n], out.Nu[off:off+n])
-			off += n
+		r = s.gather(gatherX)
+		if !s.impossible(r.dual) {
+			break
 		}
-		r.dual += out.Dual
-		r.relaxed += out.Relaxed
-		r.primalRes += out.PrimalRes
-		r.dualRes += out.DualRes
-		r.changed = r.changed || out.Changed
-		if gatherX {
-			for k, v := range s.interior[w] {
-				s.x[v] = int(out.X[k])
-			}
+		if attempt > 0 {
+			return r, &BoundError{Iter: s.iter, Dual: r.dual + s.fixedDual, Primal: s.bestPrimal}
 		}
+		s.reask()
 	}
 	// Boundary variables: the same update the workers run on theirs.
 	step := s.opts.Tau * s.eta
@@ -227,6 +245,32 @@ func (s *master) iterate(ctx context.Context, gatherX, save bool) (iterResult, e
 	r.dual += m.Constant
 	r.relaxed += m.Constant
 	return r, nil
+}
+
+// gather takes the workers' answers: their boundary marginals, sums and,
+// when asked, decoded states.
+func (s *master) gather(gatherX bool) iterResult {
+	b := s.b
+	var r iterResult
+	for w, out := range s.outs {
+		off := 0
+		for k, e := range b.scatter[w] {
+			n := s.scatterLen[w][k]
+			copy(s.bnu[e:e+n], out.Nu[off:off+n])
+			off += n
+		}
+		r.dual += out.Dual
+		r.relaxed += out.Relaxed
+		r.primalRes += out.PrimalRes
+		r.dualRes += out.DualRes
+		r.changed = r.changed || out.Changed
+		if gatherX {
+			for k, v := range s.interior[w] {
+				s.x[v] = int(out.X[k])
+			}
+		}
+	}
+	return r
 }
 
 // stepWorkers runs the iteration on every worker, concurrently when there
@@ -318,6 +362,7 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 	m := s.m
 	start := time.Now()
 	res := solver.Result{Status: solver.IterationLimit, Dual: math.Inf(1), Primal: math.Inf(-1)}
+	s.setFloor()
 	bestX := make([]int, len(s.x))
 	search := newLocalSearch(m, s.pool)
 	changedSinceCheck := false
@@ -372,6 +417,9 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 			consider(s.x)
 		}
 		res.Gap = res.Dual - res.Primal
+		if err := s.falseCertificate(&res); err != nil {
+			return res, err
+		}
 		elapsed := time.Since(start)
 		if save {
 			st := s.state(&res, bestX, changedSinceCheck, elapsed)
@@ -417,6 +465,9 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 		search.polish(s.x)
 		consider(s.x)
 		res.Gap = res.Dual - res.Primal
+		if err := s.falseCertificate(&res); err != nil {
+			return res, err
+		}
 		if solver.Closed(res.Dual, res.Primal, s.opts.Tol) {
 			res.Status = solver.Optimal
 		}

@@ -61,6 +61,13 @@ type FilterOptions struct {
 // already kept (From, Seq) (Duplicate); a message that passes is Current or
 // Ahead and its (From, Seq) is recorded. Seq 0 is never deduplicated.
 //
+// One message cannot move a sender's window far: a Seq a window or more
+// above the newest kept is kept but not recorded, and the window jumps
+// there only when a second such Seq, within a window of the first,
+// confirms it (a restarted sender's new numbers). So a single forged
+// message with a huge Seq does not make the real sender's next messages
+// look like old duplicates.
+//
 // Senders must number their messages with increasing Seq; a Sequence does
 // that across restarts too. A Filter is safe for concurrent use.
 type Filter struct {
@@ -77,6 +84,7 @@ type Filter struct {
 
 type window struct {
 	top  uint64   // highest Seq kept
+	far  uint64   // the last Seq seen a window or more above top, 0 if none
 	bits []uint64 // bit s%len for Seq s in (top-window, top]
 	used uint64   // f.tick when last kept, for eviction
 }
@@ -156,13 +164,24 @@ func (f *Filter) record(from string, seq uint64) bool {
 	}
 	w.used = f.tick
 	switch {
+	case seq-w.top >= f.window && seq > w.top:
+		// Far ahead: trusted only when it confirms an earlier far Seq.
+		if seq == w.far {
+			return false
+		}
+		if w.far == 0 || max(seq, w.far)-min(seq, w.far) >= f.window {
+			w.far = seq
+			return true // kept, not recorded
+		}
+		clear(w.bits)
+		w.top = max(seq, w.far)
+		w.set(seq)
+		w.set(w.far)
+		w.far = 0
+		return true
 	case seq > w.top:
-		if seq-w.top >= f.window {
-			clear(w.bits)
-		} else {
-			for s := w.top + 1; s < seq; s++ {
-				w.unset(s)
-			}
+		for s := w.top + 1; s < seq; s++ {
+			w.unset(s)
 		}
 		w.top = seq
 		w.set(seq)

@@ -80,6 +80,38 @@ func TestFilterDuplicates(t *testing.T) {
 	}
 }
 
+// One forged message with a huge Seq does not move the sender's window:
+// the real sender's next messages are still new. Two far Seqs close to
+// each other (a restarted sender) do move it.
+func TestFilterFarSeq(t *testing.T) {
+	f := NewFilter("j", FilterOptions{Window: 64})
+	h := func(seq uint64) Header { return Header{Job: "j", From: "a", Seq: seq} }
+	steps := []struct {
+		seq  uint64
+		want Verdict
+	}{
+		{100, Current},
+		{101, Current},
+		{1 << 62, Current},   // forged: kept, not recorded
+		{1 << 62, Duplicate}, // its copy
+		{102, Current},       // the real sender goes on
+		{103, Current},       //
+		{101, Duplicate},     // still deduplicated
+		{5000, Current},      // a restarted sender's first message
+		{5001, Current},      // confirms: the window moves
+		{103, Duplicate},     // now far behind
+		{5000, Duplicate},    // both recorded
+		{5002, Current},      //
+		{1<<62 + 1, Current}, // far from the earlier far Seq: not confirmed
+		{5003, Current},      //
+	}
+	for i, s := range steps {
+		if got := f.Check(h(s.seq)); got != s.want {
+			t.Fatalf("step %d seq %d: %v, want %v", i, s.seq, got, s.want)
+		}
+	}
+}
+
 // Within the window, any arrival order keeps each Seq exactly once.
 func TestFilterWindowOrders(t *testing.T) {
 	f := NewFilter("", FilterOptions{Window: 128})
