@@ -77,11 +77,17 @@ func TestRunJobResumesFromDir(t *testing.T) {
 		t.Fatalf("resume point: epoch %d iteration %d, want 1, %d", rp.Epoch, rp.Resume.State.Iter, ms[1].Iteration)
 	}
 	j.Resume = rp
+	const outage = 300 * time.Millisecond
+	time.Sleep(outage)
 	second, err := RunJob(ctx, j)
 	if err != nil {
 		t.Fatal(err)
 	}
 	closeTo(t, "resumed run", second.Result, want)
+	// Its time counts from the first start, in the checkpoint.
+	if el := second.Result.Elapsed; el < first.Result.Elapsed+outage {
+		t.Errorf("resumed run: %v elapsed; the first run took %v, then %v without a run", el, first.Result.Elapsed, outage)
+	}
 	if second.Stats.Resumed != ms[1].Iteration {
 		t.Fatalf("resumed from %d, want %d", second.Stats.Resumed, ms[1].Iteration)
 	}
@@ -124,5 +130,58 @@ func TestRunReplicatedRecordsTheResult(t *testing.T) {
 	again, err := RunReplicated(ctx, j, g)
 	if err != nil || again.Ran || string(again.Recorded) != string(rec) {
 		t.Fatalf("second RunReplicated: %+v, %v; want the recorded result", again, err)
+	}
+}
+
+// A job that a Raft group resumes reports its wall time since it first
+// started (in the log), the time no member ran it included, not the last
+// leader's run plus the checkpointed elapsed.
+func TestRunReplicatedCountsOutages(t *testing.T) {
+	tr, ctx := withWorkers(t)
+	_, rt := raft.NewInmemTransport("mem-out")
+	logs := raft.NewInmemStore()
+	g, err := jobstate.Open(jobstate.Config{ID: "out", Peers: map[string]string{"out": "mem-out"}, Transport: rt,
+		LogStore: logs, StableStore: logs, SnapshotStore: raft.NewInmemSnapshotStore()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	j, want := testJob(t, tr, "outage")
+	j.Store = checkpoint.NewMem()
+	j.Record = func(res solver.Result, info JobInfo) (json.RawMessage, error) {
+		return json.Marshal(map[string]any{"iterations": res.Iterations})
+	}
+	// The first leader stops after its first committed checkpoint.
+	j.Options.ProgressEvery = 0 // every iteration
+	runCtx, stop := context.WithCancel(ctx)
+	j.Progress = func(solver.Progress) {
+		if g.State().Checkpoint != nil {
+			stop()
+		}
+	}
+	first, err := RunReplicated(runCtx, j, g)
+	stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Result.Status != solver.Interrupted || g.State().Done {
+		t.Fatalf("first run: %s, done %v; want it interrupted, the job open", first.Result.Status, g.State().Done)
+	}
+	started := g.State().Started
+	const outage = 500 * time.Millisecond
+	time.Sleep(outage)
+	j.Progress = nil
+	second, err := RunReplicated(ctx, j, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeTo(t, "resumed run", second.Result, want)
+	if second.Stats.Resumed == 0 || g.State().Epoch != 2 || !g.State().Started.Equal(started) {
+		t.Fatalf("second run resumed from %d in epoch %d, started %v (first %v); want a resume in epoch 2, the same start",
+			second.Stats.Resumed, g.State().Epoch, g.State().Started, started)
+	}
+	if el := second.Result.Elapsed; el < first.Result.Elapsed+outage || el > time.Since(started) {
+		t.Errorf("%v elapsed; the first leader ran %v, then none for %v, and the job started %v ago",
+			el, first.Result.Elapsed, outage, time.Since(started))
 	}
 }
