@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -54,7 +55,24 @@ func startMute(t *testing.T, tr transport.Transport, name string) (assigned <-ch
 // LostAfter, as in a step, not waited for until the step timeout: a spare
 // takes its part, or, with none, the job continues on the workers left.
 func TestSilentWorkerLostWhileAssigning(t *testing.T) {
-	const stepTimeout = 30 * time.Second
+	// run runs the grid job on tr's workers and checks it did not wait
+	// for the step timeout.
+	run := func(t *testing.T, tr transport.Transport, ro RunOptions) (got, want solver.Result, stats RunStats) {
+		t.Helper()
+		m, opts, want := gridJob(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		ro.WaitWorkers, ro.StepTimeout, ro.LostAfter = 10*time.Second, 30*time.Second, 300*time.Millisecond
+		start := time.Now()
+		got, stats, err := Run(ctx, tr, m, nil, opts, ro, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took > ro.StepTimeout/2 {
+			t.Errorf("the job took %v: the silent worker was waited for", took)
+		}
+		return got, want, stats
+	}
 	t.Run("spare", func(t *testing.T) {
 		tr := transport.NewInProc()
 		defer tr.Close()
@@ -65,18 +83,7 @@ func TestSilentWorkerLostWhileAssigning(t *testing.T) {
 			<-assigned
 			startOne(t, tr, "spare")
 		}()
-		m, opts, want := gridJob(t)
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		start := time.Now()
-		got, stats, err := Run(ctx, tr, m, nil, opts, RunOptions{Job: "mute1", Workers: 2, WaitWorkers: 10 * time.Second,
-			StepTimeout: stepTimeout, LostAfter: 300 * time.Millisecond, SpareWait: 5 * time.Second}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if took := time.Since(start); took > stepTimeout/2 {
-			t.Errorf("the job took %v: the silent worker was waited for", took)
-		}
+		got, want, stats := run(t, tr, RunOptions{Job: "mute1", Workers: 2, SpareWait: 5 * time.Second})
 		if stats.Failovers != 1 {
 			t.Errorf("%d failovers, want 1", stats.Failovers)
 		}
@@ -88,18 +95,7 @@ func TestSilentWorkerLostWhileAssigning(t *testing.T) {
 		startOne(t, tr, "a")
 		startOne(t, tr, "b")
 		startMute(t, tr, "mute")
-		m, opts, want := gridJob(t)
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		start := time.Now()
-		got, stats, err := Run(ctx, tr, m, nil, opts, RunOptions{Job: "mute2", Workers: 3, WaitWorkers: 10 * time.Second,
-			StepTimeout: stepTimeout, LostAfter: 300 * time.Millisecond, SpareWait: 300 * time.Millisecond}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if took := time.Since(start); took > stepTimeout/2 {
-			t.Errorf("the job took %v: the silent worker was waited for", took)
-		}
+		got, want, stats := run(t, tr, RunOptions{Job: "mute2", Workers: 3, SpareWait: 300 * time.Millisecond})
 		if stats.Failovers != 1 || stats.Redone != 0 {
 			t.Errorf("%d failovers, %d redone; want 1 and 0", stats.Failovers, stats.Redone)
 		}

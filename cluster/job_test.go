@@ -96,24 +96,40 @@ func TestRunJobResumesFromDir(t *testing.T) {
 	}
 }
 
+// soloGroup opens a Raft group of one member, id, in memory (no port),
+// closed with the test.
+func soloGroup(t *testing.T, id string) *jobstate.Group {
+	t.Helper()
+	_, rt := raft.NewInmemTransport(raft.ServerAddress("mem-" + id))
+	logs := raft.NewInmemStore()
+	g, err := jobstate.Open(jobstate.Config{ID: id, Peers: map[string]string{id: "mem-" + id}, Transport: rt,
+		LogStore: logs, StableStore: logs, SnapshotStore: raft.NewInmemSnapshotStore()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+// replicatedJob is testJob for RunReplicated: its blobs in memory, its
+// result recorded as its iterations and workers.
+func replicatedJob(t *testing.T, tr transport.Transport, base string) (Job, solver.Result) {
+	t.Helper()
+	j, want := testJob(t, tr, base)
+	j.Store = checkpoint.NewMem()
+	j.Record = func(res solver.Result, info JobInfo) (json.RawMessage, error) {
+		return json.Marshal(map[string]any{"iterations": res.Iterations, "workers": info.Workers})
+	}
+	return j, want
+}
+
 // RunReplicated on a one-member group (in memory: no port) drives the job,
 // commits its checkpoints and records the result; run again, the member
 // finds the job done and returns the recorded result.
 func TestRunReplicatedRecordsTheResult(t *testing.T) {
 	tr, ctx := withWorkers(t)
-	_, rt := raft.NewInmemTransport("mem-solo")
-	logs := raft.NewInmemStore()
-	g, err := jobstate.Open(jobstate.Config{ID: "solo", Peers: map[string]string{"solo": "mem-solo"}, Transport: rt,
-		LogStore: logs, StableStore: logs, SnapshotStore: raft.NewInmemSnapshotStore()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	j, want := testJob(t, tr, "replicated")
-	j.Store = checkpoint.NewMem()
-	j.Record = func(res solver.Result, info JobInfo) (json.RawMessage, error) {
-		return json.Marshal(map[string]any{"iterations": res.Iterations, "workers": info.Workers})
-	}
+	g := soloGroup(t, "solo")
+	j, want := replicatedJob(t, tr, "replicated")
 	out, err := RunReplicated(ctx, j, g)
 	if err != nil {
 		t.Fatal(err)
@@ -138,19 +154,8 @@ func TestRunReplicatedRecordsTheResult(t *testing.T) {
 // leader's run plus the checkpointed elapsed.
 func TestRunReplicatedCountsOutages(t *testing.T) {
 	tr, ctx := withWorkers(t)
-	_, rt := raft.NewInmemTransport("mem-out")
-	logs := raft.NewInmemStore()
-	g, err := jobstate.Open(jobstate.Config{ID: "out", Peers: map[string]string{"out": "mem-out"}, Transport: rt,
-		LogStore: logs, StableStore: logs, SnapshotStore: raft.NewInmemSnapshotStore()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	j, want := testJob(t, tr, "outage")
-	j.Store = checkpoint.NewMem()
-	j.Record = func(res solver.Result, info JobInfo) (json.RawMessage, error) {
-		return json.Marshal(map[string]any{"iterations": res.Iterations})
-	}
+	g := soloGroup(t, "out")
+	j, want := replicatedJob(t, tr, "outage")
 	// The first leader stops after its first committed checkpoint.
 	j.Options.ProgressEvery = 0 // every iteration
 	runCtx, stop := context.WithCancel(ctx)
