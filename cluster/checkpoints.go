@@ -59,6 +59,9 @@ type CheckpointMeta struct {
 	// replaced, coordinators taken over).
 	Redone    int `json:"redone"`
 	Failovers int `json:"failovers"`
+	// Started is when the job first started (zero in checkpoints taken
+	// before it was kept): a resumed job's wall time counts from it.
+	Started time.Time `json:"started,omitzero"`
 }
 
 // EncodeState turns a run's state and its placement into checkpoint parts.
@@ -141,8 +144,10 @@ type CheckpointerOptions struct {
 	Epoch     uint64
 	ModelHash string
 	Settings  json.RawMessage
-	// Redone and Failovers go into every manifest's CheckpointMeta.
+	// Redone, Failovers and Started go into every manifest's
+	// CheckpointMeta.
 	Redone, Failovers int
+	Started           time.Time
 	Logger            *slog.Logger
 }
 
@@ -198,7 +203,7 @@ func (c *Checkpointer) Save(ctx context.Context, st *consensus.State, where []in
 	if err != nil {
 		return err
 	}
-	meta := CheckpointMeta{ModelHash: c.o.ModelHash, Settings: c.o.Settings, BestDual: st.BestDual, Redone: c.o.Redone, Failovers: c.o.Failovers}
+	meta := CheckpointMeta{ModelHash: c.o.ModelHash, Settings: c.o.Settings, BestDual: st.BestDual, Redone: c.o.Redone, Failovers: c.o.Failovers, Started: c.o.Started}
 	if !math.IsInf(st.BestPrimal, -1) {
 		bp := st.BestPrimal
 		meta.BestPrimal = &bp

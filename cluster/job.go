@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/ddrun/ddrun/checkpoint"
 	"github.com/ddrun/ddrun/consensus"
@@ -65,7 +66,13 @@ type JobInfo struct {
 type Outcome struct {
 	// Ran: this coordinator drove the job until it ended or was
 	// interrupted (Result.Status); Result and Info are to be reported.
-	Ran    bool
+	Ran bool
+	// Result's Elapsed is the job's wall time since it first started,
+	// outages included: the start time is in the Raft log
+	// (jobstate.JobState.Started) and in every checkpoint's manifest
+	// (CheckpointMeta.Started), so a job resumed by RunJob from a
+	// checkpoint counts from the start recorded there, however long it
+	// was stopped.
 	Result solver.Result
 	Info   JobInfo
 	Stats  RunStats // of this coordinator's last run
@@ -82,18 +89,22 @@ func RunJob(ctx context.Context, j Job) (Outcome, error) {
 	ro := j.Run
 	ro.Epoch = 1
 	out := Outcome{Info: JobInfo{Workers: ro.Workers}}
+	started := time.Now()
 	if rp := j.Resume; rp != nil {
 		ro.Resume, ro.Epoch = rp.Resume, rp.Epoch+1
 		out.Info.Redone, out.Info.Failovers = rp.Redone, rp.Failovers
+		if !rp.Started.IsZero() {
+			started = rp.Started
+		}
 	}
 	var cpr *Checkpointer
 	if j.Dir != nil && ro.Checkpoint != nil {
 		d, job := j.Dir, ro.Base
-		cpr = j.checkpointer(&ro, ro.Epoch, out.Info, d,
+		cpr = j.checkpointer(&ro, ro.Epoch, out.Info, started, d,
 			func(ctx context.Context, m checkpoint.Manifest) error { return d.SaveManifest(ctx, &m) },
 			func(ctx context.Context) error { return d.Prune(ctx, job, 2) })
 	}
-	res, stats, err := j.run(ctx, ro, cpr)
+	res, stats, err := j.run(ctx, ro, cpr, started)
 	if cpr != nil {
 		if cs := cpr.Stats(); cs.Written > 0 {
 			log.Info("checkpoints", "written", cs.Written, "failed", cs.Failed, "bytes", cs.Bytes,
@@ -110,24 +121,30 @@ func RunJob(ctx context.Context, j Job) (Outcome, error) {
 }
 
 // run runs the job with ro; with cpr, it waits for its last checkpoint,
-// whose failure to be recorded fails the run.
-func (j *Job) run(ctx context.Context, ro RunOptions, cpr *Checkpointer) (solver.Result, RunStats, error) {
+// whose failure to be recorded fails the run. The result's Elapsed is the
+// wall time since started (zero: unknown), or more: the run's own count
+// (the checkpointed elapsed plus this run), when another clock recorded
+// started.
+func (j *Job) run(ctx context.Context, ro RunOptions, cpr *Checkpointer, started time.Time) (solver.Result, RunStats, error) {
 	res, stats, err := Run(ctx, j.Transport, j.Model, j.Evidence, j.Options, ro, j.Progress)
 	if cpr != nil {
 		if werr := cpr.Wait(context.Background()); werr != nil && err == nil {
 			err = werr
 		}
 	}
+	if !started.IsZero() {
+		res.Elapsed = max(res.Elapsed, time.Since(started))
+	}
 	return res, stats, err
 }
 
 // checkpointer returns the Checkpointer of epoch of j, writing to store,
 // and makes it ro.Checkpoint's Save (on a copy of *ro.Checkpoint).
-func (j *Job) checkpointer(ro *RunOptions, epoch uint64, info JobInfo, store checkpoint.Store,
+func (j *Job) checkpointer(ro *RunOptions, epoch uint64, info JobInfo, started time.Time, store checkpoint.Store,
 	record func(context.Context, checkpoint.Manifest) error, prune func(context.Context) error) *Checkpointer {
 	cpr := NewCheckpointer(CheckpointerOptions{Store: store, Job: ro.Base, Epoch: epoch,
 		ModelHash: j.Identity.ModelHash, Settings: j.Identity.Settings,
-		Redone: info.Redone, Failovers: info.Failovers, Logger: j.logger(), Record: record, Prune: prune})
+		Redone: info.Redone, Failovers: info.Failovers, Started: started, Logger: j.logger(), Record: record, Prune: prune})
 	co := *ro.Checkpoint
 	co.Save = cpr.Save
 	ro.Checkpoint = &co

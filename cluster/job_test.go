@@ -77,11 +77,17 @@ func TestRunJobResumesFromDir(t *testing.T) {
 		t.Fatalf("resume point: epoch %d iteration %d, want 1, %d", rp.Epoch, rp.Resume.State.Iter, ms[1].Iteration)
 	}
 	j.Resume = rp
+	const outage = 300 * time.Millisecond
+	time.Sleep(outage)
 	second, err := RunJob(ctx, j)
 	if err != nil {
 		t.Fatal(err)
 	}
 	closeTo(t, "resumed run", second.Result, want)
+	// Its time counts from the first start, in the checkpoint.
+	if el := second.Result.Elapsed; el < first.Result.Elapsed+outage {
+		t.Errorf("resumed run: %v elapsed; the first run took %v, then %v without a run", el, first.Result.Elapsed, outage)
+	}
 	if second.Stats.Resumed != ms[1].Iteration {
 		t.Fatalf("resumed from %d, want %d", second.Stats.Resumed, ms[1].Iteration)
 	}
@@ -90,24 +96,40 @@ func TestRunJobResumesFromDir(t *testing.T) {
 	}
 }
 
+// soloGroup opens a Raft group of one member, id, in memory (no port),
+// closed with the test.
+func soloGroup(t *testing.T, id string) *jobstate.Group {
+	t.Helper()
+	_, rt := raft.NewInmemTransport(raft.ServerAddress("mem-" + id))
+	logs := raft.NewInmemStore()
+	g, err := jobstate.Open(jobstate.Config{ID: id, Peers: map[string]string{id: "mem-" + id}, Transport: rt,
+		LogStore: logs, StableStore: logs, SnapshotStore: raft.NewInmemSnapshotStore()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+// replicatedJob is testJob for RunReplicated: its blobs in memory, its
+// result recorded as its iterations and workers.
+func replicatedJob(t *testing.T, tr transport.Transport, base string) (Job, solver.Result) {
+	t.Helper()
+	j, want := testJob(t, tr, base)
+	j.Store = checkpoint.NewMem()
+	j.Record = func(res solver.Result, info JobInfo) (json.RawMessage, error) {
+		return json.Marshal(map[string]any{"iterations": res.Iterations, "workers": info.Workers})
+	}
+	return j, want
+}
+
 // RunReplicated on a one-member group (in memory: no port) drives the job,
 // commits its checkpoints and records the result; run again, the member
 // finds the job done and returns the recorded result.
 func TestRunReplicatedRecordsTheResult(t *testing.T) {
 	tr, ctx := withWorkers(t)
-	_, rt := raft.NewInmemTransport("mem-solo")
-	logs := raft.NewInmemStore()
-	g, err := jobstate.Open(jobstate.Config{ID: "solo", Peers: map[string]string{"solo": "mem-solo"}, Transport: rt,
-		LogStore: logs, StableStore: logs, SnapshotStore: raft.NewInmemSnapshotStore()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	j, want := testJob(t, tr, "replicated")
-	j.Store = checkpoint.NewMem()
-	j.Record = func(res solver.Result, info JobInfo) (json.RawMessage, error) {
-		return json.Marshal(map[string]any{"iterations": res.Iterations, "workers": info.Workers})
-	}
+	g := soloGroup(t, "solo")
+	j, want := replicatedJob(t, tr, "replicated")
 	out, err := RunReplicated(ctx, j, g)
 	if err != nil {
 		t.Fatal(err)
@@ -124,5 +146,47 @@ func TestRunReplicatedRecordsTheResult(t *testing.T) {
 	again, err := RunReplicated(ctx, j, g)
 	if err != nil || again.Ran || string(again.Recorded) != string(rec) {
 		t.Fatalf("second RunReplicated: %+v, %v; want the recorded result", again, err)
+	}
+}
+
+// A job that a Raft group resumes reports its wall time since it first
+// started (in the log), the time no member ran it included, not the last
+// leader's run plus the checkpointed elapsed.
+func TestRunReplicatedCountsOutages(t *testing.T) {
+	tr, ctx := withWorkers(t)
+	g := soloGroup(t, "out")
+	j, want := replicatedJob(t, tr, "outage")
+	// The first leader stops after its first committed checkpoint.
+	j.Options.ProgressEvery = 0 // every iteration
+	runCtx, stop := context.WithCancel(ctx)
+	j.Progress = func(solver.Progress) {
+		if g.State().Checkpoint != nil {
+			stop()
+		}
+	}
+	first, err := RunReplicated(runCtx, j, g)
+	stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Result.Status != solver.Interrupted || g.State().Done {
+		t.Fatalf("first run: %s, done %v; want it interrupted, the job open", first.Result.Status, g.State().Done)
+	}
+	started := g.State().Started
+	const outage = 500 * time.Millisecond
+	time.Sleep(outage)
+	j.Progress = nil
+	second, err := RunReplicated(ctx, j, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeTo(t, "resumed run", second.Result, want)
+	if second.Stats.Resumed == 0 || g.State().Epoch != 2 || !g.State().Started.Equal(started) {
+		t.Fatalf("second run resumed from %d in epoch %d, started %v (first %v); want a resume in epoch 2, the same start",
+			second.Stats.Resumed, g.State().Epoch, g.State().Started, started)
+	}
+	if el := second.Result.Elapsed; el < first.Result.Elapsed+outage || el > time.Since(started) {
+		t.Errorf("%v elapsed; the first leader ran %v, then none for %v, and the job started %v ago",
+			el, first.Result.Elapsed, outage, time.Since(started))
 	}
 }

@@ -136,7 +136,10 @@ func (c *coordinator) assignOne(ctx context.Context, w int) error {
 }
 
 // deliver sends the given parts, re-sends those whose receipt is not
-// acknowledged, and waits until each worker reports its part built.
+// acknowledged, and waits until each worker reports its part built. A
+// worker silent for lostAfter since its part was sent (no receipt, no
+// heartbeat of the job) is lost, as in a step: its part moves to a spare,
+// or the epoch ends (noSpareError).
 func (c *coordinator) deliver(ctx context.Context, which []int) error {
 	sendPart := func(w int) error {
 		name := c.name(w)
@@ -150,11 +153,14 @@ func (c *coordinator) deliver(ctx context.Context, which []int) error {
 		if err := sendPart(w); err != nil {
 			return err
 		}
+		c.seen(w) // silence counts from the part's sending
 	}
 	deadline := time.NewTimer(c.timeout)
 	defer deadline.Stop()
 	resend := time.NewTicker(c.resendEvery)
 	defer resend.Stop()
+	check := time.NewTicker(c.lostAfter / 4)
+	defer check.Stop()
 	acked := map[int]bool{}
 	received := map[int]bool{}
 	for len(acked) < len(which) {
@@ -187,6 +193,18 @@ func (c *coordinator) deliver(ctx context.Context, which []int) error {
 				if !acked[w] {
 					return fmt.Errorf("worker %s did not acknowledge its part within %v", c.name(w), c.timeout)
 				}
+			}
+		case <-check.C:
+			for _, w := range which {
+				if acked[w] || !c.lost(w) {
+					continue
+				}
+				// Its part goes to a spare, which has acknowledged it
+				// when replace returns.
+				if _, err := c.replace(ctx, w); err != nil {
+					return err
+				}
+				acked[w] = true
 			}
 		case <-resend.C:
 			for _, w := range which {

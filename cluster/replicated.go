@@ -104,6 +104,10 @@ func (j *Job) lead(ctx context.Context, g *jobstate.Group) (Outcome, bool, error
 	}
 	out := Outcome{Info: JobInfo{Workers: ro.Workers}}
 	ro.Epoch = epoch
+	// The job's wall time counts from its first start, in the log; a log
+	// written before it was kept has none: from the checkpoint's, or from
+	// this epoch's start.
+	started := g.State().Started
 	rp, err := j.committed(ctx, g)
 	if err != nil {
 		return Outcome{}, true, err
@@ -111,6 +115,12 @@ func (j *Job) lead(ctx context.Context, g *jobstate.Group) (Outcome, bool, error
 	if rp != nil {
 		ro.Resume = rp.Resume
 		out.Info.Redone, out.Info.Failovers = rp.Redone, rp.Failovers
+		if started.IsZero() {
+			started = rp.Started
+		}
+	}
+	if started.IsZero() {
+		started = time.Now()
 	}
 	if epoch > 1 {
 		out.Info.Failovers++ // this coordinator took the job over
@@ -126,10 +136,10 @@ func (j *Job) lead(ctx context.Context, g *jobstate.Group) (Outcome, bool, error
 	defer cancel()
 	var cpr *Checkpointer
 	if ro.Checkpoint != nil {
-		cpr = j.checkpointer(&ro, epoch, out.Info, j.Store,
+		cpr = j.checkpointer(&ro, epoch, out.Info, started, j.Store,
 			func(ctx context.Context, m checkpoint.Manifest) error { return g.SaveCheckpoint(ctx, m) }, nil)
 	}
-	res, stats, err := j.run(leadCtx, ro, cpr)
+	res, stats, err := j.run(leadCtx, ro, cpr, started)
 	if !g.IsLeader() || ctx.Err() == nil && leadCtx.Err() != nil {
 		return Outcome{}, false, fmt.Errorf("epoch %d ended: %w", epoch, jobstate.ErrNotLeader)
 	}

@@ -16,8 +16,9 @@ import (
 type ResumePoint struct {
 	Resume *Resume
 	Epoch  uint64 // the epoch of the manifest resumed
-	// Redone and Failovers, from the manifest's CheckpointMeta.
+	// Redone, Failovers and Started, from the manifest's CheckpointMeta.
 	Redone, Failovers int
+	Started           time.Time
 }
 
 // RefusedError is a job refused for what it was given, not for a failure:
@@ -61,5 +62,5 @@ func LoadResume(ctx context.Context, store checkpoint.Store, candidates []checkp
 		return nil, err
 	}
 	log.Info("resuming from checkpoint", "job", m.Job, "iteration", m.Iteration, "epoch", m.Epoch, "taken", m.Created.Format(time.RFC3339))
-	return &ResumePoint{Resume: &Resume{State: st, Where: where}, Epoch: m.Epoch, Redone: meta.Redone, Failovers: meta.Failovers}, nil
+	return &ResumePoint{Resume: &Resume{State: st, Where: where}, Epoch: m.Epoch, Redone: meta.Redone, Failovers: meta.Failovers, Started: meta.Started}, nil
 }

@@ -41,6 +41,10 @@ type pool struct {
 	quit    bool
 	wakes   []*signal // per goroutine (index worker-1)
 	done    signal    // the caller's, for the end of a phase
+	// yield, when not nil, runs where a goroutine that is delayed between
+	// two steps of the handshake can meet a late or early partner: tests
+	// set it (before the first run) to stretch those windows.
+	yield func()
 }
 
 // span is a goroutine's range of chunks in a phase.
@@ -62,6 +66,15 @@ func newSignal() signal { return signal{ch: make(chan struct{}, 1)} }
 
 // wait returns once ready() is true. ready must only become true before a
 // call to notify.
+//
+// A token does not mean that ready is true: a notifier can be late, its
+// call for an earlier condition (the previous phase) taking the flag that
+// this wait set. So a woken waiter checks ready again and parks again when
+// it is still false. Returning on a stale token let the caller end a
+// phase while goroutines still worked on it, and a pool goroutine start a
+// phase that had not begun: its count then ran ahead of the phases and it
+// spun through drain for ever while the caller waited for a count of
+// pending goroutines that had gone past zero.
 func (s *signal) wait(ready func() bool, spin bool) {
 	if spin {
 		start := time.Now()
@@ -79,15 +92,23 @@ func (s *signal) wait(ready func() bool, spin bool) {
 	}
 	// Park. A notifier that sees parked takes the flag and sends one token;
 	// one that does not made ready true before this load (the atomics are
-	// sequentially consistent), so the check below sees it.
-	s.parked.Store(true)
-	if ready() {
-		if s.parked.CompareAndSwap(true, false) {
+	// sequentially consistent), so the check below sees it. Each flag
+	// taken is one token sent and one token consumed here, so none is left
+	// over for the next wait.
+	for {
+		s.parked.Store(true)
+		if ready() {
+			if !s.parked.CompareAndSwap(true, false) {
+				<-s.ch // a notifier took the flag: consume its token
+			}
 			return
 		}
-		// A notifier took the flag: consume its token.
+		<-s.ch
+		if ready() {
+			return
+		}
+		// A late notifier's token: park again.
 	}
-	<-s.ch
 }
 
 // notify wakes the waiter if it parked; call it after making ready true.
@@ -118,6 +139,9 @@ func (p *pool) loop(w int, wake *signal) {
 		}
 		p.drain(w)
 		if p.pending.Add(-1) == 0 {
+			if p.yield != nil {
+				p.yield()
+			}
 			p.done.notify()
 		}
 	}
@@ -155,6 +179,9 @@ func (p *pool) run(chunks int, body func(worker, chunk int)) {
 	p.pending.Store(int64(len(p.wakes)))
 	p.gen.Add(1) // publishes chunks, body, next and pending
 	for _, s := range p.wakes {
+		if p.yield != nil {
+			p.yield()
+		}
 		s.notify()
 	}
 	p.drain(0)

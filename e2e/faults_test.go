@@ -279,7 +279,7 @@ func TestKillRaftLeaderMidRun(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("failovers %v, redone iterations %v", deref(intf(got.Failovers)), deref(intf(got.Redone)))
+	t.Logf("failovers %v, redone iterations %v, seconds %.3f", deref(intf(got.Failovers)), deref(intf(got.Redone)), got.Seconds)
 	// The leader was killed just after it logged a committed checkpoint:
 	// what is lost is the few iterations it ran since, at most one
 	// checkpoint interval (100).
@@ -290,6 +290,19 @@ func TestKillRaftLeaderMidRun(t *testing.T) {
 		if !strings.Contains(p.stderr(), "role=leader") && !strings.Contains(p.stderr(), "role=follower") {
 			t.Errorf("%s logged no role:\n%s", p.name, p.stderr())
 		}
+	}
+	// seconds is the job's wall time, the outage included: at least from
+	// the first leader's start to the new leader's workers joining.
+	first, ok := logTime(leader.stderr(), "leading the job")
+	var joined time.Time
+	for _, p := range rest {
+		if at, ok := logTime(p.stderr(), "workers joined"); ok && at.After(joined) {
+			joined = at
+		}
+	}
+	if ok && !joined.IsZero() && got.Seconds < joined.Sub(first).Seconds() {
+		t.Errorf("seconds %.3f, but the job was led from %v and its workers joined the new leader %v later",
+			got.Seconds, first.Format(time.RFC3339Nano), joined.Sub(first))
 	}
 }
 

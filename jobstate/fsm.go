@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -22,6 +23,10 @@ type JobState struct {
 	ModelHash string `json:"model_hash,omitempty"`
 	// Settings are the solver settings, opaque to this package.
 	Settings json.RawMessage `json:"settings,omitempty"`
+	// Started is when the job was first started (by the clock of the
+	// member that started it; zero in logs written before it was kept):
+	// the job's wall time counts from it, outages included.
+	Started time.Time `json:"started,omitzero"`
 	// Epoch is bumped by each new leader before it drives the job.
 	Epoch uint64 `json:"epoch"`
 	// Leader is the raft id of the coordinator that took Epoch.
@@ -84,6 +89,7 @@ type command struct {
 	Job       string          `json:"job,omitempty"`
 	ModelHash string          `json:"model_hash,omitempty"`
 	Settings  json.RawMessage `json:"settings,omitempty"`
+	Started   time.Time       `json:"started,omitzero"`
 
 	// take_epoch
 	Epoch  uint64 `json:"epoch,omitempty"`
@@ -117,10 +123,10 @@ func apply(s JobState, c command) (JobState, error) {
 		case c.ModelHash == "":
 			return s, rejectf("start %s: empty model hash", c.Job)
 		case s.Job == "":
-			s.Job, s.ModelHash, s.Settings = c.Job, c.ModelHash, cloneRaw(c.Settings)
+			s.Job, s.ModelHash, s.Settings, s.Started = c.Job, c.ModelHash, cloneRaw(c.Settings), c.Started
 			return s, nil
 		case s.Job == c.Job && s.ModelHash == c.ModelHash:
-			return s, nil // idempotent; the first settings stay
+			return s, nil // idempotent; the first settings and start time stay
 		default:
 			return s, rejectf("start %s (model %s): group already runs job %s (model %s)", c.Job, c.ModelHash, s.Job, s.ModelHash)
 		}

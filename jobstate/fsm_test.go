@@ -42,7 +42,8 @@ func mp(m checkpoint.Manifest) *checkpoint.Manifest { return &m }
 
 func TestApply(t *testing.T) {
 	hash := object("model")
-	started := JobState{Job: "j", ModelHash: hash, Settings: json.RawMessage(`{"x":1}`)}
+	t0, t1 := time.Unix(1000, 0).UTC(), time.Unix(2000, 0).UTC()
+	started := JobState{Job: "j", ModelHash: hash, Settings: json.RawMessage(`{"x":1}`), Started: t0}
 	epoch1 := started
 	epoch1.Epoch, epoch1.Leader = 1, "a"
 	withCP := epoch1
@@ -59,9 +60,9 @@ func TestApply(t *testing.T) {
 		want   JobState // ignored when reject is set
 		reject string   // substring of the rejection
 	}{
-		{name: "start", cmd: command{Type: cmdStart, Job: "j", ModelHash: hash, Settings: json.RawMessage(`{"x":1}`)}, want: started},
+		{name: "start", cmd: command{Type: cmdStart, Job: "j", ModelHash: hash, Settings: json.RawMessage(`{"x":1}`), Started: t0}, want: started},
 		{name: "start again is idempotent", state: started,
-			cmd: command{Type: cmdStart, Job: "j", ModelHash: hash, Settings: json.RawMessage(`{"x":2}`)}, want: started},
+			cmd: command{Type: cmdStart, Job: "j", ModelHash: hash, Settings: json.RawMessage(`{"x":2}`), Started: t1}, want: started},
 		{name: "start other job", state: started, cmd: command{Type: cmdStart, Job: "k", ModelHash: hash}, reject: "already runs job j"},
 		{name: "start other model", state: started, cmd: command{Type: cmdStart, Job: "j", ModelHash: object("other")}, reject: "already runs job j"},
 		{name: "start empty job", cmd: command{Type: cmdStart, ModelHash: hash}, reject: "empty job id"},

@@ -446,11 +446,12 @@ func (g *Group) WaitApplied(ctx context.Context, pred func(JobState) bool) (JobS
 	}
 }
 
-// Start records the job this group runs. It is idempotent for the same
-// job and model hash (the first settings stay); a different job or model
-// hash is rejected (ErrRejected).
+// Start records the job this group runs and, the first time, when it
+// started (JobState.Started, by this member's clock). It is idempotent for
+// the same job and model hash (the first settings and start time stay); a
+// different job or model hash is rejected (ErrRejected).
 func (g *Group) Start(ctx context.Context, job, modelHash string, settings json.RawMessage) error {
-	return g.propose(ctx, command{Type: cmdStart, Job: job, ModelHash: modelHash, Settings: settings})
+	return g.propose(ctx, command{Type: cmdStart, Job: job, ModelHash: modelHash, Settings: settings, Started: time.Now().UTC()})
 }
 
 // TakeEpoch makes this member, which must be the leader, the driver of the

@@ -232,9 +232,12 @@ func TestGroupReplicatesAndRejects(t *testing.T) {
 		t.Fatalf("TakeEpoch on follower: %v, want ErrNotLeader", err)
 	}
 
+	before := time.Now()
 	if err := l.Start(ctx, "job-1", hash, settings); err != nil {
 		t.Fatal(err)
 	}
+	after := time.Now()
+	time.Sleep(10 * time.Millisecond)
 	if err := l.Start(ctx, "job-1", hash, json.RawMessage(`{}`)); err != nil {
 		t.Fatalf("repeated Start: %v", err)
 	}
@@ -296,6 +299,10 @@ func TestGroupReplicatesAndRejects(t *testing.T) {
 		Job: "job-1", ModelHash: hash, Settings: json.RawMessage(`{"iterations":100}`),
 		Epoch: 1, Leader: l.id, Checkpoint: mp(manifest("job-1", 1, 6)),
 		Done: true, Result: json.RawMessage(`{"objective":42}`),
+		Started: l.State().Started, // the first Start's
+	}
+	if want.Started.Before(before) || want.Started.After(after) {
+		t.Errorf("started %v, want the first Start's time, between %v and %v", want.Started, before, after)
 	}
 	for id, g := range c.groups {
 		if got := g.State(); !reflect.DeepEqual(got, want) {

@@ -2,30 +2,73 @@ package jobstate
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
 
+// repeatEvery is how often a repeated raft record is logged (see
+// slogSink): a dead peer costs raft's replication a failed heartbeat about
+// three times a second, which would otherwise be as many log lines.
+const repeatEvery = 10 * time.Second
+
 // newHCLogger returns an hclog.Logger, the logger raft and raft-wal take,
 // that forwards to l: raft's Debug, Info, Warn and Error become the slog
 // levels of the same name, Trace is dropped. Records below what l's
-// handler enables cost a level check only.
+// handler enables cost a level check only. Repeated records are
+// rate-limited (see slogSink).
 func newHCLogger(l *slog.Logger) hclog.Logger {
+	return newHCLoggerEvery(l, repeatEvery, time.Now)
+}
+
+// newHCLoggerEvery is newHCLogger logging a repeated record at most once
+// per every, by the clock now.
+func newHCLoggerEvery(l *slog.Logger, every time.Duration, now func() time.Time) hclog.Logger {
 	h := hclog.NewInterceptLogger(&hclog.LoggerOptions{
 		Name:   "raft",
 		Output: io.Discard,
 		Level:  hclog.Off, // the base logger writes nothing; the sink forwards
 	})
-	h.RegisterSink(slogSink{l: l})
+	h.RegisterSink(&slogSink{l: l, every: every, now: now, seen: map[repeatKey]*repeated{}})
 	return h
 }
 
-type slogSink struct{ l *slog.Logger }
+// slogSink forwards raft's records to a slog.Logger. Records about a peer
+// (with a "peer" argument) and warnings and errors are rate-limited: a
+// record repeats an earlier one when it has the same level, component,
+// message and peer; the first is logged, then at most one per every, with
+// "suppressed", the number dropped since the last one logged. Its other
+// arguments (the error, a backoff) may differ. Other records (raft's
+// state changes: entering leader state, ...) are all logged.
+type slogSink struct {
+	l     *slog.Logger
+	every time.Duration
+	now   func() time.Time
+
+	mu   sync.Mutex
+	seen map[repeatKey]*repeated
+}
+
+type repeatKey struct {
+	level           hclog.Level
+	name, msg, peer string
+}
+
+type repeated struct {
+	logged     time.Time // when the record was last logged
+	suppressed int       // records dropped since
+}
+
+// maxRepeatKeys bounds the records remembered: past it, the memory starts
+// afresh (a few repeats more get logged).
+const maxRepeatKeys = 1024
 
 // Accept implements hclog.SinkAdapter.
-func (s slogSink) Accept(name string, level hclog.Level, msg string, args ...any) {
+func (s *slogSink) Accept(name string, level hclog.Level, msg string, args ...any) {
 	var lv slog.Level
 	switch level {
 	case hclog.Debug:
@@ -43,5 +86,49 @@ func (s slogSink) Accept(name string, level hclog.Level, msg string, args ...any
 	if !s.l.Enabled(ctx, lv) {
 		return
 	}
-	s.l.Log(ctx, lv, msg, append([]any{"component", name}, args...)...)
+	suppressed := 0
+	if peer, ok := peerOf(args); ok || level >= hclog.Warn {
+		if suppressed, ok = s.admit(repeatKey{level: level, name: name, msg: msg, peer: peer}); !ok {
+			return
+		}
+	}
+	attrs := append([]any{"component", name}, args...)
+	if suppressed > 0 {
+		attrs = append(attrs, "suppressed", suppressed)
+	}
+	s.l.Log(ctx, lv, msg, attrs...)
+}
+
+// admit says whether a record of key k is to be logged now, and how many
+// of its repeats were dropped since the last one logged.
+func (s *slogSink) admit(k repeatKey) (suppressed int, ok bool) {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.seen[k]
+	if r == nil {
+		if len(s.seen) >= maxRepeatKeys {
+			clear(s.seen)
+		}
+		s.seen[k] = &repeated{logged: now}
+		return 0, true
+	}
+	if now.Sub(r.logged) < s.every {
+		r.suppressed++
+		return 0, false
+	}
+	suppressed = r.suppressed
+	r.logged, r.suppressed = now, 0
+	return suppressed, true
+}
+
+// peerOf returns the value of the "peer" argument of a record's key-value
+// args, if it has one.
+func peerOf(args []any) (string, bool) {
+	for i := 0; i+1 < len(args); i += 2 {
+		if k, ok := args[i].(string); ok && k == "peer" {
+			return fmt.Sprint(args[i+1]), true
+		}
+	}
+	return "", false
 }
