@@ -85,7 +85,6 @@ type result struct {
 	Workers    int      `json:"workers"`
 	Failovers  *int     `json:"failovers"`
 	Redone     *int     `json:"redone_iterations"`
-	Seconds    float64  `json:"seconds"`
 }
 
 // runJSON runs a command with a deadline and decodes its JSON result.
