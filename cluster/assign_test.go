@@ -9,18 +9,32 @@ import (
 	"github.com/ddrun/ddrun/transport"
 )
 
-// startMute runs a worker that announces itself like an idle one until it
-// is assigned a part, then goes silent: no receipt, no heartbeat, no
-// acknowledgement (a process that hung or died as the part arrived).
-// assigned is closed when its part arrives.
+// startMute runs a worker that announces itself like an idle one and
+// grants claims until it is assigned a part, then goes silent: no
+// receipt, no heartbeat, no acknowledgement (a process that hung or died
+// as the part arrived). assigned is closed when its part arrives.
 func startMute(t *testing.T, tr transport.Transport, name string) (assigned <-chan struct{}) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	got := make(chan struct{})
-	sub, err := tr.Subscribe(assignWildcard(name), func(string, []byte) {
+	seq := transport.NewSequence()
+	sub, err := tr.Subscribe(assignWildcard(name), func(_ string, data []byte) {
+		h, _, err := transport.Decode(data)
+		if err != nil {
+			return
+		}
 		select {
 		case <-got:
+			return // silent
 		default:
+		}
+		switch h.Kind {
+		case kindClaim:
+			grant, err := transport.Encode(transport.Header{Job: h.Job, From: name, Seq: seq.Next(), Kind: kindClaimed}, claimedBody{Granted: true})
+			if err == nil {
+				_ = tr.Publish(ctx, reportSubject(h.Job, name), grant)
+			}
+		case kindAssign:
 			close(got)
 		}
 	})

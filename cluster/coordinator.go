@@ -40,6 +40,7 @@ type coordinator struct {
 	byName   map[string]int
 	lastSeen []time.Time
 	spares   map[string]time.Time // workers announcing themselves outside the job
+	gone     map[string]bool      // workers lost by this run: never spares
 	latest   *consensus.State     // the latest checkpoint, nil before the first
 	sent     int                  // the highest iteration sent
 	reports  []chan *reportBody

@@ -62,7 +62,7 @@ func (c *coordinator) onHello(_ string, data []byte) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, busy := c.byName[h.Name]; !busy && (poolWorker{hello: h}).free(c.job, c.joinable) {
+	if _, busy := c.byName[h.Name]; !busy && !c.gone[h.Name] && (poolWorker{hello: h}).free(c.job, c.joinable) {
 		c.spares[h.Name] = time.Now()
 	} else {
 		delete(c.spares, h.Name)
@@ -100,6 +100,10 @@ func (c *coordinator) replace(ctx context.Context, w int) (string, error) {
 				continue
 			}
 			c.mu.Lock()
+			if c.gone == nil {
+				c.gone = map[string]bool{}
+			}
+			c.gone[old] = true
 			delete(c.byName, old)
 			c.names[w] = spare
 			c.byName[spare] = w

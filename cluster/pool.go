@@ -177,19 +177,19 @@ func (p poolWorker) free(job string, joinable func(string) bool) bool {
 	return (h.Job == "" || h.Job == job || joinable(h.Job)) && (h.Claimed == "" || h.Claimed == job || joinable(h.Claimed))
 }
 
-// claimWorkers claims n workers of the pool for the claimer's job and
-// returns their names, sorted, and the highest iteration that workers
-// serving an earlier epoch of the job had reached. While the pool has n
+// claimWorkers claims n workers of the pool (but those in avoid) for the
+// claimer's job and returns their names, sorted, and the highest
+// iteration that workers serving an earlier epoch of the job had reached. While the pool has n
 // workers but too few are free, the job waits (queued), saying so every
 // queueLogEvery; it fails after wait only when fewer than n workers
 // announce themselves at all.
-func claimWorkers(ctx context.Context, cl *claimer, n int, wait time.Duration, joinable func(string) bool) ([]string, int, error) {
+func claimWorkers(ctx context.Context, cl *claimer, n int, wait time.Duration, joinable func(string) bool, avoid map[string]bool) ([]string, int, error) {
 	var mu sync.Mutex
 	pool := map[string]poolWorker{}
 	prior := 0
 	sub, err := cl.tr.Subscribe(controlSubject, func(_ string, data []byte) {
 		var h helloBody
-		if _, err := transport.DecodeInto(data, &h); err != nil || transport.ValidName(h.Name) != nil {
+		if _, err := transport.DecodeInto(data, &h); err != nil || transport.ValidName(h.Name) != nil || avoid[h.Name] {
 			return
 		}
 		mu.Lock()

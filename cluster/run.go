@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"time"
 
@@ -38,6 +39,10 @@ type RunOptions struct {
 	// the pool when its coordinator is silent (no beat, no step) this
 	// long. Default max(3*LostAfter, 5s).
 	ReleaseAfter time.Duration
+
+	// lost names workers lost in earlier epochs of this run: a hung
+	// worker may still announce itself, so they are not claimed again.
+	lost map[string]bool
 	// Place assigns each slave of the plan to a worker; nil uses the
 	// multilevel partitioner (multilevel.Place).
 	Place  func(m *model.Model, plan partition.Plan, workers int) ([]int32, error)
@@ -174,6 +179,10 @@ func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 			return solver.Finish(m, red, res), stats, nil
 		}
 		// Continue on the workers left, from the latest checkpoint.
+		if ro.lost == nil {
+			ro.lost = map[string]bool{}
+		}
+		ro.lost[lost.name] = true
 		ro.Workers--
 		ro.Epoch++
 		stats.Failovers++
@@ -227,7 +236,7 @@ func runEpoch(ctx context.Context, tr transport.Transport, m *model.Model, plan 
 		return solver.Result{}, nil, err
 	}
 	defer claims.close()
-	names, priorIter, err := claimWorkers(ctx, claims, ro.Workers, ro.WaitWorkers, joinable)
+	names, priorIter, err := claimWorkers(ctx, claims, ro.Workers, ro.WaitWorkers, joinable, ro.lost)
 	if err != nil {
 		return solver.Result{}, nil, err
 	}
@@ -250,7 +259,7 @@ func runEpoch(ctx context.Context, tr transport.Transport, m *model.Model, plan 
 		lostAfter: ro.LostAfter, waitSpare: ro.SpareWait, resendEvery: ro.ResendEvery, log: log,
 		base: ro.Base, epoch: ro.Epoch, joinable: joinable, priorIter: priorIter, where: where,
 		cid: newCoordID(), faults: newFaultLog(log),
-		byName: map[string]int{}, spares: map[string]time.Time{},
+		byName: map[string]int{}, spares: map[string]time.Time{}, gone: maps.Clone(ro.lost),
 		reports: make([]chan *reportBody, len(names)), filters: make([]*transport.Filter, len(names)),
 		ready: make([]chan *readyBody, len(names)), lastSeen: make([]time.Time, len(names))}
 	for w, name := range names {
