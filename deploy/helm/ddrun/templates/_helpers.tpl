@@ -10,8 +10,9 @@ nats://{{ .Release.Name }}-nats:4222
 {{ .Values.image.repository }}:{{ .Values.image.tag }}
 {{- end -}}
 
-{{/* The environment that gives a ddrun process its secrets: the job key,
-and the NATS password of role (coordinator or worker) as NATS_PASSWORD. */}}
+{{/* The environment that gives a ddrun process its secrets: the job key
+(DDRUN_JOB_KEY) and the NATS password of role (coordinator or worker) as
+DDRUN_NATS_PASSWORD, which the binaries read: never on a command line. */}}
 {{- define "ddrun.secretEnv" -}}
 {{- $v := .ctx.Values.auth -}}
 {{- if $v.jobKeySecret }}
@@ -19,15 +20,15 @@ and the NATS password of role (coordinator or worker) as NATS_PASSWORD. */}}
   valueFrom: {secretKeyRef: {name: {{ $v.jobKeySecret }}, key: job-key}}
 {{- end }}
 {{- if $v.natsSecret }}
-- name: NATS_PASSWORD
+- name: DDRUN_NATS_PASSWORD
   valueFrom: {secretKeyRef: {name: {{ $v.natsSecret }}, key: {{ .role }}-password}}
 {{- end }}
 {{- end -}}
 
-{{/* The NATS login flags of role; the password comes from NATS_PASSWORD
-(Kubernetes expands $(NATS_PASSWORD) in args). */}}
+{{/* The NATS login flags of role; the password comes from
+DDRUN_NATS_PASSWORD (ddrun.secretEnv). */}}
 {{- define "ddrun.natsLogin" -}}
 {{- if .ctx.Values.auth.natsSecret -}}
-"--nats-user", "ddrun-{{ .role }}", "--nats-password", "$(NATS_PASSWORD)",
+"--nats-user", "ddrun-{{ .role }}",
 {{- end -}}
 {{- end -}}
