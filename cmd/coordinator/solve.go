@@ -150,9 +150,7 @@ func (f *solveFlags) load(ctx context.Context, start time.Time, fs *flag.FlagSet
 		return spec{}, usageError{err}
 	}
 	if f.evidence != "" {
-		if h == nil {
-			j.ev, err = uai.ReadEvidenceFile(f.evidence, j.m)
-		} else if j.ev, err = modelfile.LoadEvidenceTee(f.evidence, j.m, h); err == nil {
+		if j.ev, err = modelfile.LoadEvidenceWith(lctx, f.evidence, j.m, h); err == nil && h != nil {
 			_, err = h.Write([]byte{0})
 		}
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/uai"
 )
 
@@ -97,5 +98,34 @@ func TestLoadWithMaxEntries(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "over the limit of 3") || !strings.HasPrefix(err.Error(), p) {
 			t.Fatalf("%s: err %v", p, err)
 		}
+	}
+}
+
+// An evidence FIFO stops on cancellation like a model's, and a regular
+// evidence file reads as uai.ReadEvidenceFile reads it.
+func TestLoadEvidenceWithFIFOStops(t *testing.T) {
+	m := model.New([]int{2, 3})
+	p := filepath.Join(t.TempDir(), "e.evid")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	start := time.Now()
+	_, err := LoadEvidenceWith(ctx, p, m, nil)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "e.evid") {
+		t.Fatalf("err %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("took %v", d)
+	}
+	file := filepath.Join(t.TempDir(), "f.evid")
+	if err := os.WriteFile(file, []byte("1 1 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := LoadEvidenceWith(context.Background(), file, m, nil)
+	want, werr := uai.ReadEvidenceFile(file, m)
+	if err != nil || werr != nil || len(ev) != 1 || ev[1] != 2 || want[1] != 2 {
+		t.Fatalf("evidence %v (%v), uai's %v (%v)", ev, err, want, werr)
 	}
 }

@@ -21,13 +21,33 @@ func LoadTee(path string, w io.Writer) (*model.Model, error) {
 // LoadEvidenceTee reads the evidence file at path for m, like
 // uai.ReadEvidenceFile, and writes its bytes to w as LoadTee does.
 func LoadEvidenceTee(path string, m *model.Model, w io.Writer) (model.Evidence, error) {
-	f, err := openTee(path, w)
+	return LoadEvidenceWith(context.Background(), path, m, w)
+}
+
+// LoadEvidenceWith reads the evidence file at path for m, like
+// uai.ReadEvidenceFile, under ctx as LoadWith reads a model (a FIFO stops
+// when ctx ends); tee, when not nil, gets every byte of the file.
+func LoadEvidenceWith(ctx context.Context, path string, m *model.Model, tee io.Writer) (model.Evidence, error) {
+	f, err := openCtx(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("uai: %w", err)
 	}
-	defer f.close()
-	ev, err := uai.ReadEvidence(f, path, m)
-	return ev, f.drain(err)
+	defer f.Close()
+	t := &teeFile{f: f, r: newCtxReader(ctx, f), w: tee, left: -1}
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		t.left = fi.Size()
+	}
+	ev, err := uai.ReadEvidence(t, path, m)
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("%s: reading stopped: %w", path, context.Cause(ctx))
+	}
+	if tee != nil {
+		err = t.drain(err)
+	}
+	return ev, err
 }
 
 // teeFile reads a file (through r, which may be f itself) and writes what
@@ -38,18 +58,6 @@ type teeFile struct {
 	r    io.Reader
 	w    io.Writer
 	left int64
-}
-
-func openTee(path string, w io.Writer) (*teeFile, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	t := &teeFile{f: f, r: f, w: w, left: -1}
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-		t.left = fi.Size()
-	}
-	return t, nil
 }
 
 func (t *teeFile) Read(p []byte) (int, error) {
