@@ -61,6 +61,10 @@ type modelParser struct {
 	tables []float64
 	// cardLines[v] is the line of variable v's cardinality.
 	cardLines []int
+	// onTable, when not nil, gets each table as it is read instead of
+	// tables keeping it (Stream); buf is its reused buffer.
+	onTable func(a int, t []float64) error
+	buf     []float64
 }
 
 // expect returns the next token, failing at the end of input with a message
@@ -228,7 +232,9 @@ func (p *modelParser) factorTables() error {
 	for _, s := range p.sizes {
 		total += s
 	}
-	p.tables = make([]float64, 0, p.src.capFor(total, 2))
+	if p.onTable == nil {
+		p.tables = make([]float64, 0, p.src.capFor(total, 2))
+	}
 	for a := 0; a < nf; a++ {
 		tok, line, err := p.src.next()
 		if err != nil {
@@ -245,6 +251,9 @@ func (p *modelParser) factorTables() error {
 		if n != size {
 			return p.src.errorf(line, fmt.Sprintf("table of factor %d has %d entries, scope needs %d", a, n, size))
 		}
+		if p.onTable != nil {
+			p.buf = p.buf[:0]
+		}
 		for e := 0; e < size; e++ {
 			tok, line, err := p.src.next()
 			if err != nil {
@@ -257,7 +266,16 @@ func (p *modelParser) factorTables() error {
 			if problem != "" {
 				return p.src.errorf(line, fmt.Sprintf("table of factor %d entry %d: %s", a, e, problem))
 			}
-			p.tables = append(p.tables, v)
+			if p.onTable != nil {
+				p.buf = append(p.buf, v)
+			} else {
+				p.tables = append(p.tables, v)
+			}
+		}
+		if p.onTable != nil {
+			if err := p.onTable(a, p.buf); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -277,7 +295,7 @@ func (p *modelParser) end() error {
 
 // build assembles the model: factors sub-slice the shared scope and table
 // arenas (with capped capacity, so that appending to one cannot clobber
-// the next), and unaries are all zero.
+// the next), and unaries are all zero. Under Stream the tables stay nil.
 func (p *modelParser) build() *model.Model {
 	m := p.m
 	n := len(m.Cards)
@@ -291,10 +309,9 @@ func (p *modelParser) build() *model.Model {
 	for a := range m.Factors {
 		lo, hi := p.starts[a], p.starts[a+1]
 		size := p.sizes[a]
-		m.Factors[a] = model.Factor{
-			Kind:  model.Dense,
-			Vars:  p.scopes[lo:hi:hi],
-			Table: p.tables[off : off+size : off+size],
+		m.Factors[a] = model.Factor{Kind: model.Dense, Vars: p.scopes[lo:hi:hi]}
+		if p.onTable == nil { // Stream hands the tables out one by one
+			m.Factors[a].Table = p.tables[off : off+size : off+size]
 		}
 		off += size
 	}
