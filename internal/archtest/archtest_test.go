@@ -18,7 +18,7 @@ const module = "github.com/ddrun/ddrun"
 // package may import only packages listed before it.
 var order = []string{
 	// The model and its files.
-	"model", "model/uai", "model/native", "model/modelfile", "generate",
+	"model", "model/uai", "model/native", "model/indexed", "model/modelfile", "generate",
 	// Decompositions and reformulations of a model.
 	"partition", "partition/multilevel", "tighten",
 	// The algorithms.

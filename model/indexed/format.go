@@ -1,0 +1,186 @@
+package indexed
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"math"
+
+	"github.com/ddrun/ddrun/model"
+)
+
+// Version is the format version that this package writes and reads.
+const Version = 1
+
+// Ext is the indexed format's file extension.
+const Ext = ".ddx"
+
+// DefaultBlockSize is the payload bytes covered by one checksum.
+const DefaultBlockSize = 64 << 10
+
+// Bounds on a block's size (a multiple of 8, so that no float64 of the
+// payload straddles two blocks).
+const (
+	MinBlockSize = 512
+	MaxBlockSize = 64 << 20
+)
+
+const (
+	headerMagic  = "DDRUNIDX"
+	trailerMagic = "DDXTRAIL"
+	headerSize   = 16
+	trailerSize  = 96
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// trailer is the file's last trailerSize bytes: where the sections lie and
+// their checksums.
+type trailer struct {
+	payloadOff, payloadLen uint64
+	structOff, structLen   uint64
+	indexOff, blocks       uint64
+	nvars, nfactors        uint64
+	structCRC, indexCRC    uint32
+	blockSize, version     uint32
+}
+
+func (t *trailer) encode() []byte {
+	b := make([]byte, trailerSize)
+	le := binary.LittleEndian
+	for i, v := range []uint64{t.payloadOff, t.payloadLen, t.structOff, t.structLen, t.indexOff, t.blocks, t.nvars, t.nfactors} {
+		le.PutUint64(b[8*i:], v)
+	}
+	le.PutUint32(b[64:], t.structCRC)
+	le.PutUint32(b[68:], t.indexCRC)
+	le.PutUint32(b[72:], t.blockSize)
+	le.PutUint32(b[76:], t.version)
+	le.PutUint32(b[80:], crc32.Checksum(b[:80], castagnoli))
+	copy(b[88:], trailerMagic)
+	return b
+}
+
+func decodeTrailer(b []byte) (trailer, string) {
+	var t trailer
+	if string(b[88:]) != trailerMagic {
+		return t, "no trailer (torn or not an indexed model file)"
+	}
+	le := binary.LittleEndian
+	if le.Uint32(b[80:]) != crc32.Checksum(b[:80], castagnoli) {
+		return t, "trailer checksum mismatch (corrupt file)"
+	}
+	if le.Uint32(b[84:]) != 0 {
+		return t, "trailer: reserved field is not zero"
+	}
+	vs := []*uint64{&t.payloadOff, &t.payloadLen, &t.structOff, &t.structLen, &t.indexOff, &t.blocks, &t.nvars, &t.nfactors}
+	for i, p := range vs {
+		*p = le.Uint64(b[8*i:])
+	}
+	t.structCRC, t.indexCRC = le.Uint32(b[64:]), le.Uint32(b[68:])
+	t.blockSize, t.version = le.Uint32(b[72:]), le.Uint32(b[76:])
+	return t, ""
+}
+
+func validBlockSize(bs int64) bool {
+	return bs >= MinBlockSize && bs <= MaxBlockSize && bs%8 == 0
+}
+
+// badValue describes a log-potential that a table, emission or unary may
+// not hold (NaN, +Inf), or returns "".
+func badValue(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 1) {
+		return fmt.Sprint(v)
+	}
+	return ""
+}
+
+// checkShape checks a factor against the cardinalities without its
+// payload: kind, scope (range, no repeats: stamp[v] == a+1 marks v as seen
+// in factor a), kind parameters, and that table and emission (entry counts)
+// fit the scope. It returns a message, or "".
+func checkShape(cards []int, f *model.Factor, table, emission int, stamp []int32, a int) string {
+	if f.Kind > model.Sequence {
+		return fmt.Sprintf("unknown kind %d", f.Kind)
+	}
+	for k, v := range f.Vars {
+		if v < 0 || v >= len(cards) {
+			return fmt.Sprintf("scope entry %d: variable %d out of range [0,%d)", k, v, len(cards))
+		}
+		if stamp[v] == int32(a+1) {
+			return fmt.Sprintf("variable %d appears twice in the scope", v)
+		}
+		stamp[v] = int32(a + 1)
+	}
+	if f.Kind != model.Dense && f.Kind != model.Sequence && (table != 0 || emission != 0) {
+		return fmt.Sprintf("a %s factor has no payload, it declares %d entries", f.Kind, table+emission)
+	}
+	n := len(f.Vars)
+	switch f.Kind {
+	case model.Dense:
+		size := 1
+		for _, v := range f.Vars {
+			if size > model.MaxTableEntries/cards[v] {
+				return fmt.Sprintf("table over %d variables has more than %d entries", n, model.MaxTableEntries)
+			}
+			size *= cards[v]
+		}
+		if emission != 0 || table != size {
+			return fmt.Sprintf("table has %d entries, scope needs %d", table+emission, size)
+		}
+	case model.Sequence:
+		if n < 2 {
+			return fmt.Sprintf("needs at least 2 variables, has %d", n)
+		}
+		c0, same, sum, total := cards[f.Vars[0]], true, 0, 0
+		for k, v := range f.Vars {
+			same = same && cards[v] == c0
+			sum += cards[v]
+			if k+1 < n {
+				total += cards[v] * cards[f.Vars[k+1]]
+				if total > model.MaxTableEntries {
+					return fmt.Sprintf("transition tables have more than %d entries", model.MaxTableEntries)
+				}
+			}
+		}
+		if table != total && !(same && n > 2 && table == c0*c0) {
+			return fmt.Sprintf("transitions have %d entries, want %d (per position) or, with equal cardinalities and 3 or more variables, %d (shared)", table, total, c0*c0)
+		}
+		if emission != 0 && emission != sum {
+			return fmt.Sprintf("emission has %d entries, scope needs %d", emission, sum)
+		}
+	case model.Pair, model.Potts:
+		if n != 2 {
+			return fmt.Sprintf("needs 2 variables, has %d", n)
+		}
+		c0, c1 := cards[f.Vars[0]], cards[f.Vars[1]]
+		if f.Kind == model.Pair && (c0 != 2 || c1 != 2) {
+			return "variables must be binary"
+		}
+		if f.Kind == model.Potts && c0 != c1 {
+			return fmt.Sprintf("cardinalities differ (%d, %d)", c0, c1)
+		}
+		if math.IsNaN(f.Weight) || math.IsInf(f.Weight, 0) {
+			return fmt.Sprintf("weight %v is not finite", f.Weight)
+		}
+	default: // logic
+		min := 1
+		if f.Kind == model.OROut || f.Kind == model.ANDOut {
+			min = 2
+		}
+		if n < min {
+			return fmt.Sprintf("needs at least %d variables, has %d", min, n)
+		}
+		for _, v := range f.Vars {
+			if cards[v] != 2 {
+				return fmt.Sprintf("variable %d has cardinality %d, logic factors need binary variables", v, cards[v])
+			}
+		}
+		if f.Negated != nil && len(f.Negated) != n {
+			return fmt.Sprintf("negated has %d entries for %d variables", len(f.Negated), n)
+		}
+		if f.Kind == model.Budget && (f.Budget < 0 || f.Budget > n) {
+			return fmt.Sprintf("budget %d outside [0,%d]", f.Budget, n)
+		}
+	}
+	return ""
+}
