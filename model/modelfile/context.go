@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/indexed"
 	"github.com/ddrun/ddrun/model/native"
 	"github.com/ddrun/ddrun/model/uai"
 )
@@ -32,6 +33,8 @@ func LoadWith(ctx context.Context, path string, o Options) (*model.Model, error)
 	var nf native.Format
 	switch format {
 	case UAI:
+	case Indexed:
+		return loadIndexed(ctx, path, o)
 	case Native:
 		var err error
 		if nf, err = native.FormatOf(path); err != nil {
@@ -68,6 +71,33 @@ func LoadWith(ctx context.Context, path string, o Options) (*model.Model, error)
 	}
 	if o.Tee != nil {
 		err = t.drain(err)
+	}
+	return m, err
+}
+
+// loadIndexed reads an indexed file by byte ranges; with a Tee it first
+// copies the whole file to the tee (so the file is read twice).
+func loadIndexed(ctx context.Context, path string, o Options) (*model.Model, error) {
+	f, err := openCtx(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("indexed: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("indexed: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("indexed: %s: not a regular file (the format is read by byte ranges)", path)
+	}
+	if o.Tee != nil {
+		if _, err := io.Copy(o.Tee, io.NewSectionReader(f, 0, fi.Size())); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	m, err := indexed.ReadModel(f, fi.Size(), path, indexed.ReadOptions{MaxEntries: o.MaxEntries, Context: ctx})
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("%s: reading stopped: %w", path, context.Cause(ctx))
 	}
 	return m, err
 }

@@ -1,8 +1,9 @@
 // Package modelfile picks a model file format by file name and reads or
 // writes it: UAI (.uai, .uai.gz, .LG) through package uai, the native format
-// (.json, .msgpack, .mp, optionally .gz) through package native. It owns
-// nothing but that choice, and reading a model or evidence file once while
-// its bytes go to a hash (LoadTee, LoadEvidenceTee).
+// (.json, .msgpack, .mp, optionally .gz) through package native, the indexed
+// format (.ddx) through package indexed. It owns nothing but that choice,
+// reading a model or evidence file once while its bytes go to a hash
+// (LoadTee, LoadEvidenceTee), and converting between the formats (Convert).
 package modelfile
 
 import (
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/indexed"
 	"github.com/ddrun/ddrun/model/native"
 	"github.com/ddrun/ddrun/model/uai"
 )
@@ -22,10 +24,17 @@ const (
 	Unknown Format = iota
 	UAI
 	Native
+	Indexed
 )
+
+// formats lists the extensions for errors.
+const formats = ".uai, .uai.gz, .LG, .json, .msgpack, .mp (optionally .gz) or .ddx"
 
 // FormatOf returns the format family of a file name.
 func FormatOf(path string) Format {
+	if strings.HasSuffix(strings.ToLower(path), indexed.Ext) {
+		return Indexed
+	}
 	p := strings.ToLower(strings.TrimSuffix(strings.ToLower(path), ".gz"))
 	switch {
 	case strings.HasSuffix(p, ".uai"), strings.HasSuffix(p, ".lg"):
@@ -43,8 +52,10 @@ func Load(path string) (*model.Model, error) {
 		return uai.ReadFile(path)
 	case Native:
 		return native.ReadFile(path)
+	case Indexed:
+		return indexed.ReadFile(path, indexed.ReadOptions{})
 	}
-	return nil, fmt.Errorf("%s: unknown model format (want .uai, .uai.gz, .LG, .json, .msgpack or .mp)", path)
+	return nil, fmt.Errorf("%s: unknown model format (want %s)", path, formats)
 }
 
 // Save writes a model, choosing the format by the file name.
@@ -54,6 +65,8 @@ func Save(path string, m *model.Model) error {
 		return uai.WriteFile(path, m)
 	case Native:
 		return native.WriteFile(path, m)
+	case Indexed:
+		return indexed.WriteFile(path, m)
 	}
-	return fmt.Errorf("%s: unknown model format (want .uai, .uai.gz, .json, .msgpack or .mp)", path)
+	return fmt.Errorf("%s: unknown model format (want %s)", path, formats)
 }

@@ -1,0 +1,186 @@
+package modelfile
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/uai"
+)
+
+// closeScores checks that a and b score random assignments within tol.
+func closeScores(t *testing.T, a, b *model.Model, tol float64) {
+	t.Helper()
+	if len(a.Cards) != len(b.Cards) {
+		t.Fatalf("%d variables, want %d", len(b.Cards), len(a.Cards))
+	}
+	r := rand.New(rand.NewSource(1))
+	x := make([]int, len(a.Cards))
+	for n := 0; n < 300; n++ {
+		for i, c := range a.Cards {
+			x[i] = r.Intn(c)
+		}
+		sa, sb := a.Score(x), b.Score(x)
+		if sa != sb && !(math.Abs(sa-sb) <= tol*(1+math.Abs(sa))) {
+			t.Fatalf("score at %v: %v, want %v", x, sb, sa)
+		}
+	}
+}
+
+func TestConvertRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	// Native: every kind, json -> ddx -> msgpack -> ddx -> json.
+	m := generate.Logic(generate.LogicOptions{Vars: 15, Factors: 12, Couplings: 10, MaxArity: 4, Rho: 1, Seed: 5})
+	m.Factors = append(m.Factors,
+		model.Factor{Kind: model.Dense, Vars: []int{0, 1}, Table: []float64{0, 1, math.Inf(-1), 2}},
+		model.Factor{Kind: model.Sequence, Vars: []int{2, 3, 4}, Table: []float64{1, 2, 3, 4}, Emission: []float64{1, 0, 0, 1, 1, 0}})
+	chain := []string{"m.json", "a.ddx", "m.msgpack", "b.ddx", "back.json"}
+	if err := Save(filepath.Join(dir, chain[0]), m); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(chain); i++ {
+		if err := Convert(ctx, filepath.Join(dir, chain[i]), filepath.Join(dir, chain[i+1]), ConvertOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range chain {
+		got, err := Load(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeScores(t, m, got, 0)
+	}
+	// UAI: uai -> ddx (streaming) -> uai.gz; the ddx holds exactly what the
+	// UAI reader reads.
+	p := generate.Potts(generate.GridOptions{Height: 6, Width: 7, Labels: 3, Rho: 1, Seed: 2})
+	in := filepath.Join(dir, "p.uai")
+	if err := uai.WriteFile(in, p); err != nil {
+		t.Fatal(err)
+	}
+	want, err := Load(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls, last int
+	err = Convert(ctx, in, filepath.Join(dir, "p.ddx"), ConvertOptions{BlockSize: 512, Progress: func(done, total int) { calls, last = calls+1, total }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != len(want.Factors) || last != len(want.Factors) {
+		t.Fatalf("progress: %d calls, total %d; want %d", calls, last, len(want.Factors))
+	}
+	got, err := Load(filepath.Join(dir, "p.ddx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeScores(t, want, got, 0)
+	if err := Convert(ctx, filepath.Join(dir, "p.ddx"), filepath.Join(dir, "q.uai.gz"), ConvertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(filepath.Join(dir, "q.uai.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeScores(t, p, back, 1e-9)
+	// A bad input leaves no output.
+	os.WriteFile(filepath.Join(dir, "bad.uai"), []byte("MARKOV 2 2 2 1 2 0 1 4 1 1 1"), 0o644)
+	if err := Convert(ctx, filepath.Join(dir, "bad.uai"), filepath.Join(dir, "bad.ddx"), ConvertOptions{}); err == nil {
+		t.Fatal("truncated UAI: no error")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bad.ddx")); !os.IsNotExist(err) {
+		t.Fatalf("bad.ddx left behind: %v", err)
+	}
+}
+
+// peakHeap runs f while sampling the heap every millisecond and returns
+// the largest HeapAlloc seen above the heap before f. The collector runs at
+// GOGC=10 meanwhile, so that HeapAlloc (which counts garbage not yet
+// collected) stays near the live heap.
+func peakHeap(f func()) (peak, before uint64) {
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	before = ms.HeapAlloc
+	var top atomic.Uint64
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapAlloc > top.Load() {
+				top.Store(ms.HeapAlloc)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	f()
+	close(done)
+	<-stopped
+	return top.Load() - min(top.Load(), before), before
+}
+
+// TestConvertBoundedMemory converts a Potts grid written as UAI (dense
+// tables of 32x32 entries) to the indexed format and checks that the live
+// heap stays well below the tables' size, where reading the UAI file whole
+// holds them all. DDRUN_CONVERT_GRID=N sets the grid's side (default 70).
+func TestConvertBoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a large UAI file")
+	}
+	const labels = 32
+	side := 70
+	if s := os.Getenv("DDRUN_CONVERT_GRID"); s != "" {
+		if _, err := fmt.Sscan(s, &side); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "g.uai"), filepath.Join(dir, "g.ddx")
+	p := generate.Potts(generate.GridOptions{Height: side, Width: side, Labels: labels, Rho: 1, Seed: 1})
+	if err := uai.WriteFile(in, p); err != nil {
+		t.Fatal(err)
+	}
+	edges := len(p.Factors)
+	p = nil
+	tables := uint64(edges) * labels * labels * 8
+	start := time.Now()
+	var err error
+	peak, before := peakHeap(func() { err = Convert(context.Background(), in, out, ConvertOptions{}) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	readPeak, _ := peakHeap(func() {
+		_, err = Load(in)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(in)
+	fo, _ := os.Stat(out)
+	t.Logf("%dx%d Potts, %d labels: %d factors, tables %.1f MB; UAI %.1f MB -> ddx %.1f MB in %v; peak live heap above the %.1f MB before: convert %.1f MB, whole read %.1f MB",
+		side, side, labels, edges, mb(tables), mb(uint64(fi.Size())), mb(uint64(fo.Size())), took.Round(time.Millisecond), mb(before), mb(peak), mb(readPeak))
+	if peak > tables/4 {
+		t.Fatalf("convert's live heap grew by %.1f MB, more than a quarter of the tables' %.1f MB", mb(peak), mb(tables))
+	}
+}
+
+func mb(b uint64) float64 { return float64(b) / 1e6 }
