@@ -4,6 +4,7 @@
 //	coordinator solve [flags] MODEL     solve in this process (shared memory)
 //	coordinator run [flags] --workers N MODEL   solve on worker processes over NATS
 //	coordinator gen potts|ising|logic [flags] -o FILE
+//	coordinator convert [--max-entries N] [--quiet] IN OUT
 //
 // Exit status: 0 when a result was produced, 2 for bad input or usage (one
 // line on stderr), 1 for an internal failure.
@@ -36,9 +37,10 @@ func (e usageError) Unwrap() error { return e.err }
 func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
 
 const usage = `usage:
-  coordinator solve [flags] MODEL        MODEL: .uai[.gz] | .LG | .json | .msgpack
+  coordinator solve [flags] MODEL        MODEL: .uai[.gz] | .LG | .json | .msgpack | .ddx
   coordinator run [solve's flags] --workers N [--nats URL] [--job ID] [--local] MODEL
   coordinator gen potts|ising|logic [flags] -o FILE
+  coordinator convert [--max-entries N] [--quiet] IN OUT   (any two of the formats; .ddx: indexed)
 run 'coordinator solve -h' or 'coordinator gen -h' for the flags`
 
 func main() {
@@ -62,6 +64,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdRun(ctx, args[1:], stdout, stderr)
 	case "gen":
 		err = cmdGen(args[1:], stdout, stderr)
+	case "convert":
+		err = cmdConvert(ctx, args[1:], stderr)
 	case "-h", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return 0

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/modelfile"
+)
+
+// cmdConvert converts a model file between formats (modelfile.Convert):
+// to .ddx it streams UAI tables, and reports progress on stderr every
+// second. Any failure to read or write is the user's input (exit 2).
+func cmdConvert(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flagSet("convert")
+	maxEntries := fs.Int("max-entries", model.DefaultMaxEntries, "most table entries the input may declare in all, and, on its own, most variable states")
+	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	pos, err := parseInterleaved(fs, args, stderr)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef("convert: want IN OUT, have %d arguments", len(pos))
+	}
+	if *maxEntries < 1 {
+		return usagef("convert: --max-entries: %d < 1", *maxEntries)
+	}
+	in, out := pos[0], pos[1]
+	for _, p := range pos {
+		if modelfile.FormatOf(p) == modelfile.Unknown {
+			return usagef("convert: %s: unknown model format (want .uai[.gz], .LG, .json, .msgpack, .mp or .ddx)", p)
+		}
+	}
+	if in == out {
+		return usagef("convert: IN and OUT are the same file")
+	}
+	opts := modelfile.ConvertOptions{MaxEntries: *maxEntries}
+	var mu sync.Mutex
+	var done, total int
+	if !*quiet {
+		opts.Progress = func(d, t int) {
+			mu.Lock()
+			done, total = d, t
+			mu.Unlock()
+		}
+		stop := make(chan struct{})
+		defer close(stop)
+		start := time.Now()
+		go func() {
+			tick := time.NewTicker(time.Second)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					mu.Lock()
+					d, t := done, total
+					mu.Unlock()
+					if t > 0 {
+						fmt.Fprintf(stderr, "convert: %d / %d factors written (%.0f s)\n", d, t, time.Since(start).Seconds())
+					}
+				}
+			}
+		}()
+	}
+	if err := modelfile.Convert(ctx, in, out, opts); err != nil {
+		return usageError{fmt.Errorf("convert: %w", err)}
+	}
+	if !*quiet {
+		fmt.Fprintf(stderr, "wrote %s\n", out)
+	}
+	return nil
+}
