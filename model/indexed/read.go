@@ -66,11 +66,20 @@ func ReadFile(path string, opts ReadOptions) (*model.Model, error) {
 		return nil, fmt.Errorf("indexed: %w", err)
 	}
 	defer f.Close()
+	return ReadOpened(f, path, opts)
+}
+
+// ReadOpened reads the whole model in the opened regular file f (by byte
+// ranges: f's offset does not matter and is not moved).
+func ReadOpened(f *os.File, name string, opts ReadOptions) (*model.Model, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("indexed: %w", err)
 	}
-	return ReadModel(f, fi.Size(), path, opts)
+	if !fi.Mode().IsRegular() {
+		return nil, errf(name, "not a regular file (the format is read by byte ranges)")
+	}
+	return ReadModel(f, fi.Size(), name, opts)
 }
 
 // ReadModel reads the whole model: the structure, then every payload.

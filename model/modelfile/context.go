@@ -83,19 +83,12 @@ func loadIndexed(ctx context.Context, path string, o Options) (*model.Model, err
 		return nil, fmt.Errorf("indexed: %w", err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("indexed: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("indexed: %s: not a regular file (the format is read by byte ranges)", path)
-	}
 	if o.Tee != nil {
-		if _, err := io.Copy(o.Tee, io.NewSectionReader(f, 0, fi.Size())); err != nil {
+		if _, err := io.Copy(o.Tee, newCtxReader(ctx, f)); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	m, err := indexed.ReadModel(f, fi.Size(), path, indexed.ReadOptions{MaxEntries: o.MaxEntries, Context: ctx})
+	m, err := indexed.ReadOpened(f, path, indexed.ReadOptions{MaxEntries: o.MaxEntries, Context: ctx})
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("%s: reading stopped: %w", path, context.Cause(ctx))
 	}
