@@ -1,0 +1,254 @@
+package uai
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/ddrun/ddrun/model"
+)
+
+// Source is a model given piece by piece, for models too big to hold in
+// memory (generate.GridStream is one). Each method may be called several
+// times and must give the same pieces every time; the slices and factors
+// passed to fn are only valid during the call.
+type Source interface {
+	NumVars() int
+	Card(i int) int
+	NumFactors() int
+	Constant() float64
+	// EachUnaries calls fn with each variable's unaries (Card(i) entries), in
+	// order.
+	EachUnaries(fn func(i int, u []float64))
+	// EachFactor calls fn with each of the NumFactors factors, in order.
+	EachFactor(fn func(a int, f *model.Factor))
+}
+
+// Progress is told how much of a streamed write is done, in pieces (a
+// variable's unaries or a factor, once per pass over the source).
+type Progress func(done, total int64)
+
+// progressEvery is how many pieces go between two calls of a Progress.
+const progressEvery = 1 << 14
+
+// WriteStream writes the model src gives to w, byte for byte as Write would
+// write it, holding one piece at a time: it passes over the source three
+// times (planning the tables, their scopes, their entries). progress, when
+// not nil, is called now and then.
+func WriteStream(w io.Writer, src Source, opts WriteOptions, progress Progress) error {
+	if err := writeStream(w, src, opts, progress); err != nil {
+		return fmt.Errorf("uai: write: %w", err)
+	}
+	return nil
+}
+
+// WriteStreamFile is WriteStream to the file at path, named as for WriteFile.
+func WriteStreamFile(path string, src Source, progress Progress) error {
+	opts := WriteOptions{Log: OptionsFor(path).Log}
+	return writeFile(path, func(w io.Writer) error { return writeStream(w, src, opts, progress) })
+}
+
+// streamer turns a Source's pieces into output tables.
+type streamer struct {
+	src      Source
+	log      LogBase
+	mini     model.Model // one factor over local variables 0..k-1
+	local    []int
+	x        []int
+	entries  []float64
+	err      error
+	done     int64
+	total    int64
+	progress Progress
+}
+
+// fail keeps the first error.
+func (s *streamer) fail(err error) {
+	if s.err == nil {
+		s.err = err
+	}
+}
+
+// tick counts one piece, telling progress now and then.
+func (s *streamer) tick() {
+	s.done++
+	if s.progress != nil && (s.done%progressEvery == 0 || s.done == s.total) {
+		s.progress(s.done, s.total)
+	}
+}
+
+// factorTable returns factor a's output table, its range planned.
+func (s *streamer) factorTable(a int, f *model.Factor) (outTable, error) {
+	n := s.src.NumVars()
+	k := len(f.Vars)
+	s.mini.Cards = s.mini.Cards[:0]
+	s.mini.UnaryOff = append(s.mini.UnaryOff[:0], 0)
+	s.local = s.local[:0]
+	for j, v := range f.Vars {
+		if v < 0 || v >= n {
+			return outTable{}, fmt.Errorf("factor %d (%s): variable %d out of range [0, %d)", a, f.Kind, v, n)
+		}
+		if repeated(f.Vars[:j], v) {
+			return outTable{}, fmt.Errorf("invalid model: factor %d (%s): variable %d appears twice", a, f.Kind, v)
+		}
+		c := s.src.Card(v)
+		s.mini.Cards = append(s.mini.Cards, c)
+		s.mini.UnaryOff = append(s.mini.UnaryOff, s.mini.UnaryOff[j]+c)
+		s.local = append(s.local, j)
+	}
+	if len(s.mini.Unary) < s.mini.UnaryOff[k] {
+		s.mini.Unary = make([]float64, s.mini.UnaryOff[k])
+	}
+	s.mini.Unary = s.mini.Unary[:s.mini.UnaryOff[k]]
+	g := *f
+	g.Vars = s.local
+	s.mini.Factors = append(s.mini.Factors[:0], g)
+	if err := s.mini.Validate(); err != nil {
+		if inner := errors.Unwrap(err); inner != nil {
+			err = inner // the mini model's "factor 0 (kind)" prefix
+		}
+		return outTable{}, fmt.Errorf("invalid model: factor %d (%s): %w", a, f.Kind, err)
+	}
+	t := outTable{vars: f.Vars, copies: 1}
+	if f.Kind == model.Dense {
+		t.entries = f.Table
+	} else {
+		if _, err := s.mini.TableSize(s.local); err != nil {
+			return outTable{}, fmt.Errorf("factor %d (%s): %w", a, f.Kind, err)
+		}
+		if len(s.x) < k {
+			s.x = make([]int, k)
+		}
+		s.entries = s.entries[:0]
+		enumerate(&s.mini, 0, s.x, func(v float64) { s.entries = append(s.entries, v) })
+		t.entries = s.entries
+	}
+	return t, s.plan(&t, fmt.Sprintf("factor %d (%s)", a, f.Kind))
+}
+
+// unaryTable returns variable i's unary table, its range planned; ok is
+// false when its unaries are all zero (Write writes no table then).
+func (s *streamer) unaryTable(i int, u []float64, scope *[1]int) (t outTable, ok bool, err error) {
+	if len(u) != s.src.Card(i) {
+		return t, false, fmt.Errorf("invalid model: variable %d: %d unary entries for cardinality %d", i, len(u), s.src.Card(i))
+	}
+	for x, v := range u {
+		if math.IsNaN(v) || math.IsInf(v, 1) {
+			return t, false, fmt.Errorf("invalid model: variable %d state %d: unary log-potential %v", i, x, v)
+		}
+	}
+	if allZero(u) {
+		return t, false, nil
+	}
+	scope[0] = i
+	t = outTable{vars: scope[:], entries: u, copies: 1}
+	return t, true, s.plan(&t, "unary table")
+}
+
+// plan sets t's shift and copies, as writeModel does.
+func (s *streamer) plan(t *outTable, name string) error {
+	if s.log != Potentials {
+		return nil
+	}
+	if err := planRange(func(fn func(float64)) {
+		for _, v := range t.entries {
+			fn(v)
+		}
+	}, t); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+// eachTable calls fn with every factor's table, then every non-zero unary
+// table, in Write's order; it stops calling fn after the first error.
+func (s *streamer) eachTable(fn func(t *outTable)) {
+	var scope [1]int
+	s.src.EachFactor(func(a int, f *model.Factor) {
+		s.tick()
+		if s.err != nil {
+			return
+		}
+		t, err := s.factorTable(a, f)
+		if err != nil {
+			s.fail(err)
+			return
+		}
+		fn(&t)
+	})
+	s.src.EachUnaries(func(i int, u []float64) {
+		s.tick()
+		if s.err != nil {
+			return
+		}
+		t, ok, err := s.unaryTable(i, u, &scope)
+		if err != nil {
+			s.fail(err)
+			return
+		}
+		if ok {
+			fn(&t)
+		}
+	})
+}
+
+// writeStream writes src as writeModel writes a model.
+func writeStream(w io.Writer, src Source, opts WriteOptions, progress Progress) error {
+	if !opts.Log.valid() {
+		return fmt.Errorf("invalid log base %v", opts.Log)
+	}
+	n := src.NumVars()
+	for i := range n {
+		if c := src.Card(i); c < 1 {
+			return fmt.Errorf("invalid model: variable %d: cardinality %d < 1", i, c)
+		}
+	}
+	constant := src.Constant()
+	if math.IsNaN(constant) || math.IsInf(constant, 0) {
+		return fmt.Errorf("invalid model: constant %v is not finite", constant)
+	}
+	s := &streamer{src: src, log: opts.Log, progress: progress, total: 3 * int64(n+src.NumFactors())}
+	// Pass 1: count the tables and gather the shifts into the constant.
+	tables := 0
+	s.eachTable(func(t *outTable) {
+		tables += t.copies
+		constant += t.shift
+	})
+	if s.err != nil {
+		return s.err
+	}
+	consts, err := constantTables(constant, opts.Log)
+	if err != nil {
+		return err
+	}
+	for i := range consts {
+		tables += consts[i].copies
+	}
+	mw := &modelWriter{bw: bufio.NewWriterSize(w, 64<<10), card: src.Card, base: opts.Log}
+	mw.preamble(n, tables)
+	// Pass 2: the scopes; pass 3: the tables.
+	s.eachTable(mw.scope)
+	for i := range consts {
+		mw.scope(&consts[i])
+	}
+	s.eachTable(mw.table)
+	for i := range consts {
+		mw.table(&consts[i])
+	}
+	if s.err != nil {
+		return s.err
+	}
+	return mw.bw.Flush()
+}
+
+// repeated reports whether v is in vars (scopes are short).
+func repeated(vars []int, v int) bool {
+	for _, u := range vars {
+		if u == v {
+			return true
+		}
+	}
+	return false
+}
