@@ -2,7 +2,6 @@ package uai
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -54,8 +53,7 @@ func WriteStreamFile(path string, src Source, progress Progress) error {
 type streamer struct {
 	src      Source
 	log      LogBase
-	mini     model.Model // one factor over local variables 0..k-1
-	local    []int
+	check    model.PieceChecker
 	x        []int
 	entries  []float64
 	err      error
@@ -81,48 +79,22 @@ func (s *streamer) tick() {
 
 // factorTable returns factor a's output table, its range planned.
 func (s *streamer) factorTable(a int, f *model.Factor) (outTable, error) {
-	n := s.src.NumVars()
-	k := len(f.Vars)
-	s.mini.Cards = s.mini.Cards[:0]
-	s.mini.UnaryOff = append(s.mini.UnaryOff[:0], 0)
-	s.local = s.local[:0]
-	for j, v := range f.Vars {
-		if v < 0 || v >= n {
-			return outTable{}, fmt.Errorf("factor %d (%s): variable %d out of range [0, %d)", a, f.Kind, v, n)
-		}
-		if repeated(f.Vars[:j], v) {
-			return outTable{}, fmt.Errorf("invalid model: factor %d (%s): variable %d appears twice", a, f.Kind, v)
-		}
-		c := s.src.Card(v)
-		s.mini.Cards = append(s.mini.Cards, c)
-		s.mini.UnaryOff = append(s.mini.UnaryOff, s.mini.UnaryOff[j]+c)
-		s.local = append(s.local, j)
-	}
-	if len(s.mini.Unary) < s.mini.UnaryOff[k] {
-		s.mini.Unary = make([]float64, s.mini.UnaryOff[k])
-	}
-	s.mini.Unary = s.mini.Unary[:s.mini.UnaryOff[k]]
-	g := *f
-	g.Vars = s.local
-	s.mini.Factors = append(s.mini.Factors[:0], g)
-	if err := s.mini.Validate(); err != nil {
-		if inner := errors.Unwrap(err); inner != nil {
-			err = inner // the mini model's "factor 0 (kind)" prefix
-		}
-		return outTable{}, fmt.Errorf("invalid model: factor %d (%s): %w", a, f.Kind, err)
+	local, err := s.check.Factor(a, f)
+	if err != nil {
+		return outTable{}, fmt.Errorf("invalid model: %w", err)
 	}
 	t := outTable{vars: f.Vars, copies: 1}
 	if f.Kind == model.Dense {
 		t.entries = f.Table
 	} else {
-		if _, err := s.mini.TableSize(s.local); err != nil {
+		if _, err := local.TableSize(local.Factors[0].Vars); err != nil {
 			return outTable{}, fmt.Errorf("factor %d (%s): %w", a, f.Kind, err)
 		}
-		if len(s.x) < k {
-			s.x = make([]int, k)
+		if len(s.x) < len(f.Vars) {
+			s.x = make([]int, len(f.Vars))
 		}
 		s.entries = s.entries[:0]
-		enumerate(&s.mini, 0, s.x, func(v float64) { s.entries = append(s.entries, v) })
+		enumerate(local, 0, s.x, func(v float64) { s.entries = append(s.entries, v) })
 		t.entries = s.entries
 	}
 	return t, s.plan(&t, fmt.Sprintf("factor %d (%s)", a, f.Kind))
@@ -131,13 +103,8 @@ func (s *streamer) factorTable(a int, f *model.Factor) (outTable, error) {
 // unaryTable returns variable i's unary table, its range planned; ok is
 // false when its unaries are all zero (Write writes no table then).
 func (s *streamer) unaryTable(i int, u []float64, scope *[1]int) (t outTable, ok bool, err error) {
-	if len(u) != s.src.Card(i) {
-		return t, false, fmt.Errorf("invalid model: variable %d: %d unary entries for cardinality %d", i, len(u), s.src.Card(i))
-	}
-	for x, v := range u {
-		if math.IsNaN(v) || math.IsInf(v, 1) {
-			return t, false, fmt.Errorf("invalid model: variable %d state %d: unary log-potential %v", i, x, v)
-		}
+	if err := s.check.Unaries(i, u); err != nil {
+		return t, false, fmt.Errorf("invalid model: %w", err)
 	}
 	if allZero(u) {
 		return t, false, nil
@@ -209,7 +176,7 @@ func writeStream(w io.Writer, src Source, opts WriteOptions, progress Progress) 
 	if math.IsNaN(constant) || math.IsInf(constant, 0) {
 		return fmt.Errorf("invalid model: constant %v is not finite", constant)
 	}
-	s := &streamer{src: src, log: opts.Log, progress: progress, total: 3 * int64(n+src.NumFactors())}
+	s := &streamer{src: src, log: opts.Log, check: model.PieceChecker{NumVars: n, Card: src.Card}, progress: progress, total: 3 * int64(n+src.NumFactors())}
 	// Pass 1: count the tables and gather the shifts into the constant.
 	tables := 0
 	s.eachTable(func(t *outTable) {
@@ -241,14 +208,4 @@ func writeStream(w io.Writer, src Source, opts WriteOptions, progress Progress) 
 		return s.err
 	}
 	return mw.bw.Flush()
-}
-
-// repeated reports whether v is in vars (scopes are short).
-func repeated(vars []int, v int) bool {
-	for _, u := range vars {
-		if u == v {
-			return true
-		}
-	}
-	return false
 }
