@@ -68,3 +68,53 @@ func (c *PieceChecker) Factor(a int, f *Factor) (*Model, error) {
 	}
 	return m, nil
 }
+
+// Source is a model given piece by piece, for models too big to hold in
+// memory (generate.GridStream is one; the streaming writers of model/uai
+// and model/native take it). Each method may be called several times and
+// must give the same pieces every time; the slices and factors passed to fn
+// are only valid during the call.
+type Source interface {
+	NumVars() int
+	Card(i int) int
+	NumFactors() int
+	Constant() float64
+	// EachUnaries calls fn with each variable's unaries (Card(i) entries), in
+	// order.
+	EachUnaries(fn func(i int, u []float64))
+	// EachFactor calls fn with each of the NumFactors factors, in order.
+	EachFactor(fn func(a int, f *Factor))
+}
+
+// SourceOf returns m as a Source.
+func SourceOf(m *Model) Source { return modelSource{m} }
+
+type modelSource struct{ m *Model }
+
+func (s modelSource) NumVars() int      { return len(s.m.Cards) }
+func (s modelSource) Card(i int) int    { return s.m.Cards[i] }
+func (s modelSource) NumFactors() int   { return len(s.m.Factors) }
+func (s modelSource) Constant() float64 { return s.m.Constant }
+func (s modelSource) EachUnaries(fn func(int, []float64)) {
+	for i := range s.m.Cards {
+		fn(i, s.m.Unaries(i))
+	}
+}
+func (s modelSource) EachFactor(fn func(int, *Factor)) {
+	for a := range s.m.Factors {
+		fn(a, &s.m.Factors[a])
+	}
+}
+
+// Progress is told how much of a streamed write is done, in pieces (a
+// variable's unaries or a factor, once per pass over the source).
+type Progress func(done, total int64)
+
+// Step counts one piece of total done and tells p, when not nil, every
+// 16384 pieces and at the end.
+func (p Progress) Step(done *int64, total int64) {
+	*done++
+	if p != nil && (*done%(1<<14) == 0 || *done == total) {
+		p(*done, total)
+	}
+}

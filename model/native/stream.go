@@ -9,31 +9,11 @@ import (
 	"github.com/ddrun/ddrun/model"
 )
 
-// Source is a model given piece by piece, for models too big to hold in
-// memory (generate.GridStream is one). Each method may be called several
-// times and must give the same pieces every time; the slices and factors
-// passed to fn are only valid during the call.
-type Source interface {
-	NumVars() int
-	Card(i int) int
-	NumFactors() int
-	Constant() float64
-	// EachUnaries calls fn with each variable's unaries (Card(i) entries), in
-	// order.
-	EachUnaries(fn func(i int, u []float64))
-	// EachFactor calls fn with each of the NumFactors factors, in order.
-	EachFactor(fn func(a int, f *model.Factor))
-}
-
-// Progress is told how much of a streamed write is done, in pieces (a
-// variable's unaries or a factor, once per pass over the source).
-type Progress func(done, total int64)
-
 // WriteStream writes the model src gives in format f to w, byte for byte as
 // Write would write it, holding one piece at a time: it passes over the
 // unaries twice (whether any is non-zero, then the output) and over the
 // factors once. progress, when not nil, is called now and then.
-func WriteStream(w io.Writer, src Source, f Format, progress Progress) error {
+func WriteStream(w io.Writer, src model.Source, f Format, progress model.Progress) error {
 	if f != JSON && f != Msgpack {
 		return fmt.Errorf("native: unknown format %v", f)
 	}
@@ -75,7 +55,7 @@ func WriteStream(w io.Writer, src Source, f Format, progress Progress) error {
 
 // WriteStreamFile is WriteStream to path, its format given by its extension
 // (see FormatOf); a .gz suffix compresses it.
-func WriteStreamFile(path string, src Source, progress Progress) error {
+func WriteStreamFile(path string, src model.Source, progress model.Progress) error {
 	f, err := FormatOf(path)
 	if err != nil {
 		return err
@@ -85,25 +65,14 @@ func WriteStreamFile(path string, src Source, progress Progress) error {
 
 // streamer writes a Source's pieces.
 type streamer struct {
-	src      Source
+	src      model.Source
 	check    model.PieceChecker
 	unaries  bool // whether any unary differs from +0
 	constant float64
 	err      error
 	done     int64
 	total    int64
-	progress Progress
-}
-
-// progressEvery is how many pieces go between two calls of a Progress.
-const progressEvery = 1 << 14
-
-// tick counts one piece, telling progress now and then.
-func (s *streamer) tick() {
-	s.done++
-	if s.progress != nil && (s.done%progressEvery == 0 || s.done == s.total) {
-		s.progress(s.done, s.total)
-	}
+	progress model.Progress
 }
 
 // prepare checks what it can before the first byte: the cardinalities, the
@@ -124,7 +93,7 @@ func (s *streamer) prepare() error {
 	}
 	var err error
 	s.src.EachUnaries(func(i int, u []float64) {
-		s.tick()
+		s.progress.Step(&s.done, s.total)
 		if err != nil {
 			return
 		}
@@ -140,7 +109,7 @@ func (s *streamer) prepare() error {
 // the first that does not.
 func (s *streamer) eachFactor(fn func(a int, f *model.Factor)) {
 	s.src.EachFactor(func(a int, f *model.Factor) {
-		s.tick()
+		s.progress.Step(&s.done, s.total)
 		if s.err != nil {
 			return
 		}
@@ -159,7 +128,7 @@ func (s *streamer) eachFactor(fn func(a int, f *model.Factor)) {
 // eachUnaries calls fn with each variable's unaries (checked by prepare).
 func (s *streamer) eachUnaries(fn func(i int, u []float64)) {
 	s.src.EachUnaries(func(i int, u []float64) {
-		s.tick()
+		s.progress.Step(&s.done, s.total)
 		fn(i, u)
 	})
 }

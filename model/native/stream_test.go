@@ -9,24 +9,6 @@ import (
 	"github.com/ddrun/ddrun/model"
 )
 
-// modelSource streams a model held in memory.
-type modelSource struct{ m *model.Model }
-
-func (s modelSource) NumVars() int      { return len(s.m.Cards) }
-func (s modelSource) Card(i int) int    { return s.m.Cards[i] }
-func (s modelSource) NumFactors() int   { return len(s.m.Factors) }
-func (s modelSource) Constant() float64 { return s.m.Constant }
-func (s modelSource) EachUnaries(fn func(int, []float64)) {
-	for i := range s.m.Cards {
-		fn(i, s.m.Unaries(i))
-	}
-}
-func (s modelSource) EachFactor(fn func(int, *model.Factor)) {
-	for a := range s.m.Factors {
-		fn(a, &s.m.Factors[a])
-	}
-}
-
 func TestWriteStreamSameBytes(t *testing.T) {
 	models := []*model.Model{allKinds(), gridModel(3, 4, 3, false), gridModel(2, 2, 2, true), model.New([]int{2, 3}), model.New(nil)}
 	for _, sm := range sequenceModels() {
@@ -39,7 +21,7 @@ func TestWriteStreamSameBytes(t *testing.T) {
 				t.Fatal(err)
 			}
 			last, total := int64(-1), int64(-2)
-			if err := WriteStream(&got, modelSource{m}, f, func(d, n int64) { last, total = d, n }); err != nil {
+			if err := WriteStream(&got, model.SourceOf(m), f, func(d, n int64) { last, total = d, n }); err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(got.Bytes(), want.Bytes()) {
@@ -64,7 +46,7 @@ func TestWriteStreamErrors(t *testing.T) {
 		want string
 	}{{twice, "appears twice"}, {nan, "variable 0 state 1"}, {inf, "constant"}} {
 		for _, f := range []Format{JSON, Msgpack} {
-			err := WriteStream(&bytes.Buffer{}, modelSource{c.m}, f, nil)
+			err := WriteStream(&bytes.Buffer{}, model.SourceOf(c.m), f, nil)
 			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("error %v, want one line with %q", err, c.want)
 			}

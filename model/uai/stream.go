@@ -9,34 +9,11 @@ import (
 	"github.com/ddrun/ddrun/model"
 )
 
-// Source is a model given piece by piece, for models too big to hold in
-// memory (generate.GridStream is one). Each method may be called several
-// times and must give the same pieces every time; the slices and factors
-// passed to fn are only valid during the call.
-type Source interface {
-	NumVars() int
-	Card(i int) int
-	NumFactors() int
-	Constant() float64
-	// EachUnaries calls fn with each variable's unaries (Card(i) entries), in
-	// order.
-	EachUnaries(fn func(i int, u []float64))
-	// EachFactor calls fn with each of the NumFactors factors, in order.
-	EachFactor(fn func(a int, f *model.Factor))
-}
-
-// Progress is told how much of a streamed write is done, in pieces (a
-// variable's unaries or a factor, once per pass over the source).
-type Progress func(done, total int64)
-
-// progressEvery is how many pieces go between two calls of a Progress.
-const progressEvery = 1 << 14
-
 // WriteStream writes the model src gives to w, byte for byte as Write would
 // write it, holding one piece at a time: it passes over the source three
 // times (planning the tables, their scopes, their entries). progress, when
 // not nil, is called now and then.
-func WriteStream(w io.Writer, src Source, opts WriteOptions, progress Progress) error {
+func WriteStream(w io.Writer, src model.Source, opts WriteOptions, progress model.Progress) error {
 	if err := writeStream(w, src, opts, progress); err != nil {
 		return fmt.Errorf("uai: write: %w", err)
 	}
@@ -44,14 +21,14 @@ func WriteStream(w io.Writer, src Source, opts WriteOptions, progress Progress) 
 }
 
 // WriteStreamFile is WriteStream to the file at path, named as for WriteFile.
-func WriteStreamFile(path string, src Source, progress Progress) error {
+func WriteStreamFile(path string, src model.Source, progress model.Progress) error {
 	opts := WriteOptions{Log: OptionsFor(path).Log}
 	return writeFile(path, func(w io.Writer) error { return writeStream(w, src, opts, progress) })
 }
 
 // streamer turns a Source's pieces into output tables.
 type streamer struct {
-	src      Source
+	src      model.Source
 	log      LogBase
 	check    model.PieceChecker
 	x        []int
@@ -59,21 +36,13 @@ type streamer struct {
 	err      error
 	done     int64
 	total    int64
-	progress Progress
+	progress model.Progress
 }
 
 // fail keeps the first error.
 func (s *streamer) fail(err error) {
 	if s.err == nil {
 		s.err = err
-	}
-}
-
-// tick counts one piece, telling progress now and then.
-func (s *streamer) tick() {
-	s.done++
-	if s.progress != nil && (s.done%progressEvery == 0 || s.done == s.total) {
-		s.progress(s.done, s.total)
 	}
 }
 
@@ -134,7 +103,7 @@ func (s *streamer) plan(t *outTable, name string) error {
 func (s *streamer) eachTable(fn func(t *outTable)) {
 	var scope [1]int
 	s.src.EachFactor(func(a int, f *model.Factor) {
-		s.tick()
+		s.progress.Step(&s.done, s.total)
 		if s.err != nil {
 			return
 		}
@@ -146,7 +115,7 @@ func (s *streamer) eachTable(fn func(t *outTable)) {
 		fn(&t)
 	})
 	s.src.EachUnaries(func(i int, u []float64) {
-		s.tick()
+		s.progress.Step(&s.done, s.total)
 		if s.err != nil {
 			return
 		}
@@ -162,7 +131,7 @@ func (s *streamer) eachTable(fn func(t *outTable)) {
 }
 
 // writeStream writes src as writeModel writes a model.
-func writeStream(w io.Writer, src Source, opts WriteOptions, progress Progress) error {
+func writeStream(w io.Writer, src model.Source, opts WriteOptions, progress model.Progress) error {
 	if !opts.Log.valid() {
 		return fmt.Errorf("invalid log base %v", opts.Log)
 	}

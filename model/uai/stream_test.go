@@ -9,24 +9,6 @@ import (
 	"github.com/ddrun/ddrun/model"
 )
 
-// modelSource streams a model held in memory.
-type modelSource struct{ m *model.Model }
-
-func (s modelSource) NumVars() int      { return len(s.m.Cards) }
-func (s modelSource) Card(i int) int    { return s.m.Cards[i] }
-func (s modelSource) NumFactors() int   { return len(s.m.Factors) }
-func (s modelSource) Constant() float64 { return s.m.Constant }
-func (s modelSource) EachUnaries(fn func(int, []float64)) {
-	for i := range s.m.Cards {
-		fn(i, s.m.Unaries(i))
-	}
-}
-func (s modelSource) EachFactor(fn func(int, *model.Factor)) {
-	for a := range s.m.Factors {
-		fn(a, &s.m.Factors[a])
-	}
-}
-
 // wideModel needs shifted and split tables and several constant tables in
 // the potential format.
 func wideModel() *model.Model {
@@ -53,7 +35,7 @@ func TestWriteStreamSameBytes(t *testing.T) {
 			}
 			var calls int
 			var last, total int64
-			err := WriteStream(&got, modelSource{c.m}, WriteOptions{Log: log}, func(d, n int64) { calls, last, total = calls+1, d, n })
+			err := WriteStream(&got, model.SourceOf(c.m), WriteOptions{Log: log}, func(d, n int64) { calls, last, total = calls+1, d, n })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,7 +60,7 @@ func TestWriteStreamErrors(t *testing.T) {
 		m    *model.Model
 		want string
 	}{{bad, "factor 0 (potts)"}, {out, "out of range"}, {nan, "variable 0 state 1"}} {
-		err := WriteStream(&bytes.Buffer{}, modelSource{c.m}, WriteOptions{}, nil)
+		err := WriteStream(&bytes.Buffer{}, model.SourceOf(c.m), WriteOptions{}, nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("error %v, want one line with %q", err, c.want)
 		}
