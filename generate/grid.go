@@ -15,17 +15,22 @@ import (
 // gridEdges returns the edges of an h x w grid in the documented order.
 func gridEdges(h, w int) [][2]int {
 	edges := make([][2]int, 0, h*(w-1)+(h-1)*w)
+	eachEdge(h, w, func(uv [2]int) { edges = append(edges, uv) })
+	return edges
+}
+
+// eachEdge calls fn with the edges of an h x w grid in the documented order.
+func eachEdge(h, w int, fn func(uv [2]int)) {
 	for r := range h {
 		for c := 0; c+1 < w; c++ {
-			edges = append(edges, [2]int{r*w + c, r*w + c + 1})
+			fn([2]int{r*w + c, r*w + c + 1})
 		}
 		if r+1 < h {
 			for c := range w {
-				edges = append(edges, [2]int{r*w + c, (r+1)*w + c})
+				fn([2]int{r*w + c, (r+1)*w + c})
 			}
 		}
 	}
-	return edges
 }
 
 // newGrid returns an empty grid model of l-state variables.
@@ -45,30 +50,11 @@ func newGrid(o GridOptions, l int) *model.Model {
 // model's score.
 //
 // Draws: theta_i(1) for each variable in order, then J for each edge in
-// order. Ising ignores Labels and panics if o.Validate fails.
+// order. Ising ignores Labels and panics if o.Validate fails. It is
+// IsingStream(o).Model().
 func Ising(o GridOptions) *model.Model {
 	mustValid("Ising", o.Validate())
-	r := newRand(o.Seed)
-	m := newGrid(o, 2)
-	for i := range m.Cards {
-		m.Unaries(i)[1] = uniform(r, -1, 1)
-	}
-	edges := gridEdges(o.Height, o.Width)
-	m.Factors = make([]model.Factor, len(edges))
-	vars := make([]int, 2*len(edges))
-	for e, uv := range edges {
-		j := uniform(r, -o.Rho, o.Rho)
-		m.Factors[e] = edgeFactor(vars, e, uv, 2*j)
-		m.Constant -= j
-	}
-	return m
-}
-
-// edgeFactor returns edge e's Potts factor, its scope stored in vars.
-func edgeFactor(vars []int, e int, uv [2]int, weight float64) model.Factor {
-	scope := vars[2*e : 2*e+2 : 2*e+2]
-	scope[0], scope[1] = uv[0], uv[1]
-	return model.Factor{Kind: model.Potts, Vars: scope, Weight: weight}
+	return IsingStream(o).Model()
 }
 
 // Potts returns the random Potts model of Sect. 5.2: an Height x Width grid
@@ -78,19 +64,11 @@ func edgeFactor(vars []int, e int, uv [2]int, weight float64) model.Factor {
 // potentials from U[-10, 10] on the diagonal: Rho = 10.)
 //
 // Draws: the unaries variable by variable, state by state, then w for each
-// edge in order. Potts panics if o.Validate fails.
+// edge in order. Potts panics if o.Validate fails. It is
+// PottsStream(o).Model().
 func Potts(o GridOptions) *model.Model {
 	mustValid("Potts", o.Validate())
-	r := newRand(o.Seed)
-	m := newGrid(o, o.labels())
-	fill(r, m.Unary, 1)
-	edges := gridEdges(o.Height, o.Width)
-	m.Factors = make([]model.Factor, len(edges))
-	vars := make([]int, 2*len(edges))
-	for e, uv := range edges {
-		m.Factors[e] = edgeFactor(vars, e, uv, uniform(r, -o.Rho, o.Rho))
-	}
-	return m
+	return PottsStream(o).Model()
 }
 
 // fill draws each entry of v from U[-b, b].

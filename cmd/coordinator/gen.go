@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"io"
 
+	"time"
+
 	"github.com/ddrun/ddrun/generate"
-	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/modelfile"
+	"github.com/ddrun/ddrun/model/native"
+	"github.com/ddrun/ddrun/model/uai"
 )
 
 func cmdGen(args []string, stdout, stderr io.Writer) error {
@@ -14,9 +17,15 @@ func cmdGen(args []string, stdout, stderr io.Writer) error {
 		return usagef("gen: want a family: potts, ising or logic")
 	}
 	family := args[0]
+	switch family {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(stdout, genUsage)
+		return nil
+	}
 	fs := flagSet("gen " + family)
 	out := fs.String("o", "", "output `FILE` (.uai[.gz], .json, .msgpack)")
 	seed := fs.Int64("seed", 1, "random seed")
+	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	var grid generate.GridOptions
 	var logic generate.LogicOptions
 	switch family {
@@ -50,25 +59,60 @@ func cmdGen(args []string, stdout, stderr io.Writer) error {
 		return usagef("gen %s: -o %s: unknown model format (want .uai, .uai.gz, .json or .msgpack)", family, *out)
 	}
 	grid.Seed, logic.Seed = *seed, *seed
-	var m *model.Model
 	if family == "logic" {
 		if err := logic.Validate(); err != nil {
 			return usagef("gen %s: %w", family, err)
 		}
-		m = generate.Logic(logic)
-	} else {
-		if err := grid.Validate(); err != nil {
-			return usagef("gen %s: %w", family, err)
+		m := generate.Logic(logic)
+		if err := modelfile.Save(*out, m); err != nil {
+			return fmt.Errorf("gen %s: %w", family, err)
 		}
-		if family == "potts" {
-			m = generate.Potts(grid)
-		} else {
-			m = generate.Ising(grid)
-		}
+		fmt.Fprintf(stderr, "wrote %s: %d variables, %d factors\n", *out, m.NumVars(), len(m.Factors))
+		return nil
 	}
-	if err := modelfile.Save(*out, m); err != nil {
+	if err := grid.Validate(); err != nil {
+		return usagef("gen %s: %w", family, err)
+	}
+	s := generate.PottsStream(grid)
+	if family == "ising" {
+		s = generate.IsingStream(grid)
+	}
+	var progress func(done, total int64)
+	if !*quiet {
+		progress = newProgress(stderr, "gen "+family+" "+*out, time.Second)
+	}
+	if err := saveStream(*out, s, progress); err != nil {
 		return fmt.Errorf("gen %s: %w", family, err)
 	}
-	fmt.Fprintf(stderr, "wrote %s: %d variables, %d factors\n", *out, m.NumVars(), len(m.Factors))
+	fmt.Fprintf(stderr, "wrote %s: %d variables, %d factors\n", *out, s.NumVars(), s.NumFactors())
 	return nil
+}
+
+const genUsage = `usage: coordinator gen potts|ising|logic [flags] -o FILE
+FILE: .uai, .uai.gz, .LG, .json or .msgpack (optionally .gz)
+run 'coordinator gen FAMILY -h' for a family's flags; potts and ising grids
+are written streaming, in bounded memory, whatever their size`
+
+// saveStream writes a grid to path as modelfile.Save would write the model,
+// without building it.
+func saveStream(path string, s *generate.GridStream, progress func(done, total int64)) error {
+	switch modelfile.FormatOf(path) {
+	case modelfile.UAI:
+		return uai.WriteStreamFile(path, s, progress)
+	case modelfile.Native:
+		return native.WriteStreamFile(path, s, progress)
+	}
+	return fmt.Errorf("%s: unknown model format", path)
+}
+
+// newProgress returns a progress callback printing the percentage done to w
+// at most once per every.
+func newProgress(w io.Writer, what string, every time.Duration) func(done, total int64) {
+	last := time.Now()
+	return func(done, total int64) {
+		if now := time.Now(); now.Sub(last) >= every && total > 0 {
+			last = now
+			fmt.Fprintf(w, "%s: %d%%\n", what, 100*done/total)
+		}
+	}
 }

@@ -190,9 +190,9 @@ func Write(w io.Writer, m *model.Model, f Format) error {
 	var err error
 	switch f {
 	case JSON:
-		err = writeJSON(bw, m)
+		err = writeJSON(bw, docOf(m))
 	case Msgpack:
-		err = writeMsgpack(bw, m)
+		err = writeMsgpack(bw, docOf(m))
 	default:
 		return fmt.Errorf("native: unknown format %v", f)
 	}
@@ -222,7 +222,7 @@ func checkWritable(m *model.Model) error {
 
 // WriteFile writes m to path, its format given by its extension (see
 // FormatOf); a .gz suffix compresses it.
-func WriteFile(path string, m *model.Model) (err error) {
+func WriteFile(path string, m *model.Model) error {
 	f, err := FormatOf(path)
 	if err != nil {
 		return err
@@ -230,6 +230,12 @@ func WriteFile(path string, m *model.Model) (err error) {
 	if err := checkWritable(m); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	return writeFile(path, func(w io.Writer) error { return Write(w, m, f) })
+}
+
+// writeFile creates path and calls write with it, through gzip when path
+// ends in .gz; errors are prefixed with path.
+func writeFile(path string, write func(io.Writer) error) (err error) {
 	fh, err := os.Create(path)
 	if err != nil {
 		return err
@@ -245,7 +251,7 @@ func WriteFile(path string, m *model.Model) (err error) {
 		zw = gzip.NewWriter(fh)
 		w = zw
 	}
-	if err := Write(w, m, f); err != nil {
+	if err := write(w); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if zw != nil {

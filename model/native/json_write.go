@@ -75,39 +75,76 @@ func hasUnaries(m *model.Model) bool {
 	return false
 }
 
-// writeJSON writes m, already checked, to w; w's error is left to Flush.
-func writeJSON(w *bufio.Writer, m *model.Model) error {
+// writeJSON writes d, already checked, to w; w's error is left to Flush.
+func writeJSON(w *bufio.Writer, d *modelDoc) error {
 	j := &jsonWriter{w: w, buf: make([]byte, 0, 32)}
 	j.str("{\n  \"format\": \"" + formatName + "\",\n  \"version\": ")
 	j.int(formatVersion)
-	j.str(",\n  \"cards\": ")
-	j.ints(m.Cards)
-	j.str(",\n  \"constant\": ")
-	j.float(m.Constant)
-	if hasUnaries(m) {
+	j.str(",\n  \"cards\": [")
+	for i := range d.n {
+		if i > 0 {
+			j.str(", ")
+		}
+		j.int(d.card(i))
+	}
+	j.str("],\n  \"constant\": ")
+	j.float(d.constant)
+	if d.unaries {
 		j.str(",\n  \"unaries\": [")
-		for i := range m.Cards {
+		d.eachUnaries(func(i int, u []float64) {
 			if i > 0 {
 				j.w.WriteByte(',')
 			}
 			j.str("\n    ")
-			j.floats(m.Unaries(i))
-		}
+			j.floats(u)
+		})
 		j.str("\n  ]")
 	}
 	j.str(",\n  \"factors\": [")
-	for a := range m.Factors {
+	d.eachFactor(func(a int, f *model.Factor) {
 		if a > 0 {
 			j.w.WriteByte(',')
 		}
 		j.str("\n    ")
-		j.factor(&m.Factors[a])
-	}
-	if len(m.Factors) > 0 {
+		j.factor(f)
+	})
+	if d.nfactors > 0 {
 		j.str("\n  ")
 	}
 	j.str("]\n}\n")
 	return nil
+}
+
+// modelDoc is what the writers need of a model, held (docOf) or streamed.
+type modelDoc struct {
+	n           int
+	card        func(i int) int
+	constant    float64
+	unaries     bool // whether to write the unaries (any differs from +0)
+	nfactors    int
+	eachUnaries func(fn func(i int, u []float64))
+	eachFactor  func(fn func(a int, f *model.Factor))
+}
+
+// docOf returns m's modelDoc.
+func docOf(m *model.Model) *modelDoc {
+	return &modelDoc{
+		n:        len(m.Cards),
+		card:     func(i int) int { return m.Cards[i] },
+		constant: m.Constant,
+		unaries:  hasUnaries(m),
+		nfactors: len(m.Factors),
+		eachUnaries: func(fn func(int, []float64)) {
+			for i := range m.Cards {
+				fn(i, m.Unaries(i))
+			}
+		},
+		eachFactor: func(fn func(int, *model.Factor)) {
+			for a := range m.Factors {
+				fn(a, &m.Factors[a])
+			}
+		},
+	}
 }
 
 func (j *jsonWriter) factor(f *model.Factor) {

@@ -7,13 +7,12 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// writeMsgpack writes m, already checked, to w: floats as float64, integers
+// writeMsgpack writes d, already checked, to w: floats as float64, integers
 // in their shortest form, the fields in the order of the JSON encoding.
-func writeMsgpack(w *bufio.Writer, m *model.Model) error {
+func writeMsgpack(w *bufio.Writer, d *modelDoc) error {
 	e := &mpWriter{enc: msgpack.NewEncoder(w)}
 	fields := 5
-	unaries := hasUnaries(m)
-	if unaries {
+	if d.unaries {
 		fields++
 	}
 	e.mapLen(fields)
@@ -22,24 +21,20 @@ func writeMsgpack(w *bufio.Writer, m *model.Model) error {
 	e.str("version")
 	e.int(formatVersion)
 	e.str("cards")
-	e.arrayLen(len(m.Cards))
-	for _, c := range m.Cards {
-		e.int(c)
+	e.arrayLen(d.n)
+	for i := range d.n {
+		e.int(d.card(i))
 	}
 	e.str("constant")
-	e.float(m.Constant)
-	if unaries {
+	e.float(d.constant)
+	if d.unaries {
 		e.str("unaries")
-		e.arrayLen(len(m.Cards))
-		for i := range m.Cards {
-			e.floats(m.Unaries(i))
-		}
+		e.arrayLen(d.n)
+		d.eachUnaries(func(_ int, u []float64) { e.floats(u) })
 	}
 	e.str("factors")
-	e.arrayLen(len(m.Factors))
-	for a := range m.Factors {
-		e.factor(&m.Factors[a])
-	}
+	e.arrayLen(d.nfactors)
+	d.eachFactor(func(_ int, f *model.Factor) { e.factor(f) })
 	return e.err
 }
 

@@ -31,8 +31,14 @@ func WriteWith(w io.Writer, m *model.Model, opts WriteOptions) error {
 // WriteFile writes m to the file at path, gzip-compressed when path ends in
 // .gz, and as natural logarithms (the LG variant) when it ends in .LG or
 // .LG.gz. On failure it removes the partial file.
-func WriteFile(path string, m *model.Model) (err error) {
+func WriteFile(path string, m *model.Model) error {
 	opts := WriteOptions{Log: OptionsFor(path).Log}
+	return writeFile(path, func(w io.Writer) error { return writeModel(w, m, opts) })
+}
+
+// writeFile creates the file at path and calls write with it, through gzip
+// when path ends in .gz. On failure it removes the partial file.
+func writeFile(path string, write func(io.Writer) error) (err error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("uai: %w", err)
@@ -43,7 +49,7 @@ func WriteFile(path string, m *model.Model) (err error) {
 		zw = gzip.NewWriter(f)
 		w = zw
 	}
-	err = writeModel(w, m, opts)
+	err = write(w)
 	if zw != nil {
 		if cerr := zw.Close(); err == nil {
 			err = cerr
@@ -108,7 +114,8 @@ func writeModel(w io.Writer, m *model.Model, opts WriteOptions) error {
 	constant := m.Constant
 	if opts.Log == Potentials {
 		for i := range tables {
-			if err := planRange(m, x, &tables[i]); err != nil {
+			t := &tables[i]
+			if err := planRange(func(fn func(float64)) { t.each(m, x, fn) }, t); err != nil {
 				return fmt.Errorf("%s: %w", tableName(m, i), err)
 			}
 			constant += tables[i].shift
@@ -120,7 +127,8 @@ func writeModel(w io.Writer, m *model.Model, opts WriteOptions) error {
 	}
 	tables = append(tables, consts...)
 
-	mw := &modelWriter{bw: bufio.NewWriterSize(w, 64<<10), m: m, x: x, base: opts.Log}
+	mw := newModelWriter(w, m, opts.Log)
+	mw.x = x
 	mw.header(tables)
 	for i := range tables {
 		mw.table(&tables[i])
@@ -200,9 +208,9 @@ func allZero(u []float64) bool {
 // finite entry's potential is representable: entries within ±maxExpArg are
 // written as they are; otherwise the table is shifted by its maximum and, if
 // its range is still too wide, split into copies.
-func planRange(m *model.Model, x []int, t *outTable) error {
+func planRange(each func(func(float64)), t *outTable) error {
 	lo, hi := math.Inf(1), math.Inf(-1)
-	t.each(m, x, func(v float64) {
+	each(func(v float64) {
 		if math.IsInf(v, 0) {
 			return
 		}
@@ -247,10 +255,16 @@ func constantTables(c float64, base LogBase) ([]outTable, error) {
 // modelWriter formats a MARKOV file.
 type modelWriter struct {
 	bw   *bufio.Writer
-	m    *model.Model
+	m    *model.Model // nil when streaming (every table has its entries)
+	card func(v int) int
 	x    []int // scratch assignment for expanding factors
 	base LogBase
 	num  []byte // scratch for number formatting
+}
+
+// newModelWriter returns a writer of m's tables to w.
+func newModelWriter(w io.Writer, m *model.Model, base LogBase) *modelWriter {
+	return &modelWriter{bw: bufio.NewWriterSize(w, 64<<10), m: m, card: func(v int) int { return m.Cards[v] }, base: base}
 }
 
 func (mw *modelWriter) int(n int) {
@@ -260,43 +274,57 @@ func (mw *modelWriter) int(n int) {
 
 // header writes the preamble: type, variables, cardinalities and scopes.
 func (mw *modelWriter) header(tables []outTable) {
-	mw.bw.WriteString("MARKOV\n")
-	mw.int(len(mw.m.Cards))
-	mw.bw.WriteByte('\n')
-	for i, c := range mw.m.Cards {
-		if i > 0 {
-			mw.bw.WriteByte(' ')
-		}
-		mw.int(c)
-	}
-	mw.bw.WriteByte('\n')
 	n := 0
 	for i := range tables {
 		n += tables[i].copies
 	}
+	mw.preamble(len(mw.m.Cards), n)
+	for i := range tables {
+		mw.scope(&tables[i])
+	}
+}
+
+// preamble writes the type, the n variables' cardinalities and the number
+// of tables.
+func (mw *modelWriter) preamble(n, tables int) {
+	mw.bw.WriteString("MARKOV\n")
 	mw.int(n)
 	mw.bw.WriteByte('\n')
-	for i := range tables {
-		for range tables[i].copies {
-			mw.int(len(tables[i].vars))
-			for _, v := range tables[i].vars {
-				mw.bw.WriteByte(' ')
-				mw.int(v)
-			}
-			mw.bw.WriteByte('\n')
+	for i := range n {
+		if i > 0 {
+			mw.bw.WriteByte(' ')
 		}
+		mw.int(mw.card(i))
+	}
+	mw.bw.WriteByte('\n')
+	mw.int(tables)
+	mw.bw.WriteByte('\n')
+}
+
+// scope writes t's scope line(s), one per copy.
+func (mw *modelWriter) scope(t *outTable) {
+	for range t.copies {
+		mw.int(len(t.vars))
+		for _, v := range t.vars {
+			mw.bw.WriteByte(' ')
+			mw.int(v)
+		}
+		mw.bw.WriteByte('\n')
 	}
 }
 
 // table writes t's table(s), one row per value of all but the last variable.
 func (mw *modelWriter) table(t *outTable) {
-	size := 1
-	for _, v := range t.vars {
-		size *= mw.m.Cards[v]
+	size := len(t.entries)
+	if t.entries == nil {
+		size = 1
+		for _, v := range t.vars {
+			size *= mw.card(v)
+		}
 	}
 	row := 1
 	if len(t.vars) > 0 {
-		row = mw.m.Cards[t.vars[len(t.vars)-1]]
+		row = mw.card(t.vars[len(t.vars)-1])
 	}
 	for range t.copies {
 		mw.bw.WriteByte('\n')

@@ -130,14 +130,7 @@ func TestWriteEntriesExact(t *testing.T) {
 // TestWriteWideRange checks log-potentials whose exponentials would
 // overflow or underflow float64.
 func TestWriteWideRange(t *testing.T) {
-	m := model.New([]int{3, 3})
-	m.Constant = 2500
-	m.Factors = []model.Factor{
-		{Kind: model.Dense, Vars: []int{0}, Table: []float64{1000, -1000, 0}},
-		{Kind: model.Dense, Vars: []int{0, 1}, Table: []float64{-800, -750, -701, math.Inf(-1), -720, -3000, 0, 1, 2}},
-		{Kind: model.Potts, Vars: []int{0, 1}, Weight: -5000},
-	}
-	copy(m.Unaries(1), []float64{900, 0, -900})
+	m := wideModel()
 	if err := m.Validate(); err != nil {
 		t.Fatal(err)
 	}

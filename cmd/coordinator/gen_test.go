@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/modelfile"
+	"github.com/ddrun/ddrun/model/native"
+)
+
+// TestGenStreamsSameBytes checks that gen's streaming writers give, byte
+// for byte, the files of the model built in memory and saved.
+func TestGenStreamsSameBytes(t *testing.T) {
+	dir := t.TempDir()
+	for _, fam := range []string{"potts", "ising"} {
+		for _, size := range [][2]int{{1, 1}, {1, 6}, {5, 1}, {4, 7}} {
+			for _, rho := range []string{"1", "900"} { // 900: UAI's shifted, split tables
+				o := generate.GridOptions{Height: size[0], Width: size[1], Labels: 3, Seed: 7}
+				fmt.Sscan(rho, &o.Rho)
+				var m *model.Model
+				args := []string{"gen", fam, "--height", fmt.Sprint(o.Height), "--width", fmt.Sprint(o.Width), "--rho", rho, "--seed", "7", "--quiet"}
+				if fam == "potts" {
+					m = generate.Potts(o)
+					args = append(args, "--labels", "3")
+				} else {
+					m = generate.Ising(o)
+				}
+				for _, ext := range []string{"uai", "uai.gz", "LG", "json", "json.gz", "msgpack", "msgpack.gz"} {
+					want, got := filepath.Join(dir, "want."+ext), filepath.Join(dir, "got."+ext)
+					if err := modelfile.Save(want, m); err != nil {
+						t.Fatal(err)
+					}
+					if code, _, stderr := runCLI(t, append(args, "-o", got)...); code != 0 {
+						t.Fatalf("%v: exit %d: %s", args, code, stderr)
+					}
+					a, _ := os.ReadFile(want)
+					b, _ := os.ReadFile(got)
+					if len(a) == 0 || !bytes.Equal(a, b) {
+						t.Fatalf("%s %dx%d rho %s .%s: streamed file differs from the saved model (%d vs %d bytes)", fam, o.Height, o.Width, rho, ext, len(b), len(a))
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGenStreamBoundedMemory streams a 300x300 Potts grid and samples the
+// heap as it goes: it must stay within a few MB, while the built model
+// alone takes tens.
+func TestGenStreamBoundedMemory(t *testing.T) {
+	o := generate.GridOptions{Height: 300, Width: 300, Labels: 4, Rho: 1, Seed: 1}
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	base, peak := ms.HeapAlloc, ms.HeapAlloc
+	sample := func(int64, int64) {
+		runtime.ReadMemStats(&ms)
+		peak = max(peak, ms.HeapAlloc)
+	}
+	if err := native.WriteStream(io.Discard, generate.PottsStream(o), native.Msgpack, sample); err != nil {
+		t.Fatal(err)
+	}
+	streamed := peak - base
+	m := generate.Potts(o)
+	runtime.ReadMemStats(&ms)
+	built := ms.HeapAlloc - base
+	runtime.KeepAlive(m)
+	t.Logf("streaming peak heap %d KB, built model %d KB", streamed>>10, built>>10)
+	if streamed > 8<<20 || built < 4*streamed {
+		t.Fatalf("streaming peak heap %d KB, built model %d KB: want a few MB, far below the model", streamed>>10, built>>10)
+	}
+}
+
+func TestGenHelp(t *testing.T) {
+	for _, args := range [][]string{{"gen", "-h"}, {"gen", "--help"}} {
+		code, stdout, _ := runCLI(t, args...)
+		if code != 0 || !strings.Contains(stdout, "usage: coordinator gen") {
+			t.Errorf("%v: exit %d, stdout %q", args, code, stdout)
+		}
+	}
+	if code, _, _ := runCLI(t, "gen", "potts", "-h"); code != 0 {
+		t.Errorf("gen potts -h: exit %d", code)
+	}
+	code, _, stderr := runCLI(t, "gen", "potts", "--height", "0", "-o", filepath.Join(t.TempDir(), "x.uai"))
+	if code != 2 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Errorf("bad size: exit %d, stderr %q, want 2 and one line", code, stderr)
+	}
+}

@@ -1,0 +1,123 @@
+package generate
+
+import (
+	"math/rand/v2"
+
+	"github.com/ddrun/ddrun/model"
+)
+
+// GridStream is a Potts or Ising grid given piece by piece instead of as a
+// model.Model, so that grids too big to hold can be written in bounded
+// memory (see uai.WriteStream and native.WriteStream, whose Source it is).
+// Every pass regenerates its pieces from the seed, with the same draws as
+// Potts and Ising: the same options give the same model, piece for piece.
+type GridStream struct {
+	o      GridOptions
+	ising  bool
+	labels int
+}
+
+// PottsStream returns the streamed form of Potts(o); it panics if o.Validate
+// fails.
+func PottsStream(o GridOptions) *GridStream {
+	mustValid("PottsStream", o.Validate())
+	return &GridStream{o: o, labels: o.labels()}
+}
+
+// IsingStream returns the streamed form of Ising(o); it panics if o.Validate
+// fails.
+func IsingStream(o GridOptions) *GridStream {
+	mustValid("IsingStream", o.Validate())
+	return &GridStream{o: o, ising: true, labels: 2}
+}
+
+// NumVars returns the number of variables, Height*Width.
+func (s *GridStream) NumVars() int { return s.o.Height * s.o.Width }
+
+// Card returns variable i's number of states.
+func (s *GridStream) Card(int) int { return s.labels }
+
+// NumFactors returns the number of edges, one factor each.
+func (s *GridStream) NumFactors() int {
+	h, w := s.o.Height, s.o.Width
+	return h*(w-1) + (h-1)*w
+}
+
+// EachUnaries calls fn with each variable's unaries in order; u is reused
+// from call to call.
+func (s *GridStream) EachUnaries(fn func(i int, u []float64)) {
+	r := newRand(s.o.Seed)
+	u := make([]float64, s.labels)
+	for i := range s.NumVars() {
+		if s.ising {
+			u[1] = uniform(r, -1, 1)
+		} else {
+			fill(r, u, 1)
+		}
+		fn(i, u)
+	}
+}
+
+// EachFactor calls fn with each edge's Potts factor in order (see the
+// grid's edge order above); f and its Vars are reused from call to call.
+func (s *GridStream) EachFactor(fn func(a int, f *model.Factor)) {
+	s.eachCoupling(func(a int, uv [2]int, j float64) {
+		f := model.Factor{Kind: model.Potts, Vars: uv[:], Weight: s.weight(j)}
+		fn(a, &f)
+	})
+}
+
+// Constant returns the model's constant: 0 for Potts, minus the sum of the
+// couplings for Ising (see Ising).
+func (s *GridStream) Constant() float64 {
+	c := 0.0
+	if s.ising {
+		s.eachCoupling(func(_ int, _ [2]int, j float64) { c -= j })
+	}
+	return c
+}
+
+// weight returns the Potts weight of coupling j.
+func (s *GridStream) weight(j float64) float64 {
+	if s.ising {
+		return 2 * j
+	}
+	return j
+}
+
+// eachCoupling calls fn with each edge and its coupling draw, in order.
+func (s *GridStream) eachCoupling(fn func(a int, uv [2]int, j float64)) {
+	r := newRand(s.o.Seed)
+	skip := s.NumVars() // the unary draws come first: one per variable for Ising
+	if !s.ising {
+		skip *= s.labels
+	}
+	skipDraws(r, skip)
+	a := 0
+	eachEdge(s.o.Height, s.o.Width, func(uv [2]int) {
+		fn(a, uv, uniform(r, -s.o.Rho, s.o.Rho))
+		a++
+	})
+}
+
+// skipDraws advances r past n draws of uniform (one Uint64 each).
+func skipDraws(r *rand.Rand, n int) {
+	for range n {
+		r.Uint64()
+	}
+}
+
+// Model returns the whole model, as Potts or Ising does.
+func (s *GridStream) Model() *model.Model {
+	m := newGrid(s.o, s.labels)
+	s.EachUnaries(func(i int, u []float64) { copy(m.Unaries(i), u) })
+	m.Factors = make([]model.Factor, s.NumFactors())
+	vars := make([]int, 2*len(m.Factors)) // one arena for the scopes
+	s.EachFactor(func(a int, f *model.Factor) {
+		m.Factors[a] = *f
+		m.Factors[a].Vars = vars[2*a : 2*a+2 : 2*a+2]
+		copy(m.Factors[a].Vars, f.Vars)
+	})
+	m.Constant = s.Constant()
+	return m
+}
