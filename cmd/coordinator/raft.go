@@ -92,7 +92,15 @@ func runReplicated(ctx context.Context, j cluster.Job, sp spec, tr *transport.NA
 	}
 	j.Logger = log.With("raft_id", rf.id)
 	j.Record = func(res solver.Result, info cluster.JobInfo) (json.RawMessage, error) {
-		return json.Marshal(newResultJSON(res, sp, info))
+		// The recorded result leaves a big assignment out
+		// (maxJSONAssignment): write it before the record commits, so
+		// that the job's --out exists once it is done.
+		if f.out != "" && res.Assignment != nil && len(res.Assignment) > maxJSONAssignment {
+			if err := writeMPE(f.out, res.Assignment); err != nil {
+				return nil, err
+			}
+		}
+		return json.Marshal(newResultJSON(res, sp, info, f.out))
 	}
 	out, err := cluster.RunReplicated(ctx, j, g)
 	switch {

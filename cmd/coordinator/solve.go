@@ -243,7 +243,7 @@ func report(res solver.Result, j spec, f solveFlags, ri cluster.JobInfo, stdout,
 		}
 	}
 	if f.json {
-		return writeJSON(stdout, newResultJSON(res, j, ri))
+		return writeJSON(stdout, newResultJSON(res, j, ri, f.out))
 	}
 	return nil
 }
@@ -292,12 +292,17 @@ type resultJSON struct {
 	Iterations int           `json:"iterations"`
 	Seconds    float64       `json:"seconds"`
 	Assignment []int         `json:"assignment"`
-	Algo       string        `json:"algo"`
-	Threads    int           `json:"threads"`
-	Workers    int           `json:"workers,omitempty"`
-	Failovers  *int          `json:"failovers,omitempty"`
-	Redone     *int          `json:"redone_iterations,omitempty"`
-	Model      modelJSON     `json:"model"`
+	// AssignmentFile is where --out wrote the assignment; Omitted says
+	// that the assignment, over maxJSONAssignment variables, is not in
+	// this object (it is in the file, when there is one).
+	AssignmentFile string    `json:"assignment_file,omitempty"`
+	Omitted        bool      `json:"assignment_omitted,omitempty"`
+	Algo           string    `json:"algo"`
+	Threads        int       `json:"threads"`
+	Workers        int       `json:"workers,omitempty"`
+	Failovers      *int      `json:"failovers,omitempty"`
+	Redone         *int      `json:"redone_iterations,omitempty"`
+	Model          modelJSON `json:"model"`
 }
 
 type modelJSON struct {
@@ -313,9 +318,10 @@ func finite(v float64) *float64 {
 }
 
 // newResultJSON is res in the result schema; a distributed run's (ri.Workers
-// > 0) with its workers, failovers and redone iterations. It is also the
-// result a Raft leader records for a later leader to print.
-func newResultJSON(res solver.Result, j spec, ri cluster.JobInfo) resultJSON {
+// > 0) with its workers, failovers and redone iterations, and out the
+// --out file. It is also the result a Raft leader records for a later
+// leader to print.
+func newResultJSON(res solver.Result, j spec, ri cluster.JobInfo, out string) resultJSON {
 	r := resultJSON{
 		Status:     res.Status,
 		Primal:     finite(res.Primal),
@@ -336,8 +342,19 @@ func newResultJSON(res solver.Result, j spec, ri cluster.JobInfo) resultJSON {
 	if r.Primal == nil {
 		r.Assignment = nil
 	}
+	if r.Assignment != nil && out != "" {
+		r.AssignmentFile = out
+	}
+	if len(r.Assignment) > maxJSONAssignment {
+		r.Assignment, r.Omitted = nil, true
+	}
 	return r
 }
+
+// maxJSONAssignment is the largest assignment (in variables) that the JSON
+// result holds: a bigger one only goes to --out. It also keeps the result
+// a Raft leader records well under jobstate.MaxCommandBytes (1 MiB).
+const maxJSONAssignment = 100_000
 
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
