@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ddrun/ddrun/transport"
-
 	// Dependencies of the binaries under test, so that go test's cache
 	// knows about them.
 	_ "github.com/ddrun/ddrun/cluster"
@@ -170,11 +168,7 @@ func TestRunLocalMatchesSolve(t *testing.T) {
 // process) serve one coordinator after another: they stay up between jobs.
 func TestSeparateWorkersAcrossJobs(t *testing.T) {
 	coord, worker := binaries(t)
-	srv, err := transport.StartEmbedded(transport.EmbeddedOptions{Host: "127.0.0.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := startNATS(t, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var workers []*exec.Cmd
@@ -299,11 +293,7 @@ func TestInterruptPrintsBestSoFar(t *testing.T) {
 // the same optimum as an undisturbed run.
 func TestKillWorkerMidRun(t *testing.T) {
 	coord, worker := binaries(t)
-	srv, err := transport.StartEmbedded(transport.EmbeddedOptions{Host: "127.0.0.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := startNATS(t, false)
 	model, flags, want := faultModel(t, coord)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

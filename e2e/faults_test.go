@@ -24,6 +24,34 @@ import (
 	_ "github.com/ddrun/ddrun/jobstate"
 )
 
+// startNATS starts an embedded NATS server on loopback (a random port) for
+// the test, with JetStream when jetStream is set; it stops with the test.
+func startNATS(t *testing.T, jetStream bool) *transport.Embedded {
+	t.Helper()
+	o := transport.EmbeddedOptions{Host: "127.0.0.1"}
+	if jetStream {
+		o.JetStreamDir = t.TempDir()
+	}
+	srv, err := transport.StartEmbedded(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	return srv
+}
+
+// startWorkerProcs starts n worker processes named tag0, tag1, ... on the
+// server at url, with one thread each and the extra flags.
+func startWorkerProcs(t *testing.T, worker, url, tag string, n int, extra ...string) []*proc {
+	t.Helper()
+	var ws []*proc
+	for i := range n {
+		args := append([]string{"--nats", url, "--name", fmt.Sprintf("%s%d", tag, i), "--threads", "1"}, extra...)
+		ws = append(ws, startProc(t, "worker", worker, args...))
+	}
+	return ws
+}
+
 // proc is a process under test whose stderr is watched line by line.
 type proc struct {
 	name   string
@@ -205,27 +233,16 @@ func faultModel(t *testing.T, coord string) (string, []string, result) {
 func TestFullRestartResumesFromCheckpoint(t *testing.T) {
 	coord, worker := binaries(t)
 	model, flags, want := faultModel(t, coord)
-	srv, err := transport.StartEmbedded(transport.EmbeddedOptions{Host: "127.0.0.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := startNATS(t, false)
 	dir := t.TempDir()
-	startWorkers := func(tag string) []*proc {
-		var ws []*proc
-		for i := range 2 {
-			ws = append(ws, startProc(t, "worker", worker, "--nats", srv.URL(), "--name", fmt.Sprintf("%s%d", tag, i), "--threads", "1", "--quiet"))
-		}
-		return ws
-	}
 	args := append([]string{"run", "--nats", srv.URL(), "--workers", "2", "--job", "restart", "--checkpoint-dir", dir, "--checkpoint-every", "100"}, flags...)
-	ws := startWorkers("a")
+	ws := startWorkerProcs(t, worker, srv.URL(), "a", 2, "--quiet")
 	first := startProc(t, "coordinator", coord, append(args, model)...)
 	at, _ := waitCheckpoint(t, []*proc{first}, 200, time.Minute)
 	for _, p := range append(ws, first) {
 		p.kill()
 	}
-	startWorkers("b")
+	startWorkerProcs(t, worker, srv.URL(), "b", 2, "--quiet")
 	second := startProc(t, "coordinator", coord, append(append(args[:len(args):len(args)], "--resume"), model)...)
 	if err := second.wait(t, time.Minute); err != nil {
 		t.Fatalf("resumed run: %v\n%s", err, second.stderr())
@@ -249,14 +266,8 @@ func TestFullRestartResumesFromCheckpoint(t *testing.T) {
 func TestKillRaftLeaderMidRun(t *testing.T) {
 	coord, worker := binaries(t)
 	model, flags, want := faultModel(t, coord)
-	srv, err := transport.StartEmbedded(transport.EmbeddedOptions{Host: "127.0.0.1", JetStreamDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	for i := range 2 {
-		startProc(t, "worker", worker, "--nats", srv.URL(), "--name", fmt.Sprintf("rw%d", i), "--threads", "1", "--quiet")
-	}
+	srv := startNATS(t, true)
+	startWorkerProcs(t, worker, srv.URL(), "rw", 2, "--quiet")
 	group := raftGroup(t, coord, srv.URL(), model, flags)
 	at, leader := waitCheckpoint(t, group, 200, time.Minute)
 	leader.kill()
@@ -312,15 +323,8 @@ func TestKillRaftLeaderMidRun(t *testing.T) {
 func TestRaftFullRestart(t *testing.T) {
 	coord, worker := binaries(t)
 	model, flags, want := faultModel(t, coord)
-	srv, err := transport.StartEmbedded(transport.EmbeddedOptions{Host: "127.0.0.1", JetStreamDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	var ws []*proc
-	for i := range 2 {
-		ws = append(ws, startProc(t, "worker", worker, "--nats", srv.URL(), "--name", fmt.Sprintf("fw%d", i), "--threads", "1", "--quiet"))
-	}
+	srv := startNATS(t, true)
+	ws := startWorkerProcs(t, worker, srv.URL(), "fw", 2, "--quiet")
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	ports := freePorts(t, 3)
 	group := raftGroupAt(t, coord, srv.URL(), model, flags, dirs, ports)
@@ -328,9 +332,7 @@ func TestRaftFullRestart(t *testing.T) {
 	for _, p := range append(ws, group...) {
 		p.kill()
 	}
-	for i := range 2 {
-		startProc(t, "worker", worker, "--nats", srv.URL(), "--name", fmt.Sprintf("fw%d", i), "--threads", "1", "--quiet")
-	}
+	startWorkerProcs(t, worker, srv.URL(), "fw", 2, "--quiet")
 	group = raftGroupAt(t, coord, srv.URL(), model, flags, dirs, ports)
 	printed := groupResult(t, group, 90*time.Second)
 	closeResult(t, printed[0], want)

@@ -137,15 +137,8 @@ func (f *e2eForger) onMessage(m *nats.Msg) {
 func TestForgedMessagesIgnored(t *testing.T) {
 	coord, worker := binaries(t)
 	model, flags, want := faultModel(t, coord)
-	srv, err := transport.StartEmbedded(transport.EmbeddedOptions{Host: "127.0.0.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	var ws []*proc
-	for i := range 2 {
-		ws = append(ws, startProc(t, "worker", worker, "--nats", srv.URL(), "--name", fmt.Sprintf("fg%d", i), "--threads", "1"))
-	}
+	srv := startNATS(t, false)
+	ws := startWorkerProcs(t, worker, srv.URL(), "fg", 2)
 	nc, err := nats.Connect(srv.URL())
 	if err != nil {
 		t.Fatal(err)

@@ -5,8 +5,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/ddrun/ddrun/transport"
 )
 
 // Three jobs started together on a pool of six worker processes claim
@@ -15,14 +13,8 @@ import (
 // its single-process run.
 func TestPoolThreeJobsSideBySide(t *testing.T) {
 	coord, worker := binaries(t)
-	srv, err := transport.StartEmbedded(transport.EmbeddedOptions{Host: "127.0.0.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	for i := range 6 {
-		startProc(t, "worker", worker, "--nats", srv.URL(), "--name", fmt.Sprintf("pool%d", i), "--threads", "1", "--quiet")
-	}
+	srv := startNATS(t, false)
+	startWorkerProcs(t, worker, srv.URL(), "pool", 6, "--quiet")
 	// Small models and many iterations: each job's time is mostly the
 	// message round trips of its iterations, which jobs can overlap.
 	flags := []string{"--json", "--quiet", "--threads", "1", "--tol", "0", "--max-iter", "1500"}

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/ddrun/ddrun/transport"
 )
 
 // A soak test, not run in CI: DDRUN_SOAK=5m go test ./e2e -run Soak -v
@@ -37,11 +35,7 @@ func TestSoakRandomKills(t *testing.T) {
 	flags := []string{"--json", "--threads", "1", "--tol", "0", "--max-iter", "100000"}
 	want := runJSON(t, time.Hour, coord, append(append([]string{"solve", "--quiet"}, flags...), model)...)
 	flags = append(flags, "--lost-after", "2s")
-	srv, err := transport.StartEmbedded(transport.EmbeddedOptions{Host: "127.0.0.1", JetStreamDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := startNATS(t, true)
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	ports := freePorts(t, 3)
 	group := raftGroupAt(t, coord, srv.URL(), model, flags, dirs, ports)
