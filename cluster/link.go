@@ -267,7 +267,7 @@ func (c *coordinator) stop(ctx context.Context) {
 	names := append([]string(nil), c.names...)
 	c.mu.Unlock()
 	// Three times: a worker that misses the stop would hold the job until
-	// its idle timeout. Ahead of every iteration, so no worker's filter
+	// the coordinator's beats stop and its claim lapses (ReleaseAfter). Ahead of every iteration, so no worker's filter
 	// takes it as stale; repeats are filtered as duplicates or ignored.
 	for range 3 {
 		for _, name := range names {

@@ -330,8 +330,6 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 	out := &consensus.StepOut{}
 	exp := expect{coord: a.body.Coord, next: a.body.Next}
 	var lastReport reportBody
-	idle := time.NewTimer(jobIdleTimeout)
-	defer idle.Stop()
 	// Until the first step arrives, the acknowledgement is repeated: if it
 	// was lost, the coordinator would otherwise wait in vain.
 	again := time.NewTicker(readyAgainEvery)
@@ -354,15 +352,12 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 			}
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-idle.C:
-			return errors.New("no step from the coordinator for " + jobIdleTimeout.String() + ": job abandoned")
 		case st := <-steps.c:
 			what, err := exp.take(st, w)
 			if err != nil {
 				s.faults.drop("step dropped", "job", job, "iteration", st.Iter, "reason", err)
 				continue
 			}
-			idle.Reset(jobIdleTimeout)
 			s.mu.Lock()
 			s.lastBeat = time.Now() // a step of the job's coordinator is a sign of life too
 			s.mu.Unlock()
@@ -551,7 +546,3 @@ func answer(w *consensus.Worker, st *stepBody, in *consensus.StepIn, out *consen
 // defaultReleaseAfter is how long a claim whose coordinator said nothing
 // of it lasts.
 const defaultReleaseAfter = 10 * time.Second
-
-// jobIdleTimeout is how long a worker waits for the next step before it
-// gives the job up.
-const jobIdleTimeout = 5 * time.Minute
