@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,8 +13,10 @@ import (
 // startMute runs a worker that announces itself like an idle one and
 // grants claims until it is assigned a part, then goes silent: no
 // receipt, no heartbeat, no acknowledgement (a process that hung or died
-// as the part arrived). assigned is closed when its part arrives.
-func startMute(t *testing.T, tr transport.Transport, name string) (assigned <-chan struct{}) {
+// as the part arrived). A hung one goes on announcing itself as idle and
+// granting claims (its service goroutines still run), but never takes a
+// part. assigned is closed when its first part arrives.
+func startMute(t *testing.T, tr transport.Transport, name string, hung bool) (assigned <-chan struct{}) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	got := make(chan struct{})
@@ -25,7 +28,9 @@ func startMute(t *testing.T, tr transport.Transport, name string) (assigned <-ch
 		}
 		select {
 		case <-got:
-			return // silent
+			if !hung {
+				return // silent
+			}
 		default:
 		}
 		switch h.Kind {
@@ -35,7 +40,11 @@ func startMute(t *testing.T, tr transport.Transport, name string) (assigned <-ch
 				_ = tr.Publish(ctx, reportSubject(h.Job, name), grant)
 			}
 		case kindAssign:
-			close(got)
+			select {
+			case <-got:
+			default:
+				close(got)
+			}
 		}
 	})
 	if err != nil {
@@ -50,12 +59,16 @@ func startMute(t *testing.T, tr transport.Transport, name string) (assigned <-ch
 		defer close(done)
 		tick := time.NewTicker(helloEvery)
 		defer tick.Stop()
+		stop := (<-chan struct{})(got)
+		if hung {
+			stop = nil // announces itself until the test ends
+		}
 		for {
 			_ = tr.Publish(ctx, controlSubject, hello)
 			select {
 			case <-ctx.Done():
 				return
-			case <-got:
+			case <-stop:
 				return
 			case <-tick.C:
 			}
@@ -91,7 +104,7 @@ func TestSilentWorkerLostWhileAssigning(t *testing.T) {
 		tr := transport.NewInProc()
 		defer tr.Close()
 		startOne(t, tr, "a")
-		assigned := startMute(t, tr, "mute")
+		assigned := startMute(t, tr, "mute", false)
 		go func() {
 			// The spare joins once the job has taken the mute worker.
 			<-assigned
@@ -108,11 +121,45 @@ func TestSilentWorkerLostWhileAssigning(t *testing.T) {
 		defer tr.Close()
 		startOne(t, tr, "a")
 		startOne(t, tr, "b")
-		startMute(t, tr, "mute")
+		startMute(t, tr, "mute", false)
 		got, want, stats := run(t, tr, RunOptions{Job: "mute2", Workers: 3, SpareWait: 300 * time.Millisecond})
 		if stats.Failovers != 1 || stats.Redone != 0 {
 			t.Errorf("%d failovers, %d redone; want 1 and 0", stats.Failovers, stats.Redone)
 		}
 		closeTo(t, "on the workers left", got, want)
 	})
+}
+
+// A hung worker that still announces itself and grants claims is lost
+// once; the job's next epoch does not claim it again (it would be lost
+// again while its part is assigned: a second failover), nor does it
+// become a spare.
+func TestLostWorkerNotClaimedAgain(t *testing.T) {
+	tr := transport.NewInProc()
+	defer tr.Close()
+	startOne(t, tr, "a")
+	startOne(t, tr, "b")
+	startMute(t, tr, "mute", true)
+	// A job name whose next epoch would ask the hung worker first.
+	job := ""
+	for i := 0; job == ""; i++ {
+		name := fmt.Sprintf("hung%d", i)
+		e1 := EpochJob(name, 1)
+		if claimOrder(e1, "mute") < min(claimOrder(e1, "a"), claimOrder(e1, "b")) {
+			job = name
+		}
+	}
+	m, opts, want := gridJob(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ro := RunOptions{Job: job, Workers: 3, WaitWorkers: 10 * time.Second, StepTimeout: 30 * time.Second,
+		LostAfter: 300 * time.Millisecond, SpareWait: 300 * time.Millisecond}
+	got, stats, err := Run(ctx, tr, m, nil, opts, ro, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Failovers != 1 {
+		t.Errorf("%d failovers, want 1: the hung worker was taken again", stats.Failovers)
+	}
+	closeTo(t, "on the workers left", got, want)
 }
