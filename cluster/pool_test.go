@@ -216,3 +216,28 @@ func poolState(t *testing.T, tr transport.Transport) string {
 	}
 	return b.String()
 }
+
+// Two jobs that each need three of four workers, started together, both
+// end, one after the other. (Here one job's claims usually all arrive
+// first, so this rarely reaches the hold-and-wait case that claimPatience
+// resolves; that path has no deterministic test yet.)
+func TestPoolOversubscribedJobsBothEnd(t *testing.T) {
+	inner := transport.NewInProc()
+	defer inner.Close()
+	startWorkers(t, inner, "h", 4)
+	m, opts, want := gridJob(t)
+	var wg sync.WaitGroup
+	for _, job := range []string{"hold1", "hold2"} {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			res, _, err := Run(ctx, inner, m, nil, opts, RunOptions{Job: job, Workers: 3, WaitWorkers: 10 * time.Second, StepTimeout: 20 * time.Second}, nil)
+			if err != nil {
+				t.Errorf("%s: %v", job, err)
+				return
+			}
+			compare(t, res, want)
+		})
+	}
+	wg.Wait()
+}
