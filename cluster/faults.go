@@ -4,8 +4,9 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"log/slog"
-	"sync"
 	"time"
+
+	"github.com/ddrun/ddrun/internal/ratelimit"
 )
 
 // faultLogEvery is how often one kind of dropped message is logged.
@@ -16,38 +17,19 @@ const faultLogEvery = 5 * time.Second
 // a stream of bad messages costs a line every few seconds, not one each.
 type faultLog struct {
 	log   *slog.Logger
-	mu    sync.Mutex
-	kinds map[string]*faultKind
-}
-
-type faultKind struct {
-	last       time.Time
-	suppressed int
+	limit ratelimit.Repeats[string]
 }
 
 func newFaultLog(log *slog.Logger) *faultLog {
-	return &faultLog{log: log, kinds: map[string]*faultKind{}}
+	return &faultLog{log: log, limit: ratelimit.Repeats[string]{Every: faultLogEvery}}
 }
 
 // drop records a dropped message of the given kind and logs it unless
 // one of its kind was logged less than faultLogEvery ago.
 func (f *faultLog) drop(kind string, args ...any) {
-	f.mu.Lock()
-	k := f.kinds[kind]
-	if k == nil {
-		k = &faultKind{}
-		f.kinds[kind] = k
+	if n, ok := f.limit.Admit(kind); ok {
+		f.log.Warn(kind, append(args, "suppressed", n)...)
 	}
-	now := time.Now()
-	if !k.last.IsZero() && now.Sub(k.last) < faultLogEvery {
-		k.suppressed++
-		f.mu.Unlock()
-		return
-	}
-	n := k.suppressed
-	k.last, k.suppressed = now, 0
-	f.mu.Unlock()
-	f.log.Warn(kind, append(args, "suppressed", n)...)
 }
 
 // newCoordID returns a random id for a coordinator's epoch of a job: its

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/ddrun/ddrun/internal/ratelimit"
 )
 
 // repeatEvery is how often a repeated raft record is logged (see
@@ -33,7 +34,7 @@ func newHCLoggerEvery(l *slog.Logger, every time.Duration, now func() time.Time)
 		Output: io.Discard,
 		Level:  hclog.Off, // the base logger writes nothing; the sink forwards
 	})
-	h.RegisterSink(&slogSink{l: l, every: every, now: now, seen: map[repeatKey]*repeated{}})
+	h.RegisterSink(&slogSink{l: l, limit: ratelimit.Repeats[repeatKey]{Every: every, Now: now}})
 	return h
 }
 
@@ -46,26 +47,13 @@ func newHCLoggerEvery(l *slog.Logger, every time.Duration, now func() time.Time)
 // state changes: entering leader state, ...) are all logged.
 type slogSink struct {
 	l     *slog.Logger
-	every time.Duration
-	now   func() time.Time
-
-	mu   sync.Mutex
-	seen map[repeatKey]*repeated
+	limit ratelimit.Repeats[repeatKey]
 }
 
 type repeatKey struct {
 	level           hclog.Level
 	name, msg, peer string
 }
-
-type repeated struct {
-	logged     time.Time // when the record was last logged
-	suppressed int       // records dropped since
-}
-
-// maxRepeatKeys bounds the records remembered: past it, the memory starts
-// afresh (a few repeats more get logged).
-const maxRepeatKeys = 1024
 
 // Accept implements hclog.SinkAdapter.
 func (s *slogSink) Accept(name string, level hclog.Level, msg string, args ...any) {
@@ -88,7 +76,7 @@ func (s *slogSink) Accept(name string, level hclog.Level, msg string, args ...an
 	}
 	suppressed := 0
 	if peer, ok := peerOf(args); ok || level >= hclog.Warn {
-		if suppressed, ok = s.admit(repeatKey{level: level, name: name, msg: msg, peer: peer}); !ok {
+		if suppressed, ok = s.limit.Admit(repeatKey{level: level, name: name, msg: msg, peer: peer}); !ok {
 			return
 		}
 	}
@@ -97,29 +85,6 @@ func (s *slogSink) Accept(name string, level hclog.Level, msg string, args ...an
 		attrs = append(attrs, "suppressed", suppressed)
 	}
 	s.l.Log(ctx, lv, msg, attrs...)
-}
-
-// admit says whether a record of key k is to be logged now, and how many
-// of its repeats were dropped since the last one logged.
-func (s *slogSink) admit(k repeatKey) (suppressed int, ok bool) {
-	now := s.now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r := s.seen[k]
-	if r == nil {
-		if len(s.seen) >= maxRepeatKeys {
-			clear(s.seen)
-		}
-		s.seen[k] = &repeated{logged: now}
-		return 0, true
-	}
-	if now.Sub(r.logged) < s.every {
-		r.suppressed++
-		return 0, false
-	}
-	suppressed = r.suppressed
-	r.logged, r.suppressed = now, 0
-	return suppressed, true
 }
 
 // peerOf returns the value of the "peer" argument of a record's key-value

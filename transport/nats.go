@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/ddrun/ddrun/internal/ratelimit"
 )
 
 // NATSOptions configures NewNATS. Only URL is commonly needed; zero fields
@@ -369,10 +371,8 @@ type natsSub struct {
 	mu    sync.Mutex
 	timer *time.Timer // sweeps re while it holds incomplete messages
 
-	// The chunk warnings' rate limit: deliver's (one at a time).
-	evicted    uint64    // re's Evicted count already reported
-	warnedAt   time.Time // the last chunk warning
-	suppressed int       // chunk warnings not reported since
+	evicted uint64 // re's Evicted count already reported (deliver's)
+	warns   ratelimit.Repeats[struct{}]
 }
 
 // chunkWarnEvery is the least time between two chunk warnings of one
@@ -393,7 +393,7 @@ func (t *NATS) Subscribe(subject string, h Handler) (Subscription, error) {
 	if t.closed.Load() {
 		return nil, ErrClosed
 	}
-	s := &natsSub{t: t, subject: subject, h: h, re: NewReassembler(t.opts.Reassembly)}
+	s := &natsSub{t: t, subject: subject, h: h, re: NewReassembler(t.opts.Reassembly), warns: ratelimit.Repeats[struct{}]{Every: chunkWarnEvery}}
 	sub, err := t.nc.Subscribe(subject, s.deliver)
 	if err != nil {
 		return nil, fmt.Errorf("nats: subscribe to %s: %w", subject, err)
@@ -438,15 +438,13 @@ func (s *natsSub) deliver(m *nats.Msg) {
 // warnChunk reports a chunk problem through OnError, at most once per
 // chunkWarnEvery; the next report says how many were left out.
 func (s *natsSub) warnChunk(err error) {
-	now := time.Now()
-	if !s.warnedAt.IsZero() && now.Sub(s.warnedAt) < chunkWarnEvery {
-		s.suppressed++
+	n, ok := s.warns.Admit(struct{}{})
+	if !ok {
 		return
 	}
-	if s.suppressed > 0 {
-		err = fmt.Errorf("%w (and %d more chunk problems in the last %v)", err, s.suppressed, now.Sub(s.warnedAt).Round(time.Second))
+	if n > 0 {
+		err = fmt.Errorf("%w (and %d more chunk problems since the last report)", err, n)
 	}
-	s.warnedAt, s.suppressed = now, 0
 	s.t.asyncError(err)
 }
 

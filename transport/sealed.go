@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ddrun/ddrun/internal/ratelimit"
 )
 
 // A sealed message is
@@ -79,15 +81,11 @@ type SealStats struct {
 // open: that belongs to the caller.
 type Sealed struct {
 	wrapper
-	keys []*sealKey
-	log  *slog.Logger
-	warn time.Duration
+	keys  []*sealKey
+	log   *slog.Logger
+	warns ratelimit.Repeats[struct{}]
 
 	sealed, opened, rejected atomic.Uint64
-
-	wmu      sync.Mutex // guards lastWarn and unwarned
-	lastWarn time.Time
-	unwarned uint64
 }
 
 var _ Transport = (*Sealed)(nil)
@@ -106,9 +104,9 @@ func NewSealed(inner Transport, opts SealOptions) (*Sealed, error) {
 	if len(opts.Keys) == 0 {
 		return nil, errors.New("transport: sealed: no key")
 	}
-	s := &Sealed{wrapper: newWrapper(inner), log: opts.Logger, warn: opts.WarnEvery}
-	if s.warn <= 0 {
-		s.warn = 10 * time.Second
+	s := &Sealed{wrapper: newWrapper(inner), log: opts.Logger, warns: ratelimit.Repeats[struct{}]{Every: opts.WarnEvery}}
+	if s.warns.Every <= 0 {
+		s.warns.Every = 10 * time.Second
 	}
 	for i, k := range opts.Keys {
 		if len(k) < MinKeyLen || len(k) > MaxKeyLen {
@@ -241,17 +239,11 @@ func (s *Sealed) reject(subject string, err error) {
 	if s.log == nil {
 		return
 	}
-	s.wmu.Lock()
-	s.unwarned++
-	now := time.Now()
-	if now.Sub(s.lastWarn) < s.warn {
-		s.wmu.Unlock()
+	n, ok := s.warns.Admit(struct{}{})
+	if !ok {
 		return
 	}
-	n := s.unwarned
-	s.unwarned, s.lastWarn = 0, now
-	s.wmu.Unlock()
-	s.log.Warn("dropped messages that are not authentic (wrong or missing job key?)", "dropped", n, "subject", subject, "err", err)
+	s.log.Warn("dropped messages that are not authentic (wrong or missing job key?)", "dropped", n+1, "subject", subject, "err", err)
 }
 
 // Flush implements Transport.
