@@ -145,8 +145,8 @@ func (s *master) impossible(workersDual float64) bool {
 // checks; the iterates do not see it.
 func (s *master) setFloor() {
 	s.floor = math.Inf(-1)
-	if !s.checked {
-		return
+	if !s.checked || s.shards != nil {
+		return // a sharded master has no factors to score
 	}
 	x := make([]int, s.m.NumVars())
 	for v := range x {

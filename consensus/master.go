@@ -67,6 +67,9 @@ type master struct {
 	checked   bool
 	fixedDual float64
 	floor     float64 // a primal known before the first iteration (setFloor)
+	// shards, in a sharded run, scores and improves the assignment on the
+	// workers (shard.go); nil: the master does it on its whole model.
+	shards *shardPrimal
 
 	blam, bnu []float64 // boundary replicas, laid out by Boundary
 	bmu       []float64 // boundary marginals: variable j at bmuOff[j]
@@ -89,6 +92,44 @@ type master struct {
 }
 
 func newMaster(m *model.Model, opts Options, parts []*Part, b *Boundary, links []WorkerLink, pl *pool) *master {
+	infos := make([]partInfo, len(parts))
+	inPart := make([]bool, m.NumVars())
+	for w, p := range parts {
+		isB := map[int]bool{}
+		for _, lv := range p.Boundary {
+			isB[lv] = true
+		}
+		for lv, v := range p.Vars {
+			inPart[v] = true
+			if !isB[lv] {
+				infos[w].interior = append(infos[w].interior, v)
+			}
+		}
+		infos[w].lam, infos[w].mu = p.replicaEntries(), len(p.Model.Unary)
+	}
+	s := newMasterOf(m, opts, infos, b, links, pl)
+	for v := range m.Cards {
+		if !inPart[v] {
+			s.isolated = append(s.isolated, v)
+			th := m.Unaries(v)
+			s.fixedDual += th[bestState(th)]
+		}
+	}
+	return s
+}
+
+// partInfo is what the master knows of a part: its interior variables
+// (model numbering, in StepOut.X order; none in a sharded run), and the
+// lengths of its PartState.
+type partInfo struct {
+	interior []int
+	lam, mu  int
+}
+
+// newMasterOf builds a master over the variables of m (the whole reduced
+// model, or only the boundary variables of a sharded run), given what it
+// knows of each part.
+func newMasterOf(m *model.Model, opts Options, infos []partInfo, b *Boundary, links []WorkerLink, pl *pool) *master {
 	s := &master{m: m, opts: opts, b: b, links: links, pool: pl,
 		x: make([]int, m.NumVars()), eta: opts.Eta, bestPrimal: math.Inf(-1)}
 	maxCard := 1
@@ -110,35 +151,16 @@ func newMaster(m *model.Model, opts Options, parts []*Part, b *Boundary, links [
 			s.bmu[k] = 1 / float64(m.Cards[v])
 		}
 	}
-	inPart := make([]bool, m.NumVars())
-	s.interior = make([][]int, len(parts))
-	for w, p := range parts {
-		isB := map[int]bool{}
-		for _, lv := range p.Boundary {
-			isB[lv] = true
-		}
-		for lv, v := range p.Vars {
-			inPart[v] = true
-			if !isB[lv] {
-				s.interior[w] = append(s.interior[w], v)
-			}
-		}
-	}
-	for v := range m.Cards {
-		if !inPart[v] {
-			s.isolated = append(s.isolated, v)
-			th := m.Unaries(v)
-			s.fixedDual += th[bestState(th)]
-		}
-	}
-	s.fixedDual += m.Constant
-	s.shapes = make([]answerShape, len(parts))
-	for w, p := range parts {
+	s.interior = make([][]int, len(infos))
+	s.fixedDual = m.Constant
+	s.shapes = make([]answerShape, len(infos))
+	for w, in := range infos {
+		s.interior[w] = in.interior
 		sh := &s.shapes[w]
-		for _, v := range s.interior[w] {
+		for _, v := range in.interior {
 			sh.cards = append(sh.cards, m.Cards[v])
 		}
-		sh.stateLam, sh.stateMu = p.replicaEntries(), len(p.Model.Unary)
+		sh.stateLam, sh.stateMu = in.lam, in.mu
 		if opts.Algo == Subgradient {
 			sh.stateNu = sh.stateLam
 		}
@@ -364,7 +386,10 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 	res := solver.Result{Status: solver.IterationLimit, Dual: math.Inf(1), Primal: math.Inf(-1)}
 	s.setFloor()
 	bestX := make([]int, len(s.x))
-	search := newLocalSearch(m, s.pool)
+	var search *localSearch
+	if s.shards == nil {
+		search = newLocalSearch(m, s.pool)
+	}
 	changedSinceCheck := false
 	first := 1
 	if cp != nil && cp.Resume != nil {
@@ -397,7 +422,7 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 		// check: those iterations gather the whole assignment.
 		check := t == 1 || (t%icmEvery == 0 && changedSinceCheck)
 		save := cp.due(t, time.Since(lastSave))
-		r, err := s.iterate(ctx, check, save)
+		r, err := s.iterate(ctx, check && s.shards == nil, save)
 		if err != nil {
 			return res, err
 		}
@@ -408,7 +433,12 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 		if r.dual < res.Dual {
 			res.Dual = r.dual
 		}
-		if check {
+		if check && s.shards != nil {
+			changedSinceCheck = false
+			if err := s.shards.check(ctx, s, &res, false); err != nil {
+				return res, err
+			}
+		} else if check {
 			changedSinceCheck = false
 			consider(s.x)
 			// Repair only while no feasible assignment is known (then
@@ -459,7 +489,19 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 		}
 		break
 	}
-	if res.Status != solver.Optimal && res.Status != solver.Infeasible && res.Assignment != nil {
+	if s.shards != nil && res.Status != solver.Optimal && res.Status != solver.Infeasible && !math.IsInf(res.Primal, -1) {
+		// The same polish on the workers' parts around the best boundary.
+		if err := s.shards.check(ctx, s, &res, true); err != nil {
+			return res, err
+		}
+		res.Gap = res.Dual - res.Primal
+		if err := s.falseCertificate(&res); err != nil {
+			return res, err
+		}
+		if solver.Closed(res.Dual, res.Primal, s.opts.Tol) {
+			res.Status = solver.Optimal
+		}
+	} else if res.Status != solver.Optimal && res.Status != solver.Infeasible && res.Assignment != nil {
 		// A last, longer local search from the best assignment found.
 		copy(s.x, bestX)
 		search.polish(s.x)
@@ -475,7 +517,9 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 	if math.IsInf(res.Primal, -1) {
 		res.Assignment = nil
 	}
-	res.Mu = s.gatherMu()
+	if s.shards == nil {
+		res.Mu = s.gatherMu()
+	}
 	res.Elapsed = time.Since(start)
 	return res, nil
 }

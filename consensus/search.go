@@ -44,6 +44,10 @@ type localSearch struct {
 	pool  *pool
 	local *localsearch.Local // the local scores of ICM
 	rep   *repair            // built on first use
+	// frozen marks variables that neither ICM nor the repair may change
+	// and whose unaries partial leaves out: a sharded worker's boundary,
+	// whose states the coordinator settles. nil: none.
+	frozen []bool
 
 	// ICM blocks: variables [b*icmBlock, (b+1)*icmBlock). Blocks with a
 	// factor in common have different colours; colour c's blocks are
@@ -166,11 +170,27 @@ func (ls *localSearch) score(x []int) float64 {
 	return s
 }
 
+// partial is score without the constant and the frozen variables'
+// unaries: a sharded worker's share of the score of an assignment.
+func (ls *localSearch) partial(x []int) float64 {
+	ls.x = x
+	ls.pool.run(len(ls.partScore), ls.scoreBody)
+	ls.x = nil
+	s := 0.0
+	for _, p := range ls.partScore {
+		s += p
+	}
+	return s
+}
+
 func (ls *localSearch) scoreChunk(_, chunk int) {
 	m, x := ls.m, ls.x
 	lo := chunk * scoreChunk
 	s := 0.0
 	for i := lo; i < min(lo+scoreChunk, m.NumVars()); i++ {
+		if ls.frozen != nil && ls.frozen[i] {
+			continue
+		}
 		s += m.Unary[m.UnaryOff[i]+x[i]]
 	}
 	for a := lo; a < min(lo+scoreChunk, len(m.Factors)); a++ {
@@ -185,6 +205,9 @@ func (ls *localSearch) improve(x []int, repair bool) {
 	if repair {
 		if ls.rep == nil {
 			ls.rep = newRepair(ls.m)
+			if ls.rep != nil {
+				ls.rep.frozen = ls.frozen
+			}
 		}
 		ls.rep.run(x)
 	}
@@ -282,7 +305,7 @@ func (ls *localSearch) icmBlockRun(worker, k int) {
 		head = (head + 1) % bl
 		count--
 		ls.queued[i] = false
-		if m.Cards[i] == 1 {
+		if m.Cards[i] == 1 || ls.frozen != nil && ls.frozen[i] {
 			continue
 		}
 		loc := ls.loc[worker][:m.Cards[i]]
@@ -333,6 +356,7 @@ type repair struct {
 	tried    []int // per position in order: how many states were tried
 	w        []float64
 	y        []int
+	frozen   []bool // variables that keep their state (localSearch.frozen)
 }
 
 func newRepair(m *model.Model) *repair {
@@ -389,6 +413,9 @@ func (r *repair) run(x []int) bool {
 	for pos < n {
 		i := r.order[pos]
 		st := r.states[m.UnaryOff[i]:m.UnaryOff[i+1]]
+		if r.frozen != nil && r.frozen[i] {
+			st = st[:1] // its current state, sorted first
+		}
 		found := false
 		for r.tried[pos] < len(st) && budget > 0 {
 			s := st[r.tried[pos]]

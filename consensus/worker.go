@@ -88,6 +88,8 @@ type Worker struct {
 
 	phaseA, phaseB, phaseC func(worker, chunk int)
 	pool                   *pool
+
+	eval *shardEval // a sharded run's primal search (shard.go), built on first use
 }
 
 // NewWorker builds the slaves of a part. Call Close when done.

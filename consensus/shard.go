@@ -1,0 +1,551 @@
+package consensus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/solver"
+)
+
+// A sharded run is one whose coordinator never holds the model: each worker
+// builds its own part (package shard reads it from an indexed file), and
+// the coordinator holds only the boundary variables (their cardinalities,
+// unaries, marginals, replicas and states). Decoding, scoring and local
+// search of the interior run on the workers (Worker.Evaluate), around the
+// boundary states the coordinator settles; the coordinator adds the
+// workers' shares of the score and keeps the best.
+//
+// The iterates (multipliers, marginals, eta, the dual bound and the
+// residuals) are those of an unsharded run with the same slaves in the
+// same order, up to the order of floating-point sums: the per-slave and
+// per-variable code is the same. The primal differs: ICM runs on each
+// part with its boundary fixed, where an unsharded run's ICM also moves
+// the boundary. With one worker (no boundary) it is the same search as in
+// one process.
+
+// PartSummary is what a sharded run's coordinator knows of a part it never
+// saw: sizes its worker reports once it has built the part.
+type PartSummary struct {
+	ReplicaEntries int // entries of the part's replica arrays
+	UnaryEntries   int // entries of the part's unaries (PartState.Mu)
+	Interior       int // variables of the part that are not on the boundary
+}
+
+// Summary returns the worker's PartSummary.
+func (w *Worker) Summary() PartSummary {
+	return PartSummary{ReplicaEntries: w.p.NumReplicaEntries(), UnaryEntries: len(w.p.Model.Unary), Interior: len(w.interior)}
+}
+
+// NewShardBoundary builds the coordinator's boundary of a sharded split
+// whose boundary variables are numbered 0..len(cards)-1 (in increasing
+// order of the model's numbering) with cardinalities cards. Worker w holds
+// the boundary variables of[w] (increasing), with deg[w][k] slaves over
+// of[w][k]; every slave of worker w comes before those of worker w+1 in the
+// plan's order (workers hold consecutive ranges of slaves). A variable
+// must be on two workers at least.
+func NewShardBoundary(cards []int, of, deg [][]int) (*Boundary, error) {
+	nb := len(cards)
+	if len(of) != len(deg) {
+		return nil, fmt.Errorf("boundary of %d workers with degrees of %d", len(of), len(deg))
+	}
+	b := &Boundary{vars: make([]int, nb), repOff: make([]int, nb+1),
+		scatter: make([][]int, len(of)), varsOf: make([][]int, len(of))}
+	reps := make([]int, nb)
+	workers := make([]int, nb)
+	for w := range of {
+		if len(of[w]) != len(deg[w]) {
+			return nil, fmt.Errorf("worker %d: %d boundary variables, %d degrees", w, len(of[w]), len(deg[w]))
+		}
+		prev := -1
+		for k, j := range of[w] {
+			switch {
+			case j <= prev || j >= nb:
+				return nil, fmt.Errorf("worker %d: boundary variable %d out of order or out of range [0,%d)", w, j, nb)
+			case deg[w][k] < 1:
+				return nil, fmt.Errorf("worker %d: boundary variable %d in %d slaves", w, j, deg[w][k])
+			}
+			prev = j
+			reps[j] += deg[w][k]
+			workers[j]++
+		}
+	}
+	for j := range nb {
+		if workers[j] < 2 {
+			return nil, fmt.Errorf("boundary variable %d is on %d workers", j, workers[j])
+		}
+		if cards[j] < 1 {
+			return nil, fmt.Errorf("boundary variable %d: cardinality %d", j, cards[j])
+		}
+		b.vars[j] = j
+		b.repOff[j+1] = b.repOff[j] + reps[j]
+	}
+	b.entry = make([]int, b.repOff[nb])
+	for j := range nb {
+		for r := b.repOff[j]; r < b.repOff[j+1]; r++ {
+			b.entry[r] = b.size
+			b.size += cards[j]
+		}
+	}
+	// Replicas in slave order: by worker, then in the worker's order.
+	next := append([]int(nil), b.repOff[:nb]...)
+	for w := range of {
+		b.varsOf[w] = append([]int(nil), of[w]...)
+		for k, j := range of[w] {
+			for range deg[w][k] {
+				b.scatter[w] = append(b.scatter[w], b.entry[next[j]])
+				next[j]++
+			}
+		}
+	}
+	return b, nil
+}
+
+// EvalOp says what Worker.Evaluate does.
+type EvalOp uint8
+
+// The operations of Evaluate.
+const (
+	// EvalDecoded scores the decoded assignment of the interior with the
+	// boundary states given, then improves the interior by ICM (after the
+	// repair, when asked) and scores it again.
+	EvalDecoded EvalOp = iota + 1
+	// EvalPolish does the same from the kept best interior, with the final
+	// ICM budget.
+	EvalPolish
+	// EvalKeepBefore and EvalKeepAfter keep the last evaluation's
+	// assignment before or after its improvement as the part's best.
+	EvalKeepBefore
+	EvalKeepAfter
+	// EvalSettle runs the hard-constraint repair on the decoded assignment
+	// of the whole part, boundary included but for the boundary variables
+	// marked Fixed, and answers the boundary states it chose (EvalOut.X).
+	// The coordinator settles the boundary this way one worker after the
+	// other while no feasible assignment is known.
+	EvalSettle
+)
+
+// EvalIn asks a worker to evaluate assignments of its part.
+type EvalIn struct {
+	Seq int // numbers the requests of a run, from 1
+	Op  EvalOp
+	// X holds the states of the part's boundary variables (in its
+	// boundary order) for EvalDecoded and EvalPolish.
+	X []int32
+	// Repair runs the hard-constraint repair before ICM (EvalDecoded).
+	Repair bool
+	// Fixed marks the boundary variables whose states EvalSettle keeps.
+	Fixed []bool
+}
+
+// EvalOut is a worker's answer to an EvalIn: its share of the score (its
+// slaves' factors and its interior variables' unaries) before and after
+// the improvement.
+type EvalOut struct {
+	Seq           int
+	Before, After float64
+	X             []int32 // EvalSettle: the boundary states chosen
+	Settled       bool    // EvalSettle: the repair completed
+}
+
+// A PrimalLink reaches a sharded run's worker for the primal search.
+type PrimalLink interface {
+	Evaluate(ctx context.Context, in *EvalIn, out *EvalOut) error
+}
+
+// Evaluate implements PrimalLink.
+func (l LocalLink) Evaluate(_ context.Context, in *EvalIn, out *EvalOut) error {
+	return l.W.Evaluate(in, out)
+}
+
+// shardEval is a worker's primal search state in a sharded run.
+type shardEval struct {
+	search       *localSearch
+	cand         []int   // the assignment being evaluated (local numbering)
+	before, best []int32 // the last one before its improvement; the best kept
+	hasBest      bool
+	lastOp       EvalOp
+	settle       []bool // EvalSettle's frozen variables
+}
+
+// Evaluate runs one primal request of a sharded run on the part (see
+// EvalOp). Boundary variables keep the states given; the rest of the
+// assignment is the worker's.
+func (w *Worker) Evaluate(in *EvalIn, out *EvalOut) error {
+	m := w.p.Model
+	if w.eval == nil {
+		ls := newLocalSearch(m, w.pool)
+		if len(w.part.Boundary) > 0 {
+			ls.frozen = make([]bool, m.NumVars())
+			for _, v := range w.part.Boundary {
+				ls.frozen[v] = true
+			}
+		}
+		n := m.NumVars()
+		w.eval = &shardEval{search: ls, cand: make([]int, n), before: make([]int32, n), best: make([]int32, n)}
+	}
+	e := w.eval
+	out.Seq = in.Seq
+	if in.Op == EvalSettle {
+		return w.settle(in, out)
+	}
+	switch in.Op {
+	case EvalDecoded, EvalPolish:
+		if err := w.checkBoundaryStates(in.X); err != nil {
+			return err
+		}
+		if in.Op == EvalPolish && !e.hasBest {
+			return errors.New("evaluate: no best assignment to polish")
+		}
+		for i := range e.cand {
+			if in.Op == EvalDecoded {
+				e.cand[i] = w.x[i]
+			} else {
+				e.cand[i] = int(e.best[i])
+			}
+		}
+		for k, v := range w.part.Boundary {
+			e.cand[v] = int(in.X[k])
+		}
+		out.Before = e.search.partial(e.cand)
+		for i, s := range e.cand {
+			e.before[i] = int32(s)
+		}
+		if in.Op == EvalDecoded {
+			e.search.improve(e.cand, in.Repair)
+		} else {
+			e.search.polish(e.cand)
+		}
+		out.After = e.search.partial(e.cand)
+		e.lastOp = in.Op
+	case EvalKeepBefore, EvalKeepAfter:
+		if e.lastOp == 0 {
+			return errors.New("evaluate: nothing evaluated to keep")
+		}
+		if in.Op == EvalKeepBefore {
+			copy(e.best, e.before)
+		} else {
+			for i, s := range e.cand {
+				e.best[i] = int32(s)
+			}
+		}
+		e.hasBest = true
+	default:
+		return fmt.Errorf("evaluate: unknown operation %d", in.Op)
+	}
+	return nil
+}
+
+func (w *Worker) checkBoundaryStates(x []int32) error {
+	m := w.p.Model
+	if len(x) != len(w.part.Boundary) {
+		return fmt.Errorf("evaluate: %d boundary states for %d boundary variables", len(x), len(w.part.Boundary))
+	}
+	for k, v := range w.part.Boundary {
+		if x[k] < 0 || int(x[k]) >= m.Cards[v] {
+			return fmt.Errorf("evaluate: boundary variable %d in state %d of %d", w.part.Vars[v], x[k], m.Cards[v])
+		}
+	}
+	return nil
+}
+
+// settle is EvalSettle.
+func (w *Worker) settle(in *EvalIn, out *EvalOut) error {
+	e := w.eval
+	if err := w.checkBoundaryStates(in.X); err != nil {
+		return err
+	}
+	if len(in.Fixed) != len(in.X) {
+		return fmt.Errorf("evaluate: %d fixed flags for %d boundary variables", len(in.Fixed), len(in.X))
+	}
+	copy(e.cand, w.x)
+	if e.settle == nil {
+		e.settle = make([]bool, len(e.cand))
+	}
+	for k, v := range w.part.Boundary {
+		e.cand[v] = int(in.X[k])
+		e.settle[v] = in.Fixed[k]
+	}
+	ls := e.search
+	if ls.rep == nil {
+		ls.rep = newRepair(ls.m)
+	}
+	out.Settled = false
+	if ls.rep != nil {
+		start := slices.Clone(e.cand)
+		ls.rep.frozen = e.settle
+		out.Settled = ls.rep.run(e.cand)
+		if !out.Settled {
+			// What this part could complete with nothing fixed.
+			copy(e.cand, start)
+			clear(e.settle)
+			ls.rep.run(e.cand)
+		}
+		ls.rep.frozen = ls.frozen
+	}
+	out.X = out.X[:0]
+	for _, v := range w.part.Boundary {
+		out.X = append(out.X, int32(e.cand[v]))
+	}
+	return nil
+}
+
+// EachBest calls fn with the kept best states of the part's interior
+// variables (model numbering), at most chunk at a time; fn must not keep
+// the slices.
+func (w *Worker) EachBest(chunk int, fn func(vars []int, states []int32) error) error {
+	if w.eval == nil || !w.eval.hasBest {
+		return errors.New("no best assignment kept")
+	}
+	chunk = max(1, chunk)
+	vars := make([]int, 0, min(chunk, len(w.interior)))
+	states := make([]int32, 0, cap(vars))
+	for _, i := range w.interior {
+		vars = append(vars, w.part.Vars[i])
+		states = append(states, w.eval.best[i])
+		if len(vars) == chunk {
+			if err := fn(vars, states); err != nil {
+				return err
+			}
+			vars, states = vars[:0], states[:0]
+		}
+	}
+	if len(vars) > 0 {
+		return fn(vars, states)
+	}
+	return nil
+}
+
+// shardPrimal is the coordinator's side of a sharded run's primal search:
+// it sends the boundary states, adds the workers' shares and the boundary
+// unaries, and keeps the best boundary states.
+type shardPrimal struct {
+	links []PrimalLink
+	ins   []*EvalIn
+	outs  []*EvalOut
+	seq   int
+	best  []int // the best assignment's boundary states
+	// settle's boundary states and the variables they fixed
+	settled []int
+	fixed   []bool
+	start   []int // where the next sweep starts
+}
+
+func newShardPrimal(links []WorkerLink, nb int) (*shardPrimal, error) {
+	sp := &shardPrimal{best: make([]int, nb)}
+	for w, l := range links {
+		pl, ok := l.(PrimalLink)
+		if !ok {
+			return nil, fmt.Errorf("worker %d: its link does not evaluate assignments", w)
+		}
+		sp.links = append(sp.links, pl)
+		sp.ins = append(sp.ins, &EvalIn{})
+		sp.outs = append(sp.outs, &EvalOut{})
+	}
+	return sp, nil
+}
+
+// check evaluates the decoded assignment (or, with polish, polishes the
+// best one) on the workers and keeps it when it beats res.Primal.
+func (sp *shardPrimal) check(ctx context.Context, s *master, res *solver.Result, polish bool) error {
+	src, op := s.x, EvalDecoded
+	if polish {
+		src, op = sp.best, EvalPolish
+	} else if math.IsInf(res.Primal, -1) {
+		var err error
+		if src, err = sp.settle(ctx, s); err != nil {
+			return err
+		}
+	}
+	for w, in := range sp.ins {
+		in.Op, in.Repair = op, math.IsInf(res.Primal, -1)
+		in.X = in.X[:0]
+		for _, j := range s.b.varsOf[w] {
+			in.X = append(in.X, int32(src[s.b.vars[j]]))
+		}
+	}
+	if err := sp.call(ctx, op); err != nil {
+		return err
+	}
+	m := s.m
+	before, after := m.Constant, m.Constant
+	for _, out := range sp.outs {
+		before += out.Before
+		after += out.After
+	}
+	for v, k := range src {
+		before += m.Unary[m.UnaryOff[v]+k]
+		after += m.Unary[m.UnaryOff[v]+k]
+	}
+	var keep EvalOp
+	best := res.Primal
+	if before > best {
+		keep, best = EvalKeepBefore, before
+	}
+	if after > best {
+		keep, best = EvalKeepAfter, after
+	}
+	if keep == 0 {
+		return nil
+	}
+	for _, in := range sp.ins {
+		in.Op, in.X = keep, in.X[:0]
+	}
+	if err := sp.call(ctx, keep); err != nil {
+		return err
+	}
+	if !polish {
+		copy(sp.best, src)
+	}
+	res.Primal, s.bestPrimal = best, best
+	return nil
+}
+
+// settle settles the boundary for the repair: worker after worker repairs
+// its part around the states of the boundary variables that the workers
+// before it chose, and chooses those of its others. When every worker's
+// repair completes, each part can be completed around the boundary
+// settled. A worker whose repair fails (a state chosen before it leaves
+// its part no completion) answers the boundary states of a repair with
+// nothing fixed, and the next sweep starts from them, so that the workers
+// before it try them first; at most one sweep per worker, and the last
+// sweep's boundary is used either way.
+func (sp *shardPrimal) settle(ctx context.Context, s *master) ([]int, error) {
+	if sp.settled == nil {
+		sp.settled = make([]int, len(s.x))
+		sp.start = make([]int, len(s.x))
+		sp.fixed = make([]bool, len(s.x))
+	}
+	copy(sp.start, s.x)
+	for range len(sp.links) {
+		copy(sp.settled, sp.start)
+		clear(sp.fixed)
+		failed := false
+		for w := range sp.links {
+			ok, err := sp.settleOn(ctx, s, w)
+			if err != nil {
+				return nil, err
+			}
+			failed = failed || !ok
+		}
+		if !failed {
+			break
+		}
+	}
+	return sp.settled, nil
+}
+
+// settleOn runs EvalSettle on worker w and takes the states it chose for
+// the boundary variables not yet fixed.
+func (sp *shardPrimal) settleOn(ctx context.Context, s *master, w int) (bool, error) {
+	in, out := sp.ins[w], sp.outs[w]
+	sp.seq++
+	in.Seq, in.Op, in.X, in.Fixed = sp.seq, EvalSettle, in.X[:0], in.Fixed[:0]
+	for _, j := range s.b.varsOf[w] {
+		in.X = append(in.X, int32(sp.settled[j]))
+		in.Fixed = append(in.Fixed, sp.fixed[j])
+	}
+	if err := sp.links[w].Evaluate(ctx, in, out); err != nil {
+		return false, fmt.Errorf("worker %d: %w", w, err)
+	}
+	if out.Seq != sp.seq || len(out.X) != len(in.X) {
+		return false, fmt.Errorf("worker %d: answered evaluation %d with %d states for evaluation %d of %d", w, out.Seq, len(out.X), sp.seq, len(in.X))
+	}
+	for k, j := range s.b.varsOf[w] {
+		if x := out.X[k]; x < 0 || int(x) >= s.m.Cards[j] {
+			return false, fmt.Errorf("worker %d: boundary variable %d in state %d of %d", w, j, x, s.m.Cards[j])
+		}
+		switch {
+		case !out.Settled:
+			sp.start[j] = int(out.X[k]) // what this part could complete
+		case !sp.fixed[j]:
+			sp.settled[j] = int(out.X[k])
+		}
+		sp.fixed[j] = true
+	}
+	return out.Settled, nil
+}
+
+// call sends the current requests to every worker, concurrently, and
+// checks the answers.
+func (sp *shardPrimal) call(ctx context.Context, op EvalOp) error {
+	sp.seq++
+	errs := make([]error, len(sp.links))
+	var wg sync.WaitGroup
+	for w := range sp.links {
+		sp.ins[w].Seq = sp.seq
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			errs[w] = sp.links[w].Evaluate(ctx, sp.ins[w], sp.outs[w])
+		}(w)
+	}
+	wg.Wait()
+	for w, err := range errs {
+		out := sp.outs[w]
+		switch {
+		case err != nil:
+			return fmt.Errorf("worker %d: %w", w, err)
+		case out.Seq != sp.seq:
+			return fmt.Errorf("worker %d: answered evaluation %d for %d", w, out.Seq, sp.seq)
+		case op <= EvalPolish && (badScore(out.Before) || badScore(out.After)):
+			return fmt.Errorf("worker %d: scores %v and %v", w, out.Before, out.After)
+		}
+	}
+	return nil
+}
+
+// badScore: a share of a score is finite or -Inf (a violated hard
+// constraint).
+func badScore(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 1) }
+
+// ShardResult is a sharded run's result: no assignment (the workers keep
+// the best one's interior, Worker.EachBest) but its boundary states.
+type ShardResult struct {
+	solver.Result
+	// Boundary holds the best assignment's boundary states (boundary
+	// numbering); nil when no assignment with a finite score was found.
+	Boundary []int
+}
+
+// CoordinateShards runs the coordinator's loop of a sharded run. bm holds
+// the boundary variables only (numbered like b: their cardinalities and
+// unaries) and the model's constant; sums describe the parts and links
+// reach their workers, which must also be PrimalLinks. Checkpoints are not
+// taken in a sharded run.
+func CoordinateShards(ctx context.Context, bm *model.Model, sums []PartSummary, b *Boundary, links []WorkerLink, opts Options, progress func(solver.Progress)) (ShardResult, error) {
+	if err := opts.Validate(); err != nil {
+		return ShardResult{}, err
+	}
+	if len(links) != len(sums) || len(b.varsOf) != len(sums) {
+		return ShardResult{}, fmt.Errorf("%d links and a boundary of %d parts for %d parts", len(links), len(b.varsOf), len(sums))
+	}
+	if bm.NumVars() != len(b.vars) {
+		return ShardResult{}, fmt.Errorf("boundary model of %d variables for %d boundary variables", bm.NumVars(), len(b.vars))
+	}
+	sp, err := newShardPrimal(links, len(b.vars))
+	if err != nil {
+		return ShardResult{}, err
+	}
+	infos := make([]partInfo, len(sums))
+	entries := 0
+	for w, sm := range sums {
+		infos[w].lam, infos[w].mu = sm.ReplicaEntries, sm.UnaryEntries
+		entries += sm.ReplicaEntries
+	}
+	pl := newPool(opts.Threads)
+	defer pl.close()
+	s := newMasterOf(bm, opts, infos, b, links, pl)
+	s.shards = sp
+	res, err := s.run(ctx, entries, nil, progress)
+	out := ShardResult{Result: res}
+	if !math.IsInf(res.Primal, -1) {
+		out.Boundary = sp.best
+	}
+	out.Assignment = nil
+	return out, err
+}

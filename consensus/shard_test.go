@@ -1,0 +1,171 @@
+package consensus
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/partition"
+)
+
+// sharded is a sharded run in this process: the workers built from a Split
+// into consecutive ranges of slaves, and what a sharded coordinator knows
+// (the boundary model, the parts' summaries, the boundary map).
+type sharded struct {
+	bm      *model.Model
+	sums    []PartSummary
+	b       *Boundary
+	links   []WorkerLink
+	workers []*Worker
+	vars    []int // boundary number -> model variable
+}
+
+func newSharded(t *testing.T, m *model.Model, plan partition.Plan, opts Options, w int) *sharded {
+	t.Helper()
+	place := make([]int32, len(plan.Slaves))
+	for s := range place {
+		place[s] = int32(s * w / len(plan.Slaves))
+	}
+	parts, full, err := Split(m, plan, place, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := &sharded{vars: full.Vars()}
+	index := map[int]int{}
+	cards := make([]int, len(sh.vars))
+	for j, v := range sh.vars {
+		index[v] = j
+		cards[j] = m.Cards[v]
+	}
+	sh.bm = model.New(cards)
+	sh.bm.Constant = m.Constant
+	for j, v := range sh.vars {
+		copy(sh.bm.Unaries(j), m.Unaries(v))
+	}
+	of, deg := make([][]int, w), make([][]int, w)
+	for k, p := range parts {
+		local := make([]int, len(p.Vars))
+		for _, sl := range p.Plan.Slaves {
+			for _, v := range sl.Vars {
+				local[v]++
+			}
+		}
+		for _, lv := range p.Boundary {
+			of[k] = append(of[k], index[p.Vars[lv]])
+			deg[k] = append(deg[k], local[lv])
+		}
+		wopts := opts
+		wopts.Threads = 1
+		wk, err := NewWorker(p, wopts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(wk.Close)
+		sh.workers = append(sh.workers, wk)
+		sh.links = append(sh.links, LocalLink{W: wk})
+		sh.sums = append(sh.sums, wk.Summary())
+	}
+	if sh.b, err = NewShardBoundary(cards, of, deg); err != nil {
+		t.Fatal(err)
+	}
+	return sh
+}
+
+// assignment puts together the best assignment of a sharded run.
+func (sh *sharded) assignment(t *testing.T, n int, res ShardResult) []int {
+	t.Helper()
+	x := make([]int, n)
+	seen := make([]bool, n)
+	for j, v := range sh.vars {
+		x[v], seen[v] = res.Boundary[j], true
+	}
+	for _, wk := range sh.workers {
+		err := wk.EachBest(7, func(vars []int, states []int32) error {
+			for k, v := range vars {
+				if seen[v] {
+					return fmt.Errorf("variable %d twice", v)
+				}
+				x[v], seen[v] = int(states[k]), true
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for v, ok := range seen {
+		if !ok {
+			t.Fatalf("variable %d has no state", v)
+		}
+	}
+	return x
+}
+
+// A sharded run takes the iterations of a run in one process (the same
+// slaves, the same per-variable code); its primal is the exact score of the
+// assignment its parts put together, and with one worker (no boundary) it
+// is the very same search.
+func TestShardedRunMatchesSingleProcess(t *testing.T) {
+	cases := []struct {
+		name string
+		m    *model.Model
+	}{
+		{"potts", generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 4, Rho: 1, Seed: 3})},
+		{"ising", generate.Ising(generate.GridOptions{Height: 10, Width: 10, Rho: 0.5, Seed: 2})},
+		{"logic", generate.Logic(generate.LogicOptions{Vars: 40, Factors: 30, Couplings: 40, MaxArity: 5, Rho: 1, Seed: 4})},
+	}
+	for _, c := range cases {
+		for _, algo := range []Algo{ADMM, Subgradient} {
+			t.Run(fmt.Sprintf("%s/%s", c.name, algo), func(t *testing.T) {
+				opts := DefaultOptions()
+				opts.Algo, opts.MaxIter = algo, 150
+				if algo == Subgradient {
+					opts.Eta, opts.Step = 1, Diminishing // a step that does not follow the primal
+				}
+				red, err := model.Reduce(c.m, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m := red.Model
+				plan := partition.PerFactor(m)
+				want, err := runLocal(context.Background(), m, plan, opts, 1, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for w := 1; w <= 4; w++ {
+					sh := newSharded(t, m, plan, opts, w)
+					if w > 1 && len(sh.vars) == 0 {
+						t.Fatalf("%d workers: no boundary", w)
+					}
+					got, err := CoordinateShards(context.Background(), sh.bm, sh.sums, sh.b, sh.links, opts, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if math.IsInf(got.Primal, -1) {
+						t.Errorf("%d workers: no feasible assignment (%s after %d; one process: primal %v)", w, got.Status, got.Iterations, want.Primal)
+						continue
+					}
+					x := sh.assignment(t, m.NumVars(), got)
+					if sc := m.Score(x); !relClose(sc, got.Primal, 1e-9) {
+						t.Errorf("%d workers: primal %.12g, the assignment scores %.12g", w, got.Primal, sc)
+					}
+					if got.Primal > got.Dual+1e-6*math.Max(1, math.Abs(got.Dual)) {
+						t.Errorf("%d workers: primal %v above the dual %v", w, got.Primal, got.Dual)
+					}
+					sameIterates := want.Status != "optimal" && got.Status != "optimal"
+					if sameIterates && (got.Iterations != want.Iterations || !relClose(got.Dual, want.Dual, 1e-9) || !relClose(got.Relaxed, want.Relaxed, 1e-9)) {
+						t.Errorf("%d workers: %s after %d, dual %.12g relaxed %.12g; one process: %s after %d, dual %.12g relaxed %.12g",
+							w, got.Status, got.Iterations, got.Dual, got.Relaxed, want.Status, want.Iterations, want.Dual, want.Relaxed)
+					}
+					if w == 1 && (got.Status != want.Status || got.Iterations != want.Iterations || !relClose(got.Primal, want.Primal, 1e-12)) {
+						t.Errorf("one worker: %s after %d, primal %.12g; one process: %s after %d, primal %.12g",
+							got.Status, got.Iterations, got.Primal, want.Status, want.Iterations, want.Primal)
+					}
+				}
+			})
+		}
+	}
+}
