@@ -46,6 +46,12 @@ type coordinator struct {
 	reports  []chan *reportBody
 	filters  []*transport.Filter
 	ready    []chan *readyBody
+	// A sharded run's (shard.go): the answers to evaluations and fetches,
+	// and each part's summary from its acknowledgement. No part of a
+	// sharded run moves to a spare.
+	evals     []chan *evaledBody
+	summaries []*summaryWire
+	sharded   bool
 }
 
 // index returns the part held by the named worker, or -1.

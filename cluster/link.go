@@ -178,6 +178,9 @@ func (c *coordinator) deliver(ctx context.Context, which []int) error {
 				default:
 					acked[w] = true
 					c.seen(w)
+					c.mu.Lock()
+					c.summaries[w] = r.Summary
+					c.mu.Unlock()
 				}
 			default:
 			}
@@ -257,6 +260,16 @@ func (c *coordinator) onReport(subject string, data []byte) {
 		select {
 		case c.reports[w] <- &r:
 		default: // a stray extra report: the step already has its answer
+		}
+	case kindEvaled:
+		var r evaledBody
+		if err := transport.DecodeBody(raw, &r); err != nil {
+			c.faults.drop("undecodable evaluation dropped", "worker", h.From, "err", err)
+			return
+		}
+		select {
+		case c.evals[w] <- &r:
+		default: // a stray extra answer
 		}
 	}
 }

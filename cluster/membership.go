@@ -80,6 +80,9 @@ func (c *coordinator) onHello(_ string, data []byte) {
 // re-centred multipliers anyway.
 func (c *coordinator) replace(ctx context.Context, w int) (string, error) {
 	old := c.name(w)
+	if c.sharded {
+		return "", fmt.Errorf("worker %s lost: a sharded run does not move parts to spares yet (its best assignment's interior was on that worker); run the job again", old)
+	}
 	deadline := time.Now().Add(c.waitSpare)
 	for {
 		c.mu.Lock()

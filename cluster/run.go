@@ -112,35 +112,12 @@ func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 	if err := opts.Validate(); err != nil {
 		return solver.Result{}, stats, err
 	}
-	if ro.Base == "" {
-		ro.Base, ro.Epoch = ro.Job, 0 // epoch 0 runs as the job itself
-	}
-	if err := transport.ValidName(ro.Base); err != nil {
-		return solver.Result{}, stats, fmt.Errorf("job id %q: %w", ro.Base, err)
-	}
 	if ro.Workers < 1 {
 		return solver.Result{}, stats, fmt.Errorf("workers: %d < 1", ro.Workers)
 	}
-	if ro.WaitWorkers <= 0 {
-		ro.WaitWorkers = 30 * time.Second
-	}
-	if ro.StepTimeout <= 0 {
-		ro.StepTimeout = 5 * time.Minute
-	}
-	if ro.LostAfter <= 0 {
-		ro.LostAfter = 3 * time.Second
-	}
-	if ro.SpareWait <= 0 {
-		ro.SpareWait = 10 * time.Second
-	}
-	if ro.ReleaseAfter <= 0 {
-		ro.ReleaseAfter = max(3*ro.LostAfter, 5*time.Second)
-	}
-	if ro.ResendEvery <= 0 {
-		ro.ResendEvery = resendEvery
-	}
-	if ro.Logger == nil {
-		ro.Logger = slog.New(slog.DiscardHandler)
+	ro = ro.withDefaults() // epoch 0 runs as the job itself
+	if err := transport.ValidName(ro.Base); err != nil {
+		return solver.Result{}, stats, fmt.Errorf("job id %q: %w", ro.Base, err)
 	}
 	red, err := solver.Reduce(m, ev)
 	if red == nil {
@@ -224,66 +201,22 @@ func placement(ro RunOptions, m *model.Model, plan partition.Plan, workers int) 
 // runEpoch runs one epoch of the job on the reduced model m and returns its
 // result in m's variables.
 func runEpoch(ctx context.Context, tr transport.Transport, m *model.Model, plan partition.Plan, opts consensus.Options, ro RunOptions, progress func(solver.Progress)) (solver.Result, *coordinator, error) {
-	log := ro.Logger
-	job := EpochJob(ro.Base, ro.Epoch)
-	if err := transport.ValidName(job); err != nil {
-		return solver.Result{}, nil, fmt.Errorf("job id %q: %w", job, err)
-	}
-	joinable := joinableFor(ro.Base, ro.Epoch)
-	seq := transport.NewSequence()
-	claims, err := newClaimer(ctx, tr, job, ro.Base, ro.Epoch, ro.ReleaseAfter, seq, log)
+	c, closeEpoch, err := openEpoch(ctx, tr, ro)
 	if err != nil {
-		return solver.Result{}, nil, err
+		return solver.Result{}, c, err
 	}
-	defer claims.close()
-	names, priorIter, err := claimWorkers(ctx, claims, ro.Workers, ro.WaitWorkers, joinable, ro.lost)
-	if err != nil {
-		return solver.Result{}, nil, err
-	}
-	// Whatever happens, the workers go back to the pool at the end (after
-	// the stop below, for those that took a part).
-	defer claims.release(context.WithoutCancel(ctx), names...)
-	log.Info("workers joined", "workers", strings.Join(names, ","))
-	var where []int32
+	defer closeEpoch()
 	if ro.Resume != nil {
-		where = ro.Resume.Where
-	} else if where, err = placement(ro, m, plan, len(names)); err != nil {
-		return solver.Result{}, nil, err
+		c.where = ro.Resume.Where
+	} else if c.where, err = placement(ro, m, plan, len(c.names)); err != nil {
+		return solver.Result{}, c, err
 	}
-	parts, b, err := consensus.Split(m, plan, where, len(names))
+	where := c.where
+	parts, b, err := consensus.Split(m, plan, where, len(c.names))
 	if err != nil {
-		return solver.Result{}, nil, err
+		return solver.Result{}, c, err
 	}
-	log.Info("model split", "slaves", len(plan.Slaves), "boundary", len(b.Vars()))
-	c := &coordinator{tr: tr, job: job, names: names, seq: seq, claims: claims, timeout: ro.StepTimeout,
-		lostAfter: ro.LostAfter, waitSpare: ro.SpareWait, resendEvery: ro.ResendEvery, log: log,
-		base: ro.Base, epoch: ro.Epoch, joinable: joinable, priorIter: priorIter, where: where,
-		cid: newCoordID(), faults: newFaultLog(log),
-		byName: map[string]int{}, spares: map[string]time.Time{}, gone: maps.Clone(ro.lost),
-		reports: make([]chan *reportBody, len(names)), filters: make([]*transport.Filter, len(names)),
-		ready: make([]chan *readyBody, len(names)), lastSeen: make([]time.Time, len(names))}
-	for w, name := range names {
-		c.byName[name] = w
-		c.reports[w] = make(chan *reportBody, 4)
-		c.ready[w] = make(chan *readyBody, 4)
-		c.filters[w] = transport.NewFilter(job, transport.FilterOptions{})
-	}
-	sub, err := tr.Subscribe(reportsWildcard(job), c.onReport)
-	if err != nil {
-		return solver.Result{}, nil, err
-	}
-	defer sub.Unsubscribe()
-	beats, err := tr.Subscribe(heartbeatsWildcard(job), c.onHeartbeat)
-	if err != nil {
-		return solver.Result{}, nil, err
-	}
-	defer beats.Unsubscribe()
-	control, err := tr.Subscribe(controlSubject, c.onHello)
-	if err != nil {
-		return solver.Result{}, nil, err
-	}
-	defer control.Unsubscribe()
-	defer c.stop(context.WithoutCancel(ctx))
+	ro.Logger.Info("model split", "slaves", len(plan.Slaves), "boundary", len(b.Vars()))
 	var cp *consensus.Checkpointing
 	if ro.Resume != nil {
 		c.latest = ro.Resume.State
@@ -307,12 +240,78 @@ func runEpoch(ctx context.Context, tr transport.Transport, m *model.Model, plan 
 	if err := c.assign(ctx, parts, opts); err != nil {
 		return solver.Result{}, c, err
 	}
-	links := make([]consensus.WorkerLink, len(names))
-	for w := range names {
+	res, err := consensus.Coordinate(ctx, m, parts, b, c.links(), opts, cp, progress)
+	return res, c, err
+}
+
+// openEpoch claims the workers of the epoch ro names and sets up its
+// coordinator, listening to the workers. The function it returns stops
+// the workers' parts and gives the workers back to the pool.
+func openEpoch(ctx context.Context, tr transport.Transport, ro RunOptions) (*coordinator, func(), error) {
+	log := ro.Logger
+	job := EpochJob(ro.Base, ro.Epoch)
+	if err := transport.ValidName(job); err != nil {
+		return nil, nil, fmt.Errorf("job id %q: %w", job, err)
+	}
+	joinable := joinableFor(ro.Base, ro.Epoch)
+	seq := transport.NewSequence()
+	claims, err := newClaimer(ctx, tr, job, ro.Base, ro.Epoch, ro.ReleaseAfter, seq, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	var undo []func()
+	closeAll := func() {
+		for k := len(undo) - 1; k >= 0; k-- {
+			undo[k]()
+		}
+	}
+	undo = append(undo, claims.close)
+	names, priorIter, err := claimWorkers(ctx, claims, ro.Workers, ro.WaitWorkers, joinable, ro.lost)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	// Whatever happens, the workers go back to the pool at the end (after
+	// the stop below, for those that took a part).
+	undo = append(undo, func() { claims.release(context.WithoutCancel(ctx), names...) })
+	log.Info("workers joined", "workers", strings.Join(names, ","))
+	c := &coordinator{tr: tr, job: job, names: names, seq: seq, claims: claims, timeout: ro.StepTimeout,
+		lostAfter: ro.LostAfter, waitSpare: ro.SpareWait, resendEvery: ro.ResendEvery, log: log,
+		base: ro.Base, epoch: ro.Epoch, joinable: joinable, priorIter: priorIter,
+		cid: newCoordID(), faults: newFaultLog(log),
+		byName: map[string]int{}, spares: map[string]time.Time{}, gone: maps.Clone(ro.lost),
+		reports: make([]chan *reportBody, len(names)), filters: make([]*transport.Filter, len(names)),
+		ready: make([]chan *readyBody, len(names)), lastSeen: make([]time.Time, len(names)),
+		evals: make([]chan *evaledBody, len(names)), summaries: make([]*summaryWire, len(names))}
+	for w, name := range names {
+		c.byName[name] = w
+		c.reports[w] = make(chan *reportBody, 4)
+		c.ready[w] = make(chan *readyBody, 4)
+		c.evals[w] = make(chan *evaledBody, 4)
+		c.filters[w] = transport.NewFilter(job, transport.FilterOptions{})
+	}
+	for _, sub := range []struct {
+		subject string
+		fn      func(string, []byte)
+	}{{reportsWildcard(job), c.onReport}, {heartbeatsWildcard(job), c.onHeartbeat}, {controlSubject, c.onHello}} {
+		s, err := tr.Subscribe(sub.subject, sub.fn)
+		if err != nil {
+			closeAll()
+			return c, nil, err
+		}
+		undo = append(undo, func() { _ = s.Unsubscribe() })
+	}
+	undo = append(undo, func() { c.stop(context.WithoutCancel(ctx)) })
+	return c, closeAll, nil
+}
+
+// links returns a link to each of the epoch's workers.
+func (c *coordinator) links() []consensus.WorkerLink {
+	links := make([]consensus.WorkerLink, len(c.names))
+	for w := range links {
 		links[w] = &remoteLink{c: c, w: w}
 	}
-	res, err := consensus.Coordinate(ctx, m, parts, b, links, opts, cp, progress)
-	return res, c, err
+	return links
 }
 
 // multilevelPlacement balances the slaves' estimated solve cost over the

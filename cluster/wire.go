@@ -29,6 +29,11 @@ const (
 	kindClaimed transport.Kind = 69
 	kindRelease transport.Kind = 70
 	kindBeat    transport.Kind = 71
+	// Sharded runs (shard.go): the primal search and the fetching of the
+	// best assignment, coordinator -> worker on its step subject, and the
+	// answers on its report subject.
+	kindEval   transport.Kind = 72
+	kindEvaled transport.Kind = 73
 )
 
 // helloBody announces a worker on controlSubject, busy or not. Its
@@ -99,6 +104,10 @@ type assignBody struct {
 	// State, when set, is the part's replica state to start from (a
 	// checkpoint); otherwise the part starts afresh.
 	State *partStateWire `msgpack:"state,omitempty"`
+	// Shard, when set, replaces Vars..Model: the part's spec in a sharded
+	// run, opaque here (the worker's WorkerOptions.LoadShard reads it and
+	// builds the part from the model file).
+	Shard []byte `msgpack:"shard,omitempty"`
 }
 
 // partStateWire is consensus.PartState on the wire.
@@ -142,6 +151,48 @@ type optionsWire struct {
 type readyBody struct {
 	Received bool   `msgpack:"recv"`
 	Err      string `msgpack:"err"`
+	// Summary describes a sharded part once built.
+	Summary *summaryWire `msgpack:"sum,omitempty"`
+}
+
+// summaryWire is consensus.PartSummary on the wire.
+type summaryWire struct {
+	ReplicaEntries int `msgpack:"rep"`
+	UnaryEntries   int `msgpack:"un"`
+	Interior       int `msgpack:"int"`
+}
+
+// evalBody is consensus.EvalIn on the wire, or (Op opFetch) a request for
+// piece Piece of the best assignment's interior. Coord is the sender's
+// assignBody.Coord.
+type evalBody struct {
+	Seq    int              `msgpack:"seq"`
+	Op     uint8            `msgpack:"op"`
+	X      transport.Int32s `msgpack:"x"`
+	Repair bool             `msgpack:"rep,omitempty"`
+	Fixed  []bool           `msgpack:"fix,omitempty"`
+	Piece  int              `msgpack:"piece,omitempty"`
+	Coord  uint64           `msgpack:"cid"`
+}
+
+// opFetch asks for a piece of the best assignment (evalBody.Piece).
+const opFetch = 100
+
+// pieceVars is the most variables of one piece of the best assignment.
+const pieceVars = 1 << 16
+
+// evaledBody answers an evalBody: consensus.EvalOut, or a piece of the
+// best assignment (the interior variables' numbers and states; Last says
+// it is the last piece).
+type evaledBody struct {
+	Seq     int              `msgpack:"seq"`
+	Before  float64          `msgpack:"b"`
+	After   float64          `msgpack:"a"`
+	X       transport.Int32s `msgpack:"x"`
+	Settled bool             `msgpack:"ok,omitempty"`
+	Vars    transport.Int32s `msgpack:"v,omitempty"`
+	Last    bool             `msgpack:"last,omitempty"`
+	Err     string           `msgpack:"err,omitempty"`
 }
 
 // stepBody is consensus.StepIn on the wire; Stop ends the job. Coord is
@@ -178,6 +229,8 @@ func (assignBody) Kind() transport.Kind    { return kindAssign }
 func (readyBody) Kind() transport.Kind     { return kindReady }
 func (stepBody) Kind() transport.Kind      { return kindStep }
 func (reportBody) Kind() transport.Kind    { return kindReport }
+func (evalBody) Kind() transport.Kind      { return kindEval }
+func (evaledBody) Kind() transport.Kind    { return kindEvaled }
 
 func int32s(v []int) transport.Int32s {
 	out := make(transport.Int32s, len(v))

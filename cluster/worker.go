@@ -18,6 +18,9 @@ type WorkerOptions struct {
 	Name    string // a transport.ValidName, unique among the workers
 	Threads int    // goroutines for its slaves (>= 1)
 	Logger  *slog.Logger
+	// LoadShard builds the part of a sharded job from its spec (package
+	// shard's Load); nil: the worker refuses sharded parts.
+	LoadShard func(ctx context.Context, spec []byte) (*consensus.Part, error)
 }
 
 // Serve runs a worker until ctx is cancelled: it announces itself on the
@@ -301,10 +304,13 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 		return err
 	}
 	defer stopBeat()
-	part, w, err := newPartWorker(a.body, s.opts.Threads)
+	part, w, err := newPartWorker(ctx, a.body, s.opts)
 	ready := readyBody{}
 	if err != nil {
 		ready.Err = err.Error()
+	} else if a.body.Shard != nil {
+		sum := w.Summary()
+		ready.Summary = &summaryWire{ReplicaEntries: sum.ReplicaEntries, UnaryEntries: sum.UnaryEntries, Interior: sum.Interior}
 	}
 	steps, err2 := s.subscribeSteps(job)
 	if err2 != nil {
@@ -330,6 +336,7 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 	out := &consensus.StepOut{}
 	exp := expect{coord: a.body.Coord, next: a.body.Next}
 	var lastReport reportBody
+	var evals evalCache
 	// Until the first step arrives, the acknowledgement is repeated: if it
 	// was lost, the coordinator would otherwise wait in vain.
 	again := time.NewTicker(readyAgainEvery)
@@ -352,6 +359,18 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 			}
 		case <-ctx.Done():
 			return ctx.Err()
+		case ev := <-steps.ev:
+			if ev.Coord != exp.coord {
+				s.faults.drop("evaluation dropped", "job", job, "reason", "not from this job's coordinator")
+				continue
+			}
+			data, err := s.encode(transport.Header{Job: job, Iter: uint64(exp.last), Kind: kindEvaled}, evals.answer(w, ev))
+			if err != nil {
+				return err
+			}
+			if err := s.tr.Publish(ctx, report, data); err != nil {
+				return err
+			}
 		case st := <-steps.c:
 			what, err := exp.take(st, w)
 			if err != nil {
@@ -415,15 +434,24 @@ func (s *server) heartbeat(ctx context.Context, job string) (stop func(), err er
 
 // newPartWorker builds the consensus worker of an assigned part, restored
 // to the part's state when the assignment carries one.
-func newPartWorker(body *assignBody, threads int) (*consensus.Part, *consensus.Worker, error) {
-	part, err := decodePart(body)
+func newPartWorker(ctx context.Context, body *assignBody, wo WorkerOptions) (*consensus.Part, *consensus.Worker, error) {
+	var part *consensus.Part
+	var err error
+	switch {
+	case body.Shard == nil:
+		part, err = decodePart(body)
+	case wo.LoadShard == nil:
+		err = errors.New("this worker cannot read sharded parts")
+	default:
+		part, err = wo.LoadShard(ctx, body.Shard)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
 	opts := consensus.DefaultOptions()
 	opts.Algo = consensus.Algo(body.Options.Algo)
 	opts.Tau = body.Options.Tau
-	opts.Threads = threads
+	opts.Threads = wo.Threads
 	w, err := consensus.NewWorker(part, opts)
 	if err != nil {
 		return part, nil, err
@@ -440,6 +468,7 @@ func newPartWorker(body *assignBody, threads int) (*consensus.Part, *consensus.W
 // stepFeed delivers a job's steps that pass the deduplication filter.
 type stepFeed struct {
 	c      chan *stepBody
+	ev     chan *evalBody // a sharded run's evaluations and fetches
 	done   chan struct{} // closed when the job is over: nobody reads c any more
 	mu     sync.Mutex
 	filter *transport.Filter
@@ -448,22 +477,28 @@ type stepFeed struct {
 
 // subscribeSteps subscribes to the worker's steps of job.
 func (s *server) subscribeSteps(job string) (*stepFeed, error) {
-	f := &stepFeed{c: make(chan *stepBody, 4), done: make(chan struct{}), filter: transport.NewFilter(job, transport.FilterOptions{})}
+	f := &stepFeed{c: make(chan *stepBody, 4), ev: make(chan *evalBody, 4), done: make(chan struct{}), filter: transport.NewFilter(job, transport.FilterOptions{})}
 	sub, err := s.tr.Subscribe(stepSubject(job, s.opts.Name), func(_ string, data []byte) {
-		var st stepBody
-		h, err := transport.DecodeInto(data, &st)
+		h, raw, err := transport.Decode(data)
+		if err == nil && h.Kind == kindEval {
+			var ev evalBody
+			if err = transport.DecodeBody(raw, &ev); err == nil && f.keep(h) {
+				select {
+				case f.ev <- &ev:
+				case <-f.done:
+				}
+			}
+		} else if err == nil {
+			var st stepBody
+			if err = transport.DecodeBody(raw, &st); err == nil && f.keep(h) {
+				select {
+				case f.c <- &st:
+				case <-f.done:
+				}
+			}
+		}
 		if err != nil {
 			s.faults.drop("undecodable step dropped", "job", job, "err", err)
-			return
-		}
-		f.mu.Lock()
-		keep := f.filter.Check(h).Keep()
-		f.mu.Unlock()
-		if keep {
-			select {
-			case f.c <- &st:
-			case <-f.done:
-			}
 		}
 	})
 	if err != nil {
@@ -471,6 +506,13 @@ func (s *server) subscribeSteps(job string) (*stepFeed, error) {
 	}
 	f.sub = sub
 	return f, nil
+}
+
+// keep runs the deduplication filter on a message's header.
+func (f *stepFeed) keep(h transport.Header) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.filter.Check(h).Keep()
 }
 
 // advance tells the filter that iteration iter was answered.
@@ -546,3 +588,34 @@ func answer(w *consensus.Worker, st *stepBody, in *consensus.StepIn, out *consen
 // defaultReleaseAfter is how long a claim whose coordinator said nothing
 // of it lasts.
 const defaultReleaseAfter = 10 * time.Second
+
+// evalCache answers a sharded run's evaluations and fetches, and repeats
+// the last answer to a repeated request (the coordinator resends what it
+// did not hear answered) instead of running it again.
+type evalCache struct {
+	seq  int
+	last evaledBody
+}
+
+func (c *evalCache) answer(w *consensus.Worker, ev *evalBody) evaledBody {
+	if ev.Seq == c.seq && c.seq != 0 {
+		return c.last
+	}
+	out := evaledBody{Seq: ev.Seq}
+	if ev.Op == opFetch {
+		vars, states, last, err := w.BestPiece(ev.Piece, pieceVars)
+		if err != nil {
+			out.Err = err.Error()
+		}
+		out.Vars, out.X, out.Last = int32s(vars), states, last
+	} else {
+		in := consensus.EvalIn{Seq: ev.Seq, Op: consensus.EvalOp(ev.Op), X: ev.X, Repair: ev.Repair, Fixed: ev.Fixed}
+		var res consensus.EvalOut
+		if err := w.Evaluate(&in, &res); err != nil {
+			out.Err = err.Error()
+		}
+		out.Before, out.After, out.X, out.Settled = res.Before, res.After, res.X, res.Settled
+	}
+	c.seq, c.last = ev.Seq, out
+	return out
+}

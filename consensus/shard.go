@@ -320,6 +320,25 @@ func (w *Worker) EachBest(chunk int, fn func(vars []int, states []int32) error) 
 	return nil
 }
 
+// BestPiece returns piece k of the kept best states of the part's interior
+// variables (model numbering), pieces of size variables in the part's
+// order, and whether it is the last piece.
+func (w *Worker) BestPiece(k, size int) (vars []int, states []int32, last bool, err error) {
+	if w.eval == nil || !w.eval.hasBest {
+		return nil, nil, false, errors.New("no best assignment kept")
+	}
+	if size < 1 || k < 0 || k > len(w.interior)/size {
+		return nil, nil, false, fmt.Errorf("piece %d of %d-variable pieces of %d variables", k, size, len(w.interior))
+	}
+	lo, hi := k*size, min((k+1)*size, len(w.interior))
+	vars, states = make([]int, 0, hi-lo), make([]int32, 0, hi-lo)
+	for _, i := range w.interior[lo:hi] {
+		vars = append(vars, w.part.Vars[i])
+		states = append(states, w.eval.best[i])
+	}
+	return vars, states, hi == len(w.interior), nil
+}
+
 // shardPrimal is the coordinator's side of a sharded run's primal search:
 // it sends the boundary states, adds the workers' shares and the boundary
 // unaries, and keeps the best boundary states.

@@ -1,0 +1,236 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/solver"
+	"github.com/ddrun/ddrun/transport"
+)
+
+// ShardJob is a sharded job as its coordinator holds it: one opaque spec
+// per worker (each worker's WorkerOptions.LoadShard builds its part from
+// it) and the boundary (package shard's Layout).
+type ShardJob struct {
+	Specs [][]byte
+	// Boundary holds the boundary variables' cardinalities and unaries
+	// and the model's constant; BoundaryVars maps them to the model's
+	// variables; Of and Deg say which worker holds which of them, over how
+	// many slaves (consensus.NewShardBoundary).
+	Boundary     *model.Model
+	BoundaryVars []int
+	Of, Deg      [][]int
+	NumVars      int
+}
+
+// ShardAssignment reaches the best assignment of a sharded run, which the
+// workers hold but for its boundary. Valid only during the deliver
+// callback of RunShards.
+type ShardAssignment struct {
+	NumVars int
+	c       *coordinator
+	job     *ShardJob
+	states  []int // the boundary's
+	seq     int
+}
+
+// Pieces calls fn with the whole assignment in pieces (variables of the
+// model and their states; fn must not keep the slices): the boundary
+// first, then each worker's interior, at most 65,536 variables at a time,
+// fetched one after the other, so that no more than one piece is held.
+func (a *ShardAssignment) Pieces(ctx context.Context, fn func(vars []int, states []int32) error) error {
+	vars := make([]int, len(a.states))
+	states := make([]int32, len(a.states))
+	for j, v := range a.job.BoundaryVars {
+		vars[j], states[j] = v, int32(a.states[j])
+	}
+	if err := fn(vars, states); err != nil {
+		return err
+	}
+	for w := range a.job.Specs {
+		for k := 0; ; k++ {
+			a.seq++
+			r, err := (&remoteLink{c: a.c, w: w}).request(ctx, &evalBody{Seq: a.seq, Op: opFetch, Piece: k})
+			if err != nil {
+				return err
+			}
+			if len(r.Vars) != len(r.X) || len(r.Vars) > pieceVars {
+				return fmt.Errorf("worker %s: a piece of %d variables and %d states", a.c.name(w), len(r.Vars), len(r.X))
+			}
+			vars = vars[:0]
+			for _, v := range r.Vars {
+				if v < 0 || int(v) >= a.NumVars {
+					return fmt.Errorf("worker %s: variable %d out of range [0,%d)", a.c.name(w), v, a.NumVars)
+				}
+				vars = append(vars, int(v))
+			}
+			if err := fn(vars, r.X); err != nil {
+				return err
+			}
+			if r.Last {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// RunShards runs a sharded job on workers reached through tr: no process
+// but each worker, for its own part, holds anything of the model beyond
+// the boundary (see consensus.CoordinateShards). When the run found an
+// assignment with a finite score, deliver gets it before the workers are
+// released. A lost worker ends the run (no spare takes a sharded part),
+// and checkpoints are not taken.
+func RunShards(ctx context.Context, tr transport.Transport, job *ShardJob, opts consensus.Options, ro RunOptions,
+	deliver func(ctx context.Context, a *ShardAssignment) error, progress func(solver.Progress)) (consensus.ShardResult, error) {
+	var res consensus.ShardResult
+	if err := opts.Validate(); err != nil {
+		return res, err
+	}
+	if job.NumVars > math.MaxInt32 {
+		return res, fmt.Errorf("%d variables: a sharded run numbers them in 31 bits", job.NumVars)
+	}
+	if ro.Checkpoint != nil || ro.Resume != nil {
+		return res, errors.New("a sharded run takes no checkpoints and resumes none")
+	}
+	ro.Workers = len(job.Specs)
+	ro = ro.withDefaults()
+	if err := transport.ValidName(ro.Base); err != nil {
+		return res, fmt.Errorf("job id %q: %w", ro.Base, err)
+	}
+	b, err := consensus.NewShardBoundary(job.Boundary.Cards, job.Of, job.Deg)
+	if err != nil {
+		return res, fmt.Errorf("the sharded boundary: %w", err)
+	}
+	c, closeEpoch, err := openEpoch(ctx, tr, ro)
+	if err != nil {
+		return res, err
+	}
+	defer closeEpoch()
+	c.sharded = true
+	c.bodies = make([]*assignBody, len(job.Specs))
+	all := make([]int, len(job.Specs))
+	for w, spec := range job.Specs {
+		c.bodies[w] = &assignBody{Part: w, Parts: len(job.Specs), Options: optionsWire{Algo: string(opts.Algo), Tau: opts.Tau},
+			Shard: spec, Base: c.base, Epoch: c.epoch, Coord: c.cid, Next: 1}
+		all[w] = w
+	}
+	start := time.Now()
+	if err := c.deliver(ctx, all); err != nil {
+		return res, err
+	}
+	sums := make([]consensus.PartSummary, len(job.Specs))
+	interior := 0
+	for w, s := range c.summaries {
+		if s == nil {
+			return res, fmt.Errorf("worker %s built its part but did not describe it", c.name(w))
+		}
+		sums[w] = consensus.PartSummary{ReplicaEntries: s.ReplicaEntries, UnaryEntries: s.UnaryEntries, Interior: s.Interior}
+		interior += s.Interior
+	}
+	if interior+len(job.BoundaryVars) != job.NumVars {
+		return res, fmt.Errorf("the parts hold %d interior and %d boundary variables, the model has %d", interior, len(job.BoundaryVars), job.NumVars)
+	}
+	ro.Logger.Info("parts built", "workers", len(job.Specs), "boundary", len(job.BoundaryVars), "seconds", time.Since(start).Seconds())
+	res, err = consensus.CoordinateShards(ctx, job.Boundary, sums, b, c.links(), opts, progress)
+	if err != nil || res.Boundary == nil || deliver == nil {
+		return res, err
+	}
+	return res, deliver(context.WithoutCancel(ctx), &ShardAssignment{NumVars: job.NumVars, c: c, job: job, states: res.Boundary, seq: 1 << 40})
+}
+
+// withDefaults fills in RunOptions' defaults (Run's).
+func (ro RunOptions) withDefaults() RunOptions {
+	if ro.Base == "" {
+		ro.Base, ro.Epoch = ro.Job, 0
+	}
+	if ro.WaitWorkers <= 0 {
+		ro.WaitWorkers = 30 * time.Second
+	}
+	if ro.StepTimeout <= 0 {
+		ro.StepTimeout = 5 * time.Minute
+	}
+	if ro.LostAfter <= 0 {
+		ro.LostAfter = 3 * time.Second
+	}
+	if ro.SpareWait <= 0 {
+		ro.SpareWait = 10 * time.Second
+	}
+	if ro.ReleaseAfter <= 0 {
+		ro.ReleaseAfter = max(3*ro.LostAfter, 5*time.Second)
+	}
+	if ro.ResendEvery <= 0 {
+		ro.ResendEvery = resendEvery
+	}
+	if ro.Logger == nil {
+		ro.Logger = slog.New(slog.DiscardHandler)
+	}
+	return ro
+}
+
+// Evaluate implements consensus.PrimalLink.
+func (l *remoteLink) Evaluate(ctx context.Context, in *consensus.EvalIn, out *consensus.EvalOut) error {
+	r, err := l.request(ctx, &evalBody{Seq: in.Seq, Op: uint8(in.Op), X: in.X, Repair: in.Repair, Fixed: in.Fixed})
+	if err != nil {
+		return err
+	}
+	out.Seq, out.Before, out.After, out.X, out.Settled = r.Seq, r.Before, r.After, r.X, r.Settled
+	return nil
+}
+
+// request sends an evaluation or a fetch to the worker and waits for its
+// answer, sending it again when none comes (the worker repeats its answer
+// to a repeated request).
+func (l *remoteLink) request(ctx context.Context, body *evalBody) (*evaledBody, error) {
+	c := l.c
+	ctx = context.WithoutCancel(ctx) // like Step: the run ends on a complete exchange
+	body.Coord = c.cid
+	c.mu.Lock()
+	iter := c.sent
+	c.mu.Unlock()
+	send := func() error {
+		name := c.name(l.w)
+		if err := c.send(ctx, stepSubject(c.job, name), transport.Header{Iter: uint64(iter), Kind: kindEval}, body); err != nil {
+			return fmt.Errorf("evaluation %d to worker %s: %w", body.Seq, name, err)
+		}
+		return nil
+	}
+	if err := send(); err != nil {
+		return nil, err
+	}
+	timer := time.NewTimer(c.timeout)
+	defer timer.Stop()
+	resend := time.NewTicker(c.resendEvery)
+	defer resend.Stop()
+	check := time.NewTicker(c.lostAfter / 4)
+	defer check.Stop()
+	for {
+		select {
+		case <-check.C:
+			if c.lost(l.w) {
+				_, err := c.replace(ctx, l.w)
+				return nil, err
+			}
+		case <-resend.C:
+			if err := send(); err != nil {
+				return nil, err
+			}
+		case r := <-c.evals[l.w]:
+			if r.Seq != body.Seq {
+				continue // a late answer to an earlier request
+			}
+			if r.Err != "" {
+				return nil, fmt.Errorf("worker %s: %s", c.name(l.w), r.Err)
+			}
+			return r, nil
+		case <-timer.C:
+			return nil, fmt.Errorf("worker %s did not answer evaluation %d within %v", c.name(l.w), body.Seq, c.timeout)
+		}
+	}
+}
