@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"slices"
 
 	"github.com/ddrun/ddrun/model"
 )
@@ -94,93 +95,150 @@ func badValue(v float64) string {
 	return ""
 }
 
-// checkShape checks a factor against the cardinalities without its
-// payload: kind, scope (range, no repeats: stamp[v] == a+1 marks v as seen
-// in factor a), kind parameters, and that table and emission (entry counts)
-// fit the scope. It returns a message, or "".
-func checkShape(cards []int, f *model.Factor, table, emission int, stamp []int32, a int) string {
+// maxPairwise is the largest scope that scopeCards checks for repeats pair
+// by pair; a larger one is sorted (a copy), so that no check needs an
+// array over all the variables.
+const maxPairwise = 16
+
+// scratch is the reusable memory of the factor checks.
+type scratch struct {
+	cards, sorted []int
+}
+
+// checkFactor checks a factor without its payload: kind, scope (range, no
+// repeats), the cardinalities card gives its variables (>= 1), kind
+// parameters, and that table and emission (entry counts) fit the scope. It
+// returns a message, or "".
+func checkFactor(f *model.Factor, nvars int, card func(v int) int, table, emission int, scr *scratch) string {
 	if f.Kind > model.Sequence {
 		return fmt.Sprintf("unknown kind %d", f.Kind)
 	}
-	for k, v := range f.Vars {
-		if v < 0 || v >= len(cards) {
-			return fmt.Sprintf("scope entry %d: variable %d out of range [0,%d)", k, v, len(cards))
-		}
-		if stamp[v] == int32(a+1) {
-			return fmt.Sprintf("variable %d appears twice in the scope", v)
-		}
-		stamp[v] = int32(a + 1)
+	cards, msg := scopeCards(f.Vars, nvars, card, scr)
+	if msg != "" {
+		return msg
 	}
+	return checkShape(f, cards, table, emission)
+}
+
+// scopeCards checks a scope against nvars variables (range, no repeats)
+// and returns its variables' cardinalities, in scr's memory.
+func scopeCards(vars []int, nvars int, card func(v int) int, scr *scratch) ([]int, string) {
+	cards := scr.cards[:0]
+	for k, v := range vars {
+		if v < 0 || v >= nvars {
+			return nil, fmt.Sprintf("scope entry %d: variable %d out of range [0,%d)", k, v, nvars)
+		}
+		if len(vars) <= maxPairwise && slices.Contains(vars[:k], v) {
+			return nil, fmt.Sprintf("variable %d appears twice in the scope", v)
+		}
+		c := card(v)
+		if c < 1 || c > math.MaxUint32 {
+			return nil, fmt.Sprintf("variable %d: cardinality %d outside [1,%d]", v, c, uint32(math.MaxUint32))
+		}
+		cards = append(cards, c)
+	}
+	scr.cards = cards
+	if len(vars) > maxPairwise {
+		s := append(scr.sorted[:0], vars...)
+		slices.Sort(s)
+		scr.sorted = s
+		for k := 1; k < len(s); k++ {
+			if s[k] == s[k-1] {
+				return nil, fmt.Sprintf("variable %d appears twice in the scope", s[k])
+			}
+		}
+	}
+	return cards, ""
+}
+
+// checkShape checks a factor whose scope has cardinalities cards (in
+// range, >= 1): kind parameters, and that table and emission (entry
+// counts) fit the scope. It returns a message, or "".
+func checkShape(f *model.Factor, cards []int, table, emission int) string {
 	if f.Kind != model.Dense && f.Kind != model.Sequence && (table != 0 || emission != 0) {
 		return fmt.Sprintf("a %s factor has no payload, it declares %d entries", f.Kind, table+emission)
 	}
-	n := len(f.Vars)
+	n := len(cards)
 	switch f.Kind {
 	case model.Dense:
 		size := 1
-		for _, v := range f.Vars {
-			if size > model.MaxTableEntries/cards[v] {
+		for _, c := range cards {
+			if size > model.MaxTableEntries/c {
 				return fmt.Sprintf("table over %d variables has more than %d entries", n, model.MaxTableEntries)
 			}
-			size *= cards[v]
+			size *= c
 		}
 		if emission != 0 || table != size {
 			return fmt.Sprintf("table has %d entries, scope needs %d", table+emission, size)
 		}
 	case model.Sequence:
-		if n < 2 {
-			return fmt.Sprintf("needs at least 2 variables, has %d", n)
-		}
-		c0, same, sum, total := cards[f.Vars[0]], true, 0, 0
-		for k, v := range f.Vars {
-			same = same && cards[v] == c0
-			sum += cards[v]
-			if k+1 < n {
-				total += cards[v] * cards[f.Vars[k+1]]
-				if total > model.MaxTableEntries {
-					return fmt.Sprintf("transition tables have more than %d entries", model.MaxTableEntries)
-				}
-			}
-		}
-		if table != total && !(same && n > 2 && table == c0*c0) {
-			return fmt.Sprintf("transitions have %d entries, want %d (per position) or, with equal cardinalities and 3 or more variables, %d (shared)", table, total, c0*c0)
-		}
-		if emission != 0 && emission != sum {
-			return fmt.Sprintf("emission has %d entries, scope needs %d", emission, sum)
-		}
+		return checkSequence(cards, table, emission)
 	case model.Pair, model.Potts:
 		if n != 2 {
 			return fmt.Sprintf("needs 2 variables, has %d", n)
 		}
-		c0, c1 := cards[f.Vars[0]], cards[f.Vars[1]]
-		if f.Kind == model.Pair && (c0 != 2 || c1 != 2) {
+		if f.Kind == model.Pair && (cards[0] != 2 || cards[1] != 2) {
 			return "variables must be binary"
 		}
-		if f.Kind == model.Potts && c0 != c1 {
-			return fmt.Sprintf("cardinalities differ (%d, %d)", c0, c1)
+		if f.Kind == model.Potts && cards[0] != cards[1] {
+			return fmt.Sprintf("cardinalities differ (%d, %d)", cards[0], cards[1])
 		}
 		if math.IsNaN(f.Weight) || math.IsInf(f.Weight, 0) {
 			return fmt.Sprintf("weight %v is not finite", f.Weight)
 		}
 	default: // logic
-		min := 1
-		if f.Kind == model.OROut || f.Kind == model.ANDOut {
-			min = 2
-		}
-		if n < min {
-			return fmt.Sprintf("needs at least %d variables, has %d", min, n)
-		}
-		for _, v := range f.Vars {
-			if cards[v] != 2 {
-				return fmt.Sprintf("variable %d has cardinality %d, logic factors need binary variables", v, cards[v])
+		return checkLogic(f, cards)
+	}
+	return ""
+}
+
+func checkSequence(cards []int, table, emission int) string {
+	n := len(cards)
+	if n < 2 {
+		return fmt.Sprintf("needs at least 2 variables, has %d", n)
+	}
+	c0, same, sum, total := cards[0], true, 0, 0
+	for k, c := range cards {
+		same = same && c == c0
+		sum += c
+		if k+1 < n {
+			if c > model.MaxTableEntries/cards[k+1] {
+				return fmt.Sprintf("transition tables have more than %d entries", model.MaxTableEntries)
+			}
+			total += c * cards[k+1]
+			if total > model.MaxTableEntries {
+				return fmt.Sprintf("transition tables have more than %d entries", model.MaxTableEntries)
 			}
 		}
-		if f.Negated != nil && len(f.Negated) != n {
-			return fmt.Sprintf("negated has %d entries for %d variables", len(f.Negated), n)
+	}
+	if table != total && !(same && n > 2 && table == c0*c0) {
+		return fmt.Sprintf("transitions have %d entries, want %d (per position) or, with equal cardinalities and 3 or more variables, %d (shared)", table, total, c0*c0)
+	}
+	if emission != 0 && emission != sum {
+		return fmt.Sprintf("emission has %d entries, scope needs %d", emission, sum)
+	}
+	return ""
+}
+
+func checkLogic(f *model.Factor, cards []int) string {
+	n := len(cards)
+	min := 1
+	if f.Kind == model.OROut || f.Kind == model.ANDOut {
+		min = 2
+	}
+	if n < min {
+		return fmt.Sprintf("needs at least %d variables, has %d", min, n)
+	}
+	for k, c := range cards {
+		if c != 2 {
+			return fmt.Sprintf("variable %d has cardinality %d, logic factors need binary variables", f.Vars[k], c)
 		}
-		if f.Kind == model.Budget && (f.Budget < 0 || f.Budget > n) {
-			return fmt.Sprintf("budget %d outside [0,%d]", f.Budget, n)
-		}
+	}
+	if f.Negated != nil && len(f.Negated) != n {
+		return fmt.Sprintf("negated has %d entries for %d variables", len(f.Negated), n)
+	}
+	if f.Kind == model.Budget && (f.Budget < 0 || f.Budget > n) {
+		return fmt.Sprintf("budget %d outside [0,%d]", f.Budget, n)
 	}
 	return ""
 }

@@ -1,7 +1,6 @@
 package indexed
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 
 	"github.com/ddrun/ddrun/model"
@@ -50,9 +50,30 @@ type Structure struct {
 	// Entries is the total of the payloads' entries.
 	Entries int
 
-	payloadOff, payloadLen, blockSize int64
-	crcs                              []uint32
-	ctx                               context.Context
+	layout
+}
+
+// layout is what an opened file's header, trailer and block index say:
+// where its sections lie and the payload blocks' checksums (O(blocks)).
+type layout struct {
+	name string
+	t    trailer
+	crcs []uint32
+	ctx  context.Context
+}
+
+func (l *layout) payloadOff() int64 { return int64(l.t.payloadOff) }
+func (l *layout) payloadLen() int64 { return int64(l.t.payloadLen) }
+func (l *layout) blockSize() int64  { return int64(l.t.blockSize) }
+func (l *layout) structOff() int64  { return int64(l.t.structOff) }
+func (l *layout) structEnd() int64  { return int64(l.t.structOff + l.t.structLen) }
+
+// stopped returns the error of a reading whose context has ended, or nil.
+func (l *layout) stopped() error {
+	if l.ctx != nil && l.ctx.Err() != nil {
+		return errf(l.name, "reading stopped: %v", context.Cause(l.ctx))
+	}
+	return nil
 }
 
 func errf(name, format string, args ...any) error {
@@ -110,8 +131,58 @@ func ReadModel(r io.ReaderAt, size int64, name string, opts ReadOptions) (*model
 
 // ReadStructure reads the trailer, the block index and the structure
 // section of an indexed file of size bytes, checking their checksums and
-// everything they declare; it reads no payload.
+// everything they declare; it reads no payload. It reads the structure
+// once, as Scanner.Walk does, keeping what it reads.
 func ReadStructure(r io.ReaderAt, size int64, name string, opts ReadOptions) (*Structure, error) {
+	sc, err := OpenScan(r, size, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	s := &Structure{Name: name, layout: sc.layout}
+	m := &model.Model{Constant: sc.constant, Cards: make([]int, sc.nvars), UnaryOff: make([]int, sc.nvars+1)}
+	w := sc.newWalker()
+	w.flat = m.Cards // OpenScan checked that the section holds this many cards
+	var ar intArena
+	v := Visitor{
+		Unaries: func(i int, u []float64) error {
+			if i == 0 { // the walker checked the states against the section
+				m.Unary = make([]float64, 0, w.states)
+			}
+			m.Unary = append(m.Unary, u...)
+			m.UnaryOff[i+1] = len(m.Unary)
+			return nil
+		},
+		Factor: func(a int, rec Record, f *model.Factor) error {
+			if a == 0 { // the walker checked the count against the section
+				m.Factors = make([]model.Factor, sc.NumFactors())
+				s.Payloads = make([]Payload, sc.NumFactors())
+			}
+			g := &m.Factors[a]
+			*g = *f
+			g.Vars = ar.copy(f.Vars)
+			if f.Negated != nil {
+				g.Negated = slices.Clone(f.Negated)
+			}
+			s.Payloads[a] = rec.Payload
+			s.Entries += rec.Payload.Entries()
+			return nil
+		},
+	}
+	if err := w.walk(v); err != nil {
+		return nil, err
+	}
+	if m.Unary == nil {
+		m.Unary = []float64{}
+	}
+	if m.Factors == nil {
+		m.Factors, s.Payloads = []model.Factor{}, []Payload{}
+	}
+	s.Model = m
+	return s, nil
+}
+
+// open reads and checks an indexed file's header, trailer and block index.
+func open(r io.ReaderAt, size int64, name string, ctx context.Context) (*layout, error) {
 	if size < headerSize+trailerSize {
 		return nil, errf(name, "%d bytes is too short for an indexed model file (header and trailer take %d)", size, headerSize+trailerSize)
 	}
@@ -137,8 +208,6 @@ func ReadStructure(r io.ReaderAt, size int64, name string, opts ReadOptions) (*S
 	if msg := t.check(le.Uint32(h[12:]), uint64(size)); msg != "" {
 		return nil, errf(name, "trailer: %s", msg)
 	}
-	s := &Structure{Name: name, payloadOff: int64(t.payloadOff), payloadLen: int64(t.payloadLen),
-		blockSize: int64(t.blockSize), ctx: opts.Context}
 	idx := make([]byte, 4*t.blocks)
 	if err := readAt(r, idx, int64(t.indexOff)); err != nil {
 		return nil, errf(name, "reading the block index: %v", err)
@@ -146,24 +215,11 @@ func ReadStructure(r io.ReaderAt, size int64, name string, opts ReadOptions) (*S
 	if crc32.Checksum(idx, castagnoli) != t.indexCRC {
 		return nil, errf(name, "block index checksum mismatch (corrupt file)")
 	}
-	s.crcs = make([]uint32, t.blocks)
-	for i := range s.crcs {
-		s.crcs[i] = le.Uint32(idx[4*i:])
+	l := &layout{name: name, t: t, ctx: ctx, crcs: make([]uint32, t.blocks)}
+	for i := range l.crcs {
+		l.crcs[i] = le.Uint32(idx[4*i:])
 	}
-	sec := io.NewSectionReader(r, int64(t.structOff), int64(t.structLen))
-	h32 := crc32.New(castagnoli)
-	if _, err := io.Copy(h32, sec); err != nil {
-		return nil, errf(name, "reading the structure: %v", err)
-	}
-	if h32.Sum32() != t.structCRC {
-		return nil, errf(name, "structure checksum mismatch (corrupt file)")
-	}
-	d := &decoder{r: bufio.NewReaderSize(io.NewSectionReader(r, int64(t.structOff), int64(t.structLen)), 1<<16),
-		left: int64(t.structLen), name: name}
-	if err := d.structure(s, &t, model.EntryLimit(opts.MaxEntries)); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return l, nil
 }
 
 // check checks the trailer's layout against the header's block size and
@@ -191,202 +247,6 @@ func (t *trailer) check(headerBlock uint32, size uint64) string {
 		return fmt.Sprintf("sections end at byte %d, the trailer starts at %d (torn or padded file)", t.indexOff+4*t.blocks, size-trailerSize)
 	}
 	return ""
-}
-
-// decoder reads the structure section, knowing how many bytes are left so
-// that no count it reads makes it set aside more than the section holds.
-type decoder struct {
-	r    *bufio.Reader
-	left int64
-	name string
-	b    [8]byte
-	err  error
-}
-
-func (d *decoder) bytes(n int) []byte {
-	if d.err != nil {
-		return d.b[:n]
-	}
-	if int64(n) > d.left {
-		d.err = errf(d.name, "structure ends early (%d bytes left, %d wanted)", d.left, n)
-		return d.b[:n]
-	}
-	if _, err := io.ReadFull(d.r, d.b[:n]); err != nil {
-		d.err = errf(d.name, "reading the structure: %v", err)
-	}
-	d.left -= int64(n)
-	return d.b[:n]
-}
-func (d *decoder) u8() uint8    { return d.bytes(1)[0] }
-func (d *decoder) u32() uint32  { return binary.LittleEndian.Uint32(d.bytes(4)) }
-func (d *decoder) u64() uint64  { return binary.LittleEndian.Uint64(d.bytes(8)) }
-func (d *decoder) f64() float64 { return math.Float64frombits(d.u64()) }
-
-// count reads a u64 count of items of at least minBytes bytes each,
-// failing when the section cannot hold them.
-func (d *decoder) count(what string, minBytes int64) int {
-	n := d.u64()
-	if d.err == nil && n > uint64(d.left/minBytes) {
-		d.err = errf(d.name, "%s: %d, more than the structure's %d remaining bytes can hold", what, n, d.left)
-		return 0
-	}
-	return int(n)
-}
-
-func (d *decoder) structure(s *Structure, t *trailer, limit int) error {
-	name := d.name
-	m := &model.Model{Constant: d.f64()}
-	if d.err == nil && (math.IsNaN(m.Constant) || math.IsInf(m.Constant, 0)) {
-		return errf(name, "constant %v is not finite", m.Constant)
-	}
-	n := d.count("number of variables", 4)
-	if d.err == nil && uint64(n) != t.nvars {
-		return errf(name, "structure has %d variables, the trailer says %d", n, t.nvars)
-	}
-	if d.err != nil {
-		return d.err
-	}
-	m.Cards = make([]int, n)
-	m.UnaryOff = make([]int, n+1)
-	states := 0
-	for i := range m.Cards {
-		c := int(d.u32())
-		if d.err != nil {
-			return d.err
-		}
-		if c < 1 {
-			return errf(name, "variable %d: cardinality %d < 1", i, c)
-		}
-		if c > limit-states {
-			return errf(name, "variable %d: cardinality %d brings the total number of states over the limit of %d", i, c, limit)
-		}
-		states += c
-		m.Cards[i], m.UnaryOff[i+1] = c, states
-	}
-	if int64(states) > d.left/8 {
-		return errf(name, "%d unary entries, more than the structure holds", states)
-	}
-	m.Unary = make([]float64, states)
-	for k := range m.Unary {
-		m.Unary[k] = d.f64()
-		if msg := badValue(m.Unary[k]); msg != "" && d.err == nil {
-			return errf(name, "unary entry %d is %s", k, msg)
-		}
-	}
-	nf := d.count("number of factors", 5)
-	if d.err == nil && uint64(nf) != t.nfactors {
-		return errf(name, "structure has %d factors, the trailer says %d", nf, t.nfactors)
-	}
-	if d.err != nil {
-		return d.err
-	}
-	m.Factors = make([]model.Factor, nf)
-	s.Payloads = make([]Payload, nf)
-	stamp := make([]int32, n)
-	var next int64 // where the next payload must start, payload-relative
-	for a := range m.Factors {
-		if a&0xffff == 0 && s.ctx != nil && s.ctx.Err() != nil {
-			return errf(name, "reading stopped: %v", context.Cause(s.ctx))
-		}
-		if err := d.factor(m, s, a, stamp, &next, limit); err != nil {
-			return err
-		}
-	}
-	if d.err != nil {
-		return d.err
-	}
-	if d.left != 0 {
-		return errf(name, "%d bytes follow the last factor in the structure", d.left)
-	}
-	if next != s.payloadLen {
-		return errf(name, "the factors' payloads take %d bytes, the payload section has %d", next, s.payloadLen)
-	}
-	s.Model = m
-	return nil
-}
-
-func (d *decoder) factor(m *model.Model, s *Structure, a int, stamp []int32, next *int64, limit int) error {
-	name := d.name
-	f := &m.Factors[a]
-	f.Kind = model.Kind(d.u8())
-	arity := d.u32()
-	if d.err != nil {
-		return d.err
-	}
-	if uint64(arity) > uint64(len(m.Cards)) || int64(arity) > d.left/4 {
-		return errf(name, "factor %d: scope of %d variables (the model has %d)", a, arity, len(m.Cards))
-	}
-	f.Vars = make([]int, arity)
-	for k := range f.Vars {
-		f.Vars[k] = int(d.u32())
-	}
-	var p Payload
-	var off uint64
-	switch {
-	case f.Kind == model.Dense:
-		off, p.Table = d.u64(), d.entries()
-	case f.Kind == model.Sequence:
-		off, p.Table = d.u64(), d.entries()
-		p.Emission = d.entries()
-	case f.Kind == model.Pair || f.Kind == model.Potts:
-		f.Weight = d.f64()
-	case f.Kind.IsLogic():
-		switch d.u8() {
-		case 0:
-		case 1:
-			if int64(arity) > d.left {
-				return errf(name, "factor %d: negations run past the structure", a)
-			}
-			f.Negated = make([]bool, arity)
-			for k := range f.Negated {
-				switch d.u8() {
-				case 0:
-				case 1:
-					f.Negated[k] = true
-				default:
-					return errf(name, "factor %d: negation %d is not 0 or 1", a, k)
-				}
-			}
-		default:
-			return errf(name, "factor %d: negation flag is not 0 or 1", a)
-		}
-		if f.Kind == model.Budget {
-			f.Budget = int(d.u32())
-		}
-	}
-	if d.err != nil {
-		return d.err
-	}
-	if msg := checkShape(m.Cards, f, p.Table, p.Emission, stamp, a); msg != "" {
-		return errf(name, "factor %d (%s): %s", a, f.Kind, msg)
-	}
-	if e := p.Entries(); e > 0 {
-		if int64(off) != *next {
-			return errf(name, "factor %d: payload at byte %d of the payload section, want %d (payloads are back to back in factor order)", a, off, *next)
-		}
-		if e > limit-s.Entries {
-			return errf(name, "factor %d: its %d payload entries bring the total over the limit of %d", a, e, limit)
-		}
-		bytes := 8 * int64(e)
-		if bytes > s.payloadLen-*next {
-			return errf(name, "factor %d: payload of %d bytes runs past the payload section's end", a, bytes)
-		}
-		s.Entries += e
-		p.Off = s.payloadOff + *next
-		*next += bytes
-	}
-	s.Payloads[a] = p
-	return nil
-}
-
-// entries reads a u64 entry count, capped so that it fits an int (checkShape
-// compares it with what the scope needs).
-func (d *decoder) entries() int {
-	v := d.u64()
-	if v > model.MaxTableEntries {
-		return model.MaxTableEntries + 1
-	}
-	return int(v)
 }
 
 // readAt reads len(p) bytes at off; an io.EOF with all of them is no error
@@ -430,79 +290,95 @@ func ReadFactors(r io.ReaderAt, s *Structure, ids []int) ([]model.Factor, error)
 	}
 	sort.Ints(order)
 	arena := make([]float64, total) // one allocation for all the tables
-	vals := make(map[int][]float64, len(order))
-	for _, a := range order {
-		e := s.Payloads[a].Entries()
-		vals[a], arena = arena[:e:e], arena[e:]
+	spans := make([]Payload, len(order))
+	vals := make([][]float64, len(order))
+	for k, a := range order {
+		spans[k] = s.Payloads[a]
+		vals[k], arena = splitArena(arena, spans[k].Entries())
 	}
-	if err := s.fill(r, order, vals); err != nil {
+	var buf []byte
+	err := s.fillBuf(r, spans, vals, &buf, func(k int) error {
+		a := order[k]
+		return checkValues(s.Name, a, s.Model.Factors[a].Kind, spans[k].Table, vals[k])
+	})
+	if err != nil {
 		return nil, err
 	}
 	for i, a := range ids {
-		v, ok := vals[a]
-		if !ok {
-			continue
-		}
-		p := s.Payloads[a]
-		out[i].Table = v[:p.Table:p.Table]
-		if p.Emission > 0 {
-			out[i].Emission = v[p.Table:]
+		k, ok := slices.BinarySearch(order, a)
+		if ok {
+			setPayload(&out[i], spans[k], vals[k])
 		}
 	}
 	return out, nil
 }
 
-// fill reads the blocks that hold the payloads of order (sorted factor
-// numbers), checks their checksums and decodes the values into vals.
-func (s *Structure) fill(r io.ReaderAt, order []int, vals map[int][]float64) error {
-	bs := s.blockSize
-	buf := make([]byte, 0, max(bs, min(maxRead, s.payloadLen)/bs*bs))
-	j := 0        // first factor of order not wholly decoded
-	var pos int64 // payload bytes before pos are decoded
-	span := func(a int) (int64, int64) {
-		p := s.Payloads[a]
-		o := p.Off - s.payloadOff
-		return o, o + 8*int64(p.Entries())
+// splitArena cuts n values off the front of arena.
+func splitArena(arena []float64, n int) ([]float64, []float64) {
+	return arena[:n:n], arena[n:]
+}
+
+// setPayload gives f the values v of payload p: its table, then its
+// emission (nil when p has none).
+func setPayload(f *model.Factor, p Payload, v []float64) {
+	f.Table = v[:p.Table:p.Table]
+	if p.Emission > 0 {
+		f.Emission = v[p.Table:]
 	}
-	for j < len(order) {
-		if s.ctx != nil && s.ctx.Err() != nil {
-			return errf(s.Name, "reading stopped: %v", context.Cause(s.ctx))
+}
+
+// fillBuf reads payloads spans (sorted by offset, not overlapping, each
+// with entries) into vals (vals[k] has spans[k]'s entries): it reads whole
+// blocks, a run of neighbouring ones at a time up to maxRead bytes, checks
+// their checksums, decodes the values and calls check(k) once span k is
+// whole. *buf is its buffer, made when too small.
+func (l *layout) fillBuf(r io.ReaderAt, spans []Payload, vals [][]float64, bufp *[]byte, check func(k int) error) error {
+	bs, pOff, pLen := l.blockSize(), l.payloadOff(), l.payloadLen()
+	if len(spans) == 0 {
+		return nil
+	}
+	if size := max(bs, min(maxRead, pLen)/bs*bs); int64(cap(*bufp)) < size {
+		*bufp = make([]byte, 0, size)
+	}
+	buf := (*bufp)[:0]
+	j := 0        // first span not wholly decoded
+	var pos int64 // payload bytes before pos are decoded
+	span := func(k int) (int64, int64) {
+		o := spans[k].Off - pOff
+		return o, o + 8*int64(spans[k].Entries())
+	}
+	for j < len(spans) {
+		if err := l.stopped(); err != nil {
+			return err
 		}
-		// A run of whole blocks from factor j's first undecoded byte, over
-		// the following factors while no whole block lies between them,
-		// up to cap(buf) bytes.
-		o, end := span(order[j])
+		// A run of whole blocks from span j's first undecoded byte, over
+		// the following spans while no whole block lies between them, up
+		// to cap(buf) bytes.
+		o, end := span(j)
 		lo := max(pos, o) / bs
 		limit := lo*bs + int64(cap(buf))
-		for k := j + 1; k < len(order) && end < limit; k++ {
-			ko, ke := span(order[k])
+		for k := j + 1; k < len(spans) && end < limit; k++ {
+			ko, ke := span(k)
 			if ko/bs > (end-1)/bs+1 {
 				break
 			}
 			end = max(end, ke)
 		}
-		hi := min((end+bs-1)/bs*bs, limit, s.payloadLen) // the run is [lo*bs, hi)
+		hi := min((end+bs-1)/bs*bs, limit, pLen) // the run is [lo*bs, hi)
 		buf = buf[:hi-lo*bs]
-		if err := readAt(r, buf, s.payloadOff+lo*bs); err != nil {
-			return errf(s.Name, "reading payload bytes %d..%d: %v", s.payloadOff+lo*bs, s.payloadOff+hi, err)
+		if err := l.readBlocks(r, buf, lo); err != nil {
+			return err
 		}
-		for b := int64(0); b*bs < int64(len(buf)); b++ {
-			blk := buf[b*bs : min((b+1)*bs, int64(len(buf)))]
-			if crc32.Checksum(blk, castagnoli) != s.crcs[lo+b] {
-				return errf(s.Name, "payload block %d (bytes %d..%d) checksum mismatch (corrupt file)", lo+b, s.payloadOff+(lo+b)*bs, s.payloadOff+(lo+b)*bs+int64(len(blk)))
-			}
-		}
-		// Decode what the run holds of factors j, j+1, ...
+		// Decode what the run holds of spans j, j+1, ...
 		runLo := lo * bs
 		pos = hi
-		for k := j; k < len(order); k++ {
-			a := order[k]
-			o, fe := span(a)
+		for k := j; k < len(spans); k++ {
+			o, fe := span(k)
 			if o >= hi {
 				break
 			}
 			from, to := max(o, runLo), min(fe, hi)
-			v := vals[a]
+			v := vals[k]
 			for x := from; x < to; x += 8 {
 				v[(x-o)/8] = math.Float64frombits(binary.LittleEndian.Uint64(buf[x-runLo:]))
 			}
@@ -510,7 +386,7 @@ func (s *Structure) fill(r io.ReaderAt, order []int, vals map[int][]float64) err
 				if k == j {
 					j++
 				}
-				if err := s.checkValues(a, v); err != nil {
+				if err := check(k); err != nil {
 					return err
 				}
 			}
@@ -519,19 +395,36 @@ func (s *Structure) fill(r io.ReaderAt, order []int, vals map[int][]float64) err
 	return nil
 }
 
-// checkValues applies the log-potential rules to factor a's payload.
-func (s *Structure) checkValues(a int, v []float64) error {
+// readBlocks reads len(buf) payload bytes from block lo on and checks the
+// blocks' checksums.
+func (l *layout) readBlocks(r io.ReaderAt, buf []byte, lo int64) error {
+	bs, pOff := l.blockSize(), l.payloadOff()
+	if err := readAt(r, buf, pOff+lo*bs); err != nil {
+		return errf(l.name, "reading payload bytes %d..%d: %v", pOff+lo*bs, pOff+lo*bs+int64(len(buf)), err)
+	}
+	for b := int64(0); b*bs < int64(len(buf)); b++ {
+		blk := buf[b*bs : min((b+1)*bs, int64(len(buf)))]
+		if crc32.Checksum(blk, castagnoli) != l.crcs[lo+b] {
+			return errf(l.name, "payload block %d (bytes %d..%d) checksum mismatch (corrupt file)", lo+b, pOff+(lo+b)*bs, pOff+(lo+b)*bs+int64(len(blk)))
+		}
+	}
+	return nil
+}
+
+// checkValues applies the log-potential rules to the payload v of factor
+// a, of the given kind, whose first table entries are its table (or
+// transitions).
+func checkValues(name string, a int, kind model.Kind, table int, v []float64) error {
 	for k, x := range v {
 		if msg := badValue(x); msg != "" {
-			f := s.Model.Factors[a]
-			what, t := "table entry", s.Payloads[a].Table
-			if f.Kind == model.Sequence {
+			what := "table entry"
+			if kind == model.Sequence {
 				what = "transition entry"
-				if k >= t {
-					what, k = "emission entry", k-t
+				if k >= table {
+					what, k = "emission entry", k-table
 				}
 			}
-			return errf(s.Name, "factor %d (%s): %s %d is %s", a, f.Kind, what, k, msg)
+			return errf(name, "factor %d (%s): %s %d is %s", a, kind, what, k, msg)
 		}
 	}
 	return nil

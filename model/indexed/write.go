@@ -32,7 +32,7 @@ type Writer struct {
 	unary     []float64
 	constant  float64
 	blockSize int64
-	stamp     []int32
+	scr       scratch
 
 	payload  int64 // payload bytes written
 	fill     int64 // bytes of the current block
@@ -87,7 +87,7 @@ func NewWriter(w io.Writer, m *model.Model, opts WriteOptions) (*Writer, error) 
 		return nil, fmt.Errorf("indexed: constant %v is not finite", m.Constant)
 	}
 	wr := &Writer{w: bufio.NewWriterSize(w, 1<<16), cards: m.Cards, unary: m.Unary, constant: m.Constant,
-		blockSize: bs, stamp: make([]int32, n), scratch: make([]byte, 8<<10)}
+		blockSize: bs, scratch: make([]byte, 8<<10)}
 	var h [headerSize]byte
 	copy(h[:], headerMagic)
 	binary.LittleEndian.PutUint32(h[8:], Version)
@@ -117,7 +117,8 @@ func (wr *Writer) Add(f *model.Factor) error {
 	if a >= math.MaxInt32-1 {
 		return fmt.Errorf("indexed: more than %d factors", math.MaxInt32-2)
 	}
-	if msg := checkShape(wr.cards, f, len(f.Table), len(f.Emission), wr.stamp, a); msg != "" {
+	card := func(v int) int { return wr.cards[v] }
+	if msg := checkFactor(f, len(wr.cards), card, len(f.Table), len(f.Emission), &wr.scr); msg != "" {
 		return fmt.Errorf("indexed: factor %d (%s): %s", a, f.Kind, msg)
 	}
 	for _, part := range [][]float64{f.Table, f.Emission} {
