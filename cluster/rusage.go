@@ -2,9 +2,9 @@ package cluster
 
 import "syscall"
 
-// peakRSSMB returns this process's peak resident set size in MiB (Linux
+// PeakRSSMB returns this process's peak resident set size in MiB (Linux
 // reports ru_maxrss in KiB), or -1 when unknown.
-func peakRSSMB() int64 {
+func PeakRSSMB() int64 {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return -1

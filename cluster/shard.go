@@ -81,6 +81,15 @@ func (a *ShardAssignment) Pieces(ctx context.Context, fn func(vars []int, states
 	return nil
 }
 
+// ShardStats describes a sharded run's setup.
+type ShardStats struct {
+	// Setup is the time from the start of RunShards until every worker
+	// had built its part.
+	Setup time.Duration
+	// WorkerRSSMB is each worker's peak RSS (MiB) once its part was built.
+	WorkerRSSMB []int64
+}
+
 // RunShards runs a sharded job on workers reached through tr: no process
 // but each worker, for its own part, holds anything of the model beyond
 // the boundary (see consensus.CoordinateShards). When the run found an
@@ -88,29 +97,31 @@ func (a *ShardAssignment) Pieces(ctx context.Context, fn func(vars []int, states
 // released. A lost worker ends the run (no spare takes a sharded part),
 // and checkpoints are not taken.
 func RunShards(ctx context.Context, tr transport.Transport, job *ShardJob, opts consensus.Options, ro RunOptions,
-	deliver func(ctx context.Context, a *ShardAssignment) error, progress func(solver.Progress)) (consensus.ShardResult, error) {
+	deliver func(ctx context.Context, a *ShardAssignment) error, progress func(solver.Progress)) (consensus.ShardResult, ShardStats, error) {
 	var res consensus.ShardResult
+	var stats ShardStats
+	start := time.Now()
 	if err := opts.Validate(); err != nil {
-		return res, err
+		return res, stats, err
 	}
 	if job.NumVars > math.MaxInt32 {
-		return res, fmt.Errorf("%d variables: a sharded run numbers them in 31 bits", job.NumVars)
+		return res, stats, fmt.Errorf("%d variables: a sharded run numbers them in 31 bits", job.NumVars)
 	}
 	if ro.Checkpoint != nil || ro.Resume != nil {
-		return res, errors.New("a sharded run takes no checkpoints and resumes none")
+		return res, stats, errors.New("a sharded run takes no checkpoints and resumes none")
 	}
 	ro.Workers = len(job.Specs)
 	ro = ro.withDefaults()
 	if err := transport.ValidName(ro.Base); err != nil {
-		return res, fmt.Errorf("job id %q: %w", ro.Base, err)
+		return res, stats, fmt.Errorf("job id %q: %w", ro.Base, err)
 	}
 	b, err := consensus.NewShardBoundary(job.Boundary.Cards, job.Of, job.Deg)
 	if err != nil {
-		return res, fmt.Errorf("the sharded boundary: %w", err)
+		return res, stats, fmt.Errorf("the sharded boundary: %w", err)
 	}
 	c, closeEpoch, err := openEpoch(ctx, tr, ro)
 	if err != nil {
-		return res, err
+		return res, stats, err
 	}
 	defer closeEpoch()
 	c.sharded = true
@@ -121,28 +132,29 @@ func RunShards(ctx context.Context, tr transport.Transport, job *ShardJob, opts 
 			Shard: spec, Base: c.base, Epoch: c.epoch, Coord: c.cid, Next: 1}
 		all[w] = w
 	}
-	start := time.Now()
 	if err := c.deliver(ctx, all); err != nil {
-		return res, err
+		return res, stats, err
 	}
 	sums := make([]consensus.PartSummary, len(job.Specs))
 	interior := 0
 	for w, s := range c.summaries {
 		if s == nil {
-			return res, fmt.Errorf("worker %s built its part but did not describe it", c.name(w))
+			return res, stats, fmt.Errorf("worker %s built its part but did not describe it", c.name(w))
 		}
 		sums[w] = consensus.PartSummary{ReplicaEntries: s.ReplicaEntries, UnaryEntries: s.UnaryEntries, Interior: s.Interior}
+		stats.WorkerRSSMB = append(stats.WorkerRSSMB, s.PeakRSSMB)
 		interior += s.Interior
 	}
 	if interior+len(job.BoundaryVars) != job.NumVars {
-		return res, fmt.Errorf("the parts hold %d interior and %d boundary variables, the model has %d", interior, len(job.BoundaryVars), job.NumVars)
+		return res, stats, fmt.Errorf("the parts hold %d interior and %d boundary variables, the model has %d", interior, len(job.BoundaryVars), job.NumVars)
 	}
-	ro.Logger.Info("parts built", "workers", len(job.Specs), "boundary", len(job.BoundaryVars), "seconds", time.Since(start).Seconds())
+	stats.Setup = time.Since(start)
+	ro.Logger.Info("parts built", "workers", len(job.Specs), "boundary", len(job.BoundaryVars), "seconds", stats.Setup.Seconds(), "worker_rss_mb", fmt.Sprint(stats.WorkerRSSMB))
 	res, err = consensus.CoordinateShards(ctx, job.Boundary, sums, b, c.links(), opts, progress)
 	if err != nil || res.Boundary == nil || deliver == nil {
-		return res, err
+		return res, stats, err
 	}
-	return res, deliver(context.WithoutCancel(ctx), &ShardAssignment{NumVars: job.NumVars, c: c, job: job, states: res.Boundary, seq: 1 << 40})
+	return res, stats, deliver(context.WithoutCancel(ctx), &ShardAssignment{NumVars: job.NumVars, c: c, job: job, states: res.Boundary, seq: 1 << 40})
 }
 
 // withDefaults fills in RunOptions' defaults (Run's).

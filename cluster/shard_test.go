@@ -107,7 +107,7 @@ func TestShardedJobOverTransport(t *testing.T) {
 			}
 			rctx, rcancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer rcancel()
-			got, err := RunShards(rctx, tr, job, opts, RunOptions{Job: fmt.Sprintf("sharded%d", w), WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}, deliver, nil)
+			got, _, err := RunShards(rctx, tr, job, opts, RunOptions{Job: fmt.Sprintf("sharded%d", w), WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}, deliver, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,7 +140,7 @@ func TestShardedPartRefused(t *testing.T) {
 	startWorkers(t, tr, "plain", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := RunShards(ctx, tr, job, consensus.DefaultOptions(), RunOptions{Job: "refused", WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}, nil, nil)
+	_, _, err := RunShards(ctx, tr, job, consensus.DefaultOptions(), RunOptions{Job: "refused", WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "cannot read sharded parts") {
 		t.Fatalf("error %v", err)
 	}

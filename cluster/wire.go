@@ -157,9 +157,10 @@ type readyBody struct {
 
 // summaryWire is consensus.PartSummary on the wire.
 type summaryWire struct {
-	ReplicaEntries int `msgpack:"rep"`
-	UnaryEntries   int `msgpack:"un"`
-	Interior       int `msgpack:"int"`
+	ReplicaEntries int   `msgpack:"rep"`
+	UnaryEntries   int   `msgpack:"un"`
+	Interior       int   `msgpack:"int"`
+	PeakRSSMB      int64 `msgpack:"rss"` // the worker's peak RSS once the part is built
 }
 
 // evalBody is consensus.EvalIn on the wire, or (Op opFetch) a request for

@@ -310,7 +310,7 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 		ready.Err = err.Error()
 	} else if a.body.Shard != nil {
 		sum := w.Summary()
-		ready.Summary = &summaryWire{ReplicaEntries: sum.ReplicaEntries, UnaryEntries: sum.UnaryEntries, Interior: sum.Interior}
+		ready.Summary = &summaryWire{ReplicaEntries: sum.ReplicaEntries, UnaryEntries: sum.UnaryEntries, Interior: sum.Interior, PeakRSSMB: PeakRSSMB()}
 	}
 	steps, err2 := s.subscribeSteps(job)
 	if err2 != nil {
@@ -382,7 +382,7 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 			s.mu.Unlock()
 			switch what {
 			case stepStop:
-				s.log.Info("job done", "job", job, "iterations", exp.last, "peak_rss_mb", peakRSSMB())
+				s.log.Info("job done", "job", job, "iterations", exp.last, "peak_rss_mb", PeakRSSMB())
 				return nil
 			case stepOld:
 				continue
@@ -469,7 +469,7 @@ func newPartWorker(ctx context.Context, body *assignBody, wo WorkerOptions) (*co
 type stepFeed struct {
 	c      chan *stepBody
 	ev     chan *evalBody // a sharded run's evaluations and fetches
-	done   chan struct{} // closed when the job is over: nobody reads c any more
+	done   chan struct{}  // closed when the job is over: nobody reads c any more
 	mu     sync.Mutex
 	filter *transport.Filter
 	sub    transport.Subscription

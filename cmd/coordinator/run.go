@@ -30,7 +30,7 @@ type runFlags struct {
 	key                                     natsflags.JobKey
 	workers                                 int
 	job, listen                             string
-	local                                   bool
+	local, sharded                          bool
 	wait, stepTimeout, lostAfter, spareWait time.Duration
 	ck                                      checkpointFlags
 	raft                                    raftFlags
@@ -43,6 +43,7 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.job, "job", "", "job `ID` (default: random); namespaces the NATS subjects")
 	fs.StringVar(&r.listen, "nats-listen", "127.0.0.1:0", "`ADDR` of the embedded NATS server when --nats is not given")
 	fs.BoolVar(&r.local, "local", false, "start the worker processes on this machine and stop them at the end")
+	fs.BoolVar(&r.sharded, "sharded", false, "no process holds the whole model: each worker reads its part of MODEL (an indexed .ddx file at a path every worker sees) and the coordinator keeps only the boundary (docs/scaling.md)")
 	fs.DurationVar(&r.wait, "wait", 30*time.Second, "how long to wait for enough workers to join the pool (a job whose workers are busy with other jobs waits for them)")
 	fs.DurationVar(&r.stepTimeout, "step-timeout", 5*time.Minute, "how long to wait for the workers' answers to one iteration")
 	fs.DurationVar(&r.lostAfter, "lost-after", 3*time.Second, "a worker silent this long is lost; its part restarts on a spare worker")
@@ -146,6 +147,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	pos, err := parseInterleaved(fs, args, stderr)
 	if err != nil {
 		return err
+	}
+	if r.sharded {
+		return runSharded(ctx, start, fs, f, r, pos, stdout, stderr)
 	}
 	h := sha256.New() // the job's identity: the files, hashed as they are read
 	sp, err := f.load(ctx, start, fs, "run", pos, h, stderr)

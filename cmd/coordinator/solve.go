@@ -110,32 +110,11 @@ type spec struct {
 // those of the evidence file followed by a 0 byte when there is one (the
 // job identity's hash).
 func (f *solveFlags) load(ctx context.Context, start time.Time, fs *flag.FlagSet, cmd string, pos []string, h, stderr io.Writer) (spec, error) {
-	if len(pos) != 1 {
-		return spec{}, usagef("%s: want exactly one MODEL argument, got %d", cmd, len(pos))
-	}
-	a, err := findAlgorithm(f.algo)
+	j, err := f.prepare(fs, cmd, pos, stderr)
 	if err != nil {
 		return spec{}, err
 	}
-	set := func(name string) bool { return isSet(fs, name) }
-	if err := a.check(f, set); err != nil {
-		return spec{}, err
-	}
-	if f.threads < 1 {
-		return spec{}, usagef("--threads: %d < 1", f.threads)
-	}
-	if f.maxEntries < 1 {
-		return spec{}, usagef("--max-entries: %d < 1", f.maxEntries)
-	}
-	j := spec{algo: a, threads: a.threadsFor(f)}
-	if j.configured, err = a.configure(f, f.limits(), set, stderr); err != nil {
-		return spec{}, err
-	}
-	if f.out != "" {
-		if st, err := os.Stat(filepath.Dir(f.out)); err != nil || !st.IsDir() {
-			return spec{}, usagef("--out: directory %s does not exist", filepath.Dir(f.out))
-		}
-	}
+	a, set := j.algo, func(name string) bool { return isSet(fs, name) }
 	lctx := ctx
 	if f.timeLimit > 0 {
 		var cancel context.CancelFunc
@@ -180,6 +159,38 @@ func (f *solveFlags) load(ctx context.Context, start time.Time, fs *flag.FlagSet
 		}
 	default:
 		return spec{}, usagef("--tighten: unknown value %q (want none or cycles)", f.tighten)
+	}
+	return j, nil
+}
+
+// prepare checks the positional arguments and the flags shared by solve
+// and run and configures the algorithm, without reading anything.
+func (f *solveFlags) prepare(fs *flag.FlagSet, cmd string, pos []string, stderr io.Writer) (spec, error) {
+	if len(pos) != 1 {
+		return spec{}, usagef("%s: want exactly one MODEL argument, got %d", cmd, len(pos))
+	}
+	a, err := findAlgorithm(f.algo)
+	if err != nil {
+		return spec{}, err
+	}
+	set := func(name string) bool { return isSet(fs, name) }
+	if err := a.check(f, set); err != nil {
+		return spec{}, err
+	}
+	if f.threads < 1 {
+		return spec{}, usagef("--threads: %d < 1", f.threads)
+	}
+	if f.maxEntries < 1 {
+		return spec{}, usagef("--max-entries: %d < 1", f.maxEntries)
+	}
+	j := spec{algo: a, threads: a.threadsFor(f)}
+	if j.configured, err = a.configure(f, f.limits(), set, stderr); err != nil {
+		return spec{}, err
+	}
+	if f.out != "" {
+		if st, err := os.Stat(filepath.Dir(f.out)); err != nil || !st.IsDir() {
+			return spec{}, usagef("--out: directory %s does not exist", filepath.Dir(f.out))
+		}
 	}
 	return j, nil
 }
@@ -295,14 +306,16 @@ type resultJSON struct {
 	// AssignmentFile is where --out wrote the assignment; Omitted says
 	// that the assignment, over maxJSONAssignment variables, is not in
 	// this object (it is in the file, when there is one).
-	AssignmentFile string    `json:"assignment_file,omitempty"`
-	Omitted        bool      `json:"assignment_omitted,omitempty"`
-	Algo           string    `json:"algo"`
-	Threads        int       `json:"threads"`
-	Workers        int       `json:"workers,omitempty"`
-	Failovers      *int      `json:"failovers,omitempty"`
-	Redone         *int      `json:"redone_iterations,omitempty"`
-	Model          modelJSON `json:"model"`
+	AssignmentFile string `json:"assignment_file,omitempty"`
+	Omitted        bool   `json:"assignment_omitted,omitempty"`
+	Algo           string `json:"algo"`
+	Threads        int    `json:"threads"`
+	Workers        int    `json:"workers,omitempty"`
+	Failovers      *int   `json:"failovers,omitempty"`
+	Redone         *int   `json:"redone_iterations,omitempty"`
+	// Sharded describes a sharded run (run --sharded).
+	Sharded *shardedJSON `json:"sharded,omitempty"`
+	Model   modelJSON    `json:"model"`
 }
 
 type modelJSON struct {

@@ -29,7 +29,9 @@ import (
 	"syscall"
 
 	"github.com/ddrun/ddrun/cluster"
+	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/internal/natsflags"
+	"github.com/ddrun/ddrun/shard"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -98,10 +100,20 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	defer unseal()
 	log.Info("connected", "nats", nf.Redact(nf.URL), "threads", *threads)
-	if err := cluster.Serve(ctx, sealed, cluster.WorkerOptions{Name: *name, Threads: *threads, Logger: log}); err != nil {
+	if err := cluster.Serve(ctx, sealed, cluster.WorkerOptions{Name: *name, Threads: *threads, Logger: log, LoadShard: loadShard}); err != nil {
 		fmt.Fprintln(stderr, "worker:", nf.Redact(err.Error()))
 		return 1
 	}
 	log.Info("stopped")
 	return 0
+}
+
+// loadShard builds a sharded job's part from its spec: this worker's
+// factors, read from the model file by byte ranges.
+func loadShard(ctx context.Context, spec []byte) (*consensus.Part, error) {
+	sp, err := shard.DecodeSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	return shard.Load(ctx, sp)
 }

@@ -25,7 +25,7 @@ var order = []string{
 	"partition", "partition/multilevel", "tighten",
 	// The algorithms.
 	"solver", "internal/smalllp", "internal/localsearch", "slaves",
-	"trws", "cmp", "consensus", "exact",
+	"trws", "cmp", "consensus", "exact", "shard",
 	// The distributed runtime.
 	"transport", "checkpoint", "jobstate", "cluster",
 	// The commands.

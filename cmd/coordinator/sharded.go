@@ -1,0 +1,283 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ddrun/ddrun/cluster"
+	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/shard"
+	"github.com/ddrun/ddrun/solver"
+)
+
+// runSharded is `coordinator run --sharded`: the workers read their parts
+// of an indexed model file themselves, and this process keeps only the
+// boundary between them (package shard, cluster.RunShards).
+func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveFlags, r runFlags, pos []string, stdout, stderr io.Writer) error {
+	sp, err := f.prepare(fs, "run", pos, stderr)
+	if err != nil {
+		return err
+	}
+	if err := shardedFlags(f, r, sp, pos[0], func(name string) bool { return isSet(fs, name) }); err != nil {
+		return err
+	}
+	if err := r.check(); err != nil {
+		return err
+	}
+	path, err := filepath.Abs(pos[0])
+	if err != nil {
+		return usageError{err}
+	}
+	level := slog.LevelInfo
+	if f.quiet {
+		level = slog.LevelWarn
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	lctx := ctx
+	if f.timeLimit > 0 {
+		var cancel context.CancelFunc
+		lctx, cancel = context.WithDeadlineCause(ctx, start.Add(f.timeLimit), fmt.Errorf("--time-limit %v reached while planning the shards", f.timeLimit))
+		defer cancel()
+	}
+	layout, err := shard.Plan(path, r.workers, shard.PlanOptions{MaxEntries: f.maxEntries, Context: lctx, Logger: log})
+	if err != nil {
+		return usageError{err}
+	}
+	job := &cluster.ShardJob{Boundary: layout.Boundary, BoundaryVars: layout.BoundaryVars, Of: layout.Of, Deg: layout.Deg, NumVars: layout.NumVars}
+	for w := range layout.Specs {
+		b, err := layout.Specs[w].Encode()
+		if err != nil {
+			return err
+		}
+		job.Specs = append(job.Specs, b)
+	}
+	opts := sp.dd
+	if f.timeLimit > 0 {
+		left := f.timeLimit - time.Since(start)
+		if left <= 0 {
+			return usagef("%s: --time-limit %v reached while planning the shards", pos[0], f.timeLimit)
+		}
+		opts.TimeLimit = left
+	}
+	tr, url, closeNATS, err := r.connect(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeNATS()
+	sealed, unseal, err := r.key.Wrap(tr, log)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	defer unseal()
+	if r.local {
+		stop, err := startLocalWorkers(url, r.job, r.workers, max(1, f.threads/r.workers), r.nats, r.key.Env(), f.quiet, stderr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	var progress func(solver.Progress)
+	if !f.quiet {
+		progress = func(p solver.Progress) { printProgress(stderr, p) }
+	}
+	var x []int // the assignment for the JSON result, when small enough
+	deliver := func(ctx context.Context, a *cluster.ShardAssignment) error {
+		if f.json && a.NumVars <= maxJSONAssignment {
+			x = make([]int, a.NumVars)
+		}
+		return writeShardedMPE(ctx, f.out, a, x)
+	}
+	before := tr.Conn().Stats()
+	ro := r.runOptions(log)
+	ro.Checkpoint = nil
+	planned := time.Since(start)
+	res, stats, err := cluster.RunShards(ctx, sealed, job, opts, ro, deliver, progress)
+	if err != nil {
+		return err
+	}
+	res.Elapsed = time.Since(start)
+	sj := &shardedJSON{Boundary: len(layout.BoundaryVars), PlanSeconds: planned.Seconds(), SetupSeconds: (planned + stats.Setup).Seconds(),
+		CoordinatorRSSMB: cluster.PeakRSSMB(), WorkerRSSMB: stats.WorkerRSSMB}
+	if st, n := tr.Conn().Stats(), res.Iterations; n > 0 {
+		in, out := st.InBytes-before.InBytes, st.OutBytes-before.OutBytes
+		sj.BytesPerIteration = (in + out) / uint64(n)
+		if !f.quiet {
+			fmt.Fprintf(stderr, "traffic: %d bytes in, %d bytes out at the coordinator, %d bytes per iteration\n", in, out, sj.BytesPerIteration)
+		}
+	}
+	log.Info("sharded run", "plan_seconds", sj.PlanSeconds, "setup_seconds", sj.SetupSeconds, "coordinator_peak_rss_mb", sj.CoordinatorRSSMB)
+	fmt.Fprintf(stderr, "status=%s iterations=%d dual=%s primal=%s gap=%s seconds=%.3f\n",
+		res.Status, res.Iterations, num(res.Dual), num(res.Primal), num(res.Gap), res.Elapsed.Seconds())
+	if !f.json {
+		return nil
+	}
+	rj := resultJSON{Status: res.Status, Primal: finite(res.Primal), Dual: finite(res.Dual), Gap: finite(res.Gap),
+		Relaxed: finite(res.Relaxed), Iterations: res.Iterations, Seconds: res.Elapsed.Seconds(), Assignment: x,
+		Algo: sp.algo.name, Threads: sp.threads, Workers: r.workers,
+		Model: modelJSON{Variables: layout.NumVars, Factors: layout.NumFactors}, Sharded: sj}
+	if rj.Primal != nil {
+		if f.out != "" {
+			rj.AssignmentFile = f.out
+		}
+		rj.Omitted = x == nil
+	}
+	return writeJSON(stdout, rj)
+}
+
+// shardedFlags rejects what a sharded run cannot do.
+func shardedFlags(f solveFlags, r runFlags, sp spec, model string, set func(string) bool) error {
+	switch {
+	case f.exact:
+		return usagef("run: --exact runs only in solve")
+	case !sp.algo.distributed:
+		return usagef("run: --algo %s runs only in solve (run distributes dual decomposition: admm or subgradient)", sp.algo.name)
+	case sp.dd.Slaves != consensus.PerFactor:
+		return usagef("run --sharded: --slaves %s: a sharded run has one slave per factor", sp.dd.Slaves)
+	case f.evidence != "":
+		return usagef("run --sharded: --evidence is not applied to sharded models (fold it into the model first)")
+	case f.tighten != "none":
+		return usagef("run --sharded: --tighten %s needs the whole model", f.tighten)
+	case r.ck.dir != "" || r.ck.every != 0 || set("checkpoint-interval") || r.ck.resume:
+		return usagef("run --sharded: checkpoints are not taken in a sharded run")
+	case r.raft.enabled():
+		return usagef("run --sharded: a sharded run has one coordinator (no --raft-*)")
+	case !strings.HasSuffix(strings.ToLower(model), ".ddx"):
+		return usagef("run --sharded: %s: the workers read an indexed model (.ddx) at the same path; convert it first: coordinator convert %s %s.ddx",
+			model, model, strings.TrimSuffix(model, filepath.Ext(model)))
+	}
+	return nil
+}
+
+// shardedJSON describes a sharded run in the JSON result.
+type shardedJSON struct {
+	Boundary int `json:"boundary_variables"`
+	// PlanSeconds: the coordinator's passes over the file; SetupSeconds:
+	// from the start of the command until every worker had built its part
+	// (the time to the first iteration).
+	PlanSeconds  float64 `json:"plan_seconds"`
+	SetupSeconds float64 `json:"setup_seconds"`
+	// Peak RSS in MiB: the coordinator's at the end, each worker's once it
+	// had built its part.
+	CoordinatorRSSMB int64   `json:"coordinator_peak_rss_mb"`
+	WorkerRSSMB      []int64 `json:"worker_peak_rss_mb"`
+	// BytesPerIteration is the coordinator's NATS traffic (in and out)
+	// over the run, per iteration.
+	BytesPerIteration uint64 `json:"bytes_per_iteration"`
+}
+
+// writeShardedMPE writes a sharded run's assignment to path (when not
+// empty), fetched piece by piece: each piece goes into a scratch file of 4
+// bytes per variable at the variable's offset, which is then turned into
+// the UAI MPE text and renamed into place; no more than one piece is in
+// memory. x, when not nil, gets the assignment too. Every variable must
+// come exactly once.
+func writeShardedMPE(ctx context.Context, path string, a *cluster.ShardAssignment, x []int) error {
+	if path == "" && x == nil {
+		return nil
+	}
+	var scratch *os.File
+	if path != "" {
+		var err error
+		if scratch, err = os.CreateTemp(filepath.Dir(path), ".mpe-scratch-*"); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+		defer os.Remove(scratch.Name())
+		defer scratch.Close()
+		if err := fillFF(scratch, int64(a.NumVars)*4); err != nil {
+			return fmt.Errorf("--out %s: %w", path, err)
+		}
+	}
+	written := 0
+	var buf []byte
+	err := a.Pieces(ctx, func(vars []int, states []int32) error {
+		for k, v := range vars {
+			if states[k] < 0 {
+				return fmt.Errorf("variable %d in state %d", v, states[k])
+			}
+			if x != nil {
+				x[v] = int(states[k])
+			}
+			if scratch != nil {
+				buf = binary.LittleEndian.AppendUint32(buf[:0], uint32(states[k]))
+				if _, err := scratch.WriteAt(buf, int64(v)*4); err != nil {
+					return err
+				}
+			}
+		}
+		written += len(vars)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("--out: the assignment: %w", err)
+	}
+	if written != a.NumVars {
+		return fmt.Errorf("--out: the workers gave %d states for %d variables", written, a.NumVars)
+	}
+	if scratch == nil {
+		return nil
+	}
+	return mpeFromScratch(path, scratch, a.NumVars)
+}
+
+// fillFF writes n 0xff bytes: the mark of a variable not written yet.
+func fillFF(f *os.File, n int64) error {
+	block := make([]byte, 1<<16)
+	for i := range block {
+		block[i] = 0xff
+	}
+	w := bufio.NewWriterSize(f, 1<<16)
+	for ; n > 0; n -= int64(len(block)) {
+		if _, err := w.Write(block[:min(n, int64(len(block)))]); err != nil {
+			return err
+		}
+	}
+	return w.Flush()
+}
+
+// mpeFromScratch writes the UAI MPE file at path from the scratch file's
+// states, atomically (a temporary file renamed into place).
+func mpeFromScratch(path string, scratch *os.File, n int) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".mpe-*")
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	r := bufio.NewReaderSize(io.NewSectionReader(scratch, 0, int64(n)*4), 1<<16)
+	w := bufio.NewWriterSize(tmp, 1<<16)
+	w.WriteString("MPE\n" + strconv.Itoa(n))
+	var b [4]byte
+	var num []byte
+	for v := range n {
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			return fmt.Errorf("--out %s: reading back: %w", path, err)
+		}
+		s := binary.LittleEndian.Uint32(b[:])
+		if s == 0xffffffff {
+			return fmt.Errorf("--out %s: no worker gave variable %d a state", path, v)
+		}
+		num = strconv.AppendUint(append(num[:0], ' '), uint64(s), 10)
+		w.Write(num)
+	}
+	w.WriteString("\n")
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("--out %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("--out %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("--out %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,27 @@
+// Package shard owns the sharded input of a distributed run: how a job
+// whose model no process holds whole is cut into parts, and how a worker
+// builds its part from the model file.
+//
+// The model is an indexed file (package model/indexed, .ddx) that every
+// worker can read at the same path (a shared volume). The coordinator
+// streams its structure section three times and keeps no table and no
+// scope (Plan): the first pass cuts the factors into consecutive ranges of
+// about equal cost, one per worker, and notes where every 1024th factor's
+// record starts; the second finds the variables that ranges share (the
+// boundary; it sets aside two bytes per variable for the pass, freed
+// after it); the third counts each worker's slaves over each boundary
+// variable. What it keeps is O(boundary + factors/1024 + workers). Each
+// worker then reads only its range of factor records, their payloads and
+// its variables' unaries by byte ranges (Load) and builds a
+// consensus.Part from them, with one slave per factor.
+//
+// The file's factor order is the partition: files whose order follows the
+// graph (grids row by row, chains, what coordinator gen writes) give
+// boundaries of a few rows; a file in random order gives a large one
+// (convert it in a good order first). The file must have no factor over
+// fewer than two variables and no forbidden state (coordinator convert
+// folds unary factors into the unaries), and evidence is not applied.
+//
+// It must not know how parts travel (package cluster carries a Spec as
+// opaque bytes) nor the command line.
+package shard

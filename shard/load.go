@@ -1,0 +1,150 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+
+	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/indexed"
+	"github.com/ddrun/ddrun/partition"
+)
+
+// Load builds a worker's part from its spec, reading the model file by
+// byte ranges: its factors' records and payloads and its variables'
+// cardinalities and unaries, nothing else. The part has one slave per
+// factor, in the file's order, over its own numbering of the variables.
+func Load(ctx context.Context, spec *Spec) (*consensus.Part, error) {
+	f, err := os.Open(spec.Path)
+	if err != nil {
+		return nil, fmt.Errorf("shard: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("shard: %w", err)
+	}
+	if fi.Size() != spec.Size {
+		return nil, fmt.Errorf("shard: %s has %d bytes, the coordinator planned a file of %d: not the same model file", spec.Path, fi.Size(), spec.Size)
+	}
+	sc, err := indexed.OpenScan(f, fi.Size(), spec.Path, indexed.ReadOptions{MaxEntries: spec.MaxEntries, Context: ctx})
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case sc.StructureCRC() != spec.StructureCRC:
+		return nil, fmt.Errorf("shard: %s: structure checksum %08x, the coordinator planned %08x: not the same model file", spec.Path, sc.StructureCRC(), spec.StructureCRC)
+	case sc.NumVars() != spec.NumVars:
+		return nil, fmt.Errorf("shard: %s: %d variables, the coordinator planned %d", spec.Path, sc.NumVars(), spec.NumVars)
+	case spec.From < 0 || spec.To <= spec.From || spec.To > sc.NumFactors():
+		return nil, fmt.Errorf("shard: %s: factors [%d,%d) of %d", spec.Path, spec.From, spec.To, sc.NumFactors())
+	case len(spec.Degree) != len(spec.Boundary):
+		return nil, fmt.Errorf("shard: %d degrees for %d boundary variables", len(spec.Degree), len(spec.Boundary))
+	}
+	runs, err := sc.ReadCards() // run-length: O(1) for equal cardinalities
+	if err != nil {
+		return nil, err
+	}
+	factors := make([]model.Factor, 0, spec.To-spec.From)
+	err = sc.ReadRecords(spec.Pos, spec.From, spec.To, runs.Card, func(a int, f *model.Factor) error {
+		if len(f.Vars) < 2 {
+			return fmt.Errorf("shard: %s: factor %d is over %d variables", spec.Path, a, len(f.Vars))
+		}
+		factors = append(factors, *f)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	vars, err := partVars(factors, spec)
+	if err != nil {
+		return nil, err
+	}
+	cards, unary, err := sc.ReadVars(vars)
+	if err != nil {
+		return nil, err
+	}
+	m := model.New(cards)
+	copy(m.Unary, unary)
+	for k, u := range m.Unary {
+		if math.IsInf(u, -1) || math.IsNaN(u) {
+			return nil, fmt.Errorf("shard: %s: unary entry %d of the part is %v", spec.Path, k, u)
+		}
+	}
+	// The factors over the part's numbering, in place.
+	for a := range factors {
+		for k, v := range factors[a].Vars {
+			factors[a].Vars[k], _ = slices.BinarySearch(vars, v)
+		}
+	}
+	m.Factors = factors
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("shard: %s: factors [%d,%d): %w", spec.Path, spec.From, spec.To, err)
+	}
+	return assemble(m, vars, spec)
+}
+
+// partVars returns the variables of the part (its factors' and its
+// isolated ones), increasing, and checks the spec's boundary and isolated
+// variables against them.
+func partVars(factors []model.Factor, spec *Spec) ([]int, error) {
+	n := 0
+	for a := range factors {
+		n += len(factors[a].Vars)
+	}
+	vars := make([]int, 0, n+len(spec.Isolated))
+	for a := range factors {
+		vars = append(vars, factors[a].Vars...)
+	}
+	slices.Sort(vars)
+	vars = slices.Compact(vars)
+	for k, v := range spec.Boundary {
+		if k > 0 && v <= spec.Boundary[k-1] {
+			return nil, fmt.Errorf("shard: boundary variables out of order at %d", v)
+		}
+		if _, found := slices.BinarySearch(vars, int(v)); !found {
+			return nil, fmt.Errorf("shard: boundary variable %d is in none of the part's factors", v)
+		}
+	}
+	inFactors := len(vars)
+	for k, v := range spec.Isolated {
+		if v < 0 || v >= int64(spec.NumVars) || k > 0 && v <= spec.Isolated[k-1] {
+			return nil, fmt.Errorf("shard: isolated variable %d out of range [0,%d) or out of order", v, spec.NumVars)
+		}
+		if _, found := slices.BinarySearch(vars[:inFactors], int(v)); found {
+			return nil, fmt.Errorf("shard: variable %d is in the part's factors, the spec says it is in none", v)
+		}
+		vars = append(vars, int(v))
+	}
+	slices.Sort(vars)
+	return slices.Clip(vars), nil
+}
+
+// assemble makes the part: one slave per factor, the degrees (the part's
+// own for its interior, the spec's for its boundary) and the boundary.
+func assemble(m *model.Model, vars []int, spec *Spec) (*consensus.Part, error) {
+	p := &consensus.Part{Vars: vars, Model: m, Plan: partition.PerFactor(m), Degree: make([]int, len(vars))}
+	entries := 0
+	for a := range m.Factors {
+		for _, v := range m.Factors[a].Vars {
+			p.Degree[v]++
+			entries += m.Cards[v]
+		}
+	}
+	if entries != spec.ReplicaEntries {
+		return nil, fmt.Errorf("shard: %s: the part has %d replica entries, the coordinator counted %d", spec.Path, entries, spec.ReplicaEntries)
+	}
+	p.Boundary = make([]int, len(spec.Boundary))
+	for k, v := range spec.Boundary {
+		lv, _ := slices.BinarySearch(vars, int(v))
+		if int(spec.Degree[k]) <= p.Degree[lv] {
+			return nil, fmt.Errorf("shard: boundary variable %d: degree %d, the part alone has %d slaves over it", v, spec.Degree[k], p.Degree[lv])
+		}
+		p.Boundary[k] = lv
+		p.Degree[lv] = int(spec.Degree[k])
+	}
+	return p, nil
+}

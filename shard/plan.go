@@ -1,0 +1,311 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/indexed"
+)
+
+// PlanOptions configure Plan.
+type PlanOptions struct {
+	// MaxEntries bounds the model's total states and payload entries (0:
+	// model.DefaultMaxEntries); the workers get the same bound.
+	MaxEntries int
+	// Context, when not nil, stops the passes once it ends.
+	Context context.Context
+	Logger  *slog.Logger
+}
+
+// Layout is a sharded job's plan: one Spec per worker and what the
+// coordinator keeps of the model (the boundary).
+type Layout struct {
+	Specs []Spec
+	// BoundaryVars are the model's variables that two parts share, in
+	// increasing order; boundary variable j is BoundaryVars[j].
+	BoundaryVars []int
+	// Boundary holds their cardinalities and unaries (boundary numbering)
+	// and the model's constant.
+	Boundary *model.Model
+	// Of[w] lists worker w's boundary variables (boundary numbering,
+	// increasing) and Deg[w] its slaves over each
+	// (consensus.NewShardBoundary's arguments).
+	Of, Deg [][]int
+	// NumVars and NumFactors are the model's; Isolated counts its
+	// variables in no factor (handed to the workers by number).
+	NumVars, NumFactors, Isolated int
+}
+
+// maxChunk is the most factors between two noted record positions.
+const maxChunk = 1024
+
+// Plan cuts the indexed model at path into parts for workers workers
+// (see the package documentation). Every error says what is wrong, with
+// the file's name.
+func Plan(path string, workers int, opts PlanOptions) (*Layout, error) {
+	if workers < 1 || workers > math.MaxInt16 {
+		return nil, fmt.Errorf("shard: %d workers: want 1 to %d", workers, math.MaxInt16)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("shard: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("shard: %w", err)
+	}
+	ropts := indexed.ReadOptions{MaxEntries: opts.MaxEntries, Context: opts.Context}
+	sc, err := indexed.OpenScan(f, fi.Size(), path, ropts)
+	if err != nil {
+		return nil, err
+	}
+	nf := sc.NumFactors()
+	if nf < workers {
+		return nil, fmt.Errorf("shard: %s: %d factors for %d workers: every worker needs one at least", path, nf, workers)
+	}
+	p := &planner{sc: sc, path: path, workers: workers, log: log}
+	start := time.Now()
+	if err := p.ranges(); err != nil {
+		return nil, err
+	}
+	log.Info("sharding: ranges cut", "factors", nf, "workers", workers, "seconds", time.Since(start).Seconds())
+	start = time.Now()
+	if err := p.boundary(); err != nil {
+		return nil, err
+	}
+	log.Info("sharding: boundary found", "boundary", len(p.bvars), "isolated", len(p.isolated), "seconds", time.Since(start).Seconds())
+	start = time.Now()
+	if err := p.degrees(); err != nil {
+		return nil, err
+	}
+	log.Info("sharding: degrees counted", "seconds", time.Since(start).Seconds())
+	return p.layout(fi.Size(), opts.MaxEntries)
+}
+
+// planner is Plan's state between its passes.
+type planner struct {
+	sc      *indexed.Scanner
+	path    string
+	workers int
+	log     *slog.Logger
+
+	cards indexed.CardRuns
+	// Pass 1: the record position and the cost of every chunk of factors,
+	// then each worker's first factor (cut[w]; cut[workers] = factors) and
+	// where its record starts.
+	chunk     int
+	chunkPos  []int64
+	chunkCost []float64
+	cut       []int
+	cutPos    []int64
+	// Pass 2: the boundary variables (increasing) and the variables in no
+	// factor.
+	bvars    []int
+	isolated []int
+	// Pass 3: per worker, its boundary variables, its slaves over each,
+	// and its replica entries.
+	of, deg [][]int
+	entries []int
+}
+
+// ranges is the first pass: cardinalities, the checks of what a sharded
+// run cannot take, and the factors cut into ranges of about equal cost.
+func (p *planner) ranges() error {
+	nf := p.sc.NumFactors()
+	p.chunk = min(maxChunk, max(1, nf/(64*p.workers)))
+	err := p.sc.Walk(indexed.Visitor{
+		Cards: func(_, n, card int) error {
+			p.cards.Append(n, card)
+			return nil
+		},
+		Unaries: func(i int, u []float64) error {
+			for k, x := range u {
+				if math.IsInf(x, -1) {
+					return fmt.Errorf("shard: %s: variable %d: state %d is forbidden (-Inf unary); a sharded run needs every state allowed: solve the model unsharded", p.path, i, k)
+				}
+			}
+			return nil
+		},
+		Factor: func(a int, rec indexed.Record, f *model.Factor) error {
+			if len(f.Vars) < 2 {
+				return fmt.Errorf("shard: %s: factor %d is over %d variables; a sharded run needs every factor over two or more (coordinator convert folds the others into the unaries)", p.path, a, len(f.Vars))
+			}
+			if a%p.chunk == 0 {
+				p.chunkPos = append(p.chunkPos, rec.Pos)
+				p.chunkCost = append(p.chunkCost, 0)
+			}
+			p.chunkCost[len(p.chunkCost)-1] += p.cost(f, rec.Payload)
+			return nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	// Cut at chunk boundaries, each worker's share of the cost about the
+	// same; at least one chunk each.
+	var total float64
+	for _, c := range p.chunkCost {
+		total += c
+	}
+	nc := len(p.chunkCost)
+	if nc < p.workers {
+		return fmt.Errorf("shard: %s: %d chunks of factors for %d workers", p.path, nc, p.workers)
+	}
+	p.cut = make([]int, p.workers+1)
+	p.cutPos = make([]int64, p.workers)
+	k, acc := 0, 0.0
+	for w := range p.workers {
+		p.cut[w], p.cutPos[w] = k*p.chunk, p.chunkPos[k]
+		target := total * float64(w+1) / float64(p.workers)
+		for first := true; k < nc-(p.workers-1-w); first = false {
+			if !first && acc+p.chunkCost[k]/2 > target {
+				break
+			}
+			acc += p.chunkCost[k]
+			k++
+		}
+	}
+	p.cut[p.workers] = nf
+	p.chunkPos, p.chunkCost = nil, nil
+	return nil
+}
+
+// cost estimates a factor's share of an iteration: its replica entries
+// and its table.
+func (p *planner) cost(f *model.Factor, pl indexed.Payload) float64 {
+	c := float64(pl.Entries())
+	for _, v := range f.Vars {
+		c += float64(p.cards.Card(v))
+	}
+	return c
+}
+
+// boundary is the second pass: the worker of each variable's factors, and
+// from it the variables of several workers and those of none.
+func (p *planner) boundary() error {
+	owner := make([]int16, p.sc.NumVars()) // -1 none, -2 several
+	for i := range owner {
+		owner[i] = -1
+	}
+	w := 0
+	err := p.sc.Walk(indexed.Visitor{Factor: func(a int, _ indexed.Record, f *model.Factor) error {
+		for a >= p.cut[w+1] {
+			w++
+		}
+		for _, v := range f.Vars {
+			switch o := owner[v]; {
+			case o == -1:
+				owner[v] = int16(w)
+			case o >= 0 && int(o) != w:
+				owner[v] = -2
+			}
+		}
+		return nil
+	}})
+	if err != nil {
+		return err
+	}
+	for v, o := range owner {
+		switch o {
+		case -2:
+			p.bvars = append(p.bvars, v)
+		case -1:
+			p.isolated = append(p.isolated, v)
+		}
+	}
+	return nil
+}
+
+// degrees is the third pass: each worker's slaves over each boundary
+// variable, and its replica entries.
+func (p *planner) degrees() error {
+	p.of = make([][]int, p.workers)
+	p.deg = make([][]int, p.workers)
+	p.entries = make([]int, p.workers)
+	count := make([]int32, len(p.bvars))
+	var touched []int
+	w := 0
+	flush := func() {
+		slices.Sort(touched)
+		for _, j := range touched {
+			p.of[w] = append(p.of[w], j)
+			p.deg[w] = append(p.deg[w], int(count[j]))
+			count[j] = 0
+		}
+		touched = touched[:0]
+	}
+	err := p.sc.Walk(indexed.Visitor{Factor: func(a int, _ indexed.Record, f *model.Factor) error {
+		for a >= p.cut[w+1] {
+			flush()
+			w++
+		}
+		for _, v := range f.Vars {
+			p.entries[w] += p.cards.Card(v)
+			j, ok := slices.BinarySearch(p.bvars, v)
+			if !ok {
+				continue
+			}
+			if count[j] == 0 {
+				touched = append(touched, j)
+			}
+			count[j]++
+		}
+		return nil
+	}})
+	if err != nil {
+		return err
+	}
+	flush()
+	return nil
+}
+
+// layout puts the passes' results together, with the boundary's unaries.
+func (p *planner) layout(size int64, maxEntries int) (*Layout, error) {
+	l := &Layout{BoundaryVars: p.bvars, Of: p.of, Deg: p.deg, NumVars: p.sc.NumVars(),
+		NumFactors: p.sc.NumFactors(), Isolated: len(p.isolated)}
+	cards, unary, err := p.sc.ReadVars(p.bvars)
+	if err != nil {
+		return nil, err
+	}
+	l.Boundary = model.New(cards)
+	copy(l.Boundary.Unary, unary)
+	l.Boundary.Constant = p.sc.Constant()
+	global := make([]int32, len(p.bvars))
+	for w := range p.workers {
+		for k, j := range p.of[w] {
+			global[j] += int32(p.deg[w][k])
+		}
+	}
+	iso := 0
+	for w := range p.workers {
+		s := Spec{Path: p.path, Size: size, StructureCRC: p.sc.StructureCRC(), NumVars: p.sc.NumVars(),
+			From: p.cut[w], To: p.cut[w+1], Pos: p.cutPos[w], ReplicaEntries: p.entries[w], MaxEntries: maxEntries}
+		for _, j := range p.of[w] {
+			s.Boundary = append(s.Boundary, int64(p.bvars[j]))
+			s.Degree = append(s.Degree, global[j])
+		}
+		// The variables in no factor, by number: the first workers take
+		// one more when they do not divide evenly.
+		n := len(p.isolated) / p.workers
+		if w < len(p.isolated)%p.workers {
+			n++
+		}
+		for _, v := range p.isolated[iso : iso+n] {
+			s.Isolated = append(s.Isolated, int64(v))
+		}
+		iso += n
+		l.Specs = append(l.Specs, s)
+	}
+	return l, nil
+}

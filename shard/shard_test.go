@@ -1,0 +1,252 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/indexed"
+)
+
+// writeDDX writes m as an indexed file in a test directory.
+func writeDDX(t testing.TB, m *model.Model) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "m.ddx")
+	if err := indexed.WriteFile(path, m); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// loaded is a sharded job in this process: the plan, and the workers that
+// loaded their parts from the file.
+type loaded struct {
+	layout  *Layout
+	workers []*consensus.Worker
+	links   []consensus.WorkerLink
+	sums    []consensus.PartSummary
+	parts   []*consensus.Part
+}
+
+func load(t *testing.T, path string, w int, opts consensus.Options) *loaded {
+	t.Helper()
+	l, err := Plan(path, w, PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &loaded{layout: l}
+	for k := range l.Specs {
+		data, err := l.Specs[k].Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, err := DecodeSpec(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Load(context.Background(), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wopts := opts
+		wopts.Threads = 1
+		wk, err := consensus.NewWorker(p, wopts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(wk.Close)
+		out.parts = append(out.parts, p)
+		out.workers = append(out.workers, wk)
+		out.links = append(out.links, consensus.LocalLink{W: wk})
+		out.sums = append(out.sums, wk.Summary())
+	}
+	return out
+}
+
+func testModels() []struct {
+	name string
+	m    *model.Model
+} {
+	return []struct {
+		name string
+		m    *model.Model
+	}{
+		{"potts", generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 4, Rho: 1, Seed: 3})},
+		{"ising", generate.Ising(generate.GridOptions{Height: 10, Width: 10, Rho: 0.5, Seed: 2})},
+		{"logic", generate.Logic(generate.LogicOptions{Vars: 40, Factors: 30, Couplings: 40, MaxArity: 5, Rho: 1, Seed: 4})},
+	}
+}
+
+// The parts the workers read from the file are those a split of the whole
+// model into the same ranges gives: the same variables, factors, degrees
+// and boundary, and the plan's boundary is the split's.
+func TestLoadedPartsMatchSplit(t *testing.T) {
+	for _, c := range testModels() {
+		red, err := model.Reduce(c.m, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := red.Model
+		path := writeDDX(t, m)
+		plan, err := consensus.Plan(m, consensus.PerFactor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for w := 1; w <= 4; w++ {
+			t.Run(fmt.Sprintf("%s/%d", c.name, w), func(t *testing.T) {
+				l := load(t, path, w, consensus.DefaultOptions())
+				place := make([]int32, len(m.Factors))
+				for k, s := range l.layout.Specs {
+					for a := s.From; a < s.To; a++ {
+						place[a] = int32(k)
+					}
+				}
+				parts, b, err := consensus.Split(m, plan, place, w)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := fmt.Sprint(l.layout.BoundaryVars), fmt.Sprint(b.Vars()); w > 1 && got != want {
+					t.Fatalf("boundary %s, the split's %s", got, want)
+				}
+				for k, p := range parts {
+					q := l.parts[k]
+					if fmt.Sprint(q.Vars, q.Degree, q.Boundary) != fmt.Sprint(p.Vars, p.Degree, p.Boundary) {
+						t.Errorf("part %d: vars/degrees/boundary %v %v %v, the split's %v %v %v", k, q.Vars, q.Degree, q.Boundary, p.Vars, p.Degree, p.Boundary)
+					}
+					if len(q.Model.Factors) != len(p.Model.Factors) || fmt.Sprint(q.Model.Unary) != fmt.Sprint(p.Model.Unary) {
+						t.Errorf("part %d: %d factors, the split's %d, or other unaries", k, len(q.Model.Factors), len(p.Model.Factors))
+					}
+					x := make([]int, q.Model.NumVars())
+					for i := range x {
+						x[i] = (i * 7) % q.Model.Cards[i]
+					}
+					if a, b := q.Model.Score(x)-q.Model.Constant, p.Model.Score(x)-p.Model.Constant; math.Abs(a-b) > 1e-9*math.Max(1, math.Abs(b)) {
+						t.Errorf("part %d scores %v, the split's %v", k, a, b)
+					}
+				}
+			})
+		}
+	}
+}
+
+// A sharded run over parts read from the file takes the iterations of a
+// run in one process; its primal is the exact score of the assignment its
+// parts put together, and with one worker the run is the same.
+func TestShardedRunMatchesSolve(t *testing.T) {
+	for _, c := range testModels() {
+		red, err := model.Reduce(c.m, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := red.Model
+		path := writeDDX(t, m)
+		opts := consensus.DefaultOptions()
+		opts.MaxIter, opts.Threads = 120, 1
+		want, err := consensus.Solve(context.Background(), m, nil, opts, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for w := 1; w <= 4; w++ {
+			t.Run(fmt.Sprintf("%s/%d", c.name, w), func(t *testing.T) {
+				l := load(t, path, w, opts)
+				b, err := consensus.NewShardBoundary(l.layout.Boundary.Cards, l.layout.Of, l.layout.Deg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := consensus.CoordinateShards(context.Background(), l.layout.Boundary, l.sums, b, l.links, opts, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if math.IsInf(got.Primal, -1) {
+					t.Fatalf("no assignment (%s after %d)", got.Status, got.Iterations)
+				}
+				x := make([]int, m.NumVars())
+				for j, v := range l.layout.BoundaryVars {
+					x[v] = got.Boundary[j]
+				}
+				for _, wk := range l.workers {
+					if err := wk.EachBest(1000, func(vars []int, states []int32) error {
+						for k, v := range vars {
+							x[v] = int(states[k])
+						}
+						return nil
+					}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if sc := m.Score(x); math.Abs(sc-got.Primal) > 1e-9*math.Max(1, math.Abs(sc)) {
+					t.Errorf("primal %.12g, the assignment scores %.12g", got.Primal, sc)
+				}
+				same := want.Status != "optimal" && got.Status != "optimal"
+				if same && (got.Iterations != want.Iterations || math.Abs(got.Dual-want.Dual) > 1e-9*math.Max(1, math.Abs(want.Dual))) {
+					t.Errorf("%s after %d, dual %.12g; solve: %s after %d, dual %.12g", got.Status, got.Iterations, got.Dual, want.Status, want.Iterations, want.Dual)
+				}
+				if w == 1 && (got.Status != want.Status || got.Iterations != want.Iterations || math.Abs(got.Primal-want.Primal) > 1e-9*math.Max(1, math.Abs(want.Primal))) {
+					t.Errorf("one worker: %s after %d, primal %.12g; solve: %s after %d, primal %.12g", got.Status, got.Iterations, got.Primal, want.Status, want.Iterations, want.Primal)
+				}
+			})
+		}
+	}
+}
+
+// What a sharded run cannot take is a one-line error naming the file and
+// the reason; a worker given another file than the coordinator planned
+// refuses it.
+func TestPlanAndLoadErrors(t *testing.T) {
+	grid := generate.Potts(generate.GridOptions{Height: 4, Width: 4, Labels: 3, Rho: 1, Seed: 1})
+	unaryFactor := generate.Potts(generate.GridOptions{Height: 3, Width: 3, Labels: 2, Rho: 1, Seed: 1})
+	unaryFactor.Factors = append(unaryFactor.Factors, model.Factor{Kind: model.Dense, Vars: []int{0}, Table: []float64{0, 1}})
+	forbidden := generate.Potts(generate.GridOptions{Height: 3, Width: 3, Labels: 2, Rho: 1, Seed: 1})
+	forbidden.Unary[1] = math.Inf(-1)
+	cases := []struct {
+		name    string
+		m       *model.Model
+		workers int
+		want    string
+	}{
+		{"unary factor", unaryFactor, 2, "over 1 variables"},
+		{"forbidden state", forbidden, 2, "forbidden"},
+		{"too many workers", grid, 1000, "factors for 1000 workers"},
+		{"no workers", grid, 0, "0 workers"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Plan(writeDDX(t, c.m), c.workers, PlanOptions{})
+			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %v, want one line with %q", err, c.want)
+			}
+		})
+	}
+	t.Run("missing file", func(t *testing.T) {
+		if _, err := Plan(filepath.Join(t.TempDir(), "none.ddx"), 2, PlanOptions{}); err == nil {
+			t.Fatal("no error")
+		}
+	})
+	t.Run("another file", func(t *testing.T) {
+		path := writeDDX(t, grid)
+		l, err := Plan(path, 2, PlanOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := generate.Potts(generate.GridOptions{Height: 4, Width: 4, Labels: 3, Rho: 1, Seed: 2})
+		if err := indexed.WriteFile(path, other); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(context.Background(), &l.Specs[0]); err == nil || !strings.Contains(err.Error(), "not the same model file") {
+			t.Fatalf("error %v, want: not the same model file", err)
+		}
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(context.Background(), &l.Specs[0]); err == nil {
+			t.Fatal("no error for a missing file")
+		}
+	})
+}
