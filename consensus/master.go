@@ -536,7 +536,7 @@ func (s *master) gatherMu() []float64 {
 		}
 		w := ll.W
 		lm := w.p.Model
-		for lv, v := range w.part.Vars {
+		for lv, v := range w.vars {
 			copy(mu[m.UnaryOff[v]:m.UnaryOff[v+1]], w.mu[lm.UnaryOff[lv]:lm.UnaryOff[lv+1]])
 		}
 	}

@@ -136,7 +136,8 @@ type EvalIn struct {
 	// X holds the states of the part's boundary variables (in its
 	// boundary order) for EvalDecoded and EvalPolish.
 	X []int32
-	// Repair runs the hard-constraint repair before ICM (EvalDecoded).
+	// Repair runs the hard-constraint repair before ICM (EvalDecoded) when
+	// the part's share of the score is -Inf.
 	Repair bool
 	// Fixed marks the boundary variables whose states EvalSettle keeps.
 	Fixed []bool
@@ -179,9 +180,9 @@ func (w *Worker) Evaluate(in *EvalIn, out *EvalOut) error {
 	m := w.p.Model
 	if w.eval == nil {
 		ls := newLocalSearch(m, w.pool)
-		if len(w.part.Boundary) > 0 {
+		if len(w.boundary) > 0 {
 			ls.frozen = make([]bool, m.NumVars())
-			for _, v := range w.part.Boundary {
+			for _, v := range w.boundary {
 				ls.frozen[v] = true
 			}
 		}
@@ -208,7 +209,7 @@ func (w *Worker) Evaluate(in *EvalIn, out *EvalOut) error {
 				e.cand[i] = int(e.best[i])
 			}
 		}
-		for k, v := range w.part.Boundary {
+		for k, v := range w.boundary {
 			e.cand[v] = int(in.X[k])
 		}
 		out.Before = e.search.partial(e.cand)
@@ -216,7 +217,8 @@ func (w *Worker) Evaluate(in *EvalIn, out *EvalOut) error {
 			e.before[i] = int32(s)
 		}
 		if in.Op == EvalDecoded {
-			e.search.improve(e.cand, in.Repair)
+			// The repair only where this part violates a hard constraint.
+			e.search.improve(e.cand, in.Repair && math.IsInf(out.Before, -1))
 		} else {
 			e.search.polish(e.cand)
 		}
@@ -242,12 +244,12 @@ func (w *Worker) Evaluate(in *EvalIn, out *EvalOut) error {
 
 func (w *Worker) checkBoundaryStates(x []int32) error {
 	m := w.p.Model
-	if len(x) != len(w.part.Boundary) {
-		return fmt.Errorf("evaluate: %d boundary states for %d boundary variables", len(x), len(w.part.Boundary))
+	if len(x) != len(w.boundary) {
+		return fmt.Errorf("evaluate: %d boundary states for %d boundary variables", len(x), len(w.boundary))
 	}
-	for k, v := range w.part.Boundary {
+	for k, v := range w.boundary {
 		if x[k] < 0 || int(x[k]) >= m.Cards[v] {
-			return fmt.Errorf("evaluate: boundary variable %d in state %d of %d", w.part.Vars[v], x[k], m.Cards[v])
+			return fmt.Errorf("evaluate: boundary variable %d in state %d of %d", w.vars[v], x[k], m.Cards[v])
 		}
 	}
 	return nil
@@ -266,7 +268,7 @@ func (w *Worker) settle(in *EvalIn, out *EvalOut) error {
 	if e.settle == nil {
 		e.settle = make([]bool, len(e.cand))
 	}
-	for k, v := range w.part.Boundary {
+	for k, v := range w.boundary {
 		e.cand[v] = int(in.X[k])
 		e.settle[v] = in.Fixed[k]
 	}
@@ -288,7 +290,7 @@ func (w *Worker) settle(in *EvalIn, out *EvalOut) error {
 		ls.rep.frozen = ls.frozen
 	}
 	out.X = out.X[:0]
-	for _, v := range w.part.Boundary {
+	for _, v := range w.boundary {
 		out.X = append(out.X, int32(e.cand[v]))
 	}
 	return nil
@@ -305,7 +307,7 @@ func (w *Worker) EachBest(chunk int, fn func(vars []int, states []int32) error) 
 	vars := make([]int, 0, min(chunk, len(w.interior)))
 	states := make([]int32, 0, cap(vars))
 	for _, i := range w.interior {
-		vars = append(vars, w.part.Vars[i])
+		vars = append(vars, w.vars[i])
 		states = append(states, w.eval.best[i])
 		if len(vars) == chunk {
 			if err := fn(vars, states); err != nil {
@@ -333,7 +335,7 @@ func (w *Worker) BestPiece(k, size int) (vars []int, states []int32, last bool, 
 	lo, hi := k*size, min((k+1)*size, len(w.interior))
 	vars, states = make([]int, 0, hi-lo), make([]int32, 0, hi-lo)
 	for _, i := range w.interior[lo:hi] {
-		vars = append(vars, w.part.Vars[i])
+		vars = append(vars, w.vars[i])
 		states = append(states, w.eval.best[i])
 	}
 	return vars, states, hi == len(w.interior), nil
@@ -374,31 +376,21 @@ func (sp *shardPrimal) check(ctx context.Context, s *master, res *solver.Result,
 	src, op := s.x, EvalDecoded
 	if polish {
 		src, op = sp.best, EvalPolish
-	} else if math.IsInf(res.Primal, -1) {
-		var err error
+	}
+	repair := math.IsInf(res.Primal, -1)
+	before, after, err := sp.evaluate(ctx, s, src, op, repair)
+	if err != nil {
+		return err
+	}
+	if repair && math.IsInf(after, -1) && len(sp.links) > 1 {
+		// The parts' repairs around the decoded boundary failed: settle
+		// the boundary worker by worker, and repair around it.
 		if src, err = sp.settle(ctx, s); err != nil {
 			return err
 		}
-	}
-	for w, in := range sp.ins {
-		in.Op, in.Repair = op, math.IsInf(res.Primal, -1)
-		in.X = in.X[:0]
-		for _, j := range s.b.varsOf[w] {
-			in.X = append(in.X, int32(src[s.b.vars[j]]))
+		if before, after, err = sp.evaluate(ctx, s, src, op, repair); err != nil {
+			return err
 		}
-	}
-	if err := sp.call(ctx, op); err != nil {
-		return err
-	}
-	m := s.m
-	before, after := m.Constant, m.Constant
-	for _, out := range sp.outs {
-		before += out.Before
-		after += out.After
-	}
-	for v, k := range src {
-		before += m.Unary[m.UnaryOff[v]+k]
-		after += m.Unary[m.UnaryOff[v]+k]
 	}
 	var keep EvalOp
 	best := res.Primal
@@ -422,6 +414,33 @@ func (sp *shardPrimal) check(ctx context.Context, s *master, res *solver.Result,
 	}
 	res.Primal, s.bestPrimal = best, best
 	return nil
+}
+
+// evaluate has every worker evaluate its part around the boundary states
+// src, and returns the scores of the whole assignment before and after the
+// workers' improvement.
+func (sp *shardPrimal) evaluate(ctx context.Context, s *master, src []int, op EvalOp, repair bool) (before, after float64, err error) {
+	for w, in := range sp.ins {
+		in.Op, in.Repair = op, repair
+		in.X = in.X[:0]
+		for _, j := range s.b.varsOf[w] {
+			in.X = append(in.X, int32(src[s.b.vars[j]]))
+		}
+	}
+	if err := sp.call(ctx, op); err != nil {
+		return 0, 0, err
+	}
+	m := s.m
+	before, after = m.Constant, m.Constant
+	for _, out := range sp.outs {
+		before += out.Before
+		after += out.After
+	}
+	for v, k := range src {
+		before += m.Unary[m.UnaryOff[v]+k]
+		after += m.Unary[m.UnaryOff[v]+k]
+	}
+	return before, after, nil
 }
 
 // settle settles the boundary for the repair: worker after worker repairs

@@ -43,7 +43,10 @@ type StepOut struct {
 // Worker holds a part's slaves and the state of its replicas, and runs the
 // slave phase and the interior variable phase of each iteration.
 type Worker struct {
-	part *Part
+	// vars and boundary are the part's (Part.Vars, Part.Boundary); the
+	// worker keeps no other reference to the Part, whose plan and
+	// degrees it no longer needs once built.
+	vars, boundary []int
 	p    *Problem
 	opts Options
 
@@ -101,7 +104,7 @@ func NewWorker(part *Part, opts Options) (*Worker, error) {
 	m := p.Model
 	nr := p.NumReplicaEntries()
 	w := &Worker{
-		part: part, p: p, opts: opts,
+		vars: part.Vars, boundary: part.Boundary, p: p, opts: opts,
 		invDeg:      make([]float64, m.NumVars()),
 		lambda:      make([]float64, nr),
 		nu:          make([]float64, nr),
@@ -208,7 +211,7 @@ func (w *Worker) NumBoundaryReplicaEntries() int {
 // NumBoundaryMuEntries is the length of StepIn.Mu.
 func (w *Worker) NumBoundaryMuEntries() int {
 	n := 0
-	for _, v := range w.part.Boundary {
+	for _, v := range w.boundary {
 		n += w.p.Model.Cards[v]
 	}
 	return n
@@ -240,7 +243,7 @@ func (w *Worker) Step(in *StepIn, out *StepOut) {
 		off += n
 	}
 	off = 0
-	for k, v := range w.part.Boundary {
+	for k, v := range w.boundary {
 		n := m.Cards[v]
 		w.muDirty[v] = !equal(w.mu[w.bMu[k]:w.bMu[k]+n], in.Mu[off:off+n])
 		copy(w.mu[w.bMu[k]:w.bMu[k]+n], in.Mu[off:off+n])
