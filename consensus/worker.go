@@ -47,8 +47,8 @@ type Worker struct {
 	// worker keeps no other reference to the Part, whose plan and
 	// degrees it no longer needs once built.
 	vars, boundary []int
-	p    *Problem
-	opts Options
+	p              *Problem
+	opts           Options
 
 	invDeg   []float64
 	interior []int // local variables that are not boundary
