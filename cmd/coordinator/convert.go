@@ -12,12 +12,15 @@ import (
 )
 
 // cmdConvert converts a model file between formats (modelfile.Convert):
-// to .ddx it streams UAI tables, and reports progress on stderr every
-// second. Any failure to read or write is the user's input (exit 2).
+// to .ddx it streams UAI tables and folds factors over fewer than 2
+// variables into the unaries (unless --keep-unary-factors), and reports
+// progress on stderr every second. Any failure to read or write is the
+// user's input (exit 2).
 func cmdConvert(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flagSet("convert")
 	maxEntries := fs.Int("max-entries", model.DefaultMaxEntries, "most table entries the input may declare in all, and, on its own, most variable states")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	keepUnary := fs.Bool("keep-unary-factors", false, "to .ddx: write factors over 0 or 1 variables as factors; by default they are folded into the constant and the unaries (a UAI file's unary tables become unaries), unless a sum would be +Inf")
 	pos, err := parseInterleaved(fs, args, stderr)
 	if err != nil {
 		return err
@@ -37,7 +40,7 @@ func cmdConvert(ctx context.Context, args []string, stderr io.Writer) error {
 	if in == out {
 		return usagef("convert: IN and OUT are the same file")
 	}
-	opts := modelfile.ConvertOptions{MaxEntries: *maxEntries}
+	opts := modelfile.ConvertOptions{MaxEntries: *maxEntries, KeepUnaryFactors: *keepUnary}
 	var mu sync.Mutex
 	var done, total int
 	if !*quiet {

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ddrun/ddrun/model/indexed"
+	"github.com/ddrun/ddrun/model/modelfile"
 )
 
 // TestConvert converts UAI to the indexed format and back to JSON, solves
@@ -40,5 +45,43 @@ func TestConvert(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "bad.ddx")); !os.IsNotExist(err) {
 		t.Errorf("bad.ddx left behind")
+	}
+}
+
+// TestConvertFoldsUnaryFactors: to .ddx, a UAI file's factors over one
+// variable become unaries, unless --keep-unary-factors.
+func TestConvertFoldsUnaryFactors(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "m.uai")
+	os.WriteFile(in, []byte("MARKOV\n3\n2 2 3\n3\n1 0\n2 0 1\n1 2\n2\n1 2\n4\n4 1 1 4\n3\n1 2 0\n"), 0o644)
+	want, err := modelfile.Load(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, keep := range []bool{false, true} {
+		out := filepath.Join(dir, fmt.Sprintf("m%v.ddx", keep))
+		args := []string{"convert", "--quiet", in, out}
+		if keep {
+			args = append(args, "--keep-unary-factors")
+		}
+		if code, _, stderr := runCLI(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		got, err := indexed.ReadFile(out, indexed.ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(got.Factors); keep && n != 3 || !keep && n != 1 {
+			t.Fatalf("keep %v: %d factors", keep, n)
+		}
+		for x := range 12 {
+			a := []int{x & 1, x >> 1 & 1, x >> 2 % 3}
+			if sw, sg := want.Score(a), got.Score(a); math.Abs(sw-sg) > 1e-12 && !(math.IsInf(sw, -1) && math.IsInf(sg, -1)) {
+				t.Fatalf("keep %v: score at %v: %v, want %v", keep, a, sg, sw)
+			}
+		}
+	}
+	if code, _, stderr := runCLI(t, "convert", "-h"); code != 0 || !strings.Contains(stderr, "keep-unary-factors") {
+		t.Fatalf("convert -h: exit %d, %q", code, stderr)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/indexed"
 	"github.com/ddrun/ddrun/model/modelfile"
 	"github.com/ddrun/ddrun/model/native"
 	"github.com/ddrun/ddrun/model/uai"
@@ -23,7 +25,7 @@ func cmdGen(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	fs := flagSet("gen " + family)
-	out := fs.String("o", "", "output `FILE` (.uai[.gz], .json, .msgpack)")
+	out := fs.String("o", "", "output `FILE` (.uai[.gz], .LG, .json, .msgpack (optionally .gz) or .ddx)")
 	seed := fs.Int64("seed", 1, "random seed")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	var grid generate.GridOptions
@@ -56,7 +58,7 @@ func cmdGen(args []string, stdout, stderr io.Writer) error {
 		return usagef("gen %s: -o FILE is required", family)
 	}
 	if modelfile.FormatOf(*out) == modelfile.Unknown {
-		return usagef("gen %s: -o %s: unknown model format (want .uai, .uai.gz, .json or .msgpack)", family, *out)
+		return usagef("gen %s: -o %s: unknown model format (want .uai, .uai.gz, .LG, .json, .msgpack (optionally .gz) or .ddx)", family, *out)
 	}
 	grid.Seed, logic.Seed = *seed, *seed
 	if family == "logic" {
@@ -64,7 +66,13 @@ func cmdGen(args []string, stdout, stderr io.Writer) error {
 			return usagef("gen %s: %w", family, err)
 		}
 		m := generate.Logic(logic)
-		if err := modelfile.Save(*out, m); err != nil {
+		save := modelfile.Save
+		if modelfile.FormatOf(*out) == modelfile.Indexed {
+			save = func(path string, m *model.Model) error {
+				return indexed.WriteStreamFile(path, model.SourceOf(m), ddxOptions, nil)
+			}
+		}
+		if err := save(*out, m); err != nil {
 			return fmt.Errorf("gen %s: %w", family, err)
 		}
 		fmt.Fprintf(stderr, "wrote %s: %d variables, %d factors\n", *out, m.NumVars(), len(m.Factors))
@@ -89,9 +97,14 @@ func cmdGen(args []string, stdout, stderr io.Writer) error {
 }
 
 const genUsage = `usage: coordinator gen potts|ising|logic [flags] -o FILE
-FILE: .uai, .uai.gz, .LG, .json or .msgpack (optionally .gz)
+FILE: .uai, .uai.gz, .LG, .json or .msgpack (optionally .gz), or .ddx
 run 'coordinator gen FAMILY -h' for a family's flags; potts and ising grids
-are written streaming, in bounded memory, whatever their size`
+are written streaming, in bounded memory, whatever their size (.ddx: the
+writer holds the unaries and the scopes until the end, O(factors))`
+
+// ddxOptions is how gen writes .ddx files: factors over fewer than 2
+// variables folded into the unaries, as convert does.
+var ddxOptions = indexed.WriteOptions{FoldUnary: true}
 
 // saveStream writes a grid to path as modelfile.Save would write the model,
 // without building it.
@@ -101,6 +114,8 @@ func saveStream(path string, s *generate.GridStream, progress func(done, total i
 		return uai.WriteStreamFile(path, s, progress)
 	case modelfile.Native:
 		return native.WriteStreamFile(path, s, progress)
+	case modelfile.Indexed:
+		return indexed.WriteStreamFile(path, s, ddxOptions, progress)
 	}
 	return fmt.Errorf("%s: unknown model format", path)
 }

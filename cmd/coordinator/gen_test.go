@@ -12,6 +12,7 @@ import (
 
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/indexed"
 	"github.com/ddrun/ddrun/model/modelfile"
 	"github.com/ddrun/ddrun/model/native"
 )
@@ -33,7 +34,7 @@ func TestGenStreamsSameBytes(t *testing.T) {
 				} else {
 					m = generate.Ising(o)
 				}
-				for _, ext := range []string{"uai", "uai.gz", "LG", "json", "json.gz", "msgpack", "msgpack.gz"} {
+				for _, ext := range []string{"uai", "uai.gz", "LG", "json", "json.gz", "msgpack", "msgpack.gz", "ddx"} {
 					want, got := filepath.Join(dir, "want."+ext), filepath.Join(dir, "got."+ext)
 					if err := modelfile.Save(want, m); err != nil {
 						t.Fatal(err)
@@ -76,6 +77,48 @@ func TestGenStreamBoundedMemory(t *testing.T) {
 	t.Logf("streaming peak heap %d KB, built model %d KB", streamed>>10, built>>10)
 	if streamed > 8<<20 || built < 4*streamed {
 		t.Fatalf("streaming peak heap %d KB, built model %d KB: want a few MB, far below the model", streamed>>10, built>>10)
+	}
+}
+
+// TestGenLogicDDX: gen logic writes .ddx with the factors over one
+// variable folded into the unaries, as indexed.Write with FoldUnary.
+func TestGenLogicDDX(t *testing.T) {
+	o := generate.LogicOptions{Vars: 30, Factors: 40, Couplings: 20, MaxArity: 4, Rho: 1, Seed: 3}
+	m := generate.Logic(o)
+	small := 0
+	for _, f := range m.Factors {
+		if len(f.Vars) < 2 {
+			small++
+		}
+	}
+	if small == 0 {
+		t.Fatal("no factor over one variable to fold: pick another seed")
+	}
+	var want bytes.Buffer
+	if err := indexed.Write(&want, m, indexed.WriteOptions{FoldUnary: true}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "l.ddx")
+	code, _, stderr := runCLI(t, "gen", "logic", "--vars", "30", "--factors", "40", "--couplings", "20", "--max-arity", "4", "--seed", "3", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	got, _ := os.ReadFile(out)
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("gen logic .ddx differs from the folded model written (%d vs %d bytes)", len(got), want.Len())
+	}
+	back, err := indexed.ReadFile(out, indexed.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for a, f := range back.Factors {
+		if len(f.Vars) < 2 {
+			t.Fatalf("factor %d over %d variables", a, len(f.Vars))
+		}
+	}
+	code, _, stderr = runCLI(t, "gen", "potts", "-o", filepath.Join(t.TempDir(), "x.txt"))
+	if code != 2 || !strings.Contains(stderr, ".ddx") {
+		t.Fatalf("unknown extension: exit %d, %q", code, stderr)
 	}
 }
 

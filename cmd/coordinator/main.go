@@ -4,7 +4,7 @@
 //	coordinator solve [flags] MODEL     solve in this process (shared memory)
 //	coordinator run [flags] --workers N MODEL   solve on worker processes over NATS
 //	coordinator gen potts|ising|logic [flags] -o FILE
-//	coordinator convert [--max-entries N] [--quiet] IN OUT
+//	coordinator convert [--max-entries N] [--keep-unary-factors] [--quiet] IN OUT
 //
 // Exit status: 0 when a result was produced, 2 for bad input or usage (one
 // line on stderr), 1 for an internal failure.
@@ -40,7 +40,8 @@ const usage = `usage:
   coordinator solve [flags] MODEL        MODEL: .uai[.gz] | .LG | .json | .msgpack | .ddx
   coordinator run [solve's flags] --workers N [--nats URL] [--job ID] [--local] MODEL
   coordinator gen potts|ising|logic [flags] -o FILE
-  coordinator convert [--max-entries N] [--quiet] IN OUT   (any two of the formats; .ddx: indexed)
+  coordinator convert [--max-entries N] [--keep-unary-factors] [--quiet] IN OUT
+                                          (any two of the formats; .ddx: indexed)
 run 'coordinator solve -h' or 'coordinator gen -h' for the flags`
 
 func main() {

@@ -10,6 +10,18 @@
 //
 // The payload comes first and the structure after it, with a fixed-size
 // trailer at the end pointing at both, so that Writer streams: it writes
-// each factor's payload as it is added and keeps only the structure.
-// docs/indexed-format.md gives the byte layout.
+// each factor's payload as it is added and keeps only the structure
+// (WriteStream writes a model.Source; WriteOptions.FoldUnary folds factors
+// over fewer than 2 variables into the unaries and the constant).
+//
+// ReadStructure reads the whole structure into a model.Model, ReadFactors
+// the payloads of chosen factors. For models that no process holds, a
+// Scanner (OpenScan) keeps nothing per variable or per factor: Walk streams
+// the structure section once, checking it and its checksum, and reports
+// each factor with the file offset of its record; ReadRecords decodes a
+// contiguous range of records from such an offset, with their payloads;
+// ReadVars and ReadCards read chosen variables' cardinalities and unaries.
+// Only a whole Walk verifies the structure's checksum: range readers bind
+// the file by (Size, StructureCRC) to the one a Walk checked.
+// docs/indexed-format.md gives the byte layout and the reading modes.
 package indexed

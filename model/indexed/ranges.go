@@ -32,7 +32,8 @@ import (
 //
 // f passed to fn is valid until fn returns, but its slices (Vars, Negated,
 // Table, Emission) are fresh: the caller may keep them (a copy of *f).
-// Tables of one batch share one allocation, as do scopes.
+// The tables of one batch (about a megabyte) share one allocation, and
+// scopes are cut from shared chunks, so a kept slice keeps its neighbours.
 func (s *Scanner) ReadRecords(pos int64, from, to int, card func(v int) int, fn func(a int, f *model.Factor) error) error {
 	if from < 0 || to < from || to > s.NumFactors() {
 		return errf(s.name, "factors %d..%d: out of range [0,%d]", from, to, s.NumFactors())

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 
 	"github.com/ddrun/ddrun/model"
 )
@@ -18,6 +19,14 @@ type WriteOptions struct {
 	// BlockSize is the payload bytes per checksum (0: DefaultBlockSize); a
 	// multiple of 8 in [MinBlockSize, MaxBlockSize].
 	BlockSize int
+	// FoldUnary makes Add fold a factor over no variable into the constant
+	// and one over a single variable into that variable's unary (its
+	// table, whatever its kind: a logic factor's -Inf entries become -Inf
+	// unary entries) instead of writing it, unless the sum would not be a
+	// valid constant (finite) or unary (no NaN, no +Inf). The file then
+	// has fewer factors (Writer.Folded says how many were folded) and the
+	// same scores.
+	FoldUnary bool
 }
 
 // Writer writes an indexed model file in one pass: the header, then each
@@ -29,9 +38,12 @@ type Writer struct {
 	w         *bufio.Writer
 	err       error
 	cards     []int
+	unaryOff  []int
 	unary     []float64
 	constant  float64
 	blockSize int64
+	fold      bool
+	folded    int
 	scr       scratch
 
 	payload  int64 // payload bytes written
@@ -59,9 +71,15 @@ type record struct {
 
 // NewWriter starts an indexed file on w for a model with m's
 // cardinalities, unaries and constant (m's factors are ignored: Add them).
-// The writer keeps m's Cards and Unary until Close; the caller must not
-// change them.
+// The writer keeps m's Cards, UnaryOff and Unary until Close (a copy of
+// Unary with opts.FoldUnary, which changes it); the caller must not change
+// them.
 func NewWriter(w io.Writer, m *model.Model, opts WriteOptions) (*Writer, error) {
+	return newWriter(w, m, opts, opts.FoldUnary)
+}
+
+// newWriter is NewWriter, copying m.Unary when copyUnary is set.
+func newWriter(w io.Writer, m *model.Model, opts WriteOptions, copyUnary bool) (*Writer, error) {
 	bs := int64(opts.BlockSize)
 	if bs == 0 {
 		bs = DefaultBlockSize
@@ -86,8 +104,11 @@ func NewWriter(w io.Writer, m *model.Model, opts WriteOptions) (*Writer, error) 
 	if math.IsNaN(m.Constant) || math.IsInf(m.Constant, 0) {
 		return nil, fmt.Errorf("indexed: constant %v is not finite", m.Constant)
 	}
-	wr := &Writer{w: bufio.NewWriterSize(w, 1<<16), cards: m.Cards, unary: m.Unary, constant: m.Constant,
-		blockSize: bs, scratch: make([]byte, 8<<10)}
+	wr := &Writer{w: bufio.NewWriterSize(w, 1<<16), cards: m.Cards, unaryOff: m.UnaryOff, unary: m.Unary,
+		constant: m.Constant, blockSize: bs, fold: opts.FoldUnary, scratch: make([]byte, 8<<10)}
+	if copyUnary {
+		wr.unary = slices.Clone(m.Unary)
+	}
 	var h [headerSize]byte
 	copy(h[:], headerMagic)
 	binary.LittleEndian.PutUint32(h[8:], Version)
@@ -103,18 +124,25 @@ func (wr *Writer) wrap(err error) error {
 	return fmt.Errorf("indexed: write: %w", err)
 }
 
-// Factors returns the number of factors added so far.
+// Factors returns the number of factors written so far.
 func (wr *Writer) Factors() int { return wr.nfactors }
+
+// Folded returns the number of factors folded into the unaries and the
+// constant so far (WriteOptions.FoldUnary).
+func (wr *Writer) Folded() int { return wr.folded }
 
 // Add appends a factor: its payload (a Dense table, a Sequence's
 // transitions then emission) goes to the file now, its structure stays in
-// the Writer until Close. It checks the factor as model.Validate does.
+// the Writer until Close; or, with WriteOptions.FoldUnary, a factor over
+// fewer than 2 variables may be folded. It checks the factor as
+// model.Validate does; errors number factors in the order of the Add
+// calls.
 func (wr *Writer) Add(f *model.Factor) error {
 	if wr.err != nil {
 		return wr.err
 	}
-	a := wr.nfactors
-	if a >= math.MaxInt32-1 {
+	a := wr.nfactors + wr.folded
+	if wr.nfactors >= math.MaxInt32-1 {
 		return fmt.Errorf("indexed: more than %d factors", math.MaxInt32-2)
 	}
 	card := func(v int) int { return wr.cards[v] }
@@ -127,6 +155,9 @@ func (wr *Writer) Add(f *model.Factor) error {
 				return fmt.Errorf("indexed: factor %d (%s): payload entry %d is %s", a, f.Kind, k, s)
 			}
 		}
+	}
+	if wr.fold && len(f.Vars) < 2 && wr.foldFactor(f) {
+		return nil
 	}
 	r := record{kind: f.Kind, arity: uint32(len(f.Vars)), weight: f.Weight, budget: uint32(f.Budget),
 		off: wr.payload, table: int64(len(f.Table)), emission: int64(len(f.Emission))}
@@ -142,6 +173,40 @@ func (wr *Writer) Add(f *model.Factor) error {
 	wr.floats(f.Table)
 	wr.floats(f.Emission)
 	return wr.wrap(wr.err)
+}
+
+// foldFactor adds f, a checked factor over fewer than 2 variables (whose
+// cardinalities are in wr.scr.cards), to the constant or its variable's
+// unary, unless a sum would be invalid; it reports whether it did.
+func (wr *Writer) foldFactor(f *model.Factor) bool {
+	t := f.Table
+	if f.Kind != model.Dense {
+		local := model.New(wr.scr.cards)
+		g := *f
+		g.Vars = []int{0}[:len(f.Vars)]
+		local.Factors = []model.Factor{g}
+		t = local.DenseTable(0)
+	}
+	if len(f.Vars) == 0 {
+		c := wr.constant + t[0]
+		if math.IsNaN(c) || math.IsInf(c, 0) {
+			return false
+		}
+		wr.constant = c
+	} else {
+		v := f.Vars[0]
+		u := wr.unary[wr.unaryOff[v]:wr.unaryOff[v+1]]
+		for s := range u {
+			if badValue(u[s]+t[s]) != "" {
+				return false
+			}
+		}
+		for s := range u {
+			u[s] += t[s]
+		}
+	}
+	wr.folded++
+	return true
 }
 
 // floats writes payload values, updating the block checksums.
@@ -284,11 +349,74 @@ func Write(w io.Writer, m *model.Model, opts WriteOptions) error {
 // WriteFile writes m to the file at path; on failure it removes the
 // partial file.
 func WriteFile(path string, m *model.Model) error {
+	return writeFile(path, func(w io.Writer) error { return Write(w, m, WriteOptions{}) })
+}
+
+// WriteStream writes the model that src gives to w: it reads the
+// cardinalities and unaries (which the Writer holds until Close, as
+// NewWriter does, without another copy), then adds the factors one by one
+// as src gives them, so that nothing else of the model is held: memory is
+// the unaries plus the Writer's structure (O(factors x arity)). progress,
+// when not nil, is told of each piece (a variable's unaries, a factor).
+func WriteStream(w io.Writer, src model.Source, opts WriteOptions, progress model.Progress) error {
+	n := src.NumVars()
+	m := &model.Model{Cards: make([]int, n), UnaryOff: make([]int, n+1), Constant: src.Constant()}
+	for i := range n {
+		c := src.Card(i)
+		if c < 1 || c > math.MaxUint32 {
+			return fmt.Errorf("indexed: variable %d: cardinality %d", i, c)
+		}
+		if c > model.MaxTableEntries-m.UnaryOff[i] {
+			return fmt.Errorf("indexed: variable %d: more than %d states in all", i, model.MaxTableEntries)
+		}
+		m.Cards[i], m.UnaryOff[i+1] = c, m.UnaryOff[i]+c
+	}
+	m.Unary = make([]float64, m.UnaryOff[n])
+	total := int64(n + src.NumFactors())
+	var done int64
+	var err error
+	src.EachUnaries(func(i int, u []float64) {
+		if err == nil && (i < 0 || i >= n || len(u) != m.Cards[i]) {
+			err = fmt.Errorf("indexed: variable %d: %d unary entries from the source", i, len(u))
+		}
+		if err == nil {
+			copy(m.Unaries(i), u)
+			progress.Step(&done, total)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	wr, err := newWriter(w, m, opts, false)
+	if err != nil {
+		return err
+	}
+	src.EachFactor(func(a int, f *model.Factor) {
+		if err == nil {
+			err = wr.Add(f)
+			progress.Step(&done, total)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return wr.Close()
+}
+
+// WriteStreamFile is WriteStream to the file at path; on failure it
+// removes the partial file.
+func WriteStreamFile(path string, src model.Source, opts WriteOptions, progress model.Progress) error {
+	return writeFile(path, func(w io.Writer) error { return WriteStream(w, src, opts, progress) })
+}
+
+// writeFile creates the file at path and writes it with write, removing it
+// on failure.
+func writeFile(path string, write func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("indexed: %w", err)
 	}
-	err = Write(f, m, WriteOptions{})
+	err = write(f)
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("indexed: write %s: %w", path, cerr)
 	}

@@ -16,6 +16,11 @@ type ConvertOptions struct {
 	MaxEntries int
 	// BlockSize is the indexed output's checksum block (0: the default).
 	BlockSize int
+	// KeepUnaryFactors writes an indexed output's factors over fewer than
+	// 2 variables as factors; by default they are folded into the unaries
+	// and the constant (indexed.WriteOptions.FoldUnary), as a UAI file's
+	// unary tables are best held.
+	KeepUnaryFactors bool
 	// Progress, when not nil, is called after each factor written to an
 	// indexed output with the factors written and their total.
 	Progress func(done, total int)
@@ -24,7 +29,9 @@ type ConvertOptions struct {
 // Convert reads the model file in and writes it to out, each in the format
 // its name says. UAI to indexed streams: the scopes are kept (O(factors x
 // arity)) and each table goes to out as it is parsed, so memory does not
-// grow with the tables. Other conversions read the whole model first
+// grow with the tables. An indexed output has the factors over fewer than
+// 2 variables folded into the unaries and the constant unless
+// o.KeepUnaryFactors. Other conversions read the whole model first
 // (native JSON and msgpack are decoded whole; a UAI or native output is
 // written from a whole model). On failure out is removed.
 func Convert(ctx context.Context, in, out string, o ConvertOptions) (err error) {
@@ -53,7 +60,7 @@ func Convert(ctx context.Context, in, out string, o ConvertOptions) (err error) 
 			os.Remove(out)
 		}
 	}()
-	wopts := indexed.WriteOptions{BlockSize: o.BlockSize}
+	wopts := indexed.WriteOptions{BlockSize: o.BlockSize, FoldUnary: !o.KeepUnaryFactors}
 	if FormatOf(in) != UAI {
 		m, err := LoadWith(ctx, in, Options{MaxEntries: o.MaxEntries})
 		if err != nil {

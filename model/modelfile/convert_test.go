@@ -73,7 +73,7 @@ func TestConvertRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	var calls, last int
-	err = Convert(ctx, in, filepath.Join(dir, "p.ddx"), ConvertOptions{BlockSize: 512, Progress: func(done, total int) { calls, last = calls+1, total }})
+	err = Convert(ctx, in, filepath.Join(dir, "p.ddx"), ConvertOptions{BlockSize: 512, KeepUnaryFactors: true, Progress: func(done, total int) { calls, last = calls+1, total }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +85,25 @@ func TestConvertRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	closeScores(t, want, got, 0)
+	// By default the UAI file's unary tables are folded into the unaries:
+	// the same scores (up to rounding), no factor over fewer than 2
+	// variables.
+	if err := Convert(ctx, in, filepath.Join(dir, "folded.ddx"), ConvertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	folded, err := Load(filepath.Join(dir, "folded.ddx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeScores(t, want, folded, 1e-12)
+	if len(folded.Factors) != len(p.Factors) {
+		t.Fatalf("folded: %d factors, want the grid's %d", len(folded.Factors), len(p.Factors))
+	}
+	for a, f := range folded.Factors {
+		if len(f.Vars) < 2 {
+			t.Fatalf("folded: factor %d over %d variables", a, len(f.Vars))
+		}
+	}
 	if err := Convert(ctx, filepath.Join(dir, "p.ddx"), filepath.Join(dir, "q.uai.gz"), ConvertOptions{}); err != nil {
 		t.Fatal(err)
 	}
