@@ -88,6 +88,15 @@ type result struct {
 // runJSON runs a command with a deadline and decodes its JSON result.
 func runJSON(t *testing.T, timeout time.Duration, bin string, args ...string) result {
 	t.Helper()
+	var r result
+	runJSONInto(t, timeout, bin, &r, args...)
+	return r
+}
+
+// runJSONInto runs a command with a deadline and decodes its JSON result
+// into r.
+func runJSONInto(t *testing.T, timeout time.Duration, bin string, r any, args ...string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
@@ -97,11 +106,9 @@ func runJSON(t *testing.T, timeout time.Duration, bin string, args ...string) re
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%s %s: %v\nstderr:\n%s", filepath.Base(bin), strings.Join(args, " "), err, stderr.String())
 	}
-	var r result
-	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+	if err := json.Unmarshal(stdout.Bytes(), r); err != nil {
 		t.Fatalf("%s: result is not JSON: %v\n%s", filepath.Base(bin), err, stdout.String())
 	}
-	return r
 }
 
 func sameResult(t *testing.T, got, want result) {
@@ -204,6 +211,8 @@ func TestSeparateWorkersAcrossJobs(t *testing.T) {
 func TestRunBadInput(t *testing.T) {
 	coord, worker := binaries(t)
 	model := genModel(t, coord, "potts", "--height", "3", "--width", "3", ".uai")
+	ddx := genModel(t, coord, "potts", "--height", "3", "--width", "3", ".ddx")
+	hard := convertDDX(t, coord, genModel(t, coord, "logic", "--vars", "30", "--factors", "20", ".json"))
 	cases := []struct {
 		name string
 		bin  string
@@ -217,6 +226,11 @@ func TestRunBadInput(t *testing.T) {
 		{"bad job id", coord, []string{"run", "--job", "a.b", model}, "--job"},
 		{"bad listen", coord, []string{"run", "--nats-listen", "nonsense", model}, "--nats-listen"},
 		{"no workers join", coord, []string{"run", "--workers", "1", "--wait", "300ms", model}, "waited"},
+		{"sharded uai", coord, []string{"run", "--sharded", model}, "convert it first"},
+		{"sharded chains", coord, []string{"run", "--sharded", "--slaves", "chains", ddx}, "one slave per factor"},
+		{"sharded checkpoints", coord, []string{"run", "--sharded", "--checkpoint-every", "5", ddx}, "checkpoints"},
+		{"sharded forbidden state", coord, []string{"run", "--sharded", "--workers", "1", hard}, "forbidden"},
+		{"sharded missing file", coord, []string{"run", "--sharded", filepath.Join(t.TempDir(), "none.ddx")}, "no such file"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
