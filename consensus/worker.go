@@ -116,7 +116,6 @@ func NewWorker(part *Part, opts Options) (*Worker, error) {
 		muDirty:     make([]bool, m.NumVars()),
 		unsolved:    make([]bool, len(p.Slaves)),
 		repID:       make([]int, len(p.VarReps)),
-		inexact:     make([]slaves.Inexact, len(p.Slaves)),
 		subgradient: opts.Algo == Subgradient,
 	}
 	for j := range p.VarReps {
@@ -154,6 +153,9 @@ func NewWorker(part *Part, opts Options) (*Worker, error) {
 	var sc *slaves.Scratch
 	for a, sl := range p.Slaves {
 		if ie, ok := sl.(slaves.Inexact); ok {
+			if w.inexact == nil { // only models with such slaves pay for the slice
+				w.inexact = make([]slaves.Inexact, len(p.Slaves))
+			}
 			w.inexact[a] = ie
 		}
 		// One scratch per chunk of slaves: a chunk is solved by one
@@ -354,6 +356,9 @@ func (w *Worker) solveSlaves(worker, chunk int) {
 			off += len(mu)
 		}
 		w.phiq[a] = sl.QUAD(c, eta, w.nu[r0:r1])
+		if w.inexact == nil {
+			continue
+		}
 		if ie := w.inexact[a]; ie != nil {
 			w.unsolved[a] = !ie.Converged()
 		}
