@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"runtime"
 	"sync"
 	"time"
 
@@ -383,12 +382,7 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 			s.mu.Unlock()
 			switch what {
 			case stepStop:
-				// The live heap (after a collection) beside the peak RSS: what
-				// the part needs, and what the collector's slack added.
-				runtime.GC()
-				var ms runtime.MemStats
-				runtime.ReadMemStats(&ms)
-				s.log.Info("job done", "job", job, "iterations", exp.last, "peak_rss_mb", PeakRSSMB(), "live_heap_mb", ms.HeapAlloc>>20)
+				s.log.Info("job done", "job", job, "iterations", exp.last, "peak_rss_mb", PeakRSSMB())
 				return nil
 			case stepOld:
 				continue

@@ -250,3 +250,36 @@ func TestPlanAndLoadErrors(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkPlan: the coordinator's three passes over a 300x300 4-label
+// grid's file, cut for 4 workers (what it keeps: the boundary).
+func BenchmarkPlan(b *testing.B) {
+	m := generate.Potts(generate.GridOptions{Height: 300, Width: 300, Labels: 4, Rho: 0.5, Seed: 1})
+	path := writeDDX(b, m)
+	b.ReportAllocs()
+	for b.Loop() {
+		l, err := Plan(path, 4, PlanOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(l.BoundaryVars) == 0 {
+			b.Fatal("no boundary")
+		}
+	}
+}
+
+// BenchmarkLoad: one worker's part of the same grid, read from the file.
+func BenchmarkLoad(b *testing.B) {
+	m := generate.Potts(generate.GridOptions{Height: 300, Width: 300, Labels: 4, Rho: 0.5, Seed: 1})
+	path := writeDDX(b, m)
+	l, err := Plan(path, 4, PlanOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Load(context.Background(), &l.Specs[1]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
