@@ -283,3 +283,40 @@ func BenchmarkLoad(b *testing.B) {
 		}
 	}
 }
+
+// FuzzLoadSpec: a spec comes over the network, so any bytes must give a
+// part or an error, never a panic; a decoded part always passes the
+// worker's own checks (consensus.NewWorker).
+func FuzzLoadSpec(f *testing.F) {
+	m := generate.Potts(generate.GridOptions{Height: 4, Width: 5, Labels: 3, Rho: 1, Seed: 1})
+	path := filepath.Join(f.TempDir(), "m.ddx")
+	if err := indexed.WriteFile(path, m); err != nil {
+		f.Fatal(err)
+	}
+	l, err := Plan(path, 2, PlanOptions{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for k := range l.Specs {
+		data, err := l.Specs[k].Encode()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		spec, err := DecodeSpec(data)
+		if err != nil {
+			return
+		}
+		spec.Path = path // only the planned file: no other path is read
+		p, err := Load(context.Background(), spec)
+		if err != nil {
+			return
+		}
+		w, err := consensus.NewWorker(p, consensus.DefaultOptions())
+		if err == nil {
+			w.Close()
+		}
+	})
+}

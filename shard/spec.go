@@ -1,9 +1,10 @@
 package shard
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
-
-	"github.com/vmihailenco/msgpack/v5"
+	"math"
 )
 
 // Spec is one worker's part of a sharded job: where the model file is, the
@@ -11,38 +12,128 @@ import (
 // boundary variables and their degrees in the whole decomposition). It is
 // O(the worker's boundary) bytes.
 type Spec struct {
-	Path string `msgpack:"path"`
+	Path string
 	// Size and StructureCRC bind the spec to the file the coordinator
 	// planned (its trailer's structure checksum): a worker that finds
 	// another file refuses the part.
-	Size         int64  `msgpack:"size"`
-	StructureCRC uint32 `msgpack:"crc"`
-	NumVars      int    `msgpack:"nvars"`
+	Size         int64
+	StructureCRC uint32
+	NumVars      int
 	// From and To: the worker's factors [From, To), whose first record
 	// starts at byte Pos of the file.
-	From int   `msgpack:"from"`
-	To   int   `msgpack:"to"`
-	Pos  int64 `msgpack:"pos"`
+	From, To int
+	Pos      int64
 	// Boundary lists the worker's boundary variables (increasing) and
 	// Degree their number of slaves over all workers.
-	Boundary []int64 `msgpack:"bnd"`
-	Degree   []int32 `msgpack:"deg"`
+	Boundary []int64
+	Degree   []int32
 	// Isolated lists variables in no factor that the worker holds.
-	Isolated []int64 `msgpack:"iso"`
+	Isolated []int64
 	// ReplicaEntries is the part's replica entries (a check).
-	ReplicaEntries int `msgpack:"entries"`
+	ReplicaEntries int
 	// MaxEntries bounds the total states and payload entries read.
-	MaxEntries int `msgpack:"max"`
+	MaxEntries int
 }
 
-// Encode returns the spec's wire form.
-func (s *Spec) Encode() ([]byte, error) { return msgpack.Marshal(s) }
+// specMagic starts a spec's wire form (version 1).
+const specMagic = "DDSPEC01"
 
-// DecodeSpec reads a spec's wire form.
-func DecodeSpec(data []byte) (*Spec, error) {
-	var s Spec
-	if err := msgpack.Unmarshal(data, &s); err != nil {
-		return nil, fmt.Errorf("shard: decoding a part's spec: %w", err)
+// Encode returns the spec's wire form: little-endian fixed-size fields,
+// and each list as its length followed by its entries.
+func (s *Spec) Encode() ([]byte, error) {
+	if len(s.Degree) != len(s.Boundary) {
+		return nil, fmt.Errorf("shard: spec with %d boundary variables and %d degrees", len(s.Boundary), len(s.Degree))
 	}
-	return &s, nil
+	b := make([]byte, 0, 96+len(s.Path)+12*len(s.Boundary)+8*len(s.Isolated))
+	le := binary.LittleEndian
+	b = append(b, specMagic...)
+	b = le.AppendUint32(b, uint32(len(s.Path)))
+	b = append(b, s.Path...)
+	b = le.AppendUint64(b, uint64(s.Size))
+	b = le.AppendUint32(b, s.StructureCRC)
+	for _, v := range []int{s.NumVars, s.From, s.To, int(s.Pos), s.ReplicaEntries, s.MaxEntries} {
+		b = le.AppendUint64(b, uint64(v))
+	}
+	b = le.AppendUint32(b, uint32(len(s.Boundary)))
+	for k, v := range s.Boundary {
+		b = le.AppendUint64(b, uint64(v))
+		b = le.AppendUint32(b, uint32(s.Degree[k]))
+	}
+	b = le.AppendUint32(b, uint32(len(s.Isolated)))
+	for _, v := range s.Isolated {
+		b = le.AppendUint64(b, uint64(v))
+	}
+	return b, nil
+}
+
+// specReader reads a spec's wire form, failing instead of reading past its
+// end or setting aside more than the bytes left can hold.
+type specReader struct {
+	b   []byte
+	err error
+}
+
+func (r *specReader) take(n int) []byte {
+	if r.err != nil || n > len(r.b) {
+		r.err = errors.New("shard: a part's spec ends early")
+		return make([]byte, n)
+	}
+	out := r.b[:n]
+	r.b = r.b[n:]
+	return out
+}
+
+func (r *specReader) u32() uint32 { return binary.LittleEndian.Uint32(r.take(4)) }
+func (r *specReader) u64() uint64 { return binary.LittleEndian.Uint64(r.take(8)) }
+
+// int reads a u64 that must be a non-negative int.
+func (r *specReader) int(what string) int {
+	v := r.u64()
+	if r.err == nil && v > math.MaxInt64 {
+		r.err = fmt.Errorf("shard: a part's spec: %s %d out of range", what, v)
+	}
+	return int(v)
+}
+
+// count reads a list's length, which must fit in the bytes left at size
+// bytes an entry.
+func (r *specReader) count(what string, size int) int {
+	n := int(r.u32())
+	if r.err == nil && n > len(r.b)/size {
+		r.err = fmt.Errorf("shard: a part's spec: %d %s in %d bytes", n, what, len(r.b))
+		return 0
+	}
+	return n
+}
+
+// DecodeSpec reads a spec's wire form (Encode's).
+func DecodeSpec(data []byte) (*Spec, error) {
+	r := &specReader{b: data}
+	if string(r.take(len(specMagic))) != specMagic {
+		return nil, errors.New("shard: not a part's spec (bad magic)")
+	}
+	s := &Spec{}
+	s.Path = string(r.take(r.count("path bytes", 1)))
+	s.Size = int64(r.int("size"))
+	s.StructureCRC = r.u32()
+	s.NumVars, s.From, s.To = r.int("variables"), r.int("first factor"), r.int("end factor")
+	s.Pos, s.ReplicaEntries, s.MaxEntries = int64(r.int("position")), r.int("replica entries"), r.int("max entries")
+	nb := r.count("boundary variables", 12)
+	s.Boundary, s.Degree = make([]int64, nb), make([]int32, nb)
+	for k := range nb {
+		s.Boundary[k] = int64(r.int("boundary variable"))
+		s.Degree[k] = int32(r.u32())
+	}
+	ni := r.count("isolated variables", 8)
+	s.Isolated = make([]int64, ni)
+	for k := range ni {
+		s.Isolated[k] = int64(r.int("isolated variable"))
+	}
+	switch {
+	case r.err != nil:
+		return nil, r.err
+	case len(r.b) != 0:
+		return nil, fmt.Errorf("shard: %d bytes after a part's spec", len(r.b))
+	}
+	return s, nil
 }
