@@ -37,8 +37,38 @@ func (l *remoteLink) Step(ctx context.Context, in *consensus.StepIn, out *consen
 		}
 		return nil
 	}
-	if err := send(); err != nil {
+	r, err := exchange(ctx, c, l.w, fmt.Sprintf("step %d", in.Iter), send, c.reports[l.w], func(r *reportBody) (bool, error) {
+		if r.Iter != in.Iter {
+			return false, nil // a late answer to an earlier step
+		}
+		if r.Err != "" {
+			// Workers drop the steps they cannot take: a report with an
+			// error is not theirs.
+			c.faults.drop("report with an error dropped", "worker", c.name(l.w), "iteration", r.Iter, "err", r.Err)
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
 		return err
+	}
+	// The master checks the answer (consensus.CheckedLink).
+	out.Iter, out.Nu, out.Dual, out.Relaxed, out.PrimalRes, out.DualRes, out.Changed, out.X =
+		r.Iter, r.Nu, r.Dual, r.Relaxed, r.PrimalRes, r.DualRes, r.Changed, r.X
+	out.State = r.State.state()
+	return nil
+}
+
+// exchange sends a request to worker w (send) and waits for the answer on
+// ch that accept takes (others are late answers to earlier requests, or
+// dropped; an error from accept ends the wait). A request not answered
+// within resendEvery is sent again: the worker repeats its answer to a
+// repeated request. A worker that goes silent is replaced by a spare
+// (replace; a sharded run fails there), which gets the request. The step
+// timeout bounds the wait.
+func exchange[T any](ctx context.Context, c *coordinator, w int, what string, send func() error, ch <-chan *T, accept func(*T) (bool, error)) (*T, error) {
+	if err := send(); err != nil {
+		return nil, err
 	}
 	timer := time.NewTimer(c.timeout)
 	defer timer.Stop()
@@ -49,41 +79,33 @@ func (l *remoteLink) Step(ctx context.Context, in *consensus.StepIn, out *consen
 	for {
 		select {
 		case <-check.C:
-			if !c.lost(l.w) {
+			if !c.lost(w) {
 				continue
 			}
 			// The worker went silent: its part restarts on a spare, which
-			// answers this same step.
-			if _, err := c.replace(ctx, l.w); err != nil {
-				return err
+			// answers this same request.
+			if _, err := c.replace(ctx, w); err != nil {
+				return nil, err
 			}
 			if err := send(); err != nil {
-				return err
+				return nil, err
 			}
 			timer.Reset(c.timeout)
 		case <-resend.C:
-			// Lost, or a slow iteration: the worker answers a repeated
-			// step with the report it already computed.
+			// Lost, or a slow answer: the worker repeats what it computed.
 			if err := send(); err != nil {
-				return err
+				return nil, err
 			}
-		case r := <-c.reports[l.w]:
-			if r.Iter != in.Iter {
-				continue // a late answer to an earlier step
+		case r := <-ch:
+			ok, err := accept(r)
+			if err != nil {
+				return nil, err
 			}
-			if r.Err != "" {
-				// Workers drop the steps they cannot take: a report
-				// with an error is not theirs.
-				c.faults.drop("report with an error dropped", "worker", c.name(l.w), "iteration", r.Iter, "err", r.Err)
-				continue
+			if ok {
+				return r, nil
 			}
-			// The master checks the answer (consensus.CheckedLink).
-			out.Iter, out.Nu, out.Dual, out.Relaxed, out.PrimalRes, out.DualRes, out.Changed, out.X =
-				r.Iter, r.Nu, r.Dual, r.Relaxed, r.PrimalRes, r.DualRes, r.Changed, r.X
-			out.State = r.State.state()
-			return nil
 		case <-timer.C:
-			return fmt.Errorf("worker %s did not answer step %d within %v", c.name(l.w), in.Iter, c.timeout)
+			return nil, fmt.Errorf("worker %s did not answer %s within %v", c.name(w), what, c.timeout)
 		}
 	}
 }

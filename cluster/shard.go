@@ -213,36 +213,13 @@ func (l *remoteLink) request(ctx context.Context, body *evalBody) (*evaledBody, 
 		}
 		return nil
 	}
-	if err := send(); err != nil {
-		return nil, err
-	}
-	timer := time.NewTimer(c.timeout)
-	defer timer.Stop()
-	resend := time.NewTicker(c.resendEvery)
-	defer resend.Stop()
-	check := time.NewTicker(c.lostAfter / 4)
-	defer check.Stop()
-	for {
-		select {
-		case <-check.C:
-			if c.lost(l.w) {
-				_, err := c.replace(ctx, l.w)
-				return nil, err
-			}
-		case <-resend.C:
-			if err := send(); err != nil {
-				return nil, err
-			}
-		case r := <-c.evals[l.w]:
-			if r.Seq != body.Seq {
-				continue // a late answer to an earlier request
-			}
-			if r.Err != "" {
-				return nil, fmt.Errorf("worker %s: %s", c.name(l.w), r.Err)
-			}
-			return r, nil
-		case <-timer.C:
-			return nil, fmt.Errorf("worker %s did not answer evaluation %d within %v", c.name(l.w), body.Seq, c.timeout)
+	return exchange(ctx, c, l.w, fmt.Sprintf("evaluation %d", body.Seq), send, c.evals[l.w], func(r *evaledBody) (bool, error) {
+		if r.Seq != body.Seq {
+			return false, nil // a late answer to an earlier request
 		}
-	}
+		if r.Err != "" {
+			return false, fmt.Errorf("worker %s: %s", c.name(l.w), r.Err)
+		}
+		return true, nil
+	})
 }

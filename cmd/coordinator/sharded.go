@@ -245,39 +245,26 @@ func fillFF(f *os.File, n int64) error {
 }
 
 // mpeFromScratch writes the UAI MPE file at path from the scratch file's
-// states, atomically (a temporary file renamed into place).
+// states, atomically (writeAtomic).
 func mpeFromScratch(path string, scratch *os.File, n int) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".mpe-*")
-	if err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
-	r := bufio.NewReaderSize(io.NewSectionReader(scratch, 0, int64(n)*4), 1<<16)
-	w := bufio.NewWriterSize(tmp, 1<<16)
-	w.WriteString("MPE\n" + strconv.Itoa(n))
-	var b [4]byte
-	var num []byte
-	for v := range n {
-		if _, err := io.ReadFull(r, b[:]); err != nil {
-			return fmt.Errorf("--out %s: reading back: %w", path, err)
+	return writeAtomic(path, func(out io.Writer) error {
+		r := bufio.NewReaderSize(io.NewSectionReader(scratch, 0, int64(n)*4), 1<<16)
+		w := bufio.NewWriterSize(out, 1<<16)
+		w.WriteString("MPE\n" + strconv.Itoa(n))
+		var b [4]byte
+		var num []byte
+		for v := range n {
+			if _, err := io.ReadFull(r, b[:]); err != nil {
+				return fmt.Errorf("reading back: %w", err)
+			}
+			s := binary.LittleEndian.Uint32(b[:])
+			if s == 0xffffffff {
+				return fmt.Errorf("no worker gave variable %d a state", v)
+			}
+			num = strconv.AppendUint(append(num[:0], ' '), uint64(s), 10)
+			w.Write(num)
 		}
-		s := binary.LittleEndian.Uint32(b[:])
-		if s == 0xffffffff {
-			return fmt.Errorf("--out %s: no worker gave variable %d a state", path, v)
-		}
-		num = strconv.AppendUint(append(num[:0], ' '), uint64(s), 10)
-		w.Write(num)
-	}
-	w.WriteString("\n")
-	if err := w.Flush(); err != nil {
-		return fmt.Errorf("--out %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("--out %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("--out %s: %w", path, err)
-	}
-	return nil
+		w.WriteString("\n")
+		return w.Flush()
+	})
 }

@@ -274,12 +274,18 @@ func num(v float64) string {
 // writeMPE writes the assignment atomically: a temporary file renamed into
 // place, so a crash never leaves a partial solution behind.
 func writeMPE(path string, x []int) error {
+	return writeAtomic(path, func(w io.Writer) error { return uai.WriteMPE(w, x) })
+}
+
+// writeAtomic writes the --out file at path through write: into a
+// temporary file beside it, renamed into place once complete.
+func writeAtomic(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".mpe-*")
 	if err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	if err := uai.WriteMPE(tmp, x); err != nil {
+	if err := write(tmp); err != nil {
 		tmp.Close()
 		return fmt.Errorf("--out %s: %w", path, err)
 	}
