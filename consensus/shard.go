@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"sync"
 
 	"github.com/ddrun/ddrun/model"
@@ -278,12 +277,16 @@ func (w *Worker) settle(in *EvalIn, out *EvalOut) error {
 	}
 	out.Settled = false
 	if ls.rep != nil {
-		start := slices.Clone(e.cand)
+		for i, s := range e.cand { // the start, kept in before
+			e.before[i] = int32(s)
+		}
 		ls.rep.frozen = e.settle
 		out.Settled = ls.rep.run(e.cand)
 		if !out.Settled {
 			// What this part could complete with nothing fixed.
-			copy(e.cand, start)
+			for i, s := range e.before {
+				e.cand[i] = int(s)
+			}
 			clear(e.settle)
 			ls.rep.run(e.cand)
 		}
@@ -292,32 +295,6 @@ func (w *Worker) settle(in *EvalIn, out *EvalOut) error {
 	out.X = out.X[:0]
 	for _, v := range w.boundary {
 		out.X = append(out.X, int32(e.cand[v]))
-	}
-	return nil
-}
-
-// EachBest calls fn with the kept best states of the part's interior
-// variables (model numbering), at most chunk at a time; fn must not keep
-// the slices.
-func (w *Worker) EachBest(chunk int, fn func(vars []int, states []int32) error) error {
-	if w.eval == nil || !w.eval.hasBest {
-		return errors.New("no best assignment kept")
-	}
-	chunk = max(1, chunk)
-	vars := make([]int, 0, min(chunk, len(w.interior)))
-	states := make([]int32, 0, cap(vars))
-	for _, i := range w.interior {
-		vars = append(vars, w.vars[i])
-		states = append(states, w.eval.best[i])
-		if len(vars) == chunk {
-			if err := fn(vars, states); err != nil {
-				return err
-			}
-			vars, states = vars[:0], states[:0]
-		}
-	}
-	if len(vars) > 0 {
-		return fn(vars, states)
 	}
 	return nil
 }

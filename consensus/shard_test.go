@@ -83,17 +83,20 @@ func (sh *sharded) assignment(t *testing.T, n int, res ShardResult) []int {
 		x[v], seen[v] = res.Boundary[j], true
 	}
 	for _, wk := range sh.workers {
-		err := wk.EachBest(7, func(vars []int, states []int32) error {
-			for k, v := range vars {
-				if seen[v] {
-					return fmt.Errorf("variable %d twice", v)
-				}
-				x[v], seen[v] = int(states[k]), true
+		for k := 0; ; k++ {
+			vars, states, last, err := wk.BestPiece(k, 7)
+			if err != nil {
+				t.Fatal(err)
 			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
+			for i, v := range vars {
+				if seen[v] {
+					t.Fatalf("variable %d twice", v)
+				}
+				x[v], seen[v] = int(states[i]), true
+			}
+			if last {
+				break
+			}
 		}
 	}
 	for v, ok := range seen {

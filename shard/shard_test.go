@@ -172,13 +172,15 @@ func TestShardedRunMatchesSolve(t *testing.T) {
 					x[v] = got.Boundary[j]
 				}
 				for _, wk := range l.workers {
-					if err := wk.EachBest(1000, func(vars []int, states []int32) error {
-						for k, v := range vars {
-							x[v] = int(states[k])
+					for k, last := 0, false; !last; k++ {
+						var vars []int
+						var states []int32
+						if vars, states, last, err = wk.BestPiece(k, 1000); err != nil {
+							t.Fatal(err)
 						}
-						return nil
-					}); err != nil {
-						t.Fatal(err)
+						for i, v := range vars {
+							x[v] = int(states[i])
+						}
 					}
 				}
 				if sc := m.Score(x); math.Abs(sc-got.Primal) > 1e-9*math.Max(1, math.Abs(sc)) {
