@@ -519,7 +519,7 @@ func (sp *shardPrimal) call(ctx context.Context, op EvalOp) error {
 func badScore(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 1) }
 
 // ShardResult is a sharded run's result: no assignment (the workers keep
-// the best one's interior, Worker.EachBest) but its boundary states.
+// the best one's interior, Worker.BestPiece) but its boundary states.
 type ShardResult struct {
 	solver.Result
 	// Boundary holds the best assignment's boundary states (boundary

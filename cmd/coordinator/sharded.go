@@ -198,7 +198,20 @@ func writeShardedMPE(ctx context.Context, path string, a *cluster.ShardAssignmen
 		}
 	}
 	written := 0
-	var buf []byte
+	var seen []bool // without --out, x alone: which variables came
+	if scratch == nil {
+		seen = make([]bool, a.NumVars) // at most maxJSONAssignment
+	}
+	var run []byte // the states of consecutive variables from..
+	from := 0
+	flush := func() error {
+		if len(run) == 0 {
+			return nil
+		}
+		_, err := scratch.WriteAt(run, int64(from)*4)
+		run = run[:0]
+		return err
+	}
 	err := a.Pieces(ctx, func(vars []int, states []int32) error {
 		for k, v := range vars {
 			if states[k] < 0 {
@@ -207,15 +220,32 @@ func writeShardedMPE(ctx context.Context, path string, a *cluster.ShardAssignmen
 			if x != nil {
 				x[v] = int(states[k])
 			}
-			if scratch != nil {
-				buf = binary.LittleEndian.AppendUint32(buf[:0], uint32(states[k]))
-				if _, err := scratch.WriteAt(buf, int64(v)*4); err != nil {
+			if seen != nil {
+				if seen[v] {
+					return fmt.Errorf("variable %d came twice", v)
+				}
+				seen[v] = true
+			}
+			if scratch == nil {
+				continue
+			}
+			// One write per run of consecutive variables (a part's
+			// interior mostly is one), not one per variable.
+			if len(run) > 0 && v != from+len(run)/4 {
+				if err := flush(); err != nil {
 					return err
 				}
 			}
+			if len(run) == 0 {
+				from = v
+			}
+			run = binary.LittleEndian.AppendUint32(run, uint32(states[k]))
 		}
 		written += len(vars)
-		return nil
+		if scratch == nil {
+			return nil
+		}
+		return flush()
 	})
 	if err != nil {
 		return fmt.Errorf("--out: the assignment: %w", err)

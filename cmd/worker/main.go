@@ -26,7 +26,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/debug"
 	"syscall"
 
 	"github.com/ddrun/ddrun/cluster"
@@ -44,12 +43,6 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stderr io.Writer) int {
-	if os.Getenv("GOGC") == "" {
-		// As in coordinator solve: the iterations allocate nothing, and
-		// collecting at half the default heap growth lowers the peak
-		// memory of building a part. A GOGC given by the user wins.
-		debug.SetGCPercent(50)
-	}
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var nf natsflags.Flags
