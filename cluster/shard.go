@@ -29,6 +29,10 @@ type ShardJob struct {
 	NumVars      int
 }
 
+// fetchSeq numbers the fetches of the best assignment above every
+// evaluation of the run (the worker's answer cache is keyed by number).
+const fetchSeq = 1 << 40
+
 // ShardAssignment reaches the best assignment of a sharded run, which the
 // workers hold but for its boundary. Valid only during the deliver
 // callback of RunShards.
@@ -154,7 +158,7 @@ func RunShards(ctx context.Context, tr transport.Transport, job *ShardJob, opts 
 	if err != nil || res.Boundary == nil || deliver == nil {
 		return res, stats, err
 	}
-	return res, stats, deliver(context.WithoutCancel(ctx), &ShardAssignment{NumVars: job.NumVars, c: c, job: job, states: res.Boundary, seq: 1 << 40})
+	return res, stats, deliver(context.WithoutCancel(ctx), &ShardAssignment{NumVars: job.NumVars, c: c, job: job, states: res.Boundary, seq: fetchSeq})
 }
 
 // withDefaults fills in RunOptions' defaults (Run's).
