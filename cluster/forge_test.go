@@ -104,6 +104,27 @@ func (f *forger) lastReport(name string) sniffed[reportBody] {
 	return f.report[name]
 }
 
+// catchUp waits until the sniffer has seen both workers' steps and
+// reports of iteration iter: its subscription runs behind the job's own
+// on a loaded machine, and a forgery built from an older message (an old
+// Seq) is dropped as a duplicate before anything checks it.
+func (f *forger) catchUp(iter int) {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		f.mu.Lock()
+		ok := true
+		for _, name := range []string{"w0", "w1"} {
+			ok = ok && f.steps[name].body.Iter >= iter && f.report[name].body.Iter >= iter
+		}
+		f.mu.Unlock()
+		if ok {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	f.t.Errorf("the sniffer did not see iteration %d within 10s", iter)
+}
+
 // A forged report for the next iteration: it reaches the coordinator
 // before the real one.
 func (f *forger) nextReport(name string, iter int, edit func(r *reportBody)) {
@@ -200,6 +221,7 @@ func TestForgedMessagesChangeNothing(t *testing.T) {
 			const at = 30
 			progress := func(p solver.Progress) {
 				if p.Iteration == at {
+					f.catchUp(at)
 					c.forge(f, at)
 				}
 			}
