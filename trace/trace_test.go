@@ -1,0 +1,84 @@
+package trace
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ddrun/ddrun/solver"
+)
+
+func TestWriteReadRoundTrip(t *testing.T) {
+	var b bytes.Buffer
+	w, err := NewWriter(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := []Row{
+		FromProgress(solver.Progress{Iteration: 1, Dual: 10.5, Primal: math.Inf(-1), Gap: math.Inf(1), Eta: 0.1, Elapsed: 1500 * time.Millisecond}),
+		{Iteration: 2, Seconds: 2, Dual: 9.25, Primal: 8, Gap: 1.25, PrimalRes: 1e-3, DualRes: 2e-4, Eta: 0.2, Nodes: 7},
+	}
+	for _, r := range rows {
+		if err := w.Write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.HasPrefix(b.String(), strings.Join(Columns, ",")+"\n") {
+		t.Fatalf("no header:\n%s", b.String())
+	}
+	got, err := Read(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(rows) {
+		t.Fatalf("%d rows, want %d", len(got), len(rows))
+	}
+	for i := range rows {
+		if got[i] != rows[i] {
+			t.Errorf("row %d: %+v, want %+v", i, got[i], rows[i])
+		}
+	}
+}
+
+func TestReadBadInput(t *testing.T) {
+	head := strings.Join(Columns, ",") + "\n"
+	for _, c := range []struct{ name, in, want string }{
+		{"empty", "", "no header"},
+		{"other header", "a,b,c,d,e,f,g,h,i\n", "column 1"},
+		{"short row", head + "1,2,3\n", "wrong number of fields"},
+		{"word", head + "1,0.5,x,1,1,0,0,0,0\n", `line 2: dual "x"`},
+		{"negative nodes", head + "1,0.5,1,1,1,0,0,0,-3\n", "line 2: nodes"},
+		{"negative seconds", head + "1,-1,1,1,1,0,0,0,0\n", "line 2: seconds"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Read(strings.NewReader(c.in))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err %v, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+func FuzzRead(f *testing.F) {
+	head := strings.Join(Columns, ",") + "\n"
+	f.Add(head + "1,0.5,3,-Inf,+Inf,0,0,0.1,0\n")
+	f.Add(head + "1,0.5,3,2,1,0,0,0.1,4\n2,1,2.5,2,0.5,0,0,0.1,9\n")
+	f.Add("iteration\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		rows, err := Read(strings.NewReader(in))
+		if err != nil {
+			return
+		}
+		var b bytes.Buffer
+		w, _ := NewWriter(&b)
+		for _, r := range rows {
+			_ = w.Write(r)
+		}
+		again, err := Read(&b)
+		if err != nil || len(again) != len(rows) {
+			t.Fatalf("rows written back do not read: %v", err)
+		}
+	})
+}
