@@ -48,21 +48,18 @@ func newSpill(dir, what string) (*spill, error) {
 
 // write appends p.
 func (s *spill) write(p []byte) error {
-	s.size += int64(len(p))
-	if s.f == nil {
-		s.buf = append(s.buf, p...)
-		return nil
-	}
-	if len(s.buf)+len(p) > cap(s.buf) {
+	if s.f != nil && len(s.buf)+len(p) > cap(s.buf) {
 		if err := s.flush(); err != nil {
 			return err
 		}
 		if len(p) > cap(s.buf) {
-			_, err := s.f.WriteAt(p, s.size-int64(len(p)))
+			_, err := s.f.WriteAt(p, s.size)
+			s.size += int64(len(p))
 			return err
 		}
 	}
 	s.buf = append(s.buf, p...)
+	s.size += int64(len(p))
 	return nil
 }
 
