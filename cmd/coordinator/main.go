@@ -64,7 +64,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "run":
 		err = cmdRun(ctx, args[1:], stdout, stderr)
 	case "gen":
-		err = cmdGen(args[1:], stdout, stderr)
+		err = cmdGen(ctx, args[1:], stdout, stderr)
 	case "convert":
 		err = cmdConvert(ctx, args[1:], stderr)
 	case "-h", "--help", "help":
