@@ -19,12 +19,12 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	_ "github.com/ddrun/ddrun/service"
+	"github.com/ddrun/ddrun/service"
 	"github.com/ddrun/ddrun/trace"
 )
 
-// service is a running `coordinator serve` process.
-type service struct {
+// serveProc is a running `coordinator serve` process.
+type serveProc struct {
 	url, nats string
 	cmd       *exec.Cmd
 	mu        sync.Mutex
@@ -32,7 +32,7 @@ type service struct {
 	done      chan struct{}
 }
 
-func (s *service) stderr() string {
+func (s *serveProc) stderr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.log.String()
@@ -40,11 +40,11 @@ func (s *service) stderr() string {
 
 // startServe starts `coordinator serve` on a free loopback port with an
 // embedded NATS server and waits for its http= line; cleanup stops it.
-func startServe(t *testing.T, dataDir string, args ...string) *service {
+func startServe(t *testing.T, dataDir string, args ...string) *serveProc {
 	t.Helper()
 	coord, _ := binaries(t)
 	args = append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir}, args...)
-	s := &service{cmd: exec.Command(coord, args...), done: make(chan struct{})}
+	s := &serveProc{cmd: exec.Command(coord, args...), done: make(chan struct{})}
 	pipe, err := s.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func startServe(t *testing.T, dataDir string, args ...string) *service {
 
 // stop ends the service with SIGTERM (kill after 10 s); it may be called
 // twice.
-func (s *service) stop(t *testing.T) {
+func (s *serveProc) stop(t *testing.T) {
 	if s.cmd.ProcessState != nil {
 		return
 	}
@@ -98,18 +98,6 @@ func (s *service) stop(t *testing.T) {
 	if err := s.cmd.Wait(); err != nil {
 		t.Errorf("serve exit: %v\n%s", err, s.stderr())
 	}
-}
-
-type jobStatus struct {
-	ID        string   `json:"id"`
-	State     string   `json:"state"`
-	Iteration int      `json:"iteration"`
-	Dual      *float64 `json:"dual"`
-	Primal    *float64 `json:"primal"`
-	Gap       *float64 `json:"gap"`
-	Workers   int      `json:"workers"`
-	ETA       *float64 `json:"eta_seconds"`
-	Error     string   `json:"error"`
 }
 
 // call makes one HTTP request and returns the status code and body.
@@ -143,7 +131,7 @@ func decode(t *testing.T, b []byte, v any) {
 }
 
 // submit posts model with the query and returns the new job's id.
-func (s *service) submit(t *testing.T, model, query string) string {
+func (s *serveProc) submit(t *testing.T, model, query string) string {
 	t.Helper()
 	data, err := os.ReadFile(model)
 	if err != nil {
@@ -153,13 +141,13 @@ func (s *service) submit(t *testing.T, model, query string) string {
 	if code != http.StatusCreated {
 		t.Fatalf("submit %s?%s: %d %s", filepath.Base(model), query, code, b)
 	}
-	var st jobStatus
+	var st service.Status
 	decode(t, b, &st)
 	return st.ID
 }
 
 // wait polls the job until it is in a final state.
-func (s *service) wait(t *testing.T, id string, timeout time.Duration) jobStatus {
+func (s *serveProc) wait(t *testing.T, id string, timeout time.Duration) service.Status {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -167,7 +155,7 @@ func (s *service) wait(t *testing.T, id string, timeout time.Duration) jobStatus
 		if code != http.StatusOK {
 			t.Fatalf("GET job %s: %d %s", id, code, b)
 		}
-		var st jobStatus
+		var st service.Status
 		decode(t, b, &st)
 		switch st.State {
 		case "done", "failed", "cancelled":
@@ -183,7 +171,7 @@ func (s *service) wait(t *testing.T, id string, timeout time.Duration) jobStatus
 // checkJob checks a done job: its result equals solve --json's on the same
 // model and flags, its status and its trace's last row agree with it, and
 // its UAI result holds the assignment.
-func (s *service) checkJob(t *testing.T, id string, want result) result {
+func (s *serveProc) checkJob(t *testing.T, id string, want result) result {
 	t.Helper()
 	st := s.wait(t, id, 2*time.Minute)
 	if st.State != "done" {
@@ -321,7 +309,7 @@ func TestServe(t *testing.T) {
 		deadline := time.Now().Add(time.Minute)
 		for {
 			_, b := call(t, "GET", s.url+"/v1/jobs/"+id, "", nil)
-			var st jobStatus
+			var st service.Status
 			decode(t, b, &st)
 			if st.State == "running" && st.Iteration > 0 {
 				if st.ETA == nil || *st.ETA <= 0 {
@@ -377,7 +365,7 @@ func TestServe(t *testing.T) {
 		if code != http.StatusCreated {
 			t.Fatalf("submit: %d %s", code, msg)
 		}
-		var st jobStatus
+		var st service.Status
 		decode(t, body, &st)
 		s.wait(t, st.ID, time.Minute)
 		want := runJSON(t, time.Minute, coord, "solve", "--json", "--quiet", "--max-iter", "150", logic)
@@ -404,14 +392,14 @@ func TestServe(t *testing.T) {
 		s.stop(t)
 		s2 := startServe(t, dataDir, "--quiet")
 		code, b := call(t, "GET", s2.url+"/v1/jobs", "", nil)
-		var list struct{ Jobs []jobStatus }
+		var list struct{ Jobs []service.Status }
 		if code != 200 {
 			t.Fatalf("list: %d %s", code, b)
 		}
 		decode(t, b, &list)
 		states := map[string]string{}
 		for _, j := range list.Jobs {
-			states[j.ID] = j.State
+			states[j.ID] = string(j.State)
 		}
 		for _, id := range done {
 			if states[id] != "done" {

@@ -162,11 +162,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if err := r.check(); err != nil {
 		return err
 	}
-	level := slog.LevelInfo
-	if f.quiet {
-		level = slog.LevelWarn
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log := newLogger(stderr, f.quiet)
 	j, err := sp.clusterJob(pos[0], h.Sum(nil), r.runOptions(log))
 	if err != nil {
 		return err
@@ -211,6 +207,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 			in, out, (in+out)/uint64(n))
 	}
 	return report(o.Result, sp, f, o.Info, stdout, stderr)
+}
+
+// newLogger is the log of run and serve on stderr: warnings only when
+// quiet.
+func newLogger(stderr io.Writer, quiet bool) *slog.Logger {
+	level := slog.LevelInfo
+	if quiet {
+		level = slog.LevelWarn
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 }
 
 // distributable reports whether sp can run on workers (what command does,

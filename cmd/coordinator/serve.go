@@ -104,11 +104,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) (err error) 
 	if err := sf.check(); err != nil {
 		return err
 	}
-	level := slog.LevelInfo
-	if sf.quiet {
-		level = slog.LevelWarn
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log := newLogger(stderr, sf.quiet)
 	ln, err := net.Listen("tcp", sf.listen)
 	if err != nil {
 		return usagef("--listen %q: %v", sf.listen, err)
