@@ -5,6 +5,7 @@
 //	coordinator run [flags] --workers N MODEL   solve on worker processes over NATS
 //	coordinator gen potts|ising|logic [flags] -o FILE
 //	coordinator convert [--max-entries N] [--keep-unary-factors] [--quiet] IN OUT
+//	coordinator serve --listen ADDR [--nats URL] [--data-dir DIR]   the job service (package service)
 //
 // Exit status: 0 when a result was produced, 2 for bad input or usage (one
 // line on stderr), 1 for an internal failure.
@@ -42,7 +43,9 @@ const usage = `usage:
   coordinator gen potts|ising|logic [flags] -o FILE
   coordinator convert [--max-entries N] [--keep-unary-factors] [--quiet] IN OUT
                                           (any two of the formats; .ddx: indexed)
-run 'coordinator solve -h' or 'coordinator gen -h' for the flags`
+  coordinator serve --listen ADDR [--nats URL] [--workers-min N] [--data-dir DIR]
+                                          (the job service: HTTP API and NATS request/reply)
+run 'coordinator solve -h', 'coordinator gen -h' or 'coordinator serve -h' for the flags`
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -67,6 +70,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdGen(ctx, args[1:], stdout, stderr)
 	case "convert":
 		err = cmdConvert(ctx, args[1:], stderr)
+	case "serve":
+		err = cmdServe(ctx, args[1:], stderr)
 	case "-h", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return 0

@@ -156,27 +156,19 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if err != nil {
 		return err
 	}
-	if f.exact {
-		return usagef("run: --exact runs only in solve")
-	}
-	if !sp.algo.distributed {
-		return usagef("run: --algo %s runs only in solve (run distributes dual decomposition: admm or subgradient)", sp.algo.name)
+	if err := sp.distributable(f, "run"); err != nil {
+		return err
 	}
 	if err := r.check(); err != nil {
 		return err
 	}
-	level := slog.LevelInfo
-	if f.quiet {
-		level = slog.LevelWarn
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	id, err := cluster.NewIdentity(h.Sum(nil), sp.dd, r.workers)
+	log := newLogger(stderr, f.quiet)
+	j, err := sp.clusterJob(pos[0], h.Sum(nil), r.runOptions(log))
 	if err != nil {
 		return err
 	}
-	j := cluster.Job{Name: pos[0], Model: sp.m, Evidence: sp.ev, Options: sp.dd, Run: r.runOptions(log), Identity: id}
 	if r.ck.dir != "" && !r.raft.enabled() {
-		if j.Dir, j.Resume, err = localCheckpoints(ctx, r.ck, r.job, id, log); err != nil {
+		if j.Dir, j.Resume, err = localCheckpoints(ctx, r.ck, r.job, j.Identity, log); err != nil {
 			return err
 		}
 	}
@@ -215,6 +207,39 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 			in, out, (in+out)/uint64(n))
 	}
 	return report(o.Result, sp, f, o.Info, stdout, stderr)
+}
+
+// newLogger is the log of run and serve on stderr: warnings only when
+// quiet.
+func newLogger(stderr io.Writer, quiet bool) *slog.Logger {
+	level := slog.LevelInfo
+	if quiet {
+		level = slog.LevelWarn
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// distributable reports whether sp can run on workers (what command does,
+// the subject of the error): dual decomposition, without --exact.
+func (sp spec) distributable(f solveFlags, command string) error {
+	if f.exact {
+		return usagef("%s: --exact runs only in solve", command)
+	}
+	if !sp.algo.distributed {
+		return usagef("%s: --algo %s runs only in solve (run distributes dual decomposition: admm or subgradient)", command, sp.algo.name)
+	}
+	return nil
+}
+
+// clusterJob is sp as a distributed job named name, whose files hashed to
+// hash (the job's identity), run with ro. run and the job service's
+// distributed jobs build theirs here.
+func (sp spec) clusterJob(name string, hash []byte, ro cluster.RunOptions) (cluster.Job, error) {
+	id, err := cluster.NewIdentity(hash, sp.dd, ro.Workers)
+	if err != nil {
+		return cluster.Job{}, err
+	}
+	return cluster.Job{Name: name, Model: sp.m, Evidence: sp.ev, Options: sp.dd, Run: ro, Identity: id}, nil
 }
 
 // startLocalWorkers starts n worker processes (the worker binary beside

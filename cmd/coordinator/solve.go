@@ -219,27 +219,32 @@ func cmdSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !f.quiet {
 		progress = func(p solver.Progress) { printProgress(stderr, p) }
 	}
-	var res solver.Result
-	if f.exact {
-		var st exact.Stats
-		eo := exact.Options{Tol: f.tol, TimeLimit: f.timeLimit}
-		warm := j.warm
-		if warm == nil {
-			warm = exact.Cold(func(ctx context.Context, m *model.Model, ev model.Evidence) (solver.Result, error) {
-				return j.solve(ctx, m, ev, nil)
-			})
-		}
-		res, st, err = exact.SolveWarm(ctx, j.m, j.ev, warm, eo, progress)
-		if err == nil && !f.quiet {
-			fmt.Fprintf(stderr, "branch and bound: %d nodes solved, %d pruned, %d open\n", st.Nodes, st.Pruned, st.Open)
-		}
-	} else {
-		res, err = j.solve(ctx, j.m, j.ev, progress)
-	}
+	res, err := j.solveHere(ctx, f, progress, stderr)
 	if err != nil {
 		return usageError{fmt.Errorf("%s: %w", pos[0], err)}
 	}
 	return report(res, j, f, cluster.JobInfo{}, stdout, stderr)
+}
+
+// solveHere runs j in this process: its algorithm, or with --exact branch
+// and bound on the algorithm's bound (whose counts go to stderr unless
+// --quiet). solve and the job service's local jobs run through it.
+func (j spec) solveHere(ctx context.Context, f solveFlags, progress func(solver.Progress), stderr io.Writer) (solver.Result, error) {
+	if !f.exact {
+		return j.solve(ctx, j.m, j.ev, progress)
+	}
+	eo := exact.Options{Tol: f.tol, TimeLimit: f.timeLimit}
+	warm := j.warm
+	if warm == nil {
+		warm = exact.Cold(func(ctx context.Context, m *model.Model, ev model.Evidence) (solver.Result, error) {
+			return j.solve(ctx, m, ev, nil)
+		})
+	}
+	res, st, err := exact.SolveWarm(ctx, j.m, j.ev, warm, eo, progress)
+	if err == nil && !f.quiet {
+		fmt.Fprintf(stderr, "branch and bound: %d nodes solved, %d pruned, %d open\n", st.Nodes, st.Pruned, st.Open)
+	}
+	return res, err
 }
 
 // report prints the final line, writes --out and the --json result. The

@@ -28,6 +28,8 @@ var order = []string{
 	"trws", "cmp", "consensus", "exact", "shard",
 	// The distributed runtime.
 	"transport", "checkpoint", "jobstate", "cluster",
+	// The job service (its runner is cmd/coordinator's).
+	"service",
 	// The commands.
 	"internal/natsflags", "cmd/coordinator", "cmd/worker",
 	// Test support, and tests of whole programs.
