@@ -48,7 +48,8 @@ type Metrics struct {
 	iteration, dual, primal, gap prometheus.Gauge
 	primalRes, dualRes, eta      prometheus.Gauge
 	workerStep                   *prometheus.HistogramVec
-	workers, leader              prometheus.Gauge
+	workers                      prometheus.Gauge
+	leads                        func() bool // guarded by mu
 	jobsQueued, jobsRunning      prometheus.Gauge
 	checkpoints                  *prometheus.CounterVec
 	checkpointDur                prometheus.Histogram
@@ -105,7 +106,6 @@ func New(o Options) (*Metrics, error) {
 		m.workerStep = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ddrun_coordinator_worker_step_seconds",
 			Help: "Time from sending a worker an iteration's step to accepting its answer, by worker.", Buckets: stepBuckets}, []string{"worker"})
 		m.workers = gauge("ddrun_coordinator_workers", "Workers holding a part of the running job.")
-		m.leader = gauge("ddrun_coordinator_leader", "1 while this coordinator leads its job (always, without Raft), else 0.")
 		m.jobsQueued = gauge("ddrun_jobs_queued", "Jobs accepted by the job service and waiting to run.")
 		m.jobsRunning = gauge("ddrun_jobs_running", "Jobs running.")
 		m.checkpoints = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ddrun_coordinator_checkpoints_total",
@@ -113,7 +113,14 @@ func New(o Options) (*Metrics, error) {
 		m.checkpointDur = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ddrun_coordinator_checkpoint_duration_seconds",
 			Help: "Time to take a checkpoint: encoding the state and, with a store, writing and recording it.", Buckets: stepBuckets})
 		cs = append(cs, m.iteration, m.dual, m.primal, m.gap, m.primalRes, m.dualRes, m.eta, m.workerStep,
-			m.workers, m.leader, m.jobsQueued, m.jobsRunning, m.checkpoints, m.checkpointDur,
+			m.workers, m.jobsQueued, m.jobsRunning, m.checkpoints, m.checkpointDur,
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ddrun_coordinator_leader",
+				Help: "1 while this coordinator leads its job (always, without Raft), else 0."}, func() float64 {
+				m.mu.Lock()
+				f := m.leads
+				m.mu.Unlock()
+				return b2f(f != nil && f())
+			}),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ddrun_coordinator_checkpoint_age_seconds",
 				Help: "Seconds since the latest checkpoint succeeded (since the process started, before the first)."}, m.checkpointAge))
 		m.dual.Set(math.Inf(1))
@@ -256,10 +263,18 @@ func (m *Metrics) SetWorkers(n int) {
 
 // SetLeader says whether this coordinator leads its job.
 func (m *Metrics) SetLeader(leads bool) {
+	m.SetLeaderFunc(func() bool { return leads })
+}
+
+// SetLeaderFunc sets the function that says, at every scrape, whether
+// this coordinator leads (a Raft group's IsLeader).
+func (m *Metrics) SetLeaderFunc(leads func() bool) {
 	if m == nil || m.role != Coordinator {
 		return
 	}
-	m.leader.Set(b2f(leads))
+	m.mu.Lock()
+	m.leads = leads
+	m.mu.Unlock()
 }
 
 // SetJobs sets the job service's queue: jobs waiting and running.

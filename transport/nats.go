@@ -107,8 +107,8 @@ var _ Transport = (*NATS)(nil)
 type ConnectError struct {
 	URL string // the URL(s) tried, passwords redacted
 	Err error
-	// Retried is how long NewNATS kept trying (NATSOptions.RetryFor);
-	// zero after a single attempt.
+	// Retried is how long NewNATS kept trying (NATSOptions.RetryFor, at
+	// least); zero after a single attempt.
 	Retried time.Duration
 
 	secrets []string // redacted from Err's message
@@ -117,7 +117,7 @@ type ConnectError struct {
 func (e *ConnectError) Error() string {
 	s := "nats: connect to " + e.URL + ": " + Redact(shortCause(e.Err), e.secrets...)
 	if e.Retried > 0 {
-		s += " (retried for " + e.Retried.Round(100*time.Millisecond).String() + ")"
+		s += " (retried for " + e.Retried.String() + ")"
 	}
 	return s
 }
@@ -155,8 +155,7 @@ const (
 
 // connectRetrying is NewNATS with opts.RetryFor > 0.
 func connectRetrying(ctx context.Context, opts NATSOptions) (*NATS, error) {
-	start := time.Now()
-	deadline := start.Add(opts.RetryFor)
+	deadline := time.Now().Add(opts.RetryFor)
 	perAttempt := opts.ConnectTimeout
 	if perAttempt <= 0 {
 		perAttempt = 5 * time.Second
@@ -174,7 +173,7 @@ func connectRetrying(ctx context.Context, opts NATSOptions) (*NATS, error) {
 		if left <= 0 {
 			var ce *ConnectError
 			errors.As(err, &ce)
-			ce.Retried = time.Since(start)
+			ce.Retried = opts.RetryFor // at least: say the bound, not a clock's reading
 			return nil, ce
 		}
 		w := min(wait, left)
