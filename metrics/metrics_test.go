@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -112,6 +113,17 @@ func TestCoordinatorStartsUnbounded(t *testing.T) {
 			t.Errorf("no %q", w)
 		}
 	}
+	if !strings.Contains(body, "ddrun_coordinator_leader 0\n") {
+		t.Error("a new coordinator leads")
+	}
+	leads := false
+	m.SetLeaderFunc(func() bool { return leads })
+	for _, l := range []bool{false, true, false} {
+		leads = l
+		if _, body := get(t, m.Handler(), "GET", "/metrics"); !strings.Contains(body, fmt.Sprintf("ddrun_coordinator_leader %d\n", int(b2f(l)))) {
+			t.Errorf("leader %v not reported", l)
+		}
+	}
 	m.ObserveResult(solver.Result{Iterations: 40, Dual: 3, Primal: 3, Gap: 0})
 	_, body = get(t, m.Handler(), "GET", "/metrics")
 	if !strings.Contains(body, "ddrun_coordinator_iteration 40\n") || !strings.Contains(body, "ddrun_coordinator_gap 0\n") {
@@ -179,6 +191,7 @@ func TestNilAndBadRole(t *testing.T) {
 	m.ObserveWorkerStep(time.Second)
 	m.SetWorkers(1)
 	m.SetLeader(true)
+	m.SetLeaderFunc(nil)
 	m.SetJobs(1, 1)
 	m.SetParts(1)
 	m.SetReady(true, "")
