@@ -220,13 +220,10 @@ func (m *Metrics) Ready() error {
 
 // ObserveProgress records a coordinator's progress report.
 func (m *Metrics) ObserveProgress(p solver.Progress) {
-	if m == nil || m.role != Coordinator {
+	if !m.is(Coordinator) {
 		return
 	}
-	m.iteration.Set(float64(p.Iteration))
-	m.dual.Set(p.Dual)
-	m.primal.Set(p.Primal)
-	m.gap.Set(p.Gap)
+	m.bounds(p.Iteration, p.Dual, p.Primal, p.Gap)
 	m.primalRes.Set(p.PrimalRes)
 	m.dualRes.Set(p.DualRes)
 	m.eta.Set(p.Eta)
@@ -235,19 +232,23 @@ func (m *Metrics) ObserveProgress(p solver.Progress) {
 // ObserveResult records the end of a coordinator's run: its last
 // iteration and bounds (progress reports are throttled; the result is not).
 func (m *Metrics) ObserveResult(r solver.Result) {
-	if m == nil || m.role != Coordinator {
+	if !m.is(Coordinator) {
 		return
 	}
-	m.iteration.Set(float64(r.Iterations))
-	m.dual.Set(r.Dual)
-	m.primal.Set(r.Primal)
-	m.gap.Set(r.Gap)
+	m.bounds(r.Iterations, r.Dual, r.Primal, r.Gap)
+}
+
+func (m *Metrics) bounds(iter int, dual, primal, gap float64) {
+	m.iteration.Set(float64(iter))
+	m.dual.Set(dual)
+	m.primal.Set(primal)
+	m.gap.Set(gap)
 }
 
 // ObserveStep records that worker answered a step d after it was sent (a
 // coordinator's view).
 func (m *Metrics) ObserveStep(worker string, d time.Duration) {
-	if m == nil || m.role != Coordinator {
+	if !m.is(Coordinator) {
 		return
 	}
 	m.workerStep.WithLabelValues(worker).Observe(d.Seconds())
@@ -255,7 +256,7 @@ func (m *Metrics) ObserveStep(worker string, d time.Duration) {
 
 // SetWorkers sets the number of workers holding a part of the job.
 func (m *Metrics) SetWorkers(n int) {
-	if m == nil || m.role != Coordinator {
+	if !m.is(Coordinator) {
 		return
 	}
 	m.workers.Set(float64(n))
@@ -269,7 +270,7 @@ func (m *Metrics) SetLeader(leads bool) {
 // SetLeaderFunc sets the function that says, at every scrape, whether
 // this coordinator leads (a Raft group's IsLeader).
 func (m *Metrics) SetLeaderFunc(leads func() bool) {
-	if m == nil || m.role != Coordinator {
+	if !m.is(Coordinator) {
 		return
 	}
 	m.mu.Lock()
@@ -279,7 +280,7 @@ func (m *Metrics) SetLeaderFunc(leads func() bool) {
 
 // SetJobs sets the job service's queue: jobs waiting and running.
 func (m *Metrics) SetJobs(queued, running int) {
-	if m == nil || m.role != Coordinator {
+	if !m.is(Coordinator) {
 		return
 	}
 	m.jobsQueued.Set(float64(queued))
@@ -289,7 +290,7 @@ func (m *Metrics) SetJobs(queued, running int) {
 // ObserveCheckpoint records a checkpoint that took d (err != nil: it
 // failed; the age counts from the latest that succeeded).
 func (m *Metrics) ObserveCheckpoint(d time.Duration, err error) {
-	if m == nil || m.role != Coordinator {
+	if !m.is(Coordinator) {
 		return
 	}
 	if err != nil {
@@ -315,7 +316,7 @@ func (m *Metrics) checkpointAge() float64 {
 
 // ObserveWorkerStep records a step a worker computed in d and answered.
 func (m *Metrics) ObserveWorkerStep(d time.Duration) {
-	if m == nil || m.role != Worker {
+	if !m.is(Worker) {
 		return
 	}
 	m.answered.Inc()
@@ -324,11 +325,14 @@ func (m *Metrics) ObserveWorkerStep(d time.Duration) {
 
 // SetParts sets the number of parts a worker holds.
 func (m *Metrics) SetParts(n int) {
-	if m == nil || m.role != Worker {
+	if !m.is(Worker) {
 		return
 	}
 	m.parts.Set(float64(n))
 }
+
+// is says whether m exports role's series (a nil m exports none).
+func (m *Metrics) is(role Role) bool { return m != nil && m.role == role }
 
 func b2f(b bool) float64 {
 	if b {
