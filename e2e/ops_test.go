@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -209,4 +210,29 @@ func TestWorkerWaitsForNATS(t *testing.T) {
 	}
 	got = runJSON(t, time.Minute, coord, "run", "--nats", url, "--workers", "1", "--job", "early2", "--json", "--quiet", model)
 	sameResult(t, got, want)
+}
+
+// raftMetrics checks a Raft group's --metrics: the member that leads says
+// so and the others do not, and every member is ready (a leader, or a
+// follower that knows its leader).
+func raftMetrics(t *testing.T, group []*proc, leader *proc) {
+	t.Helper()
+	for _, p := range group {
+		m := regexp.MustCompile(`metrics=(http://\S+)`).FindStringSubmatch(p.stderr())
+		if m == nil {
+			t.Errorf("%s printed no metrics=URL", p.name)
+			continue
+		}
+		_, body := scrape(t, m[1]+"/metrics")
+		want := 0.0
+		if p == leader {
+			want = 1
+		}
+		if s := series(body); s["ddrun_coordinator_leader"] != want || s["ddrun_ready"] != 1 {
+			t.Errorf("%s: leader %v ready %v, want leader %v, ready", p.name, s["ddrun_coordinator_leader"], s["ddrun_ready"], want)
+		}
+		if code, body := scrape(t, m[1]+"/readyz"); code != 200 {
+			t.Errorf("%s: /readyz %d %q", p.name, code, body)
+		}
+	}
 }
