@@ -241,6 +241,18 @@ func TestServe(t *testing.T) {
 		}
 	})
 
+	t.Run("metrics", func(t *testing.T) {
+		code, b := call(t, "GET", s.url+"/metrics", "", nil)
+		if code != 200 {
+			t.Fatalf("GET /metrics: %d %s", code, b)
+		}
+		for _, series := range []string{"ddrun_jobs_queued 0", "ddrun_jobs_running 0", "ddrun_transport_sent_bytes_total", "ddrun_ready 1"} {
+			if !strings.Contains(string(b), series) {
+				t.Errorf("/metrics has no %q", series)
+			}
+		}
+	})
+
 	t.Run("distributed", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()

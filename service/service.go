@@ -658,3 +658,18 @@ func ParseParams(q url.Values, allowed []string) (map[string]string, error) {
 	}
 	return p, nil
 }
+
+// Counts returns how many jobs are queued and how many are running.
+func (s *Service) Counts() (queued, running int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, j := range s.jobs {
+		switch j.rec.State {
+		case Queued:
+			queued++
+		case Running:
+			running++
+		}
+	}
+	return queued, running
+}

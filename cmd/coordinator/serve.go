@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/cluster"
+	"github.com/ddrun/ddrun/internal/natsflags"
+	"github.com/ddrun/ddrun/metrics"
 	"github.com/ddrun/ddrun/service"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
@@ -110,7 +112,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) (err error) 
 		return usagef("--listen %q: %v", sf.listen, err)
 	}
 	defer ln.Close()
-	tr, url, closeNATS, err := sf.r.connect(ctx, stderr)
+	tr, url, closeNATS, err := sf.r.connect(ctx, log, stderr)
 	if err != nil {
 		return err
 	}
@@ -163,7 +165,22 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) (err error) 
 		return err
 	}
 	defer stopNATS()
-	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	// /metrics beside the API: the job gauges are read from the service at
+	// each scrape. The service's own /healthz and /readyz stay (they know
+	// when it stops).
+	met, err := metrics.New(metrics.Options{Role: metrics.Coordinator})
+	if err != nil {
+		return err
+	}
+	natsflags.Observe(met, tr)
+	mux := http.NewServeMux()
+	metricsHandler := met.Handler()
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		met.SetJobs(svc.Counts())
+		metricsHandler.ServeHTTP(w, r)
+	})
+	mux.Handle("/", svc.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	fmt.Fprintf(stderr, "http=http://%s\n", ln.Addr())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
