@@ -100,7 +100,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	defer unseal()
 	log.Info("connected", "nats", nf.Redact(nf.URL), "threads", *threads)
-	if err := cluster.Serve(ctx, sealed, cluster.WorkerOptions{Name: *name, Threads: *threads, Logger: log, LoadShard: loadShard}); err != nil {
+	if err := cluster.Serve(ctx, sealed, cluster.WorkerOptions{Name: *name, Threads: *threads, Logger: log, LoadShard: loadShard, ShardStates: shard.StateFiles{}}); err != nil {
 		fmt.Fprintln(stderr, "worker:", nf.Redact(err.Error()))
 		return 1
 	}
