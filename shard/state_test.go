@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,23 +40,11 @@ func TestStateRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slicesEqual(got.Lambda, st.Lambda) || !slicesEqual(got.Mu, st.Mu) || len(got.Nu) != 0 ||
-			!slicesEqual(got.X, st.X) || !slicesEqual(got.Best, st.Best) || (got.Best == nil) != (st.Best == nil) {
+		if !slices.Equal(got.Lambda, st.Lambda) || !slices.Equal(got.Mu, st.Mu) || len(got.Nu) != 0 ||
+			!slices.Equal(got.X, st.X) || !slices.Equal(got.Best, st.Best) || (got.Best == nil) != (st.Best == nil) {
 			t.Errorf("best %v: read %+v, wrote %+v", best, got, st)
 		}
 	}
-}
-
-func slicesEqual[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Damaged, forged or mismatched state files are refused with a one-line
