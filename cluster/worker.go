@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/shard"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -26,6 +27,18 @@ type WorkerOptions struct {
 	// is built, 0 when its job ends). Both must return at once.
 	OnStep  func(d time.Duration)
 	OnParts func(n int)
+	// ShardStates saves and loads a sharded part's states (package
+	// shard's StateFiles); nil: the worker cannot save them (a sharded
+	// run then takes no checkpoints) nor restore them.
+	ShardStates ShardStates
+}
+
+// ShardStates keeps a sharded part's states where every worker of the job
+// can read them, in directory dir: Save returns a reference to the state
+// saved, which Load takes back for the part of worker w.
+type ShardStates interface {
+	Save(ctx context.Context, dir string, at shard.StateAt, st *consensus.ShardPartState) ([]byte, error)
+	Load(ctx context.Context, dir string, at shard.StateAt, ref []byte, w *consensus.Worker) (*consensus.ShardPartState, error)
 }
 
 // Serve runs a worker until ctx is cancelled: it announces itself on the
@@ -346,6 +359,17 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 	exp := expect{coord: a.body.Coord, next: a.body.Next}
 	var lastReport reportBody
 	var evals evalCache
+	saver := func(ctx context.Context, iter int) ([]byte, error) {
+		if s.opts.ShardStates == nil || a.body.Shard == nil {
+			return nil, errors.New("this worker cannot save sharded parts' states")
+		}
+		if iter != exp.last {
+			return nil, fmt.Errorf("asked to save the state of iteration %d after iteration %d", iter, exp.last)
+		}
+		st := w.ShardState()
+		at := shard.StateAt{Job: a.body.Base, Epoch: a.body.Epoch, Iter: iter, Part: a.body.Part, Spec: a.body.Shard}
+		return s.opts.ShardStates.Save(ctx, a.body.StateDir, at, &st)
+	}
 	// Until the first step arrives, the acknowledgement is repeated: if it
 	// was lost, the coordinator would otherwise wait in vain.
 	again := time.NewTicker(readyAgainEvery)
@@ -373,7 +397,7 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 				s.faults.drop("evaluation dropped", "job", job, "reason", "not from this job's coordinator")
 				continue
 			}
-			data, err := s.encode(transport.Header{Job: job, Iter: uint64(exp.last), Kind: kindEvaled}, evals.answer(w, ev))
+			data, err := s.encode(transport.Header{Job: job, Iter: uint64(exp.last), Kind: kindEvaled}, evals.answer(ctx, w, ev, saver))
 			if err != nil {
 				return err
 			}
@@ -475,7 +499,30 @@ func newPartWorker(ctx context.Context, body *assignBody, wo WorkerOptions) (*co
 			return part, nil, err
 		}
 	}
+	if body.StateRef != nil {
+		if err := restoreShard(ctx, body, wo, w); err != nil {
+			w.Close()
+			return part, nil, err
+		}
+	}
 	return part, w, nil
+}
+
+// restoreShard restores a sharded part's worker to the state its
+// assignment references.
+func restoreShard(ctx context.Context, body *assignBody, wo WorkerOptions, w *consensus.Worker) error {
+	if wo.ShardStates == nil || body.Shard == nil {
+		return errors.New("this worker cannot restore sharded parts' states")
+	}
+	at := shard.StateAt{Job: body.Base, Epoch: body.Epoch, Iter: body.Next - 1, Part: body.Part, Spec: body.Shard}
+	st, err := wo.ShardStates.Load(ctx, body.StateDir, at, body.StateRef, w)
+	if err != nil {
+		return err
+	}
+	if err := w.RestoreShard(st); err != nil {
+		return fmt.Errorf("the state of iteration %d: %w", at.Iter, err)
+	}
+	return nil
 }
 
 // stepFeed delivers a job's steps that pass the deduplication filter.
@@ -610,12 +657,22 @@ type evalCache struct {
 	last evaledBody
 }
 
-func (c *evalCache) answer(w *consensus.Worker, ev *evalBody) evaledBody {
+func (c *evalCache) answer(ctx context.Context, w *consensus.Worker, ev *evalBody, save func(context.Context, int) ([]byte, error)) evaledBody {
 	if ev.Seq == c.seq && c.seq != 0 {
 		return c.last
 	}
 	out := evaledBody{Seq: ev.Seq}
-	if ev.Op == opFetch {
+	if ev.Op == uint8(consensus.EvalSave) {
+		ref, err := save(ctx, ev.Iter)
+		if err == nil && (len(ref) == 0 || len(ref) > maxStateRef) {
+			err = fmt.Errorf("a state reference of %d bytes", len(ref))
+		}
+		if err != nil {
+			out.SaveErr = err.Error()
+		} else {
+			out.Ref = ref
+		}
+	} else if ev.Op == opFetch {
 		vars, states, last, err := w.BestPiece(ev.Piece, pieceVars)
 		if err != nil {
 			out.Err = err.Error()

@@ -233,7 +233,8 @@ func TestRunBadInput(t *testing.T) {
 		{"no workers join", coord, []string{"run", "--workers", "1", "--wait", "300ms", model}, "waited"},
 		{"sharded uai", coord, []string{"run", "--sharded", model}, "convert it first"},
 		{"sharded chains", coord, []string{"run", "--sharded", "--slaves", "chains", ddx}, "one slave per factor"},
-		{"sharded checkpoints", coord, []string{"run", "--sharded", "--checkpoint-every", "5", ddx}, "checkpoints"},
+		{"sharded raft", coord, []string{"run", "--sharded", "--raft-id", "a", ddx}, "one coordinator"},
+		{"state dir unsharded", coord, []string{"run", "--state-dir", t.TempDir(), model}, "--state-dir is for --sharded"},
 		{"sharded forbidden state", coord, []string{"run", "--sharded", "--workers", "1", hard}, "forbidden"},
 		{"sharded missing file", coord, []string{"run", "--sharded", filepath.Join(t.TempDir(), "none.ddx")}, "no such file"},
 	}

@@ -32,6 +32,7 @@ type runFlags struct {
 	workers                                 int
 	job, listen                             string
 	local, sharded                          bool
+	stateDir                                string
 	wait, stepTimeout, lostAfter, spareWait time.Duration
 	ck                                      checkpointFlags
 	raft                                    raftFlags
@@ -53,6 +54,7 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&r.stepTimeout, "step-timeout", 5*time.Minute, "how long to wait for the workers' answers to one iteration")
 	fs.DurationVar(&r.lostAfter, "lost-after", 3*time.Second, "a worker silent this long is lost; its part restarts on a spare worker")
 	fs.DurationVar(&r.spareWait, "spare-wait", 10*time.Second, "how long a lost worker's part waits for a spare worker before the job continues on the workers left")
+	fs.StringVar(&r.stateDir, "state-dir", "", "with --sharded: the `DIR` every worker sees where the workers save their parts' states for checkpoints (default: MODEL.state beside the model file)")
 	r.ck.register(fs)
 	r.raft.register(fs)
 }
@@ -71,6 +73,9 @@ func (r *runFlags) check() error {
 	}
 	if err := r.raft.check(r.nats.URL, r.job, r.local); err != nil {
 		return err
+	}
+	if r.stateDir != "" && !r.sharded {
+		return usagef("--state-dir is for --sharded runs (other runs keep the parts' states in their checkpoints)")
 	}
 	if r.ck.resume && r.ck.dir == "" {
 		return usagef("--resume needs --checkpoint-dir (with Raft, a job resumes by itself)")

@@ -99,7 +99,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("worker", *name)
 	var m *metrics.Metrics // nil without --metrics: its methods do nothing
-	wo := cluster.WorkerOptions{Name: *name, Threads: *threads, Logger: log, LoadShard: loadShard}
+	wo := cluster.WorkerOptions{Name: *name, Threads: *threads, Logger: log, LoadShard: loadShard, ShardStates: shard.StateFiles{}}
 	if *metricsAddr != "" {
 		var err error
 		if m, err = metrics.New(metrics.Options{Role: metrics.Worker}); err != nil {
