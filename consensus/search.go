@@ -366,7 +366,7 @@ func newRepair(m *model.Model) *repair {
 	}
 	maxRep := 0
 	for s := range p.Slaves {
-		maxRep = max(maxRep, p.RepOff[s+1]-p.RepOff[s])
+		maxRep = max(maxRep, int(p.RepOff[s+1]-p.RepOff[s]))
 	}
 	n := m.NumVars()
 	return &repair{p: p, order: make([]int, n), assigned: make([]bool, n),
@@ -463,10 +463,10 @@ func (r *repair) bfsOrder() {
 			i := queue[k]
 			k++
 			for j := p.VarRepOff[i]; j < p.VarRepOff[i+1]; j++ {
-				for _, v := range p.Scope(p.RepSlave[j]) {
+				for _, v := range p.Scope(int(p.RepSlave[j])) {
 					if !seen[v] {
 						seen[v] = true
-						queue = append(queue, v)
+						queue = append(queue, int(v))
 					}
 				}
 			}
@@ -479,13 +479,13 @@ func (r *repair) bfsOrder() {
 func (r *repair) completable(i, s int, x []int) bool {
 	p, m := r.p, r.p.Model
 	for j := p.VarRepOff[i]; j < p.VarRepOff[i+1]; j++ {
-		a := p.RepSlave[j]
+		a := int(p.RepSlave[j])
 		w := r.w[:p.RepOff[a+1]-p.RepOff[a]]
 		off := 0
 		for _, v := range p.Scope(a) {
 			c := m.Cards[v]
 			fixed := -1
-			if v == i {
+			if int(v) == i {
 				fixed = s
 			} else if r.assigned[v] {
 				fixed = x[v]

@@ -120,7 +120,9 @@ func partVars(factors []model.Factor, spec *Spec) ([]int, error) {
 		vars = append(vars, int(v))
 	}
 	slices.Sort(vars)
-	return slices.Clip(vars), nil
+	// A copy: vars was sized for every scope entry (2 per factor of a
+	// grid, twice the variables), and Clip would keep that array.
+	return slices.Clone(vars), nil
 }
 
 // assemble makes the part: one slave per factor, the degrees (the part's
