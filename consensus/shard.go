@@ -178,7 +178,12 @@ type shardEval struct {
 func (w *Worker) Evaluate(in *EvalIn, out *EvalOut) error {
 	m := w.p.Model
 	if w.eval == nil {
-		ls := newLocalSearch(m, w.pool)
+		var ls *localSearch
+		if w.pairs != nil {
+			ls = newPairSearch(m, w.pairs, w.p, w.pool)
+		} else {
+			ls = newLocalSearch(m, w.pool)
+		}
 		if len(w.boundary) > 0 {
 			ls.frozen = make([]bool, m.NumVars())
 			for _, v := range w.boundary {
@@ -273,7 +278,7 @@ func (w *Worker) settle(in *EvalIn, out *EvalOut) error {
 	}
 	ls := e.search
 	if ls.rep == nil {
-		ls.rep = newRepair(ls.m)
+		ls.rep = ls.newRepair()
 	}
 	out.Settled = false
 	if ls.rep != nil {

@@ -47,6 +47,7 @@ type Worker struct {
 	// worker keeps no other reference to the Part, whose plan and
 	// degrees it no longer needs once built.
 	vars, boundary []int
+	pairs          *Pairs // the part's factors when it keeps them flat (Part.Pairs)
 	p              *Problem
 	opts           Options
 
@@ -99,14 +100,23 @@ type Worker struct {
 
 // NewWorker builds the slaves of a part. Call Close when done.
 func NewWorker(part *Part, opts Options) (*Worker, error) {
-	p, err := Decompose(part.Model, part.Plan, slaves.Build)
+	var p *Problem
+	var err error
+	if part.Pairs != nil {
+		if len(part.Model.Factors) > 0 || len(part.Plan.Slaves) > 0 {
+			return nil, fmt.Errorf("part with pairs and %d factors, %d planned slaves", len(part.Model.Factors), len(part.Plan.Slaves))
+		}
+		p, err = decomposePairs(part.Model, part.Pairs)
+	} else {
+		p, err = Decompose(part.Model, part.Plan, slaves.Build)
+	}
 	if err != nil {
 		return nil, err
 	}
 	m := p.Model
 	nr := p.NumReplicaEntries()
 	w := &Worker{
-		vars: part.Vars, boundary: part.Boundary, p: p, opts: opts,
+		vars: part.Vars, boundary: part.Boundary, pairs: part.Pairs, p: p, opts: opts,
 		invDeg:      make([]float64, m.NumVars()),
 		lambda:      make([]float64, nr),
 		nu:          make([]float64, nr),
