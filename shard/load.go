@@ -67,6 +67,9 @@ func readPart(ctx context.Context, spec *Spec, pairs bool) (*consensus.Part, err
 	q := &consensus.Pairs{}
 	flat := pairs && spec.NumVars <= math.MaxInt32
 	var factors []model.Factor
+	if !flat {
+		factors = make([]model.Factor, 0, nf)
+	}
 	err = sc.ReadRecords(spec.Pos, spec.From, spec.To, runs.Card, func(a int, f *model.Factor) error {
 		if len(f.Vars) < 2 {
 			return fmt.Errorf("shard: %s: factor %d is over %d variables", spec.Path, a, len(f.Vars))
