@@ -247,7 +247,12 @@ func (w *Worker) Evaluate(in *EvalIn, out *EvalOut) error {
 func (w *Worker) evalState() *shardEval {
 	if w.eval == nil {
 		m := w.p.Model
-		ls := newLocalSearch(m, w.pool)
+		var ls *localSearch
+		if w.pairs != nil {
+			ls = newPairSearch(m, w.pairs, w.p, w.pool)
+		} else {
+			ls = newLocalSearch(m, w.pool)
+		}
 		if len(w.boundary) > 0 {
 			ls.frozen = make([]bool, m.NumVars())
 			for _, v := range w.boundary {
@@ -292,7 +297,7 @@ func (w *Worker) settle(in *EvalIn, out *EvalOut) error {
 	}
 	ls := e.search
 	if ls.rep == nil {
-		ls.rep = newRepair(ls.m)
+		ls.rep = ls.newRepair()
 	}
 	out.Settled = false
 	if ls.rep != nil {

@@ -141,11 +141,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 }
 
 // loadShard builds a sharded job's part from its spec: this worker's
-// factors, read from the model file by byte ranges.
+// factors, read from the model file by byte ranges (flat when they are
+// all Potts or all Pair factors).
 func loadShard(ctx context.Context, spec []byte) (*consensus.Part, error) {
 	sp, err := shard.DecodeSpec(spec)
 	if err != nil {
 		return nil, err
 	}
-	return shard.Load(ctx, sp)
+	return shard.LoadFlat(ctx, sp)
 }
