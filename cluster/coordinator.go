@@ -52,7 +52,10 @@ type coordinator struct {
 	// sharded run moves to a spare.
 	evals     []chan *evaledBody
 	summaries []*summaryWire
-	sharded   bool
+	// peakRSS is each worker's largest peak RSS (MiB) its evaluation
+	// answers reported (guarded by mu).
+	peakRSS []int64
+	sharded bool
 }
 
 // index returns the part held by the named worker, or -1.

@@ -308,7 +308,7 @@ func openEpoch(ctx context.Context, tr transport.Transport, ro RunOptions) (*coo
 		byName: map[string]int{}, spares: map[string]time.Time{}, gone: maps.Clone(ro.lost),
 		reports: make([]chan *reportBody, len(names)), filters: make([]*transport.Filter, len(names)),
 		ready: make([]chan *readyBody, len(names)), lastSeen: make([]time.Time, len(names)),
-		evals: make([]chan *evaledBody, len(names)), summaries: make([]*summaryWire, len(names))}
+		evals: make([]chan *evaledBody, len(names)), summaries: make([]*summaryWire, len(names)), peakRSS: make([]int64, len(names))}
 	for w, name := range names {
 		c.byName[name] = w
 		c.reports[w] = make(chan *reportBody, 4)

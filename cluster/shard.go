@@ -93,8 +93,9 @@ type ShardStats struct {
 	// Setup is the time from the start of RunShards until every worker
 	// had built its part (in the first epoch).
 	Setup time.Duration
-	// WorkerRSSMB is each worker's peak RSS (MiB) once its part was built
-	// (in the last epoch).
+	// WorkerRSSMB is each worker's peak RSS (MiB) in the last epoch: the
+	// largest it reported, when its part was built or with its answers to
+	// the evaluations and the fetches of the assignment that end the run.
 	WorkerRSSMB []int64
 	// Failovers counts the epochs ended by a lost worker, and Restored
 	// those of them that continued from a checkpoint; Redone counts the
@@ -240,10 +241,15 @@ func runShardEpoch(ctx context.Context, tr transport.Transport, job *ShardJob, b
 		}
 	}
 	res, err = consensus.CoordinateShards(ctx, job.Boundary, sums, b, c.links(), opts, cp, progress)
-	if err != nil || res.Boundary == nil || deliver == nil {
-		return res, c.completed(), err
+	if err == nil && res.Boundary != nil && deliver != nil {
+		err = deliver(context.WithoutCancel(ctx), &ShardAssignment{NumVars: job.NumVars, c: c, job: job, states: res.Boundary, seq: fetchSeq})
 	}
-	return res, c.completed(), deliver(context.WithoutCancel(ctx), &ShardAssignment{NumVars: job.NumVars, c: c, job: job, states: res.Boundary, seq: fetchSeq})
+	c.mu.Lock()
+	for w, rss := range c.peakRSS {
+		stats.WorkerRSSMB[w] = max(stats.WorkerRSSMB[w], rss)
+	}
+	c.mu.Unlock()
+	return res, c.completed(), err
 }
 
 // withDefaults fills in RunOptions' defaults (Run's).
@@ -318,6 +324,11 @@ func (l *remoteLink) request(ctx context.Context, body *evalBody) (*evaledBody, 
 		}
 		if r.Err != "" {
 			return false, fmt.Errorf("worker %s: %s", c.name(l.w), r.Err)
+		}
+		if r.RSS > 0 && r.RSS < 1<<30 { // a report, only shown: bounded, not trusted further
+			c.mu.Lock()
+			c.peakRSS[l.w] = max(c.peakRSS[l.w], r.RSS)
+			c.mu.Unlock()
 		}
 		return true, nil
 	})

@@ -205,6 +205,9 @@ type evaledBody struct {
 	// with SaveErr saying why it could not be saved.
 	Ref     []byte `msgpack:"ref,omitempty"`
 	SaveErr string `msgpack:"serr,omitempty"`
+	// RSS is the worker's peak RSS (MiB) when it answered: the last
+	// answers (the assignment's pieces) carry its peak over the run.
+	RSS int64 `msgpack:"rss,omitempty"`
 }
 
 // maxStateRef bounds a state reference a worker reports.

@@ -661,7 +661,7 @@ func (c *evalCache) answer(ctx context.Context, w *consensus.Worker, ev *evalBod
 	if ev.Seq == c.seq && c.seq != 0 {
 		return c.last
 	}
-	out := evaledBody{Seq: ev.Seq}
+	out := evaledBody{Seq: ev.Seq, RSS: PeakRSSMB()}
 	if ev.Op == uint8(consensus.EvalSave) {
 		ref, err := save(ctx, ev.Iter)
 		if err == nil && (len(ref) == 0 || len(ref) > maxStateRef) {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -104,6 +105,9 @@ func TestShardedCoordinatorMemoryFlat(t *testing.T) {
 			t.Fatalf("height %d: sharded result %+v, want a boundary of 100 variables", h, r.Sharded)
 		}
 		peak[h] = r.Sharded.CoordinatorRSSMB
+		if len(r.Sharded.WorkerRSSMB) != 2 || slices.Min(r.Sharded.WorkerRSSMB) <= 0 {
+			t.Errorf("height %d: worker peaks %v MB, want one positive peak per worker", h, r.Sharded.WorkerRSSMB)
+		}
 		t.Logf("height %d (%d variables): coordinator peak %d MB, workers %v MB", h, 100*h, r.Sharded.CoordinatorRSSMB, r.Sharded.WorkerRSSMB)
 	}
 	if small, big := peak[30], peak[3000]; float64(big) > 1.1*float64(small)+4 {
