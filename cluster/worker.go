@@ -353,7 +353,7 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 		f(1)
 		defer f(0)
 	}
-	s.log.Info("job assigned", "job", job, "part", a.body.Part, "slaves", len(part.Plan.Slaves), "variables", len(part.Vars), "boundary", len(part.Boundary))
+	s.log.Info("job assigned", "job", job, "part", a.body.Part, "slaves", part.NumSlaves(), "variables", len(part.Vars), "boundary", len(part.Boundary))
 	in := &consensus.StepIn{}
 	out := &consensus.StepOut{}
 	exp := expect{coord: a.body.Coord, next: a.body.Next}
