@@ -149,6 +149,10 @@ type CheckpointerOptions struct {
 	Redone, Failovers int
 	Started           time.Time
 	Logger            *slog.Logger
+	// Done, when not nil, is told of every checkpoint when its write
+	// ends: its encoding, writing and recording took d; err when it
+	// failed.
+	Done func(d time.Duration, err error)
 }
 
 // CheckpointStats measures a Checkpointer's work.
@@ -212,34 +216,42 @@ func (c *Checkpointer) Save(ctx context.Context, st *consensus.State, where []in
 	if err != nil {
 		return err
 	}
+	encode := time.Since(t0)
 	c.mu.Lock()
-	c.stats.Encode += time.Since(t0)
+	c.stats.Encode += encode
 	c.mu.Unlock()
 	m := checkpoint.Manifest{Job: c.o.Job, Epoch: c.o.Epoch, Iteration: st.Iter, Meta: mj}
 	done := make(chan struct{})
 	c.done = done
 	go func() {
 		defer close(done)
-		c.write(context.WithoutCancel(ctx), m, parts)
+		c.write(context.WithoutCancel(ctx), m, parts, encode)
 	}()
 	return nil
 }
 
-func (c *Checkpointer) write(ctx context.Context, m checkpoint.Manifest, parts []checkpoint.Part) {
+func (c *Checkpointer) write(ctx context.Context, m checkpoint.Manifest, parts []checkpoint.Part, encode time.Duration) {
 	t0 := time.Now()
 	iter := m.Iteration
+	done := func(err error) {
+		if c.o.Done != nil {
+			c.o.Done(encode+time.Since(t0), err)
+		}
+	}
 	m, err := checkpoint.Write(ctx, c.o.Store, m, parts)
 	if err != nil {
 		c.log.Warn("checkpoint not written", "iteration", iter, "err", err)
 		c.mu.Lock()
 		c.stats.Failed++
 		c.mu.Unlock()
+		done(err)
 		return
 	}
 	if err := c.o.Record(ctx, m); err != nil {
 		c.mu.Lock()
 		c.fatal = fmt.Errorf("recording the checkpoint of iteration %d: %w", m.Iteration, err)
 		c.mu.Unlock()
+		done(err)
 		return
 	}
 	var size int64
@@ -261,6 +273,7 @@ func (c *Checkpointer) write(ctx context.Context, m checkpoint.Manifest, parts [
 	kept := c.kept
 	c.mu.Unlock()
 	c.log.Info("checkpoint", "iteration", m.Iteration, "bytes", size, "seconds", elapsed.Seconds())
+	done(nil)
 	if c.o.Prune != nil {
 		if err := c.o.Prune(ctx); err != nil {
 			c.log.Warn("pruning checkpoints", "err", err)

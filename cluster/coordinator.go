@@ -34,6 +34,7 @@ type coordinator struct {
 	claims      *claimer
 	cid         uint64 // the epoch's coordinator id (assignBody.Coord)
 	faults      *faultLog
+	onStep      func(worker string, d time.Duration) // RunOptions.Hooks.Step
 
 	mu       sync.Mutex // guards the fields below
 	names    []string   // the worker holding each part

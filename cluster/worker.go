@@ -21,6 +21,11 @@ type WorkerOptions struct {
 	// LoadShard builds the part of a sharded job from its spec (package
 	// shard's Load); nil: the worker refuses sharded parts.
 	LoadShard func(ctx context.Context, spec []byte) (*consensus.Part, error)
+	// OnStep, when not nil, is told of every step computed and answered:
+	// it took d. OnParts, when not nil, of the parts held (1 when a part
+	// is built, 0 when its job ends). Both must return at once.
+	OnStep  func(d time.Duration)
+	OnParts func(n int)
 }
 
 // Serve runs a worker until ctx is cancelled: it announces itself on the
@@ -331,6 +336,10 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 		return err
 	}
 	defer w.Close()
+	if f := s.opts.OnParts; f != nil {
+		f(1)
+		defer f(0)
+	}
 	s.log.Info("job assigned", "job", job, "part", a.body.Part, "slaves", len(part.Plan.Slaves), "variables", len(part.Vars), "boundary", len(part.Boundary))
 	in := &consensus.StepIn{}
 	out := &consensus.StepOut{}
@@ -390,7 +399,11 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 				// The coordinator lost our report, or rejected a forged
 				// one: the same report, under a new sequence number.
 			case stepNext:
+				t0 := time.Now()
 				lastReport = answer(w, st, in, out)
+				if f := s.opts.OnStep; f != nil {
+					f(time.Since(t0))
+				}
 				exp.last = st.Iter
 				s.mu.Lock()
 				s.iter = exp.last

@@ -62,8 +62,9 @@ func (r *raftFlags) check(natsURL, job string, local bool) error {
 // cluster.RunReplicated): it opens the group and the checkpoint store the
 // group shares, and prints the result when this member ends the job, or
 // leads it after the leader that ended it died before printing.
-func runReplicated(ctx context.Context, j cluster.Job, sp spec, tr *transport.NATS, rf raftFlags, ck checkpointFlags, f solveFlags,
+func runReplicated(ctx context.Context, j cluster.Job, sp spec, tr *transport.NATS, r *runFlags, f solveFlags,
 	log *slog.Logger, stdout, stderr io.Writer) error {
+	rf, ck := r.raft, r.ck
 	peers, _ := jobstate.ParsePeers(rf.peers)
 	// Raft's own chatter (elections, replication) only from warnings up;
 	// cluster logs the role changes itself.
@@ -73,6 +74,7 @@ func runReplicated(ctx context.Context, j cluster.Job, sp spec, tr *transport.NA
 		return fmt.Errorf("raft: %w", err)
 	}
 	defer g.Close()
+	raftReadiness(r.obs, g)
 	if ck.dir != "" {
 		d, err := checkpoint.OpenDir(ck.dir)
 		if err != nil {
@@ -109,6 +111,7 @@ func runReplicated(ctx context.Context, j cluster.Job, sp spec, tr *transport.NA
 	case out.Recorded != nil:
 		return printStoredResult(out.Recorded, f, stdout, stderr)
 	case out.Ran:
+		r.obs.ObserveResult(out.Result)
 		return report(out.Result, sp, f, out.Info, stdout, stderr)
 	}
 	return nil

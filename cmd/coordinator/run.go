@@ -20,6 +20,7 @@ import (
 
 	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/internal/natsflags"
+	"github.com/ddrun/ddrun/metrics"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
 )
@@ -34,11 +35,15 @@ type runFlags struct {
 	wait, stepTimeout, lostAfter, spareWait time.Duration
 	ck                                      checkpointFlags
 	raft                                    raftFlags
+	metrics                                 string
+	obs                                     *metrics.Metrics // --metrics' series, nil without it
 }
 
 func (r *runFlags) register(fs *flag.FlagSet) {
 	r.nats.Register(fs)
+	r.nats.RegisterRetry(fs, 10*time.Second)
 	r.key.Register(fs)
+	fs.StringVar(&r.metrics, "metrics", "", "serve /metrics (Prometheus), /healthz and /readyz on `ADDR` (host:port; port 0 picks one, printed as metrics=URL)")
 	fs.IntVar(&r.workers, "workers", 2, "number of workers to wait for")
 	fs.StringVar(&r.job, "job", "", "job `ID` (default: random); namespaces the NATS subjects")
 	fs.StringVar(&r.listen, "nats-listen", "127.0.0.1:0", "`ADDR` of the embedded NATS server when --nats is not given")
@@ -94,11 +99,22 @@ func (r *runFlags) runOptions(log *slog.Logger) cluster.RunOptions {
 	return ro
 }
 
-// connect connects to --nats, or starts an embedded NATS server on
-// --nats-listen and prints its URL. close releases both.
-func (r *runFlags) connect(ctx context.Context, stderr io.Writer) (tr *transport.NATS, url string, close func(), err error) {
+// connect starts the --metrics endpoint, then connects to --nats (trying
+// for --connect-timeout while the server is not up), or starts an
+// embedded NATS server on --nats-listen and prints its URL. close
+// releases them.
+func (r *runFlags) connect(ctx context.Context, log *slog.Logger, stderr io.Writer) (tr *transport.NATS, url string, close func(), err error) {
+	stopMetrics, err := r.startMetrics(ctx, stderr)
+	if err != nil {
+		return nil, "", nil, err
+	}
 	url = r.nats.URL
 	var srv *transport.Embedded
+	defer func() {
+		if err != nil {
+			stopMetrics()
+		}
+	}()
 	if url == "" {
 		host, port, err := net.SplitHostPort(r.listen)
 		if err != nil {
@@ -115,14 +131,16 @@ func (r *runFlags) connect(ctx context.Context, stderr io.Writer) (tr *transport
 		url = srv.URL()
 		fmt.Fprintf(stderr, "nats=%s\n", url)
 	}
-	tr, err = transport.NewNATS(ctx, r.nats.Options(url, "coordinator-"+r.job))
+	tr, err = r.nats.Connect(ctx, r.nats.Options(url, "coordinator-"+r.job), log)
 	if err != nil {
 		if srv != nil {
 			srv.Shutdown()
 		}
 		return nil, "", nil, usageError{err}
 	}
+	natsflags.Observe(r.obs, tr)
 	return tr, url, func() {
+		stopMetrics()
 		tr.Close()
 		if srv != nil {
 			srv.Shutdown()
@@ -180,11 +198,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 			return err
 		}
 	}
-	tr, url, closeNATS, err := r.connect(ctx, stderr)
+	tr, url, closeNATS, err := r.connect(ctx, log, stderr)
 	if err != nil {
 		return err
 	}
 	defer closeNATS()
+	j.Run.Hooks = r.hooks()
 	sealed, unseal, err := r.key.Wrap(tr, log) // with a job key, every message sealed
 	if err != nil {
 		return usagef("%v", err)
@@ -201,14 +220,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if !f.quiet {
 		j.Progress = func(p solver.Progress) { printProgress(stderr, p) }
 	}
+	j.Progress = r.observed(j.Progress)
 	if r.raft.enabled() {
-		return runReplicated(ctx, j, sp, tr, r.raft, r.ck, f, log, stdout, stderr)
+		return runReplicated(ctx, j, sp, tr, &r, f, log, stdout, stderr)
 	}
 	before := tr.Conn().Stats()
 	o, err := cluster.RunJob(ctx, j)
 	if err != nil {
 		return err
 	}
+	r.obs.ObserveResult(o.Result)
 	if st, n := tr.Conn().Stats(), o.Result.Iterations-o.Stats.Resumed; !f.quiet && n > 0 {
 		in, out := st.InBytes-before.InBytes, st.OutBytes-before.OutBytes
 		fmt.Fprintf(stderr, "traffic: %d bytes in, %d bytes out at the coordinator, %d bytes per iteration\n",

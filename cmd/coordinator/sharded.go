@@ -69,7 +69,7 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 		}
 		opts.TimeLimit = left
 	}
-	tr, url, closeNATS, err := r.connect(ctx, stderr)
+	tr, url, closeNATS, err := r.connect(ctx, log, stderr)
 	if err != nil {
 		return err
 	}
@@ -90,6 +90,7 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 	if !f.quiet {
 		progress = func(p solver.Progress) { printProgress(stderr, p) }
 	}
+	progress = r.observed(progress)
 	var x []int // the assignment for the JSON result, when small enough
 	deliver := func(ctx context.Context, a *cluster.ShardAssignment) error {
 		if f.json && a.NumVars <= maxJSONAssignment {
@@ -100,12 +101,14 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 	before := tr.Conn().Stats()
 	ro := r.runOptions(log)
 	ro.Checkpoint = nil
+	ro.Hooks = r.hooks()
 	planned := time.Since(start)
 	res, stats, err := cluster.RunShards(ctx, sealed, job, opts, ro, deliver, progress)
 	if err != nil {
 		return err
 	}
 	res.Elapsed = time.Since(start)
+	r.obs.ObserveResult(solver.Result{Iterations: res.Iterations, Dual: res.Dual, Primal: res.Primal, Gap: res.Gap})
 	sj := &shardedJSON{Boundary: len(layout.BoundaryVars), PlanSeconds: planned.Seconds(), SetupSeconds: (planned + stats.Setup).Seconds(),
 		CoordinatorRSSMB: cluster.PeakRSSMB(), WorkerRSSMB: stats.WorkerRSSMB}
 	if st, n := tr.Conn().Stats(), res.Iterations; n > 0 {

@@ -3,6 +3,13 @@
 // after job, until it is stopped (SIGINT or SIGTERM).
 //
 //	worker --nats URL [--threads N] [--name NAME] [NATS credential flags] [--job-key-file F]
+//	       [--connect-timeout D] [--metrics ADDR]
+//
+// It keeps trying to reach the NATS server for --connect-timeout (default
+// 30s: in Kubernetes it may start before NATS), and once connected it
+// reconnects after any loss of the connection for as long as it runs,
+// logging the loss and the return. --metrics serves its Prometheus series,
+// /healthz and /readyz (ready while connected).
 //
 // With a job key (--job-key-file, or $DDRUN_JOB_KEY) every message is
 // sealed with it and only coordinators holding the same key are heard
@@ -27,10 +34,12 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
+	"time"
 
 	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/internal/natsflags"
+	"github.com/ddrun/ddrun/metrics"
 	"github.com/ddrun/ddrun/shard"
 	"github.com/ddrun/ddrun/transport"
 )
@@ -47,6 +56,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.SetOutput(io.Discard)
 	var nf natsflags.Flags
 	nf.Register(fs)
+	nf.RegisterRetry(fs, 30*time.Second)
+	metricsAddr := fs.String("metrics", "", "serve /metrics (Prometheus), /healthz and /readyz on `ADDR` (host:port; port 0 picks one, printed as metrics=URL)")
 	var key natsflags.JobKey
 	key.Register(fs)
 	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "goroutines for this worker's slaves")
@@ -87,12 +98,33 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		level = slog.LevelWarn
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("worker", *name)
-	tr, err := transport.NewNATS(ctx, nf.Options(nf.URL, *name))
+	var m *metrics.Metrics // nil without --metrics: its methods do nothing
+	wo := cluster.WorkerOptions{Name: *name, Threads: *threads, Logger: log, LoadShard: loadShard}
+	if *metricsAddr != "" {
+		var err error
+		if m, err = metrics.New(metrics.Options{Role: metrics.Worker}); err != nil {
+			fmt.Fprintln(stderr, "worker:", err)
+			return 1
+		}
+		srv, err := m.Start(ctx, *metricsAddr, stderr)
+		if err != nil {
+			fmt.Fprintln(stderr, "worker: --metrics:", err)
+			return 2
+		}
+		defer srv.Close()
+		m.SetReady(false, "connecting to NATS")
+		wo.OnStep, wo.OnParts = m.ObserveWorkerStep, m.SetParts
+	}
+	// A worker outlives NATS restarts: it reconnects for as long as it runs.
+	opts := nf.Options(nf.URL, *name)
+	opts.MaxReconnects = -1
+	tr, err := nf.Connect(ctx, opts, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "worker:", nf.Redact(err.Error()))
 		return 2
 	}
 	defer tr.Close()
+	natsflags.Observe(m, tr)
 	sealed, unseal, err := key.Wrap(tr, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "worker:", nf.Redact(err.Error()))
@@ -100,7 +132,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	defer unseal()
 	log.Info("connected", "nats", nf.Redact(nf.URL), "threads", *threads)
-	if err := cluster.Serve(ctx, sealed, cluster.WorkerOptions{Name: *name, Threads: *threads, Logger: log, LoadShard: loadShard}); err != nil {
+	if err := cluster.Serve(ctx, sealed, wo); err != nil {
 		fmt.Fprintln(stderr, "worker:", nf.Redact(err.Error()))
 		return 1
 	}
