@@ -440,6 +440,19 @@ func waitHTTP(t *testing.T, p *proc, url string, timeout time.Duration) {
 	}
 }
 
+// expectStatus checks that url answers code.
+func expectStatus(t *testing.T, url string, code int) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("%s: %v", url, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != code {
+		t.Fatalf("%s: %d, want %d", url, resp.StatusCode, code)
+	}
+}
+
 // The chart's NATS configuration must listen where its container and
 // Service say: its port lines are rewritten to loopback ports, and a
 // missing one is an error.
@@ -544,10 +557,6 @@ func chartJob(t *testing.T, sets ...string) {
 		t.Fatal("the NATS pod mounts no /etc/nats")
 	}
 	natsPod.mapNATSConf(t, filepath.Join(confDir, "nats.conf"))
-	nats := natsPod.start(t, r, hosts)
-	for _, pr := range []*probe{natsPod.c.StartupProbe, natsPod.c.ReadinessProbe, natsPod.c.LivenessProbe} {
-		waitHTTP(t, nats, natsPod.probeURL(t, pr), 20*time.Second)
-	}
 
 	// The coordinators' pod names and Raft addresses.
 	sts := r.one(t, "StatefulSet", "-coordinator")
@@ -567,16 +576,42 @@ func chartJob(t *testing.T, sets ...string) {
 		coords = append(coords, cp)
 	}
 
-	// Workers, then coordinators.
+	// Workers and coordinators first, as Kubernetes may start them: they
+	// keep trying to reach NATS (--connect-timeout), alive (/healthz 200)
+	// and not ready (/readyz 503) meanwhile.
 	dep := r.one(t, "Deployment", "-worker")
+	var workers []*pod
+	var wprocs []*proc
 	for i := range *dep.Spec.Replicas {
 		wp := newPod(t, r, fmt.Sprintf("%s-%d", dep.Metadata.Name, i), dep.Spec.Template.Spec, models)
-		w := wp.start(t, r, hosts)
-		waitLine(t, w, "connected", 20*time.Second)
+		workers = append(workers, wp)
+		wprocs = append(wprocs, wp.start(t, r, hosts))
 	}
 	var procs []*proc
 	for _, cp := range coords {
 		procs = append(procs, cp.start(t, r, hosts))
+	}
+	for i, wp := range workers {
+		waitHTTP(t, wprocs[i], wp.probeURL(t, wp.c.LivenessProbe), 20*time.Second)
+		expectStatus(t, wp.probeURL(t, wp.c.ReadinessProbe), http.StatusServiceUnavailable)
+	}
+	for i, cp := range coords {
+		if cp.c.LivenessProbe != nil {
+			t.Errorf("%s has a liveness probe: it would restart the pod that idles after the job", cp.name)
+		}
+		u := cp.probeURL(t, cp.c.ReadinessProbe)
+		waitHTTP(t, procs[i], strings.Replace(u, "/readyz", "/healthz", 1), 20*time.Second)
+		expectStatus(t, u, http.StatusServiceUnavailable)
+	}
+
+	// Then NATS; the workers become ready.
+	nats := natsPod.start(t, r, hosts)
+	for _, pr := range []*probe{natsPod.c.StartupProbe, natsPod.c.ReadinessProbe, natsPod.c.LivenessProbe} {
+		waitHTTP(t, nats, natsPod.probeURL(t, pr), 20*time.Second)
+	}
+
+	for i, wp := range workers {
+		waitHTTP(t, wprocs[i], wp.probeURL(t, wp.c.ReadinessProbe), 30*time.Second)
 	}
 	// Every member ends the job with status 0, and its wrapper then idles.
 	for _, p := range procs {
