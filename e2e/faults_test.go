@@ -67,7 +67,13 @@ type proc struct {
 // startProc starts bin with args; the process is killed when the test ends.
 func startProc(t *testing.T, name, bin string, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, cmd: exec.Command(bin, args...), lines: make(chan string, 4096), done: make(chan struct{})}
+	return startCmd(t, name, exec.Command(bin, args...))
+}
+
+// startCmd is startProc for a prepared command (its environment set, say).
+func startCmd(t *testing.T, name string, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{name: name, cmd: cmd, lines: make(chan string, 4096), done: make(chan struct{})}
 	p.cmd.Stdout = &p.stdout
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
@@ -97,6 +103,9 @@ func startProc(t *testing.T, name, bin string, args ...string) *proc {
 }
 
 func (p *proc) kill() {
+	if a := p.cmd.SysProcAttr; a != nil && a.Setpgid {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) // its group: a shell's children too
+	}
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.done
 }

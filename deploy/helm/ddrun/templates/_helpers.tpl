@@ -1,8 +1,37 @@
-{{- define "ddrun.natsURL" -}}
-{{- if .Values.nats.enabled -}}
-nats://{{ .Release.Name }}-nats:4222
+{{/* The release's name prefix: <release>-ddrun, or the release name when
+it already contains "ddrun". At most 40 characters, so that StatefulSet pod
+names and their DNS names stay within Kubernetes' limits. */}}
+{{- define "ddrun.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
 {{- else -}}
-{{ required "nats.url is required when nats.enabled is false" .Values.nats.url }}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Selector labels of component .component. */}}
+{{- define "ddrun.selectorLabels" -}}
+app.kubernetes.io/name: {{ .ctx.Chart.Name }}
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/* Standard labels of component .component. */}}
+{{- define "ddrun.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .ctx.Chart.Name .ctx.Chart.Version | replace "+" "_" }}
+{{ include "ddrun.selectorLabels" . }}
+app.kubernetes.io/version: {{ .ctx.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
+app.kubernetes.io/part-of: ddrun
+{{- end -}}
+
+{{- define "ddrun.natsURL" -}}
+{{- if .Values.natsURL -}}
+{{ .Values.natsURL }}
+{{- else if .Values.nats.enabled -}}
+nats://{{ include "ddrun.fullname" . }}-nats:4222
+{{- else -}}
+{{ fail "natsURL is empty and nats.enabled is false: give natsURL, or enable the chart's NATS server" }}
 {{- end -}}
 {{- end -}}
 
@@ -10,25 +39,42 @@ nats://{{ .Release.Name }}-nats:4222
 {{ .Values.image.repository }}:{{ .Values.image.tag }}
 {{- end -}}
 
+{{/* The Secret holding the job key, and the one holding the NATS
+passwords: the one named in auth, else the generated one, else none. */}}
+{{- define "ddrun.jobKeySecret" -}}
+{{- .Values.auth.jobKeySecret | default (ternary (printf "%s-auth" (include "ddrun.fullname" .)) "" .Values.auth.generate) -}}
+{{- end -}}
+{{- define "ddrun.natsSecret" -}}
+{{- .Values.auth.natsSecret | default (ternary (printf "%s-auth" (include "ddrun.fullname" .)) "" .Values.auth.generate) -}}
+{{- end -}}
+
 {{/* The environment that gives a ddrun process its secrets: the job key
 (DDRUN_JOB_KEY) and the NATS password of role (coordinator or worker) as
-DDRUN_NATS_PASSWORD, which the binaries read: never on a command line. */}}
+DDRUN_NATS_PASSWORD, with the user as DDRUN_NATS_USER: never on a command
+line. */}}
 {{- define "ddrun.secretEnv" -}}
-{{- $v := .ctx.Values.auth -}}
-{{- if $v.jobKeySecret }}
+{{- with include "ddrun.jobKeySecret" .ctx }}
 - name: DDRUN_JOB_KEY
-  valueFrom: {secretKeyRef: {name: {{ $v.jobKeySecret }}, key: job-key}}
+  valueFrom: {secretKeyRef: {name: {{ . }}, key: job-key}}
 {{- end }}
-{{- if $v.natsSecret }}
+{{- with include "ddrun.natsSecret" .ctx }}
+- name: DDRUN_NATS_USER
+  value: ddrun-{{ $.role }}
 - name: DDRUN_NATS_PASSWORD
-  valueFrom: {secretKeyRef: {name: {{ $v.natsSecret }}, key: {{ .role }}-password}}
+  valueFrom: {secretKeyRef: {name: {{ . }}, key: {{ $.role }}-password}}
 {{- end }}
 {{- end -}}
 
-{{/* The NATS login flags of role; the password comes from
-DDRUN_NATS_PASSWORD (ddrun.secretEnv). */}}
-{{- define "ddrun.natsLogin" -}}
-{{- if .ctx.Values.auth.natsSecret -}}
-"--nats-user", "ddrun-{{ .role }}",
+{{/* The job id: job.id, else <fullname>-<8 hex digits of the hash of the
+model and its arguments>. */}}
+{{- define "ddrun.jobID" -}}
+{{- $c := .Values.coordinator.job -}}
+{{- $c.id | default (printf "%s-%s" (include "ddrun.fullname" .) (printf "%s %s %v" $c.model (join " " $c.args) .Values.workers.replicas | sha256sum | trunc 8)) -}}
 {{- end -}}
+
+{{/* Probes on the --metrics endpoint's path .path. */}}
+{{- define "ddrun.httpProbe" -}}
+httpGet: {path: {{ .path }}, port: metrics}
+periodSeconds: {{ .period | default 10 }}
+failureThreshold: {{ .failures | default 3 }}
 {{- end -}}
