@@ -80,11 +80,14 @@ func (c *coordinator) onHello(_ string, data []byte) {
 // re-centred multipliers anyway.
 func (c *coordinator) replace(ctx context.Context, w int) (string, error) {
 	old := c.name(w)
+	c.mu.Lock()
+	silent := time.Since(c.lastSeen[w]).Round(time.Millisecond)
+	c.mu.Unlock()
 	if c.sharded {
 		// Every part returns to the latest checkpoint in a new epoch
 		// (RunShards): the best assignment's interior is spread over the
 		// workers, and theirs must stay consistent with the restored one.
-		return "", &shardLostError{name: old}
+		return "", &shardLostError{name: old, silent: silent}
 	}
 	deadline := time.Now().Add(c.waitSpare)
 	for {
@@ -124,7 +127,7 @@ func (c *coordinator) replace(ctx context.Context, w int) (string, error) {
 			for len(c.reports[w]) > 0 {
 				<-c.reports[w]
 			}
-			c.log.Warn("worker lost; its part moves to a spare", "lost", old, "part", w, "spare", spare, "from_checkpoint", restored)
+			c.log.Warn("worker lost; its part moves to a spare", "lost", old, "silent", silent, "part", w, "spare", spare, "from_checkpoint", restored)
 			c.failovers++
 			if restored {
 				c.restored++

@@ -105,7 +105,10 @@ type ShardStats struct {
 }
 
 // shardLostError ends an epoch of a sharded run: a worker was lost.
-type shardLostError struct{ name string }
+type shardLostError struct {
+	name   string
+	silent time.Duration // since it was last heard from
+}
 
 func (e *shardLostError) Error() string {
 	return fmt.Sprintf("worker %s lost", e.name)
@@ -174,7 +177,7 @@ func RunShards(ctx context.Context, tr transport.Transport, job *ShardJob, opts 
 		}
 		stats.Redone += max(0, completed-from)
 		ro.Logger.Warn("worker lost: every part restarts from the latest checkpoint in the next epoch", "lost", lost.name,
-			"epoch", ro.Epoch, "from_iteration", from)
+			"silent", lost.silent, "epoch", ro.Epoch, "from_iteration", from)
 	}
 }
 
