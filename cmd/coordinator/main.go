@@ -5,6 +5,8 @@
 //	coordinator run [flags] --workers N MODEL   solve on worker processes over NATS
 //	coordinator gen potts|ising|logic [flags] -o FILE
 //	coordinator convert [--max-entries N] [--keep-unary-factors] [--quiet] IN OUT
+//	coordinator plot -o OUT.png|OUT.svg TRACE...
+//	coordinator version
 //
 // Exit status: 0 when a result was produced, 2 for bad input or usage (one
 // line on stderr), 1 for an internal failure.
@@ -25,6 +27,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -42,6 +45,8 @@ const usage = `usage:
   coordinator gen potts|ising|logic [flags] -o FILE
   coordinator convert [--max-entries N] [--keep-unary-factors] [--quiet] IN OUT
                                           (any two of the formats; .ddx: indexed)
+  coordinator plot -o OUT.png|OUT.svg TRACE...   dual and primal of --trace files
+  coordinator version
 run 'coordinator solve -h' or 'coordinator gen -h' for the flags`
 
 func main() {
@@ -58,15 +63,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	var err error
+	con := cli.New(stderr) // every command's stderr; --log-format picks its format
 	switch args[0] {
 	case "solve":
-		err = cmdSolve(ctx, args[1:], stdout, stderr)
+		err = cmdSolve(ctx, args[1:], stdout, con)
 	case "run":
-		err = cmdRun(ctx, args[1:], stdout, stderr)
+		err = cmdRun(ctx, args[1:], stdout, con)
 	case "gen":
-		err = cmdGen(args[1:], stdout, stderr)
+		err = cmdGen(args[1:], stdout, con)
 	case "convert":
-		err = cmdConvert(ctx, args[1:], stderr)
+		err = cmdConvert(ctx, args[1:], con)
+	case "plot":
+		err = cmdPlot(args[1:], con)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, cli.VersionLine("coordinator"))
+		return 0
 	case "-h", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return 0
@@ -79,7 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if errors.Is(err, errHelp) {
 		return 0
 	}
-	fmt.Fprintln(stderr, "coordinator:", transport.Redact(err.Error())) // URL passwords; run hides its secrets too
+	con.Error("coordinator", transport.Redact(err.Error())) // URL passwords; run hides its secrets too
 	var ue usageError
 	if errors.As(err, &ue) {
 		return 2

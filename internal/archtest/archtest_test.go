@@ -29,7 +29,7 @@ var order = []string{
 	// The distributed runtime.
 	"transport", "checkpoint", "jobstate", "cluster",
 	// The commands.
-	"internal/natsflags", "cmd/coordinator", "cmd/worker",
+	"internal/cli", "internal/natsflags", "cmd/coordinator", "cmd/worker",
 	// Test support, and tests of whole programs.
 	"internal/instances", "internal/oracle", "slaves/slavetest", "internal/archtest", "e2e",
 }
