@@ -90,6 +90,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if errors.Is(err, errHelp) {
 		return 0
 	}
+	if con.Format == "" { // the flags did not parse as far as --log-format
+		con.Format = cli.FormatIn(args)
+	}
 	con.Error("coordinator", transport.Redact(err.Error())) // URL passwords; run hides its secrets too
 	var ue usageError
 	if errors.As(err, &ue) {

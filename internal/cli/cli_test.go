@@ -179,3 +179,20 @@ func TestLiveLine(t *testing.T) {
 		t.Errorf("exact live line %q", line)
 	}
 }
+
+func TestFormatIn(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want Format
+	}{
+		{[]string{"solve", "--log-format", "json"}, JSON},
+		{[]string{"solve", "-log-format=json", "x"}, JSON},
+		{[]string{"solve", "--log-format", "text"}, Text},
+		{[]string{"solve", "--", "--log-format", "json"}, Text},
+		{[]string{"solve", "--log-format"}, Text},
+	} {
+		if got := FormatIn(c.args); got != c.want {
+			t.Errorf("FormatIn(%q) = %q, want %q", c.args, got, c.want)
+		}
+	}
+}

@@ -46,6 +46,22 @@ func (f *Format) Set(s string) error {
 	return errors.New("want text or json")
 }
 
+// FormatIn is the --log-format value in args, text when there is none or
+// it is not json: for the error line of a command whose flags did not
+// parse up to --log-format.
+func FormatIn(args []string) Format {
+	for i, a := range args {
+		a = strings.TrimLeft(a, "-")
+		switch {
+		case a == "log-format=json", a == "log-format" && i+1 < len(args) && args[i+1] == "json":
+			return JSON
+		case args[i] == "--":
+			return Text
+		}
+	}
+	return Text
+}
+
 // Options are what a command tells its Console once its flags are parsed.
 type Options struct {
 	// Level of the logger: slog.LevelWarn under --quiet.

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -64,7 +65,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.CA, "nats-ca", "", "TLS CA certificate `FILE` for the NATS server")
 	fs.StringVar(&f.Cert, "nats-cert", "", "TLS client certificate `FILE`")
 	fs.StringVar(&f.Key, "nats-key", "", "TLS client key `FILE`")
-	fs.DurationVar(&f.ConnectTimeout, "nats-timeout", 5*time.Second, "NATS connect timeout")
+	fs.Var(cli.Duration(&f.ConnectTimeout, 5*time.Second), "nats-timeout", "NATS connect timeout")
 }
 
 // Resolve fills URL, User, Password and Token from their file flags and
