@@ -2,7 +2,8 @@
 // announces itself, and solves the slaves that coordinators assign it, job
 // after job, until it is stopped (SIGINT or SIGTERM).
 //
-//	worker --nats URL [--threads N] [--name NAME] [NATS credential flags] [--job-key-file F]
+//	worker --nats URL [--threads N] [--name NAME] [--log-format text|json] [NATS credential flags] [--job-key-file F]
+//	worker version
 //
 // With a job key (--job-key-file, or $DDRUN_JOB_KEY) every message is
 // sealed with it and only coordinators holding the same key are heard
@@ -30,6 +31,7 @@ import (
 
 	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/internal/natsflags"
 	"github.com/ddrun/ddrun/shard"
 	"github.com/ddrun/ddrun/transport"
@@ -43,6 +45,18 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stderr io.Writer) int {
+	if len(args) == 1 && (args[0] == "version" || args[0] == "--version" || args[0] == "-version") {
+		fmt.Fprintln(os.Stdout, cli.VersionLine("worker"))
+		return 0
+	}
+	con := cli.New(stderr)
+	fail := func(code int, format string, a ...any) int {
+		if con.Format == "" {
+			con.Format = cli.FormatIn(args)
+		}
+		con.Error("worker", fmt.Sprintf(format, a...))
+		return code
+	}
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var nf natsflags.Flags
@@ -53,6 +67,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	host, _ := os.Hostname()
 	name := fs.String("name", transport.SanitizeName(fmt.Sprintf("%s-%d", host, os.Getpid())), "worker `NAME`, unique among the workers ([A-Za-z0-9_-])")
 	quiet := fs.Bool("quiet", false, "log only warnings and errors")
+	con.Register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stderr)
@@ -60,49 +75,41 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 			fs.PrintDefaults()
 			return 0
 		}
-		fmt.Fprintln(stderr, "worker:", err)
-		return 2
+		return fail(2, "%v", err)
 	}
 	if err := nf.Resolve(); err != nil {
-		fmt.Fprintln(stderr, "worker:", err)
-		return 2
+		return fail(2, "%v", err)
 	}
 	switch {
 	case fs.NArg() > 0:
-		fmt.Fprintf(stderr, "worker: unexpected argument %q\n", fs.Arg(0))
-		return 2
+		return fail(2, "unexpected argument %q", fs.Arg(0))
 	case nf.URL == "":
-		fmt.Fprintln(stderr, "worker: --nats URL (or $"+natsflags.EnvURL+") is required")
-		return 2
+		return fail(2, "--nats URL (or $%s) is required", natsflags.EnvURL)
 	case *threads < 1:
-		fmt.Fprintf(stderr, "worker: --threads: %d < 1\n", *threads)
-		return 2
+		return fail(2, "--threads: %d < 1", *threads)
 	}
 	if err := transport.ValidName(*name); err != nil {
-		fmt.Fprintf(stderr, "worker: --name %q: %v\n", *name, err)
-		return 2
+		return fail(2, "--name %q: %v", *name, err)
 	}
 	level := slog.LevelInfo
 	if *quiet {
 		level = slog.LevelWarn
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("worker", *name)
+	con.Start(cli.Options{Level: level, Quiet: true})
+	log := con.Logger().With("worker", *name)
 	tr, err := transport.NewNATS(ctx, nf.Options(nf.URL, *name))
 	if err != nil {
-		fmt.Fprintln(stderr, "worker:", nf.Redact(err.Error()))
-		return 2
+		return fail(2, "%s", nf.Redact(err.Error()))
 	}
 	defer tr.Close()
 	sealed, unseal, err := key.Wrap(tr, log)
 	if err != nil {
-		fmt.Fprintln(stderr, "worker:", nf.Redact(err.Error()))
-		return 2
+		return fail(2, "%s", nf.Redact(err.Error()))
 	}
 	defer unseal()
 	log.Info("connected", "nats", nf.Redact(nf.URL), "threads", *threads)
 	if err := cluster.Serve(ctx, sealed, cluster.WorkerOptions{Name: *name, Threads: *threads, Logger: log, LoadShard: loadShard}); err != nil {
-		fmt.Fprintln(stderr, "worker:", nf.Redact(err.Error()))
-		return 1
+		return fail(1, "%s", nf.Redact(err.Error()))
 	}
 	log.Info("stopped")
 	return 0
