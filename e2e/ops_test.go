@@ -1,0 +1,88 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ddrun/ddrun/trace"
+)
+
+// run (over NATS with --local workers, and --sharded) writes a --trace of
+// one row per iteration that ends on the --json result, and with
+// --log-format json every line on its stderr, its workers' included, is
+// one JSON object.
+func TestRunTraceAndJSONLogs(t *testing.T) {
+	coord, _ := binaries(t)
+	uaiModel := genModel(t, coord, "potts", "--height", "10", "--width", "10", "--labels", "3", "--rho", "1", ".uai")
+	ddx := convertDDX(t, coord, uaiModel)
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"local", []string{"run", "--local", "--workers", "2", uaiModel}},
+		{"sharded", []string{"run", "--sharded", "--local", "--workers", "2", ddx}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "trace.csv")
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, coord, append(c.args, "--json", "--max-iter", "120", "--trace", path, "--log-format", "json")...)
+			cmd.WaitDelay = 5 * time.Second
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("%v\n%s", err, stderr.String())
+			}
+			var res struct {
+				Iterations        int
+				Seconds           float64
+				Dual, Primal, Gap *float64
+			}
+			if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || res.Dual == nil || res.Primal == nil || res.Gap == nil {
+				t.Fatalf("result %s: %v", stdout.String(), err)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := trace.Read(f)
+			f.Close()
+			if err != nil || len(rows) != res.Iterations {
+				t.Fatalf("%d rows (%v), want one per iteration: %d", len(rows), err, res.Iterations)
+			}
+			for i, r := range rows {
+				if r.Iteration != i+1 {
+					t.Fatalf("row %d is iteration %d", i, r.Iteration)
+				}
+			}
+			last := rows[len(rows)-1]
+			if last.Seconds != res.Seconds || last.Dual != *res.Dual || last.Primal != *res.Primal || last.Gap != *res.Gap {
+				t.Errorf("last row %+v, result %s", last, stdout.String())
+			}
+			msgs := map[string]int{}
+			for _, l := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+				var rec map[string]any
+				if err := json.Unmarshal([]byte(l), &rec); err != nil {
+					t.Fatalf("stderr line is not JSON: %q", l)
+				}
+				msg, _ := rec["msg"].(string)
+				if _, ok := rec["worker"]; ok {
+					msg = "worker " + msg
+				}
+				msgs[msg]++
+			}
+			for _, want := range []string{"nats", "progress", "traffic", "result", "worker connected"} {
+				if msgs[want] == 0 {
+					t.Errorf("no %q record on stderr: %v", want, msgs)
+				}
+			}
+		})
+	}
+}
