@@ -22,6 +22,10 @@ import (
 const (
 	roleMaster    = "master"
 	rolePlacement = "placement"
+	// roleRefs, in a sharded run's checkpoint, replaces the placement
+	// and the parts: the workers' references to the part states they
+	// saved themselves (consensus.State.Refs).
+	roleRefs = "refs"
 )
 
 func rolePart(w int) string { return fmt.Sprintf("part-%d", w) }
@@ -44,6 +48,7 @@ type masterBlob struct {
 	BMu        transport.Floats `msgpack:"bmu"`
 	Elapsed    int64            `msgpack:"el"`
 	Parts      int              `msgpack:"parts"`
+	Shards     int              `msgpack:"shards,omitempty"` // a sharded run's parts (roleRefs)
 }
 
 // CheckpointMeta is what a manifest says about its run besides the blobs:
@@ -69,11 +74,20 @@ func EncodeState(st *consensus.State, where []int32) ([]checkpoint.Part, error) 
 	mb := masterBlob{Iter: st.Iter, Eta: st.Eta, PrevStep: st.PrevStep, NextAdapt: st.NextAdapt, AdaptWait: st.AdaptWait,
 		BestDual: st.BestDual, BestPrimal: st.BestPrimal, HasBest: st.BestX != nil, BestX: int32s(st.BestX), X: int32s(st.X),
 		Pending: st.Pending, BLambda: st.BLambda, BNu: st.BNu, BMu: st.BMu, Elapsed: int64(st.Elapsed), Parts: len(st.Parts)}
+	if st.Refs != nil {
+		mb.Shards = len(st.Refs)
+	}
 	data, err := msgpack.Marshal(&mb)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the coordinator's state: %w", err)
 	}
 	parts := []checkpoint.Part{{Role: roleMaster, Data: data}}
+	if st.Refs != nil {
+		if data, err = msgpack.Marshal(st.Refs); err != nil {
+			return nil, fmt.Errorf("encoding the part states' references: %w", err)
+		}
+		return append(parts, checkpoint.Part{Role: roleRefs, Data: data}), nil
+	}
 	if data, err = msgpack.Marshal(transport.Int32s(where)); err != nil {
 		return nil, fmt.Errorf("encoding the placement: %w", err)
 	}
@@ -95,6 +109,9 @@ func DecodeState(blobs map[string][]byte) (*consensus.State, []int32, error) {
 	if err := msgpack.Unmarshal(blobs[roleMaster], &mb); err != nil {
 		return nil, nil, fmt.Errorf("checkpoint blob %q: %w", roleMaster, err)
 	}
+	if mb.Shards > 0 {
+		return decodeShardState(&mb, blobs)
+	}
 	if mb.Parts < 1 || mb.Parts > len(blobs) {
 		return nil, nil, fmt.Errorf("checkpoint blob %q: %d parts, %d blobs", roleMaster, mb.Parts, len(blobs))
 	}
@@ -107,12 +124,7 @@ func DecodeState(blobs map[string][]byte) (*consensus.State, []int32, error) {
 			return nil, nil, fmt.Errorf("checkpoint blob %q: slave %d on part %d of %d", rolePlacement, s, w, mb.Parts)
 		}
 	}
-	st := &consensus.State{Iter: mb.Iter, Eta: mb.Eta, PrevStep: mb.PrevStep, NextAdapt: mb.NextAdapt, AdaptWait: mb.AdaptWait,
-		BestDual: mb.BestDual, BestPrimal: mb.BestPrimal, X: ints(mb.X), Pending: mb.Pending,
-		BLambda: mb.BLambda, BNu: mb.BNu, BMu: mb.BMu, Elapsed: time.Duration(mb.Elapsed)}
-	if mb.HasBest {
-		st.BestX = ints(mb.BestX)
-	}
+	st := mb.state()
 	for w := 0; w < mb.Parts; w++ {
 		data, ok := blobs[rolePart(w)]
 		if !ok {
@@ -125,6 +137,41 @@ func DecodeState(blobs map[string][]byte) (*consensus.State, []int32, error) {
 		st.Parts = append(st.Parts, *p.state())
 	}
 	return st, []int32(where), nil
+}
+
+// state returns the coordinator's side of the state the blob holds.
+func (mb *masterBlob) state() *consensus.State {
+	st := &consensus.State{Iter: mb.Iter, Eta: mb.Eta, PrevStep: mb.PrevStep, NextAdapt: mb.NextAdapt, AdaptWait: mb.AdaptWait,
+		BestDual: mb.BestDual, BestPrimal: mb.BestPrimal, X: ints(mb.X), Pending: mb.Pending,
+		BLambda: mb.BLambda, BNu: mb.BNu, BMu: mb.BMu, Elapsed: time.Duration(mb.Elapsed)}
+	if mb.HasBest {
+		st.BestX = ints(mb.BestX)
+	}
+	return st
+}
+
+// decodeShardState rebuilds a sharded run's state: the master's blob and
+// the references of its mb.Shards parts' states (no placement).
+func decodeShardState(mb *masterBlob, blobs map[string][]byte) (*consensus.State, []int32, error) {
+	data := blobs[roleRefs]
+	if mb.Shards > len(data) {
+		return nil, nil, fmt.Errorf("checkpoint blob %q: %d bytes for %d parts", roleRefs, len(data), mb.Shards)
+	}
+	var refs [][]byte
+	if err := msgpack.Unmarshal(data, &refs); err != nil {
+		return nil, nil, fmt.Errorf("checkpoint blob %q: %w", roleRefs, err)
+	}
+	if len(refs) != mb.Shards {
+		return nil, nil, fmt.Errorf("checkpoint blob %q: %d references for %d parts", roleRefs, len(refs), mb.Shards)
+	}
+	for w, r := range refs {
+		if len(r) == 0 || len(r) > maxStateRef {
+			return nil, nil, fmt.Errorf("checkpoint blob %q: part %d's reference of %d bytes", roleRefs, w, len(r))
+		}
+	}
+	st := mb.state()
+	st.Refs = refs
+	return st, nil, nil
 }
 
 // CheckpointerOptions configures a Checkpointer.
@@ -149,6 +196,10 @@ type CheckpointerOptions struct {
 	Redone, Failovers int
 	Started           time.Time
 	Logger            *slog.Logger
+	// Done, when not nil, is told of every checkpoint when its write
+	// ends: its encoding, writing and recording took d; err when it
+	// failed.
+	Done func(d time.Duration, err error)
 }
 
 // CheckpointStats measures a Checkpointer's work.
@@ -212,34 +263,42 @@ func (c *Checkpointer) Save(ctx context.Context, st *consensus.State, where []in
 	if err != nil {
 		return err
 	}
+	encode := time.Since(t0)
 	c.mu.Lock()
-	c.stats.Encode += time.Since(t0)
+	c.stats.Encode += encode
 	c.mu.Unlock()
 	m := checkpoint.Manifest{Job: c.o.Job, Epoch: c.o.Epoch, Iteration: st.Iter, Meta: mj}
 	done := make(chan struct{})
 	c.done = done
 	go func() {
 		defer close(done)
-		c.write(context.WithoutCancel(ctx), m, parts)
+		c.write(context.WithoutCancel(ctx), m, parts, encode)
 	}()
 	return nil
 }
 
-func (c *Checkpointer) write(ctx context.Context, m checkpoint.Manifest, parts []checkpoint.Part) {
+func (c *Checkpointer) write(ctx context.Context, m checkpoint.Manifest, parts []checkpoint.Part, encode time.Duration) {
 	t0 := time.Now()
 	iter := m.Iteration
+	done := func(err error) {
+		if c.o.Done != nil {
+			c.o.Done(encode+time.Since(t0), err)
+		}
+	}
 	m, err := checkpoint.Write(ctx, c.o.Store, m, parts)
 	if err != nil {
 		c.log.Warn("checkpoint not written", "iteration", iter, "err", err)
 		c.mu.Lock()
 		c.stats.Failed++
 		c.mu.Unlock()
+		done(err)
 		return
 	}
 	if err := c.o.Record(ctx, m); err != nil {
 		c.mu.Lock()
 		c.fatal = fmt.Errorf("recording the checkpoint of iteration %d: %w", m.Iteration, err)
 		c.mu.Unlock()
+		done(err)
 		return
 	}
 	var size int64
@@ -261,6 +320,7 @@ func (c *Checkpointer) write(ctx context.Context, m checkpoint.Manifest, parts [
 	kept := c.kept
 	c.mu.Unlock()
 	c.log.Info("checkpoint", "iteration", m.Iteration, "bytes", size, "seconds", elapsed.Seconds())
+	done(nil)
 	if c.o.Prune != nil {
 		if err := c.o.Prune(ctx); err != nil {
 			c.log.Warn("pruning checkpoints", "err", err)

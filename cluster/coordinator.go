@@ -34,6 +34,7 @@ type coordinator struct {
 	claims      *claimer
 	cid         uint64 // the epoch's coordinator id (assignBody.Coord)
 	faults      *faultLog
+	onStep      func(worker string, d time.Duration) // RunOptions.Hooks.Step
 
 	mu       sync.Mutex // guards the fields below
 	names    []string   // the worker holding each part
@@ -51,7 +52,10 @@ type coordinator struct {
 	// sharded run moves to a spare.
 	evals     []chan *evaledBody
 	summaries []*summaryWire
-	sharded   bool
+	// peakRSS is each worker's largest peak RSS (MiB) its evaluation
+	// answers reported (guarded by mu).
+	peakRSS []int64
+	sharded bool
 }
 
 // index returns the part held by the named worker, or -1.

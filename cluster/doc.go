@@ -9,7 +9,11 @@
 // epochs and regrouping), membership.go (waiting for workers, hellos and
 // heartbeats, lost workers and spares), link.go (assignments and the
 // per-iteration exchange with each worker); worker.go is the worker's side,
-// checkpoints.go the run's checkpoint blobs.
+// checkpoints.go the run's checkpoint blobs. shard.go runs a sharded job:
+// its workers save their parts' states themselves (WorkerOptions.
+// ShardStates, package shard's state files, whose format this package does
+// not know) and a lost worker sends every part back to the latest
+// checkpoint in a new epoch.
 //
 // It also owns a job's lifecycle around the run (job.go, replicated.go,
 // resume.go, identity.go): a Job's identity (model hash and settings),

@@ -144,7 +144,8 @@ func (j *Job) checkpointer(ro *RunOptions, epoch uint64, info JobInfo, started t
 	record func(context.Context, checkpoint.Manifest) error, prune func(context.Context) error) *Checkpointer {
 	cpr := NewCheckpointer(CheckpointerOptions{Store: store, Job: ro.Base, Epoch: epoch,
 		ModelHash: j.Identity.ModelHash, Settings: j.Identity.Settings,
-		Redone: info.Redone, Failovers: info.Failovers, Started: started, Logger: j.logger(), Record: record, Prune: prune})
+		Redone: info.Redone, Failovers: info.Failovers, Started: started, Logger: j.logger(), Record: record, Prune: prune,
+		Done: ro.Hooks.Checkpoint})
 	co := *ro.Checkpoint
 	co.Save = cpr.Save
 	ro.Checkpoint = &co

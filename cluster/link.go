@@ -29,6 +29,7 @@ func (l *remoteLink) Step(ctx context.Context, in *consensus.StepIn, out *consen
 	c.mu.Lock()
 	c.sent = max(c.sent, in.Iter)
 	c.mu.Unlock()
+	t0 := time.Now()
 	l.body = stepBody{Iter: in.Iter, Eta: in.Eta, PrevStep: in.PrevStep, Lambda: in.Lambda, Mu: in.Mu, GatherX: in.GatherX, Save: in.Save, Coord: c.cid}
 	send := func() error {
 		name := c.name(l.w)
@@ -51,6 +52,9 @@ func (l *remoteLink) Step(ctx context.Context, in *consensus.StepIn, out *consen
 	})
 	if err != nil {
 		return err
+	}
+	if c.onStep != nil {
+		c.onStep(c.name(l.w), time.Since(t0))
 	}
 	// The master checks the answer (consensus.CheckedLink).
 	out.Iter, out.Nu, out.Dual, out.Relaxed, out.PrimalRes, out.DualRes, out.Changed, out.X =

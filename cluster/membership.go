@@ -81,7 +81,10 @@ func (c *coordinator) onHello(_ string, data []byte) {
 func (c *coordinator) replace(ctx context.Context, w int) (string, error) {
 	old := c.name(w)
 	if c.sharded {
-		return "", fmt.Errorf("worker %s lost: a sharded run does not move parts to spares yet (its best assignment's interior was on that worker); run the job again", old)
+		// Every part returns to the latest checkpoint in a new epoch
+		// (RunShards): the best assignment's interior is spread over the
+		// workers, and theirs must stay consistent with the restored one.
+		return "", &shardLostError{name: old}
 	}
 	deadline := time.Now().Add(c.waitSpare)
 	for {

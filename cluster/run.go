@@ -61,6 +61,24 @@ type RunOptions struct {
 	// Resume, when not nil, continues a run from a checkpoint: the same
 	// model, settings and number of workers, the placement it recorded.
 	Resume *Resume
+	// Hooks tell the process what the run does, for its operators.
+	Hooks Hooks
+}
+
+// Hooks let the process that runs a job watch it (the commands feed
+// package metrics from them). Each is optional, is called from the run's
+// goroutines at most once per worker and iteration, and must return at
+// once.
+type Hooks struct {
+	// Step: worker answered an iteration's step d after it was first
+	// sent (resent requests and a failover's wait included).
+	Step func(worker string, d time.Duration)
+	// Workers: the number of workers holding a part of the job, when an
+	// epoch claims them (n > 0) and gives them back (0).
+	Workers func(n int)
+	// Checkpoint: a checkpoint was taken in d: kept in memory, or with a
+	// store, encoded, written and recorded (err: it failed).
+	Checkpoint func(d time.Duration, err error)
 }
 
 // CheckpointOptions says when states are taken and what is done with them.
@@ -228,10 +246,14 @@ func runEpoch(ctx context.Context, tr transport.Transport, m *model.Model, plan 
 		}
 		cp.Every, cp.Interval = ro.Checkpoint.Every, ro.Checkpoint.Interval
 		cp.Save = func(ctx context.Context, st *consensus.State) error {
+			t0 := time.Now()
 			c.mu.Lock()
 			c.latest = st
 			c.mu.Unlock()
 			if ro.Checkpoint.Save == nil {
+				if h := ro.Hooks.Checkpoint; h != nil {
+					h(time.Since(t0), nil)
+				}
 				return nil
 			}
 			return ro.Checkpoint.Save(ctx, st, where)
@@ -275,14 +297,18 @@ func openEpoch(ctx context.Context, tr transport.Transport, ro RunOptions) (*coo
 	// the stop below, for those that took a part).
 	undo = append(undo, func() { claims.release(context.WithoutCancel(ctx), names...) })
 	log.Info("workers joined", "workers", strings.Join(names, ","))
-	c := &coordinator{tr: tr, job: job, names: names, seq: seq, claims: claims, timeout: ro.StepTimeout,
+	if h := ro.Hooks.Workers; h != nil {
+		h(len(names))
+		undo = append(undo, func() { h(0) })
+	}
+	c := &coordinator{tr: tr, onStep: ro.Hooks.Step, job: job, names: names, seq: seq, claims: claims, timeout: ro.StepTimeout,
 		lostAfter: ro.LostAfter, waitSpare: ro.SpareWait, resendEvery: ro.ResendEvery, log: log,
 		base: ro.Base, epoch: ro.Epoch, joinable: joinable, priorIter: priorIter,
 		cid: newCoordID(), faults: newFaultLog(log),
 		byName: map[string]int{}, spares: map[string]time.Time{}, gone: maps.Clone(ro.lost),
 		reports: make([]chan *reportBody, len(names)), filters: make([]*transport.Filter, len(names)),
 		ready: make([]chan *readyBody, len(names)), lastSeen: make([]time.Time, len(names)),
-		evals: make([]chan *evaledBody, len(names)), summaries: make([]*summaryWire, len(names))}
+		evals: make([]chan *evaledBody, len(names)), summaries: make([]*summaryWire, len(names)), peakRSS: make([]int64, len(names))}
 	for w, name := range names {
 		c.byName[name] = w
 		c.reports[w] = make(chan *reportBody, 4)

@@ -27,6 +27,9 @@ type ShardJob struct {
 	BoundaryVars []int
 	Of, Deg      [][]int
 	NumVars      int
+	// StateDir is where the workers save their parts' states for
+	// checkpoints (assignBody.StateDir): a directory every worker sees.
+	StateDir string
 }
 
 // fetchSeq numbers the fetches of the best assignment above every
@@ -85,21 +88,44 @@ func (a *ShardAssignment) Pieces(ctx context.Context, fn func(vars []int, states
 	return nil
 }
 
-// ShardStats describes a sharded run's setup.
+// ShardStats describes a sharded run's setup and failures.
 type ShardStats struct {
 	// Setup is the time from the start of RunShards until every worker
-	// had built its part.
+	// had built its part (in the first epoch).
 	Setup time.Duration
-	// WorkerRSSMB is each worker's peak RSS (MiB) once its part was built.
+	// WorkerRSSMB is each worker's peak RSS (MiB) in the last epoch: the
+	// largest it reported, when its part was built or with its answers to
+	// the evaluations and the fetches of the assignment that end the run.
 	WorkerRSSMB []int64
+	// Failovers counts the epochs ended by a lost worker, and Restored
+	// those of them that continued from a checkpoint; Redone counts the
+	// iterations run again (from the checkpoint's to the last one
+	// completed).
+	Failovers, Restored, Redone int
+}
+
+// shardLostError ends an epoch of a sharded run: a worker was lost.
+type shardLostError struct{ name string }
+
+func (e *shardLostError) Error() string {
+	return fmt.Sprintf("worker %s lost", e.name)
 }
 
 // RunShards runs a sharded job on workers reached through tr: no process
 // but each worker, for its own part, holds anything of the model beyond
 // the boundary (see consensus.CoordinateShards). When the run found an
 // assignment with a finite score, deliver gets it before the workers are
-// released. A lost worker ends the run (no spare takes a sharded part),
-// and checkpoints are not taken.
+// released.
+//
+// Checkpoints (ro.Checkpoint) are taken by the workers, each saving its
+// part's state where job.StateDir says (WorkerOptions.ShardStates), and by
+// the coordinator, whose consensus.State holds its boundary, its bounds
+// and the workers' references to their states (State.Refs), and no part of
+// the model: ro.Checkpoint.Save gets it with a nil placement. A lost worker
+// ends the epoch: the job continues in the next one, on a spare and the
+// workers left, every part restarting from the latest checkpoint (its
+// spec and its state's reference), or from the start before the first.
+// ro.Resume continues from such a state the same way.
 func RunShards(ctx context.Context, tr transport.Transport, job *ShardJob, opts consensus.Options, ro RunOptions,
 	deliver func(ctx context.Context, a *ShardAssignment) error, progress func(solver.Progress)) (consensus.ShardResult, ShardStats, error) {
 	var res consensus.ShardResult
@@ -111,8 +137,13 @@ func RunShards(ctx context.Context, tr transport.Transport, job *ShardJob, opts 
 	if job.NumVars > math.MaxInt32 {
 		return res, stats, fmt.Errorf("%d variables: a sharded run numbers them in 31 bits", job.NumVars)
 	}
-	if ro.Checkpoint != nil || ro.Resume != nil {
-		return res, stats, errors.New("a sharded run takes no checkpoints and resumes none")
+	var latest *consensus.State
+	if ro.Resume != nil {
+		latest = ro.Resume.State
+		if len(latest.Refs) != len(job.Specs) || ro.Resume.Where != nil {
+			return res, stats, fmt.Errorf("resuming: the checkpoint references %d part states (and places %d slaves); this sharded job has %d parts",
+				len(latest.Refs), len(ro.Resume.Where), len(job.Specs))
+		}
 	}
 	ro.Workers = len(job.Specs)
 	ro = ro.withDefaults()
@@ -123,42 +154,102 @@ func RunShards(ctx context.Context, tr transport.Transport, job *ShardJob, opts 
 	if err != nil {
 		return res, stats, fmt.Errorf("the sharded boundary: %w", err)
 	}
+	for first := true; ; first = false {
+		completed := 0
+		res, completed, err = runShardEpoch(ctx, tr, job, b, opts, ro, &latest, &stats, start, first, deliver, progress)
+		var lost *shardLostError
+		if !errors.As(err, &lost) {
+			return res, stats, err
+		}
+		if ro.lost == nil {
+			ro.lost = map[string]bool{}
+		}
+		ro.lost[lost.name] = true
+		ro.Epoch++
+		stats.Failovers++
+		from := 0
+		if latest != nil {
+			from = latest.Iter
+			stats.Restored++
+		}
+		stats.Redone += max(0, completed-from)
+		ro.Logger.Warn("worker lost: every part restarts from the latest checkpoint in the next epoch", "lost", lost.name,
+			"epoch", ro.Epoch, "from_iteration", from)
+	}
+}
+
+// runShardEpoch runs one epoch of a sharded job, from *latest when not
+// nil, which it updates with every state taken. It returns the last
+// iteration the workers completed too.
+func runShardEpoch(ctx context.Context, tr transport.Transport, job *ShardJob, b *consensus.Boundary, opts consensus.Options, ro RunOptions,
+	latest **consensus.State, stats *ShardStats, start time.Time, first bool,
+	deliver func(ctx context.Context, a *ShardAssignment) error, progress func(solver.Progress)) (consensus.ShardResult, int, error) {
+	var res consensus.ShardResult
 	c, closeEpoch, err := openEpoch(ctx, tr, ro)
 	if err != nil {
-		return res, stats, err
+		return res, 0, err
 	}
 	defer closeEpoch()
 	c.sharded = true
 	c.bodies = make([]*assignBody, len(job.Specs))
 	all := make([]int, len(job.Specs))
+	from := *latest
 	for w, spec := range job.Specs {
 		c.bodies[w] = &assignBody{Part: w, Parts: len(job.Specs), Options: optionsWire{Algo: string(opts.Algo), Tau: opts.Tau},
-			Shard: spec, Base: c.base, Epoch: c.epoch, Coord: c.cid, Next: 1}
+			Shard: spec, StateDir: job.StateDir, Base: c.base, Epoch: c.epoch, Coord: c.cid, Next: 1}
+		if from != nil {
+			c.bodies[w].StateRef, c.bodies[w].Next = from.Refs[w], from.Iter+1
+		}
 		all[w] = w
 	}
 	if err := c.deliver(ctx, all); err != nil {
-		return res, stats, err
+		return res, c.completed(), err
 	}
 	sums := make([]consensus.PartSummary, len(job.Specs))
 	interior := 0
+	stats.WorkerRSSMB = stats.WorkerRSSMB[:0]
 	for w, s := range c.summaries {
 		if s == nil {
-			return res, stats, fmt.Errorf("worker %s built its part but did not describe it", c.name(w))
+			return res, 0, fmt.Errorf("worker %s built its part but did not describe it", c.name(w))
 		}
 		sums[w] = consensus.PartSummary{ReplicaEntries: s.ReplicaEntries, UnaryEntries: s.UnaryEntries, Interior: s.Interior}
 		stats.WorkerRSSMB = append(stats.WorkerRSSMB, s.PeakRSSMB)
 		interior += s.Interior
 	}
 	if interior+len(job.BoundaryVars) != job.NumVars {
-		return res, stats, fmt.Errorf("the parts hold %d interior and %d boundary variables, the model has %d", interior, len(job.BoundaryVars), job.NumVars)
+		return res, 0, fmt.Errorf("the parts hold %d interior and %d boundary variables, the model has %d", interior, len(job.BoundaryVars), job.NumVars)
 	}
-	stats.Setup = time.Since(start)
-	ro.Logger.Info("parts built", "workers", len(job.Specs), "boundary", len(job.BoundaryVars), "seconds", stats.Setup.Seconds(), "worker_rss_mb", fmt.Sprint(stats.WorkerRSSMB))
-	res, err = consensus.CoordinateShards(ctx, job.Boundary, sums, b, c.links(), opts, progress)
-	if err != nil || res.Boundary == nil || deliver == nil {
-		return res, stats, err
+	if first {
+		stats.Setup = time.Since(start)
 	}
-	return res, stats, deliver(context.WithoutCancel(ctx), &ShardAssignment{NumVars: job.NumVars, c: c, job: job, states: res.Boundary, seq: fetchSeq})
+	ro.Logger.Info("parts built", "workers", len(job.Specs), "boundary", len(job.BoundaryVars), "epoch", c.epoch,
+		"seconds", time.Since(start).Seconds(), "worker_rss_mb", fmt.Sprint(stats.WorkerRSSMB))
+	var cp *consensus.Checkpointing
+	if from != nil || ro.Checkpoint != nil {
+		cp = &consensus.Checkpointing{Resume: from}
+	}
+	if ro.Checkpoint != nil {
+		cp.Every, cp.Interval = ro.Checkpoint.Every, ro.Checkpoint.Interval
+		cp.Save = func(ctx context.Context, st *consensus.State) error {
+			c.mu.Lock()
+			*latest = st
+			c.mu.Unlock()
+			if ro.Checkpoint.Save == nil {
+				return nil
+			}
+			return ro.Checkpoint.Save(ctx, st, nil)
+		}
+	}
+	res, err = consensus.CoordinateShards(ctx, job.Boundary, sums, b, c.links(), opts, cp, progress)
+	if err == nil && res.Boundary != nil && deliver != nil {
+		err = deliver(context.WithoutCancel(ctx), &ShardAssignment{NumVars: job.NumVars, c: c, job: job, states: res.Boundary, seq: fetchSeq})
+	}
+	c.mu.Lock()
+	for w, rss := range c.peakRSS {
+		stats.WorkerRSSMB[w] = max(stats.WorkerRSSMB[w], rss)
+	}
+	c.mu.Unlock()
+	return res, c.completed(), err
 }
 
 // withDefaults fills in RunOptions' defaults (Run's).
@@ -192,11 +283,21 @@ func (ro RunOptions) withDefaults() RunOptions {
 
 // Evaluate implements consensus.PrimalLink.
 func (l *remoteLink) Evaluate(ctx context.Context, in *consensus.EvalIn, out *consensus.EvalOut) error {
-	r, err := l.request(ctx, &evalBody{Seq: in.Seq, Op: uint8(in.Op), X: in.X, Repair: in.Repair, Fixed: in.Fixed})
+	r, err := l.request(ctx, &evalBody{Seq: in.Seq, Op: uint8(in.Op), X: in.X, Repair: in.Repair, Fixed: in.Fixed, Iter: in.Iter})
 	if err != nil {
 		return err
 	}
-	out.Seq, out.Before, out.After, out.X, out.Settled = r.Seq, r.Before, r.After, r.X, r.Settled
+	out.Seq, out.Before, out.After, out.X, out.Settled, out.Ref = r.Seq, r.Before, r.After, r.X, r.Settled, nil
+	if in.Op == consensus.EvalSave {
+		switch {
+		case r.SaveErr != "":
+			l.c.log.Warn("no checkpoint: a worker could not save its part's state", "worker", l.c.name(l.w), "iteration", in.Iter, "err", r.SaveErr)
+		case len(r.Ref) == 0 || len(r.Ref) > maxStateRef:
+			l.c.faults.drop("a state reference of a bad size dropped", "worker", l.c.name(l.w), "bytes", len(r.Ref))
+		default:
+			out.Ref = r.Ref
+		}
+	}
 	return nil
 }
 
@@ -223,6 +324,11 @@ func (l *remoteLink) request(ctx context.Context, body *evalBody) (*evaledBody, 
 		}
 		if r.Err != "" {
 			return false, fmt.Errorf("worker %s: %s", c.name(l.w), r.Err)
+		}
+		if r.RSS > 0 && r.RSS < 1<<30 { // a report, only shown: bounded, not trusted further
+			c.mu.Lock()
+			c.peakRSS[l.w] = max(c.peakRSS[l.w], r.RSS)
+			c.mu.Unlock()
 		}
 		return true, nil
 	})

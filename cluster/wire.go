@@ -108,6 +108,12 @@ type assignBody struct {
 	// run, opaque here (the worker's WorkerOptions.LoadShard reads it and
 	// builds the part from the model file).
 	Shard []byte `msgpack:"shard,omitempty"`
+	// StateDir is where a sharded part's worker saves its states and
+	// finds StateRef's (WorkerOptions.ShardStates). StateRef, when set,
+	// is the sharded part's state to start from (its iteration is
+	// Next-1), as the worker that saved it reported it.
+	StateDir string `msgpack:"sdir,omitempty"`
+	StateRef []byte `msgpack:"sref,omitempty"`
 }
 
 // partStateWire is consensus.PartState on the wire.
@@ -173,6 +179,7 @@ type evalBody struct {
 	Repair bool             `msgpack:"rep,omitempty"`
 	Fixed  []bool           `msgpack:"fix,omitempty"`
 	Piece  int              `msgpack:"piece,omitempty"`
+	Iter   int              `msgpack:"it,omitempty"` // EvalSave's iteration
 	Coord  uint64           `msgpack:"cid"`
 }
 
@@ -194,7 +201,17 @@ type evaledBody struct {
 	Vars    transport.Int32s `msgpack:"v,omitempty"`
 	Last    bool             `msgpack:"last,omitempty"`
 	Err     string           `msgpack:"err,omitempty"`
+	// Ref answers EvalSave: the reference to the state saved, or empty
+	// with SaveErr saying why it could not be saved.
+	Ref     []byte `msgpack:"ref,omitempty"`
+	SaveErr string `msgpack:"serr,omitempty"`
+	// RSS is the worker's peak RSS (MiB) when it answered: the last
+	// answers (the assignment's pieces) carry its peak over the run.
+	RSS int64 `msgpack:"rss,omitempty"`
 }
+
+// maxStateRef bounds a state reference a worker reports.
+const maxStateRef = 1 << 10
 
 // stepBody is consensus.StepIn on the wire; Stop ends the job. Coord is
 // the sender's assignBody.Coord.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/shard"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -21,6 +22,23 @@ type WorkerOptions struct {
 	// LoadShard builds the part of a sharded job from its spec (package
 	// shard's Load); nil: the worker refuses sharded parts.
 	LoadShard func(ctx context.Context, spec []byte) (*consensus.Part, error)
+	// OnStep, when not nil, is told of every step computed and answered:
+	// it took d. OnParts, when not nil, of the parts held (1 when a part
+	// is built, 0 when its job ends). Both must return at once.
+	OnStep  func(d time.Duration)
+	OnParts func(n int)
+	// ShardStates saves and loads a sharded part's states (package
+	// shard's StateFiles); nil: the worker cannot save them (a sharded
+	// run then takes no checkpoints) nor restore them.
+	ShardStates ShardStates
+}
+
+// ShardStates keeps a sharded part's states where every worker of the job
+// can read them, in directory dir: Save returns a reference to the state
+// saved, which Load takes back for the part of worker w.
+type ShardStates interface {
+	Save(ctx context.Context, dir string, at shard.StateAt, st *consensus.ShardPartState) ([]byte, error)
+	Load(ctx context.Context, dir string, at shard.StateAt, ref []byte, w *consensus.Worker) (*consensus.ShardPartState, error)
 }
 
 // Serve runs a worker until ctx is cancelled: it announces itself on the
@@ -331,12 +349,27 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 		return err
 	}
 	defer w.Close()
-	s.log.Info("job assigned", "job", job, "part", a.body.Part, "slaves", len(part.Plan.Slaves), "variables", len(part.Vars), "boundary", len(part.Boundary))
+	if f := s.opts.OnParts; f != nil {
+		f(1)
+		defer f(0)
+	}
+	s.log.Info("job assigned", "job", job, "part", a.body.Part, "slaves", part.NumSlaves(), "variables", len(part.Vars), "boundary", len(part.Boundary))
 	in := &consensus.StepIn{}
 	out := &consensus.StepOut{}
 	exp := expect{coord: a.body.Coord, next: a.body.Next}
 	var lastReport reportBody
 	var evals evalCache
+	saver := func(ctx context.Context, iter int) ([]byte, error) {
+		if s.opts.ShardStates == nil || a.body.Shard == nil {
+			return nil, errors.New("this worker cannot save sharded parts' states")
+		}
+		if iter != exp.last {
+			return nil, fmt.Errorf("asked to save the state of iteration %d after iteration %d", iter, exp.last)
+		}
+		st := w.ShardState()
+		at := shard.StateAt{Job: a.body.Base, Epoch: a.body.Epoch, Iter: iter, Part: a.body.Part, Spec: a.body.Shard}
+		return s.opts.ShardStates.Save(ctx, a.body.StateDir, at, &st)
+	}
 	// Until the first step arrives, the acknowledgement is repeated: if it
 	// was lost, the coordinator would otherwise wait in vain.
 	again := time.NewTicker(readyAgainEvery)
@@ -364,7 +397,7 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 				s.faults.drop("evaluation dropped", "job", job, "reason", "not from this job's coordinator")
 				continue
 			}
-			data, err := s.encode(transport.Header{Job: job, Iter: uint64(exp.last), Kind: kindEvaled}, evals.answer(w, ev))
+			data, err := s.encode(transport.Header{Job: job, Iter: uint64(exp.last), Kind: kindEvaled}, evals.answer(ctx, w, ev, saver))
 			if err != nil {
 				return err
 			}
@@ -390,7 +423,11 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 				// The coordinator lost our report, or rejected a forged
 				// one: the same report, under a new sequence number.
 			case stepNext:
+				t0 := time.Now()
 				lastReport = answer(w, st, in, out)
+				if f := s.opts.OnStep; f != nil {
+					f(time.Since(t0))
+				}
 				exp.last = st.Iter
 				s.mu.Lock()
 				s.iter = exp.last
@@ -462,7 +499,30 @@ func newPartWorker(ctx context.Context, body *assignBody, wo WorkerOptions) (*co
 			return part, nil, err
 		}
 	}
+	if body.StateRef != nil {
+		if err := restoreShard(ctx, body, wo, w); err != nil {
+			w.Close()
+			return part, nil, err
+		}
+	}
 	return part, w, nil
+}
+
+// restoreShard restores a sharded part's worker to the state its
+// assignment references.
+func restoreShard(ctx context.Context, body *assignBody, wo WorkerOptions, w *consensus.Worker) error {
+	if wo.ShardStates == nil || body.Shard == nil {
+		return errors.New("this worker cannot restore sharded parts' states")
+	}
+	at := shard.StateAt{Job: body.Base, Epoch: body.Epoch, Iter: body.Next - 1, Part: body.Part, Spec: body.Shard}
+	st, err := wo.ShardStates.Load(ctx, body.StateDir, at, body.StateRef, w)
+	if err != nil {
+		return err
+	}
+	if err := w.RestoreShard(st); err != nil {
+		return fmt.Errorf("the state of iteration %d: %w", at.Iter, err)
+	}
+	return nil
 }
 
 // stepFeed delivers a job's steps that pass the deduplication filter.
@@ -597,12 +657,22 @@ type evalCache struct {
 	last evaledBody
 }
 
-func (c *evalCache) answer(w *consensus.Worker, ev *evalBody) evaledBody {
+func (c *evalCache) answer(ctx context.Context, w *consensus.Worker, ev *evalBody, save func(context.Context, int) ([]byte, error)) evaledBody {
 	if ev.Seq == c.seq && c.seq != 0 {
 		return c.last
 	}
-	out := evaledBody{Seq: ev.Seq}
-	if ev.Op == opFetch {
+	out := evaledBody{Seq: ev.Seq, RSS: PeakRSSMB()}
+	if ev.Op == uint8(consensus.EvalSave) {
+		ref, err := save(ctx, ev.Iter)
+		if err == nil && (len(ref) == 0 || len(ref) > maxStateRef) {
+			err = fmt.Errorf("a state reference of %d bytes", len(ref))
+		}
+		if err != nil {
+			out.SaveErr = err.Error()
+		} else {
+			out.Ref = ref
+		}
+	} else if ev.Op == opFetch {
 		vars, states, last, err := w.BestPiece(ev.Piece, pieceVars)
 		if err != nil {
 			out.Err = err.Error()

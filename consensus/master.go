@@ -405,6 +405,9 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 			res.Assignment = bestX
 		}
 		changedSinceCheck = st.Pending
+		if s.shards != nil && st.BestX != nil {
+			copy(s.shards.best, st.BestX)
+		}
 	}
 	lastSave := time.Now()
 	consider := func(x []int) {
@@ -422,7 +425,9 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 		// check: those iterations gather the whole assignment.
 		check := t == 1 || (t%icmEvery == 0 && changedSinceCheck)
 		save := cp.due(t, time.Since(lastSave))
-		r, err := s.iterate(ctx, check && s.shards == nil, save)
+		// A sharded run's workers save their own states (EvalSave, below):
+		// its steps do not carry them.
+		r, err := s.iterate(ctx, check && s.shards == nil, save && s.shards == nil)
 		if err != nil {
 			return res, err
 		}
@@ -453,10 +458,16 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 		elapsed := time.Since(start)
 		if save {
 			st := s.state(&res, bestX, changedSinceCheck, elapsed)
-			for _, out := range s.outs {
-				st.Parts = append(st.Parts, *out.State)
+			if s.shards == nil {
+				for _, out := range s.outs {
+					st.Parts = append(st.Parts, *out.State)
+				}
+			} else if st.Refs, err = s.shards.save(ctx, t); err != nil {
+				return res, fmt.Errorf("checkpoint at iteration %d: %w", t, err)
 			}
-			if err := cp.Save(ctx, st); err != nil {
+			if s.shards != nil && st.Refs == nil {
+				// A worker could not save its part: no state this time.
+			} else if err := cp.Save(ctx, st); err != nil {
 				return res, fmt.Errorf("checkpoint at iteration %d: %w", t, err)
 			}
 			lastSave = time.Now()

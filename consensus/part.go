@@ -20,6 +20,10 @@ type Part struct {
 	Model *model.Model
 	// Plan lists the part's slaves over Model, in the global slave order.
 	Plan partition.Plan
+	// Pairs, when not nil, holds the part's factors instead of Model and
+	// Plan (which then have none): one slave per pair, in order. Only
+	// parts built for a worker (package shard) have Pairs.
+	Pairs *Pairs
 	// Degree is each local variable's number of slaves in the whole
 	// decomposition (the d_i of AD3 eq. 5).
 	Degree []int
@@ -206,9 +210,22 @@ func Whole(m *model.Model, plan partition.Plan) *Part {
 // Vars returns the boundary variables, in increasing order.
 func (b *Boundary) Vars() []int { return b.vars }
 
+// NumSlaves returns the number of the part's slaves.
+func (p *Part) NumSlaves() int {
+	if p.Pairs != nil {
+		return p.Pairs.Len()
+	}
+	return len(p.Plan.Slaves)
+}
+
 // replicaEntries returns the number of replica entries of a part's plan.
 func (p *Part) replicaEntries() int {
 	n := 0
+	if q := p.Pairs; q != nil {
+		for a := range q.W {
+			n += p.Model.Cards[q.I[a]] + p.Model.Cards[q.J[a]]
+		}
+	}
 	for _, sl := range p.Plan.Slaves {
 		for _, v := range sl.Vars {
 			n += p.Model.Cards[v]

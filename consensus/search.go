@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"math"
 	"slices"
 
 	"github.com/ddrun/ddrun/internal/localsearch"
@@ -42,8 +43,13 @@ const (
 type localSearch struct {
 	m     *model.Model
 	pool  *pool
-	local *localsearch.Local // the local scores of ICM
-	rep   *repair            // built on first use
+	local *localsearch.Local // the local scores of ICM; nil with pairs
+	// pairs, when not nil, are the factors instead of m's (a worker's
+	// Part.Pairs), and p indexes them by variable (its slave a is pair a):
+	// the same scores and visits as over the same factors in m.
+	pairs *Pairs
+	p     *Problem
+	rep   *repair // built on first use
 	// frozen marks variables that neither ICM nor the repair may change
 	// and whose unaries partial leaves out: a sharded worker's boundary,
 	// whose states the coordinator settles. nil: none.
@@ -77,8 +83,22 @@ type localSearch struct {
 }
 
 func newLocalSearch(m *model.Model, pl *pool) *localSearch {
-	n := m.NumVars()
 	ls := &localSearch{m: m, pool: pl, local: localsearch.New(m)}
+	ls.init()
+	return ls
+}
+
+// newPairSearch is newLocalSearch over a part's pairs, indexed by the
+// worker's Problem p (decomposePairs).
+func newPairSearch(m *model.Model, q *Pairs, p *Problem, pl *pool) *localSearch {
+	ls := &localSearch{m: m, pool: pl, pairs: q, p: p}
+	ls.init()
+	return ls
+}
+
+func (ls *localSearch) init() {
+	m := ls.m
+	n := m.NumVars()
 	maxCard := 1
 	for _, c := range m.Cards {
 		maxCard = max(maxCard, c)
@@ -92,26 +112,80 @@ func newLocalSearch(m *model.Model, pl *pool) *localSearch {
 	ls.visits = make([]int, nb)
 	ls.outbox = make([][]int32, nb)
 	ls.run = make([]int, 0, nb)
-	ls.loc = make([][]float64, pl.threads)
+	ls.loc = make([][]float64, ls.pool.threads)
 	for t := range ls.loc {
 		ls.loc[t] = padded(maxCard)
 	}
-	ls.partScore = make([]float64, (max(n, len(m.Factors))+scoreChunk-1)/scoreChunk)
+	ls.partScore = make([]float64, (max(n, ls.numFactors())+scoreChunk-1)/scoreChunk)
 	ls.icmBody = ls.icmBlockRun
 	ls.scoreBody = ls.scoreChunk
-	return ls
+}
+
+func (ls *localSearch) numFactors() int {
+	if ls.pairs != nil {
+		return ls.pairs.Len()
+	}
+	return len(ls.m.Factors)
+}
+
+// factorVars returns factor a's scope, in buf's array for pairs.
+func (ls *localSearch) factorVars(a int, buf *[2]int) []int {
+	if q := ls.pairs; q != nil {
+		buf[0], buf[1] = int(q.I[a]), int(q.J[a])
+		return buf[:]
+	}
+	return ls.m.Factors[a].Vars
+}
+
+// factorScore is m.FactorScore(a, x) over the search's factors.
+func (ls *localSearch) factorScore(a int, x []int) float64 {
+	if ls.pairs != nil {
+		return ls.pairs.score(a, x)
+	}
+	return ls.m.FactorScore(a, x)
+}
+
+// pairScores is localsearch.Local.Scores over pairs: the same sums in the
+// same order (a Potts pair adds its weight to the state of its other
+// variable; a Pair adds its score of every state, as Scores does for
+// kinds other than Potts and Dense).
+func (ls *localSearch) pairScores(i int, x []int, loc []float64) {
+	m, q, p := ls.m, ls.pairs, ls.p
+	copy(loc, m.Unaries(i))
+	for j := p.VarRepOff[i]; j < p.VarRepOff[i+1]; j++ {
+		a := p.RepSlave[j]
+		o := int(q.I[a])
+		if o == i {
+			o = int(q.J[a])
+		}
+		if q.Kind == model.Potts {
+			if s := x[o]; !math.IsInf(loc[s], -1) {
+				loc[s] += q.W[a]
+			}
+			continue
+		}
+		for s := range loc {
+			if !math.IsInf(loc[s], -1) {
+				v := 0.0
+				if s == 1 && x[o] == 1 {
+					v = q.W[a]
+				}
+				loc[s] += v
+			}
+		}
+	}
 }
 
 // colourBlocks colours the nb ICM blocks greedily in increasing order, each
 // with the smallest colour that no block it shares a factor with has yet:
 // two colours on a grid whose rows are shorter than a block.
 func (ls *localSearch) colourBlocks(nb int) {
-	m := ls.m
 	adj := make([][]int, nb)
 	var bs []int
-	for a := range m.Factors {
+	var buf [2]int
+	for a := range ls.numFactors() {
 		bs = bs[:0]
-		for _, v := range m.Factors[a].Vars {
+		for _, v := range ls.factorVars(a, &buf) {
 			if b := v / icmBlock; !slices.Contains(bs, b) {
 				bs = append(bs, b)
 			}
@@ -193,8 +267,8 @@ func (ls *localSearch) scoreChunk(_, chunk int) {
 		}
 		s += m.Unary[m.UnaryOff[i]+x[i]]
 	}
-	for a := lo; a < min(lo+scoreChunk, len(m.Factors)); a++ {
-		s += m.FactorScore(a, x)
+	for a := lo; a < min(lo+scoreChunk, ls.numFactors()); a++ {
+		s += ls.factorScore(a, x)
 	}
 	ls.partScore[chunk] = s
 }
@@ -204,7 +278,7 @@ func (ls *localSearch) scoreChunk(_, chunk int) {
 func (ls *localSearch) improve(x []int, repair bool) {
 	if repair {
 		if ls.rep == nil {
-			ls.rep = newRepair(ls.m)
+			ls.rep = ls.newRepair()
 			if ls.rep != nil {
 				ls.rep.frozen = ls.frozen
 			}
@@ -300,6 +374,7 @@ func (ls *localSearch) icmBlockRun(worker, k int) {
 	ring := ls.ring[lo : lo+bl]
 	head, count, visits := ls.head[b], ls.count[b], ls.visits[b]
 	out := ls.outbox[b]
+	var buf [2]int
 	for ; count > 0 && visits < ls.sweeps*bl; visits++ {
 		i := int(ring[head])
 		head = (head + 1) % bl
@@ -309,14 +384,32 @@ func (ls *localSearch) icmBlockRun(worker, k int) {
 			continue
 		}
 		loc := ls.loc[worker][:m.Cards[i]]
-		ls.local.Scores(i, x, loc)
+		if ls.pairs != nil {
+			ls.pairScores(i, x, loc)
+		} else {
+			ls.local.Scores(i, x, loc)
+		}
 		best := localsearch.Best(loc, x[i])
 		if best == x[i] {
 			continue
 		}
 		x[i] = best
-		for _, a := range ls.local.Factors(i) {
-			for _, v := range m.Factors[a].Vars {
+		// The factors of i, in increasing order: pairs' from the Problem.
+		var facs []int
+		var facs32 []int32
+		if p := ls.p; ls.pairs != nil {
+			facs32 = p.RepSlave[p.VarRepOff[i]:p.VarRepOff[i+1]]
+		} else {
+			facs = ls.local.Factors(i)
+		}
+		for k := range len(facs) + len(facs32) {
+			var a int
+			if facs32 != nil {
+				a = int(facs32[k])
+			} else {
+				a = facs[k]
+			}
+			for _, v := range ls.factorVars(a, &buf) {
 				switch {
 				case v == i || ls.queued[v]:
 				case v >= lo && v < lo+bl:
@@ -359,14 +452,32 @@ type repair struct {
 	frozen   []bool // variables that keep their state (localSearch.frozen)
 }
 
+// newRepair builds the repair of the search's factors, with slaves of its
+// own (the worker's hold QUAD state).
+func (ls *localSearch) newRepair() *repair {
+	if ls.pairs == nil {
+		return newRepair(ls.m)
+	}
+	p, err := decomposePairs(ls.m, ls.pairs)
+	if err != nil {
+		return nil // the worker built the same slaves: cannot happen
+	}
+	return newRepairOf(p)
+}
+
 func newRepair(m *model.Model) *repair {
 	p, err := Decompose(m, partition.PerFactor(m), slaves.Build)
 	if err != nil {
 		return nil // the workers built the same slaves: cannot happen
 	}
+	return newRepairOf(p)
+}
+
+func newRepairOf(p *Problem) *repair {
+	m := p.Model
 	maxRep := 0
 	for s := range p.Slaves {
-		maxRep = max(maxRep, p.RepOff[s+1]-p.RepOff[s])
+		maxRep = max(maxRep, int(p.RepOff[s+1]-p.RepOff[s]))
 	}
 	n := m.NumVars()
 	return &repair{p: p, order: make([]int, n), assigned: make([]bool, n),
@@ -463,10 +574,10 @@ func (r *repair) bfsOrder() {
 			i := queue[k]
 			k++
 			for j := p.VarRepOff[i]; j < p.VarRepOff[i+1]; j++ {
-				for _, v := range p.Scope(p.RepSlave[j]) {
+				for _, v := range p.Scope(int(p.RepSlave[j])) {
 					if !seen[v] {
 						seen[v] = true
-						queue = append(queue, v)
+						queue = append(queue, int(v))
 					}
 				}
 			}
@@ -479,13 +590,13 @@ func (r *repair) bfsOrder() {
 func (r *repair) completable(i, s int, x []int) bool {
 	p, m := r.p, r.p.Model
 	for j := p.VarRepOff[i]; j < p.VarRepOff[i+1]; j++ {
-		a := p.RepSlave[j]
+		a := int(p.RepSlave[j])
 		w := r.w[:p.RepOff[a+1]-p.RepOff[a]]
 		off := 0
 		for _, v := range p.Scope(a) {
 			c := m.Cards[v]
 			fixed := -1
-			if v == i {
+			if int(v) == i {
 				fixed = s
 			} else if r.assigned[v] {
 				fixed = x[v]

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/ddrun/ddrun/model"
@@ -126,6 +127,11 @@ const (
 	// The coordinator settles the boundary this way one worker after the
 	// other while no feasible assignment is known.
 	EvalSettle
+	// EvalSave saves the part's state after iteration EvalIn.Iter
+	// (Worker.ShardState) where the worker's link keeps such states, and
+	// answers a reference to it (EvalOut.Ref). A Worker cannot save by
+	// itself: its link does it (package cluster).
+	EvalSave
 )
 
 // EvalIn asks a worker to evaluate assignments of its part.
@@ -140,6 +146,8 @@ type EvalIn struct {
 	Repair bool
 	// Fixed marks the boundary variables whose states EvalSettle keeps.
 	Fixed []bool
+	// Iter is the iteration whose state EvalSave saves.
+	Iter int
 }
 
 // EvalOut is a worker's answer to an EvalIn: its share of the score (its
@@ -150,6 +158,9 @@ type EvalOut struct {
 	Before, After float64
 	X             []int32 // EvalSettle: the boundary states chosen
 	Settled       bool    // EvalSettle: the repair completed
+	// Ref, for EvalSave, references the state saved, opaque here; empty
+	// when the worker could not save it (the state is then not taken).
+	Ref []byte
 }
 
 // A PrimalLink reaches a sharded run's worker for the primal search.
@@ -176,20 +187,11 @@ type shardEval struct {
 // EvalOp). Boundary variables keep the states given; the rest of the
 // assignment is the worker's.
 func (w *Worker) Evaluate(in *EvalIn, out *EvalOut) error {
-	m := w.p.Model
-	if w.eval == nil {
-		ls := newLocalSearch(m, w.pool)
-		if len(w.boundary) > 0 {
-			ls.frozen = make([]bool, m.NumVars())
-			for _, v := range w.boundary {
-				ls.frozen[v] = true
-			}
-		}
-		n := m.NumVars()
-		w.eval = &shardEval{search: ls, cand: make([]int, n), before: make([]int32, n), best: make([]int32, n)}
-	}
-	e := w.eval
+	e := w.evalState()
 	out.Seq = in.Seq
+	if in.Op == EvalSave {
+		return errors.New("evaluate: this worker's link does not save states")
+	}
 	if in.Op == EvalSettle {
 		return w.settle(in, out)
 	}
@@ -241,6 +243,28 @@ func (w *Worker) Evaluate(in *EvalIn, out *EvalOut) error {
 	return nil
 }
 
+// evalState returns the worker's primal search state, built on first use.
+func (w *Worker) evalState() *shardEval {
+	if w.eval == nil {
+		m := w.p.Model
+		var ls *localSearch
+		if w.pairs != nil {
+			ls = newPairSearch(m, w.pairs, w.p, w.pool)
+		} else {
+			ls = newLocalSearch(m, w.pool)
+		}
+		if len(w.boundary) > 0 {
+			ls.frozen = make([]bool, m.NumVars())
+			for _, v := range w.boundary {
+				ls.frozen[v] = true
+			}
+		}
+		n := m.NumVars()
+		w.eval = &shardEval{search: ls, cand: make([]int, n), before: make([]int32, n), best: make([]int32, n)}
+	}
+	return w.eval
+}
+
 func (w *Worker) checkBoundaryStates(x []int32) error {
 	m := w.p.Model
 	if len(x) != len(w.boundary) {
@@ -273,7 +297,7 @@ func (w *Worker) settle(in *EvalIn, out *EvalOut) error {
 	}
 	ls := e.search
 	if ls.rep == nil {
-		ls.rep = newRepair(ls.m)
+		ls.rep = ls.newRepair()
 	}
 	out.Settled = false
 	if ls.rep != nil {
@@ -485,6 +509,26 @@ func (sp *shardPrimal) settleOn(ctx context.Context, s *master, w int) (bool, er
 	return out.Settled, nil
 }
 
+// save has every worker save its part's state after iteration iter and
+// returns their references (State.Refs), or nil when a worker could not
+// save its state (the checkpoint is then not taken).
+func (sp *shardPrimal) save(ctx context.Context, iter int) ([][]byte, error) {
+	for _, in := range sp.ins {
+		in.Op, in.X, in.Iter = EvalSave, in.X[:0], iter
+	}
+	if err := sp.call(ctx, EvalSave); err != nil {
+		return nil, err
+	}
+	refs := make([][]byte, len(sp.outs))
+	for w, out := range sp.outs {
+		if len(out.Ref) == 0 {
+			return nil, nil
+		}
+		refs[w] = slices.Clone(out.Ref)
+	}
+	return refs, nil
+}
+
 // call sends the current requests to every worker, concurrently, and
 // checks the answers.
 func (sp *shardPrimal) call(ctx context.Context, op EvalOp) error {
@@ -530,9 +574,13 @@ type ShardResult struct {
 // CoordinateShards runs the coordinator's loop of a sharded run. bm holds
 // the boundary variables only (numbered like b: their cardinalities and
 // unaries) and the model's constant; sums describe the parts and links
-// reach their workers, which must also be PrimalLinks. Checkpoints are not
-// taken in a sharded run.
-func CoordinateShards(ctx context.Context, bm *model.Model, sums []PartSummary, b *Boundary, links []WorkerLink, opts Options, progress func(solver.Progress)) (ShardResult, error) {
+// reach their workers, which must also be PrimalLinks. cp, when not nil,
+// takes states of the run and may resume one: a sharded state holds the
+// coordinator's side only (its boundary, bounds and the best assignment's
+// boundary states) and, in Refs, each worker's reference to the part state
+// it saved itself (EvalSave); resuming needs the workers restored to those
+// (Worker.RestoreShard).
+func CoordinateShards(ctx context.Context, bm *model.Model, sums []PartSummary, b *Boundary, links []WorkerLink, opts Options, cp *Checkpointing, progress func(solver.Progress)) (ShardResult, error) {
 	if err := opts.Validate(); err != nil {
 		return ShardResult{}, err
 	}
@@ -554,9 +602,12 @@ func CoordinateShards(ctx context.Context, bm *model.Model, sums []PartSummary, 
 	}
 	pl := newPool(opts.Threads)
 	defer pl.close()
+	if cp != nil && cp.Resume != nil && len(cp.Resume.Refs) != len(sums) {
+		return ShardResult{}, fmt.Errorf("resuming a state of %d part references on %d parts", len(cp.Resume.Refs), len(sums))
+	}
 	s := newMasterOf(bm, opts, infos, b, links, pl)
 	s.shards = sp
-	res, err := s.run(ctx, entries, nil, progress)
+	res, err := s.run(ctx, entries, cp, progress)
 	out := ShardResult{Result: res}
 	if !math.IsInf(res.Primal, -1) {
 		out.Boundary = sp.best

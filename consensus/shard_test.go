@@ -143,7 +143,7 @@ func TestShardedRunMatchesSingleProcess(t *testing.T) {
 					if w > 1 && len(sh.vars) == 0 {
 						t.Fatalf("%d workers: no boundary", w)
 					}
-					got, err := CoordinateShards(context.Background(), sh.bm, sh.sums, sh.b, sh.links, opts, nil)
+					got, err := CoordinateShards(context.Background(), sh.bm, sh.sums, sh.b, sh.links, opts, nil, nil)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -43,6 +43,11 @@ type State struct {
 	// The boundary's replicas and marginals (see Boundary).
 	BLambda, BNu, BMu []float64
 	Parts             []PartState
+	// Refs, in a sharded run (CoordinateShards), replaces Parts: each
+	// worker's reference to the part state it saved itself (EvalOut.Ref
+	// of EvalSave, opaque here). X and BestX then hold the boundary
+	// variables' states only.
+	Refs [][]byte
 	// Elapsed is the run time up to this state, over all the runs it went
 	// through.
 	Elapsed time.Duration
@@ -127,6 +132,9 @@ func (s *master) state(res *solver.Result, bestX []int, pending bool, elapsed ti
 	if res.Assignment != nil {
 		st.BestX = slices.Clone(bestX)
 	}
+	if s.shards != nil && !math.IsInf(res.Primal, -1) {
+		st.BestX = slices.Clone(s.shards.best)
+	}
 	return st
 }
 
@@ -158,5 +166,64 @@ func (s *master) restore(st *State) error {
 	copy(s.bnu, st.BNu)
 	copy(s.bmu, st.BMu)
 	copy(s.x, st.X)
+	return nil
+}
+
+// ShardPartState is what a sharded run's worker needs to continue after an
+// iteration: its replica state, the decoded states of its variables and
+// the best assignment it keeps (its part's numbering; Best is nil when it
+// keeps none).
+type ShardPartState struct {
+	PartState
+	X, Best []int32
+}
+
+// ShardState returns a copy of the worker's state for a sharded run's
+// checkpoint.
+func (w *Worker) ShardState() ShardPartState {
+	st := ShardPartState{PartState: w.State(), X: make([]int32, len(w.x))}
+	for i, s := range w.x {
+		st.X[i] = int32(s)
+	}
+	if w.eval != nil && w.eval.hasBest {
+		st.Best = slices.Clone(w.eval.best)
+	}
+	return st
+}
+
+// ShardStateLens returns the lengths a ShardPartState of this worker has:
+// Lambda, Nu and Mu, and X (Best is empty or as long as X).
+func (w *Worker) ShardStateLens() (lambda, nu, mu, x int) {
+	if w.subgradient {
+		nu = len(w.nu)
+	}
+	return len(w.lambda), nu, len(w.mu), len(w.x)
+}
+
+// RestoreShard sets the worker's state to st (Restore, and the decoded and
+// best states), checking every length, value and state first.
+func (w *Worker) RestoreShard(st *ShardPartState) error {
+	m := w.p.Model
+	if len(st.X) != len(w.x) || st.Best != nil && len(st.Best) != len(w.x) {
+		return fmt.Errorf("restoring a part: %d decoded and %d best states for %d variables", len(st.X), len(st.Best), len(w.x))
+	}
+	for _, x := range [][]int32{st.X, st.Best} {
+		for i, k := range x {
+			if k < 0 || int(k) >= m.Cards[i] {
+				return fmt.Errorf("restoring a part: variable %d in state %d of %d", w.vars[i], k, m.Cards[i])
+			}
+		}
+	}
+	if err := w.Restore(&st.PartState); err != nil {
+		return err
+	}
+	for i, k := range st.X {
+		w.x[i] = int(k)
+	}
+	if st.Best != nil {
+		e := w.evalState()
+		copy(e.best, st.Best)
+		e.hasBest = true
+	}
 	return nil
 }

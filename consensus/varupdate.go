@@ -16,7 +16,8 @@ func newVarScratch(maxCard int) *varScratch {
 }
 
 // updateVariable is lines 7-8 of Alg. 2 for one variable whose replicas
-// start at the offsets reps of nu and lambda: the consensus mu is the mean
+// start at the offsets reps of nu and lambda (int32 on a worker, int on
+// the coordinator's boundary): the consensus mu is the mean
 // of the replicas (eq. 10 with sum_a lambda^a = 0), the multipliers move by
 // eq. (11) (step = tau*eta; 0 defers the move, as DD-subgradient does) and
 // are re-centred so that sum_a lambda^a = 0 holds up to rounding (the dual
@@ -26,10 +27,11 @@ func newVarScratch(maxCard int) *varScratch {
 // the relaxed objective, the decoded state argmax mu (ties to the larger
 // unary), and whether the multipliers and the marginal changed at all (the
 // slaves' caches depend on it).
-func updateVariable(mu, th, nu, lambda []float64, reps []int, d, step float64, sc *varScratch) (pres, dres, rel float64, best int, moved, muChanged bool) {
+func updateVariable[R int | int32](mu, th, nu, lambda []float64, reps []R, d, step float64, sc *varScratch) (pres, dres, rel float64, best int, moved, muChanged bool) {
 	nm, ls := sc.nm[:len(mu)], sc.ls[:len(mu)]
 	clear(nm)
-	for _, r := range reps {
+	for _, rr := range reps {
+		r := int(rr)
 		for k, v := range nu[r : r+len(nm)] {
 			nm[k] += v
 		}
@@ -48,7 +50,8 @@ func updateVariable(mu, th, nu, lambda []float64, reps []int, d, step float64, s
 			best, bestV = k, v
 		}
 	}
-	for _, r := range reps {
+	for _, rr := range reps {
+		r := int(rr)
 		nr := nu[r : r+len(nm)]
 		lam := lambda[r : r+len(nm)]
 		for k, v := range nm {
@@ -69,10 +72,11 @@ func updateVariable(mu, th, nu, lambda []float64, reps []int, d, step float64, s
 // stepVariable is line 9 of Alg. 1 for one variable: lambda^a -= step *
 // (nu^a - mu), re-centred like updateVariable. It reports whether the
 // multipliers changed.
-func stepVariable(mu, nu, lambda []float64, reps []int, d, step float64, sc *varScratch) (moved bool) {
+func stepVariable[R int | int32](mu, nu, lambda []float64, reps []R, d, step float64, sc *varScratch) (moved bool) {
 	ls := sc.ls[:len(mu)]
 	clear(ls)
-	for _, r := range reps {
+	for _, rr := range reps {
+		r := int(rr)
 		nr := nu[r : r+len(mu)]
 		lam := lambda[r : r+len(mu)]
 		for k, v := range mu {
@@ -91,11 +95,12 @@ func stepVariable(mu, nu, lambda []float64, reps []int, d, step float64, sc *var
 
 // recentre subtracts the mean d*sum (ls holds the per-state sums) from every
 // replica's multipliers.
-func recentre(lambda []float64, reps []int, ls []float64, d float64) {
+func recentre[R int | int32](lambda []float64, reps []R, ls []float64, d float64) {
 	for k := range ls {
 		ls[k] *= d
 	}
-	for _, r := range reps {
+	for _, rr := range reps {
+		r := int(rr)
 		lam := lambda[r : r+len(ls)]
 		for k, l := range ls {
 			lam[k] -= l

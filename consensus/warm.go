@@ -237,7 +237,7 @@ func (wm *warmMap) restore(w *Worker, warm *Warm) error {
 			mean = slices.Grow(mean[:0], c)[:c]
 			clear(mean)
 			for _, e := range reps {
-				for k, l := range st.Lambda[e : e+c] {
+				for k, l := range st.Lambda[e : int(e)+c] {
 					mean[k] += l
 				}
 			}

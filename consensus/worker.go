@@ -47,6 +47,7 @@ type Worker struct {
 	// worker keeps no other reference to the Part, whose plan and
 	// degrees it no longer needs once built.
 	vars, boundary []int
+	pairs          *Pairs // the part's factors when it keeps them flat (Part.Pairs)
 	p              *Problem
 	opts           Options
 
@@ -63,14 +64,16 @@ type Worker struct {
 	lambda, nu, mu []float64
 	x              []int
 	dualTerm, phiq []float64
-	inexact        []slaves.Inexact
+	// inexact marks the slaves that implement slaves.Inexact (nil: none
+	// does); a flag, not the interface value, which would take 16 bytes
+	// per slave.
+	inexact []bool
 	// Change flags, set by the variable phase and read by the next slave
 	// phase (AD3's caching: a slave whose inputs did not change bitwise is
 	// not solved again): lamDirty per replica vector (indexed like
 	// Problem.SlaveVars), muDirty per variable, unsolved per slave (its
 	// last QUAD stopped short of the optimum).
 	lamDirty, muDirty, unsolved []bool
-	repID                       []int // per entry of Problem.VarReps: its replica vector's index
 	prevEta                     float64
 	eta, prevStep               float64
 	iter                        int
@@ -97,14 +100,23 @@ type Worker struct {
 
 // NewWorker builds the slaves of a part. Call Close when done.
 func NewWorker(part *Part, opts Options) (*Worker, error) {
-	p, err := Decompose(part.Model, part.Plan, slaves.Build)
+	var p *Problem
+	var err error
+	if part.Pairs != nil {
+		if len(part.Model.Factors) > 0 || len(part.Plan.Slaves) > 0 {
+			return nil, fmt.Errorf("part with pairs and %d factors, %d planned slaves", len(part.Model.Factors), len(part.Plan.Slaves))
+		}
+		p, err = decomposePairs(part.Model, part.Pairs)
+	} else {
+		p, err = Decompose(part.Model, part.Plan, slaves.Build)
+	}
 	if err != nil {
 		return nil, err
 	}
 	m := p.Model
 	nr := p.NumReplicaEntries()
 	w := &Worker{
-		vars: part.Vars, boundary: part.Boundary, p: p, opts: opts,
+		vars: part.Vars, boundary: part.Boundary, pairs: part.Pairs, p: p, opts: opts,
 		invDeg:      make([]float64, m.NumVars()),
 		lambda:      make([]float64, nr),
 		nu:          make([]float64, nr),
@@ -115,11 +127,7 @@ func NewWorker(part *Part, opts Options) (*Worker, error) {
 		lamDirty:    make([]bool, len(p.SlaveVars)),
 		muDirty:     make([]bool, m.NumVars()),
 		unsolved:    make([]bool, len(p.Slaves)),
-		repID:       make([]int, len(p.VarReps)),
 		subgradient: opts.Algo == Subgradient,
-	}
-	for j := range p.VarReps {
-		w.repID[j] = p.SlaveVarOff[p.RepSlave[j]] + p.RepPos[j]
 	}
 	boundary := make([]bool, m.NumVars())
 	for _, v := range part.Boundary {
@@ -135,9 +143,9 @@ func NewWorker(part *Part, opts Options) (*Worker, error) {
 		}
 		if boundary[i] {
 			for j := p.VarRepOff[i]; j < p.VarRepOff[i+1]; j++ {
-				w.bReps = append(w.bReps, p.VarReps[j])
+				w.bReps = append(w.bReps, int(p.VarReps[j]))
 				w.bRepLen = append(w.bRepLen, m.Cards[i])
-				w.bRepID = append(w.bRepID, w.repID[j])
+				w.bRepID = append(w.bRepID, int(p.RepVec[j]))
 			}
 			w.bMu = append(w.bMu, m.UnaryOff[i])
 		} else {
@@ -152,11 +160,11 @@ func NewWorker(part *Part, opts Options) (*Worker, error) {
 	}
 	var sc *slaves.Scratch
 	for a, sl := range p.Slaves {
-		if ie, ok := sl.(slaves.Inexact); ok {
+		if _, ok := sl.(slaves.Inexact); ok {
 			if w.inexact == nil { // only models with such slaves pay for the slice
-				w.inexact = make([]slaves.Inexact, len(p.Slaves))
+				w.inexact = make([]bool, len(p.Slaves))
 			}
-			w.inexact[a] = ie
+			w.inexact[a] = true
 		}
 		// One scratch per chunk of slaves: a chunk is solved by one
 		// goroutine at a time (solveSlaves).
@@ -172,7 +180,7 @@ func NewWorker(part *Part, opts Options) (*Worker, error) {
 		maxCard = max(maxCard, c)
 	}
 	for a := range p.Slaves {
-		maxRep = max(maxRep, p.RepOff[a+1]-p.RepOff[a])
+		maxRep = max(maxRep, int(p.RepOff[a+1]-p.RepOff[a]))
 	}
 	threads := opts.Threads
 	w.ys = make([][]int, threads)
@@ -309,7 +317,7 @@ func (w *Worker) solveSlaves(worker, chunk int) {
 		// The dual term's inputs theta/d + lambda changed?
 		wDirty := first
 		for k := range scope {
-			wDirty = wDirty || w.lamDirty[p.SlaveVarOff[a]+k]
+			wDirty = wDirty || w.lamDirty[int(p.SlaveVarOff[a])+k]
 		}
 		// The QUAD's inputs (w/eta + mu, eta) changed?
 		cDirty := wDirty || etaChanged || w.unsolved[a]
@@ -359,8 +367,8 @@ func (w *Worker) solveSlaves(worker, chunk int) {
 		if w.inexact == nil {
 			continue
 		}
-		if ie := w.inexact[a]; ie != nil {
-			w.unsolved[a] = !ie.Converged()
+		if w.inexact[a] {
+			w.unsolved[a] = !sl.(slaves.Inexact).Converged()
 		}
 	}
 	// The chunk's part of the dual and of the relaxed objective, cached
@@ -400,7 +408,7 @@ func (w *Worker) updateVariables(worker, chunk int) {
 			pres, dres, rel, best = pres+pr, dres+dr, rel+r, b
 			w.muDirty[i] = muChanged
 			for j := p.VarRepOff[i]; j < p.VarRepOff[i+1]; j++ {
-				w.lamDirty[w.repID[j]] = moved
+				w.lamDirty[p.RepVec[j]] = moved
 			}
 		}
 		changed = changed || w.x[i] != best
@@ -425,7 +433,7 @@ func (w *Worker) stepMultipliers(worker, chunk int) {
 		}
 		if stepVariable(w.mu[m.UnaryOff[i]:m.UnaryOff[i+1]], w.nu, w.lambda, reps, w.invDeg[i], w.prevStep, w.vs[worker]) {
 			for j := p.VarRepOff[i]; j < p.VarRepOff[i+1]; j++ {
-				w.lamDirty[w.repID[j]] = true
+				w.lamDirty[p.RepVec[j]] = true
 			}
 		}
 	}

@@ -54,15 +54,16 @@ func keyFile(t *testing.T) string {
 	return p
 }
 
-// waitLine waits until p writes a line containing s to stderr.
-func waitLine(t *testing.T, p *proc, s string, timeout time.Duration) {
+// waitLine waits until p writes a line containing s to stderr, and
+// returns it.
+func waitLine(t *testing.T, p *proc, s string, timeout time.Duration) string {
 	t.Helper()
 	deadline := time.After(timeout)
 	for {
 		select {
 		case line := <-p.lines:
 			if strings.Contains(line, s) {
-				return
+				return line
 			}
 		case <-p.done:
 			t.Fatalf("%s exited before a line with %q\n%s", p.name, s, p.stderr())

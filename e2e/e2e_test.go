@@ -219,8 +219,13 @@ func TestRunBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"dead nats url", coord, []string{"run", "--workers", "1", "--nats", "nats://127.0.0.1:1", model}, "connection refused"},
-		{"worker dead nats url", worker, []string{"--nats", "nats://127.0.0.1:1"}, "connection refused"},
+		{"dead nats url", coord, []string{"run", "--workers", "1", "--nats", "nats://127.0.0.1:1", "--connect-timeout", "0", model}, "connection refused"},
+		{"worker dead nats url", worker, []string{"--nats", "nats://127.0.0.1:1", "--connect-timeout", "0"}, "connection refused"},
+		{"dead nats url after retrying", coord, []string{"run", "--workers", "1", "--nats", "nats://127.0.0.1:1", "--connect-timeout", "1s", model}, "connection refused (retried for 1s)"},
+		{"worker dead nats url after retrying", worker, []string{"--nats", "nats://127.0.0.1:1", "--connect-timeout", "1s"}, "connection refused (retried for 1s)"},
+		{"negative connect timeout", worker, []string{"--nats", "nats://127.0.0.1:1", "--connect-timeout", "-1s"}, "--connect-timeout"},
+		{"bad metrics address", coord, []string{"run", "--workers", "1", "--metrics", "nonsense", model}, "--metrics"},
+		{"worker bad metrics address", worker, []string{"--nats", "nats://127.0.0.1:1", "--metrics", "nonsense"}, "--metrics"},
 		{"worker without url", worker, nil, "--nats"},
 		{"zero workers", coord, []string{"run", "--workers", "0", model}, "--workers"},
 		{"bad job id", coord, []string{"run", "--job", "a.b", model}, "--job"},
@@ -228,7 +233,8 @@ func TestRunBadInput(t *testing.T) {
 		{"no workers join", coord, []string{"run", "--workers", "1", "--wait", "300ms", model}, "waited"},
 		{"sharded uai", coord, []string{"run", "--sharded", model}, "convert it first"},
 		{"sharded chains", coord, []string{"run", "--sharded", "--slaves", "chains", ddx}, "one slave per factor"},
-		{"sharded checkpoints", coord, []string{"run", "--sharded", "--checkpoint-every", "5", ddx}, "checkpoints"},
+		{"sharded raft", coord, []string{"run", "--sharded", "--raft-id", "a", ddx}, "one coordinator"},
+		{"state dir unsharded", coord, []string{"run", "--state-dir", t.TempDir(), model}, "--state-dir is for --sharded"},
 		{"sharded forbidden state", coord, []string{"run", "--sharded", "--workers", "1", hard}, "forbidden"},
 		{"sharded missing file", coord, []string{"run", "--sharded", filepath.Join(t.TempDir(), "none.ddx")}, "no such file"},
 	}

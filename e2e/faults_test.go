@@ -268,8 +268,9 @@ func TestKillRaftLeaderMidRun(t *testing.T) {
 	model, flags, want := faultModel(t, coord)
 	srv := startNATS(t, true)
 	startWorkerProcs(t, worker, srv.URL(), "rw", 2, "--quiet")
-	group := raftGroup(t, coord, srv.URL(), model, flags)
+	group := raftGroup(t, coord, srv.URL(), model, append(flags[:len(flags):len(flags)], "--metrics", "127.0.0.1:0"))
 	at, leader := waitCheckpoint(t, group, 200, time.Minute)
+	raftMetrics(t, group, leader)
 	leader.kill()
 	t0 := time.Now()
 	var rest []*proc

@@ -1,11 +1,15 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -101,9 +105,163 @@ func TestShardedCoordinatorMemoryFlat(t *testing.T) {
 			t.Fatalf("height %d: sharded result %+v, want a boundary of 100 variables", h, r.Sharded)
 		}
 		peak[h] = r.Sharded.CoordinatorRSSMB
+		if len(r.Sharded.WorkerRSSMB) != 2 || slices.Min(r.Sharded.WorkerRSSMB) <= 0 {
+			t.Errorf("height %d: worker peaks %v MB, want one positive peak per worker", h, r.Sharded.WorkerRSSMB)
+		}
 		t.Logf("height %d (%d variables): coordinator peak %d MB, workers %v MB", h, 100*h, r.Sharded.CoordinatorRSSMB, r.Sharded.WorkerRSSMB)
 	}
 	if small, big := peak[30], peak[3000]; float64(big) > 1.1*float64(small)+4 {
 		t.Errorf("coordinator peak %d MB for 300,000 variables, %d MB for 3,000: it grows with the interior", big, small)
+	}
+}
+
+// kill -9 of a sharded run's worker mid-run: the coordinator notices
+// within --lost-after, a spare and the worker left go back to the latest
+// checkpoint (their state files), and the run ends with a valid bound and
+// a primal that is the exact score of the assignment in --out.
+func TestKillShardedWorkerMidRun(t *testing.T) {
+	coord, worker := binaries(t)
+	srv := startNATS(t, false)
+	model := genModel(t, coord, "potts", "--height", "150", "--width", "150", "--labels", "4", "--rho", "0.5", ".ddx")
+	m, err := modelfile.Load(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "x.mpe")
+	states := t.TempDir()
+	ws := startWorkerProcs(t, worker, srv.URL(), "sk", 2, "--quiet")
+	run := startProc(t, "coordinator", coord, "run", "--sharded", "--nats", srv.URL(), "--workers", "2", "--job", "shkill", "--lost-after", "1s",
+		"--checkpoint-every", "20", "--state-dir", states, "--json", "--threads", "1", "--tol", "0", "--max-iter", "400", "--out", out, model)
+	// Kill a worker once a checkpoint's state files are there.
+	deadline := time.After(time.Minute)
+	for {
+		if names, _ := filepath.Glob(filepath.Join(states, "shkill-e1-p*-i*.ddstate")); len(names) >= 2 {
+			break
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("no state files within a minute\n%s", run.stderr())
+		case <-run.done:
+			t.Fatalf("the run ended before the kill\n%s", run.stderr())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	startWorkerProcs(t, worker, srv.URL(), "spare", 1, "--quiet")
+	time.Sleep(700 * time.Millisecond) // let the spare announce itself
+	ws[0].kill()
+	if err := run.wait(t, 2*time.Minute); err != nil {
+		t.Fatalf("run after kill -9: %v\n%s", err, run.stderr())
+	}
+	if !strings.Contains(run.stderr(), "worker lost") {
+		t.Errorf("no failover logged:\n%s", run.stderr())
+	}
+	var sj struct {
+		Sharded *struct {
+			Failovers int `json:"failovers"`
+			Restored  int `json:"restored"`
+		} `json:"sharded"`
+	}
+	got := run.result(t)
+	if err := json.Unmarshal(run.stdout.Bytes(), &sj); err != nil || sj.Sharded == nil || sj.Sharded.Failovers != 1 || sj.Sharded.Restored != 1 {
+		t.Fatalf("sharded result %s (%v): want 1 failover restored from a checkpoint", run.stdout.String(), err)
+	}
+	x := readMPE(t, out)
+	if got.Primal == nil || got.Dual == nil || *got.Primal > *got.Dual+1e-9*math.Abs(*got.Dual) {
+		t.Fatalf("after kill -9: %s dual %v primal %v", got.Status, deref(got.Dual), deref(got.Primal))
+	}
+	if sc := m.Score(x); math.Abs(sc-*got.Primal) > 1e-9*math.Max(1, math.Abs(sc)) {
+		t.Errorf("primal %v, the assignment in --out scores %v", *got.Primal, sc)
+	}
+}
+
+// readMPE reads a UAI MPE file.
+func readMPE(t *testing.T, path string) []int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	x, err := uai.ReadMPE(f, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// The coordinator's checkpoint of a sharded run holds the boundary and the
+// workers' references to their state files, not the parts: two grids with
+// the same boundary and interiors 10 times apart give checkpoints of the
+// same size, while the workers' state files grow with the interior.
+func TestShardedCheckpointFlat(t *testing.T) {
+	coord, _ := binaries(t)
+	bytesLine := regexp.MustCompile(`msg=checkpoint .*?bytes=(\d+)`)
+	ckpt, states := map[int]int{}, map[int]int64{}
+	for _, h := range []int{30, 300} {
+		model := genModel(t, coord, "potts", "--height", fmt.Sprint(h), "--width", "100", "--labels", "4", "--rho", "0.5", ".ddx")
+		dir, sdir := t.TempDir(), t.TempDir()
+		b, err := exec.Command(coord, "run", "--sharded", "--local", "--workers", "2", "--job", fmt.Sprintf("flat%d", h), "--max-iter", "5",
+			"--checkpoint-every", "5", "--checkpoint-dir", dir, "--state-dir", sdir, model).CombinedOutput()
+		if err != nil {
+			t.Fatalf("height %d: %v\n%s", h, err, b)
+		}
+		mm := bytesLine.FindSubmatch(b)
+		if mm == nil {
+			t.Fatalf("height %d: no checkpoint logged\n%s", h, b)
+		}
+		ckpt[h], _ = strconv.Atoi(string(mm[1]))
+		names, _ := filepath.Glob(filepath.Join(sdir, "*.ddstate"))
+		for _, n := range names {
+			if fi, err := os.Stat(n); err == nil {
+				states[h] += fi.Size()
+			}
+		}
+		t.Logf("height %d: coordinator checkpoint %d bytes, workers' state files %d bytes", h, ckpt[h], states[h])
+	}
+	if small, big := ckpt[30], ckpt[300]; big > small+64 {
+		t.Errorf("coordinator checkpoint %d bytes for 30,000 variables, %d for 3,000: it grows with the interior", big, small)
+	}
+	if states[300] < 5*states[30] {
+		t.Errorf("state files of %d and %d bytes: the parts' states are not in them", states[30], states[300])
+	}
+}
+
+// Every process of a sharded job stops (kill -9) after a checkpoint;
+// started again with --resume, the coordinator continues from its latest
+// checkpoint in --checkpoint-dir, and new worker processes from the state
+// files it names; the run ends with a valid bound. Another model is
+// refused.
+func TestShardedFullRestartResumes(t *testing.T) {
+	coord, worker := binaries(t)
+	srv := startNATS(t, false)
+	model := genModel(t, coord, "potts", "--height", "100", "--width", "100", "--labels", "4", "--rho", "0.5", ".ddx")
+	dir, sdir := t.TempDir(), t.TempDir()
+	args := []string{"run", "--sharded", "--nats", srv.URL(), "--workers", "2", "--job", "shresume", "--tol", "0", "--threads", "1",
+		"--checkpoint-every", "20", "--checkpoint-dir", dir, "--state-dir", sdir, "--json", "--max-iter", "300"}
+	ws := startWorkerProcs(t, worker, srv.URL(), "ra", 2, "--quiet")
+	first := startProc(t, "coordinator", coord, append(args, model)...)
+	at, _ := waitCheckpoint(t, []*proc{first}, 40, time.Minute)
+	for _, p := range append(ws, first) {
+		p.kill()
+	}
+	startWorkerProcs(t, worker, srv.URL(), "rb", 2, "--quiet")
+	second := startProc(t, "coordinator", coord, append(append(args[:len(args):len(args)], "--resume"), model)...)
+	if err := second.wait(t, 2*time.Minute); err != nil {
+		t.Fatalf("resumed run: %v\n%s", err, second.stderr())
+	}
+	m := regexp.MustCompile(`resuming from checkpoint" job=shresume iteration=(\d+)`).FindStringSubmatch(second.stderr())
+	if m == nil {
+		t.Fatalf("no resume logged:\n%s", second.stderr())
+	}
+	if from, _ := strconv.Atoi(m[1]); from != at && from != at+20 {
+		t.Errorf("resumed from iteration %d; the last checkpoint logged was %d", from, at)
+	}
+	got := second.result(t)
+	if got.Iterations != 300 || got.Primal == nil || got.Dual == nil || *got.Primal > *got.Dual {
+		t.Errorf("resumed run: %s after %d, dual %v primal %v", got.Status, got.Iterations, deref(got.Dual), deref(got.Primal))
+	}
+	other := genModel(t, coord, "potts", "--height", "101", "--width", "100", "--labels", "4", "--rho", "0.5", ".ddx")
+	if b, err := exec.Command(coord, append(append(args[:len(args):len(args)], "--resume"), other)...).CombinedOutput(); err == nil || !strings.Contains(string(b), "another model") {
+		t.Errorf("resuming on another model: %v\n%s", err, b)
 	}
 }

@@ -22,6 +22,11 @@
 // fewer than two variables and no forbidden state (coordinator convert
 // folds unary factors into the unaries), and evidence is not applied.
 //
+// A worker of a sharded run saves its part's state for a checkpoint into a
+// state file (WriteState, StateFiles), in a directory every worker sees,
+// and the coordinator's checkpoint keeps only its reference (StateRef: the
+// name, size and sha256); ReadState checks a file before it is used.
+//
 // It must not know how parts travel (package cluster carries a Spec as
 // opaque bytes) nor the command line.
 package shard

@@ -18,6 +18,19 @@ import (
 // cardinalities and unaries, nothing else. The part has one slave per
 // factor, in the file's order, over its own numbering of the variables.
 func Load(ctx context.Context, spec *Spec) (*consensus.Part, error) {
+	return readPart(ctx, spec, false)
+}
+
+// LoadFlat is Load for a worker that only runs the part: when all the
+// part's factors are Potts factors, or all Pair factors, it keeps them
+// flat (consensus.Part.Pairs: 16 bytes a factor, where a model.Factor
+// takes about 136 with its scope) and builds no plan; a part of other
+// factors is Load's. consensus.NewWorker runs both alike, to the bit.
+func LoadFlat(ctx context.Context, spec *Spec) (*consensus.Part, error) {
+	return readPart(ctx, spec, true)
+}
+
+func readPart(ctx context.Context, spec *Spec, pairs bool) (*consensus.Part, error) {
 	f, err := os.Open(spec.Path)
 	if err != nil {
 		return nil, fmt.Errorf("shard: %w", err)
@@ -48,10 +61,33 @@ func Load(ctx context.Context, spec *Spec) (*consensus.Part, error) {
 	if err != nil {
 		return nil, err
 	}
-	factors := make([]model.Factor, 0, spec.To-spec.From)
+	// The factors, flat (consensus.Pairs) while they are all pairwise of
+	// one kind; the first other one turns them into model.Factors.
+	nf := spec.To - spec.From
+	q := &consensus.Pairs{}
+	flat := pairs && spec.NumVars <= math.MaxInt32
+	var factors []model.Factor
+	if !flat {
+		factors = make([]model.Factor, 0, nf)
+	}
 	err = sc.ReadRecords(spec.Pos, spec.From, spec.To, runs.Card, func(a int, f *model.Factor) error {
 		if len(f.Vars) < 2 {
 			return fmt.Errorf("shard: %s: factor %d is over %d variables", spec.Path, a, len(f.Vars))
+		}
+		if flat && len(f.Vars) == 2 && (f.Kind == model.Potts || f.Kind == model.Pair) && (q.Len() == 0 || f.Kind == q.Kind) {
+			if q.W == nil {
+				q.Kind, q.I, q.J, q.W = f.Kind, make([]int32, 0, nf), make([]int32, 0, nf), make([]float64, 0, nf)
+			}
+			q.I, q.J, q.W = append(q.I, int32(f.Vars[0])), append(q.J, int32(f.Vars[1])), append(q.W, f.Weight)
+			return nil
+		}
+		if flat {
+			flat = false
+			factors = make([]model.Factor, 0, nf)
+			for k := range q.Len() {
+				factors = append(factors, q.Factor(k))
+			}
+			q = nil
 		}
 		factors = append(factors, *f)
 		return nil
@@ -59,7 +95,10 @@ func Load(ctx context.Context, spec *Spec) (*consensus.Part, error) {
 	if err != nil {
 		return nil, err
 	}
-	vars, err := partVars(factors, spec)
+	if !flat {
+		q = nil
+	}
+	vars, err := partVars(scopeVars(factors, q), spec)
 	if err != nil {
 		return nil, err
 	}
@@ -75,30 +114,60 @@ func Load(ctx context.Context, spec *Spec) (*consensus.Part, error) {
 		}
 	}
 	// The factors over the part's numbering, in place.
+	local := func(v int) int {
+		k, _ := slices.BinarySearch(vars, v)
+		return k
+	}
+	if q != nil {
+		for a := range q.W {
+			q.I[a], q.J[a] = int32(local(int(q.I[a]))), int32(local(int(q.J[a])))
+		}
+		if err := m.Validate(); err != nil {
+			return nil, fmt.Errorf("shard: %s: factors [%d,%d): %w", spec.Path, spec.From, spec.To, err)
+		}
+		if err := q.Validate(m.Cards); err != nil {
+			return nil, fmt.Errorf("shard: %s: factors [%d,%d): %w", spec.Path, spec.From, spec.To, err)
+		}
+		return assemble(m, q, vars, spec)
+	}
 	for a := range factors {
 		for k, v := range factors[a].Vars {
-			factors[a].Vars[k], _ = slices.BinarySearch(vars, v)
+			factors[a].Vars[k] = local(v)
 		}
 	}
 	m.Factors = factors
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("shard: %s: factors [%d,%d): %w", spec.Path, spec.From, spec.To, err)
 	}
-	return assemble(m, vars, spec)
+	return assemble(m, nil, vars, spec)
 }
 
-// partVars returns the variables of the part (its factors' and its
-// isolated ones), increasing, and checks the spec's boundary and isolated
-// variables against them.
-func partVars(factors []model.Factor, spec *Spec) ([]int, error) {
+// scopeVars returns the variables of the factors' scopes (of q's pairs
+// when q is not nil), with repeats, in an array with room for the isolated
+// variables of a spec.
+func scopeVars(factors []model.Factor, q *consensus.Pairs) []int {
+	if q != nil {
+		vars := make([]int, 0, 2*q.Len())
+		for a := range q.W {
+			vars = append(vars, int(q.I[a]), int(q.J[a]))
+		}
+		return vars
+	}
 	n := 0
 	for a := range factors {
 		n += len(factors[a].Vars)
 	}
-	vars := make([]int, 0, n+len(spec.Isolated))
+	vars := make([]int, 0, n)
 	for a := range factors {
 		vars = append(vars, factors[a].Vars...)
 	}
+	return vars
+}
+
+// partVars returns the variables of the part (vars, the variables of its
+// factors' scopes, and its isolated ones), increasing, and checks the
+// spec's boundary and isolated variables against them.
+func partVars(vars []int, spec *Spec) ([]int, error) {
 	slices.Sort(vars)
 	vars = slices.Compact(vars)
 	for k, v := range spec.Boundary {
@@ -120,18 +189,31 @@ func partVars(factors []model.Factor, spec *Spec) ([]int, error) {
 		vars = append(vars, int(v))
 	}
 	slices.Sort(vars)
-	return slices.Clip(vars), nil
+	// A copy: vars was sized for every scope entry (2 per factor of a
+	// grid, twice the variables), and Clip would keep that array.
+	return slices.Clone(vars), nil
 }
 
-// assemble makes the part: one slave per factor, the degrees (the part's
-// own for its interior, the spec's for its boundary) and the boundary.
-func assemble(m *model.Model, vars []int, spec *Spec) (*consensus.Part, error) {
-	p := &consensus.Part{Vars: vars, Model: m, Plan: partition.PerFactor(m), Degree: make([]int, len(vars))}
+// assemble makes the part: one slave per factor (per pair of q when not
+// nil), the degrees (the part's own for its interior, the spec's for its
+// boundary) and the boundary.
+func assemble(m *model.Model, q *consensus.Pairs, vars []int, spec *Spec) (*consensus.Part, error) {
+	p := &consensus.Part{Vars: vars, Model: m, Pairs: q, Degree: make([]int, len(vars))}
 	entries := 0
-	for a := range m.Factors {
-		for _, v := range m.Factors[a].Vars {
-			p.Degree[v]++
-			entries += m.Cards[v]
+	if q != nil {
+		for a := range q.W {
+			for _, v := range [2]int32{q.I[a], q.J[a]} {
+				p.Degree[v]++
+				entries += m.Cards[v]
+			}
+		}
+	} else {
+		p.Plan = partition.PerFactor(m)
+		for a := range m.Factors {
+			for _, v := range m.Factors[a].Vars {
+				p.Degree[v]++
+				entries += m.Cards[v]
+			}
 		}
 	}
 	if entries != spec.ReplicaEntries {

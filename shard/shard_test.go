@@ -160,7 +160,7 @@ func TestShardedRunMatchesSolve(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := consensus.CoordinateShards(context.Background(), l.layout.Boundary, l.sums, b, l.links, opts, nil)
+				got, err := consensus.CoordinateShards(context.Background(), l.layout.Boundary, l.sums, b, l.links, opts, nil, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

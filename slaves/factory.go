@@ -16,13 +16,8 @@ import (
 func ForFactor(m *model.Model, a int) (Slave, error) {
 	f := &m.Factors[a]
 	switch f.Kind {
-	case model.Pair:
-		return NewPair([4]float64{0, 0, 0, f.Weight}), nil
-	case model.Potts:
-		if l := m.Cards[f.Vars[0]]; l != 2 {
-			return NewPotts(l, f.Weight), nil
-		}
-		return NewPair([4]float64{f.Weight, 0, 0, f.Weight}), nil
+	case model.Pair, model.Potts:
+		return ForPairwise(f.Kind, m.Cards[f.Vars[0]], f.Weight)
 	case model.Dense:
 		if len(f.Vars) == 2 {
 			// No cards slice for the common pairwise tables: a grid has one
@@ -43,6 +38,22 @@ func ForFactor(m *model.Model, a int) (Slave, error) {
 		return NewLogic(f)
 	}
 	return nil, fmt.Errorf("no slave for factor kind %s", f.Kind)
+}
+
+// ForPairwise builds the slave of a Pair or Potts factor of weight w over
+// two variables of card states each (what ForFactor builds for it), for
+// callers that keep such factors flat instead of as model.Factors.
+func ForPairwise(kind model.Kind, card int, w float64) (Slave, error) {
+	switch kind {
+	case model.Pair:
+		return NewPair([4]float64{0, 0, 0, w}), nil
+	case model.Potts:
+		if card != 2 {
+			return NewPotts(card, w), nil
+		}
+		return NewPair([4]float64{w, 0, 0, w}), nil
+	}
+	return nil, fmt.Errorf("no pairwise slave for factor kind %s", kind)
 }
 
 // forPairTable returns the specialised slave of a finite c0 x c1 table: a

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -39,8 +40,18 @@ type NATSOptions struct {
 	TLSConfig              *tls.Config
 
 	// ConnectTimeout bounds the initial connection (default 5s, or
-	// earlier if the context given to NewNATS ends first).
+	// earlier if the context given to NewNATS ends first); with RetryFor,
+	// each attempt.
 	ConnectTimeout time.Duration
+	// RetryFor, when positive, keeps trying to connect this long while no
+	// server can be reached (refused, unreachable, unknown host, timed
+	// out): a server that starts later is found. Attempts are spaced by a
+	// backoff from 100ms doubling to 2s. What a server answers (an
+	// authorization violation, a TLS failure) is not retried.
+	RetryFor time.Duration
+	// OnRetry, when not nil, is told of each failed attempt that will be
+	// retried after wait.
+	OnRetry func(err error, wait time.Duration)
 	// NoReconnect turns off reconnecting after a lost connection.
 	NoReconnect bool
 	// MaxReconnects is the number of attempts per server
@@ -96,12 +107,88 @@ var _ Transport = (*NATS)(nil)
 type ConnectError struct {
 	URL string // the URL(s) tried, passwords redacted
 	Err error
+	// Retried is how long NewNATS kept trying (NATSOptions.RetryFor, at
+	// least); zero after a single attempt.
+	Retried time.Duration
 
 	secrets []string // redacted from Err's message
 }
 
 func (e *ConnectError) Error() string {
-	return "nats: connect to " + e.URL + ": " + Redact(shortCause(e.Err), e.secrets...)
+	s := "nats: connect to " + e.URL + ": " + Redact(shortCause(e.Err), e.secrets...)
+	if e.Retried > 0 {
+		s += " (retried for " + e.Retried.String() + ")"
+	}
+	return s
+}
+
+// retryable says whether a failed connection attempt may succeed later:
+// no server answered (refused, unreachable, unknown host, timed out, or
+// closed during the handshake, as a starting server may). What a server
+// said (authorization, TLS) is final.
+func retryable(err error) bool {
+	var ce *ConnectError
+	if !errors.As(err, &ce) {
+		return false
+	}
+	cause := ce.Err
+	if errors.Is(cause, nats.ErrAuthorization) || errors.Is(cause, nats.ErrAuthExpired) || errors.Is(cause, nats.ErrAuthRevoked) ||
+		errors.Is(cause, nats.ErrSecureConnRequired) || errors.Is(cause, nats.ErrSecureConnWanted) {
+		return false
+	}
+	if l := strings.ToLower(cause.Error()); strings.Contains(l, "authoriz") || strings.Contains(l, "authenticat") ||
+		strings.Contains(l, "tls:") || strings.Contains(l, "x509:") || strings.Contains(l, "certificate") {
+		return false
+	}
+	var oe *net.OpError
+	var dns *net.DNSError
+	return errors.As(cause, &oe) || errors.As(cause, &dns) || errors.Is(cause, nats.ErrNoServers) ||
+		errors.Is(cause, nats.ErrTimeout) || errors.Is(cause, io.EOF) || errors.Is(cause, context.DeadlineExceeded) ||
+		errors.Is(cause, os.ErrDeadlineExceeded)
+}
+
+// Backoff between connection attempts (NATSOptions.RetryFor).
+const (
+	retryFirst = 100 * time.Millisecond
+	retryMax   = 2 * time.Second
+)
+
+// connectRetrying is NewNATS with opts.RetryFor > 0.
+func connectRetrying(ctx context.Context, opts NATSOptions) (*NATS, error) {
+	deadline := time.Now().Add(opts.RetryFor)
+	perAttempt := opts.ConnectTimeout
+	if perAttempt <= 0 {
+		perAttempt = 5 * time.Second
+	}
+	wait := retryFirst
+	for {
+		o := opts
+		o.RetryFor = 0
+		o.ConnectTimeout = max(time.Millisecond, min(perAttempt, time.Until(deadline)))
+		t, err := NewNATS(ctx, o)
+		if err == nil || !retryable(err) || ctx.Err() != nil {
+			return t, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			var ce *ConnectError
+			errors.As(err, &ce)
+			ce.Retried = opts.RetryFor // at least: say the bound, not a clock's reading
+			return nil, ce
+		}
+		w := min(wait, left)
+		if opts.OnRetry != nil {
+			opts.OnRetry(err, w)
+		}
+		timer := time.NewTimer(w)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, fmt.Errorf("nats: connect to %s: %w", redactURLs(opts.URL), ctx.Err())
+		case <-timer.C:
+		}
+		wait = min(2*wait, retryMax)
+	}
 }
 
 func (e *ConnectError) Unwrap() error { return e.Err }
@@ -166,8 +253,12 @@ func connectCause(err error, dial *dialRecorder) error {
 func redactURLs(urls string) string { return Redact(urls) }
 
 // NewNATS connects to a NATS server. It fails with a *ConnectError, or
-// ctx's error, when no server answers within ConnectTimeout.
+// ctx's error, when no server answers within ConnectTimeout (with
+// RetryFor, within RetryFor: see there).
 func NewNATS(ctx context.Context, opts NATSOptions) (*NATS, error) {
+	if opts.RetryFor > 0 {
+		return connectRetrying(ctx, opts)
+	}
 	if opts.URL == "" {
 		opts.URL = nats.DefaultURL
 	}

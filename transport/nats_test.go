@@ -365,3 +365,98 @@ func TestNATSOptionErrors(t *testing.T) {
 		t.Error("port 70000 accepted")
 	}
 }
+
+// With RetryFor, NewNATS waits for a server that starts later, gives up
+// on a dead URL after RetryFor with the same error (saying how long it
+// tried), and does not retry what a server refuses.
+func TestNATSRetry(t *testing.T) {
+	cases := []struct {
+		name     string
+		start    func(port int) *Embedded // at the first retry; nil: never
+		server   *EmbeddedOptions         // already running, with these options
+		opts     NATSOptions
+		retries  func(n int) bool
+		wantErr  string
+		retryFor time.Duration
+	}{
+		{name: "server starts later", retryFor: 20 * time.Second, retries: func(n int) bool { return n >= 1 },
+			start: func(port int) *Embedded {
+				e, err := StartEmbedded(EmbeddedOptions{Host: "127.0.0.1", Port: port})
+				if err != nil {
+					t.Error(err)
+					return nil
+				}
+				return e
+			}},
+		{name: "dead url", retryFor: 700 * time.Millisecond, retries: func(n int) bool { return n >= 2 },
+			wantErr: ": connection refused (retried for "},
+		{name: "refused credentials", retryFor: 20 * time.Second, retries: func(n int) bool { return n == 0 },
+			server: &EmbeddedOptions{Host: "127.0.0.1", User: "ddrun", Password: "s3cret"},
+			opts:   NATSOptions{User: "ddrun", Password: "wrong"}, wantErr: ": authorization violation"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			port := freePort(t)
+			if c.server != nil {
+				so := *c.server
+				so.Port = port
+				startServer(t, so)
+			}
+			var (
+				mu      sync.Mutex
+				retries int
+				started *Embedded
+			)
+			defer func() {
+				if started != nil {
+					started.Shutdown()
+				}
+			}()
+			o := c.opts
+			o.URL = fmt.Sprintf("nats://127.0.0.1:%d", port)
+			o.RetryFor, o.ConnectTimeout = c.retryFor, 2*time.Second
+			o.OnRetry = func(err error, wait time.Duration) {
+				mu.Lock()
+				defer mu.Unlock()
+				retries++
+				if wait <= 0 || wait > retryMax || !strings.Contains(err.Error(), "connection refused") {
+					t.Errorf("retry after %v: %v", wait, err)
+				}
+				if c.start != nil && started == nil {
+					started = c.start(port)
+				}
+			}
+			start := time.Now()
+			tr, err := NewNATS(context.Background(), o)
+			mu.Lock()
+			defer mu.Unlock()
+			if !c.retries(retries) {
+				t.Errorf("%d retries", retries)
+			}
+			if c.wantErr == "" {
+				if err != nil {
+					t.Fatalf("not connected: %v", err)
+				}
+				tr.Close()
+				return
+			}
+			if err == nil {
+				tr.Close()
+				t.Fatal("connected")
+			}
+			if want := "nats: connect to " + o.URL + c.wantErr; !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("error %q, want %q...", err, want)
+			}
+			if c.server == nil && time.Since(start) < c.retryFor {
+				t.Errorf("gave up after %v, before %v", time.Since(start), c.retryFor)
+			}
+		})
+	}
+	// A cancelled context ends the retries.
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := NewNATS(ctx, NATSOptions{URL: fmt.Sprintf("nats://127.0.0.1:%d", freePort(t)), RetryFor: time.Minute,
+		OnRetry: func(error, time.Duration) { cancel() }})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("after cancel: %v", err)
+	}
+}

@@ -1,9 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
-
 	"time"
 
 	"github.com/ddrun/ddrun/generate"
@@ -15,7 +15,7 @@ import (
 	"github.com/ddrun/ddrun/model/uai"
 )
 
-func cmdGen(args []string, stdout io.Writer, con *cli.Console) error {
+func cmdGen(ctx context.Context, args []string, stdout io.Writer, con *cli.Console) error {
 	if len(args) == 0 {
 		return usagef("gen: want a family: potts, ising or logic")
 	}
@@ -68,11 +68,11 @@ func cmdGen(args []string, stdout io.Writer, con *cli.Console) error {
 		if err := logic.Validate(); err != nil {
 			return usagef("gen %s: %w", family, err)
 		}
-		m := generate.Logic(logic)
+		m := generate.Logic(logic) // small by nature: built whole, then written
 		save := modelfile.Save
 		if modelfile.FormatOf(*out) == modelfile.Indexed {
 			save = func(path string, m *model.Model) error {
-				return indexed.WriteStreamFile(path, model.SourceOf(m), ddxOptions, nil)
+				return indexed.WriteStreamFile(path, model.SourceOf(m), ddxOptions(ctx), nil)
 			}
 		}
 		if err := save(*out, m); err != nil {
@@ -92,7 +92,7 @@ func cmdGen(args []string, stdout io.Writer, con *cli.Console) error {
 	if !*quiet {
 		progress = newProgress(con, "gen "+family+" "+*out, time.Second)
 	}
-	if err := saveStream(*out, s, progress); err != nil {
+	if err := saveStream(ctx, *out, s, progress); err != nil {
 		return fmt.Errorf("gen %s: %w", family, err)
 	}
 	printWrote(con, *out, s.NumVars(), s.NumFactors())
@@ -107,22 +107,26 @@ const genUsage = `usage: coordinator gen potts|ising|logic [flags] -o FILE
 FILE: .uai, .uai.gz, .LG, .json or .msgpack (optionally .gz), or .ddx
 run 'coordinator gen FAMILY -h' for a family's flags; potts and ising grids
 are written streaming, in bounded memory, whatever their size (.ddx: the
-writer holds the unaries and the scopes until the end, O(factors))`
+structure goes to temporary files beside FILE until the end); logic models
+are built whole, then written`
 
 // ddxOptions is how gen writes .ddx files: factors over fewer than 2
-// variables folded into the unaries, as convert does.
-var ddxOptions = indexed.WriteOptions{FoldUnary: true}
+// variables folded into the unaries, as convert does; the structure spilled
+// beside the output (WriteStreamFile's default); stopped when ctx ends.
+func ddxOptions(ctx context.Context) indexed.WriteOptions {
+	return indexed.WriteOptions{FoldUnary: true, Context: ctx}
+}
 
 // saveStream writes a grid to path as modelfile.Save would write the model,
 // without building it.
-func saveStream(path string, s *generate.GridStream, progress func(done, total int64)) error {
+func saveStream(ctx context.Context, path string, s *generate.GridStream, progress func(done, total int64)) error {
 	switch modelfile.FormatOf(path) {
 	case modelfile.UAI:
 		return uai.WriteStreamFile(path, s, progress)
 	case modelfile.Native:
 		return native.WriteStreamFile(path, s, progress)
 	case modelfile.Indexed:
-		return indexed.WriteStreamFile(path, s, ddxOptions, progress)
+		return indexed.WriteStreamFile(path, s, ddxOptions(ctx), progress)
 	}
 	return fmt.Errorf("%s: unknown model format", path)
 }

@@ -5,6 +5,7 @@
 //	coordinator run [flags] --workers N MODEL   solve on worker processes over NATS
 //	coordinator gen potts|ising|logic [flags] -o FILE
 //	coordinator convert [--max-entries N] [--keep-unary-factors] [--quiet] IN OUT
+//	coordinator serve --listen ADDR [--nats URL] [--data-dir DIR]   the job service (package service)
 //	coordinator plot -o OUT.png|OUT.svg TRACE...
 //	coordinator version
 //
@@ -45,9 +46,11 @@ const usage = `usage:
   coordinator gen potts|ising|logic [flags] -o FILE
   coordinator convert [--max-entries N] [--keep-unary-factors] [--quiet] IN OUT
                                           (any two of the formats; .ddx: indexed)
+  coordinator serve --listen ADDR [--nats URL] [--workers-min N] [--data-dir DIR]
+                                          (the job service: HTTP API and NATS request/reply)
   coordinator plot -o OUT.png|OUT.svg TRACE...   dual and primal of --trace files
   coordinator version
-run 'coordinator solve -h' or 'coordinator gen -h' for the flags`
+run 'coordinator solve -h', 'coordinator gen -h' or 'coordinator serve -h' for the flags`
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -70,9 +73,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "run":
 		err = cmdRun(ctx, args[1:], stdout, con)
 	case "gen":
-		err = cmdGen(args[1:], stdout, con)
+		err = cmdGen(ctx, args[1:], stdout, con)
 	case "convert":
 		err = cmdConvert(ctx, args[1:], con)
+	case "serve":
+		err = cmdServe(ctx, args[1:], con)
 	case "plot":
 		err = cmdPlot(args[1:], con)
 	case "version", "--version", "-version":

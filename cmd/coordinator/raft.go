@@ -63,9 +63,10 @@ func (r *raftFlags) check(natsURL, job string, local bool) error {
 // cluster.RunReplicated): it opens the group and the checkpoint store the
 // group shares, and prints the result when this member ends the job, or
 // leads it after the leader that ended it died before printing.
-func runReplicated(ctx context.Context, j cluster.Job, sp spec, tr *transport.NATS, rf raftFlags, ck checkpointFlags, f solveFlags,
+func runReplicated(ctx context.Context, j cluster.Job, sp spec, tr *transport.NATS, r *runFlags, f solveFlags,
 	ro *runOutput, stdout io.Writer) error {
 	log := ro.con.Logger()
+	rf, ck := r.raft, r.ck
 	peers, _ := jobstate.ParsePeers(rf.peers)
 	// Raft's own chatter (elections, replication) only from warnings up;
 	// cluster logs the role changes itself.
@@ -75,6 +76,7 @@ func runReplicated(ctx context.Context, j cluster.Job, sp spec, tr *transport.NA
 		return fmt.Errorf("raft: %w", err)
 	}
 	defer g.Close()
+	raftReadiness(r.obs, g)
 	if ck.dir != "" {
 		d, err := checkpoint.OpenDir(ck.dir)
 		if err != nil {
@@ -111,6 +113,7 @@ func runReplicated(ctx context.Context, j cluster.Job, sp spec, tr *transport.NA
 	case out.Recorded != nil:
 		return printStoredResult(out.Recorded, f, ro, stdout)
 	case out.Ran:
+		r.obs.ObserveResult(out.Result)
 		return report(out.Result, sp, f, out.Info, ro, stdout)
 	}
 	return nil

@@ -21,6 +21,7 @@ import (
 	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/internal/natsflags"
+	"github.com/ddrun/ddrun/metrics"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -31,14 +32,19 @@ type runFlags struct {
 	workers                                 int
 	job, listen                             string
 	local, sharded                          bool
+	stateDir                                string
 	wait, stepTimeout, lostAfter, spareWait time.Duration
 	ck                                      checkpointFlags
 	raft                                    raftFlags
+	metrics                                 string
+	obs                                     *metrics.Metrics // --metrics' series, nil without it
 }
 
 func (r *runFlags) register(fs *flag.FlagSet) {
 	r.nats.Register(fs)
+	r.nats.RegisterRetry(fs, 10*time.Second)
 	r.key.Register(fs)
+	fs.StringVar(&r.metrics, "metrics", "", "serve /metrics (Prometheus), /healthz and /readyz on `ADDR` (host:port; port 0 picks one, printed as metrics=URL)")
 	fs.IntVar(&r.workers, "workers", 2, "number of workers to wait for")
 	fs.StringVar(&r.job, "job", "", "job `ID` (default: random); namespaces the NATS subjects")
 	fs.StringVar(&r.listen, "nats-listen", "127.0.0.1:0", "`ADDR` of the embedded NATS server when --nats is not given")
@@ -48,6 +54,7 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	fs.Var(cli.Duration(&r.stepTimeout, 5*time.Minute), "step-timeout", "how long to wait for the workers' answers to one iteration")
 	fs.Var(cli.Duration(&r.lostAfter, 3*time.Second), "lost-after", "a worker silent this long is lost; its part restarts on a spare worker")
 	fs.Var(cli.Duration(&r.spareWait, 10*time.Second), "spare-wait", "how long a lost worker's part waits for a spare worker before the job continues on the workers left")
+	fs.StringVar(&r.stateDir, "state-dir", "", "with --sharded: the `DIR` every worker sees where the workers save their parts' states for checkpoints (default: MODEL.state beside the model file)")
 	r.ck.register(fs)
 	r.raft.register(fs)
 }
@@ -66,6 +73,9 @@ func (r *runFlags) check() error {
 	}
 	if err := r.raft.check(r.nats.URL, r.job, r.local); err != nil {
 		return err
+	}
+	if r.stateDir != "" && !r.sharded {
+		return usagef("--state-dir is for --sharded runs (other runs keep the parts' states in their checkpoints)")
 	}
 	if r.ck.resume && r.ck.dir == "" {
 		return usagef("--resume needs --checkpoint-dir (with Raft, a job resumes by itself)")
@@ -94,11 +104,22 @@ func (r *runFlags) runOptions(log *slog.Logger) cluster.RunOptions {
 	return ro
 }
 
-// connect connects to --nats, or starts an embedded NATS server on
-// --nats-listen and prints its URL. close releases both.
+// connect starts the --metrics endpoint, then connects to --nats (trying
+// for --connect-timeout while the server is not up), or starts an
+// embedded NATS server on --nats-listen and prints its URL. close
+// releases them. What it prints and logs goes to con.
 func (r *runFlags) connect(ctx context.Context, con *cli.Console) (tr *transport.NATS, url string, close func(), err error) {
+	stopMetrics, err := r.startMetrics(ctx, con)
+	if err != nil {
+		return nil, "", nil, err
+	}
 	url = r.nats.URL
 	var srv *transport.Embedded
+	defer func() {
+		if err != nil {
+			stopMetrics()
+		}
+	}()
 	if url == "" {
 		host, port, err := net.SplitHostPort(r.listen)
 		if err != nil {
@@ -115,14 +136,16 @@ func (r *runFlags) connect(ctx context.Context, con *cli.Console) (tr *transport
 		url = srv.URL()
 		con.Print("nats", "nats="+url, "nats", url)
 	}
-	tr, err = transport.NewNATS(ctx, r.nats.Options(url, "coordinator-"+r.job))
+	tr, err = r.nats.Connect(ctx, r.nats.Options(url, "coordinator-"+r.job), con.Logger())
 	if err != nil {
 		if srv != nil {
 			srv.Shutdown()
 		}
 		return nil, "", nil, usageError{err}
 	}
+	natsflags.Observe(r.obs, tr)
 	return tr, url, func() {
+		stopMetrics()
 		tr.Close()
 		if srv != nil {
 			srv.Shutdown()
@@ -158,23 +181,19 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	if err != nil {
 		return err
 	}
-	if f.exact {
-		return usagef("run: --exact runs only in solve")
-	}
-	if !sp.algo.distributed {
-		return usagef("run: --algo %s runs only in solve (run distributes dual decomposition: admm or subgradient)", sp.algo.name)
+	if err := sp.distributable(f, "run"); err != nil {
+		return err
 	}
 	if err := r.check(); err != nil {
 		return err
 	}
 	log := con.Logger()
-	id, err := cluster.NewIdentity(h.Sum(nil), sp.dd, r.workers)
+	j, err := sp.clusterJob(pos[0], h.Sum(nil), r.runOptions(log))
 	if err != nil {
 		return err
 	}
-	j := cluster.Job{Name: pos[0], Model: sp.m, Evidence: sp.ev, Options: sp.dd, Run: r.runOptions(log), Identity: id}
 	if r.ck.dir != "" && !r.raft.enabled() {
-		if j.Dir, j.Resume, err = localCheckpoints(ctx, r.ck, r.job, id, log); err != nil {
+		if j.Dir, j.Resume, err = localCheckpoints(ctx, r.ck, r.job, j.Identity, log); err != nil {
 			return err
 		}
 	}
@@ -183,6 +202,7 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 		return err
 	}
 	defer closeNATS()
+	j.Run.Hooks = r.hooks()
 	sealed, unseal, err := r.key.Wrap(tr, log) // with a job key, every message sealed
 	if err != nil {
 		return usagef("%v", err)
@@ -201,15 +221,16 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 		return err
 	}
 	defer out.close()
-	j.Progress = out.progress()
+	j.Progress = r.observed(out.progress())
 	if r.raft.enabled() {
-		return runReplicated(ctx, j, sp, tr, r.raft, r.ck, f, out, stdout)
+		return runReplicated(ctx, j, sp, tr, &r, f, out, stdout)
 	}
 	before := tr.Conn().Stats()
 	o, err := cluster.RunJob(ctx, j)
 	if err != nil {
 		return err
 	}
+	r.obs.ObserveResult(o.Result)
 	if st, n := tr.Conn().Stats(), o.Result.Iterations-o.Stats.Resumed; !f.quiet && n > 0 {
 		printTraffic(con, st.InBytes-before.InBytes, st.OutBytes-before.OutBytes, n)
 	}
@@ -222,6 +243,29 @@ func printTraffic(con *cli.Console, in, out uint64, n int) {
 	con.Close()
 	con.Print("traffic", fmt.Sprintf("traffic: %d bytes in, %d bytes out at the coordinator, %d bytes per iteration", in, out, per),
 		"bytes_in", in, "bytes_out", out, "bytes_per_iteration", per)
+}
+
+// distributable reports whether sp can run on workers (what command does,
+// the subject of the error): dual decomposition, without --exact.
+func (sp spec) distributable(f solveFlags, command string) error {
+	if f.exact {
+		return usagef("%s: --exact runs only in solve", command)
+	}
+	if !sp.algo.distributed {
+		return usagef("%s: --algo %s runs only in solve (run distributes dual decomposition: admm or subgradient)", command, sp.algo.name)
+	}
+	return nil
+}
+
+// clusterJob is sp as a distributed job named name, whose files hashed to
+// hash (the job's identity), run with ro. run and the job service's
+// distributed jobs build theirs here.
+func (sp spec) clusterJob(name string, hash []byte, ro cluster.RunOptions) (cluster.Job, error) {
+	id, err := cluster.NewIdentity(hash, sp.dd, ro.Workers)
+	if err != nil {
+		return cluster.Job{}, err
+	}
+	return cluster.Job{Name: name, Model: sp.m, Evidence: sp.ev, Options: sp.dd, Run: ro, Identity: id}, nil
 }
 
 // startLocalWorkers starts n worker processes (the worker binary beside

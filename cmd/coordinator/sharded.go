@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"flag"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ddrun/ddrun/checkpoint"
 	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/internal/cli"
@@ -27,7 +29,7 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 	if err != nil {
 		return err
 	}
-	if err := shardedFlags(f, r, sp, pos[0], func(name string) bool { return isSet(fs, name) }); err != nil {
+	if err := shardedFlags(f, r, sp, pos[0]); err != nil {
 		return err
 	}
 	if err := r.check(); err != nil {
@@ -48,13 +50,51 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 	if err != nil {
 		return usageError{err}
 	}
-	job := &cluster.ShardJob{Boundary: layout.Boundary, BoundaryVars: layout.BoundaryVars, Of: layout.Of, Deg: layout.Deg, NumVars: layout.NumVars}
+	job := &cluster.ShardJob{Boundary: layout.Boundary, BoundaryVars: layout.BoundaryVars, Of: layout.Of, Deg: layout.Deg, NumVars: layout.NumVars,
+		StateDir: r.stateDir}
+	if job.StateDir == "" {
+		job.StateDir = path + ".state"
+	}
+	if job.StateDir, err = filepath.Abs(job.StateDir); err != nil {
+		return usagef("--state-dir: %v", err)
+	}
+	// The job's identity for its checkpoints: the plan (each spec binds
+	// the file by its size and structure checksum) and the settings.
+	h := sha256.New()
 	for w := range layout.Specs {
 		b, err := layout.Specs[w].Encode()
 		if err != nil {
 			return err
 		}
 		job.Specs = append(job.Specs, b)
+		h.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(b))))
+		h.Write(b)
+	}
+	id, err := cluster.NewIdentity(h.Sum(nil), sp.dd, r.workers)
+	if err != nil {
+		return err
+	}
+	ro := r.runOptions(log)
+	ro.Epoch = 1
+	var ckpt *cluster.Checkpointer
+	if r.ck.dir != "" {
+		d, rp, err := localCheckpoints(ctx, r.ck, r.job, id, log)
+		if err != nil {
+			return err
+		}
+		started := start
+		if rp != nil {
+			ro.Resume, ro.Epoch = rp.Resume, rp.Epoch+1
+			if !rp.Started.IsZero() {
+				started = rp.Started
+			}
+		}
+		if ro.Checkpoint != nil {
+			ckpt = cluster.NewCheckpointer(cluster.CheckpointerOptions{Store: d, Job: r.job, Epoch: ro.Epoch, ModelHash: id.ModelHash, Settings: id.Settings,
+				Started: started, Logger: log, Record: func(ctx context.Context, m checkpoint.Manifest) error { return d.SaveManifest(ctx, &m) },
+				Prune: func(ctx context.Context) error { return d.Prune(ctx, r.job, 2) }})
+			ro.Checkpoint.Save = ckpt.Save
+		}
 	}
 	opts := sp.dd
 	if f.timeLimit > 0 {
@@ -81,11 +121,12 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 		}
 		defer stop()
 	}
-	ro, err := f.openOutput(con)
+	output, err := f.openOutput(con)
 	if err != nil {
 		return err
 	}
-	defer ro.close()
+	defer output.close()
+	progress := r.observed(output.progress())
 	var x []int // the assignment for the JSON result, when small enough
 	deliver := func(ctx context.Context, a *cluster.ShardAssignment) error {
 		if f.json && a.NumVars <= maxJSONAssignment {
@@ -94,16 +135,28 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 		return writeShardedMPE(ctx, f.out, a, x)
 	}
 	before := tr.Conn().Stats()
-	runOpts := r.runOptions(log)
-	runOpts.Checkpoint = nil
+	ro.Hooks = r.hooks()
 	planned := time.Since(start)
-	res, stats, err := cluster.RunShards(ctx, sealed, job, opts, runOpts, deliver, ro.progress())
+	res, stats, err := cluster.RunShards(ctx, sealed, job, opts, ro, deliver, progress)
+	if ckpt != nil {
+		if werr := ckpt.Wait(context.WithoutCancel(ctx)); werr != nil && err == nil {
+			err = werr
+		}
+		if cs := ckpt.Stats(); cs.Written > 0 {
+			log.Info("checkpoints", "written", cs.Written, "failed", cs.Failed, "bytes", cs.Bytes)
+		}
+	}
 	if err != nil {
-		return err
+		return usageIfRefused(err)
+	}
+	if stats.Failovers > 0 {
+		log.Warn("job finished after worker losses", "failovers", stats.Failovers, "restored", stats.Restored, "redone", stats.Redone)
 	}
 	res.Elapsed = time.Since(start)
+	r.obs.ObserveResult(res.Result)
 	sj := &shardedJSON{Boundary: len(layout.BoundaryVars), PlanSeconds: planned.Seconds(), SetupSeconds: (planned + stats.Setup).Seconds(),
-		CoordinatorRSSMB: cluster.PeakRSSMB(), WorkerRSSMB: stats.WorkerRSSMB}
+		CoordinatorRSSMB: cluster.PeakRSSMB(), WorkerRSSMB: stats.WorkerRSSMB,
+		Failovers: stats.Failovers, Restored: stats.Restored, Redone: stats.Redone}
 	if st, n := tr.Conn().Stats(), res.Iterations; n > 0 {
 		in, out := st.InBytes-before.InBytes, st.OutBytes-before.OutBytes
 		sj.BytesPerIteration = (in + out) / uint64(n)
@@ -111,7 +164,7 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 			printTraffic(con, in, out, n)
 		}
 	}
-	if err := ro.finish(res.Result); err != nil {
+	if err := output.finish(res.Result); err != nil {
 		return err
 	}
 	log.Info("sharded run", "plan_seconds", sj.PlanSeconds, "setup_seconds", sj.SetupSeconds, "coordinator_peak_rss_mb", sj.CoordinatorRSSMB)
@@ -133,7 +186,7 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 }
 
 // shardedFlags rejects what a sharded run cannot do.
-func shardedFlags(f solveFlags, r runFlags, sp spec, model string, set func(string) bool) error {
+func shardedFlags(f solveFlags, r runFlags, sp spec, model string) error {
 	switch {
 	case f.exact:
 		return usagef("run: --exact runs only in solve")
@@ -145,8 +198,6 @@ func shardedFlags(f solveFlags, r runFlags, sp spec, model string, set func(stri
 		return usagef("run --sharded: --evidence is not applied to sharded models (fold it into the model first)")
 	case f.tighten != "none":
 		return usagef("run --sharded: --tighten %s needs the whole model", f.tighten)
-	case r.ck.dir != "" || r.ck.every != 0 || set("checkpoint-interval") || r.ck.resume:
-		return usagef("run --sharded: checkpoints are not taken in a sharded run")
 	case r.raft.enabled():
 		return usagef("run --sharded: a sharded run has one coordinator (no --raft-*)")
 	case !strings.HasSuffix(strings.ToLower(model), ".ddx"):
@@ -171,6 +222,11 @@ type shardedJSON struct {
 	// BytesPerIteration is the coordinator's NATS traffic (in and out)
 	// over the run, per iteration.
 	BytesPerIteration uint64 `json:"bytes_per_iteration"`
+	// Failovers counts the epochs a lost worker ended, Restored those
+	// that went on from a checkpoint, Redone the iterations run again.
+	Failovers int `json:"failovers"`
+	Restored  int `json:"restored"`
+	Redone    int `json:"redone"`
 }
 
 // writeShardedMPE writes a sharded run's assignment to path (when not

@@ -232,30 +232,34 @@ func cmdSolve(ctx context.Context, args []string, stdout io.Writer, con *cli.Con
 		return err
 	}
 	defer out.close()
-	progress := out.progress()
-	var res solver.Result
-	if f.exact {
-		var st exact.Stats
-		eo := exact.Options{Tol: f.tol, TimeLimit: f.timeLimit}
-		warm := j.warm
-		if warm == nil {
-			warm = exact.Cold(func(ctx context.Context, m *model.Model, ev model.Evidence) (solver.Result, error) {
-				return j.solve(ctx, m, ev, nil)
-			})
-		}
-		res, st, err = exact.SolveWarm(ctx, j.m, j.ev, warm, eo, progress)
-		if err == nil && !f.quiet {
-			con.Close()
-			con.Print("branch and bound", fmt.Sprintf("branch and bound: %d nodes solved, %d pruned, %d open", st.Nodes, st.Pruned, st.Open),
-				"nodes", st.Nodes, "pruned", st.Pruned, "open", st.Open)
-		}
-	} else {
-		res, err = j.solve(ctx, j.m, j.ev, progress)
-	}
+	res, err := j.solveHere(ctx, f, out.progress(), con)
 	if err != nil {
 		return usageError{fmt.Errorf("%s: %w", pos[0], err)}
 	}
 	return report(res, j, f, cluster.JobInfo{}, out, stdout)
+}
+
+// solveHere runs j in this process: its algorithm, or with --exact branch
+// and bound on the algorithm's bound (whose counts go to con unless
+// --quiet). solve and the job service's local jobs run through it.
+func (j spec) solveHere(ctx context.Context, f solveFlags, progress func(solver.Progress), con *cli.Console) (solver.Result, error) {
+	if !f.exact {
+		return j.solve(ctx, j.m, j.ev, progress)
+	}
+	eo := exact.Options{Tol: f.tol, TimeLimit: f.timeLimit}
+	warm := j.warm
+	if warm == nil {
+		warm = exact.Cold(func(ctx context.Context, m *model.Model, ev model.Evidence) (solver.Result, error) {
+			return j.solve(ctx, m, ev, nil)
+		})
+	}
+	res, st, err := exact.SolveWarm(ctx, j.m, j.ev, warm, eo, progress)
+	if err == nil && !f.quiet {
+		con.Close()
+		con.Print("branch and bound", fmt.Sprintf("branch and bound: %d nodes solved, %d pruned, %d open", st.Nodes, st.Pruned, st.Open),
+			"nodes", st.Nodes, "pruned", st.Pruned, "open", st.Open)
+	}
+	return res, err
 }
 
 // report ends the trace, prints the final line, writes --out and the

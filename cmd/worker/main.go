@@ -3,7 +3,14 @@
 // after job, until it is stopped (SIGINT or SIGTERM).
 //
 //	worker --nats URL [--threads N] [--name NAME] [--log-format text|json] [NATS credential flags] [--job-key-file F]
+//	       [--connect-timeout D] [--metrics ADDR]
 //	worker version
+//
+// It keeps trying to reach the NATS server for --connect-timeout (default
+// 30s: in Kubernetes it may start before NATS), and once connected it
+// reconnects after any loss of the connection for as long as it runs,
+// logging the loss and the return. --metrics serves its Prometheus series,
+// /healthz and /readyz (ready while connected).
 //
 // With a job key (--job-key-file, or $DDRUN_JOB_KEY) every message is
 // sealed with it and only coordinators holding the same key are heard
@@ -28,11 +35,13 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
+	"time"
 
 	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/internal/natsflags"
+	"github.com/ddrun/ddrun/metrics"
 	"github.com/ddrun/ddrun/shard"
 	"github.com/ddrun/ddrun/transport"
 )
@@ -61,6 +70,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.SetOutput(io.Discard)
 	var nf natsflags.Flags
 	nf.Register(fs)
+	nf.RegisterRetry(fs, 30*time.Second)
+	metricsAddr := fs.String("metrics", "", "serve /metrics (Prometheus), /healthz and /readyz on `ADDR` (host:port; port 0 picks one, printed as metrics=URL)")
 	var key natsflags.JobKey
 	key.Register(fs)
 	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "goroutines for this worker's slaves")
@@ -97,18 +108,38 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	con.Start(cli.Options{Level: level, Quiet: true})
 	log := con.Logger().With("worker", *name)
-	tr, err := transport.NewNATS(ctx, nf.Options(nf.URL, *name))
+	var m *metrics.Metrics // nil without --metrics: its methods do nothing
+	wo := cluster.WorkerOptions{Name: *name, Threads: *threads, Logger: log, LoadShard: loadShard, ShardStates: shard.StateFiles{}}
+	if *metricsAddr != "" {
+		var err error
+		if m, err = metrics.New(metrics.Options{Role: metrics.Worker}); err != nil {
+			return fail(1, "%v", err)
+		}
+		srv, err := m.Start(ctx, *metricsAddr, nil)
+		if err != nil {
+			return fail(2, "--metrics: %v", err)
+		}
+		defer srv.Close()
+		con.Print("metrics", "metrics="+srv.URL(), "metrics", srv.URL())
+		m.SetReady(false, "connecting to NATS")
+		wo.OnStep, wo.OnParts = m.ObserveWorkerStep, m.SetParts
+	}
+	// A worker outlives NATS restarts: it reconnects for as long as it runs.
+	opts := nf.Options(nf.URL, *name)
+	opts.MaxReconnects = -1
+	tr, err := nf.Connect(ctx, opts, log)
 	if err != nil {
 		return fail(2, "%s", nf.Redact(err.Error()))
 	}
 	defer tr.Close()
+	natsflags.Observe(m, tr)
 	sealed, unseal, err := key.Wrap(tr, log)
 	if err != nil {
 		return fail(2, "%s", nf.Redact(err.Error()))
 	}
 	defer unseal()
 	log.Info("connected", "nats", nf.Redact(nf.URL), "threads", *threads)
-	if err := cluster.Serve(ctx, sealed, cluster.WorkerOptions{Name: *name, Threads: *threads, Logger: log, LoadShard: loadShard}); err != nil {
+	if err := cluster.Serve(ctx, sealed, wo); err != nil {
 		return fail(1, "%s", nf.Redact(err.Error()))
 	}
 	log.Info("stopped")
@@ -116,11 +147,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 }
 
 // loadShard builds a sharded job's part from its spec: this worker's
-// factors, read from the model file by byte ranges.
+// factors, read from the model file by byte ranges (flat when they are
+// all Potts or all Pair factors).
 func loadShard(ctx context.Context, spec []byte) (*consensus.Part, error) {
 	sp, err := shard.DecodeSpec(spec)
 	if err != nil {
 		return nil, err
 	}
-	return shard.Load(ctx, sp)
+	return shard.LoadFlat(ctx, sp)
 }

@@ -27,7 +27,9 @@ var order = []string{
 	"solver", "trace", "internal/smalllp", "internal/localsearch", "slaves",
 	"trws", "cmp", "consensus", "exact", "shard",
 	// The distributed runtime.
-	"transport", "checkpoint", "jobstate", "cluster",
+	"transport", "checkpoint", "jobstate", "cluster", "metrics",
+	// The job service (its runner is cmd/coordinator's).
+	"service",
 	// The commands.
 	"internal/cli", "internal/natsflags", "cmd/coordinator", "cmd/worker",
 	// Test support, and tests of whole programs.
@@ -48,6 +50,9 @@ var forbidden = map[string][]string{
 	"exact":     {"model/uai", "model/native", "model/modelfile"},
 	// The runtime runs dual decomposition; it does not choose algorithms.
 	"cluster": {"trws", "cmp", "exact", "model/uai", "model/modelfile"},
+	// Operators' view: fed by the commands, it knows only the solver's
+	// progress reports, nothing of the runtime it observes.
+	"metrics": {"consensus", "slaves", "transport", "checkpoint", "jobstate", "cluster", "shard", "exact", "trws", "cmp"},
 }
 
 // leaves are the utilities that every package may import, "*" rules

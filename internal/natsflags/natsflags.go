@@ -17,14 +17,17 @@
 package natsflags
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/ddrun/ddrun/internal/cli"
+	"github.com/ddrun/ddrun/internal/ratelimit"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -46,6 +49,9 @@ type Flags struct {
 	Token, Creds   string
 	CA, Cert, Key  string
 	ConnectTimeout time.Duration
+	// Retry bounds the attempts to reach the server (--connect-timeout,
+	// registered by RegisterRetry); 0: one attempt.
+	Retry time.Duration
 
 	PasswordFile, TokenFile string
 
@@ -68,6 +74,47 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.Var(cli.Duration(&f.ConnectTimeout, 5*time.Second), "nats-timeout", "NATS connect timeout")
 }
 
+// RegisterRetry adds --connect-timeout, whose default differs by command
+// (a worker waits longer for NATS than a coordinator run by hand).
+func (f *Flags) RegisterRetry(fs *flag.FlagSet, def time.Duration) {
+	fs.Var(cli.Duration(&f.Retry, def), "connect-timeout", "keep trying this long to reach the NATS server (a server that starts later is found; refused credentials are not retried); 0: one attempt of --nats-timeout")
+}
+
+// RetryLogEvery is the least time between two log lines about the
+// attempts to reach the server.
+const RetryLogEvery = 5 * time.Second
+
+// Connect connects with o (Options' result), trying for f.Retry while no
+// server answers. It logs on log the attempts (a warning at most every
+// RetryLogEvery, with the count left out), and the connection's later
+// losses and returns (the client reconnects by itself) unless o has its
+// own OnDisconnect and OnReconnect.
+func (f *Flags) Connect(ctx context.Context, o transport.NATSOptions, log *slog.Logger) (*transport.NATS, error) {
+	url := f.Redact(o.URL)
+	o.RetryFor = f.Retry
+	limit := ratelimit.Repeats[string]{Every: RetryLogEvery}
+	start := time.Now()
+	o.OnRetry = func(err error, _ time.Duration) {
+		if n, ok := limit.Admit("retry"); ok {
+			log.Warn("NATS server not reachable yet; retrying", "nats", url, "err", f.Redact(err.Error()),
+				"retries_not_logged", n, "give_up_in", (f.Retry - time.Since(start)).Round(time.Second).String())
+		}
+	}
+	if o.OnDisconnect == nil {
+		o.OnDisconnect = func(err error) {
+			args := []any{"nats", url}
+			if err != nil {
+				args = append(args, "err", f.Redact(err.Error()))
+			}
+			log.Warn("NATS connection lost; reconnecting", args...)
+		}
+	}
+	if o.OnReconnect == nil {
+		o.OnReconnect = func() { log.Info("NATS connection back", "nats", url) }
+	}
+	return transport.NewNATS(ctx, o)
+}
+
 // Resolve fills URL, User, Password and Token from their file flags and
 // environment variables where no flag gave them (the order is in the
 // package comment). Call it once, after parsing.
@@ -75,6 +122,9 @@ func (f *Flags) Resolve() error {
 	getenv := f.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
+	}
+	if f.Retry < 0 {
+		return fmt.Errorf("--connect-timeout: %v < 0", f.Retry)
 	}
 	var err error
 	if f.Password, err = secret(f.Password, "--nats-password", f.PasswordFile, getenv(EnvPassword)); err != nil {

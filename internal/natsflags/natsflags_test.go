@@ -1,13 +1,18 @@
 package natsflags
 
 import (
+	"bytes"
+	"context"
 	"flag"
 	"io"
+	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func parse(t *testing.T, env map[string]string, args ...string) (Flags, error) {
@@ -90,5 +95,47 @@ func TestChildKeepsSecretsOffTheCommandLine(t *testing.T) {
 	}
 	if got := f.Redact("auth failed for pa55word at nats://alice:pa55word@h"); strings.Contains(got, "pa55word") {
 		t.Fatalf("Redact left the password: %q", got)
+	}
+}
+
+// Connect retries a dead server for --connect-timeout, logs the retries
+// at most once per RetryLogEvery with the password hidden, and then fails
+// with the dead URL; a negative --connect-timeout is refused.
+func TestConnectRetriesAndLogsSparingly(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	f, err := parse(t, nil, "--nats", "nats://alice:pa55word@"+addr, "--nats-timeout", "1s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Retry = 1200 * time.Millisecond
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	_, err = f.Connect(context.Background(), f.Options(f.URL, "t"), log)
+	if err == nil || !strings.Contains(err.Error(), "connection refused (retried for") {
+		t.Fatalf("err %v", err)
+	}
+	if n := strings.Count(logs.String(), "NATS server not reachable yet; retrying"); n != 1 || strings.Contains(logs.String(), "pa55word") {
+		t.Errorf("%d retry lines, want 1 without the password:\n%s", n, logs.String())
+	}
+	for _, c := range []struct {
+		args []string
+		err  string
+	}{{[]string{"--connect-timeout", "-1s"}, "--connect-timeout: -1s < 0"}, {[]string{"--connect-timeout", "0"}, ""}} {
+		var g Flags
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		g.Register(fs)
+		g.RegisterRetry(fs, 30*time.Second)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		g.Getenv = func(string) string { return "" }
+		if err := g.Resolve(); (err == nil) != (c.err == "") || err != nil && err.Error() != c.err {
+			t.Errorf("%v: %v, want %q", c.args, err, c.err)
+		}
 	}
 }

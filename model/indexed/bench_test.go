@@ -3,6 +3,7 @@ package indexed
 import (
 	"bytes"
 	"encoding/binary"
+	"path/filepath"
 	"testing"
 
 	"github.com/ddrun/ddrun/generate"
@@ -44,4 +45,17 @@ func BenchmarkReadStructureDenseGrid(b *testing.B) { benchReadStructure(b, true)
 // structure readers read), from its trailer.
 func structBytes(data []byte) int64 {
 	return int64(binary.LittleEndian.Uint64(data[len(data)-trailerSize+24:]))
+}
+
+// BenchmarkWriteStreamFile writes a 300x300 Potts grid (4 labels) to a
+// file, spilling the structure to temporary files beside it.
+func BenchmarkWriteStreamFile(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "g.ddx")
+	g := newFlatGrid(300, 300)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := WriteStreamFile(path, g, WriteOptions{}, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

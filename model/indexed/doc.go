@@ -10,9 +10,11 @@
 //
 // The payload comes first and the structure after it, with a fixed-size
 // trailer at the end pointing at both, so that Writer streams: it writes
-// each factor's payload as it is added and keeps only the structure
-// (WriteStream writes a model.Source; WriteOptions.FoldUnary folds factors
-// over fewer than 2 variables into the unaries and the constant).
+// each factor's payload as it is added and spills the structure and the
+// block index (to temporary files with WriteOptions.TempDir, so that its
+// memory does not grow with the model) until Close copies them after the
+// payload (WriteStream writes a model.Source; WriteOptions.FoldUnary folds
+// factors over fewer than 2 variables into the unaries and the constant).
 //
 // ReadStructure reads the whole structure into a model.Model, ReadFactors
 // the payloads of chosen factors. For models that no process holds, a

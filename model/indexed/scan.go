@@ -119,8 +119,9 @@ func (s *Scanner) recordsFrom() int64 {
 // have the same cardinality takes one run. A model whose neighbouring
 // variables differ takes a run each: O(variables), as a plain array.
 type CardRuns struct {
-	ends  []int // ends[k]: one past run k's last variable
-	cards []int // cards[k]: run k's cardinality
+	ends   []int // ends[k]: one past run k's last variable
+	cards  []int // cards[k]: run k's cardinality
+	starts []int // starts[k]: the states of the variables before run k
 }
 
 // Append adds n variables of cardinality card after the others.
@@ -132,8 +133,23 @@ func (c *CardRuns) Append(n, card int) {
 		c.ends[k] += n
 		return
 	}
+	c.starts = append(c.starts, c.States())
 	c.ends = append(c.ends, c.NumVars()+n)
 	c.cards = append(c.cards, card)
+}
+
+// States returns the states of all the variables (the sum of their
+// cardinalities).
+func (c *CardRuns) States() int {
+	k := c.Runs() - 1
+	if k < 0 {
+		return 0
+	}
+	first := 0
+	if k > 0 {
+		first = c.ends[k-1]
+	}
+	return c.starts[k] + (c.ends[k]-first)*c.cards[k]
 }
 
 // NumVars returns the number of variables.
@@ -158,7 +174,25 @@ func (c *CardRuns) Card(v int) int {
 	if v < 0 || v >= c.NumVars() {
 		return 0
 	}
-	lo, hi := 0, len(c.ends)-1 // the run of v is the first k with ends[k] > v
+	return c.cards[c.run(v)]
+}
+
+// Unary returns where variable v's unaries start among all the variables'
+// (the states of the variables before it) and its cardinality; v must be
+// in range.
+func (c *CardRuns) Unary(v int) (off, card int) {
+	k := c.run(v)
+	first := 0
+	if k > 0 {
+		first = c.ends[k-1]
+	}
+	return c.starts[k] + (v-first)*c.cards[k], c.cards[k]
+}
+
+// run returns the run of variable v, in range: the first k with ends[k] > v
+// (a binary search).
+func (c *CardRuns) run(v int) int {
+	lo, hi := 0, len(c.ends)-1
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
 		if c.ends[mid] > v {
@@ -167,7 +201,7 @@ func (c *CardRuns) Card(v int) int {
 			lo = mid + 1
 		}
 	}
-	return c.cards[lo]
+	return lo
 }
 
 // readCards reads n cardinalities (each >= 1, their total within limit)

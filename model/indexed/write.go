@@ -2,6 +2,7 @@ package indexed
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,7 +10,7 @@ import (
 	"io"
 	"math"
 	"os"
-	"slices"
+	"path/filepath"
 
 	"github.com/ddrun/ddrun/model"
 )
@@ -27,59 +28,80 @@ type WriteOptions struct {
 	// has fewer factors (Writer.Folded says how many were folded) and the
 	// same scores.
 	FoldUnary bool
+	// TempDir is the directory of the temporary files that hold the
+	// structure and the block index until Close (removed by Close and
+	// Abort); "" keeps them in memory. The files hold about what the
+	// structure section will: 4 bytes per variable, 8 per state, and each
+	// factor's record.
+	TempDir string
+	// Context, when not nil, stops the write once it ends: Add and Close
+	// then fail with its cause.
+	Context context.Context
 }
 
-// Writer writes an indexed model file in one pass: the header, then each
-// factor's payload as Add is called, and on Close the structure, the block
-// index and the trailer. It keeps the structure (scopes, small parameters:
-// O(factors x arity)) and no payload, so a model whose tables do not fit in
-// memory can be written factor by factor.
+// Writer writes an indexed model file in one pass over the model: the
+// header, then each factor's payload as Add is called, straight to the
+// output; the structure (cardinalities, unaries, factor records) and the
+// block index, which the format puts after the payload, go to spills (in
+// memory, or with WriteOptions.TempDir in temporary files) that Close
+// copies after the payload, with the trailer. With TempDir, memory does not
+// grow with the model: buffers, and the cardinalities run-length encoded
+// (CardRuns: one run when they are all equal).
 type Writer struct {
 	w         *bufio.Writer
 	err       error
-	cards     []int
-	unaryOff  []int
-	unary     []float64
+	cards     CardRuns
+	nvars     int
 	constant  float64
 	blockSize int64
 	fold      bool
 	folded    int
 	scr       scratch
+	ctx       context.Context
+
+	unary   *spill // the unaries, little-endian float64
+	records *spill // the factor records, encoded as in the file
+	index   *spill // the CRC-32C of each full payload block
 
 	payload  int64 // payload bytes written
 	fill     int64 // bytes of the current block
 	crc      uint32
-	crcs     []uint32
 	scratch  []byte
-	factors  []record
-	vars     []uint32 // the scopes, back to back
-	negated  []bool   // the negations of the factors that have them, back to back
 	nfactors int
-	entries  int64
-}
-
-// record is a factor's structure as the Writer keeps it.
-type record struct {
-	kind            model.Kind
-	arity           uint32
-	negated         bool
-	weight          float64
-	budget          uint32
-	off             int64
-	table, emission int64
 }
 
 // NewWriter starts an indexed file on w for a model with m's
 // cardinalities, unaries and constant (m's factors are ignored: Add them).
-// The writer keeps m's Cards, UnaryOff and Unary until Close (a copy of
-// Unary with opts.FoldUnary, which changes it); the caller must not change
-// them.
+// The writer copies what it keeps of m. After an error from Add, call
+// Abort (or Close, which reports the error) to remove the temporary files.
 func NewWriter(w io.Writer, m *model.Model, opts WriteOptions) (*Writer, error) {
-	return newWriter(w, m, opts, opts.FoldUnary)
+	n := len(m.Cards)
+	if len(m.UnaryOff) != n+1 || m.UnaryOff[0] != 0 || len(m.Unary) != m.UnaryOff[n] {
+		return nil, errors.New("indexed: unary offsets do not match the cardinalities")
+	}
+	wr, err := NewStreamWriter(w, m.Constant, opts)
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range m.Cards {
+		if m.UnaryOff[i+1]-m.UnaryOff[i] != c {
+			wr.Abort()
+			return nil, fmt.Errorf("indexed: variable %d: cardinality %d (%d unary entries)", i, c, m.UnaryOff[i+1]-m.UnaryOff[i])
+		}
+		if err := wr.AddVar(c, m.Unary[m.UnaryOff[i]:m.UnaryOff[i+1]]); err != nil {
+			wr.Abort()
+			return nil, err
+		}
+	}
+	return wr, nil
 }
 
-// newWriter is NewWriter, copying m.Unary when copyUnary is set.
-func newWriter(w io.Writer, m *model.Model, opts WriteOptions, copyUnary bool) (*Writer, error) {
+// NewStreamWriter starts an indexed file on w for a model with the given
+// constant and no variable yet: AddVar adds the variables, in order, then
+// Add the factors. With opts.TempDir the writer keeps no more than buffers
+// and the cardinalities' runs; after an error, call Abort (or Close) to
+// remove its temporary files.
+func NewStreamWriter(w io.Writer, constant float64, opts WriteOptions) (*Writer, error) {
 	bs := int64(opts.BlockSize)
 	if bs == 0 {
 		bs = DefaultBlockSize
@@ -87,34 +109,84 @@ func newWriter(w io.Writer, m *model.Model, opts WriteOptions, copyUnary bool) (
 	if !validBlockSize(bs) {
 		return nil, fmt.Errorf("indexed: block size %d: want a multiple of 8 in [%d, %d]", bs, MinBlockSize, MaxBlockSize)
 	}
-	n := len(m.Cards)
-	if len(m.UnaryOff) != n+1 || m.UnaryOff[0] != 0 || len(m.Unary) != m.UnaryOff[n] {
-		return nil, errors.New("indexed: unary offsets do not match the cardinalities")
+	if math.IsNaN(constant) || math.IsInf(constant, 0) {
+		return nil, fmt.Errorf("indexed: constant %v is not finite", constant)
 	}
-	for i, c := range m.Cards {
-		if c < 1 || c > math.MaxUint32 || m.UnaryOff[i+1]-m.UnaryOff[i] != c {
-			return nil, fmt.Errorf("indexed: variable %d: cardinality %d (%d unary entries)", i, c, m.UnaryOff[i+1]-m.UnaryOff[i])
+	wr := &Writer{w: bufio.NewWriterSize(w, 1<<16), constant: constant, blockSize: bs, fold: opts.FoldUnary,
+		scratch: make([]byte, 8<<10), ctx: opts.Context}
+	for _, s := range []struct {
+		p    **spill
+		what string
+	}{{&wr.unary, "unaries"}, {&wr.records, "records"}, {&wr.index, "index"}} {
+		sp, err := newSpill(opts.TempDir, s.what)
+		if err != nil {
+			wr.Abort()
+			return nil, fmt.Errorf("indexed: %w", err)
 		}
-	}
-	for k, v := range m.Unary {
-		if s := badValue(v); s != "" {
-			return nil, fmt.Errorf("indexed: unary entry %d is %s", k, s)
-		}
-	}
-	if math.IsNaN(m.Constant) || math.IsInf(m.Constant, 0) {
-		return nil, fmt.Errorf("indexed: constant %v is not finite", m.Constant)
-	}
-	wr := &Writer{w: bufio.NewWriterSize(w, 1<<16), cards: m.Cards, unaryOff: m.UnaryOff, unary: m.Unary,
-		constant: m.Constant, blockSize: bs, fold: opts.FoldUnary, scratch: make([]byte, 8<<10)}
-	if copyUnary {
-		wr.unary = slices.Clone(m.Unary)
+		*s.p = sp
 	}
 	var h [headerSize]byte
 	copy(h[:], headerMagic)
 	binary.LittleEndian.PutUint32(h[8:], Version)
 	binary.LittleEndian.PutUint32(h[12:], uint32(bs))
-	_, wr.err = wr.w.Write(h[:])
-	return wr, wr.wrap(wr.err)
+	if _, err := wr.w.Write(h[:]); err != nil {
+		wr.Abort()
+		return nil, wr.wrap(err)
+	}
+	return wr, nil
+}
+
+// AddVar adds the next variable, of cardinality card, with its unaries
+// (card entries; nil: zeros). Every variable comes before the first
+// factor.
+func (wr *Writer) AddVar(card int, unary []float64) error {
+	if wr.err != nil {
+		return wr.err
+	}
+	i, states := wr.nvars, wr.cards.States()
+	switch {
+	case wr.nfactors+wr.folded > 0:
+		return wr.fail(fmt.Errorf("indexed: variable %d added after the factors", i))
+	case card < 1 || card > math.MaxUint32 || unary != nil && len(unary) != card:
+		return wr.fail(fmt.Errorf("indexed: variable %d: cardinality %d (%d unary entries)", i, card, len(unary)))
+	case card > model.MaxTableEntries-states:
+		return wr.fail(fmt.Errorf("indexed: variable %d: more than %d states in all", i, model.MaxTableEntries))
+	}
+	for k, v := range unary {
+		if s := badValue(v); s != "" {
+			return wr.fail(fmt.Errorf("indexed: unary entry %d is %s", states+k, s))
+		}
+	}
+	for left := card; left > 0; {
+		n := min(left, len(wr.scratch)/8)
+		b := wr.scratch[:8*n]
+		if unary == nil {
+			clear(b)
+		} else {
+			putFloats(b, unary[:n])
+			unary = unary[n:]
+		}
+		if err := wr.unary.write(b); err != nil {
+			return wr.fail(wr.wrap(err))
+		}
+		left -= n
+	}
+	wr.cards.Append(1, card)
+	wr.nvars++
+	return nil
+}
+
+// putFloats encodes vs into b (8 bytes each), little-endian.
+func putFloats(b []byte, vs []float64) {
+	for i, v := range vs {
+		binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(v))
+	}
+}
+
+// fail keeps err as the writer's error and returns it.
+func (wr *Writer) fail(err error) error {
+	wr.err = err
+	return err
 }
 
 func (wr *Writer) wrap(err error) error {
@@ -131,22 +203,26 @@ func (wr *Writer) Factors() int { return wr.nfactors }
 // constant so far (WriteOptions.FoldUnary).
 func (wr *Writer) Folded() int { return wr.folded }
 
+// ctxEvery is how many factors Add writes between looks at the context.
+const ctxEvery = 1 << 12
+
 // Add appends a factor: its payload (a Dense table, a Sequence's
-// transitions then emission) goes to the file now, its structure stays in
-// the Writer until Close; or, with WriteOptions.FoldUnary, a factor over
-// fewer than 2 variables may be folded. It checks the factor as
-// model.Validate does; errors number factors in the order of the Add
-// calls.
+// transitions then emission) goes to the file now, its record to the
+// records' spill; or, with WriteOptions.FoldUnary, a factor over fewer
+// than 2 variables may be folded. It checks the factor as model.Validate
+// does; errors number factors in the order of the Add calls.
 func (wr *Writer) Add(f *model.Factor) error {
 	if wr.err != nil {
 		return wr.err
 	}
 	a := wr.nfactors + wr.folded
+	if a%ctxEvery == 0 && wr.ctx != nil && wr.ctx.Err() != nil {
+		return wr.fail(fmt.Errorf("indexed: write stopped: %w", context.Cause(wr.ctx)))
+	}
 	if wr.nfactors >= math.MaxInt32-1 {
 		return fmt.Errorf("indexed: more than %d factors", math.MaxInt32-2)
 	}
-	card := func(v int) int { return wr.cards[v] }
-	if msg := checkFactor(f, len(wr.cards), card, len(f.Table), len(f.Emission), &wr.scr); msg != "" {
+	if msg := checkFactor(f, wr.nvars, wr.cards.Card, len(f.Table), len(f.Emission), &wr.scr); msg != "" {
 		return fmt.Errorf("indexed: factor %d (%s): %s", a, f.Kind, msg)
 	}
 	for _, part := range [][]float64{f.Table, f.Emission} {
@@ -156,29 +232,83 @@ func (wr *Writer) Add(f *model.Factor) error {
 			}
 		}
 	}
-	if wr.fold && len(f.Vars) < 2 && wr.foldFactor(f) {
-		return nil
+	if wr.fold && len(f.Vars) < 2 {
+		folded, err := wr.foldFactor(f)
+		if err != nil {
+			return wr.fail(wr.wrap(err))
+		}
+		if folded {
+			return nil
+		}
 	}
-	r := record{kind: f.Kind, arity: uint32(len(f.Vars)), weight: f.Weight, budget: uint32(f.Budget),
-		off: wr.payload, table: int64(len(f.Table)), emission: int64(len(f.Emission))}
-	for _, v := range f.Vars {
-		wr.vars = append(wr.vars, uint32(v))
+	if err := wr.record(f); err != nil {
+		return wr.fail(wr.wrap(err))
 	}
-	if f.Kind.IsLogic() && f.Negated != nil {
-		r.negated = true
-		wr.negated = append(wr.negated, f.Negated...)
-	}
-	wr.factors = append(wr.factors, r)
 	wr.nfactors++
 	wr.floats(f.Table)
 	wr.floats(f.Emission)
-	return wr.wrap(wr.err)
+	if wr.err != nil {
+		return wr.fail(wr.wrap(wr.err))
+	}
+	return nil
+}
+
+// record appends f's record, as the structure section holds it, to the
+// records' spill; its payload starts at the payload written so far.
+func (wr *Writer) record(f *model.Factor) error {
+	b := wr.scratch[:0]
+	le := binary.LittleEndian
+	b = append(b, uint8(f.Kind))
+	b = le.AppendUint32(b, uint32(len(f.Vars)))
+	for _, v := range f.Vars {
+		if len(b)+4 > len(wr.scratch) {
+			if err := wr.records.write(b); err != nil {
+				return err
+			}
+			b = wr.scratch[:0]
+		}
+		b = le.AppendUint32(b, uint32(v))
+	}
+	if len(b)+len(f.Negated)+32 > len(wr.scratch) {
+		if err := wr.records.write(b); err != nil {
+			return err
+		}
+		b = wr.scratch[:0]
+	}
+	switch {
+	case f.Kind == model.Dense:
+		b = le.AppendUint64(b, uint64(wr.payload))
+		b = le.AppendUint64(b, uint64(len(f.Table)))
+	case f.Kind == model.Sequence:
+		b = le.AppendUint64(b, uint64(wr.payload))
+		b = le.AppendUint64(b, uint64(len(f.Table)))
+		b = le.AppendUint64(b, uint64(len(f.Emission)))
+	case f.Kind == model.Pair || f.Kind == model.Potts:
+		b = le.AppendUint64(b, math.Float64bits(f.Weight))
+	default: // logic
+		if f.Negated != nil {
+			b = append(b, 1)
+			for _, neg := range f.Negated {
+				if neg {
+					b = append(b, 1)
+				} else {
+					b = append(b, 0)
+				}
+			}
+		} else {
+			b = append(b, 0)
+		}
+		if f.Kind == model.Budget {
+			b = le.AppendUint32(b, uint32(f.Budget))
+		}
+	}
+	return wr.records.write(b)
 }
 
 // foldFactor adds f, a checked factor over fewer than 2 variables (whose
 // cardinalities are in wr.scr.cards), to the constant or its variable's
 // unary, unless a sum would be invalid; it reports whether it did.
-func (wr *Writer) foldFactor(f *model.Factor) bool {
+func (wr *Writer) foldFactor(f *model.Factor) (bool, error) {
 	t := f.Table
 	if f.Kind != model.Dense {
 		local := model.New(wr.scr.cards)
@@ -190,32 +320,35 @@ func (wr *Writer) foldFactor(f *model.Factor) bool {
 	if len(f.Vars) == 0 {
 		c := wr.constant + t[0]
 		if math.IsNaN(c) || math.IsInf(c, 0) {
-			return false
+			return false, nil
 		}
 		wr.constant = c
-	} else {
-		v := f.Vars[0]
-		u := wr.unary[wr.unaryOff[v]:wr.unaryOff[v+1]]
-		for s := range u {
-			if badValue(u[s]+t[s]) != "" {
-				return false
-			}
-		}
-		for s := range u {
-			u[s] += t[s]
+		wr.folded++
+		return true, nil
+	}
+	off, card := wr.cards.Unary(f.Vars[0])
+	u, err := wr.unary.span(8*int64(off), 8*int64(card))
+	if err != nil {
+		return false, err
+	}
+	le := binary.LittleEndian
+	for s := range card {
+		if badValue(math.Float64frombits(le.Uint64(u[8*s:]))+t[s]) != "" {
+			return false, nil
 		}
 	}
+	for s := range card {
+		le.PutUint64(u[8*s:], math.Float64bits(math.Float64frombits(le.Uint64(u[8*s:]))+t[s]))
+	}
 	wr.folded++
-	return true
+	return true, nil
 }
 
 // floats writes payload values, updating the block checksums.
 func (wr *Writer) floats(vs []float64) {
 	for len(vs) > 0 && wr.err == nil {
 		n := min(len(vs), len(wr.scratch)/8)
-		for i, v := range vs[:n] {
-			binary.LittleEndian.PutUint64(wr.scratch[8*i:], math.Float64bits(v))
-		}
+		putFloats(wr.scratch, vs[:n])
 		wr.payloadBytes(wr.scratch[:8*n])
 		vs = vs[n:]
 	}
@@ -232,11 +365,20 @@ func (wr *Writer) payloadBytes(p []byte) {
 		wr.fill += n
 		wr.payload += n
 		if wr.fill == wr.blockSize {
-			wr.crcs = append(wr.crcs, wr.crc)
-			wr.crc, wr.fill = 0, 0
+			wr.endBlock()
 		}
 		p = p[n:]
 	}
+}
+
+// endBlock appends the current block's checksum to the index.
+func (wr *Writer) endBlock() {
+	var b [4]byte
+	binary.LittleEndian.PutUint32(b[:], wr.crc)
+	if err := wr.index.write(b[:]); err != nil && wr.err == nil {
+		wr.err = err
+	}
+	wr.crc, wr.fill = 0, 0
 }
 
 // crcWriter counts and checksums what goes through it.
@@ -252,84 +394,80 @@ func (c *crcWriter) write(p []byte) {
 	c.n += int64(len(p))
 	c.w.Write(p) // a bufio error is sticky: Flush reports it
 }
-func (c *crcWriter) u8(v uint8)    { c.write([]byte{v}) }
-func (c *crcWriter) u32(v uint32)  { binary.LittleEndian.PutUint32(c.b[:], v); c.write(c.b[:4]) }
 func (c *crcWriter) u64(v uint64)  { binary.LittleEndian.PutUint64(c.b[:], v); c.write(c.b[:]) }
 func (c *crcWriter) f64(v float64) { c.u64(math.Float64bits(v)) }
 
-// Close writes the structure, the block index and the trailer, and flushes.
-// It does not close the underlying writer.
+// Close writes the structure (the cardinalities from their runs, then the
+// unaries' and the records' spills), the block index and the trailer,
+// flushes, and removes the temporary files. It does not close the
+// underlying writer. After an error it only removes the temporary files
+// and returns the error.
 func (wr *Writer) Close() error {
+	defer wr.Abort()
 	if wr.err != nil {
 		return wr.err
 	}
-	if wr.fill > 0 {
-		wr.crcs = append(wr.crcs, wr.crc)
+	if wr.ctx != nil && wr.ctx.Err() != nil {
+		return wr.fail(fmt.Errorf("indexed: write stopped: %w", context.Cause(wr.ctx)))
 	}
+	if wr.fill > 0 {
+		wr.endBlock()
+		if wr.err != nil {
+			return wr.fail(wr.wrap(wr.err))
+		}
+	}
+	blocks := wr.index.size / 4
 	t := trailer{payloadOff: headerSize, payloadLen: uint64(wr.payload), structOff: uint64(headerSize + wr.payload),
-		blocks: uint64(len(wr.crcs)), nvars: uint64(len(wr.cards)), nfactors: uint64(wr.nfactors),
+		blocks: uint64(blocks), nvars: uint64(wr.nvars), nfactors: uint64(wr.nfactors),
 		blockSize: uint32(wr.blockSize), version: Version}
 	c := &crcWriter{w: wr.w}
 	c.f64(wr.constant)
-	c.u64(uint64(len(wr.cards)))
-	for _, card := range wr.cards {
-		c.u32(uint32(card))
-	}
-	for _, v := range wr.unary {
-		c.f64(v)
+	c.u64(uint64(wr.nvars))
+	wr.writeCards(c)
+	if err := wr.unary.copyTo(c.write); err != nil {
+		return wr.fail(wr.wrap(err))
 	}
 	c.u64(uint64(wr.nfactors))
-	vi, ni := 0, 0
-	for _, r := range wr.factors {
-		c.u8(uint8(r.kind))
-		c.u32(r.arity)
-		for _, v := range wr.vars[vi : vi+int(r.arity)] {
-			c.u32(v)
-		}
-		switch {
-		case r.kind == model.Dense:
-			c.u64(uint64(r.off))
-			c.u64(uint64(r.table))
-		case r.kind == model.Sequence:
-			c.u64(uint64(r.off))
-			c.u64(uint64(r.table))
-			c.u64(uint64(r.emission))
-		case r.kind == model.Pair || r.kind == model.Potts:
-			c.f64(r.weight)
-		default: // logic
-			if r.negated {
-				c.u8(1)
-				for _, b := range wr.negated[ni : ni+int(r.arity)] {
-					if b {
-						c.u8(1)
-					} else {
-						c.u8(0)
-					}
-				}
-				ni += int(r.arity)
-			} else {
-				c.u8(0)
-			}
-			if r.kind == model.Budget {
-				c.u32(r.budget)
-			}
-		}
-		vi += int(r.arity)
+	if err := wr.records.copyTo(c.write); err != nil {
+		return wr.fail(wr.wrap(err))
 	}
 	t.structLen, t.structCRC = uint64(c.n), c.crc
 	t.indexOff = t.structOff + t.structLen
 	ic := &crcWriter{w: wr.w}
-	for _, v := range wr.crcs {
-		ic.u32(v)
+	if err := wr.index.copyTo(ic.write); err != nil {
+		return wr.fail(wr.wrap(err))
 	}
 	t.indexCRC = ic.crc
 	wr.w.Write(t.encode())
-	wr.err = wr.w.Flush()
-	if wr.err == nil {
-		wr.err = errors.New("indexed: writer is closed")
-		return nil
+	if err := wr.w.Flush(); err != nil {
+		return wr.fail(wr.wrap(err))
 	}
-	return wr.wrap(wr.err)
+	wr.err = errors.New("indexed: writer is closed")
+	return nil
+}
+
+// writeCards writes the cardinalities, 4 bytes each, from their runs.
+func (wr *Writer) writeCards(c *crcWriter) {
+	b := wr.scratch
+	for v := 0; v < wr.nvars; {
+		card, n := wr.cards.Card(v), 0
+		for ; n < len(b)/4 && v < wr.nvars && wr.cards.Card(v) == card; n, v = n+1, v+1 {
+			binary.LittleEndian.PutUint32(b[4*n:], uint32(card))
+		}
+		c.write(b[:4*n])
+	}
+}
+
+// Abort removes the writer's temporary files and makes it fail from now
+// on; the output written so far is incomplete. Close calls it; calling it
+// again does nothing.
+func (wr *Writer) Abort() {
+	if wr.err == nil {
+		wr.err = errors.New("indexed: writer is aborted")
+	}
+	wr.unary.release()
+	wr.records.release()
+	wr.index.release()
 }
 
 // Write writes m whole to w in the indexed format.
@@ -340,55 +478,60 @@ func Write(w io.Writer, m *model.Model, opts WriteOptions) error {
 	}
 	for a := range m.Factors {
 		if err := wr.Add(&m.Factors[a]); err != nil {
+			wr.Abort()
 			return err
 		}
 	}
 	return wr.Close()
 }
 
-// WriteFile writes m to the file at path; on failure it removes the
-// partial file.
+// WriteFile writes m to the file at path, spilling the structure to
+// temporary files beside it; on failure it removes the partial file.
 func WriteFile(path string, m *model.Model) error {
-	return writeFile(path, func(w io.Writer) error { return Write(w, m, WriteOptions{}) })
+	opts := WriteOptions{TempDir: filepath.Dir(path)}
+	return writeFile(path, func(w io.Writer) error { return Write(w, m, opts) })
 }
 
-// WriteStream writes the model that src gives to w: it reads the
-// cardinalities and unaries (which the Writer holds until Close, as
-// NewWriter does, without another copy), then adds the factors one by one
-// as src gives them, so that nothing else of the model is held: memory is
-// the unaries plus the Writer's structure (O(factors x arity)). progress,
-// when not nil, is told of each piece (a variable's unaries, a factor).
+// WriteStream writes the model that src gives to w: the variables (their
+// cardinalities and unaries), then the factors one by one as src gives
+// them, so that nothing of the model is held but what the Writer holds (in
+// memory unless opts.TempDir, see Writer). progress, when not nil, is told
+// of each piece (a variable's unaries, a factor).
 func WriteStream(w io.Writer, src model.Source, opts WriteOptions, progress model.Progress) error {
 	n := src.NumVars()
-	m := &model.Model{Cards: make([]int, n), UnaryOff: make([]int, n+1), Constant: src.Constant()}
+	states := 0
 	for i := range n {
 		c := src.Card(i)
 		if c < 1 || c > math.MaxUint32 {
 			return fmt.Errorf("indexed: variable %d: cardinality %d", i, c)
 		}
-		if c > model.MaxTableEntries-m.UnaryOff[i] {
+		if c > model.MaxTableEntries-states {
 			return fmt.Errorf("indexed: variable %d: more than %d states in all", i, model.MaxTableEntries)
 		}
-		m.Cards[i], m.UnaryOff[i+1] = c, m.UnaryOff[i]+c
+		states += c
 	}
-	m.Unary = make([]float64, m.UnaryOff[n])
-	total := int64(n + src.NumFactors())
-	var done int64
-	var err error
-	src.EachUnaries(func(i int, u []float64) {
-		if err == nil && (i < 0 || i >= n || len(u) != m.Cards[i]) {
-			err = fmt.Errorf("indexed: variable %d: %d unary entries from the source", i, len(u))
-		}
-		if err == nil {
-			copy(m.Unaries(i), u)
-			progress.Step(&done, total)
-		}
-	})
+	wr, err := NewStreamWriter(w, src.Constant(), opts)
 	if err != nil {
 		return err
 	}
-	wr, err := newWriter(w, m, opts, false)
+	total := int64(n + src.NumFactors())
+	var done int64
+	next := 0
+	src.EachUnaries(func(i int, u []float64) {
+		if err == nil && (i != next || len(u) != src.Card(i)) {
+			err = fmt.Errorf("indexed: variable %d: %d unary entries from the source", i, len(u))
+		}
+		if err == nil {
+			err = wr.AddVar(len(u), u)
+			next++
+			progress.Step(&done, total)
+		}
+	})
+	if err == nil && next != n {
+		err = fmt.Errorf("indexed: the source gave the unaries of %d variables of %d", next, n)
+	}
 	if err != nil {
+		wr.Abort()
 		return err
 	}
 	src.EachFactor(func(a int, f *model.Factor) {
@@ -398,14 +541,19 @@ func WriteStream(w io.Writer, src model.Source, opts WriteOptions, progress mode
 		}
 	})
 	if err != nil {
+		wr.Abort()
 		return err
 	}
 	return wr.Close()
 }
 
-// WriteStreamFile is WriteStream to the file at path; on failure it
-// removes the partial file.
+// WriteStreamFile is WriteStream to the file at path, spilling to
+// temporary files beside it unless opts.TempDir says where; on failure it
+// removes the partial file and the temporary files.
 func WriteStreamFile(path string, src model.Source, opts WriteOptions, progress model.Progress) error {
+	if opts.TempDir == "" {
+		opts.TempDir = filepath.Dir(path)
+	}
 	return writeFile(path, func(w io.Writer) error { return WriteStream(w, src, opts, progress) })
 }
 

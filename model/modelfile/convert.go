@@ -3,7 +3,9 @@ package modelfile
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/indexed"
@@ -27,13 +29,15 @@ type ConvertOptions struct {
 }
 
 // Convert reads the model file in and writes it to out, each in the format
-// its name says. UAI to indexed streams: the scopes are kept (O(factors x
-// arity)) and each table goes to out as it is parsed, so memory does not
-// grow with the tables. An indexed output has the factors over fewer than
-// 2 variables folded into the unaries and the constant unless
-// o.KeepUnaryFactors. Other conversions read the whole model first
-// (native JSON and msgpack are decoded whole; a UAI or native output is
-// written from a whole model). On failure out is removed.
+// its name says. UAI to indexed streams in memory that does not grow with
+// the factors: the UAI file is read twice (uai.StreamScopes: a scope and
+// its table at a time) and the writer spills the structure to temporary
+// files beside out (indexed.WriteOptions.TempDir). An indexed output has
+// the factors over fewer than 2 variables folded into the unaries and the
+// constant unless o.KeepUnaryFactors. Other conversions read the whole
+// model first (native JSON and msgpack are decoded whole; a UAI or native
+// output is written from a whole model). On failure out and the temporary
+// files are removed.
 func Convert(ctx context.Context, in, out string, o ConvertOptions) (err error) {
 	if FormatOf(out) == Unknown {
 		return fmt.Errorf("%s: unknown model format (want %s)", out, formats)
@@ -60,7 +64,8 @@ func Convert(ctx context.Context, in, out string, o ConvertOptions) (err error) 
 			os.Remove(out)
 		}
 	}()
-	wopts := indexed.WriteOptions{BlockSize: o.BlockSize, FoldUnary: !o.KeepUnaryFactors}
+	wopts := indexed.WriteOptions{BlockSize: o.BlockSize, FoldUnary: !o.KeepUnaryFactors,
+		TempDir: filepath.Dir(out), Context: ctx}
 	if FormatOf(in) != UAI {
 		m, err := LoadWith(ctx, in, Options{MaxEntries: o.MaxEntries})
 		if err != nil {
@@ -72,6 +77,7 @@ func Convert(ctx context.Context, in, out string, o ConvertOptions) (err error) 
 		}
 		for a := range m.Factors {
 			if err := w.Add(&m.Factors[a]); err != nil {
+				w.Abort()
 				return err
 			}
 			if o.Progress != nil {
@@ -83,29 +89,45 @@ func Convert(ctx context.Context, in, out string, o ConvertOptions) (err error) 
 	return streamUAI(ctx, in, f, o, wopts)
 }
 
-// streamUAI converts a UAI file to an indexed one table by table.
+// streamUAI converts a UAI file to an indexed one table by table, reading
+// the file twice (uai.StreamScopes) so that neither the scopes nor the
+// tables are kept; the writer spills the structure beside out.
 func streamUAI(ctx context.Context, in string, f *os.File, o ConvertOptions, wopts indexed.WriteOptions) error {
-	src, err := openCtx(ctx, in)
-	if err != nil {
-		return fmt.Errorf("uai: %w", err)
-	}
-	defer src.Close()
 	var w *indexed.Writer
-	var st *model.Model
+	defer func() {
+		if w != nil {
+			w.Abort() // after Close: nothing left to do
+		}
+	}()
 	ropts := uai.OptionsFor(in)
 	ropts.MaxEntries, ropts.Context = o.MaxEntries, ctx
-	err = uai.Stream(newCtxReader(ctx, src), in, ropts, func(m *model.Model) error {
-		st = m
-		w, err = indexed.NewWriter(f, m, wopts)
-		return err
-	}, func(a int, t []float64) error {
-		fa := st.Factors[a]
-		fa.Table = t
+	nf := 0 // the factors the file declares
+	open := func() (io.ReadCloser, error) {
+		src, err := openCtx(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		return readCloser{newCtxReader(ctx, src), src}, nil
+	}
+	err := uai.StreamScopes(open, in, ropts, func(cards []int, factors int) error {
+		nf = factors
+		var err error
+		if w, err = indexed.NewStreamWriter(f, 0, wopts); err != nil {
+			return err
+		}
+		for _, c := range cards {
+			if err := w.AddVar(c, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, func(a int, scope []int, t []float64) error {
+		fa := model.Factor{Kind: model.Dense, Vars: scope, Table: t}
 		if err := w.Add(&fa); err != nil {
 			return err
 		}
 		if o.Progress != nil {
-			o.Progress(a+1, len(st.Factors))
+			o.Progress(a+1, nf)
 		}
 		return nil
 	})
@@ -117,3 +139,11 @@ func streamUAI(ctx context.Context, in string, f *os.File, o ConvertOptions, wop
 	}
 	return w.Close()
 }
+
+// readCloser reads from r and closes c.
+type readCloser struct {
+	io.Reader
+	c io.Closer
+}
+
+func (r readCloser) Close() error { return r.c.Close() }

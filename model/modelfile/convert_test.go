@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -119,6 +120,18 @@ func TestConvertRoundTrip(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "bad.ddx")); !os.IsNotExist(err) {
 		t.Fatalf("bad.ddx left behind: %v", err)
+	}
+	// Nor does a cancelled conversion; and no temporary file is left.
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := Convert(cancelled, in, filepath.Join(dir, "c.ddx"), ConvertOptions{}); err == nil {
+		t.Fatal("cancelled: no error")
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.Name() == "c.ddx" || strings.HasPrefix(e.Name(), ".ddx-") {
+			t.Fatalf("%s left behind", e.Name())
+		}
 	}
 }
 

@@ -65,6 +65,14 @@ type modelParser struct {
 	// tables keeping it (Stream); buf is its reused buffer.
 	onTable func(a int, t []float64) error
 	buf     []float64
+	// onScope, when not nil, gets each scope and its table's size as it is
+	// read instead of starts, scopes and sizes keeping them (StreamScopes);
+	// scope is only valid during the call.
+	onScope func(a int, scope []int, size int) error
+	// tableSize, when not nil, gives the size of factor a's table instead
+	// of sizes (StreamScopes: from the second reader's scope).
+	tableSize func(a int) (int, error)
+	nf        int // the number of factors
 }
 
 // expect returns the next token, failing at the end of input with a message
@@ -163,9 +171,12 @@ func (p *modelParser) factorScopes() error {
 		return err
 	}
 	nvars := len(p.m.Cards)
-	p.starts = make([]int, 1, p.src.capFor(nf, 4)+1)
-	p.sizes = make([]int, 0, p.src.capFor(nf, 4))
-	p.scopes = make([]int, 0, p.src.capFor(nf, 2))
+	p.nf = nf
+	if p.onScope == nil {
+		p.starts = make([]int, 1, p.src.capFor(nf, 4)+1)
+		p.sizes = make([]int, 0, p.src.capFor(nf, 4))
+		p.scopes = make([]int, 0, p.src.capFor(nf, 2))
+	}
 	stamp := make([]int, nvars) // stamp[v] == a+1: v is in factor a's scope
 	entries := 0
 	for a := 0; a < nf; a++ {
@@ -199,6 +210,13 @@ func (p *modelParser) factorScopes() error {
 			return p.src.errorf(line, fmt.Sprintf("factor %d: its table of %d entries brings the total number of table entries over the limit of %d", a, size, p.limit))
 		}
 		entries += size
+		if p.onScope != nil {
+			if err := p.onScope(a, p.scopes[start:], size); err != nil {
+				return err
+			}
+			p.scopes = p.scopes[:start]
+			continue
+		}
 		p.sizes = append(p.sizes, size)
 		p.starts = append(p.starts, len(p.scopes))
 	}
@@ -227,12 +245,12 @@ func (p *modelParser) checkFreeStates(stamp []int) error {
 
 // factorTables reads one table per factor.
 func (p *modelParser) factorTables() error {
-	nf := len(p.sizes)
-	total := 0 // at most p.limit: factorScopes checked it
-	for _, s := range p.sizes {
-		total += s
-	}
+	nf := p.nf
 	if p.onTable == nil {
+		total := 0 // at most p.limit: factorScopes checked it
+		for _, s := range p.sizes {
+			total += s
+		}
 		p.tables = make([]float64, 0, p.src.capFor(total, 2))
 	}
 	for a := 0; a < nf; a++ {
@@ -247,7 +265,14 @@ func (p *modelParser) factorTables() error {
 		if problem != "" {
 			return p.src.errorf(line, fmt.Sprintf("entry count of the table of factor %d: %s", a, problem))
 		}
-		size := p.sizes[a]
+		size := 0
+		if p.tableSize != nil {
+			if size, err = p.tableSize(a); err != nil {
+				return err
+			}
+		} else {
+			size = p.sizes[a]
+		}
 		if n != size {
 			return p.src.errorf(line, fmt.Sprintf("table of factor %d has %d entries, scope needs %d", a, n, size))
 		}
@@ -288,7 +313,7 @@ func (p *modelParser) end() error {
 		return err
 	}
 	if tok != nil {
-		return p.src.errorf(line, fmt.Sprintf("trailing garbage after the last table: %s (the preamble declares %d factors)", quote(tok), len(p.sizes)))
+		return p.src.errorf(line, fmt.Sprintf("trailing garbage after the last table: %s (the preamble declares %d factors)", quote(tok), p.nf))
 	}
 	return nil
 }

@@ -1,8 +1,10 @@
 package uai
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"iter"
 
 	"github.com/ddrun/ddrun/model"
 )
@@ -40,3 +42,94 @@ func Stream(r io.Reader, name string, opts ReadOptions, structure func(*model.Mo
 	}
 	return p.end()
 }
+
+// StreamScopes reads a UAI model like Stream, without keeping the scopes
+// either, so that memory does not grow with the factors: it reads the
+// input twice, open giving a fresh reader of the same bytes each time. The
+// first reader reads and checks the variables and every scope (all the
+// errors ReadWith finds there, in the same order), then calls vars with the
+// cardinalities (only valid during the call) and the number of factors;
+// the second reader then reads the scopes again, one at a time, in step
+// with the first reading the tables, and factor gets each factor's scope and table (both
+// valid during the call only). Memory is a few words per variable (the
+// cardinalities and the lines they lie on, in each reader, and a scope
+// check's stamps) plus the largest scope and table. Callback errors are
+// returned as they are; the file's errors are ReadWith's *ParseError
+// values, and a second read that does not match the first is an error.
+func StreamScopes(open func() (io.ReadCloser, error), name string, opts ReadOptions, vars func(cards []int, factors int) error, factor func(a int, scope []int, t []float64) error) error {
+	if !opts.Log.valid() {
+		return fmt.Errorf("uai: %s: invalid log base %v", name, opts.Log)
+	}
+	parser := func() (*modelParser, func(), error) {
+		r, err := open()
+		if err != nil {
+			return nil, nil, fmt.Errorf("uai: %w", err)
+		}
+		src, err := openSource(r, name, opts.Context)
+		if err != nil {
+			r.Close()
+			return nil, nil, err
+		}
+		p := &modelParser{src: src, base: opts.Log, limit: model.EntryLimit(opts.MaxEntries)}
+		return p, func() { src.close(); r.Close() }, nil
+	}
+	tables, closeTables, err := parser()
+	if err != nil {
+		return err
+	}
+	defer closeTables()
+	tables.onScope = func(int, []int, int) error { return nil }
+	for _, step := range []func() error{tables.preamble, tables.variables, tables.factorScopes} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	if err := vars(tables.m.Cards, tables.nf); err != nil {
+		return err
+	}
+	tables.m.Cards, tables.cardLines = nil, nil // the second reader has them
+	scopes, closeScopes, err := parser()
+	if err != nil {
+		return err
+	}
+	defer closeScopes()
+	type scoped struct {
+		vars []int
+		size int
+	}
+	var scopeErr error
+	next, stop := iter.Pull(func(yield func(scoped) bool) {
+		scopes.onScope = func(_ int, scope []int, size int) error {
+			if !yield(scoped{scope, size}) {
+				return errStopped
+			}
+			return nil
+		}
+		for _, step := range []func() error{scopes.preamble, scopes.variables, scopes.factorScopes} {
+			if scopeErr = step(); scopeErr != nil {
+				return
+			}
+		}
+	})
+	defer stop()
+	var cur []int
+	tables.tableSize = func(a int) (int, error) {
+		s, ok := next()
+		if !ok {
+			if scopeErr != nil {
+				return 0, scopeErr
+			}
+			return 0, fmt.Errorf("uai: %s: the second read has %d scopes, the first %d (did the file change?)", name, a, tables.nf)
+		}
+		cur = s.vars
+		return s.size, nil
+	}
+	tables.onTable = func(a int, t []float64) error { return factor(a, cur, t) }
+	if err := tables.factorTables(); err != nil {
+		return err
+	}
+	return tables.end()
+}
+
+// errStopped ends the second reader of StreamScopes when the first stops.
+var errStopped = errors.New("stopped")

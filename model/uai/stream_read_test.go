@@ -2,6 +2,9 @@ package uai
 
 import (
 	"errors"
+	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,5 +52,98 @@ func TestStreamMatchesRead(t *testing.T) {
 		func(int, []float64) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "trailing garbage") {
 		t.Fatalf("trailing garbage: got %v", err)
+	}
+}
+
+// opener returns an open function for StreamScopes that gives the inputs
+// in turn (the last one again when they run out) and counts its calls.
+func opener(inputs ...string) (func() (io.ReadCloser, error), *int) {
+	calls := 0
+	return func() (io.ReadCloser, error) {
+		in := inputs[min(calls, len(inputs)-1)]
+		calls++
+		return io.NopCloser(strings.NewReader(in)), nil
+	}, &calls
+}
+
+// streamScopesModel reads in with StreamScopes into a model.
+func streamScopesModel(open func() (io.ReadCloser, error), name string) (*model.Model, error) {
+	var m *model.Model
+	err := StreamScopes(open, name, OptionsFor(name), func(cards []int, factors int) error {
+		m = model.New(slices.Clone(cards))
+		m.Factors = make([]model.Factor, 0, factors)
+		return nil
+	}, func(a int, scope []int, t []float64) error {
+		if a != len(m.Factors) {
+			return fmt.Errorf("factor %d after %d", a, len(m.Factors))
+		}
+		m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: slices.Clone(scope), Table: slices.Clone(t)})
+		return nil
+	})
+	return m, err
+}
+
+// TestStreamScopes: StreamScopes gives what ReadWith reads (the factors,
+// in order, with their scopes and tables), and every error of readErrors
+// with ReadWith's message, plain and gzip; a callback's error is returned
+// as it is; a file that changes between the two reads is an error.
+func TestStreamScopes(t *testing.T) {
+	const in = "MARKOV\n3\n2 3 2\n4\n1 0\n2 0 1\n2 1 2\n0\n2\n1 2\n6\n1 2 3 4 5 6\n6\n0.5 1 1 1 1 2\n1 3\n"
+	want, err := Read(strings.NewReader(in), "x.uai")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, input := range []string{in, string(gzipBytes(t, []byte(in)))} {
+		open, calls := opener(input)
+		got, err := streamScopesModel(open, "x.uai")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *calls != 2 || len(got.Factors) != len(want.Factors) {
+			t.Fatalf("%d opens, %d factors; want 2, %d", *calls, len(got.Factors), len(want.Factors))
+		}
+		for a, f := range got.Factors {
+			if !slices.Equal(f.Vars, want.Factors[a].Vars) || !slices.Equal(f.Table, want.Factors[a].Table) {
+				t.Fatalf("factor %d: %v %v, want %v %v", a, f.Vars, f.Table, want.Factors[a].Vars, want.Factors[a].Table)
+			}
+		}
+	}
+	for _, tc := range readErrors {
+		for _, input := range []string{tc.input, string(gzipBytes(t, []byte(tc.input)))} {
+			_, wantErr := Read(strings.NewReader(tc.input), "x.uai")
+			open, _ := opener(input)
+			_, err := streamScopesModel(open, "x.uai")
+			checkParseError(t, err, "x.uai", tc.line, tc.want)
+			if err.Error() != wantErr.Error() {
+				t.Fatalf("%s: %q, ReadWith says %q", tc.name, err, wantErr)
+			}
+		}
+	}
+	stop := errors.New("stop")
+	open, _ := opener(in)
+	err = StreamScopes(open, "x.uai", ReadOptions{}, func([]int, int) error { return nil },
+		func(a int, _ []int, _ []float64) error {
+			if a == 2 {
+				return stop
+			}
+			return nil
+		})
+	if err != stop {
+		t.Fatalf("callback error: got %v", err)
+	}
+	// The second read finds fewer scopes, or a scope of another size.
+	fewer := strings.Replace(in, "\n4\n1 0\n", "\n3\n1 0\n", 1)
+	for second, want := range map[string]string{
+		fewer: "uai: x.uai: the second read has 3 scopes, the first 4 (did the file change?)",
+		strings.Replace(in, "2 1 2\n", "1 1  \n", 1): "x.uai:13: table of factor 2 has 6 entries, scope needs 3",
+	} {
+		open, _ = opener(in, second)
+		if _, err := streamScopesModel(open, "x.uai"); err == nil || err.Error() != want {
+			t.Fatalf("a file changed between the reads: error %v, want %q", err, want)
+		}
+	}
+	failOpen := func() (io.ReadCloser, error) { return nil, errors.New("no such file") }
+	if err := StreamScopes(failOpen, "x.uai", ReadOptions{}, nil, nil); err == nil || err.Error() != "uai: no such file" {
+		t.Fatalf("open error: got %v", err)
 	}
 }

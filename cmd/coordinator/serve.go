@@ -1,0 +1,372 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ddrun/ddrun/cluster"
+	"github.com/ddrun/ddrun/internal/cli"
+	"github.com/ddrun/ddrun/internal/natsflags"
+	"github.com/ddrun/ddrun/metrics"
+	"github.com/ddrun/ddrun/service"
+	"github.com/ddrun/ddrun/solver"
+	"github.com/ddrun/ddrun/transport"
+)
+
+// serveParams map the job service's parameters to solve's flags; workers
+// is the service's own (0: in the service's process, N: on N workers).
+var serveParams = map[string]string{
+	"algo": "algo", "max_iter": "max-iter", "time_limit": "time-limit", "tol": "tol", "threads": "threads",
+	"exact": "exact", "tighten": "tighten", "slaves": "slaves", "step": "step", "eta": "eta",
+	"adapt_eta": "adapt-eta", "tau": "tau", "eps_descent": "eps-descent",
+}
+
+// serveFlags are the flags of `coordinator serve`.
+type serveFlags struct {
+	listen, dataDir        string
+	workersMin, localWorks int
+	maxJobs, maxLocal      int
+	maxUpload              int64
+	wait, stepTimeout      time.Duration
+	quiet                  bool
+	// r holds the NATS flags (--nats, credentials, --job-key-file,
+	// --nats-listen) and connects as run does.
+	r runFlags
+}
+
+func (s *serveFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.listen, "listen", "127.0.0.1:8080", "`ADDR` of the HTTP API (port 0: any free port; the address is printed on stderr as http=URL)")
+	fs.StringVar(&s.dataDir, "data-dir", "ddrun-data", "`DIR` that keeps the jobs (model, state, result, trace), so that a restarted service lists them")
+	fs.IntVar(&s.workersMin, "workers-min", 0, "/readyz answers 200 only while at least `N` workers are in the pool")
+	fs.IntVar(&s.localWorks, "local-workers", 0, "start `N` worker processes on this machine (the worker binary beside the coordinator, or on PATH) and stop them at the end")
+	fs.IntVar(&s.maxJobs, "max-jobs", 1000, "most jobs kept: a new job evicts the oldest finished one")
+	fs.IntVar(&s.maxLocal, "max-running", 1, "most jobs with workers=0 that run at once in this process (the others wait in the queue)")
+	fs.Int64Var(&s.maxUpload, "max-upload", 256<<20, "largest model upload in `BYTES` (larger: HTTP 413)")
+	fs.Var(cli.Duration(&s.wait, 10*time.Minute), "wait", "how long a distributed job waits for its workers to be free before it fails")
+	fs.Var(cli.Duration(&s.stepTimeout, 5*time.Minute), "step-timeout", "how long a distributed job waits for the workers' answers to one iteration")
+	fs.BoolVar(&s.quiet, "quiet", false, "log warnings only")
+	s.r.nats.Register(fs)
+	s.r.key.Register(fs)
+	fs.StringVar(&s.r.listen, "nats-listen", "127.0.0.1:0", "`ADDR` of the embedded NATS server when --nats is not given")
+}
+
+func (s *serveFlags) check() error {
+	if err := s.r.nats.Resolve(); err != nil {
+		return usageError{err}
+	}
+	for _, c := range []struct {
+		name string
+		v    int64
+		min  int64
+	}{{"--workers-min", int64(s.workersMin), 0}, {"--local-workers", int64(s.localWorks), 0}, {"--max-jobs", int64(s.maxJobs), 1},
+		{"--max-running", int64(s.maxLocal), 1}, {"--max-upload", s.maxUpload, 1}} {
+		if c.v < c.min {
+			return usagef("%s: %d < %d", c.name, c.v, c.min)
+		}
+	}
+	if s.dataDir == "" {
+		return usagef("--data-dir: empty")
+	}
+	s.r.job = "serve" // the NATS client's name: coordinator-serve
+	return nil
+}
+
+// cmdServe is `coordinator serve`: the job service (package service) with
+// this command's runner, on HTTP and on NATS request/reply. Its log, the
+// job service's included, goes to con.
+func cmdServe(ctx context.Context, args []string, con *cli.Console) (err error) {
+	fs := flagSet("serve")
+	var sf serveFlags
+	sf.register(fs)
+	defer func() {
+		if err != nil {
+			err = redactedError{err, sf.r.nats.Redact}
+		}
+	}()
+	pos, err := parseInterleaved(fs, args, con.Writer())
+	if err != nil {
+		return err
+	}
+	level := slog.LevelInfo
+	if sf.quiet {
+		level = slog.LevelWarn
+	}
+	con.Start(cli.Options{Level: level, Quiet: true}) // no progress: the jobs' go to their traces
+	if len(pos) != 0 {
+		return usagef("serve: no arguments expected, got %q", pos)
+	}
+	if err := sf.check(); err != nil {
+		return err
+	}
+	log := con.Logger()
+	ln, err := net.Listen("tcp", sf.listen)
+	if err != nil {
+		return usagef("--listen %q: %v", sf.listen, err)
+	}
+	defer ln.Close()
+	tr, url, closeNATS, err := sf.r.connect(ctx, con)
+	if err != nil {
+		return err
+	}
+	defer closeNATS()
+	sealed, unseal, err := sf.r.key.Wrap(tr, log)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	defer unseal()
+	pool, err := watchPool(sealed)
+	if err != nil {
+		return err
+	}
+	defer pool.stop()
+	if sf.localWorks > 0 {
+		stop, err := startLocalWorkers(url, "serve", sf.localWorks, 1, sf.r.nats, sf.r.key.Env(), sf.quiet, con)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	names := slices.Sorted(func(yield func(string) bool) {
+		for k := range serveParams {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	svc, err := service.New(service.Options{
+		Dir: sf.dataDir, MaxJobs: sf.maxJobs, MaxUpload: sf.maxUpload, MaxLocal: sf.maxLocal, Logger: log,
+		Params: append(names, "workers"),
+		Runner: &serveRunner{tr: sealed, wait: sf.wait, stepTimeout: sf.stepTimeout, log: log},
+		Ready: func() error {
+			if n := pool.count(); n < sf.workersMin {
+				return fmt.Errorf("%d workers in the pool, --workers-min is %d", n, sf.workersMin)
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	var seal service.Sealer
+	if s, ok := sealed.(*transport.Sealed); ok {
+		seal = s
+	}
+	stopNATS, err := svc.ServeNATS(tr.Conn(), seal)
+	if err != nil {
+		return err
+	}
+	defer stopNATS()
+	// /metrics beside the API: the job gauges are read from the service at
+	// each scrape. The service's own /healthz and /readyz stay (they know
+	// when it stops).
+	met, err := metrics.New(metrics.Options{Role: metrics.Coordinator})
+	if err != nil {
+		return err
+	}
+	natsflags.Observe(met, tr)
+	mux := http.NewServeMux()
+	metricsHandler := met.Handler()
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		met.SetJobs(svc.Counts())
+		metricsHandler.ServeHTTP(w, r)
+	})
+	mux.Handle("/", svc.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	con.Print("http", "http=http://"+ln.Addr().String(), "http", "http://"+ln.Addr().String())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err = <-done:
+		return fmt.Errorf("HTTP server: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	log.Info("service stopping")
+	return nil
+}
+
+// serveRunner is the job service's Runner: solve's flags, algorithms and
+// result, and run's distributed job.
+type serveRunner struct {
+	tr                transport.Transport
+	wait, stepTimeout time.Duration
+	log               *slog.Logger
+}
+
+// flags turns a job's parameters into solve's flags (and the workers).
+func (r *serveRunner) flags(params map[string]string) (solveFlags, *flag.FlagSet, int, error) {
+	fs := flagSet("serve")
+	var f solveFlags
+	f.register(fs)
+	workers := 0
+	var args []string
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range params {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		v := params[k]
+		if k == "workers" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return f, nil, 0, service.Invalid(fmt.Errorf("workers=%q: want a number >= 0", v))
+			}
+			workers = n
+			continue
+		}
+		fl, ok := serveParams[k]
+		if !ok {
+			return f, nil, 0, service.Invalid(fmt.Errorf("parameter %q: unknown", k))
+		}
+		args = append(args, "--"+fl+"="+v)
+	}
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		return f, nil, 0, service.Invalid(errors.New(paramNames(err.Error())))
+	}
+	f.quiet, f.json = true, true
+	return f, fs, workers, nil
+}
+
+// paramNames writes the flags that a message names as the service's
+// parameters (--max-iter, -max-iter: max_iter).
+func paramNames(msg string) string {
+	keys := make([]string, 0, len(serveParams))
+	for k := range serveParams {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return len(serveParams[keys[i]]) > len(serveParams[keys[j]]) })
+	for _, k := range keys {
+		msg = strings.ReplaceAll(msg, "--"+serveParams[k], k)
+		msg = strings.ReplaceAll(msg, "-"+serveParams[k], k)
+	}
+	return msg
+}
+
+// load reads the job's model under its flags, as solve does; h (nil: none)
+// gets the model's bytes for a distributed job's identity.
+func (r *serveRunner) load(ctx context.Context, path string, params map[string]string, h io.Writer) (spec, solveFlags, int, error) {
+	f, fs, workers, err := r.flags(params)
+	if err != nil {
+		return spec{}, f, 0, err
+	}
+	sp, err := f.load(ctx, time.Now(), fs, "serve", []string{path}, h, cli.New(io.Discard))
+	if err == nil && workers > 0 {
+		err = sp.distributable(f, "workers > 0")
+	}
+	if err != nil {
+		// Name the model by its file name, not the service's path.
+		msg := paramNames(strings.ReplaceAll(err.Error(), path, filepath.Base(path)))
+		var ue usageError
+		if errors.As(err, &ue) {
+			return spec{}, f, 0, service.Invalid(errors.New(msg))
+		}
+		return spec{}, f, 0, errors.New(msg)
+	}
+	return sp, f, workers, nil
+}
+
+func (r *serveRunner) Check(ctx context.Context, path string, params map[string]string) (service.Plan, error) {
+	f, _, _, err := r.flags(params) // the time limit before load spends some of it
+	if err != nil {
+		return service.Plan{}, err
+	}
+	_, _, workers, err := r.load(ctx, path, params, nil)
+	if err != nil {
+		return service.Plan{}, err
+	}
+	return service.Plan{Workers: workers, MaxIter: f.maxIter, TimeLimit: f.timeLimit}, nil
+}
+
+func (r *serveRunner) Run(ctx context.Context, id, path string, params map[string]string, progress func(solver.Progress)) (solver.Result, json.RawMessage, error) {
+	h := sha256.New()
+	sp, f, workers, err := r.load(ctx, path, params, h)
+	if err != nil {
+		return solver.Result{}, nil, err
+	}
+	var res solver.Result
+	var info cluster.JobInfo
+	if workers == 0 {
+		res, err = sp.solveHere(ctx, f, progress, cli.New(io.Discard))
+	} else {
+		log := r.log.With("job", id)
+		ro := cluster.RunOptions{Base: id, Workers: workers, WaitWorkers: r.wait, StepTimeout: r.stepTimeout, Logger: log}
+		var j cluster.Job
+		if j, err = sp.clusterJob(id, h.Sum(nil), ro); err == nil {
+			j.Transport, j.Progress, j.Logger = r.tr, progress, log
+			var o cluster.Outcome
+			o, err = cluster.RunJob(ctx, j)
+			res, info = o.Result, o.Info
+		}
+	}
+	if err != nil {
+		return res, nil, err
+	}
+	b, err := json.Marshal(newResultJSON(res, sp, info, ""))
+	return res, b, err
+}
+
+// poolWatch counts the workers that announced themselves on the control
+// subject (cluster/subjects.go: workers say hello there every 500 ms)
+// within the last two seconds.
+type poolWatch struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+	sub  transport.Subscription
+}
+
+func watchPool(tr transport.Transport) (*poolWatch, error) {
+	p := &poolWatch{seen: map[string]time.Time{}}
+	sub, err := tr.Subscribe("ddrun.control", func(_ string, data []byte) {
+		h, _, err := transport.Decode(data)
+		if err != nil || transport.ValidName(h.From) != nil {
+			return
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if len(p.seen) < 1<<16 {
+			p.seen[h.From] = time.Now()
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watching the worker pool: %w", err)
+	}
+	p.sub = sub
+	return p, nil
+}
+
+func (p *poolWatch) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for name, t := range p.seen {
+		if time.Since(t) < 2*time.Second {
+			n++
+		} else {
+			delete(p.seen, name)
+		}
+	}
+	return n
+}
+
+func (p *poolWatch) stop() { _ = p.sub.Unsubscribe() }

@@ -1,0 +1,425 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ddrun/ddrun/service"
+	"github.com/ddrun/ddrun/trace"
+)
+
+// serveProc is a running `coordinator serve` process.
+type serveProc struct {
+	url, nats string
+	cmd       *exec.Cmd
+	mu        sync.Mutex
+	log       bytes.Buffer // its stderr
+	done      chan struct{}
+}
+
+func (s *serveProc) stderr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.log.String()
+}
+
+// startServe starts `coordinator serve` on a free loopback port with an
+// embedded NATS server and waits for its http= line; cleanup stops it.
+func startServe(t *testing.T, dataDir string, args ...string) *serveProc {
+	t.Helper()
+	coord, _ := binaries(t)
+	args = append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir}, args...)
+	s := &serveProc{cmd: exec.Command(coord, args...), done: make(chan struct{})}
+	pipe, err := s.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	go func() {
+		defer close(s.done)
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			line := sc.Text()
+			s.mu.Lock()
+			s.log.WriteString(line + "\n")
+			if v, ok := strings.CutPrefix(line, "nats="); ok {
+				s.nats = v
+			}
+			if v, ok := strings.CutPrefix(line, "http="); ok && s.url == "" {
+				s.url = v
+				close(ready)
+			}
+			s.mu.Unlock()
+		}
+	}()
+	select {
+	case <-ready:
+	case <-s.done:
+		t.Fatalf("serve ended before listening:\n%s", s.stderr())
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Kill()
+		t.Fatalf("serve did not print http= within 30s:\n%s", s.stderr())
+	}
+	t.Cleanup(func() { s.stop(t) })
+	return s
+}
+
+// stop ends the service with SIGTERM (kill after 10 s); it may be called
+// twice.
+func (s *serveProc) stop(t *testing.T) {
+	if s.cmd.ProcessState != nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		s.cmd.Process.Kill()
+		t.Errorf("serve did not stop within 10s of SIGTERM")
+	}
+	if err := s.cmd.Wait(); err != nil {
+		t.Errorf("serve exit: %v\n%s", err, s.stderr())
+	}
+}
+
+// call makes one HTTP request and returns the status code and body.
+func call(t *testing.T, method, url, ctype string, body []byte) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	c := http.Client{Timeout: 30 * time.Second}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+func decode(t *testing.T, b []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, b)
+	}
+}
+
+// submit posts model with the query and returns the new job's id.
+func (s *serveProc) submit(t *testing.T, model, query string) string {
+	t.Helper()
+	data, err := os.ReadFile(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, b := call(t, "POST", s.url+"/v1/jobs?"+query, "", data)
+	if code != http.StatusCreated {
+		t.Fatalf("submit %s?%s: %d %s", filepath.Base(model), query, code, b)
+	}
+	var st service.Status
+	decode(t, b, &st)
+	return st.ID
+}
+
+// wait polls the job until it is in a final state.
+func (s *serveProc) wait(t *testing.T, id string, timeout time.Duration) service.Status {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		code, b := call(t, "GET", s.url+"/v1/jobs/"+id, "", nil)
+		if code != http.StatusOK {
+			t.Fatalf("GET job %s: %d %s", id, code, b)
+		}
+		var st service.Status
+		decode(t, b, &st)
+		switch st.State {
+		case "done", "failed", "cancelled":
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s still %s after %v:\n%s", id, st.State, timeout, s.stderr())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkJob checks a done job: its result equals solve --json's on the same
+// model and flags, its status and its trace's last row agree with it, and
+// its UAI result holds the assignment.
+func (s *serveProc) checkJob(t *testing.T, id string, want result) result {
+	t.Helper()
+	st := s.wait(t, id, 2*time.Minute)
+	if st.State != "done" {
+		t.Fatalf("job %s: %s (%s)\n%s", id, st.State, st.Error, s.stderr())
+	}
+	code, b := call(t, "GET", s.url+"/v1/jobs/"+id+"/result", "", nil)
+	if code != http.StatusOK {
+		t.Fatalf("result: %d %s", code, b)
+	}
+	var got result
+	decode(t, b, &got)
+	sameResult(t, got, want)
+	if got.Iterations != want.Iterations || st.Iteration != got.Iterations || !sameFloat(st.Dual, got.Dual) || !sameFloat(st.Primal, got.Primal) {
+		t.Errorf("status %+v, result %d iterations (solve: %d)", st, got.Iterations, want.Iterations)
+	}
+	code, b = call(t, "GET", s.url+"/v1/jobs/"+id+"/trace", "", nil)
+	if code != http.StatusOK {
+		t.Fatalf("trace: %d %s", code, b)
+	}
+	rows, err := trace.Read(bytes.NewReader(b))
+	if err != nil || len(rows) == 0 {
+		t.Fatalf("trace: %v, %d rows", err, len(rows))
+	}
+	last := rows[len(rows)-1]
+	if last.Iteration != got.Iterations || !sameFloat(&last.Dual, got.Dual) || !sameFloat(&last.Primal, got.Primal) {
+		t.Errorf("trace ends on %+v, result iterations %d dual %v primal %v", last, got.Iterations, deref(got.Dual), deref(got.Primal))
+	}
+	code, b = call(t, "GET", s.url+"/v1/jobs/"+id+"/result?format=uai", "", nil)
+	if code != http.StatusOK || !strings.HasPrefix(string(b), "MPE\n"+fmt.Sprint(len(got.Assignment))+" ") {
+		t.Errorf("result?format=uai: %d %.60q", code, b)
+	}
+	return got
+}
+
+func sameFloat(a, b *float64) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// The HTTP API end to end on a real service with its embedded NATS: local
+// and distributed jobs equal solve's results, traces end on them, bad input
+// is a 400, unknown ids 404, a long job is cancelled, the NATS
+// request/reply path answers, and a restarted service lists the jobs.
+func TestServe(t *testing.T) {
+	coord, worker := binaries(t)
+	dataDir := t.TempDir()
+	s := startServe(t, dataDir, "--quiet")
+	potts := "../examples/potts-20x20.uai"
+	logic := "../examples/logic-small.json"
+	var done []string
+
+	t.Run("local", func(t *testing.T) {
+		for _, c := range []struct {
+			model, query string
+			flags        []string
+		}{
+			{potts, "max_iter=200&threads=2", []string{"--max-iter", "200", "--threads", "2"}},
+			{logic, "algo=subgradient&max_iter=300", []string{"--algo", "subgradient", "--max-iter", "300"}},
+			{potts, "algo=trws&max_iter=50", []string{"--algo", "trws", "--max-iter", "50"}},
+		} {
+			want := runJSON(t, time.Minute, coord, append(append([]string{"solve", "--json", "--quiet"}, c.flags...), c.model)...)
+			id := s.submit(t, c.model, c.query)
+			s.checkJob(t, id, want)
+			done = append(done, id)
+		}
+	})
+
+	t.Run("metrics", func(t *testing.T) {
+		code, b := call(t, "GET", s.url+"/metrics", "", nil)
+		if code != 200 {
+			t.Fatalf("GET /metrics: %d %s", code, b)
+		}
+		for _, series := range []string{"ddrun_jobs_queued 0", "ddrun_jobs_running 0", "ddrun_transport_sent_bytes_total", "ddrun_ready 1"} {
+			if !strings.Contains(string(b), series) {
+				t.Errorf("/metrics has no %q", series)
+			}
+		}
+	})
+
+	t.Run("distributed", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		for i := range 2 {
+			w := exec.CommandContext(ctx, worker, "--nats", s.nats, "--name", fmt.Sprintf("sw%d", i), "--threads", "1", "--quiet")
+			w.WaitDelay = 5 * time.Second
+			if err := w.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				w.Process.Signal(os.Interrupt)
+				w.Wait()
+			}()
+		}
+		want := runJSON(t, time.Minute, coord, "solve", "--json", "--quiet", "--max-iter", "300", potts)
+		id := s.submit(t, potts, "workers=2&max_iter=300")
+		got := s.checkJob(t, id, want)
+		if got.Workers != 2 {
+			t.Errorf("result says %d workers", got.Workers)
+		}
+		done = append(done, id)
+	})
+
+	t.Run("bad-input", func(t *testing.T) {
+		model, _ := os.ReadFile(potts)
+		for _, c := range []struct {
+			name, method, path, ctype string
+			body                      []byte
+			code                      int
+			says                      string
+		}{
+			{"garbage model", "POST", "/v1/jobs", "", []byte("garbage"), 400, "model.uai:1"},
+			{"truncated model", "POST", "/v1/jobs", "", model[:len(model)/2], 400, "model.uai"},
+			{"json that is not a model", "POST", "/v1/jobs", "application/json", []byte(`{"cards":"x"}`), 400, "model.json"},
+			{"empty body", "POST", "/v1/jobs?format=uai", "", nil, 400, "empty"},
+			{"bad format", "POST", "/v1/jobs?format=xls", "", model, 400, "format"},
+			{"bad number", "POST", "/v1/jobs?max_iter=abc", "", model, 400, "max_iter"},
+			{"out of range", "POST", "/v1/jobs?max_iter=-3", "", model, 400, "max_iter"},
+			{"unknown algorithm", "POST", "/v1/jobs?algo=magic", "", model, 400, "algo"},
+			{"unknown parameter", "POST", "/v1/jobs?iters=3", "", model, 400, "iters"},
+			{"repeated parameter", "POST", "/v1/jobs?tol=1&tol=2", "", model, 400, "tol"},
+			{"negative workers", "POST", "/v1/jobs?workers=-1", "", model, 400, "workers"},
+			{"trws on workers", "POST", "/v1/jobs?algo=trws&workers=2", "", model, 400, "trws"},
+			{"exact on workers", "POST", "/v1/jobs?exact=true&workers=2", "", model, 400, "exact"},
+			{"bad result format", "GET", "/v1/jobs/" + done[0] + "/result?format=xml", "", nil, 400, "format"},
+			{"unknown id", "GET", "/v1/jobs/j0123456789abcdef", "", nil, 404, "no such job"},
+			{"malformed id", "GET", "/v1/jobs/..%2f..%2fetc", "", nil, 404, ""},
+			{"unknown id result", "GET", "/v1/jobs/j0123456789abcdef/result", "", nil, 404, "no such job"},
+			{"unknown id trace", "GET", "/v1/jobs/j0123456789abcdef/trace", "", nil, 404, "no such job"},
+			{"unknown id cancel", "DELETE", "/v1/jobs/j0123456789abcdef", "", nil, 404, "no such job"},
+			{"unknown route", "GET", "/v2/jobs", "", nil, 404, "no such route"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				code, b := call(t, c.method, s.url+c.path, c.ctype, c.body)
+				var e struct{ Error string }
+				if code != c.code || json.Unmarshal(b, &e) != nil || e.Error == "" || !strings.Contains(e.Error, c.says) {
+					t.Errorf("%s %s: %d %s, want %d with an error naming %q", c.method, c.path, code, b, c.code, c.says)
+				}
+			})
+		}
+	})
+
+	t.Run("cancel", func(t *testing.T) {
+		long := genModel(t, coord, "potts", "--height", "30", "--width", "30", "--labels", "4", "--rho", "0.5", ".uai")
+		id := s.submit(t, long, "algo=subgradient&tol=0&max_iter=100000000&time_limit=2m&threads=1")
+		deadline := time.Now().Add(time.Minute)
+		for {
+			_, b := call(t, "GET", s.url+"/v1/jobs/"+id, "", nil)
+			var st service.Status
+			decode(t, b, &st)
+			if st.State == "running" && st.Iteration > 0 {
+				if st.ETA == nil || *st.ETA <= 0 {
+					t.Errorf("running job without an estimate: %s", b)
+				}
+				break
+			}
+			if time.Now().After(deadline) || st.State != "queued" && st.State != "running" {
+				t.Fatalf("job never ran: %s", b)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if code, b := call(t, "GET", s.url+"/v1/jobs/"+id+"/result", "", nil); code != http.StatusConflict {
+			t.Errorf("result of a running job: %d %s, want 409", code, b)
+		}
+		if code, b := call(t, "DELETE", s.url+"/v1/jobs/"+id, "", nil); code != http.StatusAccepted {
+			t.Fatalf("DELETE: %d %s", code, b)
+		}
+		st := s.wait(t, id, 30*time.Second)
+		if st.State != "cancelled" {
+			t.Fatalf("after DELETE: %+v", st)
+		}
+		code, b := call(t, "GET", s.url+"/v1/jobs/"+id+"/result", "", nil)
+		var r result
+		if code != http.StatusOK || json.Unmarshal(b, &r) != nil || r.Status != "interrupted" {
+			t.Errorf("result of the cancelled job: %d %.200s, want the best so far, status interrupted", code, b)
+		}
+	})
+
+	t.Run("nats", func(t *testing.T) {
+		nc, err := nats.Connect(s.nats)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		ask := func(op string, req map[string]any) (int, json.RawMessage, string) {
+			data, _ := json.Marshal(req)
+			m, err := nc.Request("ddrun.api.jobs."+op, data, 30*time.Second)
+			if err != nil {
+				t.Fatalf("request %s: %v", op, err)
+			}
+			var rep struct {
+				Code  int
+				Error string
+				Body  json.RawMessage
+				Text  string
+			}
+			decode(t, m.Data, &rep)
+			return rep.Code, rep.Body, rep.Error + rep.Text
+		}
+		model, _ := os.ReadFile(logic)
+		code, body, msg := ask("submit", map[string]any{"model": model, "params": map[string]string{"max_iter": "150"}})
+		if code != http.StatusCreated {
+			t.Fatalf("submit: %d %s", code, msg)
+		}
+		var st service.Status
+		decode(t, body, &st)
+		s.wait(t, st.ID, time.Minute)
+		want := runJSON(t, time.Minute, coord, "solve", "--json", "--quiet", "--max-iter", "150", logic)
+		code, body, msg = ask("result", map[string]any{"id": st.ID})
+		var got result
+		if code != http.StatusOK {
+			t.Fatalf("result: %d %s", code, msg)
+		}
+		decode(t, body, &got)
+		sameResult(t, got, want)
+		if code, _, msg = ask("get", map[string]any{"id": "j0123456789abcdef"}); code != 404 || !strings.Contains(msg, "no such job") {
+			t.Errorf("get of an unknown id: %d %s", code, msg)
+		}
+		if code, _, msg = ask("submit", map[string]any{"model": []byte("garbage")}); code != 400 {
+			t.Errorf("submit of garbage: %d %s", code, msg)
+		}
+		if code, _, msg = ask("trace", map[string]any{"id": st.ID}); code != 200 || !strings.HasPrefix(msg, strings.Join(trace.Columns, ",")) {
+			t.Errorf("trace: %d %.100s", code, msg)
+		}
+		done = append(done, st.ID)
+	})
+
+	t.Run("restart", func(t *testing.T) {
+		s.stop(t)
+		s2 := startServe(t, dataDir, "--quiet")
+		code, b := call(t, "GET", s2.url+"/v1/jobs", "", nil)
+		var list struct{ Jobs []service.Status }
+		if code != 200 {
+			t.Fatalf("list: %d %s", code, b)
+		}
+		decode(t, b, &list)
+		states := map[string]string{}
+		for _, j := range list.Jobs {
+			states[j.ID] = string(j.State)
+		}
+		for _, id := range done {
+			if states[id] != "done" {
+				t.Errorf("after a restart job %s is %q", id, states[id])
+			}
+		}
+		if code, b := call(t, "GET", s2.url+"/v1/jobs/"+done[0]+"/result", "", nil); code != 200 || !bytes.Contains(b, []byte(`"assignment"`)) {
+			t.Errorf("result after a restart: %d %.100s", code, b)
+		}
+	})
+}

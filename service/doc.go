@@ -1,0 +1,17 @@
+// Package service is ddrun's job service (`coordinator serve`): a queue of
+// solve jobs behind an HTTP API and the same operations over NATS
+// request/reply, with each job's model, state, result and convergence
+// trace kept under a data directory so that a restarted service lists the
+// jobs it finished and runs again those it had not.
+//
+// It owns the API (routes, bodies, errors, docs/openapi.yaml), the
+// validation of what clients send (sizes, formats, parameter names, ids),
+// the job lifecycle (queued, running, done, failed, cancelled), the queue,
+// and the files of a job.
+//
+// It must not know the algorithms, their flags or how a job is spread over
+// workers: a Runner (cmd/coordinator's, which reuses solve's and run's
+// plumbing) checks a job's settings and model and runs it. It knows no
+// model format beyond choosing a file name by format, and nothing of the
+// job protocol between a coordinator and its workers.
+package service
