@@ -183,6 +183,19 @@ func (r *Recorder) Progress(p solver.Progress) {
 	r.pending, r.has = FromProgress(p), true
 }
 
+// Flush writes the row held back, if any: for a run that ended without a
+// result (an error), whose trace then ends on its last report. It returns
+// the first write error of the whole trace.
+func (r *Recorder) Flush() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.has {
+		r.has = false
+		return r.w.Write(r.pending)
+	}
+	return r.w.Err()
+}
+
 // Finish writes the last row: the result's iterations, seconds, dual,
 // primal and gap, with the residuals, eta and nodes of the last report.
 // When the last report was of the same iteration the two are one row;

@@ -157,3 +157,30 @@ func TestRecorderReportsWriteErrors(t *testing.T) {
 		t.Fatalf("Finish: %v, want the write error", err)
 	}
 }
+
+// A run that ends without a result keeps its last report: Flush writes the
+// row held back, once.
+func TestRecorderFlush(t *testing.T) {
+	var b bytes.Buffer
+	r, err := NewRecorder(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Flush(); err != nil {
+		t.Fatalf("Flush with nothing held back: %v", err)
+	}
+	r.Progress(solver.Progress{Iteration: 1, Dual: 3})
+	r.Progress(solver.Progress{Iteration: 2, Dual: 2})
+	for range 2 {
+		if err := r.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := Read(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[1].Iteration != 2 || rows[1].Dual != 2 {
+		t.Fatalf("rows %+v, want iterations 1 and 2", rows)
+	}
+}
