@@ -86,3 +86,38 @@ func TestRunTraceAndJSONLogs(t *testing.T) {
 		})
 	}
 }
+
+// coordinator serve under --log-format json: every line on its stderr is
+// one JSON object, its --local-workers' lines included, and a job's trace
+// has one row per iteration ending on its result (as run --trace's).
+func TestServeJSONLogs(t *testing.T) {
+	coord, _ := binaries(t)
+	potts := "../examples/potts-20x20.uai"
+	s := startServe(t, t.TempDir(), "--log-format", "json", "--local-workers", "1")
+	want := runJSON(t, time.Minute, coord, "solve", "--json", "--quiet", "--max-iter", "80", potts)
+	id := s.submit(t, potts, "workers=1&max_iter=80")
+	got := s.checkJob(t, id, want)
+	code, b := call(t, "GET", s.url+"/v1/jobs/"+id+"/trace", "", nil)
+	rows, err := trace.Read(bytes.NewReader(b))
+	if code != 200 || err != nil || len(rows) != got.Iterations {
+		t.Errorf("trace: %d, %d rows (%v), want one per iteration: %d", code, len(rows), err, got.Iterations)
+	}
+	s.stop(t)
+	msgs := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSpace(s.stderr()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatalf("stderr line is not JSON: %q", l)
+		}
+		msg, _ := rec["msg"].(string)
+		if _, ok := rec["worker"]; ok {
+			msg = "worker " + msg
+		}
+		msgs[msg]++
+	}
+	for _, want := range []string{"nats", "http", "job queued", "job started", "job finished", "worker connected", "service stopping"} {
+		if msgs[want] == 0 {
+			t.Errorf("no %q record on stderr: %v", want, msgs)
+		}
+	}
+}

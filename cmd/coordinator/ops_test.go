@@ -136,6 +136,7 @@ func TestLogFormatJSON(t *testing.T) {
 		{"bad duration", []string{"solve", "--time-limit", "soon", grid}, 2, []string{"use e.g. 30s"}},
 		{"gen", []string{"gen", "potts", "--height", "3", "--width", "3", "-o", filepath.Join(dir, "g.uai")}, 0, []string{"wrote"}},
 		{"convert", []string{"convert", grid, filepath.Join(dir, "g.ddx")}, 0, []string{"wrote"}},
+		{"serve", []string{"serve", "--max-jobs", "0"}, 2, []string{"--max-jobs"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, _, stderr := runCLI(t, append(c.args, "--log-format", "json")...)

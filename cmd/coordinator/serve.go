@@ -88,11 +88,12 @@ func (s *serveFlags) check() error {
 
 // cmdServe is `coordinator serve`: the job service (package service) with
 // this command's runner, on HTTP and on NATS request/reply. Its log, the
-// job service's included, goes to con.
+// job service's included, goes to con (--log-format).
 func cmdServe(ctx context.Context, args []string, con *cli.Console) (err error) {
 	fs := flagSet("serve")
 	var sf serveFlags
 	sf.register(fs)
+	con.Register(fs)
 	defer func() {
 		if err != nil {
 			err = redactedError{err, sf.r.nats.Redact}
