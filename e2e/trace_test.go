@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,8 +27,8 @@ func TestRunTraceAndJSONLogs(t *testing.T) {
 		name string
 		args []string
 	}{
-		{"local", []string{"run", "--local", "--workers", "2", uaiModel}},
-		{"sharded", []string{"run", "--sharded", "--local", "--workers", "2", ddx}},
+		{"local", []string{"run", "--local", "--workers", "2", "--metrics", "127.0.0.1:0", uaiModel}},
+		{"sharded", []string{"run", "--sharded", "--local", "--workers", "2", "--metrics", "127.0.0.1:0", ddx}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "trace.csv")
@@ -78,7 +79,7 @@ func TestRunTraceAndJSONLogs(t *testing.T) {
 				}
 				msgs[msg]++
 			}
-			for _, want := range []string{"nats", "progress", "traffic", "result", "worker connected"} {
+			for _, want := range []string{"nats", "metrics", "progress", "traffic", "result", "worker connected"} {
 				if msgs[want] == 0 {
 					t.Errorf("no %q record on stderr: %v", want, msgs)
 				}
@@ -119,5 +120,51 @@ func TestServeJSONLogs(t *testing.T) {
 		if msgs[want] == 0 {
 			t.Errorf("no %q record on stderr: %v", want, msgs)
 		}
+	}
+}
+
+// Under --log-format json the NATS retry warnings and the error after
+// --connect-timeout are JSON records too (coordinator and worker), and so
+// is the worker's metrics=URL line.
+func TestJSONLogsNATSRetry(t *testing.T) {
+	coord, worker := binaries(t)
+	model := "../examples/potts-20x20.uai"
+	dead := []string{"--nats", "nats://127.0.0.1:1", "--connect-timeout", "1", "--log-format", "json"}
+	for _, c := range []struct {
+		name, bin string
+		args      []string
+		wantMsgs  []string
+	}{
+		{"run", coord, append([]string{"run", "--workers", "1", "--metrics", "127.0.0.1:0", model}, dead...), []string{"metrics", "NATS server not reachable yet; retrying"}},
+		{"worker", worker, append([]string{"--metrics", "127.0.0.1:0"}, dead...), []string{"metrics", "NATS server not reachable yet; retrying"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, c.bin, c.args...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+				t.Fatalf("err %v, want exit 2: %s", err, stderr.String())
+			}
+			var msgs []string
+			var last map[string]any
+			for _, l := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+				if err := json.Unmarshal([]byte(l), &last); err != nil {
+					t.Fatalf("stderr line is not JSON: %q", l)
+				}
+				msgs = append(msgs, fmt.Sprint(last["msg"]))
+			}
+			all := strings.Join(msgs, "|")
+			for _, w := range c.wantMsgs {
+				if !strings.Contains(all, w) {
+					t.Errorf("no record %q in %q", w, all)
+				}
+			}
+			if msg := fmt.Sprint(last["msg"]); last["level"] != "ERROR" || !strings.Contains(msg, "connection refused (retried for 1s)") {
+				t.Errorf("last record %v, want the error after retrying", last)
+			}
+		})
 	}
 }

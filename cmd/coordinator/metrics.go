@@ -43,7 +43,9 @@ func (r *runFlags) hooks() cluster.Hooks {
 	return cluster.Hooks{Step: m.ObserveStep, Workers: m.SetWorkers, Checkpoint: m.ObserveCheckpoint}
 }
 
-// observed returns progress, reporting to the metrics too.
+// observed returns progress, reporting to the metrics too. The solvers
+// report every iteration (the console throttles what it prints), so the
+// gauges follow every iteration: a few atomic stores each.
 func (r *runFlags) observed(progress func(solver.Progress)) func(solver.Progress) {
 	m := r.obs
 	switch {
