@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"log/slog"
 	"math"
 	"runtime/debug"
 	"strings"
@@ -125,6 +126,22 @@ func TestJSONConsole(t *testing.T) {
 	// Iterations 1 and 3: 2 came 100 ms after 1.
 	if want := "progress progress result connected model.uai: line 3: bad"; strings.Join(msgs, " ") != want {
 		t.Errorf("records %q, want %q", strings.Join(msgs, " "), want)
+	}
+}
+
+// Under --quiet (a warnings-only logger) Print still prints, in JSON as in
+// text: the result line is not a log line that --quiet silences.
+func TestPrintUnderQuiet(t *testing.T) {
+	for _, f := range []Format{Text, JSON} {
+		var b bytes.Buffer
+		c := New(&b)
+		c.Format = f
+		c.Start(Options{Level: slog.LevelWarn, Quiet: true})
+		c.Logger().Info("chatter")
+		c.Print("result", "status=optimal", "status", "optimal")
+		if out := b.String(); strings.Contains(out, "chatter") || !strings.Contains(out, "optimal") {
+			t.Errorf("%s: %q, want the result line only", f, out)
+		}
 	}
 }
 

@@ -200,10 +200,13 @@ func (c *Console) draw(line string) {
 }
 
 // Print prints one line: text in text format, a record msg with args in
-// JSON format (non-finite floats become null).
+// JSON format (non-finite floats become null). Like the text line, the
+// record comes whatever the logger's level: a command prints what it
+// means to print (the result line also under --quiet).
 func (c *Console) Print(msg, text string, args ...any) {
 	if c.Format == JSON {
-		c.Logger().Info(msg, jsonArgs(args)...)
+		c.Logger() // started
+		c.LoggerAt(slog.LevelInfo).Info(msg, jsonArgs(args)...)
 		return
 	}
 	c.Logger() // started
