@@ -39,7 +39,8 @@ func (s *serveProc) stderr() string {
 }
 
 // startServe starts `coordinator serve` on a free loopback port with an
-// embedded NATS server and waits for its http= line; cleanup stops it.
+// embedded NATS server and waits for its http= line (under --log-format
+// json its "http" record); cleanup stops it.
 func startServe(t *testing.T, dataDir string, args ...string) *serveProc {
 	t.Helper()
 	coord, _ := binaries(t)
@@ -60,6 +61,10 @@ func startServe(t *testing.T, dataDir string, args ...string) *serveProc {
 			line := sc.Text()
 			s.mu.Lock()
 			s.log.WriteString(line + "\n")
+			var rec struct{ Msg, NATS, HTTP string }
+			if json.Unmarshal([]byte(line), &rec) == nil {
+				line = rec.Msg + "=" + rec.NATS + rec.HTTP // nats=URL, http=URL
+			}
 			if v, ok := strings.CutPrefix(line, "nats="); ok {
 				s.nats = v
 			}
@@ -196,7 +201,7 @@ func (s *serveProc) checkJob(t *testing.T, id string, want result) result {
 		t.Fatalf("trace: %v, %d rows", err, len(rows))
 	}
 	last := rows[len(rows)-1]
-	if last.Iteration != got.Iterations || !sameFloat(&last.Dual, got.Dual) || !sameFloat(&last.Primal, got.Primal) {
+	if last.Iteration != got.Iterations || last.Seconds != got.Seconds || !sameFloat(&last.Dual, got.Dual) || !sameFloat(&last.Primal, got.Primal) {
 		t.Errorf("trace ends on %+v, result iterations %d dual %v primal %v", last, got.Iterations, deref(got.Dual), deref(got.Primal))
 	}
 	code, b = call(t, "GET", s.url+"/v1/jobs/"+id+"/result?format=uai", "", nil)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ddrun/ddrun/model/modelfile"
 	"github.com/ddrun/ddrun/model/uai"
+	"github.com/ddrun/ddrun/trace"
 )
 
 // shardedJSON is the sharded part of the JSON result.
@@ -229,8 +230,9 @@ func TestShardedCheckpointFlat(t *testing.T) {
 // Every process of a sharded job stops (kill -9) after a checkpoint;
 // started again with --resume, the coordinator continues from its latest
 // checkpoint in --checkpoint-dir, and new worker processes from the state
-// files it names; the run ends with a valid bound. Another model is
-// refused.
+// files it names; the run ends with a valid bound, and its --trace holds
+// the iterations it ran after the checkpoint, one row each, ending on the
+// result. Another model is refused.
 func TestShardedFullRestartResumes(t *testing.T) {
 	coord, worker := binaries(t)
 	srv := startNATS(t, false)
@@ -245,7 +247,8 @@ func TestShardedFullRestartResumes(t *testing.T) {
 		p.kill()
 	}
 	startWorkerProcs(t, worker, srv.URL(), "rb", 2, "--quiet")
-	second := startProc(t, "coordinator", coord, append(append(args[:len(args):len(args)], "--resume"), model)...)
+	tracePath := filepath.Join(t.TempDir(), "trace.csv")
+	second := startProc(t, "coordinator", coord, append(append(args[:len(args):len(args)], "--resume", "--trace", tracePath), model)...)
 	if err := second.wait(t, 2*time.Minute); err != nil {
 		t.Fatalf("resumed run: %v\n%s", err, second.stderr())
 	}
@@ -258,7 +261,24 @@ func TestShardedFullRestartResumes(t *testing.T) {
 	}
 	got := second.result(t)
 	if got.Iterations != 300 || got.Primal == nil || got.Dual == nil || *got.Primal > *got.Dual {
-		t.Errorf("resumed run: %s after %d, dual %v primal %v", got.Status, got.Iterations, deref(got.Dual), deref(got.Primal))
+		t.Fatalf("resumed run: %s after %d, dual %v primal %v", got.Status, got.Iterations, deref(got.Dual), deref(got.Primal))
+	}
+	f, err := os.Open(tracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := trace.Read(f)
+	f.Close()
+	if err != nil || len(rows) == 0 || rows[0].Iteration <= 1 {
+		t.Fatalf("resumed run's trace: %d rows (%v), want the iterations after the checkpoint", len(rows), err)
+	}
+	for i := 1; i < len(rows); i++ {
+		if rows[i].Iteration != rows[i-1].Iteration+1 {
+			t.Fatalf("trace row %d is iteration %d after %d", i, rows[i].Iteration, rows[i-1].Iteration)
+		}
+	}
+	if last := rows[len(rows)-1]; last.Iteration != got.Iterations || last.Seconds != got.Seconds || last.Dual != *got.Dual || last.Primal != *got.Primal {
+		t.Errorf("trace ends on %+v, result %d iterations, %v s, dual %v, primal %v", last, got.Iterations, got.Seconds, *got.Dual, *got.Primal)
 	}
 	other := genModel(t, coord, "potts", "--height", "101", "--width", "100", "--labels", "4", "--rho", "0.5", ".ddx")
 	if b, err := exec.Command(coord, append(append(args[:len(args):len(args)], "--resume"), other)...).CombinedOutput(); err == nil || !strings.Contains(string(b), "another model") {

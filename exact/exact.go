@@ -133,6 +133,12 @@ func Solve(ctx context.Context, m *model.Model, ev model.Evidence, solve Solver,
 // SolveWarm is Solve with a solver that starts every child node from its
 // parent's final state (the root starts cold) and may stop each node's run
 // once the node is sure to be pruned.
+//
+// progress, when not nil, is called after every node (the caller
+// throttles what it prints): Iteration is the solver's iterations over all
+// nodes so far (what the result's Iterations counts), Nodes the nodes
+// solved, Open the nodes left, Dual the largest open bound and Primal the
+// incumbent.
 func SolveWarm(ctx context.Context, m *model.Model, ev model.Evidence, solve WarmSolver, opts Options, progress func(solver.Progress)) (solver.Result, Stats, error) {
 	start := time.Now()
 	res := solver.Result{Status: solver.IterationLimit, Primal: math.Inf(-1), Dual: math.Inf(1)}
@@ -141,7 +147,13 @@ func SolveWarm(ctx context.Context, m *model.Model, ev model.Evidence, solve War
 		return solver.Closed(bound, res.Primal, opts.Tol)
 	}
 	q := &queue{{ev: ev, bound: math.Inf(1)}}
-	lastReport := time.Duration(0)
+	report := func() {
+		if progress != nil {
+			b := globalBound(q, res.Primal)
+			progress(solver.Progress{Iteration: res.Iterations, Dual: b, Primal: res.Primal, Gap: b - res.Primal,
+				Elapsed: time.Since(start), Nodes: st.Nodes, Open: q.Len()})
+		}
+	}
 	for !q.empty() {
 		if closed(q.top()) {
 			break
@@ -179,6 +191,7 @@ func SolveWarm(ctx context.Context, m *model.Model, ev model.Evidence, solve War
 		bound := math.Min(r.Dual, n.bound)
 		if math.IsInf(bound, -1) || closed(bound) {
 			st.Pruned++
+			report()
 			continue
 		}
 		v := branchVariable(m, n.ev, r)
@@ -186,6 +199,7 @@ func SolveWarm(ctx context.Context, m *model.Model, ev model.Evidence, solve War
 			// Every variable is fixed: the node is a single assignment,
 			// already scored above.
 			st.Pruned++
+			report()
 			continue
 		}
 		for s := 0; s < m.Cards[v]; s++ {
@@ -196,11 +210,7 @@ func SolveWarm(ctx context.Context, m *model.Model, ev model.Evidence, solve War
 			child[v] = s
 			heap.Push(q, &node{ev: child, bound: bound, depth: n.depth + 1, warm: warm})
 		}
-		if progress != nil && elapsed-lastReport >= 250*time.Millisecond {
-			lastReport = elapsed
-			progress(solver.Progress{Iteration: st.Nodes, Dual: globalBound(q, res.Primal), Primal: res.Primal,
-				Gap: globalBound(q, res.Primal) - res.Primal, Elapsed: elapsed})
-		}
+		report()
 	}
 	st.Open = q.Len()
 	res.Dual = globalBound(q, res.Primal)

@@ -136,3 +136,31 @@ func TestExactAgainstToulbar2(t *testing.T) {
 		t.Logf("seed %d: %s after %d nodes, primal %v, toulbar2 %v", seed, res.Status, st.Nodes, res.Primal, opt)
 	}
 }
+
+// Progress comes after every node and counts what the result counts: its
+// Iteration is the solver's iterations over all nodes so far, so the last
+// report agrees with the result's Iterations (and Nodes with the stats).
+func TestExactProgressCountsLikeTheResult(t *testing.T) {
+	m := generate.Ising(generate.GridOptions{Height: 4, Width: 4, Rho: 2, Seed: 2})
+	for _, maxNodes := range []int{0, 4} {
+		var ps []solver.Progress
+		res, st, err := Solve(context.Background(), m, nil, admm(200), Options{Tol: 1e-6, MaxNodes: maxNodes},
+			func(p solver.Progress) { ps = append(ps, p) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ps) != st.Nodes || st.Nodes < 2 {
+			t.Fatalf("max nodes %d: %d reports for %d nodes (want one per node, and some branching)", maxNodes, len(ps), st.Nodes)
+		}
+		for i, p := range ps {
+			if p.Nodes != i+1 || (i > 0 && p.Iteration < ps[i-1].Iteration) {
+				t.Fatalf("max nodes %d: report %d: nodes %d iteration %d after %d", maxNodes, i, p.Nodes, p.Iteration, ps[max(i-1, 0)].Iteration)
+			}
+		}
+		last := ps[len(ps)-1]
+		if last.Iteration != res.Iterations || last.Open != st.Open || last.Dual != res.Dual || last.Primal != res.Primal {
+			t.Errorf("max nodes %d: last report %+v, result iterations %d dual %v primal %v, %d open",
+				maxNodes, last, res.Iterations, res.Dual, res.Primal, st.Open)
+		}
+	}
+}

@@ -230,7 +230,8 @@ func (m *Metrics) ObserveProgress(p solver.Progress) {
 }
 
 // ObserveResult records the end of a coordinator's run: its last
-// iteration and bounds (progress reports are throttled; the result is not).
+// iteration and bounds (the result may differ from the last report: a
+// final polish, a rescoring, or a Raft member's run).
 func (m *Metrics) ObserveResult(r solver.Result) {
 	if !m.is(Coordinator) {
 		return

@@ -337,18 +337,13 @@ func (s *Service) run(ctx context.Context, j *job) {
 	defer s.wg.Done()
 	id := j.rec.ID
 	s.log.Info("job started", "job", id)
-	tw, closeTrace, err := s.openTrace(id)
+	rec, closeTrace, err := s.openTrace(id)
 	var res solver.Result
 	var out json.RawMessage
-	var last trace.Row
 	if err == nil {
 		progress := func(p solver.Progress) {
-			row := trace.FromProgress(p)
-			if werr := tw.Write(row); werr != nil {
-				s.log.Warn("trace", "job", id, "err", werr)
-			}
+			rec.Progress(p)
 			s.mu.Lock()
-			last = row
 			if j.rec.State == Queued { // a distributed job got its workers
 				j.rec.State = Running
 				now := time.Now().UTC()
@@ -361,11 +356,12 @@ func (s *Service) run(ctx context.Context, j *job) {
 		}
 		res, out, err = s.opts.Runner.Run(ctx, id, s.file(id, modelFile(j.rec.Format)), j.rec.Params, progress)
 		if err == nil {
-			// The trace ends on the result, also when the last report
-			// came before the final iteration or Finish's rescoring.
-			if fin := resultRow(res); fin.Iteration != last.Iteration || fin.Dual != last.Dual || fin.Primal != last.Primal {
-				err = tw.Write(fin)
-			}
+			// The trace ends on the result, as --trace's does: its last
+			// row is the result's, merged with the last report's when
+			// they are of the same iteration (trace.Recorder).
+			err = rec.Finish(res)
+		} else if ferr := rec.Flush(); ferr != nil {
+			s.log.Warn("trace", "job", id, "err", ferr)
 		}
 		closeTrace()
 	}
@@ -411,22 +407,18 @@ func (s *Service) run(ctx context.Context, j *job) {
 	s.dispatch()
 }
 
-func resultRow(r solver.Result) trace.Row {
-	return trace.Row{Iteration: r.Iterations, Seconds: r.Elapsed.Seconds(), Dual: r.Dual, Primal: r.Primal, Gap: r.Gap}
-}
-
 // openTrace starts the job's trace.csv afresh.
-func (s *Service) openTrace(id string) (*trace.Writer, func(), error) {
+func (s *Service) openTrace(id string) (*trace.Recorder, func(), error) {
 	f, err := os.Create(s.file(id, "trace.csv"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("trace: %w", err)
 	}
-	tw, err := trace.NewWriter(f)
+	rec, err := trace.NewRecorder(f)
 	if err != nil {
 		f.Close()
 		return nil, nil, err
 	}
-	return tw, func() { f.Close() }, nil
+	return rec, func() { f.Close() }, nil
 }
 
 // Cancel cancels a queued or running job; a finished one is left as it is.

@@ -24,6 +24,10 @@ const (
 
 // Progress is a snapshot reported during a run. Algorithms without
 // residuals or a penalty leave PrimalRes, DualRes and Eta zero.
+//
+// Iteration counts the same thing as Result.Iterations: the algorithm's
+// iterations so far (for branch and bound, the iterations of every node's
+// solver added up), so that the last report of a run and its result agree.
 type Progress struct {
 	Iteration int
 	Dual      float64 // best (lowest) valid upper bound so far
@@ -33,6 +37,10 @@ type Progress struct {
 	DualRes   float64
 	Eta       float64
 	Elapsed   time.Duration
+	// Nodes and Open are set by branch and bound only: the nodes solved
+	// so far and the nodes still open. Dual is then the largest open
+	// bound and Primal the incumbent.
+	Nodes, Open int
 }
 
 // Result is the outcome of a run. Assignment is in the model's variable

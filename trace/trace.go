@@ -33,7 +33,7 @@ type Row struct {
 // FromProgress is the row of a progress report.
 func FromProgress(p solver.Progress) Row {
 	return Row{Iteration: p.Iteration, Seconds: p.Elapsed.Seconds(), Dual: p.Dual, Primal: p.Primal, Gap: p.Gap,
-		PrimalRes: p.PrimalRes, DualRes: p.DualRes, Eta: p.Eta}
+		PrimalRes: p.PrimalRes, DualRes: p.DualRes, Eta: p.Eta, Nodes: p.Nodes}
 }
 
 func (r Row) fields(b []string) []string {
@@ -149,4 +149,67 @@ func Read(r io.Reader) ([]Row, error) {
 		}
 		rows = append(rows, row)
 	}
+}
+
+// Recorder turns a run's progress reports into rows, one per report, and
+// makes the last row the run's result (Finish). It holds the latest row
+// back until the next report comes, so that a report and the result for
+// the same iteration (the result may carry a better primal, found by a
+// final polish, or a primal rescored on the original model) become one
+// row. It is safe for concurrent use.
+type Recorder struct {
+	mu      sync.Mutex
+	w       *Writer
+	pending Row
+	has     bool
+}
+
+// NewRecorder writes the header to w and returns the Recorder.
+func NewRecorder(w io.Writer) (*Recorder, error) {
+	tw, err := NewWriter(w)
+	if err != nil {
+		return nil, err
+	}
+	return &Recorder{w: tw}, nil
+}
+
+// Progress records p. A write error is kept for Finish.
+func (r *Recorder) Progress(p solver.Progress) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.has {
+		_ = r.w.Write(r.pending)
+	}
+	r.pending, r.has = FromProgress(p), true
+}
+
+// Flush writes the row held back, if any: for a run that ended without a
+// result (an error), whose trace then ends on its last report. It returns
+// the first write error of the whole trace.
+func (r *Recorder) Flush() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.has {
+		r.has = false
+		return r.w.Write(r.pending)
+	}
+	return r.w.Err()
+}
+
+// Finish writes the last row: the result's iterations, seconds, dual,
+// primal and gap, with the residuals, eta and nodes of the last report.
+// When the last report was of the same iteration the two are one row;
+// otherwise the report's row comes first. It returns the first write
+// error of the whole trace.
+func (r *Recorder) Finish(res solver.Result) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	last := r.pending
+	if r.has && r.pending.Iteration != res.Iterations {
+		_ = r.w.Write(r.pending)
+	}
+	r.has = false
+	last.Iteration, last.Seconds = res.Iterations, res.Elapsed.Seconds()
+	last.Dual, last.Primal, last.Gap = res.Dual, res.Primal, res.Gap
+	return r.w.Write(last)
 }

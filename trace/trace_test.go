@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -81,4 +82,105 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("rows written back do not read: %v", err)
 		}
 	})
+}
+
+// The recorder writes one row per report and ends on the result: merged
+// into the last report's row when both are of the same iteration, after it
+// otherwise.
+func TestRecorderEndsOnTheResult(t *testing.T) {
+	inf := math.Inf(-1)
+	reports := []solver.Progress{
+		{Iteration: 1, Dual: 10, Primal: inf, Gap: math.Inf(1), Eta: 0.1, Elapsed: time.Second},
+		{Iteration: 2, Dual: 9, Primal: 7, Gap: 2, PrimalRes: 0.5, Eta: 0.2, Elapsed: 2 * time.Second, Nodes: 3},
+	}
+	for _, c := range []struct {
+		name     string
+		res      solver.Result
+		wantRows int
+	}{
+		{"same iteration", solver.Result{Iterations: 2, Dual: 9, Primal: 8, Gap: 1, Elapsed: 3 * time.Second}, 2},
+		{"later iteration", solver.Result{Iterations: 5, Dual: 8.5, Primal: 8, Gap: 0.5, Elapsed: 4 * time.Second}, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var b bytes.Buffer
+			r, err := NewRecorder(&b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range reports {
+				r.Progress(p)
+			}
+			if got, err := Read(bytes.NewReader(b.Bytes())); err != nil || len(got) != 1 {
+				t.Fatalf("before Finish: %d rows (%v), want the first report only", len(got), err)
+			}
+			if err := r.Finish(c.res); err != nil {
+				t.Fatal(err)
+			}
+			rows, err := Read(&b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) != c.wantRows {
+				t.Fatalf("%d rows, want %d", len(rows), c.wantRows)
+			}
+			last := rows[len(rows)-1]
+			want := Row{Iteration: c.res.Iterations, Seconds: c.res.Elapsed.Seconds(), Dual: c.res.Dual, Primal: c.res.Primal,
+				Gap: c.res.Gap, PrimalRes: 0.5, Eta: 0.2, Nodes: 3}
+			if last != want {
+				t.Errorf("last row %+v, want %+v", last, want)
+			}
+			if rows[1].Iteration != 2 {
+				t.Errorf("second row is iteration %d, want 2", rows[1].Iteration)
+			}
+		})
+	}
+}
+
+type failWriter struct{ n int }
+
+func (f *failWriter) Write(p []byte) (int, error) {
+	if f.n--; f.n < 0 {
+		return 0, errors.New("disk full")
+	}
+	return len(p), nil
+}
+
+// A write that fails mid-trace is reported by Finish.
+func TestRecorderReportsWriteErrors(t *testing.T) {
+	r, err := NewRecorder(&failWriter{n: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Progress(solver.Progress{Iteration: 1})
+	r.Progress(solver.Progress{Iteration: 2})
+	if err := r.Finish(solver.Result{Iterations: 2}); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("Finish: %v, want the write error", err)
+	}
+}
+
+// A run that ends without a result keeps its last report: Flush writes the
+// row held back, once.
+func TestRecorderFlush(t *testing.T) {
+	var b bytes.Buffer
+	r, err := NewRecorder(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Flush(); err != nil {
+		t.Fatalf("Flush with nothing held back: %v", err)
+	}
+	r.Progress(solver.Progress{Iteration: 1, Dual: 3})
+	r.Progress(solver.Progress{Iteration: 2, Dual: 2})
+	for range 2 {
+		if err := r.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := Read(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[1].Iteration != 2 || rows[1].Dual != 2 {
+		t.Fatalf("rows %+v, want iterations 1 and 2", rows)
+	}
 }

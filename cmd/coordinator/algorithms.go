@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
 	"github.com/ddrun/ddrun/cmp"
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/exact"
+	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/trws"
@@ -35,7 +35,7 @@ type algorithm struct {
 	// distributed: `run` spreads it over workers (dual decomposition).
 	distributed bool
 	// configure turns the flags into the algorithm's options, validated.
-	configure func(f *solveFlags, lim solver.Limits, set func(string) bool, stderr io.Writer) (configured, error)
+	configure func(f *solveFlags, lim solver.Limits, set func(string) bool, con *cli.Console) (configured, error)
 }
 
 // configured is an algorithm with its options.
@@ -113,7 +113,7 @@ func (a *algorithm) threadsFor(f *solveFlags) int {
 	return 1
 }
 
-func configureDD(f *solveFlags, lim solver.Limits, set func(string) bool, _ io.Writer) (configured, error) {
+func configureDD(f *solveFlags, lim solver.Limits, set func(string) bool, _ *cli.Console) (configured, error) {
 	o := consensus.DefaultOptions()
 	o.Limits = lim
 	o.Algo = consensus.Algo(f.algo)
@@ -143,7 +143,7 @@ func configureDD(f *solveFlags, lim solver.Limits, set func(string) bool, _ io.W
 	return c, nil
 }
 
-func configureTRWS(f *solveFlags, lim solver.Limits, _ func(string) bool, stderr io.Writer) (configured, error) {
+func configureTRWS(f *solveFlags, lim solver.Limits, _ func(string) bool, con *cli.Console) (configured, error) {
 	o := trws.DefaultOptions()
 	o.Limits = lim
 	o.Cycles = f.tighten == "cycles"
@@ -152,16 +152,17 @@ func configureTRWS(f *solveFlags, lim solver.Limits, _ func(string) bool, stderr
 	}
 	return configured{solve: func(ctx context.Context, m *model.Model, ev model.Evidence, progress func(solver.Progress)) (solver.Result, error) {
 		res, st, err := trws.SolveStats(ctx, m, ev, o, progress)
-		if err == nil && o.Cycles && progress != nil {
+		if err == nil && o.Cycles && progress != nil && !f.quiet { // not per node of --exact (no progress there)
 			c := st.Cycles
-			fmt.Fprintf(stderr, "cycle inequalities: %d cycles (%d skipped: two edges in one chain), %d steps lowered the bound, %d held at the end, %d LP failures\n",
-				c.Cycles, c.Shared, c.Steps, c.Active, c.Failed)
+			con.Close()
+			con.Print("cycle inequalities", fmt.Sprintf("cycle inequalities: %d cycles (%d skipped: two edges in one chain), %d steps lowered the bound, %d held at the end, %d LP failures",
+				c.Cycles, c.Shared, c.Steps, c.Active, c.Failed), "cycles", c.Cycles, "skipped", c.Shared, "steps", c.Steps, "active", c.Active, "lp_failures", c.Failed)
 		}
 		return res, err
 	}}, nil
 }
 
-func configureCMP(f *solveFlags, lim solver.Limits, _ func(string) bool, _ io.Writer) (configured, error) {
+func configureCMP(f *solveFlags, lim solver.Limits, _ func(string) bool, _ *cli.Console) (configured, error) {
 	o := cmp.DefaultOptions()
 	o.Limits = lim
 	o.EpsDescent = f.epsDesc

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/ddrun/ddrun/checkpoint"
 	"github.com/ddrun/ddrun/cluster"
+	"github.com/ddrun/ddrun/internal/cli"
 )
 
 // checkpointFlags are `coordinator run`'s checkpoint settings.
@@ -21,12 +23,12 @@ type checkpointFlags struct {
 
 func (c *checkpointFlags) register(fs interface {
 	IntVar(*int, string, int, string)
-	DurationVar(*time.Duration, string, time.Duration, string)
+	Var(flag.Value, string, string)
 	StringVar(*string, string, string, string)
 	BoolVar(*bool, string, bool, string)
 }) {
 	fs.IntVar(&c.every, "checkpoint-every", 0, "take a checkpoint every `N` iterations (0: not by count)")
-	fs.DurationVar(&c.interval, "checkpoint-interval", 30*time.Second, "take a checkpoint when this much time passed since the last (0: not by time)")
+	fs.Var(cli.Duration(&c.interval, 30*time.Second), "checkpoint-interval", "take a checkpoint when this much time passed since the last (0: not by time)")
 	fs.StringVar(&c.dir, "checkpoint-dir", "", "keep checkpoints in `DIR` (without it, and without Raft, they live only in the coordinator's memory, for restarting lost workers' parts)")
 	fs.BoolVar(&c.resume, "resume", false, "continue the job (--job) from its latest checkpoint in --checkpoint-dir")
 }

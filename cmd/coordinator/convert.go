@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"sync"
 	"time"
 
+	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/modelfile"
 )
@@ -16,15 +16,17 @@ import (
 // variables into the unaries (unless --keep-unary-factors), and reports
 // progress on stderr every second. Any failure to read or write is the
 // user's input (exit 2).
-func cmdConvert(ctx context.Context, args []string, stderr io.Writer) error {
+func cmdConvert(ctx context.Context, args []string, con *cli.Console) error {
 	fs := flagSet("convert")
 	maxEntries := fs.Int("max-entries", model.DefaultMaxEntries, "most table entries the input may declare in all, and, on its own, most variable states")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	keepUnary := fs.Bool("keep-unary-factors", false, "to .ddx: write factors over 0 or 1 variables as factors; by default they are folded into the constant and the unaries (a UAI file's unary tables become unaries), unless a sum would be +Inf")
-	pos, err := parseInterleaved(fs, args, stderr)
+	con.Register(fs)
+	pos, err := parseInterleaved(fs, args, con.Writer())
 	if err != nil {
 		return err
 	}
+	con.Start(cli.Options{Quiet: *quiet})
 	if len(pos) != 2 {
 		return usagef("convert: want IN OUT, have %d arguments", len(pos))
 	}
@@ -64,7 +66,8 @@ func cmdConvert(ctx context.Context, args []string, stderr io.Writer) error {
 					d, t := done, total
 					mu.Unlock()
 					if t > 0 {
-						fmt.Fprintf(stderr, "convert: %d / %d factors written (%.0f s)\n", d, t, time.Since(start).Seconds())
+						sec := time.Since(start).Seconds()
+						con.Print("progress", fmt.Sprintf("convert: %d / %d factors written (%.0f s)", d, t, sec), "factors_written", d, "factors", t, "seconds", sec)
 					}
 				}
 			}
@@ -74,7 +77,7 @@ func cmdConvert(ctx context.Context, args []string, stderr io.Writer) error {
 		return usageError{fmt.Errorf("convert: %w", err)}
 	}
 	if !*quiet {
-		fmt.Fprintf(stderr, "wrote %s\n", out)
+		con.Print("wrote", "wrote "+out, "file", out)
 	}
 	return nil
 }

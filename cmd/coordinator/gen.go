@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/indexed"
 	"github.com/ddrun/ddrun/model/modelfile"
@@ -14,7 +15,7 @@ import (
 	"github.com/ddrun/ddrun/model/uai"
 )
 
-func cmdGen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdGen(ctx context.Context, args []string, stdout io.Writer, con *cli.Console) error {
 	if len(args) == 0 {
 		return usagef("gen: want a family: potts, ising or logic")
 	}
@@ -47,10 +48,12 @@ func cmdGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	default:
 		return usagef("gen: unknown family %q (want potts, ising or logic)", family)
 	}
-	pos, err := parseInterleaved(fs, args[1:], stderr)
+	con.Register(fs)
+	pos, err := parseInterleaved(fs, args[1:], con.Writer())
 	if err != nil {
 		return err
 	}
+	con.Start(cli.Options{Quiet: *quiet})
 	if len(pos) != 0 {
 		return usagef("gen %s: unexpected argument %q", family, pos[0])
 	}
@@ -75,7 +78,7 @@ func cmdGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err := save(*out, m); err != nil {
 			return fmt.Errorf("gen %s: %w", family, err)
 		}
-		fmt.Fprintf(stderr, "wrote %s: %d variables, %d factors\n", *out, m.NumVars(), len(m.Factors))
+		printWrote(con, *out, m.NumVars(), len(m.Factors))
 		return nil
 	}
 	if err := grid.Validate(); err != nil {
@@ -87,13 +90,17 @@ func cmdGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	var progress func(done, total int64)
 	if !*quiet {
-		progress = newProgress(stderr, "gen "+family+" "+*out, time.Second)
+		progress = newProgress(con, "gen "+family+" "+*out, time.Second)
 	}
 	if err := saveStream(ctx, *out, s, progress); err != nil {
 		return fmt.Errorf("gen %s: %w", family, err)
 	}
-	fmt.Fprintf(stderr, "wrote %s: %d variables, %d factors\n", *out, s.NumVars(), s.NumFactors())
+	printWrote(con, *out, s.NumVars(), s.NumFactors())
 	return nil
+}
+
+func printWrote(con *cli.Console, path string, vars, factors int) {
+	con.Print("wrote", fmt.Sprintf("wrote %s: %d variables, %d factors", path, vars, factors), "file", path, "variables", vars, "factors", factors)
 }
 
 const genUsage = `usage: coordinator gen potts|ising|logic [flags] -o FILE
@@ -124,14 +131,14 @@ func saveStream(ctx context.Context, path string, s *generate.GridStream, progre
 	return fmt.Errorf("%s: unknown model format", path)
 }
 
-// newProgress returns a progress callback printing the percentage done to w
+// newProgress returns a progress callback printing the percentage done
 // at most once per every.
-func newProgress(w io.Writer, what string, every time.Duration) func(done, total int64) {
+func newProgress(con *cli.Console, what string, every time.Duration) func(done, total int64) {
 	last := time.Now()
 	return func(done, total int64) {
 		if now := time.Now(); now.Sub(last) >= every && total > 0 {
 			last = now
-			fmt.Fprintf(w, "%s: %d%%\n", what, 100*done/total)
+			con.Print("progress", fmt.Sprintf("%s: %d%%", what, 100*done/total), "what", what, "percent", 100*done/total)
 		}
 	}
 }

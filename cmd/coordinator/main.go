@@ -6,6 +6,8 @@
 //	coordinator gen potts|ising|logic [flags] -o FILE
 //	coordinator convert [--max-entries N] [--keep-unary-factors] [--quiet] IN OUT
 //	coordinator serve --listen ADDR [--nats URL] [--data-dir DIR]   the job service (package service)
+//	coordinator plot -o OUT.png|OUT.svg TRACE...
+//	coordinator version
 //
 // Exit status: 0 when a result was produced, 2 for bad input or usage (one
 // line on stderr), 1 for an internal failure.
@@ -26,6 +28,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -45,6 +48,8 @@ const usage = `usage:
                                           (any two of the formats; .ddx: indexed)
   coordinator serve --listen ADDR [--nats URL] [--workers-min N] [--data-dir DIR]
                                           (the job service: HTTP API and NATS request/reply)
+  coordinator plot -o OUT.png|OUT.svg TRACE...   dual and primal of --trace files
+  coordinator version
 run 'coordinator solve -h', 'coordinator gen -h' or 'coordinator serve -h' for the flags`
 
 func main() {
@@ -61,17 +66,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	var err error
+	con := cli.New(stderr) // every command's stderr; --log-format picks its format
 	switch args[0] {
 	case "solve":
-		err = cmdSolve(ctx, args[1:], stdout, stderr)
+		err = cmdSolve(ctx, args[1:], stdout, con)
 	case "run":
-		err = cmdRun(ctx, args[1:], stdout, stderr)
+		err = cmdRun(ctx, args[1:], stdout, con)
 	case "gen":
-		err = cmdGen(ctx, args[1:], stdout, stderr)
+		err = cmdGen(ctx, args[1:], stdout, con)
 	case "convert":
-		err = cmdConvert(ctx, args[1:], stderr)
+		err = cmdConvert(ctx, args[1:], con)
 	case "serve":
-		err = cmdServe(ctx, args[1:], stderr)
+		err = cmdServe(ctx, args[1:], con)
+	case "plot":
+		err = cmdPlot(args[1:], con)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, cli.VersionLine("coordinator"))
+		return 0
 	case "-h", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return 0
@@ -84,7 +95,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if errors.Is(err, errHelp) {
 		return 0
 	}
-	fmt.Fprintln(stderr, "coordinator:", transport.Redact(err.Error())) // URL passwords; run hides its secrets too
+	if con.Format == "" { // the flags did not parse as far as --log-format
+		con.Format = cli.FormatIn(args)
+	}
+	con.Error("coordinator", transport.Redact(err.Error())) // URL passwords; run hides its secrets too
 	var ue usageError
 	if errors.As(err, &ue) {
 		return 2

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/cluster"
+	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/internal/natsflags"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
@@ -192,7 +193,7 @@ func TestLoadHashesTheJobFiles(t *testing.T) {
 			want = append(append(want, "1 0 1\n"...), 0)
 		}
 		h := sha256.New()
-		if _, err := f.load(context.Background(), time.Now(), fs, "run", []string{model}, h, io.Discard); err != nil {
+		if _, err := f.load(context.Background(), time.Now(), fs, "run", []string{model}, h, cli.New(io.Discard)); err != nil {
 			t.Fatal(err)
 		}
 		if sum := sha256.Sum256(want); !bytes.Equal(h.Sum(nil), sum[:]) {

@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"errors"
-	"io"
 
 	"github.com/ddrun/ddrun/cluster"
+	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/jobstate"
 	"github.com/ddrun/ddrun/metrics"
 	"github.com/ddrun/ddrun/solver"
@@ -13,8 +13,9 @@ import (
 
 // startMetrics starts the --metrics endpoint, not ready until NATS is
 // reached, and returns the function that stops it; without --metrics it
-// does nothing (r.obs stays nil).
-func (r *runFlags) startMetrics(ctx context.Context, stderr io.Writer) (stop func(), err error) {
+// does nothing (r.obs stays nil). Its address goes to con as metrics=URL
+// (a record with the URL under --log-format json).
+func (r *runFlags) startMetrics(ctx context.Context, con *cli.Console) (stop func(), err error) {
 	if r.metrics == "" {
 		return func() {}, nil
 	}
@@ -22,10 +23,11 @@ func (r *runFlags) startMetrics(ctx context.Context, stderr io.Writer) (stop fun
 	if err != nil {
 		return nil, err
 	}
-	srv, err := m.Start(ctx, r.metrics, stderr)
+	srv, err := m.Start(ctx, r.metrics, nil)
 	if err != nil {
 		return nil, usagef("--metrics: %v", err)
 	}
+	con.Print("metrics", "metrics="+srv.URL(), "metrics", srv.URL())
 	m.SetReady(false, "connecting to NATS")
 	m.SetLeader(true) // a Raft member says otherwise (raftReadiness)
 	r.obs = m
@@ -41,7 +43,9 @@ func (r *runFlags) hooks() cluster.Hooks {
 	return cluster.Hooks{Step: m.ObserveStep, Workers: m.SetWorkers, Checkpoint: m.ObserveCheckpoint}
 }
 
-// observed returns progress, reporting to the metrics too.
+// observed returns progress, reporting to the metrics too. The solvers
+// report every iteration (the console throttles what it prints), so the
+// gauges follow every iteration: a few atomic stores each.
 func (r *runFlags) observed(progress func(solver.Progress)) func(solver.Progress) {
 	m := r.obs
 	switch {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"time"
 
 	"github.com/ddrun/ddrun/checkpoint"
 	"github.com/ddrun/ddrun/cluster"
@@ -63,12 +64,13 @@ func (r *raftFlags) check(natsURL, job string, local bool) error {
 // group shares, and prints the result when this member ends the job, or
 // leads it after the leader that ended it died before printing.
 func runReplicated(ctx context.Context, j cluster.Job, sp spec, tr *transport.NATS, r *runFlags, f solveFlags,
-	log *slog.Logger, stdout, stderr io.Writer) error {
+	ro *runOutput, stdout io.Writer) error {
+	log := ro.con.Logger()
 	rf, ck := r.raft, r.ck
 	peers, _ := jobstate.ParsePeers(rf.peers)
 	// Raft's own chatter (elections, replication) only from warnings up;
 	// cluster logs the role changes itself.
-	rlog := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	rlog := ro.con.LoggerAt(slog.LevelWarn)
 	g, err := jobstate.Open(jobstate.Config{ID: rf.id, Bind: rf.bind, Peers: peers, Dir: rf.dir, Logger: rlog.With("raft_id", rf.id)})
 	if err != nil {
 		return fmt.Errorf("raft: %w", err)
@@ -109,23 +111,35 @@ func runReplicated(ctx context.Context, j cluster.Job, sp spec, tr *transport.NA
 	case err != nil:
 		return usageIfRefused(err)
 	case out.Recorded != nil:
-		return printStoredResult(out.Recorded, f, stdout, stderr)
+		return printStoredResult(out.Recorded, f, ro, stdout)
 	case out.Ran:
 		r.obs.ObserveResult(out.Result)
-		return report(out.Result, sp, f, out.Info, stdout, stderr)
+		return report(out.Result, sp, f, out.Info, ro, stdout)
 	}
 	return nil
 }
 
 // printStoredResult prints a result recorded in the Raft log by a leader
 // that died before printing it.
-func printStoredResult(data json.RawMessage, f solveFlags, stdout, stderr io.Writer) error {
+func printStoredResult(data json.RawMessage, f solveFlags, ro *runOutput, stdout io.Writer) error {
 	var r resultJSON
 	if err := json.Unmarshal(data, &r); err != nil {
 		return fmt.Errorf("the recorded result: %w", err)
 	}
-	fmt.Fprintf(stderr, "status=%s iterations=%d dual=%s primal=%s (recorded by the previous leader)\n",
-		r.Status, r.Iterations, ptrNum(r.Dual), ptrNum(r.Primal))
+	val := func(v *float64, none float64) float64 {
+		if v == nil {
+			return none
+		}
+		return *v
+	}
+	res := solver.Result{Status: r.Status, Iterations: r.Iterations, Elapsed: time.Duration(r.Seconds * float64(time.Second)),
+		Dual: val(r.Dual, math.Inf(1)), Primal: val(r.Primal, math.Inf(-1)), Gap: val(r.Gap, math.NaN())}
+	if err := ro.finish(res); err != nil {
+		return err
+	}
+	ro.con.Print("result", fmt.Sprintf("status=%s iterations=%d dual=%s primal=%s (recorded by the previous leader)",
+		r.Status, r.Iterations, ptrNum(r.Dual), ptrNum(r.Primal)),
+		"status", string(r.Status), "iterations", r.Iterations, "dual", res.Dual, "primal", res.Primal, "recorded", true)
 	if f.out != "" && r.Assignment != nil {
 		if err := writeMPE(f.out, r.Assignment); err != nil {
 			return err

@@ -19,9 +19,9 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/cluster"
+	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/internal/natsflags"
 	"github.com/ddrun/ddrun/metrics"
-	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -50,10 +50,10 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.listen, "nats-listen", "127.0.0.1:0", "`ADDR` of the embedded NATS server when --nats is not given")
 	fs.BoolVar(&r.local, "local", false, "start the worker processes on this machine and stop them at the end")
 	fs.BoolVar(&r.sharded, "sharded", false, "no process holds the whole model: each worker reads its part of MODEL (an indexed .ddx file at a path every worker sees) and the coordinator keeps only the boundary (docs/scaling.md)")
-	fs.DurationVar(&r.wait, "wait", 30*time.Second, "how long to wait for enough workers to join the pool (a job whose workers are busy with other jobs waits for them)")
-	fs.DurationVar(&r.stepTimeout, "step-timeout", 5*time.Minute, "how long to wait for the workers' answers to one iteration")
-	fs.DurationVar(&r.lostAfter, "lost-after", 3*time.Second, "a worker silent this long is lost; its part restarts on a spare worker")
-	fs.DurationVar(&r.spareWait, "spare-wait", 10*time.Second, "how long a lost worker's part waits for a spare worker before the job continues on the workers left")
+	fs.Var(cli.Duration(&r.wait, 30*time.Second), "wait", "how long to wait for enough workers to join the pool (a job whose workers are busy with other jobs waits for them)")
+	fs.Var(cli.Duration(&r.stepTimeout, 5*time.Minute), "step-timeout", "how long to wait for the workers' answers to one iteration")
+	fs.Var(cli.Duration(&r.lostAfter, 3*time.Second), "lost-after", "a worker silent this long is lost; its part restarts on a spare worker")
+	fs.Var(cli.Duration(&r.spareWait, 10*time.Second), "spare-wait", "how long a lost worker's part waits for a spare worker before the job continues on the workers left")
 	fs.StringVar(&r.stateDir, "state-dir", "", "with --sharded: the `DIR` every worker sees where the workers save their parts' states for checkpoints (default: MODEL.state beside the model file)")
 	r.ck.register(fs)
 	r.raft.register(fs)
@@ -107,9 +107,9 @@ func (r *runFlags) runOptions(log *slog.Logger) cluster.RunOptions {
 // connect starts the --metrics endpoint, then connects to --nats (trying
 // for --connect-timeout while the server is not up), or starts an
 // embedded NATS server on --nats-listen and prints its URL. close
-// releases them.
-func (r *runFlags) connect(ctx context.Context, log *slog.Logger, stderr io.Writer) (tr *transport.NATS, url string, close func(), err error) {
-	stopMetrics, err := r.startMetrics(ctx, stderr)
+// releases them. What it prints and logs goes to con.
+func (r *runFlags) connect(ctx context.Context, con *cli.Console) (tr *transport.NATS, url string, close func(), err error) {
+	stopMetrics, err := r.startMetrics(ctx, con)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -134,9 +134,9 @@ func (r *runFlags) connect(ctx context.Context, log *slog.Logger, stderr io.Writ
 			return nil, "", nil, fmt.Errorf("embedded NATS server: %w", err)
 		}
 		url = srv.URL()
-		fmt.Fprintf(stderr, "nats=%s\n", url)
+		con.Print("nats", "nats="+url, "nats", url)
 	}
-	tr, err = r.nats.Connect(ctx, r.nats.Options(url, "coordinator-"+r.job), log)
+	tr, err = r.nats.Connect(ctx, r.nats.Options(url, "coordinator-"+r.job), con.Logger())
 	if err != nil {
 		if srv != nil {
 			srv.Shutdown()
@@ -155,27 +155,29 @@ func (r *runFlags) connect(ctx context.Context, log *slog.Logger, stderr io.Writ
 
 // cmdRun is `coordinator run`: the same job as solve, spread over worker
 // processes that talk over NATS.
-func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Console) (err error) {
 	start := time.Now()
 	fs := flagSet("run")
 	var f solveFlags
 	f.register(fs)
 	var r runFlags
 	r.register(fs)
+	con.Register(fs)
 	defer func() {
 		if err != nil {
 			err = redactedError{err, r.nats.Redact}
 		}
 	}()
-	pos, err := parseInterleaved(fs, args, stderr)
+	pos, err := parseInterleaved(fs, args, con.Writer())
 	if err != nil {
 		return err
 	}
+	f.startConsole(con)
 	if r.sharded {
-		return runSharded(ctx, start, fs, f, r, pos, stdout, stderr)
+		return runSharded(ctx, start, fs, f, r, pos, stdout, con)
 	}
 	h := sha256.New() // the job's identity: the files, hashed as they are read
-	sp, err := f.load(ctx, start, fs, "run", pos, h, stderr)
+	sp, err := f.load(ctx, start, fs, "run", pos, h, con)
 	if err != nil {
 		return err
 	}
@@ -185,7 +187,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if err := r.check(); err != nil {
 		return err
 	}
-	log := newLogger(stderr, f.quiet)
+	log := con.Logger()
 	j, err := sp.clusterJob(pos[0], h.Sum(nil), r.runOptions(log))
 	if err != nil {
 		return err
@@ -195,7 +197,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 			return err
 		}
 	}
-	tr, url, closeNATS, err := r.connect(ctx, log, stderr)
+	tr, url, closeNATS, err := r.connect(ctx, con)
 	if err != nil {
 		return err
 	}
@@ -208,18 +210,20 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	defer unseal()
 	j.Transport = sealed
 	if r.local {
-		stop, err := startLocalWorkers(url, r.job, r.workers, max(1, f.threads/r.workers), r.nats, r.key.Env(), f.quiet, stderr)
+		stop, err := startLocalWorkers(url, r.job, r.workers, max(1, f.threads/r.workers), r.nats, r.key.Env(), f.quiet, con)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
-	if !f.quiet {
-		j.Progress = func(p solver.Progress) { printProgress(stderr, p) }
+	out, err := f.openOutput(con)
+	if err != nil {
+		return err
 	}
-	j.Progress = r.observed(j.Progress)
+	defer out.close()
+	j.Progress = r.observed(out.progress())
 	if r.raft.enabled() {
-		return runReplicated(ctx, j, sp, tr, &r, f, log, stdout, stderr)
+		return runReplicated(ctx, j, sp, tr, &r, f, out, stdout)
 	}
 	before := tr.Conn().Stats()
 	o, err := cluster.RunJob(ctx, j)
@@ -228,21 +232,17 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	}
 	r.obs.ObserveResult(o.Result)
 	if st, n := tr.Conn().Stats(), o.Result.Iterations-o.Stats.Resumed; !f.quiet && n > 0 {
-		in, out := st.InBytes-before.InBytes, st.OutBytes-before.OutBytes
-		fmt.Fprintf(stderr, "traffic: %d bytes in, %d bytes out at the coordinator, %d bytes per iteration\n",
-			in, out, (in+out)/uint64(n))
+		printTraffic(con, st.InBytes-before.InBytes, st.OutBytes-before.OutBytes, n)
 	}
-	return report(o.Result, sp, f, o.Info, stdout, stderr)
+	return report(o.Result, sp, f, o.Info, out, stdout)
 }
 
-// newLogger is the log of run and serve on stderr: warnings only when
-// quiet.
-func newLogger(stderr io.Writer, quiet bool) *slog.Logger {
-	level := slog.LevelInfo
-	if quiet {
-		level = slog.LevelWarn
-	}
-	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+// printTraffic prints the coordinator's NATS traffic over n iterations.
+func printTraffic(con *cli.Console, in, out uint64, n int) {
+	per := (in + out) / uint64(n)
+	con.Close()
+	con.Print("traffic", fmt.Sprintf("traffic: %d bytes in, %d bytes out at the coordinator, %d bytes per iteration", in, out, per),
+		"bytes_in", in, "bytes_out", out, "bytes_per_iteration", per)
 }
 
 // distributable reports whether sp can run on workers (what command does,
@@ -270,7 +270,7 @@ func (sp spec) clusterJob(name string, hash []byte, ro cluster.RunOptions) (clus
 
 // startLocalWorkers starts n worker processes (the worker binary beside
 // this one, or on PATH) and returns a function that stops and reaps them.
-func startLocalWorkers(url, job string, n, threads int, nf natsflags.Flags, env []string, quiet bool, stderr io.Writer) (func(), error) {
+func startLocalWorkers(url, job string, n, threads int, nf natsflags.Flags, env []string, quiet bool, con *cli.Console) (func(), error) {
 	bin, err := workerBinary()
 	if err != nil {
 		return nil, err
@@ -293,7 +293,10 @@ func startLocalWorkers(url, job string, n, threads int, nf natsflags.Flags, env 
 	}
 	for i := 0; i < n; i++ {
 		c := localWorkerCmd(bin, url, fmt.Sprintf("%s-w%d", job, i), threads, nf, quiet, os.Environ())
-		c.Stderr = stderr
+		if con.Format == cli.JSON {
+			c.Args = append(c.Args, "--log-format", "json")
+		}
+		c.Stderr = con.Writer()
 		c.Env = append(c.Env, env...) // the job key, last so that it wins
 		if err := c.Start(); err != nil {
 			stop()

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/cluster"
+	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/internal/natsflags"
 	"github.com/ddrun/ddrun/metrics"
 	"github.com/ddrun/ddrun/service"
@@ -56,8 +57,8 @@ func (s *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&s.maxJobs, "max-jobs", 1000, "most jobs kept: a new job evicts the oldest finished one")
 	fs.IntVar(&s.maxLocal, "max-running", 1, "most jobs with workers=0 that run at once in this process (the others wait in the queue)")
 	fs.Int64Var(&s.maxUpload, "max-upload", 256<<20, "largest model upload in `BYTES` (larger: HTTP 413)")
-	fs.DurationVar(&s.wait, "wait", 10*time.Minute, "how long a distributed job waits for its workers to be free before it fails")
-	fs.DurationVar(&s.stepTimeout, "step-timeout", 5*time.Minute, "how long a distributed job waits for the workers' answers to one iteration")
+	fs.Var(cli.Duration(&s.wait, 10*time.Minute), "wait", "how long a distributed job waits for its workers to be free before it fails")
+	fs.Var(cli.Duration(&s.stepTimeout, 5*time.Minute), "step-timeout", "how long a distributed job waits for the workers' answers to one iteration")
 	fs.BoolVar(&s.quiet, "quiet", false, "log warnings only")
 	s.r.nats.Register(fs)
 	s.r.key.Register(fs)
@@ -86,33 +87,40 @@ func (s *serveFlags) check() error {
 }
 
 // cmdServe is `coordinator serve`: the job service (package service) with
-// this command's runner, on HTTP and on NATS request/reply.
-func cmdServe(ctx context.Context, args []string, stderr io.Writer) (err error) {
+// this command's runner, on HTTP and on NATS request/reply. Its log, the
+// job service's included, goes to con (--log-format).
+func cmdServe(ctx context.Context, args []string, con *cli.Console) (err error) {
 	fs := flagSet("serve")
 	var sf serveFlags
 	sf.register(fs)
+	con.Register(fs)
 	defer func() {
 		if err != nil {
 			err = redactedError{err, sf.r.nats.Redact}
 		}
 	}()
-	pos, err := parseInterleaved(fs, args, stderr)
+	pos, err := parseInterleaved(fs, args, con.Writer())
 	if err != nil {
 		return err
 	}
+	level := slog.LevelInfo
+	if sf.quiet {
+		level = slog.LevelWarn
+	}
+	con.Start(cli.Options{Level: level, Quiet: true}) // no progress: the jobs' go to their traces
 	if len(pos) != 0 {
 		return usagef("serve: no arguments expected, got %q", pos)
 	}
 	if err := sf.check(); err != nil {
 		return err
 	}
-	log := newLogger(stderr, sf.quiet)
+	log := con.Logger()
 	ln, err := net.Listen("tcp", sf.listen)
 	if err != nil {
 		return usagef("--listen %q: %v", sf.listen, err)
 	}
 	defer ln.Close()
-	tr, url, closeNATS, err := sf.r.connect(ctx, log, stderr)
+	tr, url, closeNATS, err := sf.r.connect(ctx, con)
 	if err != nil {
 		return err
 	}
@@ -128,7 +136,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) (err error) 
 	}
 	defer pool.stop()
 	if sf.localWorks > 0 {
-		stop, err := startLocalWorkers(url, "serve", sf.localWorks, 1, sf.r.nats, sf.r.key.Env(), sf.quiet, stderr)
+		stop, err := startLocalWorkers(url, "serve", sf.localWorks, 1, sf.r.nats, sf.r.key.Env(), sf.quiet, con)
 		if err != nil {
 			return err
 		}
@@ -181,7 +189,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) (err error) 
 	})
 	mux.Handle("/", svc.Handler())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	fmt.Fprintf(stderr, "http=http://%s\n", ln.Addr())
+	con.Print("http", "http=http://"+ln.Addr().String(), "http", "http://"+ln.Addr().String())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
@@ -263,7 +271,7 @@ func (r *serveRunner) load(ctx context.Context, path string, params map[string]s
 	if err != nil {
 		return spec{}, f, 0, err
 	}
-	sp, err := f.load(ctx, time.Now(), fs, "serve", []string{path}, h, io.Discard)
+	sp, err := f.load(ctx, time.Now(), fs, "serve", []string{path}, h, cli.New(io.Discard))
 	if err == nil && workers > 0 {
 		err = sp.distributable(f, "workers > 0")
 	}
@@ -300,7 +308,7 @@ func (r *serveRunner) Run(ctx context.Context, id, path string, params map[strin
 	var res solver.Result
 	var info cluster.JobInfo
 	if workers == 0 {
-		res, err = sp.solveHere(ctx, f, progress, io.Discard)
+		res, err = sp.solveHere(ctx, f, progress, cli.New(io.Discard))
 	} else {
 		log := r.log.With("job", id)
 		ro := cluster.RunOptions{Base: id, Workers: workers, WaitWorkers: r.wait, StepTimeout: r.stepTimeout, Logger: log}

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,15 +17,15 @@ import (
 	"github.com/ddrun/ddrun/checkpoint"
 	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/shard"
-	"github.com/ddrun/ddrun/solver"
 )
 
 // runSharded is `coordinator run --sharded`: the workers read their parts
 // of an indexed model file themselves, and this process keeps only the
 // boundary between them (package shard, cluster.RunShards).
-func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveFlags, r runFlags, pos []string, stdout, stderr io.Writer) error {
-	sp, err := f.prepare(fs, "run", pos, stderr)
+func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveFlags, r runFlags, pos []string, stdout io.Writer, con *cli.Console) error {
+	sp, err := f.prepare(fs, "run", pos, con)
 	if err != nil {
 		return err
 	}
@@ -40,11 +39,7 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 	if err != nil {
 		return usageError{err}
 	}
-	level := slog.LevelInfo
-	if f.quiet {
-		level = slog.LevelWarn
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log := con.Logger()
 	lctx := ctx
 	if f.timeLimit > 0 {
 		var cancel context.CancelFunc
@@ -109,7 +104,7 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 		}
 		opts.TimeLimit = left
 	}
-	tr, url, closeNATS, err := r.connect(ctx, log, stderr)
+	tr, url, closeNATS, err := r.connect(ctx, con)
 	if err != nil {
 		return err
 	}
@@ -120,17 +115,18 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 	}
 	defer unseal()
 	if r.local {
-		stop, err := startLocalWorkers(url, r.job, r.workers, max(1, f.threads/r.workers), r.nats, r.key.Env(), f.quiet, stderr)
+		stop, err := startLocalWorkers(url, r.job, r.workers, max(1, f.threads/r.workers), r.nats, r.key.Env(), f.quiet, con)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
-	var progress func(solver.Progress)
-	if !f.quiet {
-		progress = func(p solver.Progress) { printProgress(stderr, p) }
+	output, err := f.openOutput(con)
+	if err != nil {
+		return err
 	}
-	progress = r.observed(progress)
+	defer output.close()
+	progress := r.observed(output.progress())
 	var x []int // the assignment for the JSON result, when small enough
 	deliver := func(ctx context.Context, a *cluster.ShardAssignment) error {
 		if f.json && a.NumVars <= maxJSONAssignment {
@@ -157,7 +153,7 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 		log.Warn("job finished after worker losses", "failovers", stats.Failovers, "restored", stats.Restored, "redone", stats.Redone)
 	}
 	res.Elapsed = time.Since(start)
-	r.obs.ObserveResult(solver.Result{Iterations: res.Iterations, Dual: res.Dual, Primal: res.Primal, Gap: res.Gap})
+	r.obs.ObserveResult(res.Result)
 	sj := &shardedJSON{Boundary: len(layout.BoundaryVars), PlanSeconds: planned.Seconds(), SetupSeconds: (planned + stats.Setup).Seconds(),
 		CoordinatorRSSMB: cluster.PeakRSSMB(), WorkerRSSMB: stats.WorkerRSSMB,
 		Failovers: stats.Failovers, Restored: stats.Restored, Redone: stats.Redone}
@@ -165,12 +161,14 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 		in, out := st.InBytes-before.InBytes, st.OutBytes-before.OutBytes
 		sj.BytesPerIteration = (in + out) / uint64(n)
 		if !f.quiet {
-			fmt.Fprintf(stderr, "traffic: %d bytes in, %d bytes out at the coordinator, %d bytes per iteration\n", in, out, sj.BytesPerIteration)
+			printTraffic(con, in, out, n)
 		}
 	}
+	if err := output.finish(res.Result); err != nil {
+		return err
+	}
 	log.Info("sharded run", "plan_seconds", sj.PlanSeconds, "setup_seconds", sj.SetupSeconds, "coordinator_peak_rss_mb", sj.CoordinatorRSSMB)
-	fmt.Fprintf(stderr, "status=%s iterations=%d dual=%s primal=%s gap=%s seconds=%.3f\n",
-		res.Status, res.Iterations, num(res.Dual), num(res.Primal), num(res.Gap), res.Elapsed.Seconds())
+	printResult(con, res.Result)
 	if !f.json {
 		return nil
 	}
@@ -333,7 +331,7 @@ func fillFF(f *os.File, n int64) error {
 // mpeFromScratch writes the UAI MPE file at path from the scratch file's
 // states, atomically (writeAtomic).
 func mpeFromScratch(path string, scratch *os.File, n int) error {
-	return writeAtomic(path, func(out io.Writer) error {
+	return writeAtomic("--out", path, func(out io.Writer) error {
 		r := bufio.NewReaderSize(io.NewSectionReader(scratch, 0, int64(n)*4), 1<<16)
 		w := bufio.NewWriterSize(out, 1<<16)
 		w.WriteString("MPE\n" + strconv.Itoa(n))

@@ -11,16 +11,19 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/exact"
+	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/modelfile"
 	"github.com/ddrun/ddrun/model/uai"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/tighten"
+	"github.com/ddrun/ddrun/trace"
 )
 
 // solveFlags are the flags of `coordinator solve`; other commands that run a
@@ -44,12 +47,13 @@ type solveFlags struct {
 	out        string
 	quiet      bool
 	maxEntries int
+	trace      string
 }
 
 func (f *solveFlags) register(fs interface {
 	StringVar(*string, string, string, string)
 	IntVar(*int, string, int, string)
-	DurationVar(*time.Duration, string, time.Duration, string)
+	Var(flag.Value, string, string)
 	Float64Var(*float64, string, float64, string)
 	BoolVar(*bool, string, bool, string)
 }) {
@@ -65,7 +69,7 @@ func (f *solveFlags) register(fs interface {
 	fs.StringVar(&f.step, "step", string(d.Step), "subgradient step rule: polyak, 1/t or 1/sqrt(t)")
 	fs.IntVar(&f.threads, "threads", runtime.GOMAXPROCS(0), "goroutines for the slave and variable loops")
 	fs.IntVar(&f.maxIter, "max-iter", d.MaxIter, "iteration limit")
-	fs.DurationVar(&f.timeLimit, "time-limit", 0, "time limit, e.g. 30s (0: none)")
+	fs.Var(cli.Duration(&f.timeLimit, 0), "time-limit", "time limit, e.g. 30s, 5m or 1h, or a number of seconds (0: none)")
 	fs.Float64Var(&f.tol, "tol", d.Tol, "relative gap for status optimal: gap <= tol*max(1,|primal|)")
 	fs.Float64Var(&f.eta, "eta", d.Eta, "ADMM penalty eta (fixed when given without --adapt-eta); with --algo subgradient the step scale eta0, which defaults to 1")
 	fs.BoolVar(&f.adaptEta, "adapt-eta", d.AdaptEta, "adapt eta by residual balancing; turned off when --eta is given without it")
@@ -75,14 +79,17 @@ func (f *solveFlags) register(fs interface {
 	fs.BoolVar(&f.exact, "exact", false, "branch and bound on top of the algorithm's dual bound: optimal only when the gap is closed (--max-iter bounds each node, --time-limit the search)")
 	fs.StringVar(&f.out, "out", "", "write the best assignment to `FILE` in UAI MPE format")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr (the final status line is still printed)")
+	fs.StringVar(&f.trace, "trace", "", "write the convergence trace to `FILE` (CSV: "+strings.Join(trace.Columns, ",")+"), one row per iteration (under --exact per node), the last row the result")
 	fs.IntVar(&f.maxEntries, "max-entries", model.DefaultMaxEntries, "most table entries a model file may declare in all, and, on its own, most variable states; checked before memory is set aside")
 }
 
 // limits are the stopping settings from the flags. With --exact the time
-// limit bounds the search, not each node.
+// limit bounds the search, not each node. Progress comes every iteration:
+// the --trace file takes every report, the console throttles itself.
 func (f *solveFlags) limits() solver.Limits {
 	lim := consensus.DefaultOptions().Limits
 	lim.MaxIter, lim.TimeLimit, lim.Tol = f.maxIter, f.timeLimit, f.tol
+	lim.ProgressEvery = 0
 	if f.exact {
 		lim.TimeLimit = 0
 	}
@@ -109,8 +116,8 @@ type spec struct {
 // When h is not nil it gets the bytes of the model file, a 0 byte, and
 // those of the evidence file followed by a 0 byte when there is one (the
 // job identity's hash).
-func (f *solveFlags) load(ctx context.Context, start time.Time, fs *flag.FlagSet, cmd string, pos []string, h, stderr io.Writer) (spec, error) {
-	j, err := f.prepare(fs, cmd, pos, stderr)
+func (f *solveFlags) load(ctx context.Context, start time.Time, fs *flag.FlagSet, cmd string, pos []string, h io.Writer, con *cli.Console) (spec, error) {
+	j, err := f.prepare(fs, cmd, pos, con)
 	if err != nil {
 		return spec{}, err
 	}
@@ -144,7 +151,7 @@ func (f *solveFlags) load(ctx context.Context, start time.Time, fs *flag.FlagSet
 			return spec{}, usagef("%s: --time-limit %v reached while loading", pos[0], f.timeLimit)
 		}
 		f.timeLimit = left
-		if j.configured, err = a.configure(f, f.limits(), set, stderr); err != nil {
+		if j.configured, err = a.configure(f, f.limits(), set, con); err != nil {
 			return spec{}, err
 		}
 	}
@@ -165,7 +172,7 @@ func (f *solveFlags) load(ctx context.Context, start time.Time, fs *flag.FlagSet
 
 // prepare checks the positional arguments and the flags shared by solve
 // and run and configures the algorithm, without reading anything.
-func (f *solveFlags) prepare(fs *flag.FlagSet, cmd string, pos []string, stderr io.Writer) (spec, error) {
+func (f *solveFlags) prepare(fs *flag.FlagSet, cmd string, pos []string, con *cli.Console) (spec, error) {
 	if len(pos) != 1 {
 		return spec{}, usagef("%s: want exactly one MODEL argument, got %d", cmd, len(pos))
 	}
@@ -184,7 +191,10 @@ func (f *solveFlags) prepare(fs *flag.FlagSet, cmd string, pos []string, stderr 
 		return spec{}, usagef("--max-entries: %d < 1", f.maxEntries)
 	}
 	j := spec{algo: a, threads: a.threadsFor(f)}
-	if j.configured, err = a.configure(f, f.limits(), set, stderr); err != nil {
+	if j.configured, err = a.configure(f, f.limits(), set, con); err != nil {
+		return spec{}, err
+	}
+	if err := f.checkTrace(); err != nil {
 		return spec{}, err
 	}
 	if f.out != "" {
@@ -195,7 +205,7 @@ func (f *solveFlags) prepare(fs *flag.FlagSet, cmd string, pos []string, stderr 
 	return j, nil
 }
 
-func cmdSolve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdSolve(ctx context.Context, args []string, stdout io.Writer, con *cli.Console) error {
 	if os.Getenv("GOGC") == "" {
 		// The solvers' iterations allocate nothing, so collecting at half
 		// the default heap growth costs nothing per iteration; it lowers
@@ -207,29 +217,32 @@ func cmdSolve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flagSet("solve")
 	var f solveFlags
 	f.register(fs)
-	pos, err := parseInterleaved(fs, args, stderr)
+	con.Register(fs)
+	pos, err := parseInterleaved(fs, args, con.Writer())
 	if err != nil {
 		return err
 	}
-	j, err := f.load(ctx, start, fs, "solve", pos, nil, stderr)
+	f.startConsole(con)
+	j, err := f.load(ctx, start, fs, "solve", pos, nil, con)
 	if err != nil {
 		return err
 	}
-	var progress func(solver.Progress)
-	if !f.quiet {
-		progress = func(p solver.Progress) { printProgress(stderr, p) }
+	out, err := f.openOutput(con)
+	if err != nil {
+		return err
 	}
-	res, err := j.solveHere(ctx, f, progress, stderr)
+	defer out.close()
+	res, err := j.solveHere(ctx, f, out.progress(), con)
 	if err != nil {
 		return usageError{fmt.Errorf("%s: %w", pos[0], err)}
 	}
-	return report(res, j, f, cluster.JobInfo{}, stdout, stderr)
+	return report(res, j, f, cluster.JobInfo{}, out, stdout)
 }
 
 // solveHere runs j in this process: its algorithm, or with --exact branch
-// and bound on the algorithm's bound (whose counts go to stderr unless
+// and bound on the algorithm's bound (whose counts go to con unless
 // --quiet). solve and the job service's local jobs run through it.
-func (j spec) solveHere(ctx context.Context, f solveFlags, progress func(solver.Progress), stderr io.Writer) (solver.Result, error) {
+func (j spec) solveHere(ctx context.Context, f solveFlags, progress func(solver.Progress), con *cli.Console) (solver.Result, error) {
 	if !f.exact {
 		return j.solve(ctx, j.m, j.ev, progress)
 	}
@@ -242,17 +255,21 @@ func (j spec) solveHere(ctx context.Context, f solveFlags, progress func(solver.
 	}
 	res, st, err := exact.SolveWarm(ctx, j.m, j.ev, warm, eo, progress)
 	if err == nil && !f.quiet {
-		fmt.Fprintf(stderr, "branch and bound: %d nodes solved, %d pruned, %d open\n", st.Nodes, st.Pruned, st.Open)
+		con.Close()
+		con.Print("branch and bound", fmt.Sprintf("branch and bound: %d nodes solved, %d pruned, %d open", st.Nodes, st.Pruned, st.Open),
+			"nodes", st.Nodes, "pruned", st.Pruned, "open", st.Open)
 	}
 	return res, err
 }
 
-// report prints the final line, writes --out and the --json result. The
-// final status line goes to stderr also with --quiet (which silences
-// progress only); --json adds the result object on stdout.
-func report(res solver.Result, j spec, f solveFlags, ri cluster.JobInfo, stdout, stderr io.Writer) error {
-	fmt.Fprintf(stderr, "status=%s iterations=%d dual=%s primal=%s gap=%s seconds=%.3f\n",
-		res.Status, res.Iterations, num(res.Dual), num(res.Primal), num(res.Gap), res.Elapsed.Seconds())
+// report ends the trace, prints the final line, writes --out and the
+// --json result. The final status line goes to stderr also with --quiet
+// (which silences progress only); --json adds the result object on stdout.
+func report(res solver.Result, j spec, f solveFlags, ri cluster.JobInfo, out *runOutput, stdout io.Writer) error {
+	if err := out.finish(res); err != nil {
+		return err
+	}
+	printResult(out.con, res)
 	if f.out != "" && res.Assignment != nil {
 		if err := writeMPE(f.out, res.Assignment); err != nil {
 			return err
@@ -264,41 +281,32 @@ func report(res solver.Result, j spec, f solveFlags, ri cluster.JobInfo, stdout,
 	return nil
 }
 
-func printProgress(w io.Writer, p solver.Progress) {
-	fmt.Fprintf(w, "iter=%d dual=%s primal=%s gap=%s pres=%.2e dres=%.2e eta=%.3g elapsed=%.3fs\n",
-		p.Iteration, num(p.Dual), num(p.Primal), num(p.Gap), p.PrimalRes, p.DualRes, p.Eta, p.Elapsed.Seconds())
-}
-
-func num(v float64) string {
-	if math.IsInf(v, 0) || math.IsNaN(v) {
-		return "none"
-	}
-	return fmt.Sprintf("%.9g", v)
-}
+func num(v float64) string { return cli.Num(v) }
 
 // writeMPE writes the assignment atomically: a temporary file renamed into
 // place, so a crash never leaves a partial solution behind.
 func writeMPE(path string, x []int) error {
-	return writeAtomic(path, func(w io.Writer) error { return uai.WriteMPE(w, x) })
+	return writeAtomic("--out", path, func(w io.Writer) error { return uai.WriteMPE(w, x) })
 }
 
-// writeAtomic writes the --out file at path through write: into a
-// temporary file beside it, renamed into place once complete.
-func writeAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".mpe-*")
+// writeAtomic writes the file at path (given by flag, which errors name)
+// through write: into a temporary file beside it, renamed into place once
+// complete.
+func writeAtomic(flag, path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".ddrun-*")
 	if err != nil {
-		return fmt.Errorf("--out: %w", err)
+		return fmt.Errorf("%s: %w", flag, err)
 	}
 	defer os.Remove(tmp.Name())
 	if err := write(tmp); err != nil {
 		tmp.Close()
-		return fmt.Errorf("--out %s: %w", path, err)
+		return fmt.Errorf("%s %s: %w", flag, path, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("--out %s: %w", path, err)
+		return fmt.Errorf("%s %s: %w", flag, path, err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("--out %s: %w", path, err)
+		return fmt.Errorf("%s %s: %w", flag, path, err)
 	}
 	return nil
 }

@@ -2,8 +2,9 @@
 // announces itself, and solves the slaves that coordinators assign it, job
 // after job, until it is stopped (SIGINT or SIGTERM).
 //
-//	worker --nats URL [--threads N] [--name NAME] [NATS credential flags] [--job-key-file F]
+//	worker --nats URL [--threads N] [--name NAME] [--log-format text|json] [NATS credential flags] [--job-key-file F]
 //	       [--connect-timeout D] [--metrics ADDR]
+//	worker version
 //
 // It keeps trying to reach the NATS server for --connect-timeout (default
 // 30s: in Kubernetes it may start before NATS), and once connected it
@@ -38,6 +39,7 @@ import (
 
 	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/internal/natsflags"
 	"github.com/ddrun/ddrun/metrics"
 	"github.com/ddrun/ddrun/shard"
@@ -52,6 +54,18 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stderr io.Writer) int {
+	if len(args) == 1 && (args[0] == "version" || args[0] == "--version" || args[0] == "-version") {
+		fmt.Fprintln(os.Stdout, cli.VersionLine("worker"))
+		return 0
+	}
+	con := cli.New(stderr)
+	fail := func(code int, format string, a ...any) int {
+		if con.Format == "" {
+			con.Format = cli.FormatIn(args)
+		}
+		con.Error("worker", fmt.Sprintf(format, a...))
+		return code
+	}
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var nf natsflags.Flags
@@ -64,6 +78,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	host, _ := os.Hostname()
 	name := fs.String("name", transport.SanitizeName(fmt.Sprintf("%s-%d", host, os.Getpid())), "worker `NAME`, unique among the workers ([A-Za-z0-9_-])")
 	quiet := fs.Bool("quiet", false, "log only warnings and errors")
+	con.Register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stderr)
@@ -71,47 +86,41 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 			fs.PrintDefaults()
 			return 0
 		}
-		fmt.Fprintln(stderr, "worker:", err)
-		return 2
+		return fail(2, "%v", err)
 	}
 	if err := nf.Resolve(); err != nil {
-		fmt.Fprintln(stderr, "worker:", err)
-		return 2
+		return fail(2, "%v", err)
 	}
 	switch {
 	case fs.NArg() > 0:
-		fmt.Fprintf(stderr, "worker: unexpected argument %q\n", fs.Arg(0))
-		return 2
+		return fail(2, "unexpected argument %q", fs.Arg(0))
 	case nf.URL == "":
-		fmt.Fprintln(stderr, "worker: --nats URL (or $"+natsflags.EnvURL+") is required")
-		return 2
+		return fail(2, "--nats URL (or $%s) is required", natsflags.EnvURL)
 	case *threads < 1:
-		fmt.Fprintf(stderr, "worker: --threads: %d < 1\n", *threads)
-		return 2
+		return fail(2, "--threads: %d < 1", *threads)
 	}
 	if err := transport.ValidName(*name); err != nil {
-		fmt.Fprintf(stderr, "worker: --name %q: %v\n", *name, err)
-		return 2
+		return fail(2, "--name %q: %v", *name, err)
 	}
 	level := slog.LevelInfo
 	if *quiet {
 		level = slog.LevelWarn
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("worker", *name)
+	con.Start(cli.Options{Level: level, Quiet: true})
+	log := con.Logger().With("worker", *name)
 	var m *metrics.Metrics // nil without --metrics: its methods do nothing
 	wo := cluster.WorkerOptions{Name: *name, Threads: *threads, Logger: log, LoadShard: loadShard, ShardStates: shard.StateFiles{}}
 	if *metricsAddr != "" {
 		var err error
 		if m, err = metrics.New(metrics.Options{Role: metrics.Worker}); err != nil {
-			fmt.Fprintln(stderr, "worker:", err)
-			return 1
+			return fail(1, "%v", err)
 		}
-		srv, err := m.Start(ctx, *metricsAddr, stderr)
+		srv, err := m.Start(ctx, *metricsAddr, nil)
 		if err != nil {
-			fmt.Fprintln(stderr, "worker: --metrics:", err)
-			return 2
+			return fail(2, "--metrics: %v", err)
 		}
 		defer srv.Close()
+		con.Print("metrics", "metrics="+srv.URL(), "metrics", srv.URL())
 		m.SetReady(false, "connecting to NATS")
 		wo.OnStep, wo.OnParts = m.ObserveWorkerStep, m.SetParts
 	}
@@ -120,21 +129,18 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	opts.MaxReconnects = -1
 	tr, err := nf.Connect(ctx, opts, log)
 	if err != nil {
-		fmt.Fprintln(stderr, "worker:", nf.Redact(err.Error()))
-		return 2
+		return fail(2, "%s", nf.Redact(err.Error()))
 	}
 	defer tr.Close()
 	natsflags.Observe(m, tr)
 	sealed, unseal, err := key.Wrap(tr, log)
 	if err != nil {
-		fmt.Fprintln(stderr, "worker:", nf.Redact(err.Error()))
-		return 2
+		return fail(2, "%s", nf.Redact(err.Error()))
 	}
 	defer unseal()
 	log.Info("connected", "nats", nf.Redact(nf.URL), "threads", *threads)
 	if err := cluster.Serve(ctx, sealed, wo); err != nil {
-		fmt.Fprintln(stderr, "worker:", nf.Redact(err.Error()))
-		return 1
+		return fail(1, "%s", nf.Redact(err.Error()))
 	}
 	log.Info("stopped")
 	return 0

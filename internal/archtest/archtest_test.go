@@ -31,7 +31,7 @@ var order = []string{
 	// The job service (its runner is cmd/coordinator's).
 	"service",
 	// The commands.
-	"internal/natsflags", "cmd/coordinator", "cmd/worker",
+	"internal/cli", "internal/natsflags", "cmd/coordinator", "cmd/worker",
 	// Test support, and tests of whole programs.
 	"internal/instances", "internal/oracle", "slaves/slavetest", "internal/archtest", "e2e",
 }

@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/internal/ratelimit"
 	"github.com/ddrun/ddrun/transport"
 )
@@ -70,13 +71,13 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.CA, "nats-ca", "", "TLS CA certificate `FILE` for the NATS server")
 	fs.StringVar(&f.Cert, "nats-cert", "", "TLS client certificate `FILE`")
 	fs.StringVar(&f.Key, "nats-key", "", "TLS client key `FILE`")
-	fs.DurationVar(&f.ConnectTimeout, "nats-timeout", 5*time.Second, "NATS connect timeout")
+	fs.Var(cli.Duration(&f.ConnectTimeout, 5*time.Second), "nats-timeout", "NATS connect timeout")
 }
 
 // RegisterRetry adds --connect-timeout, whose default differs by command
 // (a worker waits longer for NATS than a coordinator run by hand).
 func (f *Flags) RegisterRetry(fs *flag.FlagSet, def time.Duration) {
-	fs.DurationVar(&f.Retry, "connect-timeout", def, "keep trying this long to reach the NATS server (a server that starts later is found; refused credentials are not retried); 0: one attempt of --nats-timeout")
+	fs.Var(cli.Duration(&f.Retry, def), "connect-timeout", "keep trying this long to reach the NATS server (a server that starts later is found; refused credentials are not retried); 0: one attempt of --nats-timeout")
 }
 
 // RetryLogEvery is the least time between two log lines about the

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/ddrun/ddrun/internal/cli"
+	"github.com/ddrun/ddrun/trace"
+)
+
+// cmdPlot is `coordinator plot -o OUT.png|OUT.svg TRACE...`: the dual and
+// the primal of --trace files against seconds, one colour per trace, the
+// dual solid and the primal dashed. Primals of -Inf (no assignment yet)
+// are left out.
+func cmdPlot(args []string, con *cli.Console) error {
+	fs := flagSet("plot")
+	out := fs.String("o", "", "the picture: `FILE`.png or FILE.svg")
+	title := fs.String("title", "", "the title (default: ddrun convergence, and the file name of a single trace)")
+	con.Register(fs)
+	pos, err := parseInterleaved(fs, args, con.Writer())
+	if err != nil {
+		return err
+	}
+	con.Start(cli.Options{})
+	if *out == "" {
+		return usagef("plot: -o FILE.png or FILE.svg is required")
+	}
+	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(*out)), ".")
+	if format != "png" && format != "svg" {
+		return usagef("plot: -o %s: unknown picture format %q (want .png or .svg)", *out, filepath.Ext(*out))
+	}
+	if len(pos) == 0 {
+		return usagef("plot: want one or more TRACE files (written by solve or run --trace)")
+	}
+	if st, err := os.Stat(filepath.Dir(*out)); err != nil || !st.IsDir() {
+		return usagef("plot: -o: directory %s does not exist", filepath.Dir(*out))
+	}
+	runs := make([][]trace.Row, len(pos))
+	for i, path := range pos {
+		if runs[i], err = readTrace(path); err != nil {
+			return usageError{fmt.Errorf("plot: %w", err)}
+		}
+	}
+	t := *title
+	if t == "" {
+		t = "ddrun convergence"
+		if len(pos) == 1 {
+			t += ": " + traceName(pos[0])
+		}
+	}
+	p, err := plotTraces(t, pos, runs)
+	if err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	wt, err := p.WriterTo(8*vg.Inch, 5*vg.Inch, format)
+	if err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	if err := writeAtomic("-o", *out, func(w io.Writer) error { _, err := wt.WriteTo(w); return err }); err != nil {
+		return err
+	}
+	con.Print("wrote", "wrote "+*out, "file", *out)
+	return nil
+}
+
+// readTrace reads a --trace file; one without a finite dual has nothing
+// to plot.
+func readTrace(path string) ([]trace.Row, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rows, err := trace.Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, r := range rows {
+		if finiteNum(r.Dual) {
+			return rows, nil
+		}
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("%s: no rows (a trace of a run that had not reported yet)", path)
+	}
+	return nil, errors.New(path + ": no finite dual to plot (an infeasible model?)")
+}
+
+func finiteNum(v float64) bool { return !math.IsInf(v, 0) && !math.IsNaN(v) }
+
+// traceName is a trace's name in the legend: its file name without .csv.
+func traceName(path string) string {
+	return strings.TrimSuffix(filepath.Base(path), ".csv")
+}
+
+// plotTraces draws the runs: dual solid and primal dashed in the run's
+// colour, rows with a value that is not finite left out.
+func plotTraces(title string, names []string, runs [][]trace.Row) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "seconds"
+	p.Y.Label.Text = "score (dual: upper bound, primal: best assignment)"
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	for i, rows := range runs {
+		var dual, primal plotter.XYs
+		for _, r := range rows {
+			if finiteNum(r.Dual) {
+				dual = append(dual, plotter.XY{X: r.Seconds, Y: r.Dual})
+			}
+			if finiteNum(r.Primal) {
+				primal = append(primal, plotter.XY{X: r.Seconds, Y: r.Primal})
+			}
+		}
+		c := plotutil.Color(i)
+		name := traceName(names[i])
+		if err := addLine(p, dual, c, nil, name+" dual"); err != nil {
+			return nil, err
+		}
+		if err := addLine(p, primal, c, []vg.Length{vg.Points(6), vg.Points(3)}, name+" primal"); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func addLine(p *plot.Plot, xy plotter.XYs, c color.Color, dashes []vg.Length, label string) error {
+	if len(xy) == 0 {
+		return nil
+	}
+	l, err := plotter.NewLine(xy)
+	if err != nil {
+		return fmt.Errorf("%s: %w", label, err)
+	}
+	l.Color, l.Width, l.Dashes = c, vg.Points(1.5), dashes
+	p.Add(l)
+	p.Legend.Add(label, l)
+	return nil
+}
