@@ -27,6 +27,7 @@ func cmdPlot(args []string, con *cli.Console) error {
 	fs := flagSet("plot")
 	out := fs.String("o", "", "the picture: `FILE`.png or FILE.svg")
 	title := fs.String("title", "", "the title (default: ddrun convergence, and the file name of a single trace)")
+	full := fs.Bool("full", false, "scale the score axis to every row (default: to the rows after each run's first 5%, where the first iterations' bounds would squeeze the rest)")
 	con.Register(fs)
 	pos, err := parseInterleaved(fs, args, con.Writer())
 	if err != nil {
@@ -59,7 +60,7 @@ func cmdPlot(args []string, con *cli.Console) error {
 			t += ": " + traceName(pos[0])
 		}
 	}
-	p, err := plotTraces(t, pos, runs)
+	p, err := plotTraces(t, pos, runs, *full)
 	if err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
@@ -106,8 +107,29 @@ func traceName(path string) string {
 
 // plotTraces draws the runs: dual solid and primal dashed in the run's
 // colour, rows with a value that is not finite left out.
-func plotTraces(title string, names []string, runs [][]trace.Row) (*plot.Plot, error) {
+//
+// Unless full is set, the score axis spans the values of the rows after
+// each run's first 5% (and its first row): the first iterations'
+// bounds are often far above the rest, and the lines are clipped there.
+func plotTraces(title string, names []string, runs [][]trace.Row, full bool) (*plot.Plot, error) {
 	p := plot.New()
+	ylo, yhi := math.NaN(), math.NaN()
+	if !full {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, rows := range runs {
+			for _, r := range rows[min(len(rows)-1, max(1, len(rows)/20)):] {
+				for _, v := range []float64{r.Dual, r.Primal} {
+					if finiteNum(v) {
+						lo, hi = min(lo, v), max(hi, v)
+					}
+				}
+			}
+		}
+		if lo < hi {
+			pad := 0.05 * (hi - lo)
+			ylo, yhi = lo-pad, hi+pad
+		}
+	}
 	p.Title.Text = title
 	p.X.Label.Text = "seconds"
 	p.Y.Label.Text = "score (dual: upper bound, primal: best assignment)"
@@ -131,6 +153,11 @@ func plotTraces(title string, names []string, runs [][]trace.Row) (*plot.Plot, e
 		if err := addLine(p, primal, c, []vg.Length{vg.Points(6), vg.Points(3)}, name+" primal"); err != nil {
 			return nil, err
 		}
+	}
+	// After the lines, which widen the axes to their data.
+	p.X.Min = 0
+	if !math.IsNaN(ylo) {
+		p.Y.Min, p.Y.Max = ylo, yhi
 	}
 	return p, nil
 }
