@@ -16,34 +16,13 @@ import (
 // process, and returns its result and each worker's best interior.
 func runSharded(t *testing.T, path string, w int, opts consensus.Options, loader func(context.Context, *Spec) (*consensus.Part, error)) (consensus.ShardResult, []*consensus.Part, [][]int32) {
 	t.Helper()
-	l, err := Plan(path, w, PlanOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var parts []*consensus.Part
-	var workers []*consensus.Worker
-	var links []consensus.WorkerLink
-	var sums []consensus.PartSummary
-	for k := range l.Specs {
-		p, err := loader(context.Background(), &l.Specs[k])
-		if err != nil {
-			t.Fatal(err)
-		}
-		wopts := opts
-		wopts.Threads = 1
-		wk, err := consensus.NewWorker(p, wopts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(wk.Close)
-		parts, workers = append(parts, p), append(workers, wk)
-		links, sums = append(links, consensus.LocalLink{W: wk}), append(sums, wk.Summary())
-	}
+	ld := loadWith(t, path, w, opts, loader)
+	l, parts, workers := ld.layout, ld.parts, ld.workers
 	b, err := consensus.NewShardBoundary(l.Boundary.Cards, l.Of, l.Deg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := consensus.CoordinateShards(context.Background(), l.Boundary, sums, b, links, opts, nil, nil)
+	res, err := consensus.CoordinateShards(context.Background(), l.Boundary, ld.sums, b, ld.links, opts, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,13 @@ type loaded struct {
 
 func load(t *testing.T, path string, w int, opts consensus.Options) *loaded {
 	t.Helper()
+	return loadWith(t, path, w, opts, Load)
+}
+
+// loadWith is load with the parts built by loader (Load or LoadFlat), from
+// specs that went through their encoding.
+func loadWith(t *testing.T, path string, w int, opts consensus.Options, loader func(context.Context, *Spec) (*consensus.Part, error)) *loaded {
+	t.Helper()
 	l, err := Plan(path, w, PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +58,7 @@ func load(t *testing.T, path string, w int, opts consensus.Options) *loaded {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := Load(context.Background(), spec)
+		p, err := loader(context.Background(), spec)
 		if err != nil {
 			t.Fatal(err)
 		}
