@@ -67,18 +67,7 @@ func TestRunTraceAndJSONLogs(t *testing.T) {
 			if last.Seconds != res.Seconds || last.Dual != *res.Dual || last.Primal != *res.Primal || last.Gap != *res.Gap {
 				t.Errorf("last row %+v, result %s", last, stdout.String())
 			}
-			msgs := map[string]int{}
-			for _, l := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
-				var rec map[string]any
-				if err := json.Unmarshal([]byte(l), &rec); err != nil {
-					t.Fatalf("stderr line is not JSON: %q", l)
-				}
-				msg, _ := rec["msg"].(string)
-				if _, ok := rec["worker"]; ok {
-					msg = "worker " + msg
-				}
-				msgs[msg]++
-			}
+			msgs := jsonLogMessages(t, stderr.String())
 			for _, want := range []string{"nats", "metrics", "progress", "traffic", "result", "worker connected"} {
 				if msgs[want] == 0 {
 					t.Errorf("no %q record on stderr: %v", want, msgs)
@@ -104,18 +93,7 @@ func TestServeJSONLogs(t *testing.T) {
 		t.Errorf("trace: %d, %d rows (%v), want one per iteration: %d", code, len(rows), err, got.Iterations)
 	}
 	s.stop(t)
-	msgs := map[string]int{}
-	for _, l := range strings.Split(strings.TrimSpace(s.stderr()), "\n") {
-		var rec map[string]any
-		if err := json.Unmarshal([]byte(l), &rec); err != nil {
-			t.Fatalf("stderr line is not JSON: %q", l)
-		}
-		msg, _ := rec["msg"].(string)
-		if _, ok := rec["worker"]; ok {
-			msg = "worker " + msg
-		}
-		msgs[msg]++
-	}
+	msgs := jsonLogMessages(t, s.stderr())
 	for _, want := range []string{"nats", "http", "job queued", "job started", "job finished", "worker connected", "service stopping"} {
 		if msgs[want] == 0 {
 			t.Errorf("no %q record on stderr: %v", want, msgs)
@@ -167,4 +145,24 @@ func TestJSONLogsNATSRetry(t *testing.T) {
 			}
 		})
 	}
+}
+
+// jsonLogMessages checks that every line of a --log-format json stderr is
+// one JSON object and counts the records by message ("worker " before the
+// messages of records with a worker field).
+func jsonLogMessages(t *testing.T, stderr string) map[string]int {
+	t.Helper()
+	msgs := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatalf("stderr line is not JSON: %q", l)
+		}
+		msg, _ := rec["msg"].(string)
+		if _, ok := rec["worker"]; ok {
+			msg = "worker " + msg
+		}
+		msgs[msg]++
+	}
+	return msgs
 }

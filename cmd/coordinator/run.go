@@ -153,6 +153,29 @@ func (r *runFlags) connect(ctx context.Context, con *cli.Console) (tr *transport
 	}, nil
 }
 
+// jobTransport is connect with the transport the job uses: sealed with
+// --job-key when one is given, every message of the job then sealed. nc is
+// the NATS connection under it (its statistics, its raw connection).
+// close releases both.
+func (r *runFlags) jobTransport(ctx context.Context, con *cli.Console) (nc *transport.NATS, tr transport.Transport, url string, close func(), err error) {
+	nc, url, closeNATS, err := r.connect(ctx, con)
+	if err != nil {
+		return nil, nil, "", nil, err
+	}
+	sealed, unseal, err := r.key.Wrap(nc, con.Logger())
+	if err != nil {
+		closeNATS()
+		return nil, nil, "", nil, usagef("%v", err)
+	}
+	return nc, sealed, url, func() { unseal(); closeNATS() }, nil
+}
+
+// startLocal starts n worker processes (--local) of threads each on url,
+// with the coordinator's NATS credentials and job key.
+func (r *runFlags) startLocal(url, job string, n, threads int, quiet bool, con *cli.Console) (stop func(), err error) {
+	return startLocalWorkers(url, job, n, threads, r.nats, r.key.Env(), quiet, con)
+}
+
 // cmdRun is `coordinator run`: the same job as solve, spread over worker
 // processes that talk over NATS.
 func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Console) (err error) {
@@ -197,20 +220,15 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 			return err
 		}
 	}
-	tr, url, closeNATS, err := r.connect(ctx, con)
+	tr, sealed, url, closeNATS, err := r.jobTransport(ctx, con)
 	if err != nil {
 		return err
 	}
 	defer closeNATS()
 	j.Run.Hooks = r.hooks()
-	sealed, unseal, err := r.key.Wrap(tr, log) // with a job key, every message sealed
-	if err != nil {
-		return usagef("%v", err)
-	}
-	defer unseal()
 	j.Transport = sealed
 	if r.local {
-		stop, err := startLocalWorkers(url, r.job, r.workers, max(1, f.threads/r.workers), r.nats, r.key.Env(), f.quiet, con)
+		stop, err := r.startLocal(url, r.job, r.workers, max(1, f.threads/r.workers), f.quiet, con)
 		if err != nil {
 			return err
 		}

@@ -120,23 +120,18 @@ func cmdServe(ctx context.Context, args []string, con *cli.Console) (err error) 
 		return usagef("--listen %q: %v", sf.listen, err)
 	}
 	defer ln.Close()
-	tr, url, closeNATS, err := sf.r.connect(ctx, con)
+	tr, sealed, url, closeNATS, err := sf.r.jobTransport(ctx, con)
 	if err != nil {
 		return err
 	}
 	defer closeNATS()
-	sealed, unseal, err := sf.r.key.Wrap(tr, log)
-	if err != nil {
-		return usagef("%v", err)
-	}
-	defer unseal()
 	pool, err := watchPool(sealed)
 	if err != nil {
 		return err
 	}
 	defer pool.stop()
 	if sf.localWorks > 0 {
-		stop, err := startLocalWorkers(url, "serve", sf.localWorks, 1, sf.r.nats, sf.r.key.Env(), sf.quiet, con)
+		stop, err := sf.r.startLocal(url, "serve", sf.localWorks, 1, sf.quiet, con)
 		if err != nil {
 			return err
 		}

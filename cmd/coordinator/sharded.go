@@ -104,18 +104,13 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 		}
 		opts.TimeLimit = left
 	}
-	tr, url, closeNATS, err := r.connect(ctx, con)
+	tr, sealed, url, closeNATS, err := r.jobTransport(ctx, con)
 	if err != nil {
 		return err
 	}
 	defer closeNATS()
-	sealed, unseal, err := r.key.Wrap(tr, log)
-	if err != nil {
-		return usagef("%v", err)
-	}
-	defer unseal()
 	if r.local {
-		stop, err := startLocalWorkers(url, r.job, r.workers, max(1, f.threads/r.workers), r.nats, r.key.Env(), f.quiet, con)
+		stop, err := r.startLocal(url, r.job, r.workers, max(1, f.threads/r.workers), f.quiet, con)
 		if err != nil {
 			return err
 		}
