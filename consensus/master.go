@@ -465,10 +465,12 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 			} else if st.Refs, err = s.shards.save(ctx, t); err != nil {
 				return res, fmt.Errorf("checkpoint at iteration %d: %w", t, err)
 			}
-			if s.shards != nil && st.Refs == nil {
-				// A worker could not save its part: no state this time.
-			} else if err := cp.Save(ctx, st); err != nil {
-				return res, fmt.Errorf("checkpoint at iteration %d: %w", t, err)
+			// A sharded run's worker that could not save its part leaves no
+			// references: no state this time.
+			if complete := s.shards == nil || st.Refs != nil; complete {
+				if err := cp.Save(ctx, st); err != nil {
+					return res, fmt.Errorf("checkpoint at iteration %d: %w", t, err)
+				}
 			}
 			lastSave = time.Now()
 		}
