@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -171,6 +172,7 @@ type search struct {
 	opts     Options
 	progress func(solver.Progress)
 	start    time.Time
+	fmax     []float64 // factorMax(m), once a node has no marginals
 
 	mu       sync.Mutex
 	wake     *sync.Cond // signalled when nodes are pushed or the search ends
@@ -372,7 +374,10 @@ func (s *search) file(n *node, r solver.Result, warm *consensus.Warm) {
 		s.st.Pruned++
 		return
 	}
-	v := branchVariable(s.m, n.ev, r)
+	if r.Mu == nil && s.fmax == nil {
+		s.fmax = factorMax(s.m)
+	}
+	v := branchVariable(s.m, n.ev, r, s.fmax)
 	if v < 0 {
 		// Every variable is fixed: the node is a single assignment,
 		// already scored above.
@@ -394,26 +399,71 @@ func (s *search) file(n *node, r solver.Result, warm *consensus.Warm) {
 }
 
 // branchVariable picks the unfixed variable whose marginal is the most
-// fractional (the smallest largest entry); without marginals, the unfixed
-// variable on which the solver's assignment is least supported by its
-// unaries (the first unfixed variable of largest cardinality).
-func branchVariable(m *model.Model, ev model.Evidence, r solver.Result) int {
-	best, bestScore := -1, math.Inf(-1)
+// fractional (the smallest largest entry). Without marginals (TRW-S, or a
+// Cold solver) it picks the unfixed variable that the solver's assignment
+// serves worst: the largest total loss, over its unary and the factors
+// around it, of the assignment's entry against the entry's best (fmax, the
+// factors' largest entries: a conflict count weighted by scores); without
+// an assignment, the first unfixed variable of largest cardinality. Ties go
+// to the larger domain, then the smaller index.
+func branchVariable(m *model.Model, ev model.Evidence, r solver.Result, fmax []float64) int {
+	var loss []float64
+	if r.Mu == nil && r.Assignment != nil && !math.IsInf(r.Primal, -1) && fmax != nil {
+		loss = make([]float64, m.NumVars())
+		for a := range m.Factors {
+			if math.IsNaN(fmax[a]) {
+				continue
+			}
+			l := fmax[a] - m.FactorScore(a, r.Assignment)
+			for _, v := range m.Factors[a].Vars {
+				loss[v] += l
+			}
+		}
+		for i := range loss {
+			u := m.Unaries(i)
+			loss[i] += slices.Max(u) - u[r.Assignment[i]]
+		}
+	}
+	best, bestScore, bestCard := -1, math.Inf(-1), 0
 	for i, c := range m.Cards {
 		if _, fixed := ev[i]; fixed || c < 2 {
 			continue
 		}
-		score := float64(c) // fallback: larger domains first
-		if r.Mu != nil {
+		score := 0.0
+		switch {
+		case r.Mu != nil:
 			mx := 0.0
 			for _, v := range r.Mu[m.UnaryOff[i]:m.UnaryOff[i+1]] {
 				mx = math.Max(mx, v)
 			}
 			score = 1 - mx
+		case loss != nil:
+			score = loss[i]
 		}
-		if score > bestScore {
-			best, bestScore = i, score
+		if score > bestScore || (score == bestScore && c > bestCard) {
+			best, bestScore, bestCard = i, score, c
 		}
 	}
 	return best
+}
+
+// factorMax is the largest entry of every factor of m whose entries are
+// cheap to scan (Dense, Pair, Potts), NaN for the others.
+func factorMax(m *model.Model) []float64 {
+	fmax := make([]float64, len(m.Factors))
+	for a := range m.Factors {
+		f := &m.Factors[a]
+		switch f.Kind {
+		case model.Dense:
+			fmax[a] = slices.Max(f.Table)
+		case model.Pair, model.Potts:
+			fmax[a] = math.Max(f.Weight, 0)
+		default:
+			fmax[a] = math.NaN()
+		}
+		if math.IsInf(fmax[a], 0) {
+			fmax[a] = math.NaN()
+		}
+	}
+	return fmax
 }

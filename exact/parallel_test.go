@@ -291,3 +291,24 @@ func BenchmarkParallelNodes(b *testing.B) {
 		}
 	}
 }
+
+// Without marginals, branching takes a variable of the factor the solver's
+// assignment serves worst.
+func TestBranchOnConflict(t *testing.T) {
+	m := model.New([]int{2, 2, 3, 2})
+	m.Factors = []model.Factor{
+		{Kind: model.Dense, Vars: []int{0, 1}, Table: []float64{0, 1, 1, 0}},
+		{Kind: model.Potts, Vars: []int{1, 3}, Weight: 0.5},
+	}
+	x := []int{0, 0, 0, 1} // loses 1 on the first factor, 0.5 on the second
+	r := solver.Result{Assignment: x, Primal: m.Score(x)}
+	if v := branchVariable(m, nil, r, factorMax(m)); v != 1 {
+		t.Errorf("branched on %d, want 1 (in both violated factors)", v)
+	}
+	if v := branchVariable(m, model.Evidence{1: 0}, r, factorMax(m)); v != 0 && v != 3 {
+		t.Errorf("with 1 fixed, branched on %d", v)
+	}
+	if v := branchVariable(m, nil, solver.Result{Primal: math.Inf(-1)}, factorMax(m)); v != 2 {
+		t.Errorf("without an assignment, branched on %d, want 2 (largest domain)", v)
+	}
+}
