@@ -195,3 +195,29 @@ func TestPursueRejects(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPursueRound times one round of pursuit on frustrated grids of
+// 40x40 binary and 30x30 4-label variables, every variable active (no
+// marginals: the worst case of the search, one widest-path search per
+// variable), and reports the cycles added.
+func BenchmarkPursueRound(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		m    *model.Model
+	}{
+		{"ising40", generate.Ising(generate.GridOptions{Height: 40, Width: 40, Rho: 2, Seed: 1})},
+		{"potts30L4", generate.Potts(generate.GridOptions{Height: 30, Width: 30, Labels: 4, Rho: 2, Seed: 1})},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			added := 0
+			for b.Loop() {
+				_, n, err := Pursue(c.m, Signal{}, PursueOptions{MaxAdd: 50})
+				if err != nil {
+					b.Fatal(err)
+				}
+				added = n
+			}
+			b.ReportMetric(float64(added), "cycles")
+		})
+	}
+}
