@@ -152,6 +152,14 @@ func (p *Pursuit) Round(sig Signal) (*model.Model, int, error) {
 	}
 	label, active := p.project(sig)
 	w := p.weights(label)
+	// The weights beside the adjacency lists, for the search's inner loop.
+	wadj := make([][]float64, len(p.adj))
+	for u, vs := range p.adj {
+		wadj[u] = make([]float64, len(vs))
+		for k, v := range vs {
+			wadj[u][k] = w[edge{min(u, v), max(u, v)}]
+		}
+	}
 	var cand []scored
 	seen := map[string]bool{}
 	s := newWidest(m.NumVars())
@@ -159,7 +167,7 @@ func (p *Pursuit) Round(sig Signal) (*model.Model, int, error) {
 		if !active[i] || len(p.adj[i]) < 2 {
 			continue
 		}
-		c, b := s.cycle(i, p.adj, active, w, p.opts.MaxLen)
+		c, b := s.cycle(i, p.adj, wadj, active, w, p.opts.MaxLen)
 		if c == nil || !p.fits(c) {
 			continue
 		}
@@ -315,7 +323,7 @@ func newWidest(n int) *widest {
 // active variables, of at most maxLen edges, whose weakest edge is the
 // strongest (then the fewest edges), and returns it as a simple frustrated
 // cycle with its weakest weight; nil when there is none.
-func (s *widest) cycle(i int, adj [][]int, active []bool, w map[edge]float64, maxLen int) ([]int, float64) {
+func (s *widest) cycle(i int, adj [][]int, wadj [][]float64, active []bool, w map[edge]float64, maxLen int) ([]int, float64) {
 	for _, x := range s.seen {
 		s.width[x] = -1
 	}
@@ -337,11 +345,11 @@ func (s *widest) cycle(i int, adj [][]int, active []bool, w map[edge]float64, ma
 			continue
 		}
 		u, side := it.node/2, it.node%2
-		for _, v := range adj[u] {
+		for k, v := range adj[u] {
 			if !active[v] {
 				continue
 			}
-			wt := w[edge{min(u, v), max(u, v)}]
+			wt := wadj[u][k]
 			if wt == 0 {
 				continue
 			}
