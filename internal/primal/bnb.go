@@ -248,9 +248,9 @@ func (s *Searcher) factorBound(b *sub, a int) float64 {
 
 // lns is large neighbourhood search from best: count times, a connected
 // set of about size variables is freed and solved by bnb within nodes
-// nodes; the size grows when a neighbourhood is exhausted without
+// nodes (and all of them within total nodes); the size grows when a neighbourhood is exhausted without
 // improvement and shrinks when it runs out of nodes.
-func (s *Searcher) lns(best []int, bestScore float64, count, size, nodes, root int) float64 {
+func (s *Searcher) lns(best []int, bestScore float64, count, size, nodes, total, root int) float64 {
 	m := s.m
 	var cand []int32
 	for i, c := range m.Cards {
@@ -265,11 +265,12 @@ func (s *Searcher) lns(best []int, bestScore float64, count, size, nodes, root i
 	seen := make([]uint32, m.NumVars())
 	var gen uint32
 	var free []int32
-	for it := 0; it < count && !s.hardOut(); it++ {
+	end := s.nodes + total
+	for it := 0; it < count && s.nodes < end && !s.hardOut(); it++ {
 		gen++
 		free = s.neighbourhood(free[:0], cand[s.rng.IntN(len(cand))], size, seen, gen)
 		s.stopped = false
-		s.limit = s.nodes + nodes
+		s.limit = min(end, s.nodes+nodes)
 		before := bestScore
 		sc, done := s.bnb(best, bestScore, free, root)
 		bestScore = sc

@@ -39,6 +39,9 @@ type Options struct {
 	// (0: 12); NeighbourhoodNodes the branch and bound nodes each may take
 	// (0: 2000).
 	NeighbourhoodSize, NeighbourhoodNodes int
+	// LNSNodes bounds the nodes of all neighbourhoods together (0: none
+	// but Neighbourhoods*NeighbourhoodNodes).
+	LNSNodes int
 	// Complete, when positive, ends the search with a depth-first branch
 	// and bound over all variables of at most that many nodes; if it
 	// finishes within them, the result is optimal (Result.Optimal).
@@ -219,7 +222,11 @@ func (s *Searcher) Run(ctx context.Context, hint []float64, opts Options) Result
 		if nodes <= 0 {
 			nodes = defaultLNSNodes
 		}
-		bestScore = s.lns(best, bestScore, nb, size, nodes, root)
+		total := opts.LNSNodes
+		if total <= 0 {
+			total = math.MaxInt / 2
+		}
+		bestScore = s.lns(best, bestScore, nb, size, nodes, total, root)
 		s.icm(best)
 		bestScore = m.Score(best)
 	}
