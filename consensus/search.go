@@ -309,19 +309,19 @@ func (ls *localSearch) improve(x []int, repair bool) {
 
 // Budgets of internal/primal's search, in nodes (not time, so that a run
 // gives the same primals wherever it runs): the construction's per
-// variable (plus a constant), and the large neighbourhood search's
-// neighbourhoods after a repair and in the final polish.
+// variable (plus a constant), and the large neighbourhood search's in the
+// final polish (neighbourhoods, and nodes over all of them).
 const (
 	primalNodesPerVar = 50
 	primalNodesBase   = 20000
-	primalLNS         = 100
 	primalPolishLNS   = 300
-	primalLNSNodes    = 300000
+	primalLNSNodes    = 100000
 )
 
 // primalRepair overwrites x with the feasible assignment internal/primal's
 // search builds, values tried in the order of x (then of the unaries),
-// improved by a short large neighbourhood search. It leaves x as it is
+// without its neighbourhood search (the final polish runs it), so that the
+// first primal comes early. It leaves x as it is
 // when the search finds nothing, and stops trying once propagation proves
 // the model infeasible.
 func (ls *localSearch) primalRepair(x []int) {
@@ -335,7 +335,7 @@ func (ls *localSearch) primalRepair(x []int) {
 	}
 	r := ls.prim.Run(context.Background(), ls.oneHot(x), primal.Options{
 		MaxNodes:       primalNodesBase + primalNodesPerVar*ls.m.NumVars(),
-		Neighbourhoods: min(primalLNS, ls.m.NumVars()), LNSNodes: primalLNSNodes})
+		Neighbourhoods: -1})
 	if r.Infeasible {
 		ls.primInfeasible = true
 	}

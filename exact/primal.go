@@ -12,10 +12,14 @@ import (
 // Budgets of the incumbent search (internal/primal), in nodes: at the
 // root, before any bound, and after each node, guided by its marginals.
 const (
-	rootNeighbourhoods = 500
-	rootLNSNodes       = 300000
+	rootNeighbourhoods = 200
+	rootLNSNodes       = 50000
 	nodeNeighbourhoods = 30
 	nodeLNSNodes       = 30000
+	// Time caps (models with large tables make nodes slow): per node, and
+	// at the root when there is no time limit (else a twentieth of it).
+	nodeTime = 20 * time.Millisecond
+	rootTime = 200 * time.Millisecond
 	constructPerVar    = 50
 	constructBase      = 20000
 )
@@ -41,14 +45,16 @@ func newIncumbents(m *model.Model) *incumbents {
 // unaries), and from the incumbent when it fits the node, and takes
 // what it finds as the incumbent when it is better: its primal is the
 // exact score of its assignment. It runs on nodes that are not pruned.
-// root selects the larger budget, bounded
-// by a fifth of the time limit.
+// root selects the larger budget.
 func (in *incumbents) improve(ctx context.Context, ev model.Evidence, hint []float64, root bool, limit time.Duration, res *solver.Result) {
 	n := in.m.NumVars()
 	o := primal.Options{Evidence: ev, MaxNodes: constructBase + constructPerVar*n,
-		Neighbourhoods: min(nodeNeighbourhoods, n), LNSNodes: nodeLNSNodes}
+		Neighbourhoods: min(nodeNeighbourhoods, n), LNSNodes: nodeLNSNodes, TimeLimit: nodeTime}
 	if root {
-		o.Neighbourhoods, o.LNSNodes, o.TimeLimit = min(rootNeighbourhoods, 2*n), rootLNSNodes, limit/5
+		o.Neighbourhoods, o.LNSNodes, o.TimeLimit = min(rootNeighbourhoods, 2*n), rootLNSNodes, rootTime
+		if limit > 0 {
+			o.TimeLimit = min(rootTime, limit/20)
+		}
 	}
 	r := in.s.Run(ctx, hint, o)
 	if r.OK && r.Score > res.Primal {

@@ -8,7 +8,7 @@ import (
 
 // maxBoundEnum bounds the allowed combinations a factor's bound enumerates;
 // beyond it the bound is the factor's largest entry.
-const maxBoundEnum = 512
+const maxBoundEnum = 64
 
 // sub is the subproblem of one branch and bound: the free variables, the
 // factors that touch them, and the incumbent's score over those (its
