@@ -148,7 +148,6 @@ func SolveWarm(ctx context.Context, m *model.Model, ev model.Evidence, solve War
 	}
 	q := &queue{{ev: ev, bound: math.Inf(1)}}
 	inc := newIncumbents(m)
-	inc.improve(ctx, ev, nil, true, opts.TimeLimit, &res)
 	report := func() {
 		if progress != nil {
 			b := globalBound(q, res.Primal)
@@ -196,7 +195,7 @@ func SolveWarm(ctx context.Context, m *model.Model, ev model.Evidence, solve War
 			report()
 			continue
 		}
-		inc.improve(ctx, n.ev, r.Mu, false, opts.TimeLimit, &res)
+		inc.improve(ctx, n.ev, r.Mu, st.Nodes == 1, opts.TimeLimit, &res)
 		v := branchVariable(m, n.ev, r)
 		if v < 0 {
 			// Every variable is fixed: the node is a single assignment,

@@ -10,7 +10,8 @@ import (
 )
 
 // Budgets of the incumbent search (internal/primal), in nodes: at the
-// root, before any bound, and after each node, guided by its marginals.
+// root and after each other node that is not pruned, guided by its
+// marginals (a root that closes the gap costs nothing).
 const (
 	rootNeighbourhoods = 200
 	rootLNSNodes       = 50000
@@ -27,7 +28,7 @@ const (
 // incumbents looks for feasible assignments with internal/primal's
 // search (propagation of the hard constraints, a backtracking
 // construction, large neighbourhood search) to give the search an
-// incumbent before the root's bound and to improve it at every node:
+// incumbent after the root's bound and to improve it at every node:
 // the dual solvers' decoded assignments are often infeasible on models
 // with many hard constraints (pedigrees), where no incumbent means no
 // pruning.

@@ -12,7 +12,7 @@ import (
 )
 
 // A dual-only solver (a valid bound, never an assignment) on Pedigree_11:
-// the incumbent comes from the root's primal search alone, feasible, the
+// the incumbent comes from the primal search after the root alone, feasible, the
 // exact score of its assignment, under the evidence and not above the
 // proven optimum.
 func TestExactRootIncumbentPedigree(t *testing.T) {
