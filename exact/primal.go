@@ -19,10 +19,10 @@ const (
 	nodeLNSNodes       = 30000
 	// Time caps (models with large tables make nodes slow): per node, and
 	// at the root when there is no time limit (else a twentieth of it).
-	nodeTime = 20 * time.Millisecond
-	rootTime = 200 * time.Millisecond
-	constructPerVar    = 50
-	constructBase      = 20000
+	nodeTime        = 20 * time.Millisecond
+	rootTime        = 200 * time.Millisecond
+	constructPerVar = 50
+	constructBase   = 20000
 )
 
 // incumbents looks for feasible assignments with internal/primal's
