@@ -177,9 +177,10 @@ type search struct {
 	mu       sync.Mutex
 	wake     *sync.Cond // signalled when nodes are pushed or the search ends
 	q        queue
-	inflight []float64 // the bounds of the nodes being solved (+Inf: none)
-	busy     int       // nodes being solved
-	started  int       // nodes taken from the queue
+	inc      *incumbents // the incumbent search (primal.go)
+	inflight []float64   // the bounds of the nodes being solved (+Inf: none)
+	busy     int         // nodes being solved
+	started  int         // nodes taken from the queue
 	res      solver.Result
 	st       Stats
 	stop     solver.Status // why the search ends early ("" while it goes on)
@@ -210,6 +211,7 @@ func SolveWarm(ctx context.Context, m *model.Model, ev model.Evidence, solve War
 		q:   queue{{ev: ev, bound: math.Inf(1)}},
 		res: solver.Result{Status: solver.IterationLimit, Primal: math.Inf(-1), Dual: math.Inf(1)}}
 	s.wake = sync.NewCond(&s.mu)
+	s.inc = newIncumbents(m)
 	threads := max(opts.Threads, 1)
 	s.inflight = make([]float64, threads)
 	for i := range s.inflight {
@@ -350,7 +352,7 @@ func (s *search) work(nctx, ctx context.Context, w int) {
 			return
 		}
 		n.warm = nil
-		s.file(n, r, warm)
+		s.file(nctx, n, r, warm)
 		s.report()
 		s.wake.Broadcast()
 	}
@@ -358,7 +360,7 @@ func (s *search) work(nctx, ctx context.Context, w int) {
 
 // file takes the result of node n into the search (s.mu held): the
 // incumbent, the counts, and n's children unless n is pruned.
-func (s *search) file(n *node, r solver.Result, warm *consensus.Warm) {
+func (s *search) file(ctx context.Context, n *node, r solver.Result, warm *consensus.Warm) {
 	s.st.Nodes++
 	s.res.Iterations += r.Iterations
 	s.st.Iterations += r.Iterations
@@ -374,6 +376,9 @@ func (s *search) file(n *node, r solver.Result, warm *consensus.Warm) {
 		s.st.Pruned++
 		return
 	}
+	// The incumbent search (primal.go) runs under s.mu: its searcher is
+	// shared, and its budget per node is small (nodeTime).
+	s.inc.improve(ctx, n.ev, r.Mu, s.st.Nodes == 1, s.opts.TimeLimit, &s.res)
 	if r.Mu == nil && s.fmax == nil {
 		s.fmax = factorMax(s.m)
 	}
