@@ -161,14 +161,14 @@ type Event struct {
 
 // PhaseResult is how one phase went.
 type PhaseResult struct {
-	Phase      Phase         `json:"phase"`
-	About      string        `json:"about"`
-	Status     solver.Status `json:"status"`
-	Dual       float64       `json:"dual"`   // the phase's own bound
-	Primal     float64       `json:"primal"` // the best primal after the phase
-	Iterations int           `json:"iterations"`
-	Nodes      int           `json:"nodes,omitempty"`
-	Seconds    float64       `json:"seconds"`
+	Phase      Phase
+	About      string
+	Status     solver.Status
+	Dual       float64 // the phase's own bound
+	Primal     float64 // the best primal after the phase
+	Iterations int
+	Nodes      int
+	Seconds    float64
 }
 
 // Result is a run's outcome: the combined result (Dual the lowest bound of
@@ -530,12 +530,27 @@ func (r *run) search(ctx context.Context, sm *model.Model, warm *consensus.Warm)
 	seeded := func(ctx context.Context, m *model.Model, sp exact.Subproblem) (solver.Result, *consensus.Warm, error) {
 		first := false
 		once.Do(func() { first = true })
-		if first {
+		if !first {
+			return node(ctx, m, sp)
+		}
+		if root.Mu != nil {
 			// The root is what the earlier phases found: no need to
 			// bound it again.
 			return root, warm, nil
 		}
-		return node(ctx, m, sp)
+		// No marginals to branch on (TRW-S has none): bound the root
+		// with the node solver, and keep the better bound and primal.
+		sp.Warm = warm
+		res, w, err := node(ctx, m, sp)
+		if err != nil {
+			return res, w, err
+		}
+		res.Dual = min(res.Dual, root.Dual)
+		if root.Assignment != nil && (res.Assignment == nil || root.Primal > res.Primal) {
+			res.Assignment, res.Primal = root.Assignment, root.Primal
+		}
+		res.Gap = res.Dual - res.Primal
+		return res, w, nil
 	}
 	eo := r.opts.Search
 	eo.Tol, eo.TimeLimit = r.opts.Tol, r.left()
