@@ -48,6 +48,9 @@ type Options struct {
 	NodeMaxIter int
 	// NoTighten and NoSearch leave out the phases after the relaxation.
 	NoTighten, NoSearch bool
+	// TightenShare is the share of the time left that the tightening
+	// may take when a search follows (0: 1/3).
+	TightenShare float64
 	// Search bounds the branch and bound (its TimeLimit is replaced by
 	// the time left; Tol by the run's).
 	Search exact.Options
@@ -110,6 +113,8 @@ func (o *Options) Validate() error {
 		return solver.Errorf("Relax", "unknown relaxation %q (want %s or %s)", o.Relax, TRWS, ADMM)
 	case o.NodeMaxIter < 0:
 		return solver.Errorf("NodeMaxIter", "%d is negative", o.NodeMaxIter)
+	case !(o.TightenShare >= 0 && o.TightenShare <= 1):
+		return solver.Errorf("TightenShare", "%v is not in [0, 1]", o.TightenShare)
 	case o.Search.MaxNodes < 0:
 		return solver.Errorf("Search.MaxNodes", "%d is negative", o.Search.MaxNodes)
 	}
@@ -208,6 +213,9 @@ func Solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options,
 		deadline = start.Add(opts.TimeLimit)
 		ctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
+	}
+	if opts.TightenShare == 0 {
+		opts.TightenShare = 1.0 / 3
 	}
 	r := &run{m: m, ev: ev, opts: opts, start: start, deadline: deadline, parent: parent, progress: progress,
 		dual: math.Inf(1), primal: math.Inf(-1), shown: math.Inf(-1), relaxed: math.NaN()}
@@ -343,6 +351,9 @@ func (r *run) begin(ph Phase, about string) time.Time {
 // primal (rescored on m, then improved by the Primal seam), the
 // iterations, and the phase's record.
 func (r *run) end(ctx context.Context, ph Phase, about string, t0 time.Time, res solver.Result, nodes int) {
+	if res.Status == solver.Interrupted && r.parent.Err() == nil && !r.deadline.IsZero() && !time.Now().Before(r.deadline) {
+		res.Status = solver.TimeLimit // the run's deadline, not the caller's cancellation
+	}
 	r.offer(ph, res.Assignment)
 	if res.Mu != nil && len(res.Mu) == len(r.m.Unary) {
 		r.lastMu = res.Mu
@@ -419,7 +430,7 @@ func (r *run) closedLocked() bool {
 func (r *run) done(ctx context.Context) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.closedLocked() || ctx.Err() != nil || r.status == solver.TimeLimit || r.status == solver.Interrupted
+	return r.closedLocked() || ctx.Err() != nil || r.parent.Err() != nil || !r.deadline.IsZero() && !time.Now().Before(r.deadline)
 }
 
 // wrap continues a phase's progress reports from where the run is.
@@ -451,7 +462,20 @@ func (r *run) wrap() func(solver.Progress) {
 // tightenPhase runs the tightening and folds its result in.
 func (r *run) tightenPhase(ctx context.Context, tighten func(context.Context, *model.Model, model.Evidence, solver.Limits, func(solver.Progress)) (Tightened, error)) (Tightened, error) {
 	t0 := r.begin(Tighten, "cycle constraints")
-	t, err := tighten(ctx, r.m, r.ev, r.limits(), r.wrap())
+	lim := r.limits()
+	tctx := ctx
+	if lim.TimeLimit > 0 && !r.opts.NoSearch {
+		// The search gets the larger share of what is left: a tighter
+		// bound that comes too late to prune helps nobody.
+		lim.TimeLimit = max(time.Duration(float64(lim.TimeLimit)*r.opts.TightenShare), time.Nanosecond)
+		var cancel context.CancelFunc
+		tctx, cancel = context.WithTimeout(ctx, lim.TimeLimit)
+		defer cancel()
+	}
+	t, err := tighten(tctx, r.m, r.ev, lim, r.wrap())
+	if t.Result.Status == solver.Interrupted && ctx.Err() == nil && tctx.Err() != nil {
+		t.Result.Status = solver.TimeLimit // its share of the time
+	}
 	if err != nil {
 		return t, fmt.Errorf("anytime: %s phase: %w", Tighten, err)
 	}
@@ -558,9 +582,6 @@ func (r *run) search(ctx context.Context, sm *model.Model, warm *consensus.Warm)
 	res, st, err := exact.SolveWarm(ctx, sm, r.ev, seeded, eo, r.wrap())
 	if err != nil {
 		return Result{}, fmt.Errorf("anytime: %s phase: %w", Search, err)
-	}
-	if res.Status == solver.Interrupted && r.parent.Err() == nil {
-		res.Status = solver.TimeLimit // our deadline, not the caller's cancellation
 	}
 	r.end(ctx, Search, about, t0, res, st.Nodes)
 	out := r.result()
