@@ -4,7 +4,9 @@
 // that any dual solver (DD-ADMM with one slave per factor, TRW-S, ...)
 // enforces the consistency of the pairwise marginals around each cycle, in
 // the spirit of the cycle inequalities of Kumar & Torr (ICML 2008) and
-// Sontag et al. (UAI 2008).
+// Sontag et al. (UAI 2008). Pursuit (Pursue) instead adds, round by round,
+// the frustrated cycles of any length that a relaxation's current solution
+// points at (Sontag et al., UAI 2008 and UAI 2012).
 //
 // It only transforms models; it must not know about solvers.
 package tighten
@@ -44,10 +46,18 @@ func Cycles(m *model.Model, opts Options) (*model.Model, Stats, error) {
 	if err != nil {
 		return nil, st, err
 	}
-	// Edge tables: the sum of the pairwise factors on each pair, rows
-	// indexed by the smaller variable.
-	tables := map[edge][]float64{}
-	var keep []model.Factor
+	out, covered, err := regroup(m, cycles)
+	st.Covered = covered
+	if err != nil {
+		return nil, st, err
+	}
+	return out, st, nil
+}
+
+// edgeTables returns the sum of the pairwise factors on each pair of m
+// (rows indexed by the smaller variable) and m's other factors.
+func edgeTables(m *model.Model) (tables map[edge][]float64, keep []model.Factor) {
+	tables = map[edge][]float64{}
 	for a := range m.Factors {
 		f := &m.Factors[a]
 		if !pairwise(f) {
@@ -70,41 +80,57 @@ func Cycles(m *model.Model, opts Options) (*model.Model, Stats, error) {
 		}
 		tables[e] = t
 	}
+	return tables, keep
+}
+
+// cycleEdges lists the edges of cycle c (consecutive variables, and the
+// last with the first).
+func cycleEdges(c []int) []edge {
+	es := make([]edge, len(c))
+	for k := range c {
+		u, v := c[k], c[(k+1)%len(c)]
+		if u > v {
+			u, v = v, u
+		}
+		es[k] = edge{u, v}
+	}
+	return es
+}
+
+// regroup returns m with the pairwise factors on the edges of cycles
+// replaced by one dense factor per cycle: each edge's table (the sum of the
+// pairwise factors on that pair) is split equally among the cycles that
+// contain it, so the total score of every assignment is unchanged. covered
+// is the number of edges in some cycle. Every edge of every cycle must be
+// an edge of m.
+func regroup(m *model.Model, cycles [][]int) (out *model.Model, covered int, err error) {
+	tables, keep := edgeTables(m)
 	// How many cycles share each edge.
 	share := map[edge]int{}
-	cycleEdges := func(c []int) []edge {
-		es := make([]edge, len(c))
-		for k := range c {
-			u, v := c[k], c[(k+1)%len(c)]
-			if u > v {
-				u, v = v, u
-			}
-			es[k] = edge{u, v}
-		}
-		return es
-	}
 	for _, c := range cycles {
 		for _, e := range cycleEdges(c) {
+			if _, ok := tables[e]; !ok {
+				return nil, 0, fmt.Errorf("tighten: cycle %v: no pairwise factor on %d-%d", c, e.u, e.v)
+			}
 			share[e]++
 		}
 	}
-	out := &model.Model{Cards: m.Cards, UnaryOff: m.UnaryOff, Unary: m.Unary, Constant: m.Constant}
+	out = &model.Model{Cards: m.Cards, UnaryOff: m.UnaryOff, Unary: m.Unary, Constant: m.Constant}
 	out.Factors = append(out.Factors, keep...)
 	for e, t := range tables {
 		if share[e] == 0 {
 			out.Factors = append(out.Factors, model.Factor{Kind: model.Dense, Vars: []int{e.u, e.v}, Table: t})
 		}
 	}
-	st.Covered = len(share)
 	for _, c := range cycles {
 		out.Factors = append(out.Factors, cycleFactor(m, c, cycleEdges(c), tables, share))
 	}
 	// Deterministic factor order: map iteration above is random.
 	slices.SortStableFunc(out.Factors[len(keep):], func(x, y model.Factor) int { return slices.Compare(x.Vars, y.Vars) })
 	if err := out.Validate(); err != nil {
-		return nil, st, fmt.Errorf("tighten: %w", err)
+		return nil, len(share), fmt.Errorf("tighten: %w", err)
 	}
-	return out, st, nil
+	return out, len(share), nil
 }
 
 // FindCycles returns the short cycles of the graph of m's pairwise factors
