@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -165,6 +166,52 @@ func TestRealInstancesCoarseSlaves(t *testing.T) {
 					}
 					t.Logf("%s after %d iterations: dual %.6f primal %.6f best known %.6f", res.Status, res.Iterations, res.Dual, res.Primal, o.bestKnown)
 				})
+			}
+		}
+	}
+}
+
+// The pedigree and linkage models (deterministic CPTs) get a feasible
+// primal within a small budget (internal/primal's repair), under both
+// algorithms and with 1 and 2 threads alike.
+func TestPedigreeFeasiblePrimal(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		best float64
+	}{{"pedigree/Pedigree_11.uai", -65.744317240}, {"pedigree/linkage_16.uai", -143.662079668}} {
+		path := instances.Path(t, c.file)
+		m, err := uai.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := uai.ReadEvidenceFile(path+".evid", m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, algo := range []Algo{ADMM, Subgradient} {
+			var first []int
+			for _, threads := range []int{1, 2} {
+				opts := DefaultOptions()
+				opts.Algo, opts.MaxIter, opts.Threads = algo, 30, threads
+				if algo == Subgradient {
+					opts.Eta = 1
+				}
+				res, err := Solve(context.Background(), m, ev, opts, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Assignment == nil || math.IsInf(res.Primal, -1) {
+					t.Fatalf("%s %s: no feasible primal after %d iterations", c.file, algo, res.Iterations)
+				}
+				if sc := m.Score(res.Assignment); sc != res.Primal || sc > c.best+1e-6 {
+					t.Fatalf("%s %s: primal %v, assignment scores %v, optimum %v", c.file, algo, res.Primal, sc, c.best)
+				}
+				if first == nil {
+					first = res.Assignment
+				} else if !slices.Equal(first, res.Assignment) {
+					t.Fatalf("%s %s: the assignment depends on the thread count", c.file, algo)
+				}
+				t.Logf("%s %s threads %d: primal %.4f (optimum %.4f) in %v", c.file, algo, threads, res.Primal, c.best, res.Elapsed)
 			}
 		}
 	}

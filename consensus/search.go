@@ -1,10 +1,12 @@
 package consensus
 
 import (
+	"context"
 	"math"
 	"slices"
 
 	"github.com/ddrun/ddrun/internal/localsearch"
+	"github.com/ddrun/ddrun/internal/primal"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/partition"
 	"github.com/ddrun/ddrun/slaves"
@@ -50,6 +52,14 @@ type localSearch struct {
 	pairs *Pairs
 	p     *Problem
 	rep   *repair // built on first use
+	// prim is internal/primal's search, the repair on the whole model,
+	// built on first use (then hint is its scratch and decoded the last
+	// assignment improve was given); primInfeasible records that it
+	// proved the model infeasible.
+	prim           *primal.Searcher
+	primInfeasible bool
+	hint           []float64
+	decoded        []int
 	// frozen marks variables that neither ICM nor the repair may change
 	// and whose unaries partial leaves out: a sharded worker's boundary,
 	// whose states the coordinator settles. nil: none.
@@ -274,22 +284,98 @@ func (ls *localSearch) scoreChunk(_, chunk int) {
 }
 
 // improve runs the repair when asked (x violates hard constraints and no
-// feasible assignment is known), then a few ICM sweeps.
+// feasible assignment is known), then a few ICM sweeps. On the whole model
+// (not a worker's pairs or boundary) the repair is internal/primal's
+// search guided by x; elsewhere the forward-checking repair below.
 func (ls *localSearch) improve(x []int, repair bool) {
+	if ls.prim != nil {
+		ls.decoded = append(ls.decoded[:0], x...)
+	}
 	if repair {
-		if ls.rep == nil {
-			ls.rep = ls.newRepair()
-			if ls.rep != nil {
-				ls.rep.frozen = ls.frozen
+		if ls.pairs == nil && ls.frozen == nil {
+			ls.primalRepair(x)
+		} else {
+			if ls.rep == nil {
+				ls.rep = ls.newRepair()
+				if ls.rep != nil {
+					ls.rep.frozen = ls.frozen
+				}
 			}
+			ls.rep.run(x)
 		}
-		ls.rep.run(x)
 	}
 	ls.icm(x, icmRunSweeps)
 }
 
-// polish runs ICM to a local optimum (or the final sweep budget).
-func (ls *localSearch) polish(x []int) { ls.icm(x, icmFinalSweeps) }
+// Budgets of internal/primal's search, in nodes (not time, so that a run
+// gives the same primals wherever it runs): the construction's per
+// variable (plus a constant), and the large neighbourhood search's in the
+// final polish (neighbourhoods, and nodes over all of them).
+const (
+	primalNodesPerVar = 50
+	primalNodesBase   = 20000
+	primalPolishLNS   = 300
+	primalLNSNodes    = 100000
+)
+
+// primalRepair overwrites x with the feasible assignment internal/primal's
+// search builds, values tried in the order of x (then of the unaries),
+// without its neighbourhood search (the final polish runs it), so that the
+// first primal comes early. It leaves x as it is
+// when the search finds nothing, and stops trying once propagation proves
+// the model infeasible.
+func (ls *localSearch) primalRepair(x []int) {
+	if ls.primInfeasible {
+		return
+	}
+	if ls.prim == nil {
+		ls.prim = primal.NewSearcher(ls.m)
+		ls.hint = make([]float64, len(ls.m.Unary))
+		ls.decoded = append(ls.decoded[:0], x...)
+	}
+	r := ls.prim.Run(context.Background(), ls.oneHot(x), primal.Options{
+		MaxNodes:       primalNodesBase + primalNodesPerVar*ls.m.NumVars(),
+		Neighbourhoods: -1})
+	if r.Infeasible {
+		ls.primInfeasible = true
+	}
+	if r.OK {
+		copy(x, r.X)
+	}
+}
+
+// oneHot is the hint that prefers x's states: 1 at x_i, 0 elsewhere.
+func (ls *localSearch) oneHot(x []int) []float64 {
+	m, h := ls.m, ls.hint
+	clear(h)
+	for i, s := range x {
+		h[m.UnaryOff[i]+s] = 1
+	}
+	return h
+}
+
+// polish runs ICM to a local optimum (or the final sweep budget). When the
+// run needed internal/primal's repair (the model has hard constraints),
+// it first tries that search's construction from the last decoded
+// assignment and its large neighbourhood search from x, and keeps the
+// best of them.
+func (ls *localSearch) polish(x []int) {
+	if ls.prim != nil && !ls.primInfeasible {
+		m := ls.m
+		best := m.Score(x)
+		opts := primal.Options{Neighbourhoods: min(primalPolishLNS, m.NumVars()),
+			MaxNodes: primalNodesBase + primalNodesPerVar*m.NumVars(), LNSNodes: primalLNSNodes}
+		if r := ls.prim.Run(context.Background(), ls.oneHot(ls.decoded), opts); r.OK && r.Score > best {
+			copy(x, r.X)
+			best = r.Score
+		}
+		opts.Start = x
+		if r := ls.prim.Run(context.Background(), nil, opts); r.OK && r.Score > best {
+			copy(x, r.X)
+		}
+	}
+	ls.icm(x, icmFinalSweeps)
+}
 
 // icm is iterated conditional modes: a variable takes the state that
 // maximises its local score (unary plus the factors that touch it) with the

@@ -173,6 +173,10 @@ type search struct {
 	progress func(solver.Progress)
 	start    time.Time
 	fmax     []float64 // factorMax(m), once a node has no marginals
+	// inc searches for incumbents (under mu: its searcher is not safe for
+	// concurrent use) with ictx, the caller's context.
+	inc  *incumbents
+	ictx context.Context
 
 	mu       sync.Mutex
 	wake     *sync.Cond // signalled when nodes are pushed or the search ends
@@ -210,6 +214,10 @@ func SolveWarm(ctx context.Context, m *model.Model, ev model.Evidence, solve War
 		q:   queue{{ev: ev, bound: math.Inf(1)}},
 		res: solver.Result{Status: solver.IterationLimit, Primal: math.Inf(-1), Dual: math.Inf(1)}}
 	s.wake = sync.NewCond(&s.mu)
+	// An incumbent before the root's bound (internal/primal's search),
+	// improved after every node that is not pruned (file).
+	s.inc, s.ictx = newIncumbents(m), ctx
+	s.inc.improve(ctx, ev, nil, true, opts.TimeLimit, &s.res)
 	threads := max(opts.Threads, 1)
 	s.inflight = make([]float64, threads)
 	for i := range s.inflight {
@@ -374,6 +382,7 @@ func (s *search) file(n *node, r solver.Result, warm *consensus.Warm) {
 		s.st.Pruned++
 		return
 	}
+	s.inc.improve(s.ictx, n.ev, r.Mu, false, s.opts.TimeLimit, &s.res)
 	if r.Mu == nil && s.fmax == nil {
 		s.fmax = factorMax(s.m)
 	}
