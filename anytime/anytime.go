@@ -9,6 +9,7 @@ import (
 
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/exact"
+	"github.com/ddrun/ddrun/internal/primal"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/tighten"
@@ -539,6 +540,10 @@ func (r *run) search(ctx context.Context, sm *model.Model, warm *consensus.Warm)
 	if lim.MaxIter == 0 {
 		lim.MaxIter = 1000
 	}
+	if r.opts.Search.Threads > 1 {
+		// The search solves that many nodes at once: one thread each.
+		r.opts.DD.Threads, r.opts.TRWS.Threads = 1, 1
+	}
 	var node exact.WarmSolver
 	about := ""
 	if r.opts.Node != nil {
@@ -657,4 +662,32 @@ func (r *run) result() Result {
 		ph = r.phases[len(r.phases)-1].Phase
 	}
 	return Result{Result: res, Phase: ph, Phases: append([]PhaseResult(nil), r.phases...)}
+}
+
+// PrimalSearch is the default Primal seam: internal/primal's search
+// (propagation of the hard constraints, a backtracking construction guided
+// by the phase's marginals, or by the unaries when it has none, ICM and
+// large neighbourhood search from the best assignment so far), within
+// budget (and the run's context).
+func PrimalSearch(budget time.Duration) func(ctx context.Context, m *model.Model, ev model.Evidence, hint solver.Result) []int {
+	var mu sync.Mutex
+	var s *primal.Searcher
+	var of *model.Model
+	return func(ctx context.Context, m *model.Model, ev model.Evidence, hint solver.Result) []int {
+		mu.Lock()
+		defer mu.Unlock()
+		if s == nil || of != m {
+			s, of = primal.NewSearcher(m), m
+		}
+		o := primal.Options{Evidence: ev, TimeLimit: budget, Start: hint.Assignment}
+		var h []float64
+		if len(hint.Mu) == len(m.Unary) {
+			h = hint.Mu
+		}
+		r := s.Run(ctx, h, o)
+		if !r.OK {
+			return nil
+		}
+		return r.X
+	}
 }

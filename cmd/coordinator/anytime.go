@@ -114,6 +114,16 @@ func (f *solveFlags) anytimeOptions(j spec, set func(string) bool) (anytime.Opti
 	if set("max-iter") {
 		o.NodeMaxIter = f.maxIter
 	}
+	// Branch and bound solves --threads nodes at once (each node's solver
+	// then runs on one); internal/primal's search looks for better
+	// assignments after every phase, for at most a second (a twentieth of
+	// the time limit when that is less).
+	o.Search.Threads = f.threads
+	budget := time.Second
+	if f.timeLimit > 0 {
+		budget = min(budget, f.timeLimit/20)
+	}
+	o.Primal = anytime.PrimalSearch(budget)
 	if err := o.Validate(); err != nil {
 		return o, flagError(err)
 	}
@@ -165,6 +175,10 @@ func phaseLines(con *cli.Console) func(anytime.Event) {
 			con.Print("phase", fmt.Sprintf("phase %s: %s (bound %s, primal %s, %.3fs)", e.Phase, e.About, num(e.Dual), num(e.Primal), secs),
 				"phase", string(e.Phase), "event", "start", "about", e.About, "dual", e.Dual, "primal", e.Primal, "elapsed", secs)
 		case anytime.PhaseEnd:
+			if e.Status == "skipped" {
+				con.Print("phase", fmt.Sprintf("phase %s: skipped, %s", e.Phase, e.About), "phase", string(e.Phase), "event", "skipped", "about", e.About)
+				return
+			}
 			nodes := ""
 			if e.Nodes > 0 {
 				nodes = fmt.Sprintf(", %d nodes", e.Nodes)
