@@ -534,7 +534,7 @@ func chartJob(t *testing.T, sets ...string) {
 		t.Fatalf("gen: %v\n%s", err, b)
 	}
 	flags := []string{"--json", "--quiet", "--tol", "0", "--max-iter", "150"}
-	want := runJSON(t, time.Minute, coord, append(append([]string{"solve"}, flags...), model)...)
+	want := runJSON(t, time.Minute, coord, append(append([]string{"solve", "--algo", "admm"}, flags...), model)...)
 	base := []string{
 		"workers.replicas=2", "workers.threads=1",
 		"coordinator.job.model=/models/potts.uai",

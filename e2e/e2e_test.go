@@ -160,7 +160,7 @@ func TestRunLocalMatchesSolve(t *testing.T) {
 		for _, workers := range []int{2, 3} {
 			t.Run(fmt.Sprintf("%s/%d", c.name, workers), func(t *testing.T) {
 				flags := append([]string{"--json", "--quiet", "--max-iter", "400"}, c.flags...)
-				want := runJSON(t, time.Minute, coord, append(append([]string{"solve"}, flags...), c.model)...)
+				want := runJSON(t, time.Minute, coord, append(append([]string{"solve", "--algo", "admm"}, flags...), c.model)...)
 				got := runJSON(t, 2*time.Minute, coord, append(append([]string{"run", "--local", "--workers", fmt.Sprint(workers)}, flags...), c.model)...)
 				sameResult(t, got, want)
 				if got.Workers != workers {
@@ -201,7 +201,7 @@ func TestSeparateWorkersAcrossJobs(t *testing.T) {
 		model   string
 		workers string
 	}{{potts, "3"}, {logic, "2"}, {potts, "1"}} {
-		want := runJSON(t, time.Minute, coord, "solve", "--json", "--quiet", job.model)
+		want := runJSON(t, time.Minute, coord, "solve", "--algo", "admm", "--json", "--quiet", job.model)
 		got := runJSON(t, time.Minute, coord, "run", "--nats", srv.URL(), "--workers", job.workers, "--job", fmt.Sprintf("job%d", i), "--json", "--quiet", job.model)
 		sameResult(t, got, want)
 	}
@@ -268,7 +268,7 @@ func TestRealInstancesRunMatchesSolve(t *testing.T) {
 		path := instances.Path(t, name)
 		t.Run(filepath.Base(name), func(t *testing.T) {
 			flags := []string{"--json", "--quiet", "--max-iter", "300", "--evidence", path + ".evid"}
-			want := runJSON(t, time.Minute, coord, append(append([]string{"solve"}, flags...), path)...)
+			want := runJSON(t, time.Minute, coord, append(append([]string{"solve", "--algo", "admm"}, flags...), path)...)
 			got := runJSON(t, 2*time.Minute, coord, append(append([]string{"run", "--local", "--workers", "3"}, flags...), path)...)
 			sameResult(t, got, want)
 		})

@@ -226,7 +226,7 @@ func faultModel(t *testing.T, coord string) (string, []string, result) {
 		if b, err := exec.Command(coord, gen...).CombinedOutput(); err != nil {
 			t.Fatalf("gen: %v\n%s", err, b)
 		}
-		faultWant = runJSON(t, time.Minute, coord, append(append([]string{"solve", "--quiet"}, flags...), faultPath)...)
+		faultWant = runJSON(t, time.Minute, coord, append(append([]string{"solve", "--algo", "admm", "--quiet"}, flags...), faultPath)...)
 		faultFails = false
 	})
 	if faultFails {

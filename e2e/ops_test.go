@@ -171,7 +171,7 @@ func TestWorkerWaitsForNATS(t *testing.T) {
 	l.Close()
 	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
 	model := genModel(t, coord, "potts", "--height", "8", "--width", "8", "--labels", "3", "--rho", "1", ".uai")
-	want := runJSON(t, time.Minute, coord, "solve", "--json", "--quiet", model)
+	want := runJSON(t, time.Minute, coord, "solve", "--algo", "admm", "--json", "--quiet", model)
 
 	w := startProc(t, "early", worker, "--nats", url, "--name", "early", "--threads", "1", "--metrics", "127.0.0.1:0", "--connect-timeout", "2m")
 	murl := metricsURL(t, w)

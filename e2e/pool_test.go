@@ -22,7 +22,7 @@ func TestPoolThreeJobsSideBySide(t *testing.T) {
 	want := make([]result, 3)
 	for i := range models {
 		models[i] = genModel(t, coord, "potts", "--height", "12", "--width", "12", "--labels", "4", "--rho", "2", "--seed", fmt.Sprint(i+1), ".uai")
-		want[i] = runJSON(t, time.Minute, coord, append(append([]string{"solve"}, flags...), models[i])...)
+		want[i] = runJSON(t, time.Minute, coord, append(append([]string{"solve", "--algo", "admm"}, flags...), models[i])...)
 	}
 	got := make([]result, 3)
 	start := time.Now()

@@ -272,7 +272,7 @@ func TestServe(t *testing.T) {
 				w.Wait()
 			}()
 		}
-		want := runJSON(t, time.Minute, coord, "solve", "--json", "--quiet", "--max-iter", "300", potts)
+		want := runJSON(t, time.Minute, coord, "solve", "--algo", "admm", "--json", "--quiet", "--max-iter", "300", potts)
 		id := s.submit(t, potts, "workers=2&max_iter=300")
 		got := s.checkJob(t, id, want)
 		if got.Workers != 2 {

@@ -59,7 +59,7 @@ func TestShardedRunMatchesSolve(t *testing.T) {
 			t.Fatal(err)
 		}
 		flags := append([]string{"--json", "--quiet", "--max-iter", "150"}, c.flags...)
-		want := runJSON(t, time.Minute, coord, append(append([]string{"solve"}, flags...), c.model)...)
+		want := runJSON(t, time.Minute, coord, append(append([]string{"solve", "--algo", "admm"}, flags...), c.model)...)
 		for w := 1; w <= 4; w++ {
 			t.Run(fmt.Sprintf("%s/%d", c.name, w), func(t *testing.T) {
 				out := filepath.Join(t.TempDir(), "x.mpe")

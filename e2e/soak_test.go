@@ -33,7 +33,7 @@ func TestSoakRandomKills(t *testing.T) {
 	}
 	model := genModel(t, coord, "potts", "--height", size, "--width", size, "--labels", "4", "--rho", "0.5", ".uai")
 	flags := []string{"--json", "--threads", "1", "--tol", "0", "--max-iter", "100000"}
-	want := runJSON(t, time.Hour, coord, append(append([]string{"solve", "--quiet"}, flags...), model)...)
+	want := runJSON(t, time.Hour, coord, append(append([]string{"solve", "--algo", "admm", "--quiet"}, flags...), model)...)
 	flags = append(flags, "--lost-after", "2s")
 	srv := startNATS(t, true)
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}

@@ -84,7 +84,7 @@ func TestServeJSONLogs(t *testing.T) {
 	coord, _ := binaries(t)
 	potts := "../examples/potts-20x20.uai"
 	s := startServe(t, t.TempDir(), "--log-format", "json", "--local-workers", "1")
-	want := runJSON(t, time.Minute, coord, "solve", "--json", "--quiet", "--max-iter", "80", potts)
+	want := runJSON(t, time.Minute, coord, "solve", "--algo", "admm", "--json", "--quiet", "--max-iter", "80", potts)
 	id := s.submit(t, potts, "workers=1&max_iter=80")
 	got := s.checkJob(t, id, want)
 	code, b := call(t, "GET", s.url+"/v1/jobs/"+id+"/trace", "", nil)

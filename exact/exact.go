@@ -177,7 +177,7 @@ type search struct {
 	mu       sync.Mutex
 	wake     *sync.Cond // signalled when nodes are pushed or the search ends
 	q        queue
-	inc      *incumbents // the incumbent search (primal.go)
+	inc      *incumbents // the incumbent search (primal.go), used under mu
 	inflight []float64   // the bounds of the nodes being solved (+Inf: none)
 	busy     int         // nodes being solved
 	started  int         // nodes taken from the queue

@@ -10,6 +10,7 @@ import (
 
 // timeIterations times r.iterate after 10 warm-up iterations.
 func timeIterations(b *testing.B, r *runner) {
+	defer r.close()
 	for range 10 {
 		r.iterate()
 	}
@@ -20,36 +21,52 @@ func timeIterations(b *testing.B, r *runner) {
 	}
 }
 
-// BenchmarkIteration times one TRW-S iteration (forward pass with
-// labelling, primal score, backward pass, both bounds) on 100x100 Potts
-// grids with 8 labels (the grid of consensus.BenchmarkIteration, and the
-// paper's rho = 10), after a warm-up.
-func BenchmarkIteration(b *testing.B) {
-	for _, rho := range []float64{1, 10} {
-		b.Run(fmt.Sprintf("potts100x100L8/rho=%g", rho), func(b *testing.B) {
-			m := generate.Potts(generate.GridOptions{Height: 100, Width: 100, Labels: 8, Rho: rho, Seed: 1})
-			g, err := newGraph(m)
-			if err != nil {
-				b.Fatal(err)
-			}
-			timeIterations(b, newRun(g, DefaultOptions()))
-		})
-	}
-}
-
-// BenchmarkIterationDense is BenchmarkIteration with the Potts edges given
-// as dense 8x8 tables (the O(K^2) message path).
-func BenchmarkIterationDense(b *testing.B) {
-	m := generate.Potts(generate.GridOptions{Height: 100, Width: 100, Labels: 8, Rho: 1, Seed: 1})
+// dense turns every factor of m into a Dense table (the O(K^2) message
+// path, as a UAI file reads).
+func dense(m *model.Model) *model.Model {
 	for a := range m.Factors {
 		m.Factors[a].Table = m.DenseTable(a)
 		m.Factors[a].Kind = model.Dense
 	}
-	g, err := newGraph(m)
+	return m
+}
+
+// runnerFor builds a runner on m for the given threads.
+func runnerFor(b *testing.B, m *model.Model, threads int) *runner {
+	g, err := newGraph(m, threads)
 	if err != nil {
 		b.Fatal(err)
 	}
-	timeIterations(b, newRun(g, DefaultOptions()))
+	o := DefaultOptions()
+	o.Threads = threads
+	return newRun(g, o)
+}
+
+// BenchmarkIteration times one TRW-S iteration (forward pass with
+// labelling and the labelling's score, backward pass, both bounds) after a
+// warm-up: on the grids of issue 17 with general (dense) tables, the
+// 4-label 300x300 and 8-label 100x100 Potts grids of `coordinator gen
+// potts` (rho 1), on 1 and 2 threads; and on the 100x100 grid with its
+// Potts edges kept as Potts (O(L) messages).
+func BenchmarkIteration(b *testing.B) {
+	grids := []struct {
+		name         string
+		h, w, labels int
+	}{{"dense300x300L4", 300, 300, 4}, {"dense100x100L8", 100, 100, 8}}
+	for _, gr := range grids {
+		m := dense(generate.Potts(generate.GridOptions{Height: gr.h, Width: gr.w, Labels: gr.labels, Rho: 1, Seed: 1}))
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/threads=%d", gr.name, threads), func(b *testing.B) {
+				timeIterations(b, runnerFor(b, m, threads))
+			})
+		}
+	}
+	for _, rho := range []float64{1, 10} {
+		b.Run(fmt.Sprintf("potts100x100L8/rho=%g", rho), func(b *testing.B) {
+			m := generate.Potts(generate.GridOptions{Height: 100, Width: 100, Labels: 8, Rho: rho, Seed: 1})
+			timeIterations(b, runnerFor(b, m, 1))
+		})
+	}
 }
 
 // BenchmarkLPCIteration times one TRW-S(LP-C) iteration (both passes and a
@@ -67,14 +84,15 @@ func BenchmarkLPCIteration(b *testing.B) {
 	for _, gr := range grids {
 		for _, cycles := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/cycles=%v", gr.name, cycles), func(b *testing.B) {
-				g, err := newGraph(gr.m)
+				g, err := newGraph(gr.m, 1)
 				if err != nil {
 					b.Fatal(err)
 				}
+				if cycles {
+					g.enableLPC()
+				}
 				r := newRun(g, DefaultOptions())
 				if cycles {
-					g.densify()
-					g.orig = append([]float64(nil), g.tables...)
 					if r.cyc, err = newLPC(g, gr.m, 0); err != nil {
 						b.Fatal(err)
 					}

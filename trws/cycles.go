@@ -173,6 +173,11 @@ func newLPC(g *graph, m *model.Model, maxCycles int) (*lpc, error) {
 	c.buildChains(adjacent)
 	c.coff = append(c.coff, 0)
 	for _, cy := range cyc {
+		if g.pos != nil { // model variables to nodes
+			for k, v := range cy {
+				cy[k] = int(g.pos[v])
+			}
+		}
 		ok := true
 		for _, v := range cy {
 			if g.card[v] > maxCycleCard || g.card[v] < 2 {
@@ -222,13 +227,13 @@ func (c *lpc) buildChains(adjacent func(a, b int32) bool) {
 		next[e], prev[e] = -1, -1
 	}
 	for s := 0; s < g.n; s++ {
-		in, out := g.inE[g.inOff[s]:g.inOff[s+1]], g.outE[g.outOff[s]:g.outOff[s+1]]
+		in := g.inE[g.inOff[s]:g.inOff[s+1]]
 		pair := func(accept func(ei, eo int32) bool) {
 			for _, ei := range in {
 				if next[ei] >= 0 {
 					continue
 				}
-				for _, eo := range out {
+				for eo := int32(g.outOff[s]); eo < int32(g.outOff[s+1]); eo++ {
 					if prev[eo] < 0 && accept(ei, eo) {
 						next[ei], prev[eo] = eo, ei
 						break
@@ -276,7 +281,7 @@ func (c *lpc) sweep() float64 {
 	g := c.g
 	for s := 0; s < g.n; s++ {
 		k := g.card[s]
-		g.gather(s, g.lab[:k], c.hatAll[g.uoff[s]:g.uoff[s]+k])
+		g.gatherAfterBackward(s, c.hatAll[g.uoff[s]:g.uoff[s]+k])
 	}
 	for k := range c.fEnd {
 		c.fEnd[k], c.bStart[k] = c.cpos[k], c.cpos[k+1]
@@ -309,7 +314,9 @@ func (c *lpc) unary(p int32, dst []float64) {
 func (c *lpc) pair(e int32, i, j int) float64 {
 	g := c.g
 	kv := g.card[g.ev[e]]
-	return g.tables[g.toff[e]+i*kv+j] - g.msg[g.mUV[e]+j] - g.msg[g.mVU[e]+i]
+	// Right after a backward pass the edge holds M_{v->u}; fwd holds the
+	// forward pass's M_{u->v}.
+	return g.data[g.toff[e]+i*kv+j] - g.fwd[g.moff[e]+j] - g.data[g.moff[e]+i]
 }
 
 // forwardTo makes the forward table of position p of chain k valid.
@@ -502,7 +509,7 @@ func (c *lpc) step(cy int) float64 {
 		e := c.cedge[lo+k]
 		a, b := card(k), card(k+1)
 		mm, nw := c.mm[k*k2:k*k2+a*b], c.nw[k*k2:k*k2+a*b]
-		t := g.tables[g.toff[e]:]
+		t := g.data[g.toff[e]:]
 		for i := 0; i < a; i++ {
 			for j := 0; j < b; j++ {
 				x := i*b + j

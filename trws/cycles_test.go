@@ -29,7 +29,7 @@ func explicitBound(c *lpc) float64 {
 	g := c.g
 	for s := 0; s < g.n; s++ {
 		k := g.card[s]
-		g.gather(s, g.lab[:k], c.hatAll[g.uoff[s]:g.uoff[s]+k])
+		g.gatherAfterBackward(s, c.hatAll[g.uoff[s]:g.uoff[s]+k])
 	}
 	for k := range c.fEnd {
 		c.fEnd[k], c.bStart[k] = c.cpos[k], c.cpos[k+1]
@@ -57,13 +57,13 @@ func lpcRunner(t *testing.T, m *model.Model, opts Options) *runner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := newGraph(red.Model)
+	g, err := newGraph(red.Model, opts.Threads)
 	if err != nil {
 		t.Fatal(err)
 	}
+	g.enableLPC()
 	r := newRun(g, opts)
-	g.densify()
-	g.orig = append([]float64(nil), g.tables...)
+	t.Cleanup(r.close)
 	if r.cyc, err = newLPC(g, red.Model, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -101,10 +101,9 @@ func TestLPCSweepIsExact(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := lpcRunner(t, m, lpcOpts(30))
-		g := r.g
 		for it := 0; it < 15; it++ {
-			g.forward(r.x)
-			bb := g.backward()
+			r.forward()
+			bb := r.backward()
 			if math.IsInf(bb, -1) {
 				break
 			}

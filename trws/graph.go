@@ -1,18 +1,31 @@
 package trws
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/ddrun/ddrun/model"
 )
 
 var negInf = math.Inf(-1)
 
-// graph is a pairwise model prepared for TRW-S: nodes in the model's
-// variable order, one edge per pair of variables linked by factors (their
-// tables summed), messages, and the CSR adjacency of each node split into
-// edges to later nodes (forward) and to earlier nodes (backward).
+// graph is a pairwise model prepared for TRW-S: nodes in processing order
+// (the model's variable order, or with several threads the order of
+// partition, see order.go), one edge per pair of variables linked by
+// factors (their tables summed), and the messages.
+//
+// Layout (Kolmogorov's, MRFEnergy v1.3, in flat arrays): edges are sorted
+// by their earlier end, so the edges from node s to later nodes are the
+// range outOff[s]:outOff[s+1] and a pass streams through them; every edge
+// keeps its message and its table side by side in data; and an edge holds
+// ONE message, the one into the node processed next: M_{v->u} between a
+// backward pass and the next forward pass, M_{u->v} between a forward pass
+// and the next backward pass. This is exact, not an approximation: when a
+// node is processed every message it reads is one into it, and the message
+// it overwrites (the one from the node it sends to) is read only to form
+// that very update (gamma hat_s - M_{t->s}); nothing reads it afterwards.
 type graph struct {
 	n        int
 	card     []int
@@ -22,27 +35,31 @@ type graph struct {
 	// shift is added to the bound, not to scores: TRW-S(LP-C)'s
 	// sum over cycles of u.(|F|-1) (see cycles.go).
 	shift float64
+	// order[s] is the model variable at node s and pos its inverse; both
+	// nil when node s is variable s.
+	order, pos []int32
 
-	// Edge e joins eu[e] < ev[e]. A Potts edge (toff[e] < 0) scores pw[e]
-	// when both ends agree; a dense one has its table at toff[e], row x_u,
-	// column x_v (entries may be -Inf).
+	// Edge e joins eu[e] < ev[e]. Its message (max(card u, card v)
+	// entries) is data[moff[e]:]. A Potts edge (toff[e] < 0) scores pw[e]
+	// when both ends agree; a dense one has its table at data[toff[e]:],
+	// row x_u, column x_v (entries may be -Inf).
 	eu, ev []int32
 	pw     []float64
+	moff   []int
 	toff   []int
-	tables []float64
-	// orig, when not nil, holds the tables before TRW-S(LP-C) moved cycle
-	// multipliers into tables; scores are taken on orig.
+	data   []float64
+	// orig, when not nil, is data before TRW-S(LP-C) moved cycle
+	// multipliers into tables; scores are taken on its tables.
 	orig []float64
+	// fwd, when not nil (TRW-S(LP-C)), receives a copy of every forward
+	// message M_{u->v} at fwd[moff[e]:], so that both messages of an edge
+	// are known after a backward pass.
+	fwd []float64
 
-	// Messages: M_{u->v} (card v entries) at mUV[e], M_{v->u} (card u
-	// entries) at mVU[e], normalised to a maximum of 0.
-	mUV, mVU []int
-	msg      []float64
-
-	// Edges (s, v) with v > s are outE[outOff[s]:outOff[s+1]]; edges (u, s)
-	// with u < s are inE[inOff[s]:inOff[s+1]].
+	// Edges (s, v) with v > s are outOff[s] <= e < outOff[s+1]; edges
+	// (u, s) with u < s are inE[inOff[s]:inOff[s+1]].
 	outOff, inOff []int
-	outE, inE     []int32
+	inE           []int32
 
 	// gamma[s] = 1/n_s with n_s = max(#in, #out, 1), the number of
 	// monotonic chains through s; endF[s] = (n_s - #out)/n_s, the weight of
@@ -50,16 +67,23 @@ type graph struct {
 	// endB[s] = (n_s - #in)/n_s for the chains that start there.
 	gamma, endF, endB []float64
 
-	// Scratch of the largest cardinality.
-	hat, a, lab []float64
+	// parts[c]:parts[c+1] are the nodes of part c, processed by one thread
+	// each; parts[len(parts)-1]:n is the separator, processed after the
+	// parts in a forward pass and before them in a backward pass (order.go).
+	parts []int
+
+	maxCard int
 }
 
-// buildEdge collects the factors over one pair before the graph is laid out.
-type buildEdge struct {
-	u, v  int
-	potts bool // table == nil: a Potts coupling of weight w
-	w     float64
-	table []float64 // row u, column v
+// scratch is one thread's working memory: vectors of the largest
+// cardinality.
+type scratch struct {
+	hat, a, lab []float64
+	_           [64]byte // no false sharing between threads' scratch
+}
+
+func (g *graph) newScratch() *scratch {
+	return &scratch{hat: make([]float64, g.maxCard), a: make([]float64, g.maxCard), lab: make([]float64, g.maxCard)}
 }
 
 // checkPairwise returns an error naming the first factor of m that TRW-S
@@ -75,167 +99,230 @@ func checkPairwise(m *model.Model) error {
 	return nil
 }
 
-// newGraph lays out a reduced, pairwise model m.
-func newGraph(m *model.Model) (*graph, error) {
-	n := m.NumVars()
-	g := &graph{n: n, card: m.Cards, uoff: m.UnaryOff, theta: append([]float64(nil), m.Unary...), constant: m.Constant}
-	index := make(map[[2]int]int)
-	var edges []*buildEdge
-	edge := func(u, v int) *buildEdge {
-		key := [2]int{min(u, v), max(u, v)}
-		if k, ok := index[key]; ok {
-			return edges[k]
-		}
-		index[key] = len(edges)
-		e := &buildEdge{u: key[0], v: key[1], potts: true}
-		edges = append(edges, e)
-		return e
+// pairRef is one pairwise term before the edges are laid out: factor a
+// over graph nodes u < v, or link k of Sequence factor a (k >= 0); flip
+// when the term's table is over (v, u).
+type pairRef struct {
+	u, v int32
+	a, k int32
+}
+
+// newGraph lays out a reduced, pairwise model m for the given number of
+// threads (see order.go).
+func newGraph(m *model.Model, threads int) (*graph, error) {
+	if err := checkPairwise(m); err != nil {
+		return nil, err
 	}
-	// addTable adds a table over (x, y), row x, column y.
-	addTable := func(x, y int, t []float64) {
-		e := edge(x, y)
-		ku, kv := m.Cards[e.u], m.Cards[e.v]
-		if e.potts {
-			e.potts = false
-			e.table = make([]float64, ku*kv)
-			for i := 0; i < min(ku, kv); i++ {
-				e.table[i*kv+i] = e.w
-			}
-		}
-		for i := 0; i < m.Cards[x]; i++ {
-			for j := 0; j < m.Cards[y]; j++ {
-				if x == e.u {
-					e.table[i*kv+j] += t[i*m.Cards[y]+j]
-				} else {
-					e.table[j*kv+i] += t[i*m.Cards[y]+j]
-				}
-			}
-		}
+	n := m.NumVars()
+	g := &graph{n: n, constant: m.Constant}
+	seqs := map[int32][]int{} // link table offsets of Sequence factors
+	var refs []pairRef
+	add := func(x, y int, a, k int32) {
+		refs = append(refs, pairRef{u: int32(x), v: int32(y), a: a, k: k})
 	}
 	for a := range m.Factors {
 		f := &m.Factors[a]
 		switch {
 		case f.Kind == model.Sequence:
-			if err := g.addSequence(m, f, addTable); err != nil {
+			shared, offs, err := model.SequenceTransitions(m, f)
+			if err != nil {
 				return nil, fmt.Errorf("trws: factor %d (sequence): %w", a, err)
 			}
-		case len(f.Vars) > 2:
-			return nil, fmt.Errorf("trws: factor %d (%s) has %d variables; TRW-S takes pairwise models only", a, f.Kind, len(f.Vars))
+			o := make([]int, len(f.Vars)-1)
+			if !shared {
+				copy(o, offs)
+			}
+			seqs[int32(a)] = o
+			for k := 0; k+1 < len(f.Vars); k++ {
+				add(f.Vars[k], f.Vars[k+1], int32(a), int32(k))
+			}
+		case len(f.Vars) == 2:
+			add(f.Vars[0], f.Vars[1], int32(a), -1)
+		}
+	}
+	g.order, g.pos, g.parts = partition(m, refs, threads)
+	at := func(v int32) int32 {
+		if g.pos == nil {
+			return v
+		}
+		return g.pos[v]
+	}
+	// Node arrays in node order.
+	g.card, g.uoff = make([]int, n), make([]int, n+1)
+	for s := range n {
+		v := s
+		if g.order != nil {
+			v = int(g.order[s])
+		}
+		g.card[s] = m.Cards[v]
+		g.uoff[s+1] = g.uoff[s] + g.card[s]
+		g.maxCard = max(g.maxCard, g.card[s])
+	}
+	g.maxCard = max(g.maxCard, 1)
+	g.theta = make([]float64, g.uoff[n])
+	for s := range n {
+		v := s
+		if g.order != nil {
+			v = int(g.order[s])
+		}
+		copy(g.theta[g.uoff[s]:g.uoff[s+1]], m.Unary[m.UnaryOff[v]:m.UnaryOff[v+1]])
+	}
+	for a := range m.Factors {
+		f := &m.Factors[a]
+		switch {
+		case f.Kind == model.Sequence:
+			if f.Emission == nil {
+				continue
+			}
+			eoff := 0
+			for _, v := range f.Vars {
+				s := at(int32(v))
+				u := g.theta[g.uoff[s]:g.uoff[s+1]]
+				for i := range u {
+					u[i] += f.Emission[eoff+i]
+				}
+				eoff += len(u)
+			}
 		case len(f.Vars) == 0:
 			g.constant += m.DenseTable(a)[0]
 		case len(f.Vars) == 1:
-			u := g.theta[g.uoff[f.Vars[0]]:g.uoff[f.Vars[0]+1]]
-			for s, t := range m.DenseTable(a) {
-				u[s] += t
+			s := at(int32(f.Vars[0]))
+			u := g.theta[g.uoff[s]:g.uoff[s+1]]
+			for i, t := range m.DenseTable(a) {
+				u[i] += t
 			}
-		case f.Kind == model.Potts:
-			if e := edge(f.Vars[0], f.Vars[1]); e.potts {
-				e.w += f.Weight
-			} else {
-				for i := 0; i < m.Cards[e.u]; i++ {
-					e.table[i*m.Cards[e.v]+i] += f.Weight
-				}
-			}
-		default:
-			addTable(f.Vars[0], f.Vars[1], m.DenseTable(a))
 		}
 	}
-	g.layout(edges)
+	// Edges: the terms in node numbering, sorted by (earlier, later) end.
+	for i := range refs {
+		r := &refs[i]
+		r.u, r.v = at(r.u), at(r.v)
+	}
+	slices.SortStableFunc(refs, func(x, y pairRef) int {
+		if c := cmp.Compare(min(x.u, x.v), min(y.u, y.v)); c != 0 {
+			return c
+		}
+		return cmp.Compare(max(x.u, x.v), max(y.u, y.v))
+	})
+	isPotts := func(r pairRef) bool {
+		return r.k < 0 && m.Factors[r.a].Kind == model.Potts
+	}
+	// Count the edges and their storage.
+	ne, size := 0, 0
+	for i := 0; i < len(refs); {
+		j, potts := i, true
+		for ; j < len(refs) && min(refs[j].u, refs[j].v) == min(refs[i].u, refs[i].v) && max(refs[j].u, refs[j].v) == max(refs[i].u, refs[i].v); j++ {
+			potts = potts && isPotts(refs[j])
+		}
+		ku, kv := g.card[min(refs[i].u, refs[i].v)], g.card[max(refs[i].u, refs[i].v)]
+		size += max(ku, kv)
+		if !potts {
+			size += ku * kv
+		}
+		ne++
+		i = j
+	}
+	g.eu, g.ev = make([]int32, ne), make([]int32, ne)
+	g.pw, g.moff, g.toff = make([]float64, ne), make([]int, ne), make([]int, ne)
+	g.data = make([]float64, size)
+	e, off := 0, 0
+	for i := 0; i < len(refs); e++ {
+		u, v := min(refs[i].u, refs[i].v), max(refs[i].u, refs[i].v)
+		j, potts := i, true
+		for ; j < len(refs) && min(refs[j].u, refs[j].v) == u && max(refs[j].u, refs[j].v) == v; j++ {
+			potts = potts && isPotts(refs[j])
+		}
+		ku, kv := g.card[u], g.card[v]
+		g.eu[e], g.ev[e] = u, v
+		g.moff[e] = off
+		off += max(ku, kv)
+		g.toff[e] = -1
+		if potts {
+			for _, r := range refs[i:j] {
+				g.pw[e] += m.Factors[r.a].Weight
+			}
+			i = j
+			continue
+		}
+		g.toff[e] = off
+		t := g.data[off : off+ku*kv]
+		off += ku * kv
+		for _, r := range refs[i:j] {
+			f := &m.Factors[r.a]
+			var tab []float64
+			switch {
+			case r.k >= 0:
+				c0, c1 := m.Cards[f.Vars[r.k]], m.Cards[f.Vars[r.k+1]]
+				o := seqs[r.a][r.k]
+				tab = f.Table[o : o+c0*c1]
+			case f.Kind == model.Potts:
+				for x := range min(ku, kv) {
+					t[x*kv+x] += f.Weight
+				}
+				continue
+			default:
+				tab = m.DenseTable(int(r.a))
+			}
+			// tab is over (r.u, r.v), row r.u.
+			if r.u == u {
+				for x := range t {
+					t[x] += tab[x]
+				}
+			} else {
+				for y := range kv {
+					for x := range ku {
+						t[x*kv+y] += tab[y*ku+x]
+					}
+				}
+			}
+		}
+		i = j
+	}
+	g.layout()
 	return g, nil
 }
 
-// addSequence adds a Sequence factor's emissions to the unaries and its
-// transitions as edges.
-func (g *graph) addSequence(m *model.Model, f *model.Factor, addTable func(x, y int, t []float64)) error {
-	shared, offs, err := model.SequenceTransitions(m, f)
-	if err != nil {
-		return err
-	}
-	eoff := 0
-	for k, v := range f.Vars {
-		c := m.Cards[v]
-		if f.Emission != nil {
-			u := g.theta[g.uoff[v]:g.uoff[v+1]]
-			for s := range u {
-				u[s] += f.Emission[eoff+s]
-			}
-		}
-		eoff += c
-		if k+1 < len(f.Vars) {
-			next := f.Vars[k+1]
-			t := 0
-			if !shared {
-				t = offs[k]
-			}
-			addTable(v, next, f.Table[t:t+c*m.Cards[next]])
-		}
-	}
-	return nil
-}
-
-// layout fills the flat edge, message and adjacency arrays.
-func (g *graph) layout(edges []*buildEdge) {
-	n, ne := g.n, len(edges)
-	g.eu, g.ev = make([]int32, ne), make([]int32, ne)
-	g.pw, g.toff = make([]float64, ne), make([]int, ne)
-	g.mUV, g.mVU = make([]int, ne), make([]int, ne)
-	nIn, nOut := make([]int, n), make([]int, n)
-	tsize, msize := 0, 0
-	for e, b := range edges {
-		g.eu[e], g.ev[e] = int32(b.u), int32(b.v)
-		nOut[b.u]++
-		nIn[b.v]++
-		g.mUV[e] = msize
-		msize += g.card[b.v]
-		g.mVU[e] = msize
-		msize += g.card[b.u]
-		if b.potts {
-			g.toff[e] = -1
-			g.pw[e] = b.w
-		} else {
-			g.toff[e] = tsize
-			tsize += len(b.table)
-		}
-	}
-	g.tables = make([]float64, 0, tsize)
-	for _, b := range edges {
-		if !b.potts {
-			g.tables = append(g.tables, b.table...)
-		}
-	}
-	g.msg = make([]float64, msize)
+// layout fills the adjacency and the chain weights from eu, ev (sorted).
+func (g *graph) layout() {
+	n, ne := g.n, len(g.eu)
 	g.outOff, g.inOff = make([]int, n+1), make([]int, n+1)
-	for s := 0; s < n; s++ {
-		g.outOff[s+1] = g.outOff[s] + nOut[s]
-		g.inOff[s+1] = g.inOff[s] + nIn[s]
+	for e := range ne {
+		g.outOff[g.eu[e]+1]++
+		g.inOff[g.ev[e]+1]++
 	}
-	g.outE, g.inE = make([]int32, ne), make([]int32, ne)
-	po, pi := append([]int(nil), g.outOff[:n]...), append([]int(nil), g.inOff[:n]...)
-	for e, b := range edges {
-		g.outE[po[b.u]] = int32(e)
-		po[b.u]++
-		g.inE[pi[b.v]] = int32(e)
-		pi[b.v]++
+	for s := range n {
+		g.outOff[s+1] += g.outOff[s]
+		g.inOff[s+1] += g.inOff[s]
+	}
+	g.inE = make([]int32, ne)
+	pi := append([]int(nil), g.inOff[:n]...)
+	for e := range ne {
+		g.inE[pi[g.ev[e]]] = int32(e)
+		pi[g.ev[e]]++
 	}
 	g.gamma, g.endF, g.endB = make([]float64, n), make([]float64, n), make([]float64, n)
-	maxCard := 1
-	for s := 0; s < n; s++ {
-		ns := max(nIn[s], nOut[s], 1)
+	for s := range n {
+		nIn, nOut := g.inOff[s+1]-g.inOff[s], g.outOff[s+1]-g.outOff[s]
+		ns := max(nIn, nOut, 1)
 		g.gamma[s] = 1 / float64(ns)
-		g.endF[s] = float64(ns-nOut[s]) / float64(ns)
-		g.endB[s] = float64(ns-nIn[s]) / float64(ns)
-		maxCard = max(maxCard, g.card[s])
+		g.endF[s] = float64(ns-nOut) / float64(ns)
+		g.endB[s] = float64(ns-nIn) / float64(ns)
 	}
-	g.hat, g.a, g.lab = make([]float64, maxCard), make([]float64, maxCard), make([]float64, maxCard)
 }
 
-// score returns the exact score of x under the graph's potentials (the
-// reduced model's score, up to the order of the additions).
-func (g *graph) score(x []int) float64 {
-	tables := g.tables
+// table returns the tables of the scores: orig's when TRW-S(LP-C) changed
+// data.
+func (g *graph) scoreData() []float64 {
 	if g.orig != nil {
-		tables = g.orig
+		return g.orig
 	}
+	return g.data
+}
+
+// score returns the exact score of x (in node numbering) under the graph's
+// potentials (the reduced model's score, up to the order of the additions).
+func (g *graph) score(x []int) float64 {
+	data := g.scoreData()
 	s := g.constant
 	for i := 0; i < g.n; i++ {
 		s += g.theta[g.uoff[i]+x[i]]
@@ -247,29 +334,57 @@ func (g *graph) score(x []int) float64 {
 				s += g.pw[e]
 			}
 		} else {
-			s += tables[g.toff[e]+xu*g.card[g.ev[e]]+xv]
+			s += data[g.toff[e]+xu*g.card[g.ev[e]]+xv]
 		}
 	}
 	return s
 }
 
 // densify gives every Potts edge a dense table (TRW-S(LP-C) changes edge
-// tables entry by entry).
+// tables entry by entry). It lays data out afresh, messages included.
 func (g *graph) densify() {
+	size := 0
 	for e := range g.eu {
-		if g.toff[e] >= 0 {
-			continue
-		}
 		ku, kv := g.card[g.eu[e]], g.card[g.ev[e]]
-		g.toff[e] = len(g.tables)
-		for i := 0; i < ku; i++ {
-			for j := 0; j < kv; j++ {
-				w := 0.0
-				if i == j {
-					w = g.pw[e]
-				}
-				g.tables = append(g.tables, w)
+		size += max(ku, kv) + ku*kv
+	}
+	data := make([]float64, size)
+	off := 0
+	for e := range g.eu {
+		ku, kv := g.card[g.eu[e]], g.card[g.ev[e]]
+		k := max(ku, kv)
+		copy(data[off:off+k], g.data[g.moff[e]:g.moff[e]+k])
+		t := data[off+k : off+k+ku*kv]
+		if g.toff[e] < 0 {
+			for i := range min(ku, kv) {
+				t[i*kv+i] = g.pw[e]
 			}
+		} else {
+			copy(t, g.data[g.toff[e]:g.toff[e]+ku*kv])
+		}
+		g.moff[e], g.toff[e] = off, off+k
+		off += k + ku*kv
+	}
+	g.data = data
+}
+
+// enableLPC prepares the graph for TRW-S(LP-C): dense tables, a copy of
+// them for the scores, and the copies of the forward messages.
+func (g *graph) enableLPC() {
+	g.densify()
+	g.orig = append([]float64(nil), g.data...)
+	g.fwd = make([]float64, len(g.data))
+}
+
+// assignment maps x (node numbering) to the model's variables.
+func (g *graph) assignment(x []int) []int {
+	out := make([]int, g.n)
+	for s, v := range x {
+		if g.order != nil {
+			out[g.order[s]] = v
+		} else {
+			out[s] = v
 		}
 	}
+	return out
 }

@@ -76,24 +76,49 @@ func randomTree(rng *rand.Rand, n, maxCard int, hard, star bool) *model.Model {
 	return m
 }
 
-// chainBound is an independent evaluation of the dual at g's current
-// messages: it splits the graph into monotonic chains (pairing each node's
-// edges to earlier and to later nodes at random), gives chain T the
-// unaries hat_s/n_s and the pairwise terms theta_st - M_st - M_ts over the
-// live states (hat_s > -Inf), and adds up the chains' maxima found by
-// Viterbi.
-func chainBound(g *graph, rng *rand.Rand) float64 {
-	hats := make([][]float64, g.n)
-	for s := 0; s < g.n; s++ {
-		hats[s] = make([]float64, g.card[s])
-		g.gather(s, make([]float64, g.card[s]), hats[s])
+// passMessages tracks both messages of every edge while a test runs
+// passes: the graph stores one (graph.go), the other is the copy taken
+// after the pass that sent it. uv[moff[e]:] holds M_{u->v}, vu[moff[e]:]
+// M_{v->u}; both start at 0, as the graph's messages do.
+type passMessages struct{ uv, vu []float64 }
+
+func newPassMessages(g *graph) *passMessages {
+	return &passMessages{uv: make([]float64, len(g.data)), vu: make([]float64, len(g.data))}
+}
+
+// after records the messages a pass just sent.
+func (pm *passMessages) after(g *graph, forward bool) {
+	if forward {
+		copy(pm.uv, g.data)
+	} else {
+		copy(pm.vu, g.data)
 	}
+}
+
+// chainBound is an independent evaluation of the dual at the messages pm:
+// it splits the graph into monotonic chains (pairing each node's edges to
+// earlier and to later nodes at random), gives chain T the unaries
+// hat_s/n_s and the pairwise terms theta_st - M_st - M_ts over the live
+// states (hat_s > -Inf), and adds up the chains' maxima found by Viterbi.
+func chainBound(g *graph, pm *passMessages, rng *rand.Rand) float64 {
+	hats := make([][]float64, g.n)
 	ins := make([][]int32, g.n)
 	outs := make([][]int32, g.n)
 	slotIn := make([]int, len(g.eu)) // position of edge e in its head's in-list
 	for s := 0; s < g.n; s++ {
 		ins[s] = append([]int32(nil), g.inE[g.inOff[s]:g.inOff[s+1]]...)
-		outs[s] = append([]int32(nil), g.outE[g.outOff[s]:g.outOff[s+1]]...)
+		for e := g.outOff[s]; e < g.outOff[s+1]; e++ {
+			outs[s] = append(outs[s], int32(e))
+		}
+		hats[s] = append([]float64(nil), g.theta[g.uoff[s]:g.uoff[s+1]]...)
+		for x := range hats[s] {
+			for _, e := range ins[s] {
+				hats[s][x] += pm.uv[g.moff[e]+x]
+			}
+			for _, e := range outs[s] {
+				hats[s][x] += pm.vu[g.moff[e]+x]
+			}
+		}
 		rng.Shuffle(len(ins[s]), func(i, j int) { ins[s][i], ins[s][j] = ins[s][j], ins[s][i] })
 		rng.Shuffle(len(outs[s]), func(i, j int) { outs[s][i], outs[s][j] = outs[s][j], outs[s][i] })
 		for k, e := range ins[s] {
@@ -107,9 +132,9 @@ func chainBound(g *graph, rng *rand.Rand) float64 {
 				th = g.pw[e]
 			}
 		} else {
-			th = g.tables[g.toff[e]+xu*g.card[g.ev[e]]+xv]
+			th = g.data[g.toff[e]+xu*g.card[g.ev[e]]+xv]
 		}
-		return th - g.msg[g.mUV[e]+xv] - g.msg[g.mVU[e]+xu]
+		return th - pm.uv[g.moff[e]+xv] - pm.vu[g.moff[e]+xu]
 	}
 	total := g.constant
 	for s := 0; s < g.n; s++ {

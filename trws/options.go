@@ -7,17 +7,33 @@ import (
 )
 
 // Options configures a run. Start from DefaultOptions.
+//
+// Stopping rules, in the order they are checked after every iteration:
+// the bound is -Inf (Infeasible); the gap is closed within Tol,
+// dual - primal <= Tol*max(1, |primal|) (Optimal; with Tol 0 only an exact
+// proof, dual <= primal, stops); the bound stalled, i.e. improved by at most
+// BoundTol*max(1, |Dual|) over the last BoundWindow iterations (Converged),
+// a test made only when Tol > 0; the limits MaxIter and TimeLimit, and
+// cancellation. So with Tol == 0 only the limits stop a run that has not
+// proved optimality. (With Cycles a stall also switches the cycle sweeps
+// on, whatever Tol.)
 type Options struct {
 	// Limits: an iteration is one forward and one backward pass; the first
 	// iteration is always reported to progress (ProgressEvery 0 reports
 	// every one).
 	solver.Limits
-	// BoundTol and BoundWindow define convergence: the run stops as
-	// Converged when the bound improved by at most
+	// BoundTol and BoundWindow define the stall test (only with Tol > 0):
+	// the run stops as Converged when the bound improved by at most
 	// BoundTol*max(1, |Dual|) over the last BoundWindow iterations.
 	// BoundTol = 0 stops only on a bound that did not move at all.
 	BoundTol    float64
 	BoundWindow int // >= 1
+	// Threads runs the passes on this many goroutines (>= 1) in the
+	// partitioned order of order.go: exact TRW-S in an order that depends
+	// on Threads, so the iterates (not the guarantees: a valid, exact,
+	// non-increasing bound) differ from one thread's; the results are
+	// deterministic for a given Threads.
+	Threads int
 	// Cycles runs TRW-S(LP-C): once TRW-S's bound stalls, the dual also
 	// takes the cycle inequalities of every triangle and chordless square
 	// of the model's graph (all 4-cycles of a grid) whose variables have 2
@@ -29,12 +45,13 @@ type Options struct {
 
 // DefaultOptions returns the defaults: 1000 iterations, no time limit, a
 // relative gap of 1e-6, convergence when the bound improves by less than
-// 1e-7 (relative) over 10 iterations, progress every 250 ms.
+// 1e-7 (relative) over 10 iterations, one thread, progress every 250 ms.
 func DefaultOptions() Options {
 	return Options{
 		Limits:      solver.Limits{MaxIter: 1000, Tol: 1e-6, ProgressEvery: 250 * time.Millisecond},
 		BoundTol:    1e-7,
 		BoundWindow: 10,
+		Threads:     1,
 	}
 }
 
@@ -48,6 +65,8 @@ func (o *Options) Validate() error {
 		return solver.Errorf("BoundTol", "%v is not a finite number >= 0", o.BoundTol)
 	case o.BoundWindow < 1:
 		return solver.Errorf("BoundWindow", "%d < 1", o.BoundWindow)
+	case o.Threads < 1:
+		return solver.Errorf("Threads", "%d < 1", o.Threads)
 	case o.MaxCycles < 0:
 		return solver.Errorf("MaxCycles", "%d is negative", o.MaxCycles)
 	}

@@ -31,16 +31,123 @@ package trws
 // to the model; a message that is -Inf everywhere proves the model
 // infeasible, and the bound becomes -Inf.
 
-// gather writes theta_s plus the messages into s from later nodes into p,
-// and hat_s (p plus the messages from earlier nodes) into hat.
-func (g *graph) gather(s int, p, hat []float64) {
-	copy(p, g.theta[g.uoff[s]:g.uoff[s+1]])
-	for _, e := range g.outE[g.outOff[s]:g.outOff[s+1]] {
-		addTo(p, g.msg[g.mVU[e]:])
+// With one message per edge (graph.go), every message a node reads when it
+// is processed is one into it: from its earlier neighbours those the
+// current pass just sent, from its later ones those of the previous pass.
+
+// forwardPart runs the forward pass over the nodes lo..hi-1 with scratch
+// sc: it labels every node with Kolmogorov's rule (x_s maximises
+// theta_s(x_s) + sum over earlier neighbours t of theta_ts(x_t, x_s) + sum
+// over later neighbours t of M_{t->s}(x_s)), sends the messages to later
+// nodes, and returns its share of the bound (sum of the c_st and of the end
+// terms) and of the labelling's score (each node's unary and its edges to
+// earlier nodes; 0 when TRW-S(LP-C) changed the tables, see runner).
+func (g *graph) forwardPart(lo, hi int, x []int, sc *scratch) (bound, score float64) {
+	data, theta := g.data, g.theta
+	fuse := g.orig == nil
+	for s := lo; s < hi; s++ {
+		k := g.card[s]
+		hat, lab, a := sc.hat[:k], sc.lab[:k], sc.a[:k]
+		u0 := g.uoff[s]
+		copy(hat, theta[u0:u0+k])
+		o0, o1 := g.outOff[s], g.outOff[s+1]
+		for e := o0; e < o1; e++ {
+			addTo(hat, data[g.moff[e]:])
+		}
+		copy(lab, hat)
+		in := g.inE[g.inOff[s]:g.inOff[s+1]]
+		for _, e := range in {
+			addTo(hat, data[g.moff[e]:])
+			xu := x[g.eu[e]]
+			if t := g.toff[e]; t < 0 {
+				lab[xu] += g.pw[e]
+			} else {
+				addTo(lab, data[t+xu*k:])
+			}
+		}
+		best, bestV := argmax(lab)
+		if bestV == negInf { // no state fits the earlier labels
+			best, _ = argmax(hat)
+		}
+		x[s] = best
+		if fuse {
+			v := theta[u0+best]
+			for _, e := range in {
+				xu := x[g.eu[e]]
+				if t := g.toff[e]; t >= 0 {
+					v += data[t+xu*k+best]
+				} else if xu == best {
+					v += g.pw[e]
+				}
+			}
+			score += v
+		}
+		if w := g.endF[s]; w > 0 {
+			_, mx := argmax(hat)
+			bound += w * mx
+		}
+		gm := g.gamma[s]
+		for e := o0; e < o1; e++ {
+			prepare(a, hat, data[g.moff[e]:], gm)
+			bound += g.sendFromU(e, a)
+		}
 	}
-	copy(hat, p)
+	return bound, score
+}
+
+// backwardPart runs the backward pass over the nodes hi-1 down to lo with
+// scratch sc and returns its share of the bound.
+func (g *graph) backwardPart(lo, hi int, sc *scratch) float64 {
+	data, theta := g.data, g.theta
+	bound := 0.0
+	for s := hi - 1; s >= lo; s-- {
+		k := g.card[s]
+		hat, a := sc.hat[:k], sc.a[:k]
+		u0 := g.uoff[s]
+		copy(hat, theta[u0:u0+k])
+		for e := g.outOff[s]; e < g.outOff[s+1]; e++ {
+			addTo(hat, data[g.moff[e]:])
+		}
+		in := g.inE[g.inOff[s]:g.inOff[s+1]]
+		for _, e := range in {
+			addTo(hat, data[g.moff[e]:])
+		}
+		if w := g.endB[s]; w > 0 {
+			_, mx := argmax(hat)
+			bound += w * mx
+		}
+		gm := g.gamma[s]
+		for _, e := range in {
+			prepare(a, hat, data[g.moff[e]:], gm)
+			bound += g.sendFromV(int(e), a)
+		}
+	}
+	return bound
+}
+
+// forward runs a whole forward pass on the calling goroutine (the same
+// iterates as the parts on threads: see order.go) and returns the bound.
+func (g *graph) forward(x []int, sc *scratch) float64 {
+	b, _ := g.forwardPart(0, g.n, x, sc)
+	return g.constant + g.shift + b
+}
+
+// backward runs a whole backward pass on the calling goroutine and returns
+// the bound.
+func (g *graph) backward(sc *scratch) float64 {
+	return g.constant + g.shift + g.backwardPart(0, g.n, sc)
+}
+
+// gatherAfterBackward writes hat_s into hat right after a backward pass of
+// TRW-S(LP-C): the messages from later nodes are stored, those from
+// earlier nodes are the forward pass's copies in fwd.
+func (g *graph) gatherAfterBackward(s int, hat []float64) {
+	copy(hat, g.theta[g.uoff[s]:g.uoff[s+1]])
+	for e := g.outOff[s]; e < g.outOff[s+1]; e++ {
+		addTo(hat, g.data[g.moff[e]:])
+	}
 	for _, e := range g.inE[g.inOff[s]:g.inOff[s+1]] {
-		addTo(hat, g.msg[g.mUV[e]:])
+		addTo(hat, g.fwd[g.moff[e]:])
 	}
 }
 
@@ -49,67 +156,6 @@ func addTo(dst, src []float64) {
 	for i, v := range src {
 		dst[i] += v
 	}
-}
-
-// forward runs the forward pass, labels every node with Kolmogorov's rule
-// (x_s maximises theta_s(x_s) + sum over earlier neighbours t of
-// theta_ts(x_t, x_s) + sum over later neighbours t of M_{t->s}(x_s)) and
-// returns the bound at the messages it leaves.
-func (g *graph) forward(x []int) float64 {
-	bound := g.constant + g.shift
-	for s := 0; s < g.n; s++ {
-		k := g.card[s]
-		lab, hat := g.lab[:k], g.hat[:k]
-		g.gather(s, lab, hat)
-		// Labelling: lab holds theta_s plus the later neighbours'
-		// messages; add the pairwise terms at the earlier labels.
-		for _, e := range g.inE[g.inOff[s]:g.inOff[s+1]] {
-			xu := x[g.eu[e]]
-			if g.toff[e] < 0 {
-				lab[xu] += g.pw[e]
-			} else {
-				addTo(lab, g.tables[g.toff[e]+xu*k:])
-			}
-		}
-		best, bestV := argmax(lab)
-		if bestV == negInf { // no state fits the earlier labels
-			best, _ = argmax(hat)
-		}
-		x[s] = best
-		if w := g.endF[s]; w > 0 {
-			_, mx := argmax(hat)
-			bound += w * mx
-		}
-		gm := g.gamma[s]
-		for _, e := range g.outE[g.outOff[s]:g.outOff[s+1]] {
-			a := g.a[:k]
-			prepare(a, hat, g.msg[g.mVU[e]:], gm)
-			bound += g.sendFromU(int(e), a)
-		}
-	}
-	return bound
-}
-
-// backward runs the backward pass and returns the bound at the messages it
-// leaves.
-func (g *graph) backward() float64 {
-	bound := g.constant + g.shift
-	for s := g.n - 1; s >= 0; s-- {
-		k := g.card[s]
-		hat := g.hat[:k]
-		g.gather(s, g.lab[:k], hat)
-		if w := g.endB[s]; w > 0 {
-			_, mx := argmax(hat)
-			bound += w * mx
-		}
-		gm := g.gamma[s]
-		for _, e := range g.inE[g.inOff[s]:g.inOff[s+1]] {
-			a := g.a[:k]
-			prepare(a, hat, g.msg[g.mUV[e]:], gm)
-			bound += g.sendFromV(int(e), a)
-		}
-	}
-	return bound
 }
 
 // prepare sets a = gamma*hat - in, with -Inf for dead states.
@@ -137,49 +183,75 @@ func argmax(v []float64) (int, float64) {
 	return best, bv
 }
 
-// sendFromU computes M_{u->v} for edge e from a (over u's states),
-// normalises it and returns its maximum.
+// sendFromU computes M_{u->v} for edge e from a (over u's states) into the
+// edge's message, normalises it and returns its maximum. Dead states
+// (a[i] = -Inf) give -Inf sums, never NaN: no entry is +Inf.
 func (g *graph) sendFromU(e int, a []float64) float64 {
 	kv := g.card[g.ev[e]]
-	out := g.msg[g.mUV[e] : g.mUV[e]+kv]
-	if g.toff[e] < 0 {
-		return potts(out, a, g.pw[e])
-	}
-	for j := range out {
-		out[j] = negInf
-	}
-	t := g.tables[g.toff[e] : g.toff[e]+len(a)*kv]
-	for i, ai := range a {
-		if ai == negInf {
-			continue
-		}
-		row := t[i*kv : i*kv+kv]
+	mo := g.moff[e]
+	out := g.data[mo : mo+kv]
+	var c float64
+	if t0 := g.toff[e]; t0 < 0 {
+		c = potts(out, a, g.pw[e])
+	} else {
+		t := g.data[t0 : t0+len(a)*kv]
+		row := t[:kv]
+		a0 := a[0]
 		for j, tv := range row {
-			out[j] = max(out[j], ai+tv)
+			out[j] = a0 + tv
 		}
+		for i := 1; i < len(a); i++ {
+			ai := a[i]
+			row := t[i*kv : i*kv+kv]
+			row = row[:len(out)]
+			for j, tv := range row {
+				if v := ai + tv; v > out[j] {
+					out[j] = v
+				}
+			}
+		}
+		c = normalise(out)
 	}
-	return normalise(out)
+	if g.fwd != nil {
+		copy(g.fwd[mo:mo+kv], out)
+	}
+	return c
 }
 
-// sendFromV computes M_{v->u} for edge e from a (over v's states),
-// normalises it and returns its maximum.
+// sendFromV computes M_{v->u} for edge e from a (over v's states) into the
+// edge's message, normalises it and returns its maximum.
 func (g *graph) sendFromV(e int, a []float64) float64 {
 	ku := g.card[g.eu[e]]
-	out := g.msg[g.mVU[e] : g.mVU[e]+ku]
-	if g.toff[e] < 0 {
+	mo := g.moff[e]
+	out := g.data[mo : mo+ku]
+	t0 := g.toff[e]
+	if t0 < 0 {
 		return potts(out, a, g.pw[e])
 	}
 	kv := len(a)
-	t := g.tables[g.toff[e] : g.toff[e]+ku*kv]
+	t := g.data[t0 : t0+ku*kv]
+	c := negInf
 	for i := range out {
 		row := t[i*kv : i*kv+kv]
+		row = row[:len(a)]
 		best := negInf
 		for j, tv := range row {
-			best = max(best, a[j]+tv)
+			if v := a[j] + tv; v > best {
+				best = v
+			}
 		}
 		out[i] = best
+		if best > c {
+			c = best
+		}
 	}
-	return normalise(out)
+	if c == negInf {
+		return c
+	}
+	for i := range out {
+		out[i] -= c
+	}
+	return c
 }
 
 // potts sets out to the normalised message max_i a[i] + w[i == j] over j

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/ddrun/ddrun/model"
@@ -23,7 +24,7 @@ import (
 // Result.Relaxed is the bound after the last pass. The primal is the best
 // labelling of the forward passes. The run stops as Optimal when the gap
 // closes within opts.Tol, Converged when the bound stalls (opts.BoundTol,
-// opts.BoundWindow), Infeasible when the bound is -Inf, or at the iteration
+// opts.BoundWindow; only when opts.Tol > 0), Infeasible when the bound is -Inf, or at the iteration
 // or time limit; cancelling ctx stops it as Interrupted with the best
 // result so far. progress, if not nil, is called from the solving goroutine
 // after the first iteration and then at most every opts.ProgressEvery.
@@ -70,14 +71,16 @@ func solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options,
 	if red == nil {
 		return solver.InfeasibleResult(time.Since(start)), nil, nil
 	}
-	g, err := newGraph(red.Model)
+	g, err := newGraph(red.Model, opts.Threads)
 	if err != nil {
 		return solver.Result{}, nil, err
 	}
-	r := newRun(g, opts)
 	if opts.Cycles {
-		g.densify()
-		g.orig = append([]float64(nil), g.tables...)
+		g.enableLPC()
+	}
+	r := newRun(g, opts)
+	defer r.close()
+	if opts.Cycles {
 		if r.cyc, err = newLPC(g, red.Model, opts.MaxCycles); err != nil {
 			return solver.Result{}, nil, fmt.Errorf("trws: %w", err)
 		}
@@ -90,7 +93,7 @@ func solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options,
 type runner struct {
 	g     *graph
 	opts  Options
-	x     []int // the labelling of the last forward pass
+	x     []int // the labelling of the last forward pass (node numbering)
 	bestX []int
 	// hist[t % len(hist)] is the best bound after iteration t.
 	hist []float64
@@ -102,22 +105,122 @@ type runner struct {
 	onBounds func(forward, backward float64) // test hook: every pass's bound
 	cyc      *lpc                            // TRW-S(LP-C), or nil
 	cycOn    bool                            // the cycle sweeps have started
+
+	// Threads (order.go): sc[c] is part c's scratch, and the last one the
+	// separator's; part c > 0 runs on worker c, which takes a pass (0
+	// forward, 1 backward) from work[c] and reports its share in
+	// shares[c] before wg.Done.
+	sc     []*scratch
+	work   []chan int
+	wg     sync.WaitGroup
+	shares []share
+}
+
+// share is one part's contribution to a pass.
+type share struct {
+	bound, score float64
+	_            [48]byte // no false sharing
 }
 
 func newRun(g *graph, opts Options) *runner {
-	return &runner{g: g, opts: opts, x: make([]int, g.n), bestX: make([]int, g.n),
+	r := &runner{g: g, opts: opts, x: make([]int, g.n), bestX: make([]int, g.n),
 		hist: make([]float64, opts.BoundWindow+1), best: math.Inf(-1), dual: math.Inf(1)}
+	nparts := len(g.parts) - 1
+	r.sc = make([]*scratch, nparts+1)
+	for c := range r.sc {
+		r.sc[c] = g.newScratch()
+	}
+	r.shares = make([]share, nparts)
+	r.work = make([]chan int, nparts)
+	for c := 1; c < nparts; c++ {
+		r.work[c] = make(chan int)
+		go r.worker(c)
+	}
+	return r
+}
+
+// close stops the workers.
+func (r *runner) close() {
+	for _, w := range r.work {
+		if w != nil {
+			close(w)
+		}
+	}
+}
+
+// worker runs part c's share of the passes it is given.
+func (r *runner) worker(c int) {
+	for pass := range r.work[c] {
+		r.part(c, pass)
+		r.wg.Done()
+	}
+}
+
+// part runs pass (0 forward, 1 backward) on part c.
+func (r *runner) part(c, pass int) {
+	g := r.g
+	lo, hi := g.parts[c], g.parts[c+1]
+	sh := &r.shares[c]
+	if pass == 0 {
+		sh.bound, sh.score = g.forwardPart(lo, hi, r.x, r.sc[c])
+	} else {
+		sh.bound, sh.score = g.backwardPart(lo, hi, r.sc[c]), 0
+	}
+}
+
+// parallel runs pass on every part, part 0 on the calling goroutine.
+func (r *runner) parallel(pass int) {
+	r.wg.Add(len(r.work) - 1)
+	for c := 1; c < len(r.work); c++ {
+		r.work[c] <- pass
+	}
+	r.part(0, pass)
+	r.wg.Wait()
+}
+
+// forward runs a forward pass (the parts, then the separator) and returns
+// the bound and the labelling's score (graph numbering).
+func (r *runner) forward() (float64, float64) {
+	g := r.g
+	r.parallel(0)
+	sep := g.parts[len(g.parts)-1]
+	b, sc := g.forwardPart(sep, g.n, r.x, r.sc[len(r.sc)-1])
+	bound, score := g.constant+g.shift, g.constant
+	for c := range r.shares {
+		bound += r.shares[c].bound
+		score += r.shares[c].score
+	}
+	bound += b
+	score += sc
+	if g.orig != nil {
+		score = g.score(r.x)
+	}
+	return bound, score
+}
+
+// backward runs a backward pass (the separator, then the parts) and returns
+// the bound.
+func (r *runner) backward() float64 {
+	g := r.g
+	sep := g.parts[len(g.parts)-1]
+	b := g.backwardPart(sep, g.n, r.sc[len(r.sc)-1])
+	r.parallel(1)
+	bound := g.constant + g.shift
+	for c := range r.shares {
+		bound += r.shares[c].bound
+	}
+	return bound + b
 }
 
 // iterate runs one forward and one backward pass and updates the primal
 // and the bounds.
 func (r *runner) iterate() {
-	fb := r.g.forward(r.x)
-	if sc := r.g.score(r.x); sc > r.best || (!r.found && sc > math.Inf(-1)) {
+	fb, sc := r.forward()
+	if sc > r.best || (!r.found && sc > math.Inf(-1)) {
 		r.best, r.found = sc, true
 		copy(r.bestX, r.x)
 	}
-	bb := r.g.backward()
+	bb := r.backward()
 	if r.onBounds != nil {
 		r.onBounds(fb, bb)
 	}
@@ -148,19 +251,19 @@ func (r *runner) run(ctx context.Context, start time.Time, progress func(solver.
 			lastReport = elapsed
 			progress(solver.Progress{Iteration: t, Dual: res.Dual, Primal: res.Primal, Gap: res.Gap, Elapsed: elapsed})
 		}
+		stalled := t-from > r.opts.BoundWindow && r.hist[(t-r.opts.BoundWindow)%w]-r.dual <= r.opts.BoundTol*math.Max(1, math.Abs(r.dual))
 		switch {
 		case math.IsInf(res.Dual, -1):
 			res.Status = solver.Infeasible
 		case solver.Closed(res.Dual, res.Primal, r.opts.Tol):
 			res.Status = solver.Optimal
-		case t-from > r.opts.BoundWindow && r.hist[(t-r.opts.BoundWindow)%w]-r.dual <= r.opts.BoundTol*math.Max(1, math.Abs(r.dual)):
-			if r.cyc != nil && !r.cycOn && t < r.opts.MaxIter {
-				// TRW-S stalled: from now on every iteration also
-				// sweeps the cycles (see cycles.go), and convergence
-				// is judged afresh.
-				r.cycOn, from = true, t
-				continue
-			}
+		case stalled && r.cyc != nil && !r.cycOn && t < r.opts.MaxIter:
+			// TRW-S stalled: from now on every iteration also sweeps
+			// the cycles (see cycles.go), and convergence is judged
+			// afresh.
+			r.cycOn, from = true, t
+			continue
+		case stalled && r.opts.Tol > 0: // with Tol 0 only the limits stop a run
 			res.Status = solver.Converged
 		default:
 			st, stop := r.opts.Reached(ctx, t, elapsed)
@@ -172,7 +275,7 @@ func (r *runner) run(ctx context.Context, start time.Time, progress func(solver.
 		break
 	}
 	if r.found {
-		res.Assignment = r.bestX
+		res.Assignment = r.g.assignment(r.bestX)
 	} else {
 		res.Primal = math.Inf(-1)
 		res.Gap = res.Dual - res.Primal

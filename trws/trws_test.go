@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -144,12 +145,14 @@ func TestRandomTinyInfeasible(t *testing.T) {
 // TestPassBoundIsExactDual: after every pass, the bound the pass returns is
 // the dual evaluated independently at the current messages (Viterbi on
 // explicit monotonic chains, paired at random), and the pass bounds never
-// increase.
+// increase; on one thread and on several (the partitioned order of
+// order.go, whose passes run on goroutines).
 func TestPassBoundIsExactDual(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	models := []*model.Model{
 		generate.Potts(generate.GridOptions{Height: 4, Width: 5, Labels: 3, Rho: 2, Seed: 1}),
 		generate.Ising(generate.GridOptions{Height: 5, Width: 4, Rho: 1.5, Seed: 2}),
+		denseGrid(rand.New(rand.NewPCG(1, 2)), 6, 7, 3),
 	}
 	for range 60 {
 		models = append(models, tinyPairwise(rng, oracle.TinyOptions{MaxFactors: 20}))
@@ -159,31 +162,76 @@ func TestPassBoundIsExactDual(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, err := newGraph(red.Model)
-		if err != nil {
-			t.Fatal(err)
-		}
-		x := make([]int, g.n)
-		prev := math.Inf(1)
-		for it := 0; it < 30; it++ {
-			for dir := 0; dir < 2; dir++ {
-				var b float64
-				if dir == 0 {
-					b = g.forward(x)
-				} else {
-					b = g.backward()
-				}
-				if math.IsNaN(b) {
-					t.Fatalf("model %d: NaN bound", k)
-				}
-				if want := chainBound(g, rng); !near(b, want, 1e-9) {
-					t.Fatalf("model %d, iteration %d, pass %d: bound %v, explicit chains give %v", k, it, dir, b, want)
-				}
-				if b > prev+1e-9*(1+math.Abs(prev)) {
-					t.Fatalf("model %d, iteration %d, pass %d: bound rose from %v to %v", k, it, dir, prev, b)
-				}
-				prev = b
+		for _, threads := range []int{1, 2, 3} {
+			g, err := newGraph(red.Model, threads)
+			if err != nil {
+				t.Fatal(err)
 			}
+			o := DefaultOptions()
+			o.Threads = threads
+			r := newRun(g, o)
+			pm := newPassMessages(g)
+			prev := math.Inf(1)
+			for it := 0; it < 30; it++ {
+				for dir := 0; dir < 2; dir++ {
+					var b float64
+					if dir == 0 {
+						b, _ = r.forward()
+					} else {
+						b = r.backward()
+					}
+					pm.after(g, dir == 0)
+					if math.IsNaN(b) {
+						t.Fatalf("model %d, %d threads: NaN bound", k, threads)
+					}
+					if want := chainBound(g, pm, rng); !near(b, want, 1e-9) {
+						t.Fatalf("model %d, %d threads, iteration %d, pass %d: bound %v, explicit chains give %v", k, threads, it, dir, b, want)
+					}
+					if b > prev+1e-9*(1+math.Abs(prev)) {
+						t.Fatalf("model %d, %d threads, iteration %d, pass %d: bound rose from %v to %v", k, threads, it, dir, prev, b)
+					}
+					prev = b
+				}
+			}
+			r.close()
+		}
+	}
+}
+
+// TestThreadsRunTheSequentialOrder: the passes on threads are sequential
+// TRW-S in the partitioned order: the same messages and labels, bit for
+// bit, as one goroutine running the whole order, and deterministic.
+func TestThreadsRunTheSequentialOrder(t *testing.T) {
+	m := generate.Potts(generate.GridOptions{Height: 30, Width: 40, Labels: 4, Rho: 3, Seed: 7})
+	m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{5, 1100}, Table: make([]float64, 16)})
+	for _, threads := range []int{2, 3, 4} {
+		o := DefaultOptions()
+		o.Threads = threads
+		g1, _ := newGraph(m, threads)
+		g2, _ := newGraph(m, threads)
+		if sep := g1.n - g1.parts[threads]; sep == 0 || sep > g1.n/4 {
+			t.Fatalf("%d threads: separator of %d nodes", threads, sep)
+		}
+		r := newRun(g1, o)
+		x := make([]int, g2.n)
+		sc := g2.newScratch()
+		for it := range 5 {
+			fb, _ := r.forward()
+			bb := r.backward()
+			f2, b2 := g2.forward(x, sc), g2.backward(sc)
+			if !slices.Equal(g1.data, g2.data) || !slices.Equal(r.x, x) {
+				t.Fatalf("%d threads, iteration %d: the threads' messages or labels differ from the sequential order's", threads, it)
+			}
+			if !near(fb, f2, 1e-12) || !near(bb, b2, 1e-12) {
+				t.Fatalf("%d threads, iteration %d: bounds %v %v, sequential %v %v", threads, it, fb, bb, f2, b2)
+			}
+		}
+		r.close()
+		// Deterministic: two runs agree exactly.
+		a, _ := Solve(bg, m, nil, o, nil)
+		b, _ := Solve(bg, m, nil, o, nil)
+		if a.Dual != b.Dual || a.Primal != b.Primal || !slices.Equal(a.Assignment, b.Assignment) {
+			t.Errorf("%d threads: two runs differ: %v/%v, %v/%v", threads, a.Dual, b.Dual, a.Primal, b.Primal)
 		}
 	}
 }
@@ -540,11 +588,18 @@ func TestStopRules(t *testing.T) {
 		t.Errorf("time limit: %s after %v", res.Status, res.Elapsed)
 	}
 	o = DefaultOptions()
-	o.Tol = 0
 	if res = mustSolve(t, grid, o, nil); res.Status != solver.Converged && res.Status != solver.Optimal {
 		t.Errorf("convergence: %s after %d iterations", res.Status, res.Iterations)
 	}
 	t.Logf("12x12 Potts grid, 4 labels, rho 10: %s after %d iterations, gap %.4g", res.Status, res.Iterations, res.Gap)
+	// With Tol 0 the stall test is off: only the limits stop the run
+	// (issue 17: --tol 0 --max-iter 300 stopped as converged).
+	conv := res
+	o.Tol = 0
+	o.MaxIter = conv.Iterations + 50
+	if res = mustSolve(t, grid, o, nil); res.Status != solver.IterationLimit || res.Iterations != o.MaxIter {
+		t.Errorf("Tol 0: %s after %d iterations, want the iteration limit %d", res.Status, res.Iterations, o.MaxIter)
+	}
 }
 
 // TestZeroAllocs: an iteration allocates nothing.
@@ -552,12 +607,17 @@ func TestZeroAllocs(t *testing.T) {
 	m := generate.Potts(generate.GridOptions{Height: 10, Width: 10, Labels: 4, Rho: 1, Seed: 1})
 	// Some dense edges too.
 	m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{3, 57}, Table: make([]float64, 16)})
-	g, err := newGraph(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newRun(g, DefaultOptions())
-	if a := testing.AllocsPerRun(20, r.iterate); a != 0 {
-		t.Errorf("%v allocations per iteration", a)
+	for _, threads := range []int{1, 2} {
+		g, err := newGraph(m, threads)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := DefaultOptions()
+		o.Threads = threads
+		r := newRun(g, o)
+		if a := testing.AllocsPerRun(20, r.iterate); a != 0 {
+			t.Errorf("%d threads: %v allocations per iteration", threads, a)
+		}
+		r.close()
 	}
 }

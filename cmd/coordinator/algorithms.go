@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -114,23 +115,9 @@ func (a *algorithm) threadsFor(f *solveFlags) int {
 }
 
 func configureDD(f *solveFlags, lim solver.Limits, set func(string) bool, _ *cli.Console) (configured, error) {
-	o := consensus.DefaultOptions()
-	o.Limits = lim
-	o.Algo = consensus.Algo(f.algo)
-	o.Slaves = consensus.Decomposition(f.slaves)
-	o.Step = consensus.StepRule(f.step)
-	o.Threads = f.threads
-	o.Eta = f.eta
-	o.Tau = f.tau
-	o.AdaptEta = f.adaptEta
-	if set("eta") && !set("adapt-eta") {
-		o.AdaptEta = false
-	}
-	if o.Algo == consensus.Subgradient && !set("eta") {
-		o.Eta = 1
-	}
-	if err := o.Validate(); err != nil {
-		return configured{}, flagError(err)
+	o, err := ddOptions(f, consensus.Algo(f.algo), lim, set)
+	if err != nil {
+		return configured{}, err
 	}
 	c := configured{dd: o, solve: func(ctx context.Context, m *model.Model, ev model.Evidence, progress func(solver.Progress)) (solver.Result, error) {
 		return consensus.Solve(ctx, m, ev, o, progress)
@@ -143,12 +130,46 @@ func configureDD(f *solveFlags, lim solver.Limits, set func(string) bool, _ *cli
 	return c, nil
 }
 
-func configureTRWS(f *solveFlags, lim solver.Limits, _ func(string) bool, con *cli.Console) (configured, error) {
-	o := trws.DefaultOptions()
+// ddOptions are the options of dual decomposition with algo from the
+// flags, validated. Convergence follows --tol: both residuals below
+// min(1e-6, --tol), so that --tol 0 leaves only the limits and a closed
+// gap to stop a run.
+func ddOptions(f *solveFlags, algo consensus.Algo, lim solver.Limits, set func(string) bool) (consensus.Options, error) {
+	o := consensus.DefaultOptions()
 	o.Limits = lim
-	o.Cycles = f.tighten == "cycles"
+	o.Algo = algo
+	o.Slaves = consensus.Decomposition(f.slaves)
+	o.Step = consensus.StepRule(f.step)
+	o.Threads = f.threads
+	o.Eta = f.eta
+	o.Tau = f.tau
+	o.AdaptEta = f.adaptEta
+	o.ResidualTol = convergenceTol(o.ResidualTol, lim.Tol)
+	if set("eta") && !set("adapt-eta") {
+		o.AdaptEta = false
+	}
+	if o.Algo == consensus.Subgradient && !set("eta") {
+		o.Eta = 1
+	}
 	if err := o.Validate(); err != nil {
-		return configured{}, flagError(err)
+		return o, flagError(err)
+	}
+	return o, nil
+}
+
+// convergenceTol is an algorithm's convergence threshold under --tol: its
+// default, or lower when --tol asks for a smaller gap (0 with --tol 0).
+func convergenceTol(def, tol float64) float64 {
+	if math.IsNaN(tol) {
+		return def
+	}
+	return min(def, tol)
+}
+
+func configureTRWS(f *solveFlags, lim solver.Limits, _ func(string) bool, con *cli.Console) (configured, error) {
+	o, err := trwsOptions(f, lim)
+	if err != nil {
+		return configured{}, err
 	}
 	return configured{solve: func(ctx context.Context, m *model.Model, ev model.Evidence, progress func(solver.Progress)) (solver.Result, error) {
 		res, st, err := trws.SolveStats(ctx, m, ev, o, progress)
@@ -160,6 +181,22 @@ func configureTRWS(f *solveFlags, lim solver.Limits, _ func(string) bool, con *c
 		}
 		return res, err
 	}}, nil
+}
+
+// trwsOptions are TRW-S's options from the flags, validated. Its stall
+// rule follows --tol: the bound must improve by more than
+// min(1e-7, --tol/10) (relative) over 10 iterations; under --tol 0 only a
+// bound that did not move at all in 10 iterations (a fixed point) stops it
+// before the limits.
+func trwsOptions(f *solveFlags, lim solver.Limits) (trws.Options, error) {
+	o := trws.DefaultOptions()
+	o.Limits = lim
+	o.Cycles = f.tighten == "cycles"
+	o.BoundTol = convergenceTol(o.BoundTol, lim.Tol/10)
+	if err := o.Validate(); err != nil {
+		return o, flagError(err)
+	}
+	return o, nil
 }
 
 func configureCMP(f *solveFlags, lim solver.Limits, _ func(string) bool, _ *cli.Console) (configured, error) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -166,10 +167,18 @@ func TestSolveOtherAlgorithms(t *testing.T) {
 			t.Errorf("%v: threads %v, want %v", args, res["threads"], want)
 		}
 	}
-	code, stdout, stderr := runCLI(t, "solve", "--json", "--quiet", "--threads", "3", model)
+	code, stdout, stderr := runCLI(t, "solve", "--json", "--quiet", "--algo", "admm", "--threads", "3", model)
 	var res map[string]any
 	if err := json.Unmarshal([]byte(stdout), &res); code != 0 || err != nil || res["threads"] != 3.0 || res["algo"] != "admm" {
-		t.Errorf("solve --threads 3: exit %d, %v, threads %v algo %v (%s)", code, err, res["threads"], res["algo"], stderr)
+		t.Errorf("solve --algo admm --threads 3: exit %d, %v, threads %v algo %v (%s)", code, err, res["threads"], res["algo"], stderr)
+	}
+	// Without --algo the chain (a pairwise model) gets TRW-S, on one
+	// thread whatever --threads says, and the result says why.
+	code, stdout, stderr = runCLI(t, "solve", "--json", "--quiet", "--threads", "3", model)
+	res = nil
+	if err := json.Unmarshal([]byte(stdout), &res); code != 0 || err != nil || res["threads"] != 1.0 || res["algo"] != "trws" ||
+		!strings.Contains(fmt.Sprint(res["why"]), "one thread") {
+		t.Errorf("solve --threads 3: exit %d, %v, threads %v algo %v why %v (%s)", code, err, res["threads"], res["algo"], res["why"], stderr)
 	}
 	code, _, stderr = runCLI(t, "run", "--algo", "trws", model)
 	if code != 2 || !strings.Contains(stderr, "solve") {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -19,7 +20,11 @@ func (f *solveFlags) startConsole(con *cli.Console) {
 	if f.quiet {
 		level = slog.LevelWarn
 	}
-	con.Start(cli.Options{Level: level, Quiet: f.quiet, MaxIter: f.maxIter, TimeLimit: f.timeLimit, Exact: f.exact})
+	maxIter := f.maxIter
+	if maxIter == math.MaxInt || f.anytimeOn {
+		maxIter = 0 // no iteration limit, or one per phase: the time limit measures the run
+	}
+	con.Start(cli.Options{Level: level, Quiet: f.quiet, MaxIter: maxIter, TimeLimit: f.timeLimit, Exact: f.exact})
 }
 
 // runOutput is where a run's progress reports go: the console, which

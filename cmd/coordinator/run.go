@@ -195,6 +195,8 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	if err != nil {
 		return err
 	}
+	f.dist = true
+	f.settle(fs)
 	f.startConsole(con)
 	if r.sharded {
 		return runSharded(ctx, start, fs, f, r, pos, stdout, con)

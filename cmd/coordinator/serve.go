@@ -241,6 +241,8 @@ func (r *serveRunner) flags(params map[string]string) (solveFlags, *flag.FlagSet
 		return f, nil, 0, service.Invalid(errors.New(paramNames(err.Error())))
 	}
 	f.quiet, f.json = true, true
+	f.dist = workers > 0
+	f.settle(fs)
 	return f, fs, workers, nil
 }
 

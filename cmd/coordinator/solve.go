@@ -48,6 +48,15 @@ type solveFlags struct {
 	quiet      bool
 	maxEntries int
 	trace      string
+	// anytime is --anytime as given; see settle for its default.
+	anytime bool
+	// dist: the command distributes the run (run, a service job on
+	// workers), so the default algorithm is DD-ADMM.
+	dist bool
+	// Set by settle once the flags are parsed: auto when no --algo was
+	// given (the algorithm is chosen by model class, choose), anytimeOn
+	// when the run goes on through the anytime phases.
+	settled, auto, anytimeOn bool
 }
 
 func (f *solveFlags) register(fs interface {
@@ -63,14 +72,15 @@ func (f *solveFlags) register(fs interface {
 	for _, a := range algorithms {
 		algos = append(algos, fmt.Sprintf("%s (%s)", a.name, a.about))
 	}
-	fs.StringVar(&f.algo, "algo", string(d.Algo), "algorithm: "+orList(algos))
+	fs.StringVar(&f.algo, "algo", "", "algorithm: "+orList(algos)+"; by default chosen by model class: trws for pairwise models, else admm (run: admm); what was chosen and why is printed")
+	fs.BoolVar(&f.anytime, "anytime", false, "after the relaxation converges with a gap, go on: tighten (cycle constraints), then branch and bound, until the gap closes or --time-limit; the default with --time-limit and no --algo (--anytime=false turns it off)")
 	fs.BoolVar(&f.epsDesc, "eps-descent", false, "with --algo cmp: steepest eps-descent when block updates stall (converges to the LP optimum)")
 	fs.StringVar(&f.slaves, "slaves", string(d.Slaves), "decomposition: factor (one slave per factor), chains (rows and columns, or a path cover) or trees (spanning forests)")
 	fs.StringVar(&f.step, "step", string(d.Step), "subgradient step rule: polyak, 1/t or 1/sqrt(t)")
 	fs.IntVar(&f.threads, "threads", runtime.GOMAXPROCS(0), "goroutines for the slave and variable loops")
-	fs.IntVar(&f.maxIter, "max-iter", d.MaxIter, "iteration limit")
+	fs.IntVar(&f.maxIter, "max-iter", d.MaxIter, "iteration limit (with --time-limit and without --exact: none unless given)")
 	fs.Var(cli.Duration(&f.timeLimit, 0), "time-limit", "time limit, e.g. 30s, 5m or 1h, or a number of seconds (0: none)")
-	fs.Float64Var(&f.tol, "tol", d.Tol, "relative gap for status optimal: gap <= tol*max(1,|primal|)")
+	fs.Float64Var(&f.tol, "tol", d.Tol, "relative gap for status optimal: gap <= tol*max(1,|primal|); the convergence tests follow it (0: only a closed gap or the limits stop a run)")
 	fs.Float64Var(&f.eta, "eta", d.Eta, "ADMM penalty eta (fixed when given without --adapt-eta); with --algo subgradient the step scale eta0, which defaults to 1")
 	fs.BoolVar(&f.adaptEta, "adapt-eta", d.AdaptEta, "adapt eta by residual balancing; turned off when --eta is given without it")
 	fs.Float64Var(&f.tau, "tau", d.Tau, "multiplier step factor tau in (0, 1.618]")
@@ -104,6 +114,9 @@ type spec struct {
 	threads int
 	m       *model.Model
 	ev      model.Evidence
+	// info is what the result reports beyond solver.Result: why the
+	// algorithm was chosen, and the phases of an anytime run.
+	info *runInfo
 }
 
 // load checks the positional arguments and the flags shared by solve and
@@ -143,6 +156,14 @@ func (f *solveFlags) load(ctx context.Context, start time.Time, fs *flag.FlagSet
 			return spec{}, usageError{err}
 		}
 	}
+	reconfigure := false
+	if f.auto && j.info.why == "" {
+		// No flag decided the algorithm: the model's class does.
+		if a, err = f.choose(j.m, &j); err != nil {
+			return spec{}, err
+		}
+		reconfigure = a.name != string(consensus.ADMM)
+	}
 	if f.timeLimit > 0 {
 		// The time limit counts from the start of the command: the
 		// algorithm gets what loading left.
@@ -151,10 +172,14 @@ func (f *solveFlags) load(ctx context.Context, start time.Time, fs *flag.FlagSet
 			return spec{}, usagef("%s: --time-limit %v reached while loading", pos[0], f.timeLimit)
 		}
 		f.timeLimit = left
+		reconfigure = true
+	}
+	if reconfigure {
 		if j.configured, err = a.configure(f, f.limits(), set, con); err != nil {
 			return spec{}, err
 		}
 	}
+
 	switch f.tighten {
 	case "none":
 	case "cycles":
@@ -167,6 +192,14 @@ func (f *solveFlags) load(ctx context.Context, start time.Time, fs *flag.FlagSet
 	default:
 		return spec{}, usagef("--tighten: unknown value %q (want none or cycles)", f.tighten)
 	}
+	if f.anytimeOn {
+		if j.info.opts, err = f.anytimeOptions(j, set); err != nil {
+			return spec{}, err
+		}
+	}
+	if f.auto && !f.quiet {
+		con.Print("algorithm", fmt.Sprintf("algorithm: %s (%s)", a.name, j.info.why), "algo", a.name, "why", j.info.why)
+	}
 	return j, nil
 }
 
@@ -176,11 +209,16 @@ func (f *solveFlags) prepare(fs *flag.FlagSet, cmd string, pos []string, con *cl
 	if len(pos) != 1 {
 		return spec{}, usagef("%s: want exactly one MODEL argument, got %d", cmd, len(pos))
 	}
+	f.settle(fs)
+	set := func(name string) bool { return isSet(fs, name) }
+	why := ""
+	if f.auto {
+		f.algo, why = f.provisional(set)
+	}
 	a, err := findAlgorithm(f.algo)
 	if err != nil {
 		return spec{}, err
 	}
-	set := func(name string) bool { return isSet(fs, name) }
 	if err := a.check(f, set); err != nil {
 		return spec{}, err
 	}
@@ -190,7 +228,13 @@ func (f *solveFlags) prepare(fs *flag.FlagSet, cmd string, pos []string, con *cl
 	if f.maxEntries < 1 {
 		return spec{}, usagef("--max-entries: %d < 1", f.maxEntries)
 	}
-	j := spec{algo: a, threads: a.threadsFor(f)}
+	if f.anytimeOn && f.dist {
+		return spec{}, usagef("%s: --anytime runs only in solve (run distributes the relaxation only)", cmd)
+	}
+	if f.anytimeOn && f.exact {
+		return spec{}, usagef("--anytime and --exact: --anytime already ends in branch and bound")
+	}
+	j := spec{algo: a, threads: a.threadsFor(f), info: &runInfo{why: why}}
 	if j.configured, err = a.configure(f, f.limits(), set, con); err != nil {
 		return spec{}, err
 	}
@@ -222,6 +266,7 @@ func cmdSolve(ctx context.Context, args []string, stdout io.Writer, con *cli.Con
 	if err != nil {
 		return err
 	}
+	f.settle(fs)
 	f.startConsole(con)
 	j, err := f.load(ctx, start, fs, "solve", pos, nil, con)
 	if err != nil {
@@ -243,6 +288,9 @@ func cmdSolve(ctx context.Context, args []string, stdout io.Writer, con *cli.Con
 // and bound on the algorithm's bound (whose counts go to con unless
 // --quiet). solve and the job service's local jobs run through it.
 func (j spec) solveHere(ctx context.Context, f solveFlags, progress func(solver.Progress), con *cli.Console) (solver.Result, error) {
+	if f.anytimeOn {
+		return j.solveAnytime(ctx, f, progress, con)
+	}
 	if !f.exact {
 		return j.solve(ctx, j.m, j.ev, progress)
 	}
@@ -335,6 +383,12 @@ type resultJSON struct {
 	// Sharded describes a sharded run (run --sharded).
 	Sharded *shardedJSON `json:"sharded,omitempty"`
 	Model   modelJSON    `json:"model"`
+	// Why the algorithm was chosen, when no --algo was given.
+	Why string `json:"why,omitempty"`
+	// Phase closed the gap of an anytime run (or was its last), and
+	// Phases is how each phase went.
+	Phase  string      `json:"phase,omitempty"`
+	Phases []phaseJSON `json:"phases,omitempty"`
 }
 
 type modelJSON struct {
@@ -370,6 +424,9 @@ func newResultJSON(res solver.Result, j spec, ri cluster.JobInfo, out string) re
 	}
 	if ri.Workers > 0 {
 		r.Failovers, r.Redone = &ri.Failovers, &ri.Redone
+	}
+	if j.info != nil {
+		r.Why, r.Phase, r.Phases = j.info.why, string(j.info.phase), phasesJSON(j.info.phases)
 	}
 	if r.Primal == nil {
 		r.Assignment = nil

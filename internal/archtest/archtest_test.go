@@ -25,7 +25,7 @@ var order = []string{
 	"partition", "partition/multilevel", "tighten",
 	// The algorithms.
 	"solver", "trace", "internal/smalllp", "internal/localsearch", "internal/pairterm", "internal/primal", "slaves",
-	"trws", "cmp", "consensus", "exact", "shard",
+	"trws", "cmp", "consensus", "exact", "anytime", "shard",
 	// The distributed runtime.
 	"transport", "checkpoint", "jobstate", "cluster", "metrics",
 	// The job service (its runner is cmd/coordinator's).

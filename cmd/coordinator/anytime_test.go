@@ -1,0 +1,209 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ddrun/ddrun/internal/oracle"
+	"github.com/ddrun/ddrun/model/modelfile"
+)
+
+// A model with one factor over three variables: not pairwise.
+const ternaryUAI = `MARKOV
+3
+2 2 2
+2
+3 0 1 2
+2 0 1
+8
+1 2 3 4 5 6 7 8
+4
+1 2 2 1
+`
+
+type anytimeResult struct {
+	Status     string    `json:"status"`
+	Primal     *float64  `json:"primal"`
+	Dual       *float64  `json:"dual"`
+	Iterations int       `json:"iterations"`
+	Algo       string    `json:"algo"`
+	Why        string    `json:"why"`
+	Phase      string    `json:"phase"`
+	Phases     []phaseJS `json:"phases"`
+	Assignment []int     `json:"assignment"`
+}
+
+type phaseJS struct {
+	Phase  string   `json:"phase"`
+	Status string   `json:"status"`
+	Dual   *float64 `json:"dual"`
+}
+
+func solveJSON(t *testing.T, args ...string) (anytimeResult, string) {
+	t.Helper()
+	code, stdout, stderr := runCLI(t, append([]string{"solve", "--json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("solve %v: exit %d: %s", args, code, stderr)
+	}
+	var r anytimeResult
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("solve %v: %v (%q)", args, err, stdout)
+	}
+	return r, stderr
+}
+
+// isingGrid writes a small Ising grid whose local polytope is loose: the
+// relaxation alone stops with a gap.
+func isingGrid(t *testing.T, h, w int, seed string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "ising.uai")
+	if code, _, stderr := runCLI(t, "gen", "ising", "--height", strconv.Itoa(h), "--width", strconv.Itoa(w), "--rho", "2", "--seed", seed, "-o", p); code != 0 {
+		t.Fatalf("gen: %s", stderr)
+	}
+	return p
+}
+
+// Without --algo, solve picks by model class and says so on stderr and in
+// the JSON result; an explicit --algo is taken as given, without a reason.
+func TestDefaultAlgorithmByModelClass(t *testing.T) {
+	chain := writeFile(t, "chain.uai", chainUAI)
+	ternary := writeFile(t, "ternary.uai", ternaryUAI)
+	for _, c := range []struct {
+		model, algo, why string
+	}{{chain, "trws", "pairwise"}, {ternary, "admm", "over 3 variables"}} {
+		r, stderr := solveJSON(t, c.model)
+		if r.Algo != c.algo || !strings.Contains(r.Why, c.why) {
+			t.Errorf("%s: algo %s why %q, want %s (%s)", filepath.Base(c.model), r.Algo, r.Why, c.algo, c.why)
+		}
+		if !strings.Contains(stderr, "algorithm: "+c.algo+" (") {
+			t.Errorf("%s: stderr does not say what was chosen: %q", filepath.Base(c.model), stderr)
+		}
+		if r.Status != "optimal" {
+			t.Errorf("%s: status %s", filepath.Base(c.model), r.Status)
+		}
+	}
+	r, stderr := solveJSON(t, "--algo", "admm", chain)
+	if r.Algo != "admm" || r.Why != "" || strings.Contains(stderr, "algorithm:") {
+		t.Errorf("--algo admm: algo %s why %q stderr %q", r.Algo, r.Why, stderr)
+	}
+	// A dual-decomposition setting without --algo means DD-ADMM, as before.
+	if r, _ := solveJSON(t, "--slaves", "chains", chain); r.Algo != "admm" || !strings.Contains(r.Why, "--slaves") {
+		t.Errorf("--slaves chains: algo %s why %q", r.Algo, r.Why)
+	}
+	// TRW-S on a model that is not pairwise is still an error.
+	if code, _, stderr := runCLI(t, "solve", "--algo", "trws", ternary); code == 0 || !strings.Contains(stderr, "pairwise") {
+		t.Errorf("--algo trws on a ternary factor: exit %d %q", code, stderr)
+	}
+}
+
+// With --tol 0 only the limits stop a run whose gap stays open: neither
+// DD-ADMM's residual test nor TRW-S's stall test ends it early.
+func TestTolZeroRunsToTheLimit(t *testing.T) {
+	// Before, DD-ADMM stopped converged after 207 iterations on the first
+	// and TRW-S after 53 on the second, with gaps of 5.2 and 7.9.
+	for _, c := range []struct {
+		algo string
+		m    string
+	}{{"admm", isingGrid(t, 4, 4, "2")}, {"trws", isingGrid(t, 6, 6, "3")}} {
+		r, _ := solveJSON(t, "--quiet", "--algo", c.algo, "--tol", "0", "--max-iter", "1000", c.m)
+		if r.Status != "iteration_limit" || r.Iterations != 1000 {
+			t.Errorf("%s --tol 0 --max-iter 1000: %s after %d iterations", c.algo, r.Status, r.Iterations)
+		}
+	}
+}
+
+// --time-limit without --max-iter lifts the default iteration limit of
+// 1000 (also without the anytime phases).
+func TestTimeLimitLiftsMaxIter(t *testing.T) {
+	m := isingGrid(t, 6, 6, "3")
+	r, _ := solveJSON(t, "--quiet", "--algo", "trws", "--tol", "0", "--time-limit", "1", m)
+	if r.Status != "time_limit" || r.Iterations <= 1000 {
+		t.Errorf("--time-limit 1 --tol 0: %s after %d iterations, want time_limit after more than 1000", r.Status, r.Iterations)
+	}
+	r, _ = solveJSON(t, "--quiet", "--algo", "trws", "--tol", "0", "--time-limit", "5", "--max-iter", "200", m)
+	if r.Status != "iteration_limit" || r.Iterations != 200 {
+		t.Errorf("--time-limit 5 --max-iter 200: %s after %d iterations", r.Status, r.Iterations)
+	}
+}
+
+// With --time-limit and no --algo, solve goes on after the relaxation
+// converges with a gap and certifies the brute-force optimum of a small
+// frustrated grid; every phase's bound is valid, the primal is its
+// assignment's score, the trace keeps one row per iteration and node with
+// a bound that never rises, and stderr shows each phase.
+func TestAnytimeCertifiesBruteForce(t *testing.T) {
+	path := isingGrid(t, 4, 5, "2")
+	m, err := modelfile.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	best, _, err := oracle.BruteForceMAP(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := filepath.Join(t.TempDir(), "trace.csv")
+	r, stderr := solveJSON(t, "--time-limit", "30", "--trace", tr, path)
+	if r.Status != "optimal" || r.Primal == nil || math.Abs(*r.Primal-best) > 1e-6 {
+		t.Fatalf("status %s primal %v, want optimal %v (stderr %s)", r.Status, r.Primal, best, stderr)
+	}
+	if m.Score(r.Assignment) != *r.Primal {
+		t.Errorf("primal %v is not its assignment's score %v", *r.Primal, m.Score(r.Assignment))
+	}
+	if len(r.Phases) < 2 || r.Phases[0].Phase != "relax" || r.Phase == "" {
+		t.Fatalf("phases %+v closed by %q: the relaxation alone closed the gap, the test proves nothing", r.Phases, r.Phase)
+	}
+	for _, p := range r.Phases {
+		if p.Dual != nil && *p.Dual < best-1e-6 {
+			t.Errorf("phase %s: bound %v below the MAP %v", p.Phase, *p.Dual, best)
+		}
+		if !strings.Contains(stderr, "phase "+p.Phase+":") {
+			t.Errorf("stderr does not show phase %s: %s", p.Phase, stderr)
+		}
+	}
+	f, err := os.Open(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastIter, lastDual, nodes := -1, math.Inf(1), 0
+	for _, row := range rows[1:] {
+		it, _ := strconv.Atoi(row[0])
+		dual, _ := strconv.ParseFloat(row[2], 64)
+		n, _ := strconv.Atoi(row[8])
+		if it < lastIter || dual > lastDual+1e-9 || dual < best-1e-6 {
+			t.Fatalf("trace row %v after iteration %d bound %v (MAP %v)", row, lastIter, lastDual, best)
+		}
+		lastIter, lastDual, nodes = it, dual, max(nodes, n)
+	}
+	if nodes == 0 && r.Phase == "branch-and-bound" {
+		t.Error("the search closed the gap but the trace has no node rows")
+	}
+}
+
+// --anytime=false keeps today's single run under a time limit; --anytime
+// with --exact, or with run, is a usage error.
+func TestAnytimeFlag(t *testing.T) {
+	path := isingGrid(t, 4, 4, "1")
+	if r, _ := solveJSON(t, "--quiet", "--time-limit", "10", "--anytime=false", path); len(r.Phases) != 0 || r.Algo != "trws" {
+		t.Errorf("--anytime=false: algo %s phases %+v", r.Algo, r.Phases)
+	}
+	if r, _ := solveJSON(t, "--quiet", "--anytime", "--max-iter", "500", path); len(r.Phases) == 0 {
+		t.Errorf("--anytime without a time limit: no phases")
+	}
+	if code, _, stderr := runCLI(t, "solve", "--anytime", "--exact", path); code != 2 || !strings.Contains(stderr, "--anytime") {
+		t.Errorf("--anytime --exact: exit %d %q", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "run", "--anytime", path); code != 2 || !strings.Contains(stderr, "--anytime") {
+		t.Errorf("run --anytime: exit %d %q", code, stderr)
+	}
+}
