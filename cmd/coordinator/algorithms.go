@@ -55,7 +55,7 @@ var algorithms = []algorithm{
 		flags: []string{"slaves", "eta", "adapt-eta", "tau"}, configure: configureDD},
 	{name: string(consensus.Subgradient), about: "DD-subgradient", threads: true, distributed: true,
 		flags: []string{"slaves", "step", "eta"}, configure: configureDD},
-	{name: "trws", about: "TRW-S, Kolmogorov 2006; pairwise models", configure: configureTRWS},
+	{name: "trws", about: "TRW-S, Kolmogorov 2006; pairwise models", threads: true, configure: configureTRWS},
 	{name: "cmp", about: "convex max-product, Schwing et al. 2012", flags: []string{"eps-descent"}, configure: configureCMP},
 }
 
@@ -146,6 +146,7 @@ func configureDD(f *solveFlags, lim solver.Limits, set func(string) bool, _ *cli
 func configureTRWS(f *solveFlags, lim solver.Limits, _ func(string) bool, con *cli.Console) (configured, error) {
 	o := trws.DefaultOptions()
 	o.Limits = lim
+	o.Threads = f.threads
 	o.Cycles = f.tighten == "cycles"
 	if err := o.Validate(); err != nil {
 		return configured{}, flagError(err)
