@@ -201,8 +201,7 @@ func (g *graph) sendFromU(e int, a []float64) float64 {
 	if t0 := g.toff[e]; t0 < 0 {
 		c = potts(out, a, g.pw[e])
 	} else {
-		maxPlusCols(out, a, g.data[t0:t0+len(a)*kv])
-		c = normalise(out)
+		c = shiftBy(out, maxPlusCols(out, a, g.data[t0:t0+len(a)*kv]))
 	}
 	if g.fwd != nil {
 		copy(g.fwd[mo:mo+kv], out)
@@ -220,8 +219,7 @@ func (g *graph) sendFromV(e int, a []float64) float64 {
 	if t0 < 0 {
 		return potts(out, a, g.pw[e])
 	}
-	maxPlusRows(out, a, g.data[t0:t0+ku*len(a)])
-	return normalise(out)
+	return shiftBy(out, maxPlusRows(out, a, g.data[t0:t0+ku*len(a)]))
 }
 
 // The two max-plus products below are the O(K^2) part of an iteration.
@@ -232,12 +230,34 @@ func (g *graph) sendFromV(e int, a []float64) float64 {
 // chains of dependent instructions going. No NaN can arise (see above), so
 // max's NaN rule does not matter.
 
-// maxPlusCols sets out[j] = max_i a[i] + t[i*len(out)+j].
-func maxPlusCols(out, a, t []float64) {
+// maxPlusCols sets out[j] = max_i a[i] + t[i*len(out)+j] and returns the
+// largest out[j].
+func maxPlusCols(out, a, t []float64) float64 {
 	kv := len(out)
 	t = t[:len(a)*kv]
 	a0 := a[0]
+	c := negInf
 	j := 0
+	for ; j+8 <= kv; j += 8 {
+		r := (*[8]float64)(t[j : j+8])
+		o0, o1, o2, o3 := a0+r[0], a0+r[1], a0+r[2], a0+r[3]
+		o4, o5, o6, o7 := a0+r[4], a0+r[5], a0+r[6], a0+r[7]
+		for i := 1; i < len(a); i++ {
+			ai := a[i]
+			r := (*[8]float64)(t[i*kv+j : i*kv+j+8])
+			o0 = max(o0, ai+r[0])
+			o1 = max(o1, ai+r[1])
+			o2 = max(o2, ai+r[2])
+			o3 = max(o3, ai+r[3])
+			o4 = max(o4, ai+r[4])
+			o5 = max(o5, ai+r[5])
+			o6 = max(o6, ai+r[6])
+			o7 = max(o7, ai+r[7])
+		}
+		o := (*[8]float64)(out[j : j+8])
+		o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7] = o0, o1, o2, o3, o4, o5, o6, o7
+		c = max(c, max(max(o0, o1), max(o2, o3)), max(max(o4, o5), max(o6, o7)))
+	}
 	for ; j+4 <= kv; j += 4 {
 		r := (*[4]float64)(t[j : j+4])
 		o0, o1, o2, o3 := a0+r[0], a0+r[1], a0+r[2], a0+r[3]
@@ -251,6 +271,7 @@ func maxPlusCols(out, a, t []float64) {
 		}
 		o := (*[4]float64)(out[j : j+4])
 		o[0], o[1], o[2], o[3] = o0, o1, o2, o3
+		c = max(c, max(max(o0, o1), max(o2, o3)))
 	}
 	for ; j < kv; j++ {
 		o := a0 + t[j]
@@ -258,13 +279,17 @@ func maxPlusCols(out, a, t []float64) {
 			o = max(o, a[i]+t[i*kv+j])
 		}
 		out[j] = o
+		c = max(c, o)
 	}
+	return c
 }
 
-// maxPlusRows sets out[i] = max_j a[j] + t[i*len(a)+j].
-func maxPlusRows(out, a, t []float64) {
+// maxPlusRows sets out[i] = max_j a[j] + t[i*len(a)+j] and returns the
+// largest out[i].
+func maxPlusRows(out, a, t []float64) float64 {
 	kv := len(a)
 	t = t[:len(out)*kv]
+	c := negInf
 	if kv < 4 {
 		for i := range out {
 			row := t[i*kv : i*kv+kv]
@@ -274,8 +299,9 @@ func maxPlusRows(out, a, t []float64) {
 				o = max(o, a[j]+row[j])
 			}
 			out[i] = o
+			c = max(c, o)
 		}
-		return
+		return c
 	}
 	a4 := (*[4]float64)(a[:4])
 	for i := range out {
@@ -294,8 +320,23 @@ func maxPlusRows(out, a, t []float64) {
 		for ; j < kv; j++ {
 			o0 = max(o0, a[j]+row[j])
 		}
-		out[i] = max(max(o0, o1), max(o2, o3))
+		o := max(max(o0, o1), max(o2, o3))
+		out[i] = o
+		c = max(c, o)
 	}
+	return c
+}
+
+// shiftBy subtracts c from m unless c is -Inf (m is then -Inf everywhere:
+// the model is infeasible) and returns c.
+func shiftBy(m []float64, c float64) float64 {
+	if c == negInf {
+		return c
+	}
+	for i := range m {
+		m[i] -= c
+	}
+	return c
 }
 
 // potts sets out to the normalised message max_i a[i] + w[i == j] over j
@@ -340,20 +381,4 @@ func potts(out, a []float64, w float64) float64 {
 	}
 	out[i1] = o - b1
 	return b1
-}
-
-// normalise subtracts the maximum of m from it and returns the maximum;
-// m is left as is when it is -Inf everywhere (the model is infeasible).
-func normalise(m []float64) float64 {
-	c := negInf
-	for _, v := range m {
-		c = max(c, v)
-	}
-	if c == negInf {
-		return c
-	}
-	for i := range m {
-		m[i] -= c
-	}
-	return c
 }

@@ -621,3 +621,59 @@ func TestZeroAllocs(t *testing.T) {
 		r.close()
 	}
 }
+
+// TestMaxPlusKernels: the unrolled max-plus products equal the plain
+// double loop, -Inf entries included, for every shape up to 11x11.
+func TestMaxPlusKernels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	draw := func(n int) []float64 {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = rng.NormFloat64()
+			if rng.IntN(5) == 0 {
+				v[i] = negInf
+			}
+		}
+		return v
+	}
+	for ku := 1; ku <= 11; ku++ {
+		for kv := 1; kv <= 11; kv++ {
+			for range 20 {
+				tab := draw(ku * kv)
+				a, b := draw(ku), draw(kv)
+				out := make([]float64, kv)
+				c := maxPlusCols(out, a, tab)
+				want := negInf
+				for j := range kv {
+					w := negInf
+					for i := range ku {
+						w = math.Max(w, a[i]+tab[i*kv+j])
+					}
+					if out[j] != w {
+						t.Fatalf("%dx%d cols: out[%d] = %v, want %v", ku, kv, j, out[j], w)
+					}
+					want = math.Max(want, w)
+				}
+				if c != want {
+					t.Fatalf("%dx%d cols: max %v, want %v", ku, kv, c, want)
+				}
+				out = make([]float64, ku)
+				c = maxPlusRows(out, b, tab)
+				want = negInf
+				for i := range ku {
+					w := negInf
+					for j := range kv {
+						w = math.Max(w, b[j]+tab[i*kv+j])
+					}
+					if out[i] != w {
+						t.Fatalf("%dx%d rows: out[%d] = %v, want %v", ku, kv, i, out[i], w)
+					}
+					want = math.Max(want, w)
+				}
+				if c != want {
+					t.Fatalf("%dx%d rows: max %v, want %v", ku, kv, c, want)
+				}
+			}
+		}
+	}
+}
