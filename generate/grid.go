@@ -61,7 +61,8 @@ func Ising(o GridOptions) *model.Model {
 // of variables with Labels states (0: DefaultPottsLabels), unaries
 // theta_i(x) ~ U[-1, 1] for every state, and on each edge a Potts factor
 // scoring w ~ U[-Rho, Rho] when both ends agree. (The paper draws the edge
-// potentials from U[-10, 10] on the diagonal: Rho = 10.)
+// potentials from U[-10, 10] on the diagonal: Rho = 10.) With o.Pair set
+// the edges are truncated linear or quadratic terms of weight w instead.
 //
 // Draws: the unaries variable by variable, state by state, then w for each
 // edge in order. Potts panics if o.Validate fails. It is

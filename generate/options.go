@@ -23,6 +23,53 @@ type GridOptions struct {
 	// Rho bounds the couplings, drawn from U[-Rho, Rho]; finite, >= 0.
 	Rho  float64
 	Seed int64 // seeds the PCG source
+	// Pair is the term on a Potts grid's edges, of weight the coupling w:
+	// PairPotts (the zero value: w [x = y]), PairLinear (-w min(|x-y|,
+	// Trunc)) or PairQuad (-w min((x-y)^2, Trunc)). The draws are the same
+	// whatever the term. Ising ignores it.
+	Pair PairTerm
+	// Trunc is the truncation of PairLinear and PairQuad (finite, > 0).
+	Trunc float64
+}
+
+// PairTerm is the pairwise term of a Potts grid's edges.
+type PairTerm uint8
+
+// The pairwise terms.
+const (
+	PairPotts  PairTerm = iota // model.Potts
+	PairLinear                 // model.TruncLinear
+	PairQuad                   // model.TruncQuad
+)
+
+var pairNames = [...]string{"potts", "linear", "quad"}
+
+func (p PairTerm) String() string {
+	if int(p) < len(pairNames) {
+		return pairNames[p]
+	}
+	return fmt.Sprintf("PairTerm(%d)", int(p))
+}
+
+// ParsePairTerm maps "potts", "linear" or "quad" to its PairTerm.
+func ParsePairTerm(s string) (PairTerm, error) {
+	for i, n := range pairNames {
+		if s == n {
+			return PairTerm(i), nil
+		}
+	}
+	return 0, fmt.Errorf("generate: pairwise term %q: want potts, linear or quad", s)
+}
+
+// kind returns the model kind of the term.
+func (p PairTerm) kind() model.Kind {
+	switch p {
+	case PairLinear:
+		return model.TruncLinear
+	case PairQuad:
+		return model.TruncQuad
+	}
+	return model.Potts
 }
 
 // Validate reports nonsense options.
@@ -35,6 +82,14 @@ func (o GridOptions) Validate() error {
 	}
 	if err := checkRho(o.Rho); err != nil {
 		return err
+	}
+	if o.Pair > PairQuad {
+		return fmt.Errorf("generate: unknown pairwise term %d", o.Pair)
+	}
+	if o.Pair != PairPotts {
+		if err := model.CheckPairTerm(o.Pair.kind(), o.Rho, o.Trunc); err != nil {
+			return fmt.Errorf("generate: %s term: %w", o.Pair, err)
+		}
 	}
 	l := max(o.labels(), 2)
 	if o.Height > model.MaxTableEntries/o.Width/l {

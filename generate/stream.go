@@ -58,11 +58,19 @@ func (s *GridStream) EachUnaries(fn func(i int, u []float64)) {
 	}
 }
 
-// EachFactor calls fn with each edge's Potts factor in order (see the
+// EachFactor calls fn with each edge's factor (Potts, or the grid's
+// GridOptions.Pair term) in order (see the
 // grid's edge order above); f and its Vars are reused from call to call.
 func (s *GridStream) EachFactor(fn func(a int, f *model.Factor)) {
+	kind, trunc := model.Potts, 0.0
+	if !s.ising {
+		kind = s.o.Pair.kind()
+		if kind != model.Potts {
+			trunc = s.o.Trunc
+		}
+	}
 	s.eachCoupling(func(a int, uv [2]int, j float64) {
-		f := model.Factor{Kind: model.Potts, Vars: uv[:], Weight: s.weight(j)}
+		f := model.Factor{Kind: kind, Vars: uv[:], Weight: s.weight(j), Trunc: trunc}
 		fn(a, &f)
 	})
 }

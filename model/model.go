@@ -39,10 +39,18 @@ const (
 	// when all cardinalities are L (len L*L), or the per-position tables
 	// back to back (T_k is card_k x card_{k+1}, row = x_k).
 	Sequence
+	// TruncLinear is a pair of variables with equal cardinality:
+	// score = -Weight * min(|x-y|, Trunc) (a truncated linear smoothness
+	// term for Weight >= 0; Weight < 0 favours distant states).
+	TruncLinear
+	// TruncQuad is a pair of variables with equal cardinality:
+	// score = -Weight * min((x-y)^2, Trunc).
+	TruncQuad
 	numKinds
 )
 
-var kindNames = [...]string{"dense", "pair", "potts", "xor", "atmostone", "or", "orout", "andout", "budget", "sequence"}
+// The kind numbers are stored by the file formats: new kinds go at the end.
+var kindNames = [...]string{"dense", "pair", "potts", "xor", "atmostone", "or", "orout", "andout", "budget", "sequence", "trunclinear", "truncquad"}
 
 // String returns the kind's name as used in the native format.
 func (k Kind) String() string {
@@ -65,6 +73,15 @@ func ParseKind(s string) (Kind, error) {
 // IsLogic reports whether k is a logic kind over binary variables.
 func (k Kind) IsLogic() bool { return k >= XOR && k <= Budget }
 
+// IsTruncated reports whether k is a truncated pairwise kind (TruncLinear,
+// TruncQuad), with a Weight and a Trunc.
+func (k Kind) IsTruncated() bool { return k == TruncLinear || k == TruncQuad }
+
+// IsStructuredPair reports whether k is a pairwise kind over two variables
+// of equal cardinality given by a weight (and a truncation): Potts,
+// TruncLinear, TruncQuad.
+func (k Kind) IsStructuredPair() bool { return k == Potts || k.IsTruncated() }
+
 // Factor is one factor of the graph. Only the fields of its kind are used.
 type Factor struct {
 	Kind Kind
@@ -77,8 +94,12 @@ type Factor struct {
 	Table []float64
 	// Emission holds a Sequence's per-position scores (nil: zeros).
 	Emission []float64
-	// Weight is the coupling of Pair and Potts factors.
+	// Weight is the coupling of Pair, Potts, TruncLinear and TruncQuad
+	// factors.
 	Weight float64
+	// Trunc is the truncation of TruncLinear and TruncQuad factors
+	// (finite, > 0, and Weight*Trunc finite).
+	Trunc float64
 	// Budget is the bound of a Budget factor.
 	Budget int
 }
@@ -220,18 +241,18 @@ func (m *Model) validateFactor(a int, seen map[int]int) error {
 				return fmt.Errorf("transition entry %d is %v", k, v)
 			}
 		}
-	case Pair, Potts:
+	case Pair, Potts, TruncLinear, TruncQuad:
 		if len(f.Vars) != 2 {
 			return fmt.Errorf("needs 2 variables, has %d", len(f.Vars))
 		}
 		if f.Kind == Pair && (m.Cards[f.Vars[0]] != 2 || m.Cards[f.Vars[1]] != 2) {
 			return fmt.Errorf("variables must be binary")
 		}
-		if f.Kind == Potts && m.Cards[f.Vars[0]] != m.Cards[f.Vars[1]] {
+		if f.Kind != Pair && m.Cards[f.Vars[0]] != m.Cards[f.Vars[1]] {
 			return fmt.Errorf("cardinalities differ (%d, %d)", m.Cards[f.Vars[0]], m.Cards[f.Vars[1]])
 		}
-		if math.IsNaN(f.Weight) || math.IsInf(f.Weight, 0) {
-			return fmt.Errorf("weight %v is not finite", f.Weight)
+		if err := CheckPairTerm(f.Kind, f.Weight, f.Trunc); err != nil {
+			return err
 		}
 	default: // logic
 		min := 1
@@ -290,6 +311,8 @@ func (m *Model) FactorScore(a int, x []int) float64 {
 			return f.Weight
 		}
 		return 0
+	case TruncLinear, TruncQuad:
+		return TruncScore(f.Kind, f.Weight, f.Trunc, x[f.Vars[0]], x[f.Vars[1]])
 	case Sequence:
 		shared, offs, _ := SequenceTransitions(m, f)
 		s, eoff := 0.0, 0
@@ -313,6 +336,39 @@ func (m *Model) FactorScore(a int, x []int) float64 {
 		return 0
 	}
 	return math.Inf(-1)
+}
+
+// TruncScore returns the score of a TruncLinear or TruncQuad term of weight
+// w and truncation t at states x and y: -w * min(|x-y|, t) or
+// -w * min((x-y)^2, t), evaluated exactly so (internal/pairterm's Theta
+// gives the same bits).
+func TruncScore(k Kind, w, t float64, x, y int) float64 {
+	d := x - y
+	if k == TruncQuad {
+		d *= d
+	} else if d < 0 {
+		d = -d
+	}
+	return -w * min(float64(d), t)
+}
+
+// CheckPairTerm checks the parameters of a Pair, Potts, TruncLinear or
+// TruncQuad factor: a finite weight, and for the truncated kinds a finite
+// truncation > 0 whose product with the weight is finite.
+func CheckPairTerm(k Kind, w, t float64) error {
+	if math.IsNaN(w) || math.IsInf(w, 0) {
+		return fmt.Errorf("weight %v is not finite", w)
+	}
+	if !k.IsTruncated() {
+		return nil
+	}
+	if !(t > 0) || math.IsInf(t, 0) {
+		return fmt.Errorf("truncation %v is not finite and > 0", t)
+	}
+	if math.IsInf(w*t, 0) {
+		return fmt.Errorf("weight %v times truncation %v overflows", w, t)
+	}
+	return nil
 }
 
 // LogicSatisfied reports whether a logic factor accepts the inputs given by

@@ -14,8 +14,13 @@ import (
 // evidence and the forbidden states, and so the MAP.
 func TestReducePreservesScores(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	for it := 0; it < 400; it++ {
-		m := oracle.RandomTinyModel(rng, oracle.TinyOptions{AllowInfeasible: true})
+	for it := 0; it < 600; it++ {
+		opts := oracle.TinyOptions{AllowInfeasible: true}
+		if it >= 400 { // the truncated kinds, which evidence turns dense
+			opts.Kinds = []model.Kind{model.Dense, model.Potts, model.TruncLinear, model.TruncQuad, model.XOR}
+			opts.MaxCard = 5
+		}
+		m := oracle.RandomTinyModel(rng, opts)
 		ev := model.Evidence{}
 		for v := range m.Cards {
 			if rng.IntN(4) == 0 {

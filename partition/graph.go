@@ -8,14 +8,15 @@ import (
 )
 
 // IsPairwise reports whether factor f may be a link of a Chain or Tree
-// slave: exactly two variables and kind Dense, Pair or Potts. Logic factors
+// slave: exactly two variables and kind Dense, Pair, Potts, TruncLinear or
+// TruncQuad (chains and trees take their tables). Logic factors
 // and factors of any other arity or kind are always Single slaves.
 func IsPairwise(f *model.Factor) bool {
 	if len(f.Vars) != 2 {
 		return false
 	}
 	switch f.Kind {
-	case model.Dense, model.Pair, model.Potts:
+	case model.Dense, model.Pair, model.Potts, model.TruncLinear, model.TruncQuad:
 		return true
 	}
 	return false

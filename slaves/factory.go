@@ -10,7 +10,8 @@ import (
 // ForFactor builds the slave for factor a of m, choosing the fastest exact
 // solver for its kind and table: a binary pair with a finite table uses the
 // closed form of AD3 Sect. 4.1; a Potts-structured table (one value on the
-// diagonal, one off it) uses the O(L) Potts oracle; logic kinds use their
+// diagonal, one off it) uses the O(L) Potts oracle; the truncated kinds use
+// distance-transform messages (Trunc); logic kinds use their
 // sort-based projections; a Sequence is a Chain (column-generation Viterbi
 // as its MAP oracle); anything else is a Dense active-set slave.
 func ForFactor(m *model.Model, a int) (Slave, error) {
@@ -33,6 +34,8 @@ func ForFactor(m *model.Model, a int) (Slave, error) {
 		return NewDense(cards, f.Table), nil
 	case model.Sequence:
 		return sequenceChain(m, f)
+	case model.TruncLinear, model.TruncQuad:
+		return NewTrunc(f.Kind, m.Cards[f.Vars[0]], f.Weight, f.Trunc), nil
 	}
 	if f.Kind.IsLogic() {
 		return NewLogic(f)

@@ -141,9 +141,10 @@ func FindCycles(m *model.Model, opts Options) ([][]int, Stats, error) {
 }
 
 // pairwise reports whether f is a pairwise potential that cycles are made
-// of: a Dense, Pair or Potts factor over two variables.
+// of: a Dense, Pair, Potts, TruncLinear or TruncQuad factor over two
+// variables (taken as its table).
 func pairwise(f *model.Factor) bool {
-	return len(f.Vars) == 2 && (f.Kind == model.Dense || f.Kind == model.Pair || f.Kind == model.Potts)
+	return len(f.Vars) == 2 && (f.Kind == model.Dense || f.Kind == model.Pair || f.Kind.IsStructuredPair())
 }
 
 // findCycles lists the triangles and chordless squares of the graph adj

@@ -31,6 +31,7 @@ func cmdGen(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	var grid generate.GridOptions
 	var logic generate.LogicOptions
+	pair := "potts"
 	switch family {
 	case "potts", "ising":
 		fs.IntVar(&grid.Height, "height", 20, "grid rows")
@@ -38,6 +39,8 @@ func cmdGen(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 		fs.Float64Var(&grid.Rho, "rho", 1, "coupling range: weights ~ U[-rho, rho]")
 		if family == "potts" {
 			fs.IntVar(&grid.Labels, "labels", 8, "labels per variable")
+			fs.StringVar(&pair, "pair", "potts", "edge term of weight w: potts (w if the labels are equal), linear (-w min(|x-y|, trunc)) or quad (-w min((x-y)^2, trunc))")
+			fs.Float64Var(&grid.Trunc, "trunc", 2, "truncation of --pair linear and quad (> 0)")
 		}
 	case "logic":
 		fs.IntVar(&logic.Vars, "vars", 50, "binary variables")
@@ -64,6 +67,11 @@ func cmdGen(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 		return usagef("gen %s: -o %s: unknown model format (want .uai, .uai.gz, .LG, .json, .msgpack (optionally .gz) or .ddx)", family, *out)
 	}
 	grid.Seed, logic.Seed = *seed, *seed
+	if pair != "potts" {
+		if grid.Pair, err = generate.ParsePairTerm(pair); err != nil {
+			return usagef("gen %s: --pair: %w", family, err)
+		}
+	}
 	if family == "logic" {
 		if err := logic.Validate(); err != nil {
 			return usagef("gen %s: %w", family, err)

@@ -24,7 +24,7 @@ var order = []string{
 	// Decompositions and reformulations of a model.
 	"partition", "partition/multilevel", "tighten",
 	// The algorithms.
-	"solver", "trace", "internal/smalllp", "internal/localsearch", "slaves",
+	"solver", "trace", "internal/smalllp", "internal/localsearch", "internal/pairterm", "slaves",
 	"trws", "cmp", "consensus", "exact", "shard",
 	// The distributed runtime.
 	"transport", "checkpoint", "jobstate", "cluster", "metrics",

@@ -28,6 +28,8 @@ type TinyOptions struct {
 	// Kinds restricts the factor kinds drawn; empty means all kinds. A kind
 	// that finds no suitable scope (no binary variables for a logic kind,
 	// no two variables of equal cardinality for Potts) falls back to Dense.
+	// The truncated kinds (model.TruncLinear, model.TruncQuad) are drawn
+	// only when listed here.
 	Kinds []model.Kind
 	// Soft, if set, draws no hard constraints: no -Inf entries in dense
 	// tables or unaries, and no logic factors (Kinds is filtered).
@@ -172,7 +174,7 @@ func drawTiny(rng *rand.Rand, o *TinyOptions, kinds []model.Kind, soft bool) *mo
 		case kind == model.Pair && len(binary) >= 2:
 			f.Vars = pick(binary, 2)
 			f.Weight = weight()
-		case kind == model.Potts:
+		case kind == model.Potts || kind.IsTruncated():
 			u := rng.IntN(n)
 			var same []int
 			for i, c := range cards {
@@ -189,6 +191,11 @@ func drawTiny(rng *rand.Rand, o *TinyOptions, kinds []model.Kind, soft bool) *mo
 				f.Vars[0], f.Vars[1] = f.Vars[1], f.Vars[0]
 			}
 			f.Weight = weight()
+			if kind.IsTruncated() {
+				// Integers and halves, below and above the largest
+				// distance.
+				f.Trunc = float64(1+rng.IntN(2*cards[u]*cards[u])) / 2
+			}
 		case kind.IsLogic():
 			lo := 1
 			if kind == model.OROut || kind == model.ANDOut {

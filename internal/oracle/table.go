@@ -37,6 +37,21 @@ func factorTable(m *model.Model, a int, limit int) ([]float64, error) {
 			t[s*c+s] = f.Weight
 		}
 		return t, nil
+	case model.TruncLinear, model.TruncQuad:
+		// By the definition, written out here rather than through
+		// model.TruncScore.
+		c := m.Cards[f.Vars[0]]
+		t := make([]float64, c*c)
+		for x := 0; x < c; x++ {
+			for y := 0; y < c; y++ {
+				d := math.Abs(float64(x - y))
+				if f.Kind == model.TruncQuad {
+					d *= d
+				}
+				t[x*c+y] = -f.Weight * math.Min(d, f.Trunc)
+			}
+		}
+		return t, nil
 	case model.Sequence:
 		// Independent of the model's own scoring only in layout: enumerate
 		// and score by the definition.

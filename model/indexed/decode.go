@@ -143,6 +143,9 @@ func (d *decoder) record(f *model.Factor, a, nvars int) (off uint64, p Payload, 
 		p.Emission = d.entries()
 	case f.Kind == model.Pair || f.Kind == model.Potts:
 		f.Weight = d.f64()
+	case f.Kind.IsTruncated():
+		f.Weight = d.f64()
+		f.Trunc = d.f64()
 	case f.Kind.IsLogic():
 		if err := d.negations(f, neg, a); err != nil {
 			return 0, p, err

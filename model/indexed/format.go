@@ -110,7 +110,7 @@ type scratch struct {
 // parameters, and that table and emission (entry counts) fit the scope. It
 // returns a message, or "".
 func checkFactor(f *model.Factor, nvars int, card func(v int) int, table, emission int, scr *scratch) string {
-	if f.Kind > model.Sequence {
+	if f.Kind > model.TruncQuad {
 		return fmt.Sprintf("unknown kind %d", f.Kind)
 	}
 	cards, msg := scopeCards(f.Vars, nvars, card, scr)
@@ -173,18 +173,18 @@ func checkShape(f *model.Factor, cards []int, table, emission int) string {
 		}
 	case model.Sequence:
 		return checkSequence(cards, table, emission)
-	case model.Pair, model.Potts:
+	case model.Pair, model.Potts, model.TruncLinear, model.TruncQuad:
 		if n != 2 {
 			return fmt.Sprintf("needs 2 variables, has %d", n)
 		}
 		if f.Kind == model.Pair && (cards[0] != 2 || cards[1] != 2) {
 			return "variables must be binary"
 		}
-		if f.Kind == model.Potts && cards[0] != cards[1] {
+		if f.Kind != model.Pair && cards[0] != cards[1] {
 			return fmt.Sprintf("cardinalities differ (%d, %d)", cards[0], cards[1])
 		}
-		if math.IsNaN(f.Weight) || math.IsInf(f.Weight, 0) {
-			return fmt.Sprintf("weight %v is not finite", f.Weight)
+		if err := model.CheckPairTerm(f.Kind, f.Weight, f.Trunc); err != nil {
+			return err.Error()
 		}
 	default: // logic
 		return checkLogic(f, cards)

@@ -285,6 +285,9 @@ func (wr *Writer) record(f *model.Factor) error {
 		b = le.AppendUint64(b, uint64(len(f.Emission)))
 	case f.Kind == model.Pair || f.Kind == model.Potts:
 		b = le.AppendUint64(b, math.Float64bits(f.Weight))
+	case f.Kind.IsTruncated():
+		b = le.AppendUint64(b, math.Float64bits(f.Weight))
+		b = le.AppendUint64(b, math.Float64bits(f.Trunc))
 	default: // logic
 		if f.Negated != nil {
 			b = append(b, 1)

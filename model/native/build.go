@@ -8,7 +8,7 @@ import (
 )
 
 // lastKind is the last kind of package model; kindByName knows them all.
-const lastKind = model.Sequence
+const lastKind = model.TruncQuad
 
 // kindByName maps a kind name to its Kind without allocating.
 func kindByName(s string) (model.Kind, bool) {
@@ -192,7 +192,7 @@ func (r *rawModel) buildFactors(m *model.Model) error {
 }
 
 // kindFields says which fields beyond kind and vars a kind takes.
-type kindFields struct{ table, emission, weight, negated, budget bool }
+type kindFields struct{ table, emission, weight, negated, budget, trunc bool }
 
 // fieldsOf says which optional fields each kind takes.
 func fieldsOf(k model.Kind) kindFields {
@@ -203,6 +203,8 @@ func fieldsOf(k model.Kind) kindFields {
 		return kindFields{table: true, emission: true}
 	case model.Pair, model.Potts:
 		return kindFields{weight: true}
+	case model.TruncLinear, model.TruncQuad:
+		return kindFields{weight: true, trunc: true}
 	case model.Budget:
 		return kindFields{negated: true, budget: true}
 	}
@@ -232,6 +234,7 @@ func (r *rawModel) buildFactor(m *model.Model, a int, rf *rawFactor, f *model.Fa
 		{rf.hasWeight, fields.weight, "weight"},
 		{rf.negated.ok, fields.negated, "negated"},
 		{rf.hasBudget, fields.budget, "budget"},
+		{rf.hasTrunc, fields.trunc, "trunc"},
 	} {
 		if c.present && !c.allowed {
 			return placeErr(place(), "field %q does not belong to kind %s", c.name, k)
@@ -276,7 +279,7 @@ func (r *rawModel) buildFactor(m *model.Model, a int, rf *rawFactor, f *model.Fa
 		f.Table = t
 	case model.Sequence:
 		return r.buildSequence(m, a, rf, f)
-	case model.Pair, model.Potts:
+	case model.Pair, model.Potts, model.TruncLinear, model.TruncQuad:
 		if len(vars) != 2 {
 			return placeErr(place(), "needs 2 variables, has %d", len(vars))
 		}
@@ -284,7 +287,7 @@ func (r *rawModel) buildFactor(m *model.Model, a int, rf *rawFactor, f *model.Fa
 		if k == model.Pair && (c0 != 2 || c1 != 2) {
 			return placeErr(place(), "variables must be binary, cardinalities are (%d, %d)", c0, c1)
 		}
-		if k == model.Potts && c0 != c1 {
+		if k != model.Pair && c0 != c1 {
 			return placeErr(place(), "cardinalities differ (%d, %d)", c0, c1)
 		}
 		if !rf.hasWeight {
@@ -294,6 +297,15 @@ func (r *rawModel) buildFactor(m *model.Model, a int, rf *rawFactor, f *model.Fa
 			return placeErr(place(), "weight %s is not finite", describeNonFinite(rf.weight))
 		}
 		f.Weight = rf.weight
+		if k.IsTruncated() {
+			if !rf.hasTrunc {
+				return placeErr(place(), "missing field %q", "trunc")
+			}
+			if err := model.CheckPairTerm(k, rf.weight, rf.trunc); err != nil {
+				return placeErr(place(), "%v", err)
+			}
+			f.Trunc = rf.trunc
+		}
 	default: // logic
 		min := 1
 		if k == model.OROut || k == model.ANDOut {

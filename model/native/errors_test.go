@@ -126,6 +126,14 @@ var errCases = []errCase{
 	{name: "potts cards differ", json: doc("2, 3", `{"kind": "potts", "vars": [0, 1], "weight": 1}`), place: "factors[0] (potts)", msg: "cardinalities differ (2, 3)"},
 	{name: "pair arity", json: doc("2, 2, 2", `{"kind": "pair", "vars": [0, 1, 2], "weight": 1}`), place: "factors[0] (pair)", msg: "needs 2 variables, has 3"},
 
+	// Truncated kinds.
+	{name: "trunclinear missing trunc", json: doc("3, 3", `{"kind": "trunclinear", "vars": [0, 1], "weight": 1}`), place: "factors[0] (trunclinear)", msg: `missing field "trunc"`},
+	{name: "truncquad zero trunc", json: doc("3, 3", `{"kind": "truncquad", "vars": [0, 1], "weight": 1, "trunc": 0}`), place: "factors[0] (truncquad)", msg: "truncation 0 is not finite and > 0"},
+	{name: "truncquad trunc string", json: doc("3, 3", `{"kind": "truncquad", "vars": [0, 1], "weight": 1, "trunc": "far"}`), place: "factors[0] (truncquad)", msg: "truncation NaN is not finite and > 0"},
+	{name: "trunclinear overflow", json: doc("3, 3", `{"kind": "trunclinear", "vars": [0, 1], "weight": 1e300, "trunc": 1e300}`), place: "factors[0] (trunclinear)", msg: "overflows"},
+	{name: "trunclinear cards differ", json: doc("3, 2", `{"kind": "trunclinear", "vars": [0, 1], "weight": 1, "trunc": 2}`), place: "factors[0] (trunclinear)", msg: "cardinalities differ (3, 2)"},
+	{name: "trunc on potts", json: doc("3, 3", `{"kind": "potts", "vars": [0, 1], "weight": 1, "trunc": 2}`), place: "factors[0] (potts)", msg: `field "trunc" does not belong to kind potts`},
+
 	// Logic.
 	{name: "logic not binary", json: doc("2, 3", `{"kind": "atmostone", "vars": [0, 1]}`), place: "factors[0] (atmostone)", msg: "variable 1 has cardinality 3, logic factors need binary variables"},
 	{name: "orout arity", json: doc("2", `{"kind": "orout", "vars": [0]}`), place: "factors[0] (orout)", msg: "needs at least 2 variables, has 1"},

@@ -52,6 +52,8 @@ func allKinds() *model.Model {
 		{Kind: model.Sequence, Vars: []int{7, 6}, Table: []float64{1, 2, 3, inf}, Emission: make([]float64, 4)},
 		// Per position although the cardinalities are equal.
 		{Kind: model.Sequence, Vars: []int{1, 3, 6}, Table: seq(8, inf)},
+		{Kind: model.TruncLinear, Vars: []int{5, 4}, Weight: 1.25, Trunc: 1.5},
+		{Kind: model.TruncQuad, Vars: []int{4, 5}, Weight: -0.5, Trunc: 1e300},
 	}
 	return m
 }

@@ -65,6 +65,7 @@ type jsonFactor struct {
 	Emission []jfloat `json:"emission"`
 	Weight   *jfloat  `json:"weight"`
 	Budget   *int     `json:"budget"`
+	Trunc    *jfloat  `json:"trunc"`
 }
 
 // jsonReader decodes a JSON document into a rawModel.
@@ -355,6 +356,9 @@ func (r *jsonReader) factors() error {
 		}
 		if jf.Budget != nil {
 			rf.hasBudget, rf.budget = true, int64(*jf.Budget)
+		}
+		if jf.Trunc != nil {
+			rf.hasTrunc, rf.trunc = true, float64(*jf.Trunc)
 		}
 		raw.factors = append(raw.factors, rf)
 	}

@@ -166,6 +166,11 @@ func (j *jsonWriter) factor(f *model.Factor) {
 	case f.Kind == model.Pair || f.Kind == model.Potts:
 		j.str(`, "weight": `)
 		j.float(f.Weight)
+	case f.Kind.IsTruncated():
+		j.str(`, "weight": `)
+		j.float(f.Weight)
+		j.str(`, "trunc": `)
+		j.float(f.Trunc)
 	default:
 		if f.Negated != nil {
 			j.str(`, "negated": `)

@@ -58,7 +58,7 @@ func (s *seenKeys) add(i int) bool {
 }
 
 var topKeys = [...]string{"format", "version", "cards", "unaries", "constant", "factors"}
-var factorKeys = [...]string{"kind", "vars", "negated", "table", "weight", "budget", "emission"}
+var factorKeys = [...]string{"kind", "vars", "negated", "table", "weight", "budget", "emission", "trunc"}
 
 // key reads a map key and finds it in keys (-1: unknown).
 func (d *mpDecoder) key(keys []string) (int, string, error) {
@@ -260,6 +260,9 @@ func (d *mpDecoder) factor(a int, rf *rawFactor) error {
 		case "budget":
 			rf.hasBudget = true
 			rf.budget, err = d.r.integer()
+		case "trunc":
+			rf.hasTrunc = true
+			rf.trunc, err = d.r.float()
 		}
 		if err != nil {
 			return at(place()+"."+name, err)

@@ -66,7 +66,7 @@ func (e *mpWriter) floats(v []float64) {
 func (e *mpWriter) factor(f *model.Factor) {
 	n := 3 // kind, vars and the kind's own field
 	logic := f.Kind.IsLogic()
-	if f.Kind == model.Sequence && f.Emission != nil {
+	if f.Kind == model.Sequence && f.Emission != nil || f.Kind.IsTruncated() {
 		n++
 	}
 	if logic {
@@ -100,6 +100,10 @@ func (e *mpWriter) factor(f *model.Factor) {
 	case !logic:
 		e.str("weight")
 		e.float(f.Weight)
+		if f.Kind.IsTruncated() {
+			e.str("trunc")
+			e.float(f.Trunc)
+		}
 	default:
 		if f.Negated != nil {
 			e.str("negated")

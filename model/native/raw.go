@@ -50,6 +50,8 @@ type rawFactor struct {
 	weight    float64
 	hasBudget bool
 	budget    int64
+	hasTrunc  bool
+	trunc     float64
 }
 
 // rawModel is a decoded document, the common ground of the JSON and msgpack

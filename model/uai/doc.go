@@ -39,7 +39,13 @@
 //
 // Every factor, whatever its arity, becomes a model.Dense factor whose
 // scope and table are sub-slices of two shared arenas (one []int, one
-// []float64). Arity-1 factors stay factors, and the model's unaries are all
+// []float64), except that a table over two variables of equal cardinality
+// L >= 2 that is exactly (bit for bit, after taking logarithms) c + w [x =
+// y], c - w min(|x-y|, t) or c - w min((x-y)^2, t) becomes a model.Potts,
+// model.TruncLinear or model.TruncQuad factor and c goes to the model's
+// constant (model.StructurePairs; ReadOptions.KeepDense turns this off, and
+// Stream and StreamScopes never do it). Each factor's score reproduces its
+// table entry exactly; the total is summed in another order. Arity-1 factors stay factors, and the model's unaries are all
 // zero. A factor of arity 0 (one entry) is also kept as a Dense factor with
 // an empty scope and a 1-entry table, rather than added to the constant, so
 // that factor indices match the file and a zero entry (an infeasible model)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ddrun/ddrun/internal/instances"
+	"github.com/ddrun/ddrun/model"
 )
 
 // TestSharedInstances reads every *.uai in the instances folder (package
@@ -47,6 +48,25 @@ func TestSharedInstances(t *testing.T) {
 			if err := m.Validate(); err != nil {
 				t.Fatal(err)
 			}
+			// The structured pairwise factors found (model.StructurePairs)
+			// score as the dense tables do.
+			dense, err := ReadFileWith(path, ReadOptions{Log: OptionsFor(path).Log, KeepDense: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			kinds := map[model.Kind]int{}
+			for a := range m.Factors {
+				if k := m.Factors[a].Kind; k != model.Dense {
+					kinds[k]++
+				}
+				if dense.Factors[a].Kind != model.Dense {
+					t.Fatalf("factor %d: KeepDense read a %v", a, dense.Factors[a].Kind)
+				}
+			}
+			if len(kinds) > 0 {
+				t.Logf("structured pairwise factors: %v of %d", kinds, len(m.Factors))
+			}
+			sameScores(t, dense, m, 200, 1e-9)
 			if want, ok := sizes[rel]; ok {
 				maxCard := 0
 				for _, c := range m.Cards {

@@ -47,6 +47,12 @@ type ReadOptions struct {
 	// Context, when not nil, stops the reading once it ends: checked
 	// before every read of the (decompressed) input.
 	Context context.Context
+	// KeepDense keeps every table a model.Dense factor. By default Read,
+	// ReadFile and ReadWith turn the pairwise tables that are exactly
+	// Potts, truncated linear or truncated quadratic (plus a constant)
+	// into those kinds, the constants going to Model.Constant
+	// (model.StructurePairs). Stream and StreamScopes never do.
+	KeepDense bool
 }
 
 // WriteOptions controls how a model file is written.

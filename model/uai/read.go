@@ -43,7 +43,7 @@ func ReadWith(r io.Reader, name string, opts ReadOptions) (*model.Model, error) 
 		return nil, err
 	}
 	defer src.close()
-	p := &modelParser{src: src, base: opts.Log, limit: model.EntryLimit(opts.MaxEntries)}
+	p := &modelParser{src: src, base: opts.Log, limit: model.EntryLimit(opts.MaxEntries), structure: !opts.KeepDense}
 	return p.parse()
 }
 
@@ -73,6 +73,9 @@ type modelParser struct {
 	// of sizes (StreamScopes: from the second reader's scope).
 	tableSize func(a int) (int, error)
 	nf        int // the number of factors
+	// structure turns exactly structured pairwise tables into their kinds
+	// (model.StructurePairs) once the model is read.
+	structure bool
 }
 
 // expect returns the next token, failing at the end of input with a message
@@ -118,6 +121,9 @@ func (p *modelParser) parse() (*model.Model, error) {
 		return nil, err
 	}
 	m := p.build()
+	if p.structure {
+		m.StructurePairs()
+	}
 	if err := m.Validate(); err != nil { // not expected: the parser checks as it goes
 		return nil, &ParseError{Name: p.src.name, Line: p.src.s.tokLine, Msg: "invalid model", Err: err}
 	}

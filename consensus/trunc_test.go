@@ -1,0 +1,67 @@
+package consensus
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/internal/oracle"
+	"github.com/ddrun/ddrun/model"
+)
+
+// DD-ADMM on small truncated linear and quadratic grids (couplings of both
+// signs) converges to the local-polytope LP optimum computed by simplex,
+// with factor slaves (the Trunc slave's distance-transform MAP and its
+// active-set QUAD) and with chain and tree slaves (their tables).
+func TestTruncatedGridsReachTheLP(t *testing.T) {
+	var models []*model.Model
+	for seed := int64(1); seed <= 2; seed++ {
+		models = append(models,
+			generate.Potts(generate.GridOptions{Height: 3, Width: 3, Labels: 4, Rho: 1.5, Seed: seed, Pair: generate.PairLinear, Trunc: 2}),
+			generate.Potts(generate.GridOptions{Height: 3, Width: 3, Labels: 4, Rho: 1, Seed: seed, Pair: generate.PairQuad, Trunc: 2.5}))
+	}
+	for i, m := range models {
+		lp, err := oracle.LocalPolytopeLP(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range []Decomposition{PerFactor, Chains, Trees} {
+			opts := DefaultOptions()
+			opts.Slaves = d
+			opts.MaxIter = 20000
+			opts.ResidualTol = 1e-8
+			opts.Tol = 0
+			res := solve(t, m, opts)
+			if !relClose(res.Dual, lp, 1e-4) {
+				t.Errorf("model %d (%s), %s: dual %.9g, LP optimum %.9g (%s after %d iterations)", i, m.Factors[0].Kind, d, res.Dual, lp, res.Status, res.Iterations)
+			}
+			if s := m.Score(res.Assignment); res.Assignment != nil && s != res.Primal {
+				t.Errorf("model %d, %s: primal %v, assignment scores %v", i, d, res.Primal, s)
+			}
+		}
+	}
+}
+
+// On tiny models with truncated factors among the others, DD-ADMM's dual
+// bounds the brute-force MAP and its primal is an assignment's score.
+func TestTruncatedTinyModels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	kinds := []model.Kind{model.Dense, model.Potts, model.TruncLinear, model.TruncQuad, model.XOR}
+	for it := 0; it < 40; it++ {
+		m := oracle.RandomTinyModel(rng, oracle.TinyOptions{Kinds: kinds, MaxCard: 5})
+		best, _, err := oracle.BruteForceMAP(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := DefaultOptions()
+		opts.MaxIter = 300
+		res := solve(t, m, opts)
+		if res.Dual < best-1e-6*math.Max(1, math.Abs(best)) {
+			t.Fatalf("model %d: dual %v below the MAP %v", it, res.Dual, best)
+		}
+		if res.Assignment != nil && m.Score(res.Assignment) != res.Primal {
+			t.Fatalf("model %d: primal %v, assignment scores %v", it, res.Primal, m.Score(res.Assignment))
+		}
+	}
+}
