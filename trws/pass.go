@@ -59,10 +59,16 @@ func (g *graph) forwardPart(lo, hi int, x []int, sc *scratch) (bound, score floa
 		for _, e := range in {
 			addTo(hat, data[g.moff[e]:])
 			xu := x[g.eu[e]]
-			if t := g.toff[e]; t < 0 {
-				lab[xu] += g.pw[e]
-			} else {
+			switch t := g.toff[e]; {
+			case t >= 0:
 				addTo(lab, data[t+xu*k:])
+			case t == -1:
+				lab[xu] += g.pw[e]
+			default:
+				term := g.terms[-2-t]
+				for j := range lab {
+					lab[j] += term.Theta(xu, j)
+				}
 			}
 		}
 		best, bestV := argmax(lab)
@@ -76,8 +82,8 @@ func (g *graph) forwardPart(lo, hi int, x []int, sc *scratch) (bound, score floa
 				xu := x[g.eu[e]]
 				if t := g.toff[e]; t >= 0 {
 					v += data[t+xu*k+best]
-				} else if xu == best {
-					v += g.pw[e]
+				} else {
+					v += g.pairScore(data, int(e), xu, best)
 				}
 			}
 			score += v
@@ -88,7 +94,7 @@ func (g *graph) forwardPart(lo, hi int, x []int, sc *scratch) (bound, score floa
 		gm := g.gamma[s]
 		for e := o0; e < o1; e++ {
 			prepare(a, hat, data[g.moff[e]:], gm)
-			bound += g.sendFromU(e, a)
+			bound += g.sendFromU(e, a, sc)
 		}
 	}
 	return bound, score
@@ -117,7 +123,7 @@ func (g *graph) backwardPart(lo, hi int, sc *scratch) float64 {
 		gm := g.gamma[s]
 		for _, e := range in {
 			prepare(a, hat, data[g.moff[e]:], gm)
-			bound += g.sendFromV(int(e), a)
+			bound += g.sendFromV(int(e), a, sc)
 		}
 	}
 	return bound
@@ -197,15 +203,18 @@ func argmax(v []float64) (int, float64) {
 // sendFromU computes M_{u->v} for edge e from a (over u's states) into the
 // edge's message, normalises it and returns its maximum. Dead states
 // (a[i] = -Inf) give -Inf sums, never NaN: no entry is +Inf.
-func (g *graph) sendFromU(e int, a []float64) float64 {
+func (g *graph) sendFromU(e int, a []float64, sc *scratch) float64 {
 	kv := g.card[g.ev[e]]
 	mo := g.moff[e]
 	out := g.data[mo : mo+kv]
 	var c float64
-	if t0 := g.toff[e]; t0 < 0 {
-		c = potts(out, a, g.pw[e])
-	} else {
+	switch t0 := g.toff[e]; {
+	case t0 >= 0:
 		c = shiftBy(out, maxPlusCols(out, a, g.data[t0:t0+len(a)*kv]))
+	case t0 == -1:
+		c = potts(out, a, g.pw[e])
+	default: // truncated terms are symmetric: one message rule both ways
+		c = g.terms[-2-t0].Message(out, a, sc.dt)
 	}
 	if g.fwd != nil {
 		copy(g.fwd[mo:mo+kv], out)
@@ -215,13 +224,16 @@ func (g *graph) sendFromU(e int, a []float64) float64 {
 
 // sendFromV computes M_{v->u} for edge e from a (over v's states) into the
 // edge's message, normalises it and returns its maximum.
-func (g *graph) sendFromV(e int, a []float64) float64 {
+func (g *graph) sendFromV(e int, a []float64, sc *scratch) float64 {
 	ku := g.card[g.eu[e]]
 	mo := g.moff[e]
 	out := g.data[mo : mo+ku]
 	t0 := g.toff[e]
-	if t0 < 0 {
+	switch {
+	case t0 == -1:
 		return potts(out, a, g.pw[e])
+	case t0 < -1:
+		return g.terms[-2-t0].Message(out, a, sc.dt)
 	}
 	return shiftBy(out, maxPlusRows(out, a, g.data[t0:t0+ku*len(a)]))
 }

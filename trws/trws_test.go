@@ -153,6 +153,8 @@ func TestPassBoundIsExactDual(t *testing.T) {
 		generate.Potts(generate.GridOptions{Height: 4, Width: 5, Labels: 3, Rho: 2, Seed: 1}),
 		generate.Ising(generate.GridOptions{Height: 5, Width: 4, Rho: 1.5, Seed: 2}),
 		denseGrid(rand.New(rand.NewPCG(1, 2)), 6, 7, 3),
+		generate.Potts(generate.GridOptions{Height: 5, Width: 6, Labels: 5, Rho: 2, Seed: 3, Pair: generate.PairLinear, Trunc: 2}),
+		generate.Potts(generate.GridOptions{Height: 6, Width: 5, Labels: 4, Rho: 2, Seed: 4, Pair: generate.PairQuad, Trunc: 4.5}),
 	}
 	for range 60 {
 		models = append(models, tinyPairwise(rng, oracle.TinyOptions{MaxFactors: 20}))
@@ -166,6 +168,9 @@ func TestPassBoundIsExactDual(t *testing.T) {
 			g, err := newGraph(red.Model, threads)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if (k == 3 || k == 4) && len(g.terms) != len(g.eu) {
+				t.Fatalf("model %d: %d of %d edges kept as truncated terms", k, len(g.terms), len(g.eu))
 			}
 			o := DefaultOptions()
 			o.Threads = threads
