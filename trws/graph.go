@@ -85,7 +85,7 @@ type graph struct {
 type scratch struct {
 	hat, a, lab []float64
 	dt          []float64 // pairterm.Message's scratch
-	_           [64]byte // no false sharing between threads' scratch
+	_           [64]byte  // no false sharing between threads' scratch
 }
 
 func (g *graph) newScratch() *scratch {
