@@ -682,3 +682,57 @@ func TestMaxPlusKernels(t *testing.T) {
 		}
 	}
 }
+
+// TestThreadsBruteForceAndLP: on several threads (the partitioned order)
+// every reported dual is still a valid, non-increasing bound, checked
+// against brute force on tiny models, and never below the LP optimum on
+// small grids; trees are still solved exactly.
+func TestThreadsBruteForceAndLP(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	optimal := 0
+	for it := 0; it < 150; it++ {
+		m := tinyPairwise(rng, oracle.TinyOptions{MaxCard: 2 + it%3, MaxFactors: 20})
+		mapv, _, err := oracle.BruteForceMAP(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := testOpts(300)
+		o.Threads = 2 + it%2
+		o.Cycles = it%3 == 0 // TRW-S(LP-C) on the partitioned order too
+		if res := solveChecked(t, "tiny/threads", m, o, mapv); res.Status == solver.Optimal {
+			optimal++
+		}
+	}
+	if optimal < 75 {
+		t.Errorf("only %d of 150 tiny models solved to optimality on threads", optimal)
+	}
+	for seed := int64(1); seed <= 4; seed++ {
+		m := generate.Potts(generate.GridOptions{Height: 3, Width: 4, Labels: 3, Rho: 2, Seed: seed})
+		lp, err := oracle.LocalPolytopeLP(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mapv, _, err := oracle.BruteForceMAP(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, threads := range []int{2, 3} {
+			o := testOpts(2000)
+			o.Threads = threads
+			res := solveChecked(t, "grid/threads", m, o, mapv)
+			if res.Dual < lp-1e-6 {
+				t.Errorf("seed %d, %d threads: bound %v below the LP optimum %v", seed, threads, res.Dual, lp)
+			}
+		}
+	}
+	for it := 0; it < 30; it++ {
+		m := randomTree(rng, 6+rng.IntN(6), 4, false, false)
+		mapv, _, _ := oracle.BruteForceMAP(m)
+		o := testOpts(5000)
+		o.Threads = 2
+		o.BoundTol, o.BoundWindow = 0, 50
+		if res := solveChecked(t, "tree/threads", m, o, mapv); res.Status != solver.Optimal {
+			t.Errorf("tree %d on 2 threads: %s, dual %v, MAP %v", it, res.Status, res.Dual, mapv)
+		}
+	}
+}
