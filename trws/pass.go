@@ -388,15 +388,12 @@ func potts(out, a []float64, w float64) float64 {
 	}
 	b2 := negInf
 	for j, v := range a {
-		if v > b2 && j != i1 {
-			b2 = v
+		if j == i1 { // a conditional move, not a data-dependent branch
+			v = negInf
 		}
+		b2 = max(b2, v)
 		out[j] = 0
 	}
-	o := b1 + w
-	if b2 > o {
-		o = b2
-	}
-	out[i1] = o - b1
+	out[i1] = max(b1+w, b2) - b1
 	return b1
 }
