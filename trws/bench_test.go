@@ -2,23 +2,38 @@ package trws
 
 import (
 	"fmt"
+	"syscall"
 	"testing"
 
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/model"
 )
 
-// timeIterations times r.iterate after 10 warm-up iterations.
+// timeIterations times r.iterate after 10 warm-up iterations. Besides
+// the wall time it reports the process's CPU time per iteration
+// (cpu-ns/op, all threads), steadier than wall time on a shared machine.
 func timeIterations(b *testing.B, r *runner) {
 	defer r.close()
 	for range 10 {
 		r.iterate()
 	}
 	b.ReportAllocs()
+	c0 := cpuTime()
 	b.ResetTimer()
 	for range b.N {
 		r.iterate()
 	}
+	b.StopTimer()
+	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
+}
+
+// cpuTime returns the process's user and system time in nanoseconds.
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 // dense turns every factor of m into a Dense table (the O(K^2) message

@@ -28,4 +28,53 @@
 // problem (12), is solved exactly (package internal/smalllp) on the exact
 // max-marginals of the chains through its edges, and its solution moves
 // into the edge tables and a constant. The bound stays exact and valid.
+//
+// Layout and cost (graph.go, pass.go): Kolmogorov's MRFEnergy layout in
+// flat arrays: one message per edge (the one into the node processed next),
+// message and table side by side, edges sorted by their earlier end, so a
+// pass streams through memory; branch-free max-plus kernels; the labelling
+// and its score fused into the forward pass; an iteration allocates
+// nothing. Potts edges (both signs) and single truncated linear or
+// quadratic factors (model.TruncLinear, TruncQuad) keep their structure:
+// O(L) messages (pairterm.Message, Felzenszwalb and Huttenlocher's distance
+// transforms), no table. Memory: per edge max(L_u, L_v) message entries,
+// plus L_u*L_v table entries for a dense edge, in float64, plus about 36
+// bytes of indices; per node about 100 bytes. The reduced model (model,
+// model/uai) that the caller holds is usually larger than this (on the
+// 300x300 4-label UAI grid read as dense tables: 63 MB model, 31 MB more for
+// model.Reduce's copy, 41 MB TRW-S).
+//
+// Messages stay float64. Storing them as float32 would keep the bound valid
+// only with a correction: after rounding a message M to M' the chain maxima
+// no longer collapse onto the sum of the c_st of the pass (pass.go); the
+// bound becomes sum_st (c_st + max_j (M_st(j) - M'_st(j))), or with M'
+// rounded upwards, sum c_st exactly as now, still a valid upper bound but
+// no longer the exact dual value at the stored messages, and its
+// monotonicity lost by up to the rounding. It would save max(L_u, L_v)*4
+// bytes per edge (under 20% of a 4-label dense edge), so it is not done.
+//
+// Threads (order.go): Options.Threads > 1 runs exact TRW-S in a
+// partitioned node order (parts in parallel, their separator on one
+// thread), so the bound stays exact, valid and monotone, and the results
+// deterministic for a given thread count.
+//
+// Distributed TRW-S (coordinator run) does not exist, and this is what it
+// would take: TRW-S's passes are sequential over the whole order, so the
+// same partitioned order would be needed across workers, with two barriers
+// per iteration (after the parts' forward halves, before their backward
+// halves) and the separator's messages (max(L) floats per edge between a
+// part and the separator, both ways) shipped to the process that updates
+// the separator and back, every pass. The bound is the sum of the parts'
+// shares, so it stays exact. What is missing is the runtime: package
+// cluster distributes dual decomposition only (docs/architecture.md: it
+// must not import trws), its protocol carries slave multipliers, not
+// messages, and its checkpoints, placement and lost-worker recovery are
+// those of consensus.State; a TRW-S job would need its own part plan,
+// message protocol and state. On one machine the threads give the same
+// schedule without any of this.
+//
+// Stopping (Options): with Tol == 0 only the limits (MaxIter, TimeLimit),
+// cancellation, a proof of optimality (dual <= primal) or infeasibility stop
+// a run; the bound-stall test (BoundTol over BoundWindow iterations) is
+// made only when Tol > 0.
 package trws

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/ddrun/ddrun/internal/pairterm"
 	"github.com/ddrun/ddrun/model"
 )
 
@@ -40,11 +41,15 @@ type graph struct {
 	order, pos []int32
 
 	// Edge e joins eu[e] < ev[e]. Its message (max(card u, card v)
-	// entries) is data[moff[e]:]. A Potts edge (toff[e] < 0) scores pw[e]
-	// when both ends agree; a dense one has its table at data[toff[e]:],
-	// row x_u, column x_v (entries may be -Inf).
+	// entries) is data[moff[e]:]. A Potts edge (toff[e] == -1) scores pw[e]
+	// when both ends agree; a truncated one (toff[e] <= -2, a single
+	// TruncLinear or TruncQuad factor) is terms[-toff[e]-2], whose messages
+	// are O(L) distance transforms (package internal/pairterm); a dense
+	// one has its table at data[toff[e]:], row x_u, column x_v (entries may
+	// be -Inf).
 	eu, ev []int32
 	pw     []float64
+	terms  []pairterm.Term
 	moff   []int
 	toff   []int
 	data   []float64
@@ -79,11 +84,13 @@ type graph struct {
 // cardinality.
 type scratch struct {
 	hat, a, lab []float64
-	_           [64]byte // no false sharing between threads' scratch
+	dt          []float64 // pairterm.Message's scratch
+	_           [64]byte  // no false sharing between threads' scratch
 }
 
 func (g *graph) newScratch() *scratch {
-	return &scratch{hat: make([]float64, g.maxCard), a: make([]float64, g.maxCard), lab: make([]float64, g.maxCard)}
+	return &scratch{hat: make([]float64, g.maxCard), a: make([]float64, g.maxCard), lab: make([]float64, g.maxCard),
+		dt: make([]float64, pairterm.ScratchLen(g.maxCard))}
 }
 
 // checkPairwise returns an error naming the first factor of m that TRW-S
@@ -207,6 +214,10 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 	isPotts := func(r pairRef) bool {
 		return r.k < 0 && m.Factors[r.a].Kind == model.Potts
 	}
+	// A pair with a single truncated factor keeps its structure.
+	truncated := func(group []pairRef) bool {
+		return len(group) == 1 && group[0].k < 0 && m.Factors[group[0].a].Kind.IsTruncated()
+	}
 	// Count the edges and their storage.
 	ne, size := 0, 0
 	for i := 0; i < len(refs); {
@@ -216,7 +227,7 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 		}
 		ku, kv := g.card[min(refs[i].u, refs[i].v)], g.card[max(refs[i].u, refs[i].v)]
 		size += max(ku, kv)
-		if !potts {
+		if !potts && !truncated(refs[i:j]) {
 			size += ku * kv
 		}
 		ne++
@@ -241,6 +252,17 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 			for _, r := range refs[i:j] {
 				g.pw[e] += m.Factors[r.a].Weight
 			}
+			i = j
+			continue
+		}
+		if truncated(refs[i:j]) {
+			f := &m.Factors[refs[i].a]
+			kind := pairterm.TruncLinear
+			if f.Kind == model.TruncQuad {
+				kind = pairterm.TruncQuad
+			}
+			g.toff[e] = -2 - len(g.terms)
+			g.terms = append(g.terms, pairterm.Term{Kind: kind, W: f.Weight, T: f.Trunc})
 			i = j
 			continue
 		}
@@ -328,16 +350,24 @@ func (g *graph) score(x []int) float64 {
 		s += g.theta[g.uoff[i]+x[i]]
 	}
 	for e := range g.eu {
-		xu, xv := x[g.eu[e]], x[g.ev[e]]
-		if g.toff[e] < 0 {
-			if xu == xv {
-				s += g.pw[e]
-			}
-		} else {
-			s += data[g.toff[e]+xu*g.card[g.ev[e]]+xv]
-		}
+		s += g.pairScore(data, e, x[g.eu[e]], x[g.ev[e]])
 	}
 	return s
+}
+
+// pairScore returns edge e's score at (xu, xv), its table taken in data.
+func (g *graph) pairScore(data []float64, e, xu, xv int) float64 {
+	switch t := g.toff[e]; {
+	case t >= 0:
+		return data[t+xu*g.card[g.ev[e]]+xv]
+	case t == -1:
+		if xu == xv {
+			return g.pw[e]
+		}
+		return 0
+	default:
+		return g.terms[-2-t].Theta(xu, xv)
+	}
 }
 
 // densify gives every Potts edge a dense table (TRW-S(LP-C) changes edge
@@ -355,11 +385,14 @@ func (g *graph) densify() {
 		k := max(ku, kv)
 		copy(data[off:off+k], g.data[g.moff[e]:g.moff[e]+k])
 		t := data[off+k : off+k+ku*kv]
-		if g.toff[e] < 0 {
+		switch {
+		case g.toff[e] == -1:
 			for i := range min(ku, kv) {
 				t[i*kv+i] = g.pw[e]
 			}
-		} else {
+		case g.toff[e] < -1:
+			g.terms[-2-g.toff[e]].Fill(t, ku)
+		default:
 			copy(t, g.data[g.toff[e]:g.toff[e]+ku*kv])
 		}
 		g.moff[e], g.toff[e] = off, off+k

@@ -18,10 +18,10 @@ func near(a, b, tol float64) bool {
 }
 
 // tinyPairwise draws a random tiny model (oracle.RandomTinyModel restricted
-// to Dense, Pair and Potts) and drops its Dense factors over three
+// to Dense, Pair, Potts and the truncated kinds) and drops its Dense factors over three
 // variables, which keeps it feasible when it was.
 func tinyPairwise(rng *rand.Rand, o oracle.TinyOptions) *model.Model {
-	o.Kinds = []model.Kind{model.Dense, model.Pair, model.Potts}
+	o.Kinds = []model.Kind{model.Dense, model.Pair, model.Potts, model.TruncLinear, model.TruncQuad}
 	m := oracle.RandomTinyModel(rng, o)
 	kept := m.Factors[:0]
 	for _, f := range m.Factors {
@@ -126,15 +126,7 @@ func chainBound(g *graph, pm *passMessages, rng *rand.Rand) float64 {
 		}
 	}
 	pair := func(e int32, xu, xv int) float64 {
-		var th float64
-		if g.toff[e] < 0 {
-			if xu == xv {
-				th = g.pw[e]
-			}
-		} else {
-			th = g.data[g.toff[e]+xu*g.card[g.ev[e]]+xv]
-		}
-		return th - pm.uv[g.moff[e]+xv] - pm.vu[g.moff[e]+xu]
+		return g.pairScore(g.data, int(e), xu, xv) - pm.uv[g.moff[e]+xv] - pm.vu[g.moff[e]+xu]
 	}
 	total := g.constant
 	for s := 0; s < g.n; s++ {

@@ -153,6 +153,8 @@ func TestPassBoundIsExactDual(t *testing.T) {
 		generate.Potts(generate.GridOptions{Height: 4, Width: 5, Labels: 3, Rho: 2, Seed: 1}),
 		generate.Ising(generate.GridOptions{Height: 5, Width: 4, Rho: 1.5, Seed: 2}),
 		denseGrid(rand.New(rand.NewPCG(1, 2)), 6, 7, 3),
+		generate.Potts(generate.GridOptions{Height: 5, Width: 6, Labels: 5, Rho: 2, Seed: 3, Pair: generate.PairLinear, Trunc: 2}),
+		generate.Potts(generate.GridOptions{Height: 6, Width: 5, Labels: 4, Rho: 2, Seed: 4, Pair: generate.PairQuad, Trunc: 4.5}),
 	}
 	for range 60 {
 		models = append(models, tinyPairwise(rng, oracle.TinyOptions{MaxFactors: 20}))
@@ -166,6 +168,9 @@ func TestPassBoundIsExactDual(t *testing.T) {
 			g, err := newGraph(red.Model, threads)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if (k == 3 || k == 4) && len(g.terms) != len(g.eu) {
+				t.Fatalf("model %d: %d of %d edges kept as truncated terms", k, len(g.terms), len(g.eu))
 			}
 			o := DefaultOptions()
 			o.Threads = threads
@@ -619,5 +624,115 @@ func TestZeroAllocs(t *testing.T) {
 			t.Errorf("%d threads: %v allocations per iteration", threads, a)
 		}
 		r.close()
+	}
+}
+
+// TestMaxPlusKernels: the unrolled max-plus products equal the plain
+// double loop, -Inf entries included, for every shape up to 11x11.
+func TestMaxPlusKernels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	draw := func(n int) []float64 {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = rng.NormFloat64()
+			if rng.IntN(5) == 0 {
+				v[i] = negInf
+			}
+		}
+		return v
+	}
+	for ku := 1; ku <= 11; ku++ {
+		for kv := 1; kv <= 11; kv++ {
+			for range 20 {
+				tab := draw(ku * kv)
+				a, b := draw(ku), draw(kv)
+				out := make([]float64, kv)
+				c := maxPlusCols(out, a, tab)
+				want := negInf
+				for j := range kv {
+					w := negInf
+					for i := range ku {
+						w = math.Max(w, a[i]+tab[i*kv+j])
+					}
+					if out[j] != w {
+						t.Fatalf("%dx%d cols: out[%d] = %v, want %v", ku, kv, j, out[j], w)
+					}
+					want = math.Max(want, w)
+				}
+				if c != want {
+					t.Fatalf("%dx%d cols: max %v, want %v", ku, kv, c, want)
+				}
+				out = make([]float64, ku)
+				c = maxPlusRows(out, b, tab)
+				want = negInf
+				for i := range ku {
+					w := negInf
+					for j := range kv {
+						w = math.Max(w, b[j]+tab[i*kv+j])
+					}
+					if out[i] != w {
+						t.Fatalf("%dx%d rows: out[%d] = %v, want %v", ku, kv, i, out[i], w)
+					}
+					want = math.Max(want, w)
+				}
+				if c != want {
+					t.Fatalf("%dx%d rows: max %v, want %v", ku, kv, c, want)
+				}
+			}
+		}
+	}
+}
+
+// TestThreadsBruteForceAndLP: on several threads (the partitioned order)
+// every reported dual is still a valid, non-increasing bound, checked
+// against brute force on tiny models, and never below the LP optimum on
+// small grids; trees are still solved exactly.
+func TestThreadsBruteForceAndLP(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	optimal := 0
+	for it := 0; it < 150; it++ {
+		m := tinyPairwise(rng, oracle.TinyOptions{MaxCard: 2 + it%3, MaxFactors: 20})
+		mapv, _, err := oracle.BruteForceMAP(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := testOpts(300)
+		o.Threads = 2 + it%2
+		o.Cycles = it%3 == 0 // TRW-S(LP-C) on the partitioned order too
+		if res := solveChecked(t, "tiny/threads", m, o, mapv); res.Status == solver.Optimal {
+			optimal++
+		}
+	}
+	if optimal < 75 {
+		t.Errorf("only %d of 150 tiny models solved to optimality on threads", optimal)
+	}
+	for seed := int64(1); seed <= 4; seed++ {
+		m := generate.Potts(generate.GridOptions{Height: 3, Width: 4, Labels: 3, Rho: 2, Seed: seed})
+		lp, err := oracle.LocalPolytopeLP(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mapv, _, err := oracle.BruteForceMAP(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, threads := range []int{2, 3} {
+			o := testOpts(2000)
+			o.Threads = threads
+			res := solveChecked(t, "grid/threads", m, o, mapv)
+			if res.Dual < lp-1e-6 {
+				t.Errorf("seed %d, %d threads: bound %v below the LP optimum %v", seed, threads, res.Dual, lp)
+			}
+		}
+	}
+	for it := 0; it < 30; it++ {
+		m := randomTree(rng, 6+rng.IntN(6), 4, false, false)
+		mapv, _, _ := oracle.BruteForceMAP(m)
+		o := testOpts(5000)
+		o.Threads = 2
+		o.BoundTol, o.BoundWindow = 0, 50
+		if res := solveChecked(t, "tree/threads", m, o, mapv); res.Status != solver.Optimal {
+			t.Errorf("tree %d on 2 threads: %s, dual %v, MAP %v", it, res.Status, res.Dual, mapv)
+		}
 	}
 }

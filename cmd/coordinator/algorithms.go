@@ -56,7 +56,7 @@ var algorithms = []algorithm{
 		flags: []string{"slaves", "eta", "adapt-eta", "tau"}, configure: configureDD},
 	{name: string(consensus.Subgradient), about: "DD-subgradient", threads: true, distributed: true,
 		flags: []string{"slaves", "step", "eta"}, configure: configureDD},
-	{name: "trws", about: "TRW-S, Kolmogorov 2006; pairwise models", configure: configureTRWS},
+	{name: "trws", about: "TRW-S, Kolmogorov 2006; pairwise models", threads: true, configure: configureTRWS},
 	{name: "cmp", about: "convex max-product, Schwing et al. 2012", flags: []string{"eps-descent"}, configure: configureCMP},
 }
 
@@ -191,6 +191,7 @@ func configureTRWS(f *solveFlags, lim solver.Limits, _ func(string) bool, con *c
 func trwsOptions(f *solveFlags, lim solver.Limits) (trws.Options, error) {
 	o := trws.DefaultOptions()
 	o.Limits = lim
+	o.Threads = max(f.threads, 1)
 	o.Cycles = f.tighten == "cycles"
 	o.BoundTol = convergenceTol(o.BoundTol, lim.Tol/10)
 	if err := o.Validate(); err != nil {

@@ -115,7 +115,7 @@ func TestBadInputOneLineError(t *testing.T) {
 		{"bad max-iter", []string{"solve", "--max-iter", "0", good}, "--max-iter"},
 		{"bad tol", []string{"solve", "--tol", "-1", good}, "--tol"},
 		{"bad step", []string{"solve", "--algo", "subgradient", "--step", "1/t^2", good}, "--step"},
-		{"threads for trws", []string{"solve", "--algo", "trws", "--threads", "2", good}, "--threads"},
+		{"threads 0 for trws", []string{"solve", "--algo", "trws", "--threads", "0", good}, "--threads"},
 		{"threads 0 for cmp", []string{"solve", "--algo", "cmp", "--threads", "0", good}, "--threads"},
 		{"eta for trws", []string{"solve", "--algo", "trws", "--eta", "1", good}, "--eta"},
 		{"slaves for cmp", []string{"solve", "--algo", "cmp", "--slaves", "chains", good}, "--slaves"},
@@ -149,7 +149,7 @@ func TestBadInputOneLineError(t *testing.T) {
 
 func TestSolveOtherAlgorithms(t *testing.T) {
 	model := writeFile(t, "chain.uai", chainUAI)
-	for _, args := range [][]string{{"--algo", "trws"}, {"--algo", "cmp"}, {"--algo", "cmp", "--eps-descent"}, {"--exact"}, {"--algo", "trws", "--exact"}, {"--tighten", "cycles"}} {
+	for _, args := range [][]string{{"--algo", "trws"}, {"--algo", "trws", "--threads", "3"}, {"--algo", "cmp"}, {"--algo", "cmp", "--eps-descent"}, {"--exact"}, {"--algo", "trws", "--exact"}, {"--tighten", "cycles"}} {
 		code, stdout, stderr := runCLI(t, append(append([]string{"solve", "--json", "--quiet"}, args...), model)...)
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, stderr)
@@ -161,9 +161,9 @@ func TestSolveOtherAlgorithms(t *testing.T) {
 		if res["status"] != "optimal" || math.Abs(res["primal"].(float64)-math.Log(16)) > 1e-12 {
 			t.Errorf("%v: status %v primal %v, want optimal ln 16", args, res["status"], res["primal"])
 		}
-		// TRW-S and convex max-product run on one thread, whatever the
-		// default of --threads; the result says so.
-		if want := 1.0; args[0] == "--algo" && (args[1] == "trws" || args[1] == "cmp") && res["threads"] != want {
+		// Convex max-product runs on one thread, whatever the default of
+		// --threads; the result says so.
+		if want := 1.0; args[0] == "--algo" && args[1] == "cmp" && res["threads"] != want {
 			t.Errorf("%v: threads %v, want %v", args, res["threads"], want)
 		}
 	}
@@ -172,12 +172,12 @@ func TestSolveOtherAlgorithms(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &res); code != 0 || err != nil || res["threads"] != 3.0 || res["algo"] != "admm" {
 		t.Errorf("solve --algo admm --threads 3: exit %d, %v, threads %v algo %v (%s)", code, err, res["threads"], res["algo"], stderr)
 	}
-	// Without --algo the chain (a pairwise model) gets TRW-S, on one
-	// thread whatever --threads says, and the result says why.
+	// Without --algo the chain (a pairwise model) gets TRW-S, on
+	// --threads goroutines, and the result says why.
 	code, stdout, stderr = runCLI(t, "solve", "--json", "--quiet", "--threads", "3", model)
 	res = nil
-	if err := json.Unmarshal([]byte(stdout), &res); code != 0 || err != nil || res["threads"] != 1.0 || res["algo"] != "trws" ||
-		!strings.Contains(fmt.Sprint(res["why"]), "one thread") {
+	if err := json.Unmarshal([]byte(stdout), &res); code != 0 || err != nil || res["threads"] != 3.0 || res["algo"] != "trws" ||
+		!strings.Contains(fmt.Sprint(res["why"]), "pairwise") {
 		t.Errorf("solve --threads 3: exit %d, %v, threads %v algo %v why %v (%s)", code, err, res["threads"], res["algo"], res["why"], stderr)
 	}
 	code, _, stderr = runCLI(t, "run", "--algo", "trws", model)
