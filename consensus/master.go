@@ -419,20 +419,28 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 		}
 	}
 	var lastReport time.Duration
+	// stopping is the status of a run that met its stopping test while
+	// its decoded assignment had changed since the last check: it runs
+	// one more iteration, which checks the primal, and stops with it.
+	var stopping solver.Status
 	for t := first; ; t++ {
 		// The primal is checked on iteration 1 and every icmEvery
 		// iterations, when the decoded assignment changed since the last
-		// check: those iterations gather the whole assignment.
-		check := t == 1 || (t%icmEvery == 0 && changedSinceCheck)
+		// check: those iterations gather the whole assignment. The last
+		// iteration (the iteration limit's, or the one after another
+		// stopping test) is checked too when its assignment changed, so
+		// that the run never ends without scoring its last decoding.
+		gather := t == 1 || stopping != "" || t >= s.opts.MaxIter || (t%icmEvery == 0 && changedSinceCheck)
 		save := cp.due(t, time.Since(lastSave))
 		// A sharded run's workers save their own states (EvalSave, below):
 		// its steps do not carry them.
-		r, err := s.iterate(ctx, check && s.shards == nil, save && s.shards == nil)
+		r, err := s.iterate(ctx, gather && s.shards == nil, save && s.shards == nil)
 		if err != nil {
 			return res, err
 		}
 		s.normalise(&r, replicaEntries)
 		changedSinceCheck = changedSinceCheck || r.changed
+		check := gather && (t == 1 || changedSinceCheck)
 		res.Iterations = t
 		res.Relaxed = r.relaxed
 		if r.dual < res.Dual {
@@ -488,6 +496,8 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 			res.Status = solver.Infeasible
 		case solver.Closed(res.Dual, res.Primal, s.opts.Tol):
 			res.Status = solver.Optimal
+		case stopping != "":
+			res.Status = stopping
 		case t > 1 && r.primalRes < s.opts.ResidualTol && r.dualRes < s.opts.ResidualTol:
 			res.Status = solver.Converged
 		default:
@@ -499,6 +509,19 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 				continue
 			}
 			res.Status = st
+		}
+		// The decoded assignment changed since the last check (iterations
+		// that do not check do not gather it): one more iteration gathers
+		// and checks it, unless the run was interrupted. Without it a run
+		// that converged between checks kept the primal of an older
+		// decoding even when its last one was the MAP (a ternary model
+		// with a repulsive Potts factor: status converged at iteration 9
+		// with the primal of iteration 1's decoding, below the MAP that
+		// iterations 8 and 9 decoded). It never passes the iteration limit,
+		// whose iteration checks.
+		if stopping == "" && changedSinceCheck && (res.Status == solver.Converged || res.Status == solver.TimeLimit) && ctx.Err() == nil {
+			stopping = res.Status
+			continue
 		}
 		break
 	}
