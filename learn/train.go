@@ -96,7 +96,7 @@ type Algorithm struct {
 // Algorithms is the table `coordinator train --algo` dispatches on. A new
 // algorithm is one more row.
 var Algorithms = []Algorithm{
-	{Name: "gdmm", Summary: "greedy direction method of multipliers with factorwise oracles (Yen et al. 2016)", Train: nil},
+	{Name: "gdmm", Summary: "greedy direction method of multipliers with factorwise oracles (Yen et al. 2016); sequences", Train: GDMM},
 	{Name: "bcfw", Summary: "block-coordinate Frank-Wolfe with the structured (Viterbi) oracle (Lacoste-Julien et al. 2013)"},
 	{Name: "ssg", Summary: "stochastic subgradient, Pegasos-style (Shalev-Shwartz et al. 2011)"},
 }
