@@ -32,6 +32,17 @@ type Options struct {
 	// SampleParts is nu, the number of label subsets that the sampled
 	// emission oracle picks one of (Sect. 3.2, eq. 21; default 8).
 	SampleParts int
+
+	// RegEmit and RegTrans are the block regularization coefficients
+	// (Belanger et al. 2012, Sect. 4 and 6.2): the primal's regularizer
+	// becomes 1/2 (RegEmit ||W_emit||^2 + RegTrans ||W_trans||^2), the
+	// transition block being the transitions (sequences) or the label
+	// pairs (multilabel). Default 1 each (the plain primal); every row of
+	// Algorithms honours them through BlockRegularized.
+	RegEmit, RegTrans float64
+	// Average (ssg): report and return the weighted average of the
+	// iterates (weights proportional to t) instead of the last iterate.
+	Average bool
 }
 
 // Validate fills defaults and checks the options; errors name the field.
@@ -48,6 +59,12 @@ func (o *Options) Validate() error {
 	if o.SampleParts == 0 {
 		o.SampleParts = 8
 	}
+	if o.RegEmit == 0 {
+		o.RegEmit = 1
+	}
+	if o.RegTrans == 0 {
+		o.RegTrans = 1
+	}
 	switch {
 	case !(o.C > 0) || math.IsInf(o.C, 0):
 		return fmt.Errorf("C %v: want a positive finite number", o.C)
@@ -61,6 +78,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("Rho %v, Eta %v: want positive finite numbers", o.Rho, o.Eta)
 	case o.SampleParts < 1:
 		return fmt.Errorf("SampleParts %d: want >= 1", o.SampleParts)
+	case !(o.RegEmit > 0) || !(o.RegTrans > 0) || math.IsInf(o.RegEmit, 0) || math.IsInf(o.RegTrans, 0):
+		return fmt.Errorf("RegEmit %v, RegTrans %v: want positive finite numbers", o.RegEmit, o.RegTrans)
 	}
 	return nil
 }
@@ -96,9 +115,9 @@ type Algorithm struct {
 // Algorithms is the table `coordinator train --algo` dispatches on. A new
 // algorithm is one more row.
 var Algorithms = []Algorithm{
-	{Name: "gdmm", Summary: "greedy direction method of multipliers with factorwise oracles (Yen et al. 2016); sequences", Train: GDMM},
-	{Name: "bcfw", Summary: "block-coordinate Frank-Wolfe with the structured (Viterbi) oracle (Lacoste-Julien et al. 2013)"},
-	{Name: "ssg", Summary: "stochastic subgradient, Pegasos-style (Shalev-Shwartz et al. 2011)"},
+	{Name: "gdmm", Summary: "greedy direction method of multipliers with factorwise oracles (Yen et al. 2016); sequences", Train: BlockRegularized(GDMM)},
+	{Name: "bcfw", Summary: "block-coordinate Frank-Wolfe with the structured (Viterbi) oracle (Lacoste-Julien et al. 2013)", Train: BCFW},
+	{Name: "ssg", Summary: "stochastic subgradient, Pegasos-style (Shalev-Shwartz et al. 2011)", Train: SSG},
 }
 
 // Lookup returns the algorithm named name.
