@@ -2,7 +2,6 @@ package learn
 
 import (
 	"context"
-	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -41,18 +40,18 @@ import (
 // optimum. The primal is evaluated at both w(beta) and w(mu); the weights
 // returned are those of the smallest primal seen.
 func GDMM(ctx context.Context, d *Data, o Options) (*Weights, Result, error) {
-	if d.Seq == nil {
-		return nil, Result{}, errors.New("gdmm: multilabel data are not supported yet (sequences only)")
-	}
 	if err := o.Validate(); err != nil {
 		return nil, Result{}, err
 	}
 	if err := CheckData(d); err != nil {
 		return nil, Result{}, err
 	}
+	if d.ML != nil {
+		return trainGDMMML(ctx, d.ML, o)
+	}
 	g := newGDMM(d.Seq, o)
 	st := stopper{start: time.Now(), o: &o}
-	res := Result{Algo: "gdmm", Primal: math.Inf(1), Dual: math.Inf(-1), Gap: math.Inf(1), PrimalExact: true}
+	res := Result{Algo: "gdmm", Objective: ObjectiveExact, Primal: math.Inf(1), Dual: math.Inf(-1), Gap: math.Inf(1), PrimalExact: true}
 	var best *Weights
 	for it := 1; ; it++ {
 		g.pass()
