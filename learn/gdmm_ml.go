@@ -88,6 +88,7 @@ func trainGDMMML(ctx context.Context, d *MLData, o Options) (*Weights, Result, e
 					continue
 				}
 				if k == 0 {
+					g.prune()
 					g.activateSupport(supp)
 				}
 				if p < res.Primal {
@@ -201,6 +202,92 @@ func (g *gdmmML) activateSupport(supp [][]int32) {
 			}
 		}
 	}
+}
+
+// prune drops from every active set the negative labels that are dead:
+// u = 0, no pair block with mass on their state 1 (so the implicit
+// completion q = 0 is exactly the explicit blocks' state) and no positive
+// activation slope (the FMO would not pick them again). Their pair blocks
+// and multipliers go with them: the multipliers restart at 0 if the label
+// is activated again. This bounds the active sets by the labels that
+// matter at the current iterate instead of every label ever activated.
+func (g *gdmmML) prune() {
+	for i := range g.ex {
+		e := &g.ex[i]
+		for k := len(e.lab) - 1; k >= 0; k-- {
+			if e.pos[k] || e.u[k] != 0 || !g.deadPairs(e, k) || g.slope(i, k) > 0 {
+				continue
+			}
+			g.drop(e, k)
+		}
+	}
+}
+
+// deadPairs reports whether no pair block of position k has mass on k's state 1.
+func (g *gdmmML) deadPairs(e *mlEx, k int) bool {
+	for m := range e.lab {
+		switch {
+		case m < k:
+			o := pairOff(m, k)
+			if e.pb[4*o+1] != 0 || e.pb[4*o+3] != 0 {
+				return false
+			}
+		case m > k:
+			o := pairOff(k, m)
+			if e.pb[4*o+2] != 0 || e.pb[4*o+3] != 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// slope is the FMO's activation slope of position k's label against the
+// other active labels of example i.
+func (g *gdmmML) slope(i, k int) float64 {
+	e := &g.ex[i]
+	b := e.lab[k]
+	idx, val := g.d.X.Row(i)
+	s := 1.0
+	for j, f := range idx {
+		if int(f) < g.w.Features {
+			s += val[j] * g.w.Emit[int(f)*g.L+int(b)]
+		}
+	}
+	for m, a := range e.lab {
+		if m == k {
+			continue
+		}
+		p := g.w.Pair[g.pidx(a, b)]
+		switch u := e.u[m]; {
+		case u >= g.C:
+			s += p
+		case u > 0:
+			s += max(0, p)
+		}
+	}
+	return s
+}
+
+// drop removes position k from e, compacting the pair storage.
+func (g *gdmmML) drop(e *mlEx, k int) {
+	n := len(e.lab)
+	pb, lam := e.pb[:0], e.lam[:0]
+	// Offsets are increasing in (m, then k'): compact in order.
+	for m := 1; m < n; m++ {
+		for j := 0; j < m; j++ {
+			if j == k || m == k {
+				continue
+			}
+			o := pairOff(j, m)
+			pb = append(pb, e.pb[4*o:4*o+4]...)
+			lam = append(lam, e.lam[2*o:2*o+2]...)
+		}
+	}
+	e.pb, e.lam = pb, lam
+	e.lab = slices.Delete(e.lab, k, k+1)
+	e.pos = slices.Delete(e.pos, k, k+1)
+	e.u = slices.Delete(e.u, k, k+1)
 }
 
 // fmo is the joint FMO of example i over its implicit factors: the label

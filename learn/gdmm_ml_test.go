@@ -179,3 +179,41 @@ func TestGDMMMultilabelReachesTheOptimum(t *testing.T) {
 		}
 	}
 }
+
+func mlBenchData(b *testing.B, L, n int) *MLData {
+	tr, _, _, err := GenMultilabel(MLGenOptions{Labels: L, Train: n, Test: 1, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tr
+}
+
+// BenchmarkGDMMMultilabelPass times one pass after 10 warm-up passes, and
+// one LP-relaxed primal evaluation at that iterate.
+func BenchmarkGDMMMultilabelPass(b *testing.B) {
+	for _, L := range []int{200} {
+		d := mlBenchData(b, L, 500)
+		for _, sub := range []bool{false, true} {
+			o := Options{C: 1, MaxIter: 1, Sublinear: sub}
+			o.Validate()
+			g := newGDMMML(d, o)
+			for range 10 {
+				g.pass()
+			}
+			name := "exact/L=" + itoa(L)
+			if sub {
+				name = "sublinear/L=" + itoa(L)
+			}
+			b.Run("pass/"+name, func(b *testing.B) {
+				for b.Loop() {
+					g.pass()
+				}
+			})
+			b.Run("primalLP/"+name, func(b *testing.B) {
+				for b.Loop() {
+					PrimalLP(context.Background(), g.w, d, 1, 1, nil, 0)
+				}
+			})
+		}
+	}
+}
