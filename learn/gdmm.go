@@ -65,7 +65,7 @@ func GDMM(ctx context.Context, d *Data, o Options) (*Weights, Result, error) {
 					return nil, res, err
 				}
 				if err == nil && p < res.Primal {
-					res.Primal, best = p, w.Clone()
+					res.Primal, best = p, w.copyInto(best)
 				}
 			}
 			res.Dual = max(res.Dual, dual)
@@ -128,6 +128,7 @@ type gdmm struct {
 	L   int
 	C   float64
 	w   *Weights
+	wmu *Weights // the repaired dual point's weights, reused
 	rng *rand.Rand
 
 	uni    []svec // per token: beta_j over labels
@@ -522,7 +523,8 @@ func (g *gdmm) afwStep(b *svec, yPlus int32, gPlus float64, grad func(int32) flo
 func (g *gdmm) dual() (float64, *Weights) {
 	d, L, C := g.d, g.L, g.C
 	Li := int32(L)
-	w := NewWeights(KindSequence, L, d.Features)
+	w := g.wmu.reset(KindSequence, L, d.Features)
+	g.wmu = w
 	lin := 0.0
 	var p, next svec
 	var rows []float64

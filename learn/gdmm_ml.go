@@ -92,7 +92,7 @@ func trainGDMMML(ctx context.Context, d *MLData, o Options) (*Weights, Result, e
 					g.activateSupport(supp)
 				}
 				if p < res.Primal {
-					res.Primal, best = p, w.Clone()
+					res.Primal, best = p, w.copyInto(best)
 				}
 			}
 			res.Dual = max(res.Dual, dual)
@@ -137,6 +137,7 @@ type gdmmML struct {
 	L      int
 	C      float64
 	w      *Weights
+	wmu    *Weights // the repaired dual point's weights, reused
 	rng    *rand.Rand
 	ex     []mlEx
 	xnorm2 []float64
@@ -483,7 +484,8 @@ func projSimplex4(t *[4]float64, C float64) {
 // gdmmML) and the weights of that point.
 func (g *gdmmML) dual() (float64, *Weights) {
 	L, C := g.L, g.C
-	w := NewWeights(KindMultilabel, L, g.d.Features)
+	w := g.wmu.reset(KindMultilabel, L, g.d.Features)
+	g.wmu = w
 	lin := 0.0
 	for i := range g.ex {
 		e := &g.ex[i]
