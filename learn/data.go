@@ -181,3 +181,28 @@ func (w *Weights) scores(idx []int32, val []float64, out []float64) {
 		}
 	}
 }
+
+// copyInto copies w into dst (allocating it when nil or of another shape)
+// and returns it: the trainers keep their best weights without a new
+// allocation per improvement.
+func (w *Weights) copyInto(dst *Weights) *Weights {
+	if dst == nil || dst.Kind != w.Kind || dst.Labels != w.Labels || dst.Features != w.Features {
+		return w.Clone()
+	}
+	copy(dst.Emit, w.Emit)
+	copy(dst.Trans, w.Trans)
+	copy(dst.Pair, w.Pair)
+	return dst
+}
+
+// reset returns w zeroed, or new zero weights when w is nil or of another
+// shape.
+func (w *Weights) reset(kind Kind, labels, features int) *Weights {
+	if w == nil || w.Kind != kind || w.Labels != labels || w.Features != features {
+		return NewWeights(kind, labels, features)
+	}
+	clear(w.Emit)
+	clear(w.Trans)
+	clear(w.Pair)
+	return w
+}

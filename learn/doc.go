@@ -10,7 +10,9 @@
 // (Yen et al. NIPS 2016, eqs. 1-3, the sum over examples not divided by n)
 // with its loss-augmented oracles, and the training algorithms behind one
 // seam (Trainer, Options, Result, the table Algorithms): GDMM with
-// factorwise maximization oracles (Yen et al., Alg. 1-3, Sect. 3.2).
+// factorwise maximization oracles (Yen et al., Alg. 1-3, Sect. 3.2), which
+// on multilabel data trains the LP-relaxed objective (eq. 5; PrimalLP, the
+// LP solved exactly as a roof dual by one minimum cut).
 //
 // Decoding for prediction goes through the inference engine: the chain MAP
 // of package slaves (column-generation Viterbi) for sequences, a

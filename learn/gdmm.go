@@ -2,7 +2,6 @@ package learn
 
 import (
 	"context"
-	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -41,18 +40,18 @@ import (
 // optimum. The primal is evaluated at both w(beta) and w(mu); the weights
 // returned are those of the smallest primal seen.
 func GDMM(ctx context.Context, d *Data, o Options) (*Weights, Result, error) {
-	if d.Seq == nil {
-		return nil, Result{}, errors.New("gdmm: multilabel data are not supported yet (sequences only)")
-	}
 	if err := o.Validate(); err != nil {
 		return nil, Result{}, err
 	}
 	if err := CheckData(d); err != nil {
 		return nil, Result{}, err
 	}
+	if d.ML != nil {
+		return trainGDMMML(ctx, d.ML, o)
+	}
 	g := newGDMM(d.Seq, o)
 	st := stopper{start: time.Now(), o: &o}
-	res := Result{Algo: "gdmm", Primal: math.Inf(1), Dual: math.Inf(-1), Gap: math.Inf(1), PrimalExact: true}
+	res := Result{Algo: "gdmm", Objective: ObjectiveExact, Primal: math.Inf(1), Dual: math.Inf(-1), Gap: math.Inf(1), PrimalExact: true}
 	var best *Weights
 	for it := 1; ; it++ {
 		g.pass()
@@ -66,7 +65,7 @@ func GDMM(ctx context.Context, d *Data, o Options) (*Weights, Result, error) {
 					return nil, res, err
 				}
 				if err == nil && p < res.Primal {
-					res.Primal, best = p, w.Clone()
+					res.Primal, best = p, w.copyInto(best)
 				}
 			}
 			res.Dual = max(res.Dual, dual)
@@ -129,6 +128,7 @@ type gdmm struct {
 	L   int
 	C   float64
 	w   *Weights
+	wmu *Weights // the repaired dual point's weights, reused
 	rng *rand.Rand
 
 	uni    []svec // per token: beta_j over labels
@@ -523,7 +523,8 @@ func (g *gdmm) afwStep(b *svec, yPlus int32, gPlus float64, grad func(int32) flo
 func (g *gdmm) dual() (float64, *Weights) {
 	d, L, C := g.d, g.L, g.C
 	Li := int32(L)
-	w := NewWeights(KindSequence, L, d.Features)
+	w := g.wmu.reset(KindSequence, L, d.Features)
+	g.wmu = w
 	lin := 0.0
 	var p, next svec
 	var rows []float64

@@ -31,7 +31,11 @@ type lpGraph struct {
 	level      []int32
 	iter       []int32
 	queue      []int32
-	lin        []float64 // linear coefficients of the 2L nodes
+	lin        []float64 // linear coefficients of the nodes
+	state      []int8    // per label: fixed 0, fixed 1, undecided (2)
+	eff        []float64 // per label: unary given the labels fixed to 1
+	und, one   []int32
+	kept       []int32
 }
 
 func (g *lpGraph) reset(n int) {
@@ -114,49 +118,174 @@ func (g *lpGraph) maxflow(s, t int) float64 {
 	return flow
 }
 
+// lpBounds are per-label sums of the positive and negative interactions
+// of one weight vector (shared by every example of an evaluation).
+type lpBounds struct {
+	pos, neg []float64
+}
+
+func newLPBounds(w *Weights) *lpBounds {
+	L := w.Labels
+	b := &lpBounds{pos: make([]float64, L), neg: make([]float64, L)}
+	for a := 0; a < L; a++ {
+		for c := a + 1; c < L; c++ {
+			p := w.Pair[a*L+c]
+			if p > 0 {
+				b.pos[a] += p
+				b.pos[c] += p
+			} else {
+				b.neg[a] += p
+				b.neg[c] += p
+			}
+		}
+	}
+	return b
+}
+
 // mlLP maximises the LP relaxation of sum_l y_l s_l + sum_{a<b} y_a y_b
 // Pair[a*L+b] over the local polytope (see above), writes the
 // half-integral node marginals into mu (len L) and returns the maximum.
-// Only the pairs listed in nz (indices a*L+b, a < b, Pair nonzero) are
-// read.
-func mlLP(s []float64, pair []float64, nz []int32, L int, mu []float64, g *lpGraph) float64 {
-	// Nodes: y_l = l, z_l = L+l, source 2L, sink 2L+1; x = 1 on the sink
-	// side. Linear coefficients accumulate in lin (reusing mu).
-	src, snk := 2*L, 2*L+1
-	g.reset(2*L + 2)
-	c := 0.0
-	linc := make2(g, 2*L)
+//
+// Labels are fixed first by persistency: the LP objective is concave and
+// piecewise linear in mu_l given the others, with slope between s_l +
+// sum_b min(0, P_lb) and s_l + sum_b max(0, P_lb); where the upper slope
+// is <= 0 some optimum has mu_l = 0, where the lower is >= 0 some optimum
+// has mu_l = 1 (moving one label at a time from any optimum). The bounds
+// are recomputed over the undecided labels (a label fixed to 1 adds P_lb
+// to b's unary) until nothing changes; the minimum cut runs on the
+// undecided labels only. bd may be nil (then it is computed).
+func mlLP(s []float64, w *Weights, bd *lpBounds, mu []float64, g *lpGraph) float64 {
+	L := w.Labels
+	P := w.Pair
+	if bd == nil {
+		bd = newLPBounds(w)
+	}
+	if cap(g.state) < L {
+		g.state, g.eff = make([]int8, L), make([]float64, L)
+	}
+	state, eff := g.state[:L], g.eff[:L]
+	und, one := g.und[:0], g.one[:0]
 	for l := 0; l < L; l++ {
+		switch {
+		case s[l]+bd.pos[l] <= 0:
+			state[l] = 0
+		case s[l]+bd.neg[l] >= 0:
+			state[l] = 1
+			one = append(one, int32(l))
+		default:
+			state[l] = 2
+			und = append(und, int32(l))
+		}
+	}
+	pij := func(a, b int32) float64 { return P[int(min(a, b))*L+int(max(a, b))] }
+	for changed := true; changed && len(und) > 0; {
+		changed = false
+		for _, l := range und {
+			e := s[l]
+			for _, a := range one {
+				e += pij(a, l)
+			}
+			eff[l] = e
+		}
+		kept := g.kept[:0]
+		for _, l := range und {
+			up, lo := eff[l], eff[l]
+			for _, b := range und {
+				if b == l {
+					continue
+				}
+				switch state[b] {
+				case 2:
+					p := pij(l, b)
+					up += max(0, p)
+					lo += min(0, p)
+				case 1: // fixed to 1 in this round: not in eff yet
+					p := pij(l, b)
+					up += p
+					lo += p
+				}
+			}
+			switch {
+			case up <= 0:
+				state[l], changed = 0, true
+			case lo >= 0:
+				state[l], changed = 1, true
+				one = append(one, l)
+			default:
+				kept = append(kept, l)
+			}
+		}
+		und, g.kept = kept, und
+	}
+	g.und, g.one = und, one
+	c := 0.0
+	for k, a := range one {
+		c += s[a]
+		for _, b := range one[:k] {
+			c += pij(a, b)
+		}
+	}
+	for l := range mu[:L] {
+		mu[l] = float64(state[l]) // 0 or 1; undecided set below
+	}
+	if len(und) == 0 {
+		return c
+	}
+	for _, l := range und {
+		e := s[l]
+		for _, a := range one {
+			e += pij(a, l)
+		}
+		eff[l] = e
+	}
+	return c + lpCut(eff, P, L, und, mu, g)
+}
+
+// lpCut is the roof-dual minimum cut over the labels und (unaries
+// eff[l], interactions P within und); it writes mu for und and returns the
+// LP maximum of that subproblem.
+func lpCut(eff, P []float64, L int, und []int32, mu []float64, g *lpGraph) float64 {
+	// Nodes: y of und[k] = k, z = n+k, source 2n, sink 2n+1; x = 1 on
+	// the sink side.
+	n := len(und)
+	src, snk := 2*n, 2*n+1
+	g.reset(2*n + 2)
+	c := 0.0
+	linc := make2(g, 2*n)
+	for k, l := range und {
 		// -s/2 y + s/2 z - s/2.
-		linc[l] -= s[l] / 2
-		linc[L+l] += s[l] / 2
-		c -= s[l] / 2
+		linc[k] -= eff[l] / 2
+		linc[n+k] += eff[l] / 2
+		c -= eff[l] / 2
 	}
 	// d x_i x_j (d <= 0) = d x_i + (-d) x_i (1 - x_j): edge j -> i.
 	quad := func(i, j int, d float64) {
 		linc[i] += d
 		g.edge(j, i, -d)
 	}
-	for _, ab := range nz {
-		a, b := int(ab)/L, int(ab)%L
-		p := pair[ab]
-		if p >= 0 {
-			// -p/2 y_a y_b - p/2 (1-z_a)(1-z_b).
-			quad(a, b, -p/2)
-			c -= p / 2
-			linc[L+a] += p / 2
-			linc[L+b] += p / 2
-			quad(L+a, L+b, -p/2)
-		} else {
-			// |p|/2 y_a (1 - z_b) + |p|/2 (1 - z_a) y_b.
-			n := -p / 2
-			linc[a] += n
-			quad(a, L+b, -n)
-			linc[b] += n
-			quad(b, L+a, -n)
+	for kb := 1; kb < n; kb++ {
+		for ka := 0; ka < kb; ka++ {
+			a, b := und[ka], und[kb]
+			p := P[int(min(a, b))*L+int(max(a, b))]
+			switch {
+			case p > 0:
+				// -p/2 y_a y_b - p/2 (1-z_a)(1-z_b).
+				quad(ka, kb, -p/2)
+				c -= p / 2
+				linc[n+ka] += p / 2
+				linc[n+kb] += p / 2
+				quad(n+ka, n+kb, -p/2)
+			case p < 0:
+				// |p|/2 y_a (1 - z_b) + |p|/2 (1 - z_a) y_b.
+				h := -p / 2
+				linc[ka] += h
+				quad(ka, n+kb, -h)
+				linc[kb] += h
+				quad(kb, n+ka, -h)
+			}
 		}
 	}
-	for i := 0; i < 2*L; i++ {
+	for i := 0; i < 2*n; i++ {
 		if v := linc[i]; v >= 0 {
 			g.edge(src, i, v)
 		} else {
@@ -165,12 +294,12 @@ func mlLP(s []float64, pair []float64, nz []int32, L int, mu []float64, g *lpGra
 		}
 	}
 	minE := c + g.maxflow(src, snk)
-	for l := 0; l < L; l++ {
+	for k, l := range und {
 		y, z := 0.0, 0.0
-		if g.level[l] < 0 {
+		if g.level[k] < 0 {
 			y = 1
 		}
-		if g.level[L+l] < 0 {
+		if g.level[n+k] < 0 {
 			z = 1
 		}
 		mu[l] = (y + 1 - z) / 2
@@ -190,28 +319,15 @@ func make2(g *lpGraph, n int) []float64 {
 	return g.lin
 }
 
-// pairNonzeros lists the indices a*L+b (a < b) where Pair is nonzero.
-func pairNonzeros(w *Weights, out []int32) []int32 {
-	L := w.Labels
-	out = out[:0]
-	for a := 0; a < L; a++ {
-		for b := a + 1; b < L; b++ {
-			if w.Pair[a*L+b] != 0 {
-				out = append(out, int32(a*L+b))
-			}
-		}
-	}
-	return out
-}
-
 // MLHingeLP returns example i's LP-relaxed structured hinge loss
 // max_{mu in the local polytope} [<theta_i(w), mu> + Hamming(mu, ybar_i)]
 // - score(ybar_i) (Yen et al. eq. 5), an upper bound on the exact hinge
-// (MLHinge), equal to it when the LP is tight. nz lists Pair's nonzeros
-// (pairNonzeros); the LP maximiser's node marginals are left in mu.
-func MLHingeLP(w *Weights, d *MLData, i int, nz []int32, mu []float64, sc *MLScratch, g *lpGraph) float64 {
+// (MLHinge), equal to it when the LP is tight. bd are w's interaction
+// sums (newLPBounds; nil: computed); the LP maximiser's node marginals are
+// left in mu (len L).
+func MLHingeLP(w *Weights, d *MLData, i int, bd *lpBounds, mu []float64, sc *MLScratch, g *lpGraph) float64 {
 	c := mlUnary(w, d, i, true, sc)
-	best := mlLP(sc.s, w.Pair, nz, w.Labels, mu, g)
+	best := mlLP(sc.s, w, bd, mu, g)
 	truth := mlScore(w, d.Positive(i), sc.s) + c
 	return max(best+c-truth, 0)
 }
@@ -224,12 +340,12 @@ func MLHingeLP(w *Weights, d *MLData, i int, nz []int32, mu []float64, sc *MLScr
 // largest mu first, then the smallest label).
 func PrimalLP(ctx context.Context, w *Weights, d *MLData, C float64, threads int, supp [][]int32, maxSupp int) (float64, error) {
 	n := d.Examples()
-	nz := pairNonzeros(w, nil)
+	bd := newLPBounds(w)
 	part := make([]float64, max(1, min(threadsOr(threads), n)))
 	err := parallel(n, threads, func(k, lo, hi int) error {
 		var sc MLScratch
 		var g lpGraph
-		mu := make([]float64, 2*w.Labels)
+		mu := make([]float64, w.Labels)
 		sum := 0.0
 		for i := lo; i < hi; i++ {
 			if i%64 == 0 {
@@ -237,7 +353,7 @@ func PrimalLP(ctx context.Context, w *Weights, d *MLData, C float64, threads int
 					return err
 				}
 			}
-			sum += MLHingeLP(w, d, i, nz, mu, &sc, &g)
+			sum += MLHingeLP(w, d, i, bd, mu, &sc, &g)
 			if supp != nil {
 				supp[i] = supp[i][:0]
 				for _, half := range []float64{1, 0.5} {

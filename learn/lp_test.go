@@ -66,7 +66,7 @@ func TestMLLPMatchesBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	var g lpGraph
 	for it := 0; it < 400; it++ {
-		L := 1 + rng.IntN(6)
+		L := 1 + rng.IntN(8)
 		w := NewWeights(KindMultilabel, L, 1)
 		s := make([]float64, L)
 		for l := range s {
@@ -82,8 +82,8 @@ func TestMLLPMatchesBruteForce(t *testing.T) {
 				}
 			}
 		}
-		mu := make([]float64, 2*L)
-		got := mlLP(s, w.Pair, pairNonzeros(w, nil), L, mu, &g)
+		mu := make([]float64, L)
+		got := mlLP(s, w, nil, mu, &g)
 		want := bruteLP(s, w.Pair, L)
 		if math.Abs(got-want) > 1e-9 {
 			t.Fatalf("it %d L %d: max-flow LP %v, enumeration %v", it, L, got, want)

@@ -11,6 +11,7 @@ import (
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/exact"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/slaves"
 )
 
 // SeqScratch is the workspace of the sequence oracles; one per goroutine.
@@ -118,6 +119,63 @@ func SeqHinge(w *Weights, d *SeqData, s int, sc *SeqScratch) float64 {
 		y := int(d.Y[t])
 		if y >= L {
 			return math.NaN() // Validate rejects this before training
+		}
+		truth += theta[(t-t0)*L+y]
+		if t+1 < t1 {
+			truth += w.Trans[y*L+int(d.Y[t+1])]
+		}
+	}
+	return max(best-truth, 0)
+}
+
+// ColGenLabels is the label count from which the primal's loss-augmented
+// Viterbi goes through slaves.Chain's column generation (exact, Belanger
+// et al. 2012: restricted domains grown by reduced costs, O(n L |D|) per
+// round instead of O(n L^2), falling back to Viterbi when it would not
+// pay) instead of the plain O(n L^2) recursion.
+const ColGenLabels = 64
+
+// seqChains keeps one slaves.Chain per sentence length over w's shared
+// transition table (the chains keep the table: w must not change while
+// they live); one per goroutine.
+type seqChains struct {
+	w      *Weights
+	chains map[int]*slaves.Chain
+	sc     SeqScratch
+	y      []int
+}
+
+// hinge is SeqHinge through the chain's MAP.
+func (h *seqChains) hinge(w *Weights, d *SeqData, s int) float64 {
+	if h.w != w {
+		h.w, h.chains = w, map[int]*slaves.Chain{}
+	}
+	L := w.Labels
+	t0, t1 := d.Start[s], d.Start[s+1]
+	n := t1 - t0
+	c := h.chains[n]
+	if c == nil {
+		cards := make([]int, n)
+		trans := make([][]float64, max(n-1, 0))
+		for i := range cards {
+			cards[i] = L
+		}
+		for i := range trans {
+			trans[i] = w.Trans
+		}
+		c = slaves.NewChain(cards, nil, trans)
+		h.chains[n] = c
+	}
+	theta := SeqEmissions(w, d, s, true, &h.sc)
+	if cap(h.y) < n {
+		h.y = make([]int, n)
+	}
+	best := c.MAP(theta[:n*L], h.y[:n])
+	truth := 0.0
+	for t := t0; t < t1; t++ {
+		y := int(d.Y[t])
+		if y >= L {
+			return math.NaN()
 		}
 		truth += theta[(t-t0)*L+y]
 		if t+1 < t1 {
@@ -331,7 +389,23 @@ func Primal(ctx context.Context, w *Weights, d *Data, C float64, threads int) (p
 	inexact := make([]bool, len(part))
 	err = parallel(n, threads, func(k, lo, hi int) error {
 		sum := 0.0
-		if d.Seq != nil {
+		if d.Seq != nil && w.Labels >= ColGenLabels {
+			var hc seqChains
+			var sv sparseViterbi
+			useSparse := sv.build(w)
+			for s := lo; s < hi; s++ {
+				if s%16 == 0 {
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+				}
+				if useSparse {
+					sum += sv.hinge(w, d.Seq, s)
+				} else {
+					sum += hc.hinge(w, d.Seq, s)
+				}
+			}
+		} else if d.Seq != nil {
 			var sc SeqScratch
 			for s := lo; s < hi; s++ {
 				sum += SeqHinge(w, d.Seq, s, &sc)

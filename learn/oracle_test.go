@@ -215,3 +215,62 @@ func TestPrimalNonNegativeHinge(t *testing.T) {
 		t.Fatalf("primal at zero %v, want %d tokens", p0, len(tr.Y))
 	}
 }
+
+// TestSeqHingeColGenMatchesViterbi checks the primal's column-generation
+// path (large label counts) against the plain Viterbi hinge.
+func TestSeqHingeColGenMatchesViterbi(t *testing.T) {
+	L := ColGenLabels + 6
+	d, _, w, err := GenSequence(SeqGenOptions{Labels: L, Train: 30, Test: 1, MinLen: 1, MaxLen: 12, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(9, 9))
+	for i := range w.Emit {
+		w.Emit[i] += 0.3 * rng.NormFloat64()
+	}
+	var sc SeqScratch
+	var hc seqChains
+	for s := 0; s < d.Sentences(); s++ {
+		got, want := hc.hinge(w, d, s), SeqHinge(w, d, s, &sc)
+		if math.Abs(got-want) > 1e-9*max(1, math.Abs(want)) {
+			t.Fatalf("sentence %d: column generation hinge %v, Viterbi %v", s, got, want)
+		}
+	}
+}
+
+// TestSparseViterbiMatchesViterbi checks the sparse recursion against the
+// plain one on sparse tables with entries of both signs (ties included).
+func TestSparseViterbiMatchesViterbi(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	var sc SeqScratch
+	for it := 0; it < 300; it++ {
+		L := 1 + rng.IntN(30)
+		n := 1 + rng.IntN(8)
+		w := NewWeights(KindSequence, L, 1)
+		for k := rng.IntN(L*L/16 + 1); k > 0; k-- {
+			w.Trans[rng.IntN(L*L)] = float64(rng.IntN(7) - 3)
+		}
+		theta := make([]float64, n*L)
+		for i := range theta {
+			theta[i] = float64(rng.IntN(5)) * 0.5
+		}
+		var sv sparseViterbi
+		if !sv.build(w) {
+			continue
+		}
+		y := make([]int32, n)
+		got := sv.viterbi(theta, n, y)
+		yv := make([]int32, n)
+		want := Viterbi(theta, w.Trans, n, L, yv, &sc)
+		if got != want {
+			t.Fatalf("it %d L %d n %d: sparse %v, plain %v", it, L, n, got, want)
+		}
+		score := theta[y[0]]
+		for k := 1; k < n; k++ {
+			score += theta[k*L+int(y[k])] + w.Trans[int(y[k-1])*L+int(y[k])]
+		}
+		if score != got {
+			t.Fatalf("it %d: the decoded labels score %v, reported %v", it, score, got)
+		}
+	}
+}

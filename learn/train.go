@@ -99,7 +99,17 @@ type Result struct {
 	// primal was not proved optimal (multilabel beyond MaxBruteLabels
 	// with an unfinished search): Primal is then a lower estimate.
 	PrimalExact bool `json:"-"`
+	// Objective names the objective Primal and Dual bound: ObjectiveExact
+	// (the structural SVM with exact loss-augmented maximisation) or
+	// ObjectiveLP (its LP relaxation, multilabel GDMM; see PrimalLP).
+	Objective string `json:"objective,omitempty"`
 }
+
+// Objectives of Result.Objective.
+const (
+	ObjectiveExact = "exact"
+	ObjectiveLP    = "lp-relaxed"
+)
 
 // Trainer trains weights on d. It returns the weights of the best primal
 // evaluated and the result; a cancelled ctx stops it with what it has.
@@ -115,7 +125,7 @@ type Algorithm struct {
 // Algorithms is the table `coordinator train --algo` dispatches on. A new
 // algorithm is one more row.
 var Algorithms = []Algorithm{
-	{Name: "gdmm", Summary: "greedy direction method of multipliers with factorwise oracles (Yen et al. 2016); sequences", Train: BlockRegularized(GDMM)},
+	{Name: "gdmm", Summary: "greedy direction method of multipliers with factorwise oracles (Yen et al. 2016); sequences, multilabel (LP-relaxed objective)", Train: BlockRegularized(GDMM)},
 	{Name: "bcfw", Summary: "block-coordinate Frank-Wolfe with the structured (Viterbi) oracle (Lacoste-Julien et al. 2013)", Train: BCFW},
 	{Name: "ssg", Summary: "stochastic subgradient, Pegasos-style (Shalev-Shwartz et al. 2011)", Train: SSG},
 }
@@ -166,5 +176,6 @@ func (s stopper) done(ctx context.Context, it int, r Result) bool {
 	if s.o.TimeLimit > 0 && time.Since(s.start) >= s.o.TimeLimit {
 		return true
 	}
-	return s.o.Tol > 0 && r.Gap <= s.o.Tol*max(1, math.Abs(r.Primal))
+	// Before the first evaluation Gap and Primal are infinite: no stop.
+	return s.o.Tol > 0 && !math.IsInf(r.Gap, 0) && r.Gap <= s.o.Tol*max(1, math.Abs(r.Primal))
 }

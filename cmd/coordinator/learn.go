@@ -139,6 +139,7 @@ type trainJSON struct {
 	Primal     float64  `json:"primal"`
 	Dual       *float64 `json:"dual"` // null when the algorithm has no dual
 	Gap        *float64 `json:"gap"`
+	Objective  string   `json:"objective,omitempty"` // exact or lp-relaxed (learn.Result.Objective)
 }
 
 func algoNames() string {
@@ -238,9 +239,9 @@ func cmdTrain(ctx context.Context, args []string, stdout io.Writer, con *cli.Con
 	if !res.PrimalExact {
 		log.Warn("some loss-augmented maximisations were not proved optimal: the primal is a lower estimate")
 	}
-	fmt.Fprintf(con.Writer(), "train %s: %d iterations, %.3fs, primal %.6g, dual %.6g, gap %.3g\n", res.Algo, res.Iterations, res.Seconds, res.Primal, res.Dual, res.Gap)
+	fmt.Fprintf(con.Writer(), "train %s: %d iterations, %.3fs, primal %.6g, dual %.6g, gap %.3g (%s objective)\n", res.Algo, res.Iterations, res.Seconds, res.Primal, res.Dual, res.Gap, res.Objective)
 	if *jsonOut {
-		j := trainJSON{Algo: res.Algo, Iterations: res.Iterations, Seconds: res.Seconds, Primal: res.Primal}
+		j := trainJSON{Algo: res.Algo, Iterations: res.Iterations, Seconds: res.Seconds, Primal: res.Primal, Objective: res.Objective}
 		if !math.IsInf(res.Dual, 0) && !math.IsNaN(res.Dual) {
 			d, g := res.Dual, res.Gap
 			j.Dual, j.Gap = &d, &g
