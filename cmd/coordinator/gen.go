@@ -17,13 +17,16 @@ import (
 
 func cmdGen(ctx context.Context, args []string, stdout io.Writer, con *cli.Console) error {
 	if len(args) == 0 {
-		return usagef("gen: want a family: potts, ising or logic")
+		return usagef("gen: want a family: potts, ising, logic, sequence or multilabel")
 	}
 	family := args[0]
 	switch family {
 	case "-h", "-help", "--help", "help":
 		fmt.Fprintln(stdout, genUsage)
 		return nil
+	}
+	if family == "sequence" || family == "multilabel" {
+		return cmdGenLearn(family, args[1:], stdout, con)
 	}
 	fs := flagSet("gen " + family)
 	out := fs.String("o", "", "output `FILE` (.uai[.gz], .LG, .json, .msgpack (optionally .gz) or .ddx)")
@@ -112,6 +115,7 @@ func printWrote(con *cli.Console, path string, vars, factors int) {
 }
 
 const genUsage = `usage: coordinator gen potts|ising|logic [flags] -o FILE
+       coordinator gen sequence|multilabel [flags] -o DIR   (planted learning data, docs/learning.md)
 FILE: .uai, .uai.gz, .LG, .json or .msgpack (optionally .gz), or .ddx
 run 'coordinator gen FAMILY -h' for a family's flags; potts and ising grids
 are written streaming, in bounded memory, whatever their size (.ddx: the

@@ -4,6 +4,9 @@
 //	coordinator solve [flags] MODEL     solve in this process (shared memory)
 //	coordinator run [flags] --workers N MODEL   solve on worker processes over NATS
 //	coordinator gen potts|ising|logic [flags] -o FILE
+//	coordinator gen sequence|multilabel [flags] -o DIR   planted learning data
+//	coordinator train --algo gdmm|bcfw|ssg [flags] --data TRAIN -o WEIGHTS
+//	coordinator predict --weights WEIGHTS --data TEST [--json]
 //	coordinator convert [--max-entries N] [--keep-unary-factors] [--quiet] IN OUT
 //	coordinator serve --listen ADDR [--nats URL] [--data-dir DIR]   the job service (package service)
 //	coordinator plot -o OUT.png|OUT.svg TRACE...
@@ -44,6 +47,9 @@ const usage = `usage:
   coordinator solve [flags] MODEL        MODEL: .uai[.gz] | .LG | .json | .msgpack | .ddx
   coordinator run [solve's flags] --workers N [--nats URL] [--job ID] [--local] MODEL
   coordinator gen potts|ising|logic [flags] -o FILE
+  coordinator gen sequence|multilabel --labels L --train N --test M [--seed S] -o DIR
+  coordinator train --algo gdmm|bcfw|ssg [--c C] [--time-limit D] [--threads N] [--json] [--trace FILE] --data TRAIN -o WEIGHTS
+  coordinator predict --weights WEIGHTS --data TEST [--json]   (structural SVM learning: docs/learning.md)
   coordinator convert [--max-entries N] [--keep-unary-factors] [--quiet] IN OUT
                                           (any two of the formats; .ddx: indexed)
   coordinator serve --listen ADDR [--nats URL] [--workers-min N] [--data-dir DIR]
@@ -74,6 +80,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdRun(ctx, args[1:], stdout, con)
 	case "gen":
 		err = cmdGen(ctx, args[1:], stdout, con)
+	case "train":
+		err = cmdTrain(ctx, args[1:], stdout, con)
+	case "predict":
+		err = cmdPredict(ctx, args[1:], stdout, con)
 	case "convert":
 		err = cmdConvert(ctx, args[1:], con)
 	case "serve":

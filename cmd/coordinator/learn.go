@@ -1,0 +1,303 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ddrun/ddrun/internal/cli"
+	"github.com/ddrun/ddrun/learn"
+	"github.com/ddrun/ddrun/trace"
+)
+
+// cmdGenLearn is `coordinator gen sequence|multilabel`: planted training
+// and test data and the planted weights, written to a directory.
+func cmdGenLearn(family string, args []string, stdout io.Writer, con *cli.Console) error {
+	fs := flagSet("gen " + family)
+	out := fs.String("o", "", "output `DIR` (created): train.*, test.*, planted.weights, README")
+	seed := fs.Int64("seed", 1, "random seed")
+	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	labels := fs.Int("labels", 10, "number of labels")
+	features := fs.Int("features", 0, "number of features (0: max(100, 4*labels))")
+	train := fs.Int("train", 100, "training sentences / examples")
+	test := fs.Int("test", 100, "test sentences / examples")
+	labelFeat := fs.Int("label-features", 4, "features owned by each label")
+	noise := fs.Float64("noise", 0.1, "probability that a drawn feature is uniform instead of the label's own")
+	emission := fs.Float64("emission", 2, "emission strength: the planted weight of a label's own feature")
+	var seq learn.SeqGenOptions
+	var ml learn.MLGenOptions
+	if family == "sequence" {
+		fs.IntVar(&seq.MinLen, "min-len", 5, "shortest sentence")
+		fs.IntVar(&seq.MaxLen, "max-len", 20, "longest sentence")
+		fs.IntVar(&seq.TokenFeatures, "token-features", 3, "features drawn per token")
+		fs.Float64Var(&seq.Transition, "transition", 1, "transition strength: logits ~ transition * N(0,1)")
+	} else {
+		fs.IntVar(&ml.ExampleFeatures, "example-features", 3, "features drawn per positive label")
+		fs.Float64Var(&ml.MeanLabels, "mean-labels", 3, "mean number of positive labels per example")
+		fs.Float64Var(&ml.Interaction, "interaction", 1, "planted pair weight of a label and its partner")
+	}
+	con.Register(fs)
+	pos, err := parseInterleaved(fs, args, con.Writer())
+	if err != nil {
+		return err
+	}
+	con.Start(cli.Options{Quiet: *quiet})
+	if len(pos) != 0 {
+		return usagef("gen %s: unexpected argument %q", family, pos[0])
+	}
+	if *out == "" {
+		return usagef("gen %s: -o DIR is required", family)
+	}
+	var planted *learn.Weights
+	var readme string
+	writeData := map[string]func(io.Writer) error{}
+	if family == "sequence" {
+		seq.Labels, seq.Features, seq.Train, seq.Test, seq.Seed = *labels, *features, *train, *test, *seed
+		seq.LabelFeatures, seq.Noise, seq.Emission = *labelFeat, *noise, *emission
+		tr, te, w, err := learn.GenSequence(seq)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		planted = w
+		writeData["train.conll"] = func(w io.Writer) error { return learn.WriteSequences(w, tr) }
+		writeData["test.conll"] = func(w io.Writer) error { return learn.WriteSequences(w, te) }
+		readme = fmt.Sprintf(seqReadme, seq.Labels, w.Features, seq.Train, seq.Test, seq.Seed)
+	} else {
+		ml.Labels, ml.Features, ml.Train, ml.Test, ml.Seed = *labels, *features, *train, *test, *seed
+		ml.LabelFeatures, ml.Noise, ml.Emission = *labelFeat, *noise, *emission
+		tr, te, w, err := learn.GenMultilabel(ml)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		planted = w
+		writeData["train.svm"] = func(w io.Writer) error { return learn.WriteMultilabel(w, tr) }
+		writeData["test.svm"] = func(w io.Writer) error { return learn.WriteMultilabel(w, te) }
+		readme = fmt.Sprintf(mlReadme, ml.Labels, w.Features, ml.Train, ml.Test, ml.Seed)
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return fmt.Errorf("gen %s: %w", family, err)
+	}
+	writeData["planted.weights"] = func(w io.Writer) error { return learn.WriteWeights(w, planted) }
+	writeData["README"] = func(w io.Writer) error { _, err := io.WriteString(w, readme); return err }
+	for name, write := range writeData {
+		path := filepath.Join(*out, name)
+		f, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("gen %s: %w", family, err)
+		}
+		if err := write(f); err != nil {
+			f.Close()
+			return fmt.Errorf("gen %s: %s: %w", family, path, err)
+		}
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("gen %s: %w", family, err)
+		}
+	}
+	con.Logger().Info("wrote planted data", "dir", *out, "family", family)
+	return nil
+}
+
+const seqReadme = `Planted sequence-labelling data (coordinator gen sequence): %d labels, %d features,
+%d training and %d test sentences, seed %d.
+
+train.conll, test.conll: CoNLL-style columns, one token per line
+    LABEL FEAT:VAL FEAT:VAL ...
+  LABEL is a 0-based integer, FEAT a 1-based integer; a blank line ends a sentence;
+  the first line is the header comment "# ddrun sequence labels=L features=D".
+planted.weights: the planted weights (coordinator predict --weights), one nonzero
+  per line after the header "ddrun-weights sequence labels=L features=D":
+    e FEAT LABEL VALUE   emission
+    t A B VALUE          transition from label A to label B
+See docs/learning.md.
+`
+
+const mlReadme = `Planted multilabel data (coordinator gen multilabel): %d labels, %d features
+(feature 1 is a bias, always 1), %d training and %d test examples, seed %d.
+
+train.svm, test.svm: LIBSVM's multilabel format, one example per line
+    L1,L2,... FEAT:VAL FEAT:VAL ...
+  labels 0-based, FEAT 1-based; the first line is the header comment
+  "# ddrun multilabel labels=L features=D".
+planted.weights: the planted weights (coordinator predict --weights), one nonzero
+  per line after the header "ddrun-weights multilabel labels=L features=D":
+    e FEAT LABEL VALUE   unigram weight
+    p A B VALUE          pairwise interaction, added when labels A < B are both on
+See docs/learning.md.
+`
+
+// trainJSON is the result schema of `coordinator train --json`.
+type trainJSON struct {
+	Algo       string   `json:"algo"`
+	Iterations int      `json:"iterations"`
+	Seconds    float64  `json:"seconds"`
+	Primal     float64  `json:"primal"`
+	Dual       *float64 `json:"dual"` // null when the algorithm has no dual
+	Gap        *float64 `json:"gap"`
+	Objective  string   `json:"objective,omitempty"` // exact or lp-relaxed (learn.Result.Objective)
+}
+
+func algoNames() string {
+	var n []string
+	for _, a := range learn.Algorithms {
+		n = append(n, a.Name)
+	}
+	return strings.Join(n, ", ")
+}
+
+// cmdTrain is `coordinator train`.
+func cmdTrain(ctx context.Context, args []string, stdout io.Writer, con *cli.Console) error {
+	fs := flagSet("train")
+	algo := fs.String("algo", "gdmm", "training algorithm: "+algoNames())
+	data := fs.String("data", "", "training data `FILE` (.conll sequences or .svm multilabel; see docs/learning.md)")
+	out := fs.String("o", "", "write the trained weights to `FILE`")
+	var o learn.Options
+	fs.Float64Var(&o.C, "c", 1, "loss weight C of the structural SVM primal 1/2||w||^2 + C sum_i hinge_i")
+	fs.Var(cli.Duration(&o.TimeLimit, 0), "time-limit", "time limit, e.g. 30s or 5m, or a number of seconds (0: none)")
+	fs.IntVar(&o.MaxIter, "max-iter", 0, "passes over the data (0: none; default 50 when neither --time-limit nor --tol is set)")
+	fs.Float64Var(&o.Tol, "tol", 0, "stop when primal - dual <= tol * max(1, primal) (0: never)")
+	fs.IntVar(&o.Threads, "threads", 0, "goroutines for the objective evaluation (0: all cores)")
+	fs.Int64Var(&o.Seed, "seed", 1, "random seed (sampling, example order)")
+	fs.IntVar(&o.EvalEvery, "eval-every", 1, "evaluate primal and dual every N passes")
+	fs.Float64Var(&o.Rho, "rho", 1, "gdmm: augmented Lagrangian penalty rho")
+	fs.Float64Var(&o.Eta, "eta", 1, "gdmm: multiplier step eta")
+	fs.BoolVar(&o.Sublinear, "sublinear", false, "gdmm: sublinear factorwise oracles (ordered maps for transitions, sampled emissions)")
+	fs.IntVar(&o.SampleParts, "sample-parts", 8, "gdmm --sublinear: label subsets nu of the sampled emission oracle")
+	fs.Float64Var(&o.RegEmit, "reg-emit", 1, "block regularization: coefficient of 1/2||W_emit||^2 (Belanger et al. 2012; all algorithms)")
+	fs.Float64Var(&o.RegTrans, "reg-trans", 1, "block regularization: coefficient of 1/2||W_trans||^2 (transitions, or label pairs for multilabel)")
+	fs.BoolVar(&o.Average, "average", false, "ssg: return the weighted average of the iterates")
+	jsonOut := fs.Bool("json", false, "print one JSON result object on stdout")
+	traceFile := fs.String("trace", "", "write the convergence trace to `FILE` (CSV: "+strings.Join(trace.Columns, ",")+"), one row per evaluation")
+	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	con.Register(fs)
+	pos, err := parseInterleaved(fs, args, con.Writer())
+	if err != nil {
+		return err
+	}
+	con.Start(cli.Options{Quiet: *quiet})
+	if len(pos) != 0 {
+		return usagef("train: unexpected argument %q", pos[0])
+	}
+	a, ok := learn.Lookup(*algo)
+	if !ok {
+		return usagef("train: --algo %q: want one of %s", *algo, algoNames())
+	}
+	if a.Train == nil {
+		return usagef("train: --algo %s is not implemented yet", *algo)
+	}
+	if *data == "" {
+		return usagef("train: --data FILE is required")
+	}
+	if o.TimeLimit == 0 && o.MaxIter == 0 && o.Tol == 0 {
+		o.MaxIter = 50
+	}
+	if err := o.Validate(); err != nil {
+		return usagef("train: %v", err)
+	}
+	d, err := learn.ReadData(*data)
+	if err != nil {
+		return usagef("train: %v", err)
+	}
+	if err := learn.CheckData(d); err != nil {
+		return usagef("train: %s: %v", *data, err)
+	}
+	var tw *trace.Writer
+	if *traceFile != "" {
+		f, err := os.Create(*traceFile)
+		if err != nil {
+			return usagef("train: --trace: %v", err)
+		}
+		defer f.Close()
+		if tw, err = trace.NewWriter(f); err != nil {
+			return err
+		}
+	}
+	log := con.Logger()
+	o.Progress = func(r learn.Result) {
+		if tw != nil {
+			tw.Write(trace.Row{Iteration: r.Iterations, Seconds: r.Seconds, Dual: r.Dual, Primal: r.Primal, Gap: r.Gap})
+		}
+		log.Info("train", "iteration", r.Iterations, "seconds", fmt.Sprintf("%.3f", r.Seconds), "primal", r.Primal, "dual", r.Dual, "gap", r.Gap)
+	}
+	w, res, err := a.Train(ctx, d, o)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	if tw != nil && tw.Err() != nil {
+		return tw.Err()
+	}
+	if *out != "" {
+		if err := learn.SaveWeights(*out, w); err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+	}
+	if !res.PrimalExact {
+		log.Warn("some loss-augmented maximisations were not proved optimal: the primal is a lower estimate")
+	}
+	fmt.Fprintf(con.Writer(), "train %s: %d iterations, %.3fs, primal %.6g, dual %.6g, gap %.3g (%s objective)\n", res.Algo, res.Iterations, res.Seconds, res.Primal, res.Dual, res.Gap, res.Objective)
+	if *jsonOut {
+		j := trainJSON{Algo: res.Algo, Iterations: res.Iterations, Seconds: res.Seconds, Primal: res.Primal, Objective: res.Objective}
+		if !math.IsInf(res.Dual, 0) && !math.IsNaN(res.Dual) {
+			d, g := res.Dual, res.Gap
+			j.Dual, j.Gap = &d, &g
+		}
+		return json.NewEncoder(stdout).Encode(j)
+	}
+	return nil
+}
+
+// cmdPredict is `coordinator predict`.
+func cmdPredict(ctx context.Context, args []string, stdout io.Writer, con *cli.Console) error {
+	fs := flagSet("predict")
+	weights := fs.String("weights", "", "weights `FILE` (coordinator train -o, or gen's planted.weights)")
+	data := fs.String("data", "", "test data `FILE`")
+	threads := fs.Int("threads", 1, "goroutines decoding examples")
+	jsonOut := fs.Bool("json", false, "print one JSON result object on stdout")
+	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	con.Register(fs)
+	pos, err := parseInterleaved(fs, args, con.Writer())
+	if err != nil {
+		return err
+	}
+	con.Start(cli.Options{Quiet: *quiet})
+	// The issue's short form: predict WEIGHTS DATA.
+	if len(pos) == 2 && *weights == "" && *data == "" {
+		*weights, *data, pos = pos[0], pos[1], nil
+	}
+	if len(pos) != 0 {
+		return usagef("predict: unexpected argument %q", pos[0])
+	}
+	if *weights == "" || *data == "" {
+		return usagef("predict: --weights FILE and --data FILE are required")
+	}
+	if *threads < 1 {
+		return usagef("predict: --threads %d: want >= 1", *threads)
+	}
+	w, err := learn.LoadWeights(*weights)
+	if err != nil {
+		return usagef("predict: %v", err)
+	}
+	d, err := learn.ReadData(*data)
+	if err != nil {
+		return usagef("predict: %v", err)
+	}
+	start := time.Now()
+	acc, err := learn.Predict(ctx, w, d, *threads)
+	if err != nil {
+		return usagef("predict: %v", err)
+	}
+	acc.Seconds = time.Since(start).Seconds()
+	if !acc.Exact {
+		con.Logger().Warn("some decodings were not proved optimal")
+	}
+	fmt.Fprintf(con.Writer(), "predict: accuracy %.4f on %d examples, %.3fs\n", acc.Accuracy, acc.Examples, acc.Seconds)
+	if *jsonOut {
+		return json.NewEncoder(stdout).Encode(acc)
+	}
+	return nil
+}

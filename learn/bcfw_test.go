@@ -1,0 +1,269 @@
+package learn
+
+import (
+	"context"
+	"math"
+	"math/bits"
+	"slices"
+	"testing"
+)
+
+func tinySeq(t *testing.T, seed int64) *SeqData {
+	t.Helper()
+	tr, _, _, err := GenSequence(SeqGenOptions{Labels: 3, Features: 5, Train: 4, Test: 1, MinLen: 1, MaxLen: 3, LabelFeatures: 2, TokenFeatures: 2, Noise: 0.3, Emission: 1, Transition: 1, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// checkRun trains with tr and checks each evaluation against the
+// independently computed bracket [lo, hi] of the optimum: the dual is a
+// lower bound, the primal an upper one, the reported gap bounds the true
+// gap; it returns the final result.
+func checkRun(t *testing.T, name string, tr Trainer, d *Data, o Options, lo, hi float64) Result {
+	t.Helper()
+	var first Result
+	n := 0
+	o.Progress = func(r Result) {
+		if n == 0 {
+			first = r
+		}
+		n++
+		if r.Dual > hi+1e-6 {
+			t.Errorf("%s: dual %v above the optimum %v", name, r.Dual, hi)
+		}
+		if r.Primal < lo-1e-6 {
+			t.Errorf("%s: primal %v below the optimum %v", name, r.Primal, lo)
+		}
+		if !math.IsInf(r.Dual, -1) && r.Gap < r.Primal-hi-1e-6 {
+			t.Errorf("%s: gap %v below the true gap %v", name, r.Gap, r.Primal-hi)
+		}
+	}
+	w, res, err := tr(context.Background(), d, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Primal > first.Primal {
+		t.Errorf("%s: primal rose from %v to %v", name, first.Primal, res.Primal)
+	}
+	if p, _, _ := Primal(context.Background(), w, d, o.C, 1); math.Abs(p-res.Primal) > 1e-9*max(1, p) {
+		t.Errorf("%s: reported primal %v, weights' primal %v", name, res.Primal, p)
+	}
+	return res
+}
+
+func TestBCFWAndSSGReachTheOptimumSeq(t *testing.T) {
+	for seed := int64(1); seed <= 3; seed++ {
+		tr := tinySeq(t, seed)
+		d := &Data{Seq: tr}
+		const C = 1.0
+		lo, hi := ssvmOptimum(t, tr, C, 1e-4)
+		res := checkRun(t, "bcfw", BCFW, d, Options{C: C, MaxIter: 3000, EvalEvery: 10, Seed: seed}, lo, hi)
+		if res.Gap > 2e-3*max(1, hi) || res.Primal > hi+1e-3*max(1, hi) {
+			t.Errorf("seed %d bcfw: primal %v gap %v after %d passes, optimum %v", seed, res.Primal, res.Gap, res.Iterations, hi)
+		}
+		for _, avg := range []bool{false, true} {
+			res := checkRun(t, "ssg", SSG, d, Options{C: C, MaxIter: 2000, EvalEvery: 100, Seed: seed, Average: avg}, lo, hi)
+			if res.Primal > hi+2e-2*max(1, hi) || math.IsInf(res.Dual, -1) || res.Gap > 0.2*max(1, hi) {
+				t.Errorf("seed %d ssg average %v: primal %v dual %v after %d passes, optimum %v", seed, avg, res.Primal, res.Dual, res.Iterations, hi)
+			}
+		}
+	}
+}
+
+// mlOptimum is the bracket of the structural SVM optimum of a tiny
+// multilabel data set, by the same enumerated-labelling dual solver as
+// ssvmOptimum (dense joint features: x (x) y, then y_a y_b for a < b).
+func mlOptimum(t *testing.T, d *MLData, C, tol float64) (lo, hi float64) {
+	L, D := d.Labels, d.Features
+	dim := L*D + L*L
+	phi := func(i int, y uint) []float64 {
+		v := make([]float64, dim)
+		idx, val := d.X.Row(i)
+		for a := 0; a < L; a++ {
+			if y>>a&1 == 0 {
+				continue
+			}
+			for j, f := range idx {
+				v[int(f)*L+a] += val[j]
+			}
+			for b := a + 1; b < L; b++ {
+				if y>>b&1 == 1 {
+					v[L*D+a*L+b]++
+				}
+			}
+		}
+		return v
+	}
+	type lab struct {
+		psi  []float64
+		loss float64
+	}
+	var all [][]lab
+	for i := 0; i < d.Examples(); i++ {
+		truth := uint(0)
+		for _, y := range d.Positive(i) {
+			truth |= 1 << y
+		}
+		pt := phi(i, truth)
+		var labs []lab
+		for y := uint(0); y < 1<<L; y++ {
+			p := phi(i, y)
+			for k := range p {
+				p[k] = pt[k] - p[k]
+			}
+			labs = append(labs, lab{p, float64(bits.OnesCount(y ^ truth))})
+		}
+		all = append(all, labs)
+	}
+	dot := func(a, b []float64) float64 {
+		s := 0.0
+		for i := range a {
+			s += a[i] * b[i]
+		}
+		return s
+	}
+	w := make([]float64, dim)
+	wi := make([][]float64, len(all))
+	li := make([]float64, len(all))
+	for i := range wi {
+		wi[i] = make([]float64, dim)
+	}
+	oracle := func(labs []lab) (float64, int) {
+		best, bi := math.Inf(-1), 0
+		for k, l := range labs {
+			if v := l.loss - dot(w, l.psi); v > best {
+				best, bi = v, k
+			}
+		}
+		return best, bi
+	}
+	for it := 0; it < 100000; it++ {
+		primal, dual := 0.5*dot(w, w), -0.5*dot(w, w)
+		for i, labs := range all {
+			best, _ := oracle(labs)
+			primal += C * best
+			dual += li[i]
+		}
+		if primal-dual <= tol {
+			return dual, primal
+		}
+		for i, labs := range all {
+			_, bi := oracle(labs)
+			ws := make([]float64, dim)
+			for j := range ws {
+				ws[j] = C*labs[bi].psi[j] - wi[i][j]
+			}
+			ls := C*labs[bi].loss - li[i]
+			num, den := ls-dot(w, ws), dot(ws, ws)
+			if den <= 0 || num <= 0 {
+				continue
+			}
+			g := min(1, num/den)
+			for j := range w {
+				w[j] += g * ws[j]
+				wi[i][j] += g * ws[j]
+			}
+			li[i] += g * ls
+		}
+	}
+	t.Fatalf("reference solver did not converge")
+	return 0, 0
+}
+
+func TestBCFWAndSSGReachTheOptimumML(t *testing.T) {
+	for seed := int64(1); seed <= 2; seed++ {
+		tr, _, _, err := GenMultilabel(MLGenOptions{Labels: 4, Features: 4, Train: 5, Test: 1, LabelFeatures: 1, ExampleFeatures: 1, MeanLabels: 1.5, Noise: 0.3, Emission: 1, Interaction: 1, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := &Data{ML: tr}
+		const C = 1.0
+		lo, hi := mlOptimum(t, tr, C, 1e-4)
+		res := checkRun(t, "bcfw ml", BCFW, d, Options{C: C, MaxIter: 3000, EvalEvery: 10, Seed: seed}, lo, hi)
+		if res.Gap > 1e-3*max(1, hi) {
+			t.Errorf("seed %d bcfw ml: primal %v gap %v, optimum %v", seed, res.Primal, res.Gap, hi)
+		}
+		res = checkRun(t, "ssg ml", SSG, d, Options{C: C, MaxIter: 2000, EvalEvery: 100, Seed: seed, Average: true}, lo, hi)
+		if res.Primal > hi+2e-2*max(1, hi) {
+			t.Errorf("seed %d ssg ml: primal %v, optimum %v", seed, res.Primal, hi)
+		}
+	}
+}
+
+func TestTrainersDeterministic(t *testing.T) {
+	tr, _, _, err := GenSequence(SeqGenOptions{Labels: 5, Train: 20, Test: 1, Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Data{Seq: tr}
+	for _, a := range []Trainer{BCFW, SSG} {
+		o := Options{MaxIter: 3, Seed: 7, Average: true, RegTrans: 3}
+		w1, r1, err1 := a(context.Background(), d, o)
+		w2, r2, err2 := a(context.Background(), d, o)
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		r1.Seconds, r2.Seconds = 0, 0
+		if r1 != r2 || !slices.Equal(w1.Emit, w2.Emit) || !slices.Equal(w1.Trans, w2.Trans) {
+			t.Errorf("%s: two runs with seed 7 differ: %+v, %+v", r1.Algo, r1, r2)
+		}
+	}
+}
+
+// TestBlockRegularization checks the block-regularized objective on the
+// weights returned (computed directly by BlockPrimal) and against the
+// optimum of the rescaled problem solved by the reference solver.
+func TestBlockRegularization(t *testing.T) {
+	tr := tinySeq(t, 2)
+	d := &Data{Seq: tr}
+	const C, re, rt = 1.0, 0.5, 8.0
+	k := math.Sqrt(rt / re)
+	lo, hi := ssvmOptimum(t, scaleFeatures(d, k).Seq, C/rt, 1e-4/rt)
+	lo, hi = lo*rt, hi*rt
+	var plainT float64
+	for _, rtrans := range []float64{1, rt} {
+		o := Options{C: C, MaxIter: 400, RegEmit: re, RegTrans: rtrans}
+		for _, a := range []Algorithm{Algorithms[0], Algorithms[1], Algorithms[2]} {
+			oo := o
+			if a.Name == "ssg" {
+				oo.MaxIter, oo.EvalEvery, oo.Average = 2000, 100, true
+			}
+			w, res, err := a.Train(context.Background(), d, oo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, _, err := BlockPrimal(context.Background(), w, d, oo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(p-res.Primal) > 1e-9*max(1, p) {
+				t.Errorf("%s reg %v/%v: reported primal %v, direct %v", a.Name, re, rtrans, res.Primal, p)
+			}
+			tt := 0.0
+			for _, v := range w.Trans {
+				tt += v * v
+			}
+			if rtrans == 1 {
+				if a.Name == "bcfw" {
+					plainT = tt
+				}
+				continue
+			}
+			if res.Dual > hi+1e-6 || p < lo-1e-6 {
+				t.Errorf("%s: primal %v dual %v outside the optimum [%v, %v]", a.Name, p, res.Dual, lo, hi)
+			}
+			tol := 1e-3
+			if a.Name == "ssg" {
+				tol = 3e-2
+			}
+			if p > hi+tol*max(1, hi) {
+				t.Errorf("%s: block primal %v, optimum %v", a.Name, p, hi)
+			}
+			if a.Name == "bcfw" && !(tt < plainT) {
+				t.Errorf("transition norm %v with RegTrans %v, %v without", tt, rt, plainT)
+			}
+		}
+	}
+}

@@ -1,0 +1,175 @@
+package learn
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestSequencesRoundTrip(t *testing.T) {
+	tr, _, w, err := GenSequence(SeqGenOptions{Labels: 5, Train: 7, Test: 1, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteSequences(&b, tr); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadSequences(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels != tr.Labels || got.Features != tr.Features || got.Sentences() != tr.Sentences() || len(got.Y) != len(tr.Y) {
+		t.Fatalf("shape %d %d %d %d, want %d %d %d %d", got.Labels, got.Features, got.Sentences(), len(got.Y), tr.Labels, tr.Features, tr.Sentences(), len(tr.Y))
+	}
+	for i := range tr.X.Idx {
+		if got.X.Idx[i] != tr.X.Idx[i] || got.X.Val[i] != tr.X.Val[i] {
+			t.Fatalf("feature %d differs", i)
+		}
+	}
+	b.Reset()
+	if err := WriteWeights(&b, w); err != nil {
+		t.Fatal(err)
+	}
+	w2, err := ReadWeights(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w2.SqNorm() != w.SqNorm() || w2.Labels != w.Labels || w2.Features != w.Features {
+		t.Fatalf("weights differ after round trip")
+	}
+}
+
+func TestMultilabelRoundTrip(t *testing.T) {
+	tr, _, w, err := GenMultilabel(MLGenOptions{Labels: 6, Train: 9, Test: 1, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteMultilabel(&b, tr); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadMultilabel(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Examples() != tr.Examples() || len(got.Y) != len(tr.Y) || got.Labels != tr.Labels {
+		t.Fatalf("shape differs")
+	}
+	b.Reset()
+	WriteWeights(&b, w)
+	w2, err := ReadWeights(&b)
+	if err != nil || w2.SqNorm() != w.SqNorm() {
+		t.Fatalf("weights round trip: %v", err)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	seq := []struct{ in, want string }{
+		{"x 1:1\n", "line 1: field 1"},
+		{"0 1:1\n0 0:1\n", "line 2: field 2"},
+		{"0 1:1\n\n1 2:nan\n", "line 3: field 2"},
+		{"0 1:1 2\n", "line 1: field 3"},
+		{"# ddrun sequence labels=2 features=5\n3 1:1\n", "header says labels=2"},
+		{"# ddrun multilabel labels=2\n", "want sequence"},
+		{"# ddrun sequence labels=x\n", "line 1: header field"},
+	}
+	for _, c := range seq {
+		_, err := ReadSequences(strings.NewReader(c.in))
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("ReadSequences(%q) = %v, want a one-line error with %q", c.in, err, c.want)
+		}
+	}
+	ml := []struct{ in, want string }{
+		{"0,x 1:1\n", "line 1: field 1"},
+		{"1,1 1:1\n", "repeated"},
+		{"0 1:1\n1 5:inf\n", "line 2: field 2"},
+		{"0 -1:1\n", "line 1: field 2"},
+	}
+	for _, c := range ml {
+		_, err := ReadMultilabel(strings.NewReader(c.in))
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("ReadMultilabel(%q) = %v, want a one-line error with %q", c.in, err, c.want)
+		}
+	}
+	wt := []struct{ in, want string }{
+		{"", "empty"},
+		{"weights\n", "line 1"},
+		{"ddrun-weights sequence labels=2 features=2\ne 3 0 1\n", "line 2: e 3 0"},
+		{"ddrun-weights sequence labels=2 features=2\np 0 1 1\n", "line 2: field 1"},
+		{"ddrun-weights multilabel labels=2 features=2\np 1 0 1\n", "line 2: p 1 0"},
+		{"ddrun-weights multilabel labels=2 features=2\ne 1 0 NaN\n", "line 2: field 4"},
+		{"ddrun-weights sequence labels=0 features=2\n", "line 1: labels=0"},
+		{"ddrun-weights sequence labels=100000 features=100000\n", "line 1"},
+	}
+	for _, c := range wt {
+		_, err := ReadWeights(strings.NewReader(c.in))
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("ReadWeights(%q) = %v, want a one-line error with %q", c.in, err, c.want)
+		}
+	}
+}
+
+func FuzzReadSequences(f *testing.F) {
+	f.Add("# ddrun sequence labels=3 features=4\n0 1:1 2:0.5\n1 3:1\n\n2 4:1\n")
+	f.Add("0 1:1\n\n\n1\n")
+	f.Add("0 1:1e308 1:1e308\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ReadSequences(strings.NewReader(s))
+		if err != nil {
+			return
+		}
+		var b bytes.Buffer
+		if err := WriteSequences(&b, d); err != nil {
+			t.Fatal(err)
+		}
+		d2, err := ReadSequences(&b)
+		if err != nil {
+			t.Fatalf("re-read: %v", err)
+		}
+		if len(d2.Y) != len(d.Y) || d2.Sentences() != d.Sentences() {
+			t.Fatalf("round trip changed the data")
+		}
+	})
+}
+
+func FuzzReadMultilabel(f *testing.F) {
+	f.Add("# ddrun multilabel labels=3 features=4\n0,2 1:1 2:0.5\n 3:1\n1 4:1\n")
+	f.Add("1:1\n0,1,2\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ReadMultilabel(strings.NewReader(s))
+		if err != nil {
+			return
+		}
+		var b bytes.Buffer
+		if err := WriteMultilabel(&b, d); err != nil {
+			t.Fatal(err)
+		}
+		d2, err := ReadMultilabel(&b)
+		if err != nil {
+			t.Fatalf("re-read: %v", err)
+		}
+		if len(d2.Y) != len(d.Y) || d2.Examples() != d.Examples() {
+			t.Fatalf("round trip changed the data")
+		}
+	})
+}
+
+func FuzzReadWeights(f *testing.F) {
+	f.Add("ddrun-weights sequence labels=2 features=3\ne 1 0 1.5\nt 0 1 -2\n")
+	f.Add("ddrun-weights multilabel labels=3 features=2\n# c\ne 2 2 1\np 0 2 0.5\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		w, err := readWeights(strings.NewReader(s), 1<<16)
+		if err != nil {
+			return
+		}
+		var b bytes.Buffer
+		if err := WriteWeights(&b, w); err != nil {
+			t.Fatal(err)
+		}
+		w2, err := readWeights(&b, 1<<16)
+		if err != nil || w2.SqNorm() != w.SqNorm() {
+			t.Fatalf("round trip: %v", err)
+		}
+	})
+}

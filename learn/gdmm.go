@@ -1,0 +1,590 @@
+package learn
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
+// GDMM trains a sequence labeller by the Greedy Direction Method of
+// Multipliers of Yen et al. (NIPS 2016, Alg. 1) on the factorwise dual of
+// the structural SVM:
+//
+//	min_beta  G(beta) = 1/2 ||w(beta)||^2 - sum_j delta_j' beta_j
+//	s.t.      beta_f in C * simplex(Y_f) for every unigram (token) and bigram (link) factor f,
+//	          M_jf beta_f = beta_j  (the link's marginals equal its tokens'),
+//
+// with w(beta) = sum_f Phi_f' (C e_{ybar_f} - beta_f) (eq. 10 with alpha_f
+// = C e_{ybar_f} - beta_f) and delta_j the Hamming loss. Each pass
+// minimises the augmented Lagrangian (eq. 12, penalty Rho) greedily, one
+// factor at a time, by away-step Frank-Wolfe (Alg. 2: the greedy direction
+// from the factorwise maximization oracle, eq. 15, the away direction from
+// the factor's active states, eq. 16, exact line search, repeated until a
+// non-drop step), then steps the multipliers (eq. 13, step Eta). Every
+// factor's dual variables and messages live on its active labels only.
+//
+// With Options.Sublinear the oracles are Sect. 3.2's: the emission
+// (inner-product) oracle searches one of SampleParts random label subsets
+// plus the active labels (eq. 21); the transition (indicator) oracle
+// compares the four cases of active and inactive endpoints over ordered
+// views of the transition table (snapshots sorted by value, with the
+// entries changed since the last snapshot checked apart), exact.
+//
+// The reported dual is honest: the iterate's marginals are made
+// consistent (each link's conditional kept, chained from the first
+// token's marginal: a point of the scaled marginal polytope, which for a
+// chain is the structured SVM's dual domain), and its dual objective
+// sum_j delta_j' mu_j - 1/2 ||w(mu)||^2 is a lower bound on the primal
+// optimum. The primal is evaluated at both w(beta) and w(mu); the weights
+// returned are those of the smallest primal seen.
+func GDMM(ctx context.Context, d *Data, o Options) (*Weights, Result, error) {
+	if err := o.Validate(); err != nil {
+		return nil, Result{}, err
+	}
+	if err := CheckData(d); err != nil {
+		return nil, Result{}, err
+	}
+	if d.ML != nil {
+		return trainGDMMML(ctx, d.ML, o)
+	}
+	g := newGDMM(d.Seq, o)
+	st := stopper{start: time.Now(), o: &o}
+	res := Result{Algo: "gdmm", Objective: ObjectiveExact, Primal: math.Inf(1), Dual: math.Inf(-1), Gap: math.Inf(1), PrimalExact: true}
+	var best *Weights
+	for it := 1; ; it++ {
+		g.pass()
+		res.Iterations = it
+		last := st.done(ctx, it, res)
+		if o.EvalEvery <= 1 || it%o.EvalEvery == 0 || last {
+			dual, wmu := g.dual()
+			for _, w := range []*Weights{g.w, wmu} {
+				p, _, err := Primal(ctx, w, d, o.C, o.Threads)
+				if err != nil && ctx.Err() == nil {
+					return nil, res, err
+				}
+				if err == nil && p < res.Primal {
+					res.Primal, best = p, w.copyInto(best)
+				}
+			}
+			res.Dual = max(res.Dual, dual)
+			res.Gap = res.Primal - res.Dual
+			res.Seconds = st.elapsed()
+			if o.Progress != nil {
+				o.Progress(res)
+			}
+			last = last || st.done(ctx, it, res)
+		}
+		if last {
+			break
+		}
+	}
+	res.Seconds = st.elapsed()
+	return best, res, nil
+}
+
+// svec is a sparse vector over a small active set (linear search).
+type svec struct {
+	k []int32
+	v []float64
+}
+
+func (s *svec) get(k int32) float64 {
+	for i, x := range s.k {
+		if x == k {
+			return s.v[i]
+		}
+	}
+	return 0
+}
+
+func (s *svec) add(k int32, v float64) {
+	for i, x := range s.k {
+		if x == k {
+			s.v[i] += v
+			return
+		}
+	}
+	s.k = append(s.k, k)
+	s.v = append(s.v, v)
+}
+
+// prune drops entries below eps (numerical zeros of the simplex).
+func (s *svec) prune(eps float64) {
+	n := 0
+	for i := range s.k {
+		if math.Abs(s.v[i]) > eps {
+			s.k[n], s.v[n] = s.k[i], s.v[i]
+			n++
+		}
+	}
+	s.k, s.v = s.k[:n], s.v[:n]
+}
+
+type gdmm struct {
+	d   *SeqData
+	o   Options
+	L   int
+	C   float64
+	w   *Weights
+	wmu *Weights // the repaired dual point's weights, reused
+	rng *rand.Rand
+
+	uni    []svec // per token: beta_j over labels
+	bi     []svec // per link (token t and t+1, indexed by t): beta_e over a*L+b
+	lamL   []svec // per link: multiplier of the left marginal
+	lamR   []svec // per link: multiplier of the right marginal
+	link   []bool // token t has a link to t+1
+	xnorm2 []float64
+
+	// scratch
+	g      []float64 // L: gradient of a unigram block
+	mL, mR []float64 // L: dense messages of a link
+	dir    svec
+	sub    []int32
+	view   *transView
+}
+
+func newGDMM(d *SeqData, o Options) *gdmm {
+	L := d.Labels
+	n := len(d.Y)
+	g := &gdmm{d: d, o: o, L: L, C: o.C, w: NewWeights(KindSequence, L, d.Features),
+		rng: rand.New(rand.NewPCG(uint64(o.Seed), 0x6d)),
+		uni: make([]svec, n), bi: make([]svec, n), lamL: make([]svec, n), lamR: make([]svec, n),
+		link: make([]bool, n), xnorm2: make([]float64, n),
+		g: make([]float64, L), mL: make([]float64, L), mR: make([]float64, L)}
+	for s := 0; s < d.Sentences(); s++ {
+		for t := d.Start[s]; t < d.Start[s+1]; t++ {
+			g.uni[t].add(d.Y[t], g.C)
+			if t+1 < d.Start[s+1] {
+				g.link[t] = true
+				g.bi[t].add(d.Y[t]*int32(L)+d.Y[t+1], g.C)
+			}
+			_, val := d.X.Row(t)
+			for _, v := range val {
+				g.xnorm2[t] += v * v
+			}
+		}
+	}
+	if o.Sublinear {
+		g.view = newTransView(g.w.Trans, L)
+	}
+	return g
+}
+
+// message returns m_{jf}(y) = (M_jf beta_e)(y) - beta_j(y) + lambda_jf(y)
+// of link e towards its left (left=true: token e) or right token (e+1).
+func (g *gdmm) message(e int, left bool, y int32) float64 {
+	L := int32(g.L)
+	m := 0.0
+	b := &g.bi[e]
+	for i, ab := range b.k {
+		if left && ab/L == y || !left && ab%L == y {
+			m += b.v[i]
+		}
+	}
+	if left {
+		return m - g.uni[e].get(y) + g.lamL[e].get(y)
+	}
+	return m - g.uni[e+1].get(y) + g.lamR[e].get(y)
+}
+
+// messageSupport appends the labels where link e's message to its left or
+// right token may be nonzero.
+func (g *gdmm) messageSupport(e int, left bool, out []int32) []int32 {
+	L := int32(g.L)
+	push := func(y int32) {
+		if !slices.Contains(out, y) {
+			out = append(out, y)
+		}
+	}
+	for _, ab := range g.bi[e].k {
+		if left {
+			push(ab / L)
+		} else {
+			push(ab % L)
+		}
+	}
+	tok, lam := e, &g.lamL[e]
+	if !left {
+		tok, lam = e+1, &g.lamR[e]
+	}
+	for _, y := range g.uni[tok].k {
+		push(y)
+	}
+	for _, y := range lam.k {
+		push(y)
+	}
+	return out
+}
+
+// pass is one GDMM iteration: a pass of away-step Frank-Wolfe over every
+// factor (Alg. 2), then the multiplier step (eq. 13).
+func (g *gdmm) pass() {
+	if g.view != nil {
+		g.view.rebuild()
+	}
+	n := len(g.d.Y)
+	for t := 0; t < n; t++ {
+		g.unigram(t)
+		if g.link[t] {
+			g.bigram(t)
+		}
+	}
+	L := int32(g.L)
+	eta := g.o.Eta
+	var sup []int32
+	for e := 0; e < n; e++ {
+		if !g.link[e] {
+			continue
+		}
+		for _, left := range []bool{true, false} {
+			sup = g.messageSupport(e, left, sup[:0])
+			lam := &g.lamL[e]
+			tok := e
+			if !left {
+				lam, tok = &g.lamR[e], e+1
+			}
+			for _, y := range sup {
+				marg := 0.0
+				for i, ab := range g.bi[e].k {
+					if left && ab/L == y || !left && ab%L == y {
+						marg += g.bi[e].v[i]
+					}
+				}
+				if r := marg - g.uni[tok].get(y); r != 0 {
+					lam.add(y, eta*r)
+				}
+			}
+			lam.prune(1e-12 * g.C)
+		}
+	}
+}
+
+// unigram runs away-step Frank-Wolfe on token t's block.
+func (g *gdmm) unigram(t int) {
+	L, rho := g.L, g.o.Rho
+	d := g.d
+	idx, val := d.X.Row(t)
+	ybar := d.Y[t]
+	deg := 0.0
+	if g.link[t] {
+		deg++
+	}
+	if t > 0 && g.link[t-1] {
+		deg++
+	}
+	grad := func(y int32, s float64) float64 {
+		v := -s
+		if y != ybar {
+			v--
+		}
+		if g.link[t] {
+			v -= rho * g.message(t, true, y)
+		}
+		if t > 0 && g.link[t-1] {
+			v -= rho * g.message(t-1, false, y)
+		}
+		return v
+	}
+	score := func(y int32) float64 {
+		s := 0.0
+		for k, f := range idx {
+			if int(f) < g.w.Features {
+				s += val[k] * g.w.Emit[int(f)*L+int(y)]
+			}
+		}
+		return s
+	}
+	curv := g.xnorm2[t] + rho*deg
+	b := &g.uni[t]
+	for step := 0; step < 2*len(b.k)+2; step++ {
+		// FMO (eq. 15): the label of least gradient.
+		yPlus, gPlus := int32(-1), math.Inf(1)
+		if g.o.Sublinear && g.o.SampleParts > 1 {
+			// Sect. 3.2, eq. 21: one random subset of the labels, plus
+			// the labels with messages or mass (exact on those).
+			part := g.rng.IntN(g.o.SampleParts)
+			for y := int32(part); int(y) < L; y += int32(g.o.SampleParts) {
+				if v := grad(y, score(y)); v < gPlus {
+					yPlus, gPlus = y, v
+				}
+			}
+			g.sub = g.sub[:0]
+			if g.link[t] {
+				g.sub = g.messageSupport(t, true, g.sub)
+			}
+			if t > 0 && g.link[t-1] {
+				g.sub = g.messageSupport(t-1, false, g.sub)
+			}
+			g.sub = append(g.sub, b.k...)
+			for _, y := range g.sub {
+				if v := grad(y, score(y)); v < gPlus {
+					yPlus, gPlus = y, v
+				}
+			}
+		} else {
+			g.w.scores(idx, val, g.g)
+			for y := 0; y < L; y++ {
+				if v := grad(int32(y), g.g[y]); v < gPlus {
+					yPlus, gPlus = int32(y), v
+				}
+			}
+		}
+		if !g.afwStep(b, yPlus, gPlus, func(y int32) float64 { return grad(y, score(y)) },
+			func(dir *svec) float64 { return curv * sqnorm(dir) },
+			func(y int32, dv float64) {
+				// w = sum (C e_ybar - beta): Emit[f, y] -= dv x_f.
+				for k, f := range idx {
+					if int(f) < g.w.Features {
+						g.w.Emit[int(f)*L+int(y)] -= dv * val[k]
+					}
+				}
+			}) {
+			break
+		}
+	}
+}
+
+func sqnorm(s *svec) float64 {
+	v := 0.0
+	for _, x := range s.v {
+		v += x * x
+	}
+	return v
+}
+
+// bigram runs away-step Frank-Wolfe on link e's block (L^2 states).
+func (g *gdmm) bigram(e int) {
+	L, rho := g.L, g.o.Rho
+	Li := int32(L)
+	T := g.w.Trans
+	b := &g.bi[e]
+	grad := func(ab int32) float64 {
+		return -T[ab] + rho*(g.message(e, true, ab/Li)+g.message(e, false, ab%Li))
+	}
+	curv := func(dir *svec) float64 {
+		// ||d||^2 from T, plus rho ||M_L d||^2 + rho ||M_R d||^2.
+		v := sqnorm(dir)
+		for _, left := range []bool{true, false} {
+			for i, ab := range dir.k {
+				key := ab % Li
+				if left {
+					key = ab / Li
+				}
+				first := true
+				for j := 0; j < i; j++ {
+					k2 := dir.k[j] % Li
+					if left {
+						k2 = dir.k[j] / Li
+					}
+					if k2 == key {
+						first = false
+						break
+					}
+				}
+				if !first {
+					continue
+				}
+				s := 0.0
+				for j := i; j < len(dir.k); j++ {
+					k2 := dir.k[j] % Li
+					if left {
+						k2 = dir.k[j] / Li
+					}
+					if k2 == key {
+						s += dir.v[j]
+					}
+				}
+				v += rho * s * s
+			}
+		}
+		return v
+	}
+	for step := 0; step < 2*len(b.k)+2; step++ {
+		// Dense messages for the oracle.
+		g.sub = g.messageSupport(e, true, g.sub[:0])
+		for _, y := range g.sub {
+			g.mL[y] = rho * g.message(e, true, y)
+		}
+		aL := append([]int32(nil), g.sub...)
+		g.sub = g.messageSupport(e, false, g.sub[:0])
+		for _, y := range g.sub {
+			g.mR[y] = rho * g.message(e, false, y)
+		}
+		var ab int32
+		var gv float64
+		if g.view != nil {
+			ab, gv = g.view.argmin(g.mL, g.mR, aL, g.sub)
+		} else {
+			ab, gv = fmoDense(T, L, g.mL, g.mR)
+		}
+		for _, y := range aL {
+			g.mL[y] = 0
+		}
+		for _, y := range g.sub {
+			g.mR[y] = 0
+		}
+		more := g.afwStep(b, ab, gv, grad, curv, func(ab int32, dv float64) {
+			T[ab] -= dv
+			if g.view != nil {
+				g.view.touch(ab)
+			}
+		})
+		if !more {
+			break
+		}
+	}
+}
+
+// fmoDense is the exact transition oracle: argmin over (a, b) of
+// -T[a,b] + mL[a] + mR[b], O(L^2).
+func fmoDense(T []float64, L int, mL, mR []float64) (int32, float64) {
+	best, arg := math.Inf(1), int32(0)
+	for a := 0; a < L; a++ {
+		row := T[a*L : a*L+L]
+		ma := mL[a]
+		for b, tv := range row {
+			if v := ma + mR[b] - tv; v < best {
+				best, arg = v, int32(a*L+b)
+			}
+		}
+	}
+	return arg, best
+}
+
+// afwStep does one away-step Frank-Wolfe step (Alg. 2, eqs. 15-17) on a
+// block beta (sum C) with FMO vertex yPlus (gradient gPlus); grad gives the
+// gradient at an active state, curv the curvature d'Hd of a direction,
+// apply the change of w for a change dv of beta at a state. It reports
+// whether the step was a drop step (the caller repeats then).
+func (g *gdmm) afwStep(b *svec, yPlus int32, gPlus float64, grad func(int32) float64, curv func(*svec) float64, apply func(int32, float64)) (drop bool) {
+	C := g.C
+	// <grad, beta> and the away vertex (eq. 16).
+	gb, yMinus, gMinus := 0.0, int32(-1), math.Inf(-1)
+	for i, y := range b.k {
+		gy := grad(y)
+		gb += gy * b.v[i]
+		if gy > gMinus {
+			yMinus, gMinus = y, gy
+		}
+	}
+	fwGap := gb - C*gPlus  // <grad, beta - C e+> = -<grad, d_F>
+	awGap := C*gMinus - gb // -<grad, d_A>
+	dir := &g.dir
+	dir.k, dir.v = dir.k[:0], dir.v[:0]
+	var gmax float64
+	var slope float64
+	if fwGap >= awGap || yMinus < 0 || b.get(yMinus) >= C*(1-1e-12) {
+		if fwGap <= 1e-12*C {
+			return false
+		}
+		// d_F = C e+ - beta.
+		for i, y := range b.k {
+			dir.add(y, -b.v[i])
+		}
+		dir.add(yPlus, C)
+		gmax, slope = 1, -fwGap
+	} else {
+		if awGap <= 1e-12*C {
+			return false
+		}
+		// d_A = beta - C e-, gamma <= c/(1-c) with c = beta(y-)/C.
+		for i, y := range b.k {
+			dir.add(y, b.v[i])
+		}
+		dir.add(yMinus, -C)
+		c := b.get(yMinus) / C
+		gmax, slope = c/(1-c), -awGap
+	}
+	h := curv(dir)
+	gamma := gmax
+	if h > 0 {
+		gamma = min(gmax, -slope/h)
+	}
+	if gamma <= 0 {
+		return false
+	}
+	for i, y := range dir.k {
+		dv := gamma * dir.v[i]
+		if dv == 0 {
+			continue
+		}
+		b.add(y, dv)
+		apply(y, dv)
+	}
+	b.prune(1e-12 * C)
+	return gamma >= gmax && gmax < 1
+}
+
+// dual returns the dual objective of the iterate made consistent (see
+// GDMM) and the weights w(mu) of that point.
+func (g *gdmm) dual() (float64, *Weights) {
+	d, L, C := g.d, g.L, g.C
+	Li := int32(L)
+	w := g.wmu.reset(KindSequence, L, d.Features)
+	g.wmu = w
+	lin := 0.0
+	var p, next svec
+	var rows []float64
+	for s := 0; s < d.Sentences(); s++ {
+		t0, t1 := d.Start[s], d.Start[s+1]
+		p.k, p.v = append(p.k[:0], g.uni[t0].k...), append(p.v[:0], g.uni[t0].v...)
+		for t := t0; t < t1; t++ {
+			// Token t's marginal p: loss and emissions.
+			idx, val := d.X.Row(t)
+			ybar := d.Y[t]
+			for i, y := range p.k {
+				if y != ybar {
+					lin += p.v[i]
+				}
+			}
+			for k, f := range idx {
+				w.Emit[int(f)*L+int(ybar)] += C * val[k]
+				for i, y := range p.k {
+					w.Emit[int(f)*L+int(y)] -= p.v[i] * val[k]
+				}
+			}
+			if t+1 == t1 {
+				break
+			}
+			// Link t: mu(a, b) = p(a) beta_e(b | a), or p(a) beta_{t+1}(b)/C
+			// where beta_e has no mass on row a.
+			w.Trans[int(ybar)*L+int(d.Y[t+1])] += C
+			be := &g.bi[t]
+			rows = rows[:0]
+			for range p.k {
+				rows = append(rows, 0)
+			}
+			for i, ab := range be.k {
+				for j, a := range p.k {
+					if ab/Li == a {
+						rows[j] += be.v[i]
+					}
+				}
+			}
+			next.k, next.v = next.k[:0], next.v[:0]
+			for j, a := range p.k {
+				if rows[j] > 1e-12*C {
+					for i, ab := range be.k {
+						if ab/Li == a {
+							m := p.v[j] * be.v[i] / rows[j]
+							w.Trans[ab] -= m
+							next.add(ab%Li, m)
+						}
+					}
+					continue
+				}
+				u := &g.uni[t+1]
+				for i, b := range u.k {
+					m := p.v[j] * u.v[i] / C
+					w.Trans[int(a)*L+int(b)] -= m
+					next.add(b, m)
+				}
+			}
+			p.k, p.v = append(p.k[:0], next.k...), append(p.v[:0], next.v...)
+		}
+	}
+	return lin - 0.5*w.SqNorm(), w
+}

@@ -1,0 +1,219 @@
+package learn
+
+import (
+	"context"
+	"math"
+	"testing"
+)
+
+// lpSSVMOptimum solves the LP-relaxed structural SVM (Yen et al. eq. 5) of
+// a tiny multilabel data set independently of GDMM: block-coordinate
+// Frank-Wolfe on its dual over the scaled local polytopes, the linear
+// oracle by enumeration of the half-integral node marginals {0,1/2,1}^L
+// (pair marginals at their best given the nodes), until the certified gap
+// (enumerated LP primal minus dual) is below tol. It returns [dual, primal].
+func lpSSVMOptimum(t *testing.T, d *MLData, C, tol float64) (lo, hi float64) {
+	L, D := d.Labels, d.Features
+	dim := L*D + L*L
+	n := d.Examples()
+	truth := make([][]float64, n)
+	for i := range truth {
+		truth[i] = make([]float64, L)
+		for _, y := range d.Positive(i) {
+			truth[i][y] = 1
+		}
+	}
+	// phi of node marginals mu and pair marginals q (q[a*L+b], a < b).
+	phi := func(i int, mu, q []float64) []float64 {
+		v := make([]float64, dim)
+		idx, val := d.X.Row(i)
+		for l := 0; l < L; l++ {
+			for j, f := range idx {
+				v[int(f)*L+l] += mu[l] * val[j]
+			}
+		}
+		for a := 0; a < L; a++ {
+			for b := a + 1; b < L; b++ {
+				v[L*D+a*L+b] += q[a*L+b]
+			}
+		}
+		return v
+	}
+	dot := func(a, b []float64) float64 {
+		s := 0.0
+		for i := range a {
+			s += a[i] * b[i]
+		}
+		return s
+	}
+	qTruth := func(i int) []float64 {
+		q := make([]float64, L*L)
+		for a := 0; a < L; a++ {
+			for b := a + 1; b < L; b++ {
+				q[a*L+b] = truth[i][a] * truth[i][b]
+			}
+		}
+		return q
+	}
+	phiTruth := make([][]float64, n)
+	for i := range phiTruth {
+		phiTruth[i] = phi(i, truth[i], qTruth(i))
+	}
+	// oracle: max over the local polytope of loss(mu) - <w, phi(truth) - phi(mu)>.
+	oracle := func(w []float64, i int) (float64, []float64, float64) {
+		best := math.Inf(-1)
+		var bpsi []float64
+		var bloss float64
+		idx := make([]int, L)
+		mu := make([]float64, L)
+		q := make([]float64, L*L)
+		for {
+			loss := 0.0
+			for l := range mu {
+				mu[l] = float64(idx[l]) / 2
+				loss += math.Abs(mu[l] - truth[i][l])
+			}
+			for a := 0; a < L; a++ {
+				for b := a + 1; b < L; b++ {
+					if w[L*D+a*L+b] > 0 {
+						q[a*L+b] = min(mu[a], mu[b])
+					} else {
+						q[a*L+b] = max(0, mu[a]+mu[b]-1)
+					}
+				}
+			}
+			p := phi(i, mu, q)
+			for j := range p {
+				p[j] = phiTruth[i][j] - p[j]
+			}
+			if v := loss - dot(w, p); v > best {
+				best, bpsi, bloss = v, p, loss
+			}
+			k := 0
+			for k < L && idx[k] == 2 {
+				idx[k] = 0
+				k++
+			}
+			if k == L {
+				break
+			}
+			idx[k]++
+		}
+		return best, bpsi, bloss
+	}
+	w := make([]float64, dim)
+	wi := make([][]float64, n)
+	li := make([]float64, n)
+	for i := range wi {
+		wi[i] = make([]float64, dim)
+	}
+	for it := 0; it < 100000; it++ {
+		primal, dual := 0.5*dot(w, w), -0.5*dot(w, w)
+		for i := 0; i < n; i++ {
+			dual += li[i]
+			v, _, _ := oracle(w, i)
+			primal += C * v
+		}
+		if primal-dual <= tol {
+			return dual, primal
+		}
+		for i := 0; i < n; i++ {
+			_, psi, loss := oracle(w, i)
+			ws := make([]float64, dim)
+			for j := range ws {
+				ws[j] = C*psi[j] - wi[i][j]
+			}
+			ls := C*loss - li[i]
+			num, den := ls-dot(w, ws), dot(ws, ws)
+			if den <= 0 || num <= 0 {
+				continue
+			}
+			gm := min(1, num/den)
+			for j := range w {
+				w[j] += gm * ws[j]
+				wi[i][j] += gm * ws[j]
+			}
+			li[i] += gm * ls
+		}
+	}
+	t.Fatalf("reference solver did not converge")
+	return 0, 0
+}
+
+func TestGDMMMultilabelReachesTheOptimum(t *testing.T) {
+	for seed := int64(1); seed <= 3; seed++ {
+		tr, _, _, err := GenMultilabel(MLGenOptions{Labels: 3, Features: 5, Train: 5, Test: 1, LabelFeatures: 2, ExampleFeatures: 2, MeanLabels: 2, Emission: 1, Interaction: 1, Noise: 0.3, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const C = 1.0
+		lo, hi := lpSSVMOptimum(t, tr, C, 1e-3)
+		for _, sub := range []bool{false, true} {
+			var primals []float64
+			o := Options{C: C, MaxIter: 3000, Tol: 1e-8, EvalEvery: 10, Sublinear: sub, SampleParts: 2, Progress: func(r Result) {
+				if r.Dual > r.Primal+1e-9 {
+					t.Errorf("seed %d: dual %v above primal %v", seed, r.Dual, r.Primal)
+				}
+				if r.Dual > hi+1e-6 {
+					t.Errorf("seed %d: dual %v above the optimum %v", seed, r.Dual, hi)
+				}
+				if r.Primal < lo-1e-6 {
+					t.Errorf("seed %d: primal %v below the optimum %v", seed, r.Primal, lo)
+				}
+				primals = append(primals, r.Primal)
+			}}
+			_, res, err := GDMM(context.Background(), &Data{ML: tr}, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Objective != ObjectiveLP {
+				t.Errorf("objective %q", res.Objective)
+			}
+			t.Logf("seed %d sublinear %v: optimum [%v, %v], primal %v dual %v after %d passes", seed, sub, lo, hi, res.Primal, res.Dual, res.Iterations)
+			if res.Primal > hi+1e-3*max(1, hi) {
+				t.Errorf("seed %d sublinear %v: primal %v after %d passes, optimum %v", seed, sub, res.Primal, res.Iterations, hi)
+			}
+			if res.Gap > 1e-2*max(1, hi) {
+				t.Errorf("seed %d sublinear %v: gap %v after %d passes (optimum %v, dual %v)", seed, sub, res.Gap, res.Iterations, hi, res.Dual)
+			}
+		}
+	}
+}
+
+func mlBenchData(b *testing.B, L, n int) *MLData {
+	tr, _, _, err := GenMultilabel(MLGenOptions{Labels: L, Train: n, Test: 1, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tr
+}
+
+// BenchmarkGDMMMultilabelPass times one pass after 10 warm-up passes, and
+// one LP-relaxed primal evaluation at that iterate.
+func BenchmarkGDMMMultilabelPass(b *testing.B) {
+	for _, L := range []int{200} {
+		d := mlBenchData(b, L, 500)
+		for _, sub := range []bool{false, true} {
+			o := Options{C: 1, MaxIter: 1, Sublinear: sub}
+			o.Validate()
+			g := newGDMMML(d, o)
+			for range 10 {
+				g.pass()
+			}
+			name := "exact/L=" + itoa(L)
+			if sub {
+				name = "sublinear/L=" + itoa(L)
+			}
+			b.Run("pass/"+name, func(b *testing.B) {
+				for b.Loop() {
+					g.pass()
+				}
+			})
+			b.Run("primalLP/"+name, func(b *testing.B) {
+				for b.Loop() {
+					PrimalLP(context.Background(), g.w, d, 1, 1, nil, 0)
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,278 @@
+package learn
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// ssvmOptimum solves the structural SVM of a tiny sequence data set
+// independently of GDMM: the dual over enumerated labellings,
+//
+//	max_beta sum_i sum_y beta_i(y) Hamming(y, ybar_i) - 1/2 ||sum_i sum_y beta_i(y) (phi(ybar_i) - phi(y))||^2,
+//	beta_i in C * simplex over all labellings of sentence i,
+//
+// by block-coordinate Frank-Wolfe with exact line search and an
+// enumeration oracle, until the certified gap (brute-force primal minus
+// this dual) is below tol. It returns the bracket [dual, primal].
+func ssvmOptimum(t *testing.T, d *SeqData, C, tol float64) (lo, hi float64) {
+	L, D := d.Labels, d.Features
+	type lab struct {
+		phi  []float64 // emission then transition features
+		loss float64
+	}
+	dim := L*D + L*L
+	phi := func(s int, y []int) []float64 {
+		v := make([]float64, dim)
+		t0 := d.Start[s]
+		for k, yk := range y {
+			idx, val := d.X.Row(t0 + k)
+			for j, f := range idx {
+				v[int(f)*L+yk] += val[j]
+			}
+			if k+1 < len(y) {
+				v[L*D+yk*L+y[k+1]]++
+			}
+		}
+		return v
+	}
+	var all [][]lab
+	for s := 0; s < d.Sentences(); s++ {
+		n := d.Start[s+1] - d.Start[s]
+		truth := make([]int, n)
+		for k := range truth {
+			truth[k] = int(d.Y[d.Start[s]+k])
+		}
+		pt := phi(s, truth)
+		var labs []lab
+		y := make([]int, n)
+		for {
+			p := phi(s, y)
+			loss := 0.0
+			for k := range y {
+				if y[k] != truth[k] {
+					loss++
+				}
+			}
+			for i := range p {
+				p[i] = pt[i] - p[i]
+			}
+			labs = append(labs, lab{p, loss})
+			k := 0
+			for k < n && y[k] == L-1 {
+				y[k] = 0
+				k++
+			}
+			if k == n {
+				break
+			}
+			y[k]++
+		}
+		all = append(all, labs)
+	}
+	// beta_i starts at C on the truth (psi = 0, loss 0): w = 0.
+	w := make([]float64, dim)
+	wi := make([][]float64, len(all)) // block contributions
+	li := make([]float64, len(all))
+	for i := range wi {
+		wi[i] = make([]float64, dim)
+	}
+	dot := func(a, b []float64) float64 {
+		s := 0.0
+		for i := range a {
+			s += a[i] * b[i]
+		}
+		return s
+	}
+	for it := 0; it < 200000; it++ {
+		primal, dual := 0.5*dot(w, w), 0.0
+		for i := range all {
+			dual += li[i]
+		}
+		dual -= 0.5 * dot(w, w)
+		oracle := func(labs []lab) (float64, int) {
+			best, bi := math.Inf(-1), 0
+			for k, l := range labs {
+				if v := l.loss - dot(w, l.phi); v > best {
+					best, bi = v, k
+				}
+			}
+			return best, bi
+		}
+		for _, labs := range all {
+			best, _ := oracle(labs)
+			primal += C * best
+		}
+		if primal-dual <= tol {
+			return dual, primal
+		}
+		for i, labs := range all {
+			// Oracle: max_y loss - <w, psi>.
+			_, bi := oracle(labs)
+			// Block FW step towards C e_bi: ws = C psi, ls = C loss.
+			ws := make([]float64, dim)
+			for j := range ws {
+				ws[j] = C*labs[bi].phi[j] - wi[i][j]
+			}
+			ls := C*labs[bi].loss - li[i]
+			num := ls - dot(w, ws)
+			den := dot(ws, ws)
+			if den <= 0 || num <= 0 {
+				continue
+			}
+			g := min(1, num/den)
+			for j := range w {
+				w[j] += g * ws[j]
+				wi[i][j] += g * ws[j]
+			}
+			li[i] += g * ls
+		}
+	}
+	t.Fatalf("reference solver did not converge")
+	return 0, 0
+}
+
+func TestGDMMReachesTheOptimum(t *testing.T) {
+	for seed := int64(1); seed <= 3; seed++ {
+		tr, _, _, err := GenSequence(SeqGenOptions{Labels: 3, Features: 5, Train: 4, Test: 1, MinLen: 1, MaxLen: 3, LabelFeatures: 2, TokenFeatures: 2, Noise: 0.3, Emission: 1, Transition: 1, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const C = 1.0
+		lo, hi := ssvmOptimum(t, tr, C, 1e-4)
+		for _, sub := range []bool{false, true} {
+			var primals []float64
+			o := Options{C: C, MaxIter: 400, Sublinear: sub, SampleParts: 2, Progress: func(r Result) {
+				if r.Dual > r.Primal+1e-9 {
+					t.Errorf("seed %d: dual %v above primal %v", seed, r.Dual, r.Primal)
+				}
+				if r.Dual > hi+1e-6 {
+					t.Errorf("seed %d: dual %v above the optimum %v", seed, r.Dual, hi)
+				}
+				if r.Primal < lo-1e-6 {
+					t.Errorf("seed %d: primal %v below the optimum %v", seed, r.Primal, lo)
+				}
+				primals = append(primals, r.Primal)
+			}}
+			_, res, err := GDMM(context.Background(), &Data{Seq: tr}, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Primal > hi+1e-3*max(1, hi) {
+				t.Errorf("seed %d sublinear %v: primal %v after %d passes, optimum %v", seed, sub, res.Primal, res.Iterations, hi)
+			}
+			if res.Gap > 1e-2*max(1, hi) {
+				t.Errorf("seed %d sublinear %v: gap %v after %d passes (optimum %v, dual %v)", seed, sub, res.Gap, res.Iterations, hi, res.Dual)
+			}
+			if primals[len(primals)-1] > primals[0] {
+				t.Errorf("seed %d: primal rose from %v to %v", seed, primals[0], primals[len(primals)-1])
+			}
+		}
+	}
+}
+
+func TestTransViewMatchesDense(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, L := range []int{1, 2, 5, 17} {
+		T := make([]float64, L*L)
+		for i := range T {
+			T[i] = float64(rng.IntN(5)) // ties on purpose
+		}
+		v := newTransView(T, L)
+		mL, mR := make([]float64, L), make([]float64, L)
+		for it := 0; it < 300; it++ {
+			// Change some entries (dirty), sometimes many (rebuilds).
+			for k := rng.IntN(8); k > 0; k-- {
+				ab := int32(rng.IntN(L * L))
+				T[ab] += rng.NormFloat64()
+				v.touch(ab)
+			}
+			var aL, aR []int32
+			for y := 0; y < L; y++ {
+				mL[y], mR[y] = 0, 0
+				if rng.IntN(3) == 0 {
+					aL = append(aL, int32(y))
+					mL[y] = rng.NormFloat64()
+				}
+				if rng.IntN(3) == 0 {
+					aR = append(aR, int32(y))
+					mR[y] = rng.NormFloat64()
+				}
+			}
+			_, want := fmoDense(T, L, mL, mR)
+			ab, got := v.argmin(mL, mR, aL, aR)
+			if got != want || mL[int(ab)/L]+mR[int(ab)%L]-T[ab] != got {
+				t.Fatalf("L %d it %d: view %v at %d, dense %v", L, it, got, ab, want)
+			}
+		}
+	}
+}
+
+func benchData(b *testing.B, L int) *SeqData {
+	tr, _, _, err := GenSequence(SeqGenOptions{Labels: L, Train: 200, Test: 1, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tr
+}
+
+func BenchmarkFMOTransition(b *testing.B) {
+	for _, L := range []int{45, 1000} {
+		rng := rand.New(rand.NewPCG(1, 1))
+		T := make([]float64, L*L)
+		for i := range T {
+			T[i] = rng.NormFloat64()
+		}
+		mL, mR := make([]float64, L), make([]float64, L)
+		aL, aR := []int32{1, 7, 9}, []int32{2, 3}
+		for _, a := range aL {
+			mL[a] = 0.5
+		}
+		for _, a := range aR {
+			mR[a] = -0.5
+		}
+		b.Run("dense/L="+itoa(L), func(b *testing.B) {
+			for b.Loop() {
+				fmoDense(T, L, mL, mR)
+			}
+		})
+		v := newTransView(T, L)
+		b.Run("sublinear/L="+itoa(L), func(b *testing.B) {
+			for b.Loop() {
+				v.argmin(mL, mR, aL, aR)
+			}
+		})
+	}
+}
+
+func itoa(n int) string {
+	s := ""
+	for {
+		s = string(rune('0'+n%10)) + s
+		n /= 10
+		if n == 0 {
+			return s
+		}
+	}
+}
+
+func BenchmarkGDMMPass(b *testing.B) {
+	for _, L := range []int{45, 300} {
+		d := benchData(b, L)
+		for _, sub := range []bool{false, true} {
+			name := "exact/L=" + itoa(L)
+			if sub {
+				name = "sublinear/L=" + itoa(L)
+			}
+			b.Run(name, func(b *testing.B) {
+				o := Options{C: 1, MaxIter: 1, Sublinear: sub}
+				o.Validate()
+				g := newGDMM(d, o)
+				for b.Loop() {
+					g.pass()
+				}
+			})
+		}
+	}
+}

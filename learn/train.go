@@ -1,0 +1,181 @@
+package learn
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Options are what every training algorithm takes. Algorithm-specific
+// fields say which algorithm reads them.
+type Options struct {
+	C         float64       // the loss weight of the primal (default 1)
+	TimeLimit time.Duration // 0: none
+	MaxIter   int           // passes over the data; 0: none (then TimeLimit or Tol must stop the run)
+	Tol       float64       // stop when gap <= Tol * max(1, primal); 0: never on the gap
+	Threads   int           // goroutines for the objective evaluation (0: GOMAXPROCS)
+	Seed      int64         // sampling and example order
+	// EvalEvery evaluates the primal and dual every EvalEvery passes (0:
+	// every pass); the last pass is always evaluated.
+	EvalEvery int
+	// Progress, when not nil, receives each evaluation (Seconds counting
+	// the training time so far, evaluations included).
+	Progress func(Result)
+
+	// GDMM: the augmented Lagrangian's penalty rho (eq. 12, default 1),
+	// the multiplier step eta (eq. 13, default 1) and whether the
+	// factorwise maximization oracles use Sect. 3.2's sublinear versions
+	// (ordered maps for transitions, sampling for emissions).
+	Rho, Eta  float64
+	Sublinear bool
+	// SampleParts is nu, the number of label subsets that the sampled
+	// emission oracle picks one of (Sect. 3.2, eq. 21; default 8).
+	SampleParts int
+
+	// RegEmit and RegTrans are the block regularization coefficients
+	// (Belanger et al. 2012, Sect. 4 and 6.2): the primal's regularizer
+	// becomes 1/2 (RegEmit ||W_emit||^2 + RegTrans ||W_trans||^2), the
+	// transition block being the transitions (sequences) or the label
+	// pairs (multilabel). Default 1 each (the plain primal); every row of
+	// Algorithms honours them through BlockRegularized.
+	RegEmit, RegTrans float64
+	// Average (ssg): report and return the weighted average of the
+	// iterates (weights proportional to t) instead of the last iterate.
+	Average bool
+}
+
+// Validate fills defaults and checks the options; errors name the field.
+func (o *Options) Validate() error {
+	if o.C == 0 {
+		o.C = 1
+	}
+	if o.Rho == 0 {
+		o.Rho = 1
+	}
+	if o.Eta == 0 {
+		o.Eta = 1
+	}
+	if o.SampleParts == 0 {
+		o.SampleParts = 8
+	}
+	if o.RegEmit == 0 {
+		o.RegEmit = 1
+	}
+	if o.RegTrans == 0 {
+		o.RegTrans = 1
+	}
+	switch {
+	case !(o.C > 0) || math.IsInf(o.C, 0):
+		return fmt.Errorf("C %v: want a positive finite number", o.C)
+	case o.TimeLimit < 0 || o.MaxIter < 0 || o.EvalEvery < 0:
+		return fmt.Errorf("TimeLimit %v, MaxIter %d, EvalEvery %d: want non-negative", o.TimeLimit, o.MaxIter, o.EvalEvery)
+	case !(o.Tol >= 0) || math.IsInf(o.Tol, 0):
+		return fmt.Errorf("Tol %v: want a non-negative finite number", o.Tol)
+	case o.TimeLimit == 0 && o.MaxIter == 0 && o.Tol == 0:
+		return fmt.Errorf("no stopping rule: set TimeLimit, MaxIter or Tol")
+	case !(o.Rho > 0) || !(o.Eta > 0) || math.IsInf(o.Rho, 0) || math.IsInf(o.Eta, 0):
+		return fmt.Errorf("Rho %v, Eta %v: want positive finite numbers", o.Rho, o.Eta)
+	case o.SampleParts < 1:
+		return fmt.Errorf("SampleParts %d: want >= 1", o.SampleParts)
+	case !(o.RegEmit > 0) || !(o.RegTrans > 0) || math.IsInf(o.RegEmit, 0) || math.IsInf(o.RegTrans, 0):
+		return fmt.Errorf("RegEmit %v, RegTrans %v: want positive finite numbers", o.RegEmit, o.RegTrans)
+	}
+	return nil
+}
+
+// Result is a training run's outcome (and each progress report): the
+// primal objective of the returned weights, a dual objective that is a
+// valid lower bound on the primal optimum (-Inf when the algorithm has
+// none), and Gap = Primal - Dual.
+type Result struct {
+	Algo       string  `json:"algo"`
+	Iterations int     `json:"iterations"`
+	Seconds    float64 `json:"seconds"`
+	Primal     float64 `json:"primal"`
+	Dual       float64 `json:"dual"`
+	Gap        float64 `json:"gap"`
+	// PrimalExact is false when some loss-augmented maximisation of the
+	// primal was not proved optimal (multilabel beyond MaxBruteLabels
+	// with an unfinished search): Primal is then a lower estimate.
+	PrimalExact bool `json:"-"`
+	// Objective names the objective Primal and Dual bound: ObjectiveExact
+	// (the structural SVM with exact loss-augmented maximisation) or
+	// ObjectiveLP (its LP relaxation, multilabel GDMM; see PrimalLP).
+	Objective string `json:"objective,omitempty"`
+}
+
+// Objectives of Result.Objective.
+const (
+	ObjectiveExact = "exact"
+	ObjectiveLP    = "lp-relaxed"
+)
+
+// Trainer trains weights on d. It returns the weights of the best primal
+// evaluated and the result; a cancelled ctx stops it with what it has.
+type Trainer func(ctx context.Context, d *Data, o Options) (*Weights, Result, error)
+
+// Algorithm is one row of the table of training algorithms.
+type Algorithm struct {
+	Name    string
+	Summary string
+	Train   Trainer // nil: not implemented yet
+}
+
+// Algorithms is the table `coordinator train --algo` dispatches on. A new
+// algorithm is one more row.
+var Algorithms = []Algorithm{
+	{Name: "gdmm", Summary: "greedy direction method of multipliers with factorwise oracles (Yen et al. 2016); sequences, multilabel (LP-relaxed objective)", Train: BlockRegularized(GDMM)},
+	{Name: "bcfw", Summary: "block-coordinate Frank-Wolfe with the structured (Viterbi) oracle (Lacoste-Julien et al. 2013)", Train: BCFW},
+	{Name: "ssg", Summary: "stochastic subgradient, Pegasos-style (Shalev-Shwartz et al. 2011)", Train: SSG},
+}
+
+// Lookup returns the algorithm named name.
+func Lookup(name string) (Algorithm, bool) {
+	for _, a := range Algorithms {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return Algorithm{}, false
+}
+
+// CheckData reports a data set that cannot be trained on: no examples,
+// fewer than 2 labels, or a shape too large for the weights.
+func CheckData(d *Data) error {
+	L, D := d.Shape()
+	switch {
+	case L < 2:
+		return fmt.Errorf("%d labels: want at least 2", L)
+	case D < 1:
+		return fmt.Errorf("no features")
+	case L*D > MaxWeights || L*L > MaxWeights:
+		return fmt.Errorf("%d labels x %d features: more than %d weights", L, D, MaxWeights)
+	case d.Seq != nil && d.Seq.Sentences() == 0, d.ML != nil && d.ML.Examples() == 0:
+		return fmt.Errorf("no examples")
+	}
+	return nil
+}
+
+// stopper tracks a run's limits.
+type stopper struct {
+	start time.Time
+	o     *Options
+}
+
+func (s stopper) elapsed() float64 { return time.Since(s.start).Seconds() }
+
+// done reports whether the run must stop after iteration it with result r.
+func (s stopper) done(ctx context.Context, it int, r Result) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	if s.o.MaxIter > 0 && it >= s.o.MaxIter {
+		return true
+	}
+	if s.o.TimeLimit > 0 && time.Since(s.start) >= s.o.TimeLimit {
+		return true
+	}
+	// Before the first evaluation Gap and Primal are infinite: no stop.
+	return s.o.Tol > 0 && !math.IsInf(r.Gap, 0) && r.Gap <= s.o.Tol*max(1, math.Abs(r.Primal))
+}
