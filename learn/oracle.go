@@ -265,6 +265,10 @@ func mlEngine(ctx context.Context, w *Weights, sc *MLScratch) (best float64, exa
 	if err != nil {
 		return 0, false, fmt.Errorf("multilabel decoding: %w", err)
 	}
+	if len(res.Assignment) != L {
+		// Cut short (a cancelled context) before any labelling was found.
+		return 0, false, fmt.Errorf("multilabel decoding over %d labels: no labelling found (%s)", L, res.Status)
+	}
 	for l := range sc.y {
 		sc.y[l] = res.Assignment[l] == 1
 	}
