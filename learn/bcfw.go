@@ -108,13 +108,7 @@ func runBlocks(ctx context.Context, name string, s blockSolver, d *Data, o Optio
 				res.Primal, best = p, w.Clone()
 				res.PrimalExact = exactly
 			}
-			res.Dual = max(res.Dual, dual)
-			res.Gap = res.Primal - res.Dual
-			res.Seconds = st.elapsed()
-			if o.Progress != nil {
-				o.Progress(res)
-			}
-			last = last || st.done(ctx, it, res)
+			last = st.evaluated(ctx, it, &res, dual) || last
 		}
 		if last {
 			break

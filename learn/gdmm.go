@@ -68,13 +68,7 @@ func GDMM(ctx context.Context, d *Data, o Options) (*Weights, Result, error) {
 					res.Primal, best = p, w.copyInto(best)
 				}
 			}
-			res.Dual = max(res.Dual, dual)
-			res.Gap = res.Primal - res.Dual
-			res.Seconds = st.elapsed()
-			if o.Progress != nil {
-				o.Progress(res)
-			}
-			last = last || st.done(ctx, it, res)
+			last = st.evaluated(ctx, it, &res, dual) || last
 		}
 		if last {
 			break

@@ -95,13 +95,7 @@ func trainGDMMML(ctx context.Context, d *MLData, o Options) (*Weights, Result, e
 					res.Primal, best = p, w.copyInto(best)
 				}
 			}
-			res.Dual = max(res.Dual, dual)
-			res.Gap = res.Primal - res.Dual
-			res.Seconds = st.elapsed()
-			if o.Progress != nil {
-				o.Progress(res)
-			}
-			last = last || st.done(ctx, it, res)
+			last = st.evaluated(ctx, it, &res, dual) || last
 		}
 		if last {
 			break

@@ -165,6 +165,20 @@ type stopper struct {
 
 func (s stopper) elapsed() float64 { return time.Since(s.start).Seconds() }
 
+// evaluated takes an evaluation's dual into r (the best dual so far, the
+// gap to r's primal, the time), reports r to the progress callback and
+// returns whether the run must stop after iteration it: the end of every
+// trainer's evaluation step.
+func (s stopper) evaluated(ctx context.Context, it int, r *Result, dual float64) bool {
+	r.Dual = max(r.Dual, dual)
+	r.Gap = r.Primal - r.Dual
+	r.Seconds = s.elapsed()
+	if s.o.Progress != nil {
+		s.o.Progress(*r)
+	}
+	return s.done(ctx, it, *r)
+}
+
 // done reports whether the run must stop after iteration it with result r.
 func (s stopper) done(ctx context.Context, it int, r Result) bool {
 	if ctx.Err() != nil {
