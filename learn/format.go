@@ -36,6 +36,22 @@ const maxShape = 1 << 31 // labels*features must stay addressable
 
 // header parses `# ddrun KIND labels=L features=D`; ok is false when the
 // comment is not a header.
+// headerOf reads a comment line that may be the header (header): a
+// header of another kind than want is an error; one of kind want sets
+// labels and features.
+func headerOf(line string, lineNo int, want Kind, labels, features *int) error {
+	kind, l, f, ok, err := header(line, lineNo)
+	switch {
+	case err != nil:
+		return err
+	case ok && kind != want:
+		return fmt.Errorf("line %d: header says %s, want %s", lineNo, kind, want)
+	case ok:
+		*labels, *features = l, f
+	}
+	return nil
+}
+
 func header(line string, lineNo int) (kind Kind, labels, features int, ok bool, err error) {
 	f := strings.Fields(strings.TrimPrefix(line, "#"))
 	if len(f) < 2 || f[0] != "ddrun" {
@@ -118,15 +134,8 @@ func ReadSequences(r io.Reader) (*SeqData, error) {
 		lineNo++
 		line := strings.TrimSpace(sc.Text())
 		if strings.HasPrefix(line, "#") {
-			kind, l, f, ok, err := header(line, lineNo)
-			if err != nil {
+			if err := headerOf(line, lineNo, KindSequence, &hdrL, &hdrF); err != nil {
 				return nil, err
-			}
-			if ok && kind != KindSequence {
-				return nil, fmt.Errorf("line %d: header says %s, want sequence", lineNo, kind)
-			}
-			if ok {
-				hdrL, hdrF = l, f
 			}
 			continue
 		}
@@ -215,15 +224,8 @@ func ReadMultilabel(r io.Reader) (*MLData, error) {
 		raw := sc.Text()
 		line := strings.TrimSpace(raw)
 		if strings.HasPrefix(line, "#") {
-			kind, l, f, ok, err := header(line, lineNo)
-			if err != nil {
+			if err := headerOf(line, lineNo, KindMultilabel, &hdrL, &hdrF); err != nil {
 				return nil, err
-			}
-			if ok && kind != KindMultilabel {
-				return nil, fmt.Errorf("line %d: header says %s, want multilabel", lineNo, kind)
-			}
-			if ok {
-				hdrL, hdrF = l, f
 			}
 			continue
 		}
