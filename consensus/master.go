@@ -537,7 +537,7 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 		if solver.Closed(res.Dual, res.Primal, s.opts.Tol) {
 			res.Status = solver.Optimal
 		}
-	} else if res.Status != solver.Optimal && res.Status != solver.Infeasible && res.Assignment != nil {
+	} else if res.Status != solver.Optimal && res.Status != solver.Infeasible && res.Assignment != nil && !s.opts.NoPolish {
 		// A last, longer local search from the best assignment found.
 		copy(s.x, bestX)
 		search.polish(s.x)

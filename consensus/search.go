@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"sync/atomic"
 
 	"github.com/ddrun/ddrun/internal/localsearch"
 	"github.com/ddrun/ddrun/internal/primal"
@@ -360,6 +361,7 @@ func (ls *localSearch) oneHot(x []int) []float64 {
 // assignment and its large neighbourhood search from x, and keeps the
 // best of them.
 func (ls *localSearch) polish(x []int) {
+	polishRuns.Add(1)
 	if ls.prim != nil && !ls.primInfeasible {
 		m := ls.m
 		best := m.Score(x)
@@ -376,6 +378,10 @@ func (ls *localSearch) polish(x []int) {
 	}
 	ls.icm(x, icmFinalSweeps)
 }
+
+// polishRuns counts the polishes of the process, for tests (a branch
+// and bound run polishes at its root only: Options.NoPolish).
+var polishRuns atomic.Int64
 
 // icm is iterated conditional modes: a variable takes the state that
 // maximises its local score (unary plus the factors that touch it) with the

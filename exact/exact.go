@@ -43,6 +43,9 @@ type Subproblem struct {
 	// incumbent): the solver may stop as soon as its dual reaches it,
 	// since nothing it would do after changes the search.
 	Cutoff float64
+	// Depth is the number of variables the search fixed on the way to
+	// the node (0 at the root).
+	Depth int
 }
 
 // WarmSolver is a Solver that can start from its parent's state and stop
@@ -67,10 +70,14 @@ func Cold(solve Solver) WarmSolver {
 // a warm child gets near its own bound in fewer iterations than a cold one;
 // a node that is not pruned still runs until opts stop it, which is where
 // most of a search's iterations go (BenchmarkExactWarmVsCold and
-// BenchmarkWarmSameNodes measure both effects).
+// BenchmarkWarmSameNodes measure both effects). Below the root the run
+// leaves out its final polish (consensus.Options.NoPolish): the root's
+// polish gives the search its incumbent, and every node's checks during
+// the run still offer their primals.
 func ADMM(opts consensus.Options) WarmSolver {
 	return func(ctx context.Context, m *model.Model, sp Subproblem) (solver.Result, *consensus.Warm, error) {
 		o := opts
+		o.NoPolish = o.NoPolish || sp.Depth > 0
 		var progress func(solver.Progress)
 		if c := sp.Cutoff; !math.IsInf(c, -1) && !math.IsNaN(c) {
 			var cancel context.CancelFunc
@@ -333,7 +340,7 @@ func (s *search) work(nctx, ctx context.Context, w int) {
 		s.busy++
 		s.inflight[w] = n.bound
 		s.mu.Unlock()
-		r, warm, err := s.solve(nctx, s.m, Subproblem{Evidence: n.ev, Warm: n.warm, Cutoff: cutoff})
+		r, warm, err := s.solve(nctx, s.m, Subproblem{Evidence: n.ev, Warm: n.warm, Cutoff: cutoff, Depth: n.depth})
 		s.mu.Lock()
 		s.busy--
 		s.inflight[w] = math.Inf(-1)

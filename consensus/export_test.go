@@ -1,0 +1,4 @@
+package consensus
+
+// PolishRuns is how many final polishes the process has run.
+func PolishRuns() int64 { return polishRuns.Load() }
