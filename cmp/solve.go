@@ -154,6 +154,10 @@ func (r *runner) report(force bool) {
 		return
 	}
 	r.reported = now
+	var fields solver.Field
+	if r.opts.EpsDescent {
+		fields = solver.HasDualRes | solver.HasEta // eps-descent's direction and eps
+	}
 	r.progress(solver.Progress{
 		Iteration: r.iter,
 		Dual:      r.bestDual,
@@ -162,6 +166,7 @@ func (r *runner) report(force bool) {
 		DualRes:   r.dualRes,
 		Eta:       r.eps,
 		Elapsed:   now.Sub(r.start),
+		Fields:    fields,
 	})
 }
 

@@ -489,7 +489,8 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 				eta = s.prevStep
 			}
 			progress(solver.Progress{Iteration: t, Dual: res.Dual, Primal: res.Primal, Gap: res.Gap,
-				PrimalRes: r.primalRes, DualRes: r.dualRes, Eta: eta, Elapsed: elapsed})
+				PrimalRes: r.primalRes, DualRes: r.dualRes, Eta: eta, Elapsed: elapsed,
+				Fields: solver.HasPrimalRes | solver.HasDualRes | solver.HasEta})
 		}
 		switch {
 		case math.IsInf(res.Dual, -1):

@@ -41,7 +41,25 @@ type Progress struct {
 	// so far and the nodes still open. Dual is then the largest open
 	// bound and Primal the incumbent.
 	Nodes, Open int
+	// Fields says which of PrimalRes, DualRes and Eta the algorithm
+	// fills (dual decomposition all three, convex max-product under
+	// eps-descent DualRes and its eps in Eta, TRW-S none): displays show
+	// only those.
+	Fields Field
 }
+
+// Field is a set of Progress's optional fields.
+type Field uint8
+
+// The optional fields of Progress.
+const (
+	HasPrimalRes Field = 1 << iota
+	HasDualRes
+	HasEta
+)
+
+// Has reports whether every field of f is filled in p.
+func (p Progress) Has(f Field) bool { return p.Fields&f == f }
 
 // Result is the outcome of a run. Assignment is in the model's variable
 // order; it is nil when no feasible assignment was found.

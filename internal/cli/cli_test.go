@@ -90,7 +90,54 @@ func reports() []solver.Progress {
 	return []solver.Progress{
 		{Iteration: 1, Dual: 10, Primal: -inf, Gap: inf, Elapsed: 0},
 		{Iteration: 2, Dual: 9, Primal: 5, Gap: 4, Elapsed: 100 * time.Millisecond},
-		{Iteration: 3, Dual: 8, Primal: 6, Gap: 2, Elapsed: 300 * time.Millisecond, Nodes: 4, Open: 2},
+		{Iteration: 3, Dual: 8, Primal: 6, Gap: 2, Elapsed: 300 * time.Millisecond, Nodes: 4, Open: 2,
+			PrimalRes: 1e-3, DualRes: 2e-3, Eta: 0.5, Fields: solver.HasPrimalRes | solver.HasDualRes | solver.HasEta},
+	}
+}
+
+// A progress line shows the residuals and eta only when the algorithm
+// fills them: TRW-S none, convex max-product dres and eta, dual
+// decomposition all three; the JSON records likewise.
+func TestProgressShowsFilledFields(t *testing.T) {
+	base := solver.Progress{Iteration: 7, Dual: 3, Primal: 2, Gap: 1, PrimalRes: 1e-4, DualRes: 2e-4, Eta: 0.25, Elapsed: time.Second}
+	for _, c := range []struct {
+		fields    solver.Field
+		want, not []string
+	}{
+		{0, nil, []string{"pres=", "dres=", "eta="}},
+		{solver.HasDualRes | solver.HasEta, []string{"dres=2.00e-04", "eta=0.25"}, []string{"pres="}},
+		{solver.HasPrimalRes | solver.HasDualRes | solver.HasEta, []string{"pres=1.00e-04", "dres=2.00e-04", "eta=0.25"}, nil},
+	} {
+		p := base
+		p.Fields = c.fields
+		line := ProgressLine(p, false)
+		var b bytes.Buffer
+		con := New(&b)
+		con.Format = JSON
+		con.Start(Options{})
+		con.Progress(p)
+		rec := b.String()
+		for _, w := range c.want {
+			if !strings.Contains(line, w) {
+				t.Errorf("fields %b: %q lacks %q", c.fields, line, w)
+			}
+			key := map[string]string{"pres=": `"primal_res"`, "dres=": `"dual_res"`, "eta=": `"eta"`}[w[:strings.Index(w, "=")+1]]
+			if !strings.Contains(rec, key) {
+				t.Errorf("fields %b: JSON %q lacks %s", c.fields, rec, key)
+			}
+		}
+		for _, w := range c.not {
+			if strings.Contains(line, w) {
+				t.Errorf("fields %b: %q shows %q", c.fields, line, w)
+			}
+			key := map[string]string{"pres=": `"primal_res"`, "dres=": `"dual_res"`, "eta=": `"eta"`}[w]
+			if strings.Contains(rec, key) {
+				t.Errorf("fields %b: JSON %q shows %s", c.fields, rec, key)
+			}
+		}
+		if !strings.HasPrefix(line, "iter=7 dual=3 primal=2 gap=1") || !strings.HasSuffix(line, " elapsed=1.000s") {
+			t.Errorf("fields %b: %q", c.fields, line)
+		}
 	}
 }
 

@@ -273,7 +273,15 @@ func (c *Console) Progress(p solver.Progress) {
 		if c.o.Exact {
 			args = append(args, "nodes", p.Nodes, "open", p.Open)
 		} else {
-			args = append(args, "primal_res", p.PrimalRes, "dual_res", p.DualRes, "eta", p.Eta)
+			if p.Has(solver.HasPrimalRes) {
+				args = append(args, "primal_res", p.PrimalRes)
+			}
+			if p.Has(solver.HasDualRes) {
+				args = append(args, "dual_res", p.DualRes)
+			}
+			if p.Has(solver.HasEta) {
+				args = append(args, "eta", p.Eta)
+			}
 		}
 		c.Print("progress", "", append(args, "elapsed", p.Elapsed.Seconds())...)
 		return
@@ -281,7 +289,8 @@ func (c *Console) Progress(p solver.Progress) {
 	c.Print("progress", ProgressLine(p, c.o.Exact))
 }
 
-// ProgressLine is a report as a plain line. iter counts the algorithm's
+// ProgressLine is a report as a plain line, with the residuals and eta
+// only when the algorithm fills them (Progress.Fields). iter counts the algorithm's
 // iterations (under branch and bound: of every node's solver, added up),
 // as the result's iterations do; nodes are branch and bound's nodes
 // solved and open its nodes left, and there dual is the largest open bound
@@ -291,8 +300,17 @@ func ProgressLine(p solver.Progress, exact bool) string {
 		return fmt.Sprintf("iter=%d nodes=%d open=%d dual=%s primal=%s gap=%s elapsed=%.3fs",
 			p.Iteration, p.Nodes, p.Open, Num(p.Dual), Num(p.Primal), Num(p.Gap), p.Elapsed.Seconds())
 	}
-	return fmt.Sprintf("iter=%d dual=%s primal=%s gap=%s pres=%.2e dres=%.2e eta=%.3g elapsed=%.3fs",
-		p.Iteration, Num(p.Dual), Num(p.Primal), Num(p.Gap), p.PrimalRes, p.DualRes, p.Eta, p.Elapsed.Seconds())
+	line := fmt.Sprintf("iter=%d dual=%s primal=%s gap=%s", p.Iteration, Num(p.Dual), Num(p.Primal), Num(p.Gap))
+	if p.Has(solver.HasPrimalRes) {
+		line += fmt.Sprintf(" pres=%.2e", p.PrimalRes)
+	}
+	if p.Has(solver.HasDualRes) {
+		line += fmt.Sprintf(" dres=%.2e", p.DualRes)
+	}
+	if p.Has(solver.HasEta) {
+		line += fmt.Sprintf(" eta=%.3g", p.Eta)
+	}
+	return line + fmt.Sprintf(" elapsed=%.3fs", p.Elapsed.Seconds())
 }
 
 // Num formats a bound or score: "none" when it is not finite.
