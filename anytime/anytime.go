@@ -49,6 +49,8 @@ type Options struct {
 	NodeMaxIter int
 	// NoTighten and NoSearch leave out the phases after the relaxation.
 	NoTighten, NoSearch bool
+	// TightenBy is how the default tightening adds cycles ("": AllCycles).
+	TightenBy TightenMode
 	// TightenShare is the share of the time left that the tightening
 	// may take when a search follows (0: 1/3).
 	TightenShare float64
@@ -114,6 +116,8 @@ func (o *Options) Validate() error {
 		return solver.Errorf("Relax", "unknown relaxation %q (want %s or %s)", o.Relax, TRWS, ADMM)
 	case o.NodeMaxIter < 0:
 		return solver.Errorf("NodeMaxIter", "%d is negative", o.NodeMaxIter)
+	case o.TightenBy != "" && o.TightenBy != AllCycles && o.TightenBy != Pursue:
+		return solver.Errorf("TightenBy", "unknown tightening %q (want %s or %s)", o.TightenBy, AllCycles, Pursue)
 	case !(o.TightenShare >= 0 && o.TightenShare <= 1):
 		return solver.Errorf("TightenShare", "%v is not in [0, 1]", o.TightenShare)
 	case o.Search.MaxNodes < 0:
@@ -507,6 +511,9 @@ func (r *run) tightenPhase(ctx context.Context, tighten func(context.Context, *m
 // there are few enough cycles for DD-ADMM nodes (searchModel); after
 // DD-ADMM, DD-ADMM on m regrouped into cycle factors (tighten.Cycles).
 func (r *run) tightenDefault(ctx context.Context, m *model.Model, ev model.Evidence, lim solver.Limits, progress func(solver.Progress)) (Tightened, error) {
+	if r.opts.TightenBy == Pursue {
+		return r.tightenPursue(ctx, m, ev, lim, progress)
+	}
 	cycles, st, err := tighten.FindCycles(m, tighten.Options{})
 	if err != nil {
 		return Tightened{}, err
