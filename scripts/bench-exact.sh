@@ -10,7 +10,7 @@
 #   scripts/bench-exact.sh [T...]           (default: 10 60, in seconds)
 #   FLAGS="--exact --algo trws" ONLY="Grids DBN" scripts/bench-exact.sh 10
 #
-# FLAGS: the flags of `coordinator solve` (default --exact); ONLY: a list
+# FLAGS: the flags of `coordinator solve` (default --exact when FLAGS is unset; FLAGS= runs the anytime default); ONLY: a list
 # of substrings of the instance paths to keep; INSTANCES: the folder
 # (default ../shared/instances, as internal/instances); OUT: a folder to keep
 # the raw outputs in (default: a temporary one). toulbar2 minimises energy
@@ -21,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -gt 0 ]; then times=("$@"); else times=(10 60); fi
-flags=${FLAGS:---exact}
+flags=${FLAGS---exact}
 inst=${INSTANCES:-../shared/instances}
 [ -f "$inst/OPTIMA.tsv" ] || { echo "bench-exact: no $inst/OPTIMA.tsv (set INSTANCES)" >&2; exit 2; }
 command -v toulbar2 >/dev/null || { echo "bench-exact: toulbar2 is not installed (apt-get install toulbar2)" >&2; exit 2; }
