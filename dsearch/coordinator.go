@@ -41,8 +41,8 @@ type Options struct {
 	MaxNodes  int
 	// SliceNodes and SliceTime bound each subtree a worker searches
 	// before it answers (defaults 64 nodes, 2s). While fewer nodes are
-	// open than workers are idle, subtrees get a few nodes only, so that
-	// the tree fans out to all of them.
+	// open than Workers, subtrees get a few nodes only, so that the tree
+	// fans out to all of them.
 	SliceNodes int
 	SliceTime  time.Duration
 	// LostAfter: a worker silent this long is lost and its subtree goes
@@ -432,9 +432,9 @@ func (c *coord) dispatch() {
 			return
 		}
 		budget := c.opts.SliceNodes
-		if len(c.q) < len(names) {
-			// Fan out: while there are fewer open nodes than idle
-			// workers, subtrees come back after a few nodes.
+		if len(c.q) < c.opts.Workers {
+			// Fan out: while there are fewer open nodes than workers,
+			// subtrees come back after a few nodes.
 			budget = min(budget, 4)
 		}
 		if c.opts.MaxNodes > 0 {
