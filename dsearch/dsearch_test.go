@@ -309,3 +309,35 @@ func TestRunMatchesOneProcess(t *testing.T) {
 		t.Logf("model %d: one process %d nodes; distributed %d nodes, %d subtrees, %d workers", i, wst.Nodes, st.Nodes, st.Subtrees, st.Workers)
 	}
 }
+
+// A time limit stops the search at once, subtrees in flight or not, with
+// a bound that is still valid (in-flight subtrees keep their bounds).
+func TestRunTimeLimit(t *testing.T) {
+	tr := transport.NewInProc()
+	defer tr.Close()
+	newPool(t, tr, "w1", "w2")
+	m := generate.Ising(generate.GridOptions{Height: 6, Width: 6, Rho: 3, Seed: 4})
+	solve, _ := admmSettings(20).NodeSolver(1)
+	want, _, err := exact.SolveWarm(context.Background(), m, nil, solve, exact.Options{Tol: 1e-6}, nil)
+	if err != nil || want.Status != solver.Optimal {
+		t.Fatalf("one process: %v %s", err, want.Status)
+	}
+	o := testOptions(2, admmSettings(20))
+	o.TimeLimit = 150 * time.Millisecond
+	start := time.Now()
+	res, st, err := Run(context.Background(), tr, m, nil, o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) > 2*time.Second {
+		t.Errorf("the search took %v past a time limit of %v", time.Since(start), o.TimeLimit)
+	}
+	tol := 1e-6 * math.Max(1, math.Abs(want.Primal))
+	if res.Dual < want.Primal-tol || res.Primal > want.Primal+tol || (res.Assignment != nil && m.Score(res.Assignment) != res.Primal) {
+		t.Fatalf("%s: dual %v primal %v, optimum %v", res.Status, res.Dual, res.Primal, want.Primal)
+	}
+	if res.Status != solver.TimeLimit && res.Status != solver.Optimal {
+		t.Fatalf("status %s", res.Status)
+	}
+	t.Logf("%s after %d nodes: dual %v primal %v, optimum %v", res.Status, st.Nodes, res.Dual, res.Primal, want.Primal)
+}
