@@ -185,39 +185,51 @@ func TestRunEvidenceTRWSMatchesExact(t *testing.T) {
 	t.Logf("%d nodes, %d subtrees", st.Nodes, st.Subtrees)
 }
 
-// A worker killed while it searches a subtree is lost: its subtree goes
-// back to the queue and the other workers still certify the MAP.
+// mute is a worker's link that goes dead: once dead is set, nothing it
+// publishes leaves (a crash or a partition, as the coordinator sees it).
+type mute struct {
+	transport.Transport
+	dead atomic.Bool
+}
+
+func (m *mute) Publish(ctx context.Context, subject string, data []byte) error {
+	if m.dead.Load() {
+		return nil
+	}
+	return m.Transport.Publish(ctx, subject, data)
+}
+
+// A worker that falls silent while it searches a subtree is lost: its
+// subtree goes back to the queue and the other workers still certify the
+// MAP.
 func TestLostWorkerSubtreeRequeued(t *testing.T) {
 	tr := transport.NewInProc()
 	defer tr.Close()
-	p := newPool(t, tr, "w2", "w3")
+	newPool(t, tr, "w2", "w3")
 	// The victim sorts first, so it gets the first subtree (the root),
-	// and dies as soon as it starts on it.
-	var killed atomic.Bool
-	p.start("a-victim", func(string, uint64) {
-		if !killed.Swap(true) {
-			go p.kill("a-victim")
-		}
-	})
+	// and dies as soon as it starts on it: its answer never leaves.
+	link := &mute{Transport: tr}
+	victim := &pool{t: t, tr: link, cancels: map[string]context.CancelFunc{}}
+	t.Cleanup(victim.stop)
+	victim.start("a-victim", func(string, uint64) { link.dead.Store(true) })
+	deadline := time.Now().Add(5 * time.Second)
+	for !victimUp(tr) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	requeued := 0
 	for i, m := range hardModels()[:2] {
 		o := testOptions(3, admmSettings(20))
 		o.LostAfter = 300 * time.Millisecond
-		if i == 0 {
-			// Wait for the victim to join before the search starts.
-			deadline := time.Now().Add(5 * time.Second)
-			for !victimUp(tr) && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
-			}
-		}
 		res, st, err := Run(context.Background(), tr, m, nil, o, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkCertified(t, fmt.Sprintf("grid %d", i), m, res)
-		if i == 0 && (!killed.Load() || st.Requeued < 1) {
-			t.Fatalf("victim killed: %v, %d subtrees requeued", killed.Load(), st.Requeued)
-		}
+		requeued += st.Requeued
 		t.Logf("grid %d: %d nodes, %d subtrees, %d requeued, %d workers", i, st.Nodes, st.Subtrees, st.Requeued, st.Workers)
+	}
+	if !link.dead.Load() || requeued < 1 {
+		t.Fatalf("victim dead: %v, %d subtrees requeued", link.dead.Load(), requeued)
 	}
 }
 
