@@ -206,6 +206,9 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	if err != nil {
 		return err
 	}
+	if f.exact {
+		return runExact(ctx, sp, f, r, stdout, con)
+	}
 	if err := sp.distributable(f, "run"); err != nil {
 		return err
 	}
@@ -266,7 +269,8 @@ func printTraffic(con *cli.Console, in, out uint64, n int) {
 }
 
 // distributable reports whether sp can run on workers (what command does,
-// the subject of the error): dual decomposition, without --exact.
+// the subject of the error): dual decomposition, without --exact (run
+// --exact goes to runExact before this).
 func (sp spec) distributable(f solveFlags, command string) error {
 	if f.exact {
 		return usagef("%s: --exact runs only in solve", command)

@@ -1,6 +1,7 @@
 // Command worker is a ddrun worker process: it connects to a NATS server,
 // announces itself, and solves the slaves that coordinators assign it, job
-// after job, until it is stopped (SIGINT or SIGTERM).
+// after job, and the subtrees of distributed branch and bound (run
+// --exact, package dsearch), until it is stopped (SIGINT or SIGTERM).
 //
 //	worker --nats URL [--threads N] [--name NAME] [--log-format text|json] [NATS credential flags] [--job-key-file F]
 //	       [--connect-timeout D] [--metrics ADDR]
@@ -39,6 +40,7 @@ import (
 
 	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/dsearch"
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/internal/natsflags"
 	"github.com/ddrun/ddrun/metrics"
@@ -139,7 +141,19 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	defer unseal()
 	log.Info("connected", "nats", nf.Redact(nf.URL), "threads", *threads)
-	if err := cluster.Serve(ctx, sealed, wo); err != nil {
+	// Beside dual decomposition's parts, the worker searches the subtrees
+	// of distributed branch and bound (run --exact) on the same transport.
+	sctx, stopSearch := context.WithCancel(ctx)
+	searchDone := make(chan error, 1)
+	go func() {
+		searchDone <- dsearch.Serve(sctx, sealed, dsearch.WorkerOptions{Name: *name, Threads: *threads, Logger: log})
+	}()
+	err = cluster.Serve(ctx, sealed, wo)
+	stopSearch()
+	if serr := <-searchDone; err == nil {
+		err = serr
+	}
+	if err != nil {
 		return fail(1, "%s", nf.Redact(err.Error()))
 	}
 	log.Info("stopped")

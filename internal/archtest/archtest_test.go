@@ -27,7 +27,7 @@ var order = []string{
 	"solver", "trace", "internal/smalllp", "internal/localsearch", "internal/pairterm", "internal/primal", "slaves",
 	"trws", "cmp", "consensus", "exact", "anytime", "learn", "shard",
 	// The distributed runtime.
-	"transport", "checkpoint", "jobstate", "cluster", "metrics",
+	"transport", "checkpoint", "jobstate", "cluster", "dsearch", "metrics",
 	// The job service (its runner is cmd/coordinator's).
 	"service",
 	// The commands.
@@ -52,9 +52,12 @@ var forbidden = map[string][]string{
 	"learn": {"model/uai", "model/native", "model/modelfile", "trace"},
 	// The runtime runs dual decomposition; it does not choose algorithms.
 	"cluster": {"trws", "cmp", "exact", "model/uai", "model/modelfile"},
+	// Distributed branch and bound ships the model in msgpack only and
+	// knows nothing of dual decomposition's job protocol.
+	"dsearch": {"cluster", "jobstate", "checkpoint", "model/uai", "model/modelfile"},
 	// Operators' view: fed by the commands, it knows only the solver's
 	// progress reports, nothing of the runtime it observes.
-	"metrics": {"consensus", "slaves", "transport", "checkpoint", "jobstate", "cluster", "shard", "exact", "trws", "cmp"},
+	"metrics": {"consensus", "slaves", "transport", "checkpoint", "jobstate", "cluster", "dsearch", "shard", "exact", "trws", "cmp"},
 }
 
 // leaves are the utilities that every package may import, "*" rules

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/ddrun/ddrun/cluster"
+	"github.com/ddrun/ddrun/cmp"
+	"github.com/ddrun/ddrun/dsearch"
+	"github.com/ddrun/ddrun/internal/cli"
+)
+
+// searchSettings are the node solver of sp as dsearch ships it to the
+// workers: the algorithm's options from the flags, as solve --exact
+// builds them.
+func (sp spec) searchSettings(f solveFlags) (dsearch.Settings, error) {
+	s := dsearch.Settings{Algo: sp.algo.name}
+	switch sp.algo.name {
+	case "trws":
+		o, err := trwsOptions(&f, f.limits())
+		if err != nil {
+			return s, err
+		}
+		s.TRWS = o
+	case "cmp":
+		o := cmp.DefaultOptions()
+		o.Limits = f.limits()
+		o.EpsDescent = f.epsDesc
+		s.CMP = o
+	default:
+		s.DD = sp.dd
+	}
+	if err := s.Validate(); err != nil {
+		return s, flagError(err)
+	}
+	return s, nil
+}
+
+// checkExact rejects the flags of run that distributed branch and bound
+// does not take: it keeps no checkpoints, runs on one coordinator and
+// holds the whole model.
+func (r *runFlags) checkExact() error {
+	switch {
+	case r.sharded:
+		return usagef("run: --exact and --sharded: branch and bound ships the whole model to every worker")
+	case r.raft.enabled():
+		return usagef("run: --exact runs on one coordinator (no --raft)")
+	case r.ck.dir != "" || r.ck.resume:
+		return usagef("run: --exact keeps no checkpoints (--checkpoint-dir, --resume)")
+	}
+	return nil
+}
+
+// runExact is `run --exact`: branch and bound with the coordinator keeping
+// the open subtrees and the workers searching them (package dsearch), over
+// the same NATS transport, sealed with the job key as the job protocol is.
+// Its result prints as solve --exact's does.
+func runExact(ctx context.Context, sp spec, f solveFlags, r runFlags, stdout io.Writer, con *cli.Console) error {
+	if err := r.checkExact(); err != nil {
+		return err
+	}
+	if err := r.check(); err != nil {
+		return err
+	}
+	settings, err := sp.searchSettings(f)
+	if err != nil {
+		return err
+	}
+	log := con.Logger()
+	_, sealed, url, closeNATS, err := r.jobTransport(ctx, con)
+	if err != nil {
+		return err
+	}
+	defer closeNATS()
+	if r.local {
+		stop, err := r.startLocal(url, r.job, r.workers, max(1, f.threads/r.workers), f.quiet, con)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	out, err := f.openOutput(con)
+	if err != nil {
+		return err
+	}
+	defer out.close()
+	o := dsearch.Options{Job: r.job, Workers: r.workers, Wait: r.wait, Settings: settings, Tol: f.tol,
+		TimeLimit: f.timeLimit, LostAfter: r.lostAfter, Logger: log}
+	res, st, err := dsearch.Run(ctx, sealed, sp.m, sp.ev, o, r.observed(out.progress()))
+	if err != nil {
+		return err
+	}
+	r.obs.ObserveResult(res)
+	if !f.quiet {
+		con.Close()
+		con.Print("branch and bound", fmt.Sprintf("branch and bound: %d nodes solved, %d pruned, %d open; %d subtrees on %d workers (%d requeued, %d answers rejected), %.0f nodes/s",
+			st.Nodes, st.Pruned, st.Open, st.Subtrees, st.Workers, st.Requeued, st.Rejected, float64(st.Nodes)/max(res.Elapsed.Seconds(), 1e-9)),
+			"nodes", st.Nodes, "pruned", st.Pruned, "open", st.Open, "subtrees", st.Subtrees, "workers", st.Workers,
+			"requeued", st.Requeued, "rejected", st.Rejected, "seconds", res.Elapsed.Round(time.Millisecond).Seconds())
+	}
+	return report(res, sp, f, cluster.JobInfo{Workers: st.Workers}, out, stdout)
+}

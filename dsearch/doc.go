@@ -1,0 +1,40 @@
+// Package dsearch is distributed branch and bound: the coordinator's queue
+// of open subtrees and the worker's subtree solver, over package
+// transport.
+//
+// The coordinator (Run) keeps the open nodes of the search tree as clamp
+// sets (the variables a node fixes and their states) with their bounds:
+// small state, not the model. It ships the model to each worker once per
+// job (model/native's msgpack encoding, as package cluster ships parts)
+// with the node solver's settings, then hands out subtrees, best bound
+// first: a worker (Serve) searches its subtree with exact.SolveSubtree for
+// a bounded budget (a node count and a time slice) and answers with the
+// subtree's best assignment, if it beat the incumbent the task carried,
+// and the open nodes it did not finish, then takes the next subtree.
+//
+// The bound the coordinator reports is the largest of the open nodes', of
+// the subtrees in flight (each keeps its root's bound until answered) and
+// of the incumbent, so it is valid at every moment; the search is optimal
+// when no open node and no subtree in flight can beat the incumbent. A
+// worker that falls silent for LostAfter is lost: its subtree goes back to
+// the queue with its bound.
+//
+// Everything that comes from the network is hostile until checked: an
+// answer is taken only from the worker its subject names, for the task
+// that worker holds, with every index, state and bound checked, and its
+// assignment re-scored on the model: an assignment whose score is not the
+// one claimed, or an answer malformed in any way, is rejected with a
+// logged one-line reason, its subtree requeued and its worker dropped from
+// the job. What cannot be checked cheaply (that a bound is valid, that the
+// open nodes cover the subtree) rests on the messages' authenticity: a
+// deployment seals them with the job key (transport.Sealed, as the job
+// protocol's), which the commands wrap around the transport they pass.
+//
+// Memory: only a worker holds the model for its part, which here is
+// whatever subtree it is given of the whole model; the coordinator holds
+// the model it loaded and ships (to re-score assignments), the queue of
+// clamp sets and the incumbent. This package must not know dual
+// decomposition's job protocol (package cluster, which distributes the
+// relaxation and does not import exact), file formats beyond the model's
+// msgpack encoding, or the command line.
+package dsearch

@@ -1,0 +1,415 @@
+package dsearch
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ddrun/ddrun/exact"
+	"github.com/ddrun/ddrun/internal/ratelimit"
+	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/native"
+	"github.com/ddrun/ddrun/transport"
+)
+
+// WorkerOptions configures a worker's search service.
+type WorkerOptions struct {
+	Name    string // a transport.ValidName, unique among the workers
+	Threads int    // goroutines of its node solver (>= 1)
+	Logger  *slog.Logger
+	// MaxEntries bounds the model a coordinator may ship (native
+	// ReadOptions.MaxEntries; 0: model.DefaultMaxEntries).
+	MaxEntries int
+	// ReleaseAfter: a job whose coordinator is silent this long is
+	// dropped (default 15s).
+	ReleaseAfter time.Duration
+	// OnTask, when not nil, is told when a subtree's search starts; it
+	// must return at once.
+	OnTask func(job string, id uint64)
+}
+
+// Timings of the protocol.
+const (
+	helloEvery = 500 * time.Millisecond
+	busyEvery  = 250 * time.Millisecond
+	beatEvery  = 500 * time.Millisecond
+)
+
+// wjob is the job a worker holds.
+type wjob struct {
+	name  string
+	cid   uint64
+	m     *model.Model
+	solve exact.WarmSolver
+	beat  time.Time // the coordinator's last sign of life
+	// The task being searched (0: none) and its cancel, the last answered
+	// and its encoded answer (sent again when its task comes again).
+	current uint64
+	cancel  context.CancelFunc
+	done    uint64
+	answer  []byte
+}
+
+type wserver struct {
+	tr   transport.Transport
+	opts WorkerOptions
+	log  *slog.Logger
+	seq  *transport.Sequence
+	drop ratelimit.Repeats[string]
+
+	mu  sync.Mutex
+	job *wjob
+	// freed is signalled when the worker drops a job.
+	freed chan struct{}
+}
+
+// Serve answers search jobs until ctx ends: it announces itself on the
+// hello subject, takes the model of the first coordinator that opens a job
+// on it while it is free, searches the subtrees that coordinator sends,
+// one at a time, and is free again when the job is closed or its
+// coordinator falls silent for ReleaseAfter.
+func Serve(ctx context.Context, tr transport.Transport, opts WorkerOptions) error {
+	if err := transport.ValidName(opts.Name); err != nil {
+		return fmt.Errorf("worker name %q: %w", opts.Name, err)
+	}
+	if opts.Threads < 1 {
+		return fmt.Errorf("threads: %d < 1", opts.Threads)
+	}
+	if opts.ReleaseAfter <= 0 {
+		opts.ReleaseAfter = 15 * time.Second
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &wserver{tr: tr, opts: opts, log: log, seq: transport.NewSequence(), freed: make(chan struct{}, 1),
+		drop: ratelimit.Repeats[string]{Every: 10 * time.Second}}
+	sub, err := tr.Subscribe(taskWildcard(opts.Name), s.onTask)
+	if err != nil {
+		return fmt.Errorf("subscribing for search tasks: %w", err)
+	}
+	defer sub.Unsubscribe()
+	beats, err := tr.Subscribe(beatsWildcard, s.onBeat)
+	if err != nil {
+		return fmt.Errorf("subscribing for coordinators' beats: %w", err)
+	}
+	defer beats.Unsubscribe()
+	solicit := make(chan struct{}, 1)
+	solicits, err := tr.Subscribe(solicitSubject, func(string, []byte) {
+		select {
+		case solicit <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("subscribing for solicitations: %w", err)
+	}
+	defer solicits.Unsubscribe()
+	defer s.release("")
+	hello := time.NewTicker(helloEvery)
+	defer hello.Stop()
+	busy := time.NewTicker(busyEvery)
+	defer busy.Stop()
+	s.announce(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-solicit:
+			// A coordinator looks for workers (the content does not
+			// matter: an announcement is all it can cause).
+			s.announce(ctx)
+		case <-s.freed:
+			s.announce(ctx)
+		case <-hello.C:
+			s.lapse()
+			s.announce(ctx)
+		case <-busy.C:
+			s.heartbeat(ctx)
+		}
+	}
+}
+
+// dropped logs a message dropped for reason, at most once per interval per
+// reason.
+func (s *wserver) dropped(reason string, args ...any) {
+	if n, ok := s.drop.Admit(reason); ok {
+		s.log.Warn("search: "+reason, append(args, "dropped", n+1)...)
+	}
+}
+
+func (s *wserver) publish(ctx context.Context, subject string, h transport.Header, body any) {
+	h.From, h.Seq = s.opts.Name, s.seq.Next()
+	data, err := transport.Encode(h, body)
+	if err == nil {
+		err = s.tr.Publish(ctx, subject, data)
+	}
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("search: publishing", "subject", subject, "err", err)
+	}
+}
+
+func (s *wserver) announce(ctx context.Context) {
+	s.mu.Lock()
+	h := helloBody{Threads: s.opts.Threads}
+	if s.job != nil {
+		h.Job = s.job.name
+	}
+	s.mu.Unlock()
+	s.publish(ctx, helloSubject, transport.Header{}, h)
+}
+
+func (s *wserver) heartbeat(ctx context.Context) {
+	s.mu.Lock()
+	j := s.job
+	var b busyBody
+	if j != nil {
+		b = busyBody{CID: j.cid, Current: j.current, Done: j.done}
+	}
+	s.mu.Unlock()
+	if j != nil {
+		s.publish(ctx, answerSubject(j.name, s.opts.Name), transport.Header{Job: j.name}, b)
+	}
+}
+
+// lapse drops a job whose coordinator fell silent.
+func (s *wserver) lapse() {
+	s.mu.Lock()
+	j := s.job
+	silent := j != nil && time.Since(j.beat) > s.opts.ReleaseAfter
+	s.mu.Unlock()
+	if silent {
+		s.log.Warn("search: job dropped, its coordinator is silent", "job", j.name)
+		s.release(j.name)
+	}
+}
+
+// release drops the job named (any job when name is "").
+func (s *wserver) release(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.job == nil || name != "" && s.job.name != name {
+		return
+	}
+	if s.job.cancel != nil {
+		s.job.cancel()
+	}
+	s.job = nil
+	select {
+	case s.freed <- struct{}{}:
+	default:
+	}
+}
+
+func (s *wserver) onBeat(_ string, data []byte) {
+	h, raw, err := transport.Decode(data)
+	if err != nil || h.Kind != kindBeat {
+		return
+	}
+	var b beatBody
+	if transport.DecodeBody(raw, &b) != nil {
+		return
+	}
+	s.mu.Lock()
+	if s.job != nil && s.job.name == h.Job && s.job.cid == b.CID {
+		s.job.beat = time.Now()
+	}
+	s.mu.Unlock()
+}
+
+// onTask takes what a coordinator sends on the worker's task subject.
+func (s *wserver) onTask(subject string, data []byte) {
+	h, raw, err := transport.Decode(data)
+	if err != nil {
+		s.dropped("undecodable message dropped", "err", err)
+		return
+	}
+	if subject != taskSubject(h.Job, s.opts.Name) {
+		s.dropped("message for another job or worker dropped", "subject", subject, "job", h.Job)
+		return
+	}
+	switch h.Kind {
+	case kindOpen:
+		var o openBody
+		if err := transport.DecodeBody(raw, &o); err != nil {
+			s.dropped("undecodable open dropped", "job", h.Job, "err", err)
+			return
+		}
+		s.onOpen(h.Job, &o)
+	case kindTask:
+		var t taskBody
+		if err := transport.DecodeBody(raw, &t); err != nil {
+			s.dropped("undecodable task dropped", "job", h.Job, "err", err)
+			return
+		}
+		s.onSubtree(h.Job, &t)
+	case kindClose:
+		var c closeBody
+		if transport.DecodeBody(raw, &c) != nil {
+			return
+		}
+		s.mu.Lock()
+		mine := s.job != nil && s.job.name == h.Job && s.job.cid == c.CID
+		s.mu.Unlock()
+		if mine {
+			s.release(h.Job)
+			s.log.Info("search: job closed", "job", h.Job)
+		}
+	default:
+		s.dropped("message of an unknown kind dropped", "job", h.Job, "kind", h.Kind)
+	}
+}
+
+// onOpen takes a job when the worker is free (or the job's coordinator
+// asks again) and answers.
+func (s *wserver) onOpen(job string, o *openBody) {
+	ctx := context.Background()
+	reply := func(err string) {
+		s.publish(ctx, answerSubject(job, s.opts.Name), transport.Header{Job: job}, openedBody{CID: o.CID, Err: err})
+	}
+	s.mu.Lock()
+	cur := s.job
+	s.mu.Unlock()
+	if cur != nil {
+		if cur.name == job && cur.cid == o.CID {
+			reply("") // our acknowledgement was lost
+			return
+		}
+		reply(fmt.Sprintf("busy with search job %s", cur.name))
+		return
+	}
+	m, err := native.ReadWith(bytes.NewReader(o.Model), "model of job "+job, native.Msgpack, native.ReadOptions{MaxEntries: s.opts.MaxEntries})
+	if err != nil {
+		reply(err.Error())
+		return
+	}
+	if _, err := evidence(m, o.Vars, o.States); err != nil {
+		reply("job evidence: " + err.Error())
+		return
+	}
+	solve, err := o.Settings.NodeSolver(s.opts.Threads)
+	if err != nil {
+		reply(err.Error())
+		return
+	}
+	s.mu.Lock()
+	if s.job != nil { // another open won the race
+		s.mu.Unlock()
+		reply(fmt.Sprintf("busy with search job %s", s.job.name))
+		return
+	}
+	s.job = &wjob{name: job, cid: o.CID, m: m, solve: solve, beat: time.Now()}
+	s.mu.Unlock()
+	s.log.Info("search: job opened", "job", job, "variables", m.NumVars(), "factors", len(m.Factors), "algo", o.Settings.Algo)
+	reply("")
+}
+
+// onSubtree queues the search of a subtree of the job the worker holds.
+func (s *wserver) onSubtree(job string, t *taskBody) {
+	s.mu.Lock()
+	j := s.job
+	if j == nil || j.name != job || j.cid != t.CID {
+		s.mu.Unlock()
+		s.dropped("task of a job this worker does not hold dropped", "job", job)
+		return
+	}
+	j.beat = time.Now()
+	if t.ID == j.current && j.current != 0 {
+		s.mu.Unlock()
+		return // a repeat of the task under way
+	}
+	if t.ID == j.done && j.answer != nil {
+		answer := j.answer
+		s.mu.Unlock()
+		_ = s.tr.Publish(context.Background(), answerSubject(job, s.opts.Name), answer) // our answer was lost
+		return
+	}
+	s.mu.Unlock()
+	ev, err := evidence(j.m, t.Vars, t.States)
+	switch {
+	case err != nil:
+	case t.ID == 0:
+		err = fmt.Errorf("task id 0")
+	case t.MaxNodes < 0 || t.MaxNodes > maxTaskNodes:
+		err = fmt.Errorf("node budget %d outside [0, %d]", t.MaxNodes, maxTaskNodes)
+	case t.SliceMs < 0 || time.Duration(t.SliceMs)*time.Millisecond > maxSlice:
+		err = fmt.Errorf("time slice %dms outside [0, %v]", t.SliceMs, maxSlice)
+	case t.MaxNodes == 0 && t.SliceMs == 0:
+		err = fmt.Errorf("a task without a budget")
+	case t.Bound != t.Bound || t.Incumbent != t.Incumbent || !(t.Tol >= 0) || t.Tol > 1:
+		err = fmt.Errorf("bound %v, incumbent %v, tolerance %v", t.Bound, t.Incumbent, t.Tol)
+	}
+	if err != nil {
+		s.dropped("malformed task dropped", "job", job, "err", err)
+		return
+	}
+	s.search(j, t, ev)
+}
+
+// search starts the search of one subtree in its own goroutine, which
+// answers when it ends; a task under way is cancelled (the coordinator
+// gave up waiting for it).
+func (s *wserver) search(j *wjob, t *taskBody, ev map[int]int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.mu.Lock()
+	if s.job != j {
+		s.mu.Unlock()
+		cancel()
+		return
+	}
+	if j.cancel != nil {
+		j.cancel() // a task the coordinator gave up waiting for
+	}
+	j.current, j.cancel = t.ID, cancel
+	s.mu.Unlock()
+	if s.opts.OnTask != nil {
+		s.opts.OnTask(j.name, t.ID)
+	}
+	go func() {
+		defer cancel()
+		opts := exact.SubtreeOptions{Options: exact.Options{Tol: t.Tol, MaxNodes: t.MaxNodes, TimeLimit: time.Duration(t.SliceMs) * time.Millisecond},
+			Bound: t.Bound, Incumbent: t.Incumbent, Root: t.Root}
+		res, st, open, err := exact.SolveSubtree(ctx, j.m, ev, j.solve, opts)
+		a := answerBody{CID: t.CID, ID: t.ID, Nodes: st.Nodes, Pruned: st.Pruned, Iterations: res.Iterations, Primal: res.Primal}
+		if err != nil {
+			a.Err = err.Error()
+		} else {
+			if res.Assignment != nil {
+				a.X = int32sOf(res.Assignment)
+			}
+			a.Open = make([]openWire, len(open))
+			for i, o := range open {
+				v, st := clamps(o.Evidence)
+				a.Open[i] = openWire{Vars: v, States: st, Bound: o.Bound}
+			}
+		}
+		data, eerr := transport.Encode(transport.Header{Job: j.name, Kind: kindAnswer, From: s.opts.Name, Seq: s.seq.Next()}, a)
+		s.mu.Lock()
+		live := s.job == j && j.current == t.ID && ctx.Err() == nil
+		if live {
+			j.current, j.done, j.answer = 0, t.ID, data
+		}
+		s.mu.Unlock()
+		if !live {
+			return
+		}
+		if eerr != nil {
+			s.log.Error("search: encoding an answer", "job", j.name, "err", eerr)
+			return
+		}
+		if err := s.tr.Publish(context.Background(), answerSubject(j.name, s.opts.Name), data); err != nil {
+			s.log.Warn("search: publishing an answer", "job", j.name, "err", err)
+		}
+	}()
+}
+
+func int32sOf(x []int) transport.Int32s {
+	out := make(transport.Int32s, len(x))
+	for i, v := range x {
+		out[i] = int32(v)
+	}
+	return out
+}
