@@ -103,6 +103,17 @@ func Reduce(m *Model, ev Evidence) (*Reduced, error) {
 	out.Constant = constant
 	r := &Reduced{Model: out, States: states}
 	full := func(v int) bool { return cards[v] == m.Cards[v] }
+	if shared, ok := keptFactors(m, cards); ok {
+		// No domain shrank: the factors over two or more variables are
+		// kept as they are, and when they lie in one run of m.Factors
+		// (one-variable factors before or after them, as readers and
+		// generators write them) the reduced model shares that run
+		// instead of copying it (on a 1000x1000 grid, 256 MB of Factor
+		// headers). The capacity is capped: appending copies.
+		out.Factors = shared
+		return r, nil
+	}
+	out.Factors = make([]Factor, 0, multiVar(m))
 	for a := range m.Factors {
 		f := &m.Factors[a]
 		if len(f.Vars) <= 1 {
@@ -261,6 +272,55 @@ func (r *Reduced) addSlicedSequence(m *Model, f *Factor) {
 		}
 	}
 	r.Factors = append(r.Factors, Factor{Kind: Sequence, Vars: f.Vars, Emission: emission, Table: trans})
+}
+
+// keptFactors returns the factors of m over two or more variables, as a
+// sub-slice of m.Factors (no copy) when they form one contiguous run, and
+// whether every domain kept all its states (cards[v] == m.Cards[v]), which
+// is when they are kept unchanged; otherwise it returns nil, false.
+func keptFactors(m *Model, cards []int) ([]Factor, bool) {
+	for v, c := range cards {
+		if c != m.Cards[v] {
+			return nil, false
+		}
+	}
+	lo, hi := -1, -1
+	contiguous := true
+	for a := range m.Factors {
+		if len(m.Factors[a].Vars) < 2 {
+			continue
+		}
+		if lo < 0 {
+			lo = a
+		} else if hi != a {
+			contiguous = false
+		}
+		hi = a + 1
+	}
+	if lo < 0 {
+		return nil, true
+	}
+	if contiguous {
+		return m.Factors[lo:hi:hi], true
+	}
+	out := make([]Factor, 0, multiVar(m))
+	for a := range m.Factors {
+		if len(m.Factors[a].Vars) >= 2 {
+			out = append(out, m.Factors[a])
+		}
+	}
+	return out, true
+}
+
+// multiVar returns the number of factors of m over two or more variables.
+func multiVar(m *Model) int {
+	n := 0
+	for a := range m.Factors {
+		if len(m.Factors[a].Vars) >= 2 {
+			n++
+		}
+	}
+	return n
 }
 
 // alreadyReduced reports whether m has nothing for Reduce to do: finite
