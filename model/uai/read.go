@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/ddrun/ddrun/model"
 )
@@ -52,29 +53,31 @@ type modelParser struct {
 	src   *source
 	base  LogBase
 	limit int // on the total states, and on the total table entries
-	m     *model.Model
-	// The scope of factor a is scopes[starts[a]:starts[a+1]]; its table has
-	// sizes[a] entries, stored consecutively in tables.
-	starts []int
-	scopes []int
-	sizes  []int
-	tables []float64
+	// m gets its factors as the scopes are read (ReadWith, Stream), each
+	// a Dense factor whose scope is a slice of vars and whose table, read
+	// next, a slice of tabs (ReadWith) or nil (Stream).
+	m       *model.Model
+	vars    arena[int]
+	tabs    arena[float64]
+	entries int // the total table entries, from the scopes
+	scopes  []int
 	// cardLines[v] is the line of variable v's cardinality.
 	cardLines []int
 	// onTable, when not nil, gets each table as it is read instead of
-	// tables keeping it (Stream); buf is its reused buffer.
+	// the model keeping it (Stream); buf is its reused buffer.
 	onTable func(a int, t []float64) error
 	buf     []float64
 	// onScope, when not nil, gets each scope and its table's size as it is
-	// read instead of starts, scopes and sizes keeping them (StreamScopes);
-	// scope is only valid during the call.
+	// read instead of the model keeping them (StreamScopes); scope is only
+	// valid during the call, and scopes is its buffer.
 	onScope func(a int, scope []int, size int) error
 	// tableSize, when not nil, gives the size of factor a's table instead
-	// of sizes (StreamScopes: from the second reader's scope).
+	// of the model's scope (StreamScopes: from the second reader's scope).
 	tableSize func(a int) (int, error)
 	nf        int // the number of factors
 	// structure turns exactly structured pairwise tables into their kinds
-	// (model.StructurePairs) once the model is read.
+	// as they are read (model.StructurePair), so that their tables are
+	// never kept.
 	structure bool
 }
 
@@ -121,9 +124,6 @@ func (p *modelParser) parse() (*model.Model, error) {
 		return nil, err
 	}
 	m := p.build()
-	if p.structure {
-		m.StructurePairs()
-	}
 	if err := m.Validate(); err != nil { // not expected: the parser checks as it goes
 		return nil, &ParseError{Name: p.src.name, Line: p.src.s.tokLine, Msg: "invalid model", Err: err}
 	}
@@ -179,9 +179,7 @@ func (p *modelParser) factorScopes() error {
 	nvars := len(p.m.Cards)
 	p.nf = nf
 	if p.onScope == nil {
-		p.starts = make([]int, 1, p.src.capFor(nf, 4)+1)
-		p.sizes = make([]int, 0, p.src.capFor(nf, 4))
-		p.scopes = make([]int, 0, p.src.capFor(nf, 2))
+		p.m.Factors = make([]model.Factor, 0, p.src.capFor(nf, 4))
 	}
 	stamp := make([]int, nvars) // stamp[v] == a+1: v is in factor a's scope
 	entries := 0
@@ -193,7 +191,15 @@ func (p *modelParser) factorScopes() error {
 		if k > nvars {
 			return p.src.errorf(line, fmt.Sprintf("factor %d scope has %d variables, the model has only %d", a, k, nvars))
 		}
-		start := len(p.scopes)
+		// The scope's own memory (no more than the cardinalities': k <=
+		// nvars), or the reused buffer of StreamScopes.
+		var scope []int
+		if p.onScope == nil {
+			scope = p.vars.alloc(k, p.src.capFor(arenaBlock, 2))
+		} else {
+			scope = slices.Grow(p.scopes[:0], k)[:k]
+			p.scopes = scope
+		}
 		for j := 0; j < k; j++ {
 			v, vline, err := p.count(func() string { return fmt.Sprintf("variable %d of the scope of factor %d", j, a) })
 			if err != nil {
@@ -206,9 +212,9 @@ func (p *modelParser) factorScopes() error {
 				return p.src.errorf(vline, fmt.Sprintf("factor %d scope: variable %d appears twice", a, v))
 			}
 			stamp[v] = a + 1
-			p.scopes = append(p.scopes, v)
+			scope[j] = v
 		}
-		size, err := p.m.TableSize(p.scopes[start:])
+		size, err := p.m.TableSize(scope)
 		if err != nil {
 			return p.src.errorf(line, fmt.Sprintf("factor %d: %v", a, err))
 		}
@@ -217,15 +223,14 @@ func (p *modelParser) factorScopes() error {
 		}
 		entries += size
 		if p.onScope != nil {
-			if err := p.onScope(a, p.scopes[start:], size); err != nil {
+			if err := p.onScope(a, scope, size); err != nil {
 				return err
 			}
-			p.scopes = p.scopes[:start]
 			continue
 		}
-		p.sizes = append(p.sizes, size)
-		p.starts = append(p.starts, len(p.scopes))
+		p.m.Factors = append(p.m.Factors, model.Factor{Kind: model.Dense, Vars: scope})
 	}
+	p.entries = entries
 	return p.checkFreeStates(stamp)
 }
 
@@ -252,13 +257,7 @@ func (p *modelParser) checkFreeStates(stamp []int) error {
 // factorTables reads one table per factor.
 func (p *modelParser) factorTables() error {
 	nf := p.nf
-	if p.onTable == nil {
-		total := 0 // at most p.limit: factorScopes checked it
-		for _, s := range p.sizes {
-			total += s
-		}
-		p.tables = make([]float64, 0, p.src.capFor(total, 2))
-	}
+	left := p.entries // table entries still to come (ReadWith)
 	for a := 0; a < nf; a++ {
 		tok, line, err := p.src.next()
 		if err != nil {
@@ -276,14 +275,25 @@ func (p *modelParser) factorTables() error {
 			if size, err = p.tableSize(a); err != nil {
 				return err
 			}
-		} else {
-			size = p.sizes[a]
+		} else if size, err = p.m.TableSize(p.m.Factors[a].Vars); err != nil {
+			return err // not expected: factorScopes checked it
 		}
 		if n != size {
 			return p.src.errorf(line, fmt.Sprintf("table of factor %d has %d entries, scope needs %d", a, n, size))
 		}
-		if p.onTable != nil {
-			p.buf = p.buf[:0]
+		// t is filled by appending: to the reused buffer (Stream), or to
+		// the table's final memory, set aside at once when the input can
+		// hold that many entries and grown as entries arrive otherwise.
+		var t []float64
+		arena := false
+		switch {
+		case p.onTable != nil:
+			t = p.buf[:0]
+		case size <= arenaBlock/8 || p.src.capFor(size, 2) == size:
+			left -= size
+			t, arena = p.tabs.alloc(size, size+left)[:0], true
+		default:
+			t = make([]float64, 0, p.src.capFor(size, 2))
 		}
 		for e := 0; e < size; e++ {
 			tok, line, err := p.src.next()
@@ -297,16 +307,18 @@ func (p *modelParser) factorTables() error {
 			if problem != "" {
 				return p.src.errorf(line, fmt.Sprintf("table of factor %d entry %d: %s", a, e, problem))
 			}
-			if p.onTable != nil {
-				p.buf = append(p.buf, v)
-			} else {
-				p.tables = append(p.tables, v)
-			}
+			t = append(t, v)
 		}
 		if p.onTable != nil {
-			if err := p.onTable(a, p.buf); err != nil {
+			p.buf = t
+			if err := p.onTable(a, t); err != nil {
 				return err
 			}
+			continue
+		}
+		p.m.Factors[a].Table = t
+		if p.structure && p.m.StructurePair(a) && arena {
+			p.tabs.unalloc() // the factor keeps a weight, not its table
 		}
 	}
 	return nil
@@ -324,9 +336,9 @@ func (p *modelParser) end() error {
 	return nil
 }
 
-// build assembles the model: factors sub-slice the shared scope and table
-// arenas (with capped capacity, so that appending to one cannot clobber
-// the next), and unaries are all zero. Under Stream the tables stay nil.
+// build completes the model: its factors were made as the scopes and
+// tables were read (under Stream their tables stay nil), and its unaries
+// are all zero.
 func (p *modelParser) build() *model.Model {
 	m := p.m
 	n := len(m.Cards)
@@ -335,16 +347,5 @@ func (p *modelParser) build() *model.Model {
 		m.UnaryOff[i+1] = m.UnaryOff[i] + c
 	}
 	m.Unary = make([]float64, m.UnaryOff[n])
-	m.Factors = make([]model.Factor, len(p.sizes))
-	off := 0
-	for a := range m.Factors {
-		lo, hi := p.starts[a], p.starts[a+1]
-		size := p.sizes[a]
-		m.Factors[a] = model.Factor{Kind: model.Dense, Vars: p.scopes[lo:hi:hi]}
-		if p.onTable == nil { // Stream hands the tables out one by one
-			m.Factors[a].Table = p.tables[off : off+size : off+size]
-		}
-		off += size
-	}
 	return m
 }
