@@ -122,8 +122,21 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 	}
 	n := m.NumVars()
 	g := &graph{n: n, constant: m.Constant}
-	seqs := map[int32][]int{} // link table offsets of Sequence factors
-	var refs []pairRef
+	seqs := map[int32][]int{}   // link table offsets of Sequence factors
+	nrefs, ownTheta := 0, false // ownTheta: factors add to the unaries
+	for a := range m.Factors {
+		f := &m.Factors[a]
+		switch {
+		case f.Kind == model.Sequence:
+			nrefs += len(f.Vars) - 1
+			ownTheta = ownTheta || f.Emission != nil
+		case len(f.Vars) == 2:
+			nrefs++
+		default:
+			ownTheta = true
+		}
+	}
+	refs := make([]pairRef, 0, nrefs)
 	add := func(x, y int, a, k int32) {
 		refs = append(refs, pairRef{u: int32(x), v: int32(y), a: a, k: k})
 	}
@@ -154,25 +167,17 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 		}
 		return g.pos[v]
 	}
-	// Node arrays in node order.
-	g.card, g.uoff = make([]int, n), make([]int, n+1)
-	for s := range n {
-		v := s
-		if g.order != nil {
-			v = int(g.order[s])
+	if g.order == nil && !ownTheta {
+		// Nodes are variables and only the unaries make theta: the graph
+		// reads the model's arrays (the passes never write them) instead
+		// of copying them.
+		g.card, g.uoff, g.theta = m.Cards, m.UnaryOff, m.Unary
+		for _, c := range g.card {
+			g.maxCard = max(g.maxCard, c)
 		}
-		g.card[s] = m.Cards[v]
-		g.uoff[s+1] = g.uoff[s] + g.card[s]
-		g.maxCard = max(g.maxCard, g.card[s])
-	}
-	g.maxCard = max(g.maxCard, 1)
-	g.theta = make([]float64, g.uoff[n])
-	for s := range n {
-		v := s
-		if g.order != nil {
-			v = int(g.order[s])
-		}
-		copy(g.theta[g.uoff[s]:g.uoff[s+1]], m.Unary[m.UnaryOff[v]:m.UnaryOff[v+1]])
+		g.maxCard = max(g.maxCard, 1)
+	} else {
+		g.nodeArrays(m)
 	}
 	for a := range m.Factors {
 		f := &m.Factors[a]
@@ -302,6 +307,31 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 	}
 	g.layout()
 	return g, nil
+}
+
+// nodeArrays fills the node arrays (cardinalities, unary offsets and
+// unaries) in node order, theta a copy that factors may add to.
+func (g *graph) nodeArrays(m *model.Model) {
+	n := g.n
+	g.card, g.uoff = make([]int, n), make([]int, n+1)
+	for s := range n {
+		v := s
+		if g.order != nil {
+			v = int(g.order[s])
+		}
+		g.card[s] = m.Cards[v]
+		g.uoff[s+1] = g.uoff[s] + g.card[s]
+		g.maxCard = max(g.maxCard, g.card[s])
+	}
+	g.maxCard = max(g.maxCard, 1)
+	g.theta = make([]float64, g.uoff[n])
+	for s := range n {
+		v := s
+		if g.order != nil {
+			v = int(g.order[s])
+		}
+		copy(g.theta[g.uoff[s]:g.uoff[s+1]], m.Unary[m.UnaryOff[v]:m.UnaryOff[v+1]])
+	}
 }
 
 // layout fills the adjacency and the chain weights from eu, ev (sorted).
