@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -96,6 +97,64 @@ func TestReadMemoryPotts(t *testing.T) {
 	t.Logf("%d bytes allocated, %.0f per factor (limit %d)", got, float64(got)/float64(len(m.Factors)), need+need/8+fixed)
 	if math.IsNaN(m.Constant) {
 		t.Fatal("constant NaN")
+	}
+}
+
+// FoldUnary reads the unary tables into the unaries: the same scores,
+// the kept factors as the plain read's multi-variable ones, the folded
+// ones counted, and neither their headers nor their tables allocated.
+func TestReadFoldUnary(t *testing.T) {
+	const w, h, l = 60, 50, 3
+	text := pottsGridText(w, h, l, 2)
+	plain, err := ReadWith(bytes.NewReader(text), "grid.uai", ReadOptions{Log: Ln})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var folded int
+	var m *model.Model
+	got := allocated(func() {
+		m, err = ReadWith(bytes.NewReader(text), "grid.uai", ReadOptions{Log: Ln, FoldUnary: true, Folded: &folded})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, pairs := w*h, 2*w*h-w-h
+	if len(m.Factors) != pairs || folded != n {
+		t.Fatalf("%d factors and %d folded, want %d and %d", len(m.Factors), folded, pairs, n)
+	}
+	for a, f := range m.Factors {
+		p := plain.Factors[a]
+		if f.Kind != p.Kind || f.Weight != p.Weight || f.Vars[0] != p.Vars[0] || f.Vars[1] != p.Vars[1] {
+			t.Fatalf("factor %d: %+v, plain read %+v", a, f, p)
+		}
+	}
+	for v := range n {
+		u, want := m.Unaries(v), plain.Factors[pairs+v].Table
+		for s := range u {
+			if u[s] != want[s] {
+				t.Fatalf("variable %d unaries %v, want the table %v", v, u, want)
+			}
+		}
+	}
+	sameScores(t, plain, m, 50, 1e-12)
+	plainBytes := allocated(func() {
+		if _, err := ReadWith(bytes.NewReader(text), "grid.uai", ReadOptions{Log: Ln}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	saved := uint64(n) * (uint64(unsafe.Sizeof(model.Factor{})) + uint64(unsafe.Sizeof(0)) + uint64(l)*8)
+	if got+saved*3/4 > plainBytes {
+		t.Errorf("FoldUnary read allocated %d bytes, plain %d: want at least %d fewer", got, plainBytes, saved*3/4)
+	}
+	t.Logf("%d bytes folded, %d plain", got, plainBytes)
+
+	// A fold that would overflow keeps the factor, after the others.
+	m, err = ReadWith(strings.NewReader("MARKOV 1 2 3 1 0 1 0 1 0 2 1e308 0 2 1e308 1 2 3 4"), "big.uai", ReadOptions{Log: Ln, FoldUnary: true, Folded: &folded})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if folded != 2 || len(m.Factors) != 1 || m.Factors[0].Vars[0] != 0 || m.Factors[0].Table[0] != 1e308 || m.Unary[0] != 1e308 || m.Unary[1] != 4 {
+		t.Errorf("overflowing fold: %d folded, factors %+v, unaries %v", folded, m.Factors, m.Unary)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 
@@ -44,8 +45,12 @@ func ReadWith(r io.Reader, name string, opts ReadOptions) (*model.Model, error) 
 		return nil, err
 	}
 	defer src.close()
-	p := &modelParser{src: src, base: opts.Log, limit: model.EntryLimit(opts.MaxEntries), structure: !opts.KeepDense}
-	return p.parse()
+	p := &modelParser{src: src, base: opts.Log, limit: model.EntryLimit(opts.MaxEntries), structure: !opts.KeepDense, fold: opts.FoldUnary}
+	m, err := p.parse()
+	if err == nil && opts.Folded != nil {
+		*opts.Folded = len(p.folded) - p.unfolded
+	}
+	return m, err
 }
 
 // modelParser holds the state of one model read.
@@ -79,7 +84,17 @@ type modelParser struct {
 	// as they are read (model.StructurePair), so that their tables are
 	// never kept.
 	structure bool
+	// fold (ReadOptions.FoldUnary) adds the tables of the factors over
+	// fewer than two variables to the unaries and the constant; folded
+	// lists them in file order, with their variable (-1: none).
+	fold     bool
+	folded   []foldedFactor
+	unfolded int // folded factors kept after all (foldTable)
 }
+
+// foldedFactor is a factor that the reader folds: its number in the file
+// and its variable (-1 when its scope is empty).
+type foldedFactor struct{ a, v int32 }
 
 // expect returns the next token, failing at the end of input with a message
 // saying that what() was expected.
@@ -117,13 +132,13 @@ func (p *modelParser) parse() (*model.Model, error) {
 	if err := p.factorScopes(); err != nil {
 		return nil, err
 	}
+	m := p.build() // before the tables: folded ones add to the unaries
 	if err := p.factorTables(); err != nil {
 		return nil, err
 	}
 	if err := p.end(); err != nil {
 		return nil, err
 	}
-	m := p.build()
 	if err := m.Validate(); err != nil { // not expected: the parser checks as it goes
 		return nil, &ParseError{Name: p.src.name, Line: p.src.s.tokLine, Msg: "invalid model", Err: err}
 	}
@@ -178,11 +193,21 @@ func (p *modelParser) factorScopes() error {
 	}
 	nvars := len(p.m.Cards)
 	p.nf = nf
-	if p.onScope == nil {
+	if p.fold && (nf > math.MaxInt32 || nvars > math.MaxInt32) {
+		p.fold = false // foldedFactor holds int32s
+	}
+	var ends []int // fold: where each kept factor's scope ends in p.scopes
+	switch {
+	case p.fold:
+		// The factors are made once their number is known, after the
+		// scopes, which meanwhile lie in one growing slice.
+		p.scopes = make([]int, 0, p.src.capFor(2*nf, 2))
+	case p.onScope == nil:
 		p.m.Factors = make([]model.Factor, 0, p.src.capFor(nf, 4))
 	}
 	stamp := make([]int, nvars) // stamp[v] == a+1: v is in factor a's scope
 	entries := 0
+	one := make([]int, 1) // the scope of a factor to fold
 	for a := 0; a < nf; a++ {
 		k, line, err := p.count(func() string { return fmt.Sprintf("scope size of factor %d (of %d)", a, nf) })
 		if err != nil {
@@ -194,9 +219,15 @@ func (p *modelParser) factorScopes() error {
 		// The scope's own memory (no more than the cardinalities': k <=
 		// nvars), or the reused buffer of StreamScopes.
 		var scope []int
-		if p.onScope == nil {
+		switch {
+		case p.fold && k < 2:
+			scope = one[:k]
+		case p.fold:
+			p.scopes = slices.Grow(p.scopes, k)
+			scope = p.scopes[len(p.scopes) : len(p.scopes)+k]
+		case p.onScope == nil:
 			scope = p.vars.alloc(k, p.src.capFor(arenaBlock, 2))
-		} else {
+		default:
 			scope = slices.Grow(p.scopes[:0], k)[:k]
 			p.scopes = scope
 		}
@@ -228,7 +259,28 @@ func (p *modelParser) factorScopes() error {
 			}
 			continue
 		}
-		p.m.Factors = append(p.m.Factors, model.Factor{Kind: model.Dense, Vars: scope})
+		switch {
+		case p.fold && k < 2:
+			v := int32(-1)
+			if k == 1 {
+				v = int32(scope[0])
+			}
+			p.folded = append(p.folded, foldedFactor{int32(a), v})
+		case p.fold:
+			p.scopes = p.scopes[:len(p.scopes)+k]
+			ends = append(ends, len(p.scopes))
+		default:
+			p.m.Factors = append(p.m.Factors, model.Factor{Kind: model.Dense, Vars: scope})
+		}
+	}
+	if p.fold {
+		p.m.Factors = make([]model.Factor, len(ends))
+		lo := 0
+		for a, hi := range ends {
+			p.m.Factors[a] = model.Factor{Kind: model.Dense, Vars: p.scopes[lo:hi:hi]}
+			lo = hi
+		}
+		p.scopes = nil
 	}
 	p.entries = entries
 	return p.checkFreeStates(stamp)
@@ -258,7 +310,10 @@ func (p *modelParser) checkFreeStates(stamp []int) error {
 func (p *modelParser) factorTables() error {
 	nf := p.nf
 	left := p.entries // table entries still to come (ReadWith)
+	next := 0         // the next folded factor
+	kept := 0         // the next kept factor
 	for a := 0; a < nf; a++ {
+		fold := next < len(p.folded) && int(p.folded[next].a) == a
 		tok, line, err := p.src.next()
 		if err != nil {
 			return err
@@ -275,7 +330,12 @@ func (p *modelParser) factorTables() error {
 			if size, err = p.tableSize(a); err != nil {
 				return err
 			}
-		} else if size, err = p.m.TableSize(p.m.Factors[a].Vars); err != nil {
+		} else if fold {
+			size = 1
+			if v := p.folded[next].v; v >= 0 {
+				size = p.m.Cards[v]
+			}
+		} else if size, err = p.m.TableSize(p.m.Factors[kept].Vars); err != nil {
 			return err // not expected: factorScopes checked it
 		}
 		if n != size {
@@ -287,7 +347,7 @@ func (p *modelParser) factorTables() error {
 		var t []float64
 		arena := false
 		switch {
-		case p.onTable != nil:
+		case p.onTable != nil || fold:
 			t = p.buf[:0]
 		case size <= arenaBlock/8 || p.src.capFor(size, 2) == size:
 			left -= size
@@ -314,14 +374,51 @@ func (p *modelParser) factorTables() error {
 			if err := p.onTable(a, t); err != nil {
 				return err
 			}
+			kept++
 			continue
 		}
-		p.m.Factors[a].Table = t
-		if p.structure && p.m.StructurePair(a) && arena {
+		if fold {
+			p.buf = t
+			if !p.foldTable(int(p.folded[next].v), t) {
+				p.unfolded++
+			}
+			next++
+			continue
+		}
+		p.m.Factors[kept].Table = t
+		if p.structure && p.m.StructurePair(kept) && arena {
 			p.tabs.unalloc() // the factor keeps a weight, not its table
 		}
+		kept++
 	}
 	return nil
+}
+
+// foldTable adds the table t of a factor over variable v (none: v < 0) to
+// v's unaries or to the constant, as model.Reduce folds it. A sum that
+// would not be a valid unary or constant (+Inf, NaN: log-potentials near
+// the largest float64) leaves the factor a factor, after the others.
+func (p *modelParser) foldTable(v int, t []float64) bool {
+	m := p.m
+	if v < 0 {
+		if c := m.Constant + t[0]; !math.IsInf(c, 0) && !math.IsNaN(c) {
+			m.Constant = c
+			return true
+		}
+		m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{}, Table: slices.Clone(t)})
+		return false
+	}
+	u := m.Unary[m.UnaryOff[v]:m.UnaryOff[v+1]]
+	for s, x := range t {
+		if y := u[s] + x; math.IsInf(y, 1) || math.IsNaN(y) {
+			m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{v}, Table: slices.Clone(t)})
+			return false
+		}
+	}
+	for s, x := range t {
+		u[s] += x
+	}
+	return true
 }
 
 // end checks that nothing follows the last table.
