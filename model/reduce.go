@@ -93,17 +93,23 @@ func Reduce(m *Model, ev Evidence) (*Reduced, error) {
 			}
 			states[i] = []int{s}
 		} else {
-			st := make([]int, 0, len(u))
-			for s, v := range u {
+			allowed := 0
+			for _, v := range u {
 				if !math.IsInf(v, -1) {
-					st = append(st, s)
+					allowed++
 				}
 			}
-			if len(st) == 0 {
+			if allowed == 0 {
 				return nil, fmt.Errorf("%w: variable %d has no allowed state", ErrInfeasible, i)
 			}
-			if len(st) == len(u) {
-				st = ident[:len(u):len(u)]
+			st := ident[:len(u):len(u)]
+			if allowed < len(u) {
+				st = make([]int, 0, allowed)
+				for s, v := range u {
+					if !math.IsInf(v, -1) {
+						st = append(st, s)
+					}
+				}
 			}
 			states[i] = st
 		}

@@ -144,3 +144,38 @@ func TestReduceSharesFactors(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkReduceGrid reduces a 300x300 4-label Potts grid whose unaries
+// are one-variable factors after the pairs (as the UAI reader reads a
+// generated grid): the pairs are shared, not copied, so B/op is about the
+// folded unaries and the state maps.
+func BenchmarkReduceGrid(b *testing.B) {
+	const w, h, l = 300, 300, 4
+	cards := make([]int, w*h)
+	for i := range cards {
+		cards[i] = l
+	}
+	m := model.New(cards)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for v := range cards {
+		if v%w+1 < w {
+			m.Factors = append(m.Factors, model.Factor{Kind: model.Potts, Vars: []int{v, v + 1}, Weight: rng.Float64() - 0.5})
+		}
+		if v+w < len(cards) {
+			m.Factors = append(m.Factors, model.Factor{Kind: model.Potts, Vars: []int{v, v + w}, Weight: rng.Float64() - 0.5})
+		}
+	}
+	for v := range cards {
+		t := make([]float64, l)
+		for s := range t {
+			t[s] = rng.NormFloat64()
+		}
+		m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{v}, Table: t})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := model.Reduce(m, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
