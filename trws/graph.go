@@ -46,7 +46,7 @@ type graph struct {
 	// TruncLinear or TruncQuad factor) is terms[-toff[e]-2], whose messages
 	// are O(L) distance transforms (package internal/pairterm); a dense
 	// one has its table at data[toff[e]:], row x_u, column x_v (entries may
-	// be -Inf).
+	// be -Inf). pw is nil when no edge is Potts.
 	eu, ev []int32
 	pw     []float64
 	terms  []pairterm.Term
@@ -224,7 +224,7 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 		return len(group) == 1 && group[0].k < 0 && m.Factors[group[0].a].Kind.IsTruncated()
 	}
 	// Count the edges and their storage.
-	ne, size := 0, 0
+	ne, size, npotts := 0, 0, 0
 	for i := 0; i < len(refs); {
 		j, potts := i, true
 		for ; j < len(refs) && min(refs[j].u, refs[j].v) == min(refs[i].u, refs[i].v) && max(refs[j].u, refs[j].v) == max(refs[i].u, refs[i].v); j++ {
@@ -232,14 +232,19 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 		}
 		ku, kv := g.card[min(refs[i].u, refs[i].v)], g.card[max(refs[i].u, refs[i].v)]
 		size += max(ku, kv)
-		if !potts && !truncated(refs[i:j]) {
+		if potts {
+			npotts++
+		} else if !truncated(refs[i:j]) {
 			size += ku * kv
 		}
 		ne++
 		i = j
 	}
 	g.eu, g.ev = make([]int32, ne), make([]int32, ne)
-	g.pw, g.moff, g.toff = make([]float64, ne), make([]int, ne), make([]int, ne)
+	g.moff, g.toff = make([]int, ne), make([]int, ne)
+	if npotts > 0 { // pw is read at Potts edges only
+		g.pw = make([]float64, ne)
+	}
 	g.data = make([]float64, size)
 	e, off := 0, 0
 	for i := 0; i < len(refs); e++ {
