@@ -281,6 +281,11 @@ func cmdSolve(ctx context.Context, args []string, stdout io.Writer, con *cli.Con
 	if err != nil {
 		return err
 	}
+	// What reading left behind (the parser's buffers and bookkeeping) goes
+	// back to the system before the algorithm sets up: one collection, a
+	// few milliseconds per 100 MB of model, for a lower and steadier peak
+	// (4-label 300x300 Potts, TRW-S: 73-77 MB -> 72 MB).
+	debug.FreeOSMemory()
 	out, err := f.openOutput(con)
 	if err != nil {
 		return err
