@@ -180,7 +180,7 @@ func (m *Model) Validate() error {
 	if math.IsNaN(m.Constant) || math.IsInf(m.Constant, 0) {
 		return fmt.Errorf("constant %v is not finite", m.Constant)
 	}
-	seen := make(map[int]int)
+	seen := make([]int, n) // seen[v] == a+1: v is in factor a's scope
 	for a := range m.Factors {
 		if err := m.validateFactor(a, seen); err != nil {
 			return fmt.Errorf("factor %d (%s): %w", a, m.Factors[a].Kind, err)
@@ -189,7 +189,7 @@ func (m *Model) Validate() error {
 	return nil
 }
 
-func (m *Model) validateFactor(a int, seen map[int]int) error {
+func (m *Model) validateFactor(a int, seen []int) error {
 	f := &m.Factors[a]
 	if f.Kind >= numKinds {
 		return fmt.Errorf("unknown kind %d", f.Kind)
@@ -198,10 +198,10 @@ func (m *Model) validateFactor(a int, seen map[int]int) error {
 		if v < 0 || v >= len(m.Cards) {
 			return fmt.Errorf("scope entry %d: variable %d out of range [0,%d)", k, v, len(m.Cards))
 		}
-		if prev, ok := seen[v]; ok && prev == a {
+		if seen[v] == a+1 {
 			return fmt.Errorf("variable %d appears twice in the scope", v)
 		}
-		seen[v] = a
+		seen[v] = a + 1
 	}
 	switch f.Kind {
 	case Dense:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // ErrInfeasible is returned when no assignment can have a finite score
@@ -26,6 +27,9 @@ type Reduced struct {
 	// States[i] lists the original states of original variable i that
 	// survive, indexed by the state in the reduced model; nil when the
 	// model needed no reduction (then Model is the original, not a copy).
+	// States and the arrays Model shares with the original (its
+	// cardinalities, unary layout and factors when no domain shrank) are
+	// read-only.
 	States [][]int
 }
 
@@ -69,9 +73,18 @@ func Reduce(m *Model, ev Evidence) (*Reduced, error) {
 			constant += m.DenseTable(a)[0]
 		}
 	}
-	// Allowed states.
+	// Allowed states. A variable that keeps all its states maps them by
+	// a view of one shared identity (read-only, like all of States).
 	states := make([][]int, n)
 	cards := make([]int, n)
+	var ident []int
+	if len(m.Cards) > 0 {
+		ident = make([]int, slices.Max(m.Cards))
+		for s := range ident {
+			ident[s] = s
+		}
+	}
+	all := len(ev) == 0 // every variable keeps all its states
 	for i := 0; i < n; i++ {
 		u := unary[m.UnaryOff[i]:m.UnaryOff[i+1]]
 		if s, ok := ev[i]; ok {
@@ -80,18 +93,36 @@ func Reduce(m *Model, ev Evidence) (*Reduced, error) {
 			}
 			states[i] = []int{s}
 		} else {
-			st := make([]int, 0, len(u))
-			for s, v := range u {
+			allowed := 0
+			for _, v := range u {
 				if !math.IsInf(v, -1) {
-					st = append(st, s)
+					allowed++
 				}
 			}
-			if len(st) == 0 {
+			if allowed == 0 {
 				return nil, fmt.Errorf("%w: variable %d has no allowed state", ErrInfeasible, i)
+			}
+			st := ident[:len(u):len(u)]
+			if allowed < len(u) {
+				st = make([]int, 0, allowed)
+				for s, v := range u {
+					if !math.IsInf(v, -1) {
+						st = append(st, s)
+					}
+				}
 			}
 			states[i] = st
 		}
 		cards[i] = len(states[i])
+		all = all && cards[i] == m.Cards[i]
+	}
+	if all {
+		// Only one-variable factors were folded: the reduced model shares
+		// the cardinalities, the unary layout and (see keptFactors) the
+		// factors of m, all read-only, and has the folded unaries.
+		shared, _ := keptFactors(m, cards)
+		out := &Model{Cards: m.Cards, UnaryOff: m.UnaryOff, Unary: unary, Constant: constant, Factors: shared}
+		return &Reduced{Model: out, States: states}, nil
 	}
 	out := New(cards)
 	for i := 0; i < n; i++ {
@@ -103,6 +134,7 @@ func Reduce(m *Model, ev Evidence) (*Reduced, error) {
 	out.Constant = constant
 	r := &Reduced{Model: out, States: states}
 	full := func(v int) bool { return cards[v] == m.Cards[v] }
+	out.Factors = make([]Factor, 0, multiVar(m))
 	for a := range m.Factors {
 		f := &m.Factors[a]
 		if len(f.Vars) <= 1 {
@@ -261,6 +293,57 @@ func (r *Reduced) addSlicedSequence(m *Model, f *Factor) {
 		}
 	}
 	r.Factors = append(r.Factors, Factor{Kind: Sequence, Vars: f.Vars, Emission: emission, Table: trans})
+}
+
+// keptFactors returns the factors of m over two or more variables, kept
+// unchanged when no domain shrank (cards[v] == m.Cards[v] for all v, or it
+// returns nil, false). When they lie in one run of m.Factors (one-variable
+// factors before or after them, as readers and generators write them) it
+// returns that run, capped so that appending copies, instead of a copy (on
+// a 1000x1000 grid, 256 MB of Factor headers).
+func keptFactors(m *Model, cards []int) ([]Factor, bool) {
+	for v, c := range cards {
+		if c != m.Cards[v] {
+			return nil, false
+		}
+	}
+	lo, hi := -1, -1
+	contiguous := true
+	for a := range m.Factors {
+		if len(m.Factors[a].Vars) < 2 {
+			continue
+		}
+		if lo < 0 {
+			lo = a
+		} else if hi != a {
+			contiguous = false
+		}
+		hi = a + 1
+	}
+	if lo < 0 {
+		return nil, true
+	}
+	if contiguous {
+		return m.Factors[lo:hi:hi], true
+	}
+	out := make([]Factor, 0, multiVar(m))
+	for a := range m.Factors {
+		if len(m.Factors[a].Vars) >= 2 {
+			out = append(out, m.Factors[a])
+		}
+	}
+	return out, true
+}
+
+// multiVar returns the number of factors of m over two or more variables.
+func multiVar(m *Model) int {
+	n := 0
+	for a := range m.Factors {
+		if len(m.Factors[a].Vars) >= 2 {
+			n++
+		}
+	}
+	return n
 }
 
 // alreadyReduced reports whether m has nothing for Reduce to do: finite

@@ -90,3 +90,92 @@ func TestReduceRejectsBadEvidence(t *testing.T) {
 		t.Error("variable out of range accepted")
 	}
 }
+
+// When only one-variable factors are folded (no evidence, no forbidden
+// state), the reduced model shares the run of multi-variable factors with
+// the original instead of copying it, capped so that appending copies;
+// interleaved one-variable factors give the same factors, copied.
+func TestReduceSharesFactors(t *testing.T) {
+	pairs := func(m *model.Model) {
+		for v := 0; v+1 < len(m.Cards); v++ {
+			m.Factors = append(m.Factors, model.Factor{Kind: model.Potts, Vars: []int{v, v + 1}, Weight: float64(v) - 1.5})
+		}
+	}
+	unaries := func(m *model.Model) {
+		for v := range m.Cards {
+			m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{v}, Table: []float64{float64(v), -1, 0.5}})
+		}
+	}
+	tail, head, mixed := model.New([]int{3, 3, 3, 3}), model.New([]int{3, 3, 3, 3}), model.New([]int{3, 3, 3, 3})
+	pairs(tail)
+	unaries(tail)
+	unaries(head)
+	pairs(head)
+	pairs(mixed)
+	unaries(mixed)
+	mixed.Factors[1], mixed.Factors[len(mixed.Factors)-1] = mixed.Factors[len(mixed.Factors)-1], mixed.Factors[1]
+	for name, c := range map[string]struct {
+		m     *model.Model
+		first int // where the run of pairs starts in m.Factors, -1 if none
+	}{"tail": {tail, 0}, "head": {head, 4}, "mixed": {mixed, -1}} {
+		r, err := model.Reduce(c.m, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Factors) != 3 || cap(r.Factors) != 3 {
+			t.Fatalf("%s: %d factors (cap %d), want 3 (cap 3)", name, len(r.Factors), cap(r.Factors))
+		}
+		if shared := &r.Factors[0] == &c.m.Factors[max(c.first, 0)]; shared != (c.first >= 0) {
+			t.Errorf("%s: factors shared %v, want %v", name, shared, c.first >= 0)
+		}
+		for k, f := range r.Factors {
+			if f.Kind != model.Potts || f.Vars[0] != f.Vars[1]-1 || f.Weight != float64(f.Vars[0])-1.5 {
+				t.Errorf("%s: reduced factor %d is %+v", name, k, f)
+			}
+		}
+		for v := range c.m.Cards {
+			if got, want := r.Unaries(v), []float64{float64(v), -1, 0.5}; got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+				t.Errorf("%s: variable %d unaries %v, want %v", name, v, got, want)
+			}
+		}
+		x := []int{0, 2, 1, 1}
+		if got, want := r.Score(x), c.m.Score(x); math.Abs(got-want) > 1e-12 {
+			t.Errorf("%s: reduced score %v, original %v", name, got, want)
+		}
+	}
+}
+
+// BenchmarkReduceGrid reduces a 300x300 4-label Potts grid whose unaries
+// are one-variable factors after the pairs (as the UAI reader reads a
+// generated grid): the pairs are shared, not copied, so B/op is about the
+// folded unaries and the state maps.
+func BenchmarkReduceGrid(b *testing.B) {
+	const w, h, l = 300, 300, 4
+	cards := make([]int, w*h)
+	for i := range cards {
+		cards[i] = l
+	}
+	m := model.New(cards)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for v := range cards {
+		if v%w+1 < w {
+			m.Factors = append(m.Factors, model.Factor{Kind: model.Potts, Vars: []int{v, v + 1}, Weight: rng.Float64() - 0.5})
+		}
+		if v+w < len(cards) {
+			m.Factors = append(m.Factors, model.Factor{Kind: model.Potts, Vars: []int{v, v + w}, Weight: rng.Float64() - 0.5})
+		}
+	}
+	for v := range cards {
+		t := make([]float64, l)
+		for s := range t {
+			t[s] = rng.NormFloat64()
+		}
+		m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{v}, Table: t})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := model.Reduce(m, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

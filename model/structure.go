@@ -149,25 +149,34 @@ func same(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b)
 func (m *Model) StructurePairs() int {
 	n := 0
 	for a := range m.Factors {
-		f := &m.Factors[a]
-		if f.Kind != Dense || len(f.Vars) != 2 {
-			continue
+		if m.StructurePair(a) {
+			n++
 		}
-		l := m.Cards[f.Vars[0]]
-		if l < 2 || m.Cards[f.Vars[1]] != l {
-			continue
-		}
-		k, w, t, c, ok := PairStructure(l, f.Table)
-		if !ok {
-			continue
-		}
-		sum := m.Constant + c
-		if math.IsInf(sum, 0) || math.IsNaN(sum) {
-			continue
-		}
-		m.Constant = sum
-		*f = Factor{Kind: k, Vars: f.Vars, Weight: w, Trunc: t}
-		n++
 	}
 	return n
+}
+
+// StructurePair turns factor a as StructurePairs does and reports whether
+// it did; readers call it as each table is read, so that the tables they
+// turn are never kept.
+func (m *Model) StructurePair(a int) bool {
+	f := &m.Factors[a]
+	if f.Kind != Dense || len(f.Vars) != 2 {
+		return false
+	}
+	l := m.Cards[f.Vars[0]]
+	if l < 2 || m.Cards[f.Vars[1]] != l {
+		return false
+	}
+	k, w, t, c, ok := PairStructure(l, f.Table)
+	if !ok {
+		return false
+	}
+	sum := m.Constant + c
+	if math.IsInf(sum, 0) || math.IsNaN(sum) {
+		return false
+	}
+	m.Constant = sum
+	*f = Factor{Kind: k, Vars: f.Vars, Weight: w, Trunc: t}
+	return true
 }

@@ -46,7 +46,7 @@ type graph struct {
 	// TruncLinear or TruncQuad factor) is terms[-toff[e]-2], whose messages
 	// are O(L) distance transforms (package internal/pairterm); a dense
 	// one has its table at data[toff[e]:], row x_u, column x_v (entries may
-	// be -Inf).
+	// be -Inf). pw is nil when no edge is Potts.
 	eu, ev []int32
 	pw     []float64
 	terms  []pairterm.Term
@@ -122,8 +122,21 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 	}
 	n := m.NumVars()
 	g := &graph{n: n, constant: m.Constant}
-	seqs := map[int32][]int{} // link table offsets of Sequence factors
-	var refs []pairRef
+	seqs := map[int32][]int{}   // link table offsets of Sequence factors
+	nrefs, ownTheta := 0, false // ownTheta: factors add to the unaries
+	for a := range m.Factors {
+		f := &m.Factors[a]
+		switch {
+		case f.Kind == model.Sequence:
+			nrefs += len(f.Vars) - 1
+			ownTheta = ownTheta || f.Emission != nil
+		case len(f.Vars) == 2:
+			nrefs++
+		default:
+			ownTheta = true
+		}
+	}
+	refs := make([]pairRef, 0, nrefs)
 	add := func(x, y int, a, k int32) {
 		refs = append(refs, pairRef{u: int32(x), v: int32(y), a: a, k: k})
 	}
@@ -154,25 +167,17 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 		}
 		return g.pos[v]
 	}
-	// Node arrays in node order.
-	g.card, g.uoff = make([]int, n), make([]int, n+1)
-	for s := range n {
-		v := s
-		if g.order != nil {
-			v = int(g.order[s])
+	if g.order == nil && !ownTheta {
+		// Nodes are variables and only the unaries make theta: the graph
+		// reads the model's arrays (the passes never write them) instead
+		// of copying them.
+		g.card, g.uoff, g.theta = m.Cards, m.UnaryOff, m.Unary
+		for _, c := range g.card {
+			g.maxCard = max(g.maxCard, c)
 		}
-		g.card[s] = m.Cards[v]
-		g.uoff[s+1] = g.uoff[s] + g.card[s]
-		g.maxCard = max(g.maxCard, g.card[s])
-	}
-	g.maxCard = max(g.maxCard, 1)
-	g.theta = make([]float64, g.uoff[n])
-	for s := range n {
-		v := s
-		if g.order != nil {
-			v = int(g.order[s])
-		}
-		copy(g.theta[g.uoff[s]:g.uoff[s+1]], m.Unary[m.UnaryOff[v]:m.UnaryOff[v+1]])
+		g.maxCard = max(g.maxCard, 1)
+	} else {
+		g.nodeArrays(m)
 	}
 	for a := range m.Factors {
 		f := &m.Factors[a]
@@ -219,7 +224,7 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 		return len(group) == 1 && group[0].k < 0 && m.Factors[group[0].a].Kind.IsTruncated()
 	}
 	// Count the edges and their storage.
-	ne, size := 0, 0
+	ne, size, npotts := 0, 0, 0
 	for i := 0; i < len(refs); {
 		j, potts := i, true
 		for ; j < len(refs) && min(refs[j].u, refs[j].v) == min(refs[i].u, refs[i].v) && max(refs[j].u, refs[j].v) == max(refs[i].u, refs[i].v); j++ {
@@ -227,14 +232,19 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 		}
 		ku, kv := g.card[min(refs[i].u, refs[i].v)], g.card[max(refs[i].u, refs[i].v)]
 		size += max(ku, kv)
-		if !potts && !truncated(refs[i:j]) {
+		if potts {
+			npotts++
+		} else if !truncated(refs[i:j]) {
 			size += ku * kv
 		}
 		ne++
 		i = j
 	}
 	g.eu, g.ev = make([]int32, ne), make([]int32, ne)
-	g.pw, g.moff, g.toff = make([]float64, ne), make([]int, ne), make([]int, ne)
+	g.moff, g.toff = make([]int, ne), make([]int, ne)
+	if npotts > 0 { // pw is read at Potts edges only
+		g.pw = make([]float64, ne)
+	}
 	g.data = make([]float64, size)
 	e, off := 0, 0
 	for i := 0; i < len(refs); e++ {
@@ -302,6 +312,31 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 	}
 	g.layout()
 	return g, nil
+}
+
+// nodeArrays fills the node arrays (cardinalities, unary offsets and
+// unaries) in node order, theta a copy that factors may add to.
+func (g *graph) nodeArrays(m *model.Model) {
+	n := g.n
+	g.card, g.uoff = make([]int, n), make([]int, n+1)
+	for s := range n {
+		v := s
+		if g.order != nil {
+			v = int(g.order[s])
+		}
+		g.card[s] = m.Cards[v]
+		g.uoff[s+1] = g.uoff[s] + g.card[s]
+		g.maxCard = max(g.maxCard, g.card[s])
+	}
+	g.maxCard = max(g.maxCard, 1)
+	g.theta = make([]float64, g.uoff[n])
+	for s := range n {
+		v := s
+		if g.order != nil {
+			v = int(g.order[s])
+		}
+		copy(g.theta[g.uoff[s]:g.uoff[s+1]], m.Unary[m.UnaryOff[v]:m.UnaryOff[v+1]])
+	}
 }
 
 // layout fills the adjacency and the chain weights from eu, ev (sorted).

@@ -114,6 +114,9 @@ type spec struct {
 	threads int
 	m       *model.Model
 	ev      model.Evidence
+	// folded is how many of the file's factors were read into m's
+	// unaries and constant (modelfile.Options.FoldUnary).
+	folded int
 	// info is what the result reports beyond solver.Result: why the
 	// algorithm was chosen, and the phases of an anytime run.
 	info *runInfo
@@ -142,6 +145,12 @@ func (f *solveFlags) load(ctx context.Context, start time.Time, fs *flag.FlagSet
 		defer cancel()
 	}
 	opts := modelfile.Options{MaxEntries: f.maxEntries, Tee: h}
+	if cmd == "solve" {
+		// solve owns the model it reads: a UAI file's unary tables go
+		// straight into the unaries (what every algorithm's Reduce would
+		// do), so that they take no factor of their own in memory.
+		opts.FoldUnary, opts.Folded = true, &j.folded
+	}
 	if j.m, err = modelfile.LoadWith(lctx, pos[0], opts); err == nil && h != nil {
 		_, err = h.Write([]byte{0})
 	}
@@ -272,6 +281,11 @@ func cmdSolve(ctx context.Context, args []string, stdout io.Writer, con *cli.Con
 	if err != nil {
 		return err
 	}
+	// What reading left behind (the parser's buffers and bookkeeping) goes
+	// back to the system before the algorithm sets up: one collection, a
+	// few milliseconds per 100 MB of model, for a lower and steadier peak
+	// (4-label 300x300 Potts, TRW-S: 73-77 MB -> 72 MB).
+	debug.FreeOSMemory()
 	out, err := f.openOutput(con)
 	if err != nil {
 		return err
@@ -419,7 +433,7 @@ func newResultJSON(res solver.Result, j spec, ri cluster.JobInfo, out string) re
 		Assignment: res.Assignment,
 		Algo:       j.algo.name,
 		Threads:    j.threads,
-		Model:      modelJSON{Variables: j.m.NumVars(), Factors: len(j.m.Factors)},
+		Model:      modelJSON{Variables: j.m.NumVars(), Factors: len(j.m.Factors) + j.folded},
 		Workers:    ri.Workers,
 	}
 	if ri.Workers > 0 {

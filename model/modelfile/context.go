@@ -22,6 +22,13 @@ type Options struct {
 	// Tee, when not nil, gets every byte of the file as it is read (see
 	// LoadTee).
 	Tee io.Writer
+	// FoldUnary reads a UAI file's tables over fewer than two variables
+	// into the unaries and the constant instead of keeping them as
+	// factors (uai.ReadOptions.FoldUnary), and Folded, when not nil, gets
+	// how many it folded. Other formats ignore it (the native and indexed
+	// formats hold unaries as unaries).
+	FoldUnary bool
+	Folded    *int
 }
 
 // LoadWith reads a model like Load, with options, under ctx: when ctx ends
@@ -59,6 +66,7 @@ func LoadWith(ctx context.Context, path string, o Options) (*model.Model, error)
 	if format == UAI {
 		opts := uai.OptionsFor(path)
 		opts.MaxEntries, opts.Context = o.MaxEntries, ctx
+		opts.FoldUnary, opts.Folded = o.FoldUnary, o.Folded
 		m, err = uai.ReadWith(t, path, opts)
 	} else {
 		m, err = native.ReadWith(t, path, nf, native.ReadOptions{MaxEntries: o.MaxEntries, Context: ctx})

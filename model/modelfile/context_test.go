@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,5 +128,50 @@ func TestLoadEvidenceWithFIFOStops(t *testing.T) {
 	want, werr := uai.ReadEvidenceFile(file, m)
 	if err != nil || werr != nil || len(ev) != 1 || ev[1] != 2 || want[1] != 2 {
 		t.Fatalf("evidence %v (%v), uai's %v (%v)", ev, err, want, werr)
+	}
+}
+
+// FoldUnary reads a UAI file's unary tables into the unaries and says how
+// many it folded; the native format, which holds unaries as unaries, reads
+// as it is.
+func TestLoadWithFoldUnary(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "m.uai")
+	// x0 in {0,1}, x1 in {0,1,2}: a pair, a unary table on x1, an empty scope.
+	text := "MARKOV 2 2 3 3 2 0 1 1 1 0  6 1 2 3 4 5 6  3 1 2 4  1 3"
+	if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plain, err := LoadWith(context.Background(), in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	folded := -1
+	m, err := LoadWith(context.Background(), in, Options{FoldUnary: true, Folded: &folded})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if folded != 2 || len(m.Factors) != 1 || len(plain.Factors) != 3 {
+		t.Fatalf("%d folded, %d factors left; plain read %d factors", folded, len(m.Factors), len(plain.Factors))
+	}
+	for x0 := range 2 {
+		for x1 := range 3 {
+			x := []int{x0, x1}
+			if a, b := m.Score(x), plain.Score(x); math.Abs(a-b) > 1e-12 {
+				t.Errorf("score of %v: %v folded, %v plain", x, a, b)
+			}
+		}
+	}
+	out := filepath.Join(dir, "m.json")
+	if err := Save(out, plain); err != nil {
+		t.Fatal(err)
+	}
+	folded = -1
+	n, err := LoadWith(context.Background(), out, Options{FoldUnary: true, Folded: &folded})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(n.Factors) != 3 || folded != -1 {
+		t.Errorf("native read with FoldUnary: %d factors, folded %d; want 3 and untouched", len(n.Factors), folded)
 	}
 }

@@ -57,6 +57,16 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("reading back: %v", err)
 		}
 		sameScores(t, m, back, 20, 1e-9)
+		// Folding the unary tables keeps the scores and counts every factor.
+		var folded int
+		fm, err := ReadWith(bytes.NewReader(data), "fuzz.uai", ReadOptions{FoldUnary: true, Folded: &folded})
+		if err != nil {
+			t.Fatalf("read with FoldUnary: %v (plain read: ok)", err)
+		}
+		if len(fm.Factors)+folded != len(m.Factors) {
+			t.Fatalf("FoldUnary: %d factors + %d folded, plain read %d", len(fm.Factors), folded, len(m.Factors))
+		}
+		sameScores(t, m, fm, 20, 1e-9)
 	})
 }
 

@@ -53,6 +53,20 @@ type ReadOptions struct {
 	// into those kinds, the constants going to Model.Constant
 	// (model.StructurePairs). Stream and StreamScopes never do.
 	KeepDense bool
+	// FoldUnary adds the tables of the factors over fewer than two
+	// variables to the unaries and the constant as they are read (as
+	// model.Reduce would) instead of keeping them as factors, unless a
+	// sum would not be a valid unary or constant (+Inf): such a factor
+	// is kept, after the others. The model has the same scores (summed in
+	// another order: they may differ in the last bits) and fewer factors,
+	// numbered in file order among the kept ones; it saves a factor
+	// header and a table per unary (on a 1000x1000 grid with one unary
+	// table per variable, about 170 MB). Stream and StreamScopes ignore
+	// it.
+	FoldUnary bool
+	// Folded, when not nil, gets the number of factors FoldUnary folded
+	// (the file's factors are len(Model.Factors) plus this).
+	Folded *int
 }
 
 // WriteOptions controls how a model file is written.

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"slices"
 
 	"github.com/ddrun/ddrun/model"
 )
@@ -43,8 +45,12 @@ func ReadWith(r io.Reader, name string, opts ReadOptions) (*model.Model, error) 
 		return nil, err
 	}
 	defer src.close()
-	p := &modelParser{src: src, base: opts.Log, limit: model.EntryLimit(opts.MaxEntries), structure: !opts.KeepDense}
-	return p.parse()
+	p := &modelParser{src: src, base: opts.Log, limit: model.EntryLimit(opts.MaxEntries), structure: !opts.KeepDense, fold: opts.FoldUnary}
+	m, err := p.parse()
+	if err == nil && opts.Folded != nil {
+		*opts.Folded = len(p.folded) - p.unfolded
+	}
+	return m, err
 }
 
 // modelParser holds the state of one model read.
@@ -52,31 +58,43 @@ type modelParser struct {
 	src   *source
 	base  LogBase
 	limit int // on the total states, and on the total table entries
-	m     *model.Model
-	// The scope of factor a is scopes[starts[a]:starts[a+1]]; its table has
-	// sizes[a] entries, stored consecutively in tables.
-	starts []int
-	scopes []int
-	sizes  []int
-	tables []float64
+	// m gets its factors as the scopes are read (ReadWith, Stream), each
+	// a Dense factor whose scope is a slice of vars and whose table, read
+	// next, a slice of tabs (ReadWith) or nil (Stream).
+	m       *model.Model
+	vars    arena[int]
+	tabs    arena[float64]
+	entries int // the total table entries, from the scopes
+	scopes  []int
 	// cardLines[v] is the line of variable v's cardinality.
 	cardLines []int
 	// onTable, when not nil, gets each table as it is read instead of
-	// tables keeping it (Stream); buf is its reused buffer.
+	// the model keeping it (Stream); buf is its reused buffer.
 	onTable func(a int, t []float64) error
 	buf     []float64
 	// onScope, when not nil, gets each scope and its table's size as it is
-	// read instead of starts, scopes and sizes keeping them (StreamScopes);
-	// scope is only valid during the call.
+	// read instead of the model keeping them (StreamScopes); scope is only
+	// valid during the call, and scopes is its buffer.
 	onScope func(a int, scope []int, size int) error
 	// tableSize, when not nil, gives the size of factor a's table instead
-	// of sizes (StreamScopes: from the second reader's scope).
+	// of the model's scope (StreamScopes: from the second reader's scope).
 	tableSize func(a int) (int, error)
 	nf        int // the number of factors
 	// structure turns exactly structured pairwise tables into their kinds
-	// (model.StructurePairs) once the model is read.
+	// as they are read (model.StructurePair), so that their tables are
+	// never kept.
 	structure bool
+	// fold (ReadOptions.FoldUnary) adds the tables of the factors over
+	// fewer than two variables to the unaries and the constant; folded
+	// lists them in file order, with their variable (-1: none).
+	fold     bool
+	folded   []foldedFactor
+	unfolded int // folded factors kept after all (foldTable)
 }
+
+// foldedFactor is a factor that the reader folds: its number in the file
+// and its variable (-1 when its scope is empty).
+type foldedFactor struct{ a, v int32 }
 
 // expect returns the next token, failing at the end of input with a message
 // saying that what() was expected.
@@ -114,15 +132,12 @@ func (p *modelParser) parse() (*model.Model, error) {
 	if err := p.factorScopes(); err != nil {
 		return nil, err
 	}
+	m := p.build() // before the tables: folded ones add to the unaries
 	if err := p.factorTables(); err != nil {
 		return nil, err
 	}
 	if err := p.end(); err != nil {
 		return nil, err
-	}
-	m := p.build()
-	if p.structure {
-		m.StructurePairs()
 	}
 	if err := m.Validate(); err != nil { // not expected: the parser checks as it goes
 		return nil, &ParseError{Name: p.src.name, Line: p.src.s.tokLine, Msg: "invalid model", Err: err}
@@ -178,13 +193,21 @@ func (p *modelParser) factorScopes() error {
 	}
 	nvars := len(p.m.Cards)
 	p.nf = nf
-	if p.onScope == nil {
-		p.starts = make([]int, 1, p.src.capFor(nf, 4)+1)
-		p.sizes = make([]int, 0, p.src.capFor(nf, 4))
-		p.scopes = make([]int, 0, p.src.capFor(nf, 2))
+	if p.fold && (nf > math.MaxInt32 || nvars > math.MaxInt32) {
+		p.fold = false // foldedFactor holds int32s
+	}
+	var ends []int // fold: where each kept factor's scope ends in p.scopes
+	switch {
+	case p.fold:
+		// The factors are made once their number is known, after the
+		// scopes, which meanwhile lie in one growing slice.
+		p.scopes = make([]int, 0, p.src.capFor(2*nf, 2))
+	case p.onScope == nil:
+		p.m.Factors = make([]model.Factor, 0, p.src.capFor(nf, 4))
 	}
 	stamp := make([]int, nvars) // stamp[v] == a+1: v is in factor a's scope
 	entries := 0
+	one := make([]int, 1) // the scope of a factor to fold
 	for a := 0; a < nf; a++ {
 		k, line, err := p.count(func() string { return fmt.Sprintf("scope size of factor %d (of %d)", a, nf) })
 		if err != nil {
@@ -193,7 +216,21 @@ func (p *modelParser) factorScopes() error {
 		if k > nvars {
 			return p.src.errorf(line, fmt.Sprintf("factor %d scope has %d variables, the model has only %d", a, k, nvars))
 		}
-		start := len(p.scopes)
+		// The scope's own memory (no more than the cardinalities': k <=
+		// nvars), or the reused buffer of StreamScopes.
+		var scope []int
+		switch {
+		case p.fold && k < 2:
+			scope = one[:k]
+		case p.fold:
+			p.scopes = slices.Grow(p.scopes, k)
+			scope = p.scopes[len(p.scopes) : len(p.scopes)+k]
+		case p.onScope == nil:
+			scope = p.vars.alloc(k, p.src.capFor(arenaBlock, 2))
+		default:
+			scope = slices.Grow(p.scopes[:0], k)[:k]
+			p.scopes = scope
+		}
 		for j := 0; j < k; j++ {
 			v, vline, err := p.count(func() string { return fmt.Sprintf("variable %d of the scope of factor %d", j, a) })
 			if err != nil {
@@ -206,9 +243,9 @@ func (p *modelParser) factorScopes() error {
 				return p.src.errorf(vline, fmt.Sprintf("factor %d scope: variable %d appears twice", a, v))
 			}
 			stamp[v] = a + 1
-			p.scopes = append(p.scopes, v)
+			scope[j] = v
 		}
-		size, err := p.m.TableSize(p.scopes[start:])
+		size, err := p.m.TableSize(scope)
 		if err != nil {
 			return p.src.errorf(line, fmt.Sprintf("factor %d: %v", a, err))
 		}
@@ -217,15 +254,35 @@ func (p *modelParser) factorScopes() error {
 		}
 		entries += size
 		if p.onScope != nil {
-			if err := p.onScope(a, p.scopes[start:], size); err != nil {
+			if err := p.onScope(a, scope, size); err != nil {
 				return err
 			}
-			p.scopes = p.scopes[:start]
 			continue
 		}
-		p.sizes = append(p.sizes, size)
-		p.starts = append(p.starts, len(p.scopes))
+		switch {
+		case p.fold && k < 2:
+			v := int32(-1)
+			if k == 1 {
+				v = int32(scope[0])
+			}
+			p.folded = append(p.folded, foldedFactor{int32(a), v})
+		case p.fold:
+			p.scopes = p.scopes[:len(p.scopes)+k]
+			ends = append(ends, len(p.scopes))
+		default:
+			p.m.Factors = append(p.m.Factors, model.Factor{Kind: model.Dense, Vars: scope})
+		}
 	}
+	if p.fold {
+		p.m.Factors = make([]model.Factor, len(ends))
+		lo := 0
+		for a, hi := range ends {
+			p.m.Factors[a] = model.Factor{Kind: model.Dense, Vars: p.scopes[lo:hi:hi]}
+			lo = hi
+		}
+		p.scopes = nil
+	}
+	p.entries = entries
 	return p.checkFreeStates(stamp)
 }
 
@@ -252,14 +309,11 @@ func (p *modelParser) checkFreeStates(stamp []int) error {
 // factorTables reads one table per factor.
 func (p *modelParser) factorTables() error {
 	nf := p.nf
-	if p.onTable == nil {
-		total := 0 // at most p.limit: factorScopes checked it
-		for _, s := range p.sizes {
-			total += s
-		}
-		p.tables = make([]float64, 0, p.src.capFor(total, 2))
-	}
+	left := p.entries // table entries still to come (ReadWith)
+	next := 0         // the next folded factor
+	kept := 0         // the next kept factor
 	for a := 0; a < nf; a++ {
+		fold := next < len(p.folded) && int(p.folded[next].a) == a
 		tok, line, err := p.src.next()
 		if err != nil {
 			return err
@@ -276,14 +330,30 @@ func (p *modelParser) factorTables() error {
 			if size, err = p.tableSize(a); err != nil {
 				return err
 			}
-		} else {
-			size = p.sizes[a]
+		} else if fold {
+			size = 1
+			if v := p.folded[next].v; v >= 0 {
+				size = p.m.Cards[v]
+			}
+		} else if size, err = p.m.TableSize(p.m.Factors[kept].Vars); err != nil {
+			return err // not expected: factorScopes checked it
 		}
 		if n != size {
 			return p.src.errorf(line, fmt.Sprintf("table of factor %d has %d entries, scope needs %d", a, n, size))
 		}
-		if p.onTable != nil {
-			p.buf = p.buf[:0]
+		// t is filled by appending: to the reused buffer (Stream), or to
+		// the table's final memory, set aside at once when the input can
+		// hold that many entries and grown as entries arrive otherwise.
+		var t []float64
+		arena := false
+		switch {
+		case p.onTable != nil || fold:
+			t = p.buf[:0]
+		case size <= arenaBlock/8 || p.src.capFor(size, 2) == size:
+			left -= size
+			t, arena = p.tabs.alloc(size, size+left)[:0], true
+		default:
+			t = make([]float64, 0, p.src.capFor(size, 2))
 		}
 		for e := 0; e < size; e++ {
 			tok, line, err := p.src.next()
@@ -297,19 +367,58 @@ func (p *modelParser) factorTables() error {
 			if problem != "" {
 				return p.src.errorf(line, fmt.Sprintf("table of factor %d entry %d: %s", a, e, problem))
 			}
-			if p.onTable != nil {
-				p.buf = append(p.buf, v)
-			} else {
-				p.tables = append(p.tables, v)
-			}
+			t = append(t, v)
 		}
 		if p.onTable != nil {
-			if err := p.onTable(a, p.buf); err != nil {
+			p.buf = t
+			if err := p.onTable(a, t); err != nil {
 				return err
 			}
+			kept++
+			continue
 		}
+		if fold {
+			p.buf = t
+			if !p.foldTable(int(p.folded[next].v), t) {
+				p.unfolded++
+			}
+			next++
+			continue
+		}
+		p.m.Factors[kept].Table = t
+		if p.structure && p.m.StructurePair(kept) && arena {
+			p.tabs.unalloc() // the factor keeps a weight, not its table
+		}
+		kept++
 	}
 	return nil
+}
+
+// foldTable adds the table t of a factor over variable v (none: v < 0) to
+// v's unaries or to the constant, as model.Reduce folds it. A sum that
+// would not be a valid unary or constant (+Inf, NaN: log-potentials near
+// the largest float64) leaves the factor a factor, after the others.
+func (p *modelParser) foldTable(v int, t []float64) bool {
+	m := p.m
+	if v < 0 {
+		if c := m.Constant + t[0]; !math.IsInf(c, 0) && !math.IsNaN(c) {
+			m.Constant = c
+			return true
+		}
+		m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{}, Table: slices.Clone(t)})
+		return false
+	}
+	u := m.Unary[m.UnaryOff[v]:m.UnaryOff[v+1]]
+	for s, x := range t {
+		if y := u[s] + x; math.IsInf(y, 1) || math.IsNaN(y) {
+			m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{v}, Table: slices.Clone(t)})
+			return false
+		}
+	}
+	for s, x := range t {
+		u[s] += x
+	}
+	return true
 }
 
 // end checks that nothing follows the last table.
@@ -324,9 +433,9 @@ func (p *modelParser) end() error {
 	return nil
 }
 
-// build assembles the model: factors sub-slice the shared scope and table
-// arenas (with capped capacity, so that appending to one cannot clobber
-// the next), and unaries are all zero. Under Stream the tables stay nil.
+// build completes the model: its factors were made as the scopes and
+// tables were read (under Stream their tables stay nil), and its unaries
+// are all zero.
 func (p *modelParser) build() *model.Model {
 	m := p.m
 	n := len(m.Cards)
@@ -335,16 +444,5 @@ func (p *modelParser) build() *model.Model {
 		m.UnaryOff[i+1] = m.UnaryOff[i] + c
 	}
 	m.Unary = make([]float64, m.UnaryOff[n])
-	m.Factors = make([]model.Factor, len(p.sizes))
-	off := 0
-	for a := range m.Factors {
-		lo, hi := p.starts[a], p.starts[a+1]
-		size := p.sizes[a]
-		m.Factors[a] = model.Factor{Kind: model.Dense, Vars: p.scopes[lo:hi:hi]}
-		if p.onTable == nil { // Stream hands the tables out one by one
-			m.Factors[a].Table = p.tables[off : off+size : off+size]
-		}
-		off += size
-	}
 	return m
 }
