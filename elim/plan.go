@@ -244,44 +244,71 @@ func (k *kernel) message(ctx context.Context, p *plan, id int32) error {
 		}
 	}
 	acc, idx, sv, vals := k.acc, k.idx, k.sv, k.vals
+	// Rows along the last variable of the scope (one entry when the
+	// scope is empty): within a row, member j's index moves by last[j].
+	rowLen, last := 1, k.back[:0]
+	if nu > 0 {
+		rowLen, last = k.cards[nu-1], k.su[(nu-1)*nf:nu*nf]
+	}
 	check := 1 << 20
-	for e := range out {
-		if check -= cv * nf; check <= 0 {
+	for e := 0; e < len(out); e += rowLen {
+		if check -= rowLen * cv * nf; check <= 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			check = 1 << 20
 		}
-		// Sum the members over the variable's states, then max.
-		base, step, tv := idx[0], sv[0], vals[0]
-		for s := range acc {
-			acc[s] = tv[base+s*step]
-		}
-		for j := 1; j < nf; j++ {
-			base, step, tv = idx[j], sv[j], vals[j]
+		row := out[e : e+rowLen]
+		for t := range row {
+			if cv == 2 {
+				a0, a1 := 0.0, 0.0
+				for j, tv := range vals {
+					b := idx[j]
+					if len(last) > 0 {
+						b += t * last[j]
+					}
+					a0 += tv[b]
+					a1 += tv[b+sv[j]]
+				}
+				if a1 > a0 {
+					a0 = a1
+				}
+				row[t] = a0
+				continue
+			}
+			// Sum the members over the variable's states, then max.
 			for s := range acc {
-				acc[s] += tv[base+s*step]
+				acc[s] = 0
 			}
-		}
-		best := acc[0]
-		for _, a := range acc[1:] {
-			if a > best {
-				best = a
+			for j, tv := range vals {
+				base, step := idx[j], sv[j]
+				if len(last) > 0 {
+					base += t * last[j]
+				}
+				for s := range acc {
+					acc[s] += tv[base+s*step]
+				}
 			}
+			best := acc[0]
+			for _, a := range acc[1:] {
+				if a > best {
+					best = a
+				}
+			}
+			row[t] = best
 		}
-		out[e] = best
-		// Next assignment of the scope, last variable fastest.
-		for q := nu - 1; q >= 0; q-- {
-			row := q * nf
+		// Next row: the scope's other variables, the last but one fastest.
+		for q := nu - 2; q >= 0; q-- {
+			r := q * nf
 			if k.digits[q]++; k.digits[q] < k.cards[q] {
 				for j := range nf {
-					idx[j] += k.su[row+j]
+					idx[j] += k.su[r+j]
 				}
 				break
 			}
 			k.digits[q] = 0
 			for j := range nf {
-				idx[j] -= k.back[row+j]
+				idx[j] -= k.back[r+j]
 			}
 		}
 	}

@@ -109,7 +109,16 @@ type TooLargeError struct {
 }
 
 func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("elim: exact elimination does not fit the memory budget of %s (%s)", bytesString(float64(e.Estimate.Budget)), e.Estimate)
+	return "elim: exact elimination does not fit: " + e.Estimate.Verdict()
+}
+
+// Verdict says whether the estimate fits its budget, and the estimate.
+func (e Estimate) Verdict() string {
+	fits := "over"
+	if e.Fits {
+		fits = "within"
+	}
+	return fmt.Sprintf("%s, %s the memory budget of %s", e, fits, bytesString(float64(e.Budget)))
 }
 
 // bytesString writes a byte count with a binary unit.
@@ -268,7 +277,7 @@ func SolveStats(ctx context.Context, m *model.Model, ev model.Evidence, opts Opt
 	res.Dual, res.Relaxed, res.Gap = res.Primal, res.Primal, 0
 	res.Elapsed = time.Since(start)
 	if progress != nil {
-		progress(solver.Progress{Iteration: 1, Dual: res.Dual, Primal: res.Primal, Elapsed: res.Elapsed, Nodes: s.nodes})
+		progress(solver.Progress{Iteration: 1, Dual: res.Dual, Primal: res.Primal, Elapsed: res.Elapsed})
 	}
 	return res, st, nil
 }
@@ -311,7 +320,9 @@ func searchMBE(ctx context.Context, m *model.Model, red *model.Reduced, opts Opt
 		}
 	}
 	if p == nil {
-		return solver.Result{}, st, &TooLargeError{Estimate: st.Estimate}
+		q := newPlan(red.Model, o.order, 1)
+		return solver.Result{}, st, fmt.Errorf("elim: the smallest mini-buckets need %s of tables and %.2g operations, over the memory budget of %s or the work limit of %.2g",
+			bytesString(q.bytes()), q.work, bytesString(float64(opts.Memory)), maxWork)
 	}
 	st.Limit, st.Split, st.Bytes, st.Work = p.limit, p.split, p.bytes(), p.work
 	if err := p.build(); err != nil {
