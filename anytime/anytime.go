@@ -25,6 +25,9 @@ const (
 	// Eliminate solves the model exactly by bucket elimination (package
 	// elim) when its tables fit Options.Eliminate; it runs first.
 	Eliminate Phase = "eliminate"
+	// MiniBucket is depth-first branch and bound with the mini-bucket
+	// heuristic (elim with Search), when exact elimination does not fit.
+	MiniBucket Phase = "mini-bucket"
 	// Relax bounds the model by its LP relaxation (TRW-S or DD-ADMM).
 	Relax Phase = "relax"
 	// Tighten bounds it by a tighter relaxation (cycle constraints).
@@ -81,6 +84,13 @@ type Options struct {
 	// elimination, tried before every other phase when its estimate
 	// fits (0: not tried). The phase is skipped, and says why, otherwise.
 	Eliminate int64
+	// MiniBuckets, with Eliminate, runs branch and bound with mini-bucket
+	// bounds of that budget (BB-MBE) when exact elimination does not
+	// fit, for at most MiniBucketShare of the time left (0: half; 10 s
+	// without a time limit), on models of at most maxMiniBucketVars
+	// variables.
+	MiniBuckets     bool
+	MiniBucketShare float64
 	// Events, when not nil, is told when a phase starts and ends and
 	// whenever the best primal improves (Event).
 	Events func(Event)
@@ -124,6 +134,8 @@ func (o *Options) Validate() error {
 		return solver.Errorf("NodeMaxIter", "%d is negative", o.NodeMaxIter)
 	case !(o.TightenShare >= 0 && o.TightenShare <= 1):
 		return solver.Errorf("TightenShare", "%v is not in [0, 1]", o.TightenShare)
+	case !(o.MiniBucketShare >= 0 && o.MiniBucketShare <= 1):
+		return solver.Errorf("MiniBucketShare", "%v is not in [0, 1]", o.MiniBucketShare)
 	case o.Eliminate < 0:
 		return solver.Errorf("Eliminate", "%d is negative", o.Eliminate)
 	case o.Search.MaxNodes < 0:
@@ -329,7 +341,7 @@ func (r *run) eliminate(ctx context.Context) error {
 	}
 	if !e.Fits {
 		r.skip(Eliminate, "bucket elimination not tried: "+e.Verdict())
-		return nil
+		return r.miniBuckets(ctx)
 	}
 	if left := r.left(); left > 0 && e.Work > elimRate*left.Seconds() {
 		r.skip(Eliminate, fmt.Sprintf("bucket elimination not tried: %s, but about %.2g s of work at %.0e entries/s, more than the %.2g s left",
@@ -344,6 +356,54 @@ func (r *run) eliminate(ctx context.Context) error {
 		return elim.Solve(ctx, r.m, r.ev, o, progress)
 	})
 	return err
+}
+
+// maxMiniBucketVars bounds the models that the mini-bucket search is
+// tried on: the greedy order of larger ones takes seconds.
+const maxMiniBucketVars = 4096
+
+// miniBuckets runs the mini-bucket branch and bound for its share of the
+// time; the run goes on from its bound and its primal when it does not
+// close the gap.
+func (r *run) miniBuckets(ctx context.Context) error {
+	if !r.opts.MiniBuckets {
+		return nil
+	}
+	if n := r.m.NumVars(); n > maxMiniBucketVars {
+		r.skip(MiniBucket, fmt.Sprintf("mini-bucket search not tried: %d variables, more than %d", n, maxMiniBucketVars))
+		return nil
+	}
+	share := r.opts.MiniBucketShare
+	if share == 0 {
+		share = 0.5
+	}
+	budget := 10 * time.Second
+	if left := r.left(); left > 0 {
+		budget = max(time.Duration(float64(left)*share), time.Nanosecond)
+	}
+	about := fmt.Sprintf("depth-first branch and bound with mini-bucket bounds (BB-MBE, Kask and Dechter 2001) within %s, for %.3g s", bytesOf(r.opts.Eliminate), budget.Seconds())
+	t0 := r.begin(MiniBucket, about)
+	o := elim.DefaultOptions()
+	o.Memory, o.Search, o.Tol, o.ProgressEvery, o.TimeLimit = r.opts.Eliminate, true, r.opts.Tol, r.opts.ProgressEvery, budget
+	res, st, err := elim.SolveStats(ctx, r.m, r.ev, o, r.wrap())
+	if err != nil {
+		r.skip(MiniBucket, "mini-bucket search not run: "+err.Error())
+		return nil
+	}
+	about += fmt.Sprintf(": mini-buckets of 2^%.0f entries, %d buckets split, root bound %.9g, %d nodes", st.Limit, st.Split, st.Bound, st.Nodes)
+	r.end(ctx, MiniBucket, about, t0, res, st.Nodes)
+	return nil
+}
+
+// bytesOf writes a memory budget.
+func bytesOf(b int64) string {
+	switch {
+	case b >= 1<<30 && b%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", b>>30)
+	case b >= 1<<20 && b%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", b>>20)
+	}
+	return fmt.Sprintf("%d bytes", b)
 }
 
 // elimRate is a conservative rate of bucket elimination's message loop

@@ -145,7 +145,7 @@ const abortFactor = 64
 // maxSearchLog2 bounds the induced width of the orders the mini-bucket
 // search takes (log2 of the largest exact message): wider models are left
 // to the relaxations.
-const maxSearchLog2 = 200
+const maxSearchLog2 = 128
 
 // bestOrder returns the better of the min-fill and min-weight orders of m
 // (a complete one before an incomplete one, then the fewer message
