@@ -301,8 +301,15 @@ func (j spec) solveHere(ctx context.Context, f solveFlags, progress func(solver.
 		return j.solve(ctx, j.m, j.ev, progress)
 	}
 	if f.elimMemory > 0 && j.algo.name != "elim" {
+		t0 := time.Now()
 		if res, ran, err := j.eliminate(ctx, f, progress, con); ran || err != nil {
 			return res, err
+		}
+		if f.timeLimit > 0 {
+			// What the mini-bucket search left.
+			if f.timeLimit -= time.Since(t0); f.timeLimit <= 0 {
+				f.timeLimit = time.Nanosecond
+			}
 		}
 	}
 	eo := exact.Options{Tol: f.tol, TimeLimit: f.timeLimit}
@@ -338,6 +345,27 @@ func (j spec) eliminate(ctx context.Context, f solveFlags, progress func(solver.
 		con.Print("elimination", fmt.Sprintf("exact: %s (%s; --elim-memory)", what, e.Verdict()), "fits", e.Fits, "bytes", e.Bytes, "budget", f.elimMemory, "width", e.Width)
 	}
 	if !e.Fits {
+		if f.timeLimit <= 0 || j.m.NumVars() > 4096 {
+			return res, false, nil
+		}
+		// Half the time to the mini-bucket search; the branch and bound
+		// on the dual bound gets the rest when it does not certify.
+		o := elim.DefaultOptions()
+		o.TimeLimit, o.Tol, o.Memory, o.Search = f.timeLimit/2, f.tol, f.elimMemory, true
+		res, err = elim.Solve(ctx, j.m, j.ev, o, progress)
+		if err != nil {
+			if !f.quiet {
+				con.Print("elimination", fmt.Sprintf("exact: no mini-bucket search (%v)", err), "error", err.Error())
+			}
+			return res, false, nil
+		}
+		if !f.quiet {
+			con.Close()
+			con.Print("elimination", fmt.Sprintf("exact: mini-bucket search %s (bound %s, primal %s)", res.Status, num(res.Dual), num(res.Primal)), "status", string(res.Status))
+		}
+		if res.Status == solver.Optimal || res.Status == solver.Infeasible || ctx.Err() != nil {
+			return res, true, nil
+		}
 		return res, false, nil
 	}
 	o := elim.DefaultOptions()
