@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ddrun/ddrun/elim"
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
@@ -241,5 +242,45 @@ func TestChoose(t *testing.T) {
 	o.Relax = "simplex"
 	if err := o.Validate(); err == nil {
 		t.Error("unknown relaxation: no error")
+	}
+}
+
+// With Eliminate, a model whose tables fit is certified by the elimination
+// phase alone, at the brute-force optimum, evidence included; under a
+// budget too small the phase is skipped (said by an event) and the
+// relaxation goes on.
+func TestEliminateFirst(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	for i := range 30 {
+		m := oracle.RandomTinyModel(rng, oracle.TinyOptions{MaxVars: 9, Kinds: []model.Kind{model.Dense, model.Potts, model.Pair}})
+		best, _, err := oracle.BruteForceMAP(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := DefaultOptions()
+		o.Eliminate, o.MaxIter = 1<<20, 200
+		o.Relax, _ = Choose(m)
+		res, err := Solve(context.Background(), m, nil, o, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkRun(t, "eliminate", m, res, best)
+		if res.Status != solver.Optimal || res.Phase != Eliminate || len(res.Phases) != 1 || !near(res.Primal, best) {
+			t.Fatalf("model %d: status %s closed by %s (%d phases), primal %v, MAP %v", i, res.Status, res.Phase, len(res.Phases), res.Primal, best)
+		}
+		if e, _ := elim.EstimateOf(context.Background(), m, nil, 8); e.Fits {
+			continue // nothing to eliminate
+		}
+		o.Eliminate = 8
+		var skipped bool
+		o.Events = func(e Event) { skipped = skipped || e.Phase == Eliminate && e.Status == "skipped" }
+		res, err = Solve(context.Background(), m, nil, o, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkRun(t, "skipped", m, res, best)
+		if !skipped || len(res.Phases) < 2 || res.Phases[1].Phase != Relax {
+			t.Fatalf("model %d: budget of 8 bytes: skipped %v, phases %+v", i, skipped, res.Phases)
+		}
 	}
 }

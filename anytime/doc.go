@@ -1,6 +1,8 @@
 // Package anytime chooses and sequences ddrun's algorithms on one model so
 // that a run uses its whole time budget and keeps improving until the gap
-// closes: the relaxation (TRW-S for pairwise models, DD-ADMM otherwise;
+// closes: exact bucket elimination first when its tables fit a memory
+// budget (package elim; Options.Eliminate), then the relaxation (TRW-S
+// for pairwise models, DD-ADMM otherwise;
 // Choose), then, while the gap stays open, a tighter relaxation (cycle
 // constraints), then branch and bound, each phase starting from what the
 // earlier ones found (the incumbent, the bound, ADMM's multipliers).

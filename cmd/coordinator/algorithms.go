@@ -10,6 +10,7 @@ import (
 
 	"github.com/ddrun/ddrun/cmp"
 	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/elim"
 	"github.com/ddrun/ddrun/exact"
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/model"
@@ -58,6 +59,7 @@ var algorithms = []algorithm{
 		flags: []string{"slaves", "step", "eta"}, configure: configureDD},
 	{name: "trws", about: "TRW-S, Kolmogorov 2006; pairwise models", threads: true, configure: configureTRWS},
 	{name: "cmp", about: "convex max-product, Schwing et al. 2012", flags: []string{"eps-descent"}, configure: configureCMP},
+	{name: "elim", about: "bucket elimination, exact when its tables fit --elim-memory, else mini-bucket branch and bound", configure: configureElim},
 }
 
 // algorithmFlags are the flags that belong to some algorithms only.
@@ -212,10 +214,24 @@ func configureCMP(f *solveFlags, lim solver.Limits, _ func(string) bool, _ *cli.
 	}}, nil
 }
 
+func configureElim(f *solveFlags, lim solver.Limits, _ func(string) bool, _ *cli.Console) (configured, error) {
+	if f.elimMemory == 0 {
+		return configured{}, usagef("--algo elim: --elim-memory 0 leaves it no memory")
+	}
+	o := elim.DefaultOptions()
+	o.Limits, o.Memory, o.Search = lim, f.elimMemory, true
+	if err := o.Validate(); err != nil {
+		return configured{}, flagError(err)
+	}
+	return configured{solve: func(ctx context.Context, m *model.Model, ev model.Evidence, progress func(solver.Progress)) (solver.Result, error) {
+		return elim.Solve(ctx, m, ev, o, progress)
+	}}, nil
+}
+
 // optionFlags maps the options that come from flags to their flags.
 var optionFlags = map[string]string{
 	"MaxIter": "--max-iter", "TimeLimit": "--time-limit", "Tol": "--tol", "Threads": "--threads",
-	"Algo": "--algo", "Slaves": "--slaves", "Step": "--step", "Eta": "--eta", "Tau": "--tau",
+	"Memory": "--elim-memory", "Algo": "--algo", "Slaves": "--slaves", "Step": "--step", "Eta": "--eta", "Tau": "--tau",
 }
 
 // flagError turns a *solver.OptionError into a usage error that names the

@@ -119,6 +119,7 @@ func (f *solveFlags) anytimeOptions(j spec, set func(string) bool) (anytime.Opti
 	// assignments after every phase, for at most a second (a twentieth of
 	// the time limit when that is less).
 	o.Search.Threads = f.threads
+	o.Eliminate, o.MiniBuckets = f.elimMemory, true
 	budget := time.Second
 	if f.timeLimit > 0 {
 		budget = min(budget, f.timeLimit/20)

@@ -149,7 +149,8 @@ func TestAnytimeCertifiesBruteForce(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := filepath.Join(t.TempDir(), "trace.csv")
-	r, stderr := solveJSON(t, "--time-limit", "30", "--trace", tr, path)
+	// Without bucket elimination, which would solve it at once.
+	r, stderr := solveJSON(t, "--time-limit", "30", "--elim-memory", "0", "--trace", tr, path)
 	if r.Status != "optimal" || r.Primal == nil || math.Abs(*r.Primal-best) > 1e-6 {
 		t.Fatalf("status %s primal %v, want optimal %v (stderr %s)", r.Status, r.Primal, best, stderr)
 	}
@@ -216,5 +217,44 @@ func TestAnytimeFlag(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "run", "--anytime", path); code != 2 || !strings.Contains(stderr, "--anytime") {
 		t.Errorf("run --anytime: exit %d %q", code, stderr)
+	}
+}
+
+// With --time-limit and the default --elim-memory, a small model is
+// certified by bucket elimination first, and stderr says why; a budget
+// too small skips it and says why too. --exact and --algo elim certify it
+// as well; --algo elim with --elim-memory 0 is a usage error.
+func TestEliminationFirst(t *testing.T) {
+	path := isingGrid(t, 4, 5, "2")
+	m, err := modelfile.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	best, _, err := oracle.BruteForceMAP(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, stderr := solveJSON(t, "--time-limit", "30", path)
+	if r.Status != "optimal" || r.Phase != "eliminate" || len(r.Phases) != 1 || r.Primal == nil || math.Abs(*r.Primal-best) > 1e-9 ||
+		!strings.Contains(stderr, "within the memory budget of 1.0 GiB") {
+		t.Fatalf("status %s closed by %s, phases %+v, primal %v (MAP %v); stderr %s", r.Status, r.Phase, r.Phases, r.Primal, best, stderr)
+	}
+	r, stderr = solveJSON(t, "--time-limit", "30", "--elim-memory", "100", path)
+	if r.Status != "optimal" || r.Phases[0].Phase != "eliminate" || r.Phases[0].Status != "skipped" || !strings.Contains(stderr, "over the memory budget of 100 B") {
+		t.Fatalf("--elim-memory 100: status %s phases %+v; stderr %s", r.Status, r.Phases, stderr)
+	}
+	for _, args := range [][]string{{"--exact"}, {"--algo", "elim"}, {"--algo", "elim", "--elim-memory", "2KiB"}} {
+		r, stderr = solveJSON(t, append(args, path)...)
+		if r.Status != "optimal" || r.Primal == nil || math.Abs(*r.Primal-best) > 1e-9 || *r.Dual < best-1e-9 {
+			t.Fatalf("%v: status %s primal %v dual %v (MAP %v); stderr %s", args, r.Status, r.Primal, r.Dual, best, stderr)
+		}
+	}
+	code, _, stderr := runCLI(t, "solve", "--algo", "elim", "--elim-memory", "0", path)
+	if code != 2 || !strings.Contains(stderr, "--elim-memory") {
+		t.Fatalf("--algo elim --elim-memory 0: exit %d, %q", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "solve", "--elim-memory", "lots", path)
+	if code != 2 || !strings.Contains(stderr, "elim-memory") {
+		t.Fatalf("--elim-memory lots: exit %d, %q", code, stderr)
 	}
 }

@@ -68,9 +68,9 @@ func TestTraceEndsOnTheResult(t *testing.T) {
 		{"admm", []string{"--max-iter", "200", grid}, false},
 		{"subgradient", []string{"--algo", "subgradient", "--max-iter", "50", grid}, false},
 		{"trws", []string{"--algo", "trws", grid}, false},
-		{"exact", []string{"--exact", "--max-iter", "300", ising}, true},
-		{"exact trws", []string{"--exact", "--algo", "trws", "--max-iter", "50", ising}, true},
-		{"exact tiny", []string{"--exact", model}, true},
+		{"exact", []string{"--exact", "--elim-memory", "0", "--max-iter", "300", ising}, true},
+		{"exact trws", []string{"--exact", "--elim-memory", "0", "--algo", "trws", "--max-iter", "50", ising}, true},
+		{"exact tiny", []string{"--exact", "--elim-memory", "0", model}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "t.csv")
@@ -130,7 +130,7 @@ func TestLogFormatJSON(t *testing.T) {
 		wantMsgs []string
 	}{
 		{"solve", []string{"solve", "--max-iter", "50", grid}, 0, []string{"progress", "result"}},
-		{"exact", []string{"solve", "--exact", "--max-iter", "300", frustrated(t)}, 0, []string{"progress", "branch and bound", "result"}},
+		{"exact", []string{"solve", "--exact", "--elim-memory", "0", "--max-iter", "300", frustrated(t)}, 0, []string{"progress", "branch and bound", "result"}},
 		{"cycles", []string{"solve", "--algo", "trws", "--tighten", "cycles", "--max-iter", "20", grid}, 0, []string{"cycle inequalities", "result"}},
 		{"bad model", []string{"solve", filepath.Join(dir, "missing.uai")}, 2, []string{"missing.uai"}},
 		{"bad duration", []string{"solve", "--time-limit", "soon", grid}, 2, []string{"use e.g. 30s"}},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/elim"
 	"github.com/ddrun/ddrun/exact"
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/model"
@@ -48,6 +49,9 @@ type solveFlags struct {
 	quiet      bool
 	maxEntries int
 	trace      string
+	// elimMemory is --elim-memory: the memory budget of bucket
+	// elimination (0: never tried).
+	elimMemory int64
 	// anytime is --anytime as given; see settle for its default.
 	anytime bool
 	// dist: the command distributes the run (run, a service job on
@@ -90,6 +94,8 @@ func (f *solveFlags) register(fs interface {
 	fs.StringVar(&f.out, "out", "", "write the best assignment to `FILE` in UAI MPE format")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr (the final status line is still printed)")
 	fs.StringVar(&f.trace, "trace", "", "write the convergence trace to `FILE` (CSV: "+strings.Join(trace.Columns, ",")+"), one row per iteration (under --exact per node), the last row the result")
+	f.elimMemory = elim.DefaultMemory
+	fs.Var(byteSize{&f.elimMemory}, "elim-memory", "memory `SIZE` (e.g. 512MiB, 2GiB) of exact bucket elimination, tried first by the anytime default and by --exact when its estimated tables fit (0: never); with --algo elim, the budget of its tables")
 	fs.IntVar(&f.maxEntries, "max-entries", model.DefaultMaxEntries, "most table entries a model file may declare in all, and, on its own, most variable states; checked before memory is set aside")
 }
 
@@ -308,6 +314,18 @@ func (j spec) solveHere(ctx context.Context, f solveFlags, progress func(solver.
 	if !f.exact {
 		return j.solve(ctx, j.m, j.ev, progress)
 	}
+	if f.elimMemory > 0 && j.algo.name != "elim" {
+		t0 := time.Now()
+		if res, ran, err := j.eliminate(ctx, f, progress, con); ran || err != nil {
+			return res, err
+		}
+		if f.timeLimit > 0 {
+			// What the mini-bucket search left.
+			if f.timeLimit -= time.Since(t0); f.timeLimit <= 0 {
+				f.timeLimit = time.Nanosecond
+			}
+		}
+	}
 	eo := exact.Options{Tol: f.tol, TimeLimit: f.timeLimit}
 	warm := j.warm
 	if warm == nil {
@@ -322,6 +340,52 @@ func (j spec) solveHere(ctx context.Context, f solveFlags, progress func(solver.
 			"nodes", st.Nodes, "pruned", st.Pruned, "open", st.Open)
 	}
 	return res, err
+}
+
+// eliminate runs exact bucket elimination (package elim) before --exact's
+// branch and bound when its estimated tables fit --elim-memory, and says
+// on con (unless --quiet) whether it does and why. ran reports that it
+// ran (it then decides the result: optimal, or cut short by the limits).
+func (j spec) eliminate(ctx context.Context, f solveFlags, progress func(solver.Progress), con *cli.Console) (res solver.Result, ran bool, err error) {
+	e, err := elim.EstimateOf(ctx, j.m, j.ev, f.elimMemory)
+	if err != nil {
+		return res, false, err
+	}
+	if !f.quiet {
+		what := "bucket elimination first"
+		if !e.Fits {
+			what = "no bucket elimination, branch and bound"
+		}
+		con.Print("elimination", fmt.Sprintf("exact: %s (%s; --elim-memory)", what, e.Verdict()), "fits", e.Fits, "bytes", e.Bytes, "budget", f.elimMemory, "width", e.Width)
+	}
+	if !e.Fits {
+		if f.timeLimit <= 0 || j.m.NumVars() > 4096 {
+			return res, false, nil
+		}
+		// Half the time to the mini-bucket search; the branch and bound
+		// on the dual bound gets the rest when it does not certify.
+		o := elim.DefaultOptions()
+		o.TimeLimit, o.Tol, o.Memory, o.Search = f.timeLimit/2, f.tol, f.elimMemory, true
+		res, err = elim.Solve(ctx, j.m, j.ev, o, progress)
+		if err != nil {
+			if !f.quiet {
+				con.Print("elimination", fmt.Sprintf("exact: no mini-bucket search (%v)", err), "error", err.Error())
+			}
+			return res, false, nil
+		}
+		if !f.quiet {
+			con.Close()
+			con.Print("elimination", fmt.Sprintf("exact: mini-bucket search %s (bound %s, primal %s)", res.Status, num(res.Dual), num(res.Primal)), "status", string(res.Status))
+		}
+		if res.Status == solver.Optimal || res.Status == solver.Infeasible || ctx.Err() != nil {
+			return res, true, nil
+		}
+		return res, false, nil
+	}
+	o := elim.DefaultOptions()
+	o.TimeLimit, o.Tol, o.Memory = f.timeLimit, f.tol, f.elimMemory
+	res, err = elim.Solve(ctx, j.m, j.ev, o, progress)
+	return res, true, err
 }
 
 // report ends the trace, prints the final line, writes --out and the

@@ -25,7 +25,7 @@ var order = []string{
 	"partition", "partition/multilevel", "tighten",
 	// The algorithms.
 	"solver", "trace", "internal/smalllp", "internal/localsearch", "internal/pairterm", "internal/primal", "slaves",
-	"trws", "cmp", "consensus", "exact", "anytime", "learn", "shard",
+	"trws", "cmp", "consensus", "exact", "elim", "anytime", "learn", "shard",
 	// The distributed runtime.
 	"transport", "checkpoint", "jobstate", "cluster", "dsearch", "metrics",
 	// The job service (its runner is cmd/coordinator's).
@@ -48,6 +48,8 @@ var forbidden = map[string][]string{
 	"slaves":    {"model/uai", "model/native", "model/modelfile"},
 	"consensus": {"model/uai", "model/native", "model/modelfile"},
 	"exact":     {"model/uai", "model/native", "model/modelfile"},
+	// Elimination knows no relaxation and no file.
+	"elim": {"consensus", "slaves", "trws", "cmp", "exact", "model/uai", "model/native", "model/modelfile"},
 	// Learning owns its own formats; traces are the command's.
 	"learn": {"model/uai", "model/native", "model/modelfile", "trace"},
 	// The runtime runs dual decomposition; it does not choose algorithms.
