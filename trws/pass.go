@@ -46,6 +46,10 @@ func (g *graph) forwardPart(lo, hi int, x []int, sc *scratch) (bound, score floa
 	data, theta := g.data, g.theta
 	fuse := g.orig == nil
 	for s := lo; s < hi; s++ {
+		var ok bool
+		if bound, score, ok = g.forwardStep(s, x, fuse, bound, score); ok {
+			continue
+		}
 		k := g.card[s]
 		hat, lab, a := sc.hat[:k], sc.lab[:k], sc.a[:k]
 		u0 := g.uoff[s]
@@ -106,6 +110,10 @@ func (g *graph) backwardPart(lo, hi int, sc *scratch) float64 {
 	data, theta := g.data, g.theta
 	bound := 0.0
 	for s := hi - 1; s >= lo; s-- {
+		var ok bool
+		if bound, ok = g.backwardStep(s, bound); ok {
+			continue
+		}
 		k := g.card[s]
 		hat, a := sc.hat[:k], sc.a[:k]
 		u0 := g.uoff[s]

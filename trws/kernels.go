@@ -1,0 +1,113 @@
+package trws
+
+//go:generate go run genkernels.go
+
+// Unrolled node steps (kernels_gen.go, written by genkernels.go).
+//
+// Most of an iteration on a grid with general tables is spent in the node
+// steps of the two passes: gather hat_s, label, send a message along each
+// edge. In the general code every step is a loop over the node's states
+// calling small functions on slices (bounds checks, loop control, vectors
+// in scratch memory), and the max-plus product, the normalisation and the
+// preparation of gamma hat - M are separate passes over the message. For a
+// node of K states (K in kernelSizes) whose edges are all dense K x K
+// tables, kernels_gen.go has the step unrolled: hat and the products in
+// registers, one bounds check per message and table (a conversion to an
+// array pointer), the message read once and written once (a = gamma hat - M,
+// the product, its maximum c and M - c in one go), and the table found at
+// the message's offset plus K (graph.go lays every dense edge out as message
+// then table), so the step reads one offset per edge.
+//
+// The unrolled steps make exactly the floating-point operations of the
+// general code, in the same order (the sums hat_s = theta_s + messages, the
+// labelling's sums and score, a = gamma hat - M, the sums a + theta and
+// M - c, the running sums of the bound); only maxima are taken in another
+// order, and a maximum is exact whatever the order. The iterates, the
+// labelling and every pass's bound are therefore identical, bit for bit,
+// to the general code's (TestKernelsBitIdentical), and everything pass.go
+// proves about the bound holds unchanged.
+//
+// Nodes with other state counts, mixed state counts, Potts or truncated
+// edges, and every node of a TRW-S(LP-C) run (whose forward messages are
+// also copied to fwd) take the general code.
+
+// kernelSizes are the state counts with an unrolled step.
+var kernelSizes = [...]int{2, 3, 4, 8}
+
+// setKernels fills kern: kern[s] = K when node s has K states, K is in
+// kernelSizes, and every edge at s is dense with K states at both ends
+// (its table right after its K-entry message); 0 otherwise, and for every
+// node when the forward messages are kept (TRW-S(LP-C)).
+func (g *graph) setKernels() {
+	if len(g.kern) != g.n {
+		g.kern = make([]uint8, g.n)
+	}
+	clear(g.kern)
+	if g.fwd != nil {
+		return
+	}
+	ok := func(e, k int) bool {
+		return g.toff[e] == g.moff[e]+k && g.card[g.eu[e]] == k && g.card[g.ev[e]] == k
+	}
+next:
+	for s := range g.n {
+		k := g.card[s]
+		if k > 255 || !hasKernel(k) {
+			continue
+		}
+		for e := g.outOff[s]; e < g.outOff[s+1]; e++ {
+			if !ok(e, k) {
+				continue next
+			}
+		}
+		for _, e := range g.inE[g.inOff[s]:g.inOff[s+1]] {
+			if !ok(int(e), k) {
+				continue next
+			}
+		}
+		g.kern[s] = uint8(k)
+	}
+}
+
+func hasKernel(k int) bool {
+	for _, c := range kernelSizes {
+		if c == k {
+			return true
+		}
+	}
+	return false
+}
+
+// forwardStep runs node s's step of a forward pass with an unrolled
+// kernel, adding to bound and score; ok is false when s has none.
+func (g *graph) forwardStep(s int, x []int, fuse bool, bound, score float64) (float64, float64, bool) {
+	switch g.kern[s] {
+	case 2:
+		bound, score = g.forward2(s, x, fuse, bound, score)
+	case 3:
+		bound, score = g.forward3(s, x, fuse, bound, score)
+	case 4:
+		bound, score = g.forward4(s, x, fuse, bound, score)
+	case 8:
+		bound, score = g.forward8(s, x, fuse, bound, score)
+	default:
+		return bound, score, false
+	}
+	return bound, score, true
+}
+
+// backwardStep runs node s's step of a backward pass with an unrolled
+// kernel, adding to bound; ok is false when s has none.
+func (g *graph) backwardStep(s int, bound float64) (float64, bool) {
+	switch g.kern[s] {
+	case 2:
+		return g.backward2(s, bound), true
+	case 3:
+		return g.backward3(s, bound), true
+	case 4:
+		return g.backward4(s, bound), true
+	case 8:
+		return g.backward8(s, bound), true
+	}
+	return bound, false
+}

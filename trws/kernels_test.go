@@ -1,0 +1,145 @@
+package trws
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/model"
+)
+
+// withHoles sets about one in frac unary and table entries of m to -Inf
+// (hard constraints, state 0 of every variable left alone by the unaries;
+// the tables may make the model infeasible).
+func withHoles(rng *rand.Rand, m *model.Model, frac int) *model.Model {
+	for v := range m.Cards {
+		for j := m.UnaryOff[v] + 1; j < m.UnaryOff[v+1]; j++ {
+			if rng.IntN(frac) == 0 {
+				m.Unary[j] = negInf
+			}
+		}
+	}
+	for a := range m.Factors {
+		for j := range m.Factors[a].Table {
+			if rng.IntN(frac) == 0 {
+				m.Factors[a].Table[j] = negInf
+			}
+		}
+	}
+	return m
+}
+
+// TestKernelsBitIdentical: the unrolled node steps (kernels_gen.go) give
+// the iterates of the general code bit for bit (kernels.go): the same
+// bound after every pass, labelling, labelling score and messages, on
+// dense grids of every unrolled size (with and without -Inf entries),
+// grids where some nodes take the unrolled step and some the general code
+// (another state count, Potts edges), and random trees, on 1 and 2
+// threads.
+func TestKernelsBitIdentical(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	type tc struct {
+		name   string
+		m      *model.Model
+		kernel bool // some node must take an unrolled step
+		raw    bool // not reduced: -Inf unary states stay
+	}
+	var cases []tc
+	for _, l := range []int{2, 3, 4, 8} {
+		cases = append(cases,
+			tc{"dense", denseGrid(rng, 7, 9, l), true, false},
+			tc{"hard", withHoles(rng, denseGrid(rng, 6, 8, l), 12), true, false},
+			tc{"hard-raw", withHoles(rng, denseGrid(rng, 6, 8, l), 6), true, true},
+			tc{"veryhard", withHoles(rng, denseGrid(rng, 5, 5, l), 3), false, false})
+	}
+	// Mixed: a dense 4-label grid with a few 3-label variables and Potts
+	// edges.
+	mixed := denseGrid(rng, 8, 8, 4)
+	for _, v := range []int{9, 30, 31, 50} {
+		mixed.Cards[v] = 3
+	}
+	mixed = model.New(mixed.Cards) // rebuilt below with consistent tables
+	for j := range mixed.Unary {
+		mixed.Unary[j] = rng.NormFloat64()
+	}
+	for r := range 8 {
+		for c := range 8 {
+			u := r*8 + c
+			for _, v := range []int{u + 1, u + 8} {
+				if (v == u+1 && c == 7) || v >= 64 {
+					continue
+				}
+				if rng.IntN(5) == 0 && mixed.Cards[u] == mixed.Cards[v] {
+					mixed.Factors = append(mixed.Factors, model.Factor{Kind: model.Potts, Vars: []int{u, v}, Weight: rng.NormFloat64()})
+					continue
+				}
+				tab := make([]float64, mixed.Cards[u]*mixed.Cards[v])
+				for j := range tab {
+					tab[j] = 2 * rng.NormFloat64()
+				}
+				mixed.Factors = append(mixed.Factors, model.Factor{Kind: model.Dense, Vars: []int{u, v}, Table: tab})
+			}
+		}
+	}
+	cases = append(cases, tc{"mixed", mixed, true, false},
+		tc{"potts", generate.Potts(generate.GridOptions{Height: 6, Width: 6, Labels: 4, Rho: 2, Seed: 3}), false, false})
+	for range 10 {
+		cases = append(cases, tc{"tree", randomTree(rng, 25, 5, true, false), false, false})
+	}
+	for _, c := range cases {
+		if err := c.m.Validate(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		m := c.m // also unreduced when Reduce proves it infeasible: the passes must still agree
+		if red, err := model.Reduce(c.m, nil); err == nil && !c.raw {
+			m = red.Model
+		}
+		for _, threads := range []int{1, 2} {
+			fast, err := newGraph(m, threads)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain, err := newGraph(m, threads)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clear(plain.kern)
+			n := 0
+			for _, k := range fast.kern {
+				if k != 0 {
+					n++
+				}
+			}
+			if c.kernel && n == 0 {
+				t.Fatalf("%s, %d threads: no node takes an unrolled step", c.name, threads)
+			}
+			o := DefaultOptions()
+			o.Threads = threads
+			rf, rp := newRun(fast, o), newRun(plain, o)
+			same := func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) || a == b }
+			for it := range 15 {
+				fb, fs := rf.forward()
+				pb, ps := rp.forward()
+				if !same(fb, pb) || !same(fs, ps) {
+					t.Fatalf("%s, %d threads, iteration %d: forward bound %v score %v, general code %v, %v", c.name, threads, it, fb, fs, pb, ps)
+				}
+				for s := range rf.x {
+					if rf.x[s] != rp.x[s] {
+						t.Fatalf("%s, %d threads, iteration %d: label of node %d is %d, general code %d", c.name, threads, it, s, rf.x[s], rp.x[s])
+					}
+				}
+				if fb, pb := rf.backward(), rp.backward(); !same(fb, pb) {
+					t.Fatalf("%s, %d threads, iteration %d: backward bound %v, general code %v", c.name, threads, it, fb, pb)
+				}
+			}
+			for i := range fast.data {
+				if !same(fast.data[i], plain.data[i]) {
+					t.Fatalf("%s, %d threads: data[%d] = %v, general code %v", c.name, threads, i, fast.data[i], plain.data[i])
+				}
+			}
+			rf.close()
+			rp.close()
+		}
+	}
+}
