@@ -79,23 +79,41 @@ func hatFromOut(p func(string, ...any), k int) {
 	p("\t}\n")
 }
 
-// prepareA writes a_i = gamma h_i - m[i], -Inf for a dead state.
+// prepareA writes na_i = -(gamma h_i - M_i) = M_i - gamma h_i, exactly
+// the negated a_i of the general code (IEEE subtraction is symmetric), and
+// +Inf for a dead state. The products are taken with min on negated values
+// (see kernels.go: min compiles to fewer instructions than max).
 func prepareA(p func(string, ...any), k int) {
 	for i := range k {
-		p("\t\ta%d := gm*h%d - m[%d]\n\t\tif h%d == negInf {\n\t\t\ta%d = negInf\n\t\t}\n", i, i, i, i, i)
+		p("\t\ta%d := m[%d] - gm*h%d\n\t\tif h%d == negInf {\n\t\t\ta%d = posInf\n\t\t}\n", i, i, i, i, i)
 	}
 }
 
-// normalise writes c = max o, o -= c (unless -Inf), m[:k] = o.
+// minTree returns a balanced min over the names.
+func minTree(names []string) string {
+	if len(names) == 1 {
+		return names[0]
+	}
+	h := len(names) / 2
+	return "min(" + minTree(names[:h]) + ", " + minTree(names[h:]) + ")"
+}
+
+// normalise writes, from the negated products o'_j = -o_j, c' = min o' =
+// -c and M_j = c' - o'_j = o_j - c (or -o'_j = -Inf when c is -Inf), and
+// adds c to the bound by subtracting c'.
 func normalise(p func(string, ...any), k int) {
-	p("\t\tc := %s\n", maxTree(names(k, "o")))
-	p("\t\tif c != negInf {\n")
+	p("\t\tc := %s\n", minTree(names(k, "o")))
+	p("\t\tif c != posInf {\n")
 	for i := range k {
-		p("\t\t\to%d -= c\n", i)
+		p("\t\t\to%d = c - o%d\n", i, i)
+	}
+	p("\t\t} else {\n")
+	for i := range k {
+		p("\t\t\to%d = -o%d\n", i, i)
 	}
 	p("\t\t}\n")
 	p("\t\t%s = %s\n", list(k, func(i int) string { return fmt.Sprintf("m[%d]", i) }), list(k, v("o")))
-	p("\t\tbound += c\n")
+	p("\t\tbound -= c\n")
 }
 
 func forward(p func(string, ...any), k int) {
@@ -131,13 +149,13 @@ func forward(p func(string, ...any), k int) {
 	p("\tgm := g.gamma[s]\n")
 	p("\tfor _, mo := range out {\n\t\tm := (*[%d]float64)(data[mo:])\n", k+k*k)
 	prepareA(p, k)
-	// maxPlusCols: o_j = max_i a_i + t[i k + j], t = m[k:].
+	// maxPlusCols negated: o'_j = min_i na_i - t[i k + j], t = m[k:].
 	for j := range k {
-		p("\t\to%d := a0 + m[%d]\n", j, k+j)
+		p("\t\to%d := a0 - m[%d]\n", j, k+j)
 	}
 	for i := 1; i < k; i++ {
 		for j := range k {
-			p("\t\to%d = max(o%d, a%d+m[%d])\n", j, j, i, k+i*k+j)
+			p("\t\to%d = min(o%d, a%d-m[%d])\n", j, j, i, k+i*k+j)
 		}
 	}
 	normalise(p, k)
@@ -159,13 +177,13 @@ func backward(p func(string, ...any), k int) {
 	p("\tgm := g.gamma[s]\n")
 	p("\tfor _, e := range in {\n\t\tm := (*[%d]float64)(data[g.moff[e]:])\n", k+k*k)
 	prepareA(p, k)
-	// maxPlusRows: o_i = max_j a_j + t[i k + j], t = m[k:].
+	// maxPlusRows negated: o'_i = min_j na_j - t[i k + j], t = m[k:].
 	for i := range k {
-		p("\t\to%d := a0 + m[%d]\n", i, k+i*k)
+		p("\t\to%d := a0 - m[%d]\n", i, k+i*k)
 	}
 	for j := 1; j < k; j++ {
 		for i := range k {
-			p("\t\to%d = max(o%d, a%d+m[%d])\n", i, i, j, k+i*k+j)
+			p("\t\to%d = min(o%d, a%d-m[%d])\n", i, i, j, k+i*k+j)
 		}
 	}
 	normalise(p, k)

@@ -1,5 +1,7 @@
 package trws
 
+import "math"
+
 //go:generate go run genkernels.go
 
 // Unrolled node steps (kernels_gen.go, written by genkernels.go).
@@ -18,18 +20,29 @@ package trws
 // the message's offset plus K (graph.go lays every dense edge out as message
 // then table), so the step reads one offset per edge.
 //
-// The unrolled steps make exactly the floating-point operations of the
-// general code, in the same order (the sums hat_s = theta_s + messages, the
-// labelling's sums and score, a = gamma hat - M, the sums a + theta and
-// M - c, the running sums of the bound); only maxima are taken in another
-// order, and a maximum is exact whatever the order. The iterates, the
-// labelling and every pass's bound are therefore identical, bit for bit,
-// to the general code's (TestKernelsBitIdentical), and everything pass.go
-// proves about the bound holds unchanged.
+// The products are taken on negated values, with min: Go's builtin max on
+// floats compiles (amd64) to a negation of both operands, two MINSD, an OR
+// and a negation back, min to the same without the three negations, and
+// the products are nearly all maxima. With na = M - gamma hat = -a (+Inf
+// for a dead state), na_i - theta(i, j) = -(a_i + theta(i, j)) exactly
+// (IEEE rounding is symmetric under negation), so o' = min_i (na_i -
+// theta) = -o, c' = min_j o'_j = -c, M_j = c' - o'_j = o_j - c, and the
+// bound minus c' is the bound plus c, all bit for bit.
+//
+// The unrolled steps thus make exactly the floating-point operations of
+// the general code, up to exact negations, in the same order (the sums
+// hat_s = theta_s + messages, the labelling's sums and score, gamma hat -
+// M, the sums a + theta and o - c, the running sums of the bound); only
+// maxima are taken in another order, and a maximum is exact whatever the
+// order. The iterates, the labelling and every pass's bound are therefore
+// identical, bit for bit, to the general code's (TestKernelsBitIdentical),
+// and everything pass.go proves about the bound holds unchanged.
 //
 // Nodes with other state counts, mixed state counts, Potts or truncated
 // edges, and every node of a TRW-S(LP-C) run (whose forward messages are
 // also copied to fwd) take the general code.
+
+var posInf = math.Inf(1)
 
 // kernelSizes are the state counts with an unrolled step.
 var kernelSizes = [...]int{2, 3, 4, 8}
