@@ -80,6 +80,8 @@ type graph struct {
 	// kern[s] is the state count of node s's unrolled step (kernels.go),
 	// 0 for the general code.
 	kern []uint8
+	// prefetch: data is large enough for the passes to prefetch (pass.go).
+	prefetch bool
 
 	maxCard int
 }

@@ -47,7 +47,7 @@ var posInf = math.Inf(1)
 // kernelSizes are the state counts with an unrolled step.
 var kernelSizes = [...]int{2, 3, 4, 8}
 
-// setKernels fills kern: kern[s] = K when node s has K states, K is in
+// setKernels sets prefetch (pass.go) and fills kern: kern[s] = K when node s has K states, K is in
 // kernelSizes, and every edge at s is dense with K states at both ends
 // (its table right after its K-entry message); 0 otherwise, and for every
 // node when the forward messages are kept (TRW-S(LP-C)).
@@ -56,6 +56,7 @@ func (g *graph) setKernels() {
 		g.kern = make([]uint8, g.n)
 	}
 	clear(g.kern)
+	g.prefetch = len(g.data)*8 > prefetchMin
 	if g.fwd != nil {
 		return
 	}

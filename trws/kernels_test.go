@@ -36,7 +36,7 @@ func withHoles(rng *rand.Rand, m *model.Model, frac int) *model.Model {
 // dense grids of every unrolled size (with and without -Inf entries),
 // grids where some nodes take the unrolled step and some the general code
 // (another state count, Potts edges), and random trees, on 1 and 2
-// threads.
+// threads; with prefetching (pass.go) against without.
 func TestKernelsBitIdentical(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	type tc struct {
@@ -105,6 +105,7 @@ func TestKernelsBitIdentical(t *testing.T) {
 				t.Fatal(err)
 			}
 			clear(plain.kern)
+			fast.prefetch, plain.prefetch = true, false // prefetching changes nothing either
 			n := 0
 			for _, k := range fast.kern {
 				if k != 0 {
