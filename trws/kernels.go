@@ -38,6 +38,18 @@ import "math"
 // identical, bit for bit, to the general code's (TestKernelsBitIdentical),
 // and everything pass.go proves about the bound holds unchanged.
 //
+// For K = 4 and 8 the send step itself (a, the product, the normalisation)
+// is an SSE2 function on amd64 (kernels_amd64.s, generated too: two
+// states per instruction, MINPD where Go's min takes three instructions
+// per state; SSE2 is in every amd64 processor, so no feature test), sendRef
+// in Go elsewhere (kernels_other.go). It makes sendRef's operations, which
+// are the general code's negated, so the iterates stay bit for bit the
+// same (TestSendSIMD, TestKernelsBitIdentical); the only difference is the
+// sign of a zero maximum (MINPD returns its second operand on equal
+// operands), which no sum or comparison sees. On a 30x30 grid of 8-label
+// dense tables (in cache) this took an iteration from about 190 to 118 ns
+// per node.
+//
 // Nodes with other state counts, mixed state counts, Potts or truncated
 // edges, and every node of a TRW-S(LP-C) run (whose forward messages are
 // also copied to fwd) take the general code.
@@ -124,4 +136,47 @@ func (g *graph) backwardStep(s int, bound float64) (float64, bool) {
 		return g.backward8(s, bound), true
 	}
 	return bound, false
+}
+
+// sendRef is the send step of a node of K = len(h) states along a dense
+// K x K edge whose data m is the message, then the table: with na_i =
+// M_i - gm h_i (+Inf for a dead state, h_i = -Inf), the new message is M_j
+// = c' - o'_j with o'_j = min_i na_i - t[i][j] (cols, the message to the
+// later end) or o'_j = min_i na_i - t[j][i] (rows, to the earlier end) and
+// c' = min_j o'_j (M_j = -o'_j when c' = +Inf); it returns c'. These are
+// the operations of the general code (prepare, maxPlusCols or maxPlusRows,
+// shiftBy), negated; it is the reference for the SSE2 steps and their
+// stand-in on other architectures.
+func sendRef(m, h []float64, gm float64, cols bool) float64 {
+	k := len(h)
+	var na, o [8]float64
+	for i := range k {
+		na[i] = m[i] - gm*h[i]
+		if h[i] == negInf {
+			na[i] = posInf
+		}
+	}
+	t := m[k : k+k*k]
+	for j := range k {
+		o[j] = posInf
+		for i := range k {
+			if cols {
+				o[j] = min(o[j], na[i]-t[i*k+j])
+			} else {
+				o[j] = min(o[j], na[i]-t[j*k+i])
+			}
+		}
+	}
+	c := posInf
+	for j := range k {
+		c = min(c, o[j])
+	}
+	for j := range k {
+		if c != posInf {
+			m[j] = c - o[j]
+		} else {
+			m[j] = -o[j]
+		}
+	}
+	return c
 }

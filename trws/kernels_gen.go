@@ -351,54 +351,9 @@ func (g *graph) forward4(s int, x []int, fuse bool, bound, score float64) (float
 		bound += w * max(max(h0, h1), max(h2, h3))
 	}
 	gm := g.gamma[s]
+	hv := [4]float64{h0, h1, h2, h3}
 	for _, mo := range out {
-		m := (*[20]float64)(data[mo:])
-		a0 := m[0] - gm*h0
-		if h0 == negInf {
-			a0 = posInf
-		}
-		a1 := m[1] - gm*h1
-		if h1 == negInf {
-			a1 = posInf
-		}
-		a2 := m[2] - gm*h2
-		if h2 == negInf {
-			a2 = posInf
-		}
-		a3 := m[3] - gm*h3
-		if h3 == negInf {
-			a3 = posInf
-		}
-		o0 := a0 - m[4]
-		o1 := a0 - m[5]
-		o2 := a0 - m[6]
-		o3 := a0 - m[7]
-		o0 = min(o0, a1-m[8])
-		o1 = min(o1, a1-m[9])
-		o2 = min(o2, a1-m[10])
-		o3 = min(o3, a1-m[11])
-		o0 = min(o0, a2-m[12])
-		o1 = min(o1, a2-m[13])
-		o2 = min(o2, a2-m[14])
-		o3 = min(o3, a2-m[15])
-		o0 = min(o0, a3-m[16])
-		o1 = min(o1, a3-m[17])
-		o2 = min(o2, a3-m[18])
-		o3 = min(o3, a3-m[19])
-		c := min(min(o0, o1), min(o2, o3))
-		if c != posInf {
-			o0 = c - o0
-			o1 = c - o1
-			o2 = c - o2
-			o3 = c - o3
-		} else {
-			o0 = -o0
-			o1 = -o1
-			o2 = -o2
-			o3 = -o3
-		}
-		m[0], m[1], m[2], m[3] = o0, o1, o2, o3
-		bound -= c
+		bound -= sendCols4((*[20]float64)(data[mo:]), &hv, gm)
 	}
 	return bound, score
 }
@@ -428,54 +383,9 @@ func (g *graph) backward4(s int, bound float64) float64 {
 		bound += w * max(max(h0, h1), max(h2, h3))
 	}
 	gm := g.gamma[s]
+	hv := [4]float64{h0, h1, h2, h3}
 	for _, e := range in {
-		m := (*[20]float64)(data[g.moff[e]:])
-		a0 := m[0] - gm*h0
-		if h0 == negInf {
-			a0 = posInf
-		}
-		a1 := m[1] - gm*h1
-		if h1 == negInf {
-			a1 = posInf
-		}
-		a2 := m[2] - gm*h2
-		if h2 == negInf {
-			a2 = posInf
-		}
-		a3 := m[3] - gm*h3
-		if h3 == negInf {
-			a3 = posInf
-		}
-		o0 := a0 - m[4]
-		o1 := a0 - m[8]
-		o2 := a0 - m[12]
-		o3 := a0 - m[16]
-		o0 = min(o0, a1-m[5])
-		o1 = min(o1, a1-m[9])
-		o2 = min(o2, a1-m[13])
-		o3 = min(o3, a1-m[17])
-		o0 = min(o0, a2-m[6])
-		o1 = min(o1, a2-m[10])
-		o2 = min(o2, a2-m[14])
-		o3 = min(o3, a2-m[18])
-		o0 = min(o0, a3-m[7])
-		o1 = min(o1, a3-m[11])
-		o2 = min(o2, a3-m[15])
-		o3 = min(o3, a3-m[19])
-		c := min(min(o0, o1), min(o2, o3))
-		if c != posInf {
-			o0 = c - o0
-			o1 = c - o1
-			o2 = c - o2
-			o3 = c - o3
-		} else {
-			o0 = -o0
-			o1 = -o1
-			o2 = -o2
-			o3 = -o3
-		}
-		m[0], m[1], m[2], m[3] = o0, o1, o2, o3
-		bound -= c
+		bound -= sendRows4((*[20]float64)(data[g.moff[e]:]), &hv, gm)
 	}
 	return bound
 }
@@ -592,126 +502,9 @@ func (g *graph) forward8(s int, x []int, fuse bool, bound, score float64) (float
 		bound += w * max(max(max(h0, h1), max(h2, h3)), max(max(h4, h5), max(h6, h7)))
 	}
 	gm := g.gamma[s]
+	hv := [8]float64{h0, h1, h2, h3, h4, h5, h6, h7}
 	for _, mo := range out {
-		m := (*[72]float64)(data[mo:])
-		a0 := m[0] - gm*h0
-		if h0 == negInf {
-			a0 = posInf
-		}
-		a1 := m[1] - gm*h1
-		if h1 == negInf {
-			a1 = posInf
-		}
-		a2 := m[2] - gm*h2
-		if h2 == negInf {
-			a2 = posInf
-		}
-		a3 := m[3] - gm*h3
-		if h3 == negInf {
-			a3 = posInf
-		}
-		a4 := m[4] - gm*h4
-		if h4 == negInf {
-			a4 = posInf
-		}
-		a5 := m[5] - gm*h5
-		if h5 == negInf {
-			a5 = posInf
-		}
-		a6 := m[6] - gm*h6
-		if h6 == negInf {
-			a6 = posInf
-		}
-		a7 := m[7] - gm*h7
-		if h7 == negInf {
-			a7 = posInf
-		}
-		o0 := a0 - m[8]
-		o1 := a0 - m[9]
-		o2 := a0 - m[10]
-		o3 := a0 - m[11]
-		o4 := a0 - m[12]
-		o5 := a0 - m[13]
-		o6 := a0 - m[14]
-		o7 := a0 - m[15]
-		o0 = min(o0, a1-m[16])
-		o1 = min(o1, a1-m[17])
-		o2 = min(o2, a1-m[18])
-		o3 = min(o3, a1-m[19])
-		o4 = min(o4, a1-m[20])
-		o5 = min(o5, a1-m[21])
-		o6 = min(o6, a1-m[22])
-		o7 = min(o7, a1-m[23])
-		o0 = min(o0, a2-m[24])
-		o1 = min(o1, a2-m[25])
-		o2 = min(o2, a2-m[26])
-		o3 = min(o3, a2-m[27])
-		o4 = min(o4, a2-m[28])
-		o5 = min(o5, a2-m[29])
-		o6 = min(o6, a2-m[30])
-		o7 = min(o7, a2-m[31])
-		o0 = min(o0, a3-m[32])
-		o1 = min(o1, a3-m[33])
-		o2 = min(o2, a3-m[34])
-		o3 = min(o3, a3-m[35])
-		o4 = min(o4, a3-m[36])
-		o5 = min(o5, a3-m[37])
-		o6 = min(o6, a3-m[38])
-		o7 = min(o7, a3-m[39])
-		o0 = min(o0, a4-m[40])
-		o1 = min(o1, a4-m[41])
-		o2 = min(o2, a4-m[42])
-		o3 = min(o3, a4-m[43])
-		o4 = min(o4, a4-m[44])
-		o5 = min(o5, a4-m[45])
-		o6 = min(o6, a4-m[46])
-		o7 = min(o7, a4-m[47])
-		o0 = min(o0, a5-m[48])
-		o1 = min(o1, a5-m[49])
-		o2 = min(o2, a5-m[50])
-		o3 = min(o3, a5-m[51])
-		o4 = min(o4, a5-m[52])
-		o5 = min(o5, a5-m[53])
-		o6 = min(o6, a5-m[54])
-		o7 = min(o7, a5-m[55])
-		o0 = min(o0, a6-m[56])
-		o1 = min(o1, a6-m[57])
-		o2 = min(o2, a6-m[58])
-		o3 = min(o3, a6-m[59])
-		o4 = min(o4, a6-m[60])
-		o5 = min(o5, a6-m[61])
-		o6 = min(o6, a6-m[62])
-		o7 = min(o7, a6-m[63])
-		o0 = min(o0, a7-m[64])
-		o1 = min(o1, a7-m[65])
-		o2 = min(o2, a7-m[66])
-		o3 = min(o3, a7-m[67])
-		o4 = min(o4, a7-m[68])
-		o5 = min(o5, a7-m[69])
-		o6 = min(o6, a7-m[70])
-		o7 = min(o7, a7-m[71])
-		c := min(min(min(o0, o1), min(o2, o3)), min(min(o4, o5), min(o6, o7)))
-		if c != posInf {
-			o0 = c - o0
-			o1 = c - o1
-			o2 = c - o2
-			o3 = c - o3
-			o4 = c - o4
-			o5 = c - o5
-			o6 = c - o6
-			o7 = c - o7
-		} else {
-			o0 = -o0
-			o1 = -o1
-			o2 = -o2
-			o3 = -o3
-			o4 = -o4
-			o5 = -o5
-			o6 = -o6
-			o7 = -o7
-		}
-		m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7] = o0, o1, o2, o3, o4, o5, o6, o7
-		bound -= c
+		bound -= sendCols8((*[72]float64)(data[mo:]), &hv, gm)
 	}
 	return bound, score
 }
@@ -749,126 +542,9 @@ func (g *graph) backward8(s int, bound float64) float64 {
 		bound += w * max(max(max(h0, h1), max(h2, h3)), max(max(h4, h5), max(h6, h7)))
 	}
 	gm := g.gamma[s]
+	hv := [8]float64{h0, h1, h2, h3, h4, h5, h6, h7}
 	for _, e := range in {
-		m := (*[72]float64)(data[g.moff[e]:])
-		a0 := m[0] - gm*h0
-		if h0 == negInf {
-			a0 = posInf
-		}
-		a1 := m[1] - gm*h1
-		if h1 == negInf {
-			a1 = posInf
-		}
-		a2 := m[2] - gm*h2
-		if h2 == negInf {
-			a2 = posInf
-		}
-		a3 := m[3] - gm*h3
-		if h3 == negInf {
-			a3 = posInf
-		}
-		a4 := m[4] - gm*h4
-		if h4 == negInf {
-			a4 = posInf
-		}
-		a5 := m[5] - gm*h5
-		if h5 == negInf {
-			a5 = posInf
-		}
-		a6 := m[6] - gm*h6
-		if h6 == negInf {
-			a6 = posInf
-		}
-		a7 := m[7] - gm*h7
-		if h7 == negInf {
-			a7 = posInf
-		}
-		o0 := a0 - m[8]
-		o1 := a0 - m[16]
-		o2 := a0 - m[24]
-		o3 := a0 - m[32]
-		o4 := a0 - m[40]
-		o5 := a0 - m[48]
-		o6 := a0 - m[56]
-		o7 := a0 - m[64]
-		o0 = min(o0, a1-m[9])
-		o1 = min(o1, a1-m[17])
-		o2 = min(o2, a1-m[25])
-		o3 = min(o3, a1-m[33])
-		o4 = min(o4, a1-m[41])
-		o5 = min(o5, a1-m[49])
-		o6 = min(o6, a1-m[57])
-		o7 = min(o7, a1-m[65])
-		o0 = min(o0, a2-m[10])
-		o1 = min(o1, a2-m[18])
-		o2 = min(o2, a2-m[26])
-		o3 = min(o3, a2-m[34])
-		o4 = min(o4, a2-m[42])
-		o5 = min(o5, a2-m[50])
-		o6 = min(o6, a2-m[58])
-		o7 = min(o7, a2-m[66])
-		o0 = min(o0, a3-m[11])
-		o1 = min(o1, a3-m[19])
-		o2 = min(o2, a3-m[27])
-		o3 = min(o3, a3-m[35])
-		o4 = min(o4, a3-m[43])
-		o5 = min(o5, a3-m[51])
-		o6 = min(o6, a3-m[59])
-		o7 = min(o7, a3-m[67])
-		o0 = min(o0, a4-m[12])
-		o1 = min(o1, a4-m[20])
-		o2 = min(o2, a4-m[28])
-		o3 = min(o3, a4-m[36])
-		o4 = min(o4, a4-m[44])
-		o5 = min(o5, a4-m[52])
-		o6 = min(o6, a4-m[60])
-		o7 = min(o7, a4-m[68])
-		o0 = min(o0, a5-m[13])
-		o1 = min(o1, a5-m[21])
-		o2 = min(o2, a5-m[29])
-		o3 = min(o3, a5-m[37])
-		o4 = min(o4, a5-m[45])
-		o5 = min(o5, a5-m[53])
-		o6 = min(o6, a5-m[61])
-		o7 = min(o7, a5-m[69])
-		o0 = min(o0, a6-m[14])
-		o1 = min(o1, a6-m[22])
-		o2 = min(o2, a6-m[30])
-		o3 = min(o3, a6-m[38])
-		o4 = min(o4, a6-m[46])
-		o5 = min(o5, a6-m[54])
-		o6 = min(o6, a6-m[62])
-		o7 = min(o7, a6-m[70])
-		o0 = min(o0, a7-m[15])
-		o1 = min(o1, a7-m[23])
-		o2 = min(o2, a7-m[31])
-		o3 = min(o3, a7-m[39])
-		o4 = min(o4, a7-m[47])
-		o5 = min(o5, a7-m[55])
-		o6 = min(o6, a7-m[63])
-		o7 = min(o7, a7-m[71])
-		c := min(min(min(o0, o1), min(o2, o3)), min(min(o4, o5), min(o6, o7)))
-		if c != posInf {
-			o0 = c - o0
-			o1 = c - o1
-			o2 = c - o2
-			o3 = c - o3
-			o4 = c - o4
-			o5 = c - o5
-			o6 = c - o6
-			o7 = c - o7
-		} else {
-			o0 = -o0
-			o1 = -o1
-			o2 = -o2
-			o3 = -o3
-			o4 = -o4
-			o5 = -o5
-			o6 = -o6
-			o7 = -o7
-		}
-		m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7] = o0, o1, o2, o3, o4, o5, o6, o7
-		bound -= c
+		bound -= sendRows8((*[72]float64)(data[g.moff[e]:]), &hv, gm)
 	}
 	return bound
 }
