@@ -32,9 +32,10 @@
 // Layout and cost (graph.go, pass.go): Kolmogorov's MRFEnergy layout in
 // flat arrays: one message per edge (the one into the node processed next),
 // message and table side by side, edges sorted by their earlier end, so a
-// pass streams through memory; branch-free max-plus kernels, unrolled
-// whole node steps for nodes of 2, 3, 4 or 8 states with dense edges
-// (kernels.go: the same iterates bit for bit, in registers); the labelling
+// pass streams through memory, prefetching the edges of the node eight
+// turns ahead (pass.go); branch-free max-plus kernels, unrolled whole node
+// steps for nodes of 2, 3, 4 or 8 states with dense edges, with SSE2 send
+// steps for 4 and 8 (kernels.go: the same iterates bit for bit); the labelling
 // and its score fused into the forward pass; an iteration allocates
 // nothing. Potts edges (both signs) and single truncated linear or
 // quadratic factors (model.TruncLinear, TruncQuad) keep their structure:

@@ -146,7 +146,7 @@ func (g *graph) backwardStep(s int, bound float64) (float64, bool) {
 // c' = min_j o'_j (M_j = -o'_j when c' = +Inf); it returns c'. These are
 // the operations of the general code (prepare, maxPlusCols or maxPlusRows,
 // shiftBy), negated; it is the reference for the SSE2 steps and their
-// stand-in on other architectures.
+// stand-in on other architectures (K <= 8).
 func sendRef(m, h []float64, gm float64, cols bool) float64 {
 	k := len(h)
 	var na, o [8]float64
