@@ -104,38 +104,34 @@ func hasKernel(k int) bool {
 	return false
 }
 
-// forwardStep runs node s's step of a forward pass with an unrolled
-// kernel, adding to bound and score; ok is false when s has none.
-func (g *graph) forwardStep(s int, x []int, fuse bool, bound, score float64) (float64, float64, bool) {
+// forwardStep runs node s's step of a forward pass with its unrolled
+// kernel (kern[s] != 0), adding to bound and score.
+func (g *graph) forwardStep(s int, x []int, fuse bool, bound, score float64) (float64, float64) {
 	switch g.kern[s] {
 	case 2:
-		bound, score = g.forward2(s, x, fuse, bound, score)
+		return g.forward2(s, x, fuse, bound, score)
 	case 3:
-		bound, score = g.forward3(s, x, fuse, bound, score)
+		return g.forward3(s, x, fuse, bound, score)
 	case 4:
-		bound, score = g.forward4(s, x, fuse, bound, score)
-	case 8:
-		bound, score = g.forward8(s, x, fuse, bound, score)
+		return g.forward4(s, x, fuse, bound, score)
 	default:
-		return bound, score, false
+		return g.forward8(s, x, fuse, bound, score)
 	}
-	return bound, score, true
 }
 
-// backwardStep runs node s's step of a backward pass with an unrolled
-// kernel, adding to bound; ok is false when s has none.
-func (g *graph) backwardStep(s int, bound float64) (float64, bool) {
+// backwardStep runs node s's step of a backward pass with its unrolled
+// kernel (kern[s] != 0), adding to bound.
+func (g *graph) backwardStep(s int, bound float64) float64 {
 	switch g.kern[s] {
 	case 2:
-		return g.backward2(s, bound), true
+		return g.backward2(s, bound)
 	case 3:
-		return g.backward3(s, bound), true
+		return g.backward3(s, bound)
 	case 4:
-		return g.backward4(s, bound), true
-	case 8:
-		return g.backward8(s, bound), true
+		return g.backward4(s, bound)
+	default:
+		return g.backward8(s, bound)
 	}
-	return bound, false
 }
 
 // sendRef is the send step of a node of K = len(h) states along a dense

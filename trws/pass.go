@@ -44,13 +44,13 @@ package trws
 // earlier nodes; 0 when TRW-S(LP-C) changed the tables, see runner).
 func (g *graph) forwardPart(lo, hi int, x []int, sc *scratch) (bound, score float64) {
 	data, theta := g.data, g.theta
-	fuse, pf := g.orig == nil, g.prefetch
+	fuse, pf, kern := g.orig == nil, g.prefetch, g.kern
 	for s := lo; s < hi; s++ {
 		if t := s + prefetchAhead; pf && t < hi {
 			g.prefetchOut(t)
 		}
-		var ok bool
-		if bound, score, ok = g.forwardStep(s, x, fuse, bound, score); ok {
+		if kern[s] != 0 {
+			bound, score = g.forwardStep(s, x, fuse, bound, score)
 			continue
 		}
 		k := g.card[s]
@@ -111,13 +111,13 @@ func (g *graph) forwardPart(lo, hi int, x []int, sc *scratch) (bound, score floa
 // scratch sc and returns its share of the bound.
 func (g *graph) backwardPart(lo, hi int, sc *scratch) float64 {
 	data, theta := g.data, g.theta
-	bound, pf := 0.0, g.prefetch
+	bound, pf, kern := 0.0, g.prefetch, g.kern
 	for s := hi - 1; s >= lo; s-- {
 		if t := s - prefetchAhead; pf && t >= lo {
 			g.prefetchIn(t)
 		}
-		var ok bool
-		if bound, ok = g.backwardStep(s, bound); ok {
+		if kern[s] != 0 {
+			bound = g.backwardStep(s, bound)
 			continue
 		}
 		k := g.card[s]
