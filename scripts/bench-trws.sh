@@ -93,7 +93,8 @@ printf '%-14s %-12s %10s %11s %8s %18s %10s %10s\n' grid program "cpu ms/it" "wa
 for grid in $grids; do
 	IFS=x read -r h w l <<<"$grid"
 	uai=$work/$pair-$grid.uai
-	[[ -f $uai ]] || "$coord" gen potts -height "$h" -width "$w" -labels "$l" -pair "$pair" -quiet -o "$uai" >/dev/null
+	[[ -f $uai ]] || "$coord" gen potts -height "$h" -width "$w" -labels "$l" -pair "$pair" -quiet -o "$uai" >/dev/null 2>"$work/gen.err" ||
+		{ cat "$work/gen.err" >&2; exit 1; }
 	declare -A c=() wl=() r=() b=()
 	for rep in $(seq "$repeats"); do
 		/usr/bin/time -v "$kol" "$uai" "$iters" >"$work/k.out" 2>"$work/k.time"
