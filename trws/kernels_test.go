@@ -1,8 +1,12 @@
 package trws
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/ddrun/ddrun/generate"
@@ -196,6 +200,35 @@ func TestSendSIMD(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestGeneratedKernels: kernels_gen.go and kernels_amd64.s are what
+// genkernels.go writes now (run go generate ./trws after changing it).
+func TestGeneratedKernels(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go tool")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command(goTool, "run", "genkernels.go", "-o", dir).CombinedOutput(); err != nil {
+		t.Fatalf("go run genkernels.go: %v\n%s", err, out)
+	}
+	for _, f := range []string{"kernels_gen.go", "kernels_amd64.s"} {
+		want, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from genkernels.go's output: run go generate ./trws", f)
 		}
 	}
 }
