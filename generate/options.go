@@ -25,8 +25,11 @@ type GridOptions struct {
 	Seed int64 // seeds the PCG source
 	// Pair is the term on a Potts grid's edges, of weight the coupling w:
 	// PairPotts (the zero value: w [x = y]), PairLinear (-w min(|x-y|,
-	// Trunc)) or PairQuad (-w min((x-y)^2, Trunc)). The draws are the same
-	// whatever the term. Ising ignores it.
+	// Trunc)) or PairQuad (-w min((x-y)^2, Trunc)); or PairDense, a general
+	// Labels x Labels table of entries ~ U[-Rho, Rho] drawn from a second
+	// stream (PCG seeded by (Seed, 1)), edge by edge, row by row. The
+	// unaries and the couplings are drawn alike whatever the term. Ising
+	// ignores it.
 	Pair PairTerm
 	// Trunc is the truncation of PairLinear and PairQuad (finite, > 0).
 	Trunc float64
@@ -40,9 +43,10 @@ const (
 	PairPotts  PairTerm = iota // model.Potts
 	PairLinear                 // model.TruncLinear
 	PairQuad                   // model.TruncQuad
+	PairDense                  // model.Dense: a random general table
 )
 
-var pairNames = [...]string{"potts", "linear", "quad"}
+var pairNames = [...]string{"potts", "linear", "quad", "dense"}
 
 func (p PairTerm) String() string {
 	if int(p) < len(pairNames) {
@@ -51,14 +55,14 @@ func (p PairTerm) String() string {
 	return fmt.Sprintf("PairTerm(%d)", int(p))
 }
 
-// ParsePairTerm maps "potts", "linear" or "quad" to its PairTerm.
+// ParsePairTerm maps "potts", "linear", "quad" or "dense" to its PairTerm.
 func ParsePairTerm(s string) (PairTerm, error) {
 	for i, n := range pairNames {
 		if s == n {
 			return PairTerm(i), nil
 		}
 	}
-	return 0, fmt.Errorf("generate: pairwise term %q: want potts, linear or quad", s)
+	return 0, fmt.Errorf("generate: pairwise term %q: want potts, linear, quad or dense", s)
 }
 
 // kind returns the model kind of the term.
@@ -68,6 +72,8 @@ func (p PairTerm) kind() model.Kind {
 		return model.TruncLinear
 	case PairQuad:
 		return model.TruncQuad
+	case PairDense:
+		return model.Dense
 	}
 	return model.Potts
 }
@@ -83,10 +89,10 @@ func (o GridOptions) Validate() error {
 	if err := checkRho(o.Rho); err != nil {
 		return err
 	}
-	if o.Pair > PairQuad {
+	if o.Pair > PairDense {
 		return fmt.Errorf("generate: unknown pairwise term %d", o.Pair)
 	}
-	if o.Pair != PairPotts {
+	if o.Pair == PairLinear || o.Pair == PairQuad {
 		if err := model.CheckPairTerm(o.Pair.kind(), o.Rho, o.Trunc); err != nil {
 			return fmt.Errorf("generate: %s term: %w", o.Pair, err)
 		}

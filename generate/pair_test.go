@@ -48,3 +48,49 @@ func TestPairTerms(t *testing.T) {
 		t.Fatal("cubic parsed")
 	}
 }
+
+// PairDense: general tables of Labels^2 entries in [-Rho, Rho], distinct
+// from edge to edge, with the Potts grid's unaries; the stream and the
+// built model agree, and the same seed gives the same tables.
+func TestPairDense(t *testing.T) {
+	o := GridOptions{Height: 3, Width: 4, Labels: 3, Rho: 2, Seed: 5}
+	potts := Potts(o)
+	o.Pair = PairDense
+	m := Potts(o)
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range m.Unary {
+		if m.Unary[i] != potts.Unary[i] {
+			t.Fatalf("unary %d differs from the Potts grid's", i)
+		}
+	}
+	seen := map[float64]bool{}
+	for a, f := range m.Factors {
+		p := potts.Factors[a]
+		if f.Kind != model.Dense || len(f.Table) != 9 || f.Vars[0] != p.Vars[0] || f.Vars[1] != p.Vars[1] {
+			t.Fatalf("factor %d is %+v", a, f)
+		}
+		for _, v := range f.Table {
+			if v < -2 || v > 2 || seen[v] {
+				t.Fatalf("factor %d: entry %v out of range or repeated", a, v)
+			}
+			seen[v] = true
+		}
+	}
+	again := 0
+	PottsStream(o).EachFactor(func(a int, f *model.Factor) {
+		for j, v := range f.Table {
+			if v != m.Factors[a].Table[j] {
+				t.Fatalf("stream factor %d entry %d: %v, model %v", a, j, v, m.Factors[a].Table[j])
+			}
+		}
+		again++
+	})
+	if again != len(m.Factors) {
+		t.Fatalf("stream gave %d factors, model has %d", again, len(m.Factors))
+	}
+	if p, err := ParsePairTerm("dense"); err != nil || p != PairDense || PairDense.String() != "dense" {
+		t.Fatalf("names: %v %v", p, err)
+	}
+}

@@ -60,17 +60,27 @@ func (s *GridStream) EachUnaries(fn func(i int, u []float64)) {
 
 // EachFactor calls fn with each edge's factor (Potts, or the grid's
 // GridOptions.Pair term) in order (see the
-// grid's edge order above); f and its Vars are reused from call to call.
+// grid's edge order above); f, its Vars and its Table are reused from call
+// to call.
 func (s *GridStream) EachFactor(fn func(a int, f *model.Factor)) {
 	kind, trunc := model.Potts, 0.0
+	var tab []float64
+	var tr *rand.Rand
 	if !s.ising {
 		kind = s.o.Pair.kind()
-		if kind != model.Potts {
+		switch kind {
+		case model.Dense:
+			tab, tr = make([]float64, s.labels*s.labels), rand.New(rand.NewPCG(uint64(s.o.Seed), 1))
+		case model.TruncLinear, model.TruncQuad:
 			trunc = s.o.Trunc
 		}
 	}
 	s.eachCoupling(func(a int, uv [2]int, j float64) {
 		f := model.Factor{Kind: kind, Vars: uv[:], Weight: s.weight(j), Trunc: trunc}
+		if tab != nil {
+			fill(tr, tab, s.o.Rho)
+			f.Table, f.Weight = tab, 0
+		}
 		fn(a, &f)
 	})
 }
@@ -121,10 +131,19 @@ func (s *GridStream) Model() *model.Model {
 	s.EachUnaries(func(i int, u []float64) { copy(m.Unaries(i), u) })
 	m.Factors = make([]model.Factor, s.NumFactors())
 	vars := make([]int, 2*len(m.Factors)) // one arena for the scopes
+	var tabs []float64                    // and one for dense tables
+	if !s.ising && s.o.Pair == PairDense {
+		tabs = make([]float64, len(m.Factors)*s.labels*s.labels)
+	}
 	s.EachFactor(func(a int, f *model.Factor) {
 		m.Factors[a] = *f
 		m.Factors[a].Vars = vars[2*a : 2*a+2 : 2*a+2]
 		copy(m.Factors[a].Vars, f.Vars)
+		if f.Table != nil {
+			k := len(f.Table)
+			m.Factors[a].Table = tabs[a*k : (a+1)*k : (a+1)*k]
+			copy(m.Factors[a].Table, f.Table)
+		}
 	})
 	m.Constant = s.Constant()
 	return m

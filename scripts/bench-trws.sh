@@ -15,9 +15,15 @@
 #   REPEATS=3          runs per program and grid; the table holds medians
 #   THREADS="1 2"      ddrun's --threads values
 #   GRIDS="300x300x4 100x100x8 1000x1000x4"   HEIGHTxWIDTHxLABELS
+#   PAIR=dense         the grids' edge terms (`coordinator gen potts --pair`):
+#                      dense, a random general table per edge (entries
+#                      ~ U[-1, 1]), read as general tables by both programs:
+#                      like for like; potts, couplings of both signs, which
+#                      Kolmogorov's driver reads as general tables and ddrun's
+#                      UAI reader recognises as Potts (O(L) messages)
 #
-# For every grid (`coordinator gen potts`, couplings of both signs, read
-# from UAI as general tables by both) the table gives, per program:
+# For every grid (`coordinator gen potts --pair PAIR`) the table gives, per
+# program:
 #   cpu ms/it   CPU time per iteration. Kolmogorov's: the process CPU time
 #               of Minimize_TRW_S / ITERS (the driver's clock). ddrun's:
 #               (CPU of `solve --max-iter ITERS` - CPU of `solve --max-iter
@@ -38,7 +44,7 @@
 set -euo pipefail
 
 if [[ $# -lt 1 ]]; then
-	sed -n '2,20p' "$0" >&2
+	sed -n '2,26p' "$0" >&2
 	exit 2
 fi
 trws=$1
@@ -47,6 +53,7 @@ iters=${ITERS:-100}
 repeats=${REPEATS:-3}
 threads=${THREADS:-1 2}
 grids=${GRIDS:-300x300x4 100x100x8 1000x1000x4}
+pair=${PAIR:-dense}
 if [[ $# -ge 2 ]]; then
 	work=$2
 	mkdir -p "$work"
@@ -85,8 +92,9 @@ median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else prin
 printf '%-14s %-12s %10s %11s %8s %18s %10s %10s\n' grid program "cpu ms/it" "wall ms/it" "RSS MB" bound "cpu ratio" "RSS ratio"
 for grid in $grids; do
 	IFS=x read -r h w l <<<"$grid"
-	uai=$work/potts-$grid.uai
-	[[ -f $uai ]] || "$coord" gen potts -height "$h" -width "$w" -labels "$l" -quiet -o "$uai" >/dev/null
+	uai=$work/$pair-$grid.uai
+	[[ -f $uai ]] || "$coord" gen potts -height "$h" -width "$w" -labels "$l" -pair "$pair" -quiet -o "$uai" >/dev/null 2>"$work/gen.err" ||
+		{ cat "$work/gen.err" >&2; exit 1; }
 	declare -A c=() wl=() r=() b=()
 	for rep in $(seq "$repeats"); do
 		/usr/bin/time -v "$kol" "$uai" "$iters" >"$work/k.out" 2>"$work/k.time"

@@ -118,3 +118,27 @@ func BenchmarkLPCIteration(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNodeCost reports the CPU time per node and iteration
+// (cpu-ns/node) on dense grids that stay in cache (30x30) and that do not
+// (300x300 with 4 labels, 150x150 with 8): the difference is the time the
+// passes wait for memory (see prefetching in pass.go).
+func BenchmarkNodeCost(b *testing.B) {
+	for _, c := range []struct{ n, labels int }{{30, 4}, {300, 4}, {30, 8}, {150, 8}} {
+		m := dense(generate.Potts(generate.GridOptions{Height: c.n, Width: c.n, Labels: c.labels, Rho: 1, Seed: 1}))
+		b.Run(fmt.Sprintf("%dx%dL%d", c.n, c.n, c.labels), func(b *testing.B) {
+			r := runnerFor(b, m, 1)
+			defer r.close()
+			for range 10 {
+				r.iterate()
+			}
+			c0 := cpuTime()
+			b.ResetTimer()
+			for range b.N {
+				r.iterate()
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(cpuTime()-c0)/float64(b.N)/float64(c.n*c.n), "cpu-ns/node")
+		})
+	}
+}

@@ -77,6 +77,12 @@ type graph struct {
 	// parts in a forward pass and before them in a backward pass (order.go).
 	parts []int
 
+	// kern[s] is the state count of node s's unrolled step (kernels.go),
+	// 0 for the general code.
+	kern []uint8
+	// prefetch: data is large enough for the passes to prefetch (pass.go).
+	prefetch bool
+
 	maxCard int
 }
 
@@ -311,6 +317,7 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 		i = j
 	}
 	g.layout()
+	g.setKernels()
 	return g, nil
 }
 
@@ -442,6 +449,7 @@ func (g *graph) enableLPC() {
 	g.densify()
 	g.orig = append([]float64(nil), g.data...)
 	g.fwd = make([]float64, len(g.data))
+	g.setKernels() // the general code, which copies the forward messages
 }
 
 // assignment maps x (node numbering) to the model's variables.

@@ -44,8 +44,15 @@ package trws
 // earlier nodes; 0 when TRW-S(LP-C) changed the tables, see runner).
 func (g *graph) forwardPart(lo, hi int, x []int, sc *scratch) (bound, score float64) {
 	data, theta := g.data, g.theta
-	fuse := g.orig == nil
+	fuse, pf, kern := g.orig == nil, g.prefetch, g.kern
 	for s := lo; s < hi; s++ {
+		if t := s + prefetchAhead; pf && t < hi {
+			g.prefetchOut(t)
+		}
+		if kern[s] != 0 {
+			bound, score = g.forwardStep(s, x, fuse, bound, score)
+			continue
+		}
 		k := g.card[s]
 		hat, lab, a := sc.hat[:k], sc.lab[:k], sc.a[:k]
 		u0 := g.uoff[s]
@@ -104,8 +111,15 @@ func (g *graph) forwardPart(lo, hi int, x []int, sc *scratch) (bound, score floa
 // scratch sc and returns its share of the bound.
 func (g *graph) backwardPart(lo, hi int, sc *scratch) float64 {
 	data, theta := g.data, g.theta
-	bound := 0.0
+	bound, pf, kern := 0.0, g.prefetch, g.kern
 	for s := hi - 1; s >= lo; s-- {
+		if t := s - prefetchAhead; pf && t >= lo {
+			g.prefetchIn(t)
+		}
+		if kern[s] != 0 {
+			bound = g.backwardStep(s, bound)
+			continue
+		}
 		k := g.card[s]
 		hat, a := sc.hat[:k], sc.a[:k]
 		u0 := g.uoff[s]
@@ -396,4 +410,48 @@ func potts(out, a []float64, w float64) float64 {
 	}
 	out[i1] = max(b1+w, b2) - b1
 	return b1
+}
+
+// Prefetching. Between a node's turn in one pass and its turn in the next,
+// the pass goes through all the other edges' data, so on a large model
+// every message and table a node reads first comes from memory: in a
+// forward pass the edges to later nodes (one ascending range), in a
+// backward pass the edges from earlier nodes (a descending walk, which the
+// hardware prefetchers follow badly). Each pass therefore asks for the data
+// of the node prefetchAhead turns ahead (PREFETCHT0 on amd64, nothing
+// elsewhere), when the data is over prefetchMin bytes: on a 300x300 grid
+// of 4-label dense tables this took an iteration from about 137 to 88 ns
+// per node (8 ahead; 4 and 16 do about as well), on a 30x30 one, which
+// stays in cache, it costs about 10 ns per node.
+const (
+	prefetchAhead = 8
+	prefetchMin   = 2 << 20
+)
+
+// prefetchOut asks for the messages and tables of the edges from node t to
+// later nodes, the memory a forward pass reads first at t: one contiguous
+// range, since edges are laid out in order (graph.go).
+func (g *graph) prefetchOut(t int) {
+	e0, e1 := g.outOff[t], g.outOff[t+1]
+	if e0 == e1 {
+		return
+	}
+	end := len(g.data)
+	if e1 < len(g.moff) {
+		end = g.moff[e1]
+	}
+	prefetch(&g.data[g.moff[e0]], end-g.moff[e0])
+}
+
+// prefetchIn asks for the messages and tables of the edges into node t
+// from earlier nodes, the memory a backward pass reads first at t (written
+// by the forward pass, long evicted).
+func (g *graph) prefetchIn(t int) {
+	for _, e := range g.inE[g.inOff[t]:g.inOff[t+1]] {
+		end := len(g.data)
+		if int(e)+1 < len(g.moff) {
+			end = g.moff[e+1]
+		}
+		prefetch(&g.data[g.moff[e]], end-g.moff[e])
+	}
 }

@@ -155,6 +155,10 @@ func TestPassBoundIsExactDual(t *testing.T) {
 		denseGrid(rand.New(rand.NewPCG(1, 2)), 6, 7, 3),
 		generate.Potts(generate.GridOptions{Height: 5, Width: 6, Labels: 5, Rho: 2, Seed: 3, Pair: generate.PairLinear, Trunc: 2}),
 		generate.Potts(generate.GridOptions{Height: 6, Width: 5, Labels: 4, Rho: 2, Seed: 4, Pair: generate.PairQuad, Trunc: 4.5}),
+		// Dense grids of the other unrolled sizes (kernels.go).
+		denseGrid(rand.New(rand.NewPCG(3, 4)), 5, 6, 2),
+		denseGrid(rand.New(rand.NewPCG(5, 6)), 5, 6, 4),
+		denseGrid(rand.New(rand.NewPCG(7, 8)), 4, 5, 8),
 	}
 	for range 60 {
 		models = append(models, tinyPairwise(rng, oracle.TinyOptions{MaxFactors: 20}))

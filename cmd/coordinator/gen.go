@@ -42,7 +42,7 @@ func cmdGen(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 		fs.Float64Var(&grid.Rho, "rho", 1, "coupling range: weights ~ U[-rho, rho]")
 		if family == "potts" {
 			fs.IntVar(&grid.Labels, "labels", 8, "labels per variable")
-			fs.StringVar(&pair, "pair", "potts", "edge term of weight w: potts (w if the labels are equal), linear (-w min(|x-y|, trunc)) or quad (-w min((x-y)^2, trunc))")
+			fs.StringVar(&pair, "pair", "potts", "edge term of weight w: potts (w if the labels are equal), linear (-w min(|x-y|, trunc)), quad (-w min((x-y)^2, trunc)), or dense (a general table, entries ~ U[-rho, rho])")
 			fs.Float64Var(&grid.Trunc, "trunc", 2, "truncation of --pair linear and quad (> 0)")
 		}
 	case "logic":
