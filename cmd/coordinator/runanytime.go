@@ -14,6 +14,7 @@ import (
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
+	"github.com/ddrun/ddrun/tighten"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -44,8 +45,9 @@ type distOutcome struct {
 // seeded with the best assignment (re-scored) and the relaxation's bound.
 // The reported bound is the lowest of both phases, the primal the best;
 // the phases and the improved primals go to con unless --quiet, and into
-// sp.info for the JSON result. No tightening phase: it would run on the
-// coordinator alone.
+// sp.info for the JSON result. No tightening phase (it would run on the
+// coordinator alone), but the search bounds its nodes on the cycle
+// regrouping of the model (searchModel).
 func (sp spec) anytimeDist(ctx context.Context, f solveFlags, relax func(context.Context, func(solver.Progress)) (cluster.Outcome, error),
 	ds distSearch, progress func(solver.Progress), con *cli.Console) (solver.Result, distOutcome, error) {
 	var out distOutcome
@@ -64,6 +66,9 @@ func (sp spec) anytimeDist(ctx context.Context, f solveFlags, relax func(context
 	o.Searcher = &anytime.Searcher{
 		About: fmt.Sprintf("subtrees on %d workers (package dsearch), %s nodes", ds.workers, settings.Algo),
 		Search: func(ctx context.Context, sm *model.Model, ev model.Evidence, seed solver.Result, left time.Duration, progress func(solver.Progress)) (solver.Result, exact.Stats, error) {
+			if f.tighten == "none" {
+				sm = searchModel(sm, con, f.quiet)
+			}
 			do := dsearch.Options{Job: ds.job, Workers: ds.workers, Wait: ds.wait, Settings: settings, Tol: f.tol, TimeLimit: left,
 				LostAfter: ds.lostAfter, Logger: ds.log, Seed: &dsearch.Seed{Assignment: seed.Assignment, Bound: seed.Dual}}
 			if math.IsNaN(seed.Dual) {
@@ -102,6 +107,28 @@ func (sp spec) anytimeDist(ctx context.Context, f solveFlags, relax func(context
 		}
 	}
 	return res.Result, out, nil
+}
+
+// searchModel is the model the workers' search bounds its nodes on: m's
+// pairwise factors regrouped into factors over its triangles and chordless
+// squares (tighten.Cycles: the same score for every assignment, a tighter
+// local polytope), as solve's anytime run searches after DD-ADMM, unless
+// m has no such cycles or more cycles than edges (a near-complete graph,
+// whose cycle factors would cost far more than the model); else m.
+func searchModel(m *model.Model, con *cli.Console, quiet bool) *model.Model {
+	cycles, st, err := tighten.FindCycles(m, tighten.Options{})
+	if err != nil || len(cycles) == 0 || len(cycles) > st.Edges {
+		return m
+	}
+	tm, st, err := tighten.Cycles(m, tighten.Options{})
+	if err != nil {
+		return m
+	}
+	if !quiet {
+		con.Print("search model", fmt.Sprintf("branch and bound on %d triangle and %d square factors (tighten.Cycles): tighter node bounds, the same scores", st.Triangles, st.Squares),
+			"triangles", st.Triangles, "squares", st.Squares)
+	}
+	return tm
 }
 
 // nodeSettings are the node solver that an anytime run's search ships to
