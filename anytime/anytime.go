@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -70,6 +71,12 @@ type Options struct {
 	// distributed run). Its result must hold a valid Dual, and a Primal
 	// that is the score of its Assignment.
 	First func(ctx context.Context, m *model.Model, ev model.Evidence, progress func(solver.Progress)) (solver.Result, error)
+	// FirstAbout says what First runs, for the phase's events ("": "the
+	// chosen algorithm").
+	FirstAbout string
+	// Searcher, when not nil, runs the branch and bound phase instead of
+	// package exact's search in this process (a distributed search).
+	Searcher *Searcher
 	// Primal, when not nil, searches for a better assignment after every
 	// phase, from the phase's result (its assignment and marginals). It
 	// returns an assignment of m's variables that respects ev, or nil;
@@ -96,6 +103,20 @@ type Options struct {
 	// Events, when not nil, is told when a phase starts and ends and
 	// whenever the best primal improves (Event).
 	Events func(Event)
+}
+
+// Searcher is a branch and bound phase run elsewhere than in this
+// process (run's search on workers, package dsearch).
+type Searcher struct {
+	// About says what it runs, for the phase's events.
+	About string
+	// Search searches sm (the model, or the tightened model with the same
+	// scores) under ev, from seed: the run's best assignment so far (nil:
+	// none) with its score as Primal, and the run's bound as Dual, which
+	// bounds every node. left is the time left to the run (0: no limit);
+	// progress takes its reports as exact.SolveWarm's. Its result's Dual
+	// must be a valid bound, and its Assignment is re-scored by the run.
+	Search func(ctx context.Context, sm *model.Model, ev model.Evidence, seed solver.Result, left time.Duration, progress func(solver.Progress)) (solver.Result, exact.Stats, error)
 }
 
 // Tightened is the outcome of a tightening phase.
@@ -427,6 +448,8 @@ func (r *run) skip(ph Phase, about string) {
 
 func (r *run) relaxAbout() string {
 	switch {
+	case r.opts.First != nil && r.opts.FirstAbout != "":
+		return r.opts.FirstAbout
 	case r.opts.First != nil:
 		return "the chosen algorithm"
 	case r.opts.Relax == TRWS:
@@ -676,6 +699,9 @@ func (r *run) tightenDefault(ctx context.Context, m *model.Model, ev model.Evide
 // same scores), its root seeded with the run's bound, best assignment,
 // marginals and warm state.
 func (r *run) search(ctx context.Context, sm *model.Model, warm *consensus.Warm) (Result, error) {
+	if s := r.opts.Searcher; s != nil {
+		return r.searchWith(ctx, sm, s)
+	}
 	lim := r.opts.Limits
 	lim.MaxIter, lim.TimeLimit = r.opts.NodeMaxIter, 0
 	if lim.MaxIter == 0 {
@@ -730,6 +756,24 @@ func (r *run) search(ctx context.Context, sm *model.Model, warm *consensus.Warm)
 		return Result{}, fmt.Errorf("anytime: %s phase: %w", Search, err)
 	}
 	r.end(ctx, Search, about, t0, res, st.Nodes)
+	out := r.result()
+	out.Search = st
+	return out, nil
+}
+
+// searchWith runs the search phase through s, seeded with the run's best
+// assignment and bound.
+func (r *run) searchWith(ctx context.Context, sm *model.Model, s *Searcher) (Result, error) {
+	r.mu.Lock()
+	seed := solver.Result{Status: r.status, Dual: r.dual, Primal: r.primal, Assignment: slices.Clone(r.x), Mu: r.lastMu}
+	r.mu.Unlock()
+	seed.Gap = seed.Dual - seed.Primal
+	t0 := r.begin(Search, s.About)
+	res, st, err := s.Search(ctx, sm, r.ev, seed, r.left(), r.wrap())
+	if err != nil {
+		return Result{}, fmt.Errorf("anytime: %s phase: %w", Search, err)
+	}
+	r.end(ctx, Search, s.About, t0, res, st.Nodes)
 	out := r.result()
 	out.Search = st
 	return out, nil

@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/elim"
+	"github.com/ddrun/ddrun/exact"
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
@@ -282,5 +284,42 @@ func TestEliminateFirst(t *testing.T) {
 		if !skipped || len(res.Phases) < 2 || res.Phases[1].Phase != Relax {
 			t.Fatalf("model %d: budget of 8 bytes: skipped %v, phases %+v", i, skipped, res.Phases)
 		}
+	}
+}
+
+// The Searcher seam runs the search phase: it gets the run's best
+// assignment (its score as Primal) and bound, and its result is folded in
+// and reported under its About.
+func TestAnytimeSearcherSeam(t *testing.T) {
+	m := generate.Ising(generate.GridOptions{Height: 4, Width: 4, Rho: 3, Seed: 2})
+	best, _, err := oracle.BruteForceMAP(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := DefaultOptions()
+	o.Relax, o.NoTighten, o.MaxIter = ADMM, true, 300
+	calls := 0
+	var seed solver.Result
+	o.Searcher = &Searcher{About: "elsewhere", Search: func(ctx context.Context, sm *model.Model, ev model.Evidence, s solver.Result, left time.Duration, progress func(solver.Progress)) (solver.Result, exact.Stats, error) {
+		calls, seed = calls+1, s
+		ao := o.DD
+		ao.MaxIter = 300
+		return exact.Solve(ctx, sm, ev, func(ctx context.Context, m *model.Model, ev model.Evidence) (solver.Result, error) {
+			return consensus.Solve(ctx, m, ev, ao, nil)
+		}, exact.Options{Tol: 1e-6}, progress)
+	}}
+	res, err := Solve(context.Background(), m, nil, o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRun(t, "searcher", m, res, best)
+	if calls != 1 || res.Status != solver.Optimal || !near(res.Primal, best) || res.Phase != Search {
+		t.Fatalf("%d calls: %s primal %v closed by %s, MAP %v", calls, res.Status, res.Primal, res.Phase, best)
+	}
+	if seed.Dual < best-1e-6 || seed.Dual != res.Phases[0].Dual || seed.Assignment == nil || m.Score(seed.Assignment) != seed.Primal {
+		t.Fatalf("seed: dual %v primal %v (relaxation's bound %v, MAP %v)", seed.Dual, seed.Primal, res.Phases[0].Dual, best)
+	}
+	if len(res.Phases) != 2 || res.Phases[1].About != "elsewhere" || res.Phases[1].Nodes == 0 {
+		t.Fatalf("phases %+v", res.Phases)
 	}
 }

@@ -49,6 +49,50 @@ type Options struct {
 	// back to the queue (default 3s).
 	LostAfter time.Duration
 	Logger    *slog.Logger
+	// Seed, when not nil, is what an earlier phase found (run's
+	// distributed relaxation): the search starts from it.
+	Seed *Seed
+}
+
+// Seed is a search's starting point.
+type Seed struct {
+	// Assignment (nil: none) is the first incumbent: it must respect the
+	// evidence and score above -Inf on the model, which re-scores it
+	// (a claimed score is not taken).
+	Assignment []int
+	// Bound is a valid upper bound on the best score under the evidence
+	// (+Inf: none): the root's bound, so every node's, and so the
+	// search's.
+	Bound float64
+}
+
+// check re-scores the seed's assignment on m under ev.
+func (s *Seed) check(m *model.Model, ev model.Evidence) (float64, error) {
+	if math.IsNaN(s.Bound) {
+		return 0, fmt.Errorf("seed: bound NaN")
+	}
+	if s.Assignment == nil {
+		return math.Inf(-1), nil
+	}
+	x := s.Assignment
+	if len(x) != m.NumVars() {
+		return 0, fmt.Errorf("seed: assignment of %d variables, model has %d", len(x), m.NumVars())
+	}
+	for i, v := range x {
+		if v < 0 || v >= m.Cards[i] {
+			return 0, fmt.Errorf("seed: variable %d in state %d of %d", i, v, m.Cards[i])
+		}
+	}
+	for v, st := range ev {
+		if v < 0 || v >= len(x) || x[v] != st {
+			return 0, fmt.Errorf("seed: the assignment does not respect the evidence on variable %d", v)
+		}
+	}
+	sc := m.Score(x)
+	if math.IsInf(sc, -1) || math.IsNaN(sc) {
+		return 0, fmt.Errorf("seed: assignment scores %v", sc)
+	}
+	return sc, nil
 }
 
 func (o *Options) defaults() error {
@@ -204,6 +248,14 @@ func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 	if err := opts.defaults(); err != nil {
 		return solver.Result{}, Stats{}, err
 	}
+	root, primal := math.Inf(1), math.Inf(-1)
+	if s := opts.Seed; s != nil {
+		var err error
+		if primal, err = s.check(m, ev); err != nil {
+			return solver.Result{}, Stats{}, err
+		}
+		root = s.Bound
+	}
 	var buf bytes.Buffer
 	if err := native.Write(&buf, m, native.Msgpack); err != nil {
 		return solver.Result{}, Stats{}, fmt.Errorf("encoding the model: %w", err)
@@ -216,9 +268,12 @@ func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 		res:      solver.Result{Status: solver.IterationLimit, Primal: math.Inf(-1), Dual: math.Inf(1), Relaxed: math.NaN()},
 		progress: progress}
 	c.noneFrom = c.start
+	if !math.IsInf(primal, -1) {
+		c.res.Primal, c.res.Assignment = primal, slices.Clone(opts.Seed.Assignment)
+	}
 	vars, states := clamps(ev)
 	c.openMsg = openBody{CID: c.cid, Settings: opts.Settings, Model: buf.Bytes(), Vars: vars, States: states}
-	heap.Push(&c.q, &node{vars: vars, states: states, bound: math.Inf(1), depth: len(ev)})
+	heap.Push(&c.q, &node{vars: vars, states: states, bound: root, depth: len(ev)})
 
 	hellos, err := tr.Subscribe(helloSubject, c.onHello)
 	if err != nil {

@@ -16,6 +16,9 @@
 // the subtrees in flight (each keeps its root's bound until answered) and
 // of the incumbent, so it is valid at every moment; the search is optimal
 // when no open node and no subtree in flight can beat the incumbent. A
+// search can start from an earlier phase's result (Options.Seed: its
+// assignment, re-scored, is the first incumbent, and its bound the
+// root's, so run's distributed relaxation hands on what it found). A
 // worker that falls silent for LostAfter is lost: its subtree goes back to
 // the queue with its bound.
 //

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -352,4 +353,69 @@ func TestRunTimeLimit(t *testing.T) {
 		t.Fatalf("status %s", res.Status)
 	}
 	t.Logf("%s after %d nodes: dual %v primal %v, optimum %v", res.Status, st.Nodes, res.Dual, res.Primal, want.Primal)
+}
+
+// A seed's assignment is the first incumbent and its bound the root's: a
+// seed that closes the gap certifies it without a worker; a seed with a
+// poor assignment and the LP bound still ends on the brute-force MAP, its
+// bound never above the seed's; a seed that does not fit is an error.
+func TestRunSeed(t *testing.T) {
+	tr := transport.NewInProc()
+	defer tr.Close()
+	m := generate.Ising(generate.GridOptions{Height: 4, Width: 4, Rho: 3, Seed: 2})
+	best, xbest, err := oracle.BruteForceMAP(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	o := testOptions(2, admmSettings(20))
+	o.Wait = 200 * time.Millisecond // no worker serves: only a closed seed ends well
+	o.Seed = &Seed{Assignment: xbest, Bound: best}
+	res, st, err := Run(context.Background(), tr, m, nil, o, nil)
+	if err != nil {
+		t.Fatalf("closed seed: %v", err)
+	}
+	checkCertified(t, "closed seed", m, res)
+	if st.Nodes != 0 {
+		t.Fatalf("closed seed: %d nodes solved", st.Nodes)
+	}
+
+	newPool(t, tr, "w1", "w2")
+	lp, err := oracle.LocalPolytopeLP(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lp < best+1e-3 {
+		t.Fatalf("LP bound %v, MAP %v: no gap, the test proves little", lp, best)
+	}
+	zeros := make([]int, m.NumVars())
+	o = testOptions(2, admmSettings(20))
+	o.Seed = &Seed{Assignment: zeros, Bound: lp}
+	var above string
+	res, _, err = Run(context.Background(), tr, m, nil, o, func(p solver.Progress) {
+		if above == "" && (p.Dual > lp+1e-9 || p.Primal < m.Score(zeros)) {
+			above = fmt.Sprintf("report dual %v primal %v; seed bound %v primal %v", p.Dual, p.Primal, lp, m.Score(zeros))
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCertified(t, "seeded search", m, res)
+	if above != "" {
+		t.Fatal(above)
+	}
+
+	ev := model.Evidence{0: 1}
+	for _, bad := range []*Seed{
+		{Assignment: zeros[:3], Bound: math.Inf(1)},
+		{Assignment: zeros, Bound: math.NaN()},
+		{Assignment: append([]int{2}, zeros[1:]...), Bound: math.Inf(1)},
+		{Assignment: zeros, Bound: math.Inf(1)}, // against the evidence
+	} {
+		o := testOptions(2, admmSettings(20))
+		o.Seed = bad
+		if _, _, err := Run(context.Background(), tr, m, ev, o, nil); err == nil || !strings.HasPrefix(err.Error(), "seed: ") {
+			t.Errorf("seed %v: err %v", bad, err)
+		}
+	}
 }

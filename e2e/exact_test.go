@@ -64,3 +64,30 @@ func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
+
+// coordinator run --time-limit --local --workers 2, the job sealed with a
+// key: the relaxation on the worker processes stops with a gap, branch and
+// bound goes on on the same processes and certifies the optimum solve
+// --exact certifies; the JSON result names both phases.
+func TestRunTimeLimitLocalSearches(t *testing.T) {
+	coord, _ := binaries(t)
+	model := genModel(t, coord, "ising", "--height", "6", "--width", "6", "--rho", "3", "--seed", "4", ".uai")
+	want := runJSON(t, time.Minute, coord, "solve", "--exact", "--algo", "admm", "--max-iter", "100", "--threads", "2", "--json", "--quiet", model)
+	var got struct {
+		result
+		Phase  string `json:"phase"`
+		Phases []struct {
+			Phase string   `json:"phase"`
+			Dual  *float64 `json:"dual"`
+		} `json:"phases"`
+	}
+	runJSONInto(t, 2*time.Minute, coord, &got, "run", "--local", "--workers", "2", "--threads", "2", "--job-key-file", keyFile(t),
+		"--time-limit", "60", "--json", "--quiet", model)
+	sameOptimum(t, got.result, want)
+	if len(got.Phases) != 2 || got.Phases[0].Phase != "relax" || got.Phases[1].Phase != "branch-and-bound" || got.Phase != "branch-and-bound" {
+		t.Fatalf("phases %+v closed by %q: want the relaxation, then the search", got.Phases, got.Phase)
+	}
+	if d := got.Phases[0].Dual; d == nil || *d < *want.Primal+1e-3 {
+		t.Errorf("relaxation bound %v, MAP %v: no gap, the test proves little", deref(d), *want.Primal)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -279,6 +280,26 @@ func TestServe(t *testing.T) {
 			t.Errorf("result says %d workers", got.Workers)
 		}
 		done = append(done, id)
+
+		// exact=true on workers: branch and bound with the workers
+		// searching subtrees (dsearch), certifying what solve --exact does.
+		grid := genModel(t, coord, "ising", "--height", "5", "--width", "5", "--rho", "3", "--seed", "4", ".uai")
+		want = runJSON(t, time.Minute, coord, "solve", "--exact", "--algo", "admm", "--json", "--quiet", "--max-iter", "100", grid)
+		id = s.submit(t, grid, "exact=true&workers=2&algo=admm&max_iter=100")
+		if st := s.wait(t, id, 2*time.Minute); st.State != "done" {
+			t.Fatalf("exact job %s: %s (%s)\n%s", id, st.State, st.Error, s.stderr())
+		}
+		code, b := call(t, "GET", s.url+"/v1/jobs/"+id+"/result", "", nil)
+		if code != http.StatusOK {
+			t.Fatalf("exact result: %d %s", code, b)
+		}
+		got = result{}
+		decode(t, b, &got)
+		if want.Status != "optimal" || got.Status != "optimal" || got.Primal == nil || want.Primal == nil ||
+			math.Abs(*got.Primal-*want.Primal) > 1e-9*math.Max(1, math.Abs(*want.Primal)) || got.Workers < 1 {
+			t.Errorf("exact on workers: %s primal %v on %d workers; solve --exact: %s primal %v", got.Status, deref(got.Primal), got.Workers, want.Status, deref(want.Primal))
+		}
+		done = append(done, id)
 	})
 
 	t.Run("bad-input", func(t *testing.T) {
@@ -301,7 +322,7 @@ func TestServe(t *testing.T) {
 			{"repeated parameter", "POST", "/v1/jobs?tol=1&tol=2", "", model, 400, "tol"},
 			{"negative workers", "POST", "/v1/jobs?workers=-1", "", model, 400, "workers"},
 			{"trws on workers", "POST", "/v1/jobs?algo=trws&workers=2", "", model, 400, "trws"},
-			{"exact on workers", "POST", "/v1/jobs?exact=true&workers=2", "", model, 400, "exact"},
+			{"cmp on workers", "POST", "/v1/jobs?algo=cmp&workers=2", "", model, 400, "cmp"},
 			{"bad result format", "GET", "/v1/jobs/" + done[0] + "/result?format=xml", "", nil, 400, "format"},
 			{"unknown id", "GET", "/v1/jobs/j0123456789abcdef", "", nil, 404, "no such job"},
 			{"malformed id", "GET", "/v1/jobs/..%2f..%2fetc", "", nil, 404, ""},

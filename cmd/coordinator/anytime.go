@@ -31,7 +31,8 @@ type runInfo struct {
 // parsed: no --algo means the algorithm is chosen (auto); --time-limit
 // without --max-iter means no iteration limit (except under --exact,
 // where --max-iter bounds each node); with --time-limit and no --algo,
-// solve runs the anytime phases unless --anytime=false.
+// solve and run run the anytime phases unless --anytime=false (run's on
+// the workers: anytimeDist).
 func (f *solveFlags) settle(fs *flag.FlagSet) {
 	if f.settled {
 		return
@@ -45,7 +46,7 @@ func (f *solveFlags) settle(fs *flag.FlagSet) {
 	if set("anytime") {
 		f.anytimeOn = f.anytime
 	} else {
-		f.anytimeOn = f.timeLimit > 0 && f.auto && !f.exact && !f.dist
+		f.anytimeOn = f.timeLimit > 0 && f.auto && !f.exact
 	}
 }
 

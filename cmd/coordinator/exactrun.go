@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"time"
 
 	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/cmp"
@@ -95,10 +93,7 @@ func runExact(ctx context.Context, sp spec, f solveFlags, r runFlags, stdout io.
 	r.obs.ObserveResult(res)
 	if !f.quiet {
 		con.Close()
-		con.Print("branch and bound", fmt.Sprintf("branch and bound: %d nodes solved, %d pruned, %d open; %d subtrees on %d workers (%d requeued, %d answers rejected), %.0f nodes/s",
-			st.Nodes, st.Pruned, st.Open, st.Subtrees, st.Workers, st.Requeued, st.Rejected, float64(st.Nodes)/max(res.Elapsed.Seconds(), 1e-9)),
-			"nodes", st.Nodes, "pruned", st.Pruned, "open", st.Open, "subtrees", st.Subtrees, "workers", st.Workers,
-			"requeued", st.Requeued, "rejected", st.Rejected, "seconds", res.Elapsed.Round(time.Millisecond).Seconds())
+		printSearchStats(con, st, res.Elapsed)
 	}
 	return report(res, sp, f, cluster.JobInfo{Workers: st.Workers}, out, stdout)
 }

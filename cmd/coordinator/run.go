@@ -22,6 +22,7 @@ import (
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/internal/natsflags"
 	"github.com/ddrun/ddrun/metrics"
+	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -215,6 +216,11 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	if err := r.check(); err != nil {
 		return err
 	}
+	if f.anytimeOn && r.raft.enabled() {
+		if err := noSearchPhase(&f, fs, "--raft", "the search runs on one coordinator", con); err != nil {
+			return err
+		}
+	}
 	log := con.Logger()
 	j, err := sp.clusterJob(pos[0], h.Sum(nil), r.runOptions(log))
 	if err != nil {
@@ -249,6 +255,22 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 		return runReplicated(ctx, j, sp, tr, &r, f, out, stdout)
 	}
 	before := tr.Conn().Stats()
+	if f.anytimeOn {
+		ds := distSearch{tr: sealed, job: r.job, workers: r.workers, wait: r.wait, lostAfter: r.lostAfter, log: log}
+		relax := func(ctx context.Context, progress func(solver.Progress)) (cluster.Outcome, error) {
+			j.Progress = progress
+			return cluster.RunJob(ctx, j)
+		}
+		res, do, err := sp.anytimeDist(ctx, f, relax, ds, j.Progress, con)
+		if err != nil {
+			return err
+		}
+		r.obs.ObserveResult(res)
+		if st, n := tr.Conn().Stats(), res.Iterations-do.stats.Resumed; !f.quiet && n > 0 {
+			printTraffic(con, st.InBytes-before.InBytes, st.OutBytes-before.OutBytes, n)
+		}
+		return report(res, sp, f, do.info, out, stdout)
+	}
 	o, err := cluster.RunJob(ctx, j)
 	if err != nil {
 		return err
@@ -258,6 +280,20 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 		printTraffic(con, st.InBytes-before.InBytes, st.OutBytes-before.OutBytes, n)
 	}
 	return report(o.Result, sp, f, o.Info, out, stdout)
+}
+
+// noSearchPhase handles an anytime run whose search phase cannot run
+// (under what, for why): an error when --anytime was asked for, else a
+// one-line note, and the relaxation runs alone.
+func noSearchPhase(f *solveFlags, fs *flag.FlagSet, what, why string, con *cli.Console) error {
+	if isSet(fs, "anytime") {
+		return usagef("run: --anytime and %s: %s (run --time-limit without --anytime runs the relaxation alone there)", what, why)
+	}
+	f.anytimeOn = false
+	if !f.quiet {
+		con.Print("anytime", fmt.Sprintf("anytime: no branch and bound phase with %s (%s): the relaxation only", what, why), "skipped", "branch-and-bound", "why", why)
+	}
+	return nil
 }
 
 // printTraffic prints the coordinator's NATS traffic over n iterations.

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/cluster"
+	"github.com/ddrun/ddrun/dsearch"
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/internal/natsflags"
 	"github.com/ddrun/ddrun/metrics"
@@ -269,8 +270,8 @@ func (r *serveRunner) load(ctx context.Context, path string, params map[string]s
 		return spec{}, f, 0, err
 	}
 	sp, err := f.load(ctx, time.Now(), fs, "serve", []string{path}, h, cli.New(io.Discard))
-	if err == nil && workers > 0 {
-		err = sp.distributable(f, "workers > 0")
+	if err == nil && workers > 0 && !f.exact {
+		err = sp.distributable(f, "workers > 0") // exact runs any algorithm's nodes on workers (dsearch)
 	}
 	if err != nil {
 		// Name the model by its file name, not the service's path.
@@ -304,18 +305,40 @@ func (r *serveRunner) Run(ctx context.Context, id, path string, params map[strin
 	}
 	var res solver.Result
 	var info cluster.JobInfo
-	if workers == 0 {
+	log := r.log.With("job", id)
+	switch {
+	case workers == 0:
 		res, err = sp.solveHere(ctx, f, progress, cli.New(io.Discard))
-	} else {
-		log := r.log.With("job", id)
+	case f.exact:
+		// Branch and bound with the workers searching subtrees, as run --exact.
+		var settings dsearch.Settings
+		if settings, err = sp.searchSettings(f); err == nil {
+			var st dsearch.Stats
+			res, st, err = dsearch.Run(ctx, r.tr, sp.m, sp.ev, dsearch.Options{Job: id, Workers: workers, Wait: r.wait, Settings: settings,
+				Tol: f.tol, TimeLimit: f.timeLimit, Logger: log}, progress)
+			info = cluster.JobInfo{Workers: st.Workers}
+		}
+	default:
 		ro := cluster.RunOptions{Base: id, Workers: workers, WaitWorkers: r.wait, StepTimeout: r.stepTimeout, Logger: log}
 		var j cluster.Job
-		if j, err = sp.clusterJob(id, h.Sum(nil), ro); err == nil {
-			j.Transport, j.Progress, j.Logger = r.tr, progress, log
-			var o cluster.Outcome
-			o, err = cluster.RunJob(ctx, j)
-			res, info = o.Result, o.Info
+		if j, err = sp.clusterJob(id, h.Sum(nil), ro); err != nil {
+			break
 		}
+		j.Transport, j.Progress, j.Logger = r.tr, progress, log
+		if f.anytimeOn {
+			// As run --time-limit: the relaxation, then branch and bound on the same workers.
+			relax := func(ctx context.Context, progress func(solver.Progress)) (cluster.Outcome, error) {
+				j.Progress = progress
+				return cluster.RunJob(ctx, j)
+			}
+			var do distOutcome
+			res, do, err = sp.anytimeDist(ctx, f, relax, distSearch{tr: r.tr, job: id, workers: workers, wait: r.wait, log: log}, progress, cli.New(io.Discard))
+			info = do.info
+			break
+		}
+		var o cluster.Outcome
+		o, err = cluster.RunJob(ctx, j)
+		res, info = o.Result, o.Info
 	}
 	if err != nil {
 		return res, nil, err

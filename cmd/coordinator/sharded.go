@@ -29,6 +29,11 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 	if err != nil {
 		return err
 	}
+	if f.anytimeOn {
+		if err := noSearchPhase(&f, fs, "--sharded", "the coordinator does not hold the model that the search ships and re-scores against", con); err != nil {
+			return err
+		}
+	}
 	if err := shardedFlags(f, r, sp, pos[0]); err != nil {
 		return err
 	}

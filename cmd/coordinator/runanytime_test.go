@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ddrun/ddrun/cluster"
+	"github.com/ddrun/ddrun/dsearch"
+	"github.com/ddrun/ddrun/model/modelfile"
+	"github.com/ddrun/ddrun/transport"
+)
+
+// workerPool starts an embedded NATS server and n workers in this process
+// that serve, as cmd/worker does, both the job protocol (cluster) and the
+// search's subtrees (dsearch); it returns the server's URL.
+func workerPool(t *testing.T, n int) string {
+	t.Helper()
+	srv, err := transport.StartEmbedded(transport.EmbeddedOptions{Host: "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		srv.Shutdown()
+	})
+	for i := range n {
+		name := "w" + string(rune('a'+i))
+		tr, err := transport.NewNATS(ctx, transport.NATSOptions{URL: srv.URL()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if err := dsearch.Serve(ctx, tr, dsearch.WorkerOptions{Name: name, Threads: 1}); err != nil {
+				t.Error(err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			defer tr.Close()
+			if err := cluster.Serve(ctx, tr, cluster.WorkerOptions{Name: name, Threads: 1}); err != nil && ctx.Err() == nil {
+				t.Error(err)
+			}
+		}()
+	}
+	return srv.URL()
+}
+
+func runJSON(t *testing.T, args ...string) (anytimeResult, string) {
+	t.Helper()
+	code, stdout, stderr := runCLI(t, append([]string{"run", "--json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("run %v: exit %d: %s", args, code, stderr)
+	}
+	var r anytimeResult
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("run %v: %v (%q)", args, err, stdout)
+	}
+	return r, stderr
+}
+
+// run --time-limit on frustrated grids (the local polytope is loose, the
+// distributed relaxation stops with a gap) goes on with branch and bound
+// on the same workers and certifies the optimum solve --exact certifies;
+// it reports both phases on stderr and in the JSON result, every bound
+// valid, the primal the score of its assignment.
+func TestRunTimeLimitSearchesOnWorkers(t *testing.T) {
+	url := workerPool(t, 2)
+	for _, seed := range []string{"1", "3"} {
+		path := isingGrid(t, 5, 5, seed)
+		m, err := modelfile.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := solveJSON(t, "--quiet", "--exact", "--algo", "admm", "--max-iter", "200", "--threads", "1", path)
+		if want.Status != "optimal" {
+			t.Fatalf("seed %s: solve --exact: %s", seed, want.Status)
+		}
+		best := *want.Primal
+		r, stderr := runJSON(t, "--nats", url, "--workers", "2", "--threads", "2", "--time-limit", "30", path)
+		if r.Status != "optimal" || r.Primal == nil || math.Abs(*r.Primal-best) > 1e-6*math.Max(1, math.Abs(best)) {
+			t.Fatalf("seed %s: run --time-limit: %s primal %v, solve --exact: %v\n%s", seed, r.Status, r.Primal, best, stderr)
+		}
+		if m.Score(r.Assignment) != *r.Primal || *r.Dual < best-1e-6 {
+			t.Errorf("seed %s: primal %v (its assignment scores %v), dual %v", seed, *r.Primal, m.Score(r.Assignment), *r.Dual)
+		}
+		if len(r.Phases) != 2 || r.Phases[0].Phase != "relax" || r.Phases[1].Phase != "branch-and-bound" || r.Phase != "branch-and-bound" {
+			t.Fatalf("seed %s: phases %+v closed by %q: want the relaxation, then the search", seed, r.Phases, r.Phase)
+		}
+		if d := r.Phases[0].Dual; d == nil || *d < best+1e-3 {
+			t.Errorf("seed %s: relaxation bound %v, MAP %v: no gap, the test proves little", seed, d, best)
+		}
+		for _, p := range r.Phases {
+			if p.Dual != nil && *p.Dual < best-1e-6 {
+				t.Errorf("seed %s: phase %s bound %v below the MAP %v", seed, p.Phase, *p.Dual, best)
+			}
+			if !strings.Contains(stderr, "phase "+p.Phase+":") {
+				t.Errorf("seed %s: stderr does not show phase %s:\n%s", seed, p.Phase, stderr)
+			}
+		}
+		for _, line := range []string{"on 2 workers, package cluster", "subtrees on 2 workers (package dsearch)", "\nprimal ", "branch and bound: "} {
+			if !strings.Contains(stderr, line) {
+				t.Errorf("seed %s: stderr lacks %q:\n%s", seed, line, stderr)
+			}
+		}
+	}
+}
+
+// On a tree-structured model (a chain: the local polytope is tight) the
+// distributed relaxation closes the gap and run --time-limit stops there,
+// without a search phase; --anytime=false keeps the relaxation alone and
+// the result without phases, as before.
+func TestRunTimeLimitTreeStopsAfterRelaxation(t *testing.T) {
+	url := workerPool(t, 2)
+	path := isingGrid(t, 1, 12, "2")
+	r, stderr := runJSON(t, "--nats", url, "--workers", "2", "--threads", "2", "--time-limit", "30", path)
+	if r.Status != "optimal" || len(r.Phases) != 1 || r.Phase != "relax" {
+		t.Fatalf("chain: %s, phases %+v closed by %q\n%s", r.Status, r.Phases, r.Phase, stderr)
+	}
+	if strings.Contains(stderr, "branch-and-bound") {
+		t.Errorf("chain: a search phase ran:\n%s", stderr)
+	}
+	r, _ = runJSON(t, "--quiet", "--nats", url, "--workers", "2", "--threads", "2", "--time-limit", "30", "--anytime=false", path)
+	if r.Status != "optimal" || len(r.Phases) != 0 {
+		t.Fatalf("--anytime=false: %s phases %+v", r.Status, r.Phases)
+	}
+}
