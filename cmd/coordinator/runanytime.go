@@ -57,6 +57,10 @@ func (sp spec) anytimeDist(ctx context.Context, f solveFlags, relax func(context
 	}
 	o := sp.info.opts
 	o.NoTighten = true
+	// Elimination and the mini-bucket search would run on the coordinator
+	// alone, with tables that grow with the model: in a distributed run
+	// only a worker may hold such state, for its own part.
+	o.Eliminate, o.MiniBuckets = 0, false
 	o.FirstAbout = fmt.Sprintf("%s (%s) on %d workers, package cluster", sp.algo.name, sp.algo.about, ds.workers)
 	o.First = func(ctx context.Context, _ *model.Model, _ model.Evidence, progress func(solver.Progress)) (solver.Result, error) {
 		oc, err := relax(ctx, progress)
