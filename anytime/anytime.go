@@ -368,19 +368,35 @@ func (r *run) eliminate(ctx context.Context) error {
 		r.skip(Eliminate, "bucket elimination not tried: "+e.Verdict())
 		return r.miniBuckets(ctx)
 	}
-	if left := r.left(); left > 0 && e.Work > elimRate*left.Seconds() {
-		r.skip(Eliminate, fmt.Sprintf("bucket elimination not tried: %s, but about %.2g s of work at %.0e entries/s, more than the %.2g s left",
-			e.Verdict(), e.Work/elimRate, elimRate, left.Seconds()))
-		return nil
+	// With a time limit, elimination gets at most half the time left, and
+	// three times its estimated work at elimRate: a model whose estimate
+	// says more goes to the mini-bucket search instead, and an elimination
+	// that overruns its share is cancelled (its work lost) so that the
+	// other phases still get the rest of the time.
+	est := time.Duration(e.Work / elimRate * float64(time.Second))
+	lim := r.limits()
+	if left := r.left(); left > 0 {
+		if est > left/2 {
+			r.skip(Eliminate, fmt.Sprintf("bucket elimination not tried: %s, but about %.2g s of work at %.0e entries/s, more than half the %.2g s left",
+				e.Verdict(), est.Seconds(), elimRate, left.Seconds()))
+			return r.miniBuckets(ctx)
+		}
+		lim.TimeLimit = min(left/2, max(3*est, 100*time.Millisecond))
 	}
 	about := "bucket elimination (Dechter 1999): " + e.Verdict()
-	_, err = r.phaseRun(ctx, Eliminate, about, func(lim solver.Limits, progress func(solver.Progress)) (solver.Result, error) {
-		o := elim.DefaultOptions()
-		o.Limits, o.Memory = lim, r.opts.Eliminate
-		o.ProgressEvery = r.opts.ProgressEvery
-		return elim.Solve(ctx, r.m, r.ev, o, progress)
-	})
-	return err
+	t0 := r.begin(Eliminate, about)
+	o := elim.DefaultOptions()
+	o.Limits, o.Memory = lim, r.opts.Eliminate
+	o.ProgressEvery = r.opts.ProgressEvery
+	res, err := elim.Solve(ctx, r.m, r.ev, o, r.wrap())
+	if err != nil {
+		return fmt.Errorf("anytime: %s phase: %w", Eliminate, err)
+	}
+	r.end(ctx, Eliminate, about, t0, res, 0)
+	if res.Status != solver.Optimal && res.Status != solver.Infeasible && !r.done(ctx) {
+		return r.miniBuckets(ctx)
+	}
+	return nil
 }
 
 // maxMiniBucketVars bounds the models that the mini-bucket search is

@@ -247,3 +247,34 @@ func itoa(i int) string {
 	}
 	return itoa(i/10) + digits[i%10:i%10+1]
 }
+
+// With Search, exact elimination whose work is over MaxWork is searched
+// instead (not exact), and still certifies the brute-force optimum;
+// without Search the same options eliminate exactly.
+func TestSearchWhenWorkOverMax(t *testing.T) {
+	searched := 0
+	for i, m := range tinyModels(9, 80) {
+		e, err := EstimateOf(context.Background(), m, nil, 1<<30)
+		if err != nil || !e.Fits || e.Work < 2 {
+			continue
+		}
+		o := DefaultOptions()
+		o.Search, o.MaxWork, o.PrimalTime = true, e.Work-1, -1
+		_, st, err := SolveStats(context.Background(), m, nil, o, nil)
+		if err != nil {
+			continue // no mini-buckets within that work either
+		}
+		if st.Exact {
+			t.Fatalf("model %d: work %v over MaxWork %v eliminated exactly", i, e.Work, o.MaxWork)
+		}
+		check(t, "model "+itoa(i), m, nil, o)
+		searched++
+		o.Search = false
+		if _, st, err = SolveStats(context.Background(), m, nil, o, nil); err != nil || !st.Exact {
+			t.Fatalf("model %d: without Search: exact %v, err %v", i, st.Exact, err)
+		}
+	}
+	if searched < 20 {
+		t.Fatalf("only %d of 80 models were searched", searched)
+	}
+}

@@ -32,7 +32,8 @@ type Options struct {
 	Search bool
 	// MaxWork bounds the entries the mini-bucket messages may visit
 	// (0: 4e8, about a second), so that the heuristic leaves time to the
-	// search.
+	// search; with Search, exact elimination over MaxWork is searched
+	// instead.
 	MaxWork float64
 	// IBound, when > 0, runs the search with mini-buckets of at most
 	// 2^IBound entries (their variable included) even when exact
@@ -253,7 +254,15 @@ func SolveStats(ctx context.Context, m *model.Model, ev model.Evidence, opts Opt
 	if err := ctx.Err(); err != nil {
 		return stopped(ctx, deadline, start), st, nil
 	}
-	if !e.Fits || opts.IBound > 0 {
+	maxWork := opts.MaxWork
+	if maxWork == 0 {
+		maxWork = 4e8
+	}
+	// With Search, exact elimination whose work is over MaxWork gives way
+	// to the search too: mini-buckets within MaxWork usually certify such
+	// a model sooner (CSP_11: 3.4e9 entries, 8.5 s, exactly; 2^14-entry
+	// mini-buckets and 1,882 nodes, 0.02 s, after the first incumbent).
+	if !e.Fits || opts.IBound > 0 || opts.Search && e.Work > maxWork {
 		if !opts.Search && opts.IBound == 0 {
 			return solver.Result{}, st, &TooLargeError{Estimate: e}
 		}
