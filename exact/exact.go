@@ -209,6 +209,37 @@ type search struct {
 // goroutines at once (the caller throttles what it prints): Iteration is
 // the solver's iterations over all nodes so far (what the result's
 // Iterations counts), Nodes the nodes solved, Open the nodes left (queued
+
+// run searches on Threads workers until the queue is empty, a limit is
+// reached or ctx ends. Node runs end at the time limit too: a node cut
+// short still reports a valid bound, and the search stops right after.
+func (s *search) run(ctx context.Context) {
+	threads := max(s.opts.Threads, 1)
+	s.inflight = make([]float64, threads)
+	for i := range s.inflight {
+		s.inflight[i] = math.Inf(-1)
+	}
+	nctx := ctx
+	if s.opts.TimeLimit > 0 {
+		var cancel context.CancelFunc
+		nctx, cancel = context.WithDeadline(ctx, s.start.Add(s.opts.TimeLimit))
+		defer cancel()
+	}
+	if threads == 1 {
+		s.work(nctx, ctx, 0)
+		return
+	}
+	var wg sync.WaitGroup
+	for w := range threads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.work(nctx, ctx, w)
+		}()
+	}
+	wg.Wait()
+}
+
 // and in flight), Dual the valid bound above and Primal the incumbent.
 func SolveWarm(ctx context.Context, m *model.Model, ev model.Evidence, solve WarmSolver, opts Options, progress func(solver.Progress)) (solver.Result, Stats, error) {
 	if err := opts.Validate(); err != nil {
@@ -219,32 +250,7 @@ func SolveWarm(ctx context.Context, m *model.Model, ev model.Evidence, solve War
 		res: solver.Result{Status: solver.IterationLimit, Primal: math.Inf(-1), Dual: math.Inf(1)}}
 	s.wake = sync.NewCond(&s.mu)
 	s.inc = newIncumbents(m)
-	threads := max(opts.Threads, 1)
-	s.inflight = make([]float64, threads)
-	for i := range s.inflight {
-		s.inflight[i] = math.Inf(-1)
-	}
-	// Node runs end at the time limit too: a node cut short still reports
-	// a valid bound, and the search stops right after.
-	nctx := ctx
-	if opts.TimeLimit > 0 {
-		var cancel context.CancelFunc
-		nctx, cancel = context.WithDeadline(ctx, s.start.Add(opts.TimeLimit))
-		defer cancel()
-	}
-	if threads == 1 {
-		s.work(nctx, ctx, 0)
-	} else {
-		var wg sync.WaitGroup
-		for w := range threads {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s.work(nctx, ctx, w)
-			}()
-		}
-		wg.Wait()
-	}
+	s.run(ctx)
 	if s.err != nil {
 		return s.res, s.st, s.err
 	}

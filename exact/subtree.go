@@ -74,30 +74,7 @@ func SolveSubtree(ctx context.Context, m *model.Model, ev model.Evidence, solve 
 		offset = 1
 		s.st.Nodes = 1
 	}
-	threads := max(opts.Threads, 1)
-	s.inflight = make([]float64, threads)
-	for i := range s.inflight {
-		s.inflight[i] = math.Inf(-1)
-	}
-	nctx := ctx
-	if opts.TimeLimit > 0 {
-		var cancel context.CancelFunc
-		nctx, cancel = context.WithDeadline(ctx, s.start.Add(opts.TimeLimit))
-		defer cancel()
-	}
-	if threads == 1 {
-		s.work(nctx, ctx, 0)
-	} else {
-		var wg sync.WaitGroup
-		for w := range threads {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s.work(nctx, ctx, w)
-			}()
-		}
-		wg.Wait()
-	}
+	s.run(ctx)
 	s.st.Nodes -= offset
 	if s.err != nil {
 		return s.res, s.st, nil, s.err
