@@ -67,23 +67,12 @@ func runExact(ctx context.Context, sp spec, f solveFlags, r runFlags, stdout io.
 		return err
 	}
 	log := con.Logger()
-	_, sealed, url, closeNATS, err := r.jobTransport(ctx, con)
+	ses, err := r.session(ctx, &f, con)
 	if err != nil {
 		return err
 	}
-	defer closeNATS()
-	if r.local {
-		stop, err := r.startLocal(url, r.job, r.workers, max(1, f.threads/r.workers), f.quiet, con)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
-	out, err := f.openOutput(con)
-	if err != nil {
-		return err
-	}
-	defer out.close()
+	defer ses.close()
+	sealed, out := ses.tr, ses.out
 	o := dsearch.Options{Job: r.job, Workers: r.workers, Wait: r.wait, Settings: settings, Tol: f.tol,
 		TimeLimit: f.timeLimit, LostAfter: r.lostAfter, Logger: log}
 	res, st, err := dsearch.Run(ctx, sealed, sp.m, sp.ev, o, r.observed(out.progress()))

@@ -177,6 +177,40 @@ func (r *runFlags) startLocal(url, job string, n, threads int, quiet bool, con *
 	return startLocalWorkers(url, job, n, threads, r.nats, r.key.Env(), quiet, con)
 }
 
+// jobSession is what a distributed command sets up before its job: the
+// NATS connection nc, the job's transport tr over it (sealed with
+// --job-key), the local workers (--local) and the output; close releases
+// them in reverse order.
+type jobSession struct {
+	nc    *transport.NATS
+	tr    transport.Transport
+	out   *runOutput
+	close func()
+}
+
+// session connects, starts the --local workers of f.threads/workers
+// threads each and opens the output.
+func (r *runFlags) session(ctx context.Context, f *solveFlags, con *cli.Console) (*jobSession, error) {
+	nc, tr, url, closeNATS, err := r.jobTransport(ctx, con)
+	if err != nil {
+		return nil, err
+	}
+	stop := func() {}
+	if r.local {
+		if stop, err = r.startLocal(url, r.job, r.workers, max(1, f.threads/r.workers), f.quiet, con); err != nil {
+			closeNATS()
+			return nil, err
+		}
+	}
+	out, err := f.openOutput(con)
+	if err != nil {
+		stop()
+		closeNATS()
+		return nil, err
+	}
+	return &jobSession{nc: nc, tr: tr, out: out, close: func() { out.close(); stop(); closeNATS() }}, nil
+}
+
 // cmdRun is `coordinator run`: the same job as solve, spread over worker
 // processes that talk over NATS.
 func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Console) (err error) {
@@ -231,25 +265,14 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 			return err
 		}
 	}
-	tr, sealed, url, closeNATS, err := r.jobTransport(ctx, con)
+	ses, err := r.session(ctx, &f, con)
 	if err != nil {
 		return err
 	}
-	defer closeNATS()
+	defer ses.close()
+	tr, sealed, out := ses.nc, ses.tr, ses.out
 	j.Run.Hooks = r.hooks()
 	j.Transport = sealed
-	if r.local {
-		stop, err := r.startLocal(url, r.job, r.workers, max(1, f.threads/r.workers), f.quiet, con)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
-	out, err := f.openOutput(con)
-	if err != nil {
-		return err
-	}
-	defer out.close()
 	j.Progress = r.observed(out.progress())
 	if r.raft.enabled() {
 		return runReplicated(ctx, j, sp, tr, &r, f, out, stdout)

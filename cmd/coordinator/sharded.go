@@ -109,23 +109,12 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 		}
 		opts.TimeLimit = left
 	}
-	tr, sealed, url, closeNATS, err := r.jobTransport(ctx, con)
+	ses, err := r.session(ctx, &f, con)
 	if err != nil {
 		return err
 	}
-	defer closeNATS()
-	if r.local {
-		stop, err := r.startLocal(url, r.job, r.workers, max(1, f.threads/r.workers), f.quiet, con)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
-	output, err := f.openOutput(con)
-	if err != nil {
-		return err
-	}
-	defer output.close()
+	defer ses.close()
+	tr, sealed, output := ses.nc, ses.tr, ses.out
 	progress := r.observed(output.progress())
 	var x []int // the assignment for the JSON result, when small enough
 	deliver := func(ctx context.Context, a *cluster.ShardAssignment) error {
