@@ -68,7 +68,7 @@ func (g *graph) forwardPart(lo, hi int, x []int, sc *scratch) (bound, score floa
 			xu := x[g.eu[e]]
 			switch t := g.toff[e]; {
 			case t >= 0:
-				addTo(lab, data[t+xu*k:])
+				addTo(lab, g.table(int(e))[xu*k:])
 			case t == -1:
 				lab[xu] += g.pw[e]
 			default:
@@ -87,11 +87,7 @@ func (g *graph) forwardPart(lo, hi int, x []int, sc *scratch) (bound, score floa
 			v := theta[u0+best]
 			for _, e := range in {
 				xu := x[g.eu[e]]
-				if t := g.toff[e]; t >= 0 {
-					v += data[t+xu*k+best]
-				} else {
-					v += g.pairScore(data, int(e), xu, best)
-				}
+				v += g.pairScore(int(e), xu, best)
 			}
 			score += v
 		}
@@ -224,7 +220,7 @@ func (g *graph) sendFromU(e int, a []float64, sc *scratch) float64 {
 	var c float64
 	switch t0 := g.toff[e]; {
 	case t0 >= 0:
-		c = shiftBy(out, maxPlusCols(out, a, g.data[t0:t0+len(a)*kv]))
+		c = shiftBy(out, maxPlusCols(out, a, g.table(e)))
 	case t0 == -1:
 		c = potts(out, a, g.pw[e])
 	default: // truncated terms are symmetric: one message rule both ways
@@ -249,7 +245,7 @@ func (g *graph) sendFromV(e int, a []float64, sc *scratch) float64 {
 	case t0 < -1:
 		return g.terms[-2-t0].Message(out, a, sc.dt)
 	}
-	return shiftBy(out, maxPlusRows(out, a, g.data[t0:t0+ku*len(a)]))
+	return shiftBy(out, maxPlusRows(out, a, g.table(e)))
 }
 
 // The two max-plus products below are the O(K^2) part of an iteration.
@@ -429,8 +425,9 @@ const (
 )
 
 // prefetchOut asks for the messages and tables of the edges from node t to
-// later nodes, the memory a forward pass reads first at t: one contiguous
-// range, since edges are laid out in order (graph.go).
+// later nodes, the memory a forward pass reads first at t: the messages
+// are one contiguous range, since edges are laid out in order (graph.go),
+// the tables (when outside data) one range each.
 func (g *graph) prefetchOut(t int) {
 	e0, e1 := g.outOff[t], g.outOff[t+1]
 	if e0 == e1 {
@@ -441,17 +438,29 @@ func (g *graph) prefetchOut(t int) {
 		end = g.moff[e1]
 	}
 	prefetch(&g.data[g.moff[e0]], end-g.moff[e0])
+	if g.tabLen > 0 {
+		ku := g.card[t]
+		for e := e0; e < e1; e++ {
+			if p := g.tab[e]; p != nil {
+				prefetch(p, ku*g.card[g.ev[e]])
+			}
+		}
+	}
 }
 
 // prefetchIn asks for the messages and tables of the edges into node t
 // from earlier nodes, the memory a backward pass reads first at t (written
 // by the forward pass, long evicted).
 func (g *graph) prefetchIn(t int) {
+	kv := g.card[t]
 	for _, e := range g.inE[g.inOff[t]:g.inOff[t+1]] {
 		end := len(g.data)
 		if int(e)+1 < len(g.moff) {
 			end = g.moff[e+1]
 		}
 		prefetch(&g.data[g.moff[e]], end-g.moff[e])
+		if p := g.tab[e]; p != nil && g.tabLen > 0 {
+			prefetch(p, g.card[g.eu[e]]*kv)
+		}
 	}
 }
