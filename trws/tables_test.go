@@ -254,4 +254,3 @@ func TestModelReadOnly(t *testing.T) {
 		}
 	}
 }
-
