@@ -427,10 +427,16 @@ const (
 // prefetchOut asks for the messages and tables of the edges from node t to
 // later nodes, the memory a forward pass reads first at t: the messages
 // are one contiguous range, since edges are laid out in order (graph.go),
-// the tables (when outside data) one range each.
+// the tables (when outside data) one range each. A node with an unrolled
+// step (K states, K x K tables) does it all in one call (prefetchOutK):
+// a call per range cost about 8% of an iteration.
 func (g *graph) prefetchOut(t int) {
 	e0, e1 := g.outOff[t], g.outOff[t+1]
 	if e0 == e1 {
+		return
+	}
+	if k := int(g.kern[t]); k != 0 && g.tabLen > 0 {
+		prefetchOutK(&g.data[g.moff[e0]], (e1-e0)*k, &g.tab[e0], e1-e0, k*k)
 		return
 	}
 	end := len(g.data)
@@ -450,10 +456,19 @@ func (g *graph) prefetchOut(t int) {
 
 // prefetchIn asks for the messages and tables of the edges into node t
 // from earlier nodes, the memory a backward pass reads first at t (written
-// by the forward pass, long evicted).
+// by the forward pass, long evicted): with an unrolled step in one call
+// (prefetchInK).
 func (g *graph) prefetchIn(t int) {
+	in := g.inE[g.inOff[t]:g.inOff[t+1]]
+	if len(in) == 0 {
+		return
+	}
 	kv := g.card[t]
-	for _, e := range g.inE[g.inOff[t]:g.inOff[t+1]] {
+	if k := int(g.kern[t]); k != 0 && g.tabLen > 0 {
+		prefetchInK(&in[0], len(in), &g.moff[0], &g.tab[0], &g.data[0], k, k*k)
+		return
+	}
+	for _, e := range in {
 		end := len(g.data)
 		if int(e)+1 < len(g.moff) {
 			end = g.moff[e+1]
