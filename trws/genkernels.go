@@ -228,6 +228,14 @@ func normalise(p func(string, ...any), k int) {
 	p("\t\tbound -= c\n")
 }
 
+// endWeight writes gm = gamma_s and the end term of the bound, w max hat
+// with w = (n_s - #edges in dir)/n_s (graph.weights, from the degrees: out
+// and in are the node's edges).
+func endWeight(p func(string, ...any), k int, dir string) {
+	p("\tns := max(len(in), len(out), 1)\n\tgm := g.recip[ns]\n")
+	p("\tif n := len(%s); n < ns {\n\t\tbound += float64(ns-n) / float64(ns) * %s\n\t}\n", dir, maxTree(names(k, "h")))
+}
+
 func forward(p func(string, ...any), k int) {
 	p("// forward%d is forwardPart's step for node s when kern[s] == %d.\n", k, k)
 	p("func (g *graph) forward%d(s int, x []int, fuse bool, bound, score float64) (float64, float64) {\n", k)
@@ -257,8 +265,7 @@ func forward(p func(string, ...any), k int) {
 	p("\t}\n\tx[s] = best\n")
 	p("\tif fuse {\n\t\tsv := th[best]\n\t\tfor _, e := range in {\n")
 	p("\t\t\tsv += %s[%d*x[g.eu[e]]+best]\n\t\t}\n\t\tscore += sv\n\t}\n", tableOf(k, "tab[e]"), k)
-	p("\tif w := g.endF[s]; w > 0 {\n\t\tbound += w * %s\n\t}\n", maxTree(names(k, "h")))
-	p("\tgm := g.gamma[s]\n")
+	endWeight(p, k, "out")
 	if isSIMD(k) {
 		p("\thv := [%d]float64{%s}\n", k, list(k, v("h")))
 		p("\tfor i, mo := range out {\n\t\tbound -= sendCols%d((*[%d]float64)(data[mo:]), %s, &hv, gm)\n\t}\n", k, k, tableOf(k, "outT[i]"))
@@ -291,8 +298,7 @@ func backward(p func(string, ...any), k int) {
 		p("\t\th%d += m[%d]\n", i, i)
 	}
 	p("\t}\n")
-	p("\tif w := g.endB[s]; w > 0 {\n\t\tbound += w * %s\n\t}\n", maxTree(names(k, "h")))
-	p("\tgm := g.gamma[s]\n")
+	endWeight(p, k, "in")
 	if isSIMD(k) {
 		p("\thv := [%d]float64{%s}\n", k, list(k, v("h")))
 		p("\tfor _, e := range in {\n\t\tbound -= sendRows%d((*[%d]float64)(data[g.moff[e]:]), %s, &hv, gm)\n\t}\n", k, k, tableOf(k, "tab[e]"))

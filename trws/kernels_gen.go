@@ -48,10 +48,11 @@ func (g *graph) forward2(s int, x []int, fuse bool, bound, score float64) (float
 		}
 		score += sv
 	}
-	if w := g.endF[s]; w > 0 {
-		bound += w * max(h0, h1)
+	ns := max(len(in), len(out), 1)
+	gm := g.recip[ns]
+	if n := len(out); n < ns {
+		bound += float64(ns-n) / float64(ns) * max(h0, h1)
 	}
-	gm := g.gamma[s]
 	for i, mo := range out {
 		m := (*[2]float64)(data[mo:])
 		t := (*[4]float64)(unsafe.Pointer(outT[i]))
@@ -99,10 +100,11 @@ func (g *graph) backward2(s int, bound float64) float64 {
 		h0 += m[0]
 		h1 += m[1]
 	}
-	if w := g.endB[s]; w > 0 {
-		bound += w * max(h0, h1)
+	ns := max(len(in), len(out), 1)
+	gm := g.recip[ns]
+	if n := len(in); n < ns {
+		bound += float64(ns-n) / float64(ns) * max(h0, h1)
 	}
-	gm := g.gamma[s]
 	for _, e := range in {
 		m := (*[2]float64)(data[g.moff[e]:])
 		t := (*[4]float64)(unsafe.Pointer(tab[e]))
@@ -187,10 +189,11 @@ func (g *graph) forward3(s int, x []int, fuse bool, bound, score float64) (float
 		}
 		score += sv
 	}
-	if w := g.endF[s]; w > 0 {
-		bound += w * max(h0, max(h1, h2))
+	ns := max(len(in), len(out), 1)
+	gm := g.recip[ns]
+	if n := len(out); n < ns {
+		bound += float64(ns-n) / float64(ns) * max(h0, max(h1, h2))
 	}
-	gm := g.gamma[s]
 	for i, mo := range out {
 		m := (*[3]float64)(data[mo:])
 		t := (*[9]float64)(unsafe.Pointer(outT[i]))
@@ -251,10 +254,11 @@ func (g *graph) backward3(s int, bound float64) float64 {
 		h1 += m[1]
 		h2 += m[2]
 	}
-	if w := g.endB[s]; w > 0 {
-		bound += w * max(h0, max(h1, h2))
+	ns := max(len(in), len(out), 1)
+	gm := g.recip[ns]
+	if n := len(in); n < ns {
+		bound += float64(ns-n) / float64(ns) * max(h0, max(h1, h2))
 	}
-	gm := g.gamma[s]
 	for _, e := range in {
 		m := (*[3]float64)(data[g.moff[e]:])
 		t := (*[9]float64)(unsafe.Pointer(tab[e]))
@@ -361,10 +365,11 @@ func (g *graph) forward4(s int, x []int, fuse bool, bound, score float64) (float
 		}
 		score += sv
 	}
-	if w := g.endF[s]; w > 0 {
-		bound += w * max(max(h0, h1), max(h2, h3))
+	ns := max(len(in), len(out), 1)
+	gm := g.recip[ns]
+	if n := len(out); n < ns {
+		bound += float64(ns-n) / float64(ns) * max(max(h0, h1), max(h2, h3))
 	}
-	gm := g.gamma[s]
 	hv := [4]float64{h0, h1, h2, h3}
 	for i, mo := range out {
 		bound -= sendCols4((*[4]float64)(data[mo:]), (*[16]float64)(unsafe.Pointer(outT[i])), &hv, gm)
@@ -394,10 +399,11 @@ func (g *graph) backward4(s int, bound float64) float64 {
 		h2 += m[2]
 		h3 += m[3]
 	}
-	if w := g.endB[s]; w > 0 {
-		bound += w * max(max(h0, h1), max(h2, h3))
+	ns := max(len(in), len(out), 1)
+	gm := g.recip[ns]
+	if n := len(in); n < ns {
+		bound += float64(ns-n) / float64(ns) * max(max(h0, h1), max(h2, h3))
 	}
-	gm := g.gamma[s]
 	hv := [4]float64{h0, h1, h2, h3}
 	for _, e := range in {
 		bound -= sendRows4((*[4]float64)(data[g.moff[e]:]), (*[16]float64)(unsafe.Pointer(tab[e])), &hv, gm)
@@ -515,10 +521,11 @@ func (g *graph) forward8(s int, x []int, fuse bool, bound, score float64) (float
 		}
 		score += sv
 	}
-	if w := g.endF[s]; w > 0 {
-		bound += w * max(max(max(h0, h1), max(h2, h3)), max(max(h4, h5), max(h6, h7)))
+	ns := max(len(in), len(out), 1)
+	gm := g.recip[ns]
+	if n := len(out); n < ns {
+		bound += float64(ns-n) / float64(ns) * max(max(max(h0, h1), max(h2, h3)), max(max(h4, h5), max(h6, h7)))
 	}
-	gm := g.gamma[s]
 	hv := [8]float64{h0, h1, h2, h3, h4, h5, h6, h7}
 	for i, mo := range out {
 		bound -= sendCols8((*[8]float64)(data[mo:]), (*[64]float64)(unsafe.Pointer(outT[i])), &hv, gm)
@@ -556,10 +563,11 @@ func (g *graph) backward8(s int, bound float64) float64 {
 		h6 += m[6]
 		h7 += m[7]
 	}
-	if w := g.endB[s]; w > 0 {
-		bound += w * max(max(max(h0, h1), max(h2, h3)), max(max(h4, h5), max(h6, h7)))
+	ns := max(len(in), len(out), 1)
+	gm := g.recip[ns]
+	if n := len(in); n < ns {
+		bound += float64(ns-n) / float64(ns) * max(max(max(h0, h1), max(h2, h3)), max(max(h4, h5), max(h6, h7)))
 	}
-	gm := g.gamma[s]
 	hv := [8]float64{h0, h1, h2, h3, h4, h5, h6, h7}
 	for _, e := range in {
 		bound -= sendRows8((*[8]float64)(data[g.moff[e]:]), (*[64]float64)(unsafe.Pointer(tab[e])), &hv, gm)

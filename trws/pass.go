@@ -14,9 +14,9 @@ package trws
 // Right after a forward pass, dynamic programming along every chain
 // collapses onto the messages just sent: the chain maxima add up to
 //
-//	sum of the c_st of the pass + sum_s endF[s] max_x hat_s(x)
+//	sum of the c_st of the pass + sum_s endF_s max_x hat_s(x)
 //
-// (endF[s] weighs the chains that end at s), which the pass returns; the
+// (endF_s = (n_s - #out)/n_s weighs the chains that end at s), which the pass returns; the
 // backward pass likewise with endB. The bound is thus the exact value of the
 // dual at the current messages, not an estimate.
 //
@@ -91,10 +91,10 @@ func (g *graph) forwardPart(lo, hi int, x []int, sc *scratch) (bound, score floa
 			}
 			score += v
 		}
-		if w := g.endF[s]; w > 0 {
+		_, gm, w, _ := g.weights(s)
+		if w > 0 {
 			bound += w * maxOf(hat)
 		}
-		gm := g.gamma[s]
 		for e := o0; e < o1; e++ {
 			prepare(a, hat, data[g.moff[e]:], gm)
 			bound += g.sendFromU(e, a, sc)
@@ -127,10 +127,10 @@ func (g *graph) backwardPart(lo, hi int, sc *scratch) float64 {
 		for _, e := range in {
 			addTo(hat, data[g.moff[e]:])
 		}
-		if w := g.endB[s]; w > 0 {
+		_, gm, _, w := g.weights(s)
+		if w > 0 {
 			bound += w * maxOf(hat)
 		}
-		gm := g.gamma[s]
 		for _, e := range in {
 			prepare(a, hat, data[g.moff[e]:], gm)
 			bound += g.sendFromV(int(e), a, sc)
