@@ -119,9 +119,15 @@ type scratch struct {
 	_           [64]byte  // no false sharing between threads' scratch
 }
 
+// newScratch returns a thread's scratch. Its vectors are cut from one
+// block with a cache line of padding at both ends: allocated one by one
+// they are small objects that sit next to another thread's in memory,
+// and threads that write the same cache line slow each other down.
 func (g *graph) newScratch() *scratch {
-	return &scratch{hat: make([]float64, g.maxCard), a: make([]float64, g.maxCard), lab: make([]float64, g.maxCard),
-		dt: make([]float64, pairterm.ScratchLen(g.maxCard))}
+	const pad = 8 // float64s: a 64-byte line
+	k, d := g.maxCard, pairterm.ScratchLen(g.maxCard)
+	b := make([]float64, pad+3*k+d+pad)[pad:]
+	return &scratch{hat: b[:k:k], a: b[k : 2*k : 2*k], lab: b[2*k : 3*k : 3*k], dt: b[3*k : 3*k+d : 3*k+d]}
 }
 
 // checkPairwise returns an error naming the first factor of m that TRW-S

@@ -45,6 +45,9 @@ package trws
 func (g *graph) forwardPart(lo, hi int, x []int, sc *scratch) (bound, score float64) {
 	data, theta := g.data, g.theta
 	fuse, pf, kern := g.orig == nil, g.prefetch, g.kern
+	for t := lo; pf && t < min(lo+prefetchAhead, hi); t++ {
+		g.prefetchOut(t) // the nodes the loop starts with
+	}
 	for s := lo; s < hi; s++ {
 		if t := s + prefetchAhead; pf && t < hi {
 			g.prefetchOut(t)
@@ -108,6 +111,9 @@ func (g *graph) forwardPart(lo, hi int, x []int, sc *scratch) (bound, score floa
 func (g *graph) backwardPart(lo, hi int, sc *scratch) float64 {
 	data, theta := g.data, g.theta
 	bound, pf, kern := 0.0, g.prefetch, g.kern
+	for t := hi - 1; pf && t >= max(hi-prefetchAhead, lo); t-- {
+		g.prefetchIn(t)
+	}
 	for s := hi - 1; s >= lo; s-- {
 		if t := s - prefetchAhead; pf && t >= lo {
 			g.prefetchIn(t)
