@@ -298,7 +298,7 @@ func (c *lpc) sweep() float64 {
 // unary writes gamma_s hat_s of chain position p into dst.
 func (c *lpc) unary(p int32, dst []float64) {
 	s := c.chainNode[p]
-	gm := c.g.gamma[s]
+	_, gm, _, _ := c.g.weights(int(s))
 	for i, h := range c.hatAll[c.g.uoff[s] : c.g.uoff[s]+len(dst)] {
 		if h == negInf {
 			dst[i] = negInf

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"unsafe"
 
 	"github.com/ddrun/ddrun/internal/pairterm"
 	"github.com/ddrun/ddrun/model"
@@ -19,14 +20,25 @@ var negInf = math.Inf(-1)
 //
 // Layout (Kolmogorov's, MRFEnergy v1.3, in flat arrays): edges are sorted
 // by their earlier end, so the edges from node s to later nodes are the
-// range outOff[s]:outOff[s+1] and a pass streams through them; every edge
-// keeps its message and its table side by side in data; and an edge holds
-// ONE message, the one into the node processed next: M_{v->u} between a
-// backward pass and the next forward pass, M_{u->v} between a forward pass
-// and the next backward pass. This is exact, not an approximation: when a
-// node is processed every message it reads is one into it, and the message
-// it overwrites (the one from the node it sends to) is read only to form
-// that very update (gamma hat_s - M_{t->s}); nothing reads it afterwards.
+// range outOff[s]:outOff[s+1] and a pass streams through them; and an edge
+// holds ONE message, the one into the node processed next: M_{v->u}
+// between a backward pass and the next forward pass, M_{u->v} between a
+// forward pass and the next backward pass. This is exact, not an
+// approximation: when a node is processed every message it reads is one
+// into it, and the message it overwrites (the one from the node it sends
+// to) is read only to form that very update (gamma hat_s - M_{t->s});
+// nothing reads it afterwards.
+//
+// Tables are not copied (Kolmogorov's layout keeps each table beside its
+// message; here the model already holds it): a dense edge reads the
+// model's table in place when one factor makes it and the factor's scope
+// is (u, v) in graph order, which is every edge of a grid read from a UAI
+// file on one thread. TRW-S never writes a table, so the model stays
+// untouched (TestModelReadOnly). Only edges whose factor lists (v, u) (a
+// transposed copy: with threads, the edges from the separator to later
+// variables of the model, see order.go) or whose pair has several factors
+// (their sum) get a table of their own, in own. TRW-S(LP-C) changes
+// tables, so it moves them all into data beside the messages (densify).
 type graph struct {
 	n        int
 	card     []int
@@ -45,14 +57,25 @@ type graph struct {
 	// when both ends agree; a truncated one (toff[e] <= -2, a single
 	// TruncLinear or TruncQuad factor) is terms[-toff[e]-2], whose messages
 	// are O(L) distance transforms (package internal/pairterm); a dense
-	// one has its table at data[toff[e]:], row x_u, column x_v (entries may
-	// be -Inf). pw is nil when no edge is Potts.
+	// one (toff[e] >= 0) has its table at tab[e] (table(e)), row x_u,
+	// column x_v (entries may be -Inf): the model's own table, read in
+	// place, or one in own (see above); with TRW-S(LP-C) it is in data at
+	// toff[e], right after the message. pw is nil when no edge is Potts.
 	eu, ev []int32
 	pw     []float64
 	terms  []pairterm.Term
 	moff   []int
 	toff   []int
 	data   []float64
+	// tab[e] points to the first entry of dense edge e's table, nil at
+	// other edges. A pointer and not a slice (8 bytes per edge instead of
+	// 24, 32 MB less on a 1000x1000 grid); table(e) makes the slice.
+	tab []*float64
+	// own holds the tables TRW-S made (transposed or summed), copied
+	// counts them, tabLen counts the entries of all tables outside data.
+	own    []float64
+	copied int
+	tabLen int
 	// orig, when not nil, is data before TRW-S(LP-C) moved cycle
 	// multipliers into tables; scores are taken on its tables.
 	orig []float64
@@ -66,11 +89,13 @@ type graph struct {
 	outOff, inOff []int
 	inE           []int32
 
-	// gamma[s] = 1/n_s with n_s = max(#in, #out, 1), the number of
-	// monotonic chains through s; endF[s] = (n_s - #out)/n_s, the weight of
-	// the chains that end at s (they add max(hat_s)/n_s to the bound), and
-	// endB[s] = (n_s - #in)/n_s for the chains that start there.
-	gamma, endF, endB []float64
+	// A node s lies on n_s = max(#in, #out, 1) monotonic chains; gamma_s =
+	// 1/n_s = recip[n_s]; the chains that end at s weigh endF = (n_s -
+	// #out)/n_s (they add max(hat_s)/n_s to the bound), those that start
+	// there endB = (n_s - #in)/n_s (weights). They are computed from the
+	// degrees when needed, not stored per node (24 bytes a node, 24 MB on
+	// a 1000x1000 grid); recip has an entry per n_s up to the largest.
+	recip []float64
 
 	// parts[c]:parts[c+1] are the nodes of part c, processed by one thread
 	// each; parts[len(parts)-1]:n is the separator, processed after the
@@ -94,9 +119,15 @@ type scratch struct {
 	_           [64]byte  // no false sharing between threads' scratch
 }
 
+// newScratch returns a thread's scratch. Its vectors are cut from one
+// block with a cache line of padding at both ends: allocated one by one
+// they are small objects that sit next to another thread's in memory,
+// and threads that write the same cache line slow each other down.
 func (g *graph) newScratch() *scratch {
-	return &scratch{hat: make([]float64, g.maxCard), a: make([]float64, g.maxCard), lab: make([]float64, g.maxCard),
-		dt: make([]float64, pairterm.ScratchLen(g.maxCard))}
+	const pad = 8 // float64s: a 64-byte line
+	k, d := g.maxCard, pairterm.ScratchLen(g.maxCard)
+	b := make([]float64, pad+3*k+d+pad)[pad:]
+	return &scratch{hat: b[:k:k], a: b[k : 2*k : 2*k], lab: b[2*k : 3*k : 3*k], dt: b[3*k : 3*k+d : 3*k+d]}
 }
 
 // checkPairwise returns an error naming the first factor of m that TRW-S
@@ -229,30 +260,53 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 	truncated := func(group []pairRef) bool {
 		return len(group) == 1 && group[0].k < 0 && m.Factors[group[0].a].Kind.IsTruncated()
 	}
+	// inPlace returns the table of a dense edge made by the single term r
+	// over (u, v) as it lies in the model (or as DenseTable made it), nil
+	// when the edge needs a table of its own: several terms, or a scope
+	// in the other order.
+	inPlace := func(group []pairRef, u int32) []float64 {
+		if len(group) != 1 || group[0].u != u {
+			return nil
+		}
+		r := group[0]
+		f := &m.Factors[r.a]
+		if r.k >= 0 {
+			c0, c1 := m.Cards[f.Vars[r.k]], m.Cards[f.Vars[r.k+1]]
+			o := seqs[r.a][r.k]
+			return f.Table[o : o+c0*c1]
+		}
+		return m.DenseTable(int(r.a))
+	}
 	// Count the edges and their storage.
-	ne, size, npotts := 0, 0, 0
+	ne, size, ownSize, npotts := 0, 0, 0, 0
 	for i := 0; i < len(refs); {
 		j, potts := i, true
 		for ; j < len(refs) && min(refs[j].u, refs[j].v) == min(refs[i].u, refs[i].v) && max(refs[j].u, refs[j].v) == max(refs[i].u, refs[i].v); j++ {
 			potts = potts && isPotts(refs[j])
 		}
-		ku, kv := g.card[min(refs[i].u, refs[i].v)], g.card[max(refs[i].u, refs[i].v)]
+		u := min(refs[i].u, refs[i].v)
+		ku, kv := g.card[u], g.card[max(refs[i].u, refs[i].v)]
 		size += max(ku, kv)
-		if potts {
+		switch {
+		case potts:
 			npotts++
-		} else if !truncated(refs[i:j]) {
-			size += ku * kv
+		case truncated(refs[i:j]):
+		case j-i == 1 && refs[i].u == u: // in place, or DenseTable's
+		default:
+			ownSize += ku * kv
 		}
 		ne++
 		i = j
 	}
 	g.eu, g.ev = make([]int32, ne), make([]int32, ne)
 	g.moff, g.toff = make([]int, ne), make([]int, ne)
+	g.tab = make([]*float64, ne)
 	if npotts > 0 { // pw is read at Potts edges only
 		g.pw = make([]float64, ne)
 	}
 	g.data = make([]float64, size)
-	e, off := 0, 0
+	g.own = make([]float64, ownSize)
+	e, off, ownOff := 0, 0, 0
 	for i := 0; i < len(refs); e++ {
 		u, v := min(refs[i].u, refs[i].v), max(refs[i].u, refs[i].v)
 		j, potts := i, true
@@ -282,9 +336,17 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 			i = j
 			continue
 		}
-		g.toff[e] = off
-		t := g.data[off : off+ku*kv]
-		off += ku * kv
+		g.toff[e] = 0
+		g.tabLen += ku * kv
+		if t := inPlace(refs[i:j], u); t != nil {
+			g.tab[e] = &t[0]
+			i = j
+			continue
+		}
+		t := g.own[ownOff : ownOff+ku*kv]
+		ownOff += ku * kv
+		g.tab[e] = &t[0]
+		g.copied++
 		for _, r := range refs[i:j] {
 			f := &m.Factors[r.a]
 			var tab []float64
@@ -364,44 +426,55 @@ func (g *graph) layout() {
 		g.inE[pi[g.ev[e]]] = int32(e)
 		pi[g.ev[e]]++
 	}
-	g.gamma, g.endF, g.endB = make([]float64, n), make([]float64, n), make([]float64, n)
+	maxNs := 1
 	for s := range n {
-		nIn, nOut := g.inOff[s+1]-g.inOff[s], g.outOff[s+1]-g.outOff[s]
-		ns := max(nIn, nOut, 1)
-		g.gamma[s] = 1 / float64(ns)
-		g.endF[s] = float64(ns-nOut) / float64(ns)
-		g.endB[s] = float64(ns-nIn) / float64(ns)
+		maxNs = max(maxNs, g.inOff[s+1]-g.inOff[s], g.outOff[s+1]-g.outOff[s])
+	}
+	g.recip = make([]float64, maxNs+1)
+	for ns := 1; ns <= maxNs; ns++ {
+		g.recip[ns] = 1 / float64(ns)
 	}
 }
 
-// table returns the tables of the scores: orig's when TRW-S(LP-C) changed
-// data.
-func (g *graph) scoreData() []float64 {
-	if g.orig != nil {
-		return g.orig
-	}
-	return g.data
+// weights returns node s's n_s, gamma_s and the weights endF and endB of
+// the chains that end and start at s (see recip).
+func (g *graph) weights(s int) (ns int, gamma, endF, endB float64) {
+	nIn, nOut := g.inOff[s+1]-g.inOff[s], g.outOff[s+1]-g.outOff[s]
+	ns = max(nIn, nOut, 1)
+	return ns, g.recip[ns], float64(ns-nOut) / float64(ns), float64(ns-nIn) / float64(ns)
+}
+
+// table returns dense edge e's table (toff[e] >= 0), ku*kv entries, row
+// x_u: the model's, own's or (TRW-S(LP-C)) data's memory, which only
+// TRW-S(LP-C)'s cycle steps write (cycles.go), and then only in data.
+func (g *graph) table(e int) []float64 {
+	return unsafe.Slice(g.tab[e], g.card[g.eu[e]]*g.card[g.ev[e]])
 }
 
 // score returns the exact score of x (in node numbering) under the graph's
-// potentials (the reduced model's score, up to the order of the additions).
+// potentials (the reduced model's score, up to the order of the additions):
+// with TRW-S(LP-C), on the tables before it changed them (orig).
 func (g *graph) score(x []int) float64 {
-	data := g.scoreData()
 	s := g.constant
 	for i := 0; i < g.n; i++ {
 		s += g.theta[g.uoff[i]+x[i]]
 	}
 	for e := range g.eu {
-		s += g.pairScore(data, e, x[g.eu[e]], x[g.ev[e]])
+		xu, xv := x[g.eu[e]], x[g.ev[e]]
+		if t := g.toff[e]; t >= 0 && g.orig != nil {
+			s += g.orig[t+xu*g.card[g.ev[e]]+xv]
+		} else {
+			s += g.pairScore(e, xu, xv)
+		}
 	}
 	return s
 }
 
-// pairScore returns edge e's score at (xu, xv), its table taken in data.
-func (g *graph) pairScore(data []float64, e, xu, xv int) float64 {
+// pairScore returns edge e's score at (xu, xv), on its current table.
+func (g *graph) pairScore(e, xu, xv int) float64 {
 	switch t := g.toff[e]; {
 	case t >= 0:
-		return data[t+xu*g.card[g.ev[e]]+xv]
+		return g.table(e)[xu*g.card[g.ev[e]]+xv]
 	case t == -1:
 		if xu == xv {
 			return g.pw[e]
@@ -412,8 +485,10 @@ func (g *graph) pairScore(data []float64, e, xu, xv int) float64 {
 	}
 }
 
-// densify gives every Potts edge a dense table (TRW-S(LP-C) changes edge
-// tables entry by entry). It lays data out afresh, messages included.
+// densify gives every edge a dense table beside its message in data
+// (TRW-S(LP-C) changes edge tables entry by entry; the model's must stay
+// as they are): it lays data out afresh, messages included, points tab
+// into it and drops own.
 func (g *graph) densify() {
 	size := 0
 	for e := range g.eu {
@@ -435,12 +510,14 @@ func (g *graph) densify() {
 		case g.toff[e] < -1:
 			g.terms[-2-g.toff[e]].Fill(t, ku)
 		default:
-			copy(t, g.data[g.toff[e]:g.toff[e]+ku*kv])
+			copy(t, g.table(e))
 		}
 		g.moff[e], g.toff[e] = off, off+k
+		g.tab[e] = &t[0]
 		off += k + ku*kv
 	}
 	g.data = data
+	g.own, g.copied, g.tabLen = nil, 0, 0
 }
 
 // enableLPC prepares the graph for TRW-S(LP-C): dense tables, a copy of

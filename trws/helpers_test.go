@@ -126,7 +126,7 @@ func chainBound(g *graph, pm *passMessages, rng *rand.Rand) float64 {
 		}
 	}
 	pair := func(e int32, xu, xv int) float64 {
-		return g.pairScore(g.data, int(e), xu, xv) - pm.uv[g.moff[e]+xv] - pm.vu[g.moff[e]+xu]
+		return g.pairScore(int(e), xu, xv) - pm.uv[g.moff[e]+xv] - pm.vu[g.moff[e]+xu]
 	}
 	total := g.constant
 	for s := 0; s < g.n; s++ {

@@ -16,9 +16,8 @@ import "math"
 // tables, kernels_gen.go has the step unrolled: hat and the products in
 // registers, one bounds check per message and table (a conversion to an
 // array pointer), the message read once and written once (a = gamma hat - M,
-// the product, its maximum c and M - c in one go), and the table found at
-// the message's offset plus K (graph.go lays every dense edge out as message
-// then table), so the step reads one offset per edge.
+// the product, its maximum c and M - c in one go), the table read where it
+// lies (tab[e], in the model; graph.go).
 //
 // The products are taken on negated values, with min: Go's builtin max on
 // floats compiles (amd64) to a negation of both operands, two MINSD, an OR
@@ -59,21 +58,21 @@ var posInf = math.Inf(1)
 // kernelSizes are the state counts with an unrolled step.
 var kernelSizes = [...]int{2, 3, 4, 8}
 
-// setKernels sets prefetch (pass.go) and fills kern: kern[s] = K when node s has K states, K is in
-// kernelSizes, and every edge at s is dense with K states at both ends
-// (its table right after its K-entry message); 0 otherwise, and for every
-// node when the forward messages are kept (TRW-S(LP-C)).
+// setKernels sets prefetch (pass.go) and fills kern: kern[s] = K when
+// node s has K states, K is in kernelSizes, and every edge at s is dense
+// with K states at both ends; 0 otherwise, and for every node when the
+// forward messages are kept (TRW-S(LP-C)).
 func (g *graph) setKernels() {
 	if len(g.kern) != g.n {
 		g.kern = make([]uint8, g.n)
 	}
 	clear(g.kern)
-	g.prefetch = len(g.data)*8 > prefetchMin
+	g.prefetch = (len(g.data)+g.tabLen)*8 > prefetchMin
 	if g.fwd != nil {
 		return
 	}
 	ok := func(e, k int) bool {
-		return g.toff[e] == g.moff[e]+k && g.card[g.eu[e]] == k && g.card[g.ev[e]] == k
+		return g.toff[e] >= 0 && g.card[g.eu[e]] == k && g.card[g.ev[e]] == k
 	}
 next:
 	for s := range g.n {
@@ -135,7 +134,7 @@ func (g *graph) backwardStep(s int, bound float64) float64 {
 }
 
 // sendRef is the send step of a node of K = len(h) states along a dense
-// K x K edge whose data m is the message, then the table: with na_i =
+// K x K edge with message m and table t: with na_i =
 // M_i - gm h_i (+Inf for a dead state, h_i = -Inf), the new message is M_j
 // = c' - o'_j with o'_j = min_i na_i - t[i][j] (cols, the message to the
 // later end) or o'_j = min_i na_i - t[j][i] (rows, to the earlier end) and
@@ -143,7 +142,7 @@ func (g *graph) backwardStep(s int, bound float64) float64 {
 // the operations of the general code (prepare, maxPlusCols or maxPlusRows,
 // shiftBy), negated; it is the reference for the SSE2 steps and their
 // stand-in on other architectures (K <= 8).
-func sendRef(m, h []float64, gm float64, cols bool) float64 {
+func sendRef(m, t, h []float64, gm float64, cols bool) float64 {
 	k := len(h)
 	var na, o [8]float64
 	for i := range k {
@@ -152,7 +151,7 @@ func sendRef(m, h []float64, gm float64, cols bool) float64 {
 			na[i] = posInf
 		}
 	}
-	t := m[k : k+k*k]
+	t = t[:k*k]
 	for j := range k {
 		o[j] = posInf
 		for i := range k {

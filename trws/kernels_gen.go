@@ -2,12 +2,17 @@
 
 package trws
 
+import "unsafe"
+
 // forward2 is forwardPart's step for node s when kern[s] == 2.
 func (g *graph) forward2(s int, x []int, fuse bool, bound, score float64) (float64, float64) {
-	data := g.data
+	data, tab := g.data, g.tab
 	th := (*[2]float64)(g.theta[g.uoff[s]:])
 	h0, h1 := th[0], th[1]
-	out := g.moff[g.outOff[s]:g.outOff[s+1]]
+	e0, e1 := g.outOff[s], g.outOff[s+1]
+	out := g.moff[e0:e1]
+	outT := g.tab[e0:e1]
+	outT = outT[:len(out)]
 	for _, mo := range out {
 		m := (*[2]float64)(data[mo:])
 		h0 += m[0]
@@ -16,11 +21,10 @@ func (g *graph) forward2(s int, x []int, fuse bool, bound, score float64) (float
 	l0, l1 := h0, h1
 	in := g.inE[g.inOff[s]:g.inOff[s+1]]
 	for _, e := range in {
-		mo := g.moff[e]
-		m := (*[2]float64)(data[mo:])
+		m := (*[2]float64)(data[g.moff[e]:])
 		h0 += m[0]
 		h1 += m[1]
-		r := (*[2]float64)(data[mo+2+2*x[g.eu[e]]:])
+		r := (*[2]float64)((*[4]float64)(unsafe.Pointer(tab[e]))[2*x[g.eu[e]]:])
 		l0 += r[0]
 		l1 += r[1]
 	}
@@ -40,16 +44,18 @@ func (g *graph) forward2(s int, x []int, fuse bool, bound, score float64) (float
 	if fuse {
 		sv := th[best]
 		for _, e := range in {
-			sv += data[g.moff[e]+2+2*x[g.eu[e]]+best]
+			sv += (*[4]float64)(unsafe.Pointer(tab[e]))[2*x[g.eu[e]]+best]
 		}
 		score += sv
 	}
-	if w := g.endF[s]; w > 0 {
-		bound += w * max(h0, h1)
+	ns := max(len(in), len(out), 1)
+	gm := g.recip[ns]
+	if n := len(out); n < ns {
+		bound += float64(ns-n) / float64(ns) * max(h0, h1)
 	}
-	gm := g.gamma[s]
-	for _, mo := range out {
-		m := (*[6]float64)(data[mo:])
+	for i, mo := range out {
+		m := (*[2]float64)(data[mo:])
+		t := (*[4]float64)(unsafe.Pointer(outT[i]))
 		a0 := m[0] - gm*h0
 		if h0 == negInf {
 			a0 = posInf
@@ -58,10 +64,10 @@ func (g *graph) forward2(s int, x []int, fuse bool, bound, score float64) (float
 		if h1 == negInf {
 			a1 = posInf
 		}
-		o0 := a0 - m[2]
-		o1 := a0 - m[3]
-		o0 = min(o0, a1-m[4])
-		o1 = min(o1, a1-m[5])
+		o0 := a0 - t[0]
+		o1 := a0 - t[1]
+		o0 = min(o0, a1-t[2])
+		o1 = min(o1, a1-t[3])
 		c := min(o0, o1)
 		if c != posInf {
 			o0 = c - o0
@@ -78,10 +84,11 @@ func (g *graph) forward2(s int, x []int, fuse bool, bound, score float64) (float
 
 // backward2 is backwardPart's step for node s when kern[s] == 2.
 func (g *graph) backward2(s int, bound float64) float64 {
-	data := g.data
+	data, tab := g.data, g.tab
 	th := (*[2]float64)(g.theta[g.uoff[s]:])
 	h0, h1 := th[0], th[1]
-	out := g.moff[g.outOff[s]:g.outOff[s+1]]
+	e0, e1 := g.outOff[s], g.outOff[s+1]
+	out := g.moff[e0:e1]
 	for _, mo := range out {
 		m := (*[2]float64)(data[mo:])
 		h0 += m[0]
@@ -93,12 +100,14 @@ func (g *graph) backward2(s int, bound float64) float64 {
 		h0 += m[0]
 		h1 += m[1]
 	}
-	if w := g.endB[s]; w > 0 {
-		bound += w * max(h0, h1)
+	ns := max(len(in), len(out), 1)
+	gm := g.recip[ns]
+	if n := len(in); n < ns {
+		bound += float64(ns-n) / float64(ns) * max(h0, h1)
 	}
-	gm := g.gamma[s]
 	for _, e := range in {
-		m := (*[6]float64)(data[g.moff[e]:])
+		m := (*[2]float64)(data[g.moff[e]:])
+		t := (*[4]float64)(unsafe.Pointer(tab[e]))
 		a0 := m[0] - gm*h0
 		if h0 == negInf {
 			a0 = posInf
@@ -107,10 +116,10 @@ func (g *graph) backward2(s int, bound float64) float64 {
 		if h1 == negInf {
 			a1 = posInf
 		}
-		o0 := a0 - m[2]
-		o1 := a0 - m[4]
-		o0 = min(o0, a1-m[3])
-		o1 = min(o1, a1-m[5])
+		o0 := a0 - t[0]
+		o1 := a0 - t[2]
+		o0 = min(o0, a1-t[1])
+		o1 = min(o1, a1-t[3])
 		c := min(o0, o1)
 		if c != posInf {
 			o0 = c - o0
@@ -127,10 +136,13 @@ func (g *graph) backward2(s int, bound float64) float64 {
 
 // forward3 is forwardPart's step for node s when kern[s] == 3.
 func (g *graph) forward3(s int, x []int, fuse bool, bound, score float64) (float64, float64) {
-	data := g.data
+	data, tab := g.data, g.tab
 	th := (*[3]float64)(g.theta[g.uoff[s]:])
 	h0, h1, h2 := th[0], th[1], th[2]
-	out := g.moff[g.outOff[s]:g.outOff[s+1]]
+	e0, e1 := g.outOff[s], g.outOff[s+1]
+	out := g.moff[e0:e1]
+	outT := g.tab[e0:e1]
+	outT = outT[:len(out)]
 	for _, mo := range out {
 		m := (*[3]float64)(data[mo:])
 		h0 += m[0]
@@ -140,12 +152,11 @@ func (g *graph) forward3(s int, x []int, fuse bool, bound, score float64) (float
 	l0, l1, l2 := h0, h1, h2
 	in := g.inE[g.inOff[s]:g.inOff[s+1]]
 	for _, e := range in {
-		mo := g.moff[e]
-		m := (*[3]float64)(data[mo:])
+		m := (*[3]float64)(data[g.moff[e]:])
 		h0 += m[0]
 		h1 += m[1]
 		h2 += m[2]
-		r := (*[3]float64)(data[mo+3+3*x[g.eu[e]]:])
+		r := (*[3]float64)((*[9]float64)(unsafe.Pointer(tab[e]))[3*x[g.eu[e]]:])
 		l0 += r[0]
 		l1 += r[1]
 		l2 += r[2]
@@ -174,16 +185,18 @@ func (g *graph) forward3(s int, x []int, fuse bool, bound, score float64) (float
 	if fuse {
 		sv := th[best]
 		for _, e := range in {
-			sv += data[g.moff[e]+3+3*x[g.eu[e]]+best]
+			sv += (*[9]float64)(unsafe.Pointer(tab[e]))[3*x[g.eu[e]]+best]
 		}
 		score += sv
 	}
-	if w := g.endF[s]; w > 0 {
-		bound += w * max(h0, max(h1, h2))
+	ns := max(len(in), len(out), 1)
+	gm := g.recip[ns]
+	if n := len(out); n < ns {
+		bound += float64(ns-n) / float64(ns) * max(h0, max(h1, h2))
 	}
-	gm := g.gamma[s]
-	for _, mo := range out {
-		m := (*[12]float64)(data[mo:])
+	for i, mo := range out {
+		m := (*[3]float64)(data[mo:])
+		t := (*[9]float64)(unsafe.Pointer(outT[i]))
 		a0 := m[0] - gm*h0
 		if h0 == negInf {
 			a0 = posInf
@@ -196,15 +209,15 @@ func (g *graph) forward3(s int, x []int, fuse bool, bound, score float64) (float
 		if h2 == negInf {
 			a2 = posInf
 		}
-		o0 := a0 - m[3]
-		o1 := a0 - m[4]
-		o2 := a0 - m[5]
-		o0 = min(o0, a1-m[6])
-		o1 = min(o1, a1-m[7])
-		o2 = min(o2, a1-m[8])
-		o0 = min(o0, a2-m[9])
-		o1 = min(o1, a2-m[10])
-		o2 = min(o2, a2-m[11])
+		o0 := a0 - t[0]
+		o1 := a0 - t[1]
+		o2 := a0 - t[2]
+		o0 = min(o0, a1-t[3])
+		o1 = min(o1, a1-t[4])
+		o2 = min(o2, a1-t[5])
+		o0 = min(o0, a2-t[6])
+		o1 = min(o1, a2-t[7])
+		o2 = min(o2, a2-t[8])
 		c := min(o0, min(o1, o2))
 		if c != posInf {
 			o0 = c - o0
@@ -223,10 +236,11 @@ func (g *graph) forward3(s int, x []int, fuse bool, bound, score float64) (float
 
 // backward3 is backwardPart's step for node s when kern[s] == 3.
 func (g *graph) backward3(s int, bound float64) float64 {
-	data := g.data
+	data, tab := g.data, g.tab
 	th := (*[3]float64)(g.theta[g.uoff[s]:])
 	h0, h1, h2 := th[0], th[1], th[2]
-	out := g.moff[g.outOff[s]:g.outOff[s+1]]
+	e0, e1 := g.outOff[s], g.outOff[s+1]
+	out := g.moff[e0:e1]
 	for _, mo := range out {
 		m := (*[3]float64)(data[mo:])
 		h0 += m[0]
@@ -240,12 +254,14 @@ func (g *graph) backward3(s int, bound float64) float64 {
 		h1 += m[1]
 		h2 += m[2]
 	}
-	if w := g.endB[s]; w > 0 {
-		bound += w * max(h0, max(h1, h2))
+	ns := max(len(in), len(out), 1)
+	gm := g.recip[ns]
+	if n := len(in); n < ns {
+		bound += float64(ns-n) / float64(ns) * max(h0, max(h1, h2))
 	}
-	gm := g.gamma[s]
 	for _, e := range in {
-		m := (*[12]float64)(data[g.moff[e]:])
+		m := (*[3]float64)(data[g.moff[e]:])
+		t := (*[9]float64)(unsafe.Pointer(tab[e]))
 		a0 := m[0] - gm*h0
 		if h0 == negInf {
 			a0 = posInf
@@ -258,15 +274,15 @@ func (g *graph) backward3(s int, bound float64) float64 {
 		if h2 == negInf {
 			a2 = posInf
 		}
-		o0 := a0 - m[3]
-		o1 := a0 - m[6]
-		o2 := a0 - m[9]
-		o0 = min(o0, a1-m[4])
-		o1 = min(o1, a1-m[7])
-		o2 = min(o2, a1-m[10])
-		o0 = min(o0, a2-m[5])
-		o1 = min(o1, a2-m[8])
-		o2 = min(o2, a2-m[11])
+		o0 := a0 - t[0]
+		o1 := a0 - t[3]
+		o2 := a0 - t[6]
+		o0 = min(o0, a1-t[1])
+		o1 = min(o1, a1-t[4])
+		o2 = min(o2, a1-t[7])
+		o0 = min(o0, a2-t[2])
+		o1 = min(o1, a2-t[5])
+		o2 = min(o2, a2-t[8])
 		c := min(o0, min(o1, o2))
 		if c != posInf {
 			o0 = c - o0
@@ -285,10 +301,13 @@ func (g *graph) backward3(s int, bound float64) float64 {
 
 // forward4 is forwardPart's step for node s when kern[s] == 4.
 func (g *graph) forward4(s int, x []int, fuse bool, bound, score float64) (float64, float64) {
-	data := g.data
+	data, tab := g.data, g.tab
 	th := (*[4]float64)(g.theta[g.uoff[s]:])
 	h0, h1, h2, h3 := th[0], th[1], th[2], th[3]
-	out := g.moff[g.outOff[s]:g.outOff[s+1]]
+	e0, e1 := g.outOff[s], g.outOff[s+1]
+	out := g.moff[e0:e1]
+	outT := g.tab[e0:e1]
+	outT = outT[:len(out)]
 	for _, mo := range out {
 		m := (*[4]float64)(data[mo:])
 		h0 += m[0]
@@ -299,13 +318,12 @@ func (g *graph) forward4(s int, x []int, fuse bool, bound, score float64) (float
 	l0, l1, l2, l3 := h0, h1, h2, h3
 	in := g.inE[g.inOff[s]:g.inOff[s+1]]
 	for _, e := range in {
-		mo := g.moff[e]
-		m := (*[4]float64)(data[mo:])
+		m := (*[4]float64)(data[g.moff[e]:])
 		h0 += m[0]
 		h1 += m[1]
 		h2 += m[2]
 		h3 += m[3]
-		r := (*[4]float64)(data[mo+4+4*x[g.eu[e]]:])
+		r := (*[4]float64)((*[16]float64)(unsafe.Pointer(tab[e]))[4*x[g.eu[e]]:])
 		l0 += r[0]
 		l1 += r[1]
 		l2 += r[2]
@@ -343,27 +361,29 @@ func (g *graph) forward4(s int, x []int, fuse bool, bound, score float64) (float
 	if fuse {
 		sv := th[best]
 		for _, e := range in {
-			sv += data[g.moff[e]+4+4*x[g.eu[e]]+best]
+			sv += (*[16]float64)(unsafe.Pointer(tab[e]))[4*x[g.eu[e]]+best]
 		}
 		score += sv
 	}
-	if w := g.endF[s]; w > 0 {
-		bound += w * max(max(h0, h1), max(h2, h3))
+	ns := max(len(in), len(out), 1)
+	gm := g.recip[ns]
+	if n := len(out); n < ns {
+		bound += float64(ns-n) / float64(ns) * max(max(h0, h1), max(h2, h3))
 	}
-	gm := g.gamma[s]
 	hv := [4]float64{h0, h1, h2, h3}
-	for _, mo := range out {
-		bound -= sendCols4((*[20]float64)(data[mo:]), &hv, gm)
+	for i, mo := range out {
+		bound -= sendCols4((*[4]float64)(data[mo:]), (*[16]float64)(unsafe.Pointer(outT[i])), &hv, gm)
 	}
 	return bound, score
 }
 
 // backward4 is backwardPart's step for node s when kern[s] == 4.
 func (g *graph) backward4(s int, bound float64) float64 {
-	data := g.data
+	data, tab := g.data, g.tab
 	th := (*[4]float64)(g.theta[g.uoff[s]:])
 	h0, h1, h2, h3 := th[0], th[1], th[2], th[3]
-	out := g.moff[g.outOff[s]:g.outOff[s+1]]
+	e0, e1 := g.outOff[s], g.outOff[s+1]
+	out := g.moff[e0:e1]
 	for _, mo := range out {
 		m := (*[4]float64)(data[mo:])
 		h0 += m[0]
@@ -379,23 +399,27 @@ func (g *graph) backward4(s int, bound float64) float64 {
 		h2 += m[2]
 		h3 += m[3]
 	}
-	if w := g.endB[s]; w > 0 {
-		bound += w * max(max(h0, h1), max(h2, h3))
+	ns := max(len(in), len(out), 1)
+	gm := g.recip[ns]
+	if n := len(in); n < ns {
+		bound += float64(ns-n) / float64(ns) * max(max(h0, h1), max(h2, h3))
 	}
-	gm := g.gamma[s]
 	hv := [4]float64{h0, h1, h2, h3}
 	for _, e := range in {
-		bound -= sendRows4((*[20]float64)(data[g.moff[e]:]), &hv, gm)
+		bound -= sendRows4((*[4]float64)(data[g.moff[e]:]), (*[16]float64)(unsafe.Pointer(tab[e])), &hv, gm)
 	}
 	return bound
 }
 
 // forward8 is forwardPart's step for node s when kern[s] == 8.
 func (g *graph) forward8(s int, x []int, fuse bool, bound, score float64) (float64, float64) {
-	data := g.data
+	data, tab := g.data, g.tab
 	th := (*[8]float64)(g.theta[g.uoff[s]:])
 	h0, h1, h2, h3, h4, h5, h6, h7 := th[0], th[1], th[2], th[3], th[4], th[5], th[6], th[7]
-	out := g.moff[g.outOff[s]:g.outOff[s+1]]
+	e0, e1 := g.outOff[s], g.outOff[s+1]
+	out := g.moff[e0:e1]
+	outT := g.tab[e0:e1]
+	outT = outT[:len(out)]
 	for _, mo := range out {
 		m := (*[8]float64)(data[mo:])
 		h0 += m[0]
@@ -410,8 +434,7 @@ func (g *graph) forward8(s int, x []int, fuse bool, bound, score float64) (float
 	l0, l1, l2, l3, l4, l5, l6, l7 := h0, h1, h2, h3, h4, h5, h6, h7
 	in := g.inE[g.inOff[s]:g.inOff[s+1]]
 	for _, e := range in {
-		mo := g.moff[e]
-		m := (*[8]float64)(data[mo:])
+		m := (*[8]float64)(data[g.moff[e]:])
 		h0 += m[0]
 		h1 += m[1]
 		h2 += m[2]
@@ -420,7 +443,7 @@ func (g *graph) forward8(s int, x []int, fuse bool, bound, score float64) (float
 		h5 += m[5]
 		h6 += m[6]
 		h7 += m[7]
-		r := (*[8]float64)(data[mo+8+8*x[g.eu[e]]:])
+		r := (*[8]float64)((*[64]float64)(unsafe.Pointer(tab[e]))[8*x[g.eu[e]]:])
 		l0 += r[0]
 		l1 += r[1]
 		l2 += r[2]
@@ -494,27 +517,29 @@ func (g *graph) forward8(s int, x []int, fuse bool, bound, score float64) (float
 	if fuse {
 		sv := th[best]
 		for _, e := range in {
-			sv += data[g.moff[e]+8+8*x[g.eu[e]]+best]
+			sv += (*[64]float64)(unsafe.Pointer(tab[e]))[8*x[g.eu[e]]+best]
 		}
 		score += sv
 	}
-	if w := g.endF[s]; w > 0 {
-		bound += w * max(max(max(h0, h1), max(h2, h3)), max(max(h4, h5), max(h6, h7)))
+	ns := max(len(in), len(out), 1)
+	gm := g.recip[ns]
+	if n := len(out); n < ns {
+		bound += float64(ns-n) / float64(ns) * max(max(max(h0, h1), max(h2, h3)), max(max(h4, h5), max(h6, h7)))
 	}
-	gm := g.gamma[s]
 	hv := [8]float64{h0, h1, h2, h3, h4, h5, h6, h7}
-	for _, mo := range out {
-		bound -= sendCols8((*[72]float64)(data[mo:]), &hv, gm)
+	for i, mo := range out {
+		bound -= sendCols8((*[8]float64)(data[mo:]), (*[64]float64)(unsafe.Pointer(outT[i])), &hv, gm)
 	}
 	return bound, score
 }
 
 // backward8 is backwardPart's step for node s when kern[s] == 8.
 func (g *graph) backward8(s int, bound float64) float64 {
-	data := g.data
+	data, tab := g.data, g.tab
 	th := (*[8]float64)(g.theta[g.uoff[s]:])
 	h0, h1, h2, h3, h4, h5, h6, h7 := th[0], th[1], th[2], th[3], th[4], th[5], th[6], th[7]
-	out := g.moff[g.outOff[s]:g.outOff[s+1]]
+	e0, e1 := g.outOff[s], g.outOff[s+1]
+	out := g.moff[e0:e1]
 	for _, mo := range out {
 		m := (*[8]float64)(data[mo:])
 		h0 += m[0]
@@ -538,13 +563,14 @@ func (g *graph) backward8(s int, bound float64) float64 {
 		h6 += m[6]
 		h7 += m[7]
 	}
-	if w := g.endB[s]; w > 0 {
-		bound += w * max(max(max(h0, h1), max(h2, h3)), max(max(h4, h5), max(h6, h7)))
+	ns := max(len(in), len(out), 1)
+	gm := g.recip[ns]
+	if n := len(in); n < ns {
+		bound += float64(ns-n) / float64(ns) * max(max(max(h0, h1), max(h2, h3)), max(max(h4, h5), max(h6, h7)))
 	}
-	gm := g.gamma[s]
 	hv := [8]float64{h0, h1, h2, h3, h4, h5, h6, h7}
 	for _, e := range in {
-		bound -= sendRows8((*[72]float64)(data[g.moff[e]:]), &hv, gm)
+		bound -= sendRows8((*[8]float64)(data[g.moff[e]:]), (*[64]float64)(unsafe.Pointer(tab[e])), &hv, gm)
 	}
 	return bound
 }

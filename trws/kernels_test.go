@@ -166,8 +166,8 @@ func TestSendSIMD(t *testing.T) {
 	for it := range 4000 {
 		holes := []int{0, 2, 5, 1}[it%4]
 		for _, k := range []int{4, 8} {
-			m, h := make([]float64, k+k*k), make([]float64, k)
-			draw(m[k:], holes)
+			m, tab, h := make([]float64, k), make([]float64, k*k), make([]float64, k)
+			draw(tab, holes)
 			draw(h, holes)
 			for i := range k { // a message is -Inf only where hat is
 				m[i] = rng.NormFloat64()
@@ -178,18 +178,19 @@ func TestSendSIMD(t *testing.T) {
 			gm := []float64{1, 0.5, 0.25, 1.0 / 3}[rng.IntN(4)]
 			for _, cols := range []bool{true, false} {
 				want := append([]float64(nil), m...)
-				cw := sendRef(want, h, gm, cols)
+				cw := sendRef(want, tab, h, gm, cols)
 				got := append([]float64(nil), m...)
+				tc := append([]float64(nil), tab...)
 				var c float64
 				switch {
 				case k == 4 && cols:
-					c = sendCols4((*[20]float64)(got), (*[4]float64)(h), gm)
+					c = sendCols4((*[4]float64)(got), (*[16]float64)(tc), (*[4]float64)(h), gm)
 				case k == 4:
-					c = sendRows4((*[20]float64)(got), (*[4]float64)(h), gm)
+					c = sendRows4((*[4]float64)(got), (*[16]float64)(tc), (*[4]float64)(h), gm)
 				case cols:
-					c = sendCols8((*[72]float64)(got), (*[8]float64)(h), gm)
+					c = sendCols8((*[8]float64)(got), (*[64]float64)(tc), (*[8]float64)(h), gm)
 				default:
-					c = sendRows8((*[72]float64)(got), (*[8]float64)(h), gm)
+					c = sendRows8((*[8]float64)(got), (*[64]float64)(tc), (*[8]float64)(h), gm)
 				}
 				if c != cw || math.IsNaN(c) {
 					t.Fatalf("k %d cols %v: c' %v, reference %v", k, cols, c, cw)
@@ -197,6 +198,11 @@ func TestSendSIMD(t *testing.T) {
 				for i := range got {
 					if got[i] != want[i] || math.IsNaN(got[i]) {
 						t.Fatalf("k %d cols %v: m[%d] = %v, reference %v (h %v)", k, cols, i, got[i], want[i], h)
+					}
+				}
+				for i := range tc {
+					if math.Float64bits(tc[i]) != math.Float64bits(tab[i]) {
+						t.Fatalf("k %d cols %v: the send step wrote the table at %d", k, cols, i)
 					}
 				}
 			}

@@ -14,9 +14,9 @@ package trws
 // Right after a forward pass, dynamic programming along every chain
 // collapses onto the messages just sent: the chain maxima add up to
 //
-//	sum of the c_st of the pass + sum_s endF[s] max_x hat_s(x)
+//	sum of the c_st of the pass + sum_s endF_s max_x hat_s(x)
 //
-// (endF[s] weighs the chains that end at s), which the pass returns; the
+// (endF_s = (n_s - #out)/n_s weighs the chains that end at s), which the pass returns; the
 // backward pass likewise with endB. The bound is thus the exact value of the
 // dual at the current messages, not an estimate.
 //
@@ -45,6 +45,9 @@ package trws
 func (g *graph) forwardPart(lo, hi int, x []int, sc *scratch) (bound, score float64) {
 	data, theta := g.data, g.theta
 	fuse, pf, kern := g.orig == nil, g.prefetch, g.kern
+	for t := lo; pf && t < min(lo+prefetchAhead, hi); t++ {
+		g.prefetchOut(t) // the nodes the loop starts with
+	}
 	for s := lo; s < hi; s++ {
 		if t := s + prefetchAhead; pf && t < hi {
 			g.prefetchOut(t)
@@ -68,7 +71,7 @@ func (g *graph) forwardPart(lo, hi int, x []int, sc *scratch) (bound, score floa
 			xu := x[g.eu[e]]
 			switch t := g.toff[e]; {
 			case t >= 0:
-				addTo(lab, data[t+xu*k:])
+				addTo(lab, g.table(int(e))[xu*k:])
 			case t == -1:
 				lab[xu] += g.pw[e]
 			default:
@@ -87,18 +90,14 @@ func (g *graph) forwardPart(lo, hi int, x []int, sc *scratch) (bound, score floa
 			v := theta[u0+best]
 			for _, e := range in {
 				xu := x[g.eu[e]]
-				if t := g.toff[e]; t >= 0 {
-					v += data[t+xu*k+best]
-				} else {
-					v += g.pairScore(data, int(e), xu, best)
-				}
+				v += g.pairScore(int(e), xu, best)
 			}
 			score += v
 		}
-		if w := g.endF[s]; w > 0 {
+		_, gm, w, _ := g.weights(s)
+		if w > 0 {
 			bound += w * maxOf(hat)
 		}
-		gm := g.gamma[s]
 		for e := o0; e < o1; e++ {
 			prepare(a, hat, data[g.moff[e]:], gm)
 			bound += g.sendFromU(e, a, sc)
@@ -112,6 +111,9 @@ func (g *graph) forwardPart(lo, hi int, x []int, sc *scratch) (bound, score floa
 func (g *graph) backwardPart(lo, hi int, sc *scratch) float64 {
 	data, theta := g.data, g.theta
 	bound, pf, kern := 0.0, g.prefetch, g.kern
+	for t := hi - 1; pf && t >= max(hi-prefetchAhead, lo); t-- {
+		g.prefetchIn(t)
+	}
 	for s := hi - 1; s >= lo; s-- {
 		if t := s - prefetchAhead; pf && t >= lo {
 			g.prefetchIn(t)
@@ -131,10 +133,10 @@ func (g *graph) backwardPart(lo, hi int, sc *scratch) float64 {
 		for _, e := range in {
 			addTo(hat, data[g.moff[e]:])
 		}
-		if w := g.endB[s]; w > 0 {
+		_, gm, _, w := g.weights(s)
+		if w > 0 {
 			bound += w * maxOf(hat)
 		}
-		gm := g.gamma[s]
 		for _, e := range in {
 			prepare(a, hat, data[g.moff[e]:], gm)
 			bound += g.sendFromV(int(e), a, sc)
@@ -224,7 +226,7 @@ func (g *graph) sendFromU(e int, a []float64, sc *scratch) float64 {
 	var c float64
 	switch t0 := g.toff[e]; {
 	case t0 >= 0:
-		c = shiftBy(out, maxPlusCols(out, a, g.data[t0:t0+len(a)*kv]))
+		c = shiftBy(out, maxPlusCols(out, a, g.table(e)))
 	case t0 == -1:
 		c = potts(out, a, g.pw[e])
 	default: // truncated terms are symmetric: one message rule both ways
@@ -249,7 +251,7 @@ func (g *graph) sendFromV(e int, a []float64, sc *scratch) float64 {
 	case t0 < -1:
 		return g.terms[-2-t0].Message(out, a, sc.dt)
 	}
-	return shiftBy(out, maxPlusRows(out, a, g.data[t0:t0+ku*len(a)]))
+	return shiftBy(out, maxPlusRows(out, a, g.table(e)))
 }
 
 // The two max-plus products below are the O(K^2) part of an iteration.
@@ -429,11 +431,18 @@ const (
 )
 
 // prefetchOut asks for the messages and tables of the edges from node t to
-// later nodes, the memory a forward pass reads first at t: one contiguous
-// range, since edges are laid out in order (graph.go).
+// later nodes, the memory a forward pass reads first at t: the messages
+// are one contiguous range, since edges are laid out in order (graph.go),
+// the tables (when outside data) one range each. A node with an unrolled
+// step (K states, K x K tables) does it all in one call (prefetchOutK):
+// a call per range cost about 8% of an iteration.
 func (g *graph) prefetchOut(t int) {
 	e0, e1 := g.outOff[t], g.outOff[t+1]
 	if e0 == e1 {
+		return
+	}
+	if k := int(g.kern[t]); k != 0 && g.tabLen > 0 {
+		prefetchOutK(&g.data[g.moff[e0]], (e1-e0)*k, &g.tab[e0], e1-e0, k*k)
 		return
 	}
 	end := len(g.data)
@@ -441,17 +450,38 @@ func (g *graph) prefetchOut(t int) {
 		end = g.moff[e1]
 	}
 	prefetch(&g.data[g.moff[e0]], end-g.moff[e0])
+	if g.tabLen > 0 {
+		ku := g.card[t]
+		for e := e0; e < e1; e++ {
+			if p := g.tab[e]; p != nil {
+				prefetch(p, ku*g.card[g.ev[e]])
+			}
+		}
+	}
 }
 
 // prefetchIn asks for the messages and tables of the edges into node t
 // from earlier nodes, the memory a backward pass reads first at t (written
-// by the forward pass, long evicted).
+// by the forward pass, long evicted): with an unrolled step in one call
+// (prefetchInK).
 func (g *graph) prefetchIn(t int) {
-	for _, e := range g.inE[g.inOff[t]:g.inOff[t+1]] {
+	in := g.inE[g.inOff[t]:g.inOff[t+1]]
+	if len(in) == 0 {
+		return
+	}
+	kv := g.card[t]
+	if k := int(g.kern[t]); k != 0 && g.tabLen > 0 {
+		prefetchInK(&in[0], len(in), &g.moff[0], &g.tab[0], &g.data[0], k, k*k)
+		return
+	}
+	for _, e := range in {
 		end := len(g.data)
 		if int(e)+1 < len(g.moff) {
 			end = g.moff[e+1]
 		}
 		prefetch(&g.data[g.moff[e]], end-g.moff[e])
+		if p := g.tab[e]; p != nil && g.tabLen > 0 {
+			prefetch(p, g.card[g.eu[e]]*kv)
+		}
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sync"
+	"runtime"
 	"time"
 
 	"github.com/ddrun/ddrun/model"
@@ -108,11 +108,12 @@ type runner struct {
 
 	// Threads (order.go): sc[c] is part c's scratch, and the last one the
 	// separator's; part c > 0 runs on worker c, which takes a pass (0
-	// forward, 1 backward) from work[c] and reports its share in
-	// shares[c] before wg.Done.
+	// forward, 1 backward) from ctl[c] and reports its share in shares[c]
+	// before it posts ctl[c].done (handoff.go); spin is how long a waiting
+	// side spins.
 	sc     []*scratch
-	work   []chan int
-	wg     sync.WaitGroup
+	ctl    []workerCtl
+	spin   time.Duration
 	shares []share
 }
 
@@ -131,9 +132,12 @@ func newRun(g *graph, opts Options) *runner {
 		r.sc[c] = g.newScratch()
 	}
 	r.shares = make([]share, nparts)
-	r.work = make([]chan int, nparts)
+	r.ctl = make([]workerCtl, nparts)
+	if runtime.GOMAXPROCS(0) >= nparts {
+		r.spin = spinFor
+	}
 	for c := 1; c < nparts; c++ {
-		r.work[c] = make(chan int)
+		r.ctl[c] = newWorkerCtl()
 		go r.worker(c)
 	}
 	return r
@@ -141,18 +145,23 @@ func newRun(g *graph, opts Options) *runner {
 
 // close stops the workers.
 func (r *runner) close() {
-	for _, w := range r.work {
-		if w != nil {
-			close(w)
-		}
+	for c := 1; c < len(r.ctl); c++ {
+		r.ctl[c].stop = true
+		r.ctl[c].start.post()
 	}
 }
 
 // worker runs part c's share of the passes it is given.
 func (r *runner) worker(c int) {
-	for pass := range r.work[c] {
-		r.part(c, pass)
-		r.wg.Done()
+	w := &r.ctl[c]
+	var seen uint64
+	for {
+		seen = w.start.wait(seen, r.spin)
+		if w.stop {
+			return
+		}
+		r.part(c, w.pass)
+		w.done.post()
 	}
 }
 
@@ -170,12 +179,15 @@ func (r *runner) part(c, pass int) {
 
 // parallel runs pass on every part, part 0 on the calling goroutine.
 func (r *runner) parallel(pass int) {
-	r.wg.Add(len(r.work) - 1)
-	for c := 1; c < len(r.work); c++ {
-		r.work[c] <- pass
+	for c := 1; c < len(r.ctl); c++ {
+		r.ctl[c].pass = pass
+		r.ctl[c].start.post()
 	}
 	r.part(0, pass)
-	r.wg.Wait()
+	for c := 1; c < len(r.ctl); c++ {
+		w := &r.ctl[c]
+		w.seenDone = w.done.wait(w.seenDone, r.spin)
+	}
 }
 
 // forward runs a forward pass (the parts, then the separator) and returns
