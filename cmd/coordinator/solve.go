@@ -77,7 +77,7 @@ func (f *solveFlags) register(fs interface {
 		algos = append(algos, fmt.Sprintf("%s (%s)", a.name, a.about))
 	}
 	fs.StringVar(&f.algo, "algo", "", "algorithm: "+orList(algos)+"; by default chosen by model class: trws for pairwise models, else admm (run: admm); what was chosen and why is printed")
-	fs.BoolVar(&f.anytime, "anytime", false, "after the relaxation converges with a gap, go on: tighten (cycle constraints), then branch and bound, until the gap closes or --time-limit (run: branch and bound on the same workers, no tightening); the default with --time-limit and no --algo (--anytime=false turns it off)")
+	fs.BoolVar(&f.anytime, "anytime", false, "go on until the gap closes or --time-limit: bucket elimination when it fits --elim-memory, else the relaxation, a mini-bucket search, tightening (cycle constraints) and branch and bound (run: the relaxation, then branch and bound on the same workers); the default with --time-limit and no --algo (--anytime=false turns it off)")
 	fs.BoolVar(&f.epsDesc, "eps-descent", false, "with --algo cmp: steepest eps-descent when block updates stall (converges to the LP optimum)")
 	fs.StringVar(&f.slaves, "slaves", string(d.Slaves), "decomposition: factor (one slave per factor), chains (rows and columns, or a path cover) or trees (spanning forests)")
 	fs.StringVar(&f.step, "step", string(d.Step), "subgradient step rule: polyak, 1/t or 1/sqrt(t)")
