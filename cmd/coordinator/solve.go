@@ -379,8 +379,12 @@ func (j spec) eliminate(ctx context.Context, f solveFlags, progress func(solver.
 		}
 		return res, false, nil
 	}
+	// With a time limit, an elimination whose work is over the search's
+	// (elim.Options.MaxWork) is searched with mini-buckets instead, which
+	// usually certifies sooner (CSP_11: 1.3 s, not 8.5 s); without one the
+	// exact elimination always ends.
 	o := elim.DefaultOptions()
-	o.TimeLimit, o.Tol, o.Memory = f.timeLimit, f.tol, f.elimMemory
+	o.TimeLimit, o.Tol, o.Memory, o.Search = f.timeLimit, f.tol, f.elimMemory, f.timeLimit > 0
 	res, err = elim.Solve(ctx, j.m, j.ev, o, progress)
 	return res, true, err
 }
