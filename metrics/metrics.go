@@ -224,9 +224,18 @@ func (m *Metrics) ObserveProgress(p solver.Progress) {
 		return
 	}
 	m.bounds(p.Iteration, p.Dual, p.Primal, p.Gap)
-	m.primalRes.Set(p.PrimalRes)
-	m.dualRes.Set(p.DualRes)
-	m.eta.Set(p.Eta)
+	m.primalRes.Set(filled(p, solver.HasPrimalRes, p.PrimalRes))
+	m.dualRes.Set(filled(p, solver.HasDualRes, p.DualRes))
+	m.eta.Set(filled(p, solver.HasEta, p.Eta))
+}
+
+// filled is v when the algorithm reporting p fills field f, else NaN (TRW-S
+// has no residuals or eta: a 0 would read as converged).
+func filled(p solver.Progress, f solver.Field, v float64) float64 {
+	if !p.Has(f) {
+		return math.NaN()
+	}
+	return v
 }
 
 // ObserveResult records the end of a coordinator's run: its last

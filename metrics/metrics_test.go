@@ -35,7 +35,8 @@ func TestSeriesByRole(t *testing.T) {
 		without []string // series names that must be absent
 	}{
 		{Coordinator, func(m *Metrics) {
-			m.ObserveProgress(solver.Progress{Iteration: 7, Dual: 12.5, Primal: 10, Gap: 2.5, PrimalRes: 0.25, DualRes: 0.125, Eta: 0.1})
+			m.ObserveProgress(solver.Progress{Iteration: 7, Dual: 12.5, Primal: 10, Gap: 2.5, PrimalRes: 0.25, DualRes: 0.125, Eta: 0.1,
+				Fields: solver.HasPrimalRes | solver.HasDualRes | solver.HasEta})
 			m.ObserveStep("w0", 30*time.Millisecond)
 			m.ObserveStep("w1", 2*time.Second)
 			m.SetWorkers(2)
@@ -249,5 +250,21 @@ func TestStartServesUntilCancelled(t *testing.T) {
 	cancel2()
 	if err := <-errc; err != nil {
 		t.Errorf("Serve: %v", err)
+	}
+}
+
+// An algorithm that fills no residual or eta (TRW-S) exports NaN for
+// them, not the 0 that would read as converged.
+func TestUnfilledFieldsAreNaN(t *testing.T) {
+	m, err := New(Options{Role: Coordinator})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ObserveProgress(solver.Progress{Iteration: 3, Dual: 5, Primal: 4, Gap: 1, Fields: solver.HasDualRes, DualRes: 0.5})
+	_, body := get(t, m.Handler(), "GET", "/metrics")
+	for _, w := range []string{"ddrun_coordinator_primal_residual NaN", "ddrun_coordinator_eta NaN", "ddrun_coordinator_dual_residual 0.5"} {
+		if !strings.Contains(body, "\n"+w+"\n") {
+			t.Errorf("no line %q in\n%s", w, body)
+		}
 	}
 }
