@@ -376,7 +376,7 @@ func forwardMix(p func(string, ...any), k int) {
 	endWeight(p, k, "out")
 	p("\thv := [%d]float64{%s}\n", k, list(k, v("h")))
 	p("\tfor i, mo := range out {\n\t\te := e0 + i\n")
-	p("\t\tif toff[e] == -1 {\n\t\t\tbound += pottsSend%d((*[%d]float64)(data[mo:]), &hv, gm, pw[e])\n\t\t\tcontinue\n\t\t}\n", k, k)
+	p("\t\tif toff[e] == -1 {\n\t\t\tbound -= pottsSend%d((*[%d]float64)(data[mo:]), &hv, gm, pw[e])\n\t\t\tcontinue\n\t\t}\n", k, k)
 	if isSIMD(k) {
 		p("\t\tbound -= sendCols%d((*[%d]float64)(data[mo:]), %s, &hv, gm)\n", k, k, tableOf(k, "tab[e]"))
 	} else {
@@ -402,7 +402,7 @@ func backwardMix(p func(string, ...any), k int) {
 	endWeight(p, k, "in")
 	p("\thv := [%d]float64{%s}\n", k, list(k, v("h")))
 	p("\tfor _, e := range in {\n")
-	p("\t\tif toff[e] == -1 {\n\t\t\tbound += pottsSend%d((*[%d]float64)(data[g.moff[e]:]), &hv, gm, pw[e])\n\t\t\tcontinue\n\t\t}\n", k, k)
+	p("\t\tif toff[e] == -1 {\n\t\t\tbound -= pottsSend%d((*[%d]float64)(data[g.moff[e]:]), &hv, gm, pw[e])\n\t\t\tcontinue\n\t\t}\n", k, k)
 	if isSIMD(k) {
 		p("\t\tbound -= sendRows%d((*[%d]float64)(data[g.moff[e]:]), %s, &hv, gm)\n", k, k, tableOf(k, "tab[e]"))
 	} else {
@@ -414,34 +414,40 @@ func backwardMix(p func(string, ...any), k int) {
 
 // pottsSend writes pottsSendK: the general code's prepare and potts
 // (pass.go) for a Potts edge of weight w at a node of K states with hat h
-// and gamma gm, unrolled, with the same operations in positive form: a_i =
-// gm h_i - M_i (-Inf for a dead state), b1 = max a; all dead: M = -Inf,
-// returns -Inf; w >= 0: M_j = max(a_j - b1, -w), returns b1 + w; w < 0:
-// M = 0 except at i1, the first index of b1, where it is max(b1 + w, b2) -
-// b1 with b2 the largest a_j besides i1, returns b1. Maxima are exact in
-// any order, so b1 and b2 are the general code's bit for bit.
+// and gamma gm, unrolled, in the negated form of the dense steps (min on
+// negated values compiles to fewer instructions than max; kernels.go):
+// na_i = M_i - gm h_i = -a_i (+Inf for a dead state), b1' = min na = -b1;
+// all dead (b1' = +Inf): M = -Inf, returns +Inf; w >= 0: M_j = -min(na_j
+// - b1', w) = max(a_j - b1, -w), returns b1' - w = -(b1 + w); w < 0: M =
+// 0 except at i1, the first index of b1 (a conditional move, not a
+// branch), where it is b1' - min(b1' - w, b2') = max(b1 + w, b2) - b1 with
+// b2' = -b2 the least na_j besides i1, returns b1' = -b1. Every step is
+// the general code's, negated exactly (IEEE rounding is symmetric, and
+// min and max are exact in any order, signed zeros included), so the
+// messages are the general code's bit for bit and the bound minus the
+// returned value its bound.
 func pottsSend(p func(string, ...any), k int) {
-	p("// pottsSend%d sends along a Potts edge of weight w from a node of %d states (pass.go's potts, unrolled).\n", k, k)
+	p("// pottsSend%d sends along a Potts edge of weight w from a node of %d states (pass.go's potts, unrolled, negated).\n", k, k)
 	p("func pottsSend%d(m *[%d]float64, h *[%d]float64, gm, w float64) float64 {\n", k, k, k)
 	for i := range k {
-		p("\ta%d := gm*h[%d] - m[%d]\n\tif h[%d] == negInf {\n\t\ta%d = negInf\n\t}\n", i, i, i, i, i)
+		p("\ta%d := m[%d] - gm*h[%d]\n\tif h[%d] == negInf {\n\t\ta%d = posInf\n\t}\n", i, i, i, i, i)
 	}
-	p("\tb1 := %s\n", maxTree(names(k, "a")))
-	p("\tif b1 == negInf {\n\t\t%s = %s\n\t\treturn negInf\n\t}\n",
+	p("\tb1 := %s\n", minTree(names(k, "a")))
+	p("\tif b1 == posInf {\n\t\t%s = %s\n\t\treturn posInf\n\t}\n",
 		list(k, func(i int) string { return fmt.Sprintf("m[%d]", i) }), list(k, func(int) string { return "negInf" }))
-	p("\tif w >= 0 {\n\t\tlo := -w\n\t\t%s = %s\n\t\treturn b1 + w\n\t}\n",
-		list(k, func(i int) string { return fmt.Sprintf("m[%d]", i) }), list(k, func(i int) string { return fmt.Sprintf("max(a%d-b1, lo)", i) }))
+	p("\tif w >= 0 {\n\t\t%s = %s\n\t\treturn b1 - w\n\t}\n",
+		list(k, func(i int) string { return fmt.Sprintf("m[%d]", i) }), list(k, func(i int) string { return fmt.Sprintf("-min(a%d-b1, w)", i) }))
 	p("\tav := [%d]float64{%s}\n", k, list(k, v("a")))
-	p("\ti1 := 0\n\tswitch b1 {\n")
-	for i := range k {
-		p("\tcase a%d:\n\t\ti1 = %d\n", i, i)
+	p("\ti1 := %d\n", k-1)
+	for i := k - 2; i >= 0; i-- {
+		p("\tif a%d == b1 {\n\t\ti1 = %d\n\t}\n", i, i)
 	}
-	p("\t}\n\tav[i1] = negInf\n")
+	p("\tav[i1] = posInf\n")
 	bs := make([]string, k)
 	for i := range bs {
 		bs[i] = fmt.Sprintf("av[%d]", i)
 	}
-	p("\tb2 := %s\n", maxTree(bs))
+	p("\tb2 := %s\n", minTree(bs))
 	p("\t%s = %s\n", list(k, func(i int) string { return fmt.Sprintf("m[%d]", i) }), list(k, func(int) string { return "0" }))
-	p("\tm[i1] = max(b1+w, b2) - b1\n\treturn b1\n}\n\n")
+	p("\tm[i1] = b1 - min(b1-w, b2)\n\treturn b1\n}\n\n")
 }

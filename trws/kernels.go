@@ -58,7 +58,7 @@ import "math"
 // message is O(K): max(a_j - b1, -w) for w >= 0, else b1 everywhere but at
 // the top state (Kolmogorov 2006, Sect. 4; internal/pairterm). On the
 // 300x300 4-label Potts grid of BenchmarkIteration (couplings of both
-// signs) this took an iteration from about 15 to 10.7 ms.
+// signs) this took an iteration from about 15 to 9.7 ms.
 //
 // Nodes with other state counts, mixed state counts, truncated edges, and
 // every node of a TRW-S(LP-C) run (whose forward messages are also copied

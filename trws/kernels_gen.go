@@ -646,7 +646,7 @@ func (g *graph) forwardMix2(s int, x []int, fuse bool, bound, score float64) (fl
 	for i, mo := range out {
 		e := e0 + i
 		if toff[e] == -1 {
-			bound += pottsSend2((*[2]float64)(data[mo:]), &hv, gm, pw[e])
+			bound -= pottsSend2((*[2]float64)(data[mo:]), &hv, gm, pw[e])
 			continue
 		}
 		m := (*[2]float64)(data[mo:])
@@ -703,7 +703,7 @@ func (g *graph) backwardMix2(s int, bound float64) float64 {
 	hv := [2]float64{h0, h1}
 	for _, e := range in {
 		if toff[e] == -1 {
-			bound += pottsSend2((*[2]float64)(data[g.moff[e]:]), &hv, gm, pw[e])
+			bound -= pottsSend2((*[2]float64)(data[g.moff[e]:]), &hv, gm, pw[e])
 			continue
 		}
 		m := (*[2]float64)(data[g.moff[e]:])
@@ -734,38 +734,34 @@ func (g *graph) backwardMix2(s int, bound float64) float64 {
 	return bound
 }
 
-// pottsSend2 sends along a Potts edge of weight w from a node of 2 states (pass.go's potts, unrolled).
+// pottsSend2 sends along a Potts edge of weight w from a node of 2 states (pass.go's potts, unrolled, negated).
 func pottsSend2(m *[2]float64, h *[2]float64, gm, w float64) float64 {
-	a0 := gm*h[0] - m[0]
+	a0 := m[0] - gm*h[0]
 	if h[0] == negInf {
-		a0 = negInf
+		a0 = posInf
 	}
-	a1 := gm*h[1] - m[1]
+	a1 := m[1] - gm*h[1]
 	if h[1] == negInf {
-		a1 = negInf
+		a1 = posInf
 	}
-	b1 := max(a0, a1)
-	if b1 == negInf {
+	b1 := min(a0, a1)
+	if b1 == posInf {
 		m[0], m[1] = negInf, negInf
-		return negInf
+		return posInf
 	}
 	if w >= 0 {
-		lo := -w
-		m[0], m[1] = max(a0-b1, lo), max(a1-b1, lo)
-		return b1 + w
+		m[0], m[1] = -min(a0-b1, w), -min(a1-b1, w)
+		return b1 - w
 	}
 	av := [2]float64{a0, a1}
-	i1 := 0
-	switch b1 {
-	case a0:
+	i1 := 1
+	if a0 == b1 {
 		i1 = 0
-	case a1:
-		i1 = 1
 	}
-	av[i1] = negInf
-	b2 := max(av[0], av[1])
+	av[i1] = posInf
+	b2 := min(av[0], av[1])
 	m[0], m[1] = 0, 0
-	m[i1] = max(b1+w, b2) - b1
+	m[i1] = b1 - min(b1-w, b2)
 	return b1
 }
 
@@ -853,7 +849,7 @@ func (g *graph) forwardMix3(s int, x []int, fuse bool, bound, score float64) (fl
 	for i, mo := range out {
 		e := e0 + i
 		if toff[e] == -1 {
-			bound += pottsSend3((*[3]float64)(data[mo:]), &hv, gm, pw[e])
+			bound -= pottsSend3((*[3]float64)(data[mo:]), &hv, gm, pw[e])
 			continue
 		}
 		m := (*[3]float64)(data[mo:])
@@ -923,7 +919,7 @@ func (g *graph) backwardMix3(s int, bound float64) float64 {
 	hv := [3]float64{h0, h1, h2}
 	for _, e := range in {
 		if toff[e] == -1 {
-			bound += pottsSend3((*[3]float64)(data[g.moff[e]:]), &hv, gm, pw[e])
+			bound -= pottsSend3((*[3]float64)(data[g.moff[e]:]), &hv, gm, pw[e])
 			continue
 		}
 		m := (*[3]float64)(data[g.moff[e]:])
@@ -965,44 +961,41 @@ func (g *graph) backwardMix3(s int, bound float64) float64 {
 	return bound
 }
 
-// pottsSend3 sends along a Potts edge of weight w from a node of 3 states (pass.go's potts, unrolled).
+// pottsSend3 sends along a Potts edge of weight w from a node of 3 states (pass.go's potts, unrolled, negated).
 func pottsSend3(m *[3]float64, h *[3]float64, gm, w float64) float64 {
-	a0 := gm*h[0] - m[0]
+	a0 := m[0] - gm*h[0]
 	if h[0] == negInf {
-		a0 = negInf
+		a0 = posInf
 	}
-	a1 := gm*h[1] - m[1]
+	a1 := m[1] - gm*h[1]
 	if h[1] == negInf {
-		a1 = negInf
+		a1 = posInf
 	}
-	a2 := gm*h[2] - m[2]
+	a2 := m[2] - gm*h[2]
 	if h[2] == negInf {
-		a2 = negInf
+		a2 = posInf
 	}
-	b1 := max(a0, max(a1, a2))
-	if b1 == negInf {
+	b1 := min(a0, min(a1, a2))
+	if b1 == posInf {
 		m[0], m[1], m[2] = negInf, negInf, negInf
-		return negInf
+		return posInf
 	}
 	if w >= 0 {
-		lo := -w
-		m[0], m[1], m[2] = max(a0-b1, lo), max(a1-b1, lo), max(a2-b1, lo)
-		return b1 + w
+		m[0], m[1], m[2] = -min(a0-b1, w), -min(a1-b1, w), -min(a2-b1, w)
+		return b1 - w
 	}
 	av := [3]float64{a0, a1, a2}
-	i1 := 0
-	switch b1 {
-	case a0:
-		i1 = 0
-	case a1:
+	i1 := 2
+	if a1 == b1 {
 		i1 = 1
-	case a2:
-		i1 = 2
 	}
-	av[i1] = negInf
-	b2 := max(av[0], max(av[1], av[2]))
+	if a0 == b1 {
+		i1 = 0
+	}
+	av[i1] = posInf
+	b2 := min(av[0], min(av[1], av[2]))
 	m[0], m[1], m[2] = 0, 0, 0
-	m[i1] = max(b1+w, b2) - b1
+	m[i1] = b1 - min(b1-w, b2)
 	return b1
 }
 
@@ -1103,7 +1096,7 @@ func (g *graph) forwardMix4(s int, x []int, fuse bool, bound, score float64) (fl
 	for i, mo := range out {
 		e := e0 + i
 		if toff[e] == -1 {
-			bound += pottsSend4((*[4]float64)(data[mo:]), &hv, gm, pw[e])
+			bound -= pottsSend4((*[4]float64)(data[mo:]), &hv, gm, pw[e])
 			continue
 		}
 		bound -= sendCols4((*[4]float64)(data[mo:]), (*[16]float64)(unsafe.Pointer(tab[e])), &hv, gm)
@@ -1141,7 +1134,7 @@ func (g *graph) backwardMix4(s int, bound float64) float64 {
 	hv := [4]float64{h0, h1, h2, h3}
 	for _, e := range in {
 		if toff[e] == -1 {
-			bound += pottsSend4((*[4]float64)(data[g.moff[e]:]), &hv, gm, pw[e])
+			bound -= pottsSend4((*[4]float64)(data[g.moff[e]:]), &hv, gm, pw[e])
 			continue
 		}
 		bound -= sendRows4((*[4]float64)(data[g.moff[e]:]), (*[16]float64)(unsafe.Pointer(tab[e])), &hv, gm)
@@ -1149,50 +1142,48 @@ func (g *graph) backwardMix4(s int, bound float64) float64 {
 	return bound
 }
 
-// pottsSend4 sends along a Potts edge of weight w from a node of 4 states (pass.go's potts, unrolled).
+// pottsSend4 sends along a Potts edge of weight w from a node of 4 states (pass.go's potts, unrolled, negated).
 func pottsSend4(m *[4]float64, h *[4]float64, gm, w float64) float64 {
-	a0 := gm*h[0] - m[0]
+	a0 := m[0] - gm*h[0]
 	if h[0] == negInf {
-		a0 = negInf
+		a0 = posInf
 	}
-	a1 := gm*h[1] - m[1]
+	a1 := m[1] - gm*h[1]
 	if h[1] == negInf {
-		a1 = negInf
+		a1 = posInf
 	}
-	a2 := gm*h[2] - m[2]
+	a2 := m[2] - gm*h[2]
 	if h[2] == negInf {
-		a2 = negInf
+		a2 = posInf
 	}
-	a3 := gm*h[3] - m[3]
+	a3 := m[3] - gm*h[3]
 	if h[3] == negInf {
-		a3 = negInf
+		a3 = posInf
 	}
-	b1 := max(max(a0, a1), max(a2, a3))
-	if b1 == negInf {
+	b1 := min(min(a0, a1), min(a2, a3))
+	if b1 == posInf {
 		m[0], m[1], m[2], m[3] = negInf, negInf, negInf, negInf
-		return negInf
+		return posInf
 	}
 	if w >= 0 {
-		lo := -w
-		m[0], m[1], m[2], m[3] = max(a0-b1, lo), max(a1-b1, lo), max(a2-b1, lo), max(a3-b1, lo)
-		return b1 + w
+		m[0], m[1], m[2], m[3] = -min(a0-b1, w), -min(a1-b1, w), -min(a2-b1, w), -min(a3-b1, w)
+		return b1 - w
 	}
 	av := [4]float64{a0, a1, a2, a3}
-	i1 := 0
-	switch b1 {
-	case a0:
-		i1 = 0
-	case a1:
-		i1 = 1
-	case a2:
+	i1 := 3
+	if a2 == b1 {
 		i1 = 2
-	case a3:
-		i1 = 3
 	}
-	av[i1] = negInf
-	b2 := max(max(av[0], av[1]), max(av[2], av[3]))
+	if a1 == b1 {
+		i1 = 1
+	}
+	if a0 == b1 {
+		i1 = 0
+	}
+	av[i1] = posInf
+	b2 := min(min(av[0], av[1]), min(av[2], av[3]))
 	m[0], m[1], m[2], m[3] = 0, 0, 0, 0
-	m[i1] = max(b1+w, b2) - b1
+	m[i1] = b1 - min(b1-w, b2)
 	return b1
 }
 
@@ -1345,7 +1336,7 @@ func (g *graph) forwardMix8(s int, x []int, fuse bool, bound, score float64) (fl
 	for i, mo := range out {
 		e := e0 + i
 		if toff[e] == -1 {
-			bound += pottsSend8((*[8]float64)(data[mo:]), &hv, gm, pw[e])
+			bound -= pottsSend8((*[8]float64)(data[mo:]), &hv, gm, pw[e])
 			continue
 		}
 		bound -= sendCols8((*[8]float64)(data[mo:]), (*[64]float64)(unsafe.Pointer(tab[e])), &hv, gm)
@@ -1391,7 +1382,7 @@ func (g *graph) backwardMix8(s int, bound float64) float64 {
 	hv := [8]float64{h0, h1, h2, h3, h4, h5, h6, h7}
 	for _, e := range in {
 		if toff[e] == -1 {
-			bound += pottsSend8((*[8]float64)(data[g.moff[e]:]), &hv, gm, pw[e])
+			bound -= pottsSend8((*[8]float64)(data[g.moff[e]:]), &hv, gm, pw[e])
 			continue
 		}
 		bound -= sendRows8((*[8]float64)(data[g.moff[e]:]), (*[64]float64)(unsafe.Pointer(tab[e])), &hv, gm)
@@ -1399,73 +1390,75 @@ func (g *graph) backwardMix8(s int, bound float64) float64 {
 	return bound
 }
 
-// pottsSend8 sends along a Potts edge of weight w from a node of 8 states (pass.go's potts, unrolled).
+// pottsSend8 sends along a Potts edge of weight w from a node of 8 states (pass.go's potts, unrolled, negated).
 func pottsSend8(m *[8]float64, h *[8]float64, gm, w float64) float64 {
-	a0 := gm*h[0] - m[0]
+	a0 := m[0] - gm*h[0]
 	if h[0] == negInf {
-		a0 = negInf
+		a0 = posInf
 	}
-	a1 := gm*h[1] - m[1]
+	a1 := m[1] - gm*h[1]
 	if h[1] == negInf {
-		a1 = negInf
+		a1 = posInf
 	}
-	a2 := gm*h[2] - m[2]
+	a2 := m[2] - gm*h[2]
 	if h[2] == negInf {
-		a2 = negInf
+		a2 = posInf
 	}
-	a3 := gm*h[3] - m[3]
+	a3 := m[3] - gm*h[3]
 	if h[3] == negInf {
-		a3 = negInf
+		a3 = posInf
 	}
-	a4 := gm*h[4] - m[4]
+	a4 := m[4] - gm*h[4]
 	if h[4] == negInf {
-		a4 = negInf
+		a4 = posInf
 	}
-	a5 := gm*h[5] - m[5]
+	a5 := m[5] - gm*h[5]
 	if h[5] == negInf {
-		a5 = negInf
+		a5 = posInf
 	}
-	a6 := gm*h[6] - m[6]
+	a6 := m[6] - gm*h[6]
 	if h[6] == negInf {
-		a6 = negInf
+		a6 = posInf
 	}
-	a7 := gm*h[7] - m[7]
+	a7 := m[7] - gm*h[7]
 	if h[7] == negInf {
-		a7 = negInf
+		a7 = posInf
 	}
-	b1 := max(max(max(a0, a1), max(a2, a3)), max(max(a4, a5), max(a6, a7)))
-	if b1 == negInf {
+	b1 := min(min(min(a0, a1), min(a2, a3)), min(min(a4, a5), min(a6, a7)))
+	if b1 == posInf {
 		m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7] = negInf, negInf, negInf, negInf, negInf, negInf, negInf, negInf
-		return negInf
+		return posInf
 	}
 	if w >= 0 {
-		lo := -w
-		m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7] = max(a0-b1, lo), max(a1-b1, lo), max(a2-b1, lo), max(a3-b1, lo), max(a4-b1, lo), max(a5-b1, lo), max(a6-b1, lo), max(a7-b1, lo)
-		return b1 + w
+		m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7] = -min(a0-b1, w), -min(a1-b1, w), -min(a2-b1, w), -min(a3-b1, w), -min(a4-b1, w), -min(a5-b1, w), -min(a6-b1, w), -min(a7-b1, w)
+		return b1 - w
 	}
 	av := [8]float64{a0, a1, a2, a3, a4, a5, a6, a7}
-	i1 := 0
-	switch b1 {
-	case a0:
-		i1 = 0
-	case a1:
-		i1 = 1
-	case a2:
-		i1 = 2
-	case a3:
-		i1 = 3
-	case a4:
-		i1 = 4
-	case a5:
-		i1 = 5
-	case a6:
+	i1 := 7
+	if a6 == b1 {
 		i1 = 6
-	case a7:
-		i1 = 7
 	}
-	av[i1] = negInf
-	b2 := max(max(max(av[0], av[1]), max(av[2], av[3])), max(max(av[4], av[5]), max(av[6], av[7])))
+	if a5 == b1 {
+		i1 = 5
+	}
+	if a4 == b1 {
+		i1 = 4
+	}
+	if a3 == b1 {
+		i1 = 3
+	}
+	if a2 == b1 {
+		i1 = 2
+	}
+	if a1 == b1 {
+		i1 = 1
+	}
+	if a0 == b1 {
+		i1 = 0
+	}
+	av[i1] = posInf
+	b2 := min(min(min(av[0], av[1]), min(av[2], av[3])), min(min(av[4], av[5]), min(av[6], av[7])))
 	m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7] = 0, 0, 0, 0, 0, 0, 0, 0
-	m[i1] = max(b1+w, b2) - b1
+	m[i1] = b1 - min(b1-w, b2)
 	return b1
 }
