@@ -359,11 +359,14 @@ func forwardMix(p func(string, ...any), k int) {
 		p("\t\th%d += m[%d]\n", i, i)
 	}
 	p("\t\txu := x[g.eu[e]]\n")
-	p("\t\tif toff[e] == -1 {\n\t\t\tw := pw[e]\n\t\t\tswitch xu {\n")
+	// lab[x_u] += pw without a branch on x_u: the other labels get +0,
+	// which changes at most the sign of a zero, and labels are only
+	// compared.
+	p("\t\tif toff[e] == -1 {\n\t\t\tvar lw [%d]float64\n\t\t\tlw[xu] = pw[e]\n", k)
 	for i := range k {
-		p("\t\t\tcase %d:\n\t\t\t\tl%d += w\n", i, i)
+		p("\t\t\tl%d += lw[%d]\n", i, i)
 	}
-	p("\t\t\t}\n\t\t\tcontinue\n\t\t}\n")
+	p("\t\t\tcontinue\n\t\t}\n")
 	p("\t\tr := (*[%d]float64)(%s[%d*xu:])\n", k, tableOf(k, "tab[e]"), k)
 	for i := range k {
 		p("\t\tl%d += r[%d]\n", i, i)
@@ -371,7 +374,8 @@ func forwardMix(p func(string, ...any), k int) {
 	p("\t}\n")
 	argmaxLabel(p, k)
 	p("\tif fuse {\n\t\tsv := th[best]\n\t\tfor _, e := range in {\n\t\t\txu := x[g.eu[e]]\n")
-	p("\t\t\tif toff[e] == -1 {\n\t\t\t\tps := 0.0\n\t\t\t\tif xu == best {\n\t\t\t\t\tps = pw[e]\n\t\t\t\t}\n\t\t\t\tsv += ps\n\t\t\t\tcontinue\n\t\t\t}\n")
+	// pairScore's pw [x_u == best], the index by a conditional move.
+	p("\t\t\tif toff[e] == -1 {\n\t\t\t\tps := [2]float64{0, pw[e]}\n\t\t\t\tj := 0\n\t\t\t\tif xu == best {\n\t\t\t\t\tj = 1\n\t\t\t\t}\n\t\t\t\tsv += ps[j]\n\t\t\t\tcontinue\n\t\t\t}\n")
 	p("\t\t\tsv += %s[%d*xu+best]\n\t\t}\n\t\tscore += sv\n\t}\n", tableOf(k, "tab[e]"), k)
 	endWeight(p, k, "out")
 	p("\thv := [%d]float64{%s}\n", k, list(k, v("h")))

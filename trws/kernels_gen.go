@@ -595,13 +595,10 @@ func (g *graph) forwardMix2(s int, x []int, fuse bool, bound, score float64) (fl
 		h1 += m[1]
 		xu := x[g.eu[e]]
 		if toff[e] == -1 {
-			w := pw[e]
-			switch xu {
-			case 0:
-				l0 += w
-			case 1:
-				l1 += w
-			}
+			var lw [2]float64
+			lw[xu] = pw[e]
+			l0 += lw[0]
+			l1 += lw[1]
 			continue
 		}
 		r := (*[2]float64)((*[4]float64)(unsafe.Pointer(tab[e]))[2*xu:])
@@ -626,11 +623,12 @@ func (g *graph) forwardMix2(s int, x []int, fuse bool, bound, score float64) (fl
 		for _, e := range in {
 			xu := x[g.eu[e]]
 			if toff[e] == -1 {
-				ps := 0.0
+				ps := [2]float64{0, pw[e]}
+				j := 0
 				if xu == best {
-					ps = pw[e]
+					j = 1
 				}
-				sv += ps
+				sv += ps[j]
 				continue
 			}
 			sv += (*[4]float64)(unsafe.Pointer(tab[e]))[2*xu+best]
@@ -787,15 +785,11 @@ func (g *graph) forwardMix3(s int, x []int, fuse bool, bound, score float64) (fl
 		h2 += m[2]
 		xu := x[g.eu[e]]
 		if toff[e] == -1 {
-			w := pw[e]
-			switch xu {
-			case 0:
-				l0 += w
-			case 1:
-				l1 += w
-			case 2:
-				l2 += w
-			}
+			var lw [3]float64
+			lw[xu] = pw[e]
+			l0 += lw[0]
+			l1 += lw[1]
+			l2 += lw[2]
 			continue
 		}
 		r := (*[3]float64)((*[9]float64)(unsafe.Pointer(tab[e]))[3*xu:])
@@ -829,11 +823,12 @@ func (g *graph) forwardMix3(s int, x []int, fuse bool, bound, score float64) (fl
 		for _, e := range in {
 			xu := x[g.eu[e]]
 			if toff[e] == -1 {
-				ps := 0.0
+				ps := [2]float64{0, pw[e]}
+				j := 0
 				if xu == best {
-					ps = pw[e]
+					j = 1
 				}
-				sv += ps
+				sv += ps[j]
 				continue
 			}
 			sv += (*[9]float64)(unsafe.Pointer(tab[e]))[3*xu+best]
@@ -1023,17 +1018,12 @@ func (g *graph) forwardMix4(s int, x []int, fuse bool, bound, score float64) (fl
 		h3 += m[3]
 		xu := x[g.eu[e]]
 		if toff[e] == -1 {
-			w := pw[e]
-			switch xu {
-			case 0:
-				l0 += w
-			case 1:
-				l1 += w
-			case 2:
-				l2 += w
-			case 3:
-				l3 += w
-			}
+			var lw [4]float64
+			lw[xu] = pw[e]
+			l0 += lw[0]
+			l1 += lw[1]
+			l2 += lw[2]
+			l3 += lw[3]
 			continue
 		}
 		r := (*[4]float64)((*[16]float64)(unsafe.Pointer(tab[e]))[4*xu:])
@@ -1076,11 +1066,12 @@ func (g *graph) forwardMix4(s int, x []int, fuse bool, bound, score float64) (fl
 		for _, e := range in {
 			xu := x[g.eu[e]]
 			if toff[e] == -1 {
-				ps := 0.0
+				ps := [2]float64{0, pw[e]}
+				j := 0
 				if xu == best {
-					ps = pw[e]
+					j = 1
 				}
-				sv += ps
+				sv += ps[j]
 				continue
 			}
 			sv += (*[16]float64)(unsafe.Pointer(tab[e]))[4*xu+best]
@@ -1219,25 +1210,16 @@ func (g *graph) forwardMix8(s int, x []int, fuse bool, bound, score float64) (fl
 		h7 += m[7]
 		xu := x[g.eu[e]]
 		if toff[e] == -1 {
-			w := pw[e]
-			switch xu {
-			case 0:
-				l0 += w
-			case 1:
-				l1 += w
-			case 2:
-				l2 += w
-			case 3:
-				l3 += w
-			case 4:
-				l4 += w
-			case 5:
-				l5 += w
-			case 6:
-				l6 += w
-			case 7:
-				l7 += w
-			}
+			var lw [8]float64
+			lw[xu] = pw[e]
+			l0 += lw[0]
+			l1 += lw[1]
+			l2 += lw[2]
+			l3 += lw[3]
+			l4 += lw[4]
+			l5 += lw[5]
+			l6 += lw[6]
+			l7 += lw[7]
 			continue
 		}
 		r := (*[8]float64)((*[64]float64)(unsafe.Pointer(tab[e]))[8*xu:])
@@ -1316,11 +1298,12 @@ func (g *graph) forwardMix8(s int, x []int, fuse bool, bound, score float64) (fl
 		for _, e := range in {
 			xu := x[g.eu[e]]
 			if toff[e] == -1 {
-				ps := 0.0
+				ps := [2]float64{0, pw[e]}
+				j := 0
 				if xu == best {
-					ps = pw[e]
+					j = 1
 				}
-				sv += ps
+				sv += ps[j]
 				continue
 			}
 			sv += (*[64]float64)(unsafe.Pointer(tab[e]))[8*xu+best]
