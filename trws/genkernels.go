@@ -441,15 +441,16 @@ func pottsSend(p func(string, ...any), k int) {
 		list(k, func(i int) string { return fmt.Sprintf("m[%d]", i) }), list(k, func(int) string { return "negInf" }))
 	p("\tif w >= 0 {\n\t\t%s = %s\n\t\treturn b1 - w\n\t}\n",
 		list(k, func(i int) string { return fmt.Sprintf("m[%d]", i) }), list(k, func(i int) string { return fmt.Sprintf("-min(a%d-b1, w)", i) }))
-	p("\tav := [%d]float64{%s}\n", k, list(k, v("a")))
 	p("\ti1 := %d\n", k-1)
 	for i := k - 2; i >= 0; i-- {
 		p("\tif a%d == b1 {\n\t\ti1 = %d\n\t}\n", i, i)
 	}
-	p("\tav[i1] = posInf\n")
+	// na_j, or +Inf at i1, by conditional moves on the bits: a store to
+	// a slot picked by i1 and loads of all of them cost a pipeline flush
+	// nearly every time (the loads run before the store's address is known).
 	bs := make([]string, k)
 	for i := range bs {
-		bs[i] = fmt.Sprintf("av[%d]", i)
+		bs[i] = fmt.Sprintf("fsel(i1 == %d, posInf, a%d)", i, i)
 	}
 	p("\tb2 := %s\n", minTree(bs))
 	p("\t%s = %s\n", list(k, func(i int) string { return fmt.Sprintf("m[%d]", i) }), list(k, func(int) string { return "0" }))

@@ -66,6 +66,16 @@ import "math"
 
 var posInf = math.Inf(1)
 
+// fsel returns x when c holds, else y, by a conditional move on their bits
+// (a branch on c would mispredict: c depends on the data).
+func fsel(c bool, x, y float64) float64 {
+	xb, yb := math.Float64bits(x), math.Float64bits(y)
+	if c {
+		yb = xb
+	}
+	return math.Float64frombits(yb)
+}
+
 // kernelSizes are the state counts with an unrolled step.
 var kernelSizes = [...]int{2, 3, 4, 8}
 

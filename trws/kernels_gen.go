@@ -751,13 +751,11 @@ func pottsSend2(m *[2]float64, h *[2]float64, gm, w float64) float64 {
 		m[0], m[1] = -min(a0-b1, w), -min(a1-b1, w)
 		return b1 - w
 	}
-	av := [2]float64{a0, a1}
 	i1 := 1
 	if a0 == b1 {
 		i1 = 0
 	}
-	av[i1] = posInf
-	b2 := min(av[0], av[1])
+	b2 := min(fsel(i1 == 0, posInf, a0), fsel(i1 == 1, posInf, a1))
 	m[0], m[1] = 0, 0
 	m[i1] = b1 - min(b1-w, b2)
 	return b1
@@ -979,7 +977,6 @@ func pottsSend3(m *[3]float64, h *[3]float64, gm, w float64) float64 {
 		m[0], m[1], m[2] = -min(a0-b1, w), -min(a1-b1, w), -min(a2-b1, w)
 		return b1 - w
 	}
-	av := [3]float64{a0, a1, a2}
 	i1 := 2
 	if a1 == b1 {
 		i1 = 1
@@ -987,8 +984,7 @@ func pottsSend3(m *[3]float64, h *[3]float64, gm, w float64) float64 {
 	if a0 == b1 {
 		i1 = 0
 	}
-	av[i1] = posInf
-	b2 := min(av[0], min(av[1], av[2]))
+	b2 := min(fsel(i1 == 0, posInf, a0), min(fsel(i1 == 1, posInf, a1), fsel(i1 == 2, posInf, a2)))
 	m[0], m[1], m[2] = 0, 0, 0
 	m[i1] = b1 - min(b1-w, b2)
 	return b1
@@ -1160,7 +1156,6 @@ func pottsSend4(m *[4]float64, h *[4]float64, gm, w float64) float64 {
 		m[0], m[1], m[2], m[3] = -min(a0-b1, w), -min(a1-b1, w), -min(a2-b1, w), -min(a3-b1, w)
 		return b1 - w
 	}
-	av := [4]float64{a0, a1, a2, a3}
 	i1 := 3
 	if a2 == b1 {
 		i1 = 2
@@ -1171,8 +1166,7 @@ func pottsSend4(m *[4]float64, h *[4]float64, gm, w float64) float64 {
 	if a0 == b1 {
 		i1 = 0
 	}
-	av[i1] = posInf
-	b2 := min(min(av[0], av[1]), min(av[2], av[3]))
+	b2 := min(min(fsel(i1 == 0, posInf, a0), fsel(i1 == 1, posInf, a1)), min(fsel(i1 == 2, posInf, a2), fsel(i1 == 3, posInf, a3)))
 	m[0], m[1], m[2], m[3] = 0, 0, 0, 0
 	m[i1] = b1 - min(b1-w, b2)
 	return b1
@@ -1416,7 +1410,6 @@ func pottsSend8(m *[8]float64, h *[8]float64, gm, w float64) float64 {
 		m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7] = -min(a0-b1, w), -min(a1-b1, w), -min(a2-b1, w), -min(a3-b1, w), -min(a4-b1, w), -min(a5-b1, w), -min(a6-b1, w), -min(a7-b1, w)
 		return b1 - w
 	}
-	av := [8]float64{a0, a1, a2, a3, a4, a5, a6, a7}
 	i1 := 7
 	if a6 == b1 {
 		i1 = 6
@@ -1439,8 +1432,7 @@ func pottsSend8(m *[8]float64, h *[8]float64, gm, w float64) float64 {
 	if a0 == b1 {
 		i1 = 0
 	}
-	av[i1] = posInf
-	b2 := min(min(min(av[0], av[1]), min(av[2], av[3])), min(min(av[4], av[5]), min(av[6], av[7])))
+	b2 := min(min(min(fsel(i1 == 0, posInf, a0), fsel(i1 == 1, posInf, a1)), min(fsel(i1 == 2, posInf, a2), fsel(i1 == 3, posInf, a3))), min(min(fsel(i1 == 4, posInf, a4), fsel(i1 == 5, posInf, a5)), min(fsel(i1 == 6, posInf, a6), fsel(i1 == 7, posInf, a7))))
 	m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7] = 0, 0, 0, 0, 0, 0, 0, 0
 	m[i1] = b1 - min(b1-w, b2)
 	return b1
