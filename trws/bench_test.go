@@ -2,6 +2,7 @@ package trws
 
 import (
 	"fmt"
+	"math"
 	"syscall"
 	"testing"
 
@@ -62,7 +63,9 @@ func runnerFor(b *testing.B, m *model.Model, threads int) *runner {
 // warm-up: on the grids of issue 17 with general (dense) tables, the
 // 4-label 300x300 and 8-label 100x100 Potts grids of `coordinator gen
 // potts` (rho 1), on 1 and 2 threads; and on the 100x100 grid with its
-// Potts edges kept as Potts (O(L) messages).
+// Potts edges kept as Potts (O(L) messages), and the 300x300 4-label one,
+// also with every coupling made >= 0 (attractive: the sign branch of the
+// Potts message never mispredicts).
 func BenchmarkIteration(b *testing.B) {
 	grids := []struct {
 		name         string
@@ -79,6 +82,17 @@ func BenchmarkIteration(b *testing.B) {
 	for _, rho := range []float64{1, 10} {
 		b.Run(fmt.Sprintf("potts100x100L8/rho=%g", rho), func(b *testing.B) {
 			m := generate.Potts(generate.GridOptions{Height: 100, Width: 100, Labels: 8, Rho: rho, Seed: 1})
+			timeIterations(b, runnerFor(b, m, 1))
+		})
+	}
+	for _, attractive := range []bool{false, true} {
+		b.Run(fmt.Sprintf("potts300x300L4/rho=1/attractive=%v", attractive), func(b *testing.B) {
+			m := generate.Potts(generate.GridOptions{Height: 300, Width: 300, Labels: 4, Rho: 1, Seed: 1})
+			for a := range m.Factors {
+				if attractive && m.Factors[a].Kind == model.Potts {
+					m.Factors[a].Weight = math.Abs(m.Factors[a].Weight)
+				}
+			}
 			timeIterations(b, runnerFor(b, m, 1))
 		})
 	}

@@ -34,8 +34,9 @@
 // edges sorted by their earlier end, so a pass streams through memory,
 // prefetching the messages and tables of the node eight turns ahead
 // (pass.go); branch-free max-plus kernels, unrolled whole node steps for
-// nodes of 2, 3, 4 or 8 states with dense edges, with SSE2 send steps for
-// 4 and 8 (kernels.go: the same iterates bit for bit); the labelling and
+// nodes of 2, 3, 4 or 8 states with dense or Potts edges, with SSE2 send
+// steps along dense edges for 4 and 8 and O(K) ones along Potts edges
+// (kernels.go: the same iterates bit for bit); the labelling and
 // its score fused into the forward pass; an iteration allocates nothing.
 // Unlike Kolmogorov's, the dense tables are not copied beside the messages:
 // TRW-S reads the model's tables where they lie (one pointer per edge) and

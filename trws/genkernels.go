@@ -31,6 +31,11 @@ func main() {
 		forward(p, k)
 		backward(p, k)
 	}
+	for _, k := range sizes {
+		forwardMix(p, k)
+		backwardMix(p, k)
+		pottsSend(p, k)
+	}
 	src, err := format.Source(b.Bytes())
 	if err != nil {
 		log.Fatalf("genkernels: %v\n%s", err, b.Bytes())
@@ -252,17 +257,7 @@ func forward(p func(string, ...any), k int) {
 		p("\t\tl%d += r[%d]\n", i, i)
 	}
 	p("\t}\n")
-	// argmax, first index of the largest.
-	p("\tbest, bv := 0, l0\n")
-	for i := 1; i < k; i++ {
-		p("\tif l%d > bv {\n\t\tbest = %d\n\t}\n\tbv = max(bv, l%d)\n", i, i, i)
-	}
-	p("\tif bv == negInf { // no state fits the earlier labels\n")
-	p("\t\tbest, bv = 0, h0\n")
-	for i := 1; i < k; i++ {
-		p("\t\tif h%d > bv {\n\t\t\tbest = %d\n\t\t}\n\t\tbv = max(bv, h%d)\n", i, i, i)
-	}
-	p("\t}\n\tx[s] = best\n")
+	argmaxLabel(p, k)
 	p("\tif fuse {\n\t\tsv := th[best]\n\t\tfor _, e := range in {\n")
 	p("\t\t\tsv += %s[%d*x[g.eu[e]]+best]\n\t\t}\n\t\tscore += sv\n\t}\n", tableOf(k, "tab[e]"), k)
 	endWeight(p, k, "out")
@@ -273,6 +268,14 @@ func forward(p func(string, ...any), k int) {
 		return
 	}
 	p("\tfor i, mo := range out {\n\t\tm := (*[%d]float64)(data[mo:])\n\t\tt := %s\n", k, tableOf(k, "outT[i]"))
+	denseCols(p, k)
+	p("\t}\n\treturn bound, score\n}\n\n")
+}
+
+// denseCols writes the send step along a dense edge to a later node,
+// message m and table t, for the sizes without an SSE2 step: the general
+// code's prepare, maxPlusCols and shiftBy, negated (kernels.go).
+func denseCols(p func(string, ...any), k int) {
 	prepareA(p, k)
 	// maxPlusCols negated: o'_j = min_i na_i - t[i k + j].
 	for j := range k {
@@ -284,7 +287,21 @@ func forward(p func(string, ...any), k int) {
 		}
 	}
 	normalise(p, k)
-	p("\t}\n\treturn bound, score\n}\n\n")
+}
+
+// denseRows is denseCols for a dense edge to an earlier node (maxPlusRows).
+func denseRows(p func(string, ...any), k int) {
+	prepareA(p, k)
+	// maxPlusRows negated: o'_i = min_j na_j - t[i k + j].
+	for i := range k {
+		p("\t\to%d := a0 - t[%d]\n", i, i*k)
+	}
+	for j := 1; j < k; j++ {
+		for i := range k {
+			p("\t\to%d = min(o%d, a%d-t[%d])\n", i, i, j, i*k+j)
+		}
+	}
+	normalise(p, k)
 }
 
 func backward(p func(string, ...any), k int) {
@@ -306,16 +323,136 @@ func backward(p func(string, ...any), k int) {
 		return
 	}
 	p("\tfor _, e := range in {\n\t\tm := (*[%d]float64)(data[g.moff[e]:])\n\t\tt := %s\n", k, tableOf(k, "tab[e]"))
-	prepareA(p, k)
-	// maxPlusRows negated: o'_i = min_j na_j - t[i k + j].
-	for i := range k {
-		p("\t\to%d := a0 - t[%d]\n", i, i*k)
-	}
-	for j := 1; j < k; j++ {
-		for i := range k {
-			p("\t\to%d = min(o%d, a%d-t[%d])\n", i, i, j, i*k+j)
-		}
-	}
-	normalise(p, k)
+	denseRows(p, k)
 	p("\t}\n\treturn bound\n}\n\n")
+}
+
+// argmaxLabel writes the labelling of the unrolled steps: best, the first
+// index of the largest l, or of the largest h when every l is -Inf (no
+// state fits the earlier labels), as argmax does in the general code.
+func argmaxLabel(p func(string, ...any), k int) {
+	p("\tbest, bv := 0, l0\n")
+	for i := 1; i < k; i++ {
+		p("\tif l%d > bv {\n\t\tbest = %d\n\t}\n\tbv = max(bv, l%d)\n", i, i, i)
+	}
+	p("\tif bv == negInf { // no state fits the earlier labels\n")
+	p("\t\tbest, bv = 0, h0\n")
+	for i := 1; i < k; i++ {
+		p("\t\tif h%d > bv {\n\t\t\tbest = %d\n\t\t}\n\t\tbv = max(bv, h%d)\n", i, i, i)
+	}
+	p("\t}\n\tx[s] = best\n")
+}
+
+// forwardMix writes forwardMixK, forwardPart's step for a node of K states
+// whose edges are Potts (toff == -1) or dense K x K, at least one Potts
+// (kern[s] == kernMix+K): per edge the general code's Potts terms (lab[x_u]
+// += pw, the score pw [x_u == best], pottsSendK) or the dense ones.
+func forwardMix(p func(string, ...any), k int) {
+	p("// forwardMix%d is forwardPart's step for node s when kern[s] == kernMix+%d.\n", k, k)
+	p("func (g *graph) forwardMix%d(s int, x []int, fuse bool, bound, score float64) (float64, float64) {\n", k)
+	p("\tdata, tab, toff, pw := g.data, g.tab, g.toff, g.pw\n")
+	hatFromOut(p, k, false)
+	p("\t%s := %s\n", list(k, v("l")), list(k, v("h")))
+	p("\tin := g.inE[g.inOff[s]:g.inOff[s+1]]\n")
+	p("\tfor _, e := range in {\n\t\tm := (*[%d]float64)(data[g.moff[e]:])\n", k)
+	for i := range k {
+		p("\t\th%d += m[%d]\n", i, i)
+	}
+	p("\t\txu := x[g.eu[e]]\n")
+	// lab[x_u] += pw without a branch on x_u: the other labels get +0,
+	// which changes at most the sign of a zero, and labels are only
+	// compared.
+	p("\t\tif toff[e] == -1 {\n\t\t\tvar lw [%d]float64\n\t\t\tlw[xu] = pw[e]\n", k)
+	for i := range k {
+		p("\t\t\tl%d += lw[%d]\n", i, i)
+	}
+	p("\t\t\tcontinue\n\t\t}\n")
+	p("\t\tr := (*[%d]float64)(%s[%d*xu:])\n", k, tableOf(k, "tab[e]"), k)
+	for i := range k {
+		p("\t\tl%d += r[%d]\n", i, i)
+	}
+	p("\t}\n")
+	argmaxLabel(p, k)
+	p("\tif fuse {\n\t\tsv := th[best]\n\t\tfor _, e := range in {\n\t\t\txu := x[g.eu[e]]\n")
+	// pairScore's pw [x_u == best], the index by a conditional move.
+	p("\t\t\tif toff[e] == -1 {\n\t\t\t\tps := [2]float64{0, pw[e]}\n\t\t\t\tj := 0\n\t\t\t\tif xu == best {\n\t\t\t\t\tj = 1\n\t\t\t\t}\n\t\t\t\tsv += ps[j]\n\t\t\t\tcontinue\n\t\t\t}\n")
+	p("\t\t\tsv += %s[%d*xu+best]\n\t\t}\n\t\tscore += sv\n\t}\n", tableOf(k, "tab[e]"), k)
+	endWeight(p, k, "out")
+	p("\thv := [%d]float64{%s}\n", k, list(k, v("h")))
+	p("\tfor i, mo := range out {\n\t\te := e0 + i\n")
+	p("\t\tif toff[e] == -1 {\n\t\t\tbound -= pottsSend%d((*[%d]float64)(data[mo:]), &hv, gm, pw[e])\n\t\t\tcontinue\n\t\t}\n", k, k)
+	if isSIMD(k) {
+		p("\t\tbound -= sendCols%d((*[%d]float64)(data[mo:]), %s, &hv, gm)\n", k, k, tableOf(k, "tab[e]"))
+	} else {
+		p("\t\tm := (*[%d]float64)(data[mo:])\n\t\tt := %s\n", k, tableOf(k, "tab[e]"))
+		denseCols(p, k)
+	}
+	p("\t}\n\treturn bound, score\n}\n\n")
+}
+
+// backwardMix writes backwardMixK, backwardPart's step for the nodes of
+// forwardMixK.
+func backwardMix(p func(string, ...any), k int) {
+	p("// backwardMix%d is backwardPart's step for node s when kern[s] == kernMix+%d.\n", k, k)
+	p("func (g *graph) backwardMix%d(s int, bound float64) float64 {\n", k)
+	p("\tdata, tab, toff, pw := g.data, g.tab, g.toff, g.pw\n")
+	hatFromOut(p, k, false)
+	p("\tin := g.inE[g.inOff[s]:g.inOff[s+1]]\n")
+	p("\tfor _, e := range in {\n\t\tm := (*[%d]float64)(data[g.moff[e]:])\n", k)
+	for i := range k {
+		p("\t\th%d += m[%d]\n", i, i)
+	}
+	p("\t}\n")
+	endWeight(p, k, "in")
+	p("\thv := [%d]float64{%s}\n", k, list(k, v("h")))
+	p("\tfor _, e := range in {\n")
+	p("\t\tif toff[e] == -1 {\n\t\t\tbound -= pottsSend%d((*[%d]float64)(data[g.moff[e]:]), &hv, gm, pw[e])\n\t\t\tcontinue\n\t\t}\n", k, k)
+	if isSIMD(k) {
+		p("\t\tbound -= sendRows%d((*[%d]float64)(data[g.moff[e]:]), %s, &hv, gm)\n", k, k, tableOf(k, "tab[e]"))
+	} else {
+		p("\t\tm := (*[%d]float64)(data[g.moff[e]:])\n\t\tt := %s\n", k, tableOf(k, "tab[e]"))
+		denseRows(p, k)
+	}
+	p("\t}\n\treturn bound\n}\n\n")
+}
+
+// pottsSend writes pottsSendK: the general code's prepare and potts
+// (pass.go) for a Potts edge of weight w at a node of K states with hat h
+// and gamma gm, unrolled, in the negated form of the dense steps (min on
+// negated values compiles to fewer instructions than max; kernels.go):
+// na_i = M_i - gm h_i = -a_i (+Inf for a dead state), b1' = min na = -b1;
+// all dead (b1' = +Inf): M = -Inf, returns +Inf; w >= 0: M_j = -min(na_j
+// - b1', w) = max(a_j - b1, -w), returns b1' - w = -(b1 + w); w < 0: M =
+// 0 except at i1, the first index of b1 (a conditional move, not a
+// branch), where it is b1' - min(b1' - w, b2') = max(b1 + w, b2) - b1 with
+// b2' = -b2 the least na_j besides i1, returns b1' = -b1. Every step is
+// the general code's, negated exactly (IEEE rounding is symmetric, and
+// min and max are exact in any order, signed zeros included), so the
+// messages are the general code's bit for bit and the bound minus the
+// returned value its bound.
+func pottsSend(p func(string, ...any), k int) {
+	p("// pottsSend%d sends along a Potts edge of weight w from a node of %d states (pass.go's potts, unrolled, negated).\n", k, k)
+	p("func pottsSend%d(m *[%d]float64, h *[%d]float64, gm, w float64) float64 {\n", k, k, k)
+	for i := range k {
+		p("\ta%d := m[%d] - gm*h[%d]\n\tif h[%d] == negInf {\n\t\ta%d = posInf\n\t}\n", i, i, i, i, i)
+	}
+	p("\tb1 := %s\n", minTree(names(k, "a")))
+	p("\tif b1 == posInf {\n\t\t%s = %s\n\t\treturn posInf\n\t}\n",
+		list(k, func(i int) string { return fmt.Sprintf("m[%d]", i) }), list(k, func(int) string { return "negInf" }))
+	p("\tif w >= 0 {\n\t\t%s = %s\n\t\treturn b1 - w\n\t}\n",
+		list(k, func(i int) string { return fmt.Sprintf("m[%d]", i) }), list(k, func(i int) string { return fmt.Sprintf("-min(a%d-b1, w)", i) }))
+	p("\ti1 := %d\n", k-1)
+	for i := k - 2; i >= 0; i-- {
+		p("\tif a%d == b1 {\n\t\ti1 = %d\n\t}\n", i, i)
+	}
+	// na_j, or +Inf at i1, by conditional moves on the bits: a store to
+	// a slot picked by i1 and loads of all of them cost a pipeline flush
+	// nearly every time (the loads run before the store's address is known).
+	bs := make([]string, k)
+	for i := range bs {
+		bs[i] = fmt.Sprintf("fsel(i1 == %d, posInf, a%d)", i, i)
+	}
+	p("\tb2 := %s\n", minTree(bs))
+	p("\t%s = %s\n", list(k, func(i int) string { return fmt.Sprintf("m[%d]", i) }), list(k, func(int) string { return "0" }))
+	p("\tm[i1] = b1 - min(b1-w, b2)\n\treturn b1\n}\n\n")
 }

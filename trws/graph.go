@@ -102,7 +102,8 @@ type graph struct {
 	// parts in a forward pass and before them in a backward pass (order.go).
 	parts []int
 
-	// kern[s] is the state count of node s's unrolled step (kernels.go),
+	// kern[s] is the state count of node s's unrolled step (kernels.go; plus
+	// kernMix when some edges are Potts),
 	// 0 for the general code.
 	kern []uint8
 	// prefetch: data is large enough for the passes to prefetch (pass.go).

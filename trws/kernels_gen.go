@@ -574,3 +574,866 @@ func (g *graph) backward8(s int, bound float64) float64 {
 	}
 	return bound
 }
+
+// forwardMix2 is forwardPart's step for node s when kern[s] == kernMix+2.
+func (g *graph) forwardMix2(s int, x []int, fuse bool, bound, score float64) (float64, float64) {
+	data, tab, toff, pw := g.data, g.tab, g.toff, g.pw
+	th := (*[2]float64)(g.theta[g.uoff[s]:])
+	h0, h1 := th[0], th[1]
+	e0, e1 := g.outOff[s], g.outOff[s+1]
+	out := g.moff[e0:e1]
+	for _, mo := range out {
+		m := (*[2]float64)(data[mo:])
+		h0 += m[0]
+		h1 += m[1]
+	}
+	l0, l1 := h0, h1
+	in := g.inE[g.inOff[s]:g.inOff[s+1]]
+	for _, e := range in {
+		m := (*[2]float64)(data[g.moff[e]:])
+		h0 += m[0]
+		h1 += m[1]
+		xu := x[g.eu[e]]
+		if toff[e] == -1 {
+			var lw [2]float64
+			lw[xu] = pw[e]
+			l0 += lw[0]
+			l1 += lw[1]
+			continue
+		}
+		r := (*[2]float64)((*[4]float64)(unsafe.Pointer(tab[e]))[2*xu:])
+		l0 += r[0]
+		l1 += r[1]
+	}
+	best, bv := 0, l0
+	if l1 > bv {
+		best = 1
+	}
+	bv = max(bv, l1)
+	if bv == negInf { // no state fits the earlier labels
+		best, bv = 0, h0
+		if h1 > bv {
+			best = 1
+		}
+		bv = max(bv, h1)
+	}
+	x[s] = best
+	if fuse {
+		sv := th[best]
+		for _, e := range in {
+			xu := x[g.eu[e]]
+			if toff[e] == -1 {
+				ps := [2]float64{0, pw[e]}
+				j := 0
+				if xu == best {
+					j = 1
+				}
+				sv += ps[j]
+				continue
+			}
+			sv += (*[4]float64)(unsafe.Pointer(tab[e]))[2*xu+best]
+		}
+		score += sv
+	}
+	ns := max(len(in), len(out), 1)
+	gm := g.recip[ns]
+	if n := len(out); n < ns {
+		bound += float64(ns-n) / float64(ns) * max(h0, h1)
+	}
+	hv := [2]float64{h0, h1}
+	for i, mo := range out {
+		e := e0 + i
+		if toff[e] == -1 {
+			bound -= pottsSend2((*[2]float64)(data[mo:]), &hv, gm, pw[e])
+			continue
+		}
+		m := (*[2]float64)(data[mo:])
+		t := (*[4]float64)(unsafe.Pointer(tab[e]))
+		a0 := m[0] - gm*h0
+		if h0 == negInf {
+			a0 = posInf
+		}
+		a1 := m[1] - gm*h1
+		if h1 == negInf {
+			a1 = posInf
+		}
+		o0 := a0 - t[0]
+		o1 := a0 - t[1]
+		o0 = min(o0, a1-t[2])
+		o1 = min(o1, a1-t[3])
+		c := min(o0, o1)
+		if c != posInf {
+			o0 = c - o0
+			o1 = c - o1
+		} else {
+			o0 = -o0
+			o1 = -o1
+		}
+		m[0], m[1] = o0, o1
+		bound -= c
+	}
+	return bound, score
+}
+
+// backwardMix2 is backwardPart's step for node s when kern[s] == kernMix+2.
+func (g *graph) backwardMix2(s int, bound float64) float64 {
+	data, tab, toff, pw := g.data, g.tab, g.toff, g.pw
+	th := (*[2]float64)(g.theta[g.uoff[s]:])
+	h0, h1 := th[0], th[1]
+	e0, e1 := g.outOff[s], g.outOff[s+1]
+	out := g.moff[e0:e1]
+	for _, mo := range out {
+		m := (*[2]float64)(data[mo:])
+		h0 += m[0]
+		h1 += m[1]
+	}
+	in := g.inE[g.inOff[s]:g.inOff[s+1]]
+	for _, e := range in {
+		m := (*[2]float64)(data[g.moff[e]:])
+		h0 += m[0]
+		h1 += m[1]
+	}
+	ns := max(len(in), len(out), 1)
+	gm := g.recip[ns]
+	if n := len(in); n < ns {
+		bound += float64(ns-n) / float64(ns) * max(h0, h1)
+	}
+	hv := [2]float64{h0, h1}
+	for _, e := range in {
+		if toff[e] == -1 {
+			bound -= pottsSend2((*[2]float64)(data[g.moff[e]:]), &hv, gm, pw[e])
+			continue
+		}
+		m := (*[2]float64)(data[g.moff[e]:])
+		t := (*[4]float64)(unsafe.Pointer(tab[e]))
+		a0 := m[0] - gm*h0
+		if h0 == negInf {
+			a0 = posInf
+		}
+		a1 := m[1] - gm*h1
+		if h1 == negInf {
+			a1 = posInf
+		}
+		o0 := a0 - t[0]
+		o1 := a0 - t[2]
+		o0 = min(o0, a1-t[1])
+		o1 = min(o1, a1-t[3])
+		c := min(o0, o1)
+		if c != posInf {
+			o0 = c - o0
+			o1 = c - o1
+		} else {
+			o0 = -o0
+			o1 = -o1
+		}
+		m[0], m[1] = o0, o1
+		bound -= c
+	}
+	return bound
+}
+
+// pottsSend2 sends along a Potts edge of weight w from a node of 2 states (pass.go's potts, unrolled, negated).
+func pottsSend2(m *[2]float64, h *[2]float64, gm, w float64) float64 {
+	a0 := m[0] - gm*h[0]
+	if h[0] == negInf {
+		a0 = posInf
+	}
+	a1 := m[1] - gm*h[1]
+	if h[1] == negInf {
+		a1 = posInf
+	}
+	b1 := min(a0, a1)
+	if b1 == posInf {
+		m[0], m[1] = negInf, negInf
+		return posInf
+	}
+	if w >= 0 {
+		m[0], m[1] = -min(a0-b1, w), -min(a1-b1, w)
+		return b1 - w
+	}
+	i1 := 1
+	if a0 == b1 {
+		i1 = 0
+	}
+	b2 := min(fsel(i1 == 0, posInf, a0), fsel(i1 == 1, posInf, a1))
+	m[0], m[1] = 0, 0
+	m[i1] = b1 - min(b1-w, b2)
+	return b1
+}
+
+// forwardMix3 is forwardPart's step for node s when kern[s] == kernMix+3.
+func (g *graph) forwardMix3(s int, x []int, fuse bool, bound, score float64) (float64, float64) {
+	data, tab, toff, pw := g.data, g.tab, g.toff, g.pw
+	th := (*[3]float64)(g.theta[g.uoff[s]:])
+	h0, h1, h2 := th[0], th[1], th[2]
+	e0, e1 := g.outOff[s], g.outOff[s+1]
+	out := g.moff[e0:e1]
+	for _, mo := range out {
+		m := (*[3]float64)(data[mo:])
+		h0 += m[0]
+		h1 += m[1]
+		h2 += m[2]
+	}
+	l0, l1, l2 := h0, h1, h2
+	in := g.inE[g.inOff[s]:g.inOff[s+1]]
+	for _, e := range in {
+		m := (*[3]float64)(data[g.moff[e]:])
+		h0 += m[0]
+		h1 += m[1]
+		h2 += m[2]
+		xu := x[g.eu[e]]
+		if toff[e] == -1 {
+			var lw [3]float64
+			lw[xu] = pw[e]
+			l0 += lw[0]
+			l1 += lw[1]
+			l2 += lw[2]
+			continue
+		}
+		r := (*[3]float64)((*[9]float64)(unsafe.Pointer(tab[e]))[3*xu:])
+		l0 += r[0]
+		l1 += r[1]
+		l2 += r[2]
+	}
+	best, bv := 0, l0
+	if l1 > bv {
+		best = 1
+	}
+	bv = max(bv, l1)
+	if l2 > bv {
+		best = 2
+	}
+	bv = max(bv, l2)
+	if bv == negInf { // no state fits the earlier labels
+		best, bv = 0, h0
+		if h1 > bv {
+			best = 1
+		}
+		bv = max(bv, h1)
+		if h2 > bv {
+			best = 2
+		}
+		bv = max(bv, h2)
+	}
+	x[s] = best
+	if fuse {
+		sv := th[best]
+		for _, e := range in {
+			xu := x[g.eu[e]]
+			if toff[e] == -1 {
+				ps := [2]float64{0, pw[e]}
+				j := 0
+				if xu == best {
+					j = 1
+				}
+				sv += ps[j]
+				continue
+			}
+			sv += (*[9]float64)(unsafe.Pointer(tab[e]))[3*xu+best]
+		}
+		score += sv
+	}
+	ns := max(len(in), len(out), 1)
+	gm := g.recip[ns]
+	if n := len(out); n < ns {
+		bound += float64(ns-n) / float64(ns) * max(h0, max(h1, h2))
+	}
+	hv := [3]float64{h0, h1, h2}
+	for i, mo := range out {
+		e := e0 + i
+		if toff[e] == -1 {
+			bound -= pottsSend3((*[3]float64)(data[mo:]), &hv, gm, pw[e])
+			continue
+		}
+		m := (*[3]float64)(data[mo:])
+		t := (*[9]float64)(unsafe.Pointer(tab[e]))
+		a0 := m[0] - gm*h0
+		if h0 == negInf {
+			a0 = posInf
+		}
+		a1 := m[1] - gm*h1
+		if h1 == negInf {
+			a1 = posInf
+		}
+		a2 := m[2] - gm*h2
+		if h2 == negInf {
+			a2 = posInf
+		}
+		o0 := a0 - t[0]
+		o1 := a0 - t[1]
+		o2 := a0 - t[2]
+		o0 = min(o0, a1-t[3])
+		o1 = min(o1, a1-t[4])
+		o2 = min(o2, a1-t[5])
+		o0 = min(o0, a2-t[6])
+		o1 = min(o1, a2-t[7])
+		o2 = min(o2, a2-t[8])
+		c := min(o0, min(o1, o2))
+		if c != posInf {
+			o0 = c - o0
+			o1 = c - o1
+			o2 = c - o2
+		} else {
+			o0 = -o0
+			o1 = -o1
+			o2 = -o2
+		}
+		m[0], m[1], m[2] = o0, o1, o2
+		bound -= c
+	}
+	return bound, score
+}
+
+// backwardMix3 is backwardPart's step for node s when kern[s] == kernMix+3.
+func (g *graph) backwardMix3(s int, bound float64) float64 {
+	data, tab, toff, pw := g.data, g.tab, g.toff, g.pw
+	th := (*[3]float64)(g.theta[g.uoff[s]:])
+	h0, h1, h2 := th[0], th[1], th[2]
+	e0, e1 := g.outOff[s], g.outOff[s+1]
+	out := g.moff[e0:e1]
+	for _, mo := range out {
+		m := (*[3]float64)(data[mo:])
+		h0 += m[0]
+		h1 += m[1]
+		h2 += m[2]
+	}
+	in := g.inE[g.inOff[s]:g.inOff[s+1]]
+	for _, e := range in {
+		m := (*[3]float64)(data[g.moff[e]:])
+		h0 += m[0]
+		h1 += m[1]
+		h2 += m[2]
+	}
+	ns := max(len(in), len(out), 1)
+	gm := g.recip[ns]
+	if n := len(in); n < ns {
+		bound += float64(ns-n) / float64(ns) * max(h0, max(h1, h2))
+	}
+	hv := [3]float64{h0, h1, h2}
+	for _, e := range in {
+		if toff[e] == -1 {
+			bound -= pottsSend3((*[3]float64)(data[g.moff[e]:]), &hv, gm, pw[e])
+			continue
+		}
+		m := (*[3]float64)(data[g.moff[e]:])
+		t := (*[9]float64)(unsafe.Pointer(tab[e]))
+		a0 := m[0] - gm*h0
+		if h0 == negInf {
+			a0 = posInf
+		}
+		a1 := m[1] - gm*h1
+		if h1 == negInf {
+			a1 = posInf
+		}
+		a2 := m[2] - gm*h2
+		if h2 == negInf {
+			a2 = posInf
+		}
+		o0 := a0 - t[0]
+		o1 := a0 - t[3]
+		o2 := a0 - t[6]
+		o0 = min(o0, a1-t[1])
+		o1 = min(o1, a1-t[4])
+		o2 = min(o2, a1-t[7])
+		o0 = min(o0, a2-t[2])
+		o1 = min(o1, a2-t[5])
+		o2 = min(o2, a2-t[8])
+		c := min(o0, min(o1, o2))
+		if c != posInf {
+			o0 = c - o0
+			o1 = c - o1
+			o2 = c - o2
+		} else {
+			o0 = -o0
+			o1 = -o1
+			o2 = -o2
+		}
+		m[0], m[1], m[2] = o0, o1, o2
+		bound -= c
+	}
+	return bound
+}
+
+// pottsSend3 sends along a Potts edge of weight w from a node of 3 states (pass.go's potts, unrolled, negated).
+func pottsSend3(m *[3]float64, h *[3]float64, gm, w float64) float64 {
+	a0 := m[0] - gm*h[0]
+	if h[0] == negInf {
+		a0 = posInf
+	}
+	a1 := m[1] - gm*h[1]
+	if h[1] == negInf {
+		a1 = posInf
+	}
+	a2 := m[2] - gm*h[2]
+	if h[2] == negInf {
+		a2 = posInf
+	}
+	b1 := min(a0, min(a1, a2))
+	if b1 == posInf {
+		m[0], m[1], m[2] = negInf, negInf, negInf
+		return posInf
+	}
+	if w >= 0 {
+		m[0], m[1], m[2] = -min(a0-b1, w), -min(a1-b1, w), -min(a2-b1, w)
+		return b1 - w
+	}
+	i1 := 2
+	if a1 == b1 {
+		i1 = 1
+	}
+	if a0 == b1 {
+		i1 = 0
+	}
+	b2 := min(fsel(i1 == 0, posInf, a0), min(fsel(i1 == 1, posInf, a1), fsel(i1 == 2, posInf, a2)))
+	m[0], m[1], m[2] = 0, 0, 0
+	m[i1] = b1 - min(b1-w, b2)
+	return b1
+}
+
+// forwardMix4 is forwardPart's step for node s when kern[s] == kernMix+4.
+func (g *graph) forwardMix4(s int, x []int, fuse bool, bound, score float64) (float64, float64) {
+	data, tab, toff, pw := g.data, g.tab, g.toff, g.pw
+	th := (*[4]float64)(g.theta[g.uoff[s]:])
+	h0, h1, h2, h3 := th[0], th[1], th[2], th[3]
+	e0, e1 := g.outOff[s], g.outOff[s+1]
+	out := g.moff[e0:e1]
+	for _, mo := range out {
+		m := (*[4]float64)(data[mo:])
+		h0 += m[0]
+		h1 += m[1]
+		h2 += m[2]
+		h3 += m[3]
+	}
+	l0, l1, l2, l3 := h0, h1, h2, h3
+	in := g.inE[g.inOff[s]:g.inOff[s+1]]
+	for _, e := range in {
+		m := (*[4]float64)(data[g.moff[e]:])
+		h0 += m[0]
+		h1 += m[1]
+		h2 += m[2]
+		h3 += m[3]
+		xu := x[g.eu[e]]
+		if toff[e] == -1 {
+			var lw [4]float64
+			lw[xu] = pw[e]
+			l0 += lw[0]
+			l1 += lw[1]
+			l2 += lw[2]
+			l3 += lw[3]
+			continue
+		}
+		r := (*[4]float64)((*[16]float64)(unsafe.Pointer(tab[e]))[4*xu:])
+		l0 += r[0]
+		l1 += r[1]
+		l2 += r[2]
+		l3 += r[3]
+	}
+	best, bv := 0, l0
+	if l1 > bv {
+		best = 1
+	}
+	bv = max(bv, l1)
+	if l2 > bv {
+		best = 2
+	}
+	bv = max(bv, l2)
+	if l3 > bv {
+		best = 3
+	}
+	bv = max(bv, l3)
+	if bv == negInf { // no state fits the earlier labels
+		best, bv = 0, h0
+		if h1 > bv {
+			best = 1
+		}
+		bv = max(bv, h1)
+		if h2 > bv {
+			best = 2
+		}
+		bv = max(bv, h2)
+		if h3 > bv {
+			best = 3
+		}
+		bv = max(bv, h3)
+	}
+	x[s] = best
+	if fuse {
+		sv := th[best]
+		for _, e := range in {
+			xu := x[g.eu[e]]
+			if toff[e] == -1 {
+				ps := [2]float64{0, pw[e]}
+				j := 0
+				if xu == best {
+					j = 1
+				}
+				sv += ps[j]
+				continue
+			}
+			sv += (*[16]float64)(unsafe.Pointer(tab[e]))[4*xu+best]
+		}
+		score += sv
+	}
+	ns := max(len(in), len(out), 1)
+	gm := g.recip[ns]
+	if n := len(out); n < ns {
+		bound += float64(ns-n) / float64(ns) * max(max(h0, h1), max(h2, h3))
+	}
+	hv := [4]float64{h0, h1, h2, h3}
+	for i, mo := range out {
+		e := e0 + i
+		if toff[e] == -1 {
+			bound -= pottsSend4((*[4]float64)(data[mo:]), &hv, gm, pw[e])
+			continue
+		}
+		bound -= sendCols4((*[4]float64)(data[mo:]), (*[16]float64)(unsafe.Pointer(tab[e])), &hv, gm)
+	}
+	return bound, score
+}
+
+// backwardMix4 is backwardPart's step for node s when kern[s] == kernMix+4.
+func (g *graph) backwardMix4(s int, bound float64) float64 {
+	data, tab, toff, pw := g.data, g.tab, g.toff, g.pw
+	th := (*[4]float64)(g.theta[g.uoff[s]:])
+	h0, h1, h2, h3 := th[0], th[1], th[2], th[3]
+	e0, e1 := g.outOff[s], g.outOff[s+1]
+	out := g.moff[e0:e1]
+	for _, mo := range out {
+		m := (*[4]float64)(data[mo:])
+		h0 += m[0]
+		h1 += m[1]
+		h2 += m[2]
+		h3 += m[3]
+	}
+	in := g.inE[g.inOff[s]:g.inOff[s+1]]
+	for _, e := range in {
+		m := (*[4]float64)(data[g.moff[e]:])
+		h0 += m[0]
+		h1 += m[1]
+		h2 += m[2]
+		h3 += m[3]
+	}
+	ns := max(len(in), len(out), 1)
+	gm := g.recip[ns]
+	if n := len(in); n < ns {
+		bound += float64(ns-n) / float64(ns) * max(max(h0, h1), max(h2, h3))
+	}
+	hv := [4]float64{h0, h1, h2, h3}
+	for _, e := range in {
+		if toff[e] == -1 {
+			bound -= pottsSend4((*[4]float64)(data[g.moff[e]:]), &hv, gm, pw[e])
+			continue
+		}
+		bound -= sendRows4((*[4]float64)(data[g.moff[e]:]), (*[16]float64)(unsafe.Pointer(tab[e])), &hv, gm)
+	}
+	return bound
+}
+
+// pottsSend4 sends along a Potts edge of weight w from a node of 4 states (pass.go's potts, unrolled, negated).
+func pottsSend4(m *[4]float64, h *[4]float64, gm, w float64) float64 {
+	a0 := m[0] - gm*h[0]
+	if h[0] == negInf {
+		a0 = posInf
+	}
+	a1 := m[1] - gm*h[1]
+	if h[1] == negInf {
+		a1 = posInf
+	}
+	a2 := m[2] - gm*h[2]
+	if h[2] == negInf {
+		a2 = posInf
+	}
+	a3 := m[3] - gm*h[3]
+	if h[3] == negInf {
+		a3 = posInf
+	}
+	b1 := min(min(a0, a1), min(a2, a3))
+	if b1 == posInf {
+		m[0], m[1], m[2], m[3] = negInf, negInf, negInf, negInf
+		return posInf
+	}
+	if w >= 0 {
+		m[0], m[1], m[2], m[3] = -min(a0-b1, w), -min(a1-b1, w), -min(a2-b1, w), -min(a3-b1, w)
+		return b1 - w
+	}
+	i1 := 3
+	if a2 == b1 {
+		i1 = 2
+	}
+	if a1 == b1 {
+		i1 = 1
+	}
+	if a0 == b1 {
+		i1 = 0
+	}
+	b2 := min(min(fsel(i1 == 0, posInf, a0), fsel(i1 == 1, posInf, a1)), min(fsel(i1 == 2, posInf, a2), fsel(i1 == 3, posInf, a3)))
+	m[0], m[1], m[2], m[3] = 0, 0, 0, 0
+	m[i1] = b1 - min(b1-w, b2)
+	return b1
+}
+
+// forwardMix8 is forwardPart's step for node s when kern[s] == kernMix+8.
+func (g *graph) forwardMix8(s int, x []int, fuse bool, bound, score float64) (float64, float64) {
+	data, tab, toff, pw := g.data, g.tab, g.toff, g.pw
+	th := (*[8]float64)(g.theta[g.uoff[s]:])
+	h0, h1, h2, h3, h4, h5, h6, h7 := th[0], th[1], th[2], th[3], th[4], th[5], th[6], th[7]
+	e0, e1 := g.outOff[s], g.outOff[s+1]
+	out := g.moff[e0:e1]
+	for _, mo := range out {
+		m := (*[8]float64)(data[mo:])
+		h0 += m[0]
+		h1 += m[1]
+		h2 += m[2]
+		h3 += m[3]
+		h4 += m[4]
+		h5 += m[5]
+		h6 += m[6]
+		h7 += m[7]
+	}
+	l0, l1, l2, l3, l4, l5, l6, l7 := h0, h1, h2, h3, h4, h5, h6, h7
+	in := g.inE[g.inOff[s]:g.inOff[s+1]]
+	for _, e := range in {
+		m := (*[8]float64)(data[g.moff[e]:])
+		h0 += m[0]
+		h1 += m[1]
+		h2 += m[2]
+		h3 += m[3]
+		h4 += m[4]
+		h5 += m[5]
+		h6 += m[6]
+		h7 += m[7]
+		xu := x[g.eu[e]]
+		if toff[e] == -1 {
+			var lw [8]float64
+			lw[xu] = pw[e]
+			l0 += lw[0]
+			l1 += lw[1]
+			l2 += lw[2]
+			l3 += lw[3]
+			l4 += lw[4]
+			l5 += lw[5]
+			l6 += lw[6]
+			l7 += lw[7]
+			continue
+		}
+		r := (*[8]float64)((*[64]float64)(unsafe.Pointer(tab[e]))[8*xu:])
+		l0 += r[0]
+		l1 += r[1]
+		l2 += r[2]
+		l3 += r[3]
+		l4 += r[4]
+		l5 += r[5]
+		l6 += r[6]
+		l7 += r[7]
+	}
+	best, bv := 0, l0
+	if l1 > bv {
+		best = 1
+	}
+	bv = max(bv, l1)
+	if l2 > bv {
+		best = 2
+	}
+	bv = max(bv, l2)
+	if l3 > bv {
+		best = 3
+	}
+	bv = max(bv, l3)
+	if l4 > bv {
+		best = 4
+	}
+	bv = max(bv, l4)
+	if l5 > bv {
+		best = 5
+	}
+	bv = max(bv, l5)
+	if l6 > bv {
+		best = 6
+	}
+	bv = max(bv, l6)
+	if l7 > bv {
+		best = 7
+	}
+	bv = max(bv, l7)
+	if bv == negInf { // no state fits the earlier labels
+		best, bv = 0, h0
+		if h1 > bv {
+			best = 1
+		}
+		bv = max(bv, h1)
+		if h2 > bv {
+			best = 2
+		}
+		bv = max(bv, h2)
+		if h3 > bv {
+			best = 3
+		}
+		bv = max(bv, h3)
+		if h4 > bv {
+			best = 4
+		}
+		bv = max(bv, h4)
+		if h5 > bv {
+			best = 5
+		}
+		bv = max(bv, h5)
+		if h6 > bv {
+			best = 6
+		}
+		bv = max(bv, h6)
+		if h7 > bv {
+			best = 7
+		}
+		bv = max(bv, h7)
+	}
+	x[s] = best
+	if fuse {
+		sv := th[best]
+		for _, e := range in {
+			xu := x[g.eu[e]]
+			if toff[e] == -1 {
+				ps := [2]float64{0, pw[e]}
+				j := 0
+				if xu == best {
+					j = 1
+				}
+				sv += ps[j]
+				continue
+			}
+			sv += (*[64]float64)(unsafe.Pointer(tab[e]))[8*xu+best]
+		}
+		score += sv
+	}
+	ns := max(len(in), len(out), 1)
+	gm := g.recip[ns]
+	if n := len(out); n < ns {
+		bound += float64(ns-n) / float64(ns) * max(max(max(h0, h1), max(h2, h3)), max(max(h4, h5), max(h6, h7)))
+	}
+	hv := [8]float64{h0, h1, h2, h3, h4, h5, h6, h7}
+	for i, mo := range out {
+		e := e0 + i
+		if toff[e] == -1 {
+			bound -= pottsSend8((*[8]float64)(data[mo:]), &hv, gm, pw[e])
+			continue
+		}
+		bound -= sendCols8((*[8]float64)(data[mo:]), (*[64]float64)(unsafe.Pointer(tab[e])), &hv, gm)
+	}
+	return bound, score
+}
+
+// backwardMix8 is backwardPart's step for node s when kern[s] == kernMix+8.
+func (g *graph) backwardMix8(s int, bound float64) float64 {
+	data, tab, toff, pw := g.data, g.tab, g.toff, g.pw
+	th := (*[8]float64)(g.theta[g.uoff[s]:])
+	h0, h1, h2, h3, h4, h5, h6, h7 := th[0], th[1], th[2], th[3], th[4], th[5], th[6], th[7]
+	e0, e1 := g.outOff[s], g.outOff[s+1]
+	out := g.moff[e0:e1]
+	for _, mo := range out {
+		m := (*[8]float64)(data[mo:])
+		h0 += m[0]
+		h1 += m[1]
+		h2 += m[2]
+		h3 += m[3]
+		h4 += m[4]
+		h5 += m[5]
+		h6 += m[6]
+		h7 += m[7]
+	}
+	in := g.inE[g.inOff[s]:g.inOff[s+1]]
+	for _, e := range in {
+		m := (*[8]float64)(data[g.moff[e]:])
+		h0 += m[0]
+		h1 += m[1]
+		h2 += m[2]
+		h3 += m[3]
+		h4 += m[4]
+		h5 += m[5]
+		h6 += m[6]
+		h7 += m[7]
+	}
+	ns := max(len(in), len(out), 1)
+	gm := g.recip[ns]
+	if n := len(in); n < ns {
+		bound += float64(ns-n) / float64(ns) * max(max(max(h0, h1), max(h2, h3)), max(max(h4, h5), max(h6, h7)))
+	}
+	hv := [8]float64{h0, h1, h2, h3, h4, h5, h6, h7}
+	for _, e := range in {
+		if toff[e] == -1 {
+			bound -= pottsSend8((*[8]float64)(data[g.moff[e]:]), &hv, gm, pw[e])
+			continue
+		}
+		bound -= sendRows8((*[8]float64)(data[g.moff[e]:]), (*[64]float64)(unsafe.Pointer(tab[e])), &hv, gm)
+	}
+	return bound
+}
+
+// pottsSend8 sends along a Potts edge of weight w from a node of 8 states (pass.go's potts, unrolled, negated).
+func pottsSend8(m *[8]float64, h *[8]float64, gm, w float64) float64 {
+	a0 := m[0] - gm*h[0]
+	if h[0] == negInf {
+		a0 = posInf
+	}
+	a1 := m[1] - gm*h[1]
+	if h[1] == negInf {
+		a1 = posInf
+	}
+	a2 := m[2] - gm*h[2]
+	if h[2] == negInf {
+		a2 = posInf
+	}
+	a3 := m[3] - gm*h[3]
+	if h[3] == negInf {
+		a3 = posInf
+	}
+	a4 := m[4] - gm*h[4]
+	if h[4] == negInf {
+		a4 = posInf
+	}
+	a5 := m[5] - gm*h[5]
+	if h[5] == negInf {
+		a5 = posInf
+	}
+	a6 := m[6] - gm*h[6]
+	if h[6] == negInf {
+		a6 = posInf
+	}
+	a7 := m[7] - gm*h[7]
+	if h[7] == negInf {
+		a7 = posInf
+	}
+	b1 := min(min(min(a0, a1), min(a2, a3)), min(min(a4, a5), min(a6, a7)))
+	if b1 == posInf {
+		m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7] = negInf, negInf, negInf, negInf, negInf, negInf, negInf, negInf
+		return posInf
+	}
+	if w >= 0 {
+		m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7] = -min(a0-b1, w), -min(a1-b1, w), -min(a2-b1, w), -min(a3-b1, w), -min(a4-b1, w), -min(a5-b1, w), -min(a6-b1, w), -min(a7-b1, w)
+		return b1 - w
+	}
+	i1 := 7
+	if a6 == b1 {
+		i1 = 6
+	}
+	if a5 == b1 {
+		i1 = 5
+	}
+	if a4 == b1 {
+		i1 = 4
+	}
+	if a3 == b1 {
+		i1 = 3
+	}
+	if a2 == b1 {
+		i1 = 2
+	}
+	if a1 == b1 {
+		i1 = 1
+	}
+	if a0 == b1 {
+		i1 = 0
+	}
+	b2 := min(min(min(fsel(i1 == 0, posInf, a0), fsel(i1 == 1, posInf, a1)), min(fsel(i1 == 2, posInf, a2), fsel(i1 == 3, posInf, a3))), min(min(fsel(i1 == 4, posInf, a4), fsel(i1 == 5, posInf, a5)), min(fsel(i1 == 6, posInf, a6), fsel(i1 == 7, posInf, a7))))
+	m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7] = 0, 0, 0, 0, 0, 0, 0, 0
+	m[i1] = b1 - min(b1-w, b2)
+	return b1
+}

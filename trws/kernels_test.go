@@ -34,12 +34,37 @@ func withHoles(rng *rand.Rand, m *model.Model, frac int) *model.Model {
 	return m
 }
 
+// pottsGrid returns an h x w Potts grid of l labels with couplings of
+// both signs (sign 0), >= 0 (1) or < 0 (-1), with about one edge in dense
+// made a dense table (none when dense is 0).
+func pottsGrid(rng *rand.Rand, h, w, l, sign, dense int) *model.Model {
+	m := generate.Potts(generate.GridOptions{Height: h, Width: w, Labels: l, Rho: 2, Seed: rng.Int64()})
+	for a := range m.Factors {
+		f := &m.Factors[a]
+		if f.Kind != model.Potts {
+			continue
+		}
+		switch sign {
+		case 1:
+			f.Weight = math.Abs(f.Weight)
+		case -1:
+			f.Weight = -math.Abs(f.Weight) - 0.01
+		}
+		if dense > 0 && rng.IntN(dense) == 0 {
+			f.Table = m.DenseTable(a)
+			f.Kind = model.Dense
+		}
+	}
+	return m
+}
+
 // TestKernelsBitIdentical: the unrolled node steps (kernels_gen.go) give
 // the iterates of the general code bit for bit (kernels.go): the same
 // bound after every pass, labelling, labelling score and messages, on
 // dense grids of every unrolled size (with and without -Inf entries),
 // grids where some nodes take the unrolled step and some the general code
-// (another state count, Potts edges), and random trees, on 1 and 2
+// (another state count), Potts grids of every unrolled size (couplings of
+// both signs, -Inf unaries, some dense edges), and random trees, on 1 and 2
 // threads; with prefetching (pass.go) against without.
 func TestKernelsBitIdentical(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
@@ -87,7 +112,20 @@ func TestKernelsBitIdentical(t *testing.T) {
 		}
 	}
 	cases = append(cases, tc{"mixed", mixed, true, false},
-		tc{"potts", generate.Potts(generate.GridOptions{Height: 6, Width: 6, Labels: 4, Rho: 2, Seed: 3}), false, false})
+		tc{"potts", generate.Potts(generate.GridOptions{Height: 6, Width: 6, Labels: 4, Rho: 2, Seed: 3}), true, false})
+	// Potts grids of every unrolled size (forwardMixK): couplings of both
+	// signs, only >= 0, only < 0; with -Inf unaries, reduced and raw; and
+	// Potts mixed with dense tables, some -Inf (all-dead messages).
+	for _, l := range []int{2, 3, 4, 8} {
+		for _, sign := range []int{0, 1, -1} {
+			cases = append(cases,
+				tc{"potts-grid", pottsGrid(rng, 7, 9, l, sign, 0), true, false},
+				tc{"potts-hard", withHoles(rng, pottsGrid(rng, 6, 8, l, sign, 0), 4), false, false},
+				tc{"potts-hard-raw", withHoles(rng, pottsGrid(rng, 6, 8, l, sign, 0), 2), true, true},
+				tc{"potts-dense", pottsGrid(rng, 7, 9, l, sign, 3), true, false},
+				tc{"potts-dense-hard-raw", withHoles(rng, pottsGrid(rng, 6, 8, l, sign, 3), 3), true, true})
+		}
+	}
 	for range 10 {
 		cases = append(cases, tc{"tree", randomTree(rng, 25, 5, true, false), false, false})
 	}

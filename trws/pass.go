@@ -434,14 +434,15 @@ const (
 // later nodes, the memory a forward pass reads first at t: the messages
 // are one contiguous range, since edges are laid out in order (graph.go),
 // the tables (when outside data) one range each. A node with an unrolled
-// step (K states, K x K tables) does it all in one call (prefetchOutK):
+// step on dense edges only (K states, K x K tables) does it all in one
+// call (prefetchOutK):
 // a call per range cost about 8% of an iteration.
 func (g *graph) prefetchOut(t int) {
 	e0, e1 := g.outOff[t], g.outOff[t+1]
 	if e0 == e1 {
 		return
 	}
-	if k := int(g.kern[t]); k != 0 && g.tabLen > 0 {
+	if k := int(g.kern[t]); k != 0 && k < kernMix && g.tabLen > 0 {
 		prefetchOutK(&g.data[g.moff[e0]], (e1-e0)*k, &g.tab[e0], e1-e0, k*k)
 		return
 	}
@@ -470,7 +471,7 @@ func (g *graph) prefetchIn(t int) {
 		return
 	}
 	kv := g.card[t]
-	if k := int(g.kern[t]); k != 0 && g.tabLen > 0 {
+	if k := int(g.kern[t]); k != 0 && k < kernMix && g.tabLen > 0 {
 		prefetchInK(&in[0], len(in), &g.moff[0], &g.tab[0], &g.data[0], k, k*k)
 		return
 	}
