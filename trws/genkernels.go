@@ -380,13 +380,7 @@ func forwardMix(p func(string, ...any), k int) {
 	endWeight(p, k, "out")
 	p("\thv := [%d]float64{%s}\n", k, list(k, v("h")))
 	p("\tfor i, mo := range out {\n\t\te := e0 + i\n")
-	p("\t\tif toff[e] == -1 {\n\t\t\tbound -= pottsSend%d((*[%d]float64)(data[mo:]), &hv, gm, pw[e])\n\t\t\tcontinue\n\t\t}\n", k, k)
-	if isSIMD(k) {
-		p("\t\tbound -= sendCols%d((*[%d]float64)(data[mo:]), %s, &hv, gm)\n", k, k, tableOf(k, "tab[e]"))
-	} else {
-		p("\t\tm := (*[%d]float64)(data[mo:])\n\t\tt := %s\n", k, tableOf(k, "tab[e]"))
-		denseCols(p, k)
-	}
+	mixSend(p, k, "data[mo:]", true)
 	p("\t}\n\treturn bound, score\n}\n\n")
 }
 
@@ -406,14 +400,25 @@ func backwardMix(p func(string, ...any), k int) {
 	endWeight(p, k, "in")
 	p("\thv := [%d]float64{%s}\n", k, list(k, v("h")))
 	p("\tfor _, e := range in {\n")
-	p("\t\tif toff[e] == -1 {\n\t\t\tbound -= pottsSend%d((*[%d]float64)(data[g.moff[e]:]), &hv, gm, pw[e])\n\t\t\tcontinue\n\t\t}\n", k, k)
-	if isSIMD(k) {
-		p("\t\tbound -= sendRows%d((*[%d]float64)(data[g.moff[e]:]), %s, &hv, gm)\n", k, k, tableOf(k, "tab[e]"))
-	} else {
-		p("\t\tm := (*[%d]float64)(data[g.moff[e]:])\n\t\tt := %s\n", k, tableOf(k, "tab[e]"))
-		denseRows(p, k)
-	}
+	mixSend(p, k, "data[g.moff[e]:]", false)
 	p("\t}\n\treturn bound\n}\n\n")
+}
+
+// mixSend writes a mixed node's send along edge e, whose message is at
+// msg: pottsSendK for a Potts edge, else the dense step along the table's
+// columns (forward, cols) or rows (backward).
+func mixSend(p func(string, ...any), k int, msg string, cols bool) {
+	p("\t\tif toff[e] == -1 {\n\t\t\tbound -= pottsSend%d((*[%d]float64)(%s), &hv, gm, pw[e])\n\t\t\tcontinue\n\t\t}\n", k, k, msg)
+	dir, dense := "Rows", denseRows
+	if cols {
+		dir, dense = "Cols", denseCols
+	}
+	if isSIMD(k) {
+		p("\t\tbound -= send%s%d((*[%d]float64)(%s), %s, &hv, gm)\n", dir, k, k, msg, tableOf(k, "tab[e]"))
+		return
+	}
+	p("\t\tm := (*[%d]float64)(%s)\n\t\tt := %s\n", k, msg, tableOf(k, "tab[e]"))
+	dense(p, k)
 }
 
 // pottsSend writes pottsSendK: the general code's prepare and potts
