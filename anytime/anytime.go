@@ -446,7 +446,7 @@ func (r *run) miniBuckets(ctx context.Context) {
 	if left := r.left(); left > 0 {
 		budget = max(time.Duration(float64(left)*share), time.Nanosecond)
 	}
-	about := fmt.Sprintf("depth-first branch and bound with mini-bucket bounds (BB-MBE, Kask and Dechter 2001) within %s, for %.3g s", bytesOf(r.opts.Eliminate), budget.Seconds())
+	about := fmt.Sprintf("depth-first branch and bound with mini-bucket bounds (BB-MBE, Kask and Dechter 2001) within %s, for %.3g s", elim.BytesString(float64(r.opts.Eliminate)), budget.Seconds())
 	t0 := r.begin(MiniBucket, about)
 	o := elim.DefaultOptions()
 	o.Memory, o.Search, o.Tol, o.ProgressEvery, o.TimeLimit = r.opts.Eliminate, true, r.opts.Tol, r.opts.ProgressEvery, budget
@@ -457,17 +457,6 @@ func (r *run) miniBuckets(ctx context.Context) {
 	}
 	about += fmt.Sprintf(": mini-buckets of 2^%.0f entries, %d buckets split, root bound %.9g, %d nodes", st.Limit, st.Split, st.Bound, st.Nodes)
 	r.end(ctx, MiniBucket, about, t0, res, st.Nodes)
-}
-
-// bytesOf writes a memory budget.
-func bytesOf(b int64) string {
-	switch {
-	case b >= 1<<30 && b%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", b>>30)
-	case b >= 1<<20 && b%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", b>>20)
-	}
-	return fmt.Sprintf("%d bytes", b)
 }
 
 // elimRate is a conservative rate of bucket elimination's message loop

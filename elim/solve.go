@@ -100,7 +100,7 @@ func (e Estimate) String() string {
 		at = "at least "
 	}
 	return fmt.Sprintf("%s order: induced width %s%d, largest table 2^%.1f entries, tables %s%s, %s%.2g operations",
-		e.Order, at, e.Width, e.MaxLog2, at, bytesString(e.Bytes), at, e.Work)
+		e.Order, at, e.Width, e.MaxLog2, at, BytesString(e.Bytes), at, e.Work)
 }
 
 // TooLargeError says that exact elimination does not fit the memory
@@ -119,11 +119,11 @@ func (e Estimate) Verdict() string {
 	if e.Fits {
 		fits = "within"
 	}
-	return fmt.Sprintf("%s, %s the memory budget of %s", e, fits, bytesString(float64(e.Budget)))
+	return fmt.Sprintf("%s, %s the memory budget of %s", e, fits, BytesString(float64(e.Budget)))
 }
 
-// bytesString writes a byte count with a binary unit.
-func bytesString(b float64) string {
+// BytesString writes a byte count with a binary unit (1.0 GiB, 512.0 MiB).
+func BytesString(b float64) string {
 	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
 	k := 0
 	for b >= 1024 && k+1 < len(units) {
@@ -331,7 +331,7 @@ func searchMBE(ctx context.Context, m *model.Model, red *model.Reduced, opts Opt
 	if p == nil {
 		q := newPlan(red.Model, o.order, 1)
 		return solver.Result{}, st, fmt.Errorf("elim: the smallest mini-buckets need %s of tables and %.2g operations, over the memory budget of %s or the work limit of %.2g",
-			bytesString(q.bytes()), q.work, bytesString(float64(opts.Memory)), maxWork)
+			BytesString(q.bytes()), q.work, BytesString(float64(opts.Memory)), maxWork)
 	}
 	st.Limit, st.Split, st.Bytes, st.Work = p.limit, p.split, p.bytes(), p.work
 	if err := p.build(); err != nil {
