@@ -308,8 +308,9 @@ func (r *run) solve(ctx context.Context) (Result, error) {
 	}
 	// Phase 1: the relaxation. Before a mini-bucket search it gets at most
 	// a quarter of the time left: it often closes the gap at once
-	// (Segmentation_11: 0.1 s, where the search needs more than 30 s), and
-	// else the search gets its share.
+	// (Segmentation_11: 0.02 s, where the search needs more than 30 s), and
+	// else the search gets its share. (rctx bounds the relaxation only: the
+	// phase's end, and its primal search, run under ctx.)
 	var warm *consensus.Warm
 	rctx := ctx
 	if left := r.left(); mbe && left > 0 {
@@ -317,7 +318,7 @@ func (r *run) solve(ctx context.Context) (Result, error) {
 		rctx, cancel = context.WithTimeout(ctx, left/4)
 		defer cancel()
 	}
-	res, err := r.phaseRun(rctx, Relax, r.relaxAbout(), func(lim solver.Limits, progress func(solver.Progress)) (solver.Result, error) {
+	res, err := r.phaseRun(ctx, Relax, r.relaxAbout(), func(lim solver.Limits, progress func(solver.Progress)) (solver.Result, error) {
 		if mbe && lim.TimeLimit > 0 {
 			lim.TimeLimit = max(lim.TimeLimit/4, time.Nanosecond)
 		}
