@@ -13,9 +13,9 @@ import (
 // dual - primal <= Tol*max(1, |primal|) (Optimal; with Tol 0 only an exact
 // proof, dual <= primal, stops); the bound stalled, i.e. improved by at most
 // BoundTol*max(1, |Dual|) over the last BoundWindow iterations (Converged),
-// a test made only when Tol > 0; the limits MaxIter and TimeLimit, and
-// cancellation. So with Tol == 0 only the limits stop a run that has not
-// proved optimality. (With Cycles a stall also switches the cycle sweeps
+// a test made only when Tol > 0 or StallStop; the limits MaxIter and
+// TimeLimit, and cancellation. So with Tol == 0 (and no StallStop) only the
+// limits stop a run that has not proved optimality. (With Cycles a stall also switches the cycle sweeps
 // on, whatever Tol.)
 type Options struct {
 	// Limits: an iteration is one forward and one backward pass; the first
@@ -28,6 +28,11 @@ type Options struct {
 	// BoundTol = 0 stops only on a bound that did not move at all.
 	BoundTol    float64
 	BoundWindow int // >= 1
+	// StallStop makes the stall test stop the run (Converged) even when
+	// Tol is 0: for a caller that goes on with a tighter relaxation once
+	// TRW-S's bound stops moving (package anytime), not for a run whose
+	// --tol 0 asks that only the limits stop it.
+	StallStop bool
 	// Threads runs the passes on this many goroutines (>= 1) in the
 	// partitioned order of order.go: exact TRW-S in an order that depends
 	// on Threads, so the iterates (not the guarantees: a valid, exact,

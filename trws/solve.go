@@ -275,7 +275,7 @@ func (r *runner) run(ctx context.Context, start time.Time, progress func(solver.
 			// afresh.
 			r.cycOn, from = true, t
 			continue
-		case stalled && r.opts.Tol > 0: // with Tol 0 only the limits stop a run
+		case stalled && (r.opts.Tol > 0 || r.opts.StallStop): // with Tol 0 only the limits stop a run
 			res.Status = solver.Converged
 		default:
 			st, stop := r.opts.Reached(ctx, t, elapsed)

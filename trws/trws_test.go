@@ -740,3 +740,31 @@ func TestThreadsBruteForceAndLP(t *testing.T) {
 		}
 	}
 }
+
+// TestStallStop: with Tol 0 a frustrated grid's run goes on to its
+// iteration limit, and with StallStop the same run stops as Converged at
+// the stall, with the same bound up to the stall test's tolerance.
+func TestStallStop(t *testing.T) {
+	m := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 3, Rho: 2, Seed: 4})
+	opts := testOpts(3000)
+	opts.Tol = 0
+	full, err := Solve(context.Background(), m, nil, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.Status != solver.IterationLimit || full.Iterations != 3000 {
+		t.Fatalf("Tol 0: %s after %d iterations, want the iteration limit (3000)", full.Status, full.Iterations)
+	}
+	opts.StallStop = true
+	stop, err := Solve(context.Background(), m, nil, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stop.Status != solver.Converged || stop.Iterations >= 3000 {
+		t.Fatalf("StallStop: %s after %d iterations, want Converged before 3000", stop.Status, stop.Iterations)
+	}
+	if stop.Dual < full.Dual-1e-9 || stop.Dual-full.Dual > 1e-4*math.Max(1, math.Abs(full.Dual)) {
+		t.Errorf("StallStop bound %v, the full run's %v", stop.Dual, full.Dual)
+	}
+	t.Logf("stall after %d iterations: bound %.9g (3000 iterations: %.9g)", stop.Iterations, stop.Dual, full.Dual)
+}
