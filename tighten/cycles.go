@@ -239,15 +239,23 @@ func cycleFactor(m *model.Model, c []int, es []edge, tables map[edge][]float64, 
 	}
 	table := make([]float64, n)
 	x := make([]int, len(c)) // states of c's variables, last fastest
-	pos := map[int]int{}
-	for k, v := range c {
-		pos[v] = k
+	// Each edge's table, the positions of its ends in c and its share,
+	// looked up once (not once per entry: maps dominated a 300x300 grid's
+	// regrouping).
+	type term struct {
+		t        []float64
+		pu, pv   int
+		cv       int
+		fraction float64
+	}
+	terms := make([]term, len(es))
+	for j, e := range es {
+		terms[j] = term{t: tables[e], pu: slices.Index(c, e.u), pv: slices.Index(c, e.v), cv: m.Cards[e.v], fraction: float64(share[e])}
 	}
 	for i := range table {
 		s := 0.0
-		for _, e := range es {
-			t := tables[e]
-			s += t[x[pos[e.u]]*m.Cards[e.v]+x[pos[e.v]]] / float64(share[e])
+		for _, e := range terms {
+			s += e.t[x[e.pu]*e.cv+x[e.pv]] / e.fraction
 		}
 		table[i] = s
 		for k := len(c) - 1; k >= 0; k-- {
