@@ -83,8 +83,8 @@ type Options struct {
 	// the run scores it on m and keeps it when it is better.
 	Primal func(ctx context.Context, m *model.Model, ev model.Evidence, hint solver.Result) []int
 	// Tightener, when not nil, replaces the default tightening phase
-	// (tightenDefault: TRW-S(LP-C) after TRW-S, DD-ADMM on the model
-	// regrouped into cycle factors after DD-ADMM).
+	// (tightenDefault: DD-ADMM on the model regrouped into cycle factors,
+	// or what TightenBy asks for).
 	Tightener func(ctx context.Context, m *model.Model, ev model.Evidence, lim solver.Limits, progress func(solver.Progress)) (Tightened, error)
 	// Node, when not nil, returns branch and bound's node solver for the
 	// search model sm (nil: the default, see nodeSolver).
@@ -155,8 +155,8 @@ func (o *Options) Validate() error {
 		return solver.Errorf("Relax", "unknown relaxation %q (want %s or %s)", o.Relax, TRWS, ADMM)
 	case o.NodeMaxIter < 0:
 		return solver.Errorf("NodeMaxIter", "%d is negative", o.NodeMaxIter)
-	case o.TightenBy != "" && o.TightenBy != AllCycles && o.TightenBy != Pursue:
-		return solver.Errorf("TightenBy", "unknown tightening %q (want %s or %s)", o.TightenBy, AllCycles, Pursue)
+	case o.TightenBy != "" && o.TightenBy != AllCycles && o.TightenBy != Pursue && o.TightenBy != LPC:
+		return solver.Errorf("TightenBy", "unknown tightening %q (want %s, %s or %s)", o.TightenBy, AllCycles, Pursue, LPC)
 	case !(o.TightenShare >= 0 && o.TightenShare <= 1):
 		return solver.Errorf("TightenShare", "%v is not in [0, 1]", o.TightenShare)
 	case !(o.MiniBucketShare >= 0 && o.MiniBucketShare <= 1):
@@ -329,6 +329,14 @@ func (r *run) solve(ctx context.Context) (Result, error) {
 		if r.opts.Relax == TRWS {
 			o := r.opts.TRWS
 			o.Limits = lim
+			// With later phases to run, a stalled bound (weak tree
+			// agreement) ends this one even with Tol 0: further TRW-S
+			// iterations would not move it, the tighter relaxation will.
+			// (A BoundTol of 0, --tol 0's, would wait for a bound that
+			// does not move at all: the default's 1e-7 judges the stall.)
+			if o.StallStop = !r.opts.NoTighten || !r.opts.NoSearch; o.StallStop {
+				o.BoundTol = max(o.BoundTol, trws.DefaultOptions().BoundTol)
+			}
 			return trws.Solve(ctx, r.m, r.ev, o, progress)
 		}
 		o := r.opts.DD
@@ -677,11 +685,15 @@ func (r *run) tightenPhase(ctx context.Context, tighten func(context.Context, *m
 }
 
 // tightenDefault is the default tightening: nothing when m's pairwise
-// factors form no 3- or 4-cycles; after TRW-S, TRW-S(LP-C) with the cycle
-// inequalities of every triangle and chordless square (trws
-// Options.Cycles), and the search model regrouped into cycle factors when
-// there are few enough cycles for DD-ADMM nodes (searchModel); after
-// DD-ADMM, DD-ADMM on m regrouped into cycle factors (tighten.Cycles).
+// factors form no 3- or 4-cycles; otherwise DD-ADMM on m regrouped into
+// factors over its triangles and chordless squares (tighten.Cycles: the
+// same score for every assignment, a relaxation with each cycle's local
+// polytope), whose final state seeds the search's root, when there are
+// no more cycles than edges. More cycle factors than edges, on dense
+// graphs, cost far more than the model: after TRW-S the phase then runs
+// TRW-S(LP-C) (trws Options.Cycles: the cycle inequalities in TRW-S's
+// dual, no factors), as it does with TightenBy LPC; after DD-ADMM it is
+// skipped.
 func (r *run) tightenDefault(ctx context.Context, m *model.Model, ev model.Evidence, lim solver.Limits, progress func(solver.Progress)) (Tightened, error) {
 	if r.opts.TightenBy == Pursue {
 		return r.tightenPursue(ctx, m, ev, lim, progress)
@@ -693,7 +705,7 @@ func (r *run) tightenDefault(ctx context.Context, m *model.Model, ev model.Evide
 	if len(cycles) == 0 {
 		return Tightened{Skipped: true, About: "no 3- or 4-cycles of pairwise factors"}, nil
 	}
-	if r.opts.Relax == TRWS {
+	if r.opts.Relax == TRWS && (r.opts.TightenBy == LPC || len(cycles) > st.Edges) {
 		o := r.opts.TRWS
 		o.Limits, o.Cycles = lim, true
 		res, err := trws.Solve(ctx, m, ev, o, progress)

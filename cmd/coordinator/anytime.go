@@ -110,7 +110,12 @@ func (f *solveFlags) anytimeOptions(j spec, set func(string) bool) (anytime.Opti
 		o.Relax = anytime.ADMM
 	default:
 		o.Relax, _ = anytime.Choose(j.m)
-		o.First = j.solve
+		if o.Relax != anytime.TRWS || o.TRWS.Cycles {
+			o.First = j.solve
+		}
+		// (TRW-S, the choice for pairwise models, runs as anytime's own
+		// relaxation: the same solver and options, and its stall ends
+		// the phase even under --tol 0.)
 	}
 	if set("max-iter") {
 		o.NodeMaxIter = f.maxIter
