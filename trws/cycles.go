@@ -48,15 +48,21 @@ package trws
 // feasible). A cycle with two edges in one chain is skipped: its chain's
 // maximum is not separable over the edges.
 //
-// Schedule: TRW-S runs alone until its bound stalls (Options.BoundTol over
-// BoundWindow iterations: weak tree agreement, in practice); from then on
-// every iteration (a forward and a backward pass) is followed by one sweep
-// over all cycles, in order of their smallest variable, which lets the
-// chains' forward and backward tables be extended lazily instead of
-// recomputed after every step. Starting the cycles only at the stall keeps
-// the bound at least as good as TRW-S's and spends no LPs while TRW-S
-// alone still makes progress. Table 2 interleaves the cycles with the node
-// updates instead; both alternate exact block steps on the same dual.
+// Schedule: TRW-S runs alone until it slows down: its bound improved over
+// the last BoundWindow iterations by at most Options.CycleStart (1%) of
+// what it improved since the first iteration, or stalled by BoundTol. From
+// then on every iteration (a forward and a backward pass) is followed by
+// one sweep over all cycles, in order of their smallest variable, which
+// lets the chains' forward and backward tables be extended lazily instead
+// of recomputed after every step. Starting the cycles late spends no LPs
+// while TRW-S alone still makes fast progress and, on small models, keeps
+// the bound at least as good as TRW-S's. The start must not wait for the
+// BoundTol stall alone: on large mixed-sign grids TRW-S creeps down by
+// 1e-6 (relative) per iteration for thousands of iterations, and under
+// BoundTol 0 (the coordinator's --tol 0) never stalls, so the sweeps never
+// started (TestLPCBelowTRWSOnGrids). Table 2 interleaves the cycles with
+// the node updates instead; both alternate exact block steps on the same
+// dual.
 //
 // Monotonicity. The sweep's steps are exact and never raise the bound, but
 // the TRW-S pass right after a sweep can (TestLPCPassesAfterSweep: 26% of

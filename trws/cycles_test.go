@@ -232,6 +232,13 @@ func TestLPCOptions(t *testing.T) {
 	if _, err := Solve(bg, m, nil, o, nil); err == nil {
 		t.Error("negative MaxCycles accepted")
 	}
+	o.MaxCycles = 0
+	for _, v := range []float64{-0.1, 1.5, math.NaN(), math.Inf(1)} {
+		o.CycleStart = v
+		if _, err := Solve(bg, m, nil, o, nil); err == nil || !strings.Contains(err.Error(), "CycleStart") {
+			t.Errorf("CycleStart %v: got %v", v, err)
+		}
+	}
 	_, st, err := SolveStats(bg, m, nil, lpcOpts(20), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -290,4 +297,49 @@ func TestLPCPassesAfterSweep(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d passes rose above the bound before them, by at most %.3g relative", rises, passes, maxRel)
+}
+
+// mixedPotts is the coordinator's `gen potts` grid: couplings of both signs
+// drawn from U[-rho, rho], so frustrated squares abound.
+func mixedPotts(h, w, labels int, rho float64, seed int64) *model.Model {
+	return generate.Potts(generate.GridOptions{Height: h, Width: w, Labels: labels, Rho: rho, Seed: seed})
+}
+
+// TestLPCBelowTRWSOnGrids: on mixed-sign Potts grids large enough that
+// TRW-S keeps creeping down for hundreds of iterations (so its bound never
+// stalls by BoundTol, and never at all under BoundTol 0, the coordinator's
+// --tol 0) the cycle sweeps still start, once TRW-S slows down
+// (Options.CycleStart), and take the bound clearly below TRW-S's. Before
+// CycleStart the sweeps waited for the BoundTol stall, which never came:
+// LP-C returned TRW-S's bound exactly ("0 steps lowered the bound").
+func TestLPCBelowTRWSOnGrids(t *testing.T) {
+	for _, tc := range []struct {
+		labels   int
+		boundTol float64
+		tol      float64
+		minDrop  float64 // relative to TRW-S's bound
+	}{
+		{2, 0, 0, 3e-3},
+		{2, 1e-7, 1e-6, 3e-3},
+		{4, 0, 0, 3e-4},
+	} {
+		m := mixedPotts(24, 24, tc.labels, 1, 1)
+		o := testOpts(300)
+		o.BoundTol, o.Tol = tc.boundTol, tc.tol
+		plain := solveChecked(t, "trws", m, o, math.Inf(-1))
+		o.Cycles = true
+		res, st, err := SolveStats(bg, m, nil, o, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkResult(t, "lpc", m, res, math.Inf(-1))
+		drop := (plain.Dual - res.Dual) / math.Abs(plain.Dual)
+		t.Logf("%d labels, BoundTol %g: TRW-S %.4f, TRW-S(LP-C) %.4f (%.3g%% lower), primal %.4f; %+v", tc.labels, tc.boundTol, plain.Dual, res.Dual, 100*drop, res.Primal, st.Cycles)
+		if drop < tc.minDrop {
+			t.Errorf("%d labels, BoundTol %g: TRW-S(LP-C) bound %v only %.3g%% below TRW-S's %v (want >= %.3g%%)", tc.labels, tc.boundTol, res.Dual, 100*drop, plain.Dual, 100*tc.minDrop)
+		}
+		if st.Cycles.Steps == 0 {
+			t.Errorf("%d labels: no cycle step lowered the bound", tc.labels)
+		}
+	}
 }

@@ -252,8 +252,12 @@ func (r *runner) run(ctx context.Context, start time.Time, progress func(solver.
 	var lastReport time.Duration
 	w := len(r.hist)
 	from := 0 // convergence needs BoundWindow iterations after this one
+	first := math.Inf(1)
 	for t := 1; ; t++ {
 		r.iterate()
+		if t == 1 {
+			first = r.dual
+		}
 		r.hist[t%w] = r.dual
 		res.Iterations = t
 		res.Dual, res.Relaxed, res.Primal = r.dual, r.last, r.best
@@ -263,14 +267,22 @@ func (r *runner) run(ctx context.Context, start time.Time, progress func(solver.
 			lastReport = elapsed
 			progress(solver.Progress{Iteration: t, Dual: res.Dual, Primal: res.Primal, Gap: res.Gap, Elapsed: elapsed})
 		}
-		stalled := t-from > r.opts.BoundWindow && r.hist[(t-r.opts.BoundWindow)%w]-r.dual <= r.opts.BoundTol*math.Max(1, math.Abs(r.dual))
+		window := t-from > r.opts.BoundWindow
+		gain := math.Inf(1) // over the last window
+		if window {
+			gain = r.hist[(t-r.opts.BoundWindow)%w] - r.dual
+		}
+		stalled := window && gain <= r.opts.BoundTol*math.Max(1, math.Abs(r.dual))
+		// TRW-S slowed down: its last window gained at most CycleStart of
+		// what it gained since the first iteration.
+		slowed := stalled || window && gain <= r.opts.CycleStart*(first-r.dual)
 		switch {
 		case math.IsInf(res.Dual, -1):
 			res.Status = solver.Infeasible
 		case solver.Closed(res.Dual, res.Primal, r.opts.Tol):
 			res.Status = solver.Optimal
-		case stalled && r.cyc != nil && !r.cycOn && t < r.opts.MaxIter:
-			// TRW-S stalled: from now on every iteration also sweeps
+		case slowed && r.cyc != nil && !r.cycOn && t < r.opts.MaxIter:
+			// TRW-S slowed down: from now on every iteration also sweeps
 			// the cycles (see cycles.go), and convergence is judged
 			// afresh.
 			r.cycOn, from = true, t
