@@ -105,6 +105,7 @@ type runner struct {
 	onBounds func(forward, backward float64) // test hook: every pass's bound
 	cyc      *lpc                            // TRW-S(LP-C), or nil
 	cycOn    bool                            // the cycle sweeps have started
+	toSweep  int                             // iterations until the next sweep, once cycOn
 
 	// Threads (order.go): sc[c] is part c's scratch, and the last one the
 	// separator's; part c > 0 runs on worker c, which takes a pass (0
@@ -239,10 +240,16 @@ func (r *runner) iterate() {
 	r.dual = min(r.dual, fb, bb)
 	r.last = bb
 	if r.cycOn {
-		// The sweep's steps lower the exact chain dual by known amounts
-		// (cycles.go); the bound after it is as exact as a pass's.
-		r.last = bb - r.cyc.sweep()
-		r.dual = min(r.dual, r.last)
+		if r.toSweep--; r.toSweep <= 0 {
+			// The sweep's steps lower the exact chain dual by known
+			// amounts (cycles.go); the bound after it is as exact as a
+			// pass's. The repair then changes the messages, not the
+			// tables: the next pass evaluates the new dual exactly.
+			r.last = bb - r.cyc.sweep()
+			r.dual = min(r.dual, r.last)
+			r.cyc.repair()
+			r.toSweep = r.opts.SweepEvery
+		}
 	}
 }
 
@@ -285,7 +292,7 @@ func (r *runner) run(ctx context.Context, start time.Time, progress func(solver.
 			// TRW-S slowed down: from now on every iteration also sweeps
 			// the cycles (see cycles.go), and convergence is judged
 			// afresh.
-			r.cycOn, from = true, t
+			r.cycOn, r.toSweep, from = true, 1, t
 			continue
 		case stalled && r.opts.Tol > 0: // with Tol 0 only the limits stop a run
 			res.Status = solver.Converged
