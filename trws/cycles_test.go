@@ -3,6 +3,7 @@ package trws
 import (
 	"errors"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -12,6 +13,9 @@ import (
 	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
+	"github.com/ddrun/ddrun/tighten"
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/optimize/convex/lp"
 )
 
 // lpcOpts are testOpts with the cycle constraints on.
@@ -232,6 +236,17 @@ func TestLPCOptions(t *testing.T) {
 	if _, err := Solve(bg, m, nil, o, nil); err == nil {
 		t.Error("negative MaxCycles accepted")
 	}
+	o.MaxCycles, o.SweepEvery = 0, -1
+	if _, err := Solve(bg, m, nil, o, nil); err == nil || !strings.Contains(err.Error(), "SweepEvery") {
+		t.Errorf("SweepEvery -1: got %v", err)
+	}
+	o.SweepEvery = 5
+	for _, v := range []float64{-0.1, 1.5, math.NaN(), math.Inf(1)} {
+		o.CycleStart = v
+		if _, err := Solve(bg, m, nil, o, nil); err == nil || !strings.Contains(err.Error(), "CycleStart") {
+			t.Errorf("CycleStart %v: got %v", v, err)
+		}
+	}
 	_, st, err := SolveStats(bg, m, nil, lpcOpts(20), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -290,4 +305,182 @@ func TestLPCPassesAfterSweep(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d passes rose above the bound before them, by at most %.3g relative", rises, passes, maxRel)
+}
+
+// mixedPotts is the coordinator's `gen potts` grid: couplings of both signs
+// drawn from U[-rho, rho], so frustrated squares abound.
+func mixedPotts(h, w, labels int, rho float64, seed int64) *model.Model {
+	return generate.Potts(generate.GridOptions{Height: h, Width: w, Labels: labels, Rho: rho, Seed: seed})
+}
+
+// TestLPCBelowTRWSOnGrids: on mixed-sign Potts grids large enough that
+// TRW-S keeps creeping down for hundreds of iterations (so its bound never
+// stalls by BoundTol, and never at all under BoundTol 0, the coordinator's
+// --tol 0) the cycle sweeps still start, once TRW-S slows down
+// (Options.CycleStart), and take the bound clearly below TRW-S's. Before
+// CycleStart the sweeps waited for the BoundTol stall, which never came:
+// LP-C returned TRW-S's bound exactly ("0 steps lowered the bound").
+func TestLPCBelowTRWSOnGrids(t *testing.T) {
+	for _, tc := range []struct {
+		labels   int
+		boundTol float64
+		tol      float64
+		minDrop  float64 // relative to TRW-S's bound
+	}{
+		{2, 0, 0, 3e-3},
+		{2, 1e-7, 1e-6, 3e-3},
+		{4, 0, 0, 3e-4},
+	} {
+		m := mixedPotts(24, 24, tc.labels, 1, 1)
+		o := testOpts(300)
+		o.BoundTol, o.Tol = tc.boundTol, tc.tol
+		plain := solveChecked(t, "trws", m, o, math.Inf(-1))
+		o.Cycles = true
+		res, st, err := SolveStats(bg, m, nil, o, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkResult(t, "lpc", m, res, math.Inf(-1))
+		drop := (plain.Dual - res.Dual) / math.Abs(plain.Dual)
+		t.Logf("%d labels, BoundTol %g: TRW-S %.4f, TRW-S(LP-C) %.4f (%.3g%% lower), primal %.4f; %+v", tc.labels, tc.boundTol, plain.Dual, res.Dual, 100*drop, res.Primal, st.Cycles)
+		if drop < tc.minDrop {
+			t.Errorf("%d labels, BoundTol %g: TRW-S(LP-C) bound %v only %.3g%% below TRW-S's %v (want >= %.3g%%)", tc.labels, tc.boundTol, res.Dual, 100*drop, plain.Dual, 100*tc.minDrop)
+		}
+		if st.Cycles.Steps == 0 {
+			t.Errorf("%d labels: no cycle step lowered the bound", tc.labels)
+		}
+	}
+}
+
+// cycleLP returns the optimum of the LP that TRW-S(LP-C) is the dual of on
+// the binary pairwise model m (one factor per edge): the local polytope
+// cut by every cycle inequality of every triangle and chordless square
+// (for binary cycles, 2^(c-1) inequalities with all labels l_k = 1, see
+// cycles.go), solved by gonum's simplex.
+func cycleLP(t *testing.T, m *model.Model) float64 {
+	t.Helper()
+	cyc, _, err := tighten.FindCycles(m, tighten.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nv := len(m.Unary)
+	col := func(a, s, u int) int { return nv + 4*a + 2*s + u } // nu_a(s, u)
+	edge := map[[2]int]int{}
+	for a, f := range m.Factors {
+		if len(f.Vars) != 2 || m.Cards[f.Vars[0]] != 2 || m.Cards[f.Vars[1]] != 2 {
+			t.Fatalf("cycleLP: factor %d is not binary pairwise", a)
+		}
+		edge[[2]int{f.Vars[0], f.Vars[1]}] = a
+		edge[[2]int{f.Vars[1], f.Vars[0]}] = a
+	}
+	nineq := 0
+	for _, c := range cyc {
+		nineq += 1 << (len(c) - 1)
+	}
+	ncol := nv + 4*len(m.Factors) + nineq
+	var rows [][]float64
+	var b []float64
+	row := func(rhs float64) []float64 {
+		r := make([]float64, ncol)
+		rows, b = append(rows, r), append(b, rhs)
+		return r
+	}
+	cost := make([]float64, ncol)
+	for i := range m.Cards {
+		r := row(1)
+		for s := 0; s < 2; s++ {
+			cost[m.UnaryOff[i]+s] = -m.Unary[m.UnaryOff[i]+s]
+			r[m.UnaryOff[i]+s] = 1
+		}
+	}
+	x := make([]int, len(m.Cards))
+	for a, f := range m.Factors {
+		u, v := f.Vars[0], f.Vars[1]
+		for s := 0; s < 2; s++ {
+			for w := 0; w < 2; w++ {
+				x[u], x[v] = s, w
+				cost[col(a, s, w)] = -m.FactorScore(a, x)
+			}
+		}
+		x[u], x[v] = 0, 0
+		for s := 0; s < 2; s++ { // sum_w nu(s, w) = mu_u(s)
+			r := row(0)
+			r[col(a, s, 0)], r[col(a, s, 1)], r[m.UnaryOff[u]+s] = 1, 1, -1
+		}
+		r := row(0) // sum_s nu(s, 0) = mu_v(0); the row of state 1 is implied
+		r[col(a, 0, 0)], r[col(a, 1, 0)], r[m.UnaryOff[v]] = 1, 1, -1
+	}
+	slack := nv + 4*len(m.Factors)
+	for _, c := range cyc {
+		n := len(c)
+		for mask := 1; mask < 1<<n; mask++ {
+			if bits.OnesCount(uint(mask))%2 == 0 {
+				continue
+			}
+			r := row(float64(bits.OnesCount(uint(mask)) - 1))
+			for k := 0; k < n; k++ {
+				a := edge[[2]int{c[k], c[(k+1)%n]}]
+				sign := -1.0
+				if mask>>k&1 == 1 {
+					sign = 1
+				}
+				r[col(a, 0, 1)] += sign // cut_k = nu(0,1) + nu(1,0) either way round
+				r[col(a, 1, 0)] += sign
+			}
+			r[slack] = 1
+			slack++
+		}
+	}
+	A := mat.NewDense(len(rows), ncol, nil)
+	for i, r := range rows {
+		A.SetRow(i, r)
+	}
+	opt, _, err := lp.Simplex(cost, A, b, 1e-10, nil)
+	if err != nil {
+		t.Fatalf("cycleLP: %v", err)
+	}
+	return m.Constant - opt
+}
+
+// TestLPCCycleLPOracle: on small frustrated binary grids (4x4 and 3x5,
+// with and without unary fields) the TRW-S(LP-C) bound is a valid upper
+// bound not only on the MAP score (brute force) but on the optimum of the
+// LP it is the dual of (cycleLP: local polytope + the cycle inequalities of
+// every square; LP-C skips the few squares with two edges in one chain,
+// which only loosens its LP), and it closes most of the gap between TRW-S's
+// bound and that optimum.
+func TestLPCCycleLPOracle(t *testing.T) {
+	var gapT, gapC float64
+	n := 0
+	for seed := int64(1); seed <= 4; seed++ {
+		for _, m := range []*model.Model{
+			generate.Ising(generate.GridOptions{Height: 4, Width: 4, Rho: 3, Seed: seed}),
+			mixedPotts(4, 4, 2, 2, seed),
+			mixedPotts(3, 5, 2, 1, seed),
+		} {
+			mapv, _, err := oracle.BruteForceMAP(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lpv := cycleLP(t, m)
+			if lpv < mapv-1e-6*(1+math.Abs(mapv)) {
+				t.Fatalf("seed %d: cycle LP %v below the MAP score %v", seed, lpv, mapv)
+			}
+			o := testOpts(400)
+			o.Tol, o.BoundTol = 0, 0
+			plain := solveChecked(t, "trws", m, o, mapv)
+			o.Cycles = true
+			res := solveChecked(t, "lpc", m, o, mapv)
+			if res.Dual < lpv-1e-6*(1+math.Abs(lpv)) {
+				t.Fatalf("seed %d, %d vars: TRW-S(LP-C) bound %v below its LP's optimum %v", seed, m.NumVars(), res.Dual, lpv)
+			}
+			gapT += plain.Dual - lpv
+			gapC += res.Dual - lpv
+			n++
+		}
+	}
+	t.Logf("%d grids: mean bound - cycle LP: TRW-S %.4f, TRW-S(LP-C) %.4f", n, gapT/float64(n), gapC/float64(n))
+	if gapC > 0.5*gapT {
+		t.Errorf("TRW-S(LP-C) closed only %.0f%% of TRW-S's gap to the cycle LP (%v of %v)", 100*(1-gapC/gapT), gapC, gapT)
+	}
 }

@@ -97,5 +97,6 @@
 // Stopping (Options): with Tol == 0 only the limits (MaxIter, TimeLimit),
 // cancellation, a proof of optimality (dual <= primal) or infeasibility stop
 // a run; the bound-stall test (BoundTol over BoundWindow iterations) is
-// made only when Tol > 0.
+// made only when Tol > 0. With Cycles, the cycle sweeps start when TRW-S
+// slows down (CycleStart) or stalls, whatever Tol.
 package trws

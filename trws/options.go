@@ -39,24 +39,42 @@ type Options struct {
 	// non-increasing bound) differ from one thread's; the results are
 	// deterministic for a given Threads.
 	Threads int
-	// Cycles runs TRW-S(LP-C): once TRW-S's bound stalls, the dual also
+	// Cycles runs TRW-S(LP-C): once TRW-S slows down (CycleStart), the dual also
 	// takes the cycle inequalities of every triangle and chordless square
 	// of the model's graph (all 4-cycles of a grid) whose variables have 2
 	// to 8 states; see cycles.go.
 	Cycles bool
 	// MaxCycles bounds the number of cycles (0: one million).
 	MaxCycles int
+	// CycleStart (in [0, 1]) switches the cycle sweeps on once TRW-S
+	// slows down: when the bound improved over the last BoundWindow
+	// iterations by at most CycleStart times its improvement since the
+	// first iteration (or when it stalls by BoundTol). 0 waits for the
+	// BoundTol stall alone, which on large grids, and under BoundTol 0,
+	// may never come.
+	CycleStart float64
+	// SweepEvery: once started, a cycle sweep follows every SweepEvery-th
+	// iteration (0 and 1: every iteration). The TRW-S passes between
+	// sweeps propagate a sweep's changes along the chains before the next
+	// one; on 4-label grids a sweep costs about 20 passes and sweeping
+	// after every iteration stalls the bound early (see cycles.go).
+	SweepEvery int
 }
 
 // DefaultOptions returns the defaults: 1000 iterations, no time limit, a
 // relative gap of 1e-6, convergence when the bound improves by less than
-// 1e-7 (relative) over 10 iterations, one thread, progress every 250 ms.
+// 1e-7 (relative) over 10 iterations, one thread, progress every 250 ms,
+// and cycle sweeps (when Cycles is set) from the window in which the bound
+// improves by at most 1% of its improvement so far, then after every 5th
+// iteration.
 func DefaultOptions() Options {
 	return Options{
 		Limits:      solver.Limits{MaxIter: 1000, Tol: 1e-6, ProgressEvery: 250 * time.Millisecond},
 		BoundTol:    1e-7,
 		BoundWindow: 10,
 		Threads:     1,
+		CycleStart:  0.01,
+		SweepEvery:  5,
 	}
 }
 
@@ -72,6 +90,10 @@ func (o *Options) Validate() error {
 		return solver.Errorf("BoundWindow", "%d < 1", o.BoundWindow)
 	case o.Threads < 1:
 		return solver.Errorf("Threads", "%d < 1", o.Threads)
+	case !(o.CycleStart >= 0 && o.CycleStart <= 1):
+		return solver.Errorf("CycleStart", "%v is not in [0, 1]", o.CycleStart)
+	case o.SweepEvery < 0:
+		return solver.Errorf("SweepEvery", "%d is negative", o.SweepEvery)
 	case o.MaxCycles < 0:
 		return solver.Errorf("MaxCycles", "%d is negative", o.MaxCycles)
 	}

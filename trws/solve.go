@@ -105,6 +105,7 @@ type runner struct {
 	onBounds func(forward, backward float64) // test hook: every pass's bound
 	cyc      *lpc                            // TRW-S(LP-C), or nil
 	cycOn    bool                            // the cycle sweeps have started
+	toSweep  int                             // iterations until the next sweep, once cycOn
 
 	// Threads (order.go): sc[c] is part c's scratch, and the last one the
 	// separator's; part c > 0 runs on worker c, which takes a pass (0
@@ -239,10 +240,16 @@ func (r *runner) iterate() {
 	r.dual = min(r.dual, fb, bb)
 	r.last = bb
 	if r.cycOn {
-		// The sweep's steps lower the exact chain dual by known amounts
-		// (cycles.go); the bound after it is as exact as a pass's.
-		r.last = bb - r.cyc.sweep()
-		r.dual = min(r.dual, r.last)
+		if r.toSweep--; r.toSweep <= 0 {
+			// The sweep's steps lower the exact chain dual by known
+			// amounts (cycles.go); the bound after it is as exact as a
+			// pass's. The repair then changes the messages, not the
+			// tables: the next pass evaluates the new dual exactly.
+			r.last = bb - r.cyc.sweep()
+			r.dual = min(r.dual, r.last)
+			r.cyc.repair()
+			r.toSweep = r.opts.SweepEvery
+		}
 	}
 }
 
@@ -252,8 +259,12 @@ func (r *runner) run(ctx context.Context, start time.Time, progress func(solver.
 	var lastReport time.Duration
 	w := len(r.hist)
 	from := 0 // convergence needs BoundWindow iterations after this one
+	first := math.Inf(1)
 	for t := 1; ; t++ {
 		r.iterate()
+		if t == 1 {
+			first = r.dual
+		}
 		r.hist[t%w] = r.dual
 		res.Iterations = t
 		res.Dual, res.Relaxed, res.Primal = r.dual, r.last, r.best
@@ -263,17 +274,25 @@ func (r *runner) run(ctx context.Context, start time.Time, progress func(solver.
 			lastReport = elapsed
 			progress(solver.Progress{Iteration: t, Dual: res.Dual, Primal: res.Primal, Gap: res.Gap, Elapsed: elapsed})
 		}
-		stalled := t-from > r.opts.BoundWindow && r.hist[(t-r.opts.BoundWindow)%w]-r.dual <= r.opts.BoundTol*math.Max(1, math.Abs(r.dual))
+		window := t-from > r.opts.BoundWindow
+		gain := math.Inf(1) // over the last window
+		if window {
+			gain = r.hist[(t-r.opts.BoundWindow)%w] - r.dual
+		}
+		stalled := window && gain <= r.opts.BoundTol*math.Max(1, math.Abs(r.dual))
+		// TRW-S slowed down: its last window gained at most CycleStart of
+		// what it gained since the first iteration.
+		slowed := stalled || window && gain <= r.opts.CycleStart*(first-r.dual)
 		switch {
 		case math.IsInf(res.Dual, -1):
 			res.Status = solver.Infeasible
 		case solver.Closed(res.Dual, res.Primal, r.opts.Tol):
 			res.Status = solver.Optimal
-		case stalled && r.cyc != nil && !r.cycOn && t < r.opts.MaxIter:
-			// TRW-S stalled: from now on every iteration also sweeps
+		case slowed && r.cyc != nil && !r.cycOn && t < r.opts.MaxIter:
+			// TRW-S slowed down: from now on every iteration also sweeps
 			// the cycles (see cycles.go), and convergence is judged
 			// afresh.
-			r.cycOn, from = true, t
+			r.cycOn, r.toSweep, from = true, 1, t
 			continue
 		case stalled && (r.opts.Tol > 0 || r.opts.StallStop): // with Tol 0 only the limits stop a run
 			res.Status = solver.Converged
