@@ -262,3 +262,24 @@ func TestEliminationFirst(t *testing.T) {
 		t.Fatalf("--elim-memory lots: exit %d, %q", code, stderr)
 	}
 }
+
+// The default TRW-S converging with the gap open (a frustrated grid, no
+// --time-limit) says on stderr how to go further; a closed gap or an
+// explicit --algo says nothing of it.
+func TestDefaultGapOpenHint(t *testing.T) {
+	grid := isingGrid(t, 8, 8, "3")
+	const hint = "--time-limit T goes on with cycle constraints"
+	r, stderr := solveJSON(t, grid)
+	if r.Status != "converged" {
+		t.Fatalf("default on a frustrated grid: status %s, want converged with a gap (the test needs one)", r.Status)
+	}
+	if !strings.Contains(stderr, hint) {
+		t.Errorf("converged with the gap open, no hint: %q", stderr)
+	}
+	if _, stderr := solveJSON(t, "--algo", "trws", grid); strings.Contains(stderr, hint) {
+		t.Errorf("explicit --algo trws: hint given: %q", stderr)
+	}
+	if _, stderr := solveJSON(t, writeFile(t, "chain.uai", chainUAI)); strings.Contains(stderr, hint) {
+		t.Errorf("optimal chain: hint given: %q", stderr)
+	}
+}
