@@ -35,6 +35,9 @@
 #               over ITERS-1).
 #   RSS MB      peak resident memory of the whole process (/usr/bin/time
 #               -v), reading the model included.
+#   model ratio ddrun / Kolmogorov for RSS minus each program's start-up
+#               RSS (its peak on a 2x2 grid, printed first): the memory
+#               the model, its reading and TRW-S take.
 #   bound       the bound after ITERS iterations (score convention: minus
 #               Kolmogorov's lower bound on the energy).
 #   ratio       ddrun / Kolmogorov for cpu ms/it and RSS, medians of the
@@ -89,7 +92,23 @@ rss() { awk '/Maximum resident set size/ {printf "%.1f", $NF/1024}' "$1"; }
 cpu() { awk '/User time/ {u=$NF} /System time/ {s=$NF} END {printf "%.4f", u+s}' "$1"; }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.4f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 
-printf '%-14s %-12s %10s %11s %8s %18s %10s %10s\n' grid program "cpu ms/it" "wall ms/it" "RSS MB" bound "cpu ratio" "RSS ratio"
+# Start-up: each program's peak RSS on a 2x2 grid, what its binary and
+# runtime take before any model (ddrun's coordinator links the whole CLI:
+# the NATS server, Raft, Prometheus, the plotting fonts).
+tiny=$work/$pair-2x2x2.uai
+"$coord" gen potts -height 2 -width 2 -labels 2 -pair "$pair" -quiet -o "$tiny" >/dev/null 2>"$work/gen.err" ||
+	{ cat "$work/gen.err" >&2; exit 1; }
+ks="" ds=""
+for rep in $(seq "$repeats"); do
+	/usr/bin/time -v "$kol" "$tiny" 2 >/dev/null 2>"$work/k.time"
+	ks+="$(rss "$work/k.time") "
+	/usr/bin/time -v "$coord" solve --algo trws --threads 1 --tol 0 --max-iter 2 --quiet "$tiny" >/dev/null 2>"$work/d.time"
+	ds+="$(rss "$work/d.time") "
+done
+kstart=$(tr ' ' '\n' <<<"$ks" | grep . | median)
+dstart=$(tr ' ' '\n' <<<"$ds" | grep . | median)
+echo "start-up RSS (a 2x2 grid): kolmogorov $kstart MB, ddrun $dstart MB; 'model ratio' compares RSS minus start-up"
+printf '%-14s %-12s %10s %11s %8s %18s %10s %10s %11s\n' grid program "cpu ms/it" "wall ms/it" "RSS MB" bound "cpu ratio" "RSS ratio" "model ratio"
 for grid in $grids; do
 	IFS=x read -r h w l <<<"$grid"
 	uai=$work/$pair-$grid.uai
@@ -119,9 +138,10 @@ for grid in $grids; do
 	for t in $threads; do
 		dc=$(tr ' ' '\n' <<<"${c[$t]}" | grep . | median)
 		dr=$(tr ' ' '\n' <<<"${r[$t]}" | grep . | median)
-		printf '%-14s %-12s %10.2f %11.2f %8.1f %18.6f %10.2f %10.2f\n' "$grid" "ddrun t=$t" "$dc" \
+		printf '%-14s %-12s %10.2f %11.2f %8.1f %18.6f %10.2f %10.2f %11.2f\n' "$grid" "ddrun t=$t" "$dc" \
 			"$(tr ' ' '\n' <<<"${wl[$t]}" | grep . | median)" "$dr" "${b[$t]}" \
-			"$(awk -v a="$dc" -v b="$kc" 'BEGIN {printf "%.2f", a/b}')" "$(awk -v a="$dr" -v b="$kr" 'BEGIN {printf "%.2f", a/b}')"
+			"$(awk -v a="$dc" -v b="$kc" 'BEGIN {printf "%.2f", a/b}')" "$(awk -v a="$dr" -v b="$kr" 'BEGIN {printf "%.2f", a/b}')" \
+			"$(awk -v a="$dr" -v b="$kr" -v sa="$dstart" -v sb="$kstart" 'BEGIN {printf "%.2f", (a-sa)/(b-sb)}')"
 	done
 	unset c wl r b
 done
