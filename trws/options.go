@@ -15,8 +15,8 @@ import (
 // BoundTol*max(1, |Dual|) over the last BoundWindow iterations (Converged),
 // a test made only when Tol > 0 or StallStop; the limits MaxIter and
 // TimeLimit, and cancellation. So with Tol == 0 (and no StallStop) only the
-// limits stop a run that has not proved optimality. (With Cycles a stall also switches the cycle sweeps
-// on, whatever Tol.)
+// limits stop a run that has not proved optimality. (With Cycles a
+// slowdown, CycleStart, switches the cycle sweeps on, whatever Tol.)
 type Options struct {
 	// Limits: an iteration is one forward and one backward pass; the first
 	// iteration is always reported to progress (ProgressEvery 0 reports
@@ -39,8 +39,8 @@ type Options struct {
 	// non-increasing bound) differ from one thread's; the results are
 	// deterministic for a given Threads.
 	Threads int
-	// Cycles runs TRW-S(LP-C): once TRW-S slows down (CycleStart), the dual also
-	// takes the cycle inequalities of every triangle and chordless square
+	// Cycles runs TRW-S(LP-C): once TRW-S slows down (CycleStart), the
+	// dual also takes the cycle inequalities of every triangle and chordless square
 	// of the model's graph (all 4-cycles of a grid) whose variables have 2
 	// to 8 states; see cycles.go.
 	Cycles bool
