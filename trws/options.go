@@ -40,9 +40,9 @@ type Options struct {
 	// deterministic for a given Threads.
 	Threads int
 	// Cycles runs TRW-S(LP-C): once TRW-S slows down (CycleStart), the
-	// dual also takes the cycle inequalities of every triangle and chordless square
-	// of the model's graph (all 4-cycles of a grid) whose variables have 2
-	// to 8 states; see cycles.go.
+	// dual also takes the cycle inequalities of every triangle and
+	// chordless square of the model's graph (all 4-cycles of a grid) whose
+	// variables have 2 to 8 states; see cycles.go.
 	Cycles bool
 	// MaxCycles bounds the number of cycles (0: one million).
 	MaxCycles int
