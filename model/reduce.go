@@ -270,11 +270,11 @@ func (m *Model) DenseTable(a int) []float64 {
 func (r *Reduced) addSlicedSequence(m *Model, f *Factor) {
 	shared, offs, _ := SequenceTransitions(m, f)
 	var emission []float64
-	if f.Emission != nil {
+	if f.EmissionScores() != nil {
 		eoff := 0
 		for _, v := range f.Vars {
 			for _, st := range r.States[v] {
-				emission = append(emission, f.Emission[eoff+st])
+				emission = append(emission, f.EmissionScores()[eoff+st])
 			}
 			eoff += m.Cards[v]
 		}
@@ -292,7 +292,7 @@ func (r *Reduced) addSlicedSequence(m *Model, f *Factor) {
 			}
 		}
 	}
-	r.Factors = append(r.Factors, Factor{Kind: Sequence, Vars: f.Vars, Emission: emission, Table: trans})
+	r.Factors = append(r.Factors, Factor{Kind: Sequence, Vars: f.Vars, Table: trans}.WithEmission(emission))
 }
 
 // keptFactors returns the factors of m over two or more variables, kept
