@@ -300,7 +300,7 @@ func (r *Reduced) addSlicedSequence(m *Model, f *Factor) {
 // returns nil, false). When they lie in one run of m.Factors (one-variable
 // factors before or after them, as readers and generators write them) it
 // returns that run, capped so that appending copies, instead of a copy (on
-// a 1000x1000 grid, 256 MB of Factor headers).
+// a 1000x1000 grid, 160 MB of Factor headers).
 func keptFactors(m *Model, cards []int) ([]Factor, bool) {
 	for v, c := range cards {
 		if c != m.Cards[v] {
