@@ -168,7 +168,7 @@ func withSequence(rng *rand.Rand) *model.Model {
 		}
 	}
 	for range 13 {
-		seq.Emission = append(seq.Emission, rng.NormFloat64())
+		seq.SetEmission(append(seq.EmissionScores(), rng.NormFloat64()))
 	}
 	m.Factors = append(m.Factors, seq)
 	for _, e := range [][2]int{{0, 2}, {0, 4}, {1, 3}} {

@@ -74,12 +74,12 @@ func buildProblem(r *model.Model, maxTable int) (*problem, error) {
 			if err != nil {
 				return nil, fmt.Errorf("cmp: factor %d (%s): %w", a, f.Kind, err)
 			}
-			eoff := 0
+			eoff, emission := 0, f.EmissionScores()
 			for k, v := range f.Vars {
-				if f.Emission != nil {
+				if emission != nil {
 					u := unary[r.UnaryOff[v]:r.UnaryOff[v+1]]
 					for s := range u {
-						u[s] += f.Emission[eoff+s]
+						u[s] += emission[eoff+s]
 					}
 				}
 				eoff += r.Cards[v]

@@ -11,7 +11,7 @@ import (
 // Pairs holds a part's factors flat when all of them are pairwise factors
 // of one kind (model.Potts or model.Pair): scope (I[a], J[a]) in the
 // part's numbering and weight W[a], 16 bytes a factor where a
-// model.Factor takes 120 plus its scope. A part with Pairs has one slave
+// model.Factor takes 80 plus its scope. A part with Pairs has one slave
 // per pair, in this order (what partition.PerFactor gives the same
 // factors), and its Model holds the variables only. Pairs exist for
 // memory: a sharded worker of a grid holds two factors per variable.

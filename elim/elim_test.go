@@ -25,7 +25,7 @@ func addSequence(rng *rand.Rand, m *model.Model) {
 	f := model.Factor{Kind: model.Sequence, Vars: vars}
 	for _, v := range vars {
 		for range m.Cards[v] {
-			f.Emission = append(f.Emission, rng.NormFloat64())
+			f.SetEmission(append(f.EmissionScores(), rng.NormFloat64()))
 		}
 	}
 	for i := 0; i+1 < k; i++ {

@@ -111,7 +111,7 @@ func tables(m *model.Model, a int) ([]table, error) {
 			return nil, err
 		}
 		out := make([]table, len(sc))
-		eoff := 0
+		eoff, emission := 0, f.EmissionScores()
 		for k := range sc {
 			u, w := f.Vars[k], f.Vars[k+1]
 			t := newTable(m.Cards, sc[k], nil)
@@ -122,10 +122,10 @@ func tables(m *model.Model, a int) ([]table, error) {
 			for su := 0; su < m.Cards[u]; su++ {
 				for sw := 0; sw < m.Cards[w]; sw++ {
 					v := f.Table[base+su*m.Cards[w]+sw]
-					if f.Emission != nil {
-						v += f.Emission[eoff+su]
+					if emission != nil {
+						v += emission[eoff+su]
 						if k+1 == len(sc) { // the last variable's emission
-							v += f.Emission[eoff+m.Cards[u]+sw]
+							v += emission[eoff+m.Cards[u]+sw]
 						}
 					}
 					t.vals[su*m.Cards[w]+sw] = v

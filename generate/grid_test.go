@@ -32,7 +32,7 @@ func fingerprint(m *model.Model) uint64 {
 		for _, v := range f.Vars {
 			put(uint64(v))
 		}
-		for _, n := range f.Negated {
+		for _, n := range f.NegatedInputs() {
 			if n {
 				put(1)
 			} else {
@@ -43,7 +43,7 @@ func fingerprint(m *model.Model) uint64 {
 			put(math.Float64bits(v))
 		}
 		put(math.Float64bits(f.Weight))
-		put(uint64(f.Budget))
+		put(uint64(f.BudgetBound()))
 	}
 	return h.Sum64()
 }

@@ -114,7 +114,7 @@ func logicFactor(r *rand.Rand, kind model.Kind, maxArity int, perm, hidden []int
 	case model.Budget:
 		random(k)
 		c := count(lit)
-		f.Budget = c + r.IntN(k-c+1)
+		f.SetBudget(c + r.IntN(k-c+1))
 	}
 	neg := make([]bool, k)
 	some := false
@@ -123,7 +123,7 @@ func logicFactor(r *rand.Rand, kind model.Kind, maxArity int, perm, hidden []int
 		some = some || neg[j]
 	}
 	if some {
-		f.Negated = neg
+		f.SetNegated(neg)
 	}
 	return f
 }

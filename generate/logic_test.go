@@ -44,7 +44,7 @@ func TestLogicShape(t *testing.T) {
 			if len(f.Vars) < 1 || len(f.Vars) > o.MaxArity {
 				t.Fatalf("factor %d has arity %d", a, len(f.Vars))
 			}
-			if f.Negated != nil {
+			if f.NegatedInputs() != nil {
 				negated++
 			}
 			continue

@@ -83,25 +83,128 @@ func (k Kind) IsTruncated() bool { return k == TruncLinear || k == TruncQuad }
 func (k Kind) IsStructuredPair() bool { return k == Potts || k.IsTruncated() }
 
 // Factor is one factor of the graph. Only the fields of its kind are used.
+//
+// The layout keeps Factor at 80 bytes (TestFactorSize), down from 128:
+// a 300x300 grid has 179,400 pairwise factors, whose headers would
+// otherwise weigh as much as their 4x4 tables. What every pairwise kind
+// reads sits inline: Kind, Vars, Table (Dense), Weight and Trunc (Pair,
+// Potts, and the truncated kinds that stereo grids use). The fields of the
+// rare kinds (a logic factor's negations and bound, a Sequence's emissions)
+// live behind one pointer that only those factors allocate, read with
+// NegatedInputs, EmissionScores and BudgetBound and set with the With and
+// Set methods. The pointed-to struct is never modified once a Factor holds
+// it (the setters make a new one), so copying a Factor by value behaves as
+// it did when these were plain fields: the copies share the slices' backing
+// arrays, and setting a field on one copy leaves the others alone. The
+// pointer is nil exactly when all three fields are zero, so two Factors with
+// equal fields are reflect.DeepEqual.
 type Factor struct {
 	Kind Kind
 	// Vars is the scope, indices into Model.Cards; no duplicates.
 	Vars []int
-	// Negated marks negated inputs of a logic factor; nil means none.
-	Negated []bool
 	// Table holds a Dense factor's log-potentials, last variable fastest,
 	// or a Sequence's transitions.
 	Table []float64
-	// Emission holds a Sequence's per-position scores (nil: zeros).
-	Emission []float64
 	// Weight is the coupling of Pair, Potts, TruncLinear and TruncQuad
 	// factors.
 	Weight float64
 	// Trunc is the truncation of TruncLinear and TruncQuad factors
 	// (finite, > 0, and Weight*Trunc finite).
 	Trunc float64
-	// Budget is the bound of a Budget factor.
-	Budget int
+	// rare holds the fields of the rare kinds; nil when they are all zero.
+	rare *rareFields
+}
+
+// rareFields are the fields of a Factor that only logic and Sequence
+// factors use. A value is immutable once a Factor points to it.
+type rareFields struct {
+	negated  []bool
+	emission []float64
+	budget   int
+}
+
+// NegatedInputs returns the flags that mark negated inputs of a logic
+// factor (nil means none). The slice is the factor's own, not a copy.
+func (f *Factor) NegatedInputs() []bool {
+	if f.rare == nil {
+		return nil
+	}
+	return f.rare.negated
+}
+
+// IsNegated reports whether input k of a logic factor is negated.
+func (f *Factor) IsNegated(k int) bool {
+	return f.rare != nil && f.rare.negated != nil && f.rare.negated[k]
+}
+
+// EmissionScores returns a Sequence factor's per-position scores, flat
+// (position k at the prefix sum of the cardinalities; nil means zeros).
+// The slice is the factor's own, not a copy.
+func (f *Factor) EmissionScores() []float64 {
+	if f.rare == nil {
+		return nil
+	}
+	return f.rare.emission
+}
+
+// BudgetBound returns a Budget factor's bound: at most this many inputs are
+// true.
+func (f *Factor) BudgetBound() int {
+	if f.rare == nil {
+		return 0
+	}
+	return f.rare.budget
+}
+
+// WithNegated returns f with its negation flags set to neg (kept, not
+// copied; nil means none).
+func (f Factor) WithNegated(neg []bool) Factor {
+	r := f.rareCopy()
+	r.negated = neg
+	f.setRare(r)
+	return f
+}
+
+// WithEmission returns f with its emission scores set to e (kept, not
+// copied; nil means zeros).
+func (f Factor) WithEmission(e []float64) Factor {
+	r := f.rareCopy()
+	r.emission = e
+	f.setRare(r)
+	return f
+}
+
+// WithBudget returns f with its budget bound set to b.
+func (f Factor) WithBudget(b int) Factor {
+	r := f.rareCopy()
+	r.budget = b
+	f.setRare(r)
+	return f
+}
+
+// SetNegated sets f's negation flags to neg (kept, not copied).
+func (f *Factor) SetNegated(neg []bool) { *f = f.WithNegated(neg) }
+
+// SetEmission sets f's emission scores to e (kept, not copied).
+func (f *Factor) SetEmission(e []float64) { *f = f.WithEmission(e) }
+
+// SetBudget sets f's budget bound to b.
+func (f *Factor) SetBudget(b int) { *f = f.WithBudget(b) }
+
+func (f *Factor) rareCopy() rareFields {
+	if f.rare == nil {
+		return rareFields{}
+	}
+	return *f.rare
+}
+
+// setRare points f to a new copy of r, or to nil when r is all zero.
+func (f *Factor) setRare(r rareFields) {
+	if r.negated == nil && r.emission == nil && r.budget == 0 {
+		f.rare = nil
+		return
+	}
+	f.rare = &r
 }
 
 // Model is a discrete factor graph.
@@ -225,13 +328,14 @@ func (m *Model) validateFactor(a int, seen []int) error {
 		for _, v := range f.Vars {
 			sum += m.Cards[v]
 		}
-		if f.Emission != nil && len(f.Emission) != sum {
-			return fmt.Errorf("emission has %d entries, scope needs %d", len(f.Emission), sum)
+		emission := f.EmissionScores()
+		if emission != nil && len(emission) != sum {
+			return fmt.Errorf("emission has %d entries, scope needs %d", len(emission), sum)
 		}
 		if _, _, err := SequenceTransitions(m, f); err != nil {
 			return err
 		}
-		for k, v := range f.Emission {
+		for k, v := range emission {
 			if math.IsNaN(v) || math.IsInf(v, 1) {
 				return fmt.Errorf("emission entry %d is %v", k, v)
 			}
@@ -267,11 +371,11 @@ func (m *Model) validateFactor(a int, seen []int) error {
 				return fmt.Errorf("variable %d has cardinality %d, logic factors need binary variables", v, m.Cards[v])
 			}
 		}
-		if f.Negated != nil && len(f.Negated) != len(f.Vars) {
-			return fmt.Errorf("negated has %d entries for %d variables", len(f.Negated), len(f.Vars))
+		if neg := f.NegatedInputs(); neg != nil && len(neg) != len(f.Vars) {
+			return fmt.Errorf("negated has %d entries for %d variables", len(neg), len(f.Vars))
 		}
-		if f.Kind == Budget && (f.Budget < 0 || f.Budget > len(f.Vars)) {
-			return fmt.Errorf("budget %d outside [0,%d]", f.Budget, len(f.Vars))
+		if b := f.BudgetBound(); f.Kind == Budget && (b < 0 || b > len(f.Vars)) {
+			return fmt.Errorf("budget %d outside [0,%d]", b, len(f.Vars))
 		}
 	}
 	return nil
@@ -315,10 +419,10 @@ func (m *Model) FactorScore(a int, x []int) float64 {
 		return TruncScore(f.Kind, f.Weight, f.Trunc, x[f.Vars[0]], x[f.Vars[1]])
 	case Sequence:
 		shared, offs, _ := SequenceTransitions(m, f)
-		s, eoff := 0.0, 0
+		s, eoff, emission := 0.0, 0, f.EmissionScores()
 		for k, v := range f.Vars {
-			if f.Emission != nil {
-				s += f.Emission[eoff+x[v]]
+			if emission != nil {
+				s += emission[eoff+x[v]]
 			}
 			eoff += m.Cards[v]
 			if k+1 < len(f.Vars) {
@@ -377,7 +481,7 @@ func LogicSatisfied(f *Factor, val func(k int) bool) bool {
 	n := len(f.Vars)
 	lit := func(k int) bool {
 		b := val(k)
-		if f.Negated != nil && f.Negated[k] {
+		if f.IsNegated(k) {
 			b = !b
 		}
 		return b
@@ -403,7 +507,7 @@ func LogicSatisfied(f *Factor, val func(k int) bool) bool {
 	case ANDOut:
 		return (count(n-1) == n-1) == lit(n-1)
 	case Budget:
-		return count(n) <= f.Budget
+		return count(n) <= f.BudgetBound()
 	}
 	panic(fmt.Sprintf("model: LogicSatisfied on kind %s", f.Kind))
 }

@@ -279,11 +279,11 @@ func (m *Model) DenseTable(a int) []float64 {
 func (r *Reduced) addSlicedSequence(m *Model, f *Factor) {
 	shared, offs, _ := SequenceTransitions(m, f)
 	var emission []float64
-	if f.Emission != nil {
+	if f.EmissionScores() != nil {
 		eoff := 0
 		for _, v := range f.Vars {
 			for _, st := range r.States[v] {
-				emission = append(emission, f.Emission[eoff+st])
+				emission = append(emission, f.EmissionScores()[eoff+st])
 			}
 			eoff += m.Cards[v]
 		}
@@ -301,7 +301,7 @@ func (r *Reduced) addSlicedSequence(m *Model, f *Factor) {
 			}
 		}
 	}
-	r.Factors = append(r.Factors, Factor{Kind: Sequence, Vars: f.Vars, Emission: emission, Table: trans})
+	r.Factors = append(r.Factors, Factor{Kind: Sequence, Vars: f.Vars, Table: trans}.WithEmission(emission))
 }
 
 // keptFactors returns the factors of m over two or more variables, kept
@@ -309,7 +309,7 @@ func (r *Reduced) addSlicedSequence(m *Model, f *Factor) {
 // returns nil, false). When they lie in one run of m.Factors (one-variable
 // factors before or after them, as readers and generators write them) it
 // returns that run, capped so that appending copies, instead of a copy (on
-// a 1000x1000 grid, 256 MB of Factor headers).
+// a 1000x1000 grid, 160 MB of Factor headers).
 func keptFactors(m *Model, cards []int) ([]Factor, bool) {
 	for v, c := range cards {
 		if c != m.Cards[v] {

@@ -65,7 +65,7 @@ func randomSequence(rng *rand.Rand, shared bool) (seq, dense *model.Model) {
 		}
 		dense.Factors = append(dense.Factors, model.Factor{Kind: model.Dense, Vars: []int{k, k + 1}, Table: t})
 	}
-	seq.Factors = []model.Factor{{Kind: model.Sequence, Vars: vars, Emission: emission, Table: trans}}
+	seq.Factors = []model.Factor{model.Factor{Kind: model.Sequence, Vars: vars, Table: trans}.WithEmission(emission)}
 	return seq, dense
 }
 
@@ -114,11 +114,11 @@ func TestSequenceValidate(t *testing.T) {
 		t.Error("transitions of the wrong size accepted")
 	}
 	m.Factors[0].Table = make([]float64, 2*2+2*3)
-	m.Factors[0].Emission = make([]float64, 6)
+	m.Factors[0].SetEmission(make([]float64, 6))
 	if err := m.Validate(); err == nil {
 		t.Error("emission of the wrong size accepted")
 	}
-	m.Factors[0].Emission = make([]float64, 7)
+	m.Factors[0].SetEmission(make([]float64, 7))
 	if err := m.Validate(); err != nil {
 		t.Errorf("valid sequence rejected: %v", err)
 	}

@@ -146,7 +146,7 @@ func BenchmarkPartBytes(b *testing.B) {
 }
 
 // A flat worker part of a 4-label grid stays under 1,000 bytes per
-// variable (measured 815 at 10^6 variables, about 1,100 with
+// variable (measured 815 at 10^6 variables, about 1,000 with
 // model.Factors): what it must hold is 256 for the replicas' multipliers
 // and marginals, 64 for the unaries and marginals, about 100 for the
 // replica indices and 230 for two Potts slaves.

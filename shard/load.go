@@ -24,7 +24,7 @@ func Load(ctx context.Context, spec *Spec) (*consensus.Part, error) {
 // LoadFlat is Load for a worker that only runs the part: when all the
 // part's factors are Potts factors, or all Pair factors, it keeps them
 // flat (consensus.Part.Pairs: 16 bytes a factor, where a model.Factor
-// takes about 136 with its scope) and builds no plan; a part of other
+// takes 96 with a pair's scope) and builds no plan; a part of other
 // factors is Load's. consensus.NewWorker runs both alike, to the bit.
 func LoadFlat(ctx context.Context, spec *Spec) (*consensus.Part, error) {
 	return readPart(ctx, spec, true)

@@ -67,11 +67,11 @@ func sequenceChain(m *model.Model, f *model.Factor) (Slave, error) {
 		cards[k] = m.Cards[v]
 	}
 	var emissions [][]float64
-	if f.Emission != nil {
+	if f.EmissionScores() != nil {
 		emissions = make([][]float64, n)
 		off := 0
 		for k, c := range cards {
-			emissions[k] = f.Emission[off : off+c]
+			emissions[k] = f.EmissionScores()[off : off+c]
 			off += c
 		}
 	}

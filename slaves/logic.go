@@ -604,25 +604,26 @@ func NewLogic(f *model.Factor) (Slave, error) {
 	if n < min {
 		return nil, fmt.Errorf("slaves: %s factor needs at least %d variables, has %d", f.Kind, min, n)
 	}
-	if f.Negated != nil && len(f.Negated) != n {
-		return nil, fmt.Errorf("slaves: %s factor has %d negation flags for %d variables", f.Kind, len(f.Negated), n)
+	neg := f.NegatedInputs()
+	if neg != nil && len(neg) != n {
+		return nil, fmt.Errorf("slaves: %s factor has %d negation flags for %d variables", f.Kind, len(neg), n)
 	}
 	switch f.Kind {
 	case model.XOR:
-		return NewXOR(n, f.Negated), nil
+		return NewXOR(n, neg), nil
 	case model.AtMostOne:
-		return NewAtMostOne(n, f.Negated), nil
+		return NewAtMostOne(n, neg), nil
 	case model.OR:
-		return NewOR(n, f.Negated), nil
+		return NewOR(n, neg), nil
 	case model.OROut:
-		return NewOROut(n, f.Negated), nil
+		return NewOROut(n, neg), nil
 	case model.ANDOut:
-		return NewANDOut(n, f.Negated), nil
+		return NewANDOut(n, neg), nil
 	case model.Budget:
-		if f.Budget < 0 || f.Budget > n {
-			return nil, fmt.Errorf("slaves: budget %d outside [0,%d]", f.Budget, n)
+		if b := f.BudgetBound(); b < 0 || b > n {
+			return nil, fmt.Errorf("slaves: budget %d outside [0,%d]", b, n)
 		}
-		return NewBudget(n, f.Negated, f.Budget), nil
+		return NewBudget(n, neg, f.BudgetBound()), nil
 	}
 	return nil, fmt.Errorf("slaves: unknown logic kind %s", f.Kind)
 }

@@ -21,13 +21,13 @@ func logicRandFactor(rng *rand.Rand, kind model.Kind, n int) *model.Factor {
 		f.Vars[k] = k
 	}
 	if rng.IntN(4) != 0 {
-		f.Negated = make([]bool, n)
-		for k := range f.Negated {
-			f.Negated[k] = rng.IntN(2) == 0
+		f.SetNegated(make([]bool, n))
+		for k := range f.NegatedInputs() {
+			f.NegatedInputs()[k] = rng.IntN(2) == 0
 		}
 	}
 	if kind == model.Budget {
-		f.Budget = rng.IntN(n + 1)
+		f.SetBudget(rng.IntN(n + 1))
 	}
 	return f
 }
@@ -104,7 +104,7 @@ func TestLogicQUADRef(t *testing.T) {
 				maxKKT = math.Max(maxKKT, math.Abs(g))
 				total++
 				if t.Failed() {
-					t.Fatalf("%s n=%d negated %v budget %d", kind, n, f.Negated, f.Budget)
+					t.Fatalf("%s n=%d negated %v budget %d", kind, n, f.NegatedInputs(), f.BudgetBound())
 				}
 			}
 		}
@@ -120,7 +120,7 @@ func logicInHull(f *model.Factor, u []float64, tol float64) error {
 	z := make([]float64, n)
 	for k := range z {
 		z[k] = u[2*k+1]
-		if f.Negated != nil && f.Negated[k] {
+		if f.NegatedInputs() != nil && f.NegatedInputs()[k] {
 			z[k] = u[2*k]
 		}
 		if z[k] < -tol || z[k] > 1+tol || math.Abs(u[2*k]+u[2*k+1]-1) > tol {
@@ -148,8 +148,8 @@ func logicInHull(f *model.Factor, u []float64, tol float64) error {
 			return fmt.Errorf("sum z = %v", sum(n))
 		}
 	case model.Budget:
-		if sum(n) > float64(f.Budget)+tol {
-			return fmt.Errorf("sum z = %v > %d", sum(n), f.Budget)
+		if sum(n) > float64(f.BudgetBound())+tol {
+			return fmt.Errorf("sum z = %v > %d", sum(n), f.BudgetBound())
 		}
 	case model.OROut, model.ANDOut:
 		if f.Kind == model.ANDOut { // AND = OR-out on flipped literals
@@ -203,7 +203,7 @@ func TestLogicQUADLarge(t *testing.T) {
 				y := make([]int, n)
 				gap := s.MAP(d, y) - base
 				if math.Abs(gap) > 1e-9 {
-					t.Fatalf("%s n=%d negated %v budget %d: FW gap %g", kind, n, f.Negated, f.Budget, gap)
+					t.Fatalf("%s n=%d negated %v budget %d: FW gap %g", kind, n, f.NegatedInputs(), f.BudgetBound(), gap)
 				}
 				maxGap = math.Max(maxGap, math.Abs(gap))
 				cases++
@@ -232,7 +232,7 @@ func TestLogicMAP(t *testing.T) {
 				got := s.MAP(w, y)
 				want, _ := slavetest.BruteMAP(cards, logicScore(f), w)
 				if math.Abs(got-want) > 1e-12 {
-					t.Fatalf("%s n=%d negated %v budget %d w %v: MAP %v, brute force %v", kind, n, f.Negated, f.Budget, w, got, want)
+					t.Fatalf("%s n=%d negated %v budget %d w %v: MAP %v, brute force %v", kind, n, f.NegatedInputs(), f.BudgetBound(), w, got, want)
 				}
 				if sc := s.Score(y); sc != 0 {
 					t.Fatalf("%s: MAP configuration %v scores %v", kind, y, sc)
@@ -262,7 +262,7 @@ func TestLogicScore(t *testing.T) {
 				score := logicScore(f)
 				for _, y := range slavetest.EnumerateConfigs(logicBinaryCards(n)) {
 					if got, want := s.Score(y), score(y); got != want {
-						t.Fatalf("%s negated %v budget %d: Score(%v) = %v, want %v", kind, f.Negated, f.Budget, y, got, want)
+						t.Fatalf("%s negated %v budget %d: Score(%v) = %v, want %v", kind, f.NegatedInputs(), f.BudgetBound(), y, got, want)
 					}
 				}
 			}
@@ -332,9 +332,9 @@ func TestLogicNewLogicErrors(t *testing.T) {
 		{Kind: model.XOR},
 		{Kind: model.OROut, Vars: []int{0}},
 		{Kind: model.ANDOut, Vars: []int{0}},
-		{Kind: model.OR, Vars: []int{0, 1}, Negated: []bool{true}},
-		{Kind: model.Budget, Vars: []int{0, 1}, Budget: 3},
-		{Kind: model.Budget, Vars: []int{0, 1}, Budget: -1},
+		model.Factor{Kind: model.OR, Vars: []int{0, 1}}.WithNegated([]bool{true}),
+		model.Factor{Kind: model.Budget, Vars: []int{0, 1}}.WithBudget(3),
+		model.Factor{Kind: model.Budget, Vars: []int{0, 1}}.WithBudget(-1),
 	}
 	for i := range bad {
 		if s, err := slaves.NewLogic(&bad[i]); err == nil {
@@ -342,7 +342,8 @@ func TestLogicNewLogicErrors(t *testing.T) {
 		}
 	}
 	for _, kind := range logicKinds {
-		f := &model.Factor{Kind: kind, Vars: []int{3, 4, 5}, Budget: 2}
+		g := model.Factor{Kind: kind, Vars: []int{3, 4, 5}}.WithBudget(2)
+		f := &g
 		s, err := slaves.NewLogic(f)
 		if err != nil {
 			t.Fatalf("%s: %v", kind, err)
@@ -386,7 +387,7 @@ func TestLogicAllocs(t *testing.T) {
 	for _, kind := range logicKinds {
 		for _, n := range []int{5, 64} {
 			f := logicRandFactor(rng, kind, n)
-			f.Budget = n / 3
+			f.SetBudget(n / 3)
 			s, err := slaves.NewLogic(f)
 			if err != nil {
 				t.Fatal(err)
@@ -430,10 +431,11 @@ func benchLogicQUAD(b *testing.B, f *model.Factor, spread float64) {
 }
 
 func logicBenchFactor(kind model.Kind, n, budget int) *model.Factor {
-	f := &model.Factor{Kind: kind, Vars: make([]int, n), Negated: make([]bool, n), Budget: budget}
+	g := model.Factor{Kind: kind, Vars: make([]int, n)}.WithNegated(make([]bool, n)).WithBudget(budget)
+	f := &g
 	for k := range f.Vars {
 		f.Vars[k] = k
-		f.Negated[k] = k%3 == 0
+		f.NegatedInputs()[k] = k%3 == 0
 	}
 	return f
 }

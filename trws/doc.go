@@ -52,10 +52,12 @@
 // adds L_u*L_v entries); per node about 40 bytes besides its unaries (the
 // chain weights come from the degrees, not from arrays). On the 4-label
 // dense grids of scripts/bench-trws.sh the whole process (model, reading
-// and TRW-S) peaks at 92 MB for 300x300 (115 MB with the tables copied;
-// Kolmogorov's program 76 MB) and 809 MB for 1000x1000 (1054; his 817):
-// what remains above his is mostly the model's own memory (a model.Factor
-// header is 128 bytes, as much as a 4x4 table).
+// and TRW-S) peaks at 82 MB for 300x300 (Kolmogorov's program 76 MB) and
+// 702 MB for 1000x1000 (his 817); before model.Factor shrank from 128 to
+// 80 bytes it was 91 and 809 (115 and 1054 with the tables copied). What
+// remains above his on 300x300 is mostly the model's own memory: a
+// model.Factor header (80 bytes) and its scope (16) beside each 4x4 table
+// (128).
 //
 // Messages stay float64. Storing them as float32 would keep the bound valid
 // only with a correction: after rounding a message M to M' the chain maxima

@@ -167,7 +167,7 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 		switch {
 		case f.Kind == model.Sequence:
 			nrefs += len(f.Vars) - 1
-			ownTheta = ownTheta || f.Emission != nil
+			ownTheta = ownTheta || f.EmissionScores() != nil
 		case len(f.Vars) == 2:
 			nrefs++
 		default:
@@ -221,7 +221,8 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 		f := &m.Factors[a]
 		switch {
 		case f.Kind == model.Sequence:
-			if f.Emission == nil {
+			emission := f.EmissionScores()
+			if emission == nil {
 				continue
 			}
 			eoff := 0
@@ -229,7 +230,7 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 				s := at(int32(v))
 				u := g.theta[g.uoff[s]:g.uoff[s+1]]
 				for i := range u {
-					u[i] += f.Emission[eoff+i]
+					u[i] += emission[eoff+i]
 				}
 				eoff += len(u)
 			}

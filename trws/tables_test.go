@@ -25,7 +25,7 @@ func takeSnapshot(m *model.Model) snapshot {
 	s := snapshot{unary: slices.Clone(m.Unary)}
 	for _, f := range m.Factors {
 		s.tables = append(s.tables, slices.Clone(f.Table))
-		s.emit = append(s.emit, slices.Clone(f.Emission))
+		s.emit = append(s.emit, slices.Clone(f.EmissionScores()))
 	}
 	return s
 }
@@ -49,7 +49,7 @@ func (s snapshot) check(t *testing.T, name string, m *model.Model) {
 		t.Fatalf("%s: the run changed the model's unaries", name)
 	}
 	for a, f := range m.Factors {
-		if !sameBits(s.tables[a], f.Table) || !sameBits(s.emit[a], f.Emission) {
+		if !sameBits(s.tables[a], f.Table) || !sameBits(s.emit[a], f.EmissionScores()) {
 			t.Fatalf("%s: the run changed factor %d's table", name, a)
 		}
 	}

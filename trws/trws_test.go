@@ -309,9 +309,9 @@ func TestSequence(t *testing.T) {
 		for j := range m.Unary {
 			m.Unary[j] = rng.NormFloat64()
 		}
-		f := model.Factor{Kind: model.Sequence, Vars: []int{3, 0, 4, 1, 2}, Emission: make([]float64, 13)}
-		for j := range f.Emission {
-			f.Emission[j] = rng.NormFloat64()
+		f := model.Factor{Kind: model.Sequence, Vars: []int{3, 0, 4, 1, 2}}.WithEmission(make([]float64, 13))
+		for j := range f.EmissionScores() {
+			f.EmissionScores()[j] = rng.NormFloat64()
 		}
 		for k := 0; k+1 < len(f.Vars); k++ {
 			for range cards[f.Vars[k]] * cards[f.Vars[k+1]] {
@@ -544,7 +544,7 @@ func TestPairwiseLogic(t *testing.T) {
 	copy(m.Unary, []float64{0, 1, 0, 2, 0, -1})
 	m.Factors = []model.Factor{
 		{Kind: model.XOR, Vars: []int{0, 1}},
-		{Kind: model.OR, Vars: []int{1, 2}, Negated: []bool{true, false}},
+		model.Factor{Kind: model.OR, Vars: []int{1, 2}}.WithNegated([]bool{true, false}),
 		{Kind: model.Pair, Vars: []int{2, 0}, Weight: 1.5},
 	}
 	mapv, _, _ := oracle.BruteForceMAP(m)

@@ -53,7 +53,7 @@ func TestBruteForceHand(t *testing.T) {
 	copy(m.Unaries(1), []float64{0, 2})
 	copy(m.Unaries(2), []float64{0, -1})
 	m.Factors = []model.Factor{
-		{Kind: model.XOR, Vars: []int{0, 1, 2}, Negated: []bool{false, false, true}},
+		model.Factor{Kind: model.XOR, Vars: []int{0, 1, 2}}.WithNegated([]bool{false, false, true}),
 		{Kind: model.Pair, Vars: []int{0, 1}, Weight: 5},
 	}
 	// Feasible: (0,0,0)=0, (1,0,1)=0, (0,1,1)=1.
@@ -67,7 +67,7 @@ func TestBruteForceHand(t *testing.T) {
 	m.Factors = []model.Factor{{Kind: model.ANDOut, Vars: []int{0, 1, 2}}}
 	checkBF(t, "andout", m, 1.5, []int{0, 1, 0})
 	// Negated output: !out = x0 AND x1, i.e. out = NAND; out=1 unless both.
-	m.Factors[0].Negated = []bool{false, false, true}
+	m.Factors[0].SetNegated([]bool{false, false, true})
 	copy(m.Unaries(2), []float64{0, -0.5})
 	// (1,1,0)=2.5, (0,1,1)=1, (1,0,1)=0.5, (0,0,1)=-0.5.
 	checkBF(t, "nand", m, 2.5, []int{1, 1, 0})
@@ -77,7 +77,7 @@ func TestBruteForceHand(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		m.Unaries(i)[1] = float64(i + 1)
 	}
-	m.Factors = []model.Factor{{Kind: model.Budget, Vars: []int{0, 1, 2, 3}, Budget: 2}}
+	m.Factors = []model.Factor{model.Factor{Kind: model.Budget, Vars: []int{0, 1, 2, 3}}.WithBudget(2)}
 	checkBF(t, "budget", m, 7, []int{0, 0, 1, 1})
 
 	// Potts chain of three 3-state variables: attractive couplings beat

@@ -128,12 +128,12 @@ func randomFactorTree(rng *rand.Rand, binary bool) *model.Model {
 			if (f.Kind == model.OROut || f.Kind == model.ANDOut) && len(f.Vars) < 2 {
 				f.Kind = model.OR
 			}
-			f.Negated = make([]bool, len(f.Vars))
-			for k := range f.Negated {
-				f.Negated[k] = rng.IntN(2) == 0
+			f.SetNegated(make([]bool, len(f.Vars)))
+			for k := range f.NegatedInputs() {
+				f.NegatedInputs()[k] = rng.IntN(2) == 0
 			}
 			if f.Kind == model.Budget {
-				f.Budget = rng.IntN(len(f.Vars) + 1)
+				f.SetBudget(rng.IntN(len(f.Vars) + 1))
 			}
 		case r == 1 && len(f.Vars) == 2 && cards[f.Vars[0]] == cards[f.Vars[1]]:
 			f.Kind = model.Potts
@@ -278,9 +278,9 @@ func TestLPSingleXOR(t *testing.T) {
 		for j := range m.Unary {
 			m.Unary[j] = rng.NormFloat64()
 		}
-		f := model.Factor{Kind: model.XOR, Vars: rng.Perm(n), Negated: make([]bool, n)}
-		for k := range f.Negated {
-			f.Negated[k] = rng.IntN(3) == 0
+		f := model.Factor{Kind: model.XOR, Vars: rng.Perm(n)}.WithNegated(make([]bool, n))
+		for k := range f.NegatedInputs() {
+			f.NegatedInputs()[k] = rng.IntN(3) == 0
 		}
 		m.Factors = []model.Factor{f}
 		_, _, mu := checkRelaxation(t, "xor", m, true)

@@ -208,13 +208,14 @@ func drawTiny(rng *rand.Rand, o *TinyOptions, kinds []model.Kind, soft bool) *mo
 			k := lo + rng.IntN(min(4, len(binary))-lo+1)
 			f.Vars = pick(binary, k)
 			if rng.IntN(3) > 0 {
-				f.Negated = make([]bool, k)
-				for j := range f.Negated {
-					f.Negated[j] = rng.IntN(3) == 0
+				neg := make([]bool, k)
+				for j := range neg {
+					neg[j] = rng.IntN(3) == 0
 				}
+				f.SetNegated(neg)
 			}
 			if kind == model.Budget {
-				f.Budget = rng.IntN(k + 1)
+				f.SetBudget(rng.IntN(k + 1))
 			}
 		default:
 			f.Kind = model.Dense

@@ -45,7 +45,7 @@ func TestRandomTinyModel(t *testing.T) {
 		}
 		for _, f := range m.Factors {
 			kinds[f.Kind]++
-			for _, b := range f.Negated {
+			for _, b := range f.NegatedInputs() {
 				if b {
 					negated++
 				}

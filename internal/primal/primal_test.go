@@ -71,10 +71,10 @@ func heavy(rng *rand.Rand, n int, frac float64) *model.Model {
 		kind := kinds[rng.IntN(len(kinds))]
 		k := 2 + rng.IntN(2)
 		perm := rng.Perm(len(bin))[:k]
-		f := model.Factor{Kind: kind, Negated: make([]bool, k), Budget: rng.IntN(k)}
+		f := model.Factor{Kind: kind}.WithNegated(make([]bool, k)).WithBudget(rng.IntN(k))
 		for j, q := range perm {
 			f.Vars = append(f.Vars, bin[q])
-			f.Negated[j] = rng.IntN(3) == 0
+			f.NegatedInputs()[j] = rng.IntN(3) == 0
 		}
 		m.Factors = append(m.Factors, f)
 	}
@@ -166,9 +166,9 @@ func TestPropagationIsGAC(t *testing.T) {
 			vars[i] = i
 		}
 		m := model.New(cards)
-		f := model.Factor{Kind: kind, Vars: vars, Negated: make([]bool, k), Budget: rng.IntN(k + 1)}
-		for j := range f.Negated {
-			f.Negated[j] = rng.IntN(2) == 0
+		f := model.Factor{Kind: kind, Vars: vars}.WithNegated(make([]bool, k)).WithBudget(rng.IntN(k + 1))
+		for j := range f.NegatedInputs() {
+			f.NegatedInputs()[j] = rng.IntN(2) == 0
 		}
 		if kind == model.Dense {
 			size := 1

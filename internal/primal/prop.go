@@ -106,10 +106,10 @@ func (p *Propagator) addFactor(a int) {
 		p.addTable(a, f.Vars, f.Table, 0)
 	case f.Kind == model.Sequence:
 		shared, offs, _ := model.SequenceTransitions(m, f)
-		if f.Emission != nil {
+		if f.EmissionScores() != nil {
 			eoff := 0
 			for _, v := range f.Vars {
-				p.addTable(a, []int{v}, f.Emission[eoff:eoff+m.Cards[v]], 0)
+				p.addTable(a, []int{v}, f.EmissionScores()[eoff:eoff+m.Cards[v]], 0)
 				eoff += m.Cards[v]
 			}
 		}
@@ -121,7 +121,7 @@ func (p *Propagator) addFactor(a int) {
 			p.addTable(a, f.Vars[k:k+2], f.Table, t)
 		}
 	case f.Kind.IsLogic():
-		c := constraint{kind: consLogic, fac: a, neg: f.Negated, f: f}
+		c := constraint{kind: consLogic, fac: a, neg: f.NegatedInputs(), f: f}
 		for _, v := range f.Vars {
 			c.vars = append(c.vars, int32(v))
 		}
@@ -420,7 +420,7 @@ func (p *Propagator) reviseLogic(c int) bool {
 	case model.XOR, model.AtMostOne, model.Budget:
 		limit := 1
 		if kind == model.Budget {
-			limit = con.f.Budget
+			limit = con.f.BudgetBound()
 		}
 		if nt > limit {
 			return false

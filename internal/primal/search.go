@@ -146,8 +146,8 @@ func staticMax(m *model.Model, a int) float64 {
 		b, eoff := 0.0, 0
 		for k, v := range f.Vars {
 			c := m.Cards[v]
-			if f.Emission != nil {
-				b += slices.Max(f.Emission[eoff : eoff+c])
+			if f.EmissionScores() != nil {
+				b += slices.Max(f.EmissionScores()[eoff : eoff+c])
 			}
 			eoff += c
 			if k+1 < len(f.Vars) {

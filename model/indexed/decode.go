@@ -122,7 +122,7 @@ func (d *decoder) entries() int {
 // the negation bytes.
 func (d *decoder) record(f *model.Factor, a, nvars int) (off uint64, p Payload, err error) {
 	name := d.name
-	vars, neg := f.Vars[:0], f.Negated[:0]
+	vars, neg := f.Vars[:0], f.NegatedInputs()[:0]
 	*f = model.Factor{Kind: model.Kind(d.u8())}
 	arity := d.u32()
 	if d.err != nil {
@@ -151,7 +151,7 @@ func (d *decoder) record(f *model.Factor, a, nvars int) (off uint64, p Payload, 
 			return 0, p, err
 		}
 		if f.Kind == model.Budget {
-			f.Budget = int(d.u32())
+			f.SetBudget(int(d.u32()))
 		}
 	}
 	return off, p, d.err
@@ -187,7 +187,7 @@ func (d *decoder) negations(f *model.Factor, neg []bool, a int) error {
 			return errf(d.name, "factor %d: negation %d is not 0 or 1", a, k)
 		}
 	}
-	f.Negated = neg
+	f.SetNegated(neg)
 	return d.err
 }
 

@@ -234,11 +234,11 @@ func checkLogic(f *model.Factor, cards []int) string {
 			return fmt.Sprintf("variable %d has cardinality %d, logic factors need binary variables", f.Vars[k], c)
 		}
 	}
-	if f.Negated != nil && len(f.Negated) != n {
-		return fmt.Sprintf("negated has %d entries for %d variables", len(f.Negated), n)
+	if neg := f.NegatedInputs(); neg != nil && len(neg) != n {
+		return fmt.Sprintf("negated has %d entries for %d variables", len(neg), n)
 	}
-	if f.Kind == model.Budget && (f.Budget < 0 || f.Budget > n) {
-		return fmt.Sprintf("budget %d outside [0,%d]", f.Budget, n)
+	if b := f.BudgetBound(); f.Kind == model.Budget && (b < 0 || b > n) {
+		return fmt.Sprintf("budget %d outside [0,%d]", b, n)
 	}
 	return ""
 }

@@ -32,7 +32,7 @@ func sample() *model.Model {
 		model.Factor{Kind: model.Dense, Vars: []int{0, 3, 5}, Table: dense},
 		model.Factor{Kind: model.Dense, Vars: []int{7}, Table: table(2)},
 		model.Factor{Kind: model.Sequence, Vars: []int{1, 2, 4}, Table: table(4)},
-		model.Factor{Kind: model.Sequence, Vars: []int{6, 8}, Table: table(4), Emission: table(4)},
+		model.Factor{Kind: model.Sequence, Vars: []int{6, 8}, Table: table(4)}.WithEmission(table(4)),
 		model.Factor{Kind: model.Dense, Vars: []int{9, 10, 11, 1, 2, 4, 6}, Table: table(128)},
 	)
 	for i := range m.Unary {

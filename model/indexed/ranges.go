@@ -106,8 +106,8 @@ type rangeReader struct {
 func (rr *rangeReader) push(a int, p Payload) {
 	g := rr.f
 	g.Vars = rr.ar.copy(rr.f.Vars)
-	if rr.f.Negated != nil {
-		g.Negated = slices.Clone(rr.f.Negated)
+	if rr.f.NegatedInputs() != nil {
+		g.SetNegated(slices.Clone(rr.f.NegatedInputs()))
 	}
 	rr.ids = append(rr.ids, a)
 	rr.fs = append(rr.fs, g)

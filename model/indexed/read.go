@@ -160,8 +160,8 @@ func ReadStructure(r io.ReaderAt, size int64, name string, opts ReadOptions) (*S
 			g := &m.Factors[a]
 			*g = *f
 			g.Vars = ar.copy(f.Vars)
-			if f.Negated != nil {
-				g.Negated = slices.Clone(f.Negated)
+			if f.NegatedInputs() != nil {
+				g.SetNegated(slices.Clone(f.NegatedInputs()))
 			}
 			s.Payloads[a] = rec.Payload
 			s.Entries += rec.Payload.Entries()
@@ -323,7 +323,7 @@ func splitArena(arena []float64, n int) ([]float64, []float64) {
 func setPayload(f *model.Factor, p Payload, v []float64) {
 	f.Table = v[:p.Table:p.Table]
 	if p.Emission > 0 {
-		f.Emission = v[p.Table:]
+		f.SetEmission(v[p.Table:])
 	}
 }
 

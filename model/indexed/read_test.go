@@ -65,11 +65,11 @@ func TestReadFactors(t *testing.T) {
 		t.Fatal(err)
 	}
 	for a, f := range s.Model.Factors {
-		if f.Table != nil || f.Emission != nil {
+		if f.Table != nil || f.EmissionScores() != nil {
 			t.Fatalf("factor %d: the structure holds a payload", a)
 		}
-		if s.Payloads[a].Entries() != len(m.Factors[a].Table)+len(m.Factors[a].Emission) {
-			t.Fatalf("factor %d: %d payload entries, want %d", a, s.Payloads[a].Entries(), len(m.Factors[a].Table)+len(m.Factors[a].Emission))
+		if s.Payloads[a].Entries() != len(m.Factors[a].Table)+len(m.Factors[a].EmissionScores()) {
+			t.Fatalf("factor %d: %d payload entries, want %d", a, s.Payloads[a].Entries(), len(m.Factors[a].Table)+len(m.Factors[a].EmissionScores()))
 		}
 	}
 	n := len(m.Factors)
@@ -80,7 +80,7 @@ func TestReadFactors(t *testing.T) {
 		}
 		for i, a := range ids {
 			want, got := m.Factors[a], fs[i]
-			if got.Kind != want.Kind || len(got.Table) != len(want.Table) || len(got.Emission) != len(want.Emission) {
+			if got.Kind != want.Kind || len(got.Table) != len(want.Table) || len(got.EmissionScores()) != len(want.EmissionScores()) {
 				t.Fatalf("%v: factor %d: %+v, want %+v", ids, a, got, want)
 			}
 			for k := range want.Table {
@@ -88,9 +88,9 @@ func TestReadFactors(t *testing.T) {
 					t.Fatalf("%v: factor %d entry %d: %v, want %v", ids, a, k, got.Table[k], want.Table[k])
 				}
 			}
-			for k := range want.Emission {
-				if got.Emission[k] != want.Emission[k] {
-					t.Fatalf("%v: factor %d emission %d: %v, want %v", ids, a, k, got.Emission[k], want.Emission[k])
+			for k := range want.EmissionScores() {
+				if got.EmissionScores()[k] != want.EmissionScores()[k] {
+					t.Fatalf("%v: factor %d emission %d: %v, want %v", ids, a, k, got.EmissionScores()[k], want.EmissionScores()[k])
 				}
 			}
 		}
@@ -173,7 +173,7 @@ func TestWriterRejects(t *testing.T) {
 	bad := []model.Factor{
 		{Kind: model.Dense, Vars: []int{0, 1}, Table: []float64{1, 2, 3}},
 		{Kind: model.Potts, Vars: []int{0, 0}},
-		{Kind: model.Budget, Vars: []int{0, 1}, Budget: 3},
+		model.Factor{Kind: model.Budget, Vars: []int{0, 1}}.WithBudget(3),
 		{Kind: model.Dense, Vars: []int{0}, Table: []float64{0, nan()}},
 	}
 	for _, f := range bad {

@@ -47,12 +47,12 @@ func walk(s *Scanner) (*walked, error) {
 			if a != len(w.factors) {
 				return errors.New("factors out of order")
 			}
-			if f.Table != nil || f.Emission != nil {
+			if f.Table != nil || f.EmissionScores() != nil {
 				return errors.New("a walked factor has a payload")
 			}
 			g := *f
 			g.Vars = slices.Clone(f.Vars)
-			g.Negated = slices.Clone(f.Negated)
+			g.SetNegated(slices.Clone(f.NegatedInputs()))
 			w.factors = append(w.factors, g)
 			w.recs = append(w.recs, rec)
 			return nil
@@ -124,7 +124,7 @@ func mixedCards() *model.Model {
 	m.Factors = append(m.Factors,
 		model.Factor{Kind: model.Potts, Vars: []int{0, 3}, Weight: 0.5},
 		model.Factor{Kind: model.Dense, Vars: big[:10], Table: make([]float64, 1<<10)},
-		model.Factor{Kind: model.XOR, Vars: big[2:], Negated: make([]bool, len(big)-2)},
+		model.Factor{Kind: model.XOR, Vars: big[2:]}.WithNegated(make([]bool, len(big)-2)),
 		model.Factor{Kind: model.Sequence, Vars: []int{1, 4, 7, 10}, Table: make([]float64, 9)},
 		model.Factor{Kind: model.Dense, Vars: []int{2}, Table: []float64{1, 2, 3, 4}},
 	)

@@ -222,10 +222,10 @@ func (wr *Writer) Add(f *model.Factor) error {
 	if wr.nfactors >= math.MaxInt32-1 {
 		return fmt.Errorf("indexed: more than %d factors", math.MaxInt32-2)
 	}
-	if msg := checkFactor(f, wr.nvars, wr.cards.Card, len(f.Table), len(f.Emission), &wr.scr); msg != "" {
+	if msg := checkFactor(f, wr.nvars, wr.cards.Card, len(f.Table), len(f.EmissionScores()), &wr.scr); msg != "" {
 		return fmt.Errorf("indexed: factor %d (%s): %s", a, f.Kind, msg)
 	}
-	for _, part := range [][]float64{f.Table, f.Emission} {
+	for _, part := range [][]float64{f.Table, f.EmissionScores()} {
 		for k, v := range part {
 			if s := badValue(v); s != "" {
 				return fmt.Errorf("indexed: factor %d (%s): payload entry %d is %s", a, f.Kind, k, s)
@@ -246,7 +246,7 @@ func (wr *Writer) Add(f *model.Factor) error {
 	}
 	wr.nfactors++
 	wr.floats(f.Table)
-	wr.floats(f.Emission)
+	wr.floats(f.EmissionScores())
 	if wr.err != nil {
 		return wr.fail(wr.wrap(wr.err))
 	}
@@ -269,7 +269,7 @@ func (wr *Writer) record(f *model.Factor) error {
 		}
 		b = le.AppendUint32(b, uint32(v))
 	}
-	if len(b)+len(f.Negated)+32 > len(wr.scratch) {
+	if len(b)+len(f.NegatedInputs())+32 > len(wr.scratch) {
 		if err := wr.records.write(b); err != nil {
 			return err
 		}
@@ -282,16 +282,16 @@ func (wr *Writer) record(f *model.Factor) error {
 	case f.Kind == model.Sequence:
 		b = le.AppendUint64(b, uint64(wr.payload))
 		b = le.AppendUint64(b, uint64(len(f.Table)))
-		b = le.AppendUint64(b, uint64(len(f.Emission)))
+		b = le.AppendUint64(b, uint64(len(f.EmissionScores())))
 	case f.Kind == model.Pair || f.Kind == model.Potts:
 		b = le.AppendUint64(b, math.Float64bits(f.Weight))
 	case f.Kind.IsTruncated():
 		b = le.AppendUint64(b, math.Float64bits(f.Weight))
 		b = le.AppendUint64(b, math.Float64bits(f.Trunc))
 	default: // logic
-		if f.Negated != nil {
+		if negs := f.NegatedInputs(); negs != nil {
 			b = append(b, 1)
-			for _, neg := range f.Negated {
+			for _, neg := range negs {
 				if neg {
 					b = append(b, 1)
 				} else {
@@ -302,7 +302,7 @@ func (wr *Writer) record(f *model.Factor) error {
 			b = append(b, 0)
 		}
 		if f.Kind == model.Budget {
-			b = le.AppendUint32(b, uint32(f.Budget))
+			b = le.AppendUint32(b, uint32(f.BudgetBound()))
 		}
 	}
 	return wr.records.write(b)

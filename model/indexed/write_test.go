@@ -20,9 +20,9 @@ func withUnaryFactors() *model.Model {
 		model.Factor{Kind: model.Dense, Vars: []int{}, Table: []float64{0.5}},
 		model.Factor{Kind: model.Dense, Vars: []int{3}, Table: []float64{1, math.Inf(-1)}},
 		model.Factor{Kind: model.XOR, Vars: []int{bin}},
-		model.Factor{Kind: model.OR, Vars: []int{bin + 1}, Negated: []bool{true}},
+		model.Factor{Kind: model.OR, Vars: []int{bin + 1}}.WithNegated([]bool{true}),
 		model.Factor{Kind: model.AtMostOne, Vars: []int{bin}},
-		model.Factor{Kind: model.Budget, Vars: []int{bin + 2}, Budget: 0},
+		model.Factor{Kind: model.Budget, Vars: []int{bin + 2}}.WithBudget(0),
 		model.Factor{Kind: model.Dense, Vars: []int{3}, Table: []float64{-2, 0.25}},
 	)
 	if err := m.Validate(); err != nil {

@@ -45,7 +45,7 @@ func TestConvertRoundTrip(t *testing.T) {
 	m := generate.Logic(generate.LogicOptions{Vars: 15, Factors: 12, Couplings: 10, MaxArity: 4, Rho: 1, Seed: 5})
 	m.Factors = append(m.Factors,
 		model.Factor{Kind: model.Dense, Vars: []int{0, 1}, Table: []float64{0, 1, math.Inf(-1), 2}},
-		model.Factor{Kind: model.Sequence, Vars: []int{2, 3, 4}, Table: []float64{1, 2, 3, 4}, Emission: []float64{1, 0, 0, 1, 1, 0}})
+		model.Factor{Kind: model.Sequence, Vars: []int{2, 3, 4}, Table: []float64{1, 2, 3, 4}}.WithEmission([]float64{1, 0, 0, 1, 1, 0}))
 	chain := []string{"m.json", "a.ddx", "m.msgpack", "b.ddx", "back.json"}
 	if err := Save(filepath.Join(dir, chain[0]), m); err != nil {
 		t.Fatal(err)

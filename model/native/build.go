@@ -323,7 +323,7 @@ func (r *rawModel) buildFactor(m *model.Model, a int, rf *rawFactor, f *model.Fa
 			if rf.negated.n != len(vars) {
 				return placeErr(field("negated"), "%d entries for %d variables", rf.negated.n, len(vars))
 			}
-			f.Negated = r.negs[rf.negated.off : rf.negated.off+rf.negated.n : rf.negated.off+rf.negated.n]
+			f.SetNegated(r.negs[rf.negated.off : rf.negated.off+rf.negated.n : rf.negated.off+rf.negated.n])
 		}
 		if k == model.Budget {
 			if !rf.hasBudget {
@@ -332,7 +332,7 @@ func (r *rawModel) buildFactor(m *model.Model, a int, rf *rawFactor, f *model.Fa
 			if rf.budget < 0 || rf.budget > int64(len(vars)) {
 				return placeErr(place(), "budget %d outside [0,%d]", rf.budget, len(vars))
 			}
-			f.Budget = int(rf.budget)
+			f.SetBudget(int(rf.budget))
 		}
 	}
 	return nil
@@ -379,6 +379,6 @@ func (r *rawModel) buildSequence(m *model.Model, a int, rf *rawFactor, f *model.
 			return placeErr(fmt.Sprintf("factors[%d].emission[%d]", a, i), "%v", err)
 		}
 	}
-	f.Emission = e
+	f.SetEmission(e)
 	return nil
 }

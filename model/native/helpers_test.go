@@ -35,21 +35,20 @@ func allKinds() *model.Model {
 		{Kind: model.Pair, Vars: []int{0, 1}, Weight: 1.5},
 		{Kind: model.Potts, Vars: []int{4, 5}, Weight: -2},
 		{Kind: model.Potts, Vars: []int{6, 7}, Weight: 1e-9},
-		{Kind: model.XOR, Vars: []int{0, 1, 2}, Negated: []bool{false, true, false}},
+		model.Factor{Kind: model.XOR, Vars: []int{0, 1, 2}}.WithNegated([]bool{false, true, false}),
 		{Kind: model.XOR, Vars: []int{6}},
 		{Kind: model.AtMostOne, Vars: []int{1, 2, 3}},
-		{Kind: model.OR, Vars: []int{2, 3}, Negated: []bool{true, true}},
-		{Kind: model.OROut, Vars: []int{0, 1, 2, 3}, Negated: []bool{true, false, false, true}},
+		model.Factor{Kind: model.OR, Vars: []int{2, 3}}.WithNegated([]bool{true, true}),
+		model.Factor{Kind: model.OROut, Vars: []int{0, 1, 2, 3}}.WithNegated([]bool{true, false, false, true}),
 		{Kind: model.ANDOut, Vars: []int{1, 2}},
-		{Kind: model.Budget, Vars: []int{0, 1, 2, 3, 6, 7}, Negated: []bool{false, false, true, false, false, true}, Budget: 2},
-		{Kind: model.Budget, Vars: []int{7}, Budget: 0},
+		model.Factor{Kind: model.Budget, Vars: []int{0, 1, 2, 3, 6, 7}}.WithNegated([]bool{false, false, true, false, false, true}).WithBudget(2),
+		model.Factor{Kind: model.Budget, Vars: []int{7}}.WithBudget(0),
 		// Shared 2x2 transitions, emission with -Inf and -0.
-		{Kind: model.Sequence, Vars: []int{0, 1, 2, 3}, Table: []float64{0.5, inf, -1, 2},
-			Emission: []float64{0, 1, inf, 0.25, math.Copysign(0, -1), 3, 1e-300, -2}},
+		model.Factor{Kind: model.Sequence, Vars: []int{0, 1, 2, 3}, Table: []float64{0.5, inf, -1, 2}}.WithEmission([]float64{0, 1, inf, 0.25, math.Copysign(0, -1), 3, 1e-300, -2}),
 		// Per position (3x4 then 4x3), no emission.
 		{Kind: model.Sequence, Vars: []int{4, 8, 5}, Table: seq(24, inf)},
 		// Two variables; an emission of zeros stays one.
-		{Kind: model.Sequence, Vars: []int{7, 6}, Table: []float64{1, 2, 3, inf}, Emission: make([]float64, 4)},
+		model.Factor{Kind: model.Sequence, Vars: []int{7, 6}, Table: []float64{1, 2, 3, inf}}.WithEmission(make([]float64, 4)),
 		// Per position although the cardinalities are equal.
 		{Kind: model.Sequence, Vars: []int{1, 3, 6}, Table: seq(8, inf)},
 		{Kind: model.TruncLinear, Vars: []int{5, 4}, Weight: 1.25, Trunc: 1.5},
@@ -94,9 +93,9 @@ func sequenceModel(cards []int, shared, emission, reverse bool) *model.Model {
 		f.Table[i] = draw(i)
 	}
 	if emission {
-		f.Emission = make([]float64, len(m.Unary))
-		for i := range f.Emission {
-			f.Emission[i] = draw(i + 3)
+		f.SetEmission(make([]float64, len(m.Unary)))
+		for i := range f.EmissionScores() {
+			f.EmissionScores()[i] = draw(i + 3)
 		}
 	}
 	m.Factors = []model.Factor{f}
@@ -224,9 +223,9 @@ func diffModels(a, b *model.Model) string {
 	}
 	for i := range a.Factors {
 		fa, fb := &a.Factors[i], &b.Factors[i]
-		if fa.Kind != fb.Kind || !sameInts(fa.Vars, fb.Vars) || !sameBools(fa.Negated, fb.Negated) ||
-			!sameFloats(fa.Table, fb.Table) || !sameFloats(fa.Emission, fb.Emission) ||
-			!sameFloat(fa.Weight, fb.Weight) || fa.Budget != fb.Budget {
+		if fa.Kind != fb.Kind || !sameInts(fa.Vars, fb.Vars) || !sameBools(fa.NegatedInputs(), fb.NegatedInputs()) ||
+			!sameFloats(fa.Table, fb.Table) || !sameFloats(fa.EmissionScores(), fb.EmissionScores()) ||
+			!sameFloat(fa.Weight, fb.Weight) || fa.BudgetBound() != fb.BudgetBound() {
 			return fmt.Sprintf("factor %d (%s)", i, fa.Kind)
 		}
 	}

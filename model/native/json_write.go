@@ -159,9 +159,9 @@ func (j *jsonWriter) factor(f *model.Factor) {
 	case f.Kind == model.Sequence:
 		j.str(`, "table": `)
 		j.floats(f.Table)
-		if f.Emission != nil {
+		if e := f.EmissionScores(); e != nil {
 			j.str(`, "emission": `)
-			j.floats(f.Emission)
+			j.floats(e)
 		}
 	case f.Kind == model.Pair || f.Kind == model.Potts:
 		j.str(`, "weight": `)
@@ -172,13 +172,13 @@ func (j *jsonWriter) factor(f *model.Factor) {
 		j.str(`, "trunc": `)
 		j.float(f.Trunc)
 	default:
-		if f.Negated != nil {
+		if neg := f.NegatedInputs(); neg != nil {
 			j.str(`, "negated": `)
-			j.bools(f.Negated)
+			j.bools(neg)
 		}
 		if f.Kind == model.Budget {
 			j.str(`, "budget": `)
-			j.int(f.Budget)
+			j.int(f.BudgetBound())
 		}
 	}
 	j.w.WriteByte('}')

@@ -66,12 +66,12 @@ func (e *mpWriter) floats(v []float64) {
 func (e *mpWriter) factor(f *model.Factor) {
 	n := 3 // kind, vars and the kind's own field
 	logic := f.Kind.IsLogic()
-	if f.Kind == model.Sequence && f.Emission != nil || f.Kind.IsTruncated() {
+	if f.Kind == model.Sequence && f.EmissionScores() != nil || f.Kind.IsTruncated() {
 		n++
 	}
 	if logic {
 		n = 2
-		if f.Negated != nil {
+		if f.NegatedInputs() != nil {
 			n++
 		}
 		if f.Kind == model.Budget {
@@ -93,9 +93,9 @@ func (e *mpWriter) factor(f *model.Factor) {
 	case f.Kind == model.Sequence:
 		e.str("table")
 		e.floats(f.Table)
-		if f.Emission != nil {
+		if em := f.EmissionScores(); em != nil {
 			e.str("emission")
-			e.floats(f.Emission)
+			e.floats(em)
 		}
 	case !logic:
 		e.str("weight")
@@ -105,16 +105,16 @@ func (e *mpWriter) factor(f *model.Factor) {
 			e.float(f.Trunc)
 		}
 	default:
-		if f.Negated != nil {
+		if neg := f.NegatedInputs(); neg != nil {
 			e.str("negated")
-			e.arrayLen(len(f.Negated))
-			for _, b := range f.Negated {
+			e.arrayLen(len(neg))
+			for _, b := range neg {
 				e.boolean(b)
 			}
 		}
 		if f.Kind == model.Budget {
 			e.str("budget")
-			e.int(f.Budget)
+			e.int(f.BudgetBound())
 		}
 	}
 }

@@ -63,7 +63,7 @@ func TestRoundTripSequence(t *testing.T) {
 			if want := strings.HasPrefix(c.name, "shared"); shared != want {
 				t.Fatalf("shared layout %v, want %v", shared, want)
 			}
-			if !slices.Contains(f.Table, math.Inf(-1)) || (f.Emission != nil && !slices.Contains(f.Emission, math.Inf(-1))) {
+			if !slices.Contains(f.Table, math.Inf(-1)) || (f.EmissionScores() != nil && !slices.Contains(f.EmissionScores(), math.Inf(-1))) {
 				t.Fatal("the test model has no -Inf")
 			}
 			for _, format := range []Format{JSON, Msgpack} {
@@ -72,8 +72,8 @@ func TestRoundTripSequence(t *testing.T) {
 					t.Fatal(err)
 				}
 				if format == JSON {
-					if got := bytes.Contains(b.Bytes(), []byte(`"emission": [`)); got != (f.Emission != nil) {
-						t.Errorf("JSON output has an emission: %v, want %v", got, f.Emission != nil)
+					if got := bytes.Contains(b.Bytes(), []byte(`"emission": [`)); got != (f.EmissionScores() != nil) {
+						t.Errorf("JSON output has an emission: %v, want %v", got, f.EmissionScores() != nil)
 					}
 					if !bytes.Contains(b.Bytes(), []byte(`"-inf"`)) {
 						t.Error(`JSON output has no "-inf"`)
@@ -118,7 +118,7 @@ func TestReadSequence(t *testing.T) {
 		{"kind": "sequence", "vars": [0, 1, 2], "table": [1, 2, 3, 4, 5, 6, 7, 8]}`)
 	want := model.New([]int{2, 2, 2, 3})
 	want.Factors = []model.Factor{
-		{Kind: model.Sequence, Vars: []int{0, 1, 2}, Table: []float64{0, 1.5, inf, -2}, Emission: []float64{1, 0, inf, 0, 0.5, -0.5}},
+		model.Factor{Kind: model.Sequence, Vars: []int{0, 1, 2}, Table: []float64{0, 1.5, inf, -2}}.WithEmission([]float64{1, 0, inf, 0, 0.5, -0.5}),
 		{Kind: model.Sequence, Vars: []int{2, 3}, Table: []float64{1, 2, 3, 4, 5, inf}},
 		{Kind: model.Sequence, Vars: []int{0, 1, 2}, Table: []float64{1, 2, 3, 4, 5, 6, 7, 8}},
 	}
@@ -203,15 +203,15 @@ func TestWriteRejectsInvalid(t *testing.T) {
 		t.Fatal("wrote an unknown format")
 	}
 	for name, change := range map[string]func(f *model.Factor){
-		"a short emission":     func(f *model.Factor) { f.Emission = f.Emission[:7] },
-		"a +Inf emission":      func(f *model.Factor) { f.Emission[0] = math.Inf(1) },
+		"a short emission":     func(f *model.Factor) { f.SetEmission(f.EmissionScores()[:7]) },
+		"a +Inf emission":      func(f *model.Factor) { f.EmissionScores()[0] = math.Inf(1) },
 		"a NaN transition":     func(f *model.Factor) { f.Table[1] = math.NaN() },
 		"5 transitions":        func(f *model.Factor) { f.Table = append(f.Table, 0) },
 		"a one-variable scope": func(f *model.Factor) { f.Vars = f.Vars[:1] },
 	} {
 		m := allKinds()
 		f := &m.Factors[14]
-		if f.Kind != model.Sequence || len(f.Emission) != 8 {
+		if f.Kind != model.Sequence || len(f.EmissionScores()) != 8 {
 			t.Fatal("allKinds changed: factor 14 is not the shared sequence")
 		}
 		change(f)
@@ -275,10 +275,9 @@ func TestMsgpackIsStandard(t *testing.T) {
 		{Kind: model.OR, Vars: []int{0}},
 		{Kind: model.Potts, Vars: []int{0, 2}, Weight: 70000},
 		{Kind: model.Dense, Vars: []int{2}, Table: []float64{1 << 40, -1 << 40}},
-		{Kind: model.Budget, Vars: []int{0, 2}, Budget: 1},
-		{Kind: model.ANDOut, Vars: []int{2, 0}, Negated: []bool{true, false}},
-		{Kind: model.Sequence, Vars: []int{0, 1, 2}, Table: []float64{1, 0.5, math.Inf(-1), 0, -3, 2, 7, 8, 9, 300, -1, math.Inf(-1)},
-			Emission: []float64{0, 1, -0.25, 2, math.Inf(-1), -1 << 40, 3}},
+		model.Factor{Kind: model.Budget, Vars: []int{0, 2}}.WithBudget(1),
+		model.Factor{Kind: model.ANDOut, Vars: []int{2, 0}}.WithNegated([]bool{true, false}),
+		model.Factor{Kind: model.Sequence, Vars: []int{0, 1, 2}, Table: []float64{1, 0.5, math.Inf(-1), 0, -3, 2, 7, 8, 9, 300, -1, math.Inf(-1)}}.WithEmission([]float64{0, 1, -0.25, 2, math.Inf(-1), -1 << 40, 3}),
 		{Kind: model.Sequence, Vars: []int{2, 0}, Table: []float64{1, 2, 3, 4}},
 	}
 	if d := diffModels(want, m); d != "" {
@@ -299,7 +298,7 @@ func TestExample(t *testing.T) {
 	negated := false
 	for _, f := range m.Factors {
 		kinds[f.Kind] = true
-		for _, n := range f.Negated {
+		for _, n := range f.NegatedInputs() {
 			negated = negated || n
 		}
 	}
@@ -361,7 +360,7 @@ func TestDocSequenceExample(t *testing.T) {
 	if !sameInts(m.Cards, []int{3, 3, 3}) {
 		t.Fatalf("the example has cards %v, the text (and this test) three variables of 3 states", m.Cards)
 	}
-	if len(m.Factors) != 1 || m.Factors[0].Kind != model.Sequence || m.Factors[0].Emission == nil ||
+	if len(m.Factors) != 1 || m.Factors[0].Kind != model.Sequence || m.Factors[0].EmissionScores() == nil ||
 		!slices.Contains(m.Factors[0].Table, math.Inf(-1)) {
 		t.Fatal("the example is not one sequence with an emission and -inf transitions")
 	}

@@ -80,7 +80,7 @@ func placeMixed(r *rand.Rand, n, nf int) *model.Model {
 		case 3:
 			m.Factors = append(m.Factors, model.Factor{Kind: model.XOR, Vars: distinct(2+r.IntN(6), binary)})
 		case 4:
-			m.Factors = append(m.Factors, model.Factor{Kind: model.Budget, Vars: distinct(3, binary), Budget: 1})
+			m.Factors = append(m.Factors, model.Factor{Kind: model.Budget, Vars: distinct(3, binary)}.WithBudget(1))
 		default:
 			vars := distinct(2+r.IntN(4), func() int { return r.IntN(n) })
 			tab := 0
