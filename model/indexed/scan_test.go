@@ -531,17 +531,29 @@ func visitAll() Visitor {
 func BenchmarkWalkGrid(b *testing.B) {
 	for _, side := range []int{150, 300} {
 		b.Run(strconv.Itoa(side), func(b *testing.B) {
-			data := encode(b, generate.Potts(generate.GridOptions{Height: side, Width: side, Labels: 4, Rho: 1, Seed: 1}), 0)
-			s := openScan(b, data, ReadOptions{})
-			v := visitAll()
-			b.SetBytes(s.StructureSize())
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := s.Walk(v); err != nil {
-					b.Fatal(err)
-				}
-			}
+			benchWalk(b, generate.Potts(generate.GridOptions{Height: side, Width: side, Labels: 4, Rho: 1, Seed: 1}))
 		})
+	}
+}
+
+// BenchmarkWalkLogic walks the structure of a logic model (negated inputs,
+// budgets): its records carry what model.Factor keeps behind its pointer,
+// so allocs/op counts what decoding them costs.
+func BenchmarkWalkLogic(b *testing.B) {
+	benchWalk(b, generate.Logic(generate.LogicOptions{Vars: 2000, Factors: 5000, Couplings: 2000, MaxArity: 6, Rho: 1, Seed: 1}))
+}
+
+// benchWalk walks m's encoded structure with every callback set.
+func benchWalk(b *testing.B, m *model.Model) {
+	data := encode(b, m, 0)
+	s := openScan(b, data, ReadOptions{})
+	v := visitAll()
+	b.SetBytes(s.StructureSize())
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.Walk(v); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
