@@ -52,12 +52,13 @@
 // adds L_u*L_v entries); per node about 40 bytes besides its unaries (the
 // chain weights come from the degrees, not from arrays). On the 4-label
 // dense grids of scripts/bench-trws.sh the whole process (model, reading
-// and TRW-S) peaks at 82 MB for 300x300 (Kolmogorov's program 76 MB) and
-// 702 MB for 1000x1000 (his 817); before model.Factor shrank from 128 to
+// and TRW-S) peaks at 84 MB for 300x300 (Kolmogorov's program 76 MB) and
+// 703 MB for 1000x1000 (his 817); before model.Factor shrank from 128 to
 // 80 bytes it was 91 and 809 (115 and 1054 with the tables copied). What
-// remains above his on 300x300 is mostly the model's own memory: a
-// model.Factor header (80 bytes) and its scope (16) beside each 4x4 table
-// (128).
+// remains above his on 300x300 is the coordinator binary's start-up: 21 MB
+// on a 2x2 grid against his 3 MB (it links the NATS server, Raft,
+// Prometheus and the plotting fonts); above start-up ddrun takes 0.86 of
+// his memory there and 0.95 on the 8-label 100x100 grid.
 //
 // Messages stay float64. Storing them as float32 would keep the bound valid
 // only with a correction: after rounding a message M to M' the chain maxima
