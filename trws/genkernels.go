@@ -268,37 +268,28 @@ func forward(p func(string, ...any), k int) {
 		return
 	}
 	p("\tfor i, mo := range out {\n\t\tm := (*[%d]float64)(data[mo:])\n\t\tt := %s\n", k, tableOf(k, "outT[i]"))
-	denseCols(p, k)
+	denseSend(p, k, true)
 	p("\t}\n\treturn bound, score\n}\n\n")
 }
 
-// denseCols writes the send step along a dense edge to a later node,
-// message m and table t, for the sizes without an SSE2 step: the general
-// code's prepare, maxPlusCols and shiftBy, negated (kernels.go).
-func denseCols(p func(string, ...any), k int) {
+// denseSend writes the send step along a dense edge, message m and table
+// t, for the sizes without an SSE2 step: the general code's prepare,
+// maxPlusCols (cols: to a later node, o'_j = min_i na_i - t[i k + j]) or
+// maxPlusRows (to an earlier node, o'_i = min_j na_j - t[i k + j]) and
+// shiftBy, negated (kernels.go).
+func denseSend(p func(string, ...any), k int, cols bool) {
 	prepareA(p, k)
-	// maxPlusCols negated: o'_j = min_i na_i - t[i k + j].
-	for j := range k {
-		p("\t\to%d := a0 - t[%d]\n", j, j)
+	// at(o, a) is the table entry that output o takes from a.
+	at := func(o, a int) int { return o*k + a }
+	if cols {
+		at = func(o, a int) int { return a*k + o }
 	}
-	for i := 1; i < k; i++ {
-		for j := range k {
-			p("\t\to%d = min(o%d, a%d-t[%d])\n", j, j, i, i*k+j)
-		}
+	for o := range k {
+		p("\t\to%d := a0 - t[%d]\n", o, at(o, 0))
 	}
-	normalise(p, k)
-}
-
-// denseRows is denseCols for a dense edge to an earlier node (maxPlusRows).
-func denseRows(p func(string, ...any), k int) {
-	prepareA(p, k)
-	// maxPlusRows negated: o'_i = min_j na_j - t[i k + j].
-	for i := range k {
-		p("\t\to%d := a0 - t[%d]\n", i, i*k)
-	}
-	for j := 1; j < k; j++ {
-		for i := range k {
-			p("\t\to%d = min(o%d, a%d-t[%d])\n", i, i, j, i*k+j)
+	for a := 1; a < k; a++ {
+		for o := range k {
+			p("\t\to%d = min(o%d, a%d-t[%d])\n", o, o, a, at(o, a))
 		}
 	}
 	normalise(p, k)
@@ -323,7 +314,7 @@ func backward(p func(string, ...any), k int) {
 		return
 	}
 	p("\tfor _, e := range in {\n\t\tm := (*[%d]float64)(data[g.moff[e]:])\n\t\tt := %s\n", k, tableOf(k, "tab[e]"))
-	denseRows(p, k)
+	denseSend(p, k, false)
 	p("\t}\n\treturn bound\n}\n\n")
 }
 
@@ -409,16 +400,16 @@ func backwardMix(p func(string, ...any), k int) {
 // columns (forward, cols) or rows (backward).
 func mixSend(p func(string, ...any), k int, msg string, cols bool) {
 	p("\t\tif toff[e] == -1 {\n\t\t\tbound -= pottsSend%d((*[%d]float64)(%s), &hv, gm, pw[e])\n\t\t\tcontinue\n\t\t}\n", k, k, msg)
-	dir, dense := "Rows", denseRows
+	dir := "Rows"
 	if cols {
-		dir, dense = "Cols", denseCols
+		dir = "Cols"
 	}
 	if isSIMD(k) {
 		p("\t\tbound -= send%s%d((*[%d]float64)(%s), %s, &hv, gm)\n", dir, k, k, msg, tableOf(k, "tab[e]"))
 		return
 	}
 	p("\t\tm := (*[%d]float64)(%s)\n\t\tt := %s\n", k, msg, tableOf(k, "tab[e]"))
-	dense(p, k)
+	denseSend(p, k, cols)
 }
 
 // pottsSend writes pottsSendK: the general code's prepare and potts
