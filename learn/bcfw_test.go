@@ -117,59 +117,15 @@ func mlOptimum(t *testing.T, d *MLData, C, tol float64) (lo, hi float64) {
 		}
 		all = append(all, labs)
 	}
-	dot := func(a, b []float64) float64 {
-		s := 0.0
-		for i := range a {
-			s += a[i] * b[i]
-		}
-		return s
-	}
-	w := make([]float64, dim)
-	wi := make([][]float64, len(all))
-	li := make([]float64, len(all))
-	for i := range wi {
-		wi[i] = make([]float64, dim)
-	}
-	oracle := func(labs []lab) (float64, int) {
+	return referenceBCFW(t, len(all), dim, C, tol, 100000, func(w []float64, i int) (float64, []float64, float64) {
 		best, bi := math.Inf(-1), 0
-		for k, l := range labs {
+		for k, l := range all[i] {
 			if v := l.loss - dot(w, l.psi); v > best {
 				best, bi = v, k
 			}
 		}
-		return best, bi
-	}
-	for it := 0; it < 100000; it++ {
-		primal, dual := 0.5*dot(w, w), -0.5*dot(w, w)
-		for i, labs := range all {
-			best, _ := oracle(labs)
-			primal += C * best
-			dual += li[i]
-		}
-		if primal-dual <= tol {
-			return dual, primal
-		}
-		for i, labs := range all {
-			_, bi := oracle(labs)
-			ws := make([]float64, dim)
-			for j := range ws {
-				ws[j] = C*labs[bi].psi[j] - wi[i][j]
-			}
-			ls := C*labs[bi].loss - li[i]
-			num, den := ls-dot(w, ws), dot(ws, ws)
-			if den <= 0 || num <= 0 {
-				continue
-			}
-			g := min(1, num/den)
-			for j := range w {
-				w[j] += g * ws[j]
-				wi[i][j] += g * ws[j]
-			}
-			li[i] += g * ls
-		}
-	}
-	t.Fatalf("reference solver did not converge")
-	return 0, 0
+		return best, all[i][bi].psi, all[i][bi].loss
+	})
 }
 
 func TestBCFWAndSSGReachTheOptimumML(t *testing.T) {

@@ -39,13 +39,6 @@ func lpSSVMOptimum(t *testing.T, d *MLData, C, tol float64) (lo, hi float64) {
 		}
 		return v
 	}
-	dot := func(a, b []float64) float64 {
-		s := 0.0
-		for i := range a {
-			s += a[i] * b[i]
-		}
-		return s
-	}
 	qTruth := func(i int) []float64 {
 		q := make([]float64, L*L)
 		for a := 0; a < L; a++ {
@@ -101,43 +94,7 @@ func lpSSVMOptimum(t *testing.T, d *MLData, C, tol float64) (lo, hi float64) {
 		}
 		return best, bpsi, bloss
 	}
-	w := make([]float64, dim)
-	wi := make([][]float64, n)
-	li := make([]float64, n)
-	for i := range wi {
-		wi[i] = make([]float64, dim)
-	}
-	for it := 0; it < 100000; it++ {
-		primal, dual := 0.5*dot(w, w), -0.5*dot(w, w)
-		for i := 0; i < n; i++ {
-			dual += li[i]
-			v, _, _ := oracle(w, i)
-			primal += C * v
-		}
-		if primal-dual <= tol {
-			return dual, primal
-		}
-		for i := 0; i < n; i++ {
-			_, psi, loss := oracle(w, i)
-			ws := make([]float64, dim)
-			for j := range ws {
-				ws[j] = C*psi[j] - wi[i][j]
-			}
-			ls := C*loss - li[i]
-			num, den := ls-dot(w, ws), dot(ws, ws)
-			if den <= 0 || num <= 0 {
-				continue
-			}
-			gm := min(1, num/den)
-			for j := range w {
-				w[j] += gm * ws[j]
-				wi[i][j] += gm * ws[j]
-			}
-			li[i] += gm * ls
-		}
-	}
-	t.Fatalf("reference solver did not converge")
-	return 0, 0
+	return referenceBCFW(t, n, dim, C, tol, 100000, oracle)
 }
 
 func TestGDMMMultilabelReachesTheOptimum(t *testing.T) {

@@ -71,66 +71,16 @@ func ssvmOptimum(t *testing.T, d *SeqData, C, tol float64) (lo, hi float64) {
 		}
 		all = append(all, labs)
 	}
-	// beta_i starts at C on the truth (psi = 0, loss 0): w = 0.
-	w := make([]float64, dim)
-	wi := make([][]float64, len(all)) // block contributions
-	li := make([]float64, len(all))
-	for i := range wi {
-		wi[i] = make([]float64, dim)
-	}
-	dot := func(a, b []float64) float64 {
-		s := 0.0
-		for i := range a {
-			s += a[i] * b[i]
-		}
-		return s
-	}
-	for it := 0; it < 200000; it++ {
-		primal, dual := 0.5*dot(w, w), 0.0
-		for i := range all {
-			dual += li[i]
-		}
-		dual -= 0.5 * dot(w, w)
-		oracle := func(labs []lab) (float64, int) {
-			best, bi := math.Inf(-1), 0
-			for k, l := range labs {
-				if v := l.loss - dot(w, l.phi); v > best {
-					best, bi = v, k
-				}
+	return referenceBCFW(t, len(all), dim, C, tol, 200000, func(w []float64, i int) (float64, []float64, float64) {
+		// Oracle: max_y loss - <w, psi>.
+		best, bi := math.Inf(-1), 0
+		for k, l := range all[i] {
+			if v := l.loss - dot(w, l.phi); v > best {
+				best, bi = v, k
 			}
-			return best, bi
 		}
-		for _, labs := range all {
-			best, _ := oracle(labs)
-			primal += C * best
-		}
-		if primal-dual <= tol {
-			return dual, primal
-		}
-		for i, labs := range all {
-			// Oracle: max_y loss - <w, psi>.
-			_, bi := oracle(labs)
-			// Block FW step towards C e_bi: ws = C psi, ls = C loss.
-			ws := make([]float64, dim)
-			for j := range ws {
-				ws[j] = C*labs[bi].phi[j] - wi[i][j]
-			}
-			ls := C*labs[bi].loss - li[i]
-			num := ls - dot(w, ws)
-			den := dot(ws, ws)
-			if den <= 0 || num <= 0 {
-				continue
-			}
-			g := min(1, num/den)
-			for j := range w {
-				w[j] += g * ws[j]
-				wi[i][j] += g * ws[j]
-			}
-			li[i] += g * ls
-		}
-	}
-	t.Fatalf("reference solver did not converge")
-	return 0, 0
+		return best, all[i][bi].phi, all[i][bi].loss
+	})
 }
 
 func TestGDMMReachesTheOptimum(t *testing.T) {
