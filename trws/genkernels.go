@@ -295,10 +295,11 @@ func denseSend(p func(string, ...any), k int, cols bool) {
 	normalise(p, k)
 }
 
-func backward(p func(string, ...any), k int) {
-	p("// backward%d is backwardPart's step for node s when kern[s] == %d.\n", k, k)
-	p("func (g *graph) backward%d(s int, bound float64) float64 {\n", k)
-	p("\tdata, tab := g.data, g.tab\n")
+// hatBackward writes the start of a backward step at node s (backwardK,
+// backwardMixK): hat_s in h0..h(k-1) from theta and the messages of the
+// edges to later nodes (hatFromOut), then those from earlier nodes (in),
+// and gamma_s with the end term of the bound (endWeight, dir "in").
+func hatBackward(p func(string, ...any), k int) {
 	hatFromOut(p, k, false)
 	p("\tin := g.inE[g.inOff[s]:g.inOff[s+1]]\n")
 	p("\tfor _, e := range in {\n\t\tm := (*[%d]float64)(data[g.moff[e]:])\n", k)
@@ -307,6 +308,13 @@ func backward(p func(string, ...any), k int) {
 	}
 	p("\t}\n")
 	endWeight(p, k, "in")
+}
+
+func backward(p func(string, ...any), k int) {
+	p("// backward%d is backwardPart's step for node s when kern[s] == %d.\n", k, k)
+	p("func (g *graph) backward%d(s int, bound float64) float64 {\n", k)
+	p("\tdata, tab := g.data, g.tab\n")
+	hatBackward(p, k)
 	if isSIMD(k) {
 		p("\thv := [%d]float64{%s}\n", k, list(k, v("h")))
 		p("\tfor _, e := range in {\n\t\tbound -= sendRows%d((*[%d]float64)(data[g.moff[e]:]), %s, &hv, gm)\n\t}\n", k, k, tableOf(k, "tab[e]"))
@@ -381,14 +389,7 @@ func backwardMix(p func(string, ...any), k int) {
 	p("// backwardMix%d is backwardPart's step for node s when kern[s] == kernMix+%d.\n", k, k)
 	p("func (g *graph) backwardMix%d(s int, bound float64) float64 {\n", k)
 	p("\tdata, tab, toff, pw := g.data, g.tab, g.toff, g.pw\n")
-	hatFromOut(p, k, false)
-	p("\tin := g.inE[g.inOff[s]:g.inOff[s+1]]\n")
-	p("\tfor _, e := range in {\n\t\tm := (*[%d]float64)(data[g.moff[e]:])\n", k)
-	for i := range k {
-		p("\t\th%d += m[%d]\n", i, i)
-	}
-	p("\t}\n")
-	endWeight(p, k, "in")
+	hatBackward(p, k)
 	p("\thv := [%d]float64{%s}\n", k, list(k, v("h")))
 	p("\tfor _, e := range in {\n")
 	mixSend(p, k, "data[g.moff[e]:]", false)
