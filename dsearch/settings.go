@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ddrun/ddrun/cmp"
 	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/convexmp"
 	"github.com/ddrun/ddrun/exact"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
@@ -22,7 +22,7 @@ type Settings struct {
 	Algo string            `msgpack:"algo"`
 	DD   consensus.Options `msgpack:"dd"`
 	TRWS trws.Options      `msgpack:"trws"`
-	CMP  cmp.Options       `msgpack:"cmp"`
+	CMP  convexmp.Options  `msgpack:"cmp"`
 }
 
 // Validate checks the options of the chosen algorithm.
@@ -60,7 +60,7 @@ func (s Settings) NodeSolver(threads int) (exact.WarmSolver, error) {
 	case "cmp":
 		o := s.CMP
 		return exact.Cold(func(ctx context.Context, m *model.Model, ev model.Evidence) (solver.Result, error) {
-			return cmp.Solve(ctx, m, ev, o, nil)
+			return convexmp.Solve(ctx, m, ev, o, nil)
 		}), nil
 	}
 	o := s.DD

@@ -7,7 +7,7 @@
 // rescore the assignment on the original model, so that a reported primal
 // is always the exact score of the reported assignment).
 //
-// The algorithms (packages consensus, trws, cmp, exact) import it; it must
+// The algorithms (packages consensus, trws, convexmp, exact) import it; it must
 // not know any of them, nor file formats, the command line or transports.
 // Option errors name the Go field (OptionError), never a command-line flag:
 // the command maps fields to its flags.

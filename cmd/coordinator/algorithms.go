@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ddrun/ddrun/cmp"
 	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/convexmp"
 	"github.com/ddrun/ddrun/elim"
 	"github.com/ddrun/ddrun/exact"
 	"github.com/ddrun/ddrun/internal/cli"
@@ -203,14 +203,14 @@ func trwsOptions(f *solveFlags, lim solver.Limits) (trws.Options, error) {
 }
 
 func configureCMP(f *solveFlags, lim solver.Limits, _ func(string) bool, _ *cli.Console) (configured, error) {
-	o := cmp.DefaultOptions()
+	o := convexmp.DefaultOptions()
 	o.Limits = lim
 	o.EpsDescent = f.epsDesc
 	if err := o.Validate(); err != nil {
 		return configured{}, flagError(err)
 	}
 	return configured{solve: func(ctx context.Context, m *model.Model, ev model.Evidence, progress func(solver.Progress)) (solver.Result, error) {
-		return cmp.Solve(ctx, m, ev, o, progress)
+		return convexmp.Solve(ctx, m, ev, o, progress)
 	}}, nil
 }
 

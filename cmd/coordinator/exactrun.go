@@ -5,7 +5,7 @@ import (
 	"io"
 
 	"github.com/ddrun/ddrun/cluster"
-	"github.com/ddrun/ddrun/cmp"
+	"github.com/ddrun/ddrun/convexmp"
 	"github.com/ddrun/ddrun/dsearch"
 	"github.com/ddrun/ddrun/internal/cli"
 )
@@ -23,7 +23,7 @@ func (sp spec) searchSettings(f solveFlags) (dsearch.Settings, error) {
 		}
 		s.TRWS = o
 	case "cmp":
-		o := cmp.DefaultOptions()
+		o := convexmp.DefaultOptions()
 		o.Limits = f.limits()
 		o.EpsDescent = f.epsDesc
 		s.CMP = o

@@ -25,7 +25,7 @@ var order = []string{
 	"partition", "partition/multilevel", "tighten",
 	// The algorithms.
 	"solver", "trace", "internal/smalllp", "internal/localsearch", "internal/pairterm", "internal/primal", "slaves",
-	"trws", "cmp", "consensus", "exact", "elim", "anytime", "learn", "shard",
+	"trws", "convexmp", "consensus", "exact", "elim", "anytime", "learn", "shard",
 	// The distributed runtime.
 	"transport", "checkpoint", "jobstate", "cluster", "dsearch", "metrics",
 	// The job service (its runner is cmd/coordinator's).
@@ -42,24 +42,24 @@ var forbidden = map[string][]string{
 	// utilities, see leaves, are allowed).
 	"transport": {"*"},
 	// TRW-S and convex max-product share the solver vocabulary, not DD's.
-	"trws": {"consensus", "slaves"},
-	"cmp":  {"consensus", "slaves"},
+	"trws":     {"consensus", "slaves"},
+	"convexmp": {"consensus", "slaves"},
 	// The numerics know nothing of files.
 	"slaves":    {"model/uai", "model/native", "model/modelfile"},
 	"consensus": {"model/uai", "model/native", "model/modelfile"},
 	"exact":     {"model/uai", "model/native", "model/modelfile"},
 	// Elimination knows no relaxation and no file.
-	"elim": {"consensus", "slaves", "trws", "cmp", "exact", "model/uai", "model/native", "model/modelfile"},
+	"elim": {"consensus", "slaves", "trws", "convexmp", "exact", "model/uai", "model/native", "model/modelfile"},
 	// Learning owns its own formats; traces are the command's.
 	"learn": {"model/uai", "model/native", "model/modelfile", "trace"},
 	// The runtime runs dual decomposition; it does not choose algorithms.
-	"cluster": {"trws", "cmp", "exact", "model/uai", "model/modelfile"},
+	"cluster": {"trws", "convexmp", "exact", "model/uai", "model/modelfile"},
 	// Distributed branch and bound ships the model in msgpack only and
 	// knows nothing of dual decomposition's job protocol.
 	"dsearch": {"cluster", "jobstate", "checkpoint", "model/uai", "model/modelfile"},
 	// Operators' view: fed by the commands, it knows only the solver's
 	// progress reports, nothing of the runtime it observes.
-	"metrics": {"consensus", "slaves", "transport", "checkpoint", "jobstate", "cluster", "dsearch", "shard", "exact", "trws", "cmp"},
+	"metrics": {"consensus", "slaves", "transport", "checkpoint", "jobstate", "cluster", "dsearch", "shard", "exact", "trws", "convexmp"},
 }
 
 // leaves are the utilities that every package may import, "*" rules

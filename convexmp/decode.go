@@ -1,4 +1,4 @@
-package cmp
+package convexmp
 
 import (
 	"github.com/ddrun/ddrun/model"

@@ -1,4 +1,4 @@
-// Package cmp solves the local-polytope LP relaxation of MAP inference by
+// Package convexmp solves the local-polytope LP relaxation of MAP inference by
 // convex max-product (block coordinate descent on its dual) and, on demand,
 // by the globally convergent steepest eps-descent of
 //
@@ -125,4 +125,4 @@
 // 12.3% (> 0.01) and 1.7% (> 0.2), all 300 again solved to the LP optimum.
 // TestSpinGlassOracle checks a few of these models against the simplex LP
 // (about a minute each).
-package cmp
+package convexmp

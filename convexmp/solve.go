@@ -1,4 +1,4 @@
-package cmp
+package convexmp
 
 import (
 	"context"
