@@ -119,5 +119,8 @@
 // WriteMPE writes the line `MPE` and then `N x_0 ... x_{N-1}`. ReadMPE
 // accepts that, an optional header word (MPE or MAP), the older layout with
 // a number of solutions `1` before the assignment, and several solutions
-// separated by -BEGIN- (the last one counts).
+// separated by -BEGIN- (the last one counts). MPEWriter writes the same
+// text from pieces of an assignment that come in any order (a sharded
+// run's workers each hold a part of it), holding none of it in memory: a
+// scratch file of 4 bytes per variable, then the text, renamed into place.
 package uai
