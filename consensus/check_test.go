@@ -50,7 +50,7 @@ func forgeFixture(tb testing.TB, side, maxIter int) (*model.Model, Options, part
 	m := generate.Potts(generate.GridOptions{Height: side, Width: side, Labels: 3, Rho: 1, Seed: 7})
 	opts := DefaultOptions()
 	opts.MaxIter = maxIter
-	plan, err := Plan(m, opts.Slaves)
+	plan, err := PartitionPlan(m, opts.Slaves)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func forgeFixture(tb testing.TB, side, maxIter int) (*model.Model, Options, part
 // gave for rejecting answers.
 func forgedRun(t *testing.T, m *model.Model, opts Options, forge func(iter int, out *StepOut) bool) (solver.Result, []error, error) {
 	t.Helper()
-	plan, err := Plan(m, opts.Slaves)
+	plan, err := PartitionPlan(m, opts.Slaves)
 	if err != nil {
 		t.Fatal(err)
 	}

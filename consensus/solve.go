@@ -15,8 +15,9 @@ import (
 // garbage before it builds the solver.
 const bigModel = 1 << 14
 
-// Plan builds the decomposition d of m.
-func Plan(m *model.Model, d Decomposition) (partition.Plan, error) {
+// PartitionPlan builds the decomposition d of m: the partition.Plan
+// of its slaves.
+func PartitionPlan(m *model.Model, d Decomposition) (partition.Plan, error) {
 	switch d {
 	case PerFactor:
 		return partition.PerFactor(m), nil
@@ -41,7 +42,7 @@ func Solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options,
 	if red == nil {
 		return solver.InfeasibleResult(time.Since(start)), err
 	}
-	plan, err := Plan(red.Model, opts.Slaves)
+	plan, err := PartitionPlan(red.Model, opts.Slaves)
 	if err != nil {
 		return solver.Result{}, err
 	}

@@ -36,7 +36,7 @@ func TestStateResumeContinues(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					plan, err := Plan(red.Model, PerFactor)
+					plan, err := PartitionPlan(red.Model, PerFactor)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -120,7 +120,7 @@ func TestRestoreRejectsBadState(t *testing.T) {
 
 func mustPlan(t *testing.T, m *model.Model) partition.Plan {
 	t.Helper()
-	p, err := Plan(m, PerFactor)
+	p, err := PartitionPlan(m, PerFactor)
 	if err != nil {
 		t.Fatal(err)
 	}

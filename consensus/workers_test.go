@@ -37,7 +37,7 @@ func TestWorkersMatchSingleProcess(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					plan, err := Plan(red.Model, d)
+					plan, err := PartitionPlan(red.Model, d)
 					if err != nil {
 						t.Fatal(err)
 					}

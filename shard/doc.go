@@ -5,7 +5,7 @@
 // The model is an indexed file (package model/indexed, .ddx) that every
 // worker can read at the same path (a shared volume). The coordinator
 // streams its structure section three times and keeps no table and no
-// scope (Plan): the first pass cuts the factors into consecutive ranges of
+// scope (PlanLayout): the first pass cuts the factors into consecutive ranges of
 // about equal cost, one per worker, and notes where every k-th factor's
 // record starts (k at most 1024, less on small models); the second finds
 // the variables that ranges share (the boundary; it sets aside two bytes
@@ -27,6 +27,9 @@
 // and the coordinator's checkpoint keeps only its reference (StateRef: the
 // name, size and sha256); ReadState checks a file before it is used.
 //
-// It must not know how parts travel (package cluster carries a Spec as
-// opaque bytes) nor the command line.
+// It owns a Spec's wire form both ways: a sharded job's coordinator ships
+// a Layout's specs (EncodeSpecs; Digest is the job's identity) and a worker
+// builds its part from its own (LoadSpec). It must not know how parts
+// travel (package cluster carries the specs as opaque bytes) nor the
+// command line.
 package shard

@@ -89,7 +89,7 @@ func liveBytesPerVar(tb testing.TB, side int, loader func(context.Context, *Spec
 	m := generate.Potts(generate.GridOptions{Height: side, Width: side, Labels: 4, Rho: 0.5, Seed: 1})
 	path := writeDDX(tb, m)
 	m = nil
-	l, err := Plan(path, 2, PlanOptions{})
+	l, err := PlanLayout(path, 2, PlanOptions{})
 	if err != nil {
 		tb.Fatal(err)
 	}

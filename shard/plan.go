@@ -13,7 +13,7 @@ import (
 	"github.com/ddrun/ddrun/model/indexed"
 )
 
-// PlanOptions configure Plan.
+// PlanOptions configure PlanLayout.
 type PlanOptions struct {
 	// MaxEntries bounds the model's total states and payload entries (0:
 	// model.DefaultMaxEntries); the workers get the same bound.
@@ -45,10 +45,10 @@ type Layout struct {
 // maxChunk is the most factors between two noted record positions.
 const maxChunk = 1024
 
-// Plan cuts the indexed model at path into parts for workers workers
+// PlanLayout cuts the indexed model at path into parts for workers workers
 // (see the package documentation). Every error says what is wrong, with
 // the file's name.
-func Plan(path string, workers int, opts PlanOptions) (*Layout, error) {
+func PlanLayout(path string, workers int, opts PlanOptions) (*Layout, error) {
 	if workers < 1 || workers > math.MaxInt16 {
 		return nil, fmt.Errorf("shard: %d workers: want 1 to %d", workers, math.MaxInt16)
 	}
@@ -93,7 +93,7 @@ func Plan(path string, workers int, opts PlanOptions) (*Layout, error) {
 	return p.layout(fi.Size(), opts.MaxEntries)
 }
 
-// planner is Plan's state between its passes.
+// planner is PlanLayout's state between its passes.
 type planner struct {
 	sc      *indexed.Scanner
 	path    string

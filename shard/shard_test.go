@@ -44,7 +44,7 @@ func load(t *testing.T, path string, w int, opts consensus.Options) *loaded {
 // specs that went through their encoding.
 func loadWith(t *testing.T, path string, w int, opts consensus.Options, loader func(context.Context, *Spec) (*consensus.Part, error)) *loaded {
 	t.Helper()
-	l, err := Plan(path, w, PlanOptions{})
+	l, err := PlanLayout(path, w, PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestLoadedPartsMatchSplit(t *testing.T) {
 		}
 		m := red.Model
 		path := writeDDX(t, m)
-		plan, err := consensus.Plan(m, consensus.PerFactor)
+		plan, err := consensus.PartitionPlan(m, consensus.PerFactor)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,20 +227,20 @@ func TestPlanAndLoadErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Plan(writeDDX(t, c.m), c.workers, PlanOptions{})
+			_, err := PlanLayout(writeDDX(t, c.m), c.workers, PlanOptions{})
 			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("error %v, want one line with %q", err, c.want)
 			}
 		})
 	}
 	t.Run("missing file", func(t *testing.T) {
-		if _, err := Plan(filepath.Join(t.TempDir(), "none.ddx"), 2, PlanOptions{}); err == nil {
+		if _, err := PlanLayout(filepath.Join(t.TempDir(), "none.ddx"), 2, PlanOptions{}); err == nil {
 			t.Fatal("no error")
 		}
 	})
 	t.Run("another file", func(t *testing.T) {
 		path := writeDDX(t, grid)
-		l, err := Plan(path, 2, PlanOptions{})
+		l, err := PlanLayout(path, 2, PlanOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -267,7 +267,7 @@ func BenchmarkPlan(b *testing.B) {
 	path := writeDDX(b, m)
 	b.ReportAllocs()
 	for b.Loop() {
-		l, err := Plan(path, 4, PlanOptions{})
+		l, err := PlanLayout(path, 4, PlanOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -281,7 +281,7 @@ func BenchmarkPlan(b *testing.B) {
 func BenchmarkLoad(b *testing.B) {
 	m := generate.Potts(generate.GridOptions{Height: 300, Width: 300, Labels: 4, Rho: 0.5, Seed: 1})
 	path := writeDDX(b, m)
-	l, err := Plan(path, 4, PlanOptions{})
+	l, err := PlanLayout(path, 4, PlanOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func FuzzLoadSpec(f *testing.F) {
 	if err := indexed.WriteFile(path, m); err != nil {
 		f.Fatal(err)
 	}
-	l, err := Plan(path, 2, PlanOptions{})
+	l, err := PlanLayout(path, 2, PlanOptions{})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -1,10 +1,14 @@
 package shard
 
 import (
+	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/ddrun/ddrun/consensus"
 )
 
 // Spec is one worker's part of a sharded job: where the model file is, the
@@ -136,4 +140,45 @@ func DecodeSpec(data []byte) (*Spec, error) {
 		return nil, fmt.Errorf("shard: %d bytes after a part's spec", len(r.b))
 	}
 	return s, nil
+}
+
+// EncodeSpecs returns every worker's spec in its wire form (Encode), in
+// the order of the workers: what a sharded job ships to them.
+func (l *Layout) EncodeSpecs() ([][]byte, error) {
+	specs := make([][]byte, len(l.Specs))
+	for w := range l.Specs {
+		b, err := l.Specs[w].Encode()
+		if err != nil {
+			return nil, fmt.Errorf("worker %d: %w", w, err)
+		}
+		specs[w] = b
+	}
+	return specs, nil
+}
+
+// Digest is the sha256 of the layout's specs (each bound to the model file
+// by its size and structure checksum): a sharded job's identity, with its
+// settings, for its checkpoints.
+func (l *Layout) Digest() ([]byte, error) {
+	specs, err := l.EncodeSpecs()
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	for _, b := range specs {
+		h.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(b))))
+		h.Write(b)
+	}
+	return h.Sum(nil), nil
+}
+
+// LoadSpec builds a worker's part from its spec's wire form: it decodes
+// the spec (DecodeSpec) and reads the part (LoadFlat). It is a worker's
+// cluster.WorkerOptions.LoadShard.
+func LoadSpec(ctx context.Context, spec []byte) (*consensus.Part, error) {
+	sp, err := DecodeSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	return LoadFlat(ctx, sp)
 }
