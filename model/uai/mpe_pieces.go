@@ -203,3 +203,63 @@ func (w *MPEWriter) Abort() {
 		w.err = errors.New("uai: write MPE: the writer is closed")
 	}
 }
+
+// WriteMPEPieces writes to path (none when empty) the assignment of n
+// variables that pieces gives, by calling put with each piece in turn
+// (MPEWriter); x, when not nil (of length n), gets the assignment too.
+// Every variable must come exactly once, with a state >= 0.
+func WriteMPEPieces(path string, n int, x []int, pieces func(put func(vars []int, states []int32) error) error) error {
+	if path == "" && x == nil {
+		return nil
+	}
+	if x != nil && len(x) != n {
+		return fmt.Errorf("uai: write MPE: %d variables into %d", n, len(x))
+	}
+	var w *MPEWriter
+	if path != "" {
+		var err error
+		if w, err = CreateMPE(path, n); err != nil {
+			return err
+		}
+		defer w.Abort()
+	}
+	for v := range x {
+		x[v] = -1 // not given yet
+	}
+	err := pieces(func(vars []int, states []int32) error {
+		if w != nil {
+			if err := w.Put(vars, states); err != nil {
+				return err
+			}
+		}
+		if x == nil {
+			return nil
+		}
+		for k, v := range vars { // checked by Put too when there is a file
+			switch {
+			case len(states) != len(vars):
+				return fmt.Errorf("uai: write MPE: a piece of %d variables and %d states", len(vars), len(states))
+			case v < 0 || v >= len(x):
+				return fmt.Errorf("uai: write MPE: variable %d out of range [0,%d)", v, len(x))
+			case states[k] < 0:
+				return fmt.Errorf("uai: write MPE: variable %d in state %d", v, states[k])
+			case x[v] >= 0:
+				return fmt.Errorf("uai: write MPE: variable %d given twice", v)
+			}
+			x[v] = int(states[k])
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for v, s := range x {
+		if s < 0 {
+			return fmt.Errorf("uai: write MPE: variable %d has no state", v)
+		}
+	}
+	if w == nil {
+		return nil
+	}
+	return w.Close()
+}

@@ -213,3 +213,47 @@ func FuzzMPEWriter(f *testing.F) {
 		}
 	})
 }
+
+// WriteMPEPieces fills x and the file alike, or x alone without a path,
+// and fails on a variable missing or given twice in either case.
+func TestWriteMPEPieces(t *testing.T) {
+	dir := t.TempDir()
+	pieces := func(p ...[]int) func(func([]int, []int32) error) error {
+		return func(put func([]int, []int32) error) error {
+			for _, vars := range p {
+				states := make([]int32, len(vars))
+				for k, v := range vars {
+					states[k] = int32(v % 3)
+				}
+				if err := put(vars, states); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	for _, path := range []string{"", filepath.Join(dir, "x.MPE")} {
+		x := make([]int, 5)
+		if err := WriteMPEPieces(path, 5, x, pieces([]int{3, 4}, []int{0, 1, 2})); err != nil {
+			t.Fatal(err)
+		}
+		if !equalInts(x, []int{0, 1, 2, 0, 1}) {
+			t.Errorf("x %v", x)
+		}
+		if path != "" {
+			if b, err := os.ReadFile(path); err != nil || string(b) != "MPE\n5 0 1 2 0 1\n" {
+				t.Errorf("file %q, %v", b, err)
+			}
+		}
+		if err := WriteMPEPieces(path, 5, make([]int, 5), pieces([]int{3, 4}, []int{0, 1})); err == nil || !strings.Contains(err.Error(), "variable 2 has no state") {
+			t.Errorf("a missing variable: %v", err)
+		}
+		if err := WriteMPEPieces(path, 5, make([]int, 5), pieces([]int{0, 1, 2, 3}, []int{4, 1})); err == nil || !strings.Contains(err.Error(), "variable 1 given twice") {
+			t.Errorf("a duplicate: %v", err)
+		}
+	}
+	if err := WriteMPEPieces("", 5, nil, pieces([]int{9})); err != nil {
+		t.Errorf("nothing to write: %v", err)
+	}
+	onlyOutput(t, dir, "x.MPE")
+}
