@@ -277,7 +277,7 @@ func FuzzWorkerStep(f *testing.F) {
 	f.Add(int64(-5), uint64(7), false, false, false, int16(-1), int16(-1), 0.5, 0.0, 0.0)
 	m := generate.Potts(generate.GridOptions{Height: 5, Width: 5, Labels: 3, Rho: 1, Seed: 2})
 	opts := consensus.DefaultOptions()
-	plan, err := consensus.Plan(m, opts.Slaves)
+	plan, err := consensus.PartitionPlan(m, opts.Slaves)
 	if err != nil {
 		f.Fatal(err)
 	}

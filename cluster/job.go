@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -10,21 +11,37 @@ import (
 	"github.com/ddrun/ddrun/checkpoint"
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/shard"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
 )
 
 // Job is one distributed job as a coordinator runs it from start to end:
-// what Run needs, where its checkpoints go and what it resumes from, and
-// who it is (to refuse resuming another job's checkpoints). RunJob runs it
-// on a single coordinator, RunReplicated as a member of a Raft group.
+// its model and how it is laid out on the workers, where its checkpoints
+// go and what it resumes from, and who it is (to refuse resuming another
+// job's checkpoints). RunJob runs it on a single coordinator,
+// RunReplicated as a member of a Raft group; both run either kind of job
+// through the same epochs, checkpoints and resume.
 type Job struct {
 	// Name names the model in the errors of a failed run (its file).
 	Name      string
 	Transport transport.Transport
-	Model     *model.Model
-	Evidence  model.Evidence
-	Options   consensus.Options
+	// The model: either Model (and Evidence), which this coordinator
+	// holds and splits into slaves placed on the workers; or Shards, a
+	// sharded layout whose workers read their parts themselves (package
+	// shard) while this coordinator keeps the boundary.
+	Model    *model.Model
+	Evidence model.Evidence
+	Shards   *shard.Layout
+	// StateDir, for a sharded job, is where its workers save their parts'
+	// states for checkpoints (WorkerOptions.ShardStates): a directory
+	// every worker sees.
+	StateDir string
+	// Deliver, for a sharded job, gets the best assignment found, when
+	// its score is finite, before the workers are released: the workers
+	// hold it (but for its boundary), so Result.Assignment is nil.
+	Deliver func(ctx context.Context, a *ShardAssignment) error
+	Options consensus.Options
 	// Run configures the run: Base is the job's id, Workers its workers;
 	// Run.Checkpoint, when not nil, says when states are taken (its Save
 	// is set here). Epoch and Resume are set here.
@@ -34,6 +51,11 @@ type Job struct {
 	// Logger logs the job's course (resuming, checkpoints, leadership);
 	// nil: Run.Logger.
 	Logger *slog.Logger
+
+	// Started, for RunJob, is when the job started, for its wall time
+	// (zero: when RunJob is called); a resumed job's start is the one its
+	// checkpoint recorded.
+	Started time.Time
 
 	// Dir, for RunJob, keeps the checkpoints: the blobs and, next to
 	// them, the manifests of the job (the latest two). Nil: states live
@@ -89,7 +111,10 @@ func RunJob(ctx context.Context, j Job) (Outcome, error) {
 	ro := j.Run
 	ro.Epoch = 1
 	out := Outcome{Info: JobInfo{Workers: ro.Workers}}
-	started := time.Now()
+	started := j.Started
+	if started.IsZero() {
+		started = time.Now()
+	}
 	if rp := j.Resume; rp != nil {
 		ro.Resume, ro.Epoch = rp.Resume, rp.Epoch+1
 		out.Info.Redone, out.Info.Failovers = rp.Redone, rp.Failovers
@@ -126,7 +151,16 @@ func RunJob(ctx context.Context, j Job) (Outcome, error) {
 // (the checkpointed elapsed plus this run), when another clock recorded
 // started.
 func (j *Job) run(ctx context.Context, ro RunOptions, cpr *Checkpointer, started time.Time) (solver.Result, RunStats, error) {
-	res, stats, err := Run(ctx, j.Transport, j.Model, j.Evidence, j.Options, ro, j.Progress)
+	var lay layout = &wholeModel{m: j.Model, ev: j.Evidence}
+	switch {
+	case j.Shards != nil && j.Model != nil:
+		return solver.Result{}, RunStats{}, errors.New("cluster: a Job with both a Model and Shards")
+	case j.Shards != nil:
+		lay = &sharded{l: j.Shards, stateDir: j.StateDir, deliver: j.Deliver}
+	case j.Model == nil:
+		return solver.Result{}, RunStats{}, errors.New("cluster: a Job with neither a Model nor Shards")
+	}
+	res, stats, err := runEpochs(ctx, j.Transport, lay, j.Options, ro, j.Progress)
 	if cpr != nil {
 		if werr := cpr.Wait(context.Background()); werr != nil && err == nil {
 			err = werr

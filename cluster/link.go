@@ -165,7 +165,7 @@ func (c *coordinator) assignOne(ctx context.Context, w int) error {
 // acknowledged, and waits until each worker reports its part built. A
 // worker silent for lostAfter since its part was sent (no receipt, no
 // heartbeat of the job) is lost, as in a step: its part moves to a spare,
-// or the epoch ends (noSpareError).
+// or the epoch ends (lostError).
 func (c *coordinator) deliver(ctx context.Context, which []int) error {
 	sendPart := func(w int) error {
 		name := c.name(w)

@@ -85,9 +85,10 @@ func (c *coordinator) replace(ctx context.Context, w int) (string, error) {
 	c.mu.Unlock()
 	if c.sharded {
 		// Every part returns to the latest checkpoint in a new epoch
-		// (RunShards): the best assignment's interior is spread over the
-		// workers, and theirs must stay consistent with the restored one.
-		return "", &shardLostError{name: old, silent: silent}
+		// (layout sharded): the best assignment's interior is spread over
+		// the workers, and theirs must stay consistent with the restored
+		// one.
+		return "", &lostError{name: old, silent: silent}
 	}
 	deadline := time.Now().Add(c.waitSpare)
 	for {
@@ -139,7 +140,7 @@ func (c *coordinator) replace(ctx context.Context, w int) (string, error) {
 		}
 		c.mu.Unlock()
 		if time.Now().After(deadline) {
-			return "", &noSpareError{name: old, wait: c.waitSpare}
+			return "", &lostError{name: old, silent: silent, noSpare: c.waitSpare}
 		}
 		select {
 		case <-ctx.Done():
@@ -149,12 +150,18 @@ func (c *coordinator) replace(ctx context.Context, w int) (string, error) {
 	}
 }
 
-// noSpareError ends an epoch: a lost worker had no replacement.
-type noSpareError struct {
-	name string
-	wait time.Duration
+// lostError ends an epoch: a worker was lost, and no spare joined within
+// noSpare to take its part (zero: a sharded run, whose parts never move to
+// a spare within an epoch).
+type lostError struct {
+	name    string
+	silent  time.Duration // since it was last heard from
+	noSpare time.Duration
 }
 
-func (e *noSpareError) Error() string {
-	return fmt.Sprintf("worker %s is lost and no spare worker joined within %v", e.name, e.wait)
+func (e *lostError) Error() string {
+	if e.noSpare > 0 {
+		return fmt.Sprintf("worker %s is lost and no spare worker joined within %v", e.name, e.noSpare)
+	}
+	return fmt.Sprintf("worker %s lost", e.name)
 }

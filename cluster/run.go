@@ -107,53 +107,63 @@ func EpochJob(base string, e uint64) string {
 
 // RunStats describes what happened to a distributed job.
 type RunStats struct {
-	// Failovers counts parts moved from a lost worker to a spare, and
-	// Restored those of them that restarted from a checkpoint.
+	// Failovers counts parts moved from a lost worker to a spare and the
+	// epochs a lost worker ended; Restored those of them that restarted
+	// from a checkpoint.
 	Failovers, Restored int
 	// Resumed is the iteration the run continued from (0: from the
-	// start), and Redone how many iterations an earlier epoch had already
-	// run past it, as its workers reported (a lower bound when they were
-	// lost too).
+	// start), and Redone how many iterations were run again: those an
+	// earlier epoch had already run past the checkpoint it continued from,
+	// as its workers reported (a lower bound when they were lost too).
 	Resumed, Redone int
+	// Setup, in a sharded run, is the time from the start of the run until
+	// every worker had built its part (in the first epoch).
+	Setup time.Duration
+	// WorkerRSSMB, in a sharded run, is each worker's peak RSS (MiB) in
+	// the last epoch: the largest it reported, when its part was built or
+	// with its answers to the evaluations and the fetches of the
+	// assignment that end the run.
+	WorkerRSSMB []int64
 }
 
 // Run solves m under evidence ev on workers reached through tr, and returns
-// the result in m's variables (like consensus.Solve).
+// the result in m's variables (like consensus.Solve). It is RunJob's run
+// of a whole model, without the job around it (identity, checkpoint
+// store, resume point).
 //
 // A worker lost with no spare to replace it within SpareWait ends the
 // epoch: the job continues on the remaining workers, in the next epoch,
 // from the latest checkpoint regrouped onto them (consensus.Regroup), or
 // from the start when there is none.
 func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.Evidence, opts consensus.Options, ro RunOptions, progress func(solver.Progress)) (solver.Result, RunStats, error) {
-	start := time.Now()
+	return runEpochs(ctx, tr, &wholeModel{m: m, ev: ev}, opts, ro, progress)
+}
+
+// runEpochs runs a job of layout lay from the first epoch ro names to its
+// end: each epoch claims its workers and runs the layout's epoch; a lost
+// worker that ends one (lostError) starts the next, when the layout
+// continues, from the latest checkpoint (every epoch keeps it in its
+// coordinator's latest), regrouped by the layout.
+func runEpochs(ctx context.Context, tr transport.Transport, lay layout, opts consensus.Options, ro RunOptions, progress func(solver.Progress)) (solver.Result, RunStats, error) {
 	var stats RunStats
 	if err := opts.Validate(); err != nil {
 		return solver.Result{}, stats, err
-	}
-	if ro.Workers < 1 {
-		return solver.Result{}, stats, fmt.Errorf("workers: %d < 1", ro.Workers)
 	}
 	ro = ro.withDefaults() // epoch 0 runs as the job itself
 	if err := transport.ValidName(ro.Base); err != nil {
 		return solver.Result{}, stats, fmt.Errorf("job id %q: %w", ro.Base, err)
 	}
-	red, err := solver.Reduce(m, ev)
-	if red == nil {
-		return solver.InfeasibleResult(time.Since(start)), stats, err // nothing to distribute
-	}
-	plan, err := consensus.Plan(red.Model, opts.Slaves)
-	if err != nil {
-		return solver.Result{}, stats, err
+	if done, err := lay.prepare(opts, &ro, &stats); done != nil || err != nil {
+		if done == nil {
+			return solver.Result{}, stats, err
+		}
+		return *done, stats, err
 	}
 	if ro.Resume != nil {
 		stats.Resumed = ro.Resume.State.Iter
-		if len(ro.Resume.Where) != len(plan.Slaves) || len(ro.Resume.State.Parts) != ro.Workers {
-			return solver.Result{}, stats, fmt.Errorf("resuming: the checkpoint places %d slaves on %d parts; this job has %d slaves on %d workers",
-				len(ro.Resume.Where), len(ro.Resume.State.Parts), len(plan.Slaves), ro.Workers)
-		}
 	}
 	for first := true; ; first = false {
-		res, c, err := runEpoch(ctx, tr, red.Model, plan, opts, ro, progress)
+		res, c, err := runEpoch(ctx, tr, lay, opts, ro, &stats, progress)
 		if c != nil {
 			stats.Failovers += c.failovers
 			stats.Restored += c.restored
@@ -163,44 +173,35 @@ func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 				stats.Redone += max(0, c.priorIter-ro.Resume.State.Iter)
 			}
 		}
-		var lost *noSpareError
-		if !errors.As(err, &lost) || ro.Workers == 1 {
+		var lost *lostError
+		if !errors.As(err, &lost) || !lay.continues(ro) {
 			if err != nil {
 				return res, stats, err
 			}
 			if stats.Failovers > 0 {
-				ro.Logger.Warn("job finished after worker losses", "failovers", stats.Failovers)
+				ro.Logger.Warn("job finished after worker losses", "failovers", stats.Failovers, "restored", stats.Restored, "redone", stats.Redone)
 			}
-			return solver.Finish(m, red, res), stats, nil
+			return lay.finish(res), stats, nil
 		}
-		// Continue on the workers left, from the latest checkpoint.
+		// Continue in the next epoch, from the latest checkpoint.
 		if ro.lost == nil {
 			ro.lost = map[string]bool{}
 		}
 		ro.lost[lost.name] = true
-		ro.Workers--
 		ro.Epoch++
 		stats.Failovers++
-		where, err := placement(ro, red.Model, plan, ro.Workers)
-		if err != nil {
+		st := c.latestState()
+		from := 0
+		if st != nil {
+			from = st.Iter
+			stats.Restored++
+		}
+		stats.Redone += max(0, c.completed()-from)
+		if err := lay.regroup(&ro, st, c.where); err != nil {
 			return res, stats, err
 		}
-		ro.Resume = nil
-		from := 0
-		if st := c.latestState(); st != nil {
-			from = st.Iter
-			moved, err := consensus.Regroup(red.Model, plan, st, c.where, where, ro.Workers)
-			if err != nil {
-				return res, stats, err
-			}
-			ro.Resume = &Resume{State: moved, Where: where}
-			stats.Restored++
-			stats.Redone += max(0, c.completed()-st.Iter)
-		} else {
-			stats.Redone += c.completed()
-		}
-		ro.Logger.Warn("worker lost and no spare: the job continues on the workers left", "lost", lost.name,
-			"workers", ro.Workers, "epoch", ro.Epoch, "from_iteration", from)
+		ro.Logger.Warn("worker lost: the job continues in the next epoch, from the latest checkpoint", "lost", lost.name,
+			"silent", lost.silent, "workers", ro.Workers, "epoch", ro.Epoch, "from_iteration", from)
 	}
 }
 
@@ -216,54 +217,51 @@ func placement(ro RunOptions, m *model.Model, plan partition.Plan, workers int) 
 	return where, nil
 }
 
-// runEpoch runs one epoch of the job on the reduced model m and returns its
-// result in m's variables.
-func runEpoch(ctx context.Context, tr transport.Transport, m *model.Model, plan partition.Plan, opts consensus.Options, ro RunOptions, progress func(solver.Progress)) (solver.Result, *coordinator, error) {
+// runEpoch runs one epoch of the job: it claims the epoch's workers and
+// runs lay's epoch on them. The coordinator it returns, when not nil,
+// tells what happened in the epoch.
+func runEpoch(ctx context.Context, tr transport.Transport, lay layout, opts consensus.Options, ro RunOptions, stats *RunStats,
+	progress func(solver.Progress)) (solver.Result, *coordinator, error) {
 	c, closeEpoch, err := openEpoch(ctx, tr, ro)
 	if err != nil {
 		return solver.Result{}, c, err
 	}
 	defer closeEpoch()
-	if ro.Resume != nil {
-		c.where = ro.Resume.Where
-	} else if c.where, err = placement(ro, m, plan, len(c.names)); err != nil {
-		return solver.Result{}, c, err
+	res, err := lay.epoch(ctx, c, opts, ro, stats, progress)
+	return res, c, err
+}
+
+// checkpointing is the epoch's consensus.Checkpointing (nil: none): it
+// continues from ro.Resume, and takes states as ro.Checkpoint says, each
+// kept as c.latest and saved with the placement where (nil in a sharded
+// run).
+func (c *coordinator) checkpointing(ro RunOptions, where []int32) *consensus.Checkpointing {
+	if ro.Resume == nil && ro.Checkpoint == nil {
+		return nil
 	}
-	where := c.where
-	parts, b, err := consensus.Split(m, plan, where, len(c.names))
-	if err != nil {
-		return solver.Result{}, c, err
-	}
-	ro.Logger.Info("model split", "slaves", len(plan.Slaves), "boundary", len(b.Vars()))
-	var cp *consensus.Checkpointing
+	cp := &consensus.Checkpointing{}
 	if ro.Resume != nil {
 		c.latest = ro.Resume.State
-		cp = &consensus.Checkpointing{Resume: ro.Resume.State}
+		cp.Resume = ro.Resume.State
 	}
-	if ro.Checkpoint != nil {
-		if cp == nil {
-			cp = &consensus.Checkpointing{}
-		}
-		cp.Every, cp.Interval = ro.Checkpoint.Every, ro.Checkpoint.Interval
-		cp.Save = func(ctx context.Context, st *consensus.State) error {
-			t0 := time.Now()
-			c.mu.Lock()
-			c.latest = st
-			c.mu.Unlock()
-			if ro.Checkpoint.Save == nil {
-				if h := ro.Hooks.Checkpoint; h != nil {
-					h(time.Since(t0), nil)
-				}
-				return nil
+	if ro.Checkpoint == nil {
+		return cp
+	}
+	cp.Every, cp.Interval = ro.Checkpoint.Every, ro.Checkpoint.Interval
+	cp.Save = func(ctx context.Context, st *consensus.State) error {
+		t0 := time.Now()
+		c.mu.Lock()
+		c.latest = st
+		c.mu.Unlock()
+		if ro.Checkpoint.Save == nil {
+			if h := ro.Hooks.Checkpoint; h != nil {
+				h(time.Since(t0), nil)
 			}
-			return ro.Checkpoint.Save(ctx, st, where)
+			return nil
 		}
+		return ro.Checkpoint.Save(ctx, st, where)
 	}
-	if err := c.assign(ctx, parts, opts); err != nil {
-		return solver.Result{}, c, err
-	}
-	res, err := consensus.Coordinate(ctx, m, parts, b, c.links(), opts, cp, progress)
-	return res, c, err
+	return cp
 }
 
 // openEpoch claims the workers of the epoch ro names and sets up its

@@ -18,9 +18,10 @@ import (
 	"github.com/ddrun/ddrun/transport"
 )
 
-// shardFixture is a sharded job over in-memory parts: the spec of part k
-// is the byte k, and the workers' LoadShard hands out the part.
-func shardFixture(t *testing.T, m *model.Model, w int) (*ShardJob, func(context.Context, []byte) (*consensus.Part, error)) {
+// shardFixture is a sharded layout over in-memory parts: the spec of part
+// k ranges over the factors from k, and the workers' LoadShard hands out
+// the part.
+func shardFixture(t *testing.T, m *model.Model, w int) (*shard.Layout, func(context.Context, []byte) (*consensus.Part, error)) {
 	t.Helper()
 	plan := partition.PerFactor(m)
 	place := make([]int32, len(plan.Slaves))
@@ -31,7 +32,7 @@ func shardFixture(t *testing.T, m *model.Model, w int) (*ShardJob, func(context.
 	if err != nil {
 		t.Fatal(err)
 	}
-	job := &ShardJob{BoundaryVars: b.Vars(), NumVars: m.NumVars(), Of: make([][]int, w), Deg: make([][]int, w)}
+	job := &shard.Layout{BoundaryVars: b.Vars(), NumVars: m.NumVars(), Of: make([][]int, w), Deg: make([][]int, w)}
 	index := map[int]int{}
 	cards := make([]int, len(job.BoundaryVars))
 	for j, v := range job.BoundaryVars {
@@ -43,7 +44,7 @@ func shardFixture(t *testing.T, m *model.Model, w int) (*ShardJob, func(context.
 		copy(job.Boundary.Unaries(j), m.Unaries(v))
 	}
 	for k, p := range parts {
-		job.Specs = append(job.Specs, []byte{byte(k)})
+		job.Specs = append(job.Specs, shard.Spec{From: k})
 		local := make([]int, len(p.Vars))
 		for _, sl := range p.Plan.Slaves {
 			for _, v := range sl.Vars {
@@ -56,10 +57,14 @@ func shardFixture(t *testing.T, m *model.Model, w int) (*ShardJob, func(context.
 		}
 	}
 	return job, func(_ context.Context, spec []byte) (*consensus.Part, error) {
-		if len(spec) != 1 || int(spec[0]) >= len(parts) {
-			return nil, fmt.Errorf("bad spec %v", spec)
+		sp, err := shard.DecodeSpec(spec)
+		if err != nil {
+			return nil, err
 		}
-		return parts[spec[0]], nil
+		if sp.From >= len(parts) {
+			return nil, fmt.Errorf("bad spec %+v", sp)
+		}
+		return parts[sp.From], nil
 	}
 }
 
@@ -109,10 +114,12 @@ func TestShardedJobOverTransport(t *testing.T) {
 			}
 			rctx, rcancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer rcancel()
-			got, _, err := RunShards(rctx, tr, job, opts, RunOptions{Job: fmt.Sprintf("sharded%d", w), WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}, deliver, nil)
+			o, err := RunJob(rctx, Job{Transport: tr, Shards: job, Deliver: deliver, Options: opts,
+				Run: RunOptions{Job: fmt.Sprintf("sharded%d", w), WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}})
 			if err != nil {
 				t.Fatal(err)
 			}
+			got := o.Result
 			if seen != m.NumVars() {
 				t.Fatalf("%d states delivered for %d variables", seen, m.NumVars())
 			}
@@ -142,7 +149,8 @@ func TestShardedPartRefused(t *testing.T) {
 	startWorkers(t, tr, "plain", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, _, err := RunShards(ctx, tr, job, consensus.DefaultOptions(), RunOptions{Job: "refused", WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}, nil, nil)
+	_, err := RunJob(ctx, Job{Transport: tr, Shards: job, Options: consensus.DefaultOptions(),
+		Run: RunOptions{Job: "refused", WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}})
 	if err == nil || !strings.Contains(err.Error(), "cannot read sharded parts") {
 		t.Fatalf("error %v", err)
 	}
@@ -181,8 +189,8 @@ func TestShardedWorkerLossRestoresFromCheckpoint(t *testing.T) {
 			opts := consensus.DefaultOptions()
 			opts.Algo, opts.MaxIter, opts.Threads, opts.ProgressEvery, opts.Tol = algo, 45, 1, 0, 0
 			job, loadShard := shardFixture(t, m, 3)
-			job.StateDir = t.TempDir()
-			run := func(name string, kill bool) (consensus.ShardResult, ShardStats, []int) {
+			stateDir := t.TempDir()
+			run := func(name string, kill bool) (solver.Result, RunStats, []int) {
 				tr := transport.NewInProc()
 				defer tr.Close()
 				var stops []func()
@@ -208,11 +216,13 @@ func TestShardedWorkerLossRestoresFromCheckpoint(t *testing.T) {
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 				defer cancel()
-				res, stats, err := RunShards(ctx, tr, job, opts, RunOptions{Job: name, WaitWorkers: 10 * time.Second, StepTimeout: 20 * time.Second,
-					LostAfter: 500 * time.Millisecond, Checkpoint: &CheckpointOptions{Every: 10}}, deliver, progress)
+				o, err := RunJob(ctx, Job{Transport: tr, Shards: job, StateDir: stateDir, Deliver: deliver, Options: opts, Progress: progress,
+					Run: RunOptions{Job: name, WaitWorkers: 10 * time.Second, StepTimeout: 20 * time.Second,
+						LostAfter: 500 * time.Millisecond, Checkpoint: &CheckpointOptions{Every: 10}}})
 				if err != nil {
 					t.Fatal(err)
 				}
+				res, stats := o.Result, o.Stats
 				if kill != killed {
 					t.Fatalf("killed %v", killed)
 				}

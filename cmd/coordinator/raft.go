@@ -60,11 +60,14 @@ func (r *raftFlags) check(natsURL, job string, local bool) error {
 }
 
 // runReplicated is `coordinator run` as a member of a Raft group (see
-// cluster.RunReplicated): it opens the group and the checkpoint store the
-// group shares, and prints the result when this member ends the job, or
-// leads it after the leader that ended it died before printing.
-func runReplicated(ctx context.Context, j cluster.Job, sp spec, tr *transport.NATS, r *runFlags, f solveFlags,
-	ro *runOutput, stdout io.Writer) error {
+// cluster.RunReplicated), for a whole or a sharded job: it opens the group
+// and the checkpoint store the group shares, and reports the result when
+// this member ends the job (report; record is the job's cluster.Job.Record),
+// or prints the recorded one when it leads after the leader that ended it
+// died before printing.
+func runReplicated(ctx context.Context, j cluster.Job, tr *transport.NATS, r *runFlags, f solveFlags,
+	ro *runOutput, stdout io.Writer, record func(solver.Result, cluster.JobInfo) (json.RawMessage, error),
+	report func(cluster.Outcome) error) error {
 	log := ro.con.Logger()
 	rf, ck := r.raft, r.ck
 	peers, _ := jobstate.ParsePeers(rf.peers)
@@ -95,17 +98,7 @@ func runReplicated(ctx context.Context, j cluster.Job, sp spec, tr *transport.NA
 		j.Store = obj
 	}
 	j.Logger = log.With("raft_id", rf.id)
-	j.Record = func(res solver.Result, info cluster.JobInfo) (json.RawMessage, error) {
-		// The recorded result leaves a big assignment out
-		// (maxJSONAssignment): write it before the record commits, so
-		// that the job's --out exists once it is done.
-		if f.out != "" && res.Assignment != nil && len(res.Assignment) > maxJSONAssignment {
-			if err := writeMPE(f.out, res.Assignment); err != nil {
-				return nil, err
-			}
-		}
-		return json.Marshal(newResultJSON(res, sp, info, f.out))
-	}
+	j.Record = record
 	out, err := cluster.RunReplicated(ctx, j, g)
 	switch {
 	case err != nil:
@@ -113,10 +106,23 @@ func runReplicated(ctx context.Context, j cluster.Job, sp spec, tr *transport.NA
 	case out.Recorded != nil:
 		return printStoredResult(out.Recorded, f, ro, stdout)
 	case out.Ran:
-		r.obs.ObserveResult(out.Result)
-		return report(out.Result, sp, f, out.Info, ro, stdout)
+		return report(out)
 	}
 	return nil
+}
+
+// recordWhole is the Raft record of a whole-model job's result: the JSON
+// result, without a big assignment, which goes to --out before the record
+// commits, so that the job's --out exists once it is done.
+func recordWhole(sp spec, f solveFlags) func(solver.Result, cluster.JobInfo) (json.RawMessage, error) {
+	return func(res solver.Result, info cluster.JobInfo) (json.RawMessage, error) {
+		if f.out != "" && res.Assignment != nil && len(res.Assignment) > maxJSONAssignment {
+			if err := writeMPE(f.out, res.Assignment); err != nil {
+				return nil, err
+			}
+		}
+		return json.Marshal(newResultJSON(res, sp, info, f.out))
+	}
 }
 
 // printStoredResult prints a result recorded in the Raft log by a leader

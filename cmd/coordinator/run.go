@@ -275,7 +275,10 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	j.Transport = sealed
 	j.Progress = r.observed(out.progress())
 	if r.raft.enabled() {
-		return runReplicated(ctx, j, sp, tr, &r, f, out, stdout)
+		return runReplicated(ctx, j, tr, &r, f, out, stdout, recordWhole(sp, f), func(o cluster.Outcome) error {
+			r.obs.ObserveResult(o.Result)
+			return report(o.Result, sp, f, o.Info, out, stdout)
+		})
 	}
 	before := tr.Conn().Stats()
 	if f.anytimeOn {

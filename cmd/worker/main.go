@@ -39,7 +39,6 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/cluster"
-	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/dsearch"
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/internal/natsflags"
@@ -111,7 +110,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	con.Start(cli.Options{Level: level, Quiet: true})
 	log := con.Logger().With("worker", *name)
 	var m *metrics.Metrics // nil without --metrics: its methods do nothing
-	wo := cluster.WorkerOptions{Name: *name, Threads: *threads, Logger: log, LoadShard: loadShard, ShardStates: shard.StateFiles{}}
+	wo := cluster.WorkerOptions{Name: *name, Threads: *threads, Logger: log, LoadShard: shard.LoadSpec, ShardStates: shard.StateFiles{}}
 	if *metricsAddr != "" {
 		var err error
 		if m, err = metrics.New(metrics.Options{Role: metrics.Worker}); err != nil {
@@ -158,15 +157,4 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	log.Info("stopped")
 	return 0
-}
-
-// loadShard builds a sharded job's part from its spec: this worker's
-// factors, read from the model file by byte ranges (flat when they are
-// all Potts or all Pair factors).
-func loadShard(ctx context.Context, spec []byte) (*consensus.Part, error) {
-	sp, err := shard.DecodeSpec(spec)
-	if err != nil {
-		return nil, err
-	}
-	return shard.LoadFlat(ctx, sp)
 }
