@@ -285,3 +285,51 @@ func TestShardedFullRestartResumes(t *testing.T) {
 		t.Errorf("resuming on another model: %v\n%s", err, b)
 	}
 }
+
+// A sharded job run by a Raft group of three coordinators (run --sharded
+// --raft-*): the leader is killed (kill -9) after a committed checkpoint;
+// another member takes the job over in a new epoch, every part back at
+// that checkpoint (the workers' state files), and the job ends like an
+// undisturbed run, its assignment in --out scoring its primal exactly.
+func TestKillRaftLeaderShardedMidRun(t *testing.T) {
+	coord, worker := binaries(t)
+	model := genModel(t, coord, "potts", "--height", "150", "--width", "150", "--labels", "4", "--rho", "0.5", ".ddx")
+	m, err := modelfile.Load(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := []string{"--sharded", "--json", "--threads", "1", "--tol", "0", "--max-iter", "800"}
+	want := runJSON(t, 2*time.Minute, coord, append(append([]string{"run", "--local", "--workers", "2", "--quiet", "--state-dir", t.TempDir()}, flags...), model)...)
+	srv := startNATS(t, true)
+	startWorkerProcs(t, worker, srv.URL(), "shr", 2, "--quiet")
+	out := filepath.Join(t.TempDir(), "x.mpe")
+	group := raftGroup(t, coord, srv.URL(), model, append(flags[:len(flags):len(flags)], "--state-dir", t.TempDir(), "--out", out))
+	at, leader := waitCheckpoint(t, group, 200, time.Minute)
+	leader.kill()
+	t0 := time.Now()
+	var rest []*proc
+	for _, p := range group {
+		if p != leader {
+			rest = append(rest, p)
+		}
+	}
+	printed := groupResult(t, rest, 2*time.Minute)
+	got := printed[0]
+	t.Logf("leader killed after the checkpoint of iteration %d; the job ended %v later: %s after %d, dual %v primal %v (undisturbed %s after %d, dual %v primal %v)",
+		at, time.Since(t0).Round(time.Millisecond), got.Status, got.Iterations, deref(got.Dual), deref(got.Primal),
+		want.Status, want.Iterations, deref(want.Dual), deref(want.Primal))
+	closeResult(t, got, want)
+	resumed := false
+	for _, p := range rest {
+		resumed = resumed || strings.Contains(p.stderr(), "resuming from checkpoint")
+	}
+	if !resumed {
+		t.Error("no member resumed the job from the committed checkpoint")
+	}
+	if got.Failovers == nil || *got.Failovers < 1 {
+		t.Errorf("failovers %v: want the takeover counted", deref(intf(got.Failovers)))
+	}
+	if sc := m.Score(readMPE(t, out)); got.Primal == nil || math.Abs(sc-*got.Primal) > 1e-9*math.Max(1, math.Abs(sc)) {
+		t.Errorf("primal %v, the assignment in --out scores %v", deref(got.Primal), sc)
+	}
+}

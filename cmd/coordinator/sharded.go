@@ -108,7 +108,7 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 	planned := time.Since(start)
 	// result is the job's result in the JSON schema, with what this
 	// coordinator saw of the run (stats: none when it did not run it).
-	result := func(res solver.Result, stats cluster.RunStats) resultJSON {
+	result := func(res solver.Result, info cluster.JobInfo, stats cluster.RunStats) resultJSON {
 		sj := &shardedJSON{Boundary: len(layout.BoundaryVars), PlanSeconds: planned.Seconds(), SetupSeconds: (planned + stats.Setup).Seconds(),
 			CoordinatorRSSMB: cluster.PeakRSSMB(), WorkerRSSMB: stats.WorkerRSSMB,
 			Failovers: stats.Failovers, Restored: stats.Restored, Redone: stats.Redone}
@@ -118,7 +118,8 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 		rj := resultJSON{Status: res.Status, Primal: finite(res.Primal), Dual: finite(res.Dual), Gap: finite(res.Gap),
 			Relaxed: finite(res.Relaxed), Iterations: res.Iterations, Seconds: res.Elapsed.Seconds(), Assignment: x,
 			Algo: sp.algo.name, Threads: sp.threads, Workers: r.workers,
-			Model: modelJSON{Variables: layout.NumVars, Factors: layout.NumFactors}, Sharded: sj}
+			Model: modelJSON{Variables: layout.NumVars, Factors: layout.NumFactors}, Sharded: sj,
+			Failovers: &info.Failovers, Redone: &info.Redone}
 		if rj.Primal != nil {
 			if f.out != "" {
 				rj.AssignmentFile = f.out
@@ -130,7 +131,7 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 	report := func(o cluster.Outcome) error {
 		res := o.Result
 		r.obs.ObserveResult(res)
-		rj := result(res, o.Stats)
+		rj := result(res, o.Info, o.Stats)
 		if n := res.Iterations; n > 0 && !f.quiet {
 			st := tr.Conn().Stats()
 			printTraffic(con, st.InBytes-before.InBytes, st.OutBytes-before.OutBytes, n)
@@ -148,8 +149,8 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 	if r.raft.enabled() {
 		// The recorded result holds what the job's last leader saw at its
 		// end; the assignment is already in --out (Deliver).
-		record := func(res solver.Result, _ cluster.JobInfo) (json.RawMessage, error) {
-			return json.Marshal(result(res, cluster.RunStats{}))
+		record := func(res solver.Result, info cluster.JobInfo) (json.RawMessage, error) {
+			return json.Marshal(result(res, info, cluster.RunStats{}))
 		}
 		return runReplicated(ctx, j, tr, &r, f, output, stdout, record, report)
 	}
