@@ -110,7 +110,7 @@ func TestSilentWorkerLostWhileAssigning(t *testing.T) {
 			<-assigned
 			startOne(t, tr, "spare")
 		}()
-		got, want, stats := run(t, tr, RunOptions{Job: "mute1", Workers: 2, SpareWait: 5 * time.Second})
+		got, want, stats := run(t, tr, RunOptions{Base: "mute1", Workers: 2, SpareWait: 5 * time.Second})
 		if stats.Failovers != 1 {
 			t.Errorf("%d failovers, want 1", stats.Failovers)
 		}
@@ -122,7 +122,7 @@ func TestSilentWorkerLostWhileAssigning(t *testing.T) {
 		startOne(t, tr, "a")
 		startOne(t, tr, "b")
 		startMute(t, tr, "mute", false)
-		got, want, stats := run(t, tr, RunOptions{Job: "mute2", Workers: 3, SpareWait: 300 * time.Millisecond})
+		got, want, stats := run(t, tr, RunOptions{Base: "mute2", Workers: 3, SpareWait: 300 * time.Millisecond})
 		if stats.Failovers != 1 || stats.Redone != 0 {
 			t.Errorf("%d failovers, %d redone; want 1 and 0", stats.Failovers, stats.Redone)
 		}
@@ -152,7 +152,7 @@ func TestLostWorkerNotClaimedAgain(t *testing.T) {
 	m, opts, want := gridJob(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	ro := RunOptions{Job: job, Workers: 3, WaitWorkers: 10 * time.Second, StepTimeout: 30 * time.Second,
+	ro := RunOptions{Base: job, Workers: 3, WaitWorkers: 10 * time.Second, StepTimeout: 30 * time.Second,
 		LostAfter: 300 * time.Millisecond, SpareWait: 300 * time.Millisecond}
 	got, stats, err := Run(ctx, tr, m, nil, opts, ro, nil)
 	if err != nil {

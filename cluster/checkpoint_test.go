@@ -61,7 +61,7 @@ func TestResumeFromCheckpoint(t *testing.T) {
 	opts := consensus.DefaultOptions()
 	opts.MaxIter = 300
 	var sv saved
-	ro := RunOptions{Job: "resume1", Workers: 3, WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second,
+	ro := RunOptions{Base: "resume1", Workers: 3, WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second,
 		Checkpoint: &CheckpointOptions{Every: 10, Save: sv.save}}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -73,8 +73,8 @@ func TestResumeFromCheckpoint(t *testing.T) {
 		t.Fatalf("%d states in %d iterations", len(sv.states), want.Iterations)
 	}
 	st := sv.states[len(sv.states)/2]
-	ro2 := RunOptions{Job: "resume2", Workers: 3, WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second,
-		Resume: &Resume{State: st, Where: sv.where}}
+	ro2 := RunOptions{Base: "resume2", Workers: 3, WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second,
+		Resume: &ResumePoint{State: st, Where: sv.where}}
 	got, stats, err := Run(ctx, tr, m, nil, opts, ro2, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +116,7 @@ func TestWorkerLossRestoresFromCheckpoint(t *testing.T) {
 	opts.ProgressEvery = 0
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	got, stats, err := Run(ctx, tr, m, nil, opts, RunOptions{Job: "ckloss", Workers: 2, WaitWorkers: 10 * time.Second,
+	got, stats, err := Run(ctx, tr, m, nil, opts, RunOptions{Base: "ckloss", Workers: 2, WaitWorkers: 10 * time.Second,
 		StepTimeout: 20 * time.Second, LostAfter: 500 * time.Millisecond, Checkpoint: &CheckpointOptions{Every: 5, Save: sv.save}}, progress)
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +206,7 @@ func TestNewEpochTakesOverWorkers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	got, stats, err := Run(ctx, inner, m, nil, opts, RunOptions{Base: "take", Epoch: 2, Workers: 2, WaitWorkers: 10 * time.Second,
-		StepTimeout: 10 * time.Second, Resume: &Resume{State: st, Where: where}}, nil)
+		StepTimeout: 10 * time.Second, Resume: &ResumePoint{State: st, Where: where}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,13 +230,13 @@ func TestCheckpointerRoundTrip(t *testing.T) {
 	var mu sync.Mutex
 	var manifests []checkpoint.Manifest // newest first
 	var sv saved
-	cpr := NewCheckpointer(CheckpointerOptions{Store: store, Job: "rt", ModelHash: "h", Record: func(_ context.Context, m checkpoint.Manifest) error {
+	cpr := NewCheckpointer(CheckpointerOptions{Store: store, Base: "rt", ModelHash: "h", Record: func(_ context.Context, m checkpoint.Manifest) error {
 		mu.Lock()
 		defer mu.Unlock()
 		manifests = append([]checkpoint.Manifest{m}, manifests...)
 		return nil
 	}})
-	ro := RunOptions{Job: "rt1", Workers: 2, WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second,
+	ro := RunOptions{Base: "rt1", Workers: 2, WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second,
 		Checkpoint: &CheckpointOptions{Every: 10, Save: func(ctx context.Context, st *consensus.State, where []int32) error {
 			_ = sv.save(ctx, st, where)
 			return cpr.Save(ctx, st, where)
@@ -284,8 +284,8 @@ func TestCheckpointerRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, _, err := Run(ctx, tr, m, nil, opts, RunOptions{Job: "rt2", Workers: 2, WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second,
-		Resume: &Resume{State: prev, Where: where}}, nil)
+	res, _, err := Run(ctx, tr, m, nil, opts, RunOptions{Base: "rt2", Workers: 2, WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second,
+		Resume: &ResumePoint{State: prev, Where: where}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +341,7 @@ func TestNATSServerRestartMidRun(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	got, _, err := Run(ctx, connect("coord"), m, nil, opts, RunOptions{Job: "reconnect", Workers: 2, WaitWorkers: 10 * time.Second,
+	got, _, err := Run(ctx, connect("coord"), m, nil, opts, RunOptions{Base: "reconnect", Workers: 2, WaitWorkers: 10 * time.Second,
 		StepTimeout: 30 * time.Second, ResendEvery: 200 * time.Millisecond, LostAfter: 10 * time.Second}, progress)
 	if err != nil {
 		t.Fatal(err)
@@ -372,7 +372,7 @@ func TestWorkerLossWithoutSpareRegroups(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	got, stats, err := Run(ctx, tr, m, nil, opts, RunOptions{Job: "shrink", Workers: 3, WaitWorkers: 10 * time.Second,
+	got, stats, err := Run(ctx, tr, m, nil, opts, RunOptions{Base: "shrink", Workers: 3, WaitWorkers: 10 * time.Second,
 		StepTimeout: 20 * time.Second, LostAfter: 300 * time.Millisecond, SpareWait: 300 * time.Millisecond,
 		Checkpoint: &CheckpointOptions{Every: 5}}, progress)
 	if err != nil {

@@ -185,9 +185,11 @@ type CheckpointerOptions struct {
 	// checkpoint was recorded; when nil the Checkpointer deletes the
 	// objects of the checkpoints it wrote that the last Keep no longer
 	// name.
-	Prune     func(ctx context.Context) error
-	Keep      int // default 2
-	Job       string
+	Prune func(ctx context.Context) error
+	Keep  int // default 2
+	// Base and Epoch: the job and epoch of the checkpoints (their
+	// manifests' Job and Epoch).
+	Base      string
 	Epoch     uint64
 	ModelHash string
 	Settings  json.RawMessage
@@ -267,7 +269,7 @@ func (c *Checkpointer) Save(ctx context.Context, st *consensus.State, where []in
 	c.mu.Lock()
 	c.stats.Encode += encode
 	c.mu.Unlock()
-	m := checkpoint.Manifest{Job: c.o.Job, Epoch: c.o.Epoch, Iteration: st.Iter, Meta: mj}
+	m := checkpoint.Manifest{Job: c.o.Base, Epoch: c.o.Epoch, Iteration: st.Iter, Meta: mj}
 	done := make(chan struct{})
 	c.done = done
 	go func() {

@@ -53,7 +53,7 @@ func runBoth(t *testing.T, tr transport.Transport, m *model.Model, opts consensu
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	got, _, err := Run(ctx, tr, m, nil, opts, RunOptions{Job: job, Workers: workers, WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}, nil)
+	got, _, err := Run(ctx, tr, m, nil, opts, RunOptions{Base: job, Workers: workers, WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestWorkerLossFailsOverToSpare(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	got, stats, err := Run(ctx, tr, m, nil, opts, RunOptions{Job: "failover", Workers: 2, WaitWorkers: 10 * time.Second,
+	got, stats, err := Run(ctx, tr, m, nil, opts, RunOptions{Base: "failover", Workers: 2, WaitWorkers: 10 * time.Second,
 		StepTimeout: 20 * time.Second, LostAfter: 500 * time.Millisecond}, progress)
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +187,7 @@ func TestMessageFaultsChangeNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		got, _, err := Run(ctx, faulty, m, nil, opts, RunOptions{Job: fmt.Sprintf("faults%d", seed), Workers: 2,
+		got, _, err := Run(ctx, faulty, m, nil, opts, RunOptions{Base: fmt.Sprintf("faults%d", seed), Workers: 2,
 			WaitWorkers: 10 * time.Second, StepTimeout: 30 * time.Second, ResendEvery: 100 * time.Millisecond, LostAfter: time.Minute}, nil)
 		cancel()
 		if err != nil {

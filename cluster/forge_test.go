@@ -227,7 +227,7 @@ func TestForgedMessagesChangeNothing(t *testing.T) {
 			}
 			rctx, rcancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer rcancel()
-			got, stats, err := Run(rctx, tr, m, nil, opts, RunOptions{Job: job, Workers: 2, WaitWorkers: 10 * time.Second,
+			got, stats, err := Run(rctx, tr, m, nil, opts, RunOptions{Base: job, Workers: 2, WaitWorkers: 10 * time.Second,
 				StepTimeout: 20 * time.Second, ResendEvery: 200 * time.Millisecond, LostAfter: 5 * time.Second,
 				Logger: slog.New(slog.NewTextHandler(&clog, nil))}, progress)
 			if err != nil {

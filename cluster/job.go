@@ -116,7 +116,7 @@ func RunJob(ctx context.Context, j Job) (Outcome, error) {
 		started = time.Now()
 	}
 	if rp := j.Resume; rp != nil {
-		ro.Resume, ro.Epoch = rp.Resume, rp.Epoch+1
+		ro.Resume, ro.Epoch = rp, rp.Epoch+1
 		out.Info.Redone, out.Info.Failovers = rp.Redone, rp.Failovers
 		if !rp.Started.IsZero() {
 			started = rp.Started
@@ -176,7 +176,7 @@ func (j *Job) run(ctx context.Context, ro RunOptions, cpr *Checkpointer, started
 // and makes it ro.Checkpoint's Save (on a copy of *ro.Checkpoint).
 func (j *Job) checkpointer(ro *RunOptions, epoch uint64, info JobInfo, started time.Time, store checkpoint.Store,
 	record func(context.Context, checkpoint.Manifest) error, prune func(context.Context) error) *Checkpointer {
-	cpr := NewCheckpointer(CheckpointerOptions{Store: store, Job: ro.Base, Epoch: epoch,
+	cpr := NewCheckpointer(CheckpointerOptions{Store: store, Base: ro.Base, Epoch: epoch,
 		ModelHash: j.Identity.ModelHash, Settings: j.Identity.Settings,
 		Redone: info.Redone, Failovers: info.Failovers, Started: started, Logger: j.logger(), Record: record, Prune: prune,
 		Done: ro.Hooks.Checkpoint})

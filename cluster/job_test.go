@@ -73,8 +73,8 @@ func TestRunJobResumesFromDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rp.Epoch != 1 || rp.Resume.State.Iter != ms[1].Iteration {
-		t.Fatalf("resume point: epoch %d iteration %d, want 1, %d", rp.Epoch, rp.Resume.State.Iter, ms[1].Iteration)
+	if rp.Epoch != 1 || rp.State.Iter != ms[1].Iteration {
+		t.Fatalf("resume point: epoch %d iteration %d, want 1, %d", rp.Epoch, rp.State.Iter, ms[1].Iteration)
 	}
 	j.Resume = rp
 	const outage = 300 * time.Millisecond

@@ -108,7 +108,7 @@ func (l *wholeModel) regroup(ro *RunOptions, st *consensus.State, was []int32) e
 	if err != nil {
 		return err
 	}
-	ro.Resume = &Resume{State: moved, Where: where}
+	ro.Resume = &ResumePoint{State: moved, Where: where}
 	return nil
 }
 
@@ -213,7 +213,7 @@ func (s *sharded) continues(RunOptions) bool { return true }
 func (s *sharded) regroup(ro *RunOptions, st *consensus.State, _ []int32) error {
 	ro.Resume = nil
 	if st != nil {
-		ro.Resume = &Resume{State: st}
+		ro.Resume = &ResumePoint{State: st}
 	}
 	return nil
 }

@@ -44,7 +44,7 @@ func runJobAt(t *testing.T, tr transport.Transport, job string, opts consensus.O
 	m, _, _ := gridJob(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ro.Job, ro.Workers = job, 2
+	ro.Base, ro.Workers = job, 2
 	if ro.WaitWorkers == 0 {
 		ro.WaitWorkers = 10 * time.Second
 	}
@@ -121,7 +121,7 @@ func TestPoolQueuedJobWaits(t *testing.T) {
 	defer cancel()
 	first := make(chan error, 1)
 	go func() {
-		_, _, err := Run(ctx, inner, m, nil, long, RunOptions{Job: "holder", Workers: 2, WaitWorkers: 10 * time.Second, StepTimeout: 20 * time.Second}, nil)
+		_, _, err := Run(ctx, inner, m, nil, long, RunOptions{Base: "holder", Workers: 2, WaitWorkers: 10 * time.Second, StepTimeout: 20 * time.Second}, nil)
 		first <- err
 	}()
 	deadline := time.Now().Add(10 * time.Second)
@@ -172,7 +172,7 @@ func TestPoolDeadCoordinatorReleasesWorkers(t *testing.T) {
 	defer cancel()
 	m, _, _ := gridJob(t)
 	go func() {
-		_, _, _ = Run(ctx, dead, m, nil, long, RunOptions{Job: "doomed", Workers: 2, WaitWorkers: 10 * time.Second,
+		_, _, _ = Run(ctx, dead, m, nil, long, RunOptions{Base: "doomed", Workers: 2, WaitWorkers: 10 * time.Second,
 			StepTimeout: time.Hour, LostAfter: time.Hour, ReleaseAfter: time.Second}, nil)
 	}()
 	deadline := time.Now().Add(10 * time.Second)
@@ -231,7 +231,7 @@ func TestPoolOversubscribedJobsBothEnd(t *testing.T) {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			res, _, err := Run(ctx, inner, m, nil, opts, RunOptions{Job: job, Workers: 3, WaitWorkers: 10 * time.Second, StepTimeout: 20 * time.Second}, nil)
+			res, _, err := Run(ctx, inner, m, nil, opts, RunOptions{Base: job, Workers: 3, WaitWorkers: 10 * time.Second, StepTimeout: 20 * time.Second}, nil)
 			if err != nil {
 				t.Errorf("%s: %v", job, err)
 				return

@@ -113,7 +113,7 @@ func (j *Job) lead(ctx context.Context, g *jobstate.Group) (Outcome, bool, error
 		return Outcome{}, true, err
 	}
 	if rp != nil {
-		ro.Resume = rp.Resume
+		ro.Resume = rp
 		out.Info.Redone, out.Info.Failovers = rp.Redone, rp.Failovers
 		if started.IsZero() {
 			started = rp.Started

@@ -9,13 +9,19 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/checkpoint"
+	"github.com/ddrun/ddrun/consensus"
 )
 
-// ResumePoint is where a job continues from: a checkpoint's state and
-// what its manifest says about the epochs before it.
+// ResumePoint is where a job continues from: a checkpoint's state, its
+// placement, and what its manifest says about the epochs before it. A run
+// (RunOptions.Resume) reads State and Where; RunJob (Job.Resume) the rest
+// too.
 type ResumePoint struct {
-	Resume *Resume
-	Epoch  uint64 // the epoch of the manifest resumed
+	State *consensus.State
+	// Where is the worker of each slave, as recorded with the state (nil
+	// in a sharded job's: its State.Refs name its parts' states).
+	Where []int32
+	Epoch uint64 // the epoch of the manifest resumed
 	// Redone, Failovers and Started, from the manifest's CheckpointMeta.
 	Redone, Failovers int
 	Started           time.Time
@@ -62,5 +68,5 @@ func LoadResume(ctx context.Context, store checkpoint.Store, candidates []checkp
 		return nil, err
 	}
 	log.Info("resuming from checkpoint", "job", m.Job, "iteration", m.Iteration, "epoch", m.Epoch, "taken", m.Created.Format(time.RFC3339))
-	return &ResumePoint{Resume: &Resume{State: st, Where: where}, Epoch: m.Epoch, Redone: meta.Redone, Failovers: meta.Failovers, Started: meta.Started}, nil
+	return &ResumePoint{State: st, Where: where, Epoch: m.Epoch, Redone: meta.Redone, Failovers: meta.Failovers, Started: meta.Started}, nil
 }

@@ -19,8 +19,7 @@ import (
 
 // RunOptions configures a distributed job.
 type RunOptions struct {
-	Job     string // a transport.ValidName
-	Workers int    // how many workers to wait for
+	Workers int // how many workers to wait for
 	// WaitWorkers bounds the wait for the workers to announce themselves.
 	WaitWorkers time.Duration
 	// StepTimeout bounds the wait for every worker's answer to one step.
@@ -49,18 +48,20 @@ type RunOptions struct {
 	Logger *slog.Logger
 
 	// Base and Epoch name the job across a succession of coordinators
-	// (Raft leaders): epoch e of base B runs as job EpochJob(B, e), and
-	// workers still serving an earlier epoch of B are taken over. Empty
-	// Base: Job alone names the job and only idle workers are taken.
+	// (Raft leaders): Base is its id (a transport.ValidName); epoch e runs
+	// as job EpochJob(Base, e) on the transport, and workers still serving
+	// an earlier epoch of Base are taken over. Epoch 0 runs as Base itself
+	// and takes only idle workers.
 	Base  string
 	Epoch uint64
 	// Checkpoint, when not nil, takes states of the run (see
 	// consensus.Checkpointing); a lost worker's part restarts from the
 	// latest one.
 	Checkpoint *CheckpointOptions
-	// Resume, when not nil, continues a run from a checkpoint: the same
-	// model, settings and number of workers, the placement it recorded.
-	Resume *Resume
+	// Resume, when not nil, continues a run from a checkpoint (its State
+	// and Where): the same model, settings and number of workers, the
+	// placement it recorded.
+	Resume *ResumePoint
 	// Hooks tell the process what the run does, for its operators.
 	Hooks Hooks
 }
@@ -88,12 +89,6 @@ type CheckpointOptions struct {
 	// Save, when not nil, stores a state with the placement of the slaves
 	// on the parts; an error ends the run.
 	Save func(ctx context.Context, st *consensus.State, where []int32) error
-}
-
-// Resume is a checkpoint to continue from.
-type Resume struct {
-	State *consensus.State
-	Where []int32 // the worker of each slave, as recorded with the state
 }
 
 // EpochJob names epoch e of job base: the transport job of that epoch

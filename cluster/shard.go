@@ -69,9 +69,6 @@ func (a *ShardAssignment) Pieces(ctx context.Context, fn func(vars []int, states
 
 // withDefaults fills in RunOptions' defaults (Run's).
 func (ro RunOptions) withDefaults() RunOptions {
-	if ro.Base == "" {
-		ro.Base, ro.Epoch = ro.Job, 0
-	}
 	if ro.WaitWorkers <= 0 {
 		ro.WaitWorkers = 30 * time.Second
 	}

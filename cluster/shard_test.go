@@ -115,7 +115,7 @@ func TestShardedJobOverTransport(t *testing.T) {
 			rctx, rcancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer rcancel()
 			o, err := RunJob(rctx, Job{Transport: tr, Shards: job, Deliver: deliver, Options: opts,
-				Run: RunOptions{Job: fmt.Sprintf("sharded%d", w), WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}})
+				Run: RunOptions{Base: fmt.Sprintf("sharded%d", w), WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,7 +150,7 @@ func TestShardedPartRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err := RunJob(ctx, Job{Transport: tr, Shards: job, Options: consensus.DefaultOptions(),
-		Run: RunOptions{Job: "refused", WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}})
+		Run: RunOptions{Base: "refused", WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}})
 	if err == nil || !strings.Contains(err.Error(), "cannot read sharded parts") {
 		t.Fatalf("error %v", err)
 	}
@@ -217,7 +217,7 @@ func TestShardedWorkerLossRestoresFromCheckpoint(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 				defer cancel()
 				o, err := RunJob(ctx, Job{Transport: tr, Shards: job, StateDir: stateDir, Deliver: deliver, Options: opts, Progress: progress,
-					Run: RunOptions{Job: name, WaitWorkers: 10 * time.Second, StepTimeout: 20 * time.Second,
+					Run: RunOptions{Base: name, WaitWorkers: 10 * time.Second, StepTimeout: 20 * time.Second,
 						LostAfter: 500 * time.Millisecond, Checkpoint: &CheckpointOptions{Every: 10}}})
 				if err != nil {
 					t.Fatal(err)
