@@ -91,7 +91,8 @@ func TestSilentWorkerLostWhileAssigning(t *testing.T) {
 		defer cancel()
 		ro.WaitWorkers, ro.StepTimeout, ro.LostAfter = 10*time.Second, 30*time.Second, 300*time.Millisecond
 		start := time.Now()
-		got, stats, err := Run(ctx, tr, m, nil, opts, ro, nil)
+		o, err := RunJob(ctx, Job{Transport: tr, Model: m, Options: opts, Run: ro})
+		got, stats = o.Result, o.Stats
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,12 +141,13 @@ func TestLostWorkerNotClaimedAgain(t *testing.T) {
 	startOne(t, tr, "a")
 	startOne(t, tr, "b")
 	startMute(t, tr, "mute", true)
-	// A job name whose next epoch would ask the hung worker first.
+	// A job name whose next epoch (RunJob runs the first as epoch 1)
+	// would ask the hung worker first.
 	job := ""
 	for i := 0; job == ""; i++ {
 		name := fmt.Sprintf("hung%d", i)
-		e1 := EpochJob(name, 1)
-		if claimOrder(e1, "mute") < min(claimOrder(e1, "a"), claimOrder(e1, "b")) {
+		next := EpochJob(name, 2)
+		if claimOrder(next, "mute") < min(claimOrder(next, "a"), claimOrder(next, "b")) {
 			job = name
 		}
 	}
@@ -154,7 +156,8 @@ func TestLostWorkerNotClaimedAgain(t *testing.T) {
 	defer cancel()
 	ro := RunOptions{Base: job, Workers: 3, WaitWorkers: 10 * time.Second, StepTimeout: 30 * time.Second,
 		LostAfter: 300 * time.Millisecond, SpareWait: 300 * time.Millisecond}
-	got, stats, err := Run(ctx, tr, m, nil, opts, ro, nil)
+	o, err := RunJob(ctx, Job{Transport: tr, Model: m, Options: opts, Run: ro})
+	got, stats := o.Result, o.Stats
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,8 @@ func TestResumeFromCheckpoint(t *testing.T) {
 		Checkpoint: &CheckpointOptions{Every: 10, Save: sv.save}}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	want, _, err := Run(ctx, tr, m, nil, opts, ro, nil)
+	o, err := RunJob(ctx, Job{Transport: tr, Model: m, Options: opts, Run: ro})
+	want := o.Result
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,9 +74,10 @@ func TestResumeFromCheckpoint(t *testing.T) {
 		t.Fatalf("%d states in %d iterations", len(sv.states), want.Iterations)
 	}
 	st := sv.states[len(sv.states)/2]
-	ro2 := RunOptions{Base: "resume2", Workers: 3, WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second,
-		Resume: &ResumePoint{State: st, Where: sv.where}}
-	got, stats, err := Run(ctx, tr, m, nil, opts, ro2, nil)
+	ro2 := RunOptions{Base: "resume2", Workers: 3, WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}
+	rp := &ResumePoint{State: st, Where: sv.where}
+	o, err = RunJob(ctx, Job{Transport: tr, Model: m, Options: opts, Run: ro2, Resume: rp})
+	got, stats := o.Result, o.Stats
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +87,7 @@ func TestResumeFromCheckpoint(t *testing.T) {
 	closeTo(t, "resumed", got, want)
 	// A state for another number of workers is refused with a clear error.
 	ro2.Workers = 2
-	if _, _, err := Run(ctx, tr, m, nil, opts, ro2, nil); err == nil {
+	if _, err := RunJob(ctx, Job{Transport: tr, Model: m, Options: opts, Run: ro2, Resume: rp}); err == nil {
 		t.Error("resumed 3 parts on 2 workers")
 	}
 }
@@ -116,8 +118,9 @@ func TestWorkerLossRestoresFromCheckpoint(t *testing.T) {
 	opts.ProgressEvery = 0
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	got, stats, err := Run(ctx, tr, m, nil, opts, RunOptions{Base: "ckloss", Workers: 2, WaitWorkers: 10 * time.Second,
-		StepTimeout: 20 * time.Second, LostAfter: 500 * time.Millisecond, Checkpoint: &CheckpointOptions{Every: 5, Save: sv.save}}, progress)
+	o, err := RunJob(ctx, Job{Transport: tr, Model: m, Options: opts, Run: RunOptions{Base: "ckloss", Workers: 2, WaitWorkers: 10 * time.Second,
+		StepTimeout: 20 * time.Second, LostAfter: 500 * time.Millisecond, Checkpoint: &CheckpointOptions{Every: 5, Save: sv.save}}, Progress: progress})
+	got, stats := o.Result, o.Stats
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,8 +193,8 @@ func TestNewEpochTakesOverWorkers(t *testing.T) {
 		defer close(firstDone)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_, _, _ = Run(ctx, old, m, nil, opts1, RunOptions{Base: "take", Epoch: 1, Workers: 2, WaitWorkers: 10 * time.Second,
-			StepTimeout: time.Second, LostAfter: time.Minute, Checkpoint: &CheckpointOptions{Every: 10, Save: sv.save}}, progress)
+		_, _ = RunJob(ctx, Job{Transport: old, Model: m, Options: opts1, Run: RunOptions{Base: "take", Workers: 2, WaitWorkers: 10 * time.Second,
+			StepTimeout: time.Second, LostAfter: time.Minute, Checkpoint: &CheckpointOptions{Every: 10, Save: sv.save}}, Progress: progress})
 	}()
 	defer func() { <-firstDone }()
 	select {
@@ -205,8 +208,10 @@ func TestNewEpochTakesOverWorkers(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	got, stats, err := Run(ctx, inner, m, nil, opts, RunOptions{Base: "take", Epoch: 2, Workers: 2, WaitWorkers: 10 * time.Second,
-		StepTimeout: 10 * time.Second, Resume: &ResumePoint{State: st, Where: where}}, nil)
+	// Epoch 2: the one after the state's.
+	o, err := RunJob(ctx, Job{Transport: inner, Model: m, Options: opts, Run: RunOptions{Base: "take", Workers: 2, WaitWorkers: 10 * time.Second,
+		StepTimeout: 10 * time.Second}, Resume: &ResumePoint{State: st, Where: where, Epoch: 1}})
+	got, stats := o.Result, o.Stats
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +248,8 @@ func TestCheckpointerRoundTrip(t *testing.T) {
 		}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	want, _, err := Run(ctx, tr, m, nil, opts, ro, nil)
+	o, err := RunJob(ctx, Job{Transport: tr, Model: m, Options: opts, Run: ro})
+	want := o.Result
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,8 +290,9 @@ func TestCheckpointerRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, _, err := Run(ctx, tr, m, nil, opts, RunOptions{Base: "rt2", Workers: 2, WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second,
-		Resume: &ResumePoint{State: prev, Where: where}}, nil)
+	o, err = RunJob(ctx, Job{Transport: tr, Model: m, Options: opts, Resume: &ResumePoint{State: prev, Where: where},
+		Run: RunOptions{Base: "rt2", Workers: 2, WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}})
+	res := o.Result
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,8 +348,9 @@ func TestNATSServerRestartMidRun(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	got, _, err := Run(ctx, connect("coord"), m, nil, opts, RunOptions{Base: "reconnect", Workers: 2, WaitWorkers: 10 * time.Second,
-		StepTimeout: 30 * time.Second, ResendEvery: 200 * time.Millisecond, LostAfter: 10 * time.Second}, progress)
+	o, err := RunJob(ctx, Job{Transport: connect("coord"), Model: m, Options: opts, Run: RunOptions{Base: "reconnect", Workers: 2, WaitWorkers: 10 * time.Second,
+		StepTimeout: 30 * time.Second, ResendEvery: 200 * time.Millisecond, LostAfter: 10 * time.Second}, Progress: progress})
+	got := o.Result
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,9 +380,10 @@ func TestWorkerLossWithoutSpareRegroups(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	got, stats, err := Run(ctx, tr, m, nil, opts, RunOptions{Base: "shrink", Workers: 3, WaitWorkers: 10 * time.Second,
+	o, err := RunJob(ctx, Job{Transport: tr, Model: m, Options: opts, Run: RunOptions{Base: "shrink", Workers: 3, WaitWorkers: 10 * time.Second,
 		StepTimeout: 20 * time.Second, LostAfter: 300 * time.Millisecond, SpareWait: 300 * time.Millisecond,
-		Checkpoint: &CheckpointOptions{Every: 5}}, progress)
+		Checkpoint: &CheckpointOptions{Every: 5}}, Progress: progress})
+	got, stats := o.Result, o.Stats
 	if err != nil {
 		t.Fatal(err)
 	}

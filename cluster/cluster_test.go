@@ -53,7 +53,8 @@ func runBoth(t *testing.T, tr transport.Transport, m *model.Model, opts consensu
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	got, _, err := Run(ctx, tr, m, nil, opts, RunOptions{Base: job, Workers: workers, WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}, nil)
+	o, err := RunJob(ctx, Job{Transport: tr, Model: m, Options: opts, Run: RunOptions{Base: job, Workers: workers, WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}})
+	got := o.Result
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,8 +152,9 @@ func TestWorkerLossFailsOverToSpare(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	got, stats, err := Run(ctx, tr, m, nil, opts, RunOptions{Base: "failover", Workers: 2, WaitWorkers: 10 * time.Second,
-		StepTimeout: 20 * time.Second, LostAfter: 500 * time.Millisecond}, progress)
+	o, err := RunJob(ctx, Job{Transport: tr, Model: m, Options: opts, Run: RunOptions{Base: "failover", Workers: 2, WaitWorkers: 10 * time.Second,
+		StepTimeout: 20 * time.Second, LostAfter: 500 * time.Millisecond}, Progress: progress})
+	got, stats := o.Result, o.Stats
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,8 +189,9 @@ func TestMessageFaultsChangeNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		got, _, err := Run(ctx, faulty, m, nil, opts, RunOptions{Base: fmt.Sprintf("faults%d", seed), Workers: 2,
-			WaitWorkers: 10 * time.Second, StepTimeout: 30 * time.Second, ResendEvery: 100 * time.Millisecond, LostAfter: time.Minute}, nil)
+		o, err := RunJob(ctx, Job{Transport: faulty, Model: m, Options: opts, Run: RunOptions{Base: fmt.Sprintf("faults%d", seed), Workers: 2,
+			WaitWorkers: 10 * time.Second, StepTimeout: 30 * time.Second, ResendEvery: 100 * time.Millisecond, LostAfter: time.Minute}})
+		got := o.Result
 		cancel()
 		if err != nil {
 			t.Fatal(err)

@@ -217,7 +217,7 @@ func TestForgedMessagesChangeNothing(t *testing.T) {
 			}
 			defer func() { cancel(); wg.Wait() }()
 			job := "forge-" + c.name
-			f := newForger(t, tr, job)
+			f := newForger(t, tr, EpochJob(job, 1)) // RunJob's first epoch
 			const at = 30
 			progress := func(p solver.Progress) {
 				if p.Iteration == at {
@@ -227,9 +227,10 @@ func TestForgedMessagesChangeNothing(t *testing.T) {
 			}
 			rctx, rcancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer rcancel()
-			got, stats, err := Run(rctx, tr, m, nil, opts, RunOptions{Base: job, Workers: 2, WaitWorkers: 10 * time.Second,
-				StepTimeout: 20 * time.Second, ResendEvery: 200 * time.Millisecond, LostAfter: 5 * time.Second,
-				Logger: slog.New(slog.NewTextHandler(&clog, nil))}, progress)
+			o, err := RunJob(rctx, Job{Transport: tr, Model: m, Options: opts, Progress: progress, Run: RunOptions{Base: job, Workers: 2,
+				WaitWorkers: 10 * time.Second, StepTimeout: 20 * time.Second, ResendEvery: 200 * time.Millisecond, LostAfter: 5 * time.Second,
+				Logger: slog.New(slog.NewTextHandler(&clog, nil))}})
+			got, stats := o.Result, o.Stats
 			if err != nil {
 				t.Fatalf("%v\ncoordinator:\n%s\nworkers:\n%s", err, clog.String(), wlog.String())
 			}

@@ -42,9 +42,10 @@ type Job struct {
 	// hold it (but for its boundary), so Result.Assignment is nil.
 	Deliver func(ctx context.Context, a *ShardAssignment) error
 	Options consensus.Options
-	// Run configures the run: Base is the job's id, Workers its workers;
-	// Run.Checkpoint, when not nil, says when states are taken (its Save
-	// is set here). Epoch and Resume are set here.
+	// Run configures the run: Base is the job's id, Workers its workers
+	// (a sharded job's are its layout's parts); Run.Checkpoint, when not
+	// nil, says when states are taken (its Save is set here). The epoch
+	// and what it resumes from are set here (Epoch is ignored).
 	Run      RunOptions
 	Progress func(solver.Progress)
 	Identity Identity
@@ -116,7 +117,7 @@ func RunJob(ctx context.Context, j Job) (Outcome, error) {
 		started = time.Now()
 	}
 	if rp := j.Resume; rp != nil {
-		ro.Resume, ro.Epoch = rp, rp.Epoch+1
+		ro.resume, ro.Epoch = rp, rp.Epoch+1
 		out.Info.Redone, out.Info.Failovers = rp.Redone, rp.Failovers
 		if !rp.Started.IsZero() {
 			started = rp.Started

@@ -23,7 +23,7 @@ type layout interface {
 	// and sets ro.Workers; done, when not nil, is the job's result
 	// without a run.
 	prepare(opts consensus.Options, ro *RunOptions, stats *RunStats) (done *solver.Result, err error)
-	// epoch ships the parts to the workers c claimed, from ro.Resume
+	// epoch ships the parts to the workers c claimed, from ro.resume
 	// when not nil, and runs the iterations; Save keeps every state
 	// taken in c.latest. Its result is in the layout's variables.
 	epoch(ctx context.Context, c *coordinator, opts consensus.Options, ro RunOptions, stats *RunStats,
@@ -31,7 +31,7 @@ type layout interface {
 	// continues says whether the job goes on after a lost worker ended
 	// an epoch of ro.
 	continues(ro RunOptions) bool
-	// regroup sets ro.Resume (and ro.Workers) for the next epoch, from st,
+	// regroup sets ro.resume (and ro.Workers) for the next epoch, from st,
 	// the latest checkpoint, taken on the placement where (st nil: from
 	// the start).
 	regroup(ro *RunOptions, st *consensus.State, where []int32) error
@@ -64,10 +64,10 @@ func (l *wholeModel) prepare(opts consensus.Options, ro *RunOptions, _ *RunStats
 	if l.plan, err = consensus.PartitionPlan(red.Model, opts.Slaves); err != nil {
 		return nil, err
 	}
-	if ro.Resume != nil {
-		if len(ro.Resume.Where) != len(l.plan.Slaves) || len(ro.Resume.State.Parts) != ro.Workers {
+	if ro.resume != nil {
+		if len(ro.resume.Where) != len(l.plan.Slaves) || len(ro.resume.State.Parts) != ro.Workers {
 			return nil, fmt.Errorf("resuming: the checkpoint places %d slaves on %d parts; this job has %d slaves on %d workers",
-				len(ro.Resume.Where), len(ro.Resume.State.Parts), len(l.plan.Slaves), ro.Workers)
+				len(ro.resume.Where), len(ro.resume.State.Parts), len(l.plan.Slaves), ro.Workers)
 		}
 	}
 	return nil, nil
@@ -77,8 +77,8 @@ func (l *wholeModel) epoch(ctx context.Context, c *coordinator, opts consensus.O
 	progress func(solver.Progress)) (solver.Result, error) {
 	m := l.red.Model
 	var err error
-	if ro.Resume != nil {
-		c.where = ro.Resume.Where
+	if ro.resume != nil {
+		c.where = ro.resume.Where
 	} else if c.where, err = placement(ro, m, l.plan, len(c.names)); err != nil {
 		return solver.Result{}, err
 	}
@@ -99,7 +99,7 @@ func (l *wholeModel) continues(ro RunOptions) bool { return ro.Workers > 1 }
 
 func (l *wholeModel) regroup(ro *RunOptions, st *consensus.State, was []int32) error {
 	ro.Workers--
-	ro.Resume = nil
+	ro.resume = nil
 	where, err := placement(*ro, l.red.Model, l.plan, ro.Workers)
 	if err != nil || st == nil {
 		return err
@@ -108,7 +108,7 @@ func (l *wholeModel) regroup(ro *RunOptions, st *consensus.State, was []int32) e
 	if err != nil {
 		return err
 	}
-	ro.Resume = &ResumePoint{State: moved, Where: where}
+	ro.resume = &ResumePoint{State: moved, Where: where}
 	return nil
 }
 
@@ -147,7 +147,7 @@ func (s *sharded) prepare(_ consensus.Options, ro *RunOptions, _ *RunStats) (*so
 	if s.specs, err = s.l.EncodeSpecs(); err != nil {
 		return nil, err
 	}
-	if rp := ro.Resume; rp != nil && (len(rp.State.Refs) != len(s.specs) || rp.Where != nil) {
+	if rp := ro.resume; rp != nil && (len(rp.State.Refs) != len(s.specs) || rp.Where != nil) {
 		return nil, fmt.Errorf("resuming: the checkpoint references %d part states (and places %d slaves); this sharded job has %d parts",
 			len(rp.State.Refs), len(rp.Where), len(s.specs))
 	}
@@ -166,7 +166,7 @@ func (s *sharded) epoch(ctx context.Context, c *coordinator, opts consensus.Opti
 	for w, spec := range s.specs {
 		c.bodies[w] = &assignBody{Part: w, Parts: len(s.specs), Options: optionsWire{Algo: string(opts.Algo), Tau: opts.Tau},
 			Shard: spec, StateDir: s.stateDir, Base: c.base, Epoch: c.epoch, Coord: c.cid, Next: 1}
-		if from := ro.Resume; from != nil {
+		if from := ro.resume; from != nil {
 			c.bodies[w].StateRef, c.bodies[w].Next = from.State.Refs[w], from.State.Iter+1
 		}
 		all[w] = w
@@ -211,9 +211,9 @@ func (s *sharded) epoch(ctx context.Context, c *coordinator, opts consensus.Opti
 func (s *sharded) continues(RunOptions) bool { return true }
 
 func (s *sharded) regroup(ro *RunOptions, st *consensus.State, _ []int32) error {
-	ro.Resume = nil
+	ro.resume = nil
 	if st != nil {
-		ro.Resume = &ResumePoint{State: st}
+		ro.resume = &ResumePoint{State: st}
 	}
 	return nil
 }

@@ -49,7 +49,8 @@ func runJobAt(t *testing.T, tr transport.Transport, job string, opts consensus.O
 		ro.WaitWorkers = 10 * time.Second
 	}
 	ro.StepTimeout = 20 * time.Second
-	res, _, err := Run(ctx, tr, m, nil, opts, ro, nil)
+	o, err := RunJob(ctx, Job{Transport: tr, Model: m, Options: opts, Run: ro})
+	res := o.Result
 	return res, time.Now(), err
 }
 
@@ -87,6 +88,7 @@ func TestPoolJobsRunSideBySide(t *testing.T) {
 	}
 	seen := map[string]string{}
 	for _, job := range jobs {
+		job := EpochJob(job, 1) // RunJob's first epoch, on the transport
 		if len(tr.parts[job]) != 2 {
 			t.Fatalf("job %s had parts on %v, want two workers", job, tr.parts[job])
 		}
@@ -100,9 +102,9 @@ func TestPoolJobsRunSideBySide(t *testing.T) {
 	// Side by side: each job had its parts out before the other ended.
 	for i, job := range jobs {
 		other := 1 - i
-		if !tr.at[job].Before(ends[other]) {
+		if at, ok := tr.at[EpochJob(job, 1)]; !ok || !at.Before(ends[other]) {
 			t.Errorf("%s was assigned at %v, after %s ended at %v: the jobs ran one after the other",
-				job, tr.at[job].Format(time.StampMicro), jobs[other], ends[other].Format(time.StampMicro))
+				job, at.Format(time.StampMicro), jobs[other], ends[other].Format(time.StampMicro))
 		}
 	}
 }
@@ -121,7 +123,7 @@ func TestPoolQueuedJobWaits(t *testing.T) {
 	defer cancel()
 	first := make(chan error, 1)
 	go func() {
-		_, _, err := Run(ctx, inner, m, nil, long, RunOptions{Base: "holder", Workers: 2, WaitWorkers: 10 * time.Second, StepTimeout: 20 * time.Second}, nil)
+		_, err := RunJob(ctx, Job{Transport: inner, Model: m, Options: long, Run: RunOptions{Base: "holder", Workers: 2, WaitWorkers: 10 * time.Second, StepTimeout: 20 * time.Second}})
 		first <- err
 	}()
 	deadline := time.Now().Add(10 * time.Second)
@@ -172,8 +174,8 @@ func TestPoolDeadCoordinatorReleasesWorkers(t *testing.T) {
 	defer cancel()
 	m, _, _ := gridJob(t)
 	go func() {
-		_, _, _ = Run(ctx, dead, m, nil, long, RunOptions{Base: "doomed", Workers: 2, WaitWorkers: 10 * time.Second,
-			StepTimeout: time.Hour, LostAfter: time.Hour, ReleaseAfter: time.Second}, nil)
+		_, _ = RunJob(ctx, Job{Transport: dead, Model: m, Options: long, Run: RunOptions{Base: "doomed", Workers: 2, WaitWorkers: 10 * time.Second,
+			StepTimeout: time.Hour, LostAfter: time.Hour, ReleaseAfter: time.Second}})
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(poolState(t, inner), "job=doomed") && time.Now().Before(deadline) {
@@ -231,7 +233,8 @@ func TestPoolOversubscribedJobsBothEnd(t *testing.T) {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			res, _, err := Run(ctx, inner, m, nil, opts, RunOptions{Base: job, Workers: 3, WaitWorkers: 10 * time.Second, StepTimeout: 20 * time.Second}, nil)
+			o, err := RunJob(ctx, Job{Transport: inner, Model: m, Options: opts, Run: RunOptions{Base: job, Workers: 3, WaitWorkers: 10 * time.Second, StepTimeout: 20 * time.Second}})
+			res := o.Result
 			if err != nil {
 				t.Errorf("%s: %v", job, err)
 				return

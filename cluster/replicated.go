@@ -113,7 +113,7 @@ func (j *Job) lead(ctx context.Context, g *jobstate.Group) (Outcome, bool, error
 		return Outcome{}, true, err
 	}
 	if rp != nil {
-		ro.Resume = rp
+		ro.resume = rp
 		out.Info.Redone, out.Info.Failovers = rp.Redone, rp.Failovers
 		if started.IsZero() {
 			started = rp.Started
@@ -126,8 +126,8 @@ func (j *Job) lead(ctx context.Context, g *jobstate.Group) (Outcome, bool, error
 		out.Info.Failovers++ // this coordinator took the job over
 	}
 	from := 0
-	if ro.Resume != nil {
-		from = ro.Resume.State.Iter
+	if ro.resume != nil {
+		from = ro.resume.State.Iter
 	}
 	log.Info("leading the job", "job", ro.Base, "epoch", epoch, "from_iteration", from)
 	// Leadership lost: the run stops at once (its ctx), and so does a

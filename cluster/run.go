@@ -58,10 +58,12 @@ type RunOptions struct {
 	// consensus.Checkpointing); a lost worker's part restarts from the
 	// latest one.
 	Checkpoint *CheckpointOptions
-	// Resume, when not nil, continues a run from a checkpoint (its State
+	// resume, when not nil, continues a run from a checkpoint (its State
 	// and Where): the same model, settings and number of workers, the
-	// placement it recorded.
-	Resume *ResumePoint
+	// placement it recorded. RunJob and RunReplicated set it (Job.Resume,
+	// the group's committed checkpoint), and the epoch loop for every
+	// epoch after a lost worker.
+	resume *ResumePoint
 	// Hooks tell the process what the run does, for its operators.
 	Hooks Hooks
 }
@@ -121,21 +123,8 @@ type RunStats struct {
 	WorkerRSSMB []int64
 }
 
-// Run solves m under evidence ev on workers reached through tr, and returns
-// the result in m's variables (like consensus.Solve). It is RunJob's run
-// of a whole model, without the job around it (identity, checkpoint
-// store, resume point).
-//
-// A worker lost with no spare to replace it within SpareWait ends the
-// epoch: the job continues on the remaining workers, in the next epoch,
-// from the latest checkpoint regrouped onto them (consensus.Regroup), or
-// from the start when there is none.
-func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.Evidence, opts consensus.Options, ro RunOptions, progress func(solver.Progress)) (solver.Result, RunStats, error) {
-	return runEpochs(ctx, tr, &wholeModel{m: m, ev: ev}, opts, ro, progress)
-}
-
 // runEpochs runs a job of layout lay from the first epoch ro names to its
-// end: each epoch claims its workers and runs the layout's epoch; a lost
+// end (the run of RunJob and of a Raft leader's epoch): each epoch claims its workers and runs the layout's epoch; a lost
 // worker that ends one (lostError) starts the next, when the layout
 // continues, from the latest checkpoint (every epoch keeps it in its
 // coordinator's latest), regrouped by the layout.
@@ -154,18 +143,18 @@ func runEpochs(ctx context.Context, tr transport.Transport, lay layout, opts con
 		}
 		return *done, stats, err
 	}
-	if ro.Resume != nil {
-		stats.Resumed = ro.Resume.State.Iter
+	if ro.resume != nil {
+		stats.Resumed = ro.resume.State.Iter
 	}
 	for first := true; ; first = false {
 		res, c, err := runEpoch(ctx, tr, lay, opts, ro, &stats, progress)
 		if c != nil {
 			stats.Failovers += c.failovers
 			stats.Restored += c.restored
-			if first && ro.Resume != nil {
+			if first && ro.resume != nil {
 				// Iterations an earlier coordinator ran past the
 				// checkpoint, as its workers say.
-				stats.Redone += max(0, c.priorIter-ro.Resume.State.Iter)
+				stats.Redone += max(0, c.priorIter-ro.resume.State.Iter)
 			}
 		}
 		var lost *lostError
@@ -227,17 +216,17 @@ func runEpoch(ctx context.Context, tr transport.Transport, lay layout, opts cons
 }
 
 // checkpointing is the epoch's consensus.Checkpointing (nil: none): it
-// continues from ro.Resume, and takes states as ro.Checkpoint says, each
+// continues from ro.resume, and takes states as ro.Checkpoint says, each
 // kept as c.latest and saved with the placement where (nil in a sharded
 // run).
 func (c *coordinator) checkpointing(ro RunOptions, where []int32) *consensus.Checkpointing {
-	if ro.Resume == nil && ro.Checkpoint == nil {
+	if ro.resume == nil && ro.Checkpoint == nil {
 		return nil
 	}
 	cp := &consensus.Checkpointing{}
-	if ro.Resume != nil {
-		c.latest = ro.Resume.State
-		cp.Resume = ro.Resume.State
+	if ro.resume != nil {
+		c.latest = ro.resume.State
+		cp.Resume = ro.resume.State
 	}
 	if ro.Checkpoint == nil {
 		return cp
