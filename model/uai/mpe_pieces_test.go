@@ -54,17 +54,7 @@ func TestMPEWriterMatchesWriteMPE(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		got, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var want strings.Builder
-		if err := WriteMPE(&want, x); err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != want.String() {
-			t.Fatalf("n=%d: %q, want %q", n, head(string(got)), head(want.String()))
-		}
+		sameAsWriteMPE(t, path, x)
 		onlyOutput(t, dir, "x.MPE")
 	}
 }
@@ -200,18 +190,24 @@ func FuzzMPEWriter(f *testing.F) {
 			onlyOutput(t, dir)
 			return
 		}
-		got, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var want strings.Builder
-		if err := WriteMPE(&want, x); err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != want.String() {
-			t.Fatalf("%q, want %q", got, want.String())
-		}
+		sameAsWriteMPE(t, path, x)
 	})
+}
+
+// sameAsWriteMPE fails unless the file at path is WriteMPE's text of x.
+func sameAsWriteMPE(t *testing.T, path string, x []int) {
+	t.Helper()
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	if err := WriteMPE(&want, x); err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want.String() {
+		t.Fatalf("%d variables: %q, want %q", len(x), head(string(got)), head(want.String()))
+	}
 }
 
 // WriteMPEPieces fills x and the file alike, or x alone without a path,
