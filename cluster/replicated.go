@@ -139,8 +139,22 @@ func (j *Job) lead(ctx context.Context, g *jobstate.Group) (Outcome, bool, error
 		cpr = j.checkpointer(&ro, epoch, out.Info, started, j.Store,
 			func(ctx context.Context, m checkpoint.Manifest) error { return g.SaveCheckpoint(ctx, m) }, nil)
 	}
-	res, stats, err := j.run(leadCtx, ro, cpr, started)
-	if !g.IsLeader() || ctx.Err() == nil && leadCtx.Err() != nil {
+	// A sharded job's assignment goes out (Deliver) only from a leader: a
+	// deposed one's run ends on its cancelled context with its best so far,
+	// which must not overwrite the job's (an interrupted leader's, like a
+	// whole-model job's, does go out).
+	deposed := func() bool { return !g.IsLeader() || ctx.Err() == nil && leadCtx.Err() != nil }
+	lj := *j
+	if deliver := j.Deliver; deliver != nil {
+		lj.Deliver = func(ctx context.Context, a *ShardAssignment) error {
+			if deposed() {
+				return fmt.Errorf("the assignment not delivered: %w", jobstate.ErrNotLeader)
+			}
+			return deliver(ctx, a)
+		}
+	}
+	res, stats, err := lj.run(leadCtx, ro, cpr, started)
+	if deposed() {
 		return Outcome{}, false, fmt.Errorf("epoch %d ended: %w", epoch, jobstate.ErrNotLeader)
 	}
 	if err != nil {
