@@ -233,7 +233,7 @@ func TestRunBadInput(t *testing.T) {
 		{"no workers join", coord, []string{"run", "--workers", "1", "--wait", "300ms", model}, "waited"},
 		{"sharded uai", coord, []string{"run", "--sharded", model}, "convert it first"},
 		{"sharded chains", coord, []string{"run", "--sharded", "--slaves", "chains", ddx}, "one slave per factor"},
-		{"sharded raft", coord, []string{"run", "--sharded", "--raft-id", "a", ddx}, "one coordinator"},
+		{"sharded raft incomplete", coord, []string{"run", "--sharded", "--raft-id", "a", ddx}, "Raft needs all of"}, // run --sharded --raft-* runs (TestKillRaftLeaderShardedMidRun)
 		{"state dir unsharded", coord, []string{"run", "--state-dir", t.TempDir(), model}, "--state-dir is for --sharded"},
 		{"sharded forbidden state", coord, []string{"run", "--sharded", "--workers", "1", hard}, "forbidden"},
 		{"sharded missing file", coord, []string{"run", "--sharded", filepath.Join(t.TempDir(), "none.ddx")}, "no such file"},
