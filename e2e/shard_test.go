@@ -293,12 +293,12 @@ func TestShardedFullRestartResumes(t *testing.T) {
 // undisturbed run, its assignment in --out scoring its primal exactly.
 func TestKillRaftLeaderShardedMidRun(t *testing.T) {
 	coord, worker := binaries(t)
-	model := genModel(t, coord, "potts", "--height", "150", "--width", "150", "--labels", "4", "--rho", "0.5", ".ddx")
+	model := genModel(t, coord, "potts", "--height", "100", "--width", "100", "--labels", "4", "--rho", "0.5", ".ddx")
 	m, err := modelfile.Load(model)
 	if err != nil {
 		t.Fatal(err)
 	}
-	flags := []string{"--sharded", "--json", "--threads", "1", "--tol", "0", "--max-iter", "800"}
+	flags := []string{"--sharded", "--json", "--threads", "1", "--tol", "0", "--max-iter", "600"}
 	want := runJSON(t, 2*time.Minute, coord, append(append([]string{"run", "--local", "--workers", "2", "--quiet", "--state-dir", t.TempDir()}, flags...), model)...)
 	srv := startNATS(t, true)
 	startWorkerProcs(t, worker, srv.URL(), "shr", 2, "--quiet")
