@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ddrun/ddrun/checkpoint"
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/model"
@@ -244,5 +246,96 @@ func TestShardedWorkerLossRestoresFromCheckpoint(t *testing.T) {
 			}
 			t.Logf("%s: dual %.12g primal %.12g; undisturbed dual %.12g primal %.12g", algo, got.Dual, got.Primal, want.Dual, want.Primal)
 		})
+	}
+}
+
+// A sharded job in a Raft group (RunReplicated, one member in memory)
+// goes through the same lifecycle as a whole-model one: its leader commits
+// its checkpoints (the master and refs blobs); interrupted after the first,
+// it leaves the job open, and the group's next leader resumes every part
+// from the committed references in epoch 2 and ends like an undisturbed
+// run (DD-subgradient: the same iterations, dual and primal), delivering
+// an assignment that scores its primal.
+func TestRunReplicatedShardedResumes(t *testing.T) {
+	m := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 3, Rho: 0.5, Seed: 7})
+	red, err := model.Reduce(m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = red.Model
+	opts := consensus.DefaultOptions()
+	opts.Algo, opts.MaxIter, opts.Threads, opts.ProgressEvery, opts.Tol = consensus.Subgradient, 45, 1, 0, 0
+	layout, loadShard := shardFixture(t, m, 2)
+	tr := transport.NewInProc()
+	defer tr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() {
+			_ = Serve(ctx, tr, WorkerOptions{Name: fmt.Sprintf("rs%d", i), Threads: 1, LoadShard: loadShard, ShardStates: shard.StateFiles{}})
+		})
+	}
+	defer func() { cancel(); wg.Wait() }()
+	id, err := NewIdentity([]byte("layout"), opts, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]int, m.NumVars())
+	j := Job{Transport: tr, Shards: layout, StateDir: t.TempDir(), Options: opts, Identity: id, Store: checkpoint.NewMem(),
+		Deliver: func(ctx context.Context, a *ShardAssignment) error {
+			return a.Pieces(ctx, func(vars []int, states []int32) error {
+				for k, v := range vars {
+					x[v] = int(states[k])
+				}
+				return nil
+			})
+		},
+		Record: func(res solver.Result, info JobInfo) (json.RawMessage, error) {
+			return json.Marshal(map[string]any{"iterations": res.Iterations, "failovers": info.Failovers})
+		},
+		Run: RunOptions{Base: "calm", Workers: 2, WaitWorkers: 10 * time.Second, StepTimeout: 20 * time.Second,
+			Checkpoint: &CheckpointOptions{Every: 10}}}
+	calm, err := RunJob(ctx, j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := calm.Result
+	g := soloGroup(t, "sharded")
+	j.Run.Base = "shraft"
+	runCtx, stop := context.WithCancel(ctx)
+	j.Progress = func(solver.Progress) {
+		if g.State().Checkpoint != nil {
+			stop()
+		}
+	}
+	first, err := RunReplicated(runCtx, j, g)
+	stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck := g.State().Checkpoint
+	if first.Result.Status != solver.Interrupted || g.State().Done || ck == nil {
+		t.Fatalf("first leader: %s, done %v, checkpoint %v; want it interrupted after a committed checkpoint", first.Result.Status, g.State().Done, ck)
+	}
+	if _, ok := ck.Find(roleRefs); !ok {
+		t.Fatalf("the committed checkpoint has no %q blob: %+v", roleRefs, ck.Blobs)
+	}
+	j.Progress = nil
+	second, err := RunReplicated(ctx, j, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := second.Result
+	if !second.Ran || second.Stats.Resumed != ck.Iteration || g.State().Epoch != 2 || !g.State().Done {
+		t.Fatalf("second leader: ran %v, resumed from %d in epoch %d, done %v; want a run resumed from %d in epoch 2",
+			second.Ran, second.Stats.Resumed, g.State().Epoch, g.State().Done, ck.Iteration)
+	}
+	if got.Iterations != want.Iterations || got.Dual != want.Dual || got.Primal != want.Primal {
+		t.Errorf("resumed: %d iterations, dual %.15g primal %.15g; undisturbed %d, dual %.15g primal %.15g",
+			got.Iterations, got.Dual, got.Primal, want.Iterations, want.Dual, want.Primal)
+	}
+	if sc := m.Score(x); !relClose(sc, got.Primal, 1e-9) {
+		t.Errorf("primal %.12g, the delivered assignment scores %.12g", got.Primal, sc)
 	}
 }
