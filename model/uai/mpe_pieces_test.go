@@ -253,3 +253,30 @@ func TestWriteMPEPieces(t *testing.T) {
 	}
 	onlyOutput(t, dir, "x.MPE")
 }
+
+// BenchmarkMPEWriter writes an assignment of 10^6 variables in pieces of
+// 65,536 consecutive variables (a sharded run's fetches), in reverse order.
+func BenchmarkMPEWriter(b *testing.B) {
+	const n, piece = 1_000_000, 1 << 16
+	vars := make([]int, piece)
+	states := make([]int32, piece)
+	path := filepath.Join(b.TempDir(), "x.MPE")
+	for b.Loop() {
+		w, err := CreateMPE(path, n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for from := (n - 1) / piece * piece; from >= 0; from -= piece {
+			k := min(piece, n-from)
+			for i := range k {
+				vars[i], states[i] = from+i, int32((from+i)%7)
+			}
+			if err := w.Put(vars[:k], states[:k]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
