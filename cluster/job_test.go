@@ -19,12 +19,11 @@ import (
 // context for a job on it, both ended with the test.
 func withWorkers(t *testing.T) (transport.Transport, context.Context) {
 	t.Helper()
-	tr := transport.NewInProc()
-	t.Cleanup(func() { tr.Close() })
-	startWorkers(t, tr, "w", 3)
+	c := NewTestCluster(t, TestClusterOptions{})
+	c.StartN("w", 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	return tr, ctx
+	return c.Transport(), ctx
 }
 
 func testJob(t *testing.T, tr transport.Transport, base string) (Job, solver.Result) {

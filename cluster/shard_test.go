@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,9 +12,7 @@ import (
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/partition"
-	"github.com/ddrun/ddrun/shard"
 	"github.com/ddrun/ddrun/solver"
-	"github.com/ddrun/ddrun/transport"
 )
 
 // shardFixture is a sharded job over in-memory parts: the spec of part k
@@ -81,38 +78,17 @@ func TestShardedJobOverTransport(t *testing.T) {
 	}
 	for _, w := range []int{1, 3} {
 		t.Run(fmt.Sprint(w), func(t *testing.T) {
-			tr := transport.NewInProc()
-			defer tr.Close()
 			job, loadShard := shardFixture(t, m, w)
-			ctx, cancel := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
-			for i := range w {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					if err := Serve(ctx, tr, WorkerOptions{Name: fmt.Sprintf("s%d", i), Threads: 1, LoadShard: loadShard}); err != nil {
-						t.Errorf("worker %d: %v", i, err)
-					}
-				}()
-			}
-			defer func() { cancel(); wg.Wait() }()
-			x := make([]int, m.NumVars())
-			seen := 0
-			deliver := func(ctx context.Context, a *ShardAssignment) error {
-				return a.Pieces(ctx, func(vars []int, states []int32) error {
-					for k, v := range vars {
-						x[v] = int(states[k])
-					}
-					seen += len(vars)
-					return nil
-				})
-			}
+			// These workers save no states (the job takes no checkpoints).
+			c := NewTestCluster(t, TestClusterOptions{Worker: WorkerOptions{LoadShard: loadShard}})
+			c.StartN("s", w)
 			rctx, rcancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer rcancel()
-			got, _, err := RunShards(rctx, tr, job, opts, RunOptions{Job: fmt.Sprintf("sharded%d", w), WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}, deliver, nil)
+			run, err := c.RunSharded(rctx, job, opts, RunOptions{Job: fmt.Sprintf("sharded%d", w), WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
+			got, x, seen := run.Result, run.X, run.Delivered
 			if seen != m.NumVars() {
 				t.Fatalf("%d states delivered for %d variables", seen, m.NumVars())
 			}
@@ -137,30 +113,14 @@ func TestShardedJobOverTransport(t *testing.T) {
 func TestShardedPartRefused(t *testing.T) {
 	m := generate.Potts(generate.GridOptions{Height: 4, Width: 4, Labels: 2, Rho: 1, Seed: 1})
 	job, _ := shardFixture(t, m, 1)
-	tr := transport.NewInProc()
-	defer tr.Close()
-	startWorkers(t, tr, "plain", 1)
+	c := NewTestCluster(t, TestClusterOptions{})
+	c.StartN("plain", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, _, err := RunShards(ctx, tr, job, consensus.DefaultOptions(), RunOptions{Job: "refused", WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}, nil, nil)
+	_, err := c.RunSharded(ctx, job, consensus.DefaultOptions(), RunOptions{Job: "refused", WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}, nil)
 	if err == nil || !strings.Contains(err.Error(), "cannot read sharded parts") {
 		t.Fatalf("error %v", err)
 	}
-}
-
-// startShardWorker runs a worker of sharded parts (loadShard, state files)
-// until the returned function (or the test's end) stops it.
-func startShardWorker(t *testing.T, tr transport.Transport, name string, loadShard func(context.Context, []byte) (*consensus.Part, error)) func() {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = Serve(ctx, tr, WorkerOptions{Name: name, Threads: 1, LoadShard: loadShard, ShardStates: shard.StateFiles{}})
-	}()
-	var once sync.Once
-	stop := func() { once.Do(func() { cancel(); <-done }) }
-	t.Cleanup(stop)
-	return stop
 }
 
 // A sharded run that loses a worker goes on in a new epoch, on a spare
@@ -183,40 +143,27 @@ func TestShardedWorkerLossRestoresFromCheckpoint(t *testing.T) {
 			job, loadShard := shardFixture(t, m, 3)
 			job.StateDir = t.TempDir()
 			run := func(name string, kill bool) (consensus.ShardResult, ShardStats, []int) {
-				tr := transport.NewInProc()
-				defer tr.Close()
-				var stops []func()
-				for i := range 3 {
-					stops = append(stops, startShardWorker(t, tr, fmt.Sprintf("%s%d", name, i), loadShard))
-				}
+				c := NewTestCluster(t, TestClusterOptions{}).Sharded(loadShard)
+				workers := c.StartN(name, 3)
 				killed := false
 				progress := func(p solver.Progress) {
 					if kill && !killed && p.Iteration == 25 {
 						killed = true
-						startShardWorker(t, tr, name+"spare", loadShard)
-						stops[1]()
+						c.Start(name + "spare")
+						c.Kill(workers[1])
 					}
-				}
-				x := make([]int, m.NumVars())
-				deliver := func(ctx context.Context, a *ShardAssignment) error {
-					return a.Pieces(ctx, func(vars []int, states []int32) error {
-						for k, v := range vars {
-							x[v] = int(states[k])
-						}
-						return nil
-					})
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 				defer cancel()
-				res, stats, err := RunShards(ctx, tr, job, opts, RunOptions{Job: name, WaitWorkers: 10 * time.Second, StepTimeout: 20 * time.Second,
-					LostAfter: 500 * time.Millisecond, Checkpoint: &CheckpointOptions{Every: 10}}, deliver, progress)
+				run, err := c.RunSharded(ctx, job, opts, RunOptions{Job: name, WaitWorkers: 10 * time.Second, StepTimeout: 20 * time.Second,
+					LostAfter: 500 * time.Millisecond, Checkpoint: &CheckpointOptions{Every: 10}}, progress)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if kill != killed {
 					t.Fatalf("killed %v", killed)
 				}
-				return res, stats, x
+				return run.Result, run.Stats, run.X
 			}
 			want, _, _ := run("calm"+string(algo), false)
 			got, stats, x := run("loss"+string(algo), true)

@@ -1,0 +1,571 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/solver"
+)
+
+// TestScenarios runs every script in testdata/*.txt: the failure cases of
+// whole-model jobs (a worker killed, gone mute or hung, a coordinator cut
+// off; failover to a spare, continuing on the workers left, resuming from
+// a checkpoint, a new epoch taking the workers over), each against the
+// undisturbed run. The language is in scenario's doc.
+func TestScenarios(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no scenarios in testdata")
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
+			runScenario(t, f)
+		})
+	}
+}
+
+// scenario interprets one script, a command a line ('#' starts a comment):
+//
+//	model potts HxWxL rho=R seed=S iters=N   the model and its options
+//	start NAME...                            whole-model workers
+//	mute NAME | hung NAME                    TestCluster.StartMute / StartHung
+//	at iter N: CMD; CMD...                   during the next run, once at iteration N
+//	on assigned NAME: CMD; CMD...            when mute worker NAME takes a part
+//	run KEY=VALUE... [fails]                 a job (see run)
+//	expect KEY=VALUE...                      the last run's stats (see stat)
+//	expect [REF] status=S
+//	expect result == REF | result ~ REF      compare / closeTo against REF
+//	expect F == REF[.F] | F >= REF[.F]       F: primal or dual, to 1e-9
+//
+// where CMD is start NAME, kill NAME or sever (cut the running
+// coordinator off), and REF is undisturbed (the single-process solve) or
+// first (the script's first run). Every event of a run must have happened
+// by its end.
+type scenario struct {
+	t    *testing.T
+	c    *TestCluster
+	line string // "file:n: text", for messages
+
+	m           *model.Model
+	opts        consensus.Options
+	undisturbed *solver.Result
+
+	events []*event                   // for the next run
+	first  *solver.Result             // the first run's result
+	last   scenarioRun                // the latest run
+	saved  *saved                     // the states of the latest run that took any
+	resume *consensus.State           // the state the latest run resumed from
+	bg     sync.WaitGroup             // runs left in the background
+	mutes  map[string]<-chan struct{} // mute workers' assigned channels
+	done   chan struct{}              // closed when the test ends
+}
+
+// event is a list of commands run once, at an iteration or when a mute
+// worker is assigned a part.
+type event struct {
+	iter  int
+	cmds  []string
+	line  string // where the script says it
+	fired chan struct{}
+	once  sync.Once
+}
+
+type scenarioRun struct {
+	res   solver.Result
+	stats RunStats
+	took  time.Duration
+}
+
+func runScenario(t *testing.T, path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s := &scenario{t: t, c: NewTestCluster(t, TestClusterOptions{}), mutes: map[string]<-chan struct{}{}, done: make(chan struct{})}
+	// Before the workers stop: a severed run ends on its own, its steps
+	// timing out.
+	t.Cleanup(func() { close(s.done); s.bg.Wait() })
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		text := strings.TrimSpace(sc.Text())
+		if i := strings.IndexByte(text, '#'); i >= 0 {
+			text = strings.TrimSpace(text[:i])
+		}
+		if text == "" {
+			continue
+		}
+		s.line = fmt.Sprintf("%s:%d: %s", path, n, text)
+		cmd, args, _ := strings.Cut(text, " ")
+		s.do(cmd, strings.TrimSpace(args))
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *scenario) fatalf(format string, a ...any) {
+	s.t.Helper()
+	s.t.Fatalf("%s: %s", s.line, fmt.Sprintf(format, a...))
+}
+
+func (s *scenario) errorf(format string, a ...any) {
+	s.t.Helper()
+	s.t.Errorf("%s: %s", s.line, fmt.Sprintf(format, a...))
+}
+
+func (s *scenario) do(cmd, args string) {
+	switch cmd {
+	case "model":
+		s.model(strings.Fields(args))
+	case "start":
+		s.c.Start(strings.Fields(args)...)
+	case "mute":
+		s.mutes[args] = s.c.StartMute(args)
+	case "hung":
+		s.mutes[args] = s.c.StartHung(args)
+	case "at":
+		when, cmds, ok := strings.Cut(args, ":")
+		var iter int
+		if _, err := fmt.Sscanf(when, "iter %d", &iter); !ok || err != nil {
+			s.fatalf("want at iter N: CMD; ...")
+		}
+		s.events = append(s.events, &event{iter: iter, cmds: splitCmds(cmds), fired: make(chan struct{}), line: s.line})
+	case "on":
+		when, cmds, ok := strings.Cut(args, ":")
+		name, isAssigned := strings.CutPrefix(when, "assigned ")
+		assigned, isMute := s.mutes[name]
+		if !ok || !isAssigned || !isMute {
+			s.fatalf("want on assigned MUTE: CMD; ...")
+		}
+		list, line := splitCmds(cmds), s.line
+		go func() {
+			select {
+			case <-assigned:
+			case <-s.done:
+				return
+			}
+			for _, c := range list {
+				s.event(line, c, nil)
+			}
+		}()
+	case "run":
+		s.run(strings.Fields(args))
+	case "expect":
+		s.expect(args)
+	default:
+		s.fatalf("unknown command %s", cmd)
+	}
+}
+
+func splitCmds(list string) []string {
+	var cmds []string
+	for _, c := range strings.Split(list, ";") {
+		if c = strings.TrimSpace(c); c != "" {
+			cmds = append(cmds, c)
+		}
+	}
+	return cmds
+}
+
+// event runs one command of an event (at line of the script): start
+// NAME, kill NAME, or sever (coord, the running coordinator's transport).
+func (s *scenario) event(line, cmd string, coord *Severable) {
+	verb, name, _ := strings.Cut(cmd, " ")
+	switch {
+	case verb == "start" && name != "":
+		s.c.Start(name)
+	case verb == "kill" && name != "":
+		s.c.Kill(name)
+	case verb == "sever" && coord != nil:
+		coord.Sever()
+	default:
+		s.t.Errorf("%s: bad event %q", line, cmd)
+	}
+}
+
+// model: potts HxWxL rho=R seed=S iters=N.
+func (s *scenario) model(f []string) {
+	var g generate.GridOptions
+	if len(f) < 2 || f[0] != "potts" {
+		s.fatalf("want model potts HxWxL ...")
+	}
+	if _, err := fmt.Sscanf(f[1], "%dx%dx%d", &g.Height, &g.Width, &g.Labels); err != nil {
+		s.fatalf("grid %q: %v", f[1], err)
+	}
+	s.opts = consensus.DefaultOptions()
+	for _, kv := range f[2:] {
+		k, v, _ := strings.Cut(kv, "=")
+		var err error
+		switch k {
+		case "rho":
+			g.Rho, err = strconv.ParseFloat(v, 64)
+		case "seed":
+			g.Seed, err = strconv.ParseInt(v, 10, 64)
+		case "iters":
+			s.opts.MaxIter, err = strconv.Atoi(v)
+		default:
+			s.fatalf("unknown model setting %s", k)
+		}
+		if err != nil {
+			s.fatalf("%s: %v", kv, err)
+		}
+	}
+	s.m, s.undisturbed = generate.Potts(g), nil
+}
+
+// run runs a whole-model job on the cluster and waits for its end. Its
+// settings: job=NAME (NAME* with claimfirst=W: the first NAME0, NAME1, ...
+// whose epoch 1 asks W first among the workers started), base=B epoch=E,
+// workers=N, the durations wait=, step=, lost=, spare=, resend=
+// (RunOptions' WaitWorkers 10s, StepTimeout 10s, LostAfter, SpareWait,
+// ResendEvery), checkpoint=N (states every N iterations, kept for resume=
+// and expect), resume=latest|middle (of the states kept), until=severed
+// (returns once an event severs the coordinator; the run ends in the
+// background). With fails, the run must fail.
+func (s *scenario) run(f []string) {
+	if s.m == nil {
+		s.fatalf("run before model")
+	}
+	ro := RunOptions{WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}
+	var fails, untilSevered bool
+	var claimFirst string
+	var sv *saved
+	for _, kv := range f {
+		k, v, _ := strings.Cut(kv, "=")
+		var err error
+		switch k {
+		case "fails":
+			fails = true
+		case "until":
+			untilSevered = v == "severed"
+			if !untilSevered {
+				s.fatalf("until=%s: want until=severed", v)
+			}
+		case "job":
+			ro.Job = v
+		case "claimfirst":
+			claimFirst = v
+		case "base":
+			ro.Base = v
+		case "epoch":
+			ro.Epoch, err = strconv.ParseUint(v, 10, 64)
+		case "workers":
+			ro.Workers, err = strconv.Atoi(v)
+		case "wait":
+			ro.WaitWorkers, err = time.ParseDuration(v)
+		case "step":
+			ro.StepTimeout, err = time.ParseDuration(v)
+		case "lost":
+			ro.LostAfter, err = time.ParseDuration(v)
+		case "spare":
+			ro.SpareWait, err = time.ParseDuration(v)
+		case "resend":
+			ro.ResendEvery, err = time.ParseDuration(v)
+		case "checkpoint":
+			sv = &saved{}
+			ro.Checkpoint = &CheckpointOptions{Save: sv.save}
+			ro.Checkpoint.Every, err = strconv.Atoi(v)
+		case "resume":
+			ro.Resume = s.resumeFrom(v)
+		default:
+			s.fatalf("unknown run setting %s", k)
+		}
+		if err != nil {
+			s.fatalf("%s: %v", kv, err)
+		}
+	}
+	if strings.HasSuffix(ro.Job, "*") {
+		ro.Job = s.jobClaiming(strings.TrimSuffix(ro.Job, "*"), claimFirst)
+	}
+	opts := s.opts
+	events := s.events
+	s.events = nil
+	if len(events) > 0 {
+		opts.ProgressEvery = 0 // every iteration
+	}
+	coord := s.c.Coordinator()
+	progress := func(p solver.Progress) {
+		for _, e := range events {
+			if p.Iteration >= e.iter {
+				e.once.Do(func() {
+					for _, c := range e.cmds {
+						s.event(e.line, c, coord)
+					}
+					close(e.fired)
+				})
+			}
+		}
+	}
+	type ended struct {
+		run scenarioRun
+		err error
+	}
+	end := make(chan ended, 1)
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		start := time.Now()
+		res, stats, err := Run(ctx, coord, s.m, nil, opts, ro, progress)
+		end <- ended{scenarioRun{res, stats, time.Since(start)}, err}
+	}()
+	if untilSevered {
+		select {
+		case <-s.severed(events):
+		case <-time.After(30 * time.Second):
+			s.fatalf("the coordinator was never severed")
+		}
+	} else {
+		e := <-end
+		switch {
+		case fails && e.err == nil:
+			s.fatalf("the run did not fail")
+		case !fails && e.err != nil:
+			s.fatalf("%v", e.err)
+		}
+		for _, ev := range events {
+			select {
+			case <-ev.fired:
+			default:
+				s.fatalf("the job ended before iteration %d (%s)", ev.iter, strings.Join(ev.cmds, "; "))
+			}
+		}
+		s.last = e.run
+		if s.first == nil {
+			s.first = &e.run.res
+		}
+	}
+	if sv != nil {
+		s.saved = sv
+	}
+}
+
+// severed is closed when the event that severs the coordinator has fired.
+func (s *scenario) severed(events []*event) <-chan struct{} {
+	for _, e := range events {
+		for _, c := range e.cmds {
+			if c == "sever" {
+				return e.fired
+			}
+		}
+	}
+	s.fatalf("until=severed with no event that severs")
+	return nil
+}
+
+// resumeFrom picks a state the latest run that took states saved.
+func (s *scenario) resumeFrom(which string) *Resume {
+	if s.saved == nil || len(s.saved.states) == 0 {
+		s.fatalf("resume=%s: no states taken", which)
+	}
+	st, where := s.saved.last()
+	switch which {
+	case "latest":
+	case "middle":
+		s.saved.mu.Lock()
+		st = s.saved.states[len(s.saved.states)/2]
+		s.saved.mu.Unlock()
+	default:
+		s.fatalf("resume=%s: want latest or middle", which)
+	}
+	s.resume = st
+	return &Resume{State: st, Where: where}
+}
+
+// jobClaiming returns the first job name prefix0, prefix1, ... whose epoch
+// 1 asks worker first before every other worker started.
+func (s *scenario) jobClaiming(prefix, first string) string {
+	if first == "" {
+		s.fatalf("job=%s* without claimfirst=", prefix)
+	}
+	s.c.mu.Lock()
+	var others []string
+	for name := range s.c.stops {
+		if name != first {
+			others = append(others, name)
+		}
+	}
+	s.c.mu.Unlock()
+	for i := 0; ; i++ {
+		name := fmt.Sprintf("%s%d", prefix, i)
+		e1 := EpochJob(name, 1)
+		ahead := true
+		for _, o := range others {
+			ahead = ahead && claimOrder(e1, first) < claimOrder(e1, o)
+		}
+		if ahead {
+			return name
+		}
+	}
+}
+
+func (s *scenario) ref(name string) solver.Result {
+	switch name {
+	case "undisturbed":
+		if s.undisturbed == nil {
+			want, err := consensus.Solve(context.Background(), s.m, nil, s.opts, nil)
+			if err != nil {
+				s.fatalf("undisturbed: %v", err)
+			}
+			s.undisturbed = &want
+		}
+		return *s.undisturbed
+	case "first":
+		if s.first == nil {
+			s.fatalf("no first run")
+		}
+		return *s.first
+	}
+	s.fatalf("unknown reference %s: want undisturbed or first", name)
+	return solver.Result{}
+}
+
+func (s *scenario) expect(args string) {
+	f := strings.Fields(args)
+	got := s.last.res
+	if len(f) == 3 && (f[1] == "==" || f[1] == "~" || f[1] == ">=") {
+		refName, field, _ := strings.Cut(f[2], ".")
+		want := s.ref(refName)
+		if field == "" {
+			field = f[0]
+		}
+		value := func(r solver.Result, field string) float64 {
+			switch field {
+			case "primal":
+				return r.Primal
+			case "dual":
+				return r.Dual
+			}
+			s.fatalf("unknown result field %s", field)
+			return 0
+		}
+		switch {
+		case f[0] == "result" && f[1] == "==":
+			compare(s.t, got, want)
+		case f[0] == "result" && f[1] == "~":
+			closeTo(s.t, s.line, got, want)
+		case f[1] == "==":
+			if g, w := value(got, f[0]), value(want, field); !relClose(g, w, 1e-9) {
+				s.errorf("%s %.12g, want %.12g", f[0], g, w)
+			}
+		case f[1] == ">=":
+			if g, w := value(got, f[0]), value(want, field); g < w-1e-9 {
+				s.errorf("%s %.12g < %.12g", f[0], g, w)
+			}
+		default:
+			s.fatalf("bad expectation")
+		}
+		return
+	}
+	ofRef := len(f) > 0 && (f[0] == "undisturbed" || f[0] == "first")
+	if ofRef {
+		got, f = s.ref(f[0]), f[1:]
+	}
+	for _, kv := range f {
+		k, v, ok := strings.Cut(kv, "=")
+		if ofRef && k != "status" {
+			s.fatalf("only the status of a reference is expected")
+		}
+		if k == "status" {
+			if string(got.Status) != v {
+				s.errorf("status %s", got.Status)
+			}
+			continue
+		}
+		if strings.HasPrefix(kv, "took<") {
+			d, err := time.ParseDuration(kv[len("took<"):])
+			if err != nil {
+				s.fatalf("%v", err)
+			}
+			if s.last.took >= d {
+				s.errorf("the job took %v", s.last.took)
+			}
+			continue
+		}
+		atLeast := strings.HasSuffix(k, ">")
+		k = strings.TrimSuffix(k, ">")
+		if !ok {
+			s.fatalf("want KEY=VALUE, KEY>=VALUE or KEY=LOW..HIGH")
+		}
+		n := s.stat(k)
+		lo, hi := s.bounds(v)
+		if atLeast {
+			hi = int(^uint(0) >> 1)
+		}
+		if n < lo || n > hi {
+			s.errorf("%s is %d", k, n)
+		}
+	}
+}
+
+// stat is one number of the last run: failovers, restored, resumed and
+// redone (RunStats); checkpoints, how many states the latest run that took
+// any took, and checkpoint, the iteration of the last of them.
+func (s *scenario) stat(k string) int {
+	st := s.last.stats
+	switch k {
+	case "failovers":
+		return st.Failovers
+	case "restored":
+		return st.Restored
+	case "resumed":
+		return st.Resumed
+	case "redone":
+		return st.Redone
+	case "checkpoints", "checkpoint":
+		if s.saved == nil {
+			s.fatalf("no states taken")
+		}
+		last, _ := s.saved.last()
+		if k == "checkpoint" {
+			if last == nil {
+				return -1
+			}
+			return last.Iter
+		}
+		s.saved.mu.Lock()
+		defer s.saved.mu.Unlock()
+		return len(s.saved.states)
+	}
+	s.fatalf("unknown stat %s", k)
+	return 0
+}
+
+// bounds reads N, LOW..HIGH, or resume (the iteration of the state the
+// latest resumed run started from).
+func (s *scenario) bounds(v string) (lo, hi int) {
+	if v == "resume" {
+		if s.resume == nil {
+			s.fatalf("no run resumed")
+		}
+		return s.resume.Iter, s.resume.Iter
+	}
+	a, b, isRange := strings.Cut(v, "..")
+	lo, err := strconv.Atoi(a)
+	if err != nil {
+		s.fatalf("%q: %v", v, err)
+	}
+	hi = lo
+	if isRange {
+		if hi, err = strconv.Atoi(b); err != nil {
+			s.fatalf("%q: %v", v, err)
+		}
+	}
+	return lo, hi
+}
