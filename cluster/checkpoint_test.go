@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -54,9 +53,7 @@ func closeTo(t *testing.T, what string, got, want solver.Result) {
 // from the newest verified checkpoint ends like the uninterrupted one, and
 // a torn newest checkpoint falls back to the one before.
 func TestCheckpointerRoundTrip(t *testing.T) {
-	c := NewTestCluster(t, TestClusterOptions{})
-	c.StartN("k", 2)
-	tr := c.Transport()
+	tr := NewTestCluster(t, TestClusterOptions{}).StartN("k", 2).Transport("coordinator")
 	m := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 3, Rho: 1, Seed: 4})
 	opts := consensus.DefaultOptions()
 	opts.MaxIter = 300
@@ -142,19 +139,9 @@ func TestNATSServerRestartMidRun(t *testing.T) {
 		srvMu.Unlock()
 	}()
 	var reconnects atomic.Int32
-	connect := func(name string) transport.Transport {
-		tr, err := transport.NewNATS(context.Background(), transport.NATSOptions{URL: srv.URL(), Name: name,
-			ReconnectWait: 50 * time.Millisecond, MaxReconnects: -1, OnReconnect: func() { reconnects.Add(1) }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { tr.Close() })
-		return tr
-	}
-	for i := 0; i < 2; i++ {
-		name := fmt.Sprintf("rc%d-", i)
-		NewTestCluster(t, TestClusterOptions{Transport: connect(name)}).StartN(name, 1)
-	}
+	c := NewTestCluster(t, TestClusterOptions{NATS: &transport.NATSOptions{URL: srv.URL(),
+		ReconnectWait: 50 * time.Millisecond, MaxReconnects: -1, OnReconnect: func() { reconnects.Add(1) }}})
+	c.StartN("rc", 2)
 	m, opts, want := gridJob(t)
 	restarted := false
 	opts.ProgressEvery = 0
@@ -175,7 +162,7 @@ func TestNATSServerRestartMidRun(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	got, _, err := Run(ctx, connect("coord"), m, nil, opts, RunOptions{Job: "reconnect", Workers: 2, WaitWorkers: 10 * time.Second,
+	got, _, err := Run(ctx, c.Transport("coord"), m, nil, opts, RunOptions{Job: "reconnect", Workers: 2, WaitWorkers: 10 * time.Second,
 		StepTimeout: 30 * time.Second, ResendEvery: 200 * time.Millisecond, LostAfter: 10 * time.Second}, progress)
 	if err != nil {
 		t.Fatal(err)

@@ -46,9 +46,7 @@ func runBoth(t *testing.T, tr transport.Transport, m *model.Model, opts consensu
 }
 
 func TestInProcWorkersMatchSolve(t *testing.T) {
-	c := NewTestCluster(t, TestClusterOptions{})
-	c.StartN("w", 3)
-	tr := c.Transport()
+	tr := NewTestCluster(t, TestClusterOptions{}).StartN("w", 3).Transport("coordinator")
 	m := generate.Potts(generate.GridOptions{Height: 10, Width: 10, Labels: 3, Rho: 1, Seed: 9})
 	opts := consensus.DefaultOptions()
 	opts.MaxIter = 200
@@ -64,22 +62,11 @@ func TestNATSWorkersMatchSolve(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Shutdown()
-	connect := func(name string) transport.Transport {
-		tr, err := transport.NewNATS(context.Background(), transport.NATSOptions{URL: srv.URL(), Name: name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { tr.Close() })
-		return tr
-	}
-	for i := 0; i < 2; i++ {
-		name := fmt.Sprintf("worker%d-", i)
-		NewTestCluster(t, TestClusterOptions{Transport: connect(name)}).StartN(name, 1)
-	}
+	c := NewTestCluster(t, TestClusterOptions{NATS: &transport.NATSOptions{URL: srv.URL()}}).StartN("worker", 2)
 	m := generate.Logic(generate.LogicOptions{Vars: 60, Factors: 40, Couplings: 60, MaxArity: 5, Rho: 1, Seed: 2})
 	opts := consensus.DefaultOptions()
 	opts.MaxIter = 150
-	runBoth(t, connect("coordinator"), m, opts, 2, "nats1")
+	runBoth(t, c.Transport("coordinator"), m, opts, 2, "nats1")
 }
 
 // Message faults (seeded drops, duplicates, delays that reorder) on every

@@ -205,9 +205,8 @@ func TestForgedMessagesChangeNothing(t *testing.T) {
 	for _, c := range forgeCases {
 		t.Run(c.name, func(t *testing.T) {
 			var wlog, clog syncBuffer
-			workers := NewTestCluster(t, TestClusterOptions{Worker: WorkerOptions{Logger: slog.New(slog.NewTextHandler(&wlog, nil))}})
-			workers.StartN("w", 2)
-			tr := workers.Transport()
+			tr := NewTestCluster(t, TestClusterOptions{Worker: WorkerOptions{Logger: slog.New(slog.NewTextHandler(&wlog, nil))}}).
+				StartN("w", 2).Transport("coordinator")
 			job := "forge-" + c.name
 			f := newForger(t, tr, job)
 			const at = 30

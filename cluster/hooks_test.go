@@ -63,7 +63,7 @@ func TestHooksSeeTheRun(t *testing.T) {
 					OnStep:  func(time.Duration) { h.mu.Lock(); h.workerSteps++; h.mu.Unlock() },
 					OnParts: func(n int) { h.mu.Lock(); h.parts[name] = append(h.parts[name], n); h.mu.Unlock() }})
 			}
-			j, _ := testJob(t, workers.Transport(), "hooks")
+			j, _ := testJob(t, workers.Transport("coordinator"), "hooks")
 			j.Run.Hooks = h.hooks()
 			if c.dir {
 				d, err := checkpoint.OpenDir(t.TempDir())

@@ -19,11 +19,10 @@ import (
 // context for a job on it, both ended with the test.
 func withWorkers(t *testing.T) (transport.Transport, context.Context) {
 	t.Helper()
-	c := NewTestCluster(t, TestClusterOptions{})
-	c.StartN("w", 3)
+	tr := NewTestCluster(t, TestClusterOptions{}).StartN("w", 3).Transport("coordinator")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	return c.Transport(), ctx
+	return tr, ctx
 }
 
 func testJob(t *testing.T, tr transport.Transport, base string) (Job, solver.Result) {

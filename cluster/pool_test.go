@@ -57,9 +57,7 @@ func runJobAt(t *testing.T, tr transport.Transport, job string, opts consensus.O
 // run side by side on disjoint workers, and each ends like its single
 // process run.
 func TestPoolJobsRunSideBySide(t *testing.T) {
-	c := NewTestCluster(t, TestClusterOptions{})
-	c.StartN("p", 4)
-	inner := c.Transport()
+	inner := NewTestCluster(t, TestClusterOptions{}).StartN("p", 4).Transport("coordinator")
 	m, opts, _ := gridJob(t)
 	opts.MaxIter, opts.Tol, opts.ResidualTol = 3000, 0, 0 // long enough to overlap
 	want, err := consensus.Solve(context.Background(), m, nil, opts, nil)
@@ -111,9 +109,7 @@ func TestPoolJobsRunSideBySide(t *testing.T) {
 // failing after WaitWorkers; it runs once the other job gives its workers
 // back.
 func TestPoolQueuedJobWaits(t *testing.T) {
-	c := NewTestCluster(t, TestClusterOptions{})
-	c.StartN("q", 2)
-	inner := c.Transport()
+	inner := NewTestCluster(t, TestClusterOptions{}).StartN("q", 2).Transport("coordinator")
 	m, opts, want := gridJob(t)
 	long := opts
 	long.MaxIter, long.Tol, long.ResidualTol = 1_000_000, 0, 0 // holds the pool until cancelled
@@ -161,13 +157,12 @@ func TestPoolQueuedJobWaits(t *testing.T) {
 // A job whose coordinator dies gives its workers back within seconds: the
 // next job gets them.
 func TestPoolDeadCoordinatorReleasesWorkers(t *testing.T) {
-	c := NewTestCluster(t, TestClusterOptions{})
-	c.StartN("d", 2)
-	inner := c.Transport()
+	c := NewTestCluster(t, TestClusterOptions{}).StartN("d", 2)
+	inner := c.Transport("next")
 	_, opts, want := gridJob(t)
 	long := opts
 	long.MaxIter, long.Tol, long.ResidualTol = 1_000_000, 0, 0
-	dead := c.Coordinator()
+	dead := c.Coordinator("doomed")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m, _, _ := gridJob(t)
@@ -222,9 +217,7 @@ func poolState(t *testing.T, tr transport.Transport) string {
 // first, so this rarely reaches the hold-and-wait case that claimPatience
 // resolves; that path has no deterministic test yet.)
 func TestPoolOversubscribedJobsBothEnd(t *testing.T) {
-	c := NewTestCluster(t, TestClusterOptions{})
-	c.StartN("h", 4)
-	inner := c.Transport()
+	inner := NewTestCluster(t, TestClusterOptions{}).StartN("h", 4).Transport("coordinator")
 	m, opts, want := gridJob(t)
 	var wg sync.WaitGroup
 	for _, job := range []string{"hold1", "hold2"} {

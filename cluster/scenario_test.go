@@ -245,9 +245,17 @@ func (s *scenario) run(f []string) {
 	var fails, untilSevered bool
 	var claimFirst string
 	var sv *saved
+	durations := map[string]*time.Duration{"wait": &ro.WaitWorkers, "step": &ro.StepTimeout, "lost": &ro.LostAfter,
+		"spare": &ro.SpareWait, "resend": &ro.ResendEvery}
 	for _, kv := range f {
 		k, v, _ := strings.Cut(kv, "=")
 		var err error
+		if d, ok := durations[k]; ok {
+			if *d, err = time.ParseDuration(v); err != nil {
+				s.fatalf("%s: %v", kv, err)
+			}
+			continue
+		}
 		switch k {
 		case "fails":
 			fails = true
@@ -266,16 +274,6 @@ func (s *scenario) run(f []string) {
 			ro.Epoch, err = strconv.ParseUint(v, 10, 64)
 		case "workers":
 			ro.Workers, err = strconv.Atoi(v)
-		case "wait":
-			ro.WaitWorkers, err = time.ParseDuration(v)
-		case "step":
-			ro.StepTimeout, err = time.ParseDuration(v)
-		case "lost":
-			ro.LostAfter, err = time.ParseDuration(v)
-		case "spare":
-			ro.SpareWait, err = time.ParseDuration(v)
-		case "resend":
-			ro.ResendEvery, err = time.ParseDuration(v)
 		case "checkpoint":
 			sv = &saved{}
 			ro.Checkpoint = &CheckpointOptions{Save: sv.save}
@@ -298,7 +296,7 @@ func (s *scenario) run(f []string) {
 	if len(events) > 0 {
 		opts.ProgressEvery = 0 // every iteration
 	}
-	coord := s.c.Coordinator()
+	coord := s.c.Coordinator("coordinator")
 	progress := func(p solver.Progress) {
 		for _, e := range events {
 			if p.Iteration >= e.iter {

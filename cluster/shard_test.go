@@ -80,8 +80,7 @@ func TestShardedJobOverTransport(t *testing.T) {
 		t.Run(fmt.Sprint(w), func(t *testing.T) {
 			job, loadShard := shardFixture(t, m, w)
 			// These workers save no states (the job takes no checkpoints).
-			c := NewTestCluster(t, TestClusterOptions{Worker: WorkerOptions{LoadShard: loadShard}})
-			c.StartN("s", w)
+			c := NewTestCluster(t, TestClusterOptions{Worker: WorkerOptions{LoadShard: loadShard}}).StartN("s", w)
 			rctx, rcancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer rcancel()
 			run, err := c.RunSharded(rctx, job, opts, RunOptions{Job: fmt.Sprintf("sharded%d", w), WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}, nil)
@@ -113,8 +112,7 @@ func TestShardedJobOverTransport(t *testing.T) {
 func TestShardedPartRefused(t *testing.T) {
 	m := generate.Potts(generate.GridOptions{Height: 4, Width: 4, Labels: 2, Rho: 1, Seed: 1})
 	job, _ := shardFixture(t, m, 1)
-	c := NewTestCluster(t, TestClusterOptions{})
-	c.StartN("plain", 1)
+	c := NewTestCluster(t, TestClusterOptions{}).StartN("plain", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err := c.RunSharded(ctx, job, consensus.DefaultOptions(), RunOptions{Job: "refused", WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}, nil)
@@ -144,13 +142,13 @@ func TestShardedWorkerLossRestoresFromCheckpoint(t *testing.T) {
 			job.StateDir = t.TempDir()
 			run := func(name string, kill bool) (consensus.ShardResult, ShardStats, []int) {
 				c := NewTestCluster(t, TestClusterOptions{}).Sharded(loadShard)
-				workers := c.StartN(name, 3)
+				c.StartN(name, 3)
 				killed := false
 				progress := func(p solver.Progress) {
 					if kill && !killed && p.Iteration == 25 {
 						killed = true
 						c.Start(name + "spare")
-						c.Kill(workers[1])
+						c.Kill(name + "1")
 					}
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

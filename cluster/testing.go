@@ -4,8 +4,9 @@ package cluster
 // hashicorp/raft's testing.go) so that the tests of this package and of
 // others share it: workers of this package in the test's process over one
 // transport, and the ways a test disturbs them (a worker killed, a worker
-// gone mute or hung as its part arrives, a coordinator cut off). It knows
-// the protocol only as far as a mute worker must speak it.
+// gone mute or hung as its part arrives, a coordinator cut off), over the
+// in-process transport or the clients of a NATS server. It knows the
+// protocol only as far as a mute worker must speak it.
 
 import (
 	"context"
@@ -24,9 +25,13 @@ import (
 
 // TestClusterOptions configures a TestCluster.
 type TestClusterOptions struct {
-	// Transport is what the workers serve on; nil: a new in-process
-	// transport (transport.InProc), closed when the test ends.
+	// Transport is what the workers and coordinators use; nil: a new
+	// in-process transport (transport.InProc), closed when the test ends.
 	Transport transport.Transport
+	// NATS, when not nil, makes every worker and coordinator a client of
+	// its own (as a process of its own would be) to the NATS server at
+	// NATS.URL, named after it, closed when the test ends.
+	NATS *transport.NATSOptions
 	// Worker is every worker's options but its Name (Threads 0: 1). With
 	// LoadShard the workers serve sharded parts; Sharded sets it up.
 	Worker WorkerOptions
@@ -38,27 +43,34 @@ type TestClusterOptions struct {
 // report a failure through the test.
 type TestCluster struct {
 	t      testing.TB
-	tr     transport.Transport
+	tr     transport.Transport // nil with NATS
+	nats   *transport.NATSOptions
 	worker WorkerOptions
 
-	mu    sync.Mutex
-	stops map[string]func() // the workers running, by name
+	mu     sync.Mutex
+	stops  map[string]func() // the workers running, by name
+	closes []func() error    // the transports it opened
 }
 
-// NewTestCluster returns a cluster with no workers yet, cleaned up (every
-// worker stopped, then its own transport closed) when t ends.
+// NewTestCluster returns a cluster with no workers yet, cleaned up when t
+// ends: every worker stopped, then the transports it opened closed.
 func NewTestCluster(t testing.TB, o TestClusterOptions) *TestCluster {
-	t.Helper()
-	c := &TestCluster{t: t, tr: o.Transport, worker: o.Worker, stops: map[string]func(){}}
-	if c.tr == nil {
+	c := &TestCluster{t: t, tr: o.Transport, nats: o.NATS, worker: o.Worker, stops: map[string]func(){}}
+	if c.tr == nil && c.nats == nil {
 		tr := transport.NewInProc()
-		c.tr = tr
-		t.Cleanup(func() { tr.Close() })
+		c.tr, c.closes = tr, []func() error{tr.Close}
 	}
 	if c.worker.Threads < 1 {
 		c.worker.Threads = 1
 	}
-	t.Cleanup(c.StopAll) // before the transport closes
+	t.Cleanup(func() {
+		c.StopAll()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, close := range c.closes {
+			_ = close()
+		}
+	})
 	return c
 }
 
@@ -70,27 +82,40 @@ func (c *TestCluster) Sharded(loadShard func(context.Context, []byte) (*consensu
 	return c
 }
 
-// Transport is the transport the workers serve on.
-func (c *TestCluster) Transport() transport.Transport { return c.tr }
+// Transport is the transport of a coordinator named name: the cluster's
+// one, or with NATS a new client named name.
+func (c *TestCluster) Transport(name string) transport.Transport {
+	if c.nats == nil {
+		return c.tr
+	}
+	o := *c.nats
+	o.Name = name
+	tr, err := transport.NewNATS(context.Background(), o)
+	if err != nil {
+		c.t.Fatalf("connecting %s: %v", name, err)
+	}
+	c.mu.Lock()
+	c.closes = append(c.closes, tr.Close)
+	c.mu.Unlock()
+	return tr
+}
 
 // Start starts a worker of each name with the cluster's options.
-func (c *TestCluster) Start(names ...string) {
+func (c *TestCluster) Start(names ...string) *TestCluster {
 	for _, name := range names {
 		o := c.worker
 		o.Name = name
 		c.StartWith(o)
 	}
+	return c
 }
 
-// StartN starts n workers named prefix0, prefix1, ... and returns their
-// names.
-func (c *TestCluster) StartN(prefix string, n int) []string {
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("%s%d", prefix, i)
+// StartN starts n workers named prefix0, prefix1, ...
+func (c *TestCluster) StartN(prefix string, n int) *TestCluster {
+	for i := range n {
+		c.Start(fmt.Sprintf("%s%d", prefix, i))
 	}
-	c.Start(names...)
-	return names
+	return c
 }
 
 // StartWith starts a worker with options o (Threads 0: 1), for a test that
@@ -99,11 +124,12 @@ func (c *TestCluster) StartWith(o WorkerOptions) {
 	if o.Threads < 1 {
 		o.Threads = 1
 	}
+	tr := c.Transport(o.Name)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := Serve(ctx, c.tr, o); err != nil {
+		if err := Serve(ctx, tr, o); err != nil {
 			c.t.Errorf("worker %s: %v", o.Name, err)
 		}
 	}()
@@ -166,7 +192,7 @@ func (c *TestCluster) StartHung(name string) (assigned <-chan struct{}) {
 
 func (c *TestCluster) startSilent(name string, hung bool) <-chan struct{} {
 	c.t.Helper()
-	tr := c.tr
+	tr := c.Transport(name)
 	ctx, cancel := context.WithCancel(context.Background())
 	got := make(chan struct{})
 	var gotOnce sync.Once
@@ -226,9 +252,12 @@ func (c *TestCluster) startSilent(name string, hung bool) <-chan struct{} {
 	return got
 }
 
-// Coordinator returns a view of the cluster's transport for a coordinator
-// that the test can cut off (Severable.Sever), as when its process dies.
-func (c *TestCluster) Coordinator() *Severable { return &Severable{Transport: c.tr} }
+// Coordinator returns the transport of a coordinator named name (see
+// Transport) that the test can cut off (Severable.Sever), as when its
+// process dies.
+func (c *TestCluster) Coordinator(name string) *Severable {
+	return &Severable{Transport: c.Transport(name)}
+}
 
 // Severable is a coordinator's view of a transport that can be cut off:
 // once severed, nothing it sends arrives and nothing reaches it.
@@ -271,8 +300,8 @@ type ShardedRun struct {
 }
 
 // RunSharded runs a sharded job on the cluster's workers (see Sharded)
-// with a coordinator on the cluster's transport, and collects the
-// assignment it delivers.
+// with a coordinator named "coordinator", and collects the assignment it
+// delivers.
 func (c *TestCluster) RunSharded(ctx context.Context, job *ShardJob, opts consensus.Options, ro RunOptions, progress func(solver.Progress)) (ShardedRun, error) {
 	out := ShardedRun{X: make([]int, job.NumVars)}
 	deliver := func(ctx context.Context, a *ShardAssignment) error {
@@ -285,6 +314,6 @@ func (c *TestCluster) RunSharded(ctx context.Context, job *ShardJob, opts consen
 		})
 	}
 	var err error
-	out.Result, out.Stats, err = RunShards(ctx, c.tr, job, opts, ro, deliver, progress)
+	out.Result, out.Stats, err = RunShards(ctx, c.Transport("coordinator"), job, opts, ro, deliver, progress)
 	return out, err
 }
