@@ -64,14 +64,15 @@ type scenario struct {
 	opts        consensus.Options
 	undisturbed *solver.Result
 
-	events []*event                   // for the next run
-	first  *solver.Result             // the first run's result
-	last   scenarioRun                // the latest run
-	saved  *saved                     // the states of the latest run that took any
-	resume *consensus.State           // the state the latest run resumed from
-	bg     sync.WaitGroup             // runs left in the background
-	mutes  map[string]<-chan struct{} // mute workers' assigned channels
-	done   chan struct{}              // closed when the test ends
+	events     []*event                   // for the next run
+	first      *solver.Result             // the first run's result
+	last       scenarioRun                // the latest run
+	saved      *saved                     // the states of the latest run that took any
+	savedEpoch uint64                     // and its epoch
+	resume     *consensus.State           // the state the latest run resumed from
+	bg         sync.WaitGroup             // runs left in the background
+	mutes      map[string]<-chan struct{} // mute workers' assigned channels
+	done       chan struct{}              // closed when the test ends
 }
 
 // event is a list of commands run once, at an iteration or when a mute
@@ -228,15 +229,17 @@ func (s *scenario) model(f []string) {
 	s.m, s.undisturbed = generate.Potts(g), nil
 }
 
-// run runs a whole-model job on the cluster and waits for its end. Its
-// settings: job=NAME (NAME* with claimfirst=W: the first NAME0, NAME1, ...
-// whose epoch 1 asks W first among the workers started), base=B epoch=E,
-// workers=N, the durations wait=, step=, lost=, spare=, resend=
-// (RunOptions' WaitWorkers 10s, StepTimeout 10s, LostAfter, SpareWait,
-// ResendEvery), checkpoint=N (states every N iterations, kept for resume=
-// and expect), resume=latest|middle (of the states kept), until=severed
-// (returns once an event severs the coordinator; the run ends in the
-// background). With fails, the run must fail.
+// run runs a whole-model job (RunJob) on the cluster and waits for its
+// end. Its settings: job=NAME (NAME* with claimfirst=W: the first NAME0,
+// NAME1, ... whose epoch 1 asks W first among the workers started), or
+// base=B (a job of epochs: the first is 1, one resumed runs in the epoch
+// after the resumed run's), workers=N, the durations wait=, step=, lost=,
+// spare=, resend= (RunOptions' WaitWorkers 10s, StepTimeout 10s,
+// LostAfter, SpareWait, ResendEvery), checkpoint=N (states every N
+// iterations, kept for resume= and expect), resume=latest|middle (of the
+// states kept), until=severed (returns once an event severs the
+// coordinator; the run ends in the background). With fails, the run must
+// fail.
 func (s *scenario) run(f []string) {
 	if s.m == nil {
 		s.fatalf("run before model")
@@ -245,6 +248,7 @@ func (s *scenario) run(f []string) {
 	var fails, untilSevered bool
 	var claimFirst string
 	var sv *saved
+	var rp *ResumePoint
 	durations := map[string]*time.Duration{"wait": &ro.WaitWorkers, "step": &ro.StepTimeout, "lost": &ro.LostAfter,
 		"spare": &ro.SpareWait, "resend": &ro.ResendEvery}
 	for _, kv := range f {
@@ -270,8 +274,6 @@ func (s *scenario) run(f []string) {
 			claimFirst = v
 		case "base":
 			ro.Base = v
-		case "epoch":
-			ro.Epoch, err = strconv.ParseUint(v, 10, 64)
 		case "workers":
 			ro.Workers, err = strconv.Atoi(v)
 		case "checkpoint":
@@ -279,7 +281,7 @@ func (s *scenario) run(f []string) {
 			ro.Checkpoint = &CheckpointOptions{Save: sv.save}
 			ro.Checkpoint.Every, err = strconv.Atoi(v)
 		case "resume":
-			ro.Resume = s.resumeFrom(v)
+			rp = s.resumeFrom(v)
 		default:
 			s.fatalf("unknown run setting %s", k)
 		}
@@ -320,8 +322,8 @@ func (s *scenario) run(f []string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		start := time.Now()
-		res, stats, err := Run(ctx, coord, s.m, nil, opts, ro, progress)
-		end <- ended{scenarioRun{res, stats, time.Since(start)}, err}
+		out, err := RunJob(ctx, Job{Name: s.line, Transport: coord, Model: s.m, Options: opts, Run: ro, Progress: progress, Resume: rp})
+		end <- ended{scenarioRun{out.Result, out.Stats, time.Since(start)}, err}
 	}()
 	if untilSevered {
 		select {
@@ -350,7 +352,10 @@ func (s *scenario) run(f []string) {
 		}
 	}
 	if sv != nil {
-		s.saved = sv
+		s.saved, s.savedEpoch = sv, 1 // as RunJob numbers epochs
+		if rp != nil {
+			s.savedEpoch = rp.Epoch + 1
+		}
 	}
 }
 
@@ -368,7 +373,7 @@ func (s *scenario) severed(events []*event) <-chan struct{} {
 }
 
 // resumeFrom picks a state the latest run that took states saved.
-func (s *scenario) resumeFrom(which string) *Resume {
+func (s *scenario) resumeFrom(which string) *ResumePoint {
 	if s.saved == nil || len(s.saved.states) == 0 {
 		s.fatalf("resume=%s: no states taken", which)
 	}
@@ -383,7 +388,7 @@ func (s *scenario) resumeFrom(which string) *Resume {
 		s.fatalf("resume=%s: want latest or middle", which)
 	}
 	s.resume = st
-	return &Resume{State: st, Where: where}
+	return &ResumePoint{Resume: &Resume{State: st, Where: where}, Epoch: s.savedEpoch}
 }
 
 // jobClaiming returns the first job name prefix0, prefix1, ... whose epoch
