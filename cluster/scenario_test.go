@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,7 +42,8 @@ func TestScenarios(t *testing.T) {
 
 // scenario interprets one script, a command a line ('#' starts a comment):
 //
-//	model potts HxWxL rho=R seed=S iters=N   the model and its options
+//	model potts HxWxL rho=R seed=S KEY=V...  the model and its options (see model)
+//	sharded parts=N                          runs from now on are sharded (see run)
 //	start NAME...                            whole-model workers
 //	mute NAME | hung NAME                    TestCluster.StartMute / StartHung
 //	at iter N: CMD; CMD...                   during the next run, once at iteration N
@@ -49,7 +52,10 @@ func TestScenarios(t *testing.T) {
 //	expect KEY=VALUE...                      the last run's stats (see stat)
 //	expect [REF] status=S
 //	expect result == REF | result ~ REF      compare / closeTo against REF
-//	expect F == REF[.F] | F >= REF[.F]       F: primal or dual, to 1e-9
+//	expect F == REF[.F] | F >= REF[.F]       F: primal, dual or iterations, to 1e-9
+//	expect F === REF                         bit for bit
+//	expect bound                             the dual bounds the primal
+//	expect assignment                        a sharded run delivered every variable, scoring the primal
 //
 // where CMD is start NAME, kill NAME or sever (cut the running
 // coordinator off), and REF is undisturbed (the single-process solve) or
@@ -63,6 +69,7 @@ type scenario struct {
 	m           *model.Model
 	opts        consensus.Options
 	undisturbed *solver.Result
+	shard       *ShardJob // with sharded
 
 	events     []*event                   // for the next run
 	first      *solver.Result             // the first run's result
@@ -89,6 +96,10 @@ type scenarioRun struct {
 	res   solver.Result
 	stats RunStats
 	took  time.Duration
+	// x, of a sharded run, is the assignment delivered, and delivered
+	// how many variables' states arrived.
+	x         []int
+	delivered int
 }
 
 func runScenario(t *testing.T, path string) {
@@ -133,6 +144,15 @@ func (s *scenario) do(cmd, args string) {
 	switch cmd {
 	case "model":
 		s.model(strings.Fields(args))
+	case "sharded":
+		var parts int
+		if _, err := fmt.Sscanf(args, "parts=%d", &parts); err != nil || s.m == nil {
+			s.fatalf("want sharded parts=N after model")
+		}
+		job, loadShard := shardFixture(s.t, s.m, parts)
+		job.StateDir = s.t.TempDir()
+		s.shard = job
+		s.c.Sharded(loadShard)
 	case "start":
 		s.c.Start(strings.Fields(args)...)
 	case "mute":
@@ -199,7 +219,9 @@ func (s *scenario) event(line, cmd string, coord *Severable) {
 	}
 }
 
-// model: potts HxWxL rho=R seed=S iters=N.
+// model: potts HxWxL rho=R seed=S, then reduced (the model without its
+// fixed variables, model.Reduce), and options: iters=N, algo=A, tol=T,
+// threads=N.
 func (s *scenario) model(f []string) {
 	var g generate.GridOptions
 	if len(f) < 2 || f[0] != "potts" {
@@ -219,6 +241,13 @@ func (s *scenario) model(f []string) {
 			g.Seed, err = strconv.ParseInt(v, 10, 64)
 		case "iters":
 			s.opts.MaxIter, err = strconv.Atoi(v)
+		case "algo":
+			s.opts.Algo = consensus.Algo(v)
+		case "tol":
+			s.opts.Tol, err = strconv.ParseFloat(v, 64)
+		case "threads":
+			s.opts.Threads, err = strconv.Atoi(v)
+		case "reduced":
 		default:
 			s.fatalf("unknown model setting %s", k)
 		}
@@ -227,6 +256,13 @@ func (s *scenario) model(f []string) {
 		}
 	}
 	s.m, s.undisturbed = generate.Potts(g), nil
+	if slices.Contains(f[2:], "reduced") {
+		red, err := model.Reduce(s.m, nil)
+		if err != nil {
+			s.fatalf("reducing: %v", err)
+		}
+		s.m = red.Model
+	}
 }
 
 // run runs a whole-model job (RunJob) on the cluster and waits for its
@@ -289,6 +325,9 @@ func (s *scenario) run(f []string) {
 			s.fatalf("%s: %v", kv, err)
 		}
 	}
+	if s.shard != nil && (rp != nil || untilSevered) {
+		s.fatalf("a sharded run neither resumes nor runs until severed here")
+	}
 	if strings.HasSuffix(ro.Job, "*") {
 		ro.Job = s.jobClaiming(strings.TrimSuffix(ro.Job, "*"), claimFirst)
 	}
@@ -322,8 +361,15 @@ func (s *scenario) run(f []string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		start := time.Now()
+		if s.shard != nil {
+			run, err := s.c.RunSharded(ctx, s.shard, opts, ro, progress)
+			st := run.Stats
+			end <- ended{scenarioRun{run.Result.Result, RunStats{Failovers: st.Failovers, Restored: st.Restored, Redone: st.Redone},
+				time.Since(start), run.X, run.Delivered}, err}
+			return
+		}
 		out, err := RunJob(ctx, Job{Name: s.line, Transport: coord, Model: s.m, Options: opts, Run: ro, Progress: progress, Resume: rp})
-		end <- ended{scenarioRun{out.Result, out.Stats, time.Since(start)}, err}
+		end <- ended{scenarioRun{res: out.Result, stats: out.Stats, took: time.Since(start)}, err}
 	}()
 	if untilSevered {
 		select {
@@ -442,37 +488,20 @@ func (s *scenario) ref(name string) solver.Result {
 func (s *scenario) expect(args string) {
 	f := strings.Fields(args)
 	got := s.last.res
-	if len(f) == 3 && (f[1] == "==" || f[1] == "~" || f[1] == ">=") {
-		refName, field, _ := strings.Cut(f[2], ".")
-		want := s.ref(refName)
-		if field == "" {
-			field = f[0]
+	switch {
+	case len(f) == 3 && slices.Contains([]string{"==", "===", "~", ">="}, f[1]):
+		s.expectAgainst(f[0], f[1], f[2])
+		return
+	case args == "bound":
+		if got.Dual < got.Primal-1e-9*math.Abs(got.Primal) {
+			s.errorf("dual %.12g < primal %.12g", got.Dual, got.Primal)
 		}
-		value := func(r solver.Result, field string) float64 {
-			switch field {
-			case "primal":
-				return r.Primal
-			case "dual":
-				return r.Dual
-			}
-			s.fatalf("unknown result field %s", field)
-			return 0
-		}
-		switch {
-		case f[0] == "result" && f[1] == "==":
-			compare(s.t, got, want)
-		case f[0] == "result" && f[1] == "~":
-			closeTo(s.t, s.line, got, want)
-		case f[1] == "==":
-			if g, w := value(got, f[0]), value(want, field); !relClose(g, w, 1e-9) {
-				s.errorf("%s %.12g, want %.12g", f[0], g, w)
-			}
-		case f[1] == ">=":
-			if g, w := value(got, f[0]), value(want, field); g < w-1e-9 {
-				s.errorf("%s %.12g < %.12g", f[0], g, w)
-			}
-		default:
-			s.fatalf("bad expectation")
+		return
+	case args == "assignment":
+		if s.last.x == nil || s.last.delivered != s.m.NumVars() {
+			s.errorf("%d states delivered for %d variables", s.last.delivered, s.m.NumVars())
+		} else if sc := s.m.Score(s.last.x); !relClose(sc, got.Primal, 1e-9) {
+			s.errorf("primal %.12g, the delivered assignment scores %.12g", got.Primal, sc)
 		}
 		return
 	}
@@ -515,6 +544,49 @@ func (s *scenario) expect(args string) {
 			s.errorf("%s is %d", k, n)
 		}
 	}
+}
+
+// expectAgainst checks the last run's result against reference ref:
+// what is result (== compare, ~ closeTo) or a field (primal, dual,
+// iterations; == to 1e-9, === bit for bit, >= to 1e-9 below), compared
+// with the same field of ref, or another (ref.field).
+func (s *scenario) expectAgainst(what, op, ref string) {
+	got := s.last.res
+	refName, field, _ := strings.Cut(ref, ".")
+	want := s.ref(refName)
+	if field == "" {
+		field = what
+	}
+	switch {
+	case what == "result" && op == "==":
+		compare(s.t, got, want)
+		return
+	case what == "result" && op == "~":
+		closeTo(s.t, s.line, got, want)
+		return
+	}
+	g, w := s.field(got, what), s.field(want, field)
+	switch {
+	case op == "==" && !relClose(g, w, 1e-9), op == "===" && g != w:
+		s.errorf("%s %.15g, want %.15g", what, g, w)
+	case op == ">=" && g < w-1e-9:
+		s.errorf("%s %.15g < %.15g", what, g, w)
+	case op == "~":
+		s.fatalf("~ compares results only")
+	}
+}
+
+func (s *scenario) field(r solver.Result, field string) float64 {
+	switch field {
+	case "primal":
+		return r.Primal
+	case "dual":
+		return r.Dual
+	case "iterations":
+		return float64(r.Iterations)
+	}
+	s.fatalf("unknown result field %s", field)
+	return 0
 }
 
 // stat is one number of the last run: failovers, restored, resumed and

@@ -12,7 +12,6 @@ import (
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/partition"
-	"github.com/ddrun/ddrun/solver"
 )
 
 // shardFixture is a sharded job over in-memory parts: the spec of part k
@@ -118,66 +117,5 @@ func TestShardedPartRefused(t *testing.T) {
 	_, err := c.RunSharded(ctx, job, consensus.DefaultOptions(), RunOptions{Job: "refused", WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}, nil)
 	if err == nil || !strings.Contains(err.Error(), "cannot read sharded parts") {
 		t.Fatalf("error %v", err)
-	}
-}
-
-// A sharded run that loses a worker goes on in a new epoch, on a spare
-// and the workers left, every part back at the latest checkpoint: it ends
-// with a valid bound and a primal that is the exact score of the
-// assignment it delivers. DD-subgradient's iterates do not depend on the
-// slaves' warm starts, so its result equals the undisturbed run's; DD-ADMM
-// differs within the slaves' tolerance.
-func TestShardedWorkerLossRestoresFromCheckpoint(t *testing.T) {
-	m := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 3, Rho: 0.5, Seed: 7})
-	red, err := model.Reduce(m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m = red.Model
-	for _, algo := range []consensus.Algo{consensus.Subgradient, consensus.ADMM} {
-		t.Run(string(algo), func(t *testing.T) {
-			opts := consensus.DefaultOptions()
-			opts.Algo, opts.MaxIter, opts.Threads, opts.ProgressEvery, opts.Tol = algo, 45, 1, 0, 0
-			job, loadShard := shardFixture(t, m, 3)
-			job.StateDir = t.TempDir()
-			run := func(name string, kill bool) (consensus.ShardResult, ShardStats, []int) {
-				c := NewTestCluster(t, TestClusterOptions{}).Sharded(loadShard)
-				c.StartN(name, 3)
-				killed := false
-				progress := func(p solver.Progress) {
-					if kill && !killed && p.Iteration == 25 {
-						killed = true
-						c.Start(name + "spare")
-						c.Kill(name + "1")
-					}
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-				defer cancel()
-				run, err := c.RunSharded(ctx, job, opts, RunOptions{Job: name, WaitWorkers: 10 * time.Second, StepTimeout: 20 * time.Second,
-					LostAfter: 500 * time.Millisecond, Checkpoint: &CheckpointOptions{Every: 10}}, progress)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if kill != killed {
-					t.Fatalf("killed %v", killed)
-				}
-				return run.Result, run.Stats, run.X
-			}
-			want, _, _ := run("calm"+string(algo), false)
-			got, stats, x := run("loss"+string(algo), true)
-			if stats.Failovers != 1 || stats.Restored != 1 || stats.Redone < 5 {
-				t.Fatalf("%d failovers, %d restored, %d iterations redone; want 1, 1 and at least 5", stats.Failovers, stats.Restored, stats.Redone)
-			}
-			if sc := m.Score(x); !relClose(sc, got.Primal, 1e-9) {
-				t.Errorf("primal %.12g, the delivered assignment scores %.12g", got.Primal, sc)
-			}
-			if got.Dual < got.Primal-1e-9*math.Abs(got.Primal) || got.Iterations != want.Iterations {
-				t.Errorf("after the loss: dual %.12g, primal %.12g, %d iterations; undisturbed %d", got.Dual, got.Primal, got.Iterations, want.Iterations)
-			}
-			if algo == consensus.Subgradient && (got.Dual != want.Dual || got.Primal != want.Primal) {
-				t.Errorf("after the loss: dual %.15g primal %.15g; undisturbed dual %.15g primal %.15g", got.Dual, got.Primal, want.Dual, want.Primal)
-			}
-			t.Logf("%s: dual %.12g primal %.12g; undisturbed dual %.12g primal %.12g", algo, got.Dual, got.Primal, want.Dual, want.Primal)
-		})
 	}
 }
