@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math"
@@ -103,30 +102,25 @@ type scenarioRun struct {
 }
 
 func runScenario(t *testing.T, path string) {
-	f, err := os.Open(path)
+	script, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
 	s := &scenario{t: t, c: NewTestCluster(t, TestClusterOptions{}), mutes: map[string]<-chan struct{}{}, done: make(chan struct{})}
 	// Before the workers stop: a severed run ends on its own, its steps
 	// timing out.
 	t.Cleanup(func() { close(s.done); s.bg.Wait() })
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		text := strings.TrimSpace(sc.Text())
+	for n, text := range strings.Split(string(script), "\n") {
 		if i := strings.IndexByte(text, '#'); i >= 0 {
-			text = strings.TrimSpace(text[:i])
+			text = text[:i]
 		}
+		text = strings.TrimSpace(text)
 		if text == "" {
 			continue
 		}
-		s.line = fmt.Sprintf("%s:%d: %s", path, n, text)
+		s.line = fmt.Sprintf("%s:%d: %s", path, n+1, text)
 		cmd, args, _ := strings.Cut(text, " ")
 		s.do(cmd, strings.TrimSpace(args))
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -265,26 +259,29 @@ func (s *scenario) model(f []string) {
 	}
 }
 
-// run runs a whole-model job (RunJob) on the cluster and waits for its
-// end. Its settings: job=NAME (NAME* with claimfirst=W: the first NAME0,
-// NAME1, ... whose epoch 1 asks W first among the workers started), or
-// base=B (a job of epochs: the first is 1, one resumed runs in the epoch
-// after the resumed run's), workers=N, the durations wait=, step=, lost=,
-// spare=, resend= (RunOptions' WaitWorkers 10s, StepTimeout 10s,
-// LostAfter, SpareWait, ResendEvery), checkpoint=N (states every N
-// iterations, kept for resume= and expect), resume=latest|middle (of the
-// states kept), until=severed (returns once an event severs the
-// coordinator; the run ends in the background). With fails, the run must
-// fail.
-func (s *scenario) run(f []string) {
-	if s.m == nil {
-		s.fatalf("run before model")
-	}
-	ro := RunOptions{WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}
-	var fails, untilSevered bool
+// runSpec is a run command's settings (see parseRun).
+type runSpec struct {
+	ro           RunOptions
+	fails        bool         // the run must fail
+	untilSevered bool         // returns once the coordinator is cut off
+	saved        *saved       // its states, with checkpoint=
+	resume       *ResumePoint // with resume=
+}
+
+// parseRun reads a run command's settings: job=NAME (NAME* with
+// claimfirst=W: the first NAME0, NAME1, ... whose epoch 1 asks W first
+// among the workers started), or base=B (a job of epochs: the first is 1,
+// one resumed runs in the epoch after the resumed run's), workers=N, the
+// durations wait=, step=, lost=, spare=, resend= (RunOptions'
+// WaitWorkers 10s, StepTimeout 10s, LostAfter, SpareWait, ResendEvery),
+// checkpoint=N (states every N iterations, kept for resume= and expect),
+// resume=latest|middle (of the states kept), until=severed (the command
+// returns once an event severs the coordinator; the run ends in the
+// background), and fails (the run must fail).
+func (s *scenario) parseRun(f []string) runSpec {
+	r := runSpec{ro: RunOptions{WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}}
+	ro := &r.ro
 	var claimFirst string
-	var sv *saved
-	var rp *ResumePoint
 	durations := map[string]*time.Duration{"wait": &ro.WaitWorkers, "step": &ro.StepTimeout, "lost": &ro.LostAfter,
 		"spare": &ro.SpareWait, "resend": &ro.ResendEvery}
 	for _, kv := range f {
@@ -298,10 +295,9 @@ func (s *scenario) run(f []string) {
 		}
 		switch k {
 		case "fails":
-			fails = true
+			r.fails = true
 		case "until":
-			untilSevered = v == "severed"
-			if !untilSevered {
+			if r.untilSevered = v == "severed"; !r.untilSevered {
 				s.fatalf("until=%s: want until=severed", v)
 			}
 		case "job":
@@ -313,11 +309,11 @@ func (s *scenario) run(f []string) {
 		case "workers":
 			ro.Workers, err = strconv.Atoi(v)
 		case "checkpoint":
-			sv = &saved{}
-			ro.Checkpoint = &CheckpointOptions{Save: sv.save}
+			r.saved = &saved{}
+			ro.Checkpoint = &CheckpointOptions{Save: r.saved.save}
 			ro.Checkpoint.Every, err = strconv.Atoi(v)
 		case "resume":
-			rp = s.resumeFrom(v)
+			r.resume = s.resumeFrom(v)
 		default:
 			s.fatalf("unknown run setting %s", k)
 		}
@@ -325,15 +321,70 @@ func (s *scenario) run(f []string) {
 			s.fatalf("%s: %v", kv, err)
 		}
 	}
-	if s.shard != nil && (rp != nil || untilSevered) {
+	if s.shard != nil && (r.resume != nil || r.untilSevered) {
 		s.fatalf("a sharded run neither resumes nor runs until severed here")
 	}
 	if strings.HasSuffix(ro.Job, "*") {
 		ro.Job = s.jobClaiming(strings.TrimSuffix(ro.Job, "*"), claimFirst)
 	}
-	opts := s.opts
+	return r
+}
+
+// run runs a job on the cluster, whole-model (RunJob) or sharded, with
+// the events given for it, and waits for its end (or, until=severed, for
+// its coordinator to be cut off).
+func (s *scenario) run(f []string) {
+	if s.m == nil {
+		s.fatalf("run before model")
+	}
+	r := s.parseRun(f)
 	events := s.events
 	s.events = nil
+	end := s.start(r, events)
+	if r.untilSevered {
+		select {
+		case <-s.severed(events):
+		case <-time.After(30 * time.Second):
+			s.fatalf("the coordinator was never severed")
+		}
+	} else {
+		e := <-end
+		switch {
+		case r.fails && e.err == nil:
+			s.fatalf("the run did not fail")
+		case !r.fails && e.err != nil:
+			s.fatalf("%v", e.err)
+		}
+		for _, ev := range events {
+			select {
+			case <-ev.fired:
+			default:
+				s.fatalf("the job ended before iteration %d (%s)", ev.iter, strings.Join(ev.cmds, "; "))
+			}
+		}
+		s.last = e.run
+		if s.first == nil {
+			s.first = &e.run.res
+		}
+	}
+	if r.saved != nil {
+		s.saved, s.savedEpoch = r.saved, 1 // as RunJob numbers epochs
+		if r.resume != nil {
+			s.savedEpoch = r.resume.Epoch + 1
+		}
+	}
+}
+
+// ended is how a run ended.
+type ended struct {
+	run scenarioRun
+	err error
+}
+
+// start starts run r in the background, its events fired from its
+// progress.
+func (s *scenario) start(r runSpec, events []*event) <-chan ended {
+	opts := s.opts
 	if len(events) > 0 {
 		opts.ProgressEvery = 0 // every iteration
 	}
@@ -350,10 +401,6 @@ func (s *scenario) run(f []string) {
 			}
 		}
 	}
-	type ended struct {
-		run scenarioRun
-		err error
-	}
 	end := make(chan ended, 1)
 	s.bg.Add(1)
 	go func() {
@@ -362,47 +409,16 @@ func (s *scenario) run(f []string) {
 		defer cancel()
 		start := time.Now()
 		if s.shard != nil {
-			run, err := s.c.RunSharded(ctx, s.shard, opts, ro, progress)
+			run, err := s.c.RunSharded(ctx, s.shard, opts, r.ro, progress)
 			st := run.Stats
 			end <- ended{scenarioRun{run.Result.Result, RunStats{Failovers: st.Failovers, Restored: st.Restored, Redone: st.Redone},
 				time.Since(start), run.X, run.Delivered}, err}
 			return
 		}
-		out, err := RunJob(ctx, Job{Name: s.line, Transport: coord, Model: s.m, Options: opts, Run: ro, Progress: progress, Resume: rp})
+		out, err := RunJob(ctx, Job{Name: s.line, Transport: coord, Model: s.m, Options: opts, Run: r.ro, Progress: progress, Resume: r.resume})
 		end <- ended{scenarioRun{res: out.Result, stats: out.Stats, took: time.Since(start)}, err}
 	}()
-	if untilSevered {
-		select {
-		case <-s.severed(events):
-		case <-time.After(30 * time.Second):
-			s.fatalf("the coordinator was never severed")
-		}
-	} else {
-		e := <-end
-		switch {
-		case fails && e.err == nil:
-			s.fatalf("the run did not fail")
-		case !fails && e.err != nil:
-			s.fatalf("%v", e.err)
-		}
-		for _, ev := range events {
-			select {
-			case <-ev.fired:
-			default:
-				s.fatalf("the job ended before iteration %d (%s)", ev.iter, strings.Join(ev.cmds, "; "))
-			}
-		}
-		s.last = e.run
-		if s.first == nil {
-			s.first = &e.run.res
-		}
-	}
-	if sv != nil {
-		s.saved, s.savedEpoch = sv, 1 // as RunJob numbers epochs
-		if rp != nil {
-			s.savedEpoch = rp.Epoch + 1
-		}
-	}
+	return end
 }
 
 // severed is closed when the event that severs the coordinator has fired.
