@@ -19,11 +19,13 @@ import (
 	"github.com/ddrun/ddrun/solver"
 )
 
-// TestScenarios runs every script in testdata/*.txt: the failure cases of
-// whole-model jobs (a worker killed, gone mute or hung, a coordinator cut
-// off; failover to a spare, continuing on the workers left, resuming from
-// a checkpoint, a new epoch taking the workers over), each against the
-// undisturbed run. The language is in scenario's doc.
+// TestScenarios runs every script in testdata/*.txt (in the manner of
+// etcd-io/raft's testdata scenarios): the failure cases of jobs, whole-model
+// and sharded (a worker killed, gone mute or hung, a coordinator cut off;
+// failover to a spare, continuing on the workers left, resuming from a
+// checkpoint, a new epoch taking the workers over), each against the
+// undisturbed run. The language is in scenario's doc; the harness is
+// TestCluster (testing.go).
 func TestScenarios(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
 	if err != nil {
@@ -43,11 +45,11 @@ func TestScenarios(t *testing.T) {
 //
 //	model potts HxWxL rho=R seed=S KEY=V...  the model and its options (see model)
 //	sharded parts=N                          runs from now on are sharded (see run)
-//	start NAME...                            whole-model workers
+//	start NAME...                            workers (sharded ones after sharded)
 //	mute NAME | hung NAME                    TestCluster.StartMute / StartHung
 //	at iter N: CMD; CMD...                   during the next run, once at iteration N
 //	on assigned NAME: CMD; CMD...            when mute worker NAME takes a part
-//	run KEY=VALUE... [fails]                 a job (see run)
+//	run KEY=VALUE... [fails]                 a job (see parseRun)
 //	expect KEY=VALUE...                      the last run's stats (see stat)
 //	expect [REF] status=S
 //	expect result == REF | result ~ REF      compare / closeTo against REF
