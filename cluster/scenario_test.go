@@ -461,14 +461,7 @@ func (s *scenario) jobClaiming(prefix, first string) string {
 	if first == "" {
 		s.fatalf("job=%s* without claimfirst=", prefix)
 	}
-	s.c.mu.Lock()
-	var others []string
-	for name := range s.c.stops {
-		if name != first {
-			others = append(others, name)
-		}
-	}
-	s.c.mu.Unlock()
+	others := slices.DeleteFunc(s.c.Workers(), func(name string) bool { return name == first })
 	for i := 0; ; i++ {
 		name := fmt.Sprintf("%s%d", prefix, i)
 		e1 := EpochJob(name, 1)

@@ -2,11 +2,11 @@ package cluster
 
 // This file is the package's test harness, in non-test code (as
 // hashicorp/raft's testing.go) so that the tests of this package and of
-// others share it: workers of this package in the test's process over one
-// transport, and the ways a test disturbs them (a worker killed, a worker
-// gone mute or hung as its part arrives, a coordinator cut off), over the
-// in-process transport or the clients of a NATS server. It knows the
-// protocol only as far as a mute worker must speak it.
+// others share it: workers of this package in the test's process, over
+// the in-process transport or as clients of a NATS server, and the ways a
+// test disturbs them (a worker killed, a worker gone mute or hung as its
+// part arrives, a coordinator cut off). It knows the protocol only as far
+// as a mute worker must speak it.
 
 import (
 	"context"
@@ -67,8 +67,8 @@ func NewTestCluster(t testing.TB, o TestClusterOptions) *TestCluster {
 		c.StopAll()
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		for _, close := range c.closes {
-			_ = close()
+		for _, closeTr := range c.closes {
+			_ = closeTr()
 		}
 	})
 	return c
@@ -78,12 +78,26 @@ func NewTestCluster(t testing.TB, o TestClusterOptions) *TestCluster {
 // loadShard builds a part from its spec, and their states go to package
 // shard's state files (so a sharded run can take checkpoints).
 func (c *TestCluster) Sharded(loadShard func(context.Context, []byte) (*consensus.Part, error)) *TestCluster {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.worker.LoadShard, c.worker.ShardStates = loadShard, shard.StateFiles{}
 	return c
 }
 
+// Workers names the workers started (killed ones too), in no order.
+func (c *TestCluster) Workers() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	names := make([]string, 0, len(c.stops))
+	for name := range c.stops {
+		names = append(names, name)
+	}
+	return names
+}
+
 // Transport is the transport of a coordinator named name: the cluster's
-// one, or with NATS a new client named name.
+// one, or with NATS a new client named name (called from the test's
+// goroutine then: a failure to connect ends the test).
 func (c *TestCluster) Transport(name string) transport.Transport {
 	if c.nats == nil {
 		return c.tr
@@ -103,7 +117,9 @@ func (c *TestCluster) Transport(name string) transport.Transport {
 // Start starts a worker of each name with the cluster's options.
 func (c *TestCluster) Start(names ...string) *TestCluster {
 	for _, name := range names {
+		c.mu.Lock()
 		o := c.worker
+		c.mu.Unlock()
 		o.Name = name
 		c.StartWith(o)
 	}
