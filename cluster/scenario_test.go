@@ -17,6 +17,7 @@ import (
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
+	"github.com/ddrun/ddrun/transport"
 )
 
 // TestScenarios runs every script in testdata/*.txt (in the manner of
@@ -25,7 +26,8 @@ import (
 // failover to a spare, continuing on the workers left, resuming from a
 // checkpoint, a new epoch taking the workers over), each against the
 // undisturbed run. The language is in scenario's doc; the harness is
-// TestCluster (testing.go).
+// TestCluster (testing.go). A script runs over the in-process transport,
+// or over each transport its first line names (transports inproc nats).
 func TestScenarios(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
 	if err != nil {
@@ -36,13 +38,46 @@ func TestScenarios(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
-			runScenario(t, f)
+			lines := readScript(t, f)
+			if len(lines) == 0 || lines[0].cmd != "transports" {
+				runScenario(t, "inproc", lines)
+				return
+			}
+			for _, tr := range strings.Fields(lines[0].args) {
+				t.Run(tr, func(t *testing.T) { runScenario(t, tr, lines[1:]) })
+			}
 		})
 	}
 }
 
+// scriptLine is a command of a script.
+type scriptLine struct {
+	cmd, args string
+	where     string // "file:n: text", for messages
+}
+
+// readScript reads the commands of the script at path.
+func readScript(t *testing.T, path string) []scriptLine {
+	script, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []scriptLine
+	for n, text := range strings.Split(string(script), "\n") {
+		if i := strings.IndexByte(text, '#'); i >= 0 {
+			text = text[:i]
+		}
+		if text = strings.TrimSpace(text); text != "" {
+			cmd, args, _ := strings.Cut(text, " ")
+			lines = append(lines, scriptLine{cmd, strings.TrimSpace(args), fmt.Sprintf("%s:%d: %s", path, n+1, text)})
+		}
+	}
+	return lines
+}
+
 // scenario interprets one script, a command a line ('#' starts a comment):
 //
+//	transports inproc nats                   (first line only) run the script over each
 //	model potts HxWxL rho=R seed=S KEY=V...  the model and its options (see model)
 //	sharded parts=N                          runs from now on are sharded (see run)
 //	start NAME...                            workers (sharded ones after sharded)
@@ -103,26 +138,30 @@ type scenarioRun struct {
 	delivered int
 }
 
-func runScenario(t *testing.T, path string) {
-	script, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+// runScenario runs a script's lines over transport tr: inproc
+// (transport.InProc) or nats (an embedded NATS server, each worker and
+// coordinator a client of its own).
+func runScenario(t *testing.T, tr string, lines []scriptLine) {
+	var o TestClusterOptions
+	switch tr {
+	case "inproc":
+	case "nats":
+		srv, err := transport.StartEmbedded(transport.EmbeddedOptions{Host: "127.0.0.1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(srv.Shutdown) // after the cluster's clean-up
+		o.NATS = &transport.NATSOptions{URL: srv.URL()}
+	default:
+		t.Fatalf("unknown transport %s: want inproc or nats", tr)
 	}
-	s := &scenario{t: t, c: NewTestCluster(t, TestClusterOptions{}), mutes: map[string]<-chan struct{}{}, done: make(chan struct{})}
+	s := &scenario{t: t, c: NewTestCluster(t, o), mutes: map[string]<-chan struct{}{}, done: make(chan struct{})}
 	// Before the workers stop: a severed run ends on its own, its steps
 	// timing out.
 	t.Cleanup(func() { close(s.done); s.bg.Wait() })
-	for n, text := range strings.Split(string(script), "\n") {
-		if i := strings.IndexByte(text, '#'); i >= 0 {
-			text = text[:i]
-		}
-		text = strings.TrimSpace(text)
-		if text == "" {
-			continue
-		}
-		s.line = fmt.Sprintf("%s:%d: %s", path, n+1, text)
-		cmd, args, _ := strings.Cut(text, " ")
-		s.do(cmd, strings.TrimSpace(args))
+	for _, l := range lines {
+		s.line = l.where
+		s.do(l.cmd, l.args)
 	}
 }
 
@@ -180,6 +219,8 @@ func (s *scenario) do(cmd, args string) {
 				s.event(line, c, nil)
 			}
 		}()
+	case "transports":
+		s.fatalf("transports goes on a script's first line")
 	case "run":
 		s.run(strings.Fields(args))
 	case "expect":
