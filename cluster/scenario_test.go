@@ -479,13 +479,16 @@ func (s *scenario) severed(events []*event) <-chan struct{} {
 
 // resumeFrom picks a state the latest run that took states saved.
 func (s *scenario) resumeFrom(which string) *ResumePoint {
-	if s.saved == nil || len(s.saved.states) == 0 {
-		s.fatalf("resume=%s: no states taken", which)
+	var st *consensus.State
+	var where []int32
+	if s.saved != nil {
+		st, where = s.saved.last()
 	}
-	st, where := s.saved.last()
-	switch which {
-	case "latest":
-	case "middle":
+	switch {
+	case st == nil:
+		s.fatalf("resume=%s: no states taken", which)
+	case which == "latest":
+	case which == "middle":
 		s.saved.mu.Lock()
 		st = s.saved.states[len(s.saved.states)/2]
 		s.saved.mu.Unlock()
