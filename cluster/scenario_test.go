@@ -77,7 +77,9 @@ func readScript(t *testing.T, path string) []scriptLine {
 
 // scenario interprets one script, a command a line ('#' starts a comment):
 //
-//	transports inproc nats                   (first line only) run the script over each
+//	transports T...                          (first line only) run the script over each
+//	                                         of inproc, nats, faulty:SEED (see runScenario)
+//	faults drop=P duplicate=P delay=P maxdelay=D   with faulty:SEED, before any worker
 //	model potts HxWxL rho=R seed=S KEY=V...  the model and its options (see model)
 //	sharded parts=N                          runs from now on are sharded (see run)
 //	start NAME...                            workers (sharded ones after sharded)
@@ -91,6 +93,7 @@ func readScript(t *testing.T, path string) []scriptLine {
 //	expect F == REF[.F] | F >= REF[.F]       F: primal, dual or iterations, to 1e-9
 //	expect F === REF                         bit for bit
 //	expect bound                             the dual bounds the primal
+//	expect faults                            every kind of fault was injected
 //	expect assignment                        a sharded run delivered every variable, scoring the primal
 //
 // where CMD is start NAME, kill NAME or sever (cut the running
@@ -98,9 +101,12 @@ func readScript(t *testing.T, path string) []scriptLine {
 // first (the script's first run). Every event of a run must have happened
 // by its end.
 type scenario struct {
-	t    *testing.T
-	c    *TestCluster
-	line string // "file:n: text", for messages
+	t      *testing.T
+	o      TestClusterOptions
+	faults *transport.FaultOptions // over faulty:SEED
+	faulty *transport.Faulty       // once the cluster started
+	c      *TestCluster            // see cluster
+	line   string                  // "file:n: text", for messages
 
 	m           *model.Model
 	opts        consensus.Options
@@ -139,29 +145,78 @@ type scenarioRun struct {
 }
 
 // runScenario runs a script's lines over transport tr: inproc
-// (transport.InProc) or nats (an embedded NATS server, each worker and
-// coordinator a client of its own).
+// (transport.InProc), nats (an embedded NATS server, each worker and
+// coordinator a client of its own), or faulty:SEED (transport.Faulty over
+// an in-process transport, its faults seeded with SEED, their rates set by
+// the command faults).
 func runScenario(t *testing.T, tr string, lines []scriptLine) {
-	var o TestClusterOptions
-	switch tr {
-	case "inproc":
-	case "nats":
+	s := &scenario{t: t, mutes: map[string]<-chan struct{}{}, done: make(chan struct{})}
+	switch seed, faulty := strings.CutPrefix(tr, "faulty:"); {
+	case tr == "inproc":
+	case tr == "nats":
 		srv, err := transport.StartEmbedded(transport.EmbeddedOptions{Host: "127.0.0.1"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(srv.Shutdown) // after the cluster's clean-up
-		o.NATS = &transport.NATSOptions{URL: srv.URL()}
+		s.o.NATS = &transport.NATSOptions{URL: srv.URL()}
+	case faulty:
+		n, err := strconv.ParseUint(seed, 10, 64)
+		if err != nil {
+			t.Fatalf("transport %s: %v", tr, err)
+		}
+		s.faults = &transport.FaultOptions{Seed: n}
 	default:
-		t.Fatalf("unknown transport %s: want inproc or nats", tr)
+		t.Fatalf("unknown transport %s: want inproc, nats or faulty:SEED", tr)
 	}
-	s := &scenario{t: t, c: NewTestCluster(t, o), mutes: map[string]<-chan struct{}{}, done: make(chan struct{})}
 	// Before the workers stop: a severed run ends on its own, its steps
 	// timing out.
 	t.Cleanup(func() { close(s.done); s.bg.Wait() })
 	for _, l := range lines {
 		s.line = l.where
 		s.do(l.cmd, l.args)
+	}
+}
+
+// cluster returns the scenario's cluster, started on first use.
+func (s *scenario) cluster() *TestCluster {
+	if s.c != nil {
+		return s.c
+	}
+	if s.faults != nil {
+		inner := transport.NewInProc()
+		s.t.Cleanup(func() { inner.Close() }) // after the cluster's clean-up
+		s.faulty = transport.NewFaulty(inner, *s.faults)
+		s.o.Transport = s.faulty
+	}
+	s.c = NewTestCluster(s.t, s.o)
+	return s.c
+}
+
+// setFaults reads the faults command: drop=P duplicate=P delay=P
+// maxdelay=D (transport.FaultOptions), before the cluster starts.
+func (s *scenario) setFaults(f []string) {
+	if s.faults == nil || s.c != nil {
+		s.fatalf("faults come first, over transport faulty:SEED")
+	}
+	for _, kv := range f {
+		k, v, _ := strings.Cut(kv, "=")
+		var err error
+		switch k {
+		case "drop":
+			s.faults.Drop, err = strconv.ParseFloat(v, 64)
+		case "duplicate":
+			s.faults.Duplicate, err = strconv.ParseFloat(v, 64)
+		case "delay":
+			s.faults.Delay, err = strconv.ParseFloat(v, 64)
+		case "maxdelay":
+			s.faults.MaxDelay, err = time.ParseDuration(v)
+		default:
+			s.fatalf("unknown fault %s", k)
+		}
+		if err != nil {
+			s.fatalf("%s: %v", kv, err)
+		}
 	}
 }
 
@@ -187,13 +242,13 @@ func (s *scenario) do(cmd, args string) {
 		job, loadShard := shardFixture(s.t, s.m, parts)
 		job.StateDir = s.t.TempDir()
 		s.shard = job
-		s.c.Sharded(loadShard)
+		s.cluster().Sharded(loadShard)
 	case "start":
-		s.c.Start(strings.Fields(args)...)
+		s.cluster().Start(strings.Fields(args)...)
 	case "mute":
-		s.mutes[args] = s.c.StartMute(args)
+		s.mutes[args] = s.cluster().StartMute(args)
 	case "hung":
-		s.mutes[args] = s.c.StartHung(args)
+		s.mutes[args] = s.cluster().StartHung(args)
 	case "at":
 		when, cmds, ok := strings.Cut(args, ":")
 		var iter int
@@ -219,6 +274,8 @@ func (s *scenario) do(cmd, args string) {
 				s.event(line, c, nil)
 			}
 		}()
+	case "faults":
+		s.setFaults(strings.Fields(args))
 	case "transports":
 		s.fatalf("transports goes on a script's first line")
 	case "run":
@@ -246,9 +303,9 @@ func (s *scenario) event(line, cmd string, coord *Severable) {
 	verb, name, _ := strings.Cut(cmd, " ")
 	switch {
 	case verb == "start" && name != "":
-		s.c.Start(name)
+		s.cluster().Start(name)
 	case verb == "kill" && name != "":
-		s.c.Kill(name)
+		s.cluster().Kill(name)
 	case verb == "sever" && coord != nil:
 		coord.Sever()
 	default:
@@ -431,7 +488,7 @@ func (s *scenario) start(r runSpec, events []*event) <-chan ended {
 	if len(events) > 0 {
 		opts.ProgressEvery = 0 // every iteration
 	}
-	coord := s.c.Coordinator("coordinator")
+	coord := s.cluster().Coordinator("coordinator")
 	progress := func(p solver.Progress) {
 		for _, e := range events {
 			if p.Iteration >= e.iter {
@@ -452,7 +509,7 @@ func (s *scenario) start(r runSpec, events []*event) <-chan ended {
 		defer cancel()
 		start := time.Now()
 		if s.shard != nil {
-			run, err := s.c.RunSharded(ctx, s.shard, opts, r.ro, progress)
+			run, err := s.cluster().RunSharded(ctx, s.shard, opts, r.ro, progress)
 			st := run.Stats
 			end <- ended{scenarioRun{run.Result.Result, RunStats{Failovers: st.Failovers, Restored: st.Restored, Redone: st.Redone},
 				time.Since(start), run.X, run.Delivered}, err}
@@ -505,7 +562,7 @@ func (s *scenario) jobClaiming(prefix, first string) string {
 	if first == "" {
 		s.fatalf("job=%s* without claimfirst=", prefix)
 	}
-	others := slices.DeleteFunc(s.c.Workers(), func(name string) bool { return name == first })
+	others := slices.DeleteFunc(s.cluster().Workers(), func(name string) bool { return name == first })
 	for i := 0; ; i++ {
 		name := fmt.Sprintf("%s%d", prefix, i)
 		e1 := EpochJob(name, 1)
@@ -546,6 +603,14 @@ func (s *scenario) expect(args string) {
 	switch {
 	case len(f) == 3 && slices.Contains([]string{"==", "===", "~", ">="}, f[1]):
 		s.expectAgainst(f[0], f[1], f[2])
+		return
+	case args == "faults":
+		if s.faulty == nil {
+			s.fatalf("no faulty transport")
+		}
+		if st := s.faulty.Stats(); st.Dropped == 0 || st.Duplicated == 0 || st.Delayed == 0 {
+			s.errorf("faults not exercised: %+v", st)
+		}
 		return
 	case args == "bound":
 		if got.Dual < got.Primal-1e-9*math.Abs(got.Primal) {
