@@ -2,9 +2,7 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"math"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,23 +15,6 @@ import (
 
 func relClose(a, b, tol float64) bool {
 	return a == b || math.Abs(a-b) <= tol*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
-}
-
-// startWorkers runs n workers on tr until the test ends.
-func startWorkers(t *testing.T, tr transport.Transport, prefix string, n int) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			if err := Serve(ctx, tr, WorkerOptions{Name: fmt.Sprintf("%s%d", prefix, i), Threads: 1}); err != nil {
-				t.Errorf("worker %d: %v", i, err)
-			}
-		}(i)
-	}
-	t.Cleanup(func() { cancel(); wg.Wait() })
 }
 
 func compare(t *testing.T, got, want solver.Result) {
@@ -65,9 +46,7 @@ func runBoth(t *testing.T, tr transport.Transport, m *model.Model, opts consensu
 }
 
 func TestInProcWorkersMatchSolve(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
-	startWorkers(t, tr, "w", 3)
+	tr := NewTestCluster(t, TestClusterOptions{}).StartN("w", 3).Transport("coordinator")
 	m := generate.Potts(generate.GridOptions{Height: 10, Width: 10, Labels: 3, Rho: 1, Seed: 9})
 	opts := consensus.DefaultOptions()
 	opts.MaxIter = 200
@@ -83,124 +62,9 @@ func TestNATSWorkersMatchSolve(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Shutdown()
-	connect := func(name string) transport.Transport {
-		tr, err := transport.NewNATS(context.Background(), transport.NATSOptions{URL: srv.URL(), Name: name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { tr.Close() })
-		return tr
-	}
-	for i := 0; i < 2; i++ {
-		name := fmt.Sprintf("worker%d-", i)
-		startWorkers(t, connect(name), name, 1)
-	}
+	c := NewTestCluster(t, TestClusterOptions{NATS: &transport.NATSOptions{URL: srv.URL()}}).StartN("worker", 2)
 	m := generate.Logic(generate.LogicOptions{Vars: 60, Factors: 40, Couplings: 60, MaxArity: 5, Rho: 1, Seed: 2})
 	opts := consensus.DefaultOptions()
 	opts.MaxIter = 150
-	runBoth(t, connect("coordinator"), m, opts, 2, "nats1")
-}
-
-// A worker that dies mid-run (its process gone: no answers, no heartbeats)
-// is noticed within LostAfter; a spare worker that joined later takes over
-// its part from scratch, and the job still ends with the optimum.
-func TestWorkerLossFailsOverToSpare(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
-	type handle struct {
-		cancel context.CancelFunc
-		done   chan struct{}
-	}
-	start := func(name string) handle {
-		ctx, cancel := context.WithCancel(context.Background())
-		h := handle{cancel, make(chan struct{})}
-		go func() {
-			defer close(h.done)
-			_ = Serve(ctx, tr, WorkerOptions{Name: name, Threads: 1})
-		}()
-		return h
-	}
-	a, b := start("a"), start("b")
-	var spare handle
-	defer func() {
-		for _, h := range []handle{a, b, spare} {
-			if h.cancel != nil {
-				h.cancel()
-				<-h.done
-			}
-		}
-	}()
-	m := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 3, Rho: 0.5, Seed: 5})
-	opts := consensus.DefaultOptions()
-	opts.MaxIter = 2000
-	opts.ProgressEvery = 0
-	want, err := consensus.Solve(context.Background(), m, nil, opts, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want.Status != solver.Optimal {
-		t.Fatalf("the model should be solved to optimality: %s", want.Status)
-	}
-	killed := false
-	progress := func(p solver.Progress) {
-		if p.Iteration == 2 && !killed {
-			killed = true
-			spare = start("spare")
-			a.cancel() // "a" dies: no more answers, no more heartbeats
-			<-a.done
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	o, err := RunJob(ctx, Job{Transport: tr, Model: m, Options: opts, Run: RunOptions{Base: "failover", Workers: 2, WaitWorkers: 10 * time.Second,
-		StepTimeout: 20 * time.Second, LostAfter: 500 * time.Millisecond}, Progress: progress})
-	got, stats := o.Result, o.Stats
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !killed {
-		t.Fatal("the job ended before the worker was killed")
-	}
-	if stats.Failovers != 1 {
-		t.Errorf("%d failovers, want 1", stats.Failovers)
-	}
-	if got.Status != solver.Optimal || !relClose(got.Primal, want.Primal, 1e-9) || got.Dual < want.Primal-1e-9 {
-		t.Errorf("after failover: %s primal %v dual %v; undisturbed: primal %v", got.Status, got.Primal, got.Dual, want.Primal)
-	}
-	t.Logf("undisturbed %d iterations, with a failover %d", want.Iterations, got.Iterations)
-}
-
-// Message faults (seeded drops, duplicates, delays that reorder) on every
-// message of the job change nothing: re-sent assignments and steps,
-// repeated answers from the worker's cache, and iteration and sequence
-// filters give exactly the undisturbed run.
-func TestMessageFaultsChangeNothing(t *testing.T) {
-	inner := transport.NewInProc()
-	defer inner.Close()
-	for _, seed := range []uint64{1, 2, 3} {
-		faulty := transport.NewFaulty(inner, transport.FaultOptions{Seed: seed, Drop: 0.05, Duplicate: 0.05, Delay: 0.1, MaxDelay: 30 * time.Millisecond})
-		prefix := fmt.Sprintf("s%d-", seed)
-		startWorkers(t, faulty, prefix, 2)
-		m := generate.Potts(generate.GridOptions{Height: 10, Width: 10, Labels: 3, Rho: 1, Seed: 9})
-		opts := consensus.DefaultOptions()
-		opts.MaxIter = 150
-		want, err := consensus.Solve(context.Background(), m, nil, opts, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		o, err := RunJob(ctx, Job{Transport: faulty, Model: m, Options: opts, Run: RunOptions{Base: fmt.Sprintf("faults%d", seed), Workers: 2,
-			WaitWorkers: 10 * time.Second, StepTimeout: 30 * time.Second, ResendEvery: 100 * time.Millisecond, LostAfter: time.Minute}})
-		got := o.Result
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		compare(t, got, want)
-		st := faulty.Stats()
-		if st.Dropped == 0 || st.Duplicated == 0 || st.Delayed == 0 {
-			t.Errorf("seed %d: faults not exercised: %+v", seed, st)
-		}
-		t.Logf("seed %d: %+v", seed, st)
-	}
+	runBoth(t, c.Transport("coordinator"), m, opts, 2, "nats1")
 }

@@ -3,7 +3,6 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -205,17 +204,9 @@ func TestForgedMessagesChangeNothing(t *testing.T) {
 	}
 	for _, c := range forgeCases {
 		t.Run(c.name, func(t *testing.T) {
-			tr := transport.NewInProc()
-			defer tr.Close()
 			var wlog, clog syncBuffer
-			ctx, cancel := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
-			for i := range 2 {
-				wg.Go(func() {
-					_ = Serve(ctx, tr, WorkerOptions{Name: fmt.Sprintf("w%d", i), Threads: 1, Logger: slog.New(slog.NewTextHandler(&wlog, nil))})
-				})
-			}
-			defer func() { cancel(); wg.Wait() }()
+			tr := NewTestCluster(t, TestClusterOptions{Worker: WorkerOptions{Logger: slog.New(slog.NewTextHandler(&wlog, nil))}}).
+				StartN("w", 2).Transport("coordinator")
 			job := "forge-" + c.name
 			f := newForger(t, tr, EpochJob(job, 1)) // RunJob's first epoch
 			const at = 30

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/checkpoint"
-	"github.com/ddrun/ddrun/transport"
 )
 
 // hookLog records what the hooks of a run and of its workers were told.
@@ -54,27 +53,17 @@ func TestHooksSeeTheRun(t *testing.T) {
 	}{{"in memory", false}, {"in a directory", true}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tr := transport.NewInProc()
-			t.Cleanup(func() { tr.Close() })
+			workers := NewTestCluster(t, TestClusterOptions{})
 			h := &hookLog{steps: map[string]int{}, parts: map[string][]int{}}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			var wg sync.WaitGroup
-			wctx, stop := context.WithCancel(ctx)
 			for i := range 3 {
 				name := fmt.Sprintf("h%d", i)
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					err := Serve(wctx, tr, WorkerOptions{Name: name, Threads: 1,
-						OnStep:  func(time.Duration) { h.mu.Lock(); h.workerSteps++; h.mu.Unlock() },
-						OnParts: func(n int) { h.mu.Lock(); h.parts[name] = append(h.parts[name], n); h.mu.Unlock() }})
-					if err != nil {
-						t.Errorf("worker %s: %v", name, err)
-					}
-				}()
+				workers.StartWith(WorkerOptions{Name: name,
+					OnStep:  func(time.Duration) { h.mu.Lock(); h.workerSteps++; h.mu.Unlock() },
+					OnParts: func(n int) { h.mu.Lock(); h.parts[name] = append(h.parts[name], n); h.mu.Unlock() }})
 			}
-			j, _ := testJob(t, tr, "hooks")
+			j, _ := testJob(t, workers.Transport("coordinator"), "hooks")
 			j.Run.Hooks = h.hooks()
 			if c.dir {
 				d, err := checkpoint.OpenDir(t.TempDir())
@@ -84,8 +73,7 @@ func TestHooksSeeTheRun(t *testing.T) {
 				j.Dir = d
 			}
 			out, err := RunJob(ctx, j)
-			stop()
-			wg.Wait()
+			workers.StopAll() // the workers' hooks have all been called
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -19,9 +19,7 @@ import (
 // context for a job on it, both ended with the test.
 func withWorkers(t *testing.T) (transport.Transport, context.Context) {
 	t.Helper()
-	tr := transport.NewInProc()
-	t.Cleanup(func() { tr.Close() })
-	startWorkers(t, tr, "w", 3)
+	tr := NewTestCluster(t, TestClusterOptions{}).StartN("w", 3).Transport("coordinator")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return tr, ctx

@@ -58,9 +58,7 @@ func runJobAt(t *testing.T, tr transport.Transport, job string, opts consensus.O
 // run side by side on disjoint workers, and each ends like its single
 // process run.
 func TestPoolJobsRunSideBySide(t *testing.T) {
-	inner := transport.NewInProc()
-	defer inner.Close()
-	startWorkers(t, inner, "p", 4)
+	inner := NewTestCluster(t, TestClusterOptions{}).StartN("p", 4).Transport("coordinator")
 	m, opts, _ := gridJob(t)
 	opts.MaxIter, opts.Tol, opts.ResidualTol = 3000, 0, 0 // long enough to overlap
 	want, err := consensus.Solve(context.Background(), m, nil, opts, nil)
@@ -113,9 +111,7 @@ func TestPoolJobsRunSideBySide(t *testing.T) {
 // failing after WaitWorkers; it runs once the other job gives its workers
 // back.
 func TestPoolQueuedJobWaits(t *testing.T) {
-	inner := transport.NewInProc()
-	defer inner.Close()
-	startWorkers(t, inner, "q", 2)
+	inner := NewTestCluster(t, TestClusterOptions{}).StartN("q", 2).Transport("coordinator")
 	m, opts, want := gridJob(t)
 	long := opts
 	long.MaxIter, long.Tol, long.ResidualTol = 1_000_000, 0, 0 // holds the pool until cancelled
@@ -163,13 +159,12 @@ func TestPoolQueuedJobWaits(t *testing.T) {
 // A job whose coordinator dies gives its workers back within seconds: the
 // next job gets them.
 func TestPoolDeadCoordinatorReleasesWorkers(t *testing.T) {
-	inner := transport.NewInProc()
-	defer inner.Close()
-	startWorkers(t, inner, "d", 2)
+	c := NewTestCluster(t, TestClusterOptions{}).StartN("d", 2)
+	inner := c.Transport("next")
 	_, opts, want := gridJob(t)
 	long := opts
 	long.MaxIter, long.Tol, long.ResidualTol = 1_000_000, 0, 0
-	dead := &severable{Transport: inner}
+	dead := c.Coordinator("doomed")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m, _, _ := gridJob(t)
@@ -181,7 +176,7 @@ func TestPoolDeadCoordinatorReleasesWorkers(t *testing.T) {
 	for !strings.Contains(poolState(t, inner), "job=doomed") && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	dead.cut.Store(true) // the coordinator's process is gone
+	dead.Sever() // the coordinator's process is gone
 	killed := time.Now()
 	res, end, err := runJobAt(t, inner, "next", opts, RunOptions{})
 	if err != nil {
@@ -224,9 +219,7 @@ func poolState(t *testing.T, tr transport.Transport) string {
 // first, so this rarely reaches the hold-and-wait case that claimPatience
 // resolves; that path has no deterministic test yet.)
 func TestPoolOversubscribedJobsBothEnd(t *testing.T) {
-	inner := transport.NewInProc()
-	defer inner.Close()
-	startWorkers(t, inner, "h", 4)
+	inner := NewTestCluster(t, TestClusterOptions{}).StartN("h", 4).Transport("coordinator")
 	m, opts, want := gridJob(t)
 	var wg sync.WaitGroup
 	for _, job := range []string{"hold1", "hold2"} {

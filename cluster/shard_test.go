@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/ddrun/ddrun/partition"
 	"github.com/ddrun/ddrun/shard"
 	"github.com/ddrun/ddrun/solver"
-	"github.com/ddrun/ddrun/transport"
 )
 
 // shardFixture is a sharded layout over in-memory parts: the spec of part
@@ -88,40 +86,16 @@ func TestShardedJobOverTransport(t *testing.T) {
 	}
 	for _, w := range []int{1, 3} {
 		t.Run(fmt.Sprint(w), func(t *testing.T) {
-			tr := transport.NewInProc()
-			defer tr.Close()
 			job, loadShard := shardFixture(t, m, w)
-			ctx, cancel := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
-			for i := range w {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					if err := Serve(ctx, tr, WorkerOptions{Name: fmt.Sprintf("s%d", i), Threads: 1, LoadShard: loadShard}); err != nil {
-						t.Errorf("worker %d: %v", i, err)
-					}
-				}()
-			}
-			defer func() { cancel(); wg.Wait() }()
-			x := make([]int, m.NumVars())
-			seen := 0
-			deliver := func(ctx context.Context, a *ShardAssignment) error {
-				return a.Pieces(ctx, func(vars []int, states []int32) error {
-					for k, v := range vars {
-						x[v] = int(states[k])
-					}
-					seen += len(vars)
-					return nil
-				})
-			}
+			// These workers save no states (the job takes no checkpoints).
+			c := NewTestCluster(t, TestClusterOptions{Worker: WorkerOptions{LoadShard: loadShard}}).StartN("s", w)
 			rctx, rcancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer rcancel()
-			o, err := RunJob(rctx, Job{Transport: tr, Shards: job, Deliver: deliver, Options: opts,
-				Run: RunOptions{Base: fmt.Sprintf("sharded%d", w), WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}})
+			run, err := c.RunSharded(rctx, job, "", opts, RunOptions{Base: fmt.Sprintf("sharded%d", w), WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := o.Result
+			got, x, seen := run.Result, run.X, run.Delivered
 			if seen != m.NumVars() {
 				t.Fatalf("%d states delivered for %d variables", seen, m.NumVars())
 			}
@@ -146,106 +120,12 @@ func TestShardedJobOverTransport(t *testing.T) {
 func TestShardedPartRefused(t *testing.T) {
 	m := generate.Potts(generate.GridOptions{Height: 4, Width: 4, Labels: 2, Rho: 1, Seed: 1})
 	job, _ := shardFixture(t, m, 1)
-	tr := transport.NewInProc()
-	defer tr.Close()
-	startWorkers(t, tr, "plain", 1)
+	c := NewTestCluster(t, TestClusterOptions{}).StartN("plain", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := RunJob(ctx, Job{Transport: tr, Shards: job, Options: consensus.DefaultOptions(),
-		Run: RunOptions{Base: "refused", WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}})
+	_, err := c.RunSharded(ctx, job, "", consensus.DefaultOptions(), RunOptions{Base: "refused", WaitWorkers: 10 * time.Second, StepTimeout: 10 * time.Second}, nil)
 	if err == nil || !strings.Contains(err.Error(), "cannot read sharded parts") {
 		t.Fatalf("error %v", err)
-	}
-}
-
-// startShardWorker runs a worker of sharded parts (loadShard, state files)
-// until the returned function (or the test's end) stops it.
-func startShardWorker(t *testing.T, tr transport.Transport, name string, loadShard func(context.Context, []byte) (*consensus.Part, error)) func() {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = Serve(ctx, tr, WorkerOptions{Name: name, Threads: 1, LoadShard: loadShard, ShardStates: shard.StateFiles{}})
-	}()
-	var once sync.Once
-	stop := func() { once.Do(func() { cancel(); <-done }) }
-	t.Cleanup(stop)
-	return stop
-}
-
-// A sharded run that loses a worker goes on in a new epoch, on a spare
-// and the workers left, every part back at the latest checkpoint: it ends
-// with a valid bound and a primal that is the exact score of the
-// assignment it delivers. DD-subgradient's iterates do not depend on the
-// slaves' warm starts, so its result equals the undisturbed run's; DD-ADMM
-// differs within the slaves' tolerance.
-func TestShardedWorkerLossRestoresFromCheckpoint(t *testing.T) {
-	m := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 3, Rho: 0.5, Seed: 7})
-	red, err := model.Reduce(m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m = red.Model
-	for _, algo := range []consensus.Algo{consensus.Subgradient, consensus.ADMM} {
-		t.Run(string(algo), func(t *testing.T) {
-			opts := consensus.DefaultOptions()
-			opts.Algo, opts.MaxIter, opts.Threads, opts.ProgressEvery, opts.Tol = algo, 45, 1, 0, 0
-			job, loadShard := shardFixture(t, m, 3)
-			stateDir := t.TempDir()
-			run := func(name string, kill bool) (solver.Result, RunStats, []int) {
-				tr := transport.NewInProc()
-				defer tr.Close()
-				var stops []func()
-				for i := range 3 {
-					stops = append(stops, startShardWorker(t, tr, fmt.Sprintf("%s%d", name, i), loadShard))
-				}
-				killed := false
-				progress := func(p solver.Progress) {
-					if kill && !killed && p.Iteration == 25 {
-						killed = true
-						startShardWorker(t, tr, name+"spare", loadShard)
-						stops[1]()
-					}
-				}
-				x := make([]int, m.NumVars())
-				deliver := func(ctx context.Context, a *ShardAssignment) error {
-					return a.Pieces(ctx, func(vars []int, states []int32) error {
-						for k, v := range vars {
-							x[v] = int(states[k])
-						}
-						return nil
-					})
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-				defer cancel()
-				o, err := RunJob(ctx, Job{Transport: tr, Shards: job, StateDir: stateDir, Deliver: deliver, Options: opts, Progress: progress,
-					Run: RunOptions{Base: name, WaitWorkers: 10 * time.Second, StepTimeout: 20 * time.Second,
-						LostAfter: 500 * time.Millisecond, Checkpoint: &CheckpointOptions{Every: 10}}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				res, stats := o.Result, o.Stats
-				if kill != killed {
-					t.Fatalf("killed %v", killed)
-				}
-				return res, stats, x
-			}
-			want, _, _ := run("calm"+string(algo), false)
-			got, stats, x := run("loss"+string(algo), true)
-			if stats.Failovers != 1 || stats.Restored != 1 || stats.Redone < 5 {
-				t.Fatalf("%d failovers, %d restored, %d iterations redone; want 1, 1 and at least 5", stats.Failovers, stats.Restored, stats.Redone)
-			}
-			if sc := m.Score(x); !relClose(sc, got.Primal, 1e-9) {
-				t.Errorf("primal %.12g, the delivered assignment scores %.12g", got.Primal, sc)
-			}
-			if got.Dual < got.Primal-1e-9*math.Abs(got.Primal) || got.Iterations != want.Iterations {
-				t.Errorf("after the loss: dual %.12g, primal %.12g, %d iterations; undisturbed %d", got.Dual, got.Primal, got.Iterations, want.Iterations)
-			}
-			if algo == consensus.Subgradient && (got.Dual != want.Dual || got.Primal != want.Primal) {
-				t.Errorf("after the loss: dual %.15g primal %.15g; undisturbed dual %.15g primal %.15g", got.Dual, got.Primal, want.Dual, want.Primal)
-			}
-			t.Logf("%s: dual %.12g primal %.12g; undisturbed dual %.12g primal %.12g", algo, got.Dual, got.Primal, want.Dual, want.Primal)
-		})
 	}
 }
 
@@ -266,17 +146,9 @@ func TestRunReplicatedShardedResumes(t *testing.T) {
 	opts := consensus.DefaultOptions()
 	opts.Algo, opts.MaxIter, opts.Threads, opts.ProgressEvery, opts.Tol = consensus.Subgradient, 45, 1, 0, 0
 	layout, loadShard := shardFixture(t, m, 2)
-	tr := transport.NewInProc()
-	defer tr.Close()
+	tr := NewTestCluster(t, TestClusterOptions{}).Sharded(loadShard).StartN("rs", 2).Transport("coordinator")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	var wg sync.WaitGroup
-	for i := range 2 {
-		wg.Go(func() {
-			_ = Serve(ctx, tr, WorkerOptions{Name: fmt.Sprintf("rs%d", i), Threads: 1, LoadShard: loadShard, ShardStates: shard.StateFiles{}})
-		})
-	}
-	defer func() { cancel(); wg.Wait() }()
 	id, err := NewIdentity([]byte("layout"), opts, 2)
 	if err != nil {
 		t.Fatal(err)
