@@ -159,6 +159,7 @@ type lpc struct {
 	sc     *scratch
 	solver smalllp.Solver
 	stats  CycleStats
+	soc    *socState // the SOC constraints (soc.go), or nil
 
 	// Scratch, per cycle edge kmax^2 entries.
 	mm, m, nw []float64
@@ -311,6 +312,9 @@ func (c *lpc) sweep() float64 {
 		if !c.skip[cy] {
 			dec += c.step(cy)
 		}
+	}
+	if c.soc != nil {
+		dec += c.soc.sweep()
 	}
 	return dec
 }
