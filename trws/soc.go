@@ -646,4 +646,3 @@ func (c *lpc) withSOC(cycles bool) {
 		c.stats = CycleStats{}
 	}
 }
-
