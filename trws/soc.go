@@ -61,6 +61,7 @@ type SOCStats struct {
 	Steps     int // steps that lowered the bound
 	Agreed    int // steps skipped without an LP: no step can lower the bound
 	Failed    int // LPs that failed numerically (the step is skipped)
+	LPs       int // cutting-plane LPs solved
 	Active    int // (triangle, label) tangents with a positive weight at the end
 }
 
@@ -100,6 +101,10 @@ type socTri struct {
 	flip  [3]bool
 	joint bool
 	held  []socCut // at most one per label, u > 0
+	// hint holds the tangents the last LP used (weight 0: not part of
+	// the dual), to start the next step's cutting planes near where the
+	// last ones ended.
+	hint []socCut
 }
 
 // socState is the SOC part of the dual; it uses the chains of its lpc.
@@ -285,6 +290,13 @@ func (s *socState) step(t *socTri) float64 {
 		s.stats.Failed++
 		return 0
 	}
+	t.hint = t.hint[:0]
+	for _, q := range s.work {
+		if q.u > 0 && len(t.hint) < 4*maxCycleCard {
+			q.u = 0
+			t.hint = append(t.hint, q)
+		}
+	}
 	// Merge the weighted tangents per label into one (see the file
 	// comment): the same A^T u, a constant no larger.
 	var merged []socCut
@@ -459,6 +471,7 @@ func (s *socState) solve(t *socTri) (phi func(k, i int) float64, ok bool) {
 	const k2 = maxCycleCard * maxCycleCard
 	labels := min(card(0), card(1), card(2))
 	s.work = append(s.work[:0], t.held...)
+	s.work = append(s.work, t.hint...)
 	// Parts: joint: part 0 the joint table over (0, 1, 2), part 1 edge 2;
 	// else part k edge k. m = max-marginal + held cuts (taken out).
 	s.colP, s.colS, s.colV = s.colP[:0], s.colS[:0], s.colV[:0]
@@ -577,6 +590,7 @@ func (s *socState) solve(t *socTri) (phi func(k, i int) float64, ok bool) {
 			lp.Sense[nfix+q] = smalllp.Le
 			lp.B[nfix+q] = s.work[q].r
 		}
+		s.stats.LPs++
 		if err := s.solver.SolveTo(lp, sol); err != nil {
 			return nil, false
 		}

@@ -2,9 +2,12 @@ package trws
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"testing"
+	"time"
 
 	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
@@ -154,5 +157,30 @@ func TestSOCWithCycles(t *testing.T) {
 		if st.SOC.Triangles == 0 || st.Cycles.Cycles == 0 {
 			t.Errorf("%v: stats %+v: want both cycles and triangles", c, st)
 		}
+	}
+}
+
+// TestSOCTable prints the table of docs/soc.md on frustrated grids with
+// diagonals: the bound of LP-S, LP-C, LP-S + SOC and LP-C + SOC after the
+// same time. It runs only with DDRUN_SOC_TABLE set (it takes minutes).
+func TestSOCTable(t *testing.T) {
+	if os.Getenv("DDRUN_SOC_TABLE") == "" {
+		t.Skip("set DDRUN_SOC_TABLE to print the table")
+	}
+	for _, c := range [][3]int{{10, 10, 2}, {10, 10, 3}, {20, 20, 2}, {20, 20, 3}} {
+		m := oracle.SOCTestModel(rand.New(rand.NewPCG(uint64(c[0]), uint64(c[2]))), c[0], c[1], c[2])
+		line := fmt.Sprintf("%dx%d, %d labels:", c[0], c[1], c[2])
+		for _, v := range []struct {
+			name        string
+			cycles, soc bool
+		}{{"LP-S", false, false}, {"LP-C", true, false}, {"LP-S+SOC", false, true}, {"LP-C+SOC", true, true}} {
+			o := testOpts(1 << 30)
+			o.Tol, o.BoundTol = 0, 0
+			o.TimeLimit = 5 * time.Second
+			o.Cycles, o.SOC = v.cycles, v.soc
+			res := mustSolve(t, m, o, nil)
+			line += fmt.Sprintf(" %s %.4f (%d it, primal %.4f)", v.name, res.Dual, res.Iterations, res.Primal)
+		}
+		t.Log(line)
 	}
 }
