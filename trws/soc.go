@@ -560,16 +560,7 @@ func (s *socState) solve(t *socTri) (phi func(k, i int) float64, ok bool) {
 	for round := 0; ; round++ {
 		nr := nfix + len(s.work)
 		lp := &s.lp
-		lp.C = grow(lp.C, nc)
-		lp.A = grow(lp.A, nr*nc)
-		lp.B = grow(lp.B, nr)
-		if cap(lp.Sense) < nr {
-			lp.Sense = make([]smalllp.Sense, nr)
-		}
-		lp.Sense = lp.Sense[:nr]
-		for r := range nr {
-			lp.Sense[r] = smalllp.Eq
-		}
+		resetLP(lp, nr, nc)
 		for col := range nc {
 			p := int(s.colP[col])
 			st := s.colS[col]

@@ -8,22 +8,27 @@ import (
 	"github.com/ddrun/ddrun/model"
 )
 
-// TestSOCFrustratedTriangle: the example, local polytope 3,
-// LP-S + SOC 2.25, MAP 2.
-func TestSOCFrustratedTriangle(t *testing.T) {
-	m := FrustratedTriangle()
+// relaxations returns the local polytope's optimum, LP-S + SOC's and the
+// MAP score of m.
+func relaxations(t *testing.T, m *model.Model) (lpv, soc, mapv float64, st SOCStats) {
+	t.Helper()
 	lpv, err := LocalPolytopeLP(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	soc, st, err := LocalSOC(m)
-	if err != nil {
+	if soc, st, err = LocalSOC(m); err != nil {
 		t.Fatal(err)
 	}
-	mapv, _, err := BruteForceMAP(m)
-	if err != nil {
+	if mapv, _, err = BruteForceMAP(m); err != nil {
 		t.Fatal(err)
 	}
+	return lpv, soc, mapv, st
+}
+
+// TestSOCFrustratedTriangle: the example, local polytope 3,
+// LP-S + SOC 2.25, MAP 2.
+func TestSOCFrustratedTriangle(t *testing.T) {
+	lpv, soc, mapv, st := relaxations(t, FrustratedTriangle())
 	if !near(lpv, 3) || math.Abs(soc-2.25) > 1e-7 || mapv != 2 {
 		t.Fatalf("local polytope %v (want 3), LP-S + SOC %v (want 2.25), MAP %v (want 2)", lpv, soc, mapv)
 	}
@@ -49,19 +54,7 @@ func TestSOCBetweenMAPAndLP(t *testing.T) {
 	for _, c := range []struct{ h, w, labels int }{
 		{0, 4, 2}, {0, 4, 3}, {0, 5, 2}, {0, 5, 3}, {3, 3, 2}, {3, 3, 3}, {2, 4, 2},
 	} {
-		m := SOCTestModel(rng, c.h, c.w, c.labels)
-		lpv, err := LocalPolytopeLP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		soc, st, err := LocalSOC(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mapv, _, err := BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		lpv, soc, mapv, st := relaxations(t, SOCTestModel(rng, c.h, c.w, c.labels))
 		t.Logf("%dx%d, %d labels: %d triangles, %d cuts in %d rounds: LP %.6f SOC %.6f MAP %.6f", c.h, c.w, c.labels, st.Triangles, st.Cuts, st.Rounds, lpv, soc, mapv)
 		if soc > lpv+1e-7 || soc < mapv-1e-7 {
 			t.Errorf("%+v: LP-S + SOC %v not in [MAP %v, LP %v]", c, soc, mapv, lpv)
