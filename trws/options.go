@@ -48,7 +48,9 @@ type Options struct {
 	// of Kumar, Kolmogorov and Torr) of every triangle whose variables
 	// have 2 to 8 states, and every label: LP-S + SOC, or LP-C + SOC with
 	// Cycles. Its steps run on the schedule of the cycle sweeps
-	// (CycleStart, SweepEvery); see soc.go and docs/soc.md.
+	// (CycleStart, SweepEvery), which Validate checks; the bound is valid
+	// at every iteration but may stop above the relaxation's optimum. See
+	// soc.go and docs/soc.md.
 	SOC bool
 	// MaxCycles bounds the number of cycles (0: one million).
 	MaxCycles int
