@@ -222,3 +222,82 @@ func TestSOCRandomTiny(t *testing.T) {
 		t.Error("the SOC constraints never tightened the bound")
 	}
 }
+
+// heldModel returns m with the held tangents of s moved onto its edge
+// tables (theta - A^T u; m must have one Dense factor per edge), and the
+// constant K = sum u r: the model whose local polytope's optimum plus K is
+// the dual of LP-S + SOC at s's multipliers, minimised over the messages.
+func heldModel(t *testing.T, m *model.Model, g *graph, s *socState) (*model.Model, float64) {
+	t.Helper()
+	out := *m
+	out.Factors = nil
+	at := map[[2]int]int{}
+	for _, f := range m.Factors {
+		at[[2]int{f.Vars[0], f.Vars[1]}] = len(out.Factors)
+		out.Factors = append(out.Factors, model.Factor{Kind: model.Dense, Vars: f.Vars, Table: append([]float64(nil), f.Table...)})
+	}
+	node := func(v int32) int {
+		if g.order != nil {
+			return int(g.order[v])
+		}
+		return int(v)
+	}
+	K := 0.0
+	for _, tr := range s.tris {
+		for _, q := range tr.held {
+			K += q.u * q.r
+			for k := range 3 {
+				a, b := node(tr.vars[k]), node(tr.vars[(k+1)%3])
+				ca, cb := m.Cards[a], m.Cards[b]
+				for i := range ca {
+					for j := range cb {
+						if f, ok := at[[2]int{a, b}]; ok {
+							out.Factors[f].Table[i*cb+j] -= q.u * q.coef(i, j)
+						} else {
+							out.Factors[at[[2]int{b, a}]].Table[j*ca+i] -= q.u * q.coef(i, j)
+						}
+					}
+				}
+			}
+		}
+	}
+	return &out, K
+}
+
+// TestSOCStallIsInTheTangents documents where the scheme stops (see
+// docs/soc.md): after 500 iterations the bound is never below the local
+// polytope's optimum of the model with the held tangents on its edges plus
+// their constant (the dual at those multipliers, minimised over the
+// messages: an independent check of what the bound is), and on these
+// models equals it, while LP-S + SOC's optimum is lower on K5 and the
+// grids: the messages are optimal for the tangents held, the tangents'
+// weights and slopes are not.
+func TestSOCStallIsInTheTangents(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 2))
+	for _, c := range [][3]int{{0, 4, 3}, {0, 5, 2}, {0, 5, 3}, {3, 3, 3}, {2, 4, 2}} {
+		m := oracle.SOCTestModel(rng, c[0], c[1], c[2])
+		want, _, err := oracle.LocalSOC(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := lpcRunner(t, m, socOpts(10))
+		r.cyc.withSOC(false)
+		for it := 0; it < 500; it++ {
+			r.iterate()
+			if it >= 100 { // TRW-S alone first, as CycleStart does
+				r.last -= r.cyc.sweep()
+				r.dual = min(r.dual, r.last)
+				r.cyc.repair()
+			}
+		}
+		hm, K := heldModel(t, m, r.g, r.cyc.soc)
+		lpv, err := oracle.LocalPolytopeLP(hm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%v: bound %.6f, LP-S at the held tangents + K %.6f, LP-S + SOC %.6f", c, r.dual, lpv+K, want)
+		if d := r.dual - (lpv + K); d < -1e-6 || d > 1e-6 {
+			t.Errorf("%v: bound %v, LP-S at the held tangents + K %v", c, r.dual, lpv+K)
+		}
+	}
+}
