@@ -159,6 +159,7 @@ type lpc struct {
 	sc     *scratch
 	solver smalllp.Solver
 	stats  CycleStats
+	soc    *socState // the SOC constraints (soc.go), or nil
 
 	// Scratch, per cycle edge kmax^2 entries.
 	mm, m, nw []float64
@@ -311,6 +312,9 @@ func (c *lpc) sweep() float64 {
 		if !c.skip[cy] {
 			dec += c.step(cy)
 		}
+	}
+	if c.soc != nil {
+		dec += c.soc.sweep()
 	}
 	return dec
 }
@@ -700,16 +704,7 @@ func (c *lpc) solveCycle(cy, n int, card func(int) int) (*smalllp.Solution, bool
 	for round := 0; ; round++ {
 		nr := nfix + len(c.work)
 		lp := &c.lp
-		lp.C = grow(lp.C, nc)
-		lp.A = grow(lp.A, nr*nc)
-		lp.B = grow(lp.B, nr)
-		if cap(lp.Sense) < nr {
-			lp.Sense = make([]smalllp.Sense, nr)
-		}
-		lp.Sense = lp.Sense[:nr]
-		for r := range nr {
-			lp.Sense[r] = smalllp.Eq
-		}
+		resetLP(lp, nr, nc)
 		for col := range nc {
 			k, x := int(c.colK[col]), int(c.colX[col])
 			b := card(k + 1)
@@ -844,6 +839,20 @@ func (c *lpc) separate(x []float64, n int, card func(int) int) bool {
 		}
 	}
 	return added
+}
+
+// resetLP sizes lp to nr rows of nc columns, all zero and Eq.
+func resetLP(lp *smalllp.LP, nr, nc int) {
+	lp.C = grow(lp.C, nc)
+	lp.A = grow(lp.A, nr*nc)
+	lp.B = grow(lp.B, nr)
+	if cap(lp.Sense) < nr {
+		lp.Sense = make([]smalllp.Sense, nr)
+	}
+	lp.Sense = lp.Sense[:nr]
+	for r := range nr {
+		lp.Sense[r] = smalllp.Eq
+	}
 }
 
 func grow(b []float64, n int) []float64 {

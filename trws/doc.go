@@ -28,6 +28,8 @@
 // problem (12), is solved exactly (package internal/smalllp) on the exact
 // max-marginals of the chains through its edges, and its solution moves
 // into the edge tables and a constant. The bound stays exact and valid.
+// With Options.SOC the same sweeps also step the SOC clique constraints of
+// every triangle (Kumar and Torr, Sect. 4; soc.go and docs/soc.md).
 //
 // Layout and cost (graph.go, pass.go): Kolmogorov's MRFEnergy layout in
 // flat arrays: one message per edge (the one into the node processed next),

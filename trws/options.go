@@ -44,6 +44,14 @@ type Options struct {
 	// chordless square of the model's graph (all 4-cycles of a grid) whose
 	// variables have 2 to 8 states; see cycles.go.
 	Cycles bool
+	// SOC adds to the dual the SOC constraints (SOCP-Q clique constraints
+	// of Kumar, Kolmogorov and Torr) of every triangle whose variables
+	// have 2 to 8 states, and every label: LP-S + SOC, or LP-C + SOC with
+	// Cycles. Its steps run on the schedule of the cycle sweeps
+	// (CycleStart, SweepEvery), which Validate checks; the bound is valid
+	// at every iteration but may stop above the relaxation's optimum. See
+	// soc.go and docs/soc.md.
+	SOC bool
 	// MaxCycles bounds the number of cycles (0: one million).
 	MaxCycles int
 	// CycleStart (in [0, 1]) switches the cycle sweeps on once TRW-S

@@ -37,6 +37,7 @@ func Solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options,
 // Stats describes a run beyond its result.
 type Stats struct {
 	Cycles CycleStats // TRW-S(LP-C) only
+	SOC    SOCStats   // Options.SOC only
 }
 
 // SolveStats is Solve, also returning the run's statistics.
@@ -48,6 +49,10 @@ func SolveStats(ctx context.Context, m *model.Model, ev model.Evidence, opts Opt
 		for _, h := range cyc.held {
 			st.Cycles.Active += len(h)
 			st.Cycles.MaxIneqs = max(st.Cycles.MaxIneqs, len(h))
+		}
+		if cyc.soc != nil {
+			st.SOC = cyc.soc.stats
+			st.SOC.Active = cyc.soc.active()
 		}
 	}
 	return res, st, err
@@ -75,14 +80,17 @@ func solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options,
 	if err != nil {
 		return solver.Result{}, nil, err
 	}
-	if opts.Cycles {
+	if opts.Cycles || opts.SOC {
 		g.enableLPC()
 	}
 	r := newRun(g, opts)
 	defer r.close()
-	if opts.Cycles {
+	if opts.Cycles || opts.SOC {
 		if r.cyc, err = newLPC(g, red.Model, opts.MaxCycles); err != nil {
 			return solver.Result{}, nil, fmt.Errorf("trws: %w", err)
+		}
+		if opts.SOC {
+			r.cyc.withSOC(opts.Cycles)
 		}
 	}
 	res := r.run(ctx, start, progress)

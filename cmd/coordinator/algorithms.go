@@ -194,7 +194,8 @@ func trwsOptions(f *solveFlags, lim solver.Limits) (trws.Options, error) {
 	o := trws.DefaultOptions()
 	o.Limits = lim
 	o.Threads = max(f.threads, 1)
-	o.Cycles = f.tighten == "cycles"
+	o.Cycles = f.tighten == "cycles" || f.tighten == "cycles,soc" || f.tighten == "soc,cycles"
+	o.SOC = f.tighten == "soc" || f.tighten == "cycles,soc" || f.tighten == "soc,cycles"
 	o.BoundTol = convergenceTol(o.BoundTol, lim.Tol/10)
 	if err := o.Validate(); err != nil {
 		return o, flagError(err)

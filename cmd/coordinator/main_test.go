@@ -122,6 +122,7 @@ func TestBadInputOneLineError(t *testing.T) {
 		{"step for admm", []string{"solve", "--step", "1/t", good}, "--step"},
 		{"tau for subgradient", []string{"solve", "--algo", "subgradient", "--tau", "1", good}, "--tau"},
 		{"bad tighten", []string{"solve", "--tighten", "squares", good}, "--tighten"},
+		{"soc without trws", []string{"solve", "--algo", "admm", "--tighten", "soc", good}, "--algo trws"},
 		{"eps-descent without cmp", []string{"solve", "--eps-descent", good}, "--eps-descent"},
 		{"bad out dir", []string{"solve", "--out", filepath.Join(dir, "no", "such", "x.mpe"), good}, "--out"},
 		{"absent evidence", []string{"solve", "--evidence", filepath.Join(dir, "e.evid"), good}, "e.evid"},

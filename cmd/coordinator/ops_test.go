@@ -132,6 +132,7 @@ func TestLogFormatJSON(t *testing.T) {
 		{"solve", []string{"solve", "--max-iter", "50", grid}, 0, []string{"progress", "result"}},
 		{"exact", []string{"solve", "--exact", "--elim-memory", "0", "--max-iter", "300", frustrated(t)}, 0, []string{"progress", "branch and bound", "result"}},
 		{"cycles", []string{"solve", "--algo", "trws", "--tighten", "cycles", "--max-iter", "20", grid}, 0, []string{"cycle inequalities", "result"}},
+		{"soc on a grid", []string{"solve", "--algo", "trws", "--tighten", "cycles,soc", "--max-iter", "20", grid}, 0, []string{"soc", "cycle inequalities", "result"}},
 		{"bad model", []string{"solve", filepath.Join(dir, "missing.uai")}, 2, []string{"missing.uai"}},
 		{"bad duration", []string{"solve", "--time-limit", "soon", grid}, 2, []string{"use e.g. 30s"}},
 		{"gen", []string{"gen", "potts", "--height", "3", "--width", "3", "-o", filepath.Join(dir, "g.uai")}, 0, []string{"wrote"}},

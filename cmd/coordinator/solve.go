@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,7 +90,7 @@ func (f *solveFlags) register(fs interface {
 	fs.BoolVar(&f.adaptEta, "adapt-eta", d.AdaptEta, "adapt eta by residual balancing; turned off when --eta is given without it")
 	fs.Float64Var(&f.tau, "tau", d.Tau, "multiplier step factor tau in (0, 1.618]")
 	fs.BoolVar(&f.json, "json", false, "print one JSON result object on stdout")
-	fs.StringVar(&f.tighten, "tighten", "none", "tighten the relaxation: none, or cycles (3- and 4-cycles: with --algo trws, TRW-S(LP-C) with cycle inequalities in its dual; otherwise pairwise potentials regrouped into factors over the cycles; same MAP, tighter bound)")
+	fs.StringVar(&f.tighten, "tighten", "none", "tighten the relaxation: none, or cycles (3- and 4-cycles: with --algo trws, TRW-S(LP-C) with cycle inequalities in its dual; otherwise pairwise potentials regrouped into factors over the cycles; same MAP, tighter bound), soc or cycles,soc (--algo trws only: the SOC clique constraints of every triangle in TRW-S's dual, docs/soc.md)")
 	fs.BoolVar(&f.exact, "exact", false, "branch and bound on top of the algorithm's dual bound: optimal only when the gap is closed (--max-iter bounds each node, --time-limit the search)")
 	fs.StringVar(&f.out, "out", "", "write the best assignment to `FILE` in UAI MPE format")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr (the final status line is still printed)")
@@ -204,8 +205,17 @@ func (f *solveFlags) load(ctx context.Context, start time.Time, fs *flag.FlagSet
 		if j.m, err = tightenCycles(j.m); err != nil {
 			return spec{}, usageError{fmt.Errorf("%s: %w", pos[0], err)}
 		}
+	case "soc", "cycles,soc", "soc,cycles":
+		if a.name != "trws" {
+			return spec{}, usagef("--tighten %s: the SOC constraints need --algo trws", f.tighten)
+		}
+		if cyc, _, err := tighten.FindCycles(j.m, tighten.Options{}); err == nil && !f.quiet && !slices.ContainsFunc(cyc, func(c []int) bool {
+			return len(c) == 3 && !slices.ContainsFunc(c, func(v int) bool { return j.m.Cards[v] > 8 })
+		}) {
+			con.Print("soc", "soc: no triangle of pairwise factors over variables of at most 8 states: the SOC constraints add nothing here", "triangles", 0)
+		}
 	default:
-		return spec{}, usagef("--tighten: unknown value %q (want none or cycles)", f.tighten)
+		return spec{}, usagef("--tighten: unknown value %q (want none, cycles, soc or cycles,soc)", f.tighten)
 	}
 	if f.anytimeOn {
 		if j.info.opts, err = f.anytimeOptions(j, set); err != nil {

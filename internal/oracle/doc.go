@@ -1,7 +1,9 @@
 // Package oracle holds slow, simple, independent reference solvers for tests:
 // exact MAP by brute-force enumeration ([BruteForceMAP]), the optimum of the
 // local-polytope LP relaxation solved with a general-purpose simplex
-// ([LocalPolytopeLP]), and a generator of random tiny models
+// ([LocalPolytopeLP]), the optimum of the local polytope cut by the SOC
+// clique constraints of every triangle ([LocalSOC], by tangent-plane cuts
+// on the same simplex), and a generator of random tiny models
 // ([RandomTinyModel]) to feed both.
 //
 // The references share no code with the solver: they read the model only

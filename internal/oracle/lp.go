@@ -97,7 +97,8 @@ type lpProblem struct {
 	cost     []float64
 	rows     [][]entry
 	b        []float64
-	muCol    []int // LP column of each unary state (flattened like Unary), -1 if fixed to 0
+	muCol    []int   // LP column of each unary state (flattened like Unary), -1 if fixed to 0
+	nuCol    [][]int // per factor, the LP column of each table entry, -1 if none
 	constant float64
 }
 
@@ -110,7 +111,7 @@ type lpProblem struct {
 // variable's minus the other states' rows. Remaining dependencies (from
 // forbidden configurations) are removed by independentRows.
 func buildLP(m *model.Model) (p *lpProblem, feasible bool, err error) {
-	p = &lpProblem{constant: m.Constant, muCol: make([]int, len(m.Unary))}
+	p = &lpProblem{constant: m.Constant, muCol: make([]int, len(m.Unary)), nuCol: make([][]int, len(m.Factors))}
 	for j, t := range m.Unary {
 		if math.IsInf(t, -1) {
 			p.muCol[j] = -1
@@ -153,6 +154,10 @@ func buildLP(m *model.Model) (p *lpProblem, feasible bool, err error) {
 			marg[k] = make([][]entry, m.Cards[v]-1)
 		}
 		var norm []entry
+		p.nuCol[a] = make([]int, len(t))
+		for idx := range t {
+			p.nuCol[a][idx] = -1
+		}
 		y = y[:0]
 		for range f.Vars {
 			y = append(y, 0)
@@ -173,6 +178,7 @@ func buildLP(m *model.Model) (p *lpProblem, feasible bool, err error) {
 				return nil, false, fmt.Errorf("oracle: local polytope LP: more than %d LP variables", MaxLPVariables)
 			}
 			p.cost = append(p.cost, -phi)
+			p.nuCol[a][idx] = col
 			norm = append(norm, entry{col, 1})
 			for k := range f.Vars {
 				if y[k] < len(marg[k]) {
@@ -278,11 +284,36 @@ const (
 // which certifies it optimal for the exact LP; that is checked, and the
 // unperturbed problem is solved directly as a fallback if the check fails.
 func solveLP(c []float64, A *mat.Dense, b []float64) (opt float64, x []float64, err error) {
+	var f2 float64
+	// The first scale settles the local-polytope LPs; the cutting-plane
+	// LPs of LocalSOC, whose cuts cluster near the optimum, sometimes need
+	// a smaller or a larger one before their basis certifies.
+	for _, scale := range []float64{1e-7, 1e-9, 1e-5} {
+		var ok bool
+		opt, x, f2, ok, err = solvePerturbed(c, A, b, scale)
+		if err != nil || ok {
+			return opt, x, err
+		}
+	}
+	// Fallback: solve the exact problem (may be slow on degenerate LPs).
+	opt, x, err = simplex(c, A, b, nil)
+	if err != nil {
+		if errors.Is(err, lp.ErrInfeasible) {
+			err = errInfeasible
+		}
+		return 0, nil, fmt.Errorf("exact fallback (perturbed optimum %v): %w", f2, err)
+	}
+	return opt, x, nil
+}
+
+// solvePerturbed is solveLP's perturbed solve with perturbations of the
+// given scale; ok reports a basis certified optimal for the exact LP.
+func solvePerturbed(c []float64, A *mat.Dense, b []float64, scale float64) (opt float64, x []float64, f2 float64, ok bool, err error) {
 	nr, nc := A.Dims()
 	rng := rand.New(rand.NewPCG(0x6f7261636c65, uint64(nr)*1000003+uint64(nc)))
 	eps := make([]float64, nc)
 	for j := range eps {
-		eps[j] = 1e-7 * (1 + rng.Float64())
+		eps[j] = scale * (1 + rng.Float64())
 	}
 	bp := make([]float64, nr)
 	mat.NewVecDense(nr, bp).MulVec(A, mat.NewVecDense(nc, eps))
@@ -306,10 +337,10 @@ func solveLP(c []float64, A *mat.Dense, b []float64) (opt float64, x []float64, 
 	}
 	f1, x1, err := simplex(c1, A1, bp, basic)
 	if err != nil {
-		return 0, nil, fmt.Errorf("phase one: %w", err)
+		return 0, nil, 0, false, fmt.Errorf("phase one: %w", err)
 	}
 	if f1 > phaseOneTol {
-		return 0, nil, errInfeasible
+		return 0, nil, 0, false, errInfeasible
 	}
 
 	// Phase two from the support of the phase-one vertex, completed to a
@@ -320,24 +351,16 @@ func solveLP(c []float64, A *mat.Dense, b []float64) (opt float64, x []float64, 
 	}
 	f2, x2, err := simplex(c, A, bp, basic)
 	if err != nil {
-		return 0, nil, fmt.Errorf("phase two: %w", err)
+		return 0, nil, 0, false, fmt.Errorf("phase two: %w", err)
 	}
 
 	// Evaluate the final basis at the exact right-hand side.
 	if basic := support(x2); len(basic) == nr {
 		if opt, x, ok := certify(c, A, b, basic); ok {
-			return opt, x, nil
+			return opt, x, f2, true, nil
 		}
 	}
-	// Fallback: solve the exact problem (may be slow on degenerate LPs).
-	opt, x, err = simplex(c, A, b, nil)
-	if err != nil {
-		if errors.Is(err, lp.ErrInfeasible) {
-			err = errInfeasible
-		}
-		return 0, nil, fmt.Errorf("exact fallback (perturbed optimum %v): %w", f2, err)
-	}
-	return opt, x, nil
+	return 0, nil, f2, false, nil
 }
 
 // simplex calls lp.Simplex, turning a panic (a numerically infeasible initial
