@@ -59,15 +59,9 @@ func ssvmOptimum(t *testing.T, d *SeqData, C, tol float64) (lo, hi float64) {
 				p[i] = pt[i] - p[i]
 			}
 			labs = append(labs, lab{p, loss})
-			k := 0
-			for k < n && y[k] == L-1 {
-				y[k] = 0
-				k++
-			}
-			if k == n {
+			if !nextTuple(y, L) {
 				break
 			}
-			y[k]++
 		}
 		all = append(all, labs)
 	}
@@ -93,18 +87,7 @@ func TestGDMMReachesTheOptimum(t *testing.T) {
 		lo, hi := ssvmOptimum(t, tr, C, 1e-4)
 		for _, sub := range []bool{false, true} {
 			var primals []float64
-			o := Options{C: C, MaxIter: 400, Sublinear: sub, SampleParts: 2, Progress: func(r Result) {
-				if r.Dual > r.Primal+1e-9 {
-					t.Errorf("seed %d: dual %v above primal %v", seed, r.Dual, r.Primal)
-				}
-				if r.Dual > hi+1e-6 {
-					t.Errorf("seed %d: dual %v above the optimum %v", seed, r.Dual, hi)
-				}
-				if r.Primal < lo-1e-6 {
-					t.Errorf("seed %d: primal %v below the optimum %v", seed, r.Primal, lo)
-				}
-				primals = append(primals, r.Primal)
-			}}
+			o := Options{C: C, MaxIter: 400, Sublinear: sub, SampleParts: 2, Progress: bracketed(t, seed, lo, hi, &primals)}
 			_, res, err := GDMM(context.Background(), &Data{Seq: tr}, o)
 			if err != nil {
 				t.Fatal(err)

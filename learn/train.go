@@ -1,6 +1,7 @@
 package learn
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -47,24 +48,12 @@ type Options struct {
 
 // Validate fills defaults and checks the options; errors name the field.
 func (o *Options) Validate() error {
-	if o.C == 0 {
-		o.C = 1
-	}
-	if o.Rho == 0 {
-		o.Rho = 1
-	}
-	if o.Eta == 0 {
-		o.Eta = 1
-	}
-	if o.SampleParts == 0 {
-		o.SampleParts = 8
-	}
-	if o.RegEmit == 0 {
-		o.RegEmit = 1
-	}
-	if o.RegTrans == 0 {
-		o.RegTrans = 1
-	}
+	o.C = cmp.Or(o.C, 1)
+	o.Rho = cmp.Or(o.Rho, 1)
+	o.Eta = cmp.Or(o.Eta, 1)
+	o.SampleParts = cmp.Or(o.SampleParts, 8)
+	o.RegEmit = cmp.Or(o.RegEmit, 1)
+	o.RegTrans = cmp.Or(o.RegTrans, 1)
 	switch {
 	case !(o.C > 0) || math.IsInf(o.C, 0):
 		return fmt.Errorf("C %v: want a positive finite number", o.C)
