@@ -27,6 +27,55 @@ func relClose(a, b, tol float64) bool {
 	return math.Abs(a-b) <= tol*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
 }
 
+// gridCase is a grid generator (generate.Potts or generate.Ising) with its
+// options but the seed.
+type gridCase struct {
+	gen func(generate.GridOptions) *model.Model
+	o   generate.GridOptions
+}
+
+// seededGrids returns, for each seed 1..seeds, the model of every case
+// with that seed.
+func seededGrids(seeds int64, cases ...gridCase) []*model.Model {
+	var models []*model.Model
+	for seed := int64(1); seed <= seeds; seed++ {
+		for _, c := range cases {
+			o := c.o
+			o.Seed = seed
+			models = append(models, c.gen(o))
+		}
+	}
+	return models
+}
+
+// checkReachesLP runs DD-ADMM to convergence (no gap test, residuals below
+// 1e-8, at most 20000 iterations) on every model with every decomposition
+// and checks that its dual is the local-polytope LP optimum computed by
+// simplex (relative 1e-4); more, when not nil, checks the result further.
+func checkReachesLP(t *testing.T, models []*model.Model, decomps []Decomposition, more func(i int, d Decomposition, m *model.Model, res solver.Result)) {
+	t.Helper()
+	for i, m := range models {
+		lp, err := oracle.LocalPolytopeLP(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range decomps {
+			opts := DefaultOptions()
+			opts.Slaves = d
+			opts.MaxIter = 20000
+			opts.ResidualTol = 1e-8
+			opts.Tol = 0
+			res := solve(t, m, opts)
+			if !relClose(res.Dual, lp, 1e-4) {
+				t.Errorf("model %d (%s), %s: dual %.9g, LP optimum %.9g (%s after %d iterations)", i, m.Factors[0].Kind, d, res.Dual, lp, res.Status, res.Iterations)
+			}
+			if more != nil {
+				more(i, d, m, res)
+			}
+		}
+	}
+}
+
 // Prop. 1.4 of the paper: the dual is an upper bound at every iterate; a
 // result reported optimal is the MAP; the primal is the score of the
 // reported assignment.
