@@ -27,6 +27,33 @@ func relClose(a, b, tol float64) bool {
 	return math.Abs(a-b) <= tol*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
 }
 
+// namedModel is a test model with its name (the subtest's).
+type namedModel struct {
+	name string
+	m    *model.Model
+}
+
+// smallMixed returns the small Potts, Ising and logic models on which the
+// distributed runs (workers, shards) are compared with one process.
+func smallMixed() []namedModel {
+	return []namedModel{
+		{"potts", generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 4, Rho: 1, Seed: 3})},
+		{"ising", generate.Ising(generate.GridOptions{Height: 10, Width: 10, Rho: 0.5, Seed: 2})},
+		{"logic", generate.Logic(generate.LogicOptions{Vars: 40, Factors: 30, Couplings: 40, MaxArity: 5, Rho: 1, Seed: 4})},
+	}
+}
+
+// algoOptions returns the default options for algo, with DD-subgradient's
+// step scale Eta 1.
+func algoOptions(algo Algo) Options {
+	opts := DefaultOptions()
+	opts.Algo = algo
+	if algo == Subgradient {
+		opts.Eta = 1
+	}
+	return opts
+}
+
 // gridCase is a grid generator (generate.Potts or generate.Ising) with its
 // options but the seed.
 type gridCase struct {
@@ -129,19 +156,15 @@ func TestTinyModelsAgainstBruteForce(t *testing.T) {
 // the LP relaxation optimum (here from gonum's simplex).
 func TestConvergedMatchesLocalPolytopeLP(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	type tc struct {
-		name string
-		m    *model.Model
-	}
-	var cases []tc
+	var cases []namedModel
 	for k := 0; k < 12; k++ {
-		cases = append(cases, tc{"tiny", oracle.RandomTinyModel(rng, oracle.TinyOptions{})})
+		cases = append(cases, namedModel{"tiny", oracle.RandomTinyModel(rng, oracle.TinyOptions{})})
 	}
 	for seed := int64(1); seed <= 4; seed++ {
 		m := generate.Potts(generate.GridOptions{Height: 3, Width: 3, Labels: 3, Rho: 2, Seed: seed})
-		cases = append(cases, tc{"potts3x3", m})
+		cases = append(cases, namedModel{"potts3x3", m})
 		m = generate.Ising(generate.GridOptions{Height: 3, Width: 4, Labels: 2, Rho: 3, Seed: seed})
-		cases = append(cases, tc{"ising3x4", m})
+		cases = append(cases, namedModel{"ising3x4", m})
 	}
 	for i, c := range cases {
 		lp, err := oracle.LocalPolytopeLP(c.m)

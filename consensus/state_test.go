@@ -16,10 +16,7 @@ import (
 // restored worker differs only in its slaves' warm starts (MAP slaves have
 // none, so DD-subgradient continues bit for bit).
 func TestStateResumeContinues(t *testing.T) {
-	cases := []struct {
-		name string
-		m    *model.Model
-	}{
+	cases := []namedModel{
 		{"potts", generate.Potts(generate.GridOptions{Height: 10, Width: 10, Labels: 3, Rho: 1, Seed: 5})},
 		{"logic", generate.Logic(generate.LogicOptions{Vars: 30, Factors: 20, Couplings: 30, MaxArity: 4, Rho: 1, Seed: 6})},
 	}
@@ -27,11 +24,8 @@ func TestStateResumeContinues(t *testing.T) {
 		for _, algo := range []Algo{ADMM, Subgradient} {
 			for _, workers := range []int{1, 3} {
 				t.Run(fmt.Sprintf("%s/%s/%d", c.name, algo, workers), func(t *testing.T) {
-					opts := DefaultOptions()
-					opts.Algo, opts.MaxIter, opts.AdaptEta = algo, 120, algo == ADMM
-					if algo == Subgradient {
-						opts.Eta = 1
-					}
+					opts := algoOptions(algo)
+					opts.MaxIter, opts.AdaptEta = 120, algo == ADMM
 					red, err := model.Reduce(c.m, nil)
 					if err != nil {
 						t.Fatal(err)
@@ -146,11 +140,8 @@ func TestRegroupContinues(t *testing.T) {
 	for _, algo := range []Algo{ADMM, Subgradient} {
 		for _, c := range []struct{ from, to int }{{3, 2}, {3, 1}, {1, 3}, {2, 5}} {
 			t.Run(fmt.Sprintf("%s/%d-to-%d", algo, c.from, c.to), func(t *testing.T) {
-				opts := DefaultOptions()
-				opts.Algo, opts.MaxIter = algo, 150
-				if algo == Subgradient {
-					opts.Eta = 1
-				}
+				opts := algoOptions(algo)
+				opts.MaxIter = 150
 				var states []*State
 				s, entries, done, err := newLocal(red.Model, plan, opts, c.from)
 				if err != nil {
