@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
@@ -131,10 +132,7 @@ func ring(rng *rand.Rand, n, labels int) *model.Model {
 	for i := range cards {
 		cards[i] = labels
 	}
-	m := model.New(cards)
-	for j := range m.Unary {
-		m.Unary[j] = rng.NormFloat64()
-	}
+	m := generate.GaussianUnaries(rng, cards)
 	for i := range n {
 		w := math.Abs(rng.NormFloat64())
 		if i == 0 {
@@ -157,10 +155,7 @@ func ring(rng *rand.Rand, n, labels int) *model.Model {
 // few extra dense pairwise factors closing cycles over it.
 func withSequence(rng *rand.Rand) *model.Model {
 	cards := []int{3, 2, 3, 3, 2}
-	m := model.New(cards)
-	for j := range m.Unary {
-		m.Unary[j] = rng.NormFloat64()
-	}
+	m := generate.GaussianUnaries(rng, cards)
 	seq := model.Factor{Kind: model.Sequence, Vars: []int{0, 1, 2, 3, 4}}
 	for k := range 4 {
 		for range cards[k] * cards[k+1] {

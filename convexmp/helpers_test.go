@@ -3,6 +3,7 @@ package convexmp
 import (
 	"math/rand/v2"
 
+	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/model"
 )
 
@@ -15,10 +16,7 @@ func spinGlass(rng *rand.Rand, side, labels int, fullTables bool) *model.Model {
 	for i := range cards {
 		cards[i] = labels
 	}
-	m := model.New(cards)
-	for j := range m.Unary {
-		m.Unary[j] = rng.NormFloat64()
-	}
+	m := generate.GaussianUnaries(rng, cards)
 	for r := 0; r < side; r++ {
 		for c := 0; c < side; c++ {
 			v := r*side + c

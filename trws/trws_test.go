@@ -305,10 +305,7 @@ func TestSequence(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	for it := 0; it < 20; it++ {
 		cards := []int{2, 3, 3, 2, 3}
-		m := model.New(cards)
-		for j := range m.Unary {
-			m.Unary[j] = rng.NormFloat64()
-		}
+		m := generate.GaussianUnaries(rng, cards)
 		f := model.Factor{Kind: model.Sequence, Vars: []int{3, 0, 4, 1, 2}}.WithEmission(make([]float64, 13))
 		for j := range f.EmissionScores() {
 			f.EmissionScores()[j] = rng.NormFloat64()
@@ -417,32 +414,7 @@ func TestGrids(t *testing.T) {
 // denseGrid returns an h x w grid with l labels, N(0,1) unaries and
 // N(0,4) dense edge tables (frustrated, non-Potts couplings).
 func denseGrid(rng *rand.Rand, h, w, l int) *model.Model {
-	cards := make([]int, h*w)
-	for i := range cards {
-		cards[i] = l
-	}
-	m := model.New(cards)
-	for j := range m.Unary {
-		m.Unary[j] = rng.NormFloat64()
-	}
-	edge := func(u, v int) {
-		tab := make([]float64, l*l)
-		for j := range tab {
-			tab[j] = 2 * rng.NormFloat64()
-		}
-		m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{u, v}, Table: tab})
-	}
-	for r := 0; r < h; r++ {
-		for c := 0; c < w; c++ {
-			if c+1 < w {
-				edge(r*w+c, r*w+c+1)
-			}
-			if r+1 < h {
-				edge(r*w+c, (r+1)*w+c)
-			}
-		}
-	}
-	return m
+	return generate.DenseGrid(rng, h, w, l, 2)
 }
 
 // TestHardConstraints: -Inf potentials give no NaN, propagate exactly, and
