@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
@@ -209,11 +208,6 @@ func TestSearchTimeLimit(t *testing.T) {
 	if st.Exact || res.Assignment == nil || res.Dual < res.Primal || res.Dual > st.Bound {
 		t.Fatalf("result %s dual %v primal %v, stats %+v", res.Status, res.Dual, res.Primal, st)
 	}
-}
-
-// grid is a side x side grid of random pairwise dense tables.
-func grid(rng *rand.Rand, side, card int) *model.Model {
-	return generate.DenseGrid(rng, side, side, card, 1)
 }
 
 func itoa(i int) string {

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
 )
@@ -38,7 +37,10 @@ func heavy(rng *rand.Rand, n int, frac float64) *model.Model {
 	for i := range cards {
 		cards[i] = 2 + rng.IntN(2)
 	}
-	m := generate.GaussianUnaries(rng, cards)
+	m := model.New(cards)
+	for i := range m.Unary {
+		m.Unary[i] = rng.NormFloat64()
+	}
 	for range 2 * n {
 		k := 1 + rng.IntN(3)
 		vars := rng.Perm(n)[:k]
