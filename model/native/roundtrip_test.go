@@ -357,7 +357,7 @@ func TestDocSequenceExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sameInts(m.Cards, []int{3, 3, 3}) {
+	if !slices.Equal(m.Cards, []int{3, 3, 3}) {
 		t.Fatalf("the example has cards %v, the text (and this test) three variables of 3 states", m.Cards)
 	}
 	if len(m.Factors) != 1 || m.Factors[0].Kind != model.Sequence || m.Factors[0].EmissionScores() == nil ||
@@ -378,7 +378,7 @@ func TestDocSequenceExample(t *testing.T) {
 			ties++
 		}
 	}
-	if best != 6 || ties != 1 || !sameInts(arg, []int{0, 1, 2}) {
+	if best != 6 || ties != 1 || !slices.Equal(arg, []int{0, 1, 2}) {
 		t.Errorf("best assignment %v scores %v (%d ties), the document says (0, 1, 2) and 6", arg, best, ties)
 	}
 	var b bytes.Buffer
@@ -421,7 +421,7 @@ func TestDocExample(t *testing.T) {
 		}
 	}
 	visit(0)
-	if best != 3.5 || !sameInts(arg, []int{0, 0, 1, 0, 0}) {
+	if best != 3.5 || !slices.Equal(arg, []int{0, 0, 1, 0, 0}) {
 		t.Errorf("best assignment %v scores %v, the document says (0, 0, 1, 0, 0) and 3.5", arg, best)
 	}
 	var b bytes.Buffer
