@@ -39,6 +39,29 @@ func bracketed(t *testing.T, seed int64, lo, hi float64, primals *[]float64) fun
 	}
 }
 
+// labelling is one labelling of an example for referenceEnumerated: psi
+// its joint features subtracted from the truth's, loss its loss.
+type labelling struct {
+	psi  []float64
+	loss float64
+}
+
+// referenceEnumerated is referenceBCFW over examples whose labellings are
+// all listed (all[i] for example i): the oracle picks the first labelling
+// with the largest loss - <w, psi>.
+func referenceEnumerated(t *testing.T, all [][]labelling, dim int, C, tol float64, maxIter int) (lo, hi float64) {
+	t.Helper()
+	return referenceBCFW(t, len(all), dim, C, tol, maxIter, func(w []float64, i int) (float64, []float64, float64) {
+		best, bi := math.Inf(-1), 0
+		for k, l := range all[i] {
+			if v := l.loss - dot(w, l.psi); v > best {
+				best, bi = v, k
+			}
+		}
+		return best, all[i][bi].psi, all[i][bi].loss
+	})
+}
+
 // referenceBCFW solves a structural SVM dual independently of the
 // package's solvers, for the tests' optima: n blocks over dim features,
 // block i's oracle returning max_y loss_i(y) - <w, psi_i(y)> with the
