@@ -293,11 +293,9 @@ func (c *lpc) buildChains(adjacent func(a, b int32) bool) {
 	c.fEnd, c.bStart = make([]int32, nk), make([]int32, nk)
 }
 
-// sweep runs one step on every cycle, at the current messages, and
-// returns how much the steps lowered the bound. Right after a pass the
-// bound is the sum of the chains' maxima (pass.go), and each step lowers
-// it by exactly its oldV - newV.
-func (c *lpc) sweep() float64 {
+// gatherAll gathers every node's hat_s after a backward pass into hatAll
+// and resets each chain's forward and backward frontiers to its ends.
+func (c *lpc) gatherAll() {
 	g := c.g
 	for s := 0; s < g.n; s++ {
 		k := g.card[s]
@@ -306,6 +304,14 @@ func (c *lpc) sweep() float64 {
 	for k := range c.fEnd {
 		c.fEnd[k], c.bStart[k] = c.cpos[k], c.cpos[k+1]
 	}
+}
+
+// sweep runs one step on every cycle, at the current messages, and
+// returns how much the steps lowered the bound. Right after a pass the
+// bound is the sum of the chains' maxima (pass.go), and each step lowers
+// it by exactly its oldV - newV.
+func (c *lpc) sweep() float64 {
+	c.gatherAll()
 	dec := 0.0
 	for cy := range c.skip {
 		if !c.skip[cy] {

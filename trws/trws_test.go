@@ -603,6 +603,27 @@ func TestZeroAllocs(t *testing.T) {
 	}
 }
 
+// checkMaxPlus checks a max-plus product of a ku x kv table against the
+// plain double loop: out[o] = max over k < inner of term(o, k), c = max
+// of out.
+func checkMaxPlus(t *testing.T, name string, ku, kv, inner int, out []float64, c float64, term func(o, k int) float64) {
+	t.Helper()
+	want := negInf
+	for o := range out {
+		w := negInf
+		for k := range inner {
+			w = math.Max(w, term(o, k))
+		}
+		if out[o] != w {
+			t.Fatalf("%dx%d %s: out[%d] = %v, want %v", ku, kv, name, o, out[o], w)
+		}
+		want = math.Max(want, w)
+	}
+	if c != want {
+		t.Fatalf("%dx%d %s: max %v, want %v", ku, kv, name, c, want)
+	}
+}
+
 // TestMaxPlusKernels: the unrolled max-plus products equal the plain
 // double loop, -Inf entries included, for every shape up to 11x11.
 func TestMaxPlusKernels(t *testing.T) {
@@ -624,36 +645,10 @@ func TestMaxPlusKernels(t *testing.T) {
 				a, b := draw(ku), draw(kv)
 				out := make([]float64, kv)
 				c := maxPlusCols(out, a, tab)
-				want := negInf
-				for j := range kv {
-					w := negInf
-					for i := range ku {
-						w = math.Max(w, a[i]+tab[i*kv+j])
-					}
-					if out[j] != w {
-						t.Fatalf("%dx%d cols: out[%d] = %v, want %v", ku, kv, j, out[j], w)
-					}
-					want = math.Max(want, w)
-				}
-				if c != want {
-					t.Fatalf("%dx%d cols: max %v, want %v", ku, kv, c, want)
-				}
+				checkMaxPlus(t, "cols", ku, kv, ku, out, c, func(j, i int) float64 { return a[i] + tab[i*kv+j] })
 				out = make([]float64, ku)
 				c = maxPlusRows(out, b, tab)
-				want = negInf
-				for i := range ku {
-					w := negInf
-					for j := range kv {
-						w = math.Max(w, b[j]+tab[i*kv+j])
-					}
-					if out[i] != w {
-						t.Fatalf("%dx%d rows: out[%d] = %v, want %v", ku, kv, i, out[i], w)
-					}
-					want = math.Max(want, w)
-				}
-				if c != want {
-					t.Fatalf("%dx%d rows: max %v, want %v", ku, kv, c, want)
-				}
+				checkMaxPlus(t, "rows", ku, kv, kv, out, c, func(i, j int) float64 { return b[j] + tab[i*kv+j] })
 			}
 		}
 	}
