@@ -2,6 +2,7 @@ package learn
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 )
@@ -115,43 +116,39 @@ func FuzzReadSequences(f *testing.F) {
 	f.Add("0 1:1\n\n\n1\n")
 	f.Add("0 1:1e308 1:1e308\n")
 	f.Fuzz(func(t *testing.T, s string) {
-		d, err := ReadSequences(strings.NewReader(s))
-		if err != nil {
-			return
-		}
-		var b bytes.Buffer
-		if err := WriteSequences(&b, d); err != nil {
-			t.Fatal(err)
-		}
-		d2, err := ReadSequences(&b)
-		if err != nil {
-			t.Fatalf("re-read: %v", err)
-		}
-		if len(d2.Y) != len(d.Y) || d2.Sentences() != d.Sentences() {
-			t.Fatalf("round trip changed the data")
-		}
+		roundTrip(t, s, ReadSequences, WriteSequences, func(d, d2 *SeqData) bool {
+			return len(d2.Y) == len(d.Y) && d2.Sentences() == d.Sentences()
+		})
 	})
+}
+
+// roundTrip reads s and, when it reads, writes it and reads it back, which
+// must succeed and give data that same accepts.
+func roundTrip[T any](t *testing.T, s string, read func(io.Reader) (T, error), write func(io.Writer, T) error, same func(a, b T) bool) {
+	d, err := read(strings.NewReader(s))
+	if err != nil {
+		return
+	}
+	var b bytes.Buffer
+	if err := write(&b, d); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := read(&b)
+	if err != nil {
+		t.Fatalf("re-read: %v", err)
+	}
+	if !same(d, d2) {
+		t.Fatalf("round trip changed the data")
+	}
 }
 
 func FuzzReadMultilabel(f *testing.F) {
 	f.Add("# ddrun multilabel labels=3 features=4\n0,2 1:1 2:0.5\n 3:1\n1 4:1\n")
 	f.Add("1:1\n0,1,2\n")
 	f.Fuzz(func(t *testing.T, s string) {
-		d, err := ReadMultilabel(strings.NewReader(s))
-		if err != nil {
-			return
-		}
-		var b bytes.Buffer
-		if err := WriteMultilabel(&b, d); err != nil {
-			t.Fatal(err)
-		}
-		d2, err := ReadMultilabel(&b)
-		if err != nil {
-			t.Fatalf("re-read: %v", err)
-		}
-		if len(d2.Y) != len(d.Y) || d2.Examples() != d.Examples() {
-			t.Fatalf("round trip changed the data")
-		}
+		roundTrip(t, s, ReadMultilabel, WriteMultilabel, func(d, d2 *MLData) bool {
+			return len(d2.Y) == len(d.Y) && d2.Examples() == d.Examples()
+		})
 	})
 }
 
@@ -159,17 +156,7 @@ func FuzzReadWeights(f *testing.F) {
 	f.Add("ddrun-weights sequence labels=2 features=3\ne 1 0 1.5\nt 0 1 -2\n")
 	f.Add("ddrun-weights multilabel labels=3 features=2\n# c\ne 2 2 1\np 0 2 0.5\n")
 	f.Fuzz(func(t *testing.T, s string) {
-		w, err := readWeights(strings.NewReader(s), 1<<16)
-		if err != nil {
-			return
-		}
-		var b bytes.Buffer
-		if err := WriteWeights(&b, w); err != nil {
-			t.Fatal(err)
-		}
-		w2, err := readWeights(&b, 1<<16)
-		if err != nil || w2.SqNorm() != w.SqNorm() {
-			t.Fatalf("round trip: %v", err)
-		}
+		read := func(r io.Reader) (*Weights, error) { return readWeights(r, 1<<16) }
+		roundTrip(t, s, read, WriteWeights, func(w, w2 *Weights) bool { return w2.SqNorm() == w.SqNorm() })
 	})
 }

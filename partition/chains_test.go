@@ -134,26 +134,24 @@ func TestChainsPermutedGrid(t *testing.T) {
 	}
 }
 
-// The 1000 x 1000 lattice (2M pairwise factors) as generate numbers it,
-// so its rows and columns are found.
-func BenchmarkChainsGrid1000(b *testing.B) {
-	m := gridModel(1000, 1000, 0, nil)
+// benchPlan times plan on m.
+func benchPlan(b *testing.B, m *model.Model, plan func(*model.Model) (Plan, error)) {
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := Chains(m); err != nil {
+		if _, err := plan(m); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
+// The 1000 x 1000 lattice (2M pairwise factors) as generate numbers it,
+// so its rows and columns are found.
+func BenchmarkChainsGrid1000(b *testing.B) {
+	benchPlan(b, gridModel(1000, 1000, 0, nil), Chains)
+}
+
 // The same lattice with its variables numbered and its factors ordered at
 // random: the general path cover.
 func BenchmarkChainsPermutedGrid1000(b *testing.B) {
-	m := scrambledGrid1000()
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := Chains(m); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchPlan(b, scrambledGrid1000(), Chains)
 }
