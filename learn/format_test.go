@@ -65,6 +65,18 @@ func TestMultilabelRoundTrip(t *testing.T) {
 	}
 }
 
+// checkParseErrors checks that read (named name) fails on each case's input
+// with a one-line error that contains the case's want.
+func checkParseErrors(t *testing.T, name string, cases []struct{ in, want string }, read func(io.Reader) error) {
+	t.Helper()
+	for _, c := range cases {
+		err := read(strings.NewReader(c.in))
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s(%q) = %v, want a one-line error with %q", name, c.in, err, c.want)
+		}
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	seq := []struct{ in, want string }{
 		{"x 1:1\n", "line 1: field 1"},
@@ -75,24 +87,20 @@ func TestParseErrors(t *testing.T) {
 		{"# ddrun multilabel labels=2\n", "want sequence"},
 		{"# ddrun sequence labels=x\n", "line 1: header field"},
 	}
-	for _, c := range seq {
-		_, err := ReadSequences(strings.NewReader(c.in))
-		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("ReadSequences(%q) = %v, want a one-line error with %q", c.in, err, c.want)
-		}
-	}
+	checkParseErrors(t, "ReadSequences", seq, func(r io.Reader) error {
+		_, err := ReadSequences(r)
+		return err
+	})
 	ml := []struct{ in, want string }{
 		{"0,x 1:1\n", "line 1: field 1"},
 		{"1,1 1:1\n", "repeated"},
 		{"0 1:1\n1 5:inf\n", "line 2: field 2"},
 		{"0 -1:1\n", "line 1: field 2"},
 	}
-	for _, c := range ml {
-		_, err := ReadMultilabel(strings.NewReader(c.in))
-		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("ReadMultilabel(%q) = %v, want a one-line error with %q", c.in, err, c.want)
-		}
-	}
+	checkParseErrors(t, "ReadMultilabel", ml, func(r io.Reader) error {
+		_, err := ReadMultilabel(r)
+		return err
+	})
 	wt := []struct{ in, want string }{
 		{"", "empty"},
 		{"weights\n", "line 1"},
@@ -103,12 +111,10 @@ func TestParseErrors(t *testing.T) {
 		{"ddrun-weights sequence labels=0 features=2\n", "line 1: labels=0"},
 		{"ddrun-weights sequence labels=100000 features=100000\n", "line 1"},
 	}
-	for _, c := range wt {
-		_, err := ReadWeights(strings.NewReader(c.in))
-		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("ReadWeights(%q) = %v, want a one-line error with %q", c.in, err, c.want)
-		}
-	}
+	checkParseErrors(t, "ReadWeights", wt, func(r io.Reader) error {
+		_, err := ReadWeights(r)
+		return err
+	})
 }
 
 func FuzzReadSequences(f *testing.F) {

@@ -11,15 +11,23 @@ import (
 
 func mustChains(t *testing.T, m *model.Model) []Slave {
 	t.Helper()
-	p, err := Chains(m)
+	return mustPlan(t, m, "Chains", Chains, Chain)
+}
+
+// mustPlan returns the slaves of plan (named name) on m, checked by
+// checkPlan to be of the given shape, after checking that a second call
+// gives the same plan.
+func mustPlan(t *testing.T, m *model.Model, name string, plan func(*model.Model) (Plan, error), shape Shape) []Slave {
+	t.Helper()
+	p, err := plan(m)
 	if err != nil {
-		t.Fatalf("Chains: %v", err)
+		t.Fatalf("%s: %v", name, err)
 	}
-	q, _ := Chains(m)
+	q, _ := plan(m)
 	if !samePlan(p, q) {
-		t.Fatalf("Chains is not deterministic")
+		t.Fatalf("%s is not deterministic", name)
 	}
-	return checkPlan(t, m, p, Chain)
+	return checkPlan(t, m, p, shape)
 }
 
 func TestChainsGrid(t *testing.T) {

@@ -11,15 +11,7 @@ import (
 
 func mustTrees(t *testing.T, m *model.Model) []Slave {
 	t.Helper()
-	p, err := Trees(m)
-	if err != nil {
-		t.Fatalf("Trees: %v", err)
-	}
-	q, _ := Trees(m)
-	if !samePlan(p, q) {
-		t.Fatalf("Trees is not deterministic")
-	}
-	return checkPlan(t, m, p, Tree)
+	return mustPlan(t, m, "Trees", Trees, Tree)
 }
 
 // checkFirstForest checks that the first trees span the components of the
