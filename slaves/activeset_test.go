@@ -172,10 +172,7 @@ func (e *asErrs) add(t testing.TB, cards []int, score func([]int) float64, c []f
 // [-0.2,1.2], near the marginals as in DD-ADMM (spread-out solutions).
 func TestActiveSetRandomDense(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	cases := 6000
-	if testing.Short() {
-		cases = 1000
-	}
+	cases := slavetest.Trials(6000, 1000)
 	var errs asErrs
 	var total slaves.ActiveSetStats
 	infeasible, maxCalls := 0, 0

@@ -230,10 +230,7 @@ func fillRows(v [][]float64, f func() float64) {
 // chains of up to 50 positions and 60 labels, in every regime.
 func TestChainColGenVsViterbi(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	perRegime := 60
-	if testing.Short() {
-		perRegime = 15
-	}
+	perRegime := slavetest.Trials(60, 15)
 	for _, regime := range chainRegimes {
 		var st, stDef slaves.ChainStats
 		for it := 0; it < perRegime; it++ {

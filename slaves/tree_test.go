@@ -186,10 +186,7 @@ func treeSolveQUAD(t *testing.T, s treeQUADer, c []float64, eta float64, u []flo
 // sequences of nearby inputs.
 func TestChainTreeQUAD(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
-	cases := 800
-	if testing.Short() {
-		cases = 200
-	}
+	cases := slavetest.Trials(800, 200)
 	maxErr, maxObj, maxCalls := 0.0, 0.0, 0
 	for it := 0; it < cases && !t.Failed(); it++ {
 		n := 1 + rng.IntN(5)

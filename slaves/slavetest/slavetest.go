@@ -21,6 +21,15 @@ import (
 	"testing"
 )
 
+// Trials returns n, or short under go test -short: the number of random
+// cases of a test.
+func Trials(n, short int) int {
+	if testing.Short() {
+		return short
+	}
+	return n
+}
+
 // offsets returns the prefix sums of cards.
 func offsets(cards []int) []int {
 	off := make([]int, len(cards)+1)
