@@ -152,6 +152,30 @@ type stopper struct {
 	o     *Options
 }
 
+// loop runs pass until the options stop the run, evaluating with eval
+// (which updates r's primal and returns the dual) every EvalEvery passes
+// and after the last one; it returns eval's first error, and sets
+// r.Iterations and r.Seconds.
+func (s stopper) loop(ctx context.Context, r *Result, pass func(), eval func() (float64, error)) error {
+	for it := 1; ; it++ {
+		pass()
+		r.Iterations = it
+		last := s.done(ctx, it, *r)
+		if s.o.EvalEvery <= 1 || it%s.o.EvalEvery == 0 || last {
+			dual, err := eval()
+			if err != nil {
+				return err
+			}
+			last = s.evaluated(ctx, it, r, dual) || last
+		}
+		if last {
+			break
+		}
+	}
+	r.Seconds = s.elapsed()
+	return nil
+}
+
 func (s stopper) elapsed() float64 { return time.Since(s.start).Seconds() }
 
 // evaluated takes an evaluation's dual into r (the best dual so far, the
