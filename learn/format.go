@@ -52,17 +52,22 @@ func headerOf(line string, lineNo int, want Kind, labels, features *int) error {
 	return nil
 }
 
+// kindNamed returns the Kind whose String is name, 0 when there is none.
+func kindNamed(name string) Kind {
+	for _, k := range []Kind{KindSequence, KindMultilabel} {
+		if k.String() == name {
+			return k
+		}
+	}
+	return 0
+}
+
 func header(line string, lineNo int) (kind Kind, labels, features int, ok bool, err error) {
 	f := strings.Fields(strings.TrimPrefix(line, "#"))
 	if len(f) < 2 || f[0] != "ddrun" {
 		return 0, 0, 0, false, nil
 	}
-	switch f[1] {
-	case "sequence":
-		kind = KindSequence
-	case "multilabel":
-		kind = KindMultilabel
-	default:
+	if kind = kindNamed(f[1]); kind == 0 {
 		return 0, 0, 0, false, fmt.Errorf("line %d: header: unknown kind %q (want sequence or multilabel)", lineNo, f[1])
 	}
 	labels, features, err = shape(f[2:], lineNo)
@@ -440,13 +445,8 @@ func readWeights(r io.Reader, maxEntries int) (*Weights, error) {
 			if f[0] != "ddrun-weights" || len(f) < 2 {
 				return nil, fmt.Errorf("line %d: want the header `ddrun-weights sequence|multilabel labels=L features=D`", lineNo)
 			}
-			var kind Kind
-			switch f[1] {
-			case "sequence":
-				kind = KindSequence
-			case "multilabel":
-				kind = KindMultilabel
-			default:
+			kind := kindNamed(f[1])
+			if kind == 0 {
 				return nil, fmt.Errorf("line %d: field 2 %q: want sequence or multilabel", lineNo, f[1])
 			}
 			L, D, err := shape(f[2:], lineNo)
