@@ -103,6 +103,19 @@ func checkReachesLP(t *testing.T, models []*model.Model, decomps []Decomposition
 	}
 }
 
+// tinyRun returns the brute-force MAP of a tiny model m and the result of
+// DD-ADMM on it (default options, at most 300 iterations).
+func tinyRun(t *testing.T, m *model.Model) (float64, solver.Result) {
+	t.Helper()
+	best, _, err := oracle.BruteForceMAP(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := DefaultOptions()
+	opts.MaxIter = 300
+	return best, solve(t, m, opts)
+}
+
 // Prop. 1.4 of the paper: the dual is an upper bound at every iterate; a
 // result reported optimal is the MAP; the primal is the score of the
 // reported assignment.
@@ -115,13 +128,7 @@ func TestTinyModelsAgainstBruteForce(t *testing.T) {
 	optimal := 0
 	for it := 0; it < n; it++ {
 		m := oracle.RandomTinyModel(rng, oracle.TinyOptions{})
-		best, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts := DefaultOptions()
-		opts.MaxIter = 300
-		res := solve(t, m, opts)
+		best, res := tinyRun(t, m)
 		if math.IsInf(best, -1) {
 			if res.Assignment != nil {
 				t.Fatalf("model %d: infeasible model but assignment %v reported", it, res.Assignment)

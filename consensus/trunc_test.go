@@ -33,13 +33,7 @@ func TestTruncatedTinyModels(t *testing.T) {
 	kinds := []model.Kind{model.Dense, model.Potts, model.TruncLinear, model.TruncQuad, model.XOR}
 	for it := 0; it < 40; it++ {
 		m := oracle.RandomTinyModel(rng, oracle.TinyOptions{Kinds: kinds, MaxCard: 5})
-		best, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts := DefaultOptions()
-		opts.MaxIter = 300
-		res := solve(t, m, opts)
+		best, res := tinyRun(t, m)
 		if res.Dual < best-1e-6*math.Max(1, math.Abs(best)) {
 			t.Fatalf("model %d: dual %v below the MAP %v", it, res.Dual, best)
 		}
