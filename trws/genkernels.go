@@ -247,11 +247,7 @@ func forward(p func(string, ...any), k int) {
 	p("\tdata, tab := g.data, g.tab\n")
 	hatFromOut(p, k, true)
 	p("\t%s := %s\n", list(k, v("l")), list(k, v("h")))
-	p("\tin := g.inE[g.inOff[s]:g.inOff[s+1]]\n")
-	p("\tfor _, e := range in {\n\t\tm := (*[%d]float64)(data[g.moff[e]:])\n", k)
-	for i := range k {
-		p("\t\th%d += m[%d]\n", i, i)
-	}
+	openInLoop(p, k)
 	p("\t\tr := (*[%d]float64)(%s[%d*x[g.eu[e]]:])\n", k, tableOf(k, "tab[e]"), k)
 	for i := range k {
 		p("\t\tl%d += r[%d]\n", i, i)
@@ -295,17 +291,24 @@ func denseSend(p func(string, ...any), k int, cols bool) {
 	normalise(p, k)
 }
 
+// openInLoop writes the start of the loop over the edges from earlier
+// nodes (in) that adds their messages to hat_s (h0..h(k-1)); the caller
+// writes the rest of the loop's body and closes it.
+func openInLoop(p func(string, ...any), k int) {
+	p("\tin := g.inE[g.inOff[s]:g.inOff[s+1]]\n")
+	p("\tfor _, e := range in {\n\t\tm := (*[%d]float64)(data[g.moff[e]:])\n", k)
+	for i := range k {
+		p("\t\th%d += m[%d]\n", i, i)
+	}
+}
+
 // hatBackward writes the start of a backward step at node s (backwardK,
 // backwardMixK): hat_s in h0..h(k-1) from theta and the messages of the
 // edges to later nodes (hatFromOut), then those from earlier nodes (in),
 // and gamma_s with the end term of the bound (endWeight, dir "in").
 func hatBackward(p func(string, ...any), k int) {
 	hatFromOut(p, k, false)
-	p("\tin := g.inE[g.inOff[s]:g.inOff[s+1]]\n")
-	p("\tfor _, e := range in {\n\t\tm := (*[%d]float64)(data[g.moff[e]:])\n", k)
-	for i := range k {
-		p("\t\th%d += m[%d]\n", i, i)
-	}
+	openInLoop(p, k)
 	p("\t}\n")
 	endWeight(p, k, "in")
 }
@@ -352,11 +355,7 @@ func forwardMix(p func(string, ...any), k int) {
 	p("\tdata, tab, toff, pw := g.data, g.tab, g.toff, g.pw\n")
 	hatFromOut(p, k, false)
 	p("\t%s := %s\n", list(k, v("l")), list(k, v("h")))
-	p("\tin := g.inE[g.inOff[s]:g.inOff[s+1]]\n")
-	p("\tfor _, e := range in {\n\t\tm := (*[%d]float64)(data[g.moff[e]:])\n", k)
-	for i := range k {
-		p("\t\th%d += m[%d]\n", i, i)
-	}
+	openInLoop(p, k)
 	p("\t\txu := x[g.eu[e]]\n")
 	// lab[x_u] += pw without a branch on x_u: the other labels get +0,
 	// which changes at most the sign of a zero, and labels are only
