@@ -43,11 +43,11 @@ func smallMixed() []namedModel {
 	}
 }
 
-// algoOptions returns the default options for algo, with DD-subgradient's
-// step scale Eta 1.
-func algoOptions(algo Algo) Options {
+// algoOptions returns the default options for algo and decomposition d,
+// with DD-subgradient's step scale Eta 1.
+func algoOptions(algo Algo, d Decomposition) Options {
 	opts := DefaultOptions()
-	opts.Algo = algo
+	opts.Algo, opts.Slaves = algo, d
 	if algo == Subgradient {
 		opts.Eta = 1
 	}

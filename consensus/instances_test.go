@@ -148,8 +148,7 @@ func TestRealInstancesCoarseSlaves(t *testing.T) {
 		for _, algo := range []Algo{ADMM, Subgradient} {
 			for _, d := range []Decomposition{Chains, Trees} {
 				t.Run(fmt.Sprintf("%s/%s/%s", o.file, algo, d), func(t *testing.T) {
-					opts := algoOptions(algo)
-					opts.Slaves = d
+					opts := algoOptions(algo, d)
 					opts.MaxIter = 300
 					opts.TimeLimit = 500 * time.Millisecond
 					opts.Threads = 2
@@ -185,7 +184,7 @@ func TestPedigreeFeasiblePrimal(t *testing.T) {
 		for _, algo := range []Algo{ADMM, Subgradient} {
 			var first []int
 			for _, threads := range []int{1, 2} {
-				opts := algoOptions(algo)
+				opts := algoOptions(algo, PerFactor)
 				opts.MaxIter, opts.Threads = 30, threads
 				res, err := Solve(context.Background(), m, ev, opts, nil)
 				if err != nil {

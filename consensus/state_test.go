@@ -71,7 +71,7 @@ func TestStateResumeContinues(t *testing.T) {
 		for _, algo := range []Algo{ADMM, Subgradient} {
 			for _, workers := range []int{1, 3} {
 				t.Run(fmt.Sprintf("%s/%s/%d", c.name, algo, workers), func(t *testing.T) {
-					opts := algoOptions(algo)
+					opts := algoOptions(algo, PerFactor)
 					opts.MaxIter, opts.AdaptEta = 120, algo == ADMM
 					red, err := model.Reduce(c.m, nil)
 					if err != nil {
@@ -158,7 +158,7 @@ func TestRegroupContinues(t *testing.T) {
 	for _, algo := range []Algo{ADMM, Subgradient} {
 		for _, c := range []struct{ from, to int }{{3, 2}, {3, 1}, {1, 3}, {2, 5}} {
 			t.Run(fmt.Sprintf("%s/%d-to-%d", algo, c.from, c.to), func(t *testing.T) {
-				opts := algoOptions(algo)
+				opts := algoOptions(algo, PerFactor)
 				opts.MaxIter = 150
 				want, states := runSaving(t, red.Model, plan, opts, c.from)
 				st := states[len(states)/2]

@@ -18,8 +18,7 @@ func TestWorkersMatchSingleProcess(t *testing.T) {
 		for _, algo := range []Algo{ADMM, Subgradient} {
 			for _, d := range []Decomposition{PerFactor, Chains} {
 				t.Run(fmt.Sprintf("%s/%s/%s", c.name, algo, d), func(t *testing.T) {
-					opts := algoOptions(algo)
-					opts.Slaves = d
+					opts := algoOptions(algo, d)
 					opts.MaxIter = 150
 					red, err := model.Reduce(c.m, nil)
 					if err != nil {
