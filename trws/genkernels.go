@@ -257,15 +257,27 @@ func forward(p func(string, ...any), k int) {
 	p("\tif fuse {\n\t\tsv := th[best]\n\t\tfor _, e := range in {\n")
 	p("\t\t\tsv += %s[%d*x[g.eu[e]]+best]\n\t\t}\n\t\tscore += sv\n\t}\n", tableOf(k, "tab[e]"), k)
 	endWeight(p, k, "out")
+	sendAll(p, k, true, "i, mo := range out", "data[mo:]", tableOf(k, "outT[i]"), "bound, score")
+}
+
+// sendAll writes the end of a dense step: the loop (for clause over) of its
+// sends, each along the message at msg with table t, by sendColsK (cols)
+// or sendRowsK for the sizes with an SSE2 step, else by denseSend; then
+// the return of ret.
+func sendAll(p func(string, ...any), k int, cols bool, over, msg, t, ret string) {
 	if isSIMD(k) {
+		dir := "Rows"
+		if cols {
+			dir = "Cols"
+		}
 		p("\thv := [%d]float64{%s}\n", k, list(k, v("h")))
-		p("\tfor i, mo := range out {\n\t\tbound -= sendCols%d((*[%d]float64)(data[mo:]), %s, &hv, gm)\n\t}\n", k, k, tableOf(k, "outT[i]"))
-		p("\treturn bound, score\n}\n\n")
-		return
+		p("\tfor %s {\n\t\tbound -= send%s%d((*[%d]float64)(%s), %s, &hv, gm)\n\t}\n", over, dir, k, k, msg, t)
+	} else {
+		p("\tfor %s {\n\t\tm := (*[%d]float64)(%s)\n\t\tt := %s\n", over, k, msg, t)
+		denseSend(p, k, cols)
+		p("\t}\n")
 	}
-	p("\tfor i, mo := range out {\n\t\tm := (*[%d]float64)(data[mo:])\n\t\tt := %s\n", k, tableOf(k, "outT[i]"))
-	denseSend(p, k, true)
-	p("\t}\n\treturn bound, score\n}\n\n")
+	p("\treturn %s\n}\n\n", ret)
 }
 
 // denseSend writes the send step along a dense edge, message m and table
@@ -318,15 +330,7 @@ func backward(p func(string, ...any), k int) {
 	p("func (g *graph) backward%d(s int, bound float64) float64 {\n", k)
 	p("\tdata, tab := g.data, g.tab\n")
 	hatBackward(p, k)
-	if isSIMD(k) {
-		p("\thv := [%d]float64{%s}\n", k, list(k, v("h")))
-		p("\tfor _, e := range in {\n\t\tbound -= sendRows%d((*[%d]float64)(data[g.moff[e]:]), %s, &hv, gm)\n\t}\n", k, k, tableOf(k, "tab[e]"))
-		p("\treturn bound\n}\n\n")
-		return
-	}
-	p("\tfor _, e := range in {\n\t\tm := (*[%d]float64)(data[g.moff[e]:])\n\t\tt := %s\n", k, tableOf(k, "tab[e]"))
-	denseSend(p, k, false)
-	p("\t}\n\treturn bound\n}\n\n")
+	sendAll(p, k, false, "_, e := range in", "data[g.moff[e]:]", tableOf(k, "tab[e]"), "bound")
 }
 
 // argmaxLabel writes the labelling of the unrolled steps: best, the first
