@@ -242,16 +242,8 @@ func endWeight(p func(string, ...any), k int, dir string) {
 }
 
 func forward(p func(string, ...any), k int) {
-	p("// forward%d is forwardPart's step for node s when kern[s] == %d.\n", k, k)
-	p("func (g *graph) forward%d(s int, x []int, fuse bool, bound, score float64) (float64, float64) {\n", k)
-	p("\tdata, tab := g.data, g.tab\n")
-	hatFromOut(p, k, true)
-	p("\t%s := %s\n", list(k, v("l")), list(k, v("h")))
-	openInLoop(p, k)
-	p("\t\tr := (*[%d]float64)(%s[%d*x[g.eu[e]]:])\n", k, tableOf(k, "tab[e]"), k)
-	for i := range k {
-		p("\t\tl%d += r[%d]\n", i, i)
-	}
+	forwardStart(p, k, "forward", fmt.Sprint(k), "data, tab := g.data, g.tab", true)
+	addRow(p, k, "x[g.eu[e]]")
 	p("\t}\n")
 	argmaxLabel(p, k)
 	p("\tif fuse {\n\t\tsv := th[best]\n\t\tfor _, e := range in {\n")
@@ -301,6 +293,30 @@ func denseSend(p func(string, ...any), k int, cols bool) {
 		}
 	}
 	normalise(p, k)
+}
+
+// forwardStart writes the start of forwardPart's step name+K for the nodes
+// with kern[s] == kern: its head, the locals vars, hat_s from theta and
+// the later nodes' messages (hatFromOut), the labels' scores l = hat_s,
+// and the opening of the loop over the edges from earlier nodes
+// (openInLoop).
+func forwardStart(p func(string, ...any), k int, name, kern, vars string, dense bool) {
+	p("// %s%d is forwardPart's step for node s when kern[s] == %s.\n", name, k, kern)
+	p("func (g *graph) %s%d(s int, x []int, fuse bool, bound, score float64) (float64, float64) {\n", name, k)
+	p("\t%s\n", vars)
+	hatFromOut(p, k, dense)
+	p("\t%s := %s\n", list(k, v("l")), list(k, v("h")))
+	openInLoop(p, k)
+}
+
+// addRow writes, in the loop over the edges from earlier nodes, the
+// addition to the labels' scores l of the row of edge e's table at the
+// earlier node's label xu (an expression).
+func addRow(p func(string, ...any), k int, xu string) {
+	p("\t\tr := (*[%d]float64)(%s[%d*%s:])\n", k, tableOf(k, "tab[e]"), k, xu)
+	for i := range k {
+		p("\t\tl%d += r[%d]\n", i, i)
+	}
 }
 
 // openInLoop writes the start of the loop over the edges from earlier
@@ -354,12 +370,7 @@ func argmaxLabel(p func(string, ...any), k int) {
 // (kern[s] == kernMix+K): per edge the general code's Potts terms (lab[x_u]
 // += pw, the score pw [x_u == best], pottsSendK) or the dense ones.
 func forwardMix(p func(string, ...any), k int) {
-	p("// forwardMix%d is forwardPart's step for node s when kern[s] == kernMix+%d.\n", k, k)
-	p("func (g *graph) forwardMix%d(s int, x []int, fuse bool, bound, score float64) (float64, float64) {\n", k)
-	p("\tdata, tab, toff, pw := g.data, g.tab, g.toff, g.pw\n")
-	hatFromOut(p, k, false)
-	p("\t%s := %s\n", list(k, v("l")), list(k, v("h")))
-	openInLoop(p, k)
+	forwardStart(p, k, "forwardMix", fmt.Sprintf("kernMix+%d", k), "data, tab, toff, pw := g.data, g.tab, g.toff, g.pw", false)
 	p("\t\txu := x[g.eu[e]]\n")
 	// lab[x_u] += pw without a branch on x_u: the other labels get +0,
 	// which changes at most the sign of a zero, and labels are only
@@ -369,10 +380,7 @@ func forwardMix(p func(string, ...any), k int) {
 		p("\t\t\tl%d += lw[%d]\n", i, i)
 	}
 	p("\t\t\tcontinue\n\t\t}\n")
-	p("\t\tr := (*[%d]float64)(%s[%d*xu:])\n", k, tableOf(k, "tab[e]"), k)
-	for i := range k {
-		p("\t\tl%d += r[%d]\n", i, i)
-	}
+	addRow(p, k, "xu")
 	p("\t}\n")
 	argmaxLabel(p, k)
 	p("\tif fuse {\n\t\tsv := th[best]\n\t\tfor _, e := range in {\n\t\t\txu := x[g.eu[e]]\n")
