@@ -623,17 +623,23 @@ func (c *lpc) agrees(cy, n int, card func(int) int) bool {
 		if ok {
 			return true
 		}
-		k := 0
-		for ; k < n; k++ {
-			if x[k]++; x[k] < card(k) {
-				break
-			}
-			x[k] = 0
-		}
-		if k == n {
+		if !nextLabelling(&x, n, card) {
 			return false
 		}
 	}
+}
+
+// nextLabelling advances x[:n] to the next labelling of a cycle's n nodes
+// (node k has card(k) states, node 0 changes fastest) and reports false,
+// x all zeros again, after the last one.
+func nextLabelling(x *[4]int, n int, card func(int) int) bool {
+	for k := 0; k < n; k++ {
+		if x[k]++; x[k] < card(k) {
+			return true
+		}
+		x[k] = 0
+	}
+	return false
 }
 
 // consRow returns the LP row of the consistency constraint of cycle node k
@@ -824,15 +830,7 @@ func (c *lpc) separate(x []float64, n int, card func(int) int) bool {
 				best[pos] = cand{q, vio}
 			}
 		}
-		// Next labelling.
-		k := 0
-		for ; k < n; k++ {
-			if lab[k]++; lab[k] < card(k) {
-				break
-			}
-			lab[k] = 0
-		}
-		if k == n {
+		if !nextLabelling(&lab, n, card) {
 			break
 		}
 	}
