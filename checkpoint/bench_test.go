@@ -33,54 +33,54 @@ func benchStores() []struct {
 	}
 }
 
+// benchEachStore runs bench as a sub-benchmark on each store and size,
+// with a fresh store and random data of that size.
+func benchEachStore(b *testing.B, bench func(b *testing.B, s Store, size int, data []byte)) {
+	for _, st := range benchStores() {
+		for _, size := range benchSizes() {
+			b.Run(fmt.Sprintf("%s/%dMiB", st.name, size>>20), func(b *testing.B) {
+				bench(b, st.open(b), size, randomBytes(uint64(size), size))
+			})
+		}
+	}
+}
+
 // BenchmarkPut stores a new object of each size per iteration (hashing
 // the data is not timed).
 func BenchmarkPut(b *testing.B) {
 	ctx := context.Background()
-	for _, st := range benchStores() {
-		for _, size := range benchSizes() {
-			b.Run(fmt.Sprintf("%s/%dMiB", st.name, size>>20), func(b *testing.B) {
-				s := st.open(b)
-				data := randomBytes(uint64(size), size)
-				b.SetBytes(int64(size))
-				for i := 0; b.Loop(); i++ {
-					b.StopTimer()
-					binary.LittleEndian.PutUint64(data, uint64(i)) // a new object each time
-					name := objectName(data)
-					b.StartTimer()
-					if err := s.Put(ctx, name, data); err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
+	benchEachStore(b, func(b *testing.B, s Store, size int, data []byte) {
+		b.SetBytes(int64(size))
+		for i := 0; b.Loop(); i++ {
+			b.StopTimer()
+			binary.LittleEndian.PutUint64(data, uint64(i)) // a new object each time
+			name := objectName(data)
+			b.StartTimer()
+			if err := s.Put(ctx, name, data); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
+	})
 }
 
 // BenchmarkGet reads one stored object of each size per iteration
 // (a Dir reads it from the page cache).
 func BenchmarkGet(b *testing.B) {
 	ctx := context.Background()
-	for _, st := range benchStores() {
-		for _, size := range benchSizes() {
-			b.Run(fmt.Sprintf("%s/%dMiB", st.name, size>>20), func(b *testing.B) {
-				s := st.open(b)
-				data := randomBytes(uint64(size), size)
-				name := objectName(data)
-				if err := s.Put(ctx, name, data); err != nil {
-					b.Fatal(err)
-				}
-				b.SetBytes(int64(size))
-				for b.Loop() {
-					got, err := s.Get(ctx, name)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if len(got) != size {
-						b.Fatalf("got %d bytes, want %d", len(got), size)
-					}
-				}
-			})
+	benchEachStore(b, func(b *testing.B, s Store, size int, data []byte) {
+		name := objectName(data)
+		if err := s.Put(ctx, name, data); err != nil {
+			b.Fatal(err)
 		}
-	}
+		b.SetBytes(int64(size))
+		for b.Loop() {
+			got, err := s.Get(ctx, name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(got) != size {
+				b.Fatalf("got %d bytes, want %d", len(got), size)
+			}
+		}
+	})
 }

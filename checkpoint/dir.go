@@ -62,11 +62,8 @@ func (d *Dir) Path() string { return d.path }
 // Put implements Store. An existing object of the right size is left
 // alone; one of another size (damaged) is replaced.
 func (d *Dir) Put(ctx context.Context, name string, data []byte) error {
-	if err := checkName(name); err != nil {
+	if err := checkOp(ctx, "put", name); err != nil {
 		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("put %s: %w", name, err)
 	}
 	if fi, err := os.Stat(filepath.Join(d.objects, name)); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(len(data)) {
 		return nil
@@ -79,11 +76,8 @@ func (d *Dir) Put(ctx context.Context, name string, data []byte) error {
 
 // Get implements Store.
 func (d *Dir) Get(ctx context.Context, name string) ([]byte, error) {
-	if err := checkName(name); err != nil {
+	if err := checkOp(ctx, "get", name); err != nil {
 		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("get %s: %w", name, err)
 	}
 	b, err := os.ReadFile(filepath.Join(d.objects, name))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -98,11 +92,8 @@ func (d *Dir) Get(ctx context.Context, name string) ([]byte, error) {
 // Delete implements Store. The removal is not fsynced: an object that
 // comes back after a crash is only garbage for the next Prune.
 func (d *Dir) Delete(ctx context.Context, name string) error {
-	if err := checkName(name); err != nil {
+	if err := checkOp(ctx, "delete", name); err != nil {
 		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("delete %s: %w", name, err)
 	}
 	if err := os.Remove(filepath.Join(d.objects, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("delete %s: %w", name, err)

@@ -22,11 +22,8 @@ func NewMem() *Mem {
 
 // Put implements Store.
 func (s *Mem) Put(ctx context.Context, name string, data []byte) error {
-	if err := checkName(name); err != nil {
+	if err := checkOp(ctx, "put", name); err != nil {
 		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("put %s: %w", name, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -38,11 +35,8 @@ func (s *Mem) Put(ctx context.Context, name string, data []byte) error {
 
 // Get implements Store.
 func (s *Mem) Get(ctx context.Context, name string) ([]byte, error) {
-	if err := checkName(name); err != nil {
+	if err := checkOp(ctx, "get", name); err != nil {
 		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("get %s: %w", name, err)
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -55,11 +49,8 @@ func (s *Mem) Get(ctx context.Context, name string) ([]byte, error) {
 
 // Delete implements Store.
 func (s *Mem) Delete(ctx context.Context, name string) error {
-	if err := checkName(name); err != nil {
+	if err := checkOp(ctx, "delete", name); err != nil {
 		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("delete %s: %w", name, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

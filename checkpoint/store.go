@@ -37,6 +37,18 @@ var ErrCorrupt = errors.New("checkpoint object corrupt")
 
 // checkName rejects a name that is not a sha256 hex digest, which also
 // keeps names safe as file names and subject tokens.
+// checkOp checks, before operation op on object name, the name and that
+// ctx is not done.
+func checkOp(ctx context.Context, op, name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s %s: %w", op, name, err)
+	}
+	return nil
+}
+
 func checkName(name string) error {
 	if !validObject(name) {
 		return fmt.Errorf("checkpoint object %q: not a lower-case sha256 hex digest", name)

@@ -27,6 +27,95 @@ func relClose(a, b, tol float64) bool {
 	return math.Abs(a-b) <= tol*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
 }
 
+// namedModel is a test model with its name (the subtest's).
+type namedModel struct {
+	name string
+	m    *model.Model
+}
+
+// smallMixed returns the small Potts, Ising and logic models on which the
+// distributed runs (workers, shards) are compared with one process.
+func smallMixed() []namedModel {
+	return []namedModel{
+		{"potts", generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 4, Rho: 1, Seed: 3})},
+		{"ising", generate.Ising(generate.GridOptions{Height: 10, Width: 10, Rho: 0.5, Seed: 2})},
+		{"logic", generate.Logic(generate.LogicOptions{Vars: 40, Factors: 30, Couplings: 40, MaxArity: 5, Rho: 1, Seed: 4})},
+	}
+}
+
+// algoOptions returns the default options for algo and decomposition d,
+// with DD-subgradient's step scale Eta 1.
+func algoOptions(algo Algo, d Decomposition) Options {
+	opts := DefaultOptions()
+	opts.Algo, opts.Slaves = algo, d
+	if algo == Subgradient {
+		opts.Eta = 1
+	}
+	return opts
+}
+
+// gridCase is a grid generator (generate.Potts or generate.Ising) with its
+// options but the seed.
+type gridCase struct {
+	gen func(generate.GridOptions) *model.Model
+	o   generate.GridOptions
+}
+
+// seededGrids returns, for each seed 1..seeds, the model of every case
+// with that seed.
+func seededGrids(seeds int64, cases ...gridCase) []*model.Model {
+	var models []*model.Model
+	for seed := int64(1); seed <= seeds; seed++ {
+		for _, c := range cases {
+			o := c.o
+			o.Seed = seed
+			models = append(models, c.gen(o))
+		}
+	}
+	return models
+}
+
+// checkReachesLP runs DD-ADMM to convergence (no gap test, residuals below
+// 1e-8, at most 20000 iterations) on every model with every decomposition
+// and checks that its dual is the local-polytope LP optimum computed by
+// simplex (relative 1e-4); more, when not nil, checks the result further.
+func checkReachesLP(t *testing.T, models []*model.Model, decomps []Decomposition, more func(i int, d Decomposition, m *model.Model, res solver.Result)) {
+	t.Helper()
+	for i, m := range models {
+		lp, err := oracle.LocalPolytopeLP(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range decomps {
+			opts := DefaultOptions()
+			opts.Slaves = d
+			opts.MaxIter = 20000
+			opts.ResidualTol = 1e-8
+			opts.Tol = 0
+			res := solve(t, m, opts)
+			if !relClose(res.Dual, lp, 1e-4) {
+				t.Errorf("model %d (%s), %s: dual %.9g, LP optimum %.9g (%s after %d iterations)", i, m.Factors[0].Kind, d, res.Dual, lp, res.Status, res.Iterations)
+			}
+			if more != nil {
+				more(i, d, m, res)
+			}
+		}
+	}
+}
+
+// tinyRun returns the brute-force MAP of a tiny model m and the result of
+// DD-ADMM on it (default options, at most 300 iterations).
+func tinyRun(t *testing.T, m *model.Model) (float64, solver.Result) {
+	t.Helper()
+	best, _, err := oracle.BruteForceMAP(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := DefaultOptions()
+	opts.MaxIter = 300
+	return best, solve(t, m, opts)
+}
+
 // Prop. 1.4 of the paper: the dual is an upper bound at every iterate; a
 // result reported optimal is the MAP; the primal is the score of the
 // reported assignment.
@@ -39,13 +128,7 @@ func TestTinyModelsAgainstBruteForce(t *testing.T) {
 	optimal := 0
 	for it := 0; it < n; it++ {
 		m := oracle.RandomTinyModel(rng, oracle.TinyOptions{})
-		best, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts := DefaultOptions()
-		opts.MaxIter = 300
-		res := solve(t, m, opts)
+		best, res := tinyRun(t, m)
 		if math.IsInf(best, -1) {
 			if res.Assignment != nil {
 				t.Fatalf("model %d: infeasible model but assignment %v reported", it, res.Assignment)
@@ -80,19 +163,15 @@ func TestTinyModelsAgainstBruteForce(t *testing.T) {
 // the LP relaxation optimum (here from gonum's simplex).
 func TestConvergedMatchesLocalPolytopeLP(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	type tc struct {
-		name string
-		m    *model.Model
-	}
-	var cases []tc
+	var cases []namedModel
 	for k := 0; k < 12; k++ {
-		cases = append(cases, tc{"tiny", oracle.RandomTinyModel(rng, oracle.TinyOptions{})})
+		cases = append(cases, namedModel{"tiny", oracle.RandomTinyModel(rng, oracle.TinyOptions{})})
 	}
 	for seed := int64(1); seed <= 4; seed++ {
 		m := generate.Potts(generate.GridOptions{Height: 3, Width: 3, Labels: 3, Rho: 2, Seed: seed})
-		cases = append(cases, tc{"potts3x3", m})
+		cases = append(cases, namedModel{"potts3x3", m})
 		m = generate.Ising(generate.GridOptions{Height: 3, Width: 4, Labels: 2, Rho: 3, Seed: seed})
-		cases = append(cases, tc{"ising3x4", m})
+		cases = append(cases, namedModel{"ising3x4", m})
 	}
 	for i, c := range cases {
 		lp, err := oracle.LocalPolytopeLP(c.m)

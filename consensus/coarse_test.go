@@ -6,7 +6,6 @@ import (
 
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/oracle"
-	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
 )
 
@@ -15,29 +14,10 @@ import (
 // marginal polytope, which the local polytope describes exactly on a tree):
 // DD-ADMM must converge to the same LP optimum, computed by gonum's simplex.
 func TestCoarseSlavesReachTheSameLP(t *testing.T) {
-	var models []*model.Model
-	for seed := int64(1); seed <= 3; seed++ {
-		models = append(models,
-			generate.Potts(generate.GridOptions{Height: 3, Width: 3, Labels: 3, Rho: 2, Seed: seed}),
-			generate.Ising(generate.GridOptions{Height: 3, Width: 4, Rho: 3, Seed: seed}))
-	}
-	for i, m := range models {
-		lp, err := oracle.LocalPolytopeLP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range []Decomposition{Chains, Trees} {
-			opts := DefaultOptions()
-			opts.Slaves = d
-			opts.MaxIter = 20000
-			opts.ResidualTol = 1e-8
-			opts.Tol = 0
-			res := solve(t, m, opts)
-			if !relClose(res.Dual, lp, 1e-4) {
-				t.Errorf("model %d, %s: dual %.9g, LP optimum %.9g (%s after %d iterations)", i, d, res.Dual, lp, res.Status, res.Iterations)
-			}
-		}
-	}
+	models := seededGrids(3,
+		gridCase{generate.Potts, generate.GridOptions{Height: 3, Width: 3, Labels: 3, Rho: 2}},
+		gridCase{generate.Ising, generate.GridOptions{Height: 3, Width: 4, Rho: 3}})
+	checkReachesLP(t, models, []Decomposition{Chains, Trees}, nil)
 }
 
 // DD-subgradient with chain slaves on a model whose chains cover it with a

@@ -16,6 +16,7 @@ import (
 	"github.com/ddrun/ddrun/internal/instances"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/uai"
+	"github.com/ddrun/ddrun/solver"
 )
 
 type knownOptimum struct {
@@ -46,6 +47,40 @@ func readOptima(t *testing.T) []knownOptimum {
 	return out
 }
 
+// readInstance reads the UAI model at path and its evidence, when there is
+// a .evid file beside it.
+func readInstance(t *testing.T, path string) (*model.Model, model.Evidence) {
+	t.Helper()
+	m, err := uai.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev model.Evidence
+	if _, err := os.Stat(path + ".evid"); err == nil {
+		if ev, err = uai.ReadEvidenceFile(path+".evid", m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m, ev
+}
+
+// checkBestKnown checks a run on instance o: its dual bounds the best known
+// score, its primal is its assignment's score and, when o is proven
+// optimal, not above it.
+func checkBestKnown(t *testing.T, o knownOptimum, m *model.Model, res solver.Result) {
+	t.Helper()
+	tol := 1e-6 * math.Max(1, math.Abs(o.bestKnown))
+	if res.Dual < o.bestKnown-tol {
+		t.Errorf("dual %.9f below the best known score %.9f", res.Dual, o.bestKnown)
+	}
+	if res.Assignment != nil && m.Score(res.Assignment) != res.Primal {
+		t.Errorf("primal %.12g, assignment scores %.12g", res.Primal, m.Score(res.Assignment))
+	}
+	if o.proven && res.Primal > o.bestKnown+tol {
+		t.Errorf("primal %.9f above the proven optimum %.9f", res.Primal, o.bestKnown)
+	}
+}
+
 // lpTight lists the proven instances whose local-polytope relaxation is
 // tight (DD-ADMM's dual reaches the optimum), where the solver must find the
 // optimum itself.
@@ -71,17 +106,7 @@ func TestRealInstances(t *testing.T) {
 	}
 	for _, o := range optima {
 		t.Run(o.file, func(t *testing.T) {
-			path := filepath.Join(instances.Require(t), o.file)
-			m, err := uai.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ev model.Evidence
-			if _, err := os.Stat(path + ".evid"); err == nil {
-				if ev, err = uai.ReadEvidenceFile(path+".evid", m); err != nil {
-					t.Fatal(err)
-				}
-			}
+			m, ev := readInstance(t, filepath.Join(instances.Require(t), o.file))
 			opts := DefaultOptions()
 			opts.MaxIter = 3000
 			opts.TimeLimit = limit
@@ -90,21 +115,12 @@ func TestRealInstances(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tol := 1e-6 * math.Max(1, math.Abs(o.bestKnown))
-			if res.Dual < o.bestKnown-tol {
-				t.Errorf("dual %.9f below the best known score %.9f", res.Dual, o.bestKnown)
-			}
+			checkBestKnown(t, o, m, res)
 			if res.Assignment != nil {
-				if got := m.Score(res.Assignment); got != res.Primal {
-					t.Errorf("primal %.12g, assignment scores %.12g", res.Primal, got)
-				}
 				for v, s := range ev {
 					if res.Assignment[v] != s {
 						t.Errorf("variable %d: state %d against evidence %d", v, res.Assignment[v], s)
 					}
-				}
-				if res.Primal > o.bestKnown+tol && o.proven {
-					t.Errorf("primal %.9f above the proven optimum %.9f", res.Primal, o.bestKnown)
 				}
 			}
 			if lpTight[o.file] && (res.Assignment == nil || math.Abs(res.Primal-o.bestKnown) > 1e-4*math.Max(1, math.Abs(o.bestKnown))) {
@@ -121,11 +137,7 @@ func TestRealInstances(t *testing.T) {
 func TestRealInstancesCoarseSlaves(t *testing.T) {
 	optima := readOptima(t)
 	for _, o := range optima {
-		path := filepath.Join(instances.Require(t), o.file)
-		m, err := uai.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m, ev := readInstance(t, filepath.Join(instances.Require(t), o.file))
 		pairwise := true
 		for a := range m.Factors {
 			pairwise = pairwise && len(m.Factors[a].Vars) <= 2
@@ -133,20 +145,10 @@ func TestRealInstancesCoarseSlaves(t *testing.T) {
 		if !pairwise {
 			continue
 		}
-		var ev model.Evidence
-		if _, err := os.Stat(path + ".evid"); err == nil {
-			if ev, err = uai.ReadEvidenceFile(path+".evid", m); err != nil {
-				t.Fatal(err)
-			}
-		}
 		for _, algo := range []Algo{ADMM, Subgradient} {
 			for _, d := range []Decomposition{Chains, Trees} {
 				t.Run(fmt.Sprintf("%s/%s/%s", o.file, algo, d), func(t *testing.T) {
-					opts := DefaultOptions()
-					opts.Algo, opts.Slaves = algo, d
-					if algo == Subgradient {
-						opts.Eta = 1
-					}
+					opts := algoOptions(algo, d)
 					opts.MaxIter = 300
 					opts.TimeLimit = 500 * time.Millisecond
 					opts.Threads = 2
@@ -154,16 +156,7 @@ func TestRealInstancesCoarseSlaves(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					tol := 1e-6 * math.Max(1, math.Abs(o.bestKnown))
-					if res.Dual < o.bestKnown-tol {
-						t.Errorf("dual %.9f below the best known score %.9f", res.Dual, o.bestKnown)
-					}
-					if res.Assignment != nil && m.Score(res.Assignment) != res.Primal {
-						t.Errorf("primal %.12g is not the assignment's score", res.Primal)
-					}
-					if o.proven && res.Primal > o.bestKnown+tol {
-						t.Errorf("primal %.9f above the proven optimum %.9f", res.Primal, o.bestKnown)
-					}
+					checkBestKnown(t, o, m, res)
 					t.Logf("%s after %d iterations: dual %.6f primal %.6f best known %.6f", res.Status, res.Iterations, res.Dual, res.Primal, o.bestKnown)
 				})
 			}
@@ -191,11 +184,8 @@ func TestPedigreeFeasiblePrimal(t *testing.T) {
 		for _, algo := range []Algo{ADMM, Subgradient} {
 			var first []int
 			for _, threads := range []int{1, 2} {
-				opts := DefaultOptions()
-				opts.Algo, opts.MaxIter, opts.Threads = algo, 30, threads
-				if algo == Subgradient {
-					opts.Eta = 1
-				}
+				opts := algoOptions(algo, PerFactor)
+				opts.MaxIter, opts.Threads = 30, threads
 				res, err := Solve(context.Background(), m, ev, opts, nil)
 				if err != nil {
 					t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
@@ -90,10 +91,7 @@ func negativePottsModel(rng *rand.Rand) *model.Model {
 	for i := range cards {
 		cards[i] = 2 + rng.IntN(2)
 	}
-	m := model.New(cards)
-	for k := range m.Unary {
-		m.Unary[k] = rng.NormFloat64()
-	}
+	m := generate.GaussianUnaries(rng, cards)
 	m.Constant = rng.NormFloat64()
 	for range 1 + rng.IntN(2*n) {
 		i, j := rng.IntN(n), rng.IntN(n)

@@ -379,50 +379,16 @@ func (s *master) adaptEta(primalRes, dualRes float64) {
 }
 
 // run is the main loop; replicaEntries is the total number of replica
-// entries over all workers (for the residuals' normalisation).
+// entries over all workers (for the residuals' normalisation). Each
+// iteration steps the workers (Alg. 1 for DD-subgradient, Alg. 2 for
+// DD-ADMM), checks the decoded primal now and then, saves a checkpoint
+// when due, reports progress and applies the stopping tests; a last polish
+// follows.
 func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing, progress func(solver.Progress)) (solver.Result, error) {
-	m := s.m
-	start := time.Now()
-	res := solver.Result{Status: solver.IterationLimit, Dual: math.Inf(1), Primal: math.Inf(-1)}
-	s.setFloor()
-	bestX := make([]int, len(s.x))
-	var search *localSearch
-	if s.shards == nil {
-		search = newLocalSearch(m, s.pool)
+	l, first, err := s.startLoop(cp, progress)
+	if err != nil {
+		return l.res, err
 	}
-	changedSinceCheck := false
-	first := 1
-	if cp != nil && cp.Resume != nil {
-		st := cp.Resume
-		if err := s.restore(st); err != nil {
-			return res, err
-		}
-		first = st.Iter + 1
-		start = start.Add(-st.Elapsed)
-		res.Dual, res.Primal, res.Iterations = st.BestDual, st.BestPrimal, st.Iter
-		if st.BestX != nil {
-			copy(bestX, st.BestX)
-			res.Assignment = bestX
-		}
-		changedSinceCheck = st.Pending
-		if s.shards != nil && st.BestX != nil {
-			copy(s.shards.best, st.BestX)
-		}
-	}
-	lastSave := time.Now()
-	consider := func(x []int) {
-		if sc := search.score(x); sc > res.Primal {
-			res.Primal = sc
-			s.bestPrimal = sc
-			copy(bestX, x)
-			res.Assignment = bestX
-		}
-	}
-	var lastReport time.Duration
-	// stopping is the status of a run that met its stopping test while
-	// its decoded assignment had changed since the last check: it runs
-	// one more iteration, which checks the primal, and stops with it.
-	var stopping solver.Status
 	for t := first; ; t++ {
 		// The primal is checked on iteration 1 and every icmEvery
 		// iterations, when the decoded assignment changed since the last
@@ -430,86 +396,39 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 		// iteration (the iteration limit's, or the one after another
 		// stopping test) is checked too when its assignment changed, so
 		// that the run never ends without scoring its last decoding.
-		gather := t == 1 || stopping != "" || t >= s.opts.MaxIter || (t%icmEvery == 0 && changedSinceCheck)
-		save := cp.due(t, time.Since(lastSave))
+		gather := t == 1 || l.stopping != "" || t >= s.opts.MaxIter || (t%icmEvery == 0 && l.changedSinceCheck)
+		save := cp.due(t, time.Since(l.lastSave))
 		// A sharded run's workers save their own states (EvalSave, below):
 		// its steps do not carry them.
 		r, err := s.iterate(ctx, gather && s.shards == nil, save && s.shards == nil)
 		if err != nil {
-			return res, err
+			return l.res, err
 		}
 		s.normalise(&r, replicaEntries)
-		changedSinceCheck = changedSinceCheck || r.changed
-		check := gather && (t == 1 || changedSinceCheck)
-		res.Iterations = t
-		res.Relaxed = r.relaxed
-		if r.dual < res.Dual {
-			res.Dual = r.dual
+		l.changedSinceCheck = l.changedSinceCheck || r.changed
+		l.res.Iterations = t
+		l.res.Relaxed = r.relaxed
+		if r.dual < l.res.Dual {
+			l.res.Dual = r.dual
 		}
-		if check && s.shards != nil {
-			changedSinceCheck = false
-			if err := s.shards.check(ctx, s, &res, false); err != nil {
-				return res, err
+		if gather && (t == 1 || l.changedSinceCheck) {
+			if err := l.checkPrimal(ctx); err != nil {
+				return l.res, err
 			}
-		} else if check {
-			changedSinceCheck = false
-			consider(s.x)
-			// Repair only while no feasible assignment is known (then
-			// s.x, just considered, is infeasible too).
-			search.improve(s.x, math.IsInf(res.Primal, -1))
-			consider(s.x)
 		}
-		res.Gap = res.Dual - res.Primal
-		if err := s.falseCertificate(&res); err != nil {
-			return res, err
+		l.res.Gap = l.res.Dual - l.res.Primal
+		if err := s.falseCertificate(&l.res); err != nil {
+			return l.res, err
 		}
-		elapsed := time.Since(start)
+		elapsed := time.Since(l.start)
 		if save {
-			st := s.state(&res, bestX, changedSinceCheck, elapsed)
-			if s.shards == nil {
-				for _, out := range s.outs {
-					st.Parts = append(st.Parts, *out.State)
-				}
-			} else if st.Refs, err = s.shards.save(ctx, t); err != nil {
-				return res, fmt.Errorf("checkpoint at iteration %d: %w", t, err)
+			if err := l.checkpoint(ctx, cp, t, elapsed); err != nil {
+				return l.res, err
 			}
-			// A sharded run's worker that could not save its part leaves no
-			// references: no state this time.
-			if complete := s.shards == nil || st.Refs != nil; complete {
-				if err := cp.Save(ctx, st); err != nil {
-					return res, fmt.Errorf("checkpoint at iteration %d: %w", t, err)
-				}
-			}
-			lastSave = time.Now()
 		}
-		if progress != nil && (t == 1 || elapsed-lastReport >= s.opts.ProgressEvery) {
-			lastReport = elapsed
-			eta := s.eta
-			if s.opts.Algo == Subgradient {
-				eta = s.prevStep
-			}
-			progress(solver.Progress{Iteration: t, Dual: res.Dual, Primal: res.Primal, Gap: res.Gap,
-				PrimalRes: r.primalRes, DualRes: r.dualRes, Eta: eta, Elapsed: elapsed,
-				Fields: solver.HasPrimalRes | solver.HasDualRes | solver.HasEta})
-		}
-		switch {
-		case math.IsInf(res.Dual, -1):
-			res.Status = solver.Infeasible
-		case solver.Closed(res.Dual, res.Primal, s.opts.Tol):
-			res.Status = solver.Optimal
-		case stopping != "":
-			res.Status = stopping
-		case t > 1 && r.primalRes < s.opts.ResidualTol && r.dualRes < s.opts.ResidualTol:
-			res.Status = solver.Converged
-		default:
-			st, stop := s.opts.Reached(ctx, t, elapsed)
-			if !stop {
-				if s.opts.AdaptEta && s.opts.Algo == ADMM {
-					s.adaptEta(r.primalRes, r.dualRes)
-				}
-				continue
-			}
-			res.Status = st
+		l.report(t, &r, elapsed)
+		if !l.stop(ctx, t, &r, elapsed) {
+			continue
 		}
 		// The decoded assignment changed since the last check (iterations
 		// that do not check do not gather it): one more iteration gathers
@@ -520,45 +439,205 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 		// with the primal of iteration 1's decoding, below the MAP that
 		// iterations 8 and 9 decoded). It never passes the iteration limit,
 		// whose iteration checks.
-		if stopping == "" && changedSinceCheck && (res.Status == solver.Converged || res.Status == solver.TimeLimit) && ctx.Err() == nil {
-			stopping = res.Status
+		if l.stopping == "" && l.changedSinceCheck && (l.res.Status == solver.Converged || l.res.Status == solver.TimeLimit) && ctx.Err() == nil {
+			l.stopping = l.res.Status
 			continue
 		}
 		break
 	}
-	if s.shards != nil && res.Status != solver.Optimal && res.Status != solver.Infeasible && !math.IsInf(res.Primal, -1) {
-		// The same polish on the workers' parts around the best boundary.
-		if err := s.shards.check(ctx, s, &res, true); err != nil {
-			return res, err
-		}
-		res.Gap = res.Dual - res.Primal
-		if err := s.falseCertificate(&res); err != nil {
-			return res, err
-		}
-		if solver.Closed(res.Dual, res.Primal, s.opts.Tol) {
-			res.Status = solver.Optimal
-		}
-	} else if res.Status != solver.Optimal && res.Status != solver.Infeasible && res.Assignment != nil && !s.opts.NoPolish {
-		// A last, longer local search from the best assignment found.
-		copy(s.x, bestX)
-		search.polish(s.x)
-		consider(s.x)
-		res.Gap = res.Dual - res.Primal
-		if err := s.falseCertificate(&res); err != nil {
-			return res, err
-		}
-		if solver.Closed(res.Dual, res.Primal, s.opts.Tol) {
-			res.Status = solver.Optimal
-		}
+	if err := l.polish(ctx); err != nil {
+		return l.res, err
 	}
-	if math.IsInf(res.Primal, -1) {
-		res.Assignment = nil
+	if math.IsInf(l.res.Primal, -1) {
+		l.res.Assignment = nil
 	}
 	if s.shards == nil {
-		res.Mu = s.gatherMu()
+		l.res.Mu = s.gatherMu()
 	}
-	res.Elapsed = time.Since(start)
-	return res, nil
+	l.res.Elapsed = time.Since(l.start)
+	return l.res, nil
+}
+
+// runLoop is the state of master.run between iterations: the result so far,
+// the best assignment and the bookkeeping of checks, saves and reports.
+type runLoop struct {
+	s        *master
+	res      solver.Result
+	bestX    []int
+	search   *localSearch // nil in a sharded run (its workers search)
+	progress func(solver.Progress)
+	start    time.Time
+	lastSave time.Time
+	// lastReport is the elapsed time of the last progress report.
+	lastReport        time.Duration
+	changedSinceCheck bool
+	// stopping is the status of a run that met its stopping test while
+	// its decoded assignment had changed since the last check: it runs
+	// one more iteration, which checks the primal, and stops with it.
+	stopping solver.Status
+}
+
+// startLoop sets up run's state, restored from cp.Resume when there is one,
+// and returns it with the first iteration to run.
+func (s *master) startLoop(cp *Checkpointing, progress func(solver.Progress)) (*runLoop, int, error) {
+	l := &runLoop{s: s, progress: progress, start: time.Now(),
+		res:   solver.Result{Status: solver.IterationLimit, Dual: math.Inf(1), Primal: math.Inf(-1)},
+		bestX: make([]int, len(s.x))}
+	s.setFloor()
+	if s.shards == nil {
+		l.search = newLocalSearch(s.m, s.pool)
+	}
+	first := 1
+	if cp != nil && cp.Resume != nil {
+		st := cp.Resume
+		if err := s.restore(st); err != nil {
+			return l, 0, err
+		}
+		first = st.Iter + 1
+		l.start = l.start.Add(-st.Elapsed)
+		l.res.Dual, l.res.Primal, l.res.Iterations = st.BestDual, st.BestPrimal, st.Iter
+		if st.BestX != nil {
+			copy(l.bestX, st.BestX)
+			l.res.Assignment = l.bestX
+		}
+		l.changedSinceCheck = st.Pending
+		if s.shards != nil && st.BestX != nil {
+			copy(s.shards.best, st.BestX)
+		}
+	}
+	l.lastSave = time.Now()
+	return l, first, nil
+}
+
+// consider keeps x as the best assignment when it scores above the best.
+func (l *runLoop) consider(x []int) {
+	if sc := l.search.score(x); sc > l.res.Primal {
+		l.res.Primal = sc
+		l.s.bestPrimal = sc
+		copy(l.bestX, x)
+		l.res.Assignment = l.bestX
+	}
+}
+
+// checkPrimal scores the decoded assignment gathered this iteration: on
+// the workers' parts in a sharded run, else here, with a local search that
+// repairs it while no feasible assignment is known.
+func (l *runLoop) checkPrimal(ctx context.Context) error {
+	s := l.s
+	l.changedSinceCheck = false
+	if s.shards != nil {
+		return s.shards.check(ctx, s, &l.res, false)
+	}
+	l.consider(s.x)
+	// Repair only while no feasible assignment is known (then s.x, just
+	// considered, is infeasible too).
+	l.search.improve(s.x, math.IsInf(l.res.Primal, -1))
+	l.consider(s.x)
+	return nil
+}
+
+// checkpoint saves the run's state after iteration t through cp: the
+// workers' parts carried by this iteration's steps, or, in a sharded run,
+// the references to the states its workers saved.
+func (l *runLoop) checkpoint(ctx context.Context, cp *Checkpointing, t int, elapsed time.Duration) error {
+	s := l.s
+	st := s.state(&l.res, l.bestX, l.changedSinceCheck, elapsed)
+	if s.shards == nil {
+		for _, out := range s.outs {
+			st.Parts = append(st.Parts, *out.State)
+		}
+	} else {
+		var err error
+		if st.Refs, err = s.shards.save(ctx, t); err != nil {
+			return fmt.Errorf("checkpoint at iteration %d: %w", t, err)
+		}
+	}
+	// A sharded run's worker that could not save its part leaves no
+	// references: no state this time.
+	if complete := s.shards == nil || st.Refs != nil; complete {
+		if err := cp.Save(ctx, st); err != nil {
+			return fmt.Errorf("checkpoint at iteration %d: %w", t, err)
+		}
+	}
+	l.lastSave = time.Now()
+	return nil
+}
+
+// report calls progress on iteration 1 and then every
+// Options.ProgressEvery.
+func (l *runLoop) report(t int, r *iterResult, elapsed time.Duration) {
+	s := l.s
+	if l.progress == nil || (t != 1 && elapsed-l.lastReport < s.opts.ProgressEvery) {
+		return
+	}
+	l.lastReport = elapsed
+	eta := s.eta
+	if s.opts.Algo == Subgradient {
+		eta = s.prevStep
+	}
+	l.progress(solver.Progress{Iteration: t, Dual: l.res.Dual, Primal: l.res.Primal, Gap: l.res.Gap,
+		PrimalRes: r.primalRes, DualRes: r.dualRes, Eta: eta, Elapsed: elapsed,
+		Fields: solver.HasPrimalRes | solver.HasDualRes | solver.HasEta})
+}
+
+// stop applies the stopping tests after iteration t and sets the status
+// when one is met; otherwise it adapts eta (AD3's residual balancing) and
+// returns false.
+func (l *runLoop) stop(ctx context.Context, t int, r *iterResult, elapsed time.Duration) bool {
+	s, res := l.s, &l.res
+	switch {
+	case math.IsInf(res.Dual, -1):
+		res.Status = solver.Infeasible
+	case solver.Closed(res.Dual, res.Primal, s.opts.Tol):
+		res.Status = solver.Optimal
+	case l.stopping != "":
+		res.Status = l.stopping
+	case t > 1 && r.primalRes < s.opts.ResidualTol && r.dualRes < s.opts.ResidualTol:
+		res.Status = solver.Converged
+	default:
+		st, stop := s.opts.Reached(ctx, t, elapsed)
+		if !stop {
+			if s.opts.AdaptEta && s.opts.Algo == ADMM {
+				s.adaptEta(r.primalRes, r.dualRes)
+			}
+			return false
+		}
+		res.Status = st
+	}
+	return true
+}
+
+// polish runs after the loop on a run that is neither optimal nor
+// infeasible and has an assignment: a last, longer local search from the
+// best assignment (on the workers' parts around the best boundary in a
+// sharded run), then the gap and status again.
+func (l *runLoop) polish(ctx context.Context) error {
+	s, res := l.s, &l.res
+	if res.Status == solver.Optimal || res.Status == solver.Infeasible {
+		return nil
+	}
+	switch {
+	case s.shards != nil && !math.IsInf(res.Primal, -1):
+		// The same polish on the workers' parts around the best boundary.
+		if err := s.shards.check(ctx, s, res, true); err != nil {
+			return err
+		}
+	case res.Assignment != nil && !s.opts.NoPolish:
+		// A last, longer local search from the best assignment found.
+		copy(s.x, l.bestX)
+		l.search.polish(s.x)
+		l.consider(s.x)
+	default:
+		return nil
+	}
+	res.Gap = res.Dual - res.Primal
+	if err := s.falseCertificate(res); err != nil {
+		return err
+	}
+	if solver.Closed(res.Dual, res.Primal, s.opts.Tol) {
+		res.Status = solver.Optimal
+	}
+	return nil
 }
 
 // gatherMu collects the consensus marginals from in-process workers and the

@@ -78,10 +78,7 @@ func randomAssignment(m *model.Model, seed uint64) []int {
 // and the score, must not depend on the number of threads, and it never
 // lowers the score.
 func TestLocalSearchSameForAnyThreads(t *testing.T) {
-	models := []struct {
-		name string
-		m    *model.Model
-	}{
+	models := []namedModel{
 		{"potts", generate.Potts(generate.GridOptions{Height: 70, Width: 70, Labels: 5, Rho: 1, Seed: 2})},
 		{"ising", generate.Ising(generate.GridOptions{Height: 50, Width: 60, Rho: 1, Seed: 3})},
 		{"logic", generate.Logic(generate.LogicOptions{Vars: 3000, Factors: 1500, Couplings: 3000, MaxArity: 6, Rho: 1, Seed: 4})},

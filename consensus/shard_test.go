@@ -6,7 +6,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/partition"
 )
@@ -112,14 +111,7 @@ func (sh *sharded) assignment(t *testing.T, n int, res ShardResult) []int {
 // assignment its parts put together, and with one worker (no boundary) it
 // is the very same search.
 func TestShardedRunMatchesSingleProcess(t *testing.T) {
-	cases := []struct {
-		name string
-		m    *model.Model
-	}{
-		{"potts", generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 4, Rho: 1, Seed: 3})},
-		{"ising", generate.Ising(generate.GridOptions{Height: 10, Width: 10, Rho: 0.5, Seed: 2})},
-		{"logic", generate.Logic(generate.LogicOptions{Vars: 40, Factors: 30, Couplings: 40, MaxArity: 5, Rho: 1, Seed: 4})},
-	}
+	cases := smallMixed()
 	for _, c := range cases {
 		for _, algo := range []Algo{ADMM, Subgradient} {
 			t.Run(fmt.Sprintf("%s/%s", c.name, algo), func(t *testing.T) {

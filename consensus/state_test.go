@@ -9,17 +9,61 @@ import (
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/partition"
+	"github.com/ddrun/ddrun/solver"
 )
 
 // A run resumed from a state taken after iteration k continues like the
 // run that took it: the coordinator's numeric step is deterministic, and a
 // restored worker differs only in its slaves' warm starts (MAP slaves have
 // none, so DD-subgradient continues bit for bit).
+// runSaving runs m in this process on the given number of workers, saving
+// a state every 7 iterations, and returns the result and the states (at
+// least two, or the test fails: the model would be too easy to test
+// anything).
+func runSaving(t *testing.T, m *model.Model, plan partition.Plan, opts Options, workers int) (solver.Result, []*State) {
+	t.Helper()
+	var states []*State
+	s, entries, done, err := newLocal(m, plan, opts, workers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := s.run(context.Background(), entries, &Checkpointing{Every: 7, Save: func(_ context.Context, st *State) error {
+		states = append(states, st)
+		return nil
+	}}, nil)
+	done()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(states) < 2 {
+		t.Fatalf("%d states in %d iterations: the model is too easy to test anything", len(states), want.Iterations)
+	}
+	return want, states
+}
+
+// resumeLocal runs m in this process on the given number of workers from
+// state st: the workers restore their parts, the coordinator resumes.
+func resumeLocal(t *testing.T, m *model.Model, plan partition.Plan, opts Options, workers int, st *State) solver.Result {
+	t.Helper()
+	s, entries, done, err := newLocal(m, plan, opts, workers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	for w, l := range s.links {
+		if err := l.(LocalLink).W.Restore(&st.Parts[w]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.run(context.Background(), entries, &Checkpointing{Resume: st}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 func TestStateResumeContinues(t *testing.T) {
-	cases := []struct {
-		name string
-		m    *model.Model
-	}{
+	cases := []namedModel{
 		{"potts", generate.Potts(generate.GridOptions{Height: 10, Width: 10, Labels: 3, Rho: 1, Seed: 5})},
 		{"logic", generate.Logic(generate.LogicOptions{Vars: 30, Factors: 20, Couplings: 30, MaxArity: 4, Rho: 1, Seed: 6})},
 	}
@@ -27,11 +71,8 @@ func TestStateResumeContinues(t *testing.T) {
 		for _, algo := range []Algo{ADMM, Subgradient} {
 			for _, workers := range []int{1, 3} {
 				t.Run(fmt.Sprintf("%s/%s/%d", c.name, algo, workers), func(t *testing.T) {
-					opts := DefaultOptions()
-					opts.Algo, opts.MaxIter, opts.AdaptEta = algo, 120, algo == ADMM
-					if algo == Subgradient {
-						opts.Eta = 1
-					}
+					opts := algoOptions(algo, PerFactor)
+					opts.MaxIter, opts.AdaptEta = 120, algo == ADMM
 					red, err := model.Reduce(c.m, nil)
 					if err != nil {
 						t.Fatal(err)
@@ -40,38 +81,9 @@ func TestStateResumeContinues(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					var states []*State
-					cp := &Checkpointing{Every: 7, Save: func(_ context.Context, st *State) error {
-						states = append(states, st)
-						return nil
-					}}
-					s, entries, done, err := newLocal(red.Model, plan, opts, workers)
-					if err != nil {
-						t.Fatal(err)
-					}
-					want, err := s.run(context.Background(), entries, cp, nil)
-					done()
-					if err != nil {
-						t.Fatal(err)
-					}
-					if len(states) < 2 {
-						t.Fatalf("%d states in %d iterations", len(states), want.Iterations)
-					}
+					want, states := runSaving(t, red.Model, plan, opts, workers)
 					st := states[len(states)/2]
-					s, entries, done, err = newLocal(red.Model, plan, opts, workers)
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer done()
-					for w, l := range s.links {
-						if err := l.(LocalLink).W.Restore(&st.Parts[w]); err != nil {
-							t.Fatal(err)
-						}
-					}
-					got, err := s.run(context.Background(), entries, &Checkpointing{Resume: st}, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
+					got := resumeLocal(t, red.Model, plan, opts, workers, st)
 					tol := 1e-6
 					if algo == Subgradient {
 						tol = 0
@@ -146,46 +158,15 @@ func TestRegroupContinues(t *testing.T) {
 	for _, algo := range []Algo{ADMM, Subgradient} {
 		for _, c := range []struct{ from, to int }{{3, 2}, {3, 1}, {1, 3}, {2, 5}} {
 			t.Run(fmt.Sprintf("%s/%d-to-%d", algo, c.from, c.to), func(t *testing.T) {
-				opts := DefaultOptions()
-				opts.Algo, opts.MaxIter = algo, 150
-				if algo == Subgradient {
-					opts.Eta = 1
-				}
-				var states []*State
-				s, entries, done, err := newLocal(red.Model, plan, opts, c.from)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := s.run(context.Background(), entries, &Checkpointing{Every: 7, Save: func(_ context.Context, st *State) error {
-					states = append(states, st)
-					return nil
-				}}, nil)
-				done()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(states) < 2 {
-					t.Fatalf("%d states in %d iterations: the model is too easy to test anything", len(states), want.Iterations)
-				}
+				opts := algoOptions(algo, PerFactor)
+				opts.MaxIter = 150
+				want, states := runSaving(t, red.Model, plan, opts, c.from)
 				st := states[len(states)/2]
 				moved, err := Regroup(red.Model, plan, st, contiguous(c.from), contiguous(c.to), c.to)
 				if err != nil {
 					t.Fatal(err)
 				}
-				s, entries, done, err = newLocal(red.Model, plan, opts, c.to)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer done()
-				for w, l := range s.links {
-					if err := l.(LocalLink).W.Restore(&moved.Parts[w]); err != nil {
-						t.Fatal(err)
-					}
-				}
-				got, err := s.run(context.Background(), entries, &Checkpointing{Resume: moved}, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
+				got := resumeLocal(t, red.Model, plan, opts, c.to, moved)
 				if got.Status != want.Status || !relClose(got.Dual, want.Dual, 1e-6) || !relClose(got.Primal, want.Primal, 1e-6) || abs(got.Iterations-want.Iterations) > 2 {
 					t.Errorf("regrouped at %d: %s after %d, dual %.12g primal %.12g; uninterrupted: %s after %d, dual %.12g primal %.12g",
 						st.Iter, got.Status, got.Iterations, got.Dual, got.Primal, want.Status, want.Iterations, want.Dual, want.Primal)

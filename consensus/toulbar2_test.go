@@ -8,7 +8,6 @@ import (
 
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/oracle"
-	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
 )
 
@@ -16,12 +15,9 @@ import (
 // polytope is often not tight): the dual is an upper bound, the primal a
 // lower bound, and both meet when the status says optimal.
 func TestAgainstToulbar2(t *testing.T) {
-	var models []*model.Model
-	for seed := int64(1); seed <= 4; seed++ {
-		models = append(models,
-			generate.Potts(generate.GridOptions{Height: 6, Width: 6, Labels: 3, Rho: 2, Seed: seed}),
-			generate.Ising(generate.GridOptions{Height: 8, Width: 8, Rho: 1.5, Seed: seed}))
-	}
+	models := seededGrids(4,
+		gridCase{generate.Potts, generate.GridOptions{Height: 6, Width: 6, Labels: 3, Rho: 2}},
+		gridCase{generate.Ising, generate.GridOptions{Height: 8, Width: 8, Rho: 1.5}})
 	for i, m := range models {
 		opt, err := oracle.Toulbar2Optimum(m, time.Minute)
 		if errors.Is(err, oracle.ErrNoToulbar2) {

@@ -8,6 +8,7 @@ import (
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/solver"
 )
 
 // DD-ADMM on small truncated linear and quadratic grids (couplings of both
@@ -15,32 +16,14 @@ import (
 // with factor slaves (the Trunc slave's distance-transform MAP and its
 // active-set QUAD) and with chain and tree slaves (their tables).
 func TestTruncatedGridsReachTheLP(t *testing.T) {
-	var models []*model.Model
-	for seed := int64(1); seed <= 2; seed++ {
-		models = append(models,
-			generate.Potts(generate.GridOptions{Height: 3, Width: 3, Labels: 4, Rho: 1.5, Seed: seed, Pair: generate.PairLinear, Trunc: 2}),
-			generate.Potts(generate.GridOptions{Height: 3, Width: 3, Labels: 4, Rho: 1, Seed: seed, Pair: generate.PairQuad, Trunc: 2.5}))
-	}
-	for i, m := range models {
-		lp, err := oracle.LocalPolytopeLP(m)
-		if err != nil {
-			t.Fatal(err)
+	models := seededGrids(2,
+		gridCase{generate.Potts, generate.GridOptions{Height: 3, Width: 3, Labels: 4, Rho: 1.5, Pair: generate.PairLinear, Trunc: 2}},
+		gridCase{generate.Potts, generate.GridOptions{Height: 3, Width: 3, Labels: 4, Rho: 1, Pair: generate.PairQuad, Trunc: 2.5}})
+	checkReachesLP(t, models, []Decomposition{PerFactor, Chains, Trees}, func(i int, d Decomposition, m *model.Model, res solver.Result) {
+		if s := m.Score(res.Assignment); res.Assignment != nil && s != res.Primal {
+			t.Errorf("model %d, %s: primal %v, assignment scores %v", i, d, res.Primal, s)
 		}
-		for _, d := range []Decomposition{PerFactor, Chains, Trees} {
-			opts := DefaultOptions()
-			opts.Slaves = d
-			opts.MaxIter = 20000
-			opts.ResidualTol = 1e-8
-			opts.Tol = 0
-			res := solve(t, m, opts)
-			if !relClose(res.Dual, lp, 1e-4) {
-				t.Errorf("model %d (%s), %s: dual %.9g, LP optimum %.9g (%s after %d iterations)", i, m.Factors[0].Kind, d, res.Dual, lp, res.Status, res.Iterations)
-			}
-			if s := m.Score(res.Assignment); res.Assignment != nil && s != res.Primal {
-				t.Errorf("model %d, %s: primal %v, assignment scores %v", i, d, res.Primal, s)
-			}
-		}
-	}
+	})
 }
 
 // On tiny models with truncated factors among the others, DD-ADMM's dual
@@ -50,13 +33,7 @@ func TestTruncatedTinyModels(t *testing.T) {
 	kinds := []model.Kind{model.Dense, model.Potts, model.TruncLinear, model.TruncQuad, model.XOR}
 	for it := 0; it < 40; it++ {
 		m := oracle.RandomTinyModel(rng, oracle.TinyOptions{Kinds: kinds, MaxCard: 5})
-		best, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts := DefaultOptions()
-		opts.MaxIter = 300
-		res := solve(t, m, opts)
+		best, res := tinyRun(t, m)
 		if res.Dual < best-1e-6*math.Max(1, math.Abs(best)) {
 			t.Fatalf("model %d: dual %v below the MAP %v", it, res.Dual, best)
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/model"
 )
 
@@ -14,24 +13,12 @@ import (
 // added, nothing else: the run takes the same iterations and reports the
 // same values up to rounding.
 func TestWorkersMatchSingleProcess(t *testing.T) {
-	type tc struct {
-		name string
-		m    *model.Model
-	}
-	cases := []tc{
-		{"potts", generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 4, Rho: 1, Seed: 3})},
-		{"ising", generate.Ising(generate.GridOptions{Height: 10, Width: 10, Rho: 0.5, Seed: 2})},
-		{"logic", generate.Logic(generate.LogicOptions{Vars: 40, Factors: 30, Couplings: 40, MaxArity: 5, Rho: 1, Seed: 4})},
-	}
+	cases := smallMixed()
 	for _, c := range cases {
 		for _, algo := range []Algo{ADMM, Subgradient} {
 			for _, d := range []Decomposition{PerFactor, Chains} {
 				t.Run(fmt.Sprintf("%s/%s/%s", c.name, algo, d), func(t *testing.T) {
-					opts := DefaultOptions()
-					opts.Algo, opts.Slaves = algo, d
-					if algo == Subgradient {
-						opts.Eta = 1
-					}
+					opts := algoOptions(algo, d)
 					opts.MaxIter = 150
 					red, err := model.Reduce(c.m, nil)
 					if err != nil {

@@ -123,64 +123,6 @@ func TestRandomTinyBounds(t *testing.T) {
 	}
 }
 
-// ring returns a frustrated cycle of n variables with `labels` states:
-// unaries from N(0,1) and on each edge w*(+1 diagonal, -1 off it), w from
-// N(0,1) with one sign flipped around the cycle at least.
-func ring(rng *rand.Rand, n, labels int) *model.Model {
-	cards := make([]int, n)
-	for i := range cards {
-		cards[i] = labels
-	}
-	m := model.New(cards)
-	for j := range m.Unary {
-		m.Unary[j] = rng.NormFloat64()
-	}
-	for i := range n {
-		w := math.Abs(rng.NormFloat64())
-		if i == 0 {
-			w = -w // frustration: the product of the signs is negative
-		}
-		tab := make([]float64, labels*labels)
-		for j := range tab {
-			if j/labels == j%labels {
-				tab[j] = w
-			} else {
-				tab[j] = -w
-			}
-		}
-		m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{i, (i + 1) % n}, Table: tab})
-	}
-	return m
-}
-
-// withSequence returns a model with a Sequence factor over a chain and a
-// few extra dense pairwise factors closing cycles over it.
-func withSequence(rng *rand.Rand) *model.Model {
-	cards := []int{3, 2, 3, 3, 2}
-	m := model.New(cards)
-	for j := range m.Unary {
-		m.Unary[j] = rng.NormFloat64()
-	}
-	seq := model.Factor{Kind: model.Sequence, Vars: []int{0, 1, 2, 3, 4}}
-	for k := range 4 {
-		for range cards[k] * cards[k+1] {
-			seq.Table = append(seq.Table, 2*rng.NormFloat64())
-		}
-	}
-	for range 13 {
-		seq.SetEmission(append(seq.EmissionScores(), rng.NormFloat64()))
-	}
-	m.Factors = append(m.Factors, seq)
-	for _, e := range [][2]int{{0, 2}, {0, 4}, {1, 3}} {
-		tab := make([]float64, cards[e[0]]*cards[e[1]])
-		for j := range tab {
-			tab[j] = 2 * rng.NormFloat64()
-		}
-		m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{e[0], e[1]}, Table: tab})
-	}
-	return m
-}
-
 // TestEpsDescentReachesLP checks that eps-descent ends at the optimum of
 // the local-polytope LP (oracle.LocalPolytopeLP, gonum's simplex) within
 // 1e-4 relative, dual and Relaxed both, on small models where plain convex

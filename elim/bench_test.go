@@ -4,6 +4,9 @@ import (
 	"context"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/model"
 )
 
 // BenchmarkExactGrid eliminates a 14x14 binary grid (induced width 14).
@@ -58,4 +61,9 @@ func BenchmarkSearch(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// grid is a side x side grid of random pairwise dense tables.
+func grid(rng *rand.Rand, side, card int) *model.Model {
+	return generate.DenseGrid(rng, side, side, card, 1)
 }

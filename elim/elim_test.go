@@ -210,36 +210,6 @@ func TestSearchTimeLimit(t *testing.T) {
 	}
 }
 
-// grid is a side x side grid of random pairwise dense tables.
-func grid(rng *rand.Rand, side, card int) *model.Model {
-	cards := make([]int, side*side)
-	for i := range cards {
-		cards[i] = card
-	}
-	m := model.New(cards)
-	for i := range m.Unary {
-		m.Unary[i] = rng.NormFloat64()
-	}
-	add := func(a, b int) {
-		tab := make([]float64, card*card)
-		for k := range tab {
-			tab[k] = rng.NormFloat64()
-		}
-		m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{a, b}, Table: tab})
-	}
-	for r := range side {
-		for c := range side {
-			if c+1 < side {
-				add(r*side+c, r*side+c+1)
-			}
-			if r+1 < side {
-				add(r*side+c, (r+1)*side+c)
-			}
-		}
-	}
-	return m
-}
-
 func itoa(i int) string {
 	const digits = "0123456789"
 	if i < 10 {

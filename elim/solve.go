@@ -1,6 +1,7 @@
 package elim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -255,9 +256,7 @@ func SolveStats(ctx context.Context, m *model.Model, ev model.Evidence, opts Opt
 		return stopped(ctx, deadline, start), st, nil
 	}
 	maxWork := opts.MaxWork
-	if maxWork == 0 {
-		maxWork = 4e8
-	}
+	maxWork = cmp.Or(maxWork, 4e8)
 	// With Search, exact elimination whose work is over MaxWork gives way
 	// to the search too: mini-buckets within MaxWork usually certify such
 	// a model sooner (CSP_11: 3.4e9 entries, 8.5 s, exactly; 2^14-entry
@@ -312,9 +311,7 @@ func searchMBE(ctx context.Context, m *model.Model, red *model.Reduced, opts Opt
 		return solver.Result{}, st, fmt.Errorf("elim: induced width above 2^%d entries: too wide for mini-buckets", maxSearchLog2)
 	}
 	maxWork := opts.MaxWork
-	if maxWork == 0 {
-		maxWork = 4e8
-	}
+	maxWork = cmp.Or(maxWork, 4e8)
 	var p *plan
 	if opts.IBound > 0 {
 		p = newPlan(red.Model, o.order, opts.IBound)

@@ -11,8 +11,9 @@
 //     construction.
 //
 // Every generator draws from math/rand/v2's PCG source seeded by the
-// options' Seed, in a documented order, so the same options give the same
-// model on every platform. Generators panic on options their Validate method
+// options' Seed (GaussianUnaries and DenseGrid, for tests that draw many
+// models from one source, from the caller's), in a documented order, so the
+// same options give the same model on every platform. Generators panic on options their Validate method
 // rejects; call it first when the options come from a user.
 //
 // The package only builds models. It must not know about solvers, file

@@ -96,36 +96,24 @@ func mlOptimum(t *testing.T, d *MLData, C, tol float64) (lo, hi float64) {
 		}
 		return v
 	}
-	type lab struct {
-		psi  []float64
-		loss float64
-	}
-	var all [][]lab
+	var all [][]labelling
 	for i := 0; i < d.Examples(); i++ {
 		truth := uint(0)
 		for _, y := range d.Positive(i) {
 			truth |= 1 << y
 		}
 		pt := phi(i, truth)
-		var labs []lab
+		var labs []labelling
 		for y := uint(0); y < 1<<L; y++ {
 			p := phi(i, y)
 			for k := range p {
 				p[k] = pt[k] - p[k]
 			}
-			labs = append(labs, lab{p, float64(bits.OnesCount(y ^ truth))})
+			labs = append(labs, labelling{p, float64(bits.OnesCount(y ^ truth))})
 		}
 		all = append(all, labs)
 	}
-	return referenceBCFW(t, len(all), dim, C, tol, 100000, func(w []float64, i int) (float64, []float64, float64) {
-		best, bi := math.Inf(-1), 0
-		for k, l := range all[i] {
-			if v := l.loss - dot(w, l.psi); v > best {
-				best, bi = v, k
-			}
-		}
-		return best, all[i][bi].psi, all[i][bi].loss
-	})
+	return referenceEnumerated(t, all, dim, C, tol, 100000)
 }
 
 func TestBCFWAndSSGReachTheOptimumML(t *testing.T) {

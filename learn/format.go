@@ -52,17 +52,22 @@ func headerOf(line string, lineNo int, want Kind, labels, features *int) error {
 	return nil
 }
 
+// kindNamed returns the Kind whose String is name, 0 when there is none.
+func kindNamed(name string) Kind {
+	for _, k := range []Kind{KindSequence, KindMultilabel} {
+		if k.String() == name {
+			return k
+		}
+	}
+	return 0
+}
+
 func header(line string, lineNo int) (kind Kind, labels, features int, ok bool, err error) {
 	f := strings.Fields(strings.TrimPrefix(line, "#"))
 	if len(f) < 2 || f[0] != "ddrun" {
 		return 0, 0, 0, false, nil
 	}
-	switch f[1] {
-	case "sequence":
-		kind = KindSequence
-	case "multilabel":
-		kind = KindMultilabel
-	default:
+	if kind = kindNamed(f[1]); kind == 0 {
 		return 0, 0, 0, false, fmt.Errorf("line %d: header: unknown kind %q (want sequence or multilabel)", lineNo, f[1])
 	}
 	labels, features, err = shape(f[2:], lineNo)
@@ -121,63 +126,105 @@ func scanner(r io.Reader) *bufio.Scanner {
 	return sc
 }
 
+// textReader is what both text formats track while reading: the line
+// number, the largest label and feature seen, the header's labels and
+// features, and the buffers of a row's features.
+type textReader struct {
+	lineNo, maxL, maxF int
+	hdrL, hdrF         int
+	idx                []int32
+	val                []float64
+}
+
+// read calls line with each line of r but comments, trimmed (blank lines
+// too); a "#" line is the header of kind.
+func (tr *textReader) read(r io.Reader, kind Kind, line func(string) error) error {
+	sc := scanner(r)
+	for sc.Scan() {
+		tr.lineNo++
+		l := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(l, "#") {
+			if err := headerOf(l, tr.lineNo, kind, &tr.hdrL, &tr.hdrF); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := line(l); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("line %d: %w", tr.lineNo+1, err)
+	}
+	return nil
+}
+
+// row parses fields (field number first onwards) as the features of a new
+// row of x, which must be finite.
+func (tr *textReader) row(x *Rows, fields []string, first int) error {
+	tr.idx, tr.val = tr.idx[:0], tr.val[:0]
+	var mf int
+	var err error
+	tr.idx, tr.val, mf, err = parseFeatures(fields, tr.lineNo, first, tr.idx, tr.val)
+	if err != nil {
+		return err
+	}
+	x.add(tr.idx, tr.val)
+	if err := lastRowFinite(x, tr.lineNo); err != nil {
+		return err
+	}
+	tr.maxF = max(tr.maxF, mf)
+	return nil
+}
+
+// shape checks the labels and features seen against the header and
+// returns the data's shape; more than maxLabels labels is too large.
+func (tr *textReader) shape(maxLabels int) (labels, features int, err error) {
+	if tr.hdrL > 0 && tr.maxL > tr.hdrL {
+		return 0, 0, fmt.Errorf("a label is %d but the header says labels=%d", tr.maxL-1, tr.hdrL)
+	}
+	if tr.hdrF > 0 && tr.maxF > tr.hdrF {
+		return 0, 0, fmt.Errorf("a feature is %d but the header says features=%d", tr.maxF, tr.hdrF)
+	}
+	labels, features = max(tr.maxL, tr.hdrL), max(tr.maxF, tr.hdrF)
+	if labels*features > maxShape || labels > maxLabels {
+		return 0, 0, fmt.Errorf("%d labels x %d features is too large", labels, features)
+	}
+	return labels, features, nil
+}
+
 // ReadSequences parses the CoNLL-style sequence format.
 func ReadSequences(r io.Reader) (*SeqData, error) {
 	d := &SeqData{Start: []int{0}}
 	d.X.init()
-	sc := scanner(r)
-	lineNo, maxL, maxF := 0, 0, 0
-	hdrL, hdrF := 0, 0
-	var idx []int32
-	var val []float64
-	for sc.Scan() {
-		lineNo++
-		line := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(line, "#") {
-			if err := headerOf(line, lineNo, KindSequence, &hdrL, &hdrF); err != nil {
-				return nil, err
-			}
-			continue
-		}
+	var tr textReader
+	err := tr.read(r, KindSequence, func(line string) error {
 		if line == "" {
 			if n := len(d.Y); n > d.Start[len(d.Start)-1] {
 				d.Start = append(d.Start, n)
 			}
-			continue
+			return nil
 		}
 		fields := strings.Fields(line)
 		y, err := strconv.Atoi(fields[0])
 		if err != nil || y < 0 || y >= maxShape {
-			return nil, fmt.Errorf("line %d: field 1 %q: label must be a non-negative integer", lineNo, fields[0])
+			return fmt.Errorf("line %d: field 1 %q: label must be a non-negative integer", tr.lineNo, fields[0])
 		}
-		idx, val = idx[:0], val[:0]
-		var mf int
-		idx, val, mf, err = parseFeatures(fields[1:], lineNo, 2, idx, val)
-		if err != nil {
-			return nil, err
-		}
-		d.X.add(idx, val)
-		if err := lastRowFinite(&d.X, lineNo); err != nil {
-			return nil, err
+		if err := tr.row(&d.X, fields[1:], 2); err != nil {
+			return err
 		}
 		d.Y = append(d.Y, int32(y))
-		maxL, maxF = max(maxL, y+1), max(maxF, mf)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("line %d: %w", lineNo+1, err)
+		tr.maxL = max(tr.maxL, y+1)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if n := len(d.Y); n > d.Start[len(d.Start)-1] {
 		d.Start = append(d.Start, n)
 	}
-	if hdrL > 0 && maxL > hdrL {
-		return nil, fmt.Errorf("a label is %d but the header says labels=%d", maxL-1, hdrL)
-	}
-	if hdrF > 0 && maxF > hdrF {
-		return nil, fmt.Errorf("a feature is %d but the header says features=%d", maxF, hdrF)
-	}
-	d.Labels, d.Features = max(maxL, hdrL), max(maxF, hdrF)
-	if d.Labels*d.Features > maxShape {
-		return nil, fmt.Errorf("%d labels x %d features is too large", d.Labels, d.Features)
+	if d.Labels, d.Features, err = tr.shape(math.MaxInt); err != nil {
+		return nil, err
 	}
 	return d, nil
 }
@@ -214,23 +261,10 @@ func writeFeatures(bw *bufio.Writer, x *Rows, r int) {
 func ReadMultilabel(r io.Reader) (*MLData, error) {
 	d := &MLData{YOff: []int{0}}
 	d.X.init()
-	sc := scanner(r)
-	lineNo, maxL, maxF := 0, 0, 0
-	hdrL, hdrF := 0, 0
-	var idx []int32
-	var val []float64
-	for sc.Scan() {
-		lineNo++
-		raw := sc.Text()
-		line := strings.TrimSpace(raw)
-		if strings.HasPrefix(line, "#") {
-			if err := headerOf(line, lineNo, KindMultilabel, &hdrL, &hdrF); err != nil {
-				return nil, err
-			}
-			continue
-		}
+	var tr textReader
+	err := tr.read(r, KindMultilabel, func(line string) error {
 		if line == "" {
-			continue
+			return nil
 		}
 		fields := strings.Fields(line)
 		first := 1
@@ -239,47 +273,29 @@ func ReadMultilabel(r io.Reader) (*MLData, error) {
 			for _, ls := range strings.Split(fields[0], ",") {
 				y, err := strconv.Atoi(ls)
 				if err != nil || y < 0 || y >= maxShape {
-					return nil, fmt.Errorf("line %d: field 1 %q: labels must be non-negative integers separated by commas", lineNo, fields[0])
+					return fmt.Errorf("line %d: field 1 %q: labels must be non-negative integers separated by commas", tr.lineNo, fields[0])
 				}
 				d.Y = append(d.Y, int32(y))
-				maxL = max(maxL, y+1)
+				tr.maxL = max(tr.maxL, y+1)
 			}
 			ys := d.Y[start:]
 			sortInt32(ys)
 			for k := 1; k < len(ys); k++ {
 				if ys[k] == ys[k-1] {
-					return nil, fmt.Errorf("line %d: field 1 %q: label %d repeated", lineNo, fields[0], ys[k])
+					return fmt.Errorf("line %d: field 1 %q: label %d repeated", tr.lineNo, fields[0], ys[k])
 				}
 			}
 			fields = fields[1:]
 			first = 2
 		}
 		d.YOff = append(d.YOff, len(d.Y))
-		idx, val = idx[:0], val[:0]
-		var mf int
-		var err error
-		idx, val, mf, err = parseFeatures(fields, lineNo, first, idx, val)
-		if err != nil {
-			return nil, err
-		}
-		d.X.add(idx, val)
-		if err := lastRowFinite(&d.X, lineNo); err != nil {
-			return nil, err
-		}
-		maxF = max(maxF, mf)
+		return tr.row(&d.X, fields, first)
+	})
+	if err != nil {
+		return nil, err
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("line %d: %w", lineNo+1, err)
-	}
-	if hdrL > 0 && maxL > hdrL {
-		return nil, fmt.Errorf("a label is %d but the header says labels=%d", maxL-1, hdrL)
-	}
-	if hdrF > 0 && maxF > hdrF {
-		return nil, fmt.Errorf("a feature is %d but the header says features=%d", maxF, hdrF)
-	}
-	d.Labels, d.Features = max(maxL, hdrL), max(maxF, hdrF)
-	if d.Labels*d.Features > maxShape || d.Labels > 1<<16 {
-		return nil, fmt.Errorf("%d labels x %d features is too large", d.Labels, d.Features)
+	if d.Labels, d.Features, err = tr.shape(1 << 16); err != nil {
+		return nil, err
 	}
 	return d, nil
 }
@@ -429,13 +445,8 @@ func readWeights(r io.Reader, maxEntries int) (*Weights, error) {
 			if f[0] != "ddrun-weights" || len(f) < 2 {
 				return nil, fmt.Errorf("line %d: want the header `ddrun-weights sequence|multilabel labels=L features=D`", lineNo)
 			}
-			var kind Kind
-			switch f[1] {
-			case "sequence":
-				kind = KindSequence
-			case "multilabel":
-				kind = KindMultilabel
-			default:
+			kind := kindNamed(f[1])
+			if kind == 0 {
 				return nil, fmt.Errorf("line %d: field 2 %q: want sequence or multilabel", lineNo, f[1])
 			}
 			L, D, err := shape(f[2:], lineNo)

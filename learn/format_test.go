@@ -2,6 +2,7 @@ package learn
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 )
@@ -64,6 +65,18 @@ func TestMultilabelRoundTrip(t *testing.T) {
 	}
 }
 
+// checkParseErrors checks that read (named name) fails on each case's input
+// with a one-line error that contains the case's want.
+func checkParseErrors(t *testing.T, name string, cases []struct{ in, want string }, read func(io.Reader) error) {
+	t.Helper()
+	for _, c := range cases {
+		err := read(strings.NewReader(c.in))
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s(%q) = %v, want a one-line error with %q", name, c.in, err, c.want)
+		}
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	seq := []struct{ in, want string }{
 		{"x 1:1\n", "line 1: field 1"},
@@ -74,24 +87,20 @@ func TestParseErrors(t *testing.T) {
 		{"# ddrun multilabel labels=2\n", "want sequence"},
 		{"# ddrun sequence labels=x\n", "line 1: header field"},
 	}
-	for _, c := range seq {
-		_, err := ReadSequences(strings.NewReader(c.in))
-		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("ReadSequences(%q) = %v, want a one-line error with %q", c.in, err, c.want)
-		}
-	}
+	checkParseErrors(t, "ReadSequences", seq, func(r io.Reader) error {
+		_, err := ReadSequences(r)
+		return err
+	})
 	ml := []struct{ in, want string }{
 		{"0,x 1:1\n", "line 1: field 1"},
 		{"1,1 1:1\n", "repeated"},
 		{"0 1:1\n1 5:inf\n", "line 2: field 2"},
 		{"0 -1:1\n", "line 1: field 2"},
 	}
-	for _, c := range ml {
-		_, err := ReadMultilabel(strings.NewReader(c.in))
-		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("ReadMultilabel(%q) = %v, want a one-line error with %q", c.in, err, c.want)
-		}
-	}
+	checkParseErrors(t, "ReadMultilabel", ml, func(r io.Reader) error {
+		_, err := ReadMultilabel(r)
+		return err
+	})
 	wt := []struct{ in, want string }{
 		{"", "empty"},
 		{"weights\n", "line 1"},
@@ -102,12 +111,10 @@ func TestParseErrors(t *testing.T) {
 		{"ddrun-weights sequence labels=0 features=2\n", "line 1: labels=0"},
 		{"ddrun-weights sequence labels=100000 features=100000\n", "line 1"},
 	}
-	for _, c := range wt {
-		_, err := ReadWeights(strings.NewReader(c.in))
-		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("ReadWeights(%q) = %v, want a one-line error with %q", c.in, err, c.want)
-		}
-	}
+	checkParseErrors(t, "ReadWeights", wt, func(r io.Reader) error {
+		_, err := ReadWeights(r)
+		return err
+	})
 }
 
 func FuzzReadSequences(f *testing.F) {
@@ -115,43 +122,39 @@ func FuzzReadSequences(f *testing.F) {
 	f.Add("0 1:1\n\n\n1\n")
 	f.Add("0 1:1e308 1:1e308\n")
 	f.Fuzz(func(t *testing.T, s string) {
-		d, err := ReadSequences(strings.NewReader(s))
-		if err != nil {
-			return
-		}
-		var b bytes.Buffer
-		if err := WriteSequences(&b, d); err != nil {
-			t.Fatal(err)
-		}
-		d2, err := ReadSequences(&b)
-		if err != nil {
-			t.Fatalf("re-read: %v", err)
-		}
-		if len(d2.Y) != len(d.Y) || d2.Sentences() != d.Sentences() {
-			t.Fatalf("round trip changed the data")
-		}
+		roundTrip(t, s, ReadSequences, WriteSequences, func(d, d2 *SeqData) bool {
+			return len(d2.Y) == len(d.Y) && d2.Sentences() == d.Sentences()
+		})
 	})
+}
+
+// roundTrip reads s and, when it reads, writes it and reads it back, which
+// must succeed and give data that same accepts.
+func roundTrip[T any](t *testing.T, s string, read func(io.Reader) (T, error), write func(io.Writer, T) error, same func(a, b T) bool) {
+	d, err := read(strings.NewReader(s))
+	if err != nil {
+		return
+	}
+	var b bytes.Buffer
+	if err := write(&b, d); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := read(&b)
+	if err != nil {
+		t.Fatalf("re-read: %v", err)
+	}
+	if !same(d, d2) {
+		t.Fatalf("round trip changed the data")
+	}
 }
 
 func FuzzReadMultilabel(f *testing.F) {
 	f.Add("# ddrun multilabel labels=3 features=4\n0,2 1:1 2:0.5\n 3:1\n1 4:1\n")
 	f.Add("1:1\n0,1,2\n")
 	f.Fuzz(func(t *testing.T, s string) {
-		d, err := ReadMultilabel(strings.NewReader(s))
-		if err != nil {
-			return
-		}
-		var b bytes.Buffer
-		if err := WriteMultilabel(&b, d); err != nil {
-			t.Fatal(err)
-		}
-		d2, err := ReadMultilabel(&b)
-		if err != nil {
-			t.Fatalf("re-read: %v", err)
-		}
-		if len(d2.Y) != len(d.Y) || d2.Examples() != d.Examples() {
-			t.Fatalf("round trip changed the data")
-		}
+		roundTrip(t, s, ReadMultilabel, WriteMultilabel, func(d, d2 *MLData) bool {
+			return len(d2.Y) == len(d.Y) && d2.Examples() == d.Examples()
+		})
 	})
 }
 
@@ -159,17 +162,7 @@ func FuzzReadWeights(f *testing.F) {
 	f.Add("ddrun-weights sequence labels=2 features=3\ne 1 0 1.5\nt 0 1 -2\n")
 	f.Add("ddrun-weights multilabel labels=3 features=2\n# c\ne 2 2 1\np 0 2 0.5\n")
 	f.Fuzz(func(t *testing.T, s string) {
-		w, err := readWeights(strings.NewReader(s), 1<<16)
-		if err != nil {
-			return
-		}
-		var b bytes.Buffer
-		if err := WriteWeights(&b, w); err != nil {
-			t.Fatal(err)
-		}
-		w2, err := readWeights(&b, 1<<16)
-		if err != nil || w2.SqNorm() != w.SqNorm() {
-			t.Fatalf("round trip: %v", err)
-		}
+		read := func(r io.Reader) (*Weights, error) { return readWeights(r, 1<<16) }
+		roundTrip(t, s, read, WriteWeights, func(w, w2 *Weights) bool { return w2.SqNorm() == w.SqNorm() })
 	})
 }

@@ -53,28 +53,22 @@ func GDMM(ctx context.Context, d *Data, o Options) (*Weights, Result, error) {
 	st := stopper{start: time.Now(), o: &o}
 	res := Result{Algo: "gdmm", Objective: ObjectiveExact, Primal: math.Inf(1), Dual: math.Inf(-1), Gap: math.Inf(1), PrimalExact: true}
 	var best *Weights
-	for it := 1; ; it++ {
-		g.pass()
-		res.Iterations = it
-		last := st.done(ctx, it, res)
-		if o.EvalEvery <= 1 || it%o.EvalEvery == 0 || last {
-			dual, wmu := g.dual()
-			for _, w := range []*Weights{g.w, wmu} {
-				p, _, err := Primal(ctx, w, d, o.C, o.Threads)
-				if err != nil && ctx.Err() == nil {
-					return nil, res, err
-				}
-				if err == nil && p < res.Primal {
-					res.Primal, best = p, w.copyInto(best)
-				}
+	err := st.loop(ctx, &res, g.pass, func() (float64, error) {
+		dual, wmu := g.dual()
+		for _, w := range []*Weights{g.w, wmu} {
+			p, _, err := Primal(ctx, w, d, o.C, o.Threads)
+			if err != nil && ctx.Err() == nil {
+				return 0, err
 			}
-			last = st.evaluated(ctx, it, &res, dual) || last
+			if err == nil && p < res.Primal {
+				res.Primal, best = p, w.copyInto(best)
+			}
 		}
-		if last {
-			break
-		}
+		return dual, nil
+	})
+	if err != nil {
+		return nil, res, err
 	}
-	res.Seconds = st.elapsed()
 	return best, res, nil
 }
 

@@ -69,42 +69,36 @@ func trainGDMMML(ctx context.Context, d *MLData, o Options) (*Weights, Result, e
 	res := Result{Algo: "gdmm", Objective: ObjectiveLP, Primal: math.Inf(1), Dual: math.Inf(-1), Gap: math.Inf(1), PrimalExact: true}
 	var best *Weights
 	supp := make([][]int32, d.Examples())
-	for it := 1; ; it++ {
-		g.pass()
-		res.Iterations = it
-		last := st.done(ctx, it, res)
-		if o.EvalEvery <= 1 || it%o.EvalEvery == 0 || last {
-			dual, wmu := g.dual()
-			for k, w := range []*Weights{g.w, wmu} {
-				var sp [][]int32
-				if k == 0 {
-					sp = supp
-				}
-				p, err := PrimalLP(ctx, w, d, o.C, o.Threads, sp, maxSuppLabels)
-				if err != nil {
-					if ctx.Err() == nil {
-						return nil, res, err
-					}
-					continue
-				}
-				if k == 0 {
-					g.prune()
-					g.activateSupport(supp)
-				}
-				if p < res.Primal {
-					res.Primal, best = p, w.copyInto(best)
-				}
+	err := st.loop(ctx, &res, g.pass, func() (float64, error) {
+		dual, wmu := g.dual()
+		for k, w := range []*Weights{g.w, wmu} {
+			var sp [][]int32
+			if k == 0 {
+				sp = supp
 			}
-			last = st.evaluated(ctx, it, &res, dual) || last
+			p, err := PrimalLP(ctx, w, d, o.C, o.Threads, sp, maxSuppLabels)
+			if err != nil {
+				if ctx.Err() == nil {
+					return 0, err
+				}
+				continue
+			}
+			if k == 0 {
+				g.prune()
+				g.activateSupport(supp)
+			}
+			if p < res.Primal {
+				res.Primal, best = p, w.copyInto(best)
+			}
 		}
-		if last {
-			break
-		}
+		return dual, nil
+	})
+	if err != nil {
+		return nil, res, err
 	}
 	if best == nil {
 		best = g.w.Clone()
 	}
-	res.Seconds = st.elapsed()
 	return best, res, nil
 }
 

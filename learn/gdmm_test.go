@@ -2,7 +2,6 @@ package learn
 
 import (
 	"context"
-	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -18,10 +17,6 @@ import (
 // this dual) is below tol. It returns the bracket [dual, primal].
 func ssvmOptimum(t *testing.T, d *SeqData, C, tol float64) (lo, hi float64) {
 	L, D := d.Labels, d.Features
-	type lab struct {
-		phi  []float64 // emission then transition features
-		loss float64
-	}
 	dim := L*D + L*L
 	phi := func(s int, y []int) []float64 {
 		v := make([]float64, dim)
@@ -37,7 +32,7 @@ func ssvmOptimum(t *testing.T, d *SeqData, C, tol float64) (lo, hi float64) {
 		}
 		return v
 	}
-	var all [][]lab
+	var all [][]labelling // psi: emission then transition features
 	for s := 0; s < d.Sentences(); s++ {
 		n := d.Start[s+1] - d.Start[s]
 		truth := make([]int, n)
@@ -45,7 +40,7 @@ func ssvmOptimum(t *testing.T, d *SeqData, C, tol float64) (lo, hi float64) {
 			truth[k] = int(d.Y[d.Start[s]+k])
 		}
 		pt := phi(s, truth)
-		var labs []lab
+		var labs []labelling
 		y := make([]int, n)
 		for {
 			p := phi(s, y)
@@ -58,29 +53,14 @@ func ssvmOptimum(t *testing.T, d *SeqData, C, tol float64) (lo, hi float64) {
 			for i := range p {
 				p[i] = pt[i] - p[i]
 			}
-			labs = append(labs, lab{p, loss})
-			k := 0
-			for k < n && y[k] == L-1 {
-				y[k] = 0
-				k++
-			}
-			if k == n {
+			labs = append(labs, labelling{p, loss})
+			if !nextTuple(y, L) {
 				break
 			}
-			y[k]++
 		}
 		all = append(all, labs)
 	}
-	return referenceBCFW(t, len(all), dim, C, tol, 200000, func(w []float64, i int) (float64, []float64, float64) {
-		// Oracle: max_y loss - <w, psi>.
-		best, bi := math.Inf(-1), 0
-		for k, l := range all[i] {
-			if v := l.loss - dot(w, l.phi); v > best {
-				best, bi = v, k
-			}
-		}
-		return best, all[i][bi].phi, all[i][bi].loss
-	})
+	return referenceEnumerated(t, all, dim, C, tol, 200000)
 }
 
 func TestGDMMReachesTheOptimum(t *testing.T) {
@@ -93,18 +73,7 @@ func TestGDMMReachesTheOptimum(t *testing.T) {
 		lo, hi := ssvmOptimum(t, tr, C, 1e-4)
 		for _, sub := range []bool{false, true} {
 			var primals []float64
-			o := Options{C: C, MaxIter: 400, Sublinear: sub, SampleParts: 2, Progress: func(r Result) {
-				if r.Dual > r.Primal+1e-9 {
-					t.Errorf("seed %d: dual %v above primal %v", seed, r.Dual, r.Primal)
-				}
-				if r.Dual > hi+1e-6 {
-					t.Errorf("seed %d: dual %v above the optimum %v", seed, r.Dual, hi)
-				}
-				if r.Primal < lo-1e-6 {
-					t.Errorf("seed %d: primal %v below the optimum %v", seed, r.Primal, lo)
-				}
-				primals = append(primals, r.Primal)
-			}}
+			o := Options{C: C, MaxIter: 400, Sublinear: sub, SampleParts: 2, Progress: bracketed(t, seed, lo, hi, &primals)}
 			_, res, err := GDMM(context.Background(), &Data{Seq: tr}, o)
 			if err != nil {
 				t.Fatal(err)

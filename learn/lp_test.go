@@ -20,28 +20,10 @@ func bruteLP(s, pair []float64, L int) float64 {
 		for l := range mu {
 			mu[l] = float64(idx[l]) / 2
 		}
-		v := 0.0
-		for a := 0; a < L; a++ {
-			v += s[a] * mu[a]
-			for b := a + 1; b < L; b++ {
-				p := pair[a*L+b]
-				if p > 0 {
-					v += p * min(mu[a], mu[b])
-				} else {
-					v += p * max(0, mu[a]+mu[b]-1)
-				}
-			}
-		}
-		best = max(best, v)
-		k := 0
-		for k < L && idx[k] == 2 {
-			idx[k] = 0
-			k++
-		}
-		if k == L {
+		best = max(best, lpValueAt(s, pair, mu, L))
+		if !nextTuple(idx, 3) {
 			return best
 		}
-		idx[k]++
 	}
 }
 

@@ -151,19 +151,10 @@ func (h *seqChains) hinge(w *Weights, d *SeqData, s int) float64 {
 		h.w, h.chains = w, map[int]*slaves.Chain{}
 	}
 	L := w.Labels
-	t0, t1 := d.Start[s], d.Start[s+1]
-	n := t1 - t0
+	n := d.Start[s+1] - d.Start[s]
 	c := h.chains[n]
 	if c == nil {
-		cards := make([]int, n)
-		trans := make([][]float64, max(n-1, 0))
-		for i := range cards {
-			cards[i] = L
-		}
-		for i := range trans {
-			trans[i] = w.Trans
-		}
-		c = slaves.NewChain(cards, nil, trans)
+		c = labelChain(n, w)
 		h.chains[n] = c
 	}
 	theta := SeqEmissions(w, d, s, true, &h.sc)
@@ -171,6 +162,15 @@ func (h *seqChains) hinge(w *Weights, d *SeqData, s int) float64 {
 		h.y = make([]int, n)
 	}
 	best := c.MAP(theta[:n*L], h.y[:n])
+	return hingeOf(best, w, d, s, theta)
+}
+
+// hingeOf returns the structured hinge max(best - score(truth), 0) of
+// sentence s, best the loss-augmented maximum and theta its loss-augmented
+// emissions (L per token); NaN when a true label is out of range.
+func hingeOf(best float64, w *Weights, d *SeqData, s int, theta []float64) float64 {
+	L := w.Labels
+	t0, t1 := d.Start[s], d.Start[s+1]
 	truth := 0.0
 	for t := t0; t < t1; t++ {
 		y := int(d.Y[t])
@@ -183,6 +183,21 @@ func (h *seqChains) hinge(w *Weights, d *SeqData, s int) float64 {
 		}
 	}
 	return max(best-truth, 0)
+}
+
+// labelChain returns the chain slave of a sentence of n tokens under w:
+// L labels per token, w.Trans between consecutive tokens, no emissions
+// (they come with each MAP call).
+func labelChain(n int, w *Weights) *slaves.Chain {
+	cards := make([]int, n)
+	trans := make([][]float64, max(n-1, 0))
+	for i := range cards {
+		cards[i] = w.Labels
+	}
+	for i := range trans {
+		trans[i] = w.Trans
+	}
+	return slaves.NewChain(cards, nil, trans)
 }
 
 // SeqOracleLabels returns the loss-augmented maximiser left by SeqHinge.

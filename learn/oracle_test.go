@@ -36,15 +36,9 @@ func bruteSeqHinge(w *Weights, d *SeqData, s int) float64 {
 	best := math.Inf(-1)
 	for {
 		best = max(best, score(y, true))
-		k := 0
-		for k < n && y[k] == L-1 {
-			y[k] = 0
-			k++
-		}
-		if k == n {
+		if !nextTuple(y, L) {
 			break
 		}
-		y[k]++
 	}
 	return best - score(truth, false)
 }

@@ -1,6 +1,7 @@
 package learn
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -20,21 +21,11 @@ type SeqGenOptions struct {
 }
 
 func (o *SeqGenOptions) defaults() error {
-	if o.Features == 0 {
-		o.Features = max(100, 4*o.Labels)
-	}
-	if o.MinLen == 0 {
-		o.MinLen = 5
-	}
-	if o.MaxLen == 0 {
-		o.MaxLen = max(20, o.MinLen)
-	}
-	if o.LabelFeatures == 0 {
-		o.LabelFeatures = 4
-	}
-	if o.TokenFeatures == 0 {
-		o.TokenFeatures = 3
-	}
+	o.Features = cmp.Or(o.Features, max(100, 4*o.Labels))
+	o.MinLen = cmp.Or(o.MinLen, 5)
+	o.MaxLen = cmp.Or(o.MaxLen, max(20, o.MinLen))
+	o.LabelFeatures = cmp.Or(o.LabelFeatures, 4)
+	o.TokenFeatures = cmp.Or(o.TokenFeatures, 3)
 	switch {
 	case o.Labels < 2 || o.Labels > 1<<14:
 		return fmt.Errorf("labels %d: want 2..%d", o.Labels, 1<<14)
@@ -157,18 +148,10 @@ func GenMultilabel(o MLGenOptions) (train, test *MLData, planted *Weights, err e
 	if o.Emission == 0 && o.Interaction == 0 && o.Noise == 0 {
 		o.Emission, o.Interaction, o.Noise = 2, 1, 0.1
 	}
-	if o.Features == 0 {
-		o.Features = max(100, 4*o.Labels)
-	}
-	if o.LabelFeatures == 0 {
-		o.LabelFeatures = 4
-	}
-	if o.ExampleFeatures == 0 {
-		o.ExampleFeatures = 3
-	}
-	if o.MeanLabels == 0 {
-		o.MeanLabels = 3
-	}
+	o.Features = cmp.Or(o.Features, max(100, 4*o.Labels))
+	o.LabelFeatures = cmp.Or(o.LabelFeatures, 4)
+	o.ExampleFeatures = cmp.Or(o.ExampleFeatures, 3)
+	o.MeanLabels = cmp.Or(o.MeanLabels, 3)
 	switch {
 	case o.Labels < 2 || o.Labels > 1<<14:
 		err = fmt.Errorf("labels %d: want 2..%d", o.Labels, 1<<14)

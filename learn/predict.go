@@ -94,7 +94,6 @@ func Predict(ctx context.Context, w *Weights, d *Data, threads int) (Accuracy, e
 // predictSeq decodes sentences lo..hi with slaves.Chain and counts the
 // tokens labelled right.
 func predictSeq(w *Weights, d *SeqData, lo, hi int) int {
-	L := w.Labels
 	chains := map[int]*slaves.Chain{}
 	var sc SeqScratch
 	var y []int
@@ -103,15 +102,7 @@ func predictSeq(w *Weights, d *SeqData, lo, hi int) int {
 		n := d.Start[s+1] - d.Start[s]
 		c := chains[n]
 		if c == nil {
-			cards := make([]int, n)
-			trans := make([][]float64, max(n-1, 0))
-			for i := range cards {
-				cards[i] = L
-			}
-			for i := range trans {
-				trans[i] = w.Trans
-			}
-			c = slaves.NewChain(cards, nil, trans)
+			c = labelChain(n, w)
 			chains[n] = c
 		}
 		theta := SeqEmissions(w, d, s, false, &sc)

@@ -129,21 +129,8 @@ func (v *sparseViterbi) viterbi(theta []float64, n int, y []int32) float64 {
 // hinge is SeqHinge through the sparse recursion (build(w) must have
 // reported true).
 func (v *sparseViterbi) hinge(w *Weights, d *SeqData, s int) float64 {
-	L := w.Labels
-	t0, t1 := d.Start[s], d.Start[s+1]
-	n := t1 - t0
+	n := d.Start[s+1] - d.Start[s]
 	theta := SeqEmissions(w, d, s, true, &v.sc)
 	best := v.viterbi(theta, n, v.sc.y[:n])
-	truth := 0.0
-	for t := t0; t < t1; t++ {
-		y := int(d.Y[t])
-		if y >= L {
-			return math.NaN()
-		}
-		truth += theta[(t-t0)*L+y]
-		if t+1 < t1 {
-			truth += w.Trans[y*L+int(d.Y[t+1])]
-		}
-	}
-	return max(best-truth, 0)
+	return hingeOf(best, w, d, s, theta)
 }

@@ -1,6 +1,7 @@
 package learn
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -47,24 +48,12 @@ type Options struct {
 
 // Validate fills defaults and checks the options; errors name the field.
 func (o *Options) Validate() error {
-	if o.C == 0 {
-		o.C = 1
-	}
-	if o.Rho == 0 {
-		o.Rho = 1
-	}
-	if o.Eta == 0 {
-		o.Eta = 1
-	}
-	if o.SampleParts == 0 {
-		o.SampleParts = 8
-	}
-	if o.RegEmit == 0 {
-		o.RegEmit = 1
-	}
-	if o.RegTrans == 0 {
-		o.RegTrans = 1
-	}
+	o.C = cmp.Or(o.C, 1)
+	o.Rho = cmp.Or(o.Rho, 1)
+	o.Eta = cmp.Or(o.Eta, 1)
+	o.SampleParts = cmp.Or(o.SampleParts, 8)
+	o.RegEmit = cmp.Or(o.RegEmit, 1)
+	o.RegTrans = cmp.Or(o.RegTrans, 1)
 	switch {
 	case !(o.C > 0) || math.IsInf(o.C, 0):
 		return fmt.Errorf("C %v: want a positive finite number", o.C)
@@ -161,6 +150,30 @@ func CheckData(d *Data) error {
 type stopper struct {
 	start time.Time
 	o     *Options
+}
+
+// loop runs pass until the options stop the run, evaluating with eval
+// (which updates r's primal and returns the dual) every EvalEvery passes
+// and after the last one; it returns eval's first error, and sets
+// r.Iterations and r.Seconds.
+func (s stopper) loop(ctx context.Context, r *Result, pass func(), eval func() (float64, error)) error {
+	for it := 1; ; it++ {
+		pass()
+		r.Iterations = it
+		last := s.done(ctx, it, *r)
+		if s.o.EvalEvery <= 1 || it%s.o.EvalEvery == 0 || last {
+			dual, err := eval()
+			if err != nil {
+				return err
+			}
+			last = s.evaluated(ctx, it, r, dual) || last
+		}
+		if last {
+			break
+		}
+	}
+	r.Seconds = s.elapsed()
+	return nil
 }
 
 func (s stopper) elapsed() float64 { return time.Since(s.start).Seconds() }

@@ -54,28 +54,27 @@ func coarse(m *model.Model,
 // gridChains appends the rows, then the columns, of lattice l as chains.
 func gridChains(g *pairGraph, l *gridLayout, out []Slave, arena *slaveArena) []Slave {
 	for r := range l.h {
-		vars, facs := arena.take(l.w), arena.take(l.w-1)
-		for c := range l.w {
-			v := r*l.w + c
-			vars[c] = v
-			if c+1 < l.w {
-				facs[c] = int(g.fac[l.hor[v]])
-			}
-		}
-		out = append(out, Slave{Shape: Chain, Vars: vars, Factors: facs})
+		out = append(out, gridLine(g, arena, r*l.w, 1, l.w, l.hor))
 	}
 	for c := range l.w {
-		vars, facs := arena.take(l.h), arena.take(l.h-1)
-		for r := range l.h {
-			v := r*l.w + c
-			vars[r] = v
-			if r+1 < l.h {
-				facs[r] = int(g.fac[l.ver[v]])
-			}
-		}
-		out = append(out, Slave{Shape: Chain, Vars: vars, Factors: facs})
+		out = append(out, gridLine(g, arena, c, l.w, l.h, l.ver))
 	}
 	return out
+}
+
+// gridLine returns the chain of the n variables first, first+stride, ...
+// of a lattice, linked by the edges link[v] from each variable v to the
+// next (l.hor for a row, l.ver for a column).
+func gridLine(g *pairGraph, arena *slaveArena, first, stride, n int, link []int32) Slave {
+	vars, facs := arena.take(n), arena.take(n-1)
+	for i := range n {
+		v := first + i*stride
+		vars[i] = v
+		if i+1 < n {
+			facs[i] = int(g.fac[link[v]])
+		}
+	}
+	return Slave{Shape: Chain, Vars: vars, Factors: facs}
 }
 
 // pathLookahead bounds how many edges of a variable the walk looks at, to

@@ -11,15 +11,23 @@ import (
 
 func mustChains(t *testing.T, m *model.Model) []Slave {
 	t.Helper()
-	p, err := Chains(m)
+	return mustPlan(t, m, "Chains", Chains, Chain)
+}
+
+// mustPlan returns the slaves of plan (named name) on m, checked by
+// checkPlan to be of the given shape, after checking that a second call
+// gives the same plan.
+func mustPlan(t *testing.T, m *model.Model, name string, plan func(*model.Model) (Plan, error), shape Shape) []Slave {
+	t.Helper()
+	p, err := plan(m)
 	if err != nil {
-		t.Fatalf("Chains: %v", err)
+		t.Fatalf("%s: %v", name, err)
 	}
-	q, _ := Chains(m)
+	q, _ := plan(m)
 	if !samePlan(p, q) {
-		t.Fatalf("Chains is not deterministic")
+		t.Fatalf("%s is not deterministic", name)
 	}
-	return checkPlan(t, m, p, Chain)
+	return checkPlan(t, m, p, shape)
 }
 
 func TestChainsGrid(t *testing.T) {
@@ -134,26 +142,24 @@ func TestChainsPermutedGrid(t *testing.T) {
 	}
 }
 
-// The 1000 x 1000 lattice (2M pairwise factors) as generate numbers it,
-// so its rows and columns are found.
-func BenchmarkChainsGrid1000(b *testing.B) {
-	m := gridModel(1000, 1000, 0, nil)
+// benchPlan times plan on m.
+func benchPlan(b *testing.B, m *model.Model, plan func(*model.Model) (Plan, error)) {
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := Chains(m); err != nil {
+		if _, err := plan(m); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
+// The 1000 x 1000 lattice (2M pairwise factors) as generate numbers it,
+// so its rows and columns are found.
+func BenchmarkChainsGrid1000(b *testing.B) {
+	benchPlan(b, gridModel(1000, 1000, 0, nil), Chains)
+}
+
 // The same lattice with its variables numbered and its factors ordered at
 // random: the general path cover.
 func BenchmarkChainsPermutedGrid1000(b *testing.B) {
-	m := scrambledGrid1000()
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := Chains(m); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchPlan(b, scrambledGrid1000(), Chains)
 }

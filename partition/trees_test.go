@@ -11,15 +11,7 @@ import (
 
 func mustTrees(t *testing.T, m *model.Model) []Slave {
 	t.Helper()
-	p, err := Trees(m)
-	if err != nil {
-		t.Fatalf("Trees: %v", err)
-	}
-	q, _ := Trees(m)
-	if !samePlan(p, q) {
-		t.Fatalf("Trees is not deterministic")
-	}
-	return checkPlan(t, m, p, Tree)
+	return mustPlan(t, m, "Trees", Trees, Tree)
 }
 
 // checkFirstForest checks that the first trees span the components of the
@@ -126,23 +118,11 @@ func TestTreesPermutedGrid(t *testing.T) {
 // The 1000 x 1000 lattice (2M pairwise factors) as generate numbers it:
 // the comb and the columns.
 func BenchmarkTreesGrid1000(b *testing.B) {
-	m := gridModel(1000, 1000, 0, nil)
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := Trees(m); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchPlan(b, gridModel(1000, 1000, 0, nil), Trees)
 }
 
 // The same lattice with its variables numbered and its factors ordered at
 // random: the general forest cover.
 func BenchmarkTreesPermutedGrid1000(b *testing.B) {
-	m := scrambledGrid1000()
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := Trees(m); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchPlan(b, scrambledGrid1000(), Trees)
 }

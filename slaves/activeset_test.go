@@ -172,10 +172,7 @@ func (e *asErrs) add(t testing.TB, cards []int, score func([]int) float64, c []f
 // [-0.2,1.2], near the marginals as in DD-ADMM (spread-out solutions).
 func TestActiveSetRandomDense(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	cases := 6000
-	if testing.Short() {
-		cases = 1000
-	}
+	cases := slavetest.Trials(6000, 1000)
 	var errs asErrs
 	var total slaves.ActiveSetStats
 	infeasible, maxCalls := 0, 0
@@ -653,6 +650,24 @@ func TestActiveSetAllocs(t *testing.T) {
 	}
 }
 
+// asWarmInputs returns n inputs of QUAD that wander around a base point:
+// the base drawn in [-0.2, 1.2], each input the base plus a fresh
+// perturbation in [-jitter, jitter].
+func asWarmInputs(rng *rand.Rand, dim, n int, jitter float64) [][]float64 {
+	base := make([]float64, dim)
+	for i := range base {
+		base[i] = 1.4*rng.Float64() - 0.2
+	}
+	cs := make([][]float64, n)
+	for j := range cs {
+		cs[j] = make([]float64, dim)
+		for i := range base {
+			cs[j][i] = base[i] + jitter*(2*rng.Float64()-1)
+		}
+	}
+	return cs
+}
+
 // asBenchWarm benchmarks warm-started QUAD calls on inputs that wander
 // slightly around a base point, as consecutive DD-ADMM iterations do: the
 // base c is drawn in [-0.2, 1.2] (near the marginals, where solutions are
@@ -660,17 +675,7 @@ func TestActiveSetAllocs(t *testing.T) {
 // size jitter. It reports oracle calls and KKT solves per QUAD.
 func asBenchWarm(b *testing.B, s asQUADer, as asSolver, dim int, jitter float64, rng *rand.Rand) {
 	const nIn = 256
-	base := make([]float64, dim)
-	for i := range base {
-		base[i] = 1.4*rng.Float64() - 0.2
-	}
-	cs := make([][]float64, nIn)
-	for j := range cs {
-		cs[j] = make([]float64, dim)
-		for i := range base {
-			cs[j][i] = base[i] + jitter*(2*rng.Float64()-1)
-		}
-	}
+	cs := asWarmInputs(rng, dim, nIn, jitter)
 	u := make([]float64, dim)
 	for j := 0; j < 2*nIn; j++ {
 		s.QUAD(cs[j%nIn], 1, u)

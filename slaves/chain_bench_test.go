@@ -161,17 +161,7 @@ func BenchmarkChainQUAD(b *testing.B) {
 			c := s.chains[0]
 			dim := 20 * 45
 			const nIn = 64
-			base := make([]float64, dim)
-			for i := range base {
-				base[i] = 1.4*rng.Float64() - 0.2
-			}
-			cs := make([][]float64, nIn)
-			for j := range cs {
-				cs[j] = make([]float64, dim)
-				for i := range base {
-					cs[j][i] = base[i] + 0.05*(2*rng.Float64()-1)
-				}
-			}
+			cs := asWarmInputs(rng, dim, nIn, 0.05)
 			u := make([]float64, dim)
 			for j := 0; j < 2*nIn; j++ {
 				c.QUAD(cs[j%nIn], 1, u)

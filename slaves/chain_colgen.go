@@ -120,12 +120,52 @@ func symPos(o int32, v float64) bool {
 	return o < 0 || (o == 0 && v > 0)
 }
 
-// colgen is Chain.MAP by column generation (Alg. 1).
+// colgen is Chain.MAP by column generation (Alg. 1): restricted
+// max-product over the domains D_k, then pricing, which grows the domains,
+// until pricing adds nothing (the restricted optimum is certified) or the
+// work passes the budget (Viterbi then, cgFallback).
 func (c *Chain) colgen(w []float64, y []int) float64 {
 	c.stats.Calls++
+	n := c.n
+	sym, ok := c.cgInit(w)
+	if !ok {
+		// Every state of some position is forbidden.
+		clear(y)
+		return math.Inf(-1)
+	}
+	c.cgStart(sym)
+	lo, hi := 0, n-1 // forward steps lo..n-2, backward steps hi-1..0
+	for {
+		if !c.cgRestricted(lo, hi, sym) {
+			return c.cgFallback(w, y)
+		}
+		vo, vv, vx := c.cgOptimum()
+		newLo, newHi, ok := c.cgPrice(sym, vo, vv)
+		if !ok {
+			return c.cgFallback(w, y)
+		}
+		if newHi < 0 {
+			// Certified (see the notes above): decode the restricted
+			// solution.
+			return c.cgDecode(y, vo, vv, vx)
+		}
+		lo, hi = newLo, newHi
+		if sym {
+			// A state that joined D_p may hold a repaired message:
+			// recompute a_p and b_p, which restrict it again.
+			lo, hi = max(lo-1, 0), min(hi+1, n-1)
+		}
+	}
+}
+
+// cgInit forgets the previous call's domains, sets theta = emissions + w
+// (th, with order 1 in thO where -Inf) and the initial domains of Sect.
+// 4.1: D_k = {argmax theta_k}. sym reports a -Inf score (symbolic
+// arithmetic needed); ok is false when every state of a position is
+// forbidden.
+func (c *Chain) cgInit(w []float64) (sym, ok bool) {
 	n, off, cards := c.n, c.off, c.cards
 	th, thO, inD := c.th, c.thO, c.inD
-	// Forget the previous call's domains.
 	for k := 0; k < n; k++ {
 		o := off[k]
 		for _, x := range c.dom[o : o+int(c.dsz[k])] {
@@ -133,9 +173,7 @@ func (c *Chain) colgen(w []float64, y []int) float64 {
 		}
 		c.dsz[k] = 0
 	}
-	// theta = emissions + w (order 1 where -Inf), and the initial domains
-	// of Sect. 4.1: D_k = {argmax theta_k}.
-	sym := c.anyInf
+	sym = c.anyInf
 	for k := 0; k < n; k++ {
 		o := off[k]
 		e, wk := c.emis[o:o+cards[k]], w[o:o+cards[k]]
@@ -154,14 +192,20 @@ func (c *Chain) colgen(w []float64, y []int) float64 {
 			}
 		}
 		if bx < 0 {
-			// Every state of position k is forbidden.
-			clear(y)
-			return math.Inf(-1)
+			return sym, false
 		}
 		c.dom[o] = int32(bx)
 		c.dsz[k] = 1
 		inD[o+bx] = true
 	}
+	return sym, true
+}
+
+// cgStart prepares the recursions (their fixed ends a_0 = 0, b_{n-1} = 0,
+// the orders cleared when this call is not symbolic) and the work budget
+// (budget Viterbi costs, scaled down for symbolic work), then runs the
+// greedy start when configured (or, by default, when symbolic).
+func (c *Chain) cgStart(sym bool) {
 	if sym {
 		c.ordDirty = true
 	} else if c.ordDirty {
@@ -169,10 +213,8 @@ func (c *Chain) colgen(w []float64, y []int) float64 {
 		clear(c.bo)
 		c.ordDirty = false
 	}
-	// Fixed ends of the recursions: a_0 = 0, b_{n-1} = 0.
-	clear(c.av[:cards[0]])
-	clear(c.bv[off[n-1]:])
-
+	clear(c.av[:c.cards[0]])
+	clear(c.bv[c.off[c.n-1]:])
 	c.limit = c.budget * c.vitCost
 	if c.vitCost == 0 {
 		c.limit = math.Inf(1)
@@ -187,109 +229,123 @@ func (c *Chain) colgen(w []float64, y []int) float64 {
 	if c.greedy == 1 || (c.greedy == 0 && sym) {
 		c.cgGreedy()
 	}
-	lo, hi := 0, n-1 // forward steps lo..n-2, backward steps hi-1..0
-	for {
-		est := 0.0
-		for k := lo; k+1 < n; k++ {
-			est += cgWFwd * float64(int(c.dsz[k])*cards[k+1])
-		}
-		for k := hi - 1; k >= 0; k-- {
-			est += cgWBwd * float64(int(c.dsz[k+1])*cards[k])
-		}
-		if c.work+est > c.limit {
-			return c.cgFallback(w, y)
-		}
-		c.work += est
-		c.stats.Rounds++
-		// Restricted max-product (eqs. 8-9 over the domains), all states.
-		for k := lo; k+1 < n; k++ {
-			if sym {
-				c.cgForwardSym(k)
-				if c.work > c.limit { // repairs of symbolic messages
-					return c.cgFallback(w, y)
-				}
-			} else {
-				c.cgForward(k)
-			}
-		}
-		for k := hi - 1; k >= 0; k-- {
-			if sym {
-				c.cgBackwardSym(k)
-				if c.work > c.limit {
-					return c.cgFallback(w, y)
-				}
-			} else {
-				c.cgBackward(k)
-			}
-		}
-		// Restricted optimum V at the last position.
-		last := off[n-1]
-		vo, vv, vx := int32(cgNone), 0.0, -1
-		for _, x32 := range c.dom[last : last+int(c.dsz[n-1])] {
-			x := last + int(x32)
-			if o, v := c.ao[x]+thO[x], c.av[x]+th[x]; vx < 0 || symGT(o, v, vo, vv) {
-				vo, vv, vx = o, v, int(x32)
-			}
-		}
+}
 
-		// Pricing (Alg. 1's loop): the normalisation terms at both ends,
-		// then the best pair of each edge by Alg. 2.
-		newLo, newHi := n, -1
-		add := func(k, x int) {
-			if !inD[off[k]+x] {
-				inD[off[k]+x] = true
-				c.dom[off[k]+int(c.dsz[k])] = int32(x)
-				c.dsz[k]++
-				newLo, newHi = min(newLo, k), max(newHi, k)
-			}
-		}
-		if x := c.cgEnd(0, c.bo, c.bv, vo, vv); x >= 0 {
-			add(0, x)
-		}
-		if x := c.cgEnd(n-1, c.ao, c.av, vo, vv); x >= 0 {
-			add(n-1, x)
-		}
-		c.work += cgWScan * float64(cards[0]+cards[n-1])
-		for k := 0; k+1 < n; k++ {
-			var x, xp int
-			var ok bool
-			if sym {
-				x, xp, ok = c.cgScanSym(k)
-			} else {
-				x, xp, ok = c.cgScan(k)
-			}
-			if !ok || c.work > c.limit {
-				return c.cgFallback(w, y)
-			}
-			if x >= 0 {
-				add(k, x)
-				add(k+1, xp)
-			}
-		}
-		if newHi < 0 {
-			// Certified (see the notes above): decode the restricted
-			// solution.
-			for k := 0; k < n; k++ {
-				c.stats.States += int64(c.dsz[k])
-			}
-			c.stats.Work += c.work
-			if vo != 0 {
-				clear(y)
-				return math.Inf(-1)
-			}
-			y[n-1] = vx
-			for k := n - 1; k > 0; k-- {
-				y[k-1] = int(c.arg[off[k]+y[k]])
-			}
-			return vv
-		}
-		lo, hi = newLo, newHi
+// cgRestricted runs the restricted max-product (eqs. 8-9 over the
+// domains, all states): forward steps lo..n-2, backward steps hi-1..0. It
+// returns false, having done nothing or part of it, when the work would
+// pass the budget.
+func (c *Chain) cgRestricted(lo, hi int, sym bool) bool {
+	n, cards := c.n, c.cards
+	est := 0.0
+	for k := lo; k+1 < n; k++ {
+		est += cgWFwd * float64(int(c.dsz[k])*cards[k+1])
+	}
+	for k := hi - 1; k >= 0; k-- {
+		est += cgWBwd * float64(int(c.dsz[k+1])*cards[k])
+	}
+	if c.work+est > c.limit {
+		return false
+	}
+	c.work += est
+	c.stats.Rounds++
+	for k := lo; k+1 < n; k++ {
 		if sym {
-			// A state that joined D_p may hold a repaired message:
-			// recompute a_p and b_p, which restrict it again.
-			lo, hi = max(lo-1, 0), min(hi+1, n-1)
+			c.cgForwardSym(k)
+			if c.work > c.limit { // repairs of symbolic messages
+				return false
+			}
+		} else {
+			c.cgForward(k)
 		}
 	}
+	for k := hi - 1; k >= 0; k-- {
+		if sym {
+			c.cgBackwardSym(k)
+			if c.work > c.limit {
+				return false
+			}
+		} else {
+			c.cgBackward(k)
+		}
+	}
+	return true
+}
+
+// cgOptimum returns the restricted optimum V = vv - vo M at the last
+// position and its state vx.
+func (c *Chain) cgOptimum() (vo int32, vv float64, vx int) {
+	last := c.off[c.n-1]
+	vo, vv, vx = int32(cgNone), 0.0, -1
+	for _, x32 := range c.dom[last : last+int(c.dsz[c.n-1])] {
+		x := last + int(x32)
+		if o, v := c.ao[x]+c.thO[x], c.av[x]+c.th[x]; vx < 0 || symGT(o, v, vo, vv) {
+			vo, vv, vx = o, v, int(x32)
+		}
+	}
+	return vo, vv, vx
+}
+
+// cgPrice is Alg. 1's pricing loop: the normalisation terms at both ends,
+// then the best pair of each edge by Alg. 2; states that price positive
+// join the domains. It returns the range of positions whose domains grew
+// (newHi < 0: none, the restricted optimum is certified), and ok false
+// when the work passes the budget or a scan gives up.
+func (c *Chain) cgPrice(sym bool, vo int32, vv float64) (newLo, newHi int, ok bool) {
+	n, off, cards, inD := c.n, c.off, c.cards, c.inD
+	newLo, newHi = n, -1
+	add := func(k, x int) {
+		if !inD[off[k]+x] {
+			inD[off[k]+x] = true
+			c.dom[off[k]+int(c.dsz[k])] = int32(x)
+			c.dsz[k]++
+			newLo, newHi = min(newLo, k), max(newHi, k)
+		}
+	}
+	if x := c.cgEnd(0, c.bo, c.bv, vo, vv); x >= 0 {
+		add(0, x)
+	}
+	if x := c.cgEnd(n-1, c.ao, c.av, vo, vv); x >= 0 {
+		add(n-1, x)
+	}
+	c.work += cgWScan * float64(cards[0]+cards[n-1])
+	for k := 0; k+1 < n; k++ {
+		var x, xp int
+		var ok bool
+		if sym {
+			x, xp, ok = c.cgScanSym(k)
+		} else {
+			x, xp, ok = c.cgScan(k)
+		}
+		if !ok || c.work > c.limit {
+			return newLo, newHi, false
+		}
+		if x >= 0 {
+			add(k, x)
+			add(k+1, xp)
+		}
+	}
+	return newLo, newHi, true
+}
+
+// cgDecode counts the call's statistics and decodes the certified
+// restricted solution into y by the backpointers from vx; it returns its
+// value vv, or -Inf when its order vo is not 0 (it uses a forbidden score).
+func (c *Chain) cgDecode(y []int, vo int32, vv float64, vx int) float64 {
+	n := c.n
+	for k := 0; k < n; k++ {
+		c.stats.States += int64(c.dsz[k])
+	}
+	c.stats.Work += c.work
+	if vo != 0 {
+		clear(y)
+		return math.Inf(-1)
+	}
+	y[n-1] = vx
+	for k := n - 1; k > 0; k-- {
+		y[k-1] = int(c.arg[c.off[k]+y[k]])
+	}
+	return vv
 }
 
 // cgGreedy adds to the initial domains the greedy left-to-right path: y_0 =

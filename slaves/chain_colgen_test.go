@@ -63,22 +63,10 @@ func chainLarge(rng *rand.Rand, regime string, maxN, maxL int) (cards []int, em,
 				em[k][rng.IntN(cards[k])] += 5.5
 			}
 		}
-		for k := range tr {
-			for i := range tr[k] {
-				tr[k][i] = unif(0.7)
-			}
-		}
+		fillRows(tr, func() float64 { return unif(0.7) })
 	case "strong":
-		for k := range em {
-			for x := range em[k] {
-				em[k][x] = unif(0.1)
-			}
-		}
-		for k := range tr {
-			for i := range tr[k] {
-				tr[k][i] = unif(5)
-			}
-		}
+		fillRows(em, func() float64 { return unif(0.1) })
+		fillRows(tr, func() float64 { return unif(5) })
 	case "ties":
 		zero := rng.IntN(3) == 0
 		for k := range em {
@@ -97,20 +85,13 @@ func chainLarge(rng *rand.Rand, regime string, maxN, maxL int) (cards []int, em,
 		}
 	case "sparse-inf":
 		p := 0.5 + 0.45*rng.Float64()
-		for k := range em {
-			for x := range em[k] {
-				em[k][x] = unif(2)
+		fillRows(em, func() float64 { return unif(2) })
+		fillRows(tr, func() float64 {
+			if rng.Float64() < p {
+				return chainNegInf
 			}
-		}
-		for k := range tr {
-			for i := range tr[k] {
-				if rng.Float64() < p {
-					tr[k][i] = chainNegInf
-				} else {
-					tr[k][i] = unif(2)
-				}
-			}
-		}
+			return unif(2)
+		})
 	case "bio":
 		// State 0 = O, 2t+1 = B-t, 2t+2 = I-t.
 		for k := range em {
@@ -132,11 +113,7 @@ func chainLarge(rng *rand.Rand, regime string, maxN, maxL int) (cards []int, em,
 			}
 		}
 	case "band":
-		for k := range em {
-			for x := range em[k] {
-				em[k][x] = unif(3)
-			}
-		}
+		fillRows(em, func() float64 { return unif(3) })
 		for k := range tr {
 			L0, L1 := cards[k], cards[k+1]
 			for x := 0; x < L0; x++ {
@@ -151,11 +128,7 @@ func chainLarge(rng *rand.Rand, regime string, maxN, maxL int) (cards []int, em,
 		}
 	case "permutation":
 		perm := rng.Perm(L)
-		for k := range em {
-			for x := range em[k] {
-				em[k][x] = unif(1)
-			}
-		}
+		fillRows(em, func() float64 { return unif(1) })
 		for k := range tr {
 			for i := range tr[k] {
 				tr[k][i] = chainNegInf
@@ -186,16 +159,8 @@ func chainLarge(rng *rand.Rand, regime string, maxN, maxL int) (cards []int, em,
 			}
 		}
 	case "huge":
-		for k := range em {
-			for x := range em[k] {
-				em[k][x] = unif(1e12)
-			}
-		}
-		for k := range tr {
-			for i := range tr[k] {
-				tr[k][i] = unif(1e12)
-			}
-		}
+		fillRows(em, func() float64 { return unif(1e12) })
+		fillRows(tr, func() float64 { return unif(1e12) })
 		for i := range w {
 			w[i] = unif(1e6)
 		}
@@ -208,30 +173,20 @@ func chainLarge(rng *rand.Rand, regime string, maxN, maxL int) (cards []int, em,
 		for k := range tr {
 			tr[k] = t
 		}
-		for k := range em {
-			for x := range em[k] {
-				em[k][x] = -rng.ExpFloat64()
-			}
-		}
+		fillRows(em, func() float64 { return -rng.ExpFloat64() })
 	case "inf-emis":
-		for k := range em {
-			for x := range em[k] {
-				if rng.IntN(4) == 0 {
-					em[k][x] = chainNegInf
-				} else {
-					em[k][x] = unif(2)
-				}
+		fillRows(em, func() float64 {
+			if rng.IntN(4) == 0 {
+				return chainNegInf
 			}
-		}
-		for k := range tr {
-			for i := range tr[k] {
-				if rng.IntN(3) == 0 {
-					tr[k][i] = chainNegInf
-				} else {
-					tr[k][i] = unif(2)
-				}
+			return unif(2)
+		})
+		fillRows(tr, func() float64 {
+			if rng.IntN(3) == 0 {
+				return chainNegInf
 			}
-		}
+			return unif(2)
+		})
 		for i := range w {
 			if rng.IntN(20) == 0 {
 				w[i] = chainNegInf
@@ -241,16 +196,8 @@ func chainLarge(rng *rand.Rand, regime string, maxN, maxL int) (cards []int, em,
 		}
 		return
 	case "infeasible":
-		for k := range em {
-			for x := range em[k] {
-				em[k][x] = unif(2)
-			}
-		}
-		for k := range tr {
-			for i := range tr[k] {
-				tr[k][i] = unif(2)
-			}
-		}
+		fillRows(em, func() float64 { return unif(2) })
+		fillRows(tr, func() float64 { return unif(2) })
 		if n > 1 {
 			k := rng.IntN(n - 1)
 			for i := range tr[k] {
@@ -270,14 +217,20 @@ func chainLarge(rng *rand.Rand, regime string, maxN, maxL int) (cards []int, em,
 	return
 }
 
+// fillRows sets every entry of the rows of v to a draw of f, row by row.
+func fillRows(v [][]float64, f func() float64) {
+	for _, r := range v {
+		for i := range r {
+			r[i] = f()
+		}
+	}
+}
+
 // Column generation (pure, and with the default budget) against Viterbi on
 // chains of up to 50 positions and 60 labels, in every regime.
 func TestChainColGenVsViterbi(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	perRegime := 60
-	if testing.Short() {
-		perRegime = 15
-	}
+	perRegime := slavetest.Trials(60, 15)
 	for _, regime := range chainRegimes {
 		var st, stDef slaves.ChainStats
 		for it := 0; it < perRegime; it++ {

@@ -62,41 +62,47 @@ func chainSmall(rng *rand.Rand, it int) (cards []int, em, tr [][]float64, w []fl
 	}
 	pInf := []float64{0, 0.2, 0.5, 0.8, 1}[it%5]
 	style := (it / 5) % 4
-	if rng.IntN(4) > 0 {
-		em = make([][]float64, n)
-		for k := range em {
-			if rng.IntN(5) == 0 {
-				continue
-			}
-			em[k] = make([]float64, cards[k])
-			for x := range em[k] {
-				if rng.Float64() < pInf/3 {
-					em[k][x] = chainNegInf
-				} else {
-					em[k][x] = chainDraw(rng, style)
-				}
-			}
-		}
-	}
+	em = chainEmissions(rng, cards, pInf, style)
 	tr = make([][]float64, n-1)
 	for k := range tr {
 		if rng.IntN(8) == 0 {
 			continue // nil: zeros
 		}
-		tr[k] = make([]float64, cards[k]*cards[k+1])
-		for i := range tr[k] {
-			if rng.Float64() < pInf {
-				tr[k][i] = chainNegInf
-			} else {
-				tr[k][i] = chainDraw(rng, style)
-			}
+		tr[k] = chainFill(rng, make([]float64, cards[k]*cards[k+1]), pInf, style)
+	}
+	w = chainFill(rng, make([]float64, dim), -1, style)
+	return
+}
+
+// chainEmissions draws the emissions of a random chain or tree over cards
+// (three times out of four; else nil): each position's (four times out of
+// five; else nil) by chainFill with -Inf entries at rate pInf/3.
+func chainEmissions(rng *rand.Rand, cards []int, pInf float64, style int) [][]float64 {
+	if rng.IntN(4) == 0 {
+		return nil
+	}
+	em := make([][]float64, len(cards))
+	for k := range em {
+		if rng.IntN(5) == 0 {
+			continue
+		}
+		em[k] = chainFill(rng, make([]float64, cards[k]), pInf/3, style)
+	}
+	return em
+}
+
+// chainFill sets each entry of v to -Inf with probability pInf, else to a
+// chainDraw of the style, and returns v. With pInf < 0 it draws no
+// probabilities: every entry is a chainDraw.
+func chainFill(rng *rand.Rand, v []float64, pInf float64, style int) []float64 {
+	for i := range v {
+		if pInf >= 0 && rng.Float64() < pInf {
+			v[i] = chainNegInf
+		} else {
+			v[i] = chainDraw(rng, style)
 		}
 	}
-	w = make([]float64, dim)
-	for i := range w {
-		w[i] = chainDraw(rng, style)
-	}
-	return
+	return v
 }
 
 // chainVariants returns the chain under every MAP variant: plain Viterbi,

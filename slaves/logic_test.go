@@ -13,6 +13,18 @@ import (
 
 var logicKinds = []model.Kind{model.XOR, model.AtMostOne, model.OR, model.OROut, model.ANDOut, model.Budget}
 
+// logicRandSlave returns a random logic factor of the kind over n
+// variables (logicRandFactor) and its slave.
+func logicRandSlave(t *testing.T, rng *rand.Rand, kind model.Kind, n int) (*model.Factor, slaves.Slave) {
+	t.Helper()
+	f := logicRandFactor(rng, kind, n)
+	s, err := slaves.NewLogic(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, s
+}
+
 // logicRandFactor returns a random logic factor of the given kind and arity
 // (random negations, nil a quarter of the time; random budget in [0,n]).
 func logicRandFactor(rng *rand.Rand, kind model.Kind, n int) *model.Factor {
@@ -82,11 +94,7 @@ func TestLogicQUADRef(t *testing.T) {
 		maxU, maxObj, maxKKT := 0.0, 0.0, 0.0
 		for n := logicMinArity(kind); n <= 6; n++ {
 			for it := 0; it < perKindArity; it++ {
-				f := logicRandFactor(rng, kind, n)
-				s, err := slaves.NewLogic(f)
-				if err != nil {
-					t.Fatal(err)
-				}
+				f, s := logicRandSlave(t, rng, kind, n)
 				cards := logicBinaryCards(n)
 				eta := []float64{0.1, 1, 10}[it%3]
 				spread := []float64{3, 1, 0.5}[(it/3)%3]
@@ -180,11 +188,7 @@ func TestLogicQUADLarge(t *testing.T) {
 	for _, kind := range logicKinds {
 		for _, n := range []int{7, 16, 17, 33, 64, 200} {
 			for it := 0; it < 30; it++ {
-				f := logicRandFactor(rng, kind, n)
-				s, err := slaves.NewLogic(f)
-				if err != nil {
-					t.Fatal(err)
-				}
+				f, s := logicRandSlave(t, rng, kind, n)
 				eta := []float64{0.1, 1, 10}[it%3]
 				spread := []float64{3, 1, 0.3}[(it/3)%3]
 				c := logicRandVec(rng, 2*n, spread)
@@ -221,11 +225,7 @@ func TestLogicMAP(t *testing.T) {
 	for _, kind := range logicKinds {
 		for n := logicMinArity(kind); n <= 7; n++ {
 			for it := 0; it < 80; it++ {
-				f := logicRandFactor(rng, kind, n)
-				s, err := slaves.NewLogic(f)
-				if err != nil {
-					t.Fatal(err)
-				}
+				f, s := logicRandSlave(t, rng, kind, n)
 				cards := logicBinaryCards(n)
 				w := logicRandVec(rng, 2*n, []float64{3, 0.3, 0.03}[it%3])
 				y := make([]int, n)
@@ -254,11 +254,7 @@ func TestLogicScore(t *testing.T) {
 	for _, kind := range logicKinds {
 		for n := logicMinArity(kind); n <= 6; n++ {
 			for it := 0; it < 10; it++ {
-				f := logicRandFactor(rng, kind, n)
-				s, err := slaves.NewLogic(f)
-				if err != nil {
-					t.Fatal(err)
-				}
+				f, s := logicRandSlave(t, rng, kind, n)
 				score := logicScore(f)
 				for _, y := range slavetest.EnumerateConfigs(logicBinaryCards(n)) {
 					if got, want := s.Score(y), score(y); got != want {

@@ -106,10 +106,7 @@ func (pc *pottsCmp) step(t *testing.T, c []float64, eta float64) {
 func TestPottsCompactVsGeneric(t *testing.T) {
 	rng := rand.New(rand.NewPCG(321, 322))
 	labels := []int{1, 2, 3, 4, 5, 8, 8, 12, 16, 17, 40, 300}
-	trials := 60
-	if testing.Short() {
-		trials = 15
-	}
+	trials := slavetest.Trials(60, 15)
 	var maxU, maxPhi float64
 	calls, compared, diverged := 0, 0, 0
 	for trial := 0; trial < trials && !t.Failed(); trial++ {

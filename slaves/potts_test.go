@@ -60,10 +60,7 @@ func TestPottsMAPvsDense(t *testing.T) {
 // QUAD against the reference, and against Dense on the same table.
 func TestPottsQUADRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(311, 312))
-	cases := 3000
-	if testing.Short() {
-		cases = 500
-	}
+	cases := slavetest.Trials(3000, 500)
 	var errs asErrs
 	maxDiff := 0.0
 	var total slaves.ActiveSetStats

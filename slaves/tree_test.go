@@ -49,40 +49,15 @@ func treeRandom(rng *rand.Rand, n, maxCard int, pInf float64, style int, forest 
 			parent[k] = -1
 		}
 	}
-	if rng.IntN(4) > 0 {
-		em = make([][]float64, n)
-		for v := range em {
-			if rng.IntN(5) == 0 {
-				continue
-			}
-			em[v] = make([]float64, cards[v])
-			for x := range em[v] {
-				if rng.Float64() < pInf/3 {
-					em[v][x] = chainNegInf
-				} else {
-					em[v][x] = chainDraw(rng, style)
-				}
-			}
-		}
-	}
+	em = chainEmissions(rng, cards, pInf, style)
 	tb = make([][]float64, len(parent))
 	for k, p := range parent {
 		if p < 0 || rng.IntN(8) == 0 {
 			continue
 		}
-		tb[k] = make([]float64, cards[p]*cards[k+1])
-		for i := range tb[k] {
-			if rng.Float64() < pInf {
-				tb[k][i] = chainNegInf
-			} else {
-				tb[k][i] = chainDraw(rng, style)
-			}
-		}
+		tb[k] = chainFill(rng, make([]float64, cards[p]*cards[k+1]), pInf, style)
 	}
-	w = make([]float64, dim)
-	for i := range w {
-		w[i] = chainDraw(rng, style)
-	}
+	w = chainFill(rng, make([]float64, dim), -1, style)
 	return
 }
 
@@ -211,10 +186,7 @@ func treeSolveQUAD(t *testing.T, s treeQUADer, c []float64, eta float64, u []flo
 // sequences of nearby inputs.
 func TestChainTreeQUAD(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
-	cases := 800
-	if testing.Short() {
-		cases = 200
-	}
+	cases := slavetest.Trials(800, 200)
 	maxErr, maxObj, maxCalls := 0.0, 0.0, 0
 	for it := 0; it < cases && !t.Failed(); it++ {
 		n := 1 + rng.IntN(5)

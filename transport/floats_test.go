@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,23 +83,11 @@ func TestFloatsRoundTrip(t *testing.T) {
 			if !sameFloats(in.F, out.F) {
 				t.Fatalf("floats differ (nil in %v, out %v, len %d/%d)", in.F == nil, out.F == nil, len(in.F), len(out.F))
 			}
-			if (in.I == nil) != (out.I == nil) || !slicesEqual(in.I, out.I) {
+			if (in.I == nil) != (out.I == nil) || !slices.Equal(in.I, out.I) {
 				t.Fatal("int32s differ")
 			}
 		})
 	}
-}
-
-func slicesEqual[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // The wire bytes are a bin header and the values little-endian, whichever
@@ -180,7 +169,7 @@ func TestFloatsPortablePaths(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !sameFloats(gf, f) || !slicesEqual(gs, s) {
+		if !sameFloats(gf, f) || !slices.Equal(gs, s) {
 			t.Fatalf("n=%d: portable readers differ", n)
 		}
 		// And the full decoder on a length-hiding stream.
@@ -188,7 +177,7 @@ func TestFloatsPortablePaths(t *testing.T) {
 		if err := msgpack.NewDecoder(onlyReader{bytes.NewReader(fast.Bytes())}).Decode(&out); err != nil {
 			t.Fatal(err)
 		}
-		if !sameFloats(out.F, f) || !slicesEqual(out.I, s) {
+		if !sameFloats(out.F, f) || !slices.Equal(out.I, s) {
 			t.Fatalf("n=%d: streamed decode differs", n)
 		}
 	}
@@ -279,7 +268,7 @@ func TestFloatsDecodeReuses(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if &out.F[0] != pf || &out.I[0] != pi || !sameFloats(out.F, in.F) || !slicesEqual(out.I, in.I) {
+	if &out.F[0] != pf || &out.I[0] != pi || !sameFloats(out.F, in.F) || !slices.Equal(out.I, in.I) {
 		t.Fatal("decoding did not reuse the slices, or got them wrong")
 	}
 	if allocs > 3 {

@@ -294,11 +294,9 @@ func (c *lpc) buildChains(adjacent func(a, b int32) bool) {
 	c.fEnd, c.bStart = make([]int32, nk), make([]int32, nk)
 }
 
-// sweep runs one step on every cycle, at the current messages, and
-// returns how much the steps lowered the bound. Right after a pass the
-// bound is the sum of the chains' maxima (pass.go), and each step lowers
-// it by exactly its oldV - newV.
-func (c *lpc) sweep() float64 {
+// gatherAll gathers every node's hat_s after a backward pass into hatAll
+// and resets each chain's forward and backward frontiers to its ends.
+func (c *lpc) gatherAll() {
 	g := c.g
 	for s := 0; s < g.n; s++ {
 		k := g.card[s]
@@ -307,6 +305,14 @@ func (c *lpc) sweep() float64 {
 	for k := range c.fEnd {
 		c.fEnd[k], c.bStart[k] = c.cpos[k], c.cpos[k+1]
 	}
+}
+
+// sweep runs one step on every cycle, at the current messages, and
+// returns how much the steps lowered the bound. Right after a pass the
+// bound is the sum of the chains' maxima (pass.go), and each step lowers
+// it by exactly its oldV - newV.
+func (c *lpc) sweep() float64 {
+	c.gatherAll()
 	dec := 0.0
 	for cy := range c.skip {
 		if !c.skip[cy] {
@@ -621,17 +627,23 @@ func (c *lpc) agrees(cy, n int, card func(int) int) bool {
 		if ok {
 			return true
 		}
-		k := 0
-		for ; k < n; k++ {
-			if x[k]++; x[k] < card(k) {
-				break
-			}
-			x[k] = 0
-		}
-		if k == n {
+		if !nextLabelling(&x, n, card) {
 			return false
 		}
 	}
+}
+
+// nextLabelling advances x[:n] to the next labelling of a cycle's n nodes
+// (node k has card(k) states, node 0 changes fastest) and reports false,
+// x all zeros again, after the last one.
+func nextLabelling(x *[4]int, n int, card func(int) int) bool {
+	for k := 0; k < n; k++ {
+		if x[k]++; x[k] < card(k) {
+			return true
+		}
+		x[k] = 0
+	}
+	return false
 }
 
 // consRow returns the LP row of the consistency constraint of cycle node k
@@ -813,15 +825,7 @@ func (c *lpc) separate(x []float64, n int, card func(int) int) bool {
 				best[pos] = cand{q, vio}
 			}
 		}
-		// Next labelling.
-		k := 0
-		for ; k < n; k++ {
-			if lab[k]++; lab[k] < card(k) {
-				break
-			}
-			lab[k] = 0
-		}
-		if k == n {
+		if !nextLabelling(&lab, n, card) {
 			break
 		}
 	}

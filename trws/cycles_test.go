@@ -31,13 +31,7 @@ func lpcOpts(maxIter int) Options {
 // constant), independently of the passes and of the sweep's bookkeeping.
 func explicitBound(c *lpc) float64 {
 	g := c.g
-	for s := 0; s < g.n; s++ {
-		k := g.card[s]
-		g.gatherAfterBackward(s, c.hatAll[g.uoff[s]:g.uoff[s]+k])
-	}
-	for k := range c.fEnd {
-		c.fEnd[k], c.bStart[k] = c.cpos[k], c.cpos[k+1]
-	}
+	c.gatherAll()
 	b := g.constant + g.shift
 	for k := int32(0); k+1 < int32(len(c.cpos)); k++ {
 		last := c.cpos[k+1] - 1

@@ -242,34 +242,34 @@ func endWeight(p func(string, ...any), k int, dir string) {
 }
 
 func forward(p func(string, ...any), k int) {
-	p("// forward%d is forwardPart's step for node s when kern[s] == %d.\n", k, k)
-	p("func (g *graph) forward%d(s int, x []int, fuse bool, bound, score float64) (float64, float64) {\n", k)
-	p("\tdata, tab := g.data, g.tab\n")
-	hatFromOut(p, k, true)
-	p("\t%s := %s\n", list(k, v("l")), list(k, v("h")))
-	p("\tin := g.inE[g.inOff[s]:g.inOff[s+1]]\n")
-	p("\tfor _, e := range in {\n\t\tm := (*[%d]float64)(data[g.moff[e]:])\n", k)
-	for i := range k {
-		p("\t\th%d += m[%d]\n", i, i)
-	}
-	p("\t\tr := (*[%d]float64)(%s[%d*x[g.eu[e]]:])\n", k, tableOf(k, "tab[e]"), k)
-	for i := range k {
-		p("\t\tl%d += r[%d]\n", i, i)
-	}
+	forwardStart(p, k, "forward", fmt.Sprint(k), "data, tab := g.data, g.tab", true)
+	addRow(p, k, "x[g.eu[e]]")
 	p("\t}\n")
 	argmaxLabel(p, k)
 	p("\tif fuse {\n\t\tsv := th[best]\n\t\tfor _, e := range in {\n")
 	p("\t\t\tsv += %s[%d*x[g.eu[e]]+best]\n\t\t}\n\t\tscore += sv\n\t}\n", tableOf(k, "tab[e]"), k)
 	endWeight(p, k, "out")
+	sendAll(p, k, true, "i, mo := range out", "data[mo:]", tableOf(k, "outT[i]"), "bound, score")
+}
+
+// sendAll writes the end of a dense step: the loop (for clause over) of its
+// sends, each along the message at msg with table t, by sendColsK (cols)
+// or sendRowsK for the sizes with an SSE2 step, else by denseSend; then
+// the return of ret.
+func sendAll(p func(string, ...any), k int, cols bool, over, msg, t, ret string) {
 	if isSIMD(k) {
+		dir := "Rows"
+		if cols {
+			dir = "Cols"
+		}
 		p("\thv := [%d]float64{%s}\n", k, list(k, v("h")))
-		p("\tfor i, mo := range out {\n\t\tbound -= sendCols%d((*[%d]float64)(data[mo:]), %s, &hv, gm)\n\t}\n", k, k, tableOf(k, "outT[i]"))
-		p("\treturn bound, score\n}\n\n")
-		return
+		p("\tfor %s {\n\t\tbound -= send%s%d((*[%d]float64)(%s), %s, &hv, gm)\n\t}\n", over, dir, k, k, msg, t)
+	} else {
+		p("\tfor %s {\n\t\tm := (*[%d]float64)(%s)\n\t\tt := %s\n", over, k, msg, t)
+		denseSend(p, k, cols)
+		p("\t}\n")
 	}
-	p("\tfor i, mo := range out {\n\t\tm := (*[%d]float64)(data[mo:])\n\t\tt := %s\n", k, tableOf(k, "outT[i]"))
-	denseSend(p, k, true)
-	p("\t}\n\treturn bound, score\n}\n\n")
+	p("\treturn %s\n}\n\n", ret)
 }
 
 // denseSend writes the send step along a dense edge, message m and table
@@ -295,17 +295,48 @@ func denseSend(p func(string, ...any), k int, cols bool) {
 	normalise(p, k)
 }
 
+// forwardStart writes the start of forwardPart's step name+K for the nodes
+// with kern[s] == kern: its head, the locals vars, hat_s from theta and
+// the later nodes' messages (hatFromOut), the labels' scores l = hat_s,
+// and the opening of the loop over the edges from earlier nodes
+// (openInLoop).
+func forwardStart(p func(string, ...any), k int, name, kern, vars string, dense bool) {
+	p("// %s%d is forwardPart's step for node s when kern[s] == %s.\n", name, k, kern)
+	p("func (g *graph) %s%d(s int, x []int, fuse bool, bound, score float64) (float64, float64) {\n", name, k)
+	p("\t%s\n", vars)
+	hatFromOut(p, k, dense)
+	p("\t%s := %s\n", list(k, v("l")), list(k, v("h")))
+	openInLoop(p, k)
+}
+
+// addRow writes, in the loop over the edges from earlier nodes, the
+// addition to the labels' scores l of the row of edge e's table at the
+// earlier node's label xu (an expression).
+func addRow(p func(string, ...any), k int, xu string) {
+	p("\t\tr := (*[%d]float64)(%s[%d*%s:])\n", k, tableOf(k, "tab[e]"), k, xu)
+	for i := range k {
+		p("\t\tl%d += r[%d]\n", i, i)
+	}
+}
+
+// openInLoop writes the start of the loop over the edges from earlier
+// nodes (in) that adds their messages to hat_s (h0..h(k-1)); the caller
+// writes the rest of the loop's body and closes it.
+func openInLoop(p func(string, ...any), k int) {
+	p("\tin := g.inE[g.inOff[s]:g.inOff[s+1]]\n")
+	p("\tfor _, e := range in {\n\t\tm := (*[%d]float64)(data[g.moff[e]:])\n", k)
+	for i := range k {
+		p("\t\th%d += m[%d]\n", i, i)
+	}
+}
+
 // hatBackward writes the start of a backward step at node s (backwardK,
 // backwardMixK): hat_s in h0..h(k-1) from theta and the messages of the
 // edges to later nodes (hatFromOut), then those from earlier nodes (in),
 // and gamma_s with the end term of the bound (endWeight, dir "in").
 func hatBackward(p func(string, ...any), k int) {
 	hatFromOut(p, k, false)
-	p("\tin := g.inE[g.inOff[s]:g.inOff[s+1]]\n")
-	p("\tfor _, e := range in {\n\t\tm := (*[%d]float64)(data[g.moff[e]:])\n", k)
-	for i := range k {
-		p("\t\th%d += m[%d]\n", i, i)
-	}
+	openInLoop(p, k)
 	p("\t}\n")
 	endWeight(p, k, "in")
 }
@@ -315,15 +346,7 @@ func backward(p func(string, ...any), k int) {
 	p("func (g *graph) backward%d(s int, bound float64) float64 {\n", k)
 	p("\tdata, tab := g.data, g.tab\n")
 	hatBackward(p, k)
-	if isSIMD(k) {
-		p("\thv := [%d]float64{%s}\n", k, list(k, v("h")))
-		p("\tfor _, e := range in {\n\t\tbound -= sendRows%d((*[%d]float64)(data[g.moff[e]:]), %s, &hv, gm)\n\t}\n", k, k, tableOf(k, "tab[e]"))
-		p("\treturn bound\n}\n\n")
-		return
-	}
-	p("\tfor _, e := range in {\n\t\tm := (*[%d]float64)(data[g.moff[e]:])\n\t\tt := %s\n", k, tableOf(k, "tab[e]"))
-	denseSend(p, k, false)
-	p("\t}\n\treturn bound\n}\n\n")
+	sendAll(p, k, false, "_, e := range in", "data[g.moff[e]:]", tableOf(k, "tab[e]"), "bound")
 }
 
 // argmaxLabel writes the labelling of the unrolled steps: best, the first
@@ -347,16 +370,7 @@ func argmaxLabel(p func(string, ...any), k int) {
 // (kern[s] == kernMix+K): per edge the general code's Potts terms (lab[x_u]
 // += pw, the score pw [x_u == best], pottsSendK) or the dense ones.
 func forwardMix(p func(string, ...any), k int) {
-	p("// forwardMix%d is forwardPart's step for node s when kern[s] == kernMix+%d.\n", k, k)
-	p("func (g *graph) forwardMix%d(s int, x []int, fuse bool, bound, score float64) (float64, float64) {\n", k)
-	p("\tdata, tab, toff, pw := g.data, g.tab, g.toff, g.pw\n")
-	hatFromOut(p, k, false)
-	p("\t%s := %s\n", list(k, v("l")), list(k, v("h")))
-	p("\tin := g.inE[g.inOff[s]:g.inOff[s+1]]\n")
-	p("\tfor _, e := range in {\n\t\tm := (*[%d]float64)(data[g.moff[e]:])\n", k)
-	for i := range k {
-		p("\t\th%d += m[%d]\n", i, i)
-	}
+	forwardStart(p, k, "forwardMix", fmt.Sprintf("kernMix+%d", k), "data, tab, toff, pw := g.data, g.tab, g.toff, g.pw", false)
 	p("\t\txu := x[g.eu[e]]\n")
 	// lab[x_u] += pw without a branch on x_u: the other labels get +0,
 	// which changes at most the sign of a zero, and labels are only
@@ -366,10 +380,7 @@ func forwardMix(p func(string, ...any), k int) {
 		p("\t\t\tl%d += lw[%d]\n", i, i)
 	}
 	p("\t\t\tcontinue\n\t\t}\n")
-	p("\t\tr := (*[%d]float64)(%s[%d*xu:])\n", k, tableOf(k, "tab[e]"), k)
-	for i := range k {
-		p("\t\tl%d += r[%d]\n", i, i)
-	}
+	addRow(p, k, "xu")
 	p("\t}\n")
 	argmaxLabel(p, k)
 	p("\tif fuse {\n\t\tsv := th[best]\n\t\tfor _, e := range in {\n\t\t\txu := x[g.eu[e]]\n")

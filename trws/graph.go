@@ -153,15 +153,49 @@ type pairRef struct {
 }
 
 // newGraph lays out a reduced, pairwise model m for the given number of
-// threads (see order.go).
+// threads (see order.go): the pairwise terms, the node order, the unaries
+// (theta), then the edges, merged per pair of nodes (Kolmogorov 2006,
+// Sec. 2: one edge per pair, its potential the sum of the terms on it).
 func newGraph(m *model.Model, threads int) (*graph, error) {
 	if err := checkPairwise(m); err != nil {
 		return nil, err
 	}
-	n := m.NumVars()
-	g := &graph{n: n, constant: m.Constant}
-	seqs := map[int32][]int{}   // link table offsets of Sequence factors
-	nrefs, ownTheta := 0, false // ownTheta: factors add to the unaries
+	g := &graph{n: m.NumVars(), constant: m.Constant}
+	refs, seqs, ownTheta, err := pairTerms(m)
+	if err != nil {
+		return nil, err
+	}
+	g.order, g.pos, g.parts = partition(m, refs, threads)
+	if g.order == nil && !ownTheta {
+		// Nodes are variables and only the unaries make theta: the graph
+		// reads the model's arrays (the passes never write them) instead
+		// of copying them.
+		g.card, g.uoff, g.theta = m.Cards, m.UnaryOff, m.Unary
+		for _, c := range g.card {
+			g.maxCard = max(g.maxCard, c)
+		}
+		g.maxCard = max(g.maxCard, 1)
+	} else {
+		g.nodeArrays(m)
+		g.addLowOrder(m) // without ownTheta there is nothing to add
+	}
+	g.sortTerms(refs)
+	b := edgeBuilder{g: g, m: m, seqs: seqs, refs: refs}
+	b.allocEdges()
+	b.fillEdges()
+	g.layout()
+	g.setKernels()
+	return g, nil
+}
+
+// pairTerms lists the pairwise terms of m in factor order, over model
+// variables: one per two-variable factor, one per link of a Sequence
+// factor. seqs maps each Sequence factor to the offsets of its links'
+// tables in its Table (from model.SequenceTransitions; all zero when the
+// links share one table). ownTheta reports whether factors other than the
+// pairwise ones add to the unaries (so theta must be a copy).
+func pairTerms(m *model.Model) (refs []pairRef, seqs map[int32][]int, ownTheta bool, err error) {
+	nrefs := 0
 	for a := range m.Factors {
 		f := &m.Factors[a]
 		switch {
@@ -174,7 +208,8 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 			ownTheta = true
 		}
 	}
-	refs := make([]pairRef, 0, nrefs)
+	refs = make([]pairRef, 0, nrefs)
+	seqs = map[int32][]int{}
 	add := func(x, y int, a, k int32) {
 		refs = append(refs, pairRef{u: int32(x), v: int32(y), a: a, k: k})
 	}
@@ -184,7 +219,7 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 		case f.Kind == model.Sequence:
 			shared, offs, err := model.SequenceTransitions(m, f)
 			if err != nil {
-				return nil, fmt.Errorf("trws: factor %d (sequence): %w", a, err)
+				return nil, nil, false, fmt.Errorf("trws: factor %d (sequence): %w", a, err)
 			}
 			o := make([]int, len(f.Vars)-1)
 			if !shared {
@@ -198,25 +233,21 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 			add(f.Vars[0], f.Vars[1], int32(a), -1)
 		}
 	}
-	g.order, g.pos, g.parts = partition(m, refs, threads)
-	at := func(v int32) int32 {
-		if g.pos == nil {
-			return v
-		}
-		return g.pos[v]
+	return refs, seqs, ownTheta, nil
+}
+
+// node returns the graph node of model variable v.
+func (g *graph) node(v int32) int32 {
+	if g.pos == nil {
+		return v
 	}
-	if g.order == nil && !ownTheta {
-		// Nodes are variables and only the unaries make theta: the graph
-		// reads the model's arrays (the passes never write them) instead
-		// of copying them.
-		g.card, g.uoff, g.theta = m.Cards, m.UnaryOff, m.Unary
-		for _, c := range g.card {
-			g.maxCard = max(g.maxCard, c)
-		}
-		g.maxCard = max(g.maxCard, 1)
-	} else {
-		g.nodeArrays(m)
-	}
+	return g.pos[v]
+}
+
+// addLowOrder adds the factors of m over fewer than two variables, and the
+// emission scores of Sequence factors, to theta (a copy made by
+// nodeArrays) and the constant.
+func (g *graph) addLowOrder(m *model.Model) {
 	for a := range m.Factors {
 		f := &m.Factors[a]
 		switch {
@@ -227,7 +258,7 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 			}
 			eoff := 0
 			for _, v := range f.Vars {
-				s := at(int32(v))
+				s := g.node(int32(v))
 				u := g.theta[g.uoff[s]:g.uoff[s+1]]
 				for i := range u {
 					u[i] += emission[eoff+i]
@@ -237,17 +268,22 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 		case len(f.Vars) == 0:
 			g.constant += m.DenseTable(a)[0]
 		case len(f.Vars) == 1:
-			s := at(int32(f.Vars[0]))
+			s := g.node(int32(f.Vars[0]))
 			u := g.theta[g.uoff[s]:g.uoff[s+1]]
 			for i, t := range m.DenseTable(a) {
 				u[i] += t
 			}
 		}
 	}
-	// Edges: the terms in node numbering, sorted by (earlier, later) end.
+}
+
+// sortTerms renumbers the terms' ends as graph nodes and sorts them
+// (stably) by (earlier, later) end, so that the terms of an edge are
+// consecutive and the edges come in layout order.
+func (g *graph) sortTerms(refs []pairRef) {
 	for i := range refs {
 		r := &refs[i]
-		r.u, r.v = at(r.u), at(r.v)
+		r.u, r.v = g.node(r.u), g.node(r.v)
 	}
 	slices.SortStableFunc(refs, func(x, y pairRef) int {
 		if c := cmp.Compare(min(x.u, x.v), min(y.u, y.v)); c != 0 {
@@ -255,44 +291,71 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 		}
 		return cmp.Compare(max(x.u, x.v), max(y.u, y.v))
 	})
-	isPotts := func(r pairRef) bool {
-		return r.k < 0 && m.Factors[r.a].Kind == model.Potts
+}
+
+// edgeBuilder makes the edges of g from the sorted pairwise terms of m
+// (sortTerms): one edge per run of terms over the same pair of nodes.
+type edgeBuilder struct {
+	g    *graph
+	m    *model.Model
+	seqs map[int32][]int // see pairTerms
+	refs []pairRef
+}
+
+// group returns the end j of the run of terms refs[i:j] over the pair of
+// nodes u < v of refs[i], and whether all of them are Potts factors.
+func (b *edgeBuilder) group(i int) (j int, u, v int32, potts bool) {
+	refs := b.refs
+	u, v = min(refs[i].u, refs[i].v), max(refs[i].u, refs[i].v)
+	j, potts = i, true
+	for ; j < len(refs) && min(refs[j].u, refs[j].v) == u && max(refs[j].u, refs[j].v) == v; j++ {
+		potts = potts && refs[j].k < 0 && b.m.Factors[refs[j].a].Kind == model.Potts
 	}
-	// A pair with a single truncated factor keeps its structure.
-	truncated := func(group []pairRef) bool {
-		return len(group) == 1 && group[0].k < 0 && m.Factors[group[0].a].Kind.IsTruncated()
+	return j, u, v, potts
+}
+
+// truncated reports whether a pair has a single truncated factor, which
+// keeps its structure (an O(L) message, see internal/pairterm).
+func (b *edgeBuilder) truncated(group []pairRef) bool {
+	return len(group) == 1 && group[0].k < 0 && b.m.Factors[group[0].a].Kind.IsTruncated()
+}
+
+// table returns the dense table of term r, over (r.u, r.v), row r.u: a
+// Sequence link's slice of its factor's Table, or the factor's DenseTable.
+func (b *edgeBuilder) table(r pairRef) []float64 {
+	if r.k >= 0 {
+		f := &b.m.Factors[r.a]
+		c0, c1 := b.m.Cards[f.Vars[r.k]], b.m.Cards[f.Vars[r.k+1]]
+		o := b.seqs[r.a][r.k]
+		return f.Table[o : o+c0*c1]
 	}
-	// inPlace returns the table of a dense edge made by the single term r
-	// over (u, v) as it lies in the model (or as DenseTable made it), nil
-	// when the edge needs a table of its own: several terms, or a scope
-	// in the other order.
-	inPlace := func(group []pairRef, u int32) []float64 {
-		if len(group) != 1 || group[0].u != u {
-			return nil
-		}
-		r := group[0]
-		f := &m.Factors[r.a]
-		if r.k >= 0 {
-			c0, c1 := m.Cards[f.Vars[r.k]], m.Cards[f.Vars[r.k+1]]
-			o := seqs[r.a][r.k]
-			return f.Table[o : o+c0*c1]
-		}
-		return m.DenseTable(int(r.a))
+	return b.m.DenseTable(int(r.a))
+}
+
+// inPlace returns the table of a dense edge made by the single term r over
+// (u, v) as it lies in the model (or as DenseTable made it), nil when the
+// edge needs a table of its own: several terms, or a scope in the other
+// order.
+func (b *edgeBuilder) inPlace(group []pairRef, u int32) []float64 {
+	if len(group) != 1 || group[0].u != u {
+		return nil
 	}
-	// Count the edges and their storage.
+	return b.table(group[0])
+}
+
+// allocEdges counts the edges and their storage (messages in data, the
+// tables TRW-S makes in own) and allocates the edge arrays of g.
+func (b *edgeBuilder) allocEdges() {
+	g, refs := b.g, b.refs
 	ne, size, ownSize, npotts := 0, 0, 0, 0
 	for i := 0; i < len(refs); {
-		j, potts := i, true
-		for ; j < len(refs) && min(refs[j].u, refs[j].v) == min(refs[i].u, refs[i].v) && max(refs[j].u, refs[j].v) == max(refs[i].u, refs[i].v); j++ {
-			potts = potts && isPotts(refs[j])
-		}
-		u := min(refs[i].u, refs[i].v)
-		ku, kv := g.card[u], g.card[max(refs[i].u, refs[i].v)]
+		j, u, v, potts := b.group(i)
+		ku, kv := g.card[u], g.card[v]
 		size += max(ku, kv)
 		switch {
 		case potts:
 			npotts++
-		case truncated(refs[i:j]):
+		case b.truncated(refs[i:j]):
 		case j-i == 1 && refs[i].u == u: // in place, or DenseTable's
 		default:
 			ownSize += ku * kv
@@ -308,81 +371,78 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 	}
 	g.data = make([]float64, size)
 	g.own = make([]float64, ownSize)
+}
+
+// fillEdges sets every edge's ends, message offset and potential: a Potts
+// weight (the sum of the pair's Potts factors), a truncated term, a table
+// read in place, or a table of its own in own (sumTerms).
+func (b *edgeBuilder) fillEdges() {
+	g, refs := b.g, b.refs
 	e, off, ownOff := 0, 0, 0
 	for i := 0; i < len(refs); e++ {
-		u, v := min(refs[i].u, refs[i].v), max(refs[i].u, refs[i].v)
-		j, potts := i, true
-		for ; j < len(refs) && min(refs[j].u, refs[j].v) == u && max(refs[j].u, refs[j].v) == v; j++ {
-			potts = potts && isPotts(refs[j])
-		}
+		j, u, v, potts := b.group(i)
+		group := refs[i:j]
+		i = j
 		ku, kv := g.card[u], g.card[v]
 		g.eu[e], g.ev[e] = u, v
 		g.moff[e] = off
 		off += max(ku, kv)
 		g.toff[e] = -1
-		if potts {
-			for _, r := range refs[i:j] {
-				g.pw[e] += m.Factors[r.a].Weight
+		switch {
+		case potts:
+			for _, r := range group {
+				g.pw[e] += b.m.Factors[r.a].Weight
 			}
-			i = j
-			continue
-		}
-		if truncated(refs[i:j]) {
-			f := &m.Factors[refs[i].a]
+		case b.truncated(group):
+			f := &b.m.Factors[group[0].a]
 			kind := pairterm.TruncLinear
 			if f.Kind == model.TruncQuad {
 				kind = pairterm.TruncQuad
 			}
 			g.toff[e] = -2 - len(g.terms)
 			g.terms = append(g.terms, pairterm.Term{Kind: kind, W: f.Weight, T: f.Trunc})
-			i = j
-			continue
-		}
-		g.toff[e] = 0
-		g.tabLen += ku * kv
-		if t := inPlace(refs[i:j], u); t != nil {
+		default:
+			g.toff[e] = 0
+			g.tabLen += ku * kv
+			if t := b.inPlace(group, u); t != nil {
+				g.tab[e] = &t[0]
+				break
+			}
+			t := g.own[ownOff : ownOff+ku*kv]
+			ownOff += ku * kv
 			g.tab[e] = &t[0]
-			i = j
+			g.copied++
+			b.sumTerms(t, group, u, ku, kv)
+		}
+	}
+}
+
+// sumTerms adds the tables of the terms in group, over nodes u < v with
+// ku and kv states, to t (row x_u, column x_v), transposing those whose
+// scope is (v, u).
+func (b *edgeBuilder) sumTerms(t []float64, group []pairRef, u int32, ku, kv int) {
+	for _, r := range group {
+		if r.k < 0 && b.m.Factors[r.a].Kind == model.Potts {
+			w := b.m.Factors[r.a].Weight
+			for x := range min(ku, kv) {
+				t[x*kv+x] += w
+			}
 			continue
 		}
-		t := g.own[ownOff : ownOff+ku*kv]
-		ownOff += ku * kv
-		g.tab[e] = &t[0]
-		g.copied++
-		for _, r := range refs[i:j] {
-			f := &m.Factors[r.a]
-			var tab []float64
-			switch {
-			case r.k >= 0:
-				c0, c1 := m.Cards[f.Vars[r.k]], m.Cards[f.Vars[r.k+1]]
-				o := seqs[r.a][r.k]
-				tab = f.Table[o : o+c0*c1]
-			case f.Kind == model.Potts:
-				for x := range min(ku, kv) {
-					t[x*kv+x] += f.Weight
-				}
-				continue
-			default:
-				tab = m.DenseTable(int(r.a))
+		tab := b.table(r)
+		// tab is over (r.u, r.v), row r.u.
+		if r.u == u {
+			for x := range t {
+				t[x] += tab[x]
 			}
-			// tab is over (r.u, r.v), row r.u.
-			if r.u == u {
-				for x := range t {
-					t[x] += tab[x]
-				}
-			} else {
-				for y := range kv {
-					for x := range ku {
-						t[x*kv+y] += tab[y*ku+x]
-					}
+		} else {
+			for y := range kv {
+				for x := range ku {
+					t[x*kv+y] += tab[y*ku+x]
 				}
 			}
 		}
-		i = j
 	}
-	g.layout()
-	g.setKernels()
-	return g, nil
 }
 
 // nodeArrays fills the node arrays (cardinalities, unary offsets and

@@ -305,10 +305,7 @@ func TestSequence(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	for it := 0; it < 20; it++ {
 		cards := []int{2, 3, 3, 2, 3}
-		m := model.New(cards)
-		for j := range m.Unary {
-			m.Unary[j] = rng.NormFloat64()
-		}
+		m := generate.GaussianUnaries(rng, cards)
 		f := model.Factor{Kind: model.Sequence, Vars: []int{3, 0, 4, 1, 2}}.WithEmission(make([]float64, 13))
 		for j := range f.EmissionScores() {
 			f.EmissionScores()[j] = rng.NormFloat64()
@@ -417,32 +414,7 @@ func TestGrids(t *testing.T) {
 // denseGrid returns an h x w grid with l labels, N(0,1) unaries and
 // N(0,4) dense edge tables (frustrated, non-Potts couplings).
 func denseGrid(rng *rand.Rand, h, w, l int) *model.Model {
-	cards := make([]int, h*w)
-	for i := range cards {
-		cards[i] = l
-	}
-	m := model.New(cards)
-	for j := range m.Unary {
-		m.Unary[j] = rng.NormFloat64()
-	}
-	edge := func(u, v int) {
-		tab := make([]float64, l*l)
-		for j := range tab {
-			tab[j] = 2 * rng.NormFloat64()
-		}
-		m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{u, v}, Table: tab})
-	}
-	for r := 0; r < h; r++ {
-		for c := 0; c < w; c++ {
-			if c+1 < w {
-				edge(r*w+c, r*w+c+1)
-			}
-			if r+1 < h {
-				edge(r*w+c, (r+1)*w+c)
-			}
-		}
-	}
-	return m
+	return generate.DenseGrid(rng, h, w, l, 2)
 }
 
 // TestHardConstraints: -Inf potentials give no NaN, propagate exactly, and
@@ -631,6 +603,27 @@ func TestZeroAllocs(t *testing.T) {
 	}
 }
 
+// checkMaxPlus checks a max-plus product of a ku x kv table against the
+// plain double loop: out[o] = max over k < inner of term(o, k), c = max
+// of out.
+func checkMaxPlus(t *testing.T, name string, ku, kv, inner int, out []float64, c float64, term func(o, k int) float64) {
+	t.Helper()
+	want := negInf
+	for o := range out {
+		w := negInf
+		for k := range inner {
+			w = math.Max(w, term(o, k))
+		}
+		if out[o] != w {
+			t.Fatalf("%dx%d %s: out[%d] = %v, want %v", ku, kv, name, o, out[o], w)
+		}
+		want = math.Max(want, w)
+	}
+	if c != want {
+		t.Fatalf("%dx%d %s: max %v, want %v", ku, kv, name, c, want)
+	}
+}
+
 // TestMaxPlusKernels: the unrolled max-plus products equal the plain
 // double loop, -Inf entries included, for every shape up to 11x11.
 func TestMaxPlusKernels(t *testing.T) {
@@ -652,36 +645,10 @@ func TestMaxPlusKernels(t *testing.T) {
 				a, b := draw(ku), draw(kv)
 				out := make([]float64, kv)
 				c := maxPlusCols(out, a, tab)
-				want := negInf
-				for j := range kv {
-					w := negInf
-					for i := range ku {
-						w = math.Max(w, a[i]+tab[i*kv+j])
-					}
-					if out[j] != w {
-						t.Fatalf("%dx%d cols: out[%d] = %v, want %v", ku, kv, j, out[j], w)
-					}
-					want = math.Max(want, w)
-				}
-				if c != want {
-					t.Fatalf("%dx%d cols: max %v, want %v", ku, kv, c, want)
-				}
+				checkMaxPlus(t, "cols", ku, kv, ku, out, c, func(j, i int) float64 { return a[i] + tab[i*kv+j] })
 				out = make([]float64, ku)
 				c = maxPlusRows(out, b, tab)
-				want = negInf
-				for i := range ku {
-					w := negInf
-					for j := range kv {
-						w = math.Max(w, b[j]+tab[i*kv+j])
-					}
-					if out[i] != w {
-						t.Fatalf("%dx%d rows: out[%d] = %v, want %v", ku, kv, i, out[i], w)
-					}
-					want = math.Max(want, w)
-				}
-				if c != want {
-					t.Fatalf("%dx%d rows: max %v, want %v", ku, kv, c, want)
-				}
+				checkMaxPlus(t, "rows", ku, kv, kv, out, c, func(i, j int) float64 { return b[j] + tab[i*kv+j] })
 			}
 		}
 	}

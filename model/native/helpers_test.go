@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/ddrun/ddrun/model"
@@ -171,48 +172,20 @@ func gridModel(h, w, l int, dense bool) *model.Model {
 func sameFloat(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
 
 func sameFloats(a, b []float64) bool {
-	if len(a) != len(b) || (a == nil) != (b == nil) {
-		return false
-	}
-	for i := range a {
-		if !sameFloat(a[i], b[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func sameInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+	return (a == nil) == (b == nil) && slices.EqualFunc(a, b, sameFloat)
 }
 
 func sameBools(a, b []bool) bool {
-	if len(a) != len(b) || (a == nil) != (b == nil) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+	return (a == nil) == (b == nil) && slices.Equal(a, b)
 }
 
 // diffModels describes the first difference between a and b ("" if none):
 // floats compare bit for bit, Negated, Table and Emission nil-ness too.
 func diffModels(a, b *model.Model) string {
 	switch {
-	case !sameInts(a.Cards, b.Cards):
+	case !slices.Equal(a.Cards, b.Cards):
 		return "cards"
-	case !sameInts(a.UnaryOff, b.UnaryOff):
+	case !slices.Equal(a.UnaryOff, b.UnaryOff):
 		return "unary offsets"
 	case !sameFloats(a.Unary, b.Unary):
 		return "unaries"
@@ -223,7 +196,7 @@ func diffModels(a, b *model.Model) string {
 	}
 	for i := range a.Factors {
 		fa, fb := &a.Factors[i], &b.Factors[i]
-		if fa.Kind != fb.Kind || !sameInts(fa.Vars, fb.Vars) || !sameBools(fa.NegatedInputs(), fb.NegatedInputs()) ||
+		if fa.Kind != fb.Kind || !slices.Equal(fa.Vars, fb.Vars) || !sameBools(fa.NegatedInputs(), fb.NegatedInputs()) ||
 			!sameFloats(fa.Table, fb.Table) || !sameFloats(fa.EmissionScores(), fb.EmissionScores()) ||
 			!sameFloat(fa.Weight, fb.Weight) || fa.BudgetBound() != fb.BudgetBound() {
 			return fmt.Sprintf("factor %d (%s)", i, fa.Kind)

@@ -335,29 +335,40 @@ func TestExample(t *testing.T) {
 	}
 }
 
+// docExample returns the first JSON example of docs/native-format.md after
+// the heading (from the start with heading ""), and the model Read makes
+// of it.
+func docExample(t *testing.T, heading string) ([]byte, *model.Model, error) {
+	t.Helper()
+	md, err := os.ReadFile(filepath.Join("..", "..", "docs", "native-format.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	section, ok := md, true
+	if heading != "" {
+		if _, section, ok = bytes.Cut(md, []byte(heading)); !ok {
+			t.Fatalf("no section %q in the document", heading)
+		}
+	}
+	_, rest, ok := bytes.Cut(section, []byte("```json\n"))
+	if !ok {
+		t.Fatalf("no JSON example after %q in the document", heading)
+	}
+	example, _, _ := bytes.Cut(rest, []byte("```"))
+	m, err := Read(bytes.NewReader(example), "native-format.md", JSON)
+	return example, m, err
+}
+
 // TestDocSequenceExample checks the sequence example of
 // docs/native-format.md: it reads, uses the shared layout with an emission
 // and -Inf transitions, its best assignment and score are those the text
 // gives, and it is in canonical form.
 func TestDocSequenceExample(t *testing.T) {
-	md, err := os.ReadFile(filepath.Join("..", "..", "docs", "native-format.md"))
+	example, m, err := docExample(t, "\n### Sequences\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := bytes.Cut(md, []byte("\n### Sequences\n"))
-	if !ok {
-		t.Fatal("no Sequences section in the document")
-	}
-	_, rest, ok := bytes.Cut(section, []byte("```json\n"))
-	if !ok {
-		t.Fatal("no JSON example in the Sequences section")
-	}
-	example, _, _ := bytes.Cut(rest, []byte("```"))
-	m, err := Read(bytes.NewReader(example), "native-format.md", JSON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !sameInts(m.Cards, []int{3, 3, 3}) {
+	if !slices.Equal(m.Cards, []int{3, 3, 3}) {
 		t.Fatalf("the example has cards %v, the text (and this test) three variables of 3 states", m.Cards)
 	}
 	if len(m.Factors) != 1 || m.Factors[0].Kind != model.Sequence || m.Factors[0].EmissionScores() == nil ||
@@ -378,7 +389,7 @@ func TestDocSequenceExample(t *testing.T) {
 			ties++
 		}
 	}
-	if best != 6 || ties != 1 || !sameInts(arg, []int{0, 1, 2}) {
+	if best != 6 || ties != 1 || !slices.Equal(arg, []int{0, 1, 2}) {
 		t.Errorf("best assignment %v scores %v (%d ties), the document says (0, 1, 2) and 6", arg, best, ties)
 	}
 	var b bytes.Buffer
@@ -393,16 +404,7 @@ func TestDocSequenceExample(t *testing.T) {
 // TestDocExample checks the example of docs/native-format.md: it reads, its
 // best assignment is the one the text gives, and it is in canonical form.
 func TestDocExample(t *testing.T) {
-	md, err := os.ReadFile(filepath.Join("..", "..", "docs", "native-format.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rest, ok := bytes.Cut(md, []byte("```json\n"))
-	if !ok {
-		t.Fatal("no JSON example in the document")
-	}
-	example, _, _ := bytes.Cut(rest, []byte("```"))
-	m, err := Read(bytes.NewReader(example), "native-format.md", JSON)
+	example, m, err := docExample(t, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,7 +423,7 @@ func TestDocExample(t *testing.T) {
 		}
 	}
 	visit(0)
-	if best != 3.5 || !sameInts(arg, []int{0, 0, 1, 0, 0}) {
+	if best != 3.5 || !slices.Equal(arg, []int{0, 0, 1, 0, 0}) {
 		t.Errorf("best assignment %v scores %v, the document says (0, 0, 1, 0, 0) and 3.5", arg, best)
 	}
 	var b bytes.Buffer

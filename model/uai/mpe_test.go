@@ -2,6 +2,7 @@ package uai
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -19,7 +20,7 @@ func TestMPERoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !equalInts(got, x) {
+		if !slices.Equal(got, x) {
 			t.Errorf("got %v, want %v", got, x)
 		}
 	}
@@ -53,7 +54,7 @@ func TestReadMPELayouts(t *testing.T) {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
 		}
-		if !equalInts(got, tc.want) {
+		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
 		}
 	}

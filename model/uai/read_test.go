@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,7 +20,7 @@ import (
 
 func TestReadMarkov(t *testing.T) {
 	m := mustRead(t, markovExample, "example.uai")
-	if got, want := m.Cards, []int{2, 2, 3}; !equalInts(got, want) {
+	if got, want := m.Cards, []int{2, 2, 3}; !slices.Equal(got, want) {
 		t.Fatalf("cards %v, want %v", got, want)
 	}
 	if len(m.Factors) != 2 {
@@ -30,7 +31,7 @@ func TestReadMarkov(t *testing.T) {
 			t.Errorf("factor %d kind %v, want dense", a, f.Kind)
 		}
 	}
-	if !equalInts(m.Factors[1].Vars, []int{0, 1, 2}) {
+	if !slices.Equal(m.Factors[1].Vars, []int{0, 1, 2}) {
 		t.Errorf("factor 1 scope %v", m.Factors[1].Vars)
 	}
 	for _, u := range m.Unary {
@@ -390,18 +391,6 @@ func checkParseError(t *testing.T, err error, name string, line int, want []stri
 			t.Errorf("error %q does not contain %q", msg, w)
 		}
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // failingReader returns some data, then an error.

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,7 +86,7 @@ func TestWriteRoundTripAllKinds(t *testing.T) {
 			t.Errorf("%v: %d factors, want at least %d", base, len(back.Factors), len(m.Factors)+3)
 		}
 		for a := range m.Factors {
-			if !equalInts(back.Factors[a].Vars, m.Factors[a].Vars) {
+			if !slices.Equal(back.Factors[a].Vars, m.Factors[a].Vars) {
 				t.Errorf("%v: factor %d scope %v, want %v", base, a, back.Factors[a].Vars, m.Factors[a].Vars)
 			}
 		}

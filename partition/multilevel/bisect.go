@@ -211,14 +211,7 @@ func (b *bisection) computeParams() {
 	for v := range g.n() {
 		me := b.where[v]
 		b.pwgts[me] += int64(g.vwgt[v])
-		var in, ex int32
-		for p := g.xadj[v]; p < g.xadj[v+1]; p++ {
-			if b.where[g.adjncy[p]] == me {
-				in += g.adjwgt[p]
-			} else {
-				ex += g.adjwgt[p]
-			}
-		}
+		in, ex := degrees(g, b.where, v)
 		b.id[v], b.ed[v] = in, ex
 		b.bndptr[v] = -1
 		if ex > 0 {

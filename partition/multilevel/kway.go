@@ -93,14 +93,7 @@ func (r *kwayRefiner) computeParams() {
 	for v := range n {
 		me := r.where[v]
 		r.pwgts[me] += int64(g.vwgt[v])
-		var in, ex int32
-		for p := g.xadj[v]; p < g.xadj[v+1]; p++ {
-			if r.where[g.adjncy[p]] == me {
-				in += g.adjwgt[p]
-			} else {
-				ex += g.adjwgt[p]
-			}
-		}
+		in, ex := degrees(g, r.where, v)
 		r.id[v], r.ed[v] = in, ex
 		r.bndptr[v] = -1
 		if ex > 0 {

@@ -182,6 +182,21 @@ type mlGraph struct {
 
 func (g *mlGraph) n() int { return len(g.xadj) - 1 }
 
+// degrees returns the internal and external degrees of vertex v under the
+// partition where: the weights of its edges to vertices of its own part and
+// to the others (METIS's id and ed).
+func degrees[P uint8 | int32](g *mlGraph, where []P, v int) (in, ex int32) {
+	me := where[v]
+	for p := g.xadj[v]; p < g.xadj[v+1]; p++ {
+		if where[g.adjncy[p]] == me {
+			in += g.adjwgt[p]
+		} else {
+			ex += g.adjwgt[p]
+		}
+	}
+	return in, ex
+}
+
 // newMLGraph wraps g, filling in unit weights where g has none.
 func newMLGraph(g *Graph) *mlGraph {
 	n := g.NumVertices()

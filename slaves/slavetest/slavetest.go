@@ -21,6 +21,15 @@ import (
 	"testing"
 )
 
+// Trials returns n, or short under go test -short: the number of random
+// cases of a test.
+func Trials(n, short int) int {
+	if testing.Short() {
+		return short
+	}
+	return n
+}
+
 // offsets returns the prefix sums of cards.
 func offsets(cards []int) []int {
 	off := make([]int, len(cards)+1)
@@ -208,13 +217,48 @@ const (
 // returns the iterate with the smallest gap seen. It panics if
 // score(y) is +Inf or NaN.
 func RefQUADFull(cards []int, score func(y []int) float64, c []float64, eta float64) QUADResult {
+	p := newQUADProblem(cards, score, c, eta)
+	if p.n == 0 {
+		return QUADResult{PhiQ: math.Inf(-1), Obj: math.Inf(1)}
+	}
+	q, gap, iters := p.fista(p.lipschitz())
+	best := QUADResult{Gap: gap, Iters: iters, Q: q, Configs: p.ys, U: make([]float64, p.dim)}
+	p.mul(q, best.U)
+	for j, w := range q {
+		best.PhiQ += w * p.raw[j]
+	}
+	best.Obj = QUADObjective(c, eta, best.U, best.PhiQ)
+	return best
+}
+
+// quadProblem is RefQUADFull's problem over the n allowed configurations
+// of a scope: minimise over q in the simplex
+// 1/2 ||M q - c||^2 - s.q, M the dim x n 0/1 matrix whose column j marks
+// the states of configuration ys[j] (u = M q are q's marginals), s the
+// scores over eta.
+type quadProblem struct {
+	ys     [][]int
+	raw, s []float64 // score(ys[j]) and score(ys[j])/eta
+	c      []float64
+	n, dim int
+	// idx[j][k] = off[k] + ys[j][k], the flattened positions of
+	// configuration j: the nonzero rows of column j of M.
+	idx [][]int
+	// scale of the data (c and s), times the scope size plus one, for
+	// relative tolerances.
+	scale float64
+	uu    []float64 // scratch of length dim
+}
+
+// newQUADProblem enumerates the configurations of the scope, leaves out
+// those that score -Inf and panics on a score of +Inf or NaN or on a c of
+// the wrong length.
+func newQUADProblem(cards []int, score func(y []int) float64, c []float64, eta float64) *quadProblem {
 	off := offsets(cards)
 	if len(c) != off[len(cards)] {
 		panic(fmt.Sprintf("slavetest: len(c) = %d, scope needs %d", len(c), off[len(cards)]))
 	}
-	var ys [][]int
-	var s []float64 // score/eta
-	var raw []float64
+	p := &quadProblem{c: c, dim: len(c)}
 	for _, y := range EnumerateConfigs(cards) {
 		v := score(y)
 		if math.IsNaN(v) || math.IsInf(v, 1) {
@@ -223,71 +267,101 @@ func RefQUADFull(cards []int, score func(y []int) float64, c []float64, eta floa
 		if math.IsInf(v, -1) {
 			continue
 		}
-		ys = append(ys, y)
-		raw = append(raw, v)
-		s = append(s, v/eta)
+		p.ys = append(p.ys, y)
+		p.raw = append(p.raw, v)
+		p.s = append(p.s, v/eta)
 	}
-	if len(ys) == 0 {
-		return QUADResult{PhiQ: math.Inf(-1), Obj: math.Inf(1)}
-	}
-	n := len(ys)
-	dim := len(c)
-	// idx[y][k] = off[k] + y_k, the flattened positions of configuration y.
-	idx := make([][]int, n)
-	for j, y := range ys {
-		idx[j] = make([]int, len(cards))
+	p.n = len(p.ys)
+	p.idx = make([][]int, p.n)
+	for j, y := range p.ys {
+		p.idx[j] = make([]int, len(cards))
 		for k := range cards {
-			idx[j][k] = off[k] + y[k]
+			p.idx[j][k] = off[k] + y[k]
 		}
 	}
-	mul := func(q, u []float64) { // u = M q
-		for i := range u {
-			u[i] = 0
-		}
-		for j, p := range q {
-			if p != 0 {
-				for _, i := range idx[j] {
-					u[i] += p
-				}
-			}
-		}
-	}
-	mulT := func(v, g []float64) { // g = M^T v
-		for j := range g {
-			t := 0.0
-			for _, i := range idx[j] {
-				t += v[i]
-			}
-			g[j] = t
-		}
-	}
-	// Scale of the data, for relative tolerances.
-	scale := 1.0
+	p.scale = 1.0
 	for _, v := range c {
-		scale = math.Max(scale, math.Abs(v))
+		p.scale = math.Max(p.scale, math.Abs(v))
 	}
-	for _, v := range s {
-		scale = math.Max(scale, math.Abs(v))
+	for _, v := range p.s {
+		p.scale = math.Max(p.scale, math.Abs(v))
 	}
-	scale *= float64(len(cards) + 1)
+	p.scale *= float64(len(cards) + 1)
+	p.uu = make([]float64, p.dim)
+	return p
+}
 
-	// L: largest eigenvalue of P M^T M P, P the centring projection (the
-	// simplex's tangent space), by power iteration.
-	uu := make([]float64, dim)
-	d := make([]float64, n)
-	hd := make([]float64, n)
+// mul sets u = M q.
+func (p *quadProblem) mul(q, u []float64) {
+	for i := range u {
+		u[i] = 0
+	}
+	for j, w := range q {
+		if w != 0 {
+			for _, i := range p.idx[j] {
+				u[i] += w
+			}
+		}
+	}
+}
+
+// mulT sets g = M^T v.
+func (p *quadProblem) mulT(v, g []float64) {
+	for j := range g {
+		t := 0.0
+		for _, i := range p.idx[j] {
+			t += v[i]
+		}
+		g[j] = t
+	}
+}
+
+// grad sets u = M q and g = M^T(u - c) - s, the objective's gradient at q.
+func (p *quadProblem) grad(q, u, g []float64) {
+	p.mul(q, u)
+	for i := range u {
+		p.uu[i] = u[i] - p.c[i]
+	}
+	p.mulT(p.uu, g)
+	for j := range g {
+		g[j] -= p.s[j]
+	}
+}
+
+// frankWolfeGap returns sum_j q_j (g_j - min g), the Frank-Wolfe gap at q
+// with gradient g (the problem's duality gap), accurate near 0.
+func frankWolfeGap(q, g []float64) float64 {
+	mn := math.Inf(1)
+	for j := range q {
+		mn = math.Min(mn, g[j])
+	}
+	gap := 0.0
+	for j := range q {
+		gap += q[j] * (g[j] - mn)
+	}
+	return gap
+}
+
+// centre subtracts the mean of x from its entries.
+func centre(x []float64) {
+	m := 0.0
+	for _, v := range x {
+		m += v
+	}
+	m /= float64(len(x))
+	for j := range x {
+		x[j] -= m
+	}
+}
+
+// lipschitz returns L, the largest eigenvalue of P M^T M P (P the centring
+// projection onto the simplex's tangent space) by 100 steps of power
+// iteration, with a 2% margin: FISTA's first step is 1/L.
+func (p *quadProblem) lipschitz() float64 {
+	d := make([]float64, p.n)
+	hd := make([]float64, p.n)
 	for j := range d {
 		d[j] = math.Sin(float64(j)*1.7 + 0.3)
-	}
-	centre := func(x []float64) {
-		m := 0.0
-		for _, v := range x {
-			m += v
-		}
-		m /= float64(len(x))
-		for j := range x {
-			x[j] -= m
-		}
 	}
 	lip := 0.0
 	for it := 0; it < 100; it++ {
@@ -303,95 +377,58 @@ func RefQUADFull(cards []int, score func(y []int) float64, c []float64, eta floa
 		for j := range d {
 			d[j] /= nrm
 		}
-		mul(d, uu)
-		mulT(uu, hd)
+		p.mul(d, p.uu)
+		p.mulT(p.uu, hd)
 		lip = 0
 		for j := range d {
 			lip += d[j] * hd[j]
 		}
 		copy(d, hd)
 	}
-	lip = math.Max(lip*1.02, 1e-12)
+	return math.Max(lip*1.02, 1e-12)
+}
 
-	// Objective pieces.
-	grad := func(q, u, g []float64) { // u = M q, g = M^T(u - c) - s
-		mul(q, u)
-		for i := range u {
-			uu[i] = u[i] - c[i]
-		}
-		mulT(uu, g)
-		for j := range g {
-			g[j] -= s[j]
-		}
-	}
-	gapOf := func(q, g []float64) float64 {
-		mn := math.Inf(1)
-		for j := range q {
-			mn = math.Min(mn, g[j])
-		}
-		gap := 0.0 // sum_j q_j (g_j - min g), accurate near 0
-		for j := range q {
-			gap += q[j] * (g[j] - mn)
-		}
-		return gap
-	}
-
+// fista runs restarted FISTA (Beck & Teboulle 2009, with O'Donoghue &
+// Candes 2015 gradient restarts) from the uniform q, with the step 1/lip
+// doubled by backtracking where needed, until the Frank-Wolfe gap is at
+// rounding level (refGapTol), stalls (refStall) or refMaxIters pass. It
+// returns the iterate with the smallest gap, that gap and the iterations.
+func (p *quadProblem) fista(lip float64) (bestQ []float64, bestGap float64, iters int) {
+	n := p.n
 	x := make([]float64, n)
 	xPrev := make([]float64, n)
 	yv := make([]float64, n)
 	gy := make([]float64, n)
 	gx := make([]float64, n)
-	ux := make([]float64, dim)
-	uy := make([]float64, dim)
-	tmp := make([]float64, n)
-	// Start at the best vertex of the linearisation at the uniform q.
+	ux := make([]float64, p.dim)
+	uy := make([]float64, p.dim)
 	for j := range x {
 		x[j] = 1 / float64(n)
 	}
 	copy(yv, x)
 	copy(xPrev, x)
 	theta := 1.0
-	best := QUADResult{Gap: math.Inf(1)}
-	bestQ := make([]float64, n)
-	tol := refGapTol * scale
-	iters, lastGain := 0, 0
+	bestGap = math.Inf(1)
+	bestQ = make([]float64, n)
+	tol := refGapTol * p.scale
+	lastGain := 0
+	step := p.newProjStep(n)
 	for iters = 0; iters < refMaxIters; iters++ {
-		grad(x, ux, gx)
-		g := gapOf(x, gx)
-		if g < best.Gap {
-			if g < best.Gap*0.9 {
+		p.grad(x, ux, gx)
+		g := frankWolfeGap(x, gx)
+		if g < bestGap {
+			if g < bestGap*0.9 {
 				lastGain = iters
 			}
-			best.Gap = g
+			bestGap = g
 			copy(bestQ, x)
 		}
 		if g <= tol || iters-lastGain > refStall {
 			break
 		}
-		// Projected gradient step from yv, with backtracking on L.
-		grad(yv, uy, gy)
+		p.grad(yv, uy, gy)
 		var xn []float64
-		for {
-			for j := range tmp {
-				tmp[j] = yv[j] - gy[j]/lip
-			}
-			xn = ProjectSimplex(tmp)
-			// Sufficient decrease for a quadratic: ||M dd||^2 <= L ||dd||^2.
-			dn := 0.0
-			for j := range xn {
-				d[j] = xn[j] - yv[j]
-				dn += d[j] * d[j]
-			}
-			mul(d, uu)
-			mn := 0.0
-			for _, v := range uu {
-				mn += v * v
-			}
-			if mn <= lip*dn*(1+1e-12) || dn == 0 {
-				break
-			}
-			lip *= 2
-		}
+		xn, lip = step.take(yv, gy, lip)
 		// Gradient restart (O'Donoghue & Candes 2015).
 		restart := 0.0
 		for j := range xn {
@@ -414,16 +451,44 @@ func RefQUADFull(cards []int, score func(y []int) float64, c []float64, eta floa
 		// slightly (negative entries); that is fine for the gradient step,
 		// which projects.
 	}
-	best.Iters = iters
-	best.Q = bestQ
-	best.Configs = ys
-	best.U = make([]float64, dim)
-	mul(bestQ, best.U)
-	for j, p := range bestQ {
-		best.PhiQ += p * raw[j]
+	return bestQ, bestGap, iters
+}
+
+// projStep is FISTA's projected gradient step with its scratch.
+type projStep struct {
+	p      *quadProblem
+	tmp, d []float64
+}
+
+func (p *quadProblem) newProjStep(n int) projStep {
+	return projStep{p: p, tmp: make([]float64, n), d: make([]float64, n)}
+}
+
+// take returns the projection onto the simplex of yv - gy/L, doubling L
+// (from lip) until the step decreases the quadratic enough,
+// ||M dd||^2 <= L ||dd||^2 for dd the step, and the L it used.
+func (st projStep) take(yv, gy []float64, lip float64) ([]float64, float64) {
+	d, uu := st.d, st.p.uu
+	for {
+		for j := range st.tmp {
+			st.tmp[j] = yv[j] - gy[j]/lip
+		}
+		xn := ProjectSimplex(st.tmp)
+		dn := 0.0
+		for j := range xn {
+			d[j] = xn[j] - yv[j]
+			dn += d[j] * d[j]
+		}
+		st.p.mul(d, uu)
+		mn := 0.0
+		for _, v := range uu {
+			mn += v * v
+		}
+		if mn <= lip*dn*(1+1e-12) || dn == 0 {
+			return xn, lip
+		}
+		lip *= 2
 	}
-	best.Obj = QUADObjective(c, eta, best.U, best.PhiQ)
-	return best
 }
 
 // CheckQUAD checks a slave's candidate QUAD solution (u, phiq) against the
