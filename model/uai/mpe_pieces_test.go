@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -233,7 +234,7 @@ func TestWriteMPEPieces(t *testing.T) {
 		if err := WriteMPEPieces(path, 5, x, pieces([]int{3, 4}, []int{0, 1, 2})); err != nil {
 			t.Fatal(err)
 		}
-		if !equalInts(x, []int{0, 1, 2, 0, 1}) {
+		if !slices.Equal(x, []int{0, 1, 2, 0, 1}) {
 			t.Errorf("x %v", x)
 		}
 		if path != "" {
