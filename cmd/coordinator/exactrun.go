@@ -5,36 +5,9 @@ import (
 	"io"
 
 	"github.com/ddrun/ddrun/cluster"
-	"github.com/ddrun/ddrun/convexmp"
 	"github.com/ddrun/ddrun/dsearch"
 	"github.com/ddrun/ddrun/internal/cli"
 )
-
-// searchSettings are the node solver of sp as dsearch ships it to the
-// workers: the algorithm's options from the flags, as solve --exact
-// builds them.
-func (sp spec) searchSettings(f solveFlags) (dsearch.Settings, error) {
-	s := dsearch.Settings{Algo: sp.algo.name}
-	switch sp.algo.name {
-	case "trws":
-		o, err := trwsOptions(&f, f.limits())
-		if err != nil {
-			return s, err
-		}
-		s.TRWS = o
-	case "cmp":
-		o := convexmp.DefaultOptions()
-		o.Limits = f.limits()
-		o.EpsDescent = f.epsDesc
-		s.CMP = o
-	default:
-		s.DD = sp.dd
-	}
-	if err := s.Validate(); err != nil {
-		return s, flagError(err)
-	}
-	return s, nil
-}
 
 // checkExact rejects the flags of run that distributed branch and bound
 // does not take: it keeps no checkpoints, runs on one coordinator and
@@ -62,9 +35,9 @@ func runExact(ctx context.Context, sp spec, f solveFlags, r runFlags, stdout io.
 	if err := r.check(); err != nil {
 		return err
 	}
-	settings, err := sp.searchSettings(f)
+	settings, err := sp.SearchSettings()
 	if err != nil {
-		return err
+		return settingError(err)
 	}
 	log := con.Logger()
 	ses, err := r.session(ctx, &f, con)
@@ -73,9 +46,9 @@ func runExact(ctx context.Context, sp spec, f solveFlags, r runFlags, stdout io.
 	}
 	defer ses.close()
 	sealed, out := ses.tr, ses.out
-	o := dsearch.Options{Job: r.job, Workers: r.workers, Wait: r.wait, Settings: settings, Tol: f.tol,
-		TimeLimit: f.timeLimit, LostAfter: r.lostAfter, Logger: log}
-	res, st, err := dsearch.Run(ctx, sealed, sp.m, sp.ev, o, r.observed(out.progress()))
+	o := dsearch.Options{Job: r.job, Workers: r.workers, Wait: r.wait, Settings: settings, Tol: sp.Settings.Tol,
+		TimeLimit: sp.Settings.TimeLimit, LostAfter: r.lostAfter, Logger: log}
+	res, st, err := dsearch.Run(ctx, sealed, sp.Model, sp.Evidence, o, r.observed(out.progress()))
 	if err != nil {
 		return err
 	}

@@ -16,11 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/internal/natsflags"
-	"github.com/ddrun/ddrun/model"
-	"github.com/ddrun/ddrun/solver"
 )
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -302,39 +299,6 @@ func TestLocalWorkerArgsHoldNoSecret(t *testing.T) {
 		}
 		if !slices.Contains(c.Args, "--quiet") || !slices.Contains(c.Args, "/ca.pem") {
 			t.Errorf("args %q", c.Args)
-		}
-	}
-}
-
-// The JSON result holds an assignment up to maxJSONAssignment variables;
-// above, it says the assignment was left out and where --out wrote it, so
-// the result (and what a Raft leader records) stays small.
-func TestResultJSONLeavesOutBigAssignments(t *testing.T) {
-	a, err := findAlgorithm("admm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []int{3, maxJSONAssignment, maxJSONAssignment + 1} {
-		cards := make([]int, n)
-		for i := range cards {
-			cards[i] = 1
-		}
-		m := model.New(cards)
-		sp := spec{algo: a, threads: 1, m: m}
-		res := solver.Result{Status: solver.Optimal, Primal: 1, Dual: 1, Assignment: make([]int, n)}
-		for _, out := range []string{"", "x.mpe"} {
-			r := newResultJSON(res, sp, cluster.JobInfo{}, out)
-			big := n > maxJSONAssignment
-			if (r.Assignment == nil) != big || r.Omitted != big || r.AssignmentFile != out {
-				t.Errorf("%d variables, out %q: assignment of %d, omitted %v, file %q", n, out, len(r.Assignment), r.Omitted, r.AssignmentFile)
-			}
-			data, err := json.Marshal(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if big && len(data) > 1024 {
-				t.Errorf("%d variables: the result takes %d bytes", n, len(data))
-			}
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"time"
 
 	"github.com/ddrun/ddrun/checkpoint"
 	"github.com/ddrun/ddrun/cluster"
@@ -126,14 +125,7 @@ func printStoredResult(data json.RawMessage, f solveFlags, ro *runOutput, stdout
 	if err := json.Unmarshal(data, &r); err != nil {
 		return fmt.Errorf("the recorded result: %w", err)
 	}
-	val := func(v *float64, none float64) float64 {
-		if v == nil {
-			return none
-		}
-		return *v
-	}
-	res := solver.Result{Status: r.Status, Iterations: r.Iterations, Elapsed: time.Duration(r.Seconds * float64(time.Second)),
-		Dual: val(r.Dual, math.Inf(1)), Primal: val(r.Primal, math.Inf(-1)), Gap: val(r.Gap, math.NaN())}
+	res := r.Solver()
 	if err := ro.finish(res); err != nil {
 		return err
 	}

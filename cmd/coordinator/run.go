@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/cluster"
+	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/internal/natsflags"
 	"github.com/ddrun/ddrun/metrics"
@@ -197,7 +198,7 @@ func (r *runFlags) session(ctx context.Context, f *solveFlags, con *cli.Console)
 	}
 	stop := func() {}
 	if r.local {
-		if stop, err = r.startLocal(url, r.job, r.workers, max(1, f.threads/r.workers), f.quiet, con); err != nil {
+		if stop, err = r.startLocal(url, r.job, r.workers, max(1, f.s.Threads/r.workers), f.quiet, con); err != nil {
 			closeNATS()
 			return nil, err
 		}
@@ -230,7 +231,7 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	if err != nil {
 		return err
 	}
-	f.dist = true
+	f.s.Distributed = true
 	f.settle(fs)
 	f.startConsole(con)
 	if r.sharded {
@@ -241,22 +242,22 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	if err != nil {
 		return err
 	}
-	if f.exact {
+	if sp.Settings.Exact {
 		return runExact(ctx, sp, f, r, stdout, con)
 	}
-	if err := sp.distributable(f, "run"); err != nil {
-		return err
+	if err := sp.Distributable("run"); err != nil {
+		return settingError(err)
 	}
 	if err := r.check(); err != nil {
 		return err
 	}
-	if f.anytimeOn && r.raft.enabled() {
-		if err := noSearchPhase(&f, fs, "--raft", "the search runs on one coordinator", con); err != nil {
+	if sp.Settings.AnytimeOn && r.raft.enabled() {
+		if err := noSearchPhase(&sp.Settings, f.quiet, fs, "--raft", "the search runs on one coordinator", con); err != nil {
 			return err
 		}
 	}
 	log := con.Logger()
-	j, err := sp.clusterJob(pos[0], h.Sum(nil), r.runOptions(log))
+	j, err := clusterJob(sp, pos[0], h.Sum(nil), r.runOptions(log))
 	if err != nil {
 		return err
 	}
@@ -278,13 +279,13 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 		return runReplicated(ctx, j, sp, tr, &r, f, out, stdout)
 	}
 	before := tr.Conn().Stats()
-	if f.anytimeOn {
+	if sp.Settings.AnytimeOn {
 		ds := distSearch{tr: sealed, job: r.job, workers: r.workers, wait: r.wait, lostAfter: r.lostAfter, log: log}
 		relax := func(ctx context.Context, progress func(solver.Progress)) (cluster.Outcome, error) {
 			j.Progress = progress
 			return cluster.RunJob(ctx, j)
 		}
-		res, do, err := sp.anytimeDist(ctx, f, relax, ds, j.Progress, con)
+		res, do, err := anytimeDist(ctx, sp, f, relax, ds, j.Progress, con)
 		if err != nil {
 			return err
 		}
@@ -308,12 +309,12 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 // noSearchPhase handles an anytime run whose search phase cannot run
 // (under what, for why): an error when --anytime was asked for, else a
 // one-line note, and the relaxation runs alone.
-func noSearchPhase(f *solveFlags, fs *flag.FlagSet, what, why string, con *cli.Console) error {
+func noSearchPhase(s *engine.Settings, quiet bool, fs *flag.FlagSet, what, why string, con *cli.Console) error {
 	if isSet(fs, "anytime") {
 		return usagef("run: --anytime and %s: %s (run --time-limit without --anytime runs the relaxation alone there)", what, why)
 	}
-	f.anytimeOn = false
-	if !f.quiet {
+	s.AnytimeOn = false
+	if !quiet {
 		con.Print("anytime", fmt.Sprintf("anytime: no branch and bound phase with %s (%s): the relaxation only", what, why), "skipped", "branch-and-bound", "why", why)
 	}
 	return nil
@@ -327,28 +328,15 @@ func printTraffic(con *cli.Console, in, out uint64, n int) {
 		"bytes_in", in, "bytes_out", out, "bytes_per_iteration", per)
 }
 
-// distributable reports whether sp can run on workers (what command does,
-// the subject of the error): dual decomposition, without --exact (run
-// --exact goes to runExact before this).
-func (sp spec) distributable(f solveFlags, command string) error {
-	if f.exact {
-		return usagef("%s: --exact runs only in solve", command)
-	}
-	if !sp.algo.distributed {
-		return usagef("%s: --algo %s runs only in solve (run distributes dual decomposition: admm or subgradient)", command, sp.algo.name)
-	}
-	return nil
-}
-
 // clusterJob is sp as a distributed job named name, whose files hashed to
 // hash (the job's identity), run with ro. run and the job service's
 // distributed jobs build theirs here.
-func (sp spec) clusterJob(name string, hash []byte, ro cluster.RunOptions) (cluster.Job, error) {
-	id, err := cluster.NewIdentity(hash, sp.dd, ro.Workers)
+func clusterJob(sp spec, name string, hash []byte, ro cluster.RunOptions) (cluster.Job, error) {
+	id, err := cluster.NewIdentity(hash, sp.DD(), ro.Workers)
 	if err != nil {
 		return cluster.Job{}, err
 	}
-	return cluster.Job{Name: name, Model: sp.m, Evidence: sp.ev, Options: sp.dd, Run: ro, Identity: id}, nil
+	return cluster.Job{Name: name, Model: sp.Model, Evidence: sp.Evidence, Options: sp.DD(), Run: ro, Identity: id}, nil
 }
 
 // startLocalWorkers starts n worker processes (the worker binary beside

@@ -10,6 +10,7 @@ import (
 	"github.com/ddrun/ddrun/anytime"
 	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/dsearch"
+	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/exact"
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/model"
@@ -48,20 +49,20 @@ type distOutcome struct {
 // sp.info for the JSON result. No tightening phase (it would run on the
 // coordinator alone), but the search bounds its nodes on the cycle
 // regrouping of the model (searchModel).
-func (sp spec) anytimeDist(ctx context.Context, f solveFlags, relax func(context.Context, func(solver.Progress)) (cluster.Outcome, error),
+func anytimeDist(ctx context.Context, sp spec, f solveFlags, relax func(context.Context, func(solver.Progress)) (cluster.Outcome, error),
 	ds distSearch, progress func(solver.Progress), con *cli.Console) (solver.Result, distOutcome, error) {
 	var out distOutcome
-	settings, err := sp.nodeSettings(f)
+	settings, err := sp.AnytimeNodeSettings()
 	if err != nil {
-		return solver.Result{}, out, err
+		return solver.Result{}, out, settingError(err)
 	}
-	o := sp.info.opts
+	o := sp.Anytime
 	o.NoTighten = true
 	// Elimination and the mini-bucket search would run on the coordinator
 	// alone, with tables that grow with the model: in a distributed run
 	// only a worker may hold such state, for its own part.
 	o.Eliminate, o.MiniBuckets = 0, false
-	o.FirstAbout = fmt.Sprintf("%s (%s) on %d workers, package cluster", sp.algo.name, sp.algo.about, ds.workers)
+	o.FirstAbout = fmt.Sprintf("%s (%s) on %d workers, package cluster", sp.Algorithm.Name, sp.Algorithm.About, ds.workers)
 	o.First = func(ctx context.Context, _ *model.Model, _ model.Evidence, progress func(solver.Progress)) (solver.Result, error) {
 		oc, err := relax(ctx, progress)
 		out.info, out.stats = oc.Info, oc.Stats
@@ -70,10 +71,10 @@ func (sp spec) anytimeDist(ctx context.Context, f solveFlags, relax func(context
 	o.Searcher = &anytime.Searcher{
 		About: fmt.Sprintf("subtrees on %d workers (package dsearch), %s nodes", ds.workers, settings.Algo),
 		Search: func(ctx context.Context, sm *model.Model, ev model.Evidence, seed solver.Result, left time.Duration, progress func(solver.Progress)) (solver.Result, exact.Stats, error) {
-			if f.tighten == "none" {
+			if sp.Settings.Tighten == "none" {
 				sm = searchModel(sm, con, f.quiet)
 			}
-			do := dsearch.Options{Job: ds.job, Workers: ds.workers, Wait: ds.wait, Settings: settings, Tol: f.tol, TimeLimit: left,
+			do := dsearch.Options{Job: ds.job, Workers: ds.workers, Wait: ds.wait, Settings: settings, Tol: sp.Settings.Tol, TimeLimit: left,
 				LostAfter: ds.lostAfter, Logger: ds.log, Seed: &dsearch.Seed{Assignment: seed.Assignment, Bound: seed.Dual}}
 			if math.IsNaN(seed.Dual) {
 				do.Seed.Bound = math.Inf(1)
@@ -84,22 +85,17 @@ func (sp spec) anytimeDist(ctx context.Context, f solveFlags, relax func(context
 		},
 	}
 	if !f.quiet {
-		o.Events = phaseLines(con)
+		o.Events = engine.PhaseLines(con.Print)
 	}
-	res, err := anytime.Solve(ctx, sp.m, sp.ev, o, progress)
+	res, err := anytime.Solve(ctx, sp.Model, sp.Evidence, o, progress)
 	if err != nil {
 		return solver.Result{}, out, err
 	}
-	sp.info.phase, sp.info.phases = res.Phase, res.Phases
+	sp.Phase, sp.Phases = res.Phase, res.Phases
 	out.info.Workers = max(out.info.Workers, out.search.Workers)
 	if !f.quiet {
 		con.Close()
-		closed := "the gap is open"
-		if res.Status == solver.Optimal || res.Status == solver.Infeasible {
-			closed = "closed by " + string(res.Phase)
-		}
-		con.Print("anytime", fmt.Sprintf("anytime: %s, %s; bound %s (the lowest of every phase), primal %s", res.Status, closed, num(res.Dual), num(res.Primal)),
-			"status", string(res.Status), "phase", string(res.Phase), "dual", res.Dual, "primal", res.Primal)
+		engine.PrintAnytime(con.Print, res)
 		if out.searched {
 			secs := 0.0
 			for _, p := range res.Phases {
@@ -133,22 +129,6 @@ func searchModel(m *model.Model, con *cli.Console, quiet bool) *model.Model {
 			"triangles", st.Triangles, "squares", st.Squares)
 	}
 	return tm
-}
-
-// nodeSettings are the node solver that an anytime run's search ships to
-// the workers: the algorithm's options, each node bounded by --max-iter
-// when given (else anytime's NodeMaxIter) and no time limit of its own
-// (the search has the run's).
-func (sp spec) nodeSettings(f solveFlags) (dsearch.Settings, error) {
-	s := dsearch.Settings{Algo: sp.algo.name, DD: sp.dd}
-	s.DD.MaxIter, s.DD.TimeLimit, s.DD.Tol, s.DD.ProgressEvery = sp.info.opts.NodeMaxIter, 0, f.tol, 0
-	if s.DD.MaxIter == 0 {
-		s.DD.MaxIter = 1000
-	}
-	if err := s.Validate(); err != nil {
-		return s, flagError(err)
-	}
-	return s, nil
 }
 
 // printSearchStats prints what distributed branch and bound did.

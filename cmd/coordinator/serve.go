@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,20 +21,65 @@ import (
 
 	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/dsearch"
+	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/internal/natsflags"
 	"github.com/ddrun/ddrun/metrics"
+	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/service"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
 )
 
-// serveParams map the job service's parameters to solve's flags; workers
-// is the service's own (0: in the service's process, N: on N workers).
-var serveParams = map[string]string{
-	"algo": "algo", "max_iter": "max-iter", "time_limit": "time-limit", "tol": "tol", "threads": "threads",
-	"exact": "exact", "tighten": "tighten", "slaves": "slaves", "step": "step", "eta": "eta",
-	"adapt_eta": "adapt-eta", "tau": "tau", "eps_descent": "eps-descent",
+// serveParams are the job service's parameters beyond workers (the
+// service's own: 0 runs a job in the service's process, N on N workers):
+// each sets the engine setting of its name (max_iter: max-iter), from the
+// text the flag of that name takes.
+var serveParams = map[string]func(s *engine.Settings, v string) error{
+	"algo":        func(s *engine.Settings, v string) error { s.Algo = v; return nil },
+	"max_iter":    func(s *engine.Settings, v string) error { return parseInt(&s.MaxIter, v) },
+	"time_limit":  func(s *engine.Settings, v string) error { return cli.Duration(&s.TimeLimit, 0).Set(v) },
+	"tol":         func(s *engine.Settings, v string) error { return parseFloat(&s.Tol, v) },
+	"threads":     func(s *engine.Settings, v string) error { return parseInt(&s.Threads, v) },
+	"exact":       func(s *engine.Settings, v string) error { return parseBool(&s.Exact, v) },
+	"tighten":     func(s *engine.Settings, v string) error { s.Tighten = v; return nil },
+	"slaves":      func(s *engine.Settings, v string) error { s.Slaves = v; return nil },
+	"step":        func(s *engine.Settings, v string) error { s.Step = v; return nil },
+	"eta":         func(s *engine.Settings, v string) error { return parseFloat(&s.Eta, v) },
+	"adapt_eta":   func(s *engine.Settings, v string) error { return parseBool(&s.AdaptEta, v) },
+	"tau":         func(s *engine.Settings, v string) error { return parseFloat(&s.Tau, v) },
+	"eps_descent": func(s *engine.Settings, v string) error { return parseBool(&s.EpsDescent, v) },
+}
+
+// parseInt, parseFloat and parseBool read a parameter as package flag
+// reads the flag of its name.
+func parseInt(p *int, v string) error {
+	n, err := strconv.ParseInt(v, 0, strconv.IntSize)
+	*p = int(n)
+	return numError(err)
+}
+
+func parseFloat(p *float64, v string) error {
+	x, err := strconv.ParseFloat(v, 64)
+	*p = x
+	return numError(err)
+}
+
+func parseBool(p *bool, v string) error {
+	b, err := strconv.ParseBool(v)
+	*p = b
+	return numError(err)
+}
+
+// numError is package flag's word for a value it cannot read.
+func numError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, strconv.ErrRange):
+		return errors.New("value out of range")
+	}
+	return errors.New("parse error")
 }
 
 // serveFlags are the flags of `coordinator serve`.
@@ -138,13 +183,7 @@ func cmdServe(ctx context.Context, args []string, con *cli.Console) (err error) 
 		}
 		defer stop()
 	}
-	names := slices.Sorted(func(yield func(string) bool) {
-		for k := range serveParams {
-			if !yield(k) {
-				return
-			}
-		}
-	})
+	names := slices.Sorted(maps.Keys(serveParams))
 	svc, err := service.New(service.Options{
 		Dir: sf.dataDir, MaxJobs: sf.maxJobs, MaxUpload: sf.maxUpload, MaxLocal: sf.maxLocal, Logger: log,
 		Params: append(names, "workers"),
@@ -208,98 +247,82 @@ type serveRunner struct {
 	log               *slog.Logger
 }
 
-// flags turns a job's parameters into solve's flags (and the workers).
-func (r *serveRunner) flags(params map[string]string) (solveFlags, *flag.FlagSet, int, error) {
-	fs := flagSet("serve")
-	var f solveFlags
-	f.register(fs)
+// settings parses a job's parameters into the engine's settings (and the
+// workers), settled.
+func (r *serveRunner) settings(params map[string]string) (engine.Settings, int, error) {
+	s := engine.Defaults()
+	s.Given = map[string]bool{}
 	workers := 0
-	var args []string
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range params {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, k := range slices.Sorted(maps.Keys(params)) {
 		v := params[k]
 		if k == "workers" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
-				return f, nil, 0, service.Invalid(fmt.Errorf("workers=%q: want a number >= 0", v))
+				return s, 0, service.Invalid(fmt.Errorf("workers=%q: want a number >= 0", v))
 			}
 			workers = n
 			continue
 		}
-		fl, ok := serveParams[k]
+		set, ok := serveParams[k]
 		if !ok {
-			return f, nil, 0, service.Invalid(fmt.Errorf("parameter %q: unknown", k))
+			return s, 0, service.Invalid(fmt.Errorf("parameter %q: unknown", k))
 		}
-		args = append(args, "--"+fl+"="+v)
+		if err := set(&s, v); err != nil {
+			return s, 0, service.Invalid(fmt.Errorf("invalid value %q for flag %s: %v", v, k, err))
+		}
+		s.Given[strings.ReplaceAll(k, "_", "-")] = true
 	}
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		return f, nil, 0, service.Invalid(errors.New(paramNames(err.Error())))
-	}
-	f.quiet, f.json = true, true
-	f.dist = workers > 0
-	f.settle(fs)
-	return f, fs, workers, nil
+	s.Distributed = workers > 0
+	s.Settle()
+	return s, workers, nil
 }
 
-// paramNames writes the flags that a message names as the service's
-// parameters (--max-iter, -max-iter: max_iter).
-func paramNames(msg string) string {
-	keys := make([]string, 0, len(serveParams))
-	for k := range serveParams {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return len(serveParams[keys[i]]) > len(serveParams[keys[j]]) })
-	for _, k := range keys {
-		msg = strings.ReplaceAll(msg, "--"+serveParams[k], k)
-		msg = strings.ReplaceAll(msg, "-"+serveParams[k], k)
-	}
-	return msg
-}
-
-// load reads the job's model under its flags, as solve does; h (nil: none)
-// gets the model's bytes for a distributed job's identity.
-func (r *serveRunner) load(ctx context.Context, path string, params map[string]string, h io.Writer) (spec, solveFlags, int, error) {
-	f, fs, workers, err := r.flags(params)
+// load reads the job's model under its settings, as solve does; h (nil:
+// none) gets the model's bytes for a distributed job's identity.
+func (r *serveRunner) load(ctx context.Context, path string, params map[string]string, h io.Writer) (spec, int, error) {
+	s, workers, err := r.settings(params)
 	if err != nil {
-		return spec{}, f, 0, err
+		return nil, 0, err
 	}
-	sp, err := f.load(ctx, time.Now(), fs, "serve", []string{path}, h, cli.New(io.Discard))
-	if err == nil && workers > 0 && !f.exact {
-		err = sp.distributable(f, "workers > 0") // exact runs any algorithm's nodes on workers (dsearch)
+	f := solveFlags{s: s, quiet: true, json: true, maxEntries: model.DefaultMaxEntries}
+	sp, err := f.load(ctx, time.Now(), nil, "serve", []string{path}, h, cli.New(io.Discard))
+	if err == nil && workers > 0 && !sp.Settings.Exact {
+		err = settingError(sp.Distributable("workers > 0")) // exact runs any algorithm's nodes on workers (dsearch)
 	}
 	if err != nil {
-		// Name the model by its file name, not the service's path.
-		msg := paramNames(strings.ReplaceAll(err.Error(), path, filepath.Base(path)))
+		// Name the settings as parameters, and the model by its file
+		// name, not the service's path.
+		msg := err.Error()
+		var se *engine.Error
+		if errors.As(err, &se) {
+			msg = se.Named(engine.Param)
+		}
+		msg = strings.ReplaceAll(msg, path, filepath.Base(path))
+		msg = strings.ReplaceAll(msg, "--time-limit", "time_limit")
 		var ue usageError
 		if errors.As(err, &ue) {
-			return spec{}, f, 0, service.Invalid(errors.New(msg))
+			return nil, 0, service.Invalid(errors.New(msg))
 		}
-		return spec{}, f, 0, errors.New(msg)
+		return nil, 0, errors.New(msg)
 	}
-	return sp, f, workers, nil
+	return sp, workers, nil
 }
 
 func (r *serveRunner) Check(ctx context.Context, path string, params map[string]string) (service.Plan, error) {
-	f, _, _, err := r.flags(params) // the time limit before load spends some of it
+	s, _, err := r.settings(params) // the time limit before load spends some of it
 	if err != nil {
 		return service.Plan{}, err
 	}
-	_, _, workers, err := r.load(ctx, path, params, nil)
+	_, workers, err := r.load(ctx, path, params, nil)
 	if err != nil {
 		return service.Plan{}, err
 	}
-	return service.Plan{Workers: workers, MaxIter: f.maxIter, TimeLimit: f.timeLimit}, nil
+	return service.Plan{Workers: workers, MaxIter: s.MaxIter, TimeLimit: s.TimeLimit}, nil
 }
 
 func (r *serveRunner) Run(ctx context.Context, id, path string, params map[string]string, progress func(solver.Progress)) (solver.Result, json.RawMessage, error) {
 	h := sha256.New()
-	sp, f, workers, err := r.load(ctx, path, params, h)
+	sp, workers, err := r.load(ctx, path, params, h)
 	if err != nil {
 		return solver.Result{}, nil, err
 	}
@@ -308,31 +331,31 @@ func (r *serveRunner) Run(ctx context.Context, id, path string, params map[strin
 	log := r.log.With("job", id)
 	switch {
 	case workers == 0:
-		res, err = sp.solveHere(ctx, f, progress, cli.New(io.Discard))
-	case f.exact:
+		res, err = sp.Solve(ctx, engine.Hooks{Progress: progress})
+	case sp.Settings.Exact:
 		// Branch and bound with the workers searching subtrees, as run --exact.
 		var settings dsearch.Settings
-		if settings, err = sp.searchSettings(f); err == nil {
+		if settings, err = sp.SearchSettings(); err == nil {
 			var st dsearch.Stats
-			res, st, err = dsearch.Run(ctx, r.tr, sp.m, sp.ev, dsearch.Options{Job: id, Workers: workers, Wait: r.wait, Settings: settings,
-				Tol: f.tol, TimeLimit: f.timeLimit, Logger: log}, progress)
+			res, st, err = dsearch.Run(ctx, r.tr, sp.Model, sp.Evidence, dsearch.Options{Job: id, Workers: workers, Wait: r.wait, Settings: settings,
+				Tol: sp.Settings.Tol, TimeLimit: sp.Settings.TimeLimit, Logger: log}, progress)
 			info = cluster.JobInfo{Workers: st.Workers}
 		}
 	default:
 		ro := cluster.RunOptions{Base: id, Workers: workers, WaitWorkers: r.wait, StepTimeout: r.stepTimeout, Logger: log}
 		var j cluster.Job
-		if j, err = sp.clusterJob(id, h.Sum(nil), ro); err != nil {
+		if j, err = clusterJob(sp, id, h.Sum(nil), ro); err != nil {
 			break
 		}
 		j.Transport, j.Progress, j.Logger = r.tr, progress, log
-		if f.anytimeOn {
+		if sp.Settings.AnytimeOn {
 			// As run --time-limit: the relaxation, then branch and bound on the same workers.
 			relax := func(ctx context.Context, progress func(solver.Progress)) (cluster.Outcome, error) {
 				j.Progress = progress
 				return cluster.RunJob(ctx, j)
 			}
 			var do distOutcome
-			res, do, err = sp.anytimeDist(ctx, f, relax, distSearch{tr: r.tr, job: id, workers: workers, wait: r.wait, log: log}, progress, cli.New(io.Discard))
+			res, do, err = anytimeDist(ctx, sp, solveFlags{quiet: true}, relax, distSearch{tr: r.tr, job: id, workers: workers, wait: r.wait, log: log}, progress, cli.New(io.Discard))
 			info = do.info
 			break
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/ddrun/ddrun/checkpoint"
 	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/shard"
 )
@@ -25,12 +26,12 @@ import (
 // of an indexed model file themselves, and this process keeps only the
 // boundary between them (package shard, cluster.RunShards).
 func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveFlags, r runFlags, pos []string, stdout io.Writer, con *cli.Console) error {
-	sp, err := f.prepare(fs, "run", pos, con)
+	sp, err := f.prepare(fs, "run", pos)
 	if err != nil {
 		return err
 	}
-	if f.anytimeOn {
-		if err := noSearchPhase(&f, fs, "--sharded", "the coordinator does not hold the model that the search ships and re-scores against", con); err != nil {
+	if sp.Settings.AnytimeOn {
+		if err := noSearchPhase(&sp.Settings, f.quiet, fs, "--sharded", "the coordinator does not hold the model that the search ships and re-scores against", con); err != nil {
 			return err
 		}
 	}
@@ -46,9 +47,10 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 	}
 	log := con.Logger()
 	lctx := ctx
-	if f.timeLimit > 0 {
+	timeLimit := sp.Settings.TimeLimit
+	if timeLimit > 0 {
 		var cancel context.CancelFunc
-		lctx, cancel = context.WithDeadlineCause(ctx, start.Add(f.timeLimit), fmt.Errorf("--time-limit %v reached while planning the shards", f.timeLimit))
+		lctx, cancel = context.WithDeadlineCause(ctx, start.Add(timeLimit), fmt.Errorf("--time-limit %v reached while planning the shards", timeLimit))
 		defer cancel()
 	}
 	layout, err := shard.Plan(path, r.workers, shard.PlanOptions{MaxEntries: f.maxEntries, Context: lctx, Logger: log})
@@ -75,7 +77,7 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 		h.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(b))))
 		h.Write(b)
 	}
-	id, err := cluster.NewIdentity(h.Sum(nil), sp.dd, r.workers)
+	id, err := cluster.NewIdentity(h.Sum(nil), sp.DD(), r.workers)
 	if err != nil {
 		return err
 	}
@@ -101,11 +103,11 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 			ro.Checkpoint.Save = ckpt.Save
 		}
 	}
-	opts := sp.dd
-	if f.timeLimit > 0 {
-		left := f.timeLimit - time.Since(start)
+	opts := sp.DD()
+	if timeLimit > 0 {
+		left := timeLimit - time.Since(start)
 		if left <= 0 {
-			return usagef("%s: --time-limit %v reached while planning the shards", pos[0], f.timeLimit)
+			return usagef("%s: --time-limit %v reached while planning the shards", pos[0], timeLimit)
 		}
 		opts.TimeLimit = left
 	}
@@ -143,7 +145,7 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 	}
 	res.Elapsed = time.Since(start)
 	r.obs.ObserveResult(res.Result)
-	sj := &shardedJSON{Boundary: len(layout.BoundaryVars), PlanSeconds: planned.Seconds(), SetupSeconds: (planned + stats.Setup).Seconds(),
+	sj := &engine.Sharded{Boundary: len(layout.BoundaryVars), PlanSeconds: planned.Seconds(), SetupSeconds: (planned + stats.Setup).Seconds(),
 		CoordinatorRSSMB: cluster.PeakRSSMB(), WorkerRSSMB: stats.WorkerRSSMB,
 		Failovers: stats.Failovers, Restored: stats.Restored, Redone: stats.Redone}
 	if st, n := tr.Conn().Stats(), res.Iterations; n > 0 {
@@ -161,10 +163,10 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 	if !f.json {
 		return nil
 	}
-	rj := resultJSON{Status: res.Status, Primal: finite(res.Primal), Dual: finite(res.Dual), Gap: finite(res.Gap),
-		Relaxed: finite(res.Relaxed), Iterations: res.Iterations, Seconds: res.Elapsed.Seconds(), Assignment: x,
-		Algo: sp.algo.name, Threads: sp.threads, Workers: r.workers,
-		Model: modelJSON{Variables: layout.NumVars, Factors: layout.NumFactors}, Sharded: sj}
+	rj := resultJSON{Status: res.Status, Primal: engine.Finite(res.Primal), Dual: engine.Finite(res.Dual), Gap: engine.Finite(res.Gap),
+		Relaxed: engine.Finite(res.Relaxed), Iterations: res.Iterations, Seconds: res.Elapsed.Seconds(), Assignment: x,
+		Algo: sp.Algorithm.Name, Threads: sp.Threads, Workers: r.workers,
+		Model: engine.ModelSize{Variables: layout.NumVars, Factors: layout.NumFactors}, Sharded: sj}
 	if rj.Primal != nil {
 		if f.out != "" {
 			rj.AssignmentFile = f.out
@@ -177,16 +179,14 @@ func runSharded(ctx context.Context, start time.Time, fs *flag.FlagSet, f solveF
 // shardedFlags rejects what a sharded run cannot do.
 func shardedFlags(f solveFlags, r runFlags, sp spec, model string) error {
 	switch {
-	case f.exact:
-		return usagef("run: --exact runs only in solve")
-	case !sp.algo.distributed:
-		return usagef("run: --algo %s runs only in solve (run distributes dual decomposition: admm or subgradient)", sp.algo.name)
-	case sp.dd.Slaves != consensus.PerFactor:
-		return usagef("run --sharded: --slaves %s: a sharded run has one slave per factor", sp.dd.Slaves)
+	case sp.Distributable("run") != nil:
+		return settingError(sp.Distributable("run"))
+	case sp.DD().Slaves != consensus.PerFactor:
+		return usagef("run --sharded: --slaves %s: a sharded run has one slave per factor", sp.DD().Slaves)
 	case f.evidence != "":
 		return usagef("run --sharded: --evidence is not applied to sharded models (fold it into the model first)")
-	case f.tighten != "none":
-		return usagef("run --sharded: --tighten %s needs the whole model", f.tighten)
+	case sp.Settings.Tighten != "none":
+		return usagef("run --sharded: --tighten %s needs the whole model", sp.Settings.Tighten)
 	case r.raft.enabled():
 		return usagef("run --sharded: a sharded run has one coordinator (no --raft-*)")
 	case !strings.HasSuffix(strings.ToLower(model), ".ddx"):
@@ -194,28 +194,6 @@ func shardedFlags(f solveFlags, r runFlags, sp spec, model string) error {
 			model, model, strings.TrimSuffix(model, filepath.Ext(model)))
 	}
 	return nil
-}
-
-// shardedJSON describes a sharded run in the JSON result.
-type shardedJSON struct {
-	Boundary int `json:"boundary_variables"`
-	// PlanSeconds: the coordinator's passes over the file; SetupSeconds:
-	// from the start of the command until every worker had built its part
-	// (the time to the first iteration).
-	PlanSeconds  float64 `json:"plan_seconds"`
-	SetupSeconds float64 `json:"setup_seconds"`
-	// Peak RSS in MiB: the coordinator's at the end, each worker's once it
-	// had built its part.
-	CoordinatorRSSMB int64   `json:"coordinator_peak_rss_mb"`
-	WorkerRSSMB      []int64 `json:"worker_peak_rss_mb"`
-	// BytesPerIteration is the coordinator's NATS traffic (in and out)
-	// over the run, per iteration.
-	BytesPerIteration uint64 `json:"bytes_per_iteration"`
-	// Failovers counts the epochs a lost worker ended, Restored those
-	// that went on from a checkpoint, Redone the iterations run again.
-	Failovers int `json:"failovers"`
-	Restored  int `json:"restored"`
-	Redone    int `json:"redone"`
 }
 
 // writeShardedMPE writes a sharded run's assignment to path (when not
