@@ -381,7 +381,7 @@ type poolWatch struct {
 
 func watchPool(tr transport.Transport) (*poolWatch, error) {
 	p := &poolWatch{seen: map[string]time.Time{}}
-	sub, err := tr.Subscribe("ddrun.control", func(_ string, data []byte) {
+	sub, err := tr.Subscribe(cluster.ControlSubject, func(_ string, data []byte) {
 		h, _, err := transport.Decode(data)
 		if err != nil || transport.ValidName(h.From) != nil {
 			return
