@@ -2,6 +2,10 @@ package engine
 
 import (
 	"encoding/json"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ddrun/ddrun/model"
@@ -38,5 +42,40 @@ func TestResultJSONLeavesOutBigAssignments(t *testing.T) {
 				t.Errorf("%d variables: the result takes %d bytes", n, len(data))
 			}
 		}
+	}
+}
+
+// docs/openapi.yaml's Result names the fields of Result, no more and no
+// fewer: the schema is documented once.
+func TestOpenAPIResultMatches(t *testing.T) {
+	data, err := os.ReadFile("../docs/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc []string
+	in, props := false, false
+	for _, line := range strings.Split(string(data), "\n") {
+		switch {
+		case line == "    Result:":
+			in = true
+		case in && strings.HasPrefix(line, "    ") && !strings.HasPrefix(line, "     "):
+			in = false
+		case in && line == "      properties:":
+			props = true
+		case in && props && strings.HasPrefix(line, "        ") && !strings.HasPrefix(line, "         "):
+			key, _, _ := strings.Cut(strings.TrimSpace(line), ":")
+			doc = append(doc, key)
+		}
+	}
+	var fields []string
+	rt := reflect.TypeOf(Result{})
+	for i := range rt.NumField() {
+		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		fields = append(fields, name)
+	}
+	slices.Sort(doc)
+	slices.Sort(fields)
+	if !slices.Equal(doc, fields) {
+		t.Errorf("docs/openapi.yaml Result has %v; engine.Result has %v", doc, fields)
 	}
 }
