@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/jobstate"
 	"github.com/ddrun/ddrun/metrics"
@@ -32,15 +31,6 @@ func (r *runFlags) startMetrics(ctx context.Context, con *cli.Console) (stop fun
 	m.SetLeader(true) // a Raft member says otherwise (raftReadiness)
 	r.obs = m
 	return func() { _ = srv.Close() }, nil
-}
-
-// hooks feed the run's steps, workers and checkpoints to the metrics.
-func (r *runFlags) hooks() cluster.Hooks {
-	m := r.obs
-	if m == nil {
-		return cluster.Hooks{}
-	}
-	return cluster.Hooks{Step: m.ObserveStep, Workers: m.SetWorkers, Checkpoint: m.ObserveCheckpoint}
 }
 
 // observed returns progress, reporting to the metrics too. The solvers

@@ -1,18 +1,15 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
+	"github.com/ddrun/ddrun/engine"
+	"github.com/ddrun/ddrun/internal/cli"
+	"github.com/ddrun/ddrun/launch"
 	"io"
 	"log/slog"
 	"math"
 
-	"github.com/ddrun/ddrun/checkpoint"
-	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/jobstate"
-	"github.com/ddrun/ddrun/solver"
-	"github.com/ddrun/ddrun/transport"
 )
 
 // raftFlags are the settings of a Raft-replicated coordinator.
@@ -32,6 +29,17 @@ func (r *raftFlags) register(fs interface {
 	fs.StringVar(&r.dir, "raft-dir", "", "`DIR` for this coordinator's Raft log and snapshots; reuse it to restart")
 	fs.StringVar(&r.bucket, "checkpoint-bucket", "", "JetStream object store `BUCKET` for a Raft group's checkpoint blobs (default ddrun-ckpt-JOB); ignored with --checkpoint-dir, which must then be shared by the group")
 	fs.IntVar(&r.replicas, "checkpoint-replicas", 1, "replicas of the checkpoint bucket in a clustered JetStream")
+}
+
+// target is the Raft group of the flags for launch: its checkpoints in
+// ckDir (shared by the group) or in the JetStream bucket; Raft's own
+// chatter (elections, replication) logged from warnings up (cluster logs
+// the role changes itself).
+func (r *raftFlags) target(ckDir string, con *cli.Console) *launch.Raft {
+	peers, _ := jobstate.ParsePeers(r.peers)
+	rlog := con.LoggerAt(slog.LevelWarn)
+	return &launch.Raft{Config: jobstate.Config{ID: r.id, Bind: r.bind, Peers: peers, Dir: r.dir, Logger: rlog.With("raft_id", r.id)},
+		CheckpointDir: ckDir, Bucket: r.bucket, Replicas: r.replicas}
 }
 
 func (r *raftFlags) enabled() bool { return r.id != "" || r.bind != "" || r.peers != "" || r.dir != "" }
@@ -58,73 +66,9 @@ func (r *raftFlags) check(natsURL, job string, local bool) error {
 	return nil
 }
 
-// runReplicated is `coordinator run` as a member of a Raft group (see
-// cluster.RunReplicated): it opens the group and the checkpoint store the
-// group shares, and prints the result when this member ends the job, or
-// leads it after the leader that ended it died before printing.
-func runReplicated(ctx context.Context, j cluster.Job, sp spec, tr *transport.NATS, r *runFlags, f solveFlags,
-	ro *runOutput, stdout io.Writer) error {
-	log := ro.con.Logger()
-	rf, ck := r.raft, r.ck
-	peers, _ := jobstate.ParsePeers(rf.peers)
-	// Raft's own chatter (elections, replication) only from warnings up;
-	// cluster logs the role changes itself.
-	rlog := ro.con.LoggerAt(slog.LevelWarn)
-	g, err := jobstate.Open(jobstate.Config{ID: rf.id, Bind: rf.bind, Peers: peers, Dir: rf.dir, Logger: rlog.With("raft_id", rf.id)})
-	if err != nil {
-		return fmt.Errorf("raft: %w", err)
-	}
-	defer g.Close()
-	raftReadiness(r.obs, g)
-	if ck.dir != "" {
-		d, err := checkpoint.OpenDir(ck.dir)
-		if err != nil {
-			return usagef("--checkpoint-dir: %v", err)
-		}
-		j.Store = d
-	} else {
-		bucket := rf.bucket
-		if bucket == "" {
-			bucket = "ddrun-ckpt-" + j.Run.Base
-		}
-		obj, err := checkpoint.OpenObjectStore(ctx, tr.Conn(), bucket, checkpoint.ObjectStoreOptions{Replicas: rf.replicas})
-		if err != nil {
-			return fmt.Errorf("checkpoint store (does the NATS server run JetStream?): %w", err)
-		}
-		j.Store = obj
-	}
-	j.Logger = log.With("raft_id", rf.id)
-	j.Record = func(res solver.Result, info cluster.JobInfo) (json.RawMessage, error) {
-		// The recorded result leaves a big assignment out
-		// (maxJSONAssignment): write it before the record commits, so
-		// that the job's --out exists once it is done.
-		if f.out != "" && res.Assignment != nil && len(res.Assignment) > maxJSONAssignment {
-			if err := writeMPE(f.out, res.Assignment); err != nil {
-				return nil, err
-			}
-		}
-		return json.Marshal(newResultJSON(res, sp, info, f.out))
-	}
-	out, err := cluster.RunReplicated(ctx, j, g)
-	switch {
-	case err != nil:
-		return usageIfRefused(err)
-	case out.Recorded != nil:
-		return printStoredResult(out.Recorded, f, ro, stdout)
-	case out.Ran:
-		r.obs.ObserveResult(out.Result)
-		return report(out.Result, sp, f, out.Info, ro, stdout)
-	}
-	return nil
-}
-
 // printStoredResult prints a result recorded in the Raft log by a leader
 // that died before printing it.
-func printStoredResult(data json.RawMessage, f solveFlags, ro *runOutput, stdout io.Writer) error {
-	var r resultJSON
-	if err := json.Unmarshal(data, &r); err != nil {
-		return fmt.Errorf("the recorded result: %w", err)
-	}
+func printStoredResult(r engine.Result, f solveFlags, ro *runOutput, stdout io.Writer) error {
 	res := r.Solver()
 	if err := ro.finish(res); err != nil {
 		return err
@@ -133,7 +77,7 @@ func printStoredResult(data json.RawMessage, f solveFlags, ro *runOutput, stdout
 		r.Status, r.Iterations, ptrNum(r.Dual), ptrNum(r.Primal)),
 		"status", string(r.Status), "iterations", r.Iterations, "dual", res.Dual, "primal", res.Primal, "recorded", true)
 	if f.out != "" && r.Assignment != nil {
-		if err := writeMPE(f.out, r.Assignment); err != nil {
+		if err := launch.WriteMPE(f.out, r.Assignment); err != nil {
 			return err
 		}
 	}

@@ -7,8 +7,9 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"github.com/ddrun/ddrun/jobstate"
+	"github.com/ddrun/ddrun/launch"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -18,7 +19,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/internal/natsflags"
@@ -94,16 +94,6 @@ func (r *runFlags) check() error {
 		return usagef("--job %q: %v", r.job, err)
 	}
 	return nil
-}
-
-// runOptions are the distributed run's settings.
-func (r *runFlags) runOptions(log *slog.Logger) cluster.RunOptions {
-	ro := cluster.RunOptions{Base: r.job, Workers: r.workers, WaitWorkers: r.wait, StepTimeout: r.stepTimeout, LostAfter: r.lostAfter, SpareWait: r.spareWait, Logger: log,
-		Checkpoint: &cluster.CheckpointOptions{Every: r.ck.every, Interval: r.ck.interval}}
-	if r.ck.every == 0 && r.ck.interval == 0 {
-		ro.Checkpoint = nil
-	}
-	return ro
 }
 
 // connect starts the --metrics endpoint, then connects to --nats (trying
@@ -213,7 +203,8 @@ func (r *runFlags) session(ctx context.Context, f *solveFlags, con *cli.Console)
 }
 
 // cmdRun is `coordinator run`: the same job as solve, spread over worker
-// processes that talk over NATS.
+// processes that talk over NATS (launch.Run, with a Target of this
+// command's flags).
 func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Console) (err error) {
 	start := time.Now()
 	fs := flagSet("run")
@@ -234,76 +225,134 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	f.s.Distributed = true
 	f.settle(fs)
 	f.startConsole(con)
-	if r.sharded {
-		return runSharded(ctx, start, fs, f, r, pos, stdout, con)
-	}
 	h := sha256.New() // the job's identity: the files, hashed as they are read
-	sp, err := f.load(ctx, start, fs, "run", pos, h, con)
+	sp, err := r.checkJob(ctx, start, fs, &f, pos, h, con)
 	if err != nil {
 		return err
 	}
+	t := r.target(pos[0], h.Sum(nil), f, start, con)
+	var ses *jobSession
+	t.Connect = func(ctx context.Context) (*launch.Session, error) {
+		if ses, err = r.session(ctx, &f, con); err != nil {
+			return nil, err
+		}
+		if t.Raft != nil {
+			t.Raft.NATS = ses.nc // the group's checkpoint bucket
+		}
+		traffic := func() (uint64, uint64) { st := ses.nc.Conn().Stats(); return st.InBytes, st.OutBytes }
+		return &launch.Session{Transport: ses.tr, Traffic: traffic, Hooks: r.launchHooks(f, ses.out.progress(), con)}, nil
+	}
+	defer func() {
+		if ses != nil {
+			ses.close()
+		}
+	}()
+	o, err := launch.Run(ctx, sp, t, launch.Hooks{})
+	switch {
+	case err != nil:
+		return inputError(err)
+	case o.Recorded:
+		return printStoredResult(o.Report, f, ses.out, stdout)
+	case !o.Ran:
+		return nil // a Raft member whose group reports the result
+	}
+	r.obs.ObserveResult(o.Result)
+	if tr := o.Traffic; !f.quiet && tr.Iterations > 0 {
+		printTraffic(con, tr.In, tr.Out, tr.Iterations)
+	}
+	if r.sharded {
+		if err := ses.out.finish(o.Result); err != nil {
+			return err
+		}
+		sj := o.Report.Sharded
+		con.Logger().Info("sharded run", "plan_seconds", sj.PlanSeconds, "setup_seconds", sj.SetupSeconds, "coordinator_peak_rss_mb", sj.CoordinatorRSSMB)
+		printResult(con, o.Result)
+		if !f.json {
+			return nil
+		}
+		return writeJSON(stdout, o.Report) // the assignment went to --out as it came
+	}
+	return report(o, f, ses.out, stdout)
+}
+
+// checkJob checks the flags of run and prepares its job: for --sharded
+// without reading the model (the workers read their parts), else with the
+// model read (its bytes hashed into h).
+func (r *runFlags) checkJob(ctx context.Context, start time.Time, fs *flag.FlagSet, f *solveFlags, pos []string, h io.Writer, con *cli.Console) (spec, error) {
+	if r.sharded {
+		sp, err := f.prepare(fs, "run", pos)
+		if err != nil {
+			return nil, err
+		}
+		if sp.Settings.AnytimeOn {
+			if err := noSearchPhase(&sp.Settings, f.quiet, fs, "--sharded", "the coordinator does not hold the model that the search ships and re-scores against", con); err != nil {
+				return nil, err
+			}
+		}
+		if err := shardedFlags(*f, *r, sp, pos[0]); err != nil {
+			return nil, err
+		}
+		return sp, r.check()
+	}
+	sp, err := f.load(ctx, start, fs, "run", pos, h, con)
+	if err != nil {
+		return nil, err
+	}
 	if sp.Settings.Exact {
-		return runExact(ctx, sp, f, r, stdout, con)
+		if err := r.checkExact(); err != nil {
+			return nil, err
+		}
+		return sp, r.check()
 	}
 	if err := sp.Distributable("run"); err != nil {
-		return settingError(err)
+		return nil, settingError(err)
 	}
 	if err := r.check(); err != nil {
-		return err
+		return nil, err
 	}
 	if sp.Settings.AnytimeOn && r.raft.enabled() {
 		if err := noSearchPhase(&sp.Settings, f.quiet, fs, "--raft", "the search runs on one coordinator", con); err != nil {
-			return err
+			return nil, err
 		}
 	}
+	return sp, nil
+}
+
+// target is where run's job runs, from the flags: the job named by the
+// model file name, whose files hashed to hash.
+func (r *runFlags) target(name string, hash []byte, f solveFlags, start time.Time, con *cli.Console) launch.Target {
 	log := con.Logger()
-	j, err := clusterJob(sp, pos[0], h.Sum(nil), r.runOptions(log))
-	if err != nil {
-		return err
+	t := launch.Target{Workers: r.workers, Job: r.job, Name: name, Hash: hash, Wait: r.wait, StepTimeout: r.stepTimeout, LostAfter: r.lostAfter,
+		SpareWait: r.spareWait, Checkpoints: launch.Checkpoints{Every: r.ck.every, Interval: r.ck.interval, Dir: r.ck.dir, Resume: r.ck.resume},
+		Out: f.out, Assignment: f.json, Start: start, Logger: log}
+	if r.sharded {
+		t.Sharded = &launch.Sharded{Path: name, StateDir: r.stateDir, MaxEntries: f.maxEntries}
 	}
-	if r.ck.dir != "" && !r.raft.enabled() {
-		if j.Dir, j.Resume, err = localCheckpoints(ctx, r.ck, r.job, j.Identity, log); err != nil {
-			return err
-		}
-	}
-	ses, err := r.session(ctx, &f, con)
-	if err != nil {
-		return err
-	}
-	defer ses.close()
-	tr, sealed, out := ses.nc, ses.tr, ses.out
-	j.Run.Hooks = r.hooks()
-	j.Transport = sealed
-	j.Progress = r.observed(out.progress())
 	if r.raft.enabled() {
-		return runReplicated(ctx, j, sp, tr, &r, f, out, stdout)
+		t.Raft = r.raft.target(r.ck.dir, con)
+		t.Raft.Joined = func(g *jobstate.Group) { raftReadiness(r.obs, g) }
 	}
-	before := tr.Conn().Stats()
-	if sp.Settings.AnytimeOn {
-		ds := distSearch{tr: sealed, job: r.job, workers: r.workers, wait: r.wait, lostAfter: r.lostAfter, log: log}
-		relax := func(ctx context.Context, progress func(solver.Progress)) (cluster.Outcome, error) {
-			j.Progress = progress
-			return cluster.RunJob(ctx, j)
-		}
-		res, do, err := anytimeDist(ctx, sp, f, relax, ds, j.Progress, con)
-		if err != nil {
-			return err
-		}
-		r.obs.ObserveResult(res)
-		if st, n := tr.Conn().Stats(), res.Iterations-do.stats.Resumed; !f.quiet && n > 0 {
-			printTraffic(con, st.InBytes-before.InBytes, st.OutBytes-before.OutBytes, n)
-		}
-		return report(res, sp, f, do.info, out, stdout)
+	return t
+}
+
+// launchHooks are where a distributed run reports: progress to the
+// output and the metrics, the lines to con unless --quiet, the steps,
+// workers and checkpoints to the metrics.
+func (r *runFlags) launchHooks(f solveFlags, progress func(solver.Progress), con *cli.Console) launch.Hooks {
+	h := launch.Hooks{Hooks: f.hooks(r.observed(progress), con)}
+	if m := r.obs; m != nil {
+		h.Step, h.Workers, h.Checkpoint = m.ObserveStep, m.SetWorkers, m.ObserveCheckpoint
 	}
-	o, err := cluster.RunJob(ctx, j)
-	if err != nil {
-		return err
+	return h
+}
+
+// inputError makes an error the caller's input caused (launch.IsInput) a
+// usage error (exit 2).
+func inputError(err error) error {
+	if launch.IsInput(err) {
+		return usageError{err}
 	}
-	r.obs.ObserveResult(o.Result)
-	if st, n := tr.Conn().Stats(), o.Result.Iterations-o.Stats.Resumed; !f.quiet && n > 0 {
-		printTraffic(con, st.InBytes-before.InBytes, st.OutBytes-before.OutBytes, n)
-	}
-	return report(o.Result, sp, f, o.Info, out, stdout)
+	return err
 }
 
 // noSearchPhase handles an anytime run whose search phase cannot run
@@ -326,17 +375,6 @@ func printTraffic(con *cli.Console, in, out uint64, n int) {
 	con.Close()
 	con.Print("traffic", fmt.Sprintf("traffic: %d bytes in, %d bytes out at the coordinator, %d bytes per iteration", in, out, per),
 		"bytes_in", in, "bytes_out", out, "bytes_per_iteration", per)
-}
-
-// clusterJob is sp as a distributed job named name, whose files hashed to
-// hash (the job's identity), run with ro. run and the job service's
-// distributed jobs build theirs here.
-func clusterJob(sp spec, name string, hash []byte, ro cluster.RunOptions) (cluster.Job, error) {
-	id, err := cluster.NewIdentity(hash, sp.DD(), ro.Workers)
-	if err != nil {
-		return cluster.Job{}, err
-	}
-	return cluster.Job{Name: name, Model: sp.Model, Evidence: sp.Evidence, Options: sp.DD(), Run: ro, Identity: id}, nil
 }
 
 // startLocalWorkers starts n worker processes (the worker binary beside

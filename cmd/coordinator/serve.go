@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/ddrun/ddrun/launch"
 	"io"
 	"log/slog"
 	"maps"
@@ -20,7 +21,6 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/cluster"
-	"github.com/ddrun/ddrun/dsearch"
 	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/internal/natsflags"
@@ -326,48 +326,14 @@ func (r *serveRunner) Run(ctx context.Context, id, path string, params map[strin
 	if err != nil {
 		return solver.Result{}, nil, err
 	}
-	var res solver.Result
-	var info cluster.JobInfo
-	log := r.log.With("job", id)
-	switch {
-	case workers == 0:
-		res, err = sp.Solve(ctx, engine.Hooks{Progress: progress})
-	case sp.Settings.Exact:
-		// Branch and bound with the workers searching subtrees, as run --exact.
-		var settings dsearch.Settings
-		if settings, err = sp.SearchSettings(); err == nil {
-			var st dsearch.Stats
-			res, st, err = dsearch.Run(ctx, r.tr, sp.Model, sp.Evidence, dsearch.Options{Job: id, Workers: workers, Wait: r.wait, Settings: settings,
-				Tol: sp.Settings.Tol, TimeLimit: sp.Settings.TimeLimit, Logger: log}, progress)
-			info = cluster.JobInfo{Workers: st.Workers}
-		}
-	default:
-		ro := cluster.RunOptions{Base: id, Workers: workers, WaitWorkers: r.wait, StepTimeout: r.stepTimeout, Logger: log}
-		var j cluster.Job
-		if j, err = clusterJob(sp, id, h.Sum(nil), ro); err != nil {
-			break
-		}
-		j.Transport, j.Progress, j.Logger = r.tr, progress, log
-		if sp.Settings.AnytimeOn {
-			// As run --time-limit: the relaxation, then branch and bound on the same workers.
-			relax := func(ctx context.Context, progress func(solver.Progress)) (cluster.Outcome, error) {
-				j.Progress = progress
-				return cluster.RunJob(ctx, j)
-			}
-			var do distOutcome
-			res, do, err = anytimeDist(ctx, sp, solveFlags{quiet: true}, relax, distSearch{tr: r.tr, job: id, workers: workers, wait: r.wait, log: log}, progress, cli.New(io.Discard))
-			info = do.info
-			break
-		}
-		var o cluster.Outcome
-		o, err = cluster.RunJob(ctx, j)
-		res, info = o.Result, o.Info
-	}
+	t := launch.Target{Workers: workers, Transport: r.tr, Job: id, Name: id, Hash: h.Sum(nil), Wait: r.wait, StepTimeout: r.stepTimeout,
+		Logger: r.log.With("job", id)}
+	o, err := launch.Run(ctx, sp, t, launch.Hooks{Hooks: engine.Hooks{Progress: progress}})
 	if err != nil {
-		return res, nil, err
+		return o.Result, nil, err
 	}
-	b, err := json.Marshal(newResultJSON(res, sp, info, ""))
-	return res, b, err
+	b, err := json.Marshal(o.Report)
+	return o.Result, b, err
 }
 
 // poolWatch counts the workers that announced themselves on the control

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/ddrun/ddrun/launch"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,12 +14,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/modelfile"
-	"github.com/ddrun/ddrun/model/uai"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/trace"
 )
@@ -231,82 +230,41 @@ func cmdSolve(ctx context.Context, args []string, stdout io.Writer, con *cli.Con
 		return err
 	}
 	defer out.close()
-	res, err := j.Solve(ctx, f.hooks(out.progress(), con))
+	o, err := launch.Run(ctx, j, launch.Target{Out: f.out}, launch.Hooks{Hooks: f.hooks(out.progress(), con)})
 	if err != nil {
 		return usageError{fmt.Errorf("%s: %w", pos[0], err)}
 	}
+	res := o.Result
 	if j.Settings.Auto && !j.Settings.AnytimeOn && !j.Settings.Exact && !f.quiet && res.Status == solver.Converged {
 		// The chosen relaxation stopped with the gap open: say what goes
 		// further (without a time limit the anytime phases could run for
 		// ever, so they are not the default then).
 		con.Print("hint", "the relaxation converged with the gap open: --time-limit T goes on with cycle constraints and branch and bound for T (anytime)")
 	}
-	return report(res, j, f, cluster.JobInfo{}, out, stdout)
+	return report(o, f, out, stdout)
 }
 
 // report ends the trace, prints the final line, writes --out and the
 // --json result. The final status line goes to stderr also with --quiet
 // (which silences progress only); --json adds the result object on stdout.
-func report(res solver.Result, j spec, f solveFlags, ri cluster.JobInfo, out *runOutput, stdout io.Writer) error {
+func report(o launch.Outcome, f solveFlags, out *runOutput, stdout io.Writer) error {
+	res := o.Result
 	if err := out.finish(res); err != nil {
 		return err
 	}
 	printResult(out.con, res)
 	if f.out != "" && res.Assignment != nil {
-		if err := writeMPE(f.out, res.Assignment); err != nil {
+		if err := launch.WriteMPE(f.out, res.Assignment); err != nil {
 			return err
 		}
 	}
 	if f.json {
-		return writeJSON(stdout, newResultJSON(res, j, ri, f.out))
+		return writeJSON(stdout, o.Report)
 	}
 	return nil
 }
 
 func num(v float64) string { return cli.Num(v) }
-
-// writeMPE writes the assignment atomically: a temporary file renamed into
-// place, so a crash never leaves a partial solution behind.
-func writeMPE(path string, x []int) error {
-	return writeAtomic("--out", path, func(w io.Writer) error { return uai.WriteMPE(w, x) })
-}
-
-// writeAtomic writes the file at path (given by flag, which errors name)
-// through write: into a temporary file beside it, renamed into place once
-// complete.
-func writeAtomic(flag, path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".ddrun-*")
-	if err != nil {
-		return fmt.Errorf("%s: %w", flag, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return fmt.Errorf("%s %s: %w", flag, path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("%s %s: %w", flag, path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("%s %s: %w", flag, path, err)
-	}
-	return nil
-}
-
-// resultJSON is the result schema of --json (engine.Result).
-type resultJSON = engine.Result
-
-// maxJSONAssignment is the largest assignment (in variables) that the JSON
-// result holds: a bigger one only goes to --out.
-const maxJSONAssignment = engine.MaxAssignment
-
-// newResultJSON is res in the result schema; a distributed run's (ri.Workers
-// > 0) with its workers, failovers and redone iterations, and out the
-// --out file. It is also the result a Raft leader records for a later
-// leader to print.
-func newResultJSON(res solver.Result, j spec, ri cluster.JobInfo, out string) resultJSON {
-	return engine.NewResult(res, j, engine.Distributed{Workers: ri.Workers, Failovers: ri.Failovers, Redone: ri.Redone}, out)
-}
 
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

@@ -28,6 +28,8 @@ var order = []string{
 	"trws", "convexmp", "consensus", "exact", "elim", "anytime", "engine", "learn", "shard",
 	// The distributed runtime.
 	"transport", "checkpoint", "jobstate", "cluster", "dsearch", "metrics",
+	// The front door: where a job runs (package launch).
+	"launch",
 	// The job service (its runner is cmd/coordinator's).
 	"service",
 	// The commands.

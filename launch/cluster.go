@@ -1,0 +1,475 @@
+package launch
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/ddrun/ddrun/checkpoint"
+	"github.com/ddrun/ddrun/cluster"
+	"github.com/ddrun/ddrun/engine"
+	"github.com/ddrun/ddrun/jobstate"
+	"github.com/ddrun/ddrun/shard"
+	"github.com/ddrun/ddrun/solver"
+	"github.com/ddrun/ddrun/transport"
+)
+
+// Every call of the front door into packages cluster and shard is in this
+// file: the job of dual decomposition on workers (runJob), under Raft
+// (runReplicated), sharded (runSharded), and their checkpoints.
+
+// Raft runs a job as a member of a Raft group (cluster.RunReplicated): the
+// group's members share the job, a later leader resumes it from the
+// group's checkpoints and prints the result a dead leader recorded.
+type Raft struct {
+	// Config opens this member's Raft node (jobstate.Open).
+	Config jobstate.Config
+	// CheckpointDir is a checkpoint directory the group shares; without
+	// it the checkpoints go to the JetStream object store Bucket (default
+	// ddrun-ckpt-JOB) with Replicas, over NATS.
+	CheckpointDir string
+	Bucket        string
+	Replicas      int
+	NATS          *transport.NATS
+	// Joined, when not nil, gets the group once it is open (the metrics'
+	// readiness follows it).
+	Joined func(*jobstate.Group)
+}
+
+// Sharded has each worker read its part of an indexed model file (.ddx)
+// at Path, which every worker sees; the coordinator keeps the boundary
+// only (package shard, cluster.RunShards).
+type Sharded struct {
+	Path string
+	// StateDir is where the workers save their parts' states for
+	// checkpoints ("": Path.state).
+	StateDir string
+	// MaxEntries bounds the tables the file may declare.
+	MaxEntries int
+}
+
+// refused reports whether the runtime refused the job for its input.
+func refused(err error) bool {
+	var re *cluster.RefusedError
+	return errors.As(err, &re)
+}
+
+// asInput makes a job that cluster refused for its input an *InputError.
+func asInput(err error) error {
+	if refused(err) {
+		return &InputError{err}
+	}
+	return err
+}
+
+// runOptions are the distributed run's settings.
+func (t *Target) runOptions() cluster.RunOptions {
+	ro := cluster.RunOptions{Base: t.Job, Workers: t.Workers, WaitWorkers: t.Wait, StepTimeout: t.StepTimeout, LostAfter: t.LostAfter,
+		SpareWait: t.SpareWait, Logger: t.Logger, Checkpoint: &cluster.CheckpointOptions{Every: t.Checkpoints.Every, Interval: t.Checkpoints.Interval}}
+	if t.Checkpoints.Every == 0 && t.Checkpoints.Interval == 0 {
+		ro.Checkpoint = nil
+	}
+	return ro
+}
+
+func (h *Hooks) cluster() cluster.Hooks {
+	return cluster.Hooks{Step: h.Step, Workers: h.Workers, Checkpoint: h.Checkpoint}
+}
+
+func info(i cluster.JobInfo) engine.Distributed {
+	return engine.Distributed{Workers: i.Workers, Failovers: i.Failovers, Redone: i.Redone}
+}
+
+// runJob runs j's dual decomposition on the workers (cluster.RunJob), or
+// its anytime phases (the relaxation there, then branch and bound on the
+// same workers: anytimeDist), or, under Raft, as a member of the group.
+func runJob(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome, error) {
+	ro := t.runOptions()
+	id, err := cluster.NewIdentity(t.Hash, j.DD(), ro.Workers)
+	if err != nil {
+		return Outcome{}, err
+	}
+	job := cluster.Job{Name: t.Name, Model: j.Model, Evidence: j.Evidence, Options: j.DD(), Run: ro, Identity: id}
+	if t.Checkpoints.Dir != "" && t.Raft == nil {
+		if job.Dir, job.Resume, err = localCheckpoints(ctx, t.Checkpoints, t.Job, id, t); err != nil {
+			return Outcome{}, err
+		}
+	}
+	if err := t.connect(ctx, &h); err != nil {
+		return Outcome{}, err
+	}
+	job.Run.Hooks = h.cluster()
+	job.Transport = t.Transport
+	job.Progress = h.Progress
+	job.Logger = t.Logger
+	if t.Raft != nil {
+		return runReplicated(ctx, job, j, t, h)
+	}
+	before := t.traffic()
+	var o Outcome
+	var resumed int
+	var di engine.Distributed
+	if j.Settings.AnytimeOn {
+		relax := func(ctx context.Context, progress func(solver.Progress)) (solver.Result, engine.Distributed, int, error) {
+			job.Progress = progress
+			oc, err := cluster.RunJob(ctx, job)
+			return oc.Result, info(oc.Info), oc.Stats.Resumed, err
+		}
+		o.Result, di, resumed, err = anytimeDist(ctx, j, t, h, relax)
+	} else {
+		var oc cluster.Outcome
+		oc, err = cluster.RunJob(ctx, job)
+		o.Result, di, resumed = oc.Result, info(oc.Info), oc.Stats.Resumed
+	}
+	if err != nil {
+		return Outcome{}, err
+	}
+	o.Ran, o.Report = true, engine.NewResult(o.Result, j, di, t.Out)
+	o.Traffic = t.since(before, o.Result.Iterations-resumed)
+	return o, nil
+}
+
+// runReplicated runs job as a member of a Raft group (cluster.RunReplicated)
+// over the checkpoint store the group shares; the leader that ends the job
+// records its result, which a later leader reports when that one died
+// before reporting it.
+func runReplicated(ctx context.Context, job cluster.Job, j *engine.Job, t Target, h Hooks) (Outcome, error) {
+	rf := t.Raft
+	g, err := jobstate.Open(rf.Config)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("raft: %w", err)
+	}
+	defer g.Close()
+	if rf.Joined != nil {
+		rf.Joined(g)
+	}
+	if rf.CheckpointDir != "" {
+		d, err := checkpoint.OpenDir(rf.CheckpointDir)
+		if err != nil {
+			return Outcome{}, inputf("--checkpoint-dir: %v", err)
+		}
+		job.Store = d
+	} else {
+		bucket := rf.Bucket
+		if bucket == "" {
+			bucket = "ddrun-ckpt-" + job.Run.Base
+		}
+		obj, err := checkpoint.OpenObjectStore(ctx, rf.NATS.Conn(), bucket, checkpoint.ObjectStoreOptions{Replicas: rf.Replicas})
+		if err != nil {
+			return Outcome{}, fmt.Errorf("checkpoint store (does the NATS server run JetStream?): %w", err)
+		}
+		job.Store = obj
+	}
+	job.Logger = t.Logger.With("raft_id", rf.Config.ID)
+	job.Record = func(res solver.Result, ci cluster.JobInfo) (json.RawMessage, error) {
+		// The recorded result leaves a big assignment out
+		// (engine.MaxAssignment): write it before the record commits, so
+		// that the job's --out exists once it is done.
+		if t.Out != "" && res.Assignment != nil && len(res.Assignment) > engine.MaxAssignment {
+			if err := WriteMPE(t.Out, res.Assignment); err != nil {
+				return nil, err
+			}
+		}
+		return json.Marshal(engine.NewResult(res, j, info(ci), t.Out))
+	}
+	out, err := cluster.RunReplicated(ctx, job, g)
+	switch {
+	case err != nil:
+		return Outcome{}, asInput(err)
+	case out.Recorded != nil:
+		var r engine.Result
+		if err := json.Unmarshal(out.Recorded, &r); err != nil {
+			return Outcome{}, fmt.Errorf("the recorded result: %w", err)
+		}
+		return Outcome{Recorded: true, Result: r.Solver(), Report: r}, nil
+	case out.Ran:
+		return Outcome{Ran: true, Result: out.Result, Report: engine.NewResult(out.Result, j, info(out.Info), t.Out)}, nil
+	}
+	return Outcome{}, nil
+}
+
+// localCheckpoints opens a single coordinator's checkpoint directory and
+// finds where the job continues from: nowhere without Resume, which it
+// refuses over existing checkpoints of the job; the latest valid
+// checkpoint with it.
+func localCheckpoints(ctx context.Context, c Checkpoints, job string, id cluster.Identity, t Target) (*checkpoint.Dir, *cluster.ResumePoint, error) {
+	d, err := checkpoint.OpenDir(c.Dir)
+	if err != nil {
+		return nil, nil, inputf("--checkpoint-dir: %v", err)
+	}
+	ms, err := d.Manifests(job)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--checkpoint-dir %s: %w", c.Dir, err)
+	}
+	if !c.Resume {
+		if len(ms) > 0 {
+			return nil, nil, inputf("--checkpoint-dir %s holds checkpoints of job %s (the latest of iteration %d): pass --resume to continue it, or choose another --job", c.Dir, job, ms[0].Iteration)
+		}
+		return d, nil, nil
+	}
+	if len(ms) == 0 {
+		return nil, nil, inputf("--resume: no checkpoint of job %s in %s", job, c.Dir)
+	}
+	rp, err := cluster.LoadResume(ctx, d, ms, id, t.Logger)
+	if errors.Is(err, checkpoint.ErrNoCheckpoint) {
+		return nil, nil, fmt.Errorf("--resume: %w", err)
+	}
+	return d, rp, asInput(err)
+}
+
+// runSharded runs j with the workers reading their parts of the indexed
+// model file themselves, and this process keeping only the boundary
+// between them (package shard, cluster.RunShards). The assignment streams
+// to Target.Out.
+func runSharded(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome, error) {
+	sh, start, log := t.Sharded, t.Start, t.Logger
+	path, err := filepath.Abs(sh.Path)
+	if err != nil {
+		return Outcome{}, &InputError{err}
+	}
+	timeLimit := j.Settings.TimeLimit
+	lctx := ctx
+	if timeLimit > 0 {
+		var cancel context.CancelFunc
+		lctx, cancel = context.WithDeadlineCause(ctx, start.Add(timeLimit), fmt.Errorf("--time-limit %v reached while planning the shards", timeLimit))
+		defer cancel()
+	}
+	layout, err := shard.Plan(path, t.Workers, shard.PlanOptions{MaxEntries: sh.MaxEntries, Context: lctx, Logger: log})
+	if err != nil {
+		return Outcome{}, &InputError{err}
+	}
+	job := &cluster.ShardJob{Boundary: layout.Boundary, BoundaryVars: layout.BoundaryVars, Of: layout.Of, Deg: layout.Deg, NumVars: layout.NumVars,
+		StateDir: sh.StateDir}
+	if job.StateDir == "" {
+		job.StateDir = path + ".state"
+	}
+	if job.StateDir, err = filepath.Abs(job.StateDir); err != nil {
+		return Outcome{}, inputf("--state-dir: %v", err)
+	}
+	// The job's identity for its checkpoints: the plan (each spec binds
+	// the file by its size and structure checksum) and the settings.
+	hash := sha256.New()
+	for w := range layout.Specs {
+		b, err := layout.Specs[w].Encode()
+		if err != nil {
+			return Outcome{}, err
+		}
+		job.Specs = append(job.Specs, b)
+		hash.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(b))))
+		hash.Write(b)
+	}
+	id, err := cluster.NewIdentity(hash.Sum(nil), j.DD(), t.Workers)
+	if err != nil {
+		return Outcome{}, err
+	}
+	ro := t.runOptions()
+	ro.Epoch = 1
+	var ckpt *cluster.Checkpointer
+	if t.Checkpoints.Dir != "" {
+		d, rp, err := localCheckpoints(ctx, t.Checkpoints, t.Job, id, t)
+		if err != nil {
+			return Outcome{}, err
+		}
+		started := start
+		if rp != nil {
+			ro.Resume, ro.Epoch = rp.Resume, rp.Epoch+1
+			if !rp.Started.IsZero() {
+				started = rp.Started
+			}
+		}
+		if ro.Checkpoint != nil {
+			ckpt = cluster.NewCheckpointer(cluster.CheckpointerOptions{Store: d, Job: t.Job, Epoch: ro.Epoch, ModelHash: id.ModelHash, Settings: id.Settings,
+				Started: started, Logger: log, Record: func(ctx context.Context, m checkpoint.Manifest) error { return d.SaveManifest(ctx, &m) },
+				Prune: func(ctx context.Context) error { return d.Prune(ctx, t.Job, 2) }})
+			ro.Checkpoint.Save = ckpt.Save
+		}
+	}
+	opts := j.DD()
+	if timeLimit > 0 {
+		left := timeLimit - time.Since(start)
+		if left <= 0 {
+			return Outcome{}, inputf("%s: --time-limit %v reached while planning the shards", sh.Path, timeLimit)
+		}
+		opts.TimeLimit = left
+	}
+	if err := t.connect(ctx, &h); err != nil {
+		return Outcome{}, err
+	}
+	var x []int // the assignment for the result, when small enough
+	deliver := func(ctx context.Context, a *cluster.ShardAssignment) error {
+		if t.Assignment && a.NumVars <= engine.MaxAssignment {
+			x = make([]int, a.NumVars)
+		}
+		return writeShardedMPE(ctx, t.Out, a, x)
+	}
+	before := t.traffic()
+	ro.Hooks = h.cluster()
+	planned := time.Since(start)
+	res, stats, err := cluster.RunShards(ctx, t.Transport, job, opts, ro, deliver, h.Progress)
+	if ckpt != nil {
+		if werr := ckpt.Wait(context.WithoutCancel(ctx)); werr != nil && err == nil {
+			err = werr
+		}
+		if cs := ckpt.Stats(); cs.Written > 0 {
+			log.Info("checkpoints", "written", cs.Written, "failed", cs.Failed, "bytes", cs.Bytes)
+		}
+	}
+	if err != nil {
+		return Outcome{}, asInput(err)
+	}
+	if stats.Failovers > 0 {
+		log.Warn("job finished after worker losses", "failovers", stats.Failovers, "restored", stats.Restored, "redone", stats.Redone)
+	}
+	res.Elapsed = time.Since(start)
+	sj := &engine.Sharded{Boundary: len(layout.BoundaryVars), PlanSeconds: planned.Seconds(), SetupSeconds: (planned + stats.Setup).Seconds(),
+		CoordinatorRSSMB: cluster.PeakRSSMB(), WorkerRSSMB: stats.WorkerRSSMB,
+		Failovers: stats.Failovers, Restored: stats.Restored, Redone: stats.Redone}
+	o := Outcome{Ran: true, Result: res.Result}
+	if o.Traffic = t.since(before, res.Iterations); o.Traffic.Iterations > 0 {
+		sj.BytesPerIteration = (o.Traffic.In + o.Traffic.Out) / uint64(o.Traffic.Iterations)
+	}
+	o.Report = engine.Result{Status: res.Status, Primal: engine.Finite(res.Primal), Dual: engine.Finite(res.Dual), Gap: engine.Finite(res.Gap),
+		Relaxed: engine.Finite(res.Relaxed), Iterations: res.Iterations, Seconds: res.Elapsed.Seconds(), Assignment: x,
+		Algo: j.Algorithm.Name, Threads: j.Threads, Workers: t.Workers,
+		Model: engine.ModelSize{Variables: layout.NumVars, Factors: layout.NumFactors}, Sharded: sj}
+	if o.Report.Primal != nil {
+		if t.Out != "" {
+			o.Report.AssignmentFile = t.Out
+		}
+		o.Report.Omitted = x == nil
+	}
+	return o, nil
+}
+
+// writeShardedMPE writes a sharded run's assignment to path (when not
+// empty), fetched piece by piece: each piece goes into a scratch file of 4
+// bytes per variable at the variable's offset, which is then turned into
+// the UAI MPE text and renamed into place; no more than one piece is in
+// memory. x, when not nil, gets the assignment too. Every variable must
+// come exactly once.
+func writeShardedMPE(ctx context.Context, path string, a *cluster.ShardAssignment, x []int) error {
+	if path == "" && x == nil {
+		return nil
+	}
+	var scratch *os.File
+	if path != "" {
+		var err error
+		if scratch, err = os.CreateTemp(filepath.Dir(path), ".mpe-scratch-*"); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+		defer os.Remove(scratch.Name())
+		defer scratch.Close()
+		if err := fillFF(scratch, int64(a.NumVars)*4); err != nil {
+			return fmt.Errorf("--out %s: %w", path, err)
+		}
+	}
+	written := 0
+	var seen []bool // without --out, x alone: which variables came
+	if scratch == nil {
+		seen = make([]bool, a.NumVars) // at most engine.MaxAssignment
+	}
+	var run []byte // the states of consecutive variables from..
+	from := 0
+	flush := func() error {
+		if len(run) == 0 {
+			return nil
+		}
+		_, err := scratch.WriteAt(run, int64(from)*4)
+		run = run[:0]
+		return err
+	}
+	err := a.Pieces(ctx, func(vars []int, states []int32) error {
+		for k, v := range vars {
+			if states[k] < 0 {
+				return fmt.Errorf("variable %d in state %d", v, states[k])
+			}
+			if x != nil {
+				x[v] = int(states[k])
+			}
+			if seen != nil {
+				if seen[v] {
+					return fmt.Errorf("variable %d came twice", v)
+				}
+				seen[v] = true
+			}
+			if scratch == nil {
+				continue
+			}
+			// One write per run of consecutive variables (a part's
+			// interior mostly is one), not one per variable.
+			if len(run) > 0 && v != from+len(run)/4 {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+			if len(run) == 0 {
+				from = v
+			}
+			run = binary.LittleEndian.AppendUint32(run, uint32(states[k]))
+		}
+		written += len(vars)
+		if scratch == nil {
+			return nil
+		}
+		return flush()
+	})
+	if err != nil {
+		return fmt.Errorf("--out: the assignment: %w", err)
+	}
+	if written != a.NumVars {
+		return fmt.Errorf("--out: the workers gave %d states for %d variables", written, a.NumVars)
+	}
+	if scratch == nil {
+		return nil
+	}
+	return mpeFromScratch(path, scratch, a.NumVars)
+}
+
+// fillFF writes n 0xff bytes: the mark of a variable not written yet.
+func fillFF(f *os.File, n int64) error {
+	block := make([]byte, 1<<16)
+	for i := range block {
+		block[i] = 0xff
+	}
+	w := bufio.NewWriterSize(f, 1<<16)
+	for ; n > 0; n -= int64(len(block)) {
+		if _, err := w.Write(block[:min(n, int64(len(block)))]); err != nil {
+			return err
+		}
+	}
+	return w.Flush()
+}
+
+// mpeFromScratch writes the UAI MPE file at path from the scratch file's
+// states, atomically (writeAtomic).
+func mpeFromScratch(path string, scratch *os.File, n int) error {
+	return WriteAtomic("--out", path, func(out io.Writer) error {
+		r := bufio.NewReaderSize(io.NewSectionReader(scratch, 0, int64(n)*4), 1<<16)
+		w := bufio.NewWriterSize(out, 1<<16)
+		w.WriteString("MPE\n" + strconv.Itoa(n))
+		var b [4]byte
+		var num []byte
+		for v := range n {
+			if _, err := io.ReadFull(r, b[:]); err != nil {
+				return fmt.Errorf("reading back: %w", err)
+			}
+			s := binary.LittleEndian.Uint32(b[:])
+			if s == 0xffffffff {
+				return fmt.Errorf("no worker gave variable %d a state", v)
+			}
+			num = strconv.AppendUint(append(num[:0], ' '), uint64(s), 10)
+			w.Write(num)
+		}
+		w.WriteString("\n")
+		return w.Flush()
+	})
+}
