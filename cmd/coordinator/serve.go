@@ -33,54 +33,9 @@ import (
 
 // serveParams are the job service's parameters beyond workers (the
 // service's own: 0 runs a job in the service's process, N on N workers):
-// each sets the engine setting of its name (max_iter: max-iter), from the
-// text the flag of that name takes.
-var serveParams = map[string]func(s *engine.Settings, v string) error{
-	"algo":        func(s *engine.Settings, v string) error { s.Algo = v; return nil },
-	"max_iter":    func(s *engine.Settings, v string) error { return parseInt(&s.MaxIter, v) },
-	"time_limit":  func(s *engine.Settings, v string) error { return cli.Duration(&s.TimeLimit, 0).Set(v) },
-	"tol":         func(s *engine.Settings, v string) error { return parseFloat(&s.Tol, v) },
-	"threads":     func(s *engine.Settings, v string) error { return parseInt(&s.Threads, v) },
-	"exact":       func(s *engine.Settings, v string) error { return parseBool(&s.Exact, v) },
-	"tighten":     func(s *engine.Settings, v string) error { s.Tighten = v; return nil },
-	"slaves":      func(s *engine.Settings, v string) error { s.Slaves = v; return nil },
-	"step":        func(s *engine.Settings, v string) error { s.Step = v; return nil },
-	"eta":         func(s *engine.Settings, v string) error { return parseFloat(&s.Eta, v) },
-	"adapt_eta":   func(s *engine.Settings, v string) error { return parseBool(&s.AdaptEta, v) },
-	"tau":         func(s *engine.Settings, v string) error { return parseFloat(&s.Tau, v) },
-	"eps_descent": func(s *engine.Settings, v string) error { return parseBool(&s.EpsDescent, v) },
-}
-
-// parseInt, parseFloat and parseBool read a parameter as package flag
-// reads the flag of its name.
-func parseInt(p *int, v string) error {
-	n, err := strconv.ParseInt(v, 0, strconv.IntSize)
-	*p = int(n)
-	return numError(err)
-}
-
-func parseFloat(p *float64, v string) error {
-	x, err := strconv.ParseFloat(v, 64)
-	*p = x
-	return numError(err)
-}
-
-func parseBool(p *bool, v string) error {
-	b, err := strconv.ParseBool(v)
-	*p = b
-	return numError(err)
-}
-
-// numError is package flag's word for a value it cannot read.
-func numError(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, strconv.ErrRange):
-		return errors.New("value out of range")
-	}
-	return errors.New("parse error")
-}
+// each is the engine setting of its name written as a parameter
+// (engine.Param: max_iter is max-iter).
+var serveParams = []string{"algo", "max-iter", "time-limit", "tol", "threads", "exact", "tighten", "slaves", "step", "eta", "adapt-eta", "tau", "eps-descent"}
 
 // serveFlags are the flags of `coordinator serve`.
 type serveFlags struct {
@@ -183,7 +138,11 @@ func cmdServe(ctx context.Context, args []string, con *cli.Console) (err error) 
 		}
 		defer stop()
 	}
-	names := slices.Sorted(maps.Keys(serveParams))
+	var names []string
+	for _, n := range serveParams {
+		names = append(names, engine.Param(n))
+	}
+	slices.Sort(names)
 	svc, err := service.New(service.Options{
 		Dir: sf.dataDir, MaxJobs: sf.maxJobs, MaxUpload: sf.maxUpload, MaxLocal: sf.maxLocal, Logger: log,
 		Params: append(names, "workers"),
@@ -263,14 +222,13 @@ func (r *serveRunner) settings(params map[string]string) (engine.Settings, int, 
 			workers = n
 			continue
 		}
-		set, ok := serveParams[k]
-		if !ok {
+		name := strings.ReplaceAll(k, "_", "-")
+		if !slices.Contains(serveParams, name) || engine.Param(name) != k {
 			return s, 0, service.Invalid(fmt.Errorf("parameter %q: unknown", k))
 		}
-		if err := set(&s, v); err != nil {
+		if err := s.Set(name, v); err != nil {
 			return s, 0, service.Invalid(fmt.Errorf("invalid value %q for flag %s: %v", v, k, err))
 		}
-		s.Given[strings.ReplaceAll(k, "_", "-")] = true
 	}
 	s.Distributed = workers > 0
 	s.Settle()
