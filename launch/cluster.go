@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/ddrun/ddrun/checkpoint"
@@ -31,8 +33,11 @@ import (
 // group's members share the job, a later leader resumes it from the
 // group's checkpoints and prints the result a dead leader recorded.
 type Raft struct {
-	// Config opens this member's Raft node (jobstate.Open).
-	Config jobstate.Config
+	// ID is this member's id in the group, Bind its address for Raft
+	// traffic, Peers every member (ID=ADDR,...: ParsePeers), Dir its
+	// Raft log and snapshots; Logger logs Raft's own chatter.
+	ID, Bind, Peers, Dir string
+	Logger               *slog.Logger
 	// CheckpointDir is a checkpoint directory the group shares; without
 	// it the checkpoints go to the JetStream object store Bucket (default
 	// ddrun-ckpt-JOB) with Replicas, over NATS.
@@ -41,8 +46,15 @@ type Raft struct {
 	Replicas      int
 	NATS          *transport.NATS
 	// Joined, when not nil, gets the group once it is open (the metrics'
-	// readiness follows it).
-	Joined func(*jobstate.Group)
+	// readiness follows it): whether this member leads, and the leader it
+	// knows ("": none yet).
+	Joined func(isLeader func() bool, leader func() (id, addr string))
+}
+
+// CheckPeers checks the members of a Raft group (ID=ADDR,...).
+func CheckPeers(peers string) error {
+	_, err := jobstate.ParsePeers(peers)
+	return err
 }
 
 // Sharded has each worker read its part of an indexed model file (.ddx)
@@ -144,13 +156,17 @@ func runJob(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome, err
 // before reporting it.
 func runReplicated(ctx context.Context, job cluster.Job, j *engine.Job, t Target, h Hooks) (Outcome, error) {
 	rf := t.Raft
-	g, err := jobstate.Open(rf.Config)
+	peers, err := jobstate.ParsePeers(rf.Peers)
+	if err != nil {
+		return Outcome{}, &InputError{err}
+	}
+	g, err := jobstate.Open(jobstate.Config{ID: rf.ID, Bind: rf.Bind, Peers: peers, Dir: rf.Dir, Logger: rf.Logger})
 	if err != nil {
 		return Outcome{}, fmt.Errorf("raft: %w", err)
 	}
 	defer g.Close()
 	if rf.Joined != nil {
-		rf.Joined(g)
+		rf.Joined(g.IsLeader, g.Leader)
 	}
 	if rf.CheckpointDir != "" {
 		d, err := checkpoint.OpenDir(rf.CheckpointDir)
@@ -169,7 +185,7 @@ func runReplicated(ctx context.Context, job cluster.Job, j *engine.Job, t Target
 		}
 		job.Store = obj
 	}
-	job.Logger = t.Logger.With("raft_id", rf.Config.ID)
+	job.Logger = t.Logger.With("raft_id", rf.ID)
 	job.Record = func(res solver.Result, ci cluster.JobInfo) (json.RawMessage, error) {
 		// The recorded result leaves a big assignment out
 		// (engine.MaxAssignment): write it before the record commits, so
@@ -473,3 +489,51 @@ func mpeFromScratch(path string, scratch *os.File, n int) error {
 		return w.Flush()
 	})
 }
+
+// Pool counts the workers that announced themselves on the control
+// subject (cluster/subjects.go: workers say hello there every 500 ms)
+// within the last two seconds.
+type Pool struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+	sub  transport.Subscription
+}
+
+// WatchPool watches the worker pool on tr.
+func WatchPool(tr transport.Transport) (*Pool, error) {
+	p := &Pool{seen: map[string]time.Time{}}
+	sub, err := tr.Subscribe(cluster.ControlSubject, func(_ string, data []byte) {
+		h, _, err := transport.Decode(data)
+		if err != nil || transport.ValidName(h.From) != nil {
+			return
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if len(p.seen) < 1<<16 {
+			p.seen[h.From] = time.Now()
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watching the worker pool: %w", err)
+	}
+	p.sub = sub
+	return p, nil
+}
+
+// Count is the number of workers that said hello within two seconds.
+func (p *Pool) Count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for name, t := range p.seen {
+		if time.Since(t) < 2*time.Second {
+			n++
+		} else {
+			delete(p.seen, name)
+		}
+	}
+	return n
+}
+
+// Stop stops watching.
+func (p *Pool) Stop() { _ = p.sub.Unsubscribe() }

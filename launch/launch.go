@@ -18,10 +18,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ddrun/ddrun/consensus"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/ddrun/ddrun/engine"
@@ -241,6 +243,29 @@ func WriteAtomic(flag, path string, write func(io.Writer) error) error {
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	return nil
+}
+
+// Check rejects what a sharded run cannot do with job j: other than dual
+// decomposition over one slave per factor, evidence (not applied to
+// sharded models), a tightened model, Raft, or a model file that is not
+// indexed (.ddx).
+func (s *Sharded) Check(j *engine.Job, evidence, raft bool) error {
+	switch {
+	case j.Distributable("run") != nil:
+		return j.Distributable("run")
+	case j.DD().Slaves != consensus.PerFactor:
+		return inputf("run --sharded: --slaves %s: a sharded run has one slave per factor", j.DD().Slaves)
+	case evidence:
+		return inputf("run --sharded: --evidence is not applied to sharded models (fold it into the model first)")
+	case j.Settings.Tighten != "none":
+		return inputf("run --sharded: --tighten %s needs the whole model", j.Settings.Tighten)
+	case raft:
+		return inputf("run --sharded: a sharded run has one coordinator (no --raft-*)")
+	case !strings.HasSuffix(strings.ToLower(s.Path), ".ddx"):
+		return inputf("run --sharded: %s: the workers read an indexed model (.ddx) at the same path; convert it first: coordinator convert %s %s.ddx",
+			s.Path, s.Path, strings.TrimSuffix(s.Path, filepath.Ext(s.Path)))
 	}
 	return nil
 }

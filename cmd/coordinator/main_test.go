@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/internal/cli"
-	"github.com/ddrun/ddrun/internal/natsflags"
 )
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -273,32 +272,5 @@ func TestLoadingStopsOnTimeLimitAndSignal(t *testing.T) {
 	code = run(ctx, []string{"solve", "--quiet", fifo}, &out, &errb)
 	if code != 2 || !strings.Contains(errb.String(), "m.uai") || time.Since(start) > 5*time.Second {
 		t.Fatalf("cancelled: exit %d after %v, stderr %q", code, time.Since(start), errb.String())
-	}
-}
-
-// --local's workers get the NATS secrets in their environment, never on
-// their command line (which ps shows to every user), and the parent's
-// DDRUN_NATS_ variables do not leak past the resolved ones.
-func TestLocalWorkerArgsHoldNoSecret(t *testing.T) {
-	nf := natsflags.Flags{User: "alice", Password: "pa55word", Token: "", Creds: "", CA: "/ca.pem"}
-	environ := []string{"PATH=/bin", natsflags.EnvPassword + "=stale", natsflags.EnvToken + "=stale-token"}
-	for _, url := range []string{"nats://127.0.0.1:4222", "nats://alice:pa55word@127.0.0.1:4222"} {
-		c := localWorkerCmd("/bin/worker", url, "job-w0", 2, nf, true, environ)
-		if argv := strings.Join(c.Args, " "); strings.Contains(argv, "pa55word") || strings.Contains(argv, "stale") {
-			t.Fatalf("secret on the worker's command line: %q", argv)
-		}
-		for _, want := range []string{"PATH=/bin", natsflags.EnvPassword + "=pa55word", natsflags.EnvUser + "=alice"} {
-			if !slices.Contains(c.Env, want) {
-				t.Errorf("env %q lacks %q", c.Env, want)
-			}
-		}
-		for _, kv := range c.Env {
-			if strings.Contains(kv, "stale") {
-				t.Errorf("the parent's %q reached the worker", kv)
-			}
-		}
-		if !slices.Contains(c.Args, "--quiet") || !slices.Contains(c.Args, "/ca.pem") {
-			t.Errorf("args %q", c.Args)
-		}
 	}
 }

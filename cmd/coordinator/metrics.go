@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/ddrun/ddrun/internal/cli"
-	"github.com/ddrun/ddrun/jobstate"
 	"github.com/ddrun/ddrun/metrics"
 	"github.com/ddrun/ddrun/solver"
 )
@@ -53,10 +52,10 @@ func (r *runFlags) observed(progress func(solver.Progress)) func(solver.Progress
 // raftReadiness makes a Raft member ready only while it leads or follows
 // a leader it knows (it has joined the group), and its leader series the
 // group's view.
-func raftReadiness(m *metrics.Metrics, g *jobstate.Group) {
-	m.SetLeaderFunc(g.IsLeader)
+func raftReadiness(m *metrics.Metrics, isLeader func() bool, leader func() (string, string)) {
+	m.SetLeaderFunc(isLeader)
 	m.AddReadyCheck(func() error {
-		if id, _ := g.Leader(); id == "" && !g.IsLeader() {
+		if id, _ := leader(); id == "" && !isLeader() {
 			return errors.New("raft: no leader known yet (joining the group)")
 		}
 		return nil

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math"
 
-	"github.com/ddrun/ddrun/jobstate"
 )
 
 // raftFlags are the settings of a Raft-replicated coordinator.
@@ -36,9 +35,8 @@ func (r *raftFlags) register(fs interface {
 // chatter (elections, replication) logged from warnings up (cluster logs
 // the role changes itself).
 func (r *raftFlags) target(ckDir string, con *cli.Console) *launch.Raft {
-	peers, _ := jobstate.ParsePeers(r.peers)
 	rlog := con.LoggerAt(slog.LevelWarn)
-	return &launch.Raft{Config: jobstate.Config{ID: r.id, Bind: r.bind, Peers: peers, Dir: r.dir, Logger: rlog.With("raft_id", r.id)},
+	return &launch.Raft{ID: r.id, Bind: r.bind, Peers: r.peers, Dir: r.dir, Logger: rlog.With("raft_id", r.id),
 		CheckpointDir: ckDir, Bucket: r.bucket, Replicas: r.replicas}
 }
 
@@ -60,7 +58,7 @@ func (r *raftFlags) check(natsURL, job string, local bool) error {
 	case r.replicas < 1 || r.replicas > 5:
 		return usagef("--checkpoint-replicas: %d not in [1, 5]", r.replicas)
 	}
-	if _, err := jobstate.ParsePeers(r.peers); err != nil {
+	if err := launch.CheckPeers(r.peers); err != nil {
 		return usagef("--raft-peers: %v", err)
 	}
 	return nil

@@ -5,18 +5,13 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
-	"github.com/ddrun/ddrun/jobstate"
 	"github.com/ddrun/ddrun/launch"
 	"io"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/ddrun/ddrun/engine"
@@ -165,7 +160,12 @@ func (r *runFlags) jobTransport(ctx context.Context, con *cli.Console) (nc *tran
 // startLocal starts n worker processes (--local) of threads each on url,
 // with the coordinator's NATS credentials and job key.
 func (r *runFlags) startLocal(url, job string, n, threads int, quiet bool, con *cli.Console) (stop func(), err error) {
-	return startLocalWorkers(url, job, n, threads, r.nats, r.key.Env(), quiet, con)
+	stop, err = natsflags.StartWorkers(natsflags.Workers{URL: url, Job: job, N: n, Threads: threads, NATS: r.nats, Env: r.key.Env(),
+		Quiet: quiet, JSONLog: con.Format == cli.JSON, Stderr: con.Writer()})
+	if errors.Is(err, natsflags.ErrNoWorker) {
+		return nil, usageError{err}
+	}
+	return stop, err
 }
 
 // jobSession is what a distributed command sets up before its job: the
@@ -289,8 +289,9 @@ func (r *runFlags) checkJob(ctx context.Context, start time.Time, fs *flag.FlagS
 				return nil, err
 			}
 		}
-		if err := shardedFlags(*f, *r, sp, pos[0]); err != nil {
-			return nil, err
+		sh := launch.Sharded{Path: pos[0]}
+		if err := sh.Check(sp, f.evidence != "", r.raft.enabled()); err != nil {
+			return nil, inputError(err)
 		}
 		return sp, r.check()
 	}
@@ -330,7 +331,7 @@ func (r *runFlags) target(name string, hash []byte, f solveFlags, start time.Tim
 	}
 	if r.raft.enabled() {
 		t.Raft = r.raft.target(r.ck.dir, con)
-		t.Raft.Joined = func(g *jobstate.Group) { raftReadiness(r.obs, g) }
+		t.Raft.Joined = func(isLeader func() bool, leader func() (string, string)) { raftReadiness(r.obs, isLeader, leader) }
 	}
 	return t
 }
@@ -377,64 +378,6 @@ func printTraffic(con *cli.Console, in, out uint64, n int) {
 		"bytes_in", in, "bytes_out", out, "bytes_per_iteration", per)
 }
 
-// startLocalWorkers starts n worker processes (the worker binary beside
-// this one, or on PATH) and returns a function that stops and reaps them.
-func startLocalWorkers(url, job string, n, threads int, nf natsflags.Flags, env []string, quiet bool, con *cli.Console) (func(), error) {
-	bin, err := workerBinary()
-	if err != nil {
-		return nil, err
-	}
-	var cmds []*exec.Cmd
-	stop := func() {
-		for _, c := range cmds {
-			_ = c.Process.Signal(syscall.SIGTERM)
-		}
-		for _, c := range cmds {
-			done := make(chan struct{})
-			go func() { _ = c.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				_ = c.Process.Kill()
-				<-done
-			}
-		}
-	}
-	for i := 0; i < n; i++ {
-		c := localWorkerCmd(bin, url, fmt.Sprintf("%s-w%d", job, i), threads, nf, quiet, os.Environ())
-		if con.Format == cli.JSON {
-			c.Args = append(c.Args, "--log-format", "json")
-		}
-		c.Stderr = con.Writer()
-		c.Env = append(c.Env, env...) // the job key, last so that it wins
-		if err := c.Start(); err != nil {
-			stop()
-			return nil, fmt.Errorf("starting worker %d (%s): %w", i, bin, err)
-		}
-		cmds = append(cmds, c)
-	}
-	return stop, nil
-}
-
-// localWorkerCmd is the command of one --local worker: the secrets travel
-// in its environment (natsflags.Flags.Child), which replaces the
-// DDRUN_NATS_ variables of environ, never on its command line.
-func localWorkerCmd(bin, url, name string, threads int, nf natsflags.Flags, quiet bool, environ []string) *exec.Cmd {
-	nargs, nenv := nf.Child(url)
-	args := append([]string{"--name", name, "--threads", strconv.Itoa(threads)}, nargs...)
-	if quiet {
-		args = append(args, "--quiet")
-	}
-	c := exec.Command(bin, args...)
-	for _, kv := range environ {
-		if !strings.HasPrefix(kv, "DDRUN_NATS_") {
-			c.Env = append(c.Env, kv)
-		}
-	}
-	c.Env = append(c.Env, nenv...)
-	return c
-}
-
 // redactedError prints err through redact (the NATS secrets and URL
 // passwords hidden); errors.As and Is see err.
 type redactedError struct {
@@ -444,17 +387,3 @@ type redactedError struct {
 
 func (e redactedError) Error() string { return e.redact(e.err.Error()) }
 func (e redactedError) Unwrap() error { return e.err }
-
-func workerBinary() (string, error) {
-	if self, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(self), "worker")
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, nil
-		}
-	}
-	p, err := exec.LookPath("worker")
-	if err != nil {
-		return "", usagef("--local: no worker binary beside the coordinator or on PATH (go build -o DIR ./cmd/worker)")
-	}
-	return p, nil
-}

@@ -17,10 +17,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/internal/natsflags"
@@ -126,11 +124,11 @@ func cmdServe(ctx context.Context, args []string, con *cli.Console) (err error) 
 		return err
 	}
 	defer closeNATS()
-	pool, err := watchPool(sealed)
+	pool, err := launch.WatchPool(sealed)
 	if err != nil {
 		return err
 	}
-	defer pool.stop()
+	defer pool.Stop()
 	if sf.localWorks > 0 {
 		stop, err := sf.r.startLocal(url, "serve", sf.localWorks, 1, sf.quiet, con)
 		if err != nil {
@@ -148,7 +146,7 @@ func cmdServe(ctx context.Context, args []string, con *cli.Console) (err error) 
 		Params: append(names, "workers"),
 		Runner: &serveRunner{tr: sealed, wait: sf.wait, stepTimeout: sf.stepTimeout, log: log},
 		Ready: func() error {
-			if n := pool.count(); n < sf.workersMin {
+			if n := pool.Count(); n < sf.workersMin {
 				return fmt.Errorf("%d workers in the pool, --workers-min is %d", n, sf.workersMin)
 			}
 			return nil
@@ -293,48 +291,3 @@ func (r *serveRunner) Run(ctx context.Context, id, path string, params map[strin
 	b, err := json.Marshal(o.Report)
 	return o.Result, b, err
 }
-
-// poolWatch counts the workers that announced themselves on the control
-// subject (cluster/subjects.go: workers say hello there every 500 ms)
-// within the last two seconds.
-type poolWatch struct {
-	mu   sync.Mutex
-	seen map[string]time.Time
-	sub  transport.Subscription
-}
-
-func watchPool(tr transport.Transport) (*poolWatch, error) {
-	p := &poolWatch{seen: map[string]time.Time{}}
-	sub, err := tr.Subscribe(cluster.ControlSubject, func(_ string, data []byte) {
-		h, _, err := transport.Decode(data)
-		if err != nil || transport.ValidName(h.From) != nil {
-			return
-		}
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if len(p.seen) < 1<<16 {
-			p.seen[h.From] = time.Now()
-		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("watching the worker pool: %w", err)
-	}
-	p.sub = sub
-	return p, nil
-}
-
-func (p *poolWatch) count() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := 0
-	for name, t := range p.seen {
-		if time.Since(t) < 2*time.Second {
-			n++
-		} else {
-			delete(p.seen, name)
-		}
-	}
-	return n
-}
-
-func (p *poolWatch) stop() { _ = p.sub.Unsubscribe() }
