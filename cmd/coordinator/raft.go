@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-
 )
 
 // raftFlags are the settings of a Raft-replicated coordinator.

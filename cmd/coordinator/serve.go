@@ -2,38 +2,20 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"github.com/ddrun/ddrun/launch"
-	"io"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
-	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/internal/natsflags"
 	"github.com/ddrun/ddrun/metrics"
-	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/service"
-	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
 )
-
-// serveParams are the job service's parameters beyond workers (the
-// service's own: 0 runs a job in the service's process, N on N workers):
-// each is the engine setting of its name written as a parameter
-// (engine.Param: max_iter is max-iter).
-var serveParams = []string{"algo", "max-iter", "time-limit", "tol", "threads", "exact", "tighten", "slaves", "step", "eta", "adapt-eta", "tau", "eps-descent"}
 
 // serveFlags are the flags of `coordinator serve`.
 type serveFlags struct {
@@ -136,15 +118,10 @@ func cmdServe(ctx context.Context, args []string, con *cli.Console) (err error) 
 		}
 		defer stop()
 	}
-	var names []string
-	for _, n := range serveParams {
-		names = append(names, engine.Param(n))
-	}
-	slices.Sort(names)
 	svc, err := service.New(service.Options{
 		Dir: sf.dataDir, MaxJobs: sf.maxJobs, MaxUpload: sf.maxUpload, MaxLocal: sf.maxLocal, Logger: log,
-		Params: append(names, "workers"),
-		Runner: &serveRunner{tr: sealed, wait: sf.wait, stepTimeout: sf.stepTimeout, log: log},
+		Params: launch.Params(),
+		Runner: &launch.ServiceRunner{Transport: sealed, Wait: sf.wait, StepTimeout: sf.stepTimeout, Logger: log},
 		Ready: func() error {
 			if n := pool.Count(); n < sf.workersMin {
 				return fmt.Errorf("%d workers in the pool, --workers-min is %d", n, sf.workersMin)
@@ -194,100 +171,4 @@ func cmdServe(ctx context.Context, args []string, con *cli.Console) (err error) 
 	_ = srv.Shutdown(sctx)
 	log.Info("service stopping")
 	return nil
-}
-
-// serveRunner is the job service's Runner: solve's flags, algorithms and
-// result, and run's distributed job.
-type serveRunner struct {
-	tr                transport.Transport
-	wait, stepTimeout time.Duration
-	log               *slog.Logger
-}
-
-// settings parses a job's parameters into the engine's settings (and the
-// workers), settled.
-func (r *serveRunner) settings(params map[string]string) (engine.Settings, int, error) {
-	s := engine.Defaults()
-	s.Given = map[string]bool{}
-	workers := 0
-	for _, k := range slices.Sorted(maps.Keys(params)) {
-		v := params[k]
-		if k == "workers" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return s, 0, service.Invalid(fmt.Errorf("workers=%q: want a number >= 0", v))
-			}
-			workers = n
-			continue
-		}
-		name := strings.ReplaceAll(k, "_", "-")
-		if !slices.Contains(serveParams, name) || engine.Param(name) != k {
-			return s, 0, service.Invalid(fmt.Errorf("parameter %q: unknown", k))
-		}
-		if err := s.Set(name, v); err != nil {
-			return s, 0, service.Invalid(fmt.Errorf("invalid value %q for flag %s: %v", v, k, err))
-		}
-	}
-	s.Distributed = workers > 0
-	s.Settle()
-	return s, workers, nil
-}
-
-// load reads the job's model under its settings, as solve does; h (nil:
-// none) gets the model's bytes for a distributed job's identity.
-func (r *serveRunner) load(ctx context.Context, path string, params map[string]string, h io.Writer) (spec, int, error) {
-	s, workers, err := r.settings(params)
-	if err != nil {
-		return nil, 0, err
-	}
-	f := solveFlags{s: s, quiet: true, json: true, maxEntries: model.DefaultMaxEntries}
-	sp, err := f.load(ctx, time.Now(), nil, "serve", []string{path}, h, cli.New(io.Discard))
-	if err == nil && workers > 0 && !sp.Settings.Exact {
-		err = settingError(sp.Distributable("workers > 0")) // exact runs any algorithm's nodes on workers (dsearch)
-	}
-	if err != nil {
-		// Name the settings as parameters, and the model by its file
-		// name, not the service's path.
-		msg := err.Error()
-		var se *engine.Error
-		if errors.As(err, &se) {
-			msg = se.Named(engine.Param)
-		}
-		msg = strings.ReplaceAll(msg, path, filepath.Base(path))
-		msg = strings.ReplaceAll(msg, "--time-limit", "time_limit")
-		var ue usageError
-		if errors.As(err, &ue) {
-			return nil, 0, service.Invalid(errors.New(msg))
-		}
-		return nil, 0, errors.New(msg)
-	}
-	return sp, workers, nil
-}
-
-func (r *serveRunner) Check(ctx context.Context, path string, params map[string]string) (service.Plan, error) {
-	s, _, err := r.settings(params) // the time limit before load spends some of it
-	if err != nil {
-		return service.Plan{}, err
-	}
-	_, workers, err := r.load(ctx, path, params, nil)
-	if err != nil {
-		return service.Plan{}, err
-	}
-	return service.Plan{Workers: workers, MaxIter: s.MaxIter, TimeLimit: s.TimeLimit}, nil
-}
-
-func (r *serveRunner) Run(ctx context.Context, id, path string, params map[string]string, progress func(solver.Progress)) (solver.Result, json.RawMessage, error) {
-	h := sha256.New()
-	sp, workers, err := r.load(ctx, path, params, h)
-	if err != nil {
-		return solver.Result{}, nil, err
-	}
-	t := launch.Target{Workers: workers, Transport: r.tr, Job: id, Name: id, Hash: h.Sum(nil), Wait: r.wait, StepTimeout: r.stepTimeout,
-		Logger: r.log.With("job", id)}
-	o, err := launch.Run(ctx, sp, t, launch.Hooks{Hooks: engine.Hooks{Progress: progress}})
-	if err != nil {
-		return o.Result, nil, err
-	}
-	b, err := json.Marshal(o.Report)
-	return o.Result, b, err
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/model"
-	"github.com/ddrun/ddrun/model/modelfile"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/trace"
 )
@@ -110,51 +109,9 @@ func (f *solveFlags) load(ctx context.Context, start time.Time, fs *flag.FlagSet
 	if err != nil {
 		return nil, err
 	}
-	timeLimit := j.Settings.TimeLimit
-	lctx := ctx
-	if timeLimit > 0 {
-		var cancel context.CancelFunc
-		lctx, cancel = context.WithDeadlineCause(ctx, start.Add(timeLimit), fmt.Errorf("--time-limit %v reached while loading", timeLimit))
-		defer cancel()
-	}
-	opts := modelfile.Options{MaxEntries: f.maxEntries, Tee: h}
-	if cmd == "solve" {
-		// solve owns the model it reads: a UAI file's unary tables go
-		// straight into the unaries (what every algorithm's Reduce would
-		// do), so that they take no factor of their own in memory.
-		opts.FoldUnary, opts.Folded = true, &j.Folded
-	}
-	m, err := modelfile.LoadWith(lctx, pos[0], opts)
-	if err == nil && h != nil {
-		_, err = h.Write([]byte{0})
-	}
-	if err != nil {
-		return nil, usageError{err}
-	}
-	var ev model.Evidence
-	if f.evidence != "" {
-		if ev, err = modelfile.LoadEvidenceWith(lctx, f.evidence, m, h); err == nil && h != nil {
-			_, err = h.Write([]byte{0})
-		}
-		if err != nil {
-			return nil, usageError{err}
-		}
-	}
-	if timeLimit > 0 {
-		// The time limit counts from the start of the command: the
-		// algorithm gets what loading left.
-		left := timeLimit - time.Since(start)
-		if left <= 0 {
-			return nil, usagef("%s: --time-limit %v reached while loading", pos[0], timeLimit)
-		}
-		j.Settings.TimeLimit = left
-	}
-	if err := j.Bind(m, ev); err != nil {
-		var me *engine.ModelError
-		if errors.As(err, &me) {
-			return nil, usageError{fmt.Errorf("%s: %w", pos[0], me.Err)}
-		}
-		return nil, settingError(err)
+	in := launch.Input{Path: pos[0], Evidence: f.evidence, MaxEntries: f.maxEntries, Fold: cmd == "solve", Tee: h, Start: start}
+	if err := launch.Load(ctx, j, in); err != nil {
+		return nil, inputError(err)
 	}
 	if j.Settings.Auto && !f.quiet {
 		con.Print("algorithm", fmt.Sprintf("algorithm: %s (%s)", j.Algorithm.Name, j.Why), "algo", j.Algorithm.Name, "why", j.Why)

@@ -28,10 +28,10 @@ var order = []string{
 	"trws", "convexmp", "consensus", "exact", "elim", "anytime", "engine", "learn", "shard",
 	// The distributed runtime.
 	"transport", "checkpoint", "jobstate", "cluster", "dsearch", "metrics",
+	// The job service (its runner is launch's).
+	"service",
 	// The front door: where a job runs (package launch).
 	"launch",
-	// The job service (its runner is cmd/coordinator's).
-	"service",
 	// The commands.
 	"internal/cli", "internal/natsflags", "cmd/coordinator", "cmd/worker",
 	// Test support, and tests of whole programs.
