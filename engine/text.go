@@ -26,6 +26,13 @@ var textSettings = map[string]func(s *Settings, v string) error{
 	"eps-descent": func(s *Settings, v string) error { return parseBool(&s.EpsDescent, v) },
 	"exact":       func(s *Settings, v string) error { return parseBool(&s.Exact, v) },
 	"anytime":     func(s *Settings, v string) error { return parseBool(&s.Anytime, v) },
+	"elim-memory": func(s *Settings, v string) error {
+		n, err := ParseSize(v)
+		if err == nil {
+			s.ElimMemory = n
+		}
+		return err
+	},
 }
 
 // Names are the names of the settings that Set takes.

@@ -34,7 +34,7 @@ func TestSetFromText(t *testing.T) {
 			t.Errorf("%s=%s changed the settings", c.name, c.text)
 		}
 	}
-	if len(Names()) != 14 {
+	if len(Names()) != 15 {
 		t.Errorf("%d names: %v", len(Names()), Names())
 	}
 }
