@@ -1,9 +1,9 @@
 package main
 
 import (
-	"github.com/ddrun/ddrun/engine"
 	"errors"
 	"flag"
+	"github.com/ddrun/ddrun/engine"
 	"io"
 )
 

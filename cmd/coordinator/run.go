@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"github.com/ddrun/ddrun/launch"
 	"io"
-	"net"
-	"strconv"
 	"time"
 
 	"github.com/ddrun/ddrun/engine"
@@ -91,70 +89,29 @@ func (r *runFlags) check() error {
 	return nil
 }
 
-// connect starts the --metrics endpoint, then connects to --nats (trying
-// for --connect-timeout while the server is not up), or starts an
-// embedded NATS server on --nats-listen and prints its URL. close
-// releases them. What it prints and logs goes to con.
-func (r *runFlags) connect(ctx context.Context, con *cli.Console) (tr *transport.NATS, url string, close func(), err error) {
-	stopMetrics, err := r.startMetrics(ctx, con)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	url = r.nats.URL
-	var srv *transport.Embedded
-	defer func() {
-		if err != nil {
-			stopMetrics()
-		}
-	}()
-	if url == "" {
-		host, port, err := net.SplitHostPort(r.listen)
-		if err != nil {
-			return nil, "", nil, usagef("--nats-listen %q: %v", r.listen, err)
-		}
-		p, err := strconv.Atoi(port)
-		if err != nil || p < 0 || p > 65535 {
-			return nil, "", nil, usagef("--nats-listen %q: bad port", r.listen)
-		}
-		srv, err = transport.StartEmbedded(transport.EmbeddedOptions{Host: host, Port: p, User: r.nats.User, Password: r.nats.Password, Token: r.nats.Token})
-		if err != nil {
-			return nil, "", nil, fmt.Errorf("embedded NATS server: %w", err)
-		}
-		url = srv.URL()
-		con.Print("nats", "nats="+url, "nats", url)
-	}
-	tr, err = r.nats.Connect(ctx, r.nats.Options(url, "coordinator-"+r.job), con.Logger())
-	if err != nil {
-		if srv != nil {
-			srv.Shutdown()
-		}
-		return nil, "", nil, usageError{err}
-	}
-	natsflags.Observe(r.obs, tr)
-	return tr, url, func() {
-		stopMetrics()
-		tr.Close()
-		if srv != nil {
-			srv.Shutdown()
-		}
-	}, nil
-}
-
-// jobTransport is connect with the transport the job uses: sealed with
-// --job-key when one is given, every message of the job then sealed. nc is
-// the NATS connection under it (its statistics, its raw connection).
-// close releases both.
+// jobTransport starts the --metrics endpoint, then connects to --nats, or
+// starts an embedded NATS server on --nats-listen and prints its URL
+// (natsflags.Flags.Dial): nc is the NATS connection (its statistics, its
+// raw connection), tr the job's transport over it, sealed with --job-key
+// when one is given. close releases them. What it prints and logs goes to
+// con.
 func (r *runFlags) jobTransport(ctx context.Context, con *cli.Console) (nc *transport.NATS, tr transport.Transport, url string, close func(), err error) {
-	nc, url, closeNATS, err := r.connect(ctx, con)
+	stopMetrics, err := r.startMetrics(ctx, con)
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
-	sealed, unseal, err := r.key.Wrap(nc, con.Logger())
+	started := func(url string) { con.Print("nats", "nats="+url, "nats", url) }
+	nc, tr, url, closeNATS, err := r.nats.Dial(ctx, r.listen, "coordinator-"+r.job, &r.key, con.Logger(), started)
 	if err != nil {
-		closeNATS()
-		return nil, nil, "", nil, usagef("%v", err)
+		stopMetrics()
+		var fe *natsflags.FlagError
+		if errors.As(err, &fe) {
+			return nil, nil, "", nil, usageError{err}
+		}
+		return nil, nil, "", nil, err
 	}
-	return nc, sealed, url, func() { unseal(); closeNATS() }, nil
+	natsflags.Observe(r.obs, nc)
+	return nc, tr, url, func() { closeNATS(); stopMetrics() }, nil
 }
 
 // startLocal starts n worker processes (--local) of threads each on url,
