@@ -263,7 +263,7 @@ func (r *runFlags) checkJob(ctx context.Context, start time.Time, fs *flag.FlagS
 		return sp, r.check()
 	}
 	if err := sp.Distributable("run"); err != nil {
-		return nil, settingError(err)
+		return nil, inputError(err)
 	}
 	if err := r.check(); err != nil {
 		return nil, err
@@ -344,3 +344,18 @@ type redactedError struct {
 
 func (e redactedError) Error() string { return e.redact(e.err.Error()) }
 func (e redactedError) Unwrap() error { return e.err }
+
+// checkExact rejects the flags of run that distributed branch and bound
+// does not take: it keeps no checkpoints, runs on one coordinator and
+// holds the whole model.
+func (r *runFlags) checkExact() error {
+	switch {
+	case r.sharded:
+		return usagef("run: --exact and --sharded: branch and bound ships the whole model to every worker")
+	case r.raft.enabled():
+		return usagef("run: --exact runs on one coordinator (no --raft)")
+	case r.ck.dir != "" || r.ck.resume:
+		return usagef("run: --exact keeps no checkpoints (--checkpoint-dir, --resume)")
+	}
+	return nil
+}

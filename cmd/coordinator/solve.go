@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"github.com/ddrun/ddrun/launch"
@@ -84,16 +83,6 @@ func (f *solveFlags) register(fs interface {
 // its options, on a model under evidence).
 type spec = *engine.Job
 
-// settingError is err from package engine as the command reports it: a bad
-// setting is a usage error (exit 2) that names the flag.
-func settingError(err error) error {
-	var se *engine.Error
-	if errors.As(err, &se) {
-		return usageError{err}
-	}
-	return err
-}
-
 // load checks the positional arguments and the flags shared by solve and
 // run, configures the algorithm, and reads the model and the evidence.
 //
@@ -128,7 +117,7 @@ func (f *solveFlags) prepare(fs *flag.FlagSet, cmd string, pos []string) (spec, 
 	f.settle(fs)
 	j, err := engine.Prepare(f.s)
 	if err != nil {
-		return nil, settingError(err)
+		return nil, inputError(err)
 	}
 	if f.maxEntries < 1 {
 		return nil, usagef("--max-entries: %d < 1", f.maxEntries)
@@ -229,4 +218,12 @@ func writeJSON(w io.Writer, v any) error {
 		return fmt.Errorf("writing result: %w", err)
 	}
 	return nil
+}
+
+// orList writes names as "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
