@@ -24,6 +24,9 @@ const (
 	controlSubject = subjectRoot + ".control"
 )
 
+// ControlSubject is where workers say hello (every 500 ms), for a watcher of the pool.
+const ControlSubject = controlSubject
+
 // assignSubject is where worker receives its assignment for job.
 func assignSubject(job, worker string) string {
 	return subjectRoot + "." + job + ".assign." + worker

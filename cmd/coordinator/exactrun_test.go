@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/ddrun/ddrun/engine"
 	"math"
 	"path/filepath"
 	"strings"
@@ -52,7 +53,7 @@ func TestRunExactMatchesSolveExact(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("solve --exact: exit %d: %s", code, stderr)
 	}
-	var want, got resultJSON
+	var want, got engine.Result
 	if err := json.Unmarshal([]byte(out), &want); err != nil {
 		t.Fatal(err)
 	}

@@ -16,11 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/internal/cli"
-	"github.com/ddrun/ddrun/internal/natsflags"
-	"github.com/ddrun/ddrun/model"
-	"github.com/ddrun/ddrun/solver"
 )
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -277,65 +273,5 @@ func TestLoadingStopsOnTimeLimitAndSignal(t *testing.T) {
 	code = run(ctx, []string{"solve", "--quiet", fifo}, &out, &errb)
 	if code != 2 || !strings.Contains(errb.String(), "m.uai") || time.Since(start) > 5*time.Second {
 		t.Fatalf("cancelled: exit %d after %v, stderr %q", code, time.Since(start), errb.String())
-	}
-}
-
-// --local's workers get the NATS secrets in their environment, never on
-// their command line (which ps shows to every user), and the parent's
-// DDRUN_NATS_ variables do not leak past the resolved ones.
-func TestLocalWorkerArgsHoldNoSecret(t *testing.T) {
-	nf := natsflags.Flags{User: "alice", Password: "pa55word", Token: "", Creds: "", CA: "/ca.pem"}
-	environ := []string{"PATH=/bin", natsflags.EnvPassword + "=stale", natsflags.EnvToken + "=stale-token"}
-	for _, url := range []string{"nats://127.0.0.1:4222", "nats://alice:pa55word@127.0.0.1:4222"} {
-		c := localWorkerCmd("/bin/worker", url, "job-w0", 2, nf, true, environ)
-		if argv := strings.Join(c.Args, " "); strings.Contains(argv, "pa55word") || strings.Contains(argv, "stale") {
-			t.Fatalf("secret on the worker's command line: %q", argv)
-		}
-		for _, want := range []string{"PATH=/bin", natsflags.EnvPassword + "=pa55word", natsflags.EnvUser + "=alice"} {
-			if !slices.Contains(c.Env, want) {
-				t.Errorf("env %q lacks %q", c.Env, want)
-			}
-		}
-		for _, kv := range c.Env {
-			if strings.Contains(kv, "stale") {
-				t.Errorf("the parent's %q reached the worker", kv)
-			}
-		}
-		if !slices.Contains(c.Args, "--quiet") || !slices.Contains(c.Args, "/ca.pem") {
-			t.Errorf("args %q", c.Args)
-		}
-	}
-}
-
-// The JSON result holds an assignment up to maxJSONAssignment variables;
-// above, it says the assignment was left out and where --out wrote it, so
-// the result (and what a Raft leader records) stays small.
-func TestResultJSONLeavesOutBigAssignments(t *testing.T) {
-	a, err := findAlgorithm("admm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []int{3, maxJSONAssignment, maxJSONAssignment + 1} {
-		cards := make([]int, n)
-		for i := range cards {
-			cards[i] = 1
-		}
-		m := model.New(cards)
-		sp := spec{algo: a, threads: 1, m: m}
-		res := solver.Result{Status: solver.Optimal, Primal: 1, Dual: 1, Assignment: make([]int, n)}
-		for _, out := range []string{"", "x.mpe"} {
-			r := newResultJSON(res, sp, cluster.JobInfo{}, out)
-			big := n > maxJSONAssignment
-			if (r.Assignment == nil) != big || r.Omitted != big || r.AssignmentFile != out {
-				t.Errorf("%d variables, out %q: assignment of %d, omitted %v, file %q", n, out, len(r.Assignment), r.Omitted, r.AssignmentFile)
-			}
-			data, err := json.Marshal(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if big && len(data) > 1024 {
-				t.Errorf("%d variables: the result takes %d bytes", n, len(data))
-			}
-		}
 	}
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/internal/cli"
-	"github.com/ddrun/ddrun/jobstate"
 	"github.com/ddrun/ddrun/metrics"
 	"github.com/ddrun/ddrun/solver"
 )
@@ -34,15 +32,6 @@ func (r *runFlags) startMetrics(ctx context.Context, con *cli.Console) (stop fun
 	return func() { _ = srv.Close() }, nil
 }
 
-// hooks feed the run's steps, workers and checkpoints to the metrics.
-func (r *runFlags) hooks() cluster.Hooks {
-	m := r.obs
-	if m == nil {
-		return cluster.Hooks{}
-	}
-	return cluster.Hooks{Step: m.ObserveStep, Workers: m.SetWorkers, Checkpoint: m.ObserveCheckpoint}
-}
-
 // observed returns progress, reporting to the metrics too. The solvers
 // report every iteration (the console throttles what it prints), so the
 // gauges follow every iteration: a few atomic stores each.
@@ -63,10 +52,10 @@ func (r *runFlags) observed(progress func(solver.Progress)) func(solver.Progress
 // raftReadiness makes a Raft member ready only while it leads or follows
 // a leader it knows (it has joined the group), and its leader series the
 // group's view.
-func raftReadiness(m *metrics.Metrics, g *jobstate.Group) {
-	m.SetLeaderFunc(g.IsLeader)
+func raftReadiness(m *metrics.Metrics, isLeader func() bool, leader func() (string, string)) {
+	m.SetLeaderFunc(isLeader)
 	m.AddReadyCheck(func() error {
-		if id, _ := g.Leader(); id == "" && !g.IsLeader() {
+		if id, _ := leader(); id == "" && !isLeader() {
 			return errors.New("raft: no leader known yet (joining the group)")
 		}
 		return nil

@@ -20,11 +20,11 @@ func (f *solveFlags) startConsole(con *cli.Console) {
 	if f.quiet {
 		level = slog.LevelWarn
 	}
-	maxIter := f.maxIter
-	if maxIter == math.MaxInt || f.anytimeOn {
+	maxIter := f.s.MaxIter
+	if maxIter == math.MaxInt || f.s.AnytimeOn {
 		maxIter = 0 // no iteration limit, or one per phase: the time limit measures the run
 	}
-	con.Start(cli.Options{Level: level, Quiet: f.quiet, MaxIter: maxIter, TimeLimit: f.timeLimit, Exact: f.exact})
+	con.Start(cli.Options{Level: level, Quiet: f.quiet, MaxIter: maxIter, TimeLimit: f.s.TimeLimit, Exact: f.s.Exact})
 }
 
 // runOutput is where a run's progress reports go: the console, which

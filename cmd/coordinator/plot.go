@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/ddrun/ddrun/launch"
 	"image/color"
 	"io"
 	"math"
@@ -68,7 +69,7 @@ func cmdPlot(args []string, con *cli.Console) error {
 	if err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
-	if err := writeAtomic("-o", *out, func(w io.Writer) error { _, err := wt.WriteTo(w); return err }); err != nil {
+	if err := launch.WriteAtomic("-o", *out, func(w io.Writer) error { _, err := wt.WriteTo(w); return err }); err != nil {
 		return err
 	}
 	con.Print("wrote", "wrote "+*out, "file", *out)

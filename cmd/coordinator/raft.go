@@ -1,19 +1,13 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
+	"github.com/ddrun/ddrun/engine"
+	"github.com/ddrun/ddrun/internal/cli"
+	"github.com/ddrun/ddrun/launch"
 	"io"
 	"log/slog"
 	"math"
-	"time"
-
-	"github.com/ddrun/ddrun/checkpoint"
-	"github.com/ddrun/ddrun/cluster"
-	"github.com/ddrun/ddrun/jobstate"
-	"github.com/ddrun/ddrun/solver"
-	"github.com/ddrun/ddrun/transport"
 )
 
 // raftFlags are the settings of a Raft-replicated coordinator.
@@ -35,6 +29,16 @@ func (r *raftFlags) register(fs interface {
 	fs.IntVar(&r.replicas, "checkpoint-replicas", 1, "replicas of the checkpoint bucket in a clustered JetStream")
 }
 
+// target is the Raft group of the flags for launch: its checkpoints in
+// ckDir (shared by the group) or in the JetStream bucket; Raft's own
+// chatter (elections, replication) logged from warnings up (cluster logs
+// the role changes itself).
+func (r *raftFlags) target(ckDir string, con *cli.Console) *launch.Raft {
+	rlog := con.LoggerAt(slog.LevelWarn)
+	return &launch.Raft{ID: r.id, Bind: r.bind, Peers: r.peers, Dir: r.dir, Logger: rlog.With("raft_id", r.id),
+		CheckpointDir: ckDir, Bucket: r.bucket, Replicas: r.replicas}
+}
+
 func (r *raftFlags) enabled() bool { return r.id != "" || r.bind != "" || r.peers != "" || r.dir != "" }
 
 func (r *raftFlags) check(natsURL, job string, local bool) error {
@@ -53,93 +57,16 @@ func (r *raftFlags) check(natsURL, job string, local bool) error {
 	case r.replicas < 1 || r.replicas > 5:
 		return usagef("--checkpoint-replicas: %d not in [1, 5]", r.replicas)
 	}
-	if _, err := jobstate.ParsePeers(r.peers); err != nil {
+	if err := launch.CheckPeers(r.peers); err != nil {
 		return usagef("--raft-peers: %v", err)
 	}
 	return nil
 }
 
-// runReplicated is `coordinator run` as a member of a Raft group (see
-// cluster.RunReplicated), for a whole or a sharded job: it opens the group
-// and the checkpoint store the group shares, and reports the result when
-// this member ends the job (report; record is the job's cluster.Job.Record),
-// or prints the recorded one when it leads after the leader that ended it
-// died before printing.
-func runReplicated(ctx context.Context, j cluster.Job, tr *transport.NATS, r *runFlags, f solveFlags,
-	ro *runOutput, stdout io.Writer, record func(solver.Result, cluster.JobInfo) (json.RawMessage, error),
-	report func(cluster.Outcome) error) error {
-	log := ro.con.Logger()
-	rf, ck := r.raft, r.ck
-	peers, _ := jobstate.ParsePeers(rf.peers)
-	// Raft's own chatter (elections, replication) only from warnings up;
-	// cluster logs the role changes itself.
-	rlog := ro.con.LoggerAt(slog.LevelWarn)
-	g, err := jobstate.Open(jobstate.Config{ID: rf.id, Bind: rf.bind, Peers: peers, Dir: rf.dir, Logger: rlog.With("raft_id", rf.id)})
-	if err != nil {
-		return fmt.Errorf("raft: %w", err)
-	}
-	defer g.Close()
-	raftReadiness(r.obs, g)
-	if ck.dir != "" {
-		d, err := checkpoint.OpenDir(ck.dir)
-		if err != nil {
-			return usagef("--checkpoint-dir: %v", err)
-		}
-		j.Store = d
-	} else {
-		bucket := rf.bucket
-		if bucket == "" {
-			bucket = "ddrun-ckpt-" + j.Run.Base
-		}
-		obj, err := checkpoint.OpenObjectStore(ctx, tr.Conn(), bucket, checkpoint.ObjectStoreOptions{Replicas: rf.replicas})
-		if err != nil {
-			return fmt.Errorf("checkpoint store (does the NATS server run JetStream?): %w", err)
-		}
-		j.Store = obj
-	}
-	j.Logger = log.With("raft_id", rf.id)
-	j.Record = record
-	out, err := cluster.RunReplicated(ctx, j, g)
-	switch {
-	case err != nil:
-		return usageIfRefused(err)
-	case out.Recorded != nil:
-		return printStoredResult(out.Recorded, f, ro, stdout)
-	case out.Ran:
-		return report(out)
-	}
-	return nil
-}
-
-// recordWhole is the Raft record of a whole-model job's result: the JSON
-// result, without a big assignment, which goes to --out before the record
-// commits, so that the job's --out exists once it is done.
-func recordWhole(sp spec, f solveFlags) func(solver.Result, cluster.JobInfo) (json.RawMessage, error) {
-	return func(res solver.Result, info cluster.JobInfo) (json.RawMessage, error) {
-		if f.out != "" && res.Assignment != nil && len(res.Assignment) > maxJSONAssignment {
-			if err := writeMPE(f.out, res.Assignment); err != nil {
-				return nil, err
-			}
-		}
-		return json.Marshal(newResultJSON(res, sp, info, f.out))
-	}
-}
-
 // printStoredResult prints a result recorded in the Raft log by a leader
 // that died before printing it.
-func printStoredResult(data json.RawMessage, f solveFlags, ro *runOutput, stdout io.Writer) error {
-	var r resultJSON
-	if err := json.Unmarshal(data, &r); err != nil {
-		return fmt.Errorf("the recorded result: %w", err)
-	}
-	val := func(v *float64, none float64) float64 {
-		if v == nil {
-			return none
-		}
-		return *v
-	}
-	res := solver.Result{Status: r.Status, Iterations: r.Iterations, Elapsed: time.Duration(r.Seconds * float64(time.Second)),
-		Dual: val(r.Dual, math.Inf(1)), Primal: val(r.Primal, math.Inf(-1)), Gap: val(r.Gap, math.NaN())}
+func printStoredResult(r engine.Result, f solveFlags, ro *runOutput, stdout io.Writer) error {
+	res := r.Solver()
 	if err := ro.finish(res); err != nil {
 		return err
 	}
@@ -147,7 +74,7 @@ func printStoredResult(data json.RawMessage, f solveFlags, ro *runOutput, stdout
 		r.Status, r.Iterations, ptrNum(r.Dual), ptrNum(r.Primal)),
 		"status", string(r.Status), "iterations", r.Iterations, "dual", res.Dual, "primal", res.Primal, "recorded", true)
 	if f.out != "" && r.Assignment != nil {
-		if err := writeMPE(f.out, r.Assignment); err != nil {
+		if err := launch.WriteMPE(f.out, r.Assignment); err != nil {
 			return err
 		}
 	}

@@ -5,20 +5,14 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
+	"github.com/ddrun/ddrun/launch"
 	"io"
-	"log/slog"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
-	"github.com/ddrun/ddrun/cluster"
+	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/internal/natsflags"
 	"github.com/ddrun/ddrun/metrics"
@@ -95,86 +89,40 @@ func (r *runFlags) check() error {
 	return nil
 }
 
-// runOptions are the distributed run's settings.
-func (r *runFlags) runOptions(log *slog.Logger) cluster.RunOptions {
-	ro := cluster.RunOptions{Base: r.job, Workers: r.workers, WaitWorkers: r.wait, StepTimeout: r.stepTimeout, LostAfter: r.lostAfter, SpareWait: r.spareWait, Logger: log,
-		Checkpoint: &cluster.CheckpointOptions{Every: r.ck.every, Interval: r.ck.interval}}
-	if r.ck.every == 0 && r.ck.interval == 0 {
-		ro.Checkpoint = nil
-	}
-	return ro
-}
-
-// connect starts the --metrics endpoint, then connects to --nats (trying
-// for --connect-timeout while the server is not up), or starts an
-// embedded NATS server on --nats-listen and prints its URL. close
-// releases them. What it prints and logs goes to con.
-func (r *runFlags) connect(ctx context.Context, con *cli.Console) (tr *transport.NATS, url string, close func(), err error) {
-	stopMetrics, err := r.startMetrics(ctx, con)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	url = r.nats.URL
-	var srv *transport.Embedded
-	defer func() {
-		if err != nil {
-			stopMetrics()
-		}
-	}()
-	if url == "" {
-		host, port, err := net.SplitHostPort(r.listen)
-		if err != nil {
-			return nil, "", nil, usagef("--nats-listen %q: %v", r.listen, err)
-		}
-		p, err := strconv.Atoi(port)
-		if err != nil || p < 0 || p > 65535 {
-			return nil, "", nil, usagef("--nats-listen %q: bad port", r.listen)
-		}
-		srv, err = transport.StartEmbedded(transport.EmbeddedOptions{Host: host, Port: p, User: r.nats.User, Password: r.nats.Password, Token: r.nats.Token})
-		if err != nil {
-			return nil, "", nil, fmt.Errorf("embedded NATS server: %w", err)
-		}
-		url = srv.URL()
-		con.Print("nats", "nats="+url, "nats", url)
-	}
-	tr, err = r.nats.Connect(ctx, r.nats.Options(url, "coordinator-"+r.job), con.Logger())
-	if err != nil {
-		if srv != nil {
-			srv.Shutdown()
-		}
-		return nil, "", nil, usageError{err}
-	}
-	natsflags.Observe(r.obs, tr)
-	return tr, url, func() {
-		stopMetrics()
-		tr.Close()
-		if srv != nil {
-			srv.Shutdown()
-		}
-	}, nil
-}
-
-// jobTransport is connect with the transport the job uses: sealed with
-// --job-key when one is given, every message of the job then sealed. nc is
-// the NATS connection under it (its statistics, its raw connection).
-// close releases both.
+// jobTransport starts the --metrics endpoint, then connects to --nats, or
+// starts an embedded NATS server on --nats-listen and prints its URL
+// (natsflags.Flags.Dial): nc is the NATS connection (its statistics, its
+// raw connection), tr the job's transport over it, sealed with --job-key
+// when one is given. close releases them. What it prints and logs goes to
+// con.
 func (r *runFlags) jobTransport(ctx context.Context, con *cli.Console) (nc *transport.NATS, tr transport.Transport, url string, close func(), err error) {
-	nc, url, closeNATS, err := r.connect(ctx, con)
+	stopMetrics, err := r.startMetrics(ctx, con)
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
-	sealed, unseal, err := r.key.Wrap(nc, con.Logger())
+	started := func(url string) { con.Print("nats", "nats="+url, "nats", url) }
+	nc, tr, url, closeNATS, err := r.nats.Dial(ctx, r.listen, "coordinator-"+r.job, &r.key, con.Logger(), started)
 	if err != nil {
-		closeNATS()
-		return nil, nil, "", nil, usagef("%v", err)
+		stopMetrics()
+		var fe *natsflags.FlagError
+		if errors.As(err, &fe) {
+			return nil, nil, "", nil, usageError{err}
+		}
+		return nil, nil, "", nil, err
 	}
-	return nc, sealed, url, func() { unseal(); closeNATS() }, nil
+	natsflags.Observe(r.obs, nc)
+	return nc, tr, url, func() { closeNATS(); stopMetrics() }, nil
 }
 
 // startLocal starts n worker processes (--local) of threads each on url,
 // with the coordinator's NATS credentials and job key.
 func (r *runFlags) startLocal(url, job string, n, threads int, quiet bool, con *cli.Console) (stop func(), err error) {
-	return startLocalWorkers(url, job, n, threads, r.nats, r.key.Env(), quiet, con)
+	stop, err = natsflags.StartWorkers(natsflags.Workers{URL: url, Job: job, N: n, Threads: threads, NATS: r.nats, Env: r.key.Env(),
+		Quiet: quiet, JSONLog: con.Format == cli.JSON, Stderr: con.Writer()})
+	if errors.Is(err, natsflags.ErrNoWorker) {
+		return nil, usageError{err}
+	}
+	return stop, err
 }
 
 // jobSession is what a distributed command sets up before its job: the
@@ -197,7 +145,7 @@ func (r *runFlags) session(ctx context.Context, f *solveFlags, con *cli.Console)
 	}
 	stop := func() {}
 	if r.local {
-		if stop, err = r.startLocal(url, r.job, r.workers, max(1, f.threads/r.workers), f.quiet, con); err != nil {
+		if stop, err = r.startLocal(url, r.job, r.workers, max(1, f.s.Threads/r.workers), f.quiet, con); err != nil {
 			closeNATS()
 			return nil, err
 		}
@@ -212,7 +160,8 @@ func (r *runFlags) session(ctx context.Context, f *solveFlags, con *cli.Console)
 }
 
 // cmdRun is `coordinator run`: the same job as solve, spread over worker
-// processes that talk over NATS.
+// processes that talk over NATS (launch.Run, with a Target of this
+// command's flags).
 func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Console) (err error) {
 	start := time.Now()
 	fs := flagSet("run")
@@ -230,93 +179,149 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	if err != nil {
 		return err
 	}
-	f.dist = true
+	f.s.Distributed = true
 	f.settle(fs)
 	f.startConsole(con)
-	if r.sharded {
-		return runSharded(ctx, start, fs, f, r, pos, stdout, con)
-	}
 	h := sha256.New() // the job's identity: the files, hashed as they are read
-	sp, err := f.load(ctx, start, fs, "run", pos, h, con)
+	sp, err := r.checkJob(ctx, start, fs, &f, pos, h, con)
 	if err != nil {
 		return err
 	}
-	if f.exact {
-		return runExact(ctx, sp, f, r, stdout, con)
-	}
-	if err := sp.distributable(f, "run"); err != nil {
-		return err
-	}
-	if err := r.check(); err != nil {
-		return err
-	}
-	if f.anytimeOn && r.raft.enabled() {
-		if err := noSearchPhase(&f, fs, "--raft", "the search runs on one coordinator", con); err != nil {
-			return err
+	t := r.target(pos[0], h.Sum(nil), f, start, con)
+	var ses *jobSession
+	t.Connect = func(ctx context.Context) (*launch.Session, error) {
+		if ses, err = r.session(ctx, &f, con); err != nil {
+			return nil, err
 		}
-	}
-	log := con.Logger()
-	j, err := sp.clusterJob(pos[0], h.Sum(nil), r.runOptions(log))
-	if err != nil {
-		return err
-	}
-	if r.ck.dir != "" && !r.raft.enabled() {
-		if j.Dir, j.Resume, err = localCheckpoints(ctx, r.ck, r.job, j.Identity, log); err != nil {
-			return err
+		if t.Raft != nil {
+			t.Raft.NATS = ses.nc // the group's checkpoint bucket
 		}
+		traffic := func() (uint64, uint64) { st := ses.nc.Conn().Stats(); return st.InBytes, st.OutBytes }
+		return &launch.Session{Transport: ses.tr, Traffic: traffic, Hooks: r.launchHooks(f, ses.out.progress(), con)}, nil
 	}
-	ses, err := r.session(ctx, &f, con)
-	if err != nil {
-		return err
-	}
-	defer ses.close()
-	tr, sealed, out := ses.nc, ses.tr, ses.out
-	j.Run.Hooks = r.hooks()
-	j.Transport = sealed
-	j.Progress = r.observed(out.progress())
-	if r.raft.enabled() {
-		return runReplicated(ctx, j, tr, &r, f, out, stdout, recordWhole(sp, f), func(o cluster.Outcome) error {
-			r.obs.ObserveResult(o.Result)
-			return report(o.Result, sp, f, o.Info, out, stdout)
-		})
-	}
-	before := tr.Conn().Stats()
-	if f.anytimeOn {
-		ds := distSearch{tr: sealed, job: r.job, workers: r.workers, wait: r.wait, lostAfter: r.lostAfter, log: log}
-		relax := func(ctx context.Context, progress func(solver.Progress)) (cluster.Outcome, error) {
-			j.Progress = progress
-			return cluster.RunJob(ctx, j)
+	defer func() {
+		if ses != nil {
+			ses.close()
 		}
-		res, do, err := sp.anytimeDist(ctx, f, relax, ds, j.Progress, con)
-		if err != nil {
-			return err
-		}
-		r.obs.ObserveResult(res)
-		if st, n := tr.Conn().Stats(), res.Iterations-do.stats.Resumed; !f.quiet && n > 0 {
-			printTraffic(con, st.InBytes-before.InBytes, st.OutBytes-before.OutBytes, n)
-		}
-		return report(res, sp, f, do.info, out, stdout)
-	}
-	o, err := cluster.RunJob(ctx, j)
-	if err != nil {
-		return err
+	}()
+	o, err := launch.Run(ctx, sp, t, launch.Hooks{})
+	switch {
+	case err != nil:
+		return inputError(err)
+	case o.Recorded:
+		return printStoredResult(o.Report, f, ses.out, stdout)
+	case !o.Ran:
+		return nil // a Raft member whose group reports the result
 	}
 	r.obs.ObserveResult(o.Result)
-	if st, n := tr.Conn().Stats(), o.Result.Iterations-o.Stats.Resumed; !f.quiet && n > 0 {
-		printTraffic(con, st.InBytes-before.InBytes, st.OutBytes-before.OutBytes, n)
+	if tr := o.Traffic; !f.quiet && tr.Iterations > 0 {
+		printTraffic(con, tr.In, tr.Out, tr.Iterations)
 	}
-	return report(o.Result, sp, f, o.Info, out, stdout)
+	if r.sharded {
+		if err := ses.out.finish(o.Result); err != nil {
+			return err
+		}
+		sj := o.Report.Sharded
+		con.Logger().Info("sharded run", "plan_seconds", sj.PlanSeconds, "setup_seconds", sj.SetupSeconds, "coordinator_peak_rss_mb", sj.CoordinatorRSSMB)
+		printResult(con, o.Result)
+		if !f.json {
+			return nil
+		}
+		return writeJSON(stdout, o.Report) // the assignment went to --out as it came
+	}
+	return report(o, f, ses.out, stdout)
+}
+
+// checkJob checks the flags of run and prepares its job: for --sharded
+// without reading the model (the workers read their parts), else with the
+// model read (its bytes hashed into h).
+func (r *runFlags) checkJob(ctx context.Context, start time.Time, fs *flag.FlagSet, f *solveFlags, pos []string, h io.Writer, con *cli.Console) (spec, error) {
+	if r.sharded {
+		sp, err := f.prepare(fs, "run", pos)
+		if err != nil {
+			return nil, err
+		}
+		if sp.Settings.AnytimeOn {
+			if err := noSearchPhase(&sp.Settings, f.quiet, fs, "--sharded", "the coordinator does not hold the model that the search ships and re-scores against", con); err != nil {
+				return nil, err
+			}
+		}
+		sh := launch.Sharded{Path: pos[0]}
+		if err := sh.Check(sp, f.evidence != ""); err != nil {
+			return nil, inputError(err)
+		}
+		return sp, r.check()
+	}
+	sp, err := f.load(ctx, start, fs, "run", pos, h, con)
+	if err != nil {
+		return nil, err
+	}
+	if sp.Settings.Exact {
+		if err := r.checkExact(); err != nil {
+			return nil, err
+		}
+		return sp, r.check()
+	}
+	if err := sp.Distributable("run"); err != nil {
+		return nil, inputError(err)
+	}
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	if sp.Settings.AnytimeOn && r.raft.enabled() {
+		if err := noSearchPhase(&sp.Settings, f.quiet, fs, "--raft", "the search runs on one coordinator", con); err != nil {
+			return nil, err
+		}
+	}
+	return sp, nil
+}
+
+// target is where run's job runs, from the flags: the job named by the
+// model file name, whose files hashed to hash.
+func (r *runFlags) target(name string, hash []byte, f solveFlags, start time.Time, con *cli.Console) launch.Target {
+	log := con.Logger()
+	t := launch.Target{Workers: r.workers, Job: r.job, Name: name, Hash: hash, Wait: r.wait, StepTimeout: r.stepTimeout, LostAfter: r.lostAfter,
+		SpareWait: r.spareWait, Checkpoints: launch.Checkpoints{Every: r.ck.every, Interval: r.ck.interval, Dir: r.ck.dir, Resume: r.ck.resume},
+		Out: f.out, Assignment: f.json, Start: start, Logger: log}
+	if r.sharded {
+		t.Sharded = &launch.Sharded{Path: name, StateDir: r.stateDir, MaxEntries: f.maxEntries}
+	}
+	if r.raft.enabled() {
+		t.Raft = r.raft.target(r.ck.dir, con)
+		t.Raft.Joined = func(isLeader func() bool, leader func() (string, string)) { raftReadiness(r.obs, isLeader, leader) }
+	}
+	return t
+}
+
+// launchHooks are where a distributed run reports: progress to the
+// output and the metrics, the lines to con unless --quiet, the steps,
+// workers and checkpoints to the metrics.
+func (r *runFlags) launchHooks(f solveFlags, progress func(solver.Progress), con *cli.Console) launch.Hooks {
+	h := launch.Hooks{Hooks: f.hooks(r.observed(progress), con)}
+	if m := r.obs; m != nil {
+		h.Step, h.Workers, h.Checkpoint = m.ObserveStep, m.SetWorkers, m.ObserveCheckpoint
+	}
+	return h
+}
+
+// inputError makes an error the caller's input caused (launch.IsInput) a
+// usage error (exit 2).
+func inputError(err error) error {
+	if launch.IsInput(err) {
+		return usageError{err}
+	}
+	return err
 }
 
 // noSearchPhase handles an anytime run whose search phase cannot run
 // (under what, for why): an error when --anytime was asked for, else a
 // one-line note, and the relaxation runs alone.
-func noSearchPhase(f *solveFlags, fs *flag.FlagSet, what, why string, con *cli.Console) error {
+func noSearchPhase(s *engine.Settings, quiet bool, fs *flag.FlagSet, what, why string, con *cli.Console) error {
 	if isSet(fs, "anytime") {
 		return usagef("run: --anytime and %s: %s (run --time-limit without --anytime runs the relaxation alone there)", what, why)
 	}
-	f.anytimeOn = false
-	if !f.quiet {
+	s.AnytimeOn = false
+	if !quiet {
 		con.Print("anytime", fmt.Sprintf("anytime: no branch and bound phase with %s (%s): the relaxation only", what, why), "skipped", "branch-and-bound", "why", why)
 	}
 	return nil
@@ -330,88 +335,6 @@ func printTraffic(con *cli.Console, in, out uint64, n int) {
 		"bytes_in", in, "bytes_out", out, "bytes_per_iteration", per)
 }
 
-// distributable reports whether sp can run on workers (what command does,
-// the subject of the error): dual decomposition, without --exact (run
-// --exact goes to runExact before this).
-func (sp spec) distributable(f solveFlags, command string) error {
-	if f.exact {
-		return usagef("%s: --exact runs only in solve", command)
-	}
-	if !sp.algo.distributed {
-		return usagef("%s: --algo %s runs only in solve (run distributes dual decomposition: admm or subgradient)", command, sp.algo.name)
-	}
-	return nil
-}
-
-// clusterJob is sp as a distributed job named name, whose files hashed to
-// hash (the job's identity), run with ro. run and the job service's
-// distributed jobs build theirs here.
-func (sp spec) clusterJob(name string, hash []byte, ro cluster.RunOptions) (cluster.Job, error) {
-	id, err := cluster.NewIdentity(hash, sp.dd, ro.Workers)
-	if err != nil {
-		return cluster.Job{}, err
-	}
-	return cluster.Job{Name: name, Model: sp.m, Evidence: sp.ev, Options: sp.dd, Run: ro, Identity: id}, nil
-}
-
-// startLocalWorkers starts n worker processes (the worker binary beside
-// this one, or on PATH) and returns a function that stops and reaps them.
-func startLocalWorkers(url, job string, n, threads int, nf natsflags.Flags, env []string, quiet bool, con *cli.Console) (func(), error) {
-	bin, err := workerBinary()
-	if err != nil {
-		return nil, err
-	}
-	var cmds []*exec.Cmd
-	stop := func() {
-		for _, c := range cmds {
-			_ = c.Process.Signal(syscall.SIGTERM)
-		}
-		for _, c := range cmds {
-			done := make(chan struct{})
-			go func() { _ = c.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				_ = c.Process.Kill()
-				<-done
-			}
-		}
-	}
-	for i := 0; i < n; i++ {
-		c := localWorkerCmd(bin, url, fmt.Sprintf("%s-w%d", job, i), threads, nf, quiet, os.Environ())
-		if con.Format == cli.JSON {
-			c.Args = append(c.Args, "--log-format", "json")
-		}
-		c.Stderr = con.Writer()
-		c.Env = append(c.Env, env...) // the job key, last so that it wins
-		if err := c.Start(); err != nil {
-			stop()
-			return nil, fmt.Errorf("starting worker %d (%s): %w", i, bin, err)
-		}
-		cmds = append(cmds, c)
-	}
-	return stop, nil
-}
-
-// localWorkerCmd is the command of one --local worker: the secrets travel
-// in its environment (natsflags.Flags.Child), which replaces the
-// DDRUN_NATS_ variables of environ, never on its command line.
-func localWorkerCmd(bin, url, name string, threads int, nf natsflags.Flags, quiet bool, environ []string) *exec.Cmd {
-	nargs, nenv := nf.Child(url)
-	args := append([]string{"--name", name, "--threads", strconv.Itoa(threads)}, nargs...)
-	if quiet {
-		args = append(args, "--quiet")
-	}
-	c := exec.Command(bin, args...)
-	for _, kv := range environ {
-		if !strings.HasPrefix(kv, "DDRUN_NATS_") {
-			c.Env = append(c.Env, kv)
-		}
-	}
-	c.Env = append(c.Env, nenv...)
-	return c
-}
-
 // redactedError prints err through redact (the NATS secrets and URL
 // passwords hidden); errors.As and Is see err.
 type redactedError struct {
@@ -422,16 +345,17 @@ type redactedError struct {
 func (e redactedError) Error() string { return e.redact(e.err.Error()) }
 func (e redactedError) Unwrap() error { return e.err }
 
-func workerBinary() (string, error) {
-	if self, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(self), "worker")
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, nil
-		}
+// checkExact rejects the flags of run that distributed branch and bound
+// does not take: it keeps no checkpoints, runs on one coordinator and
+// holds the whole model.
+func (r *runFlags) checkExact() error {
+	switch {
+	case r.sharded:
+		return usagef("run: --exact and --sharded: branch and bound ships the whole model to every worker")
+	case r.raft.enabled():
+		return usagef("run: --exact runs on one coordinator (no --raft)")
+	case r.ck.dir != "" || r.ck.resume:
+		return usagef("run: --exact keeps no checkpoints (--checkpoint-dir, --resume)")
 	}
-	p, err := exec.LookPath("worker")
-	if err != nil {
-		return "", usagef("--local: no worker binary beside the coordinator or on PATH (go build -o DIR ./cmd/worker)")
-	}
-	return p, nil
+	return nil
 }

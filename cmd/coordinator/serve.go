@@ -2,40 +2,20 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
+	"github.com/ddrun/ddrun/launch"
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
-	"slices"
-	"sort"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/ddrun/ddrun/cluster"
-	"github.com/ddrun/ddrun/dsearch"
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/internal/natsflags"
 	"github.com/ddrun/ddrun/metrics"
 	"github.com/ddrun/ddrun/service"
-	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
 )
-
-// serveParams map the job service's parameters to solve's flags; workers
-// is the service's own (0: in the service's process, N: on N workers).
-var serveParams = map[string]string{
-	"algo": "algo", "max_iter": "max-iter", "time_limit": "time-limit", "tol": "tol", "threads": "threads",
-	"exact": "exact", "tighten": "tighten", "slaves": "slaves", "step": "step", "eta": "eta",
-	"adapt_eta": "adapt-eta", "tau": "tau", "eps_descent": "eps-descent",
-}
 
 // serveFlags are the flags of `coordinator serve`.
 type serveFlags struct {
@@ -126,11 +106,11 @@ func cmdServe(ctx context.Context, args []string, con *cli.Console) (err error) 
 		return err
 	}
 	defer closeNATS()
-	pool, err := watchPool(sealed)
+	pool, err := launch.WatchPool(sealed)
 	if err != nil {
 		return err
 	}
-	defer pool.stop()
+	defer pool.Stop()
 	if sf.localWorks > 0 {
 		stop, err := sf.r.startLocal(url, "serve", sf.localWorks, 1, sf.quiet, con)
 		if err != nil {
@@ -138,19 +118,12 @@ func cmdServe(ctx context.Context, args []string, con *cli.Console) (err error) 
 		}
 		defer stop()
 	}
-	names := slices.Sorted(func(yield func(string) bool) {
-		for k := range serveParams {
-			if !yield(k) {
-				return
-			}
-		}
-	})
 	svc, err := service.New(service.Options{
 		Dir: sf.dataDir, MaxJobs: sf.maxJobs, MaxUpload: sf.maxUpload, MaxLocal: sf.maxLocal, Logger: log,
-		Params: append(names, "workers"),
-		Runner: &serveRunner{tr: sealed, wait: sf.wait, stepTimeout: sf.stepTimeout, log: log},
+		Params: launch.Params(),
+		Runner: &launch.ServiceRunner{Transport: sealed, Wait: sf.wait, StepTimeout: sf.stepTimeout, Logger: log},
 		Ready: func() error {
-			if n := pool.count(); n < sf.workersMin {
+			if n := pool.Count(); n < sf.workersMin {
 				return fmt.Errorf("%d workers in the pool, --workers-min is %d", n, sf.workersMin)
 			}
 			return nil
@@ -199,195 +172,3 @@ func cmdServe(ctx context.Context, args []string, con *cli.Console) (err error) 
 	log.Info("service stopping")
 	return nil
 }
-
-// serveRunner is the job service's Runner: solve's flags, algorithms and
-// result, and run's distributed job.
-type serveRunner struct {
-	tr                transport.Transport
-	wait, stepTimeout time.Duration
-	log               *slog.Logger
-}
-
-// flags turns a job's parameters into solve's flags (and the workers).
-func (r *serveRunner) flags(params map[string]string) (solveFlags, *flag.FlagSet, int, error) {
-	fs := flagSet("serve")
-	var f solveFlags
-	f.register(fs)
-	workers := 0
-	var args []string
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range params {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
-		v := params[k]
-		if k == "workers" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return f, nil, 0, service.Invalid(fmt.Errorf("workers=%q: want a number >= 0", v))
-			}
-			workers = n
-			continue
-		}
-		fl, ok := serveParams[k]
-		if !ok {
-			return f, nil, 0, service.Invalid(fmt.Errorf("parameter %q: unknown", k))
-		}
-		args = append(args, "--"+fl+"="+v)
-	}
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		return f, nil, 0, service.Invalid(errors.New(paramNames(err.Error())))
-	}
-	f.quiet, f.json = true, true
-	f.dist = workers > 0
-	f.settle(fs)
-	return f, fs, workers, nil
-}
-
-// paramNames writes the flags that a message names as the service's
-// parameters (--max-iter, -max-iter: max_iter).
-func paramNames(msg string) string {
-	keys := make([]string, 0, len(serveParams))
-	for k := range serveParams {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return len(serveParams[keys[i]]) > len(serveParams[keys[j]]) })
-	for _, k := range keys {
-		msg = strings.ReplaceAll(msg, "--"+serveParams[k], k)
-		msg = strings.ReplaceAll(msg, "-"+serveParams[k], k)
-	}
-	return msg
-}
-
-// load reads the job's model under its flags, as solve does; h (nil: none)
-// gets the model's bytes for a distributed job's identity.
-func (r *serveRunner) load(ctx context.Context, path string, params map[string]string, h io.Writer) (spec, solveFlags, int, error) {
-	f, fs, workers, err := r.flags(params)
-	if err != nil {
-		return spec{}, f, 0, err
-	}
-	sp, err := f.load(ctx, time.Now(), fs, "serve", []string{path}, h, cli.New(io.Discard))
-	if err == nil && workers > 0 && !f.exact {
-		err = sp.distributable(f, "workers > 0") // exact runs any algorithm's nodes on workers (dsearch)
-	}
-	if err != nil {
-		// Name the model by its file name, not the service's path.
-		msg := paramNames(strings.ReplaceAll(err.Error(), path, filepath.Base(path)))
-		var ue usageError
-		if errors.As(err, &ue) {
-			return spec{}, f, 0, service.Invalid(errors.New(msg))
-		}
-		return spec{}, f, 0, errors.New(msg)
-	}
-	return sp, f, workers, nil
-}
-
-func (r *serveRunner) Check(ctx context.Context, path string, params map[string]string) (service.Plan, error) {
-	f, _, _, err := r.flags(params) // the time limit before load spends some of it
-	if err != nil {
-		return service.Plan{}, err
-	}
-	_, _, workers, err := r.load(ctx, path, params, nil)
-	if err != nil {
-		return service.Plan{}, err
-	}
-	return service.Plan{Workers: workers, MaxIter: f.maxIter, TimeLimit: f.timeLimit}, nil
-}
-
-func (r *serveRunner) Run(ctx context.Context, id, path string, params map[string]string, progress func(solver.Progress)) (solver.Result, json.RawMessage, error) {
-	h := sha256.New()
-	sp, f, workers, err := r.load(ctx, path, params, h)
-	if err != nil {
-		return solver.Result{}, nil, err
-	}
-	var res solver.Result
-	var info cluster.JobInfo
-	log := r.log.With("job", id)
-	switch {
-	case workers == 0:
-		res, err = sp.solveHere(ctx, f, progress, cli.New(io.Discard))
-	case f.exact:
-		// Branch and bound with the workers searching subtrees, as run --exact.
-		var settings dsearch.Settings
-		if settings, err = sp.searchSettings(f); err == nil {
-			var st dsearch.Stats
-			res, st, err = dsearch.Run(ctx, r.tr, sp.m, sp.ev, dsearch.Options{Job: id, Workers: workers, Wait: r.wait, Settings: settings,
-				Tol: f.tol, TimeLimit: f.timeLimit, Logger: log}, progress)
-			info = cluster.JobInfo{Workers: st.Workers}
-		}
-	default:
-		ro := cluster.RunOptions{Base: id, Workers: workers, WaitWorkers: r.wait, StepTimeout: r.stepTimeout, Logger: log}
-		var j cluster.Job
-		if j, err = sp.clusterJob(id, h.Sum(nil), ro); err != nil {
-			break
-		}
-		j.Transport, j.Progress, j.Logger = r.tr, progress, log
-		if f.anytimeOn {
-			// As run --time-limit: the relaxation, then branch and bound on the same workers.
-			relax := func(ctx context.Context, progress func(solver.Progress)) (cluster.Outcome, error) {
-				j.Progress = progress
-				return cluster.RunJob(ctx, j)
-			}
-			var do distOutcome
-			res, do, err = sp.anytimeDist(ctx, f, relax, distSearch{tr: r.tr, job: id, workers: workers, wait: r.wait, log: log}, progress, cli.New(io.Discard))
-			info = do.info
-			break
-		}
-		var o cluster.Outcome
-		o, err = cluster.RunJob(ctx, j)
-		res, info = o.Result, o.Info
-	}
-	if err != nil {
-		return res, nil, err
-	}
-	b, err := json.Marshal(newResultJSON(res, sp, info, ""))
-	return res, b, err
-}
-
-// poolWatch counts the workers that announced themselves on the control
-// subject (cluster/subjects.go: workers say hello there every 500 ms)
-// within the last two seconds.
-type poolWatch struct {
-	mu   sync.Mutex
-	seen map[string]time.Time
-	sub  transport.Subscription
-}
-
-func watchPool(tr transport.Transport) (*poolWatch, error) {
-	p := &poolWatch{seen: map[string]time.Time{}}
-	sub, err := tr.Subscribe("ddrun.control", func(_ string, data []byte) {
-		h, _, err := transport.Decode(data)
-		if err != nil || transport.ValidName(h.From) != nil {
-			return
-		}
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if len(p.seen) < 1<<16 {
-			p.seen[h.From] = time.Now()
-		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("watching the worker pool: %w", err)
-	}
-	p.sub = sub
-	return p, nil
-}
-
-func (p *poolWatch) count() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := 0
-	for name, t := range p.seen {
-		if time.Since(t) < 2*time.Second {
-			n++
-		} else {
-			delete(p.seen, name)
-		}
-	}
-	return n
-}
-
-func (p *poolWatch) stop() { _ = p.sub.Unsubscribe() }

@@ -25,11 +25,13 @@ var order = []string{
 	"partition", "partition/multilevel", "tighten",
 	// The algorithms.
 	"solver", "trace", "internal/smalllp", "internal/localsearch", "internal/pairterm", "internal/primal", "slaves",
-	"trws", "convexmp", "consensus", "exact", "elim", "anytime", "learn", "shard",
+	"trws", "convexmp", "consensus", "exact", "elim", "anytime", "engine", "learn", "shard",
 	// The distributed runtime.
 	"transport", "checkpoint", "jobstate", "cluster", "dsearch", "metrics",
-	// The job service (its runner is cmd/coordinator's).
+	// The job service (its runner is launch's).
 	"service",
+	// The front door: where a job runs (package launch).
+	"launch",
 	// The commands.
 	"internal/cli", "internal/natsflags", "cmd/coordinator", "cmd/worker",
 	// Test support, and tests of whole programs.
@@ -50,6 +52,9 @@ var forbidden = map[string][]string{
 	"exact":     {"model/uai", "model/native", "model/modelfile"},
 	// Elimination knows no relaxation and no file.
 	"elim": {"consensus", "slaves", "trws", "convexmp", "exact", "model/uai", "model/native", "model/modelfile"},
+	// The engine chooses and builds algorithms: it reads no file and
+	// prints nothing of its own (the front ends do).
+	"engine": {"model/uai", "model/native", "model/modelfile", "trace", "learn", "shard"},
 	// Learning owns its own formats; traces are the command's.
 	"learn": {"model/uai", "model/native", "model/modelfile", "trace"},
 	// The runtime runs dual decomposition; it does not choose algorithms.

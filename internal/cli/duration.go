@@ -1,15 +1,11 @@
 package cli
 
 import (
-	"errors"
 	"flag"
-	"math"
-	"strconv"
 	"time"
-)
 
-// errDuration is what a bad duration flag says: how to write one.
-var errDuration = errors.New("use e.g. 30s, 5m or 1h (a bare number is seconds)")
+	"github.com/ddrun/ddrun/engine"
+)
 
 type durationValue struct{ p *time.Duration }
 
@@ -39,14 +35,6 @@ func (d durationValue) Set(s string) error {
 }
 
 // ParseDuration parses s as time.ParseDuration does, or a bare number as
-// seconds. Its error says how to write a duration.
-func ParseDuration(s string) (time.Duration, error) {
-	if d, err := time.ParseDuration(s); err == nil {
-		return d, nil
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(f) || math.Abs(f) > float64(math.MaxInt64)/float64(time.Second) {
-		return 0, errDuration
-	}
-	return time.Duration(f * float64(time.Second)), nil
-}
+// seconds (engine.ParseDuration: a duration's text is the settings'). Its
+// error says how to write a duration.
+func ParseDuration(s string) (time.Duration, error) { return engine.ParseDuration(s) }

@@ -1,6 +1,8 @@
 // Package natsflags holds the NATS connection flags that the coordinator
-// and the worker binaries share. It owns only flag names, where secrets
-// come from, and their mapping to transport.NATSOptions.
+// and the worker binaries share: their names, where secrets come from,
+// their mapping to transport.NATSOptions, the connection they make (sealed
+// with the job key, observed by the metrics), and the worker processes a
+// coordinator starts on this machine with them (StartWorkers).
 //
 // A secret (the password, the token) comes from, in this order:
 //

@@ -1,0 +1,411 @@
+package launch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/ddrun/ddrun/checkpoint"
+	"github.com/ddrun/ddrun/cluster"
+	"github.com/ddrun/ddrun/engine"
+	"github.com/ddrun/ddrun/jobstate"
+	"github.com/ddrun/ddrun/model/uai"
+	"github.com/ddrun/ddrun/shard"
+	"github.com/ddrun/ddrun/solver"
+	"github.com/ddrun/ddrun/transport"
+)
+
+// Every call of the front door into packages cluster and shard is in this
+// file: the job of dual decomposition on workers (runJob), under Raft
+// (runReplicated), sharded (runSharded), and their checkpoints.
+
+// Raft runs a job as a member of a Raft group (cluster.RunReplicated): the
+// group's members share the job, a later leader resumes it from the
+// group's checkpoints and prints the result a dead leader recorded.
+type Raft struct {
+	// ID is this member's id in the group, Bind its address for Raft
+	// traffic, Peers every member (ID=ADDR,...: ParsePeers), Dir its
+	// Raft log and snapshots; Logger logs Raft's own chatter.
+	ID, Bind, Peers, Dir string
+	Logger               *slog.Logger
+	// CheckpointDir is a checkpoint directory the group shares; without
+	// it the checkpoints go to the JetStream object store Bucket (default
+	// ddrun-ckpt-JOB) with Replicas, over NATS.
+	CheckpointDir string
+	Bucket        string
+	Replicas      int
+	NATS          *transport.NATS
+	// Joined, when not nil, gets the group once it is open (the metrics'
+	// readiness follows it): whether this member leads, and the leader it
+	// knows ("": none yet).
+	Joined func(isLeader func() bool, leader func() (id, addr string))
+}
+
+// CheckPeers checks the members of a Raft group (ID=ADDR,...).
+func CheckPeers(peers string) error {
+	_, err := jobstate.ParsePeers(peers)
+	return err
+}
+
+// Sharded has each worker read its part of an indexed model file (.ddx)
+// at Path, which every worker sees; the coordinator keeps the boundary
+// only (package shard; the job runs through cluster.RunJob or
+// cluster.RunReplicated).
+type Sharded struct {
+	Path string
+	// StateDir is where the workers save their parts' states for
+	// checkpoints ("": Path.state).
+	StateDir string
+	// MaxEntries bounds the tables the file may declare.
+	MaxEntries int
+}
+
+// refused reports whether the runtime refused the job for its input.
+func refused(err error) bool {
+	var re *cluster.RefusedError
+	return errors.As(err, &re)
+}
+
+// asInput makes a job that cluster refused for its input an *InputError.
+func asInput(err error) error {
+	if refused(err) {
+		return &InputError{err}
+	}
+	return err
+}
+
+// runOptions are the distributed run's settings.
+func (t *Target) runOptions() cluster.RunOptions {
+	ro := cluster.RunOptions{Base: t.Job, Workers: t.Workers, WaitWorkers: t.Wait, StepTimeout: t.StepTimeout, LostAfter: t.LostAfter,
+		SpareWait: t.SpareWait, Logger: t.Logger, Checkpoint: &cluster.CheckpointOptions{Every: t.Checkpoints.Every, Interval: t.Checkpoints.Interval}}
+	if t.Checkpoints.Every == 0 && t.Checkpoints.Interval == 0 {
+		ro.Checkpoint = nil
+	}
+	return ro
+}
+
+func (h *Hooks) cluster() cluster.Hooks {
+	return cluster.Hooks{Step: h.Step, Workers: h.Workers, Checkpoint: h.Checkpoint}
+}
+
+func info(i cluster.JobInfo) engine.Distributed {
+	return engine.Distributed{Workers: i.Workers, Failovers: i.Failovers, Redone: i.Redone}
+}
+
+// runJob runs j's dual decomposition on the workers (cluster.RunJob), or
+// its anytime phases (the relaxation there, then branch and bound on the
+// same workers: anytimeDist), or, under Raft, as a member of the group.
+func runJob(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome, error) {
+	ro := t.runOptions()
+	id, err := cluster.NewIdentity(t.Hash, j.DD(), ro.Workers)
+	if err != nil {
+		return Outcome{}, err
+	}
+	job := cluster.Job{Name: t.Name, Model: j.Model, Evidence: j.Evidence, Options: j.DD(), Run: ro, Identity: id}
+	if t.Checkpoints.Dir != "" && t.Raft == nil {
+		if job.Dir, job.Resume, err = localCheckpoints(ctx, t.Checkpoints, t.Job, id, t); err != nil {
+			return Outcome{}, err
+		}
+	}
+	if err := t.connect(ctx, &h); err != nil {
+		return Outcome{}, err
+	}
+	job.Run.Hooks = h.cluster()
+	job.Transport = t.Transport
+	job.Progress = h.Progress
+	job.Logger = t.Logger
+	if t.Raft != nil {
+		return runReplicated(ctx, job, t, recordWhole(j, t), func(out cluster.Outcome) Outcome {
+			return Outcome{Ran: true, Result: out.Result, Report: engine.NewResult(out.Result, j, info(out.Info), t.Out)}
+		})
+	}
+	before := t.traffic()
+	var o Outcome
+	var resumed int
+	var di engine.Distributed
+	if j.Settings.AnytimeOn {
+		relax := func(ctx context.Context, progress func(solver.Progress)) (solver.Result, engine.Distributed, int, error) {
+			job.Progress = progress
+			oc, err := cluster.RunJob(ctx, job)
+			return oc.Result, info(oc.Info), oc.Stats.Resumed, err
+		}
+		o.Result, di, resumed, err = anytimeDist(ctx, j, t, h, relax)
+	} else {
+		var oc cluster.Outcome
+		oc, err = cluster.RunJob(ctx, job)
+		o.Result, di, resumed = oc.Result, info(oc.Info), oc.Stats.Resumed
+	}
+	if err != nil {
+		return Outcome{}, err
+	}
+	o.Ran, o.Report = true, engine.NewResult(o.Result, j, di, t.Out)
+	o.Traffic = t.since(before, o.Result.Iterations-resumed)
+	return o, nil
+}
+
+// runReplicated runs job (whole or sharded) as a member of a Raft group
+// (cluster.RunReplicated) over the checkpoint store the group shares; the
+// leader that ends the job records its result (record: the job's
+// cluster.Job.Record), which a later leader reports when that one died
+// before reporting it; report is the outcome of a run this member ended.
+func runReplicated(ctx context.Context, job cluster.Job, t Target, record func(solver.Result, cluster.JobInfo) (json.RawMessage, error),
+	report func(cluster.Outcome) Outcome) (Outcome, error) {
+	rf := t.Raft
+	peers, err := jobstate.ParsePeers(rf.Peers)
+	if err != nil {
+		return Outcome{}, &InputError{err}
+	}
+	g, err := jobstate.Open(jobstate.Config{ID: rf.ID, Bind: rf.Bind, Peers: peers, Dir: rf.Dir, Logger: rf.Logger})
+	if err != nil {
+		return Outcome{}, fmt.Errorf("raft: %w", err)
+	}
+	defer g.Close()
+	if rf.Joined != nil {
+		rf.Joined(g.IsLeader, g.Leader)
+	}
+	if rf.CheckpointDir != "" {
+		d, err := checkpoint.OpenDir(rf.CheckpointDir)
+		if err != nil {
+			return Outcome{}, inputf("--checkpoint-dir: %v", err)
+		}
+		job.Store = d
+	} else {
+		bucket := rf.Bucket
+		if bucket == "" {
+			bucket = "ddrun-ckpt-" + job.Run.Base
+		}
+		obj, err := checkpoint.OpenObjectStore(ctx, rf.NATS.Conn(), bucket, checkpoint.ObjectStoreOptions{Replicas: rf.Replicas})
+		if err != nil {
+			return Outcome{}, fmt.Errorf("checkpoint store (does the NATS server run JetStream?): %w", err)
+		}
+		job.Store = obj
+	}
+	job.Logger = t.Logger.With("raft_id", rf.ID)
+	job.Record = record
+	out, err := cluster.RunReplicated(ctx, job, g)
+	switch {
+	case err != nil:
+		return Outcome{}, asInput(err)
+	case out.Recorded != nil:
+		var r engine.Result
+		if err := json.Unmarshal(out.Recorded, &r); err != nil {
+			return Outcome{}, fmt.Errorf("the recorded result: %w", err)
+		}
+		return Outcome{Recorded: true, Result: r.Solver(), Report: r}, nil
+	case out.Ran:
+		return report(out), nil
+	}
+	return Outcome{}, nil
+}
+
+// recordWhole is the Raft record of a whole-model job's result: the
+// result, without a big assignment (engine.MaxAssignment), which goes to
+// --out before the record commits, so that the job's --out exists once it
+// is done.
+func recordWhole(j *engine.Job, t Target) func(solver.Result, cluster.JobInfo) (json.RawMessage, error) {
+	return func(res solver.Result, ci cluster.JobInfo) (json.RawMessage, error) {
+		if t.Out != "" && res.Assignment != nil && len(res.Assignment) > engine.MaxAssignment {
+			if err := WriteMPE(t.Out, res.Assignment); err != nil {
+				return nil, err
+			}
+		}
+		return json.Marshal(engine.NewResult(res, j, info(ci), t.Out))
+	}
+}
+
+// localCheckpoints opens a single coordinator's checkpoint directory and
+// finds where the job continues from: nowhere without Resume, which it
+// refuses over existing checkpoints of the job; the latest valid
+// checkpoint with it.
+func localCheckpoints(ctx context.Context, c Checkpoints, job string, id cluster.Identity, t Target) (*checkpoint.Dir, *cluster.ResumePoint, error) {
+	d, err := checkpoint.OpenDir(c.Dir)
+	if err != nil {
+		return nil, nil, inputf("--checkpoint-dir: %v", err)
+	}
+	ms, err := d.Manifests(job)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--checkpoint-dir %s: %w", c.Dir, err)
+	}
+	if !c.Resume {
+		if len(ms) > 0 {
+			return nil, nil, inputf("--checkpoint-dir %s holds checkpoints of job %s (the latest of iteration %d): pass --resume to continue it, or choose another --job", c.Dir, job, ms[0].Iteration)
+		}
+		return d, nil, nil
+	}
+	if len(ms) == 0 {
+		return nil, nil, inputf("--resume: no checkpoint of job %s in %s", job, c.Dir)
+	}
+	rp, err := cluster.LoadResume(ctx, d, ms, id, t.Logger)
+	if errors.Is(err, checkpoint.ErrNoCheckpoint) {
+		return nil, nil, fmt.Errorf("--resume: %w", err)
+	}
+	return d, rp, asInput(err)
+}
+
+// runSharded runs j with the workers reading their parts of the indexed
+// model file themselves, and this process keeping only the boundary
+// between them (package shard; cluster runs the job, alone or as a member
+// of a Raft group). The assignment streams to Target.Out.
+func runSharded(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome, error) {
+	sh, start, log := t.Sharded, t.Start, t.Logger
+	path, err := filepath.Abs(sh.Path)
+	if err != nil {
+		return Outcome{}, &InputError{err}
+	}
+	timeLimit := j.Settings.TimeLimit
+	lctx := ctx
+	if timeLimit > 0 {
+		var cancel context.CancelFunc
+		lctx, cancel = context.WithDeadlineCause(ctx, start.Add(timeLimit), fmt.Errorf("--time-limit %v reached while planning the shards", timeLimit))
+		defer cancel()
+	}
+	layout, err := shard.PlanLayout(path, t.Workers, shard.PlanOptions{MaxEntries: sh.MaxEntries, Context: lctx, Logger: log})
+	if err != nil {
+		return Outcome{}, &InputError{err}
+	}
+	stateDir := sh.StateDir
+	if stateDir == "" {
+		stateDir = path + ".state"
+	}
+	if stateDir, err = filepath.Abs(stateDir); err != nil {
+		return Outcome{}, inputf("--state-dir: %v", err)
+	}
+	// The job's identity for its checkpoints: the layout (each spec binds
+	// the file by its size and structure checksum) and the settings.
+	digest, err := layout.Digest()
+	if err != nil {
+		return Outcome{}, err
+	}
+	id, err := cluster.NewIdentity(digest, j.DD(), t.Workers)
+	if err != nil {
+		return Outcome{}, err
+	}
+	job := cluster.Job{Name: t.Name, Shards: layout, StateDir: stateDir, Options: j.DD(), Run: t.runOptions(), Identity: id, Started: start, Logger: log}
+	if t.Checkpoints.Dir != "" && t.Raft == nil {
+		if job.Dir, job.Resume, err = localCheckpoints(ctx, t.Checkpoints, t.Job, id, t); err != nil {
+			return Outcome{}, err
+		}
+	}
+	if timeLimit > 0 {
+		left := timeLimit - time.Since(start)
+		if left <= 0 {
+			return Outcome{}, inputf("%s: --time-limit %v reached while planning the shards", sh.Path, timeLimit)
+		}
+		job.Options.TimeLimit = left
+	}
+	if err := t.connect(ctx, &h); err != nil {
+		return Outcome{}, err
+	}
+	job.Transport, job.Progress = t.Transport, h.Progress
+	var x []int // the assignment for the result, when small enough
+	job.Deliver = func(ctx context.Context, a *cluster.ShardAssignment) error {
+		if t.Assignment && a.NumVars <= engine.MaxAssignment {
+			x = make([]int, a.NumVars)
+		}
+		// The workers' pieces, one at a time, into --out (when given).
+		err := uai.WriteMPEPieces(t.Out, a.NumVars, x, func(put func([]int, []int32) error) error { return a.Pieces(ctx, put) })
+		if err != nil {
+			return fmt.Errorf("--out: the assignment: %w", err)
+		}
+		return nil
+	}
+	before := t.traffic()
+	job.Run.Hooks = h.cluster()
+	planned := time.Since(start)
+	// report is the job's result in the result schema, with what this
+	// coordinator saw of the run (stats: none when it did not run it).
+	report := func(res solver.Result, ci cluster.JobInfo, stats cluster.RunStats) Outcome {
+		sj := &engine.Sharded{Boundary: len(layout.BoundaryVars), PlanSeconds: planned.Seconds(), SetupSeconds: (planned + stats.Setup).Seconds(),
+			CoordinatorRSSMB: cluster.PeakRSSMB(), WorkerRSSMB: stats.WorkerRSSMB,
+			Failovers: stats.Failovers, Restored: stats.Restored, Redone: stats.Redone}
+		o := Outcome{Ran: true, Result: res}
+		if o.Traffic = t.since(before, res.Iterations); o.Traffic.Iterations > 0 {
+			sj.BytesPerIteration = (o.Traffic.In + o.Traffic.Out) / uint64(o.Traffic.Iterations)
+		}
+		o.Report = engine.Result{Status: res.Status, Primal: engine.Finite(res.Primal), Dual: engine.Finite(res.Dual), Gap: engine.Finite(res.Gap),
+			Relaxed: engine.Finite(res.Relaxed), Iterations: res.Iterations, Seconds: res.Elapsed.Seconds(), Assignment: x,
+			Algo: j.Algorithm.Name, Threads: j.Threads, Workers: t.Workers,
+			Model: engine.ModelSize{Variables: layout.NumVars, Factors: layout.NumFactors}, Sharded: sj,
+			Failovers: &ci.Failovers, Redone: &ci.Redone}
+		if o.Report.Primal != nil {
+			if t.Out != "" {
+				o.Report.AssignmentFile = t.Out
+			}
+			o.Report.Omitted = x == nil
+		}
+		return o
+	}
+	// ended is the outcome of a run this coordinator ended.
+	ended := func(o cluster.Outcome) Outcome {
+		if o.Stats.Failovers > 0 {
+			log.Warn("job finished after worker losses", "failovers", o.Stats.Failovers, "restored", o.Stats.Restored, "redone", o.Stats.Redone)
+		}
+		return report(o.Result, o.Info, o.Stats)
+	}
+	if t.Raft != nil {
+		// The recorded result holds what the job's last leader saw at its
+		// end; the assignment is already in --out (Deliver).
+		record := func(res solver.Result, ci cluster.JobInfo) (json.RawMessage, error) {
+			return json.Marshal(report(res, ci, cluster.RunStats{}).Report)
+		}
+		return runReplicated(ctx, job, t, record, ended)
+	}
+	o, err := cluster.RunJob(ctx, job)
+	if err != nil {
+		return Outcome{}, asInput(err)
+	}
+	return ended(o), nil
+}
+
+// Pool counts the workers that announced themselves on the control
+// subject (cluster/subjects.go: workers say hello there every 500 ms)
+// within the last two seconds.
+type Pool struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+	sub  transport.Subscription
+}
+
+// WatchPool watches the worker pool on tr.
+func WatchPool(tr transport.Transport) (*Pool, error) {
+	p := &Pool{seen: map[string]time.Time{}}
+	sub, err := tr.Subscribe(cluster.ControlSubject, func(_ string, data []byte) {
+		h, _, err := transport.Decode(data)
+		if err != nil || transport.ValidName(h.From) != nil {
+			return
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if len(p.seen) < 1<<16 {
+			p.seen[h.From] = time.Now()
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watching the worker pool: %w", err)
+	}
+	p.sub = sub
+	return p, nil
+}
+
+// Count is the number of workers that said hello within two seconds.
+func (p *Pool) Count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for name, t := range p.seen {
+		if time.Since(t) < 2*time.Second {
+			n++
+		} else {
+			delete(p.seen, name)
+		}
+	}
+	return n
+}
+
+// Stop stops watching.
+func (p *Pool) Stop() { _ = p.sub.Unsubscribe() }
