@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/internal/cli"
-	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/modelfile"
 )
 
@@ -18,7 +17,7 @@ import (
 // user's input (exit 2).
 func cmdConvert(ctx context.Context, args []string, con *cli.Console) error {
 	fs := flagSet("convert")
-	maxEntries := fs.Int("max-entries", model.DefaultMaxEntries, "most table entries the input may declare in all, and, on its own, most variable states")
+	maxEntries := fs.Int("max-entries", modelfile.DefaultMaxEntries, "most table entries the input may declare in all, and, on its own, most variable states")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	keepUnary := fs.Bool("keep-unary-factors", false, "to .ddx: write factors over 0 or 1 variables as factors; by default they are folded into the constant and the unaries (a UAI file's unary tables become unaries), unless a sum would be +Inf")
 	con.Register(fs)
