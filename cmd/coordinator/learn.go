@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -54,82 +53,25 @@ func cmdGenLearn(family string, args []string, stdout io.Writer, con *cli.Consol
 	if *out == "" {
 		return usagef("gen %s: -o DIR is required", family)
 	}
-	var planted *learn.Weights
-	var readme string
-	writeData := map[string]func(io.Writer) error{}
+	var set *learn.PlantedSet
 	if family == "sequence" {
 		seq.Labels, seq.Features, seq.Train, seq.Test, seq.Seed = *labels, *features, *train, *test, *seed
 		seq.LabelFeatures, seq.Noise, seq.Emission = *labelFeat, *noise, *emission
-		tr, te, w, err := learn.GenSequence(seq)
-		if err != nil {
-			return usagef("%v", err)
-		}
-		planted = w
-		writeData["train.conll"] = func(w io.Writer) error { return learn.WriteSequences(w, tr) }
-		writeData["test.conll"] = func(w io.Writer) error { return learn.WriteSequences(w, te) }
-		readme = fmt.Sprintf(seqReadme, seq.Labels, w.Features, seq.Train, seq.Test, seq.Seed)
+		set, err = learn.PlantSequence(seq)
 	} else {
 		ml.Labels, ml.Features, ml.Train, ml.Test, ml.Seed = *labels, *features, *train, *test, *seed
 		ml.LabelFeatures, ml.Noise, ml.Emission = *labelFeat, *noise, *emission
-		tr, te, w, err := learn.GenMultilabel(ml)
-		if err != nil {
-			return usagef("%v", err)
-		}
-		planted = w
-		writeData["train.svm"] = func(w io.Writer) error { return learn.WriteMultilabel(w, tr) }
-		writeData["test.svm"] = func(w io.Writer) error { return learn.WriteMultilabel(w, te) }
-		readme = fmt.Sprintf(mlReadme, ml.Labels, w.Features, ml.Train, ml.Test, ml.Seed)
+		set, err = learn.PlantMultilabel(ml)
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if err := set.Write(*out); err != nil {
 		return fmt.Errorf("gen %s: %w", family, err)
-	}
-	writeData["planted.weights"] = func(w io.Writer) error { return learn.WriteWeights(w, planted) }
-	writeData["README"] = func(w io.Writer) error { _, err := io.WriteString(w, readme); return err }
-	for name, write := range writeData {
-		path := filepath.Join(*out, name)
-		f, err := os.Create(path)
-		if err != nil {
-			return fmt.Errorf("gen %s: %w", family, err)
-		}
-		if err := write(f); err != nil {
-			f.Close()
-			return fmt.Errorf("gen %s: %s: %w", family, path, err)
-		}
-		if err := f.Close(); err != nil {
-			return fmt.Errorf("gen %s: %w", family, err)
-		}
 	}
 	con.Logger().Info("wrote planted data", "dir", *out, "family", family)
 	return nil
 }
-
-const seqReadme = `Planted sequence-labelling data (coordinator gen sequence): %d labels, %d features,
-%d training and %d test sentences, seed %d.
-
-train.conll, test.conll: CoNLL-style columns, one token per line
-    LABEL FEAT:VAL FEAT:VAL ...
-  LABEL is a 0-based integer, FEAT a 1-based integer; a blank line ends a sentence;
-  the first line is the header comment "# ddrun sequence labels=L features=D".
-planted.weights: the planted weights (coordinator predict --weights), one nonzero
-  per line after the header "ddrun-weights sequence labels=L features=D":
-    e FEAT LABEL VALUE   emission
-    t A B VALUE          transition from label A to label B
-See docs/learning.md.
-`
-
-const mlReadme = `Planted multilabel data (coordinator gen multilabel): %d labels, %d features
-(feature 1 is a bias, always 1), %d training and %d test examples, seed %d.
-
-train.svm, test.svm: LIBSVM's multilabel format, one example per line
-    L1,L2,... FEAT:VAL FEAT:VAL ...
-  labels 0-based, FEAT 1-based; the first line is the header comment
-  "# ddrun multilabel labels=L features=D".
-planted.weights: the planted weights (coordinator predict --weights), one nonzero
-  per line after the header "ddrun-weights multilabel labels=L features=D":
-    e FEAT LABEL VALUE   unigram weight
-    p A B VALUE          pairwise interaction, added when labels A < B are both on
-See docs/learning.md.
-`
 
 // trainJSON is the result schema of `coordinator train --json`.
 type trainJSON struct {
