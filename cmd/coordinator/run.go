@@ -288,7 +288,7 @@ func (r *runFlags) target(name string, hash []byte, f solveFlags, start time.Tim
 	}
 	if r.raft.enabled() {
 		t.Raft = r.raft.target(r.ck.dir, con)
-		t.Raft.Joined = func(isLeader func() bool, leader func() (string, string)) { raftReadiness(r.obs, isLeader, leader) }
+		t.Raft.Joined = func(isLeader func() bool, leader func() (string, string)) { r.obs.FollowRaft(isLeader, leader) }
 	}
 	return t
 }
@@ -297,7 +297,7 @@ func (r *runFlags) target(name string, hash []byte, f solveFlags, start time.Tim
 // output and the metrics, the lines to con unless --quiet, the steps,
 // workers and checkpoints to the metrics.
 func (r *runFlags) launchHooks(f solveFlags, progress func(solver.Progress), con *cli.Console) launch.Hooks {
-	h := launch.Hooks{Hooks: f.hooks(r.observed(progress), con)}
+	h := launch.Hooks{Hooks: f.hooks(r.obs.Observed(progress), con)}
 	if m := r.obs; m != nil {
 		h.Step, h.Workers, h.Checkpoint = m.ObserveStep, m.SetWorkers, m.ObserveCheckpoint
 	}
@@ -358,4 +358,24 @@ func (r *runFlags) checkExact() error {
 		return usagef("run: --exact keeps no checkpoints (--checkpoint-dir, --resume)")
 	}
 	return nil
+}
+
+// startMetrics starts the --metrics endpoint (natsflags.StartMetrics) and
+// returns the function that stops it; without --metrics it does nothing
+// (r.obs stays nil).
+func (r *runFlags) startMetrics(ctx context.Context, con *cli.Console) (stop func(), err error) {
+	if r.metrics == "" {
+		return func() {}, nil
+	}
+	m, stop, err := natsflags.StartMetrics(ctx, r.metrics, metrics.Coordinator, con.Print)
+	if err != nil {
+		var fe *natsflags.FlagError
+		if errors.As(err, &fe) {
+			return nil, usageError{err}
+		}
+		return nil, err
+	}
+	m.SetLeader(true) // a Raft member says otherwise (Metrics.FollowRaft)
+	r.obs = m
+	return stop, nil
 }

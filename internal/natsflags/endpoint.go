@@ -1,0 +1,24 @@
+package natsflags
+
+import (
+	"context"
+
+	"github.com/ddrun/ddrun/metrics"
+)
+
+// StartMetrics starts a process's --metrics endpoint on addr with role's
+// series, not ready until NATS is reached, and prints its address through
+// print (a console's Print) as metrics=URL. stop closes it. An address it
+// cannot listen on is a *FlagError naming --metrics.
+func StartMetrics(ctx context.Context, addr string, role metrics.Role, print func(kind, msg string, kv ...any)) (m *metrics.Metrics, stop func(), err error) {
+	if m, err = metrics.New(metrics.Options{Role: role}); err != nil {
+		return nil, nil, err
+	}
+	srv, err := m.Start(ctx, addr, nil)
+	if err != nil {
+		return nil, nil, flagErrorf("--metrics: %v", err)
+	}
+	print("metrics", "metrics="+srv.URL(), "metrics", srv.URL())
+	m.SetReady(false, "connecting to NATS")
+	return m, func() { _ = srv.Close() }, nil
+}
