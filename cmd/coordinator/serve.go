@@ -7,7 +7,6 @@ import (
 	"github.com/ddrun/ddrun/launch"
 	"log/slog"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/ddrun/ddrun/internal/cli"
@@ -142,33 +141,16 @@ func cmdServe(ctx context.Context, args []string, con *cli.Console) (err error) 
 		return err
 	}
 	defer stopNATS()
-	// /metrics beside the API: the job gauges are read from the service at
-	// each scrape. The service's own /healthz and /readyz stay (they know
-	// when it stops).
+	// /metrics beside the API (service.Service.Serve).
 	met, err := metrics.New(metrics.Options{Role: metrics.Coordinator})
 	if err != nil {
 		return err
 	}
 	natsflags.Observe(met, tr)
-	mux := http.NewServeMux()
-	metricsHandler := met.Handler()
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		met.SetJobs(svc.Counts())
-		metricsHandler.ServeHTTP(w, r)
-	})
-	mux.Handle("/", svc.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	con.Print("http", "http=http://"+ln.Addr().String(), "http", "http://"+ln.Addr().String())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err = <-done:
-		return fmt.Errorf("HTTP server: %w", err)
-	case <-ctx.Done():
+	if err := svc.Serve(ctx, ln, met); err != nil {
+		return err
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(sctx)
 	log.Info("service stopping")
 	return nil
 }
