@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"strings"
 	"time"
@@ -73,29 +72,10 @@ func cmdGenLearn(family string, args []string, stdout io.Writer, con *cli.Consol
 	return nil
 }
 
-// trainJSON is the result schema of `coordinator train --json`.
-type trainJSON struct {
-	Algo       string   `json:"algo"`
-	Iterations int      `json:"iterations"`
-	Seconds    float64  `json:"seconds"`
-	Primal     float64  `json:"primal"`
-	Dual       *float64 `json:"dual"` // null when the algorithm has no dual
-	Gap        *float64 `json:"gap"`
-	Objective  string   `json:"objective,omitempty"` // exact or lp-relaxed (learn.Result.Objective)
-}
-
-func algoNames() string {
-	var n []string
-	for _, a := range learn.Algorithms {
-		n = append(n, a.Name)
-	}
-	return strings.Join(n, ", ")
-}
-
 // cmdTrain is `coordinator train`.
 func cmdTrain(ctx context.Context, args []string, stdout io.Writer, con *cli.Console) error {
 	fs := flagSet("train")
-	algo := fs.String("algo", "gdmm", "training algorithm: "+algoNames())
+	algo := fs.String("algo", "gdmm", "training algorithm: "+learn.AlgorithmNames())
 	data := fs.String("data", "", "training data `FILE` (.conll sequences or .svm multilabel; see docs/learning.md)")
 	out := fs.String("o", "", "write the trained weights to `FILE`")
 	var o learn.Options
@@ -127,7 +107,7 @@ func cmdTrain(ctx context.Context, args []string, stdout io.Writer, con *cli.Con
 	}
 	a, ok := learn.Lookup(*algo)
 	if !ok {
-		return usagef("train: --algo %q: want one of %s", *algo, algoNames())
+		return usagef("train: --algo %q: want one of %s", *algo, learn.AlgorithmNames())
 	}
 	if a.Train == nil {
 		return usagef("train: --algo %s is not implemented yet", *algo)
@@ -183,12 +163,7 @@ func cmdTrain(ctx context.Context, args []string, stdout io.Writer, con *cli.Con
 	}
 	fmt.Fprintf(con.Writer(), "train %s: %d iterations, %.3fs, primal %.6g, dual %.6g, gap %.3g (%s objective)\n", res.Algo, res.Iterations, res.Seconds, res.Primal, res.Dual, res.Gap, res.Objective)
 	if *jsonOut {
-		j := trainJSON{Algo: res.Algo, Iterations: res.Iterations, Seconds: res.Seconds, Primal: res.Primal, Objective: res.Objective}
-		if !math.IsInf(res.Dual, 0) && !math.IsNaN(res.Dual) {
-			d, g := res.Dual, res.Gap
-			j.Dual, j.Gap = &d, &g
-		}
-		return json.NewEncoder(stdout).Encode(j)
+		return json.NewEncoder(stdout).Encode(res.Report())
 	}
 	return nil
 }
