@@ -317,7 +317,7 @@ func inputError(err error) error {
 // (under what, for why): an error when --anytime was asked for, else a
 // one-line note, and the relaxation runs alone.
 func noSearchPhase(s *engine.Settings, quiet bool, fs *flag.FlagSet, what, why string, con *cli.Console) error {
-	if isSet(fs, "anytime") {
+	if cli.IsSet(fs, "anytime") {
 		return usagef("run: --anytime and %s: %s (run --time-limit without --anytime runs the relaxation alone there)", what, why)
 	}
 	s.AnytimeOn = false
