@@ -50,27 +50,15 @@ func cmdConvert(ctx context.Context, args []string, con *cli.Console) error {
 			done, total = d, t
 			mu.Unlock()
 		}
-		stop := make(chan struct{})
-		defer close(stop)
-		start := time.Now()
-		go func() {
-			tick := time.NewTicker(time.Second)
-			defer tick.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-tick.C:
-					mu.Lock()
-					d, t := done, total
-					mu.Unlock()
-					if t > 0 {
-						sec := time.Since(start).Seconds()
-						con.Print("progress", fmt.Sprintf("convert: %d / %d factors written (%.0f s)", d, t, sec), "factors_written", d, "factors", t, "seconds", sec)
-					}
-				}
+		defer cli.Every(time.Second, func(elapsed time.Duration) {
+			mu.Lock()
+			d, t := done, total
+			mu.Unlock()
+			if t > 0 {
+				sec := elapsed.Seconds()
+				con.Print("progress", fmt.Sprintf("convert: %d / %d factors written (%.0f s)", d, t, sec), "factors_written", d, "factors", t, "seconds", sec)
 			}
-		}()
+		})()
 	}
 	if err := modelfile.Convert(ctx, in, out, opts); err != nil {
 		return usageError{fmt.Errorf("convert: %w", err)}

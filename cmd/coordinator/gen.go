@@ -91,7 +91,7 @@ func cmdGen(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	}
 	var progress func(done, total int64)
 	if !*quiet {
-		progress = newProgress(con, "gen "+family+" "+*out, time.Second)
+		progress = con.Percent("gen "+family+" "+*out, time.Second)
 	}
 	if err := modelfile.SaveStream(ctx, *out, s, progress); err != nil {
 		return fmt.Errorf("gen %s: %w", family, err)
@@ -111,15 +111,3 @@ run 'coordinator gen FAMILY -h' for a family's flags; potts and ising grids
 are written streaming, in bounded memory, whatever their size (.ddx: the
 structure goes to temporary files beside FILE until the end); logic models
 are built whole, then written`
-
-// newProgress returns a progress callback printing the percentage done
-// at most once per every.
-func newProgress(con *cli.Console, what string, every time.Duration) func(done, total int64) {
-	last := time.Now()
-	return func(done, total int64) {
-		if now := time.Now(); now.Sub(last) >= every && total > 0 {
-			last = now
-			con.Print("progress", fmt.Sprintf("%s: %d%%", what, 100*done/total), "what", what, "percent", 100*done/total)
-		}
-	}
-}
