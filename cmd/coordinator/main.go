@@ -15,11 +15,12 @@
 // Exit status: 0 when a result was produced, 2 for bad input or usage (one
 // line on stderr), 1 for an internal failure.
 //
-// It owns the command line: flags, reading the files, messages, exit
-// status and the printed result (resultJSON). A distributed job's course
-// (checkpoints, resuming, a Raft group's epochs and recorded result) is
-// package cluster's (RunJob, RunReplicated); this command builds the
-// cluster.Job and prints its outcome.
+// It owns the command line: flags, messages, exit status and the printed
+// result. Policy and orchestration are the libraries': which algorithm
+// with which settings is package engine's, where a job runs package
+// launch's (the one front door), the job service package service's, the
+// files package model/modelfile's, learning package learn's, pictures of
+// traces package trace/plot's.
 package main
 
 import (
