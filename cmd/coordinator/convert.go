@@ -20,8 +20,7 @@ func cmdConvert(ctx context.Context, args []string, con *cli.Console) error {
 	maxEntries := fs.Int("max-entries", modelfile.DefaultMaxEntries, "most table entries the input may declare in all, and, on its own, most variable states")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	keepUnary := fs.Bool("keep-unary-factors", false, "to .ddx: write factors over 0 or 1 variables as factors; by default they are folded into the constant and the unaries (a UAI file's unary tables become unaries), unless a sum would be +Inf")
-	con.Register(fs)
-	pos, err := parseInterleaved(fs, args, con.Writer())
+	pos, err := parseFlags(fs, args, con)
 	if err != nil {
 		return err
 	}

@@ -3,15 +3,16 @@ package main
 import (
 	"errors"
 	"flag"
-	"io"
 
 	"github.com/ddrun/ddrun/internal/cli"
 )
 
-// parseInterleaved is cli.ParseInterleaved with a flag error made a usage
-// error (exit 2).
-func parseInterleaved(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, error) {
-	pos, err := cli.ParseInterleaved(fs, args, stderr)
+// parseFlags adds --log-format (con) to fs and parses args
+// (cli.ParseInterleaved: flags before or after the positional arguments,
+// which it returns); a flag error is a usage error (exit 2).
+func parseFlags(fs *flag.FlagSet, args []string, con *cli.Console) ([]string, error) {
+	con.Register(fs)
+	pos, err := cli.ParseInterleaved(fs, args, con.Writer())
 	if err != nil && !errors.Is(err, cli.ErrHelp) {
 		return nil, usageError{err}
 	}

@@ -50,8 +50,7 @@ func cmdGen(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	default:
 		return usagef("gen: unknown family %q (want potts, ising or logic)", family)
 	}
-	con.Register(fs)
-	pos, err := parseInterleaved(fs, args[1:], con.Writer())
+	pos, err := parseFlags(fs, args[1:], con)
 	if err != nil {
 		return err
 	}

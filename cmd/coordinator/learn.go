@@ -40,8 +40,7 @@ func cmdGenLearn(family string, args []string, stdout io.Writer, con *cli.Consol
 		fs.Float64Var(&ml.MeanLabels, "mean-labels", 3, "mean number of positive labels per example")
 		fs.Float64Var(&ml.Interaction, "interaction", 1, "planted pair weight of a label and its partner")
 	}
-	con.Register(fs)
-	pos, err := parseInterleaved(fs, args, con.Writer())
+	pos, err := parseFlags(fs, args, con)
 	if err != nil {
 		return err
 	}
@@ -96,8 +95,7 @@ func cmdTrain(ctx context.Context, args []string, stdout io.Writer, con *cli.Con
 	jsonOut := fs.Bool("json", false, "print one JSON result object on stdout")
 	traceFile := fs.String("trace", "", "write the convergence trace to `FILE` (CSV: "+strings.Join(trace.Columns, ",")+"), one row per evaluation")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
-	con.Register(fs)
-	pos, err := parseInterleaved(fs, args, con.Writer())
+	pos, err := parseFlags(fs, args, con)
 	if err != nil {
 		return err
 	}
@@ -176,8 +174,7 @@ func cmdPredict(ctx context.Context, args []string, stdout io.Writer, con *cli.C
 	threads := fs.Int("threads", 1, "goroutines decoding examples")
 	jsonOut := fs.Bool("json", false, "print one JSON result object on stdout")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
-	con.Register(fs)
-	pos, err := parseInterleaved(fs, args, con.Writer())
+	pos, err := parseFlags(fs, args, con)
 	if err != nil {
 		return err
 	}

@@ -20,8 +20,7 @@ func cmdPlot(args []string, con *cli.Console) error {
 	out := fs.String("o", "", "the picture: `FILE`.png or FILE.svg")
 	title := fs.String("title", "", "the title (default: ddrun convergence, and the file name of a single trace)")
 	full := fs.Bool("full", false, "scale the score axis to every row (default: to the rows after each run's first 5%, where the first iterations' bounds would squeeze the rest)")
-	con.Register(fs)
-	pos, err := parseInterleaved(fs, args, con.Writer())
+	pos, err := parseFlags(fs, args, con)
 	if err != nil {
 		return err
 	}

@@ -169,13 +169,12 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	f.register(fs)
 	var r runFlags
 	r.register(fs)
-	con.Register(fs)
 	defer func() {
 		if err != nil {
 			err = redactedError{err, r.nats.Redact}
 		}
 	}()
-	pos, err := parseInterleaved(fs, args, con.Writer())
+	pos, err := parseFlags(fs, args, con)
 	if err != nil {
 		return err
 	}

@@ -73,13 +73,12 @@ func cmdServe(ctx context.Context, args []string, con *cli.Console) (err error) 
 	fs := flagSet("serve")
 	var sf serveFlags
 	sf.register(fs)
-	con.Register(fs)
 	defer func() {
 		if err != nil {
 			err = redactedError{err, sf.r.nats.Redact}
 		}
 	}()
-	pos, err := parseInterleaved(fs, args, con.Writer())
+	pos, err := parseFlags(fs, args, con)
 	if err != nil {
 		return err
 	}

@@ -158,8 +158,7 @@ func cmdSolve(ctx context.Context, args []string, stdout io.Writer, con *cli.Con
 	fs := flagSet("solve")
 	var f solveFlags
 	f.register(fs)
-	con.Register(fs)
-	pos, err := parseInterleaved(fs, args, con.Writer())
+	pos, err := parseFlags(fs, args, con)
 	if err != nil {
 		return err
 	}
