@@ -104,11 +104,7 @@ func (r *runFlags) jobTransport(ctx context.Context, con *cli.Console) (nc *tran
 	nc, tr, url, closeNATS, err := r.nats.Dial(ctx, r.listen, "coordinator-"+r.job, &r.key, con.Logger(), started)
 	if err != nil {
 		stopMetrics()
-		var fe *natsflags.FlagError
-		if errors.As(err, &fe) {
-			return nil, nil, "", nil, usageError{err}
-		}
-		return nil, nil, "", nil, err
+		return nil, nil, "", nil, flagsError(err)
 	}
 	natsflags.Observe(r.obs, nc)
 	return nc, tr, url, func() { closeNATS(); stopMetrics() }, nil
@@ -119,10 +115,17 @@ func (r *runFlags) jobTransport(ctx context.Context, con *cli.Console) (nc *tran
 func (r *runFlags) startLocal(url, job string, n, threads int, quiet bool, con *cli.Console) (stop func(), err error) {
 	stop, err = natsflags.StartWorkers(natsflags.Workers{URL: url, Job: job, N: n, Threads: threads, NATS: r.nats, Env: r.key.Env(),
 		Quiet: quiet, JSONLog: con.Format == cli.JSON, Stderr: con.Writer()})
-	if errors.Is(err, natsflags.ErrNoWorker) {
-		return nil, usageError{err}
+	return stop, flagsError(err)
+}
+
+// flagsError makes an error that natsflags blames on the flags (a
+// *FlagError, no worker binary for --local) a usage error (exit 2).
+func flagsError(err error) error {
+	var fe *natsflags.FlagError
+	if errors.As(err, &fe) || errors.Is(err, natsflags.ErrNoWorker) {
+		return usageError{err}
 	}
-	return stop, err
+	return err
 }
 
 // jobSession is what a distributed command sets up before its job: the
@@ -368,11 +371,7 @@ func (r *runFlags) startMetrics(ctx context.Context, con *cli.Console) (stop fun
 	}
 	m, stop, err := natsflags.StartMetrics(ctx, r.metrics, metrics.Coordinator, con.Print)
 	if err != nil {
-		var fe *natsflags.FlagError
-		if errors.As(err, &fe) {
-			return nil, usageError{err}
-		}
-		return nil, err
+		return nil, flagsError(err)
 	}
 	m.SetLeader(true) // a Raft member says otherwise (Metrics.FollowRaft)
 	r.obs = m
