@@ -33,7 +33,7 @@ import (
 	"syscall"
 
 	"github.com/ddrun/ddrun/internal/cli"
-	"github.com/ddrun/ddrun/transport"
+	"github.com/ddrun/ddrun/internal/natsflags"
 )
 
 // usageError marks errors caused by the user's input or flags (exit 2).
@@ -109,7 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if con.Format == "" { // the flags did not parse as far as --log-format
 		con.Format = cli.FormatIn(args)
 	}
-	con.Error("coordinator", transport.Redact(err.Error())) // URL passwords; run hides its secrets too
+	con.Error("coordinator", natsflags.Redact(err.Error())) // URL passwords; run hides its secrets too
 	var ue usageError
 	if errors.As(err, &ue) {
 		return 2

@@ -17,7 +17,6 @@ import (
 	"github.com/ddrun/ddrun/internal/natsflags"
 	"github.com/ddrun/ddrun/metrics"
 	"github.com/ddrun/ddrun/solver"
-	"github.com/ddrun/ddrun/transport"
 )
 
 // runFlags are the flags of `coordinator run` beyond solve's.
@@ -83,31 +82,10 @@ func (r *runFlags) check() error {
 		_, _ = rand.Read(b[:])
 		r.job = "job-" + hex.EncodeToString(b[:])
 	}
-	if err := transport.ValidName(r.job); err != nil {
+	if err := natsflags.ValidJob(r.job); err != nil {
 		return usagef("--job %q: %v", r.job, err)
 	}
 	return nil
-}
-
-// jobTransport starts the --metrics endpoint, then connects to --nats, or
-// starts an embedded NATS server on --nats-listen and prints its URL
-// (natsflags.Flags.Dial): nc is the NATS connection (its statistics, its
-// raw connection), tr the job's transport over it, sealed with --job-key
-// when one is given. close releases them. What it prints and logs goes to
-// con.
-func (r *runFlags) jobTransport(ctx context.Context, con *cli.Console) (nc *transport.NATS, tr transport.Transport, url string, close func(), err error) {
-	stopMetrics, err := r.startMetrics(ctx, con)
-	if err != nil {
-		return nil, nil, "", nil, err
-	}
-	started := func(url string) { con.Print("nats", "nats="+url, "nats", url) }
-	nc, tr, url, closeNATS, err := r.nats.Dial(ctx, r.listen, "coordinator-"+r.job, &r.key, con.Logger(), started)
-	if err != nil {
-		stopMetrics()
-		return nil, nil, "", nil, flagsError(err)
-	}
-	natsflags.Observe(r.obs, nc)
-	return nc, tr, url, func() { closeNATS(); stopMetrics() }, nil
 }
 
 // startLocal starts n worker processes (--local) of threads each on url,
@@ -129,23 +107,32 @@ func flagsError(err error) error {
 }
 
 // jobSession is what a distributed command sets up before its job: the
-// NATS connection nc, the job's transport tr over it (sealed with
-// --job-key), the local workers (--local) and the output; close releases
-// them in reverse order.
+// session launch runs the job in (the job's transport over NATS, sealed
+// with --job-key, its traffic and the hooks), the local workers (--local)
+// and the output; close releases them in reverse order.
 type jobSession struct {
-	nc    *transport.NATS
-	tr    transport.Transport
+	ls    *launch.Session
 	out   *runOutput
 	close func()
 }
 
-// session connects, starts the --local workers of f.threads/workers
-// threads each and opens the output.
-func (r *runFlags) session(ctx context.Context, f *solveFlags, con *cli.Console) (*jobSession, error) {
-	nc, tr, url, closeNATS, err := r.jobTransport(ctx, con)
+// session starts the --metrics endpoint, connects to --nats or starts an
+// embedded NATS server on --nats-listen and prints its URL
+// (natsflags.Flags.Dial), gives a Raft group (raft, when not nil) the
+// connection for its checkpoint bucket, starts the --local workers of
+// f.threads/workers threads each and opens the output.
+func (r *runFlags) session(ctx context.Context, f *solveFlags, raft *launch.Raft, con *cli.Console) (*jobSession, error) {
+	stopMetrics, err := r.startMetrics(ctx, con)
 	if err != nil {
 		return nil, err
 	}
+	nc, tr, url, stopNATS, err := r.nats.Dial(ctx, r.listen, "coordinator-"+r.job, &r.key, con.Logger(), r.natsStarted(con))
+	if err != nil {
+		stopMetrics()
+		return nil, flagsError(err)
+	}
+	natsflags.Observe(r.obs, nc)
+	closeNATS := func() { stopNATS(); stopMetrics() }
 	stop := func() {}
 	if r.local {
 		if stop, err = r.startLocal(url, r.job, r.workers, max(1, f.s.Threads/r.workers), f.quiet, con); err != nil {
@@ -159,7 +146,17 @@ func (r *runFlags) session(ctx context.Context, f *solveFlags, con *cli.Console)
 		closeNATS()
 		return nil, err
 	}
-	return &jobSession{nc: nc, tr: tr, out: out, close: func() { out.close(); stop(); closeNATS() }}, nil
+	if raft != nil {
+		raft.NATS = nc // the group's checkpoint bucket
+	}
+	traffic := func() (uint64, uint64) { st := nc.Conn().Stats(); return st.InBytes, st.OutBytes }
+	ls := &launch.Session{Transport: tr, Traffic: traffic, Hooks: r.launchHooks(*f, out.progress(), con)}
+	return &jobSession{ls: ls, out: out, close: func() { out.close(); stop(); closeNATS() }}, nil
+}
+
+// natsStarted prints the URL of an embedded NATS server.
+func (r *runFlags) natsStarted(con *cli.Console) func(url string) {
+	return func(url string) { con.Print("nats", "nats="+url, "nats", url) }
 }
 
 // cmdRun is `coordinator run`: the same job as solve, spread over worker
@@ -192,14 +189,10 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	t := r.target(pos[0], h.Sum(nil), f, start, con)
 	var ses *jobSession
 	t.Connect = func(ctx context.Context) (*launch.Session, error) {
-		if ses, err = r.session(ctx, &f, con); err != nil {
+		if ses, err = r.session(ctx, &f, t.Raft, con); err != nil {
 			return nil, err
 		}
-		if t.Raft != nil {
-			t.Raft.NATS = ses.nc // the group's checkpoint bucket
-		}
-		traffic := func() (uint64, uint64) { st := ses.nc.Conn().Stats(); return st.InBytes, st.OutBytes }
-		return &launch.Session{Transport: ses.tr, Traffic: traffic, Hooks: r.launchHooks(f, ses.out.progress(), con)}, nil
+		return ses.ls, nil
 	}
 	defer func() {
 		if ses != nil {

@@ -13,7 +13,6 @@ import (
 	"github.com/ddrun/ddrun/internal/natsflags"
 	"github.com/ddrun/ddrun/metrics"
 	"github.com/ddrun/ddrun/service"
-	"github.com/ddrun/ddrun/transport"
 )
 
 // serveFlags are the flags of `coordinator serve`.
@@ -99,9 +98,9 @@ func cmdServe(ctx context.Context, args []string, con *cli.Console) (err error) 
 		return usagef("--listen %q: %v", sf.listen, err)
 	}
 	defer ln.Close()
-	tr, sealed, url, closeNATS, err := sf.r.jobTransport(ctx, con)
+	tr, sealed, url, closeNATS, err := sf.r.nats.Dial(ctx, sf.r.listen, "coordinator-"+sf.r.job, &sf.r.key, log, sf.r.natsStarted(con))
 	if err != nil {
-		return err
+		return flagsError(err)
 	}
 	defer closeNATS()
 	pool, err := launch.WatchPool(sealed)
@@ -131,10 +130,7 @@ func cmdServe(ctx context.Context, args []string, con *cli.Console) (err error) 
 		return err
 	}
 	defer svc.Close()
-	var seal service.Sealer
-	if s, ok := sealed.(*transport.Sealed); ok {
-		seal = s
-	}
+	seal, _ := sealed.(service.Sealer) // nil without --job-key
 	stopNATS, err := svc.ServeNATS(tr.Conn(), seal)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/ddrun/ddrun/metrics"
+	"github.com/ddrun/ddrun/transport"
 )
 
 // StartMetrics starts a process's --metrics endpoint on addr with role's
@@ -22,3 +23,11 @@ func StartMetrics(ctx context.Context, addr string, role metrics.Role, print fun
 	m.SetReady(false, "connecting to NATS")
 	return m, func() { _ = srv.Close() }, nil
 }
+
+// Redact hides the passwords of URLs in s (transport.Redact), for what is
+// printed before or without the flags' own secrets (Flags.Redact).
+func Redact(s string) string { return transport.Redact(s) }
+
+// ValidJob checks a job ID, which namespaces the job's NATS subjects
+// (transport.ValidName).
+func ValidJob(id string) error { return transport.ValidName(id) }
