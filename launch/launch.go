@@ -8,7 +8,7 @@
 //
 // It owns the orchestration between those modes, not the modes: the
 // protocol is package cluster's (every call into cluster and shard is in
-// cluster.go), the search package dsearch's, the algorithms engine's. It
+// cluster.go, and a worker's side in worker.go: ServeWorker), the search package dsearch's, the algorithms engine's. It
 // must not know the command line: no flags, no console; what it reports
 // beyond the result goes to Hooks, and errors caused by the caller's input
 // are *InputError (or engine's *Error: IsInput).

@@ -7,7 +7,8 @@
 // It owns the API (routes, bodies, errors, docs/openapi.yaml), the
 // validation of what clients send (sizes, formats, parameter names, ids),
 // the job lifecycle (queued, running, done, failed, cancelled), the queue,
-// and the files of a job.
+// the files of a job, and the HTTP server with the process's /metrics
+// beside the API (Serve).
 //
 // It must not know the algorithms, their flags or how a job is spread over
 // workers: a Runner (cmd/coordinator's, which reuses solve's and run's

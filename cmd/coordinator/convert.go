@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/internal/cli"
-	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/modelfile"
 )
 
@@ -18,11 +17,10 @@ import (
 // user's input (exit 2).
 func cmdConvert(ctx context.Context, args []string, con *cli.Console) error {
 	fs := flagSet("convert")
-	maxEntries := fs.Int("max-entries", model.DefaultMaxEntries, "most table entries the input may declare in all, and, on its own, most variable states")
+	maxEntries := fs.Int("max-entries", modelfile.DefaultMaxEntries, "most table entries the input may declare in all, and, on its own, most variable states")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	keepUnary := fs.Bool("keep-unary-factors", false, "to .ddx: write factors over 0 or 1 variables as factors; by default they are folded into the constant and the unaries (a UAI file's unary tables become unaries), unless a sum would be +Inf")
-	con.Register(fs)
-	pos, err := parseInterleaved(fs, args, con.Writer())
+	pos, err := parseFlags(fs, args, con)
 	if err != nil {
 		return err
 	}
@@ -51,27 +49,15 @@ func cmdConvert(ctx context.Context, args []string, con *cli.Console) error {
 			done, total = d, t
 			mu.Unlock()
 		}
-		stop := make(chan struct{})
-		defer close(stop)
-		start := time.Now()
-		go func() {
-			tick := time.NewTicker(time.Second)
-			defer tick.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-tick.C:
-					mu.Lock()
-					d, t := done, total
-					mu.Unlock()
-					if t > 0 {
-						sec := time.Since(start).Seconds()
-						con.Print("progress", fmt.Sprintf("convert: %d / %d factors written (%.0f s)", d, t, sec), "factors_written", d, "factors", t, "seconds", sec)
-					}
-				}
+		defer cli.Every(time.Second, func(elapsed time.Duration) {
+			mu.Lock()
+			d, t := done, total
+			mu.Unlock()
+			if t > 0 {
+				sec := elapsed.Seconds()
+				con.Print("progress", fmt.Sprintf("convert: %d / %d factors written (%.0f s)", d, t, sec), "factors_written", d, "factors", t, "seconds", sec)
 			}
-		}()
+		})()
 	}
 	if err := modelfile.Convert(ctx, in, out, opts); err != nil {
 		return usageError{fmt.Errorf("convert: %w", err)}

@@ -8,11 +8,7 @@ import (
 
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/cli"
-	"github.com/ddrun/ddrun/model"
-	"github.com/ddrun/ddrun/model/indexed"
 	"github.com/ddrun/ddrun/model/modelfile"
-	"github.com/ddrun/ddrun/model/native"
-	"github.com/ddrun/ddrun/model/uai"
 )
 
 func cmdGen(ctx context.Context, args []string, stdout io.Writer, con *cli.Console) error {
@@ -54,8 +50,7 @@ func cmdGen(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	default:
 		return usagef("gen: unknown family %q (want potts, ising or logic)", family)
 	}
-	con.Register(fs)
-	pos, err := parseInterleaved(fs, args[1:], con.Writer())
+	pos, err := parseFlags(fs, args[1:], con)
 	if err != nil {
 		return err
 	}
@@ -80,13 +75,7 @@ func cmdGen(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 			return usagef("gen %s: %w", family, err)
 		}
 		m := generate.Logic(logic) // small by nature: built whole, then written
-		save := modelfile.Save
-		if modelfile.FormatOf(*out) == modelfile.Indexed {
-			save = func(path string, m *model.Model) error {
-				return indexed.WriteStreamFile(path, model.SourceOf(m), ddxOptions(ctx), nil)
-			}
-		}
-		if err := save(*out, m); err != nil {
+		if err := modelfile.SaveGenerated(ctx, *out, m); err != nil {
 			return fmt.Errorf("gen %s: %w", family, err)
 		}
 		printWrote(con, *out, m.NumVars(), len(m.Factors))
@@ -101,9 +90,9 @@ func cmdGen(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	}
 	var progress func(done, total int64)
 	if !*quiet {
-		progress = newProgress(con, "gen "+family+" "+*out, time.Second)
+		progress = con.Percent("gen "+family+" "+*out, time.Second)
 	}
-	if err := saveStream(ctx, *out, s, progress); err != nil {
+	if err := modelfile.SaveStream(ctx, *out, s, progress); err != nil {
 		return fmt.Errorf("gen %s: %w", family, err)
 	}
 	printWrote(con, *out, s.NumVars(), s.NumFactors())
@@ -121,36 +110,3 @@ run 'coordinator gen FAMILY -h' for a family's flags; potts and ising grids
 are written streaming, in bounded memory, whatever their size (.ddx: the
 structure goes to temporary files beside FILE until the end); logic models
 are built whole, then written`
-
-// ddxOptions is how gen writes .ddx files: factors over fewer than 2
-// variables folded into the unaries, as convert does; the structure spilled
-// beside the output (WriteStreamFile's default); stopped when ctx ends.
-func ddxOptions(ctx context.Context) indexed.WriteOptions {
-	return indexed.WriteOptions{FoldUnary: true, Context: ctx}
-}
-
-// saveStream writes a grid to path as modelfile.Save would write the model,
-// without building it.
-func saveStream(ctx context.Context, path string, s *generate.GridStream, progress func(done, total int64)) error {
-	switch modelfile.FormatOf(path) {
-	case modelfile.UAI:
-		return uai.WriteStreamFile(path, s, progress)
-	case modelfile.Native:
-		return native.WriteStreamFile(path, s, progress)
-	case modelfile.Indexed:
-		return indexed.WriteStreamFile(path, s, ddxOptions(ctx), progress)
-	}
-	return fmt.Errorf("%s: unknown model format", path)
-}
-
-// newProgress returns a progress callback printing the percentage done
-// at most once per every.
-func newProgress(con *cli.Console, what string, every time.Duration) func(done, total int64) {
-	last := time.Now()
-	return func(done, total int64) {
-		if now := time.Now(); now.Sub(last) >= every && total > 0 {
-			last = now
-			con.Print("progress", fmt.Sprintf("%s: %d%%", what, 100*done/total), "what", what, "percent", 100*done/total)
-		}
-	}
-}

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -42,8 +40,7 @@ func cmdGenLearn(family string, args []string, stdout io.Writer, con *cli.Consol
 		fs.Float64Var(&ml.MeanLabels, "mean-labels", 3, "mean number of positive labels per example")
 		fs.Float64Var(&ml.Interaction, "interaction", 1, "planted pair weight of a label and its partner")
 	}
-	con.Register(fs)
-	pos, err := parseInterleaved(fs, args, con.Writer())
+	pos, err := parseFlags(fs, args, con)
 	if err != nil {
 		return err
 	}
@@ -54,106 +51,30 @@ func cmdGenLearn(family string, args []string, stdout io.Writer, con *cli.Consol
 	if *out == "" {
 		return usagef("gen %s: -o DIR is required", family)
 	}
-	var planted *learn.Weights
-	var readme string
-	writeData := map[string]func(io.Writer) error{}
+	var set *learn.PlantedSet
 	if family == "sequence" {
 		seq.Labels, seq.Features, seq.Train, seq.Test, seq.Seed = *labels, *features, *train, *test, *seed
 		seq.LabelFeatures, seq.Noise, seq.Emission = *labelFeat, *noise, *emission
-		tr, te, w, err := learn.GenSequence(seq)
-		if err != nil {
-			return usagef("%v", err)
-		}
-		planted = w
-		writeData["train.conll"] = func(w io.Writer) error { return learn.WriteSequences(w, tr) }
-		writeData["test.conll"] = func(w io.Writer) error { return learn.WriteSequences(w, te) }
-		readme = fmt.Sprintf(seqReadme, seq.Labels, w.Features, seq.Train, seq.Test, seq.Seed)
+		set, err = learn.PlantSequence(seq)
 	} else {
 		ml.Labels, ml.Features, ml.Train, ml.Test, ml.Seed = *labels, *features, *train, *test, *seed
 		ml.LabelFeatures, ml.Noise, ml.Emission = *labelFeat, *noise, *emission
-		tr, te, w, err := learn.GenMultilabel(ml)
-		if err != nil {
-			return usagef("%v", err)
-		}
-		planted = w
-		writeData["train.svm"] = func(w io.Writer) error { return learn.WriteMultilabel(w, tr) }
-		writeData["test.svm"] = func(w io.Writer) error { return learn.WriteMultilabel(w, te) }
-		readme = fmt.Sprintf(mlReadme, ml.Labels, w.Features, ml.Train, ml.Test, ml.Seed)
+		set, err = learn.PlantMultilabel(ml)
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if err := set.Write(*out); err != nil {
 		return fmt.Errorf("gen %s: %w", family, err)
-	}
-	writeData["planted.weights"] = func(w io.Writer) error { return learn.WriteWeights(w, planted) }
-	writeData["README"] = func(w io.Writer) error { _, err := io.WriteString(w, readme); return err }
-	for name, write := range writeData {
-		path := filepath.Join(*out, name)
-		f, err := os.Create(path)
-		if err != nil {
-			return fmt.Errorf("gen %s: %w", family, err)
-		}
-		if err := write(f); err != nil {
-			f.Close()
-			return fmt.Errorf("gen %s: %s: %w", family, path, err)
-		}
-		if err := f.Close(); err != nil {
-			return fmt.Errorf("gen %s: %w", family, err)
-		}
 	}
 	con.Logger().Info("wrote planted data", "dir", *out, "family", family)
 	return nil
 }
 
-const seqReadme = `Planted sequence-labelling data (coordinator gen sequence): %d labels, %d features,
-%d training and %d test sentences, seed %d.
-
-train.conll, test.conll: CoNLL-style columns, one token per line
-    LABEL FEAT:VAL FEAT:VAL ...
-  LABEL is a 0-based integer, FEAT a 1-based integer; a blank line ends a sentence;
-  the first line is the header comment "# ddrun sequence labels=L features=D".
-planted.weights: the planted weights (coordinator predict --weights), one nonzero
-  per line after the header "ddrun-weights sequence labels=L features=D":
-    e FEAT LABEL VALUE   emission
-    t A B VALUE          transition from label A to label B
-See docs/learning.md.
-`
-
-const mlReadme = `Planted multilabel data (coordinator gen multilabel): %d labels, %d features
-(feature 1 is a bias, always 1), %d training and %d test examples, seed %d.
-
-train.svm, test.svm: LIBSVM's multilabel format, one example per line
-    L1,L2,... FEAT:VAL FEAT:VAL ...
-  labels 0-based, FEAT 1-based; the first line is the header comment
-  "# ddrun multilabel labels=L features=D".
-planted.weights: the planted weights (coordinator predict --weights), one nonzero
-  per line after the header "ddrun-weights multilabel labels=L features=D":
-    e FEAT LABEL VALUE   unigram weight
-    p A B VALUE          pairwise interaction, added when labels A < B are both on
-See docs/learning.md.
-`
-
-// trainJSON is the result schema of `coordinator train --json`.
-type trainJSON struct {
-	Algo       string   `json:"algo"`
-	Iterations int      `json:"iterations"`
-	Seconds    float64  `json:"seconds"`
-	Primal     float64  `json:"primal"`
-	Dual       *float64 `json:"dual"` // null when the algorithm has no dual
-	Gap        *float64 `json:"gap"`
-	Objective  string   `json:"objective,omitempty"` // exact or lp-relaxed (learn.Result.Objective)
-}
-
-func algoNames() string {
-	var n []string
-	for _, a := range learn.Algorithms {
-		n = append(n, a.Name)
-	}
-	return strings.Join(n, ", ")
-}
-
 // cmdTrain is `coordinator train`.
 func cmdTrain(ctx context.Context, args []string, stdout io.Writer, con *cli.Console) error {
 	fs := flagSet("train")
-	algo := fs.String("algo", "gdmm", "training algorithm: "+algoNames())
+	algo := fs.String("algo", "gdmm", "training algorithm: "+learn.AlgorithmNames())
 	data := fs.String("data", "", "training data `FILE` (.conll sequences or .svm multilabel; see docs/learning.md)")
 	out := fs.String("o", "", "write the trained weights to `FILE`")
 	var o learn.Options
@@ -174,8 +95,7 @@ func cmdTrain(ctx context.Context, args []string, stdout io.Writer, con *cli.Con
 	jsonOut := fs.Bool("json", false, "print one JSON result object on stdout")
 	traceFile := fs.String("trace", "", "write the convergence trace to `FILE` (CSV: "+strings.Join(trace.Columns, ",")+"), one row per evaluation")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
-	con.Register(fs)
-	pos, err := parseInterleaved(fs, args, con.Writer())
+	pos, err := parseFlags(fs, args, con)
 	if err != nil {
 		return err
 	}
@@ -185,7 +105,7 @@ func cmdTrain(ctx context.Context, args []string, stdout io.Writer, con *cli.Con
 	}
 	a, ok := learn.Lookup(*algo)
 	if !ok {
-		return usagef("train: --algo %q: want one of %s", *algo, algoNames())
+		return usagef("train: --algo %q: want one of %s", *algo, learn.AlgorithmNames())
 	}
 	if a.Train == nil {
 		return usagef("train: --algo %s is not implemented yet", *algo)
@@ -241,12 +161,7 @@ func cmdTrain(ctx context.Context, args []string, stdout io.Writer, con *cli.Con
 	}
 	fmt.Fprintf(con.Writer(), "train %s: %d iterations, %.3fs, primal %.6g, dual %.6g, gap %.3g (%s objective)\n", res.Algo, res.Iterations, res.Seconds, res.Primal, res.Dual, res.Gap, res.Objective)
 	if *jsonOut {
-		j := trainJSON{Algo: res.Algo, Iterations: res.Iterations, Seconds: res.Seconds, Primal: res.Primal, Objective: res.Objective}
-		if !math.IsInf(res.Dual, 0) && !math.IsNaN(res.Dual) {
-			d, g := res.Dual, res.Gap
-			j.Dual, j.Gap = &d, &g
-		}
-		return json.NewEncoder(stdout).Encode(j)
+		return json.NewEncoder(stdout).Encode(res.Report())
 	}
 	return nil
 }
@@ -259,8 +174,7 @@ func cmdPredict(ctx context.Context, args []string, stdout io.Writer, con *cli.C
 	threads := fs.Int("threads", 1, "goroutines decoding examples")
 	jsonOut := fs.Bool("json", false, "print one JSON result object on stdout")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
-	con.Register(fs)
-	pos, err := parseInterleaved(fs, args, con.Writer())
+	pos, err := parseFlags(fs, args, con)
 	if err != nil {
 		return err
 	}

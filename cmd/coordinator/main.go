@@ -15,11 +15,12 @@
 // Exit status: 0 when a result was produced, 2 for bad input or usage (one
 // line on stderr), 1 for an internal failure.
 //
-// It owns the command line: flags, reading the files, messages, exit
-// status and the printed result (resultJSON). A distributed job's course
-// (checkpoints, resuming, a Raft group's epochs and recorded result) is
-// package cluster's (RunJob, RunReplicated); this command builds the
-// cluster.Job and prints its outcome.
+// It owns the command line: flags, messages, exit status and the printed
+// result. Policy and orchestration are the libraries': which algorithm
+// with which settings is package engine's, where a job runs package
+// launch's (the one front door), the job service package service's, the
+// files package model/modelfile's, learning package learn's, pictures of
+// traces package trace/plot's.
 package main
 
 import (
@@ -32,7 +33,7 @@ import (
 	"syscall"
 
 	"github.com/ddrun/ddrun/internal/cli"
-	"github.com/ddrun/ddrun/transport"
+	"github.com/ddrun/ddrun/internal/natsflags"
 )
 
 // usageError marks errors caused by the user's input or flags (exit 2).
@@ -102,13 +103,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	if errors.Is(err, errHelp) {
+	if errors.Is(err, cli.ErrHelp) {
 		return 0
 	}
 	if con.Format == "" { // the flags did not parse as far as --log-format
 		con.Format = cli.FormatIn(args)
 	}
-	con.Error("coordinator", transport.Redact(err.Error())) // URL passwords; run hides its secrets too
+	con.Error("coordinator", natsflags.Redact(err.Error())) // URL passwords; run hides its secrets too
 	var ue usageError
 	if errors.As(err, &ue) {
 		return 2

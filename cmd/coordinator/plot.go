@@ -1,36 +1,26 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"github.com/ddrun/ddrun/launch"
-	"image/color"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
-
 	"github.com/ddrun/ddrun/internal/cli"
+	"github.com/ddrun/ddrun/launch"
 	"github.com/ddrun/ddrun/trace"
+	"github.com/ddrun/ddrun/trace/plot"
 )
 
-// cmdPlot is `coordinator plot -o OUT.png|OUT.svg TRACE...`: the dual and
-// the primal of --trace files against seconds, one colour per trace, the
-// dual solid and the primal dashed. Primals of -Inf (no assignment yet)
-// are left out.
+// cmdPlot is `coordinator plot -o OUT.png|OUT.svg TRACE...`: the traces
+// drawn by package trace/plot, written atomically to -o.
 func cmdPlot(args []string, con *cli.Console) error {
 	fs := flagSet("plot")
 	out := fs.String("o", "", "the picture: `FILE`.png or FILE.svg")
 	title := fs.String("title", "", "the title (default: ddrun convergence, and the file name of a single trace)")
 	full := fs.Bool("full", false, "scale the score axis to every row (default: to the rows after each run's first 5%, where the first iterations' bounds would squeeze the rest)")
-	con.Register(fs)
-	pos, err := parseInterleaved(fs, args, con.Writer())
+	pos, err := parseFlags(fs, args, con)
 	if err != nil {
 		return err
 	}
@@ -50,22 +40,15 @@ func cmdPlot(args []string, con *cli.Console) error {
 	}
 	runs := make([][]trace.Row, len(pos))
 	for i, path := range pos {
-		if runs[i], err = readTrace(path); err != nil {
+		if runs[i], err = plot.ReadFile(path); err != nil {
 			return usageError{fmt.Errorf("plot: %w", err)}
 		}
 	}
 	t := *title
 	if t == "" {
-		t = "ddrun convergence"
-		if len(pos) == 1 {
-			t += ": " + traceName(pos[0])
-		}
+		t = plot.Title(pos)
 	}
-	p, err := plotTraces(t, pos, runs, *full)
-	if err != nil {
-		return fmt.Errorf("plot: %w", err)
-	}
-	wt, err := p.WriterTo(8*vg.Inch, 5*vg.Inch, format)
+	wt, err := plot.Picture(t, pos, runs, *full, format)
 	if err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
@@ -73,106 +56,5 @@ func cmdPlot(args []string, con *cli.Console) error {
 		return err
 	}
 	con.Print("wrote", "wrote "+*out, "file", *out)
-	return nil
-}
-
-// readTrace reads a --trace file; one without a finite dual has nothing
-// to plot.
-func readTrace(path string) ([]trace.Row, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	rows, err := trace.Read(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	for _, r := range rows {
-		if finiteNum(r.Dual) {
-			return rows, nil
-		}
-	}
-	if len(rows) == 0 {
-		return nil, fmt.Errorf("%s: no rows (a trace of a run that had not reported yet)", path)
-	}
-	return nil, errors.New(path + ": no finite dual to plot (an infeasible model?)")
-}
-
-func finiteNum(v float64) bool { return !math.IsInf(v, 0) && !math.IsNaN(v) }
-
-// traceName is a trace's name in the legend: its file name without .csv.
-func traceName(path string) string {
-	return strings.TrimSuffix(filepath.Base(path), ".csv")
-}
-
-// plotTraces draws the runs: dual solid and primal dashed in the run's
-// colour, rows with a value that is not finite left out.
-//
-// Unless full is set, the score axis spans the values of the rows after
-// each run's first 5% (and its first row): the first iterations'
-// bounds are often far above the rest, and the lines are clipped there.
-func plotTraces(title string, names []string, runs [][]trace.Row, full bool) (*plot.Plot, error) {
-	p := plot.New()
-	ylo, yhi := math.NaN(), math.NaN()
-	if !full {
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for _, rows := range runs {
-			for _, r := range rows[min(len(rows)-1, max(1, len(rows)/20)):] {
-				for _, v := range []float64{r.Dual, r.Primal} {
-					if finiteNum(v) {
-						lo, hi = min(lo, v), max(hi, v)
-					}
-				}
-			}
-		}
-		if lo < hi {
-			pad := 0.05 * (hi - lo)
-			ylo, yhi = lo-pad, hi+pad
-		}
-	}
-	p.Title.Text = title
-	p.X.Label.Text = "seconds"
-	p.Y.Label.Text = "score (dual: upper bound, primal: best assignment)"
-	p.Legend.Top = true
-	p.Add(plotter.NewGrid())
-	for i, rows := range runs {
-		var dual, primal plotter.XYs
-		for _, r := range rows {
-			if finiteNum(r.Dual) {
-				dual = append(dual, plotter.XY{X: r.Seconds, Y: r.Dual})
-			}
-			if finiteNum(r.Primal) {
-				primal = append(primal, plotter.XY{X: r.Seconds, Y: r.Primal})
-			}
-		}
-		c := plotutil.Color(i)
-		name := traceName(names[i])
-		if err := addLine(p, dual, c, nil, name+" dual"); err != nil {
-			return nil, err
-		}
-		if err := addLine(p, primal, c, []vg.Length{vg.Points(6), vg.Points(3)}, name+" primal"); err != nil {
-			return nil, err
-		}
-	}
-	// After the lines, which widen the axes to their data.
-	p.X.Min = 0
-	if !math.IsNaN(ylo) {
-		p.Y.Min, p.Y.Max = ylo, yhi
-	}
-	return p, nil
-}
-
-func addLine(p *plot.Plot, xy plotter.XYs, c color.Color, dashes []vg.Length, label string) error {
-	if len(xy) == 0 {
-		return nil
-	}
-	l, err := plotter.NewLine(xy)
-	if err != nil {
-		return fmt.Errorf("%s: %w", label, err)
-	}
-	l.Color, l.Width, l.Dashes = c, vg.Points(1.5), dashes
-	p.Add(l)
-	p.Legend.Add(label, l)
 	return nil
 }

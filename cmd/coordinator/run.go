@@ -17,7 +17,6 @@ import (
 	"github.com/ddrun/ddrun/internal/natsflags"
 	"github.com/ddrun/ddrun/metrics"
 	"github.com/ddrun/ddrun/solver"
-	"github.com/ddrun/ddrun/transport"
 )
 
 // runFlags are the flags of `coordinator run` beyond solve's.
@@ -83,35 +82,10 @@ func (r *runFlags) check() error {
 		_, _ = rand.Read(b[:])
 		r.job = "job-" + hex.EncodeToString(b[:])
 	}
-	if err := transport.ValidName(r.job); err != nil {
+	if err := natsflags.ValidJob(r.job); err != nil {
 		return usagef("--job %q: %v", r.job, err)
 	}
 	return nil
-}
-
-// jobTransport starts the --metrics endpoint, then connects to --nats, or
-// starts an embedded NATS server on --nats-listen and prints its URL
-// (natsflags.Flags.Dial): nc is the NATS connection (its statistics, its
-// raw connection), tr the job's transport over it, sealed with --job-key
-// when one is given. close releases them. What it prints and logs goes to
-// con.
-func (r *runFlags) jobTransport(ctx context.Context, con *cli.Console) (nc *transport.NATS, tr transport.Transport, url string, close func(), err error) {
-	stopMetrics, err := r.startMetrics(ctx, con)
-	if err != nil {
-		return nil, nil, "", nil, err
-	}
-	started := func(url string) { con.Print("nats", "nats="+url, "nats", url) }
-	nc, tr, url, closeNATS, err := r.nats.Dial(ctx, r.listen, "coordinator-"+r.job, &r.key, con.Logger(), started)
-	if err != nil {
-		stopMetrics()
-		var fe *natsflags.FlagError
-		if errors.As(err, &fe) {
-			return nil, nil, "", nil, usageError{err}
-		}
-		return nil, nil, "", nil, err
-	}
-	natsflags.Observe(r.obs, nc)
-	return nc, tr, url, func() { closeNATS(); stopMetrics() }, nil
 }
 
 // startLocal starts n worker processes (--local) of threads each on url,
@@ -119,30 +93,46 @@ func (r *runFlags) jobTransport(ctx context.Context, con *cli.Console) (nc *tran
 func (r *runFlags) startLocal(url, job string, n, threads int, quiet bool, con *cli.Console) (stop func(), err error) {
 	stop, err = natsflags.StartWorkers(natsflags.Workers{URL: url, Job: job, N: n, Threads: threads, NATS: r.nats, Env: r.key.Env(),
 		Quiet: quiet, JSONLog: con.Format == cli.JSON, Stderr: con.Writer()})
-	if errors.Is(err, natsflags.ErrNoWorker) {
-		return nil, usageError{err}
+	return stop, flagsError(err)
+}
+
+// flagsError makes an error that natsflags blames on the flags (a
+// *FlagError, no worker binary for --local) a usage error (exit 2).
+func flagsError(err error) error {
+	var fe *natsflags.FlagError
+	if errors.As(err, &fe) || errors.Is(err, natsflags.ErrNoWorker) {
+		return usageError{err}
 	}
-	return stop, err
+	return err
 }
 
 // jobSession is what a distributed command sets up before its job: the
-// NATS connection nc, the job's transport tr over it (sealed with
-// --job-key), the local workers (--local) and the output; close releases
-// them in reverse order.
+// session launch runs the job in (the job's transport over NATS, sealed
+// with --job-key, its traffic and the hooks), the local workers (--local)
+// and the output; close releases them in reverse order.
 type jobSession struct {
-	nc    *transport.NATS
-	tr    transport.Transport
+	ls    *launch.Session
 	out   *runOutput
 	close func()
 }
 
-// session connects, starts the --local workers of f.threads/workers
-// threads each and opens the output.
-func (r *runFlags) session(ctx context.Context, f *solveFlags, con *cli.Console) (*jobSession, error) {
-	nc, tr, url, closeNATS, err := r.jobTransport(ctx, con)
+// session starts the --metrics endpoint, connects to --nats or starts an
+// embedded NATS server on --nats-listen and prints its URL
+// (natsflags.Flags.Dial), gives a Raft group (raft, when not nil) the
+// connection for its checkpoint bucket, starts the --local workers of
+// f.threads/workers threads each and opens the output.
+func (r *runFlags) session(ctx context.Context, f *solveFlags, raft *launch.Raft, con *cli.Console) (*jobSession, error) {
+	stopMetrics, err := r.startMetrics(ctx, con)
 	if err != nil {
 		return nil, err
 	}
+	nc, tr, url, stopNATS, err := r.nats.Dial(ctx, r.listen, "coordinator-"+r.job, &r.key, con.Logger(), r.natsStarted(con))
+	if err != nil {
+		stopMetrics()
+		return nil, flagsError(err)
+	}
+	natsflags.Observe(r.obs, nc)
+	closeNATS := func() { stopNATS(); stopMetrics() }
 	stop := func() {}
 	if r.local {
 		if stop, err = r.startLocal(url, r.job, r.workers, max(1, f.s.Threads/r.workers), f.quiet, con); err != nil {
@@ -156,7 +146,17 @@ func (r *runFlags) session(ctx context.Context, f *solveFlags, con *cli.Console)
 		closeNATS()
 		return nil, err
 	}
-	return &jobSession{nc: nc, tr: tr, out: out, close: func() { out.close(); stop(); closeNATS() }}, nil
+	if raft != nil {
+		raft.NATS = nc // the group's checkpoint bucket
+	}
+	traffic := func() (uint64, uint64) { st := nc.Conn().Stats(); return st.InBytes, st.OutBytes }
+	ls := &launch.Session{Transport: tr, Traffic: traffic, Hooks: r.launchHooks(*f, out.progress(), con)}
+	return &jobSession{ls: ls, out: out, close: func() { out.close(); stop(); closeNATS() }}, nil
+}
+
+// natsStarted prints the URL of an embedded NATS server.
+func (r *runFlags) natsStarted(con *cli.Console) func(url string) {
+	return func(url string) { con.Print("nats", "nats="+url, "nats", url) }
 }
 
 // cmdRun is `coordinator run`: the same job as solve, spread over worker
@@ -169,13 +169,12 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	f.register(fs)
 	var r runFlags
 	r.register(fs)
-	con.Register(fs)
 	defer func() {
 		if err != nil {
 			err = redactedError{err, r.nats.Redact}
 		}
 	}()
-	pos, err := parseInterleaved(fs, args, con.Writer())
+	pos, err := parseFlags(fs, args, con)
 	if err != nil {
 		return err
 	}
@@ -190,14 +189,10 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	t := r.target(pos[0], h.Sum(nil), f, start, con)
 	var ses *jobSession
 	t.Connect = func(ctx context.Context) (*launch.Session, error) {
-		if ses, err = r.session(ctx, &f, con); err != nil {
+		if ses, err = r.session(ctx, &f, t.Raft, con); err != nil {
 			return nil, err
 		}
-		if t.Raft != nil {
-			t.Raft.NATS = ses.nc // the group's checkpoint bucket
-		}
-		traffic := func() (uint64, uint64) { st := ses.nc.Conn().Stats(); return st.InBytes, st.OutBytes }
-		return &launch.Session{Transport: ses.tr, Traffic: traffic, Hooks: r.launchHooks(f, ses.out.progress(), con)}, nil
+		return ses.ls, nil
 	}
 	defer func() {
 		if ses != nil {
@@ -288,7 +283,7 @@ func (r *runFlags) target(name string, hash []byte, f solveFlags, start time.Tim
 	}
 	if r.raft.enabled() {
 		t.Raft = r.raft.target(r.ck.dir, con)
-		t.Raft.Joined = func(isLeader func() bool, leader func() (string, string)) { raftReadiness(r.obs, isLeader, leader) }
+		t.Raft.Joined = func(isLeader func() bool, leader func() (string, string)) { r.obs.FollowRaft(isLeader, leader) }
 	}
 	return t
 }
@@ -297,7 +292,7 @@ func (r *runFlags) target(name string, hash []byte, f solveFlags, start time.Tim
 // output and the metrics, the lines to con unless --quiet, the steps,
 // workers and checkpoints to the metrics.
 func (r *runFlags) launchHooks(f solveFlags, progress func(solver.Progress), con *cli.Console) launch.Hooks {
-	h := launch.Hooks{Hooks: f.hooks(r.observed(progress), con)}
+	h := launch.Hooks{Hooks: f.hooks(r.obs.Observed(progress), con)}
 	if m := r.obs; m != nil {
 		h.Step, h.Workers, h.Checkpoint = m.ObserveStep, m.SetWorkers, m.ObserveCheckpoint
 	}
@@ -317,7 +312,7 @@ func inputError(err error) error {
 // (under what, for why): an error when --anytime was asked for, else a
 // one-line note, and the relaxation runs alone.
 func noSearchPhase(s *engine.Settings, quiet bool, fs *flag.FlagSet, what, why string, con *cli.Console) error {
-	if isSet(fs, "anytime") {
+	if cli.IsSet(fs, "anytime") {
 		return usagef("run: --anytime and %s: %s (run --time-limit without --anytime runs the relaxation alone there)", what, why)
 	}
 	s.AnytimeOn = false
@@ -358,4 +353,20 @@ func (r *runFlags) checkExact() error {
 		return usagef("run: --exact keeps no checkpoints (--checkpoint-dir, --resume)")
 	}
 	return nil
+}
+
+// startMetrics starts the --metrics endpoint (natsflags.StartMetrics) and
+// returns the function that stops it; without --metrics it does nothing
+// (r.obs stays nil).
+func (r *runFlags) startMetrics(ctx context.Context, con *cli.Console) (stop func(), err error) {
+	if r.metrics == "" {
+		return func() {}, nil
+	}
+	m, stop, err := natsflags.StartMetrics(ctx, r.metrics, metrics.Coordinator, con.Print)
+	if err != nil {
+		return nil, flagsError(err)
+	}
+	m.SetLeader(true) // a Raft member says otherwise (Metrics.FollowRaft)
+	r.obs = m
+	return stop, nil
 }

@@ -7,14 +7,12 @@ import (
 	"github.com/ddrun/ddrun/launch"
 	"log/slog"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/internal/natsflags"
 	"github.com/ddrun/ddrun/metrics"
 	"github.com/ddrun/ddrun/service"
-	"github.com/ddrun/ddrun/transport"
 )
 
 // serveFlags are the flags of `coordinator serve`.
@@ -74,13 +72,12 @@ func cmdServe(ctx context.Context, args []string, con *cli.Console) (err error) 
 	fs := flagSet("serve")
 	var sf serveFlags
 	sf.register(fs)
-	con.Register(fs)
 	defer func() {
 		if err != nil {
 			err = redactedError{err, sf.r.nats.Redact}
 		}
 	}()
-	pos, err := parseInterleaved(fs, args, con.Writer())
+	pos, err := parseFlags(fs, args, con)
 	if err != nil {
 		return err
 	}
@@ -101,9 +98,9 @@ func cmdServe(ctx context.Context, args []string, con *cli.Console) (err error) 
 		return usagef("--listen %q: %v", sf.listen, err)
 	}
 	defer ln.Close()
-	tr, sealed, url, closeNATS, err := sf.r.jobTransport(ctx, con)
+	tr, sealed, url, closeNATS, err := sf.r.nats.Dial(ctx, sf.r.listen, "coordinator-"+sf.r.job, &sf.r.key, log, sf.r.natsStarted(con))
 	if err != nil {
-		return err
+		return flagsError(err)
 	}
 	defer closeNATS()
 	pool, err := launch.WatchPool(sealed)
@@ -133,42 +130,22 @@ func cmdServe(ctx context.Context, args []string, con *cli.Console) (err error) 
 		return err
 	}
 	defer svc.Close()
-	var seal service.Sealer
-	if s, ok := sealed.(*transport.Sealed); ok {
-		seal = s
-	}
+	seal, _ := sealed.(service.Sealer) // nil without --job-key
 	stopNATS, err := svc.ServeNATS(tr.Conn(), seal)
 	if err != nil {
 		return err
 	}
 	defer stopNATS()
-	// /metrics beside the API: the job gauges are read from the service at
-	// each scrape. The service's own /healthz and /readyz stay (they know
-	// when it stops).
+	// /metrics beside the API (service.Service.Serve).
 	met, err := metrics.New(metrics.Options{Role: metrics.Coordinator})
 	if err != nil {
 		return err
 	}
 	natsflags.Observe(met, tr)
-	mux := http.NewServeMux()
-	metricsHandler := met.Handler()
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		met.SetJobs(svc.Counts())
-		metricsHandler.ServeHTTP(w, r)
-	})
-	mux.Handle("/", svc.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	con.Print("http", "http=http://"+ln.Addr().String(), "http", "http://"+ln.Addr().String())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err = <-done:
-		return fmt.Errorf("HTTP server: %w", err)
-	case <-ctx.Done():
+	if err := svc.Serve(ctx, ln, met); err != nil {
+		return err
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(sctx)
 	log.Info("service stopping")
 	return nil
 }

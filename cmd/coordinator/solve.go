@@ -15,7 +15,7 @@ import (
 
 	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/internal/cli"
-	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/modelfile"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/trace"
 )
@@ -75,8 +75,8 @@ func (f *solveFlags) register(fs interface {
 	fs.StringVar(&f.out, "out", "", "write the best assignment to `FILE` in UAI MPE format")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr (the final status line is still printed)")
 	fs.StringVar(&f.trace, "trace", "", "write the convergence trace to `FILE` (CSV: "+strings.Join(trace.Columns, ",")+"), one row per iteration (under --exact per node), the last row the result")
-	fs.Var(byteSize{&f.s.ElimMemory}, "elim-memory", "memory `SIZE` (e.g. 512MiB, 2GiB) of exact bucket elimination, tried first by the anytime default and by --exact when its estimated tables fit (0: never); with --algo elim, the budget of its tables")
-	fs.IntVar(&f.maxEntries, "max-entries", model.DefaultMaxEntries, "most table entries a model file may declare in all, and, on its own, most variable states; checked before memory is set aside")
+	fs.Var(cli.ByteSize(&f.s.ElimMemory), "elim-memory", "memory `SIZE` (e.g. 512MiB, 2GiB) of exact bucket elimination, tried first by the anytime default and by --exact when its estimated tables fit (0: never); with --algo elim, the budget of its tables")
+	fs.IntVar(&f.maxEntries, "max-entries", modelfile.DefaultMaxEntries, "most table entries a model file may declare in all, and, on its own, most variable states; checked before memory is set aside")
 }
 
 // spec is what solve and run run: package engine's job (an algorithm with
@@ -158,8 +158,7 @@ func cmdSolve(ctx context.Context, args []string, stdout io.Writer, con *cli.Con
 	fs := flagSet("solve")
 	var f solveFlags
 	f.register(fs)
-	con.Register(fs)
-	pos, err := parseInterleaved(fs, args, con.Writer())
+	pos, err := parseFlags(fs, args, con)
 	if err != nil {
 		return err
 	}

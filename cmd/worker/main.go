@@ -38,12 +38,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ddrun/ddrun/cluster"
-	"github.com/ddrun/ddrun/dsearch"
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/internal/natsflags"
+	"github.com/ddrun/ddrun/launch"
 	"github.com/ddrun/ddrun/metrics"
-	"github.com/ddrun/ddrun/shard"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -110,19 +108,18 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	con.Start(cli.Options{Level: level, Quiet: true})
 	log := con.Logger().With("worker", *name)
 	var m *metrics.Metrics // nil without --metrics: its methods do nothing
-	wo := cluster.WorkerOptions{Name: *name, Threads: *threads, Logger: log, LoadShard: shard.LoadSpec, ShardStates: shard.StateFiles{}}
+	wo := launch.Worker{Name: *name, Threads: *threads, Logger: log}
 	if *metricsAddr != "" {
+		var stop func()
 		var err error
-		if m, err = metrics.New(metrics.Options{Role: metrics.Worker}); err != nil {
+		if m, stop, err = natsflags.StartMetrics(ctx, *metricsAddr, metrics.Worker, con.Print); err != nil {
+			var fe *natsflags.FlagError
+			if errors.As(err, &fe) {
+				return fail(2, "%v", err)
+			}
 			return fail(1, "%v", err)
 		}
-		srv, err := m.Start(ctx, *metricsAddr, nil)
-		if err != nil {
-			return fail(2, "--metrics: %v", err)
-		}
-		defer srv.Close()
-		con.Print("metrics", "metrics="+srv.URL(), "metrics", srv.URL())
-		m.SetReady(false, "connecting to NATS")
+		defer stop()
 		wo.OnStep, wo.OnParts = m.ObserveWorkerStep, m.SetParts
 	}
 	// A worker outlives NATS restarts: it reconnects for as long as it runs.
@@ -140,18 +137,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	defer unseal()
 	log.Info("connected", "nats", nf.Redact(nf.URL), "threads", *threads)
-	// Beside dual decomposition's parts, the worker searches the subtrees
-	// of distributed branch and bound (run --exact) on the same transport.
-	sctx, stopSearch := context.WithCancel(ctx)
-	searchDone := make(chan error, 1)
-	go func() {
-		searchDone <- dsearch.Serve(sctx, sealed, dsearch.WorkerOptions{Name: *name, Threads: *threads, Logger: log})
-	}()
-	err = cluster.Serve(ctx, sealed, wo)
-	stopSearch()
-	if serr := <-searchDone; err == nil {
-		err = serr
-	}
+	// Dual decomposition's parts and, on the same transport, the subtrees
+	// of distributed branch and bound (run --exact).
+	err = launch.ServeWorker(ctx, sealed, wo)
 	if err != nil {
 		return fail(1, "%s", nf.Redact(err.Error()))
 	}

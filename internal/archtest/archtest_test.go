@@ -32,6 +32,9 @@ var order = []string{
 	"service",
 	// The front door: where a job runs (package launch).
 	"launch",
+	// Pictures of traces (coordinator plot): nothing but the commands
+	// imports them, trace and metrics included.
+	"trace/plot",
 	// The commands.
 	"internal/cli", "internal/natsflags", "cmd/coordinator", "cmd/worker",
 	// Test support, and tests of whole programs.

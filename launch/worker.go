@@ -1,0 +1,47 @@
+package launch
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/ddrun/ddrun/cluster"
+	"github.com/ddrun/ddrun/dsearch"
+	"github.com/ddrun/ddrun/shard"
+	"github.com/ddrun/ddrun/transport"
+)
+
+// Worker is a worker process's side of every distributed mode (cmd/worker).
+type Worker struct {
+	// Name is the worker's name, unique among the workers; Threads its
+	// goroutines; Logger gets its log.
+	Name    string
+	Threads int
+	Logger  *slog.Logger
+	// OnStep and OnParts, when not nil, are told of every dual
+	// decomposition step computed (it took d) and of the parts held
+	// (cluster.WorkerOptions).
+	OnStep  func(d time.Duration)
+	OnParts func(n int)
+}
+
+// ServeWorker serves w on tr until ctx ends: dual decomposition's parts
+// (cluster.Serve; sharded parts read by shard.LoadSpec and their states
+// saved as shard.StateFiles) and, beside them on the same transport, the
+// subtrees of distributed branch and bound (dsearch.Serve). It returns the
+// first of their errors.
+func ServeWorker(ctx context.Context, tr transport.Transport, w Worker) error {
+	wo := cluster.WorkerOptions{Name: w.Name, Threads: w.Threads, Logger: w.Logger, LoadShard: shard.LoadSpec, ShardStates: shard.StateFiles{},
+		OnStep: w.OnStep, OnParts: w.OnParts}
+	sctx, stopSearch := context.WithCancel(ctx)
+	searchDone := make(chan error, 1)
+	go func() {
+		searchDone <- dsearch.Serve(sctx, tr, dsearch.WorkerOptions{Name: w.Name, Threads: w.Threads, Logger: w.Logger})
+	}()
+	err := cluster.Serve(ctx, tr, wo)
+	stopSearch()
+	if serr := <-searchDone; err == nil {
+		err = serr
+	}
+	return err
+}
