@@ -66,6 +66,9 @@ func Load(path string) (*model.Model, error) {
 
 // Save writes a model, choosing the format by the file name.
 func Save(path string, m *model.Model) error {
+	if isXZ(path) {
+		return fmt.Errorf("%s: writing xz is not supported (write .gz or a plain file)", path)
+	}
 	switch FormatOf(path) {
 	case UAI:
 		return uai.WriteFile(path, m)

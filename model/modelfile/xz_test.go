@@ -65,3 +65,14 @@ func TestLoadXZ(t *testing.T) {
 		t.Fatalf("not xz: %v", err)
 	}
 }
+
+func TestSaveXZRefused(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "o.uai.xz")
+	err := Convert(context.Background(), "x.uai", out, ConvertOptions{})
+	if err == nil || !strings.Contains(err.Error(), "xz is not supported") {
+		t.Fatalf("convert to .xz: %v", err)
+	}
+	if _, serr := os.Stat(out); serr == nil {
+		t.Fatal("an .xz output was written")
+	}
+}
