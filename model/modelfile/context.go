@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/ddrun/ddrun/model"
@@ -44,7 +45,7 @@ func LoadWith(ctx context.Context, path string, o Options) (*model.Model, error)
 		return loadIndexed(ctx, path, o)
 	case Native:
 		var err error
-		if nf, err = native.FormatOf(path); err != nil {
+		if nf, err = native.FormatOf(strings.TrimSuffix(strings.ToLower(path), ".xz")); err != nil {
 			return nil, err
 		}
 	default:
@@ -62,14 +63,20 @@ func LoadWith(ctx context.Context, path string, o Options) (*model.Model, error)
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 		t.left = fi.Size()
 	}
+	var in io.Reader = t
+	if isXZ(path) {
+		if in, err = newXZReader(t, path, o.MaxEntries); err != nil {
+			return nil, err
+		}
+	}
 	var m *model.Model
 	if format == UAI {
-		opts := uai.OptionsFor(path)
+		opts := uai.OptionsFor(strings.TrimSuffix(strings.ToLower(path), ".xz"))
 		opts.MaxEntries, opts.Context = o.MaxEntries, ctx
 		opts.FoldUnary, opts.Folded = o.FoldUnary, o.Folded
-		m, err = uai.ReadWith(t, path, opts)
+		m, err = uai.ReadWith(in, path, opts)
 	} else {
-		m, err = native.ReadWith(t, path, nf, native.ReadOptions{MaxEntries: o.MaxEntries, Context: ctx})
+		m, err = native.ReadWith(in, path, nf, native.ReadOptions{MaxEntries: o.MaxEntries, Context: ctx})
 	}
 	if err == nil {
 		err = ctx.Err() // a parse that ended as ctx did

@@ -45,6 +45,9 @@ func Convert(ctx context.Context, in, out string, o ConvertOptions) (err error) 
 	if FormatOf(in) == Unknown {
 		return fmt.Errorf("%s: unknown model format (want %s)", in, formats)
 	}
+	if isXZ(out) {
+		return Save(out, nil) // the error: xz is read only
+	}
 	if FormatOf(out) != Indexed {
 		m, err := LoadWith(ctx, in, Options{MaxEntries: o.MaxEntries})
 		if err != nil {

@@ -1,12 +1,15 @@
 // Package modelfile picks a model file format by file name and reads or
 // writes it: UAI (.uai, .uai.gz, .LG) through package uai, the native format
 // (.json, .msgpack, .mp, optionally .gz) through package native, the indexed
-// format (.ddx) through package indexed. It owns nothing but that choice,
+// format (.ddx) through package indexed; any of the first two may also be
+// xz-compressed (.uai.xz, .LG.xz, .json.xz: read only, decompressed as it
+// is read, bounded by the entry limit). It owns nothing but that choice,
 // reading a model or evidence file once while its bytes go to a hash
 // (LoadTee, LoadEvidenceTee), and converting between the formats (Convert).
 package modelfile
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -28,14 +31,14 @@ const (
 )
 
 // formats lists the extensions for errors.
-const formats = ".uai, .uai.gz, .LG, .json, .msgpack, .mp (optionally .gz) or .ddx"
+const formats = ".uai, .uai.gz, .LG, .json, .msgpack, .mp (optionally .gz or .xz for reading) or .ddx"
 
 // FormatOf returns the format family of a file name.
 func FormatOf(path string) Format {
 	if strings.HasSuffix(strings.ToLower(path), indexed.Ext) {
 		return Indexed
 	}
-	p := strings.ToLower(strings.TrimSuffix(strings.ToLower(path), ".gz"))
+	p := strings.TrimSuffix(strings.TrimSuffix(strings.ToLower(path), ".xz"), ".gz")
 	switch {
 	case strings.HasSuffix(p, ".uai"), strings.HasSuffix(p, ".lg"):
 		return UAI
@@ -47,6 +50,9 @@ func FormatOf(path string) Format {
 
 // Load reads a model, choosing the format by the file name.
 func Load(path string) (*model.Model, error) {
+	if isXZ(path) {
+		return LoadWith(context.Background(), path, Options{})
+	}
 	switch FormatOf(path) {
 	case UAI:
 		return uai.ReadFile(path)
@@ -60,6 +66,9 @@ func Load(path string) (*model.Model, error) {
 
 // Save writes a model, choosing the format by the file name.
 func Save(path string, m *model.Model) error {
+	if isXZ(path) {
+		return fmt.Errorf("%s: writing xz is not supported (write .gz or a plain file)", path)
+	}
 	switch FormatOf(path) {
 	case UAI:
 		return uai.WriteFile(path, m)
