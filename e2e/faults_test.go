@@ -223,9 +223,7 @@ func faultModel(t *testing.T, coord string) (string, []string, result) {
 		faultFails = true // until the end of this function
 		faultPath = filepath.Join(binDir, "faults.uai")
 		gen := []string{"gen", "potts", "--height", "150", "--width", "150", "--labels", "4", "--rho", "0.5", "-o", faultPath}
-		if b, err := exec.Command(coord, gen...).CombinedOutput(); err != nil {
-			t.Fatalf("gen: %v\n%s", err, b)
-		}
+		runOK(t, coord, gen...)
 		faultWant = runJSON(t, time.Minute, coord, append(append([]string{"solve", "--algo", "admm", "--quiet"}, flags...), faultPath)...)
 		faultFails = false
 	})
@@ -233,6 +231,24 @@ func faultModel(t *testing.T, coord string) (string, []string, result) {
 		t.Fatal("the fault tests' model or reference run failed (see the first test that made it)")
 	}
 	return faultPath, flags, faultWant
+}
+
+// checkResumed waits for p, a coordinator started with --resume, and
+// asserts it resumed job from the newest checkpoint whose manifest was
+// written: at, the one logged before the kill or, if the kill came just
+// after, the next one, every iterations on.
+func checkResumed(t *testing.T, p *proc, timeout time.Duration, job string, at, every int) {
+	t.Helper()
+	if err := p.wait(t, timeout); err != nil {
+		t.Fatalf("resumed run: %v\n%s", err, p.stderr())
+	}
+	m := regexp.MustCompile(`resuming from checkpoint" job=` + job + ` iteration=(\d+)`).FindStringSubmatch(p.stderr())
+	if m == nil {
+		t.Fatalf("no resume logged:\n%s", p.stderr())
+	}
+	if from, _ := strconv.Atoi(m[1]); from != at && from != at+every {
+		t.Errorf("resumed from iteration %d; the last checkpoint logged was %d", from, at)
+	}
 }
 
 // Every process stops (kill -9: coordinator and workers) after a
@@ -253,18 +269,7 @@ func TestFullRestartResumesFromCheckpoint(t *testing.T) {
 	}
 	startWorkerProcs(t, worker, srv.URL(), "b", 2, "--quiet")
 	second := startProc(t, "coordinator", coord, append(append(args[:len(args):len(args)], "--resume"), model)...)
-	if err := second.wait(t, time.Minute); err != nil {
-		t.Fatalf("resumed run: %v\n%s", err, second.stderr())
-	}
-	m := regexp.MustCompile(`resuming from checkpoint" job=restart iteration=(\d+)`).FindStringSubmatch(second.stderr())
-	if m == nil {
-		t.Fatalf("no resume logged:\n%s", second.stderr())
-	}
-	// The newest checkpoint whose manifest was written: the one logged
-	// before the kill or, if the kill came just after, the next one.
-	if from, _ := strconv.Atoi(m[1]); from != at && from != at+100 {
-		t.Errorf("resumed from iteration %d; the last checkpoint logged was %d", from, at)
-	}
+	checkResumed(t, second, time.Minute, "restart", at, 100)
 	closeResult(t, second.result(t), want)
 }
 

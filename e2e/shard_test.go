@@ -32,9 +32,7 @@ type shardedJSON struct {
 func convertDDX(t *testing.T, coord, in string) string {
 	t.Helper()
 	out := strings.TrimSuffix(strings.TrimSuffix(in, ".gz"), filepath.Ext(strings.TrimSuffix(in, ".gz"))) + ".ddx"
-	if b, err := exec.Command(coord, "convert", in, out).CombinedOutput(); err != nil {
-		t.Fatalf("convert: %v\n%s", err, b)
-	}
+	runOK(t, coord, "convert", in, out)
 	return out
 }
 
@@ -249,16 +247,7 @@ func TestShardedFullRestartResumes(t *testing.T) {
 	startWorkerProcs(t, worker, srv.URL(), "rb", 2, "--quiet")
 	tracePath := filepath.Join(t.TempDir(), "trace.csv")
 	second := startProc(t, "coordinator", coord, append(append(args[:len(args):len(args)], "--resume", "--trace", tracePath), model)...)
-	if err := second.wait(t, 2*time.Minute); err != nil {
-		t.Fatalf("resumed run: %v\n%s", err, second.stderr())
-	}
-	m := regexp.MustCompile(`resuming from checkpoint" job=shresume iteration=(\d+)`).FindStringSubmatch(second.stderr())
-	if m == nil {
-		t.Fatalf("no resume logged:\n%s", second.stderr())
-	}
-	if from, _ := strconv.Atoi(m[1]); from != at && from != at+20 {
-		t.Errorf("resumed from iteration %d; the last checkpoint logged was %d", from, at)
-	}
+	checkResumed(t, second, 2*time.Minute, "shresume", at, 20)
 	got := second.result(t)
 	if got.Iterations != 300 || got.Primal == nil || got.Dual == nil || *got.Primal > *got.Dual {
 		t.Fatalf("resumed run: %s after %d, dual %v primal %v", got.Status, got.Iterations, deref(got.Dual), deref(got.Primal))
