@@ -278,25 +278,24 @@ func (c *coordinator) onReport(subject string, data []byte) {
 			}
 		}
 	case kindReport:
-		var r reportBody
-		if err := transport.DecodeBody(raw, &r); err != nil {
-			c.faults.drop("undecodable report dropped", "worker", h.From, "err", err)
-			return
-		}
-		select {
-		case c.reports[w] <- &r:
-		default: // a stray extra report: the step already has its answer
-		}
+		handOn(c, raw, h.From, c.reports[w], "undecodable report dropped")
 	case kindEvaled:
-		var r evaledBody
-		if err := transport.DecodeBody(raw, &r); err != nil {
-			c.faults.drop("undecodable evaluation dropped", "worker", h.From, "err", err)
-			return
-		}
-		select {
-		case c.evals[w] <- &r:
-		default: // a stray extra answer
-		}
+		handOn(c, raw, h.From, c.evals[w], "undecodable evaluation dropped")
+	}
+}
+
+// handOn decodes a worker's answer (a report, an evaluation) and hands it
+// to ch without waiting: an undecodable one is dropped and logged as what,
+// and when ch is full it is a stray extra (the step already has its answer).
+func handOn[T any](c *coordinator, raw transport.Raw, from string, ch chan<- *T, what string) {
+	r := new(T)
+	if err := transport.DecodeBody(raw, r); err != nil {
+		c.faults.drop(what, "worker", from, "err", err)
+		return
+	}
+	select {
+	case ch <- r:
+	default:
 	}
 }
 

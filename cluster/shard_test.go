@@ -175,17 +175,7 @@ func TestRunReplicatedShardedResumes(t *testing.T) {
 	want := calm.Result
 	g := soloGroup(t, "sharded")
 	j.Run.Base = "shraft"
-	runCtx, stop := context.WithCancel(ctx)
-	j.Progress = func(solver.Progress) {
-		if g.State().Checkpoint != nil {
-			stop()
-		}
-	}
-	first, err := RunReplicated(runCtx, j, g)
-	stop()
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := runToCheckpoint(t, ctx, j, g)
 	ck := g.State().Checkpoint
 	if first.Result.Status != solver.Interrupted || g.State().Done || ck == nil {
 		t.Fatalf("first leader: %s, done %v, checkpoint %v; want it interrupted after a committed checkpoint", first.Result.Status, g.State().Done, ck)
@@ -193,7 +183,6 @@ func TestRunReplicatedShardedResumes(t *testing.T) {
 	if _, ok := ck.Find(roleRefs); !ok {
 		t.Fatalf("the committed checkpoint has no %q blob: %+v", roleRefs, ck.Blobs)
 	}
-	j.Progress = nil
 	second, err := RunReplicated(ctx, j, g)
 	if err != nil {
 		t.Fatal(err)
