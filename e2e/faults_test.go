@@ -287,12 +287,7 @@ func TestKillRaftLeaderMidRun(t *testing.T) {
 	raftMetrics(t, group, leader)
 	leader.kill()
 	t0 := time.Now()
-	var rest []*proc
-	for _, p := range group {
-		if p != leader {
-			rest = append(rest, p)
-		}
-	}
+	rest := survivors(group, leader)
 	printed := groupResult(t, rest, 90*time.Second)
 	t.Logf("leader killed after the checkpoint of iteration %d; the job ended %v later", at, time.Since(t0).Round(time.Millisecond))
 	got := printed[0]
@@ -358,6 +353,17 @@ func TestRaftFullRestart(t *testing.T) {
 	if !resumed {
 		t.Error("the restarted group did not resume from a checkpoint")
 	}
+}
+
+// survivors is the group without the (killed) leader.
+func survivors(group []*proc, leader *proc) []*proc {
+	var rest []*proc
+	for _, p := range group {
+		if p != leader {
+			rest = append(rest, p)
+		}
+	}
+	return rest
 }
 
 // groupResult waits for every member of a Raft group to exit 0 and

@@ -296,12 +296,7 @@ func TestKillRaftLeaderShardedMidRun(t *testing.T) {
 	at, leader := waitCheckpoint(t, group, 200, time.Minute)
 	leader.kill()
 	t0 := time.Now()
-	var rest []*proc
-	for _, p := range group {
-		if p != leader {
-			rest = append(rest, p)
-		}
-	}
+	rest := survivors(group, leader)
 	printed := groupResult(t, rest, 2*time.Minute)
 	got := printed[0]
 	t.Logf("leader killed after the checkpoint of iteration %d; the job ended %v later: %s after %d, dual %v primal %v (undisturbed %s after %d, dual %v primal %v)",
