@@ -233,6 +233,23 @@ func faultModel(t *testing.T, coord string) (string, []string, result) {
 	return faultPath, flags, faultWant
 }
 
+// crashAfterCheckpoint runs coord with args on model over two worker
+// processes (tag+"a"), kills them all (kill -9) once the coordinator has
+// logged a checkpoint of iteration after or later, and starts two fresh
+// workers (tag+"b") for the resumed run; it returns the iteration of the
+// checkpoint logged.
+func crashAfterCheckpoint(t *testing.T, coord, worker, url string, args []string, model, tag string, after int) int {
+	t.Helper()
+	ws := startWorkerProcs(t, worker, url, tag+"a", 2, "--quiet")
+	first := startProc(t, "coordinator", coord, append(args, model)...)
+	at, _ := waitCheckpoint(t, []*proc{first}, after, time.Minute)
+	for _, p := range append(ws, first) {
+		p.kill()
+	}
+	startWorkerProcs(t, worker, url, tag+"b", 2, "--quiet")
+	return at
+}
+
 // checkResumed waits for p, a coordinator started with --resume, and
 // asserts it resumed job from the newest checkpoint whose manifest was
 // written: at, the one logged before the kill or, if the kill came just
@@ -261,13 +278,7 @@ func TestFullRestartResumesFromCheckpoint(t *testing.T) {
 	srv := startNATS(t, false)
 	dir := t.TempDir()
 	args := append([]string{"run", "--nats", srv.URL(), "--workers", "2", "--job", "restart", "--checkpoint-dir", dir, "--checkpoint-every", "100"}, flags...)
-	ws := startWorkerProcs(t, worker, srv.URL(), "a", 2, "--quiet")
-	first := startProc(t, "coordinator", coord, append(args, model)...)
-	at, _ := waitCheckpoint(t, []*proc{first}, 200, time.Minute)
-	for _, p := range append(ws, first) {
-		p.kill()
-	}
-	startWorkerProcs(t, worker, srv.URL(), "b", 2, "--quiet")
+	at := crashAfterCheckpoint(t, coord, worker, srv.URL(), args, model, "", 200)
 	second := startProc(t, "coordinator", coord, append(append(args[:len(args):len(args)], "--resume"), model)...)
 	checkResumed(t, second, time.Minute, "restart", at, 100)
 	closeResult(t, second.result(t), want)

@@ -238,13 +238,7 @@ func TestShardedFullRestartResumes(t *testing.T) {
 	dir, sdir := t.TempDir(), t.TempDir()
 	args := []string{"run", "--sharded", "--nats", srv.URL(), "--workers", "2", "--job", "shresume", "--tol", "0", "--threads", "1",
 		"--checkpoint-every", "20", "--checkpoint-dir", dir, "--state-dir", sdir, "--json", "--max-iter", "300"}
-	ws := startWorkerProcs(t, worker, srv.URL(), "ra", 2, "--quiet")
-	first := startProc(t, "coordinator", coord, append(args, model)...)
-	at, _ := waitCheckpoint(t, []*proc{first}, 40, time.Minute)
-	for _, p := range append(ws, first) {
-		p.kill()
-	}
-	startWorkerProcs(t, worker, srv.URL(), "rb", 2, "--quiet")
+	at := crashAfterCheckpoint(t, coord, worker, srv.URL(), args, model, "r", 40)
 	tracePath := filepath.Join(t.TempDir(), "trace.csv")
 	second := startProc(t, "coordinator", coord, append(append(args[:len(args):len(args)], "--resume", "--trace", tracePath), model)...)
 	checkResumed(t, second, 2*time.Minute, "shresume", at, 20)
