@@ -43,47 +43,63 @@ func checkRun(t *testing.T, name string, m *model.Model, res Result, best float6
 	}
 }
 
+// isingMAP is a generated Ising grid and its brute-force MAP value.
+func isingMAP(t *testing.T, o generate.GridOptions) (*model.Model, float64) {
+	t.Helper()
+	m := generate.Ising(o)
+	best, _, err := oracle.BruteForceMAP(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, best
+}
+
+// onFrustratedGrids calls each on the 4x4 frustrated grids of seeds 1-4
+// (the local polytope is loose on them), once for each relaxation.
+func onFrustratedGrids(t *testing.T, each func(seed int64, relax Relaxation, m *model.Model, best float64)) {
+	t.Helper()
+	for seed := int64(1); seed <= 4; seed++ {
+		m, best := isingMAP(t, generate.GridOptions{Height: 4, Width: 4, Rho: 2, Seed: seed})
+		for _, relax := range []Relaxation{TRWS, ADMM} {
+			each(seed, relax, m, best)
+		}
+	}
+}
+
 // On small frustrated grids (the local polytope is loose, TRW-S alone
 // stops with a gap) the anytime run certifies the brute-force optimum,
 // for both relaxations, and the phases' bounds are valid throughout.
 func TestAnytimeCertifiesFrustratedGrids(t *testing.T) {
 	gapped := 0
-	for seed := int64(1); seed <= 4; seed++ {
-		m := generate.Ising(generate.GridOptions{Height: 4, Width: 4, Rho: 2, Seed: seed})
-		best, _, err := oracle.BruteForceMAP(m)
+	onFrustratedGrids(t, func(seed int64, relax Relaxation, m *model.Model, best float64) {
+		o := DefaultOptions()
+		o.Relax, o.MaxIter = relax, 2000
+		o.TimeLimit = 20 * time.Second // a safety net: the search ends far sooner
+		var starts []Phase
+		o.Events = func(e Event) {
+			if e.Kind == PhaseStart {
+				starts = append(starts, e.Phase)
+			}
+		}
+		res, err := Solve(context.Background(), m, nil, o, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, relax := range []Relaxation{TRWS, ADMM} {
-			o := DefaultOptions()
-			o.Relax, o.MaxIter = relax, 2000
-			o.TimeLimit = 20 * time.Second // a safety net: the search ends far sooner
-			var starts []Phase
-			o.Events = func(e Event) {
-				if e.Kind == PhaseStart {
-					starts = append(starts, e.Phase)
-				}
-			}
-			res, err := Solve(context.Background(), m, nil, o, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			name := string(relax)
-			checkRun(t, name, m, res, best)
-			if res.Status != solver.Optimal || !near(res.Primal, best) {
-				t.Errorf("seed %d %s: %s primal %v, MAP %v (phases %+v)", seed, relax, res.Status, res.Primal, best, res.Phases)
-			}
-			if len(res.Phases) != len(starts) {
-				t.Errorf("seed %d %s: %d phases started, %d reported", seed, relax, len(starts), len(res.Phases))
-			}
-			if res.Phases[0].Phase != Relax || res.Phase != res.Phases[len(res.Phases)-1].Phase {
-				t.Errorf("seed %d %s: phases %+v, closed by %s", seed, relax, res.Phases, res.Phase)
-			}
-			if len(res.Phases) > 1 {
-				gapped++
-			}
+		name := string(relax)
+		checkRun(t, name, m, res, best)
+		if res.Status != solver.Optimal || !near(res.Primal, best) {
+			t.Errorf("seed %d %s: %s primal %v, MAP %v (phases %+v)", seed, relax, res.Status, res.Primal, best, res.Phases)
 		}
-	}
+		if len(res.Phases) != len(starts) {
+			t.Errorf("seed %d %s: %d phases started, %d reported", seed, relax, len(starts), len(res.Phases))
+		}
+		if res.Phases[0].Phase != Relax || res.Phase != res.Phases[len(res.Phases)-1].Phase {
+			t.Errorf("seed %d %s: phases %+v, closed by %s", seed, relax, res.Phases, res.Phase)
+		}
+		if len(res.Phases) > 1 {
+			gapped++
+		}
+	})
 	if gapped == 0 {
 		t.Error("the relaxation closed every gap: the test proves nothing")
 	}
@@ -150,11 +166,7 @@ func TestAnytimeStopsAtTheLimit(t *testing.T) {
 // Progress continues across phases: iterations never go back, and the
 // reported bound never rises (it is the lowest of every phase's).
 func TestAnytimeProgressIsMonotone(t *testing.T) {
-	m := generate.Ising(generate.GridOptions{Height: 4, Width: 5, Rho: 2, Seed: 3})
-	best, _, err := oracle.BruteForceMAP(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, best := isingMAP(t, generate.GridOptions{Height: 4, Width: 5, Rho: 2, Seed: 3})
 	o := DefaultOptions()
 	o.ProgressEvery, o.TimeLimit, o.MaxIter = 0, 20*time.Second, 2000
 	lastIter, lastDual, n := 0, math.Inf(1), 0
@@ -292,11 +304,7 @@ func TestEliminateFirst(t *testing.T) {
 // assignment (its score as Primal) and bound, and its result is folded in
 // and reported under its About.
 func TestAnytimeSearcherSeam(t *testing.T) {
-	m := generate.Ising(generate.GridOptions{Height: 4, Width: 4, Rho: 3, Seed: 2})
-	best, _, err := oracle.BruteForceMAP(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, best := isingMAP(t, generate.GridOptions{Height: 4, Width: 4, Rho: 3, Seed: 2})
 	o := DefaultOptions()
 	o.Relax, o.NoTighten, o.MaxIter = ADMM, true, 300
 	calls := 0

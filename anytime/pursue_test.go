@@ -6,8 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ddrun/ddrun/generate"
-	"github.com/ddrun/ddrun/internal/oracle"
+	"github.com/ddrun/ddrun/model"
 )
 
 // The pursuit tightening on frustrated grids: it adds cycles, every
@@ -15,28 +14,21 @@ import (
 // assignment's score, and an unknown mode is an option error.
 func TestPursueTighteningIsValid(t *testing.T) {
 	pursued := 0
-	for seed := int64(1); seed <= 4; seed++ {
-		m := generate.Ising(generate.GridOptions{Height: 4, Width: 4, Rho: 2, Seed: seed})
-		best, _, err := oracle.BruteForceMAP(m)
+	onFrustratedGrids(t, func(_ int64, relax Relaxation, m *model.Model, best float64) {
+		o := DefaultOptions()
+		o.Relax, o.MaxIter, o.TightenBy, o.NoSearch = relax, 2000, Pursue, true
+		o.TimeLimit = 5 * time.Second
+		res, err := Solve(context.Background(), m, nil, o, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, relax := range []Relaxation{TRWS, ADMM} {
-			o := DefaultOptions()
-			o.Relax, o.MaxIter, o.TightenBy, o.NoSearch = relax, 2000, Pursue, true
-			o.TimeLimit = 5 * time.Second
-			res, err := Solve(context.Background(), m, nil, o, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkRun(t, string(relax), m, res, best)
-			for _, p := range res.Phases {
-				if p.Phase == Tighten && strings.Contains(p.About, "frustrated cycles") && p.Status != "skipped" {
-					pursued++
-				}
+		checkRun(t, string(relax), m, res, best)
+		for _, p := range res.Phases {
+			if p.Phase == Tighten && strings.Contains(p.About, "frustrated cycles") && p.Status != "skipped" {
+				pursued++
 			}
 		}
-	}
+	})
 	if pursued == 0 {
 		t.Error("no run pursued a cycle")
 	}

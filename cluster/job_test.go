@@ -94,6 +94,24 @@ func TestRunJobResumesFromDir(t *testing.T) {
 	}
 }
 
+// runToCheckpoint runs j as g's leader and stops it once g has committed
+// a checkpoint: a leader that fails after its first checkpoint.
+func runToCheckpoint(t *testing.T, ctx context.Context, j Job, g *jobstate.Group) Outcome {
+	t.Helper()
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	j.Progress = func(solver.Progress) {
+		if g.State().Checkpoint != nil {
+			stop()
+		}
+	}
+	first, err := RunReplicated(runCtx, j, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return first
+}
+
 // soloGroup opens a Raft group of one member, id, in memory (no port),
 // closed with the test.
 func soloGroup(t *testing.T, id string) *jobstate.Group {
@@ -156,24 +174,13 @@ func TestRunReplicatedCountsOutages(t *testing.T) {
 	j, want := replicatedJob(t, tr, "outage")
 	// The first leader stops after its first committed checkpoint.
 	j.Options.ProgressEvery = 0 // every iteration
-	runCtx, stop := context.WithCancel(ctx)
-	j.Progress = func(solver.Progress) {
-		if g.State().Checkpoint != nil {
-			stop()
-		}
-	}
-	first, err := RunReplicated(runCtx, j, g)
-	stop()
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := runToCheckpoint(t, ctx, j, g)
 	if first.Result.Status != solver.Interrupted || g.State().Done {
 		t.Fatalf("first run: %s, done %v; want it interrupted, the job open", first.Result.Status, g.State().Done)
 	}
 	started := g.State().Started
 	const outage = 500 * time.Millisecond
 	time.Sleep(outage)
-	j.Progress = nil
 	second, err := RunReplicated(ctx, j, g)
 	if err != nil {
 		t.Fatal(err)

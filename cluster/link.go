@@ -63,6 +63,23 @@ func (l *remoteLink) Step(ctx context.Context, in *consensus.StepIn, out *consen
 	return nil
 }
 
+// clocks are the timers of a wait for workers: the step deadline, the
+// resending of unanswered requests, and the check for silent workers.
+type clocks struct {
+	deadline      *time.Timer
+	resend, check *time.Ticker
+}
+
+func (c *coordinator) newClocks() clocks {
+	return clocks{time.NewTimer(c.timeout), time.NewTicker(c.resendEvery), time.NewTicker(c.lostAfter / 4)}
+}
+
+func (k clocks) stop() {
+	k.deadline.Stop()
+	k.resend.Stop()
+	k.check.Stop()
+}
+
 // exchange sends a request to worker w (send) and waits for the answer on
 // ch that accept takes (others are late answers to earlier requests, or
 // dropped; an error from accept ends the wait). A request not answered
@@ -74,15 +91,11 @@ func exchange[T any](ctx context.Context, c *coordinator, w int, what string, se
 	if err := send(); err != nil {
 		return nil, err
 	}
-	timer := time.NewTimer(c.timeout)
-	defer timer.Stop()
-	resend := time.NewTicker(c.resendEvery)
-	defer resend.Stop()
-	check := time.NewTicker(c.lostAfter / 4)
-	defer check.Stop()
+	clk := c.newClocks()
+	defer clk.stop()
 	for {
 		select {
-		case <-check.C:
+		case <-clk.check.C:
 			if !c.lost(w) {
 				continue
 			}
@@ -94,8 +107,8 @@ func exchange[T any](ctx context.Context, c *coordinator, w int, what string, se
 			if err := send(); err != nil {
 				return nil, err
 			}
-			timer.Reset(c.timeout)
-		case <-resend.C:
+			clk.deadline.Reset(c.timeout)
+		case <-clk.resend.C:
 			// Lost, or a slow answer: the worker repeats what it computed.
 			if err := send(); err != nil {
 				return nil, err
@@ -108,7 +121,7 @@ func exchange[T any](ctx context.Context, c *coordinator, w int, what string, se
 			if ok {
 				return r, nil
 			}
-		case <-timer.C:
+		case <-clk.deadline.C:
 			return nil, fmt.Errorf("worker %s did not answer %s within %v", c.name(w), what, c.timeout)
 		}
 	}
@@ -181,12 +194,8 @@ func (c *coordinator) deliver(ctx context.Context, which []int) error {
 		}
 		c.seen(w) // silence counts from the part's sending
 	}
-	deadline := time.NewTimer(c.timeout)
-	defer deadline.Stop()
-	resend := time.NewTicker(c.resendEvery)
-	defer resend.Stop()
-	check := time.NewTicker(c.lostAfter / 4)
-	defer check.Stop()
+	clk := c.newClocks()
+	defer clk.stop()
 	acked := map[int]bool{}
 	received := map[int]bool{}
 	for len(acked) < len(which) {
@@ -217,13 +226,13 @@ func (c *coordinator) deliver(ctx context.Context, which []int) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-deadline.C:
+		case <-clk.deadline.C:
 			for _, w := range which {
 				if !acked[w] {
 					return fmt.Errorf("worker %s did not acknowledge its part within %v", c.name(w), c.timeout)
 				}
 			}
-		case <-check.C:
+		case <-clk.check.C:
 			for _, w := range which {
 				if acked[w] || !c.lost(w) {
 					continue
@@ -235,7 +244,7 @@ func (c *coordinator) deliver(ctx context.Context, which []int) error {
 				}
 				acked[w] = true
 			}
-		case <-resend.C:
+		case <-clk.resend.C:
 			for _, w := range which {
 				if !received[w] {
 					if err := sendPart(w); err != nil {
@@ -278,25 +287,24 @@ func (c *coordinator) onReport(subject string, data []byte) {
 			}
 		}
 	case kindReport:
-		var r reportBody
-		if err := transport.DecodeBody(raw, &r); err != nil {
-			c.faults.drop("undecodable report dropped", "worker", h.From, "err", err)
-			return
-		}
-		select {
-		case c.reports[w] <- &r:
-		default: // a stray extra report: the step already has its answer
-		}
+		handOn(c, raw, h.From, c.reports[w], "undecodable report dropped")
 	case kindEvaled:
-		var r evaledBody
-		if err := transport.DecodeBody(raw, &r); err != nil {
-			c.faults.drop("undecodable evaluation dropped", "worker", h.From, "err", err)
-			return
-		}
-		select {
-		case c.evals[w] <- &r:
-		default: // a stray extra answer
-		}
+		handOn(c, raw, h.From, c.evals[w], "undecodable evaluation dropped")
+	}
+}
+
+// handOn decodes a worker's answer (a report, an evaluation) and hands it
+// to ch without waiting: an undecodable one is dropped and logged as what,
+// and when ch is full it is a stray extra (the step already has its answer).
+func handOn[T any](c *coordinator, raw transport.Raw, from string, ch chan<- *T, what string) {
+	r := new(T)
+	if err := transport.DecodeBody(raw, r); err != nil {
+		c.faults.drop(what, "worker", from, "err", err)
+		return
+	}
+	select {
+	case ch <- r:
+	default:
 	}
 }
 

@@ -68,16 +68,22 @@ func shardFixture(t *testing.T, m *model.Model, w int) (*shard.Layout, func(cont
 	}
 }
 
+// reducedPotts is a generated Potts grid reduced as a coordinator reduces
+// a model before it shards it.
+func reducedPotts(t *testing.T, o generate.GridOptions) *model.Model {
+	t.Helper()
+	red, err := model.Reduce(generate.Potts(o), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return red.Model
+}
+
 // A sharded job over the transport gives the iterations and dual of a run
 // in one process, and the assignment it delivers, put together from the
 // workers' pieces, scores its primal exactly.
 func TestShardedJobOverTransport(t *testing.T) {
-	m := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 3, Rho: 1, Seed: 5})
-	red, err := model.Reduce(m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m = red.Model
+	m := reducedPotts(t, generate.GridOptions{Height: 12, Width: 12, Labels: 3, Rho: 1, Seed: 5})
 	opts := consensus.DefaultOptions()
 	opts.MaxIter, opts.Threads = 80, 1
 	want, err := consensus.Solve(context.Background(), m, nil, opts, nil)
@@ -137,12 +143,7 @@ func TestShardedPartRefused(t *testing.T) {
 // run (DD-subgradient: the same iterations, dual and primal), delivering
 // an assignment that scores its primal.
 func TestRunReplicatedShardedResumes(t *testing.T) {
-	m := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 3, Rho: 0.5, Seed: 7})
-	red, err := model.Reduce(m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m = red.Model
+	m := reducedPotts(t, generate.GridOptions{Height: 12, Width: 12, Labels: 3, Rho: 0.5, Seed: 7})
 	opts := consensus.DefaultOptions()
 	opts.Algo, opts.MaxIter, opts.Threads, opts.ProgressEvery, opts.Tol = consensus.Subgradient, 45, 1, 0, 0
 	layout, loadShard := shardFixture(t, m, 2)
@@ -175,17 +176,7 @@ func TestRunReplicatedShardedResumes(t *testing.T) {
 	want := calm.Result
 	g := soloGroup(t, "sharded")
 	j.Run.Base = "shraft"
-	runCtx, stop := context.WithCancel(ctx)
-	j.Progress = func(solver.Progress) {
-		if g.State().Checkpoint != nil {
-			stop()
-		}
-	}
-	first, err := RunReplicated(runCtx, j, g)
-	stop()
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := runToCheckpoint(t, ctx, j, g)
 	ck := g.State().Checkpoint
 	if first.Result.Status != solver.Interrupted || g.State().Done || ck == nil {
 		t.Fatalf("first leader: %s, done %v, checkpoint %v; want it interrupted after a committed checkpoint", first.Result.Status, g.State().Done, ck)
@@ -193,7 +184,6 @@ func TestRunReplicatedShardedResumes(t *testing.T) {
 	if _, ok := ck.Find(roleRefs); !ok {
 		t.Fatalf("the committed checkpoint has no %q blob: %+v", roleRefs, ck.Blobs)
 	}
-	j.Progress = nil
 	second, err := RunReplicated(ctx, j, g)
 	if err != nil {
 		t.Fatal(err)

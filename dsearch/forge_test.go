@@ -256,15 +256,20 @@ func TestWorkerDropsMalformedTasks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	send(openBody{CID: 7, Settings: admmSettings(20), Model: buf.Bytes()})
-	select {
-	case k := <-answers:
-		if k != kindOpened {
-			t.Fatalf("answer of kind %v to an open", k)
+	// expect waits for the answer, of kind want, to what was sent.
+	expect := func(want transport.Kind, what string) {
+		t.Helper()
+		select {
+		case k := <-answers:
+			if k != want {
+				t.Fatalf("answer of kind %v to %s", k, what)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no answer to " + what)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no answer to the open")
 	}
+	send(openBody{CID: 7, Settings: admmSettings(20), Model: buf.Bytes()})
+	expect(kindOpened, "the open")
 	good := taskBody{CID: 7, ID: 1, Bound: math.Inf(1), Incumbent: math.Inf(-1), MaxNodes: 5}
 	for name, spoil := range map[string]func(*taskBody){
 		"variable out of range": func(tb *taskBody) { tb.Vars, tb.States = transport.Int32s{4}, transport.Int32s{0} },
@@ -290,14 +295,7 @@ func TestWorkerDropsMalformedTasks(t *testing.T) {
 	}
 	// The worker still works.
 	send(good)
-	select {
-	case k := <-answers:
-		if k != kindAnswer {
-			t.Fatalf("answer of kind %v to a task", k)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no answer to a good task")
-	}
+	expect(kindAnswer, "a good task")
 }
 
 // FuzzAnswer feeds the coordinator's checks arbitrary answer messages:

@@ -530,9 +530,7 @@ func chartJob(t *testing.T, sets ...string) {
 	natsServerBinary(t)
 	models := t.TempDir()
 	model := filepath.Join(models, "potts.uai")
-	if b, err := exec.Command(coord, "gen", "potts", "--height", "12", "--width", "12", "--labels", "3", "-o", model).CombinedOutput(); err != nil {
-		t.Fatalf("gen: %v\n%s", err, b)
-	}
+	runOK(t, coord, "gen", "potts", "--height", "12", "--width", "12", "--labels", "3", "-o", model)
 	flags := []string{"--json", "--quiet", "--tol", "0", "--max-iter", "150"}
 	want := runJSON(t, time.Minute, coord, append(append([]string{"solve", "--algo", "admm"}, flags...), model)...)
 	base := []string{

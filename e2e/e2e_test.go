@@ -137,10 +137,29 @@ func genModel(t *testing.T, coord string, args ...string) string {
 	out := filepath.Join(t.TempDir(), "model"+args[len(args)-1])
 	gen := append([]string{"gen"}, args[:len(args)-1]...)
 	gen = append(gen, "-o", out)
-	if b, err := exec.Command(coord, gen...).CombinedOutput(); err != nil {
-		t.Fatalf("gen: %v\n%s", err, b)
-	}
+	runOK(t, coord, gen...)
 	return out
+}
+
+// runOK runs coord with args (a subcommand first) and fails the test, with
+// the output, if the command fails.
+func runOK(t *testing.T, coord string, args ...string) {
+	t.Helper()
+	if b, err := exec.Command(coord, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", args[0], err, b)
+	}
+}
+
+// runStderr runs bin with args, 30 seconds at most, and returns its
+// stderr and the error of its run (an *exec.ExitError for a non-zero exit).
+func runStderr(bin string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	return stderr.String(), err
 }
 
 // coordinator run --local starts its own worker processes and its own NATS
@@ -240,20 +259,15 @@ func TestRunBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, c.bin, c.args...)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			err := cmd.Run()
+			stderr, err := runStderr(c.bin, c.args...)
 			ee, ok := err.(*exec.ExitError)
 			if !ok || ee.ExitCode() == 0 {
-				t.Fatalf("err %v, stderr %q: want a non-zero exit", err, stderr.String())
+				t.Fatalf("err %v, stderr %q: want a non-zero exit", err, stderr)
 			}
-			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
 			last := lines[len(lines)-1]
 			if !strings.Contains(last, c.want) {
-				t.Errorf("stderr %q does not end with a line mentioning %q", stderr.String(), c.want)
+				t.Errorf("stderr %q does not end with a line mentioning %q", stderr, c.want)
 			}
 		})
 	}

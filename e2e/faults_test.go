@@ -223,9 +223,7 @@ func faultModel(t *testing.T, coord string) (string, []string, result) {
 		faultFails = true // until the end of this function
 		faultPath = filepath.Join(binDir, "faults.uai")
 		gen := []string{"gen", "potts", "--height", "150", "--width", "150", "--labels", "4", "--rho", "0.5", "-o", faultPath}
-		if b, err := exec.Command(coord, gen...).CombinedOutput(); err != nil {
-			t.Fatalf("gen: %v\n%s", err, b)
-		}
+		runOK(t, coord, gen...)
 		faultWant = runJSON(t, time.Minute, coord, append(append([]string{"solve", "--algo", "admm", "--quiet"}, flags...), faultPath)...)
 		faultFails = false
 	})
@@ -233,6 +231,41 @@ func faultModel(t *testing.T, coord string) (string, []string, result) {
 		t.Fatal("the fault tests' model or reference run failed (see the first test that made it)")
 	}
 	return faultPath, flags, faultWant
+}
+
+// crashAfterCheckpoint runs coord with args on model over two worker
+// processes (tag+"a"), kills them all (kill -9) once the coordinator has
+// logged a checkpoint of iteration after or later, and starts two fresh
+// workers (tag+"b") for the resumed run; it returns the iteration of the
+// checkpoint logged.
+func crashAfterCheckpoint(t *testing.T, coord, worker, url string, args []string, model, tag string, after int) int {
+	t.Helper()
+	ws := startWorkerProcs(t, worker, url, tag+"a", 2, "--quiet")
+	first := startProc(t, "coordinator", coord, append(args, model)...)
+	at, _ := waitCheckpoint(t, []*proc{first}, after, time.Minute)
+	for _, p := range append(ws, first) {
+		p.kill()
+	}
+	startWorkerProcs(t, worker, url, tag+"b", 2, "--quiet")
+	return at
+}
+
+// checkResumed waits for p, a coordinator started with --resume, and
+// asserts it resumed job from the newest checkpoint whose manifest was
+// written: at, the one logged before the kill or, if the kill came just
+// after, the next one, every iterations on.
+func checkResumed(t *testing.T, p *proc, timeout time.Duration, job string, at, every int) {
+	t.Helper()
+	if err := p.wait(t, timeout); err != nil {
+		t.Fatalf("resumed run: %v\n%s", err, p.stderr())
+	}
+	m := regexp.MustCompile(`resuming from checkpoint" job=` + job + ` iteration=(\d+)`).FindStringSubmatch(p.stderr())
+	if m == nil {
+		t.Fatalf("no resume logged:\n%s", p.stderr())
+	}
+	if from, _ := strconv.Atoi(m[1]); from != at && from != at+every {
+		t.Errorf("resumed from iteration %d; the last checkpoint logged was %d", from, at)
+	}
 }
 
 // Every process stops (kill -9: coordinator and workers) after a
@@ -245,26 +278,9 @@ func TestFullRestartResumesFromCheckpoint(t *testing.T) {
 	srv := startNATS(t, false)
 	dir := t.TempDir()
 	args := append([]string{"run", "--nats", srv.URL(), "--workers", "2", "--job", "restart", "--checkpoint-dir", dir, "--checkpoint-every", "100"}, flags...)
-	ws := startWorkerProcs(t, worker, srv.URL(), "a", 2, "--quiet")
-	first := startProc(t, "coordinator", coord, append(args, model)...)
-	at, _ := waitCheckpoint(t, []*proc{first}, 200, time.Minute)
-	for _, p := range append(ws, first) {
-		p.kill()
-	}
-	startWorkerProcs(t, worker, srv.URL(), "b", 2, "--quiet")
+	at := crashAfterCheckpoint(t, coord, worker, srv.URL(), args, model, "", 200)
 	second := startProc(t, "coordinator", coord, append(append(args[:len(args):len(args)], "--resume"), model)...)
-	if err := second.wait(t, time.Minute); err != nil {
-		t.Fatalf("resumed run: %v\n%s", err, second.stderr())
-	}
-	m := regexp.MustCompile(`resuming from checkpoint" job=restart iteration=(\d+)`).FindStringSubmatch(second.stderr())
-	if m == nil {
-		t.Fatalf("no resume logged:\n%s", second.stderr())
-	}
-	// The newest checkpoint whose manifest was written: the one logged
-	// before the kill or, if the kill came just after, the next one.
-	if from, _ := strconv.Atoi(m[1]); from != at && from != at+100 {
-		t.Errorf("resumed from iteration %d; the last checkpoint logged was %d", from, at)
-	}
+	checkResumed(t, second, time.Minute, "restart", at, 100)
 	closeResult(t, second.result(t), want)
 }
 
@@ -282,12 +298,7 @@ func TestKillRaftLeaderMidRun(t *testing.T) {
 	raftMetrics(t, group, leader)
 	leader.kill()
 	t0 := time.Now()
-	var rest []*proc
-	for _, p := range group {
-		if p != leader {
-			rest = append(rest, p)
-		}
-	}
+	rest := survivors(group, leader)
 	printed := groupResult(t, rest, 90*time.Second)
 	t.Logf("leader killed after the checkpoint of iteration %d; the job ended %v later", at, time.Since(t0).Round(time.Millisecond))
 	got := printed[0]
@@ -353,6 +364,17 @@ func TestRaftFullRestart(t *testing.T) {
 	if !resumed {
 		t.Error("the restarted group did not resume from a checkpoint")
 	}
+}
+
+// survivors is the group without the (killed) leader.
+func survivors(group []*proc, leader *proc) []*proc {
+	var rest []*proc
+	for _, p := range group {
+		if p != leader {
+			rest = append(rest, p)
+		}
+	}
+	return rest
 }
 
 // groupResult waits for every member of a Raft group to exit 0 and

@@ -32,9 +32,7 @@ type shardedJSON struct {
 func convertDDX(t *testing.T, coord, in string) string {
 	t.Helper()
 	out := strings.TrimSuffix(strings.TrimSuffix(in, ".gz"), filepath.Ext(strings.TrimSuffix(in, ".gz"))) + ".ddx"
-	if b, err := exec.Command(coord, "convert", in, out).CombinedOutput(); err != nil {
-		t.Fatalf("convert: %v\n%s", err, b)
-	}
+	runOK(t, coord, "convert", in, out)
 	return out
 }
 
@@ -240,25 +238,10 @@ func TestShardedFullRestartResumes(t *testing.T) {
 	dir, sdir := t.TempDir(), t.TempDir()
 	args := []string{"run", "--sharded", "--nats", srv.URL(), "--workers", "2", "--job", "shresume", "--tol", "0", "--threads", "1",
 		"--checkpoint-every", "20", "--checkpoint-dir", dir, "--state-dir", sdir, "--json", "--max-iter", "300"}
-	ws := startWorkerProcs(t, worker, srv.URL(), "ra", 2, "--quiet")
-	first := startProc(t, "coordinator", coord, append(args, model)...)
-	at, _ := waitCheckpoint(t, []*proc{first}, 40, time.Minute)
-	for _, p := range append(ws, first) {
-		p.kill()
-	}
-	startWorkerProcs(t, worker, srv.URL(), "rb", 2, "--quiet")
+	at := crashAfterCheckpoint(t, coord, worker, srv.URL(), args, model, "r", 40)
 	tracePath := filepath.Join(t.TempDir(), "trace.csv")
 	second := startProc(t, "coordinator", coord, append(append(args[:len(args):len(args)], "--resume", "--trace", tracePath), model)...)
-	if err := second.wait(t, 2*time.Minute); err != nil {
-		t.Fatalf("resumed run: %v\n%s", err, second.stderr())
-	}
-	m := regexp.MustCompile(`resuming from checkpoint" job=shresume iteration=(\d+)`).FindStringSubmatch(second.stderr())
-	if m == nil {
-		t.Fatalf("no resume logged:\n%s", second.stderr())
-	}
-	if from, _ := strconv.Atoi(m[1]); from != at && from != at+20 {
-		t.Errorf("resumed from iteration %d; the last checkpoint logged was %d", from, at)
-	}
+	checkResumed(t, second, 2*time.Minute, "shresume", at, 20)
 	got := second.result(t)
 	if got.Iterations != 300 || got.Primal == nil || got.Dual == nil || *got.Primal > *got.Dual {
 		t.Fatalf("resumed run: %s after %d, dual %v primal %v", got.Status, got.Iterations, deref(got.Dual), deref(got.Primal))
@@ -307,12 +290,7 @@ func TestKillRaftLeaderShardedMidRun(t *testing.T) {
 	at, leader := waitCheckpoint(t, group, 200, time.Minute)
 	leader.kill()
 	t0 := time.Now()
-	var rest []*proc
-	for _, p := range group {
-		if p != leader {
-			rest = append(rest, p)
-		}
-	}
+	rest := survivors(group, leader)
 	printed := groupResult(t, rest, 2*time.Minute)
 	got := printed[0]
 	t.Logf("leader killed after the checkpoint of iteration %d; the job ended %v later: %s after %d, dual %v primal %v (undisturbed %s after %d, dual %v primal %v)",

@@ -117,18 +117,13 @@ func TestJSONLogsNATSRetry(t *testing.T) {
 		{"worker", worker, append([]string{"--metrics", "127.0.0.1:0"}, dead...), []string{"metrics", "NATS server not reachable yet; retrying"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, c.bin, c.args...)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			err := cmd.Run()
+			stderr, err := runStderr(c.bin, c.args...)
 			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
-				t.Fatalf("err %v, want exit 2: %s", err, stderr.String())
+				t.Fatalf("err %v, want exit 2: %s", err, stderr)
 			}
 			var msgs []string
 			var last map[string]any
-			for _, l := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+			for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
 				if err := json.Unmarshal([]byte(l), &last); err != nil {
 					t.Fatalf("stderr line is not JSON: %q", l)
 				}

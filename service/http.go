@@ -164,24 +164,23 @@ func id(w http.ResponseWriter, r *http.Request) (string, bool) {
 }
 
 func (s *Service) httpGet(w http.ResponseWriter, r *http.Request) {
-	if id, ok := id(w, r); ok {
-		st, err := s.Get(id)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, st)
-	}
+	answerStatus(w, r, http.StatusOK, s.Get)
 }
 
 func (s *Service) httpCancel(w http.ResponseWriter, r *http.Request) {
+	answerStatus(w, r, http.StatusAccepted, s.Cancel)
+}
+
+// answerStatus applies op (Get, Cancel) to the request's job and answers
+// the job's status with code, or op's error.
+func answerStatus(w http.ResponseWriter, r *http.Request, code int, op func(string) (Status, error)) {
 	if id, ok := id(w, r); ok {
-		st, err := s.Cancel(id)
+		st, err := op(id)
 		if err != nil {
 			writeError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusAccepted, st)
+		writeJSON(w, code, st)
 	}
 }
 

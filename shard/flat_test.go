@@ -9,7 +9,6 @@ import (
 
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/generate"
-	"github.com/ddrun/ddrun/model"
 )
 
 // runSharded runs a sharded job over the parts loader builds, in this
@@ -50,11 +49,7 @@ func runSharded(t *testing.T, path string, w int, opts consensus.Options, loader
 // other factors than pairs of one kind gets Load's part.
 func TestFlatPartsMatchLoad(t *testing.T) {
 	for _, c := range testModels() {
-		red, err := model.Reduce(c.m, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := writeDDX(t, red.Model)
+		_, path := reducedDDX(t, c.m)
 		for _, algo := range []consensus.Algo{consensus.ADMM, consensus.Subgradient} {
 			for w := 1; w <= 4; w++ {
 				t.Run(fmt.Sprintf("%s/%v/%d", c.name, algo, w), func(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 
 	"github.com/ddrun/ddrun/consensus"
@@ -31,19 +30,15 @@ func LoadFlat(ctx context.Context, spec *Spec) (*consensus.Part, error) {
 }
 
 func readPart(ctx context.Context, spec *Spec, pairs bool) (*consensus.Part, error) {
-	f, err := os.Open(spec.Path)
+	f, size, err := openSized(spec.Path, "shard")
 	if err != nil {
-		return nil, fmt.Errorf("shard: %w", err)
+		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("shard: %w", err)
+	if size != spec.Size {
+		return nil, fmt.Errorf("shard: %s has %d bytes, the coordinator planned a file of %d: not the same model file", spec.Path, size, spec.Size)
 	}
-	if fi.Size() != spec.Size {
-		return nil, fmt.Errorf("shard: %s has %d bytes, the coordinator planned a file of %d: not the same model file", spec.Path, fi.Size(), spec.Size)
-	}
-	sc, err := indexed.OpenScan(f, fi.Size(), spec.Path, indexed.ReadOptions{MaxEntries: spec.MaxEntries, Context: ctx})
+	sc, err := indexed.OpenScan(f, size, spec.Path, indexed.ReadOptions{MaxEntries: spec.MaxEntries, Context: ctx})
 	if err != nil {
 		return nil, err
 	}

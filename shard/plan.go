@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"os"
 	"slices"
 	"time"
 
@@ -56,17 +55,13 @@ func PlanLayout(path string, workers int, opts PlanOptions) (*Layout, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	f, err := os.Open(path)
+	f, size, err := openSized(path, "shard")
 	if err != nil {
-		return nil, fmt.Errorf("shard: %w", err)
+		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("shard: %w", err)
-	}
 	ropts := indexed.ReadOptions{MaxEntries: opts.MaxEntries, Context: opts.Context}
-	sc, err := indexed.OpenScan(f, fi.Size(), path, ropts)
+	sc, err := indexed.OpenScan(f, size, path, ropts)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +85,7 @@ func PlanLayout(path string, workers int, opts PlanOptions) (*Layout, error) {
 		return nil, err
 	}
 	log.Info("sharding: degrees counted", "seconds", time.Since(start).Seconds())
-	return p.layout(fi.Size(), opts.MaxEntries)
+	return p.layout(size, opts.MaxEntries)
 }
 
 // planner is PlanLayout's state between its passes.

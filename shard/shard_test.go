@@ -25,6 +25,17 @@ func writeDDX(t testing.TB, m *model.Model) string {
 	return path
 }
 
+// reducedDDX reduces m (as the coordinator does before it shards) and
+// writes the reduced model to an indexed file.
+func reducedDDX(t testing.TB, m *model.Model) (*model.Model, string) {
+	t.Helper()
+	red, err := model.Reduce(m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return red.Model, writeDDX(t, red.Model)
+}
+
 // loaded is a sharded job in this process: the plan, and the workers that
 // loaded their parts from the file.
 type loaded struct {
@@ -96,12 +107,7 @@ func testModels() []struct {
 // and boundary, and the plan's boundary is the split's.
 func TestLoadedPartsMatchSplit(t *testing.T) {
 	for _, c := range testModels() {
-		red, err := model.Reduce(c.m, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := red.Model
-		path := writeDDX(t, m)
+		m, path := reducedDDX(t, c.m)
 		plan, err := consensus.PartitionPlan(m, consensus.PerFactor)
 		if err != nil {
 			t.Fatal(err)
@@ -148,12 +154,7 @@ func TestLoadedPartsMatchSplit(t *testing.T) {
 // parts put together, and with one worker the run is the same.
 func TestShardedRunMatchesSolve(t *testing.T) {
 	for _, c := range testModels() {
-		red, err := model.Reduce(c.m, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := red.Model
-		path := writeDDX(t, m)
+		m, path := reducedDDX(t, c.m)
 		opts := consensus.DefaultOptions()
 		opts.MaxIter, opts.Threads = 120, 1
 		want, err := consensus.Solve(context.Background(), m, nil, opts, nil)

@@ -259,23 +259,19 @@ func ReadState(ctx context.Context, dir string, ref StateRef, at StateAt, lens S
 		return nil, err
 	}
 	path := filepath.Join(dir, ref.Name)
-	f, err := os.Open(path)
+	f, size, err := openSized(path, "shard: state file")
 	if err != nil {
-		return nil, fmt.Errorf("shard: state file: %w", err)
+		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("shard: state file: %w", err)
-	}
-	if fi.Size() != ref.Size {
-		return nil, fmt.Errorf("shard: state file %s: %d bytes, the checkpoint recorded %d", path, fi.Size(), ref.Size)
+	if size != ref.Size {
+		return nil, fmt.Errorf("shard: state file %s: %d bytes, the checkpoint recorded %d", path, size, ref.Size)
 	}
 	if ref.Iter != at.Iter || ref.Part != at.Part {
 		return nil, fmt.Errorf("shard: state file %s: the reference is to part %d after iteration %d, want part %d after %d", path, ref.Part, ref.Iter, at.Part, at.Iter)
 	}
 	whole := sha256.New()
-	st, err := decodeState(bufio.NewReaderSize(io.TeeReader(f, whole), 1<<16), fi.Size(), at, lens)
+	st, err := decodeState(bufio.NewReaderSize(io.TeeReader(f, whole), 1<<16), size, at, lens)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -283,6 +279,21 @@ func ReadState(ctx context.Context, dir string, ref StateRef, at StateAt, lens S
 		return nil, fmt.Errorf("shard: state file %s: sha256 differs from the checkpoint's record", path)
 	}
 	return st, ctx.Err()
+}
+
+// openSized opens path and returns its size; its errors are prefixed by
+// what (Load, Plan and ReadState each name what they open).
+func openSized(path, what string) (*os.File, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", what, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("%s: %w", what, err)
+	}
+	return f, fi.Size(), nil
 }
 
 // errStateShort is a state file that ends early.
@@ -346,33 +357,28 @@ func decodeState(r io.Reader, size int64, at StateAt, lens StateLens) (*consensu
 	return st, nil // its values: consensus.Worker.RestoreShard
 }
 
+// readFloats and readInt32s fill arrays, in order, from little-endian
+// values in r; a short read is errStateShort.
 func readFloats(r io.Reader, arrays ...[]float64) error {
-	buf := make([]byte, 1<<16)
-	for _, a := range arrays {
-		for i := 0; i < len(a); {
-			n := min(len(a)-i, len(buf)/8)
-			if _, err := io.ReadFull(r, buf[:8*n]); err != nil {
-				return errStateShort
-			}
-			for k := range n {
-				a[i+k] = math.Float64frombits(binary.LittleEndian.Uint64(buf[8*k:]))
-			}
-			i += n
-		}
-	}
-	return nil
+	return readLE(r, 8, func(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b)) }, arrays)
 }
 
 func readInt32s(r io.Reader, arrays ...[]int32) error {
+	return readLE(r, 4, func(b []byte) int32 { return int32(binary.LittleEndian.Uint32(b)) }, arrays)
+}
+
+// readLE reads size-byte values through a 64 KiB buffer, decoding each
+// with dec.
+func readLE[T any](r io.Reader, size int, dec func([]byte) T, arrays [][]T) error {
 	buf := make([]byte, 1<<16)
 	for _, a := range arrays {
 		for i := 0; i < len(a); {
-			n := min(len(a)-i, len(buf)/4)
-			if _, err := io.ReadFull(r, buf[:4*n]); err != nil {
+			n := min(len(a)-i, len(buf)/size)
+			if _, err := io.ReadFull(r, buf[:size*n]); err != nil {
 				return errStateShort
 			}
 			for k := range n {
-				a[i+k] = int32(binary.LittleEndian.Uint32(buf[4*k:]))
+				a[i+k] = dec(buf[size*k:])
 			}
 			i += n
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
@@ -35,17 +36,7 @@ var (
 
 // EncodeMsgpack implements msgpack.CustomEncoder.
 func (f Floats) EncodeMsgpack(enc *msgpack.Encoder) error {
-	if f == nil {
-		return enc.EncodeNil()
-	}
-	n := len(f)
-	if n > math.MaxUint32/8 {
-		return fmt.Errorf("transport: %d floats exceed the 4 GiB msgpack bin limit", n)
-	}
-	if err := enc.EncodeBytesLen(8 * n); err != nil {
-		return err
-	}
-	return writeFloats(enc.Writer(), f)
+	return encodeVec(enc, f, 8, "Floats", writeFloats)
 }
 
 // DecodeMsgpack implements msgpack.CustomDecoder. The bin length must be a
@@ -54,54 +45,53 @@ func (f Floats) EncodeMsgpack(enc *msgpack.Encoder) error {
 // decoding into a reused message allocates nothing; after an error the
 // reused array's contents are unspecified.
 func (f *Floats) DecodeMsgpack(dec *msgpack.Decoder) error {
-	n, err := decodeBinLen(dec, 8, "Floats")
-	if err != nil {
-		return err
-	}
-	if n < 0 {
-		*f = nil
-		return nil
-	}
-	v, err := readFloats(dec, n/8, *f)
-	if err != nil {
-		return fmt.Errorf("transport: decoding Floats: %w", err)
-	}
-	*f = v
-	return nil
+	return decodeVec(dec, (*[]float64)(f), 8, "Floats", readFloats)
 }
 
 // EncodeMsgpack implements msgpack.CustomEncoder.
 func (s Int32s) EncodeMsgpack(enc *msgpack.Encoder) error {
-	if s == nil {
-		return enc.EncodeNil()
-	}
-	n := len(s)
-	if n > math.MaxUint32/4 {
-		return fmt.Errorf("transport: %d int32s exceed the 4 GiB msgpack bin limit", n)
-	}
-	if err := enc.EncodeBytesLen(4 * n); err != nil {
-		return err
-	}
-	return writeInt32s(enc.Writer(), s)
+	return encodeVec(enc, s, 4, "Int32s", writeInt32s)
 }
 
 // DecodeMsgpack implements msgpack.CustomDecoder. The bin length must be a
 // multiple of 4; anything but nil or bin is an error. It reuses *s's
 // backing array when it is large enough.
 func (s *Int32s) DecodeMsgpack(dec *msgpack.Decoder) error {
-	n, err := decodeBinLen(dec, 4, "Int32s")
+	return decodeVec(dec, (*[]int32)(s), 4, "Int32s", readInt32s)
+}
+
+// encodeVec writes s, width bytes a value, as one bin (nil as nil) with
+// write; name is the type's, for the error.
+func encodeVec[T any](enc *msgpack.Encoder, s []T, width int, name string, write func(io.Writer, []T) error) error {
+	if s == nil {
+		return enc.EncodeNil()
+	}
+	n := len(s)
+	if uint64(n) > math.MaxUint32/uint64(width) {
+		return fmt.Errorf("transport: %d %s exceed the 4 GiB msgpack bin limit", n, strings.ToLower(name))
+	}
+	if err := enc.EncodeBytesLen(width * n); err != nil {
+		return err
+	}
+	return write(enc.Writer(), s)
+}
+
+// decodeVec reads a nil or a bin of width-byte values into *dst with read,
+// which reuses *dst's array when it is large enough.
+func decodeVec[T any](dec *msgpack.Decoder, dst *[]T, width int, name string, read func(*msgpack.Decoder, int, []T) ([]T, error)) error {
+	n, err := decodeBinLen(dec, width, name)
 	if err != nil {
 		return err
 	}
 	if n < 0 {
-		*s = nil
+		*dst = nil
 		return nil
 	}
-	v, err := readInt32s(dec, n/4, *s)
+	v, err := read(dec, n/width, *dst)
 	if err != nil {
-		return fmt.Errorf("transport: decoding Int32s: %w", err)
+		return fmt.Errorf("transport: decoding %s: %w", name, err)
 	}
-	*s = v
+	*dst = v
 	return nil
 }
 

@@ -17,33 +17,24 @@ import (
 // fastPath reports whether the unsafe little-endian copies are in use.
 const fastPath = true
 
-func floatBytes(f []float64) []byte {
-	if len(f) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f))), 8*len(f))
-}
-
-func int32Bytes(s []int32) []byte {
+// rawBytes is the memory of s, which on these architectures already is
+// the wire format.
+func rawBytes[T float64 | int32](s []T) []byte {
 	if len(s) == 0 {
 		return nil
 	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 4*len(s))
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(s[0])))
 }
 
-func writeFloats(w io.Writer, f []float64) error {
-	if len(f) == 0 {
-		return nil
-	}
-	_, err := w.Write(floatBytes(f))
-	return err
-}
+func writeFloats(w io.Writer, f []float64) error { return writeRaw(w, f) }
 
-func writeInt32s(w io.Writer, s []int32) error {
+func writeInt32s(w io.Writer, s []int32) error { return writeRaw(w, s) }
+
+func writeRaw[T float64 | int32](w io.Writer, s []T) error {
 	if len(s) == 0 {
 		return nil
 	}
-	_, err := w.Write(int32Bytes(s))
+	_, err := w.Write(rawBytes(s))
 	return err
 }
 
@@ -52,32 +43,27 @@ func writeInt32s(w io.Writer, s []int32) error {
 // input can tell; otherwise it reads in allocStep pieces so that a lying
 // length costs at most one piece beyond the real input.
 func readFloats(dec *msgpack.Decoder, n int, dst []float64) ([]float64, error) {
-	var out []float64
-	switch _, ok := dec.Buffered().(interface{ Len() int }); {
-	case dst != nil && cap(dst) >= n:
-		out = dst[:n]
-	case !ok && 8*n > allocStep:
-		return readFloatsPortable(dec, n, dst)
-	default:
-		out = make([]float64, n)
-	}
-	if err := dec.ReadFull(floatBytes(out)); err != nil {
-		return nil, unexpectedEOF(err)
-	}
-	return out, nil
+	return readRaw(dec, n, dst, readFloatsPortable)
 }
 
 func readInt32s(dec *msgpack.Decoder, n int, dst []int32) ([]int32, error) {
-	var out []int32
+	return readRaw(dec, n, dst, readInt32sPortable)
+}
+
+// readRaw is readFloats and readInt32s: one read into the values' memory,
+// or the portable loop (allocating in allocStep pieces) when the input
+// cannot tell how many bytes it has left.
+func readRaw[T float64 | int32](dec *msgpack.Decoder, n int, dst []T, portable func(*msgpack.Decoder, int, []T) ([]T, error)) ([]T, error) {
+	var out []T
 	switch _, ok := dec.Buffered().(interface{ Len() int }); {
 	case dst != nil && cap(dst) >= n:
 		out = dst[:n]
-	case !ok && 4*n > allocStep:
-		return readInt32sPortable(dec, n, dst)
+	case !ok && n*int(unsafe.Sizeof(*new(T))) > allocStep:
+		return portable(dec, n, dst)
 	default:
-		out = make([]int32, n)
+		out = make([]T, n)
 	}
-	if err := dec.ReadFull(int32Bytes(out)); err != nil {
+	if err := dec.ReadFull(rawBytes(out)); err != nil {
 		return nil, unexpectedEOF(err)
 	}
 	return out, nil
