@@ -1,0 +1,90 @@
+package trws
+
+import (
+	"fmt"
+
+	"github.com/ddrun/ddrun/model"
+)
+
+// Part is TRW-S on one model whose unaries the caller may change between
+// iterations, keeping the messages: the warm-started slave of a dual
+// decomposition over parts (package dtrws, which adds Lagrange
+// multipliers to the unaries of the variables several parts share).
+//
+// Changing a unary between iterations keeps every iterate exact: the
+// bound a pass returns is the exact chain dual at the messages and the
+// unaries of that pass (pass.go), whatever the unaries were before; the
+// messages are just a warm start. A Part runs on one thread, in the
+// model's variable order, and keeps a copy of every forward message (as
+// TRW-S(LP-C) does) so that the reparameterised unaries hat_s are known
+// after a backward pass; its nodes therefore take the general code, not
+// the unrolled kernels.
+type Part struct {
+	g  *graph
+	sc *scratch
+	x  []int
+}
+
+// NewPart prepares TRW-S on m (pairwise, valid, no evidence). The Part
+// copies the unaries; m is never written.
+func NewPart(m *model.Model) (*Part, error) {
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("trws part: %w", err)
+	}
+	if err := checkPairwise(m); err != nil {
+		return nil, err
+	}
+	g, err := newGraph(m, 1)
+	if err != nil {
+		return nil, err
+	}
+	if g.order != nil {
+		return nil, fmt.Errorf("trws part: unexpected node order on one thread")
+	}
+	g.theta = append([]float64(nil), g.theta...)
+	g.fwd = make([]float64, len(g.data))
+	g.setKernels()
+	return &Part{g: g, sc: g.newScratch(), x: make([]int, g.n)}, nil
+}
+
+// Iterate runs one forward and one backward pass and returns the bound of
+// each (upper bounds on the part's MAP score at the current unaries) and
+// the score, at the current unaries, of the forward pass's labelling
+// (Kolmogorov's sequential rule; Labels returns it).
+func (p *Part) Iterate() (forward, backward, score float64) {
+	g := p.g
+	b, sc := g.forwardPart(0, g.n, p.x, p.sc)
+	forward, score = g.constant+g.shift+b, g.constant+sc
+	backward = g.backward(p.sc)
+	return forward, backward, score
+}
+
+// Labels returns the labelling of the last forward pass (the Part's own
+// slice: copy it to keep it).
+func (p *Part) Labels() []int { return p.x }
+
+// Belief writes the reparameterised unary hat_v = theta_v + the messages
+// into v, as they stand after the last backward pass, into dst (len
+// card(v)). Right after the pass that processed v, every chain through v
+// has max-marginal hat_v/n_v at v up to a constant (Kolmogorov 2006,
+// Sect. 3), so hat_v is the part's max-marginal at v up to a constant
+// when v has a single chain, and TRW-S's averaging statistic otherwise.
+func (p *Part) Belief(v int, dst []float64) {
+	p.g.gatherAfterBackward(v, dst[:p.g.card[v]])
+}
+
+// AddUnary adds d to the unary of variable v (d may hold -Inf: the state
+// becomes dead).
+func (p *Part) AddUnary(v int, d []float64) {
+	u := p.g.theta[p.g.uoff[v]:p.g.uoff[v+1]]
+	for i := range u {
+		u[i] += d[i]
+	}
+}
+
+// Chains returns n_v, the number of monotonic chains through v (its
+// weight is 1/n_v).
+func (p *Part) Chains(v int) int {
+	ns, _, _, _ := p.g.weights(v)
+	return ns
+}
