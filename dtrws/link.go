@@ -49,14 +49,13 @@ type LocalLink struct {
 // NewLocalLink prepares TRW-S on a part's model with the given boundary
 // copies (local indices).
 func NewLocalLink(m *model.Model, boundary []int32) (*LocalLink, error) {
-	p, err := trws.NewPart(m)
+	watch := make([]int, len(boundary))
+	for i, v := range boundary {
+		watch[i] = int(v)
+	}
+	p, err := trws.NewPart(m, watch)
 	if err != nil {
 		return nil, fmt.Errorf("dtrws: part: %w", err)
-	}
-	for _, v := range boundary {
-		if v < 0 || int(v) >= m.NumVars() {
-			return nil, fmt.Errorf("dtrws: boundary variable %d not in the part's %d", v, m.NumVars())
-		}
 	}
 	return &LocalLink{part: p, boundary: boundary, cards: m.Cards}, nil
 }

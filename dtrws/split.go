@@ -75,21 +75,28 @@ func NewSplit(m *model.Model, k int) (*Split, error) {
 			add(v, p)
 		}
 	}
-	idx := make([]map[int]int32, k)
-	for p := range k {
-		idx[p] = map[int]int32{}
+	// loc[v][i] is v's local index in part in[v][i].
+	loc := make([][]int32, n)
+	local := func(v int, p int32) int32 {
+		for i, q := range in[v] {
+			if q == p {
+				return loc[v][i]
+			}
+		}
+		return -1 // not reached: every factor's part holds its variables
 	}
 	s.OwnerLocal = make([]int32, n)
 	for v := range n {
 		s.OwnerLocal[v] = int32(len(s.Vars[s.Owner[v]]))
-		for _, p := range in[v] {
-			idx[p][v] = int32(len(s.Vars[p]))
+		loc[v] = make([]int32, len(in[v]))
+		for i, p := range in[v] {
+			loc[v][i] = int32(len(s.Vars[p]))
 			s.Vars[p] = append(s.Vars[p], v)
 		}
 		if len(in[v]) > 1 {
 			cs := make([]Copy, len(in[v]))
 			for i, p := range in[v] {
-				cs[i] = Copy{Part: p, Local: idx[p][v]}
+				cs[i] = Copy{Part: p, Local: loc[v][i]}
 			}
 			s.Shared = append(s.Shared, v)
 			s.Copies = append(s.Copies, cs)
@@ -124,7 +131,7 @@ func NewSplit(m *model.Model, k int) (*Split, error) {
 		f := m.Factors[a] // shares the tables and rare fields: read only
 		f.Vars = make([]int, len(m.Factors[a].Vars))
 		for i, v := range m.Factors[a].Vars {
-			f.Vars[i] = int(idx[p][v])
+			f.Vars[i] = int(local(v, p))
 		}
 		s.Models[p].Factors = append(s.Models[p].Factors, f)
 	}
