@@ -15,9 +15,10 @@
 // Tziritas, PAMI 2011, Sect. 3). The multiplier update (solve.go) is the
 // boundary consistency step of Schwing, Hazan, Pollefeys and Urtasun
 // ("Distributed Message Passing for Large Scale Graphical Models", CVPR
-// 2011): every copy's reparameterised unary is set to its share, in
-// proportion to its chain count, of the sum over the copies, which is
-// TRW-S's own node averaging (Kolmogorov 2006, Fig. 3) across the parts.
+// 2011): every copy's reparameterised unary is moved half way (Options.Step)
+// to its share, in proportion to its chain count, of the sum over the
+// copies; the full step is TRW-S's own node averaging (Kolmogorov 2006,
+// Fig. 3) across the parts.
 // docs/distributed-trws.md derives it.
 //
 // The parts run through Link (link.go), a flat-slice seam (a step in:
@@ -25,6 +26,10 @@
 // labels out) so that a cluster can later carry them to workers; Solve
 // runs them in process, one goroutine per part (at most Threads at once),
 // and its results depend on Parts only, never on Threads.
+//
+// The primal: each variable from its owner part's TRW-S labelling, each
+// shared one from the largest summed belief then an ICM move, scored
+// exactly on the model; the best is kept and polished by ICM.
 //
 // The package knows models, the solver result and package trws; it must
 // not know the cluster, transport, or how parts are placed on machines.

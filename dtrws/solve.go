@@ -7,11 +7,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ddrun/ddrun/internal/localsearch"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
 )
 
 var posInf = math.Inf(1)
+
+// polishSweeps bounds the ICM sweeps on the final assignment.
+const polishSweeps = 20
 
 // Options configure Solve.
 type Options struct {
@@ -131,7 +135,9 @@ func (s *Split) Boundary(p int) []int32 {
 // adding its multiplier changes; the dual is the sum of the parts' bounds
 // (valid: the multipliers of every shared variable sum to zero); the
 // primal takes each variable from its owner's labelling and each shared
-// one from the largest summed belief, scored exactly on m; then every
+// one from the largest summed belief, then moves the shared ones by ICM,
+// and is scored exactly on m (the best is polished by ICM sweeps at the
+// end); then every
 // copy's belief b_p is moved to (n_p/N) B, B the sum of the copies'
 // beliefs and N of their chain counts (docs/distributed-trws.md).
 func Run(ctx context.Context, m *model.Model, sp *Split, links []Link, opts Options, start time.Time, progress func(solver.Progress)) (solver.Result, error) {
@@ -159,6 +165,7 @@ func Run(ctx context.Context, m *model.Model, sp *Split, links []Link, opts Opti
 		maxCard = max(maxCard, c)
 	}
 	bsum := make([]float64, maxCard)
+	icm, buf := localsearch.New(m), make([]float64, maxCard)
 	for t := 1; ; t++ {
 		var wg sync.WaitGroup
 		for p := range links {
@@ -196,6 +203,13 @@ func Run(ctx context.Context, m *model.Model, sp *Split, links []Link, opts Opti
 				sumBeliefs(b, cs, lay.off[j], outs)
 				x[sp.Shared[j]] = argmax(b)
 			}
+			// Settle the boundary given the parts' interiors: ICM
+			// moves of the shared variables (never a lower score).
+			for _, v := range sp.Shared {
+				l := buf[:m.Cards[v]]
+				icm.Scores(v, x, l)
+				x[v] = localsearch.Best(l, x[v])
+			}
 			if sc := m.Score(x); sc > res.Primal || !found && !math.IsInf(sc, -1) {
 				res.Primal, found = sc, !math.IsInf(sc, -1)
 				copy(bestX, x)
@@ -229,6 +243,10 @@ func Run(ctx context.Context, m *model.Model, sp *Split, links []Link, opts Opti
 		break
 	}
 	if found {
+		// Polish the best assignment by ICM sweeps (never a lower score).
+		icm.Sweeps(bestX, polishSweeps, buf)
+		res.Primal = m.Score(bestX)
+		res.Gap = res.Dual - res.Primal
 		res.Assignment = append([]int(nil), bestX...)
 	} else {
 		res.Primal = math.Inf(-1)
