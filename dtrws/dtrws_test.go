@@ -23,8 +23,12 @@ func testOpts(parts, iters int) Options {
 // tinyPairwise draws a tiny model of Dense, Pair and Potts factors over at
 // most two variables (what TRW-S takes).
 func tinyPairwise(rng *rand.Rand, soft bool) *model.Model {
-	m := oracle.RandomTinyModel(rng, oracle.TinyOptions{MaxVars: 8, MaxCard: 3, Soft: soft,
-		Kinds: []model.Kind{model.Dense, model.Pair, model.Potts}})
+	return pairwiseOnly(oracle.RandomTinyModel(rng, oracle.TinyOptions{MaxVars: 8, MaxCard: 3, Soft: soft,
+		Kinds: []model.Kind{model.Dense, model.Pair, model.Potts}}))
+}
+
+// pairwiseOnly drops m's factors over more than two variables.
+func pairwiseOnly(m *model.Model) *model.Model {
 	kept := m.Factors[:0]
 	for _, f := range m.Factors {
 		if len(f.Vars) <= 2 {
@@ -93,16 +97,8 @@ func binaryModels() []*model.Model {
 	}
 	rng := rand.New(rand.NewPCG(7, 26))
 	for range 10 {
-		m := oracle.RandomTinyModel(rng, oracle.TinyOptions{MaxVars: 8, MaxCard: 2, Soft: true,
-			Kinds: []model.Kind{model.Dense, model.Pair, model.Potts}})
-		kept := m.Factors[:0]
-		for _, f := range m.Factors {
-			if len(f.Vars) <= 2 {
-				kept = append(kept, f)
-			}
-		}
-		m.Factors = kept
-		ms = append(ms, m)
+		ms = append(ms, pairwiseOnly(oracle.RandomTinyModel(rng, oracle.TinyOptions{MaxVars: 8, MaxCard: 2, Soft: true,
+			Kinds: []model.Kind{model.Dense, model.Pair, model.Potts}})))
 	}
 	return ms
 }
