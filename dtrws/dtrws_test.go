@@ -241,3 +241,29 @@ func TestValidate(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestEvidence: evidence is reduced away first, the result is on the
+// model; all variables observed leaves nothing to split.
+func TestEvidence(t *testing.T) {
+	m := generate.Potts(generate.GridOptions{Height: 2, Width: 3, Labels: 3, Rho: 1, Seed: 9})
+	all := model.Evidence{}
+	for v := range m.NumVars() {
+		all[v] = v % 3
+	}
+	for _, ev := range []model.Evidence{{0: 1, 4: 2}, all} {
+		for parts := 1; parts <= 3; parts++ {
+			res, err := Solve(context.Background(), m, ev, testOpts(parts, 50), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for v, s := range ev {
+				if res.Assignment[v] != s {
+					t.Errorf("%d parts: variable %d at %d, observed %d", parts, v, res.Assignment[v], s)
+				}
+			}
+			if sc := m.Score(res.Assignment); math.Abs(sc-res.Primal) > 1e-9 || res.Dual < sc-1e-9 {
+				t.Errorf("%d parts: primal %v (scores %v), dual %v", parts, res.Primal, sc, res.Dual)
+			}
+		}
+	}
+}
