@@ -25,7 +25,7 @@ var order = []string{
 	"partition", "partition/multilevel", "tighten",
 	// The algorithms.
 	"solver", "trace", "internal/smalllp", "internal/localsearch", "internal/pairterm", "internal/primal", "slaves",
-	"trws", "convexmp", "consensus", "exact", "elim", "anytime", "engine", "learn", "shard",
+	"trws", "dtrws", "convexmp", "consensus", "exact", "elim", "anytime", "engine", "learn", "shard",
 	// The distributed runtime.
 	"transport", "checkpoint", "jobstate", "cluster", "dsearch", "metrics",
 	// The job service (its runner is launch's).
@@ -49,6 +49,8 @@ var forbidden = map[string][]string{
 	// TRW-S and convex max-product share the solver vocabulary, not DD's.
 	"trws":     {"consensus", "slaves"},
 	"convexmp": {"consensus", "slaves"},
+	// Distributed TRW-S: parts of TRW-S and their multipliers, no DD-ADMM.
+	"dtrws": {"consensus", "slaves"},
 	// The numerics know nothing of files.
 	"slaves":    {"model/uai", "model/native", "model/modelfile"},
 	"consensus": {"model/uai", "model/native", "model/modelfile"},

@@ -1,0 +1,36 @@
+// Package dtrws is distributed TRW-S: dual decomposition of a pairwise
+// model into K parts, each solved by warm-started TRW-S (package trws,
+// trws.Part), whose copies of the shared (boundary) variables are made to
+// agree by Lagrange multipliers on their unaries.
+//
+// The decomposition (split.go) gives every factor to exactly one part
+// (the part owning the factor's first variable; variables are owned in
+// contiguous ranges), so the parts' models add up to the model once the
+// unaries of a variable shared by c parts are split between its copies,
+// 1/c each, plus multipliers lambda_p(v, .) with sum_p lambda_p(v, .) = 0.
+// The reported dual is the sum of the parts' TRW-S bounds; since each is
+// an upper bound on its part's maximum and the parts' scores add up to the
+// model's score for every assignment, it is an upper bound on the MAP score
+// at every iteration, whatever the multipliers (Komodakis, Paragios and
+// Tziritas, PAMI 2011, Sect. 3). The multiplier update (solve.go) is the
+// boundary consistency step of Schwing, Hazan, Pollefeys and Urtasun
+// ("Distributed Message Passing for Large Scale Graphical Models", CVPR
+// 2011): every copy's reparameterised unary is moved half way (Options.Step)
+// to its share, in proportion to its chain count, of the sum over the
+// copies; the full step is TRW-S's own node averaging (Kolmogorov 2006,
+// Fig. 3) across the parts.
+// docs/distributed-trws.md derives it.
+//
+// The parts run through Link (link.go), a flat-slice seam (a step in:
+// multiplier changes and an iteration count; bound, boundary beliefs and
+// labels out) so that a cluster can later carry them to workers; Solve
+// runs them in process, one goroutine per part (at most Threads at once),
+// and its results depend on Parts only, never on Threads.
+//
+// The primal: each variable from its owner part's TRW-S labelling, each
+// shared one from the largest summed belief then an ICM move, scored
+// exactly on the model; the best is kept and polished by ICM.
+//
+// The package knows models, the solver result and package trws; it must
+// not know the cluster, transport, or how parts are placed on machines.
+package dtrws
