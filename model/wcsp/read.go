@@ -94,6 +94,7 @@ type scanner struct {
 	r    *bufio.Reader
 	line int // line of the next byte
 	tok  []byte
+	last int   // line of the last token returned
 	err  error // the read error that ended the input (nil at a clean EOF)
 }
 
@@ -107,6 +108,9 @@ func (s *scanner) next() (tok []byte, line int, ok bool) {
 			if err != io.EOF {
 				s.err = err
 			}
+			if len(s.tok) == 0 && s.last > 0 {
+				return s.tok, s.last, false // errors at the end name the last token's line
+			}
 			return s.tok, s.line, len(s.tok) > 0 && s.err == nil
 		}
 		if c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v' {
@@ -114,6 +118,7 @@ func (s *scanner) next() (tok []byte, line int, ok bool) {
 				if c == '\n' {
 					s.r.UnreadByte()
 				}
+				s.last = s.line
 				return s.tok, s.line, true
 			}
 			if c == '\n' {
@@ -408,8 +413,9 @@ func (p *parser) constant(m *model.Model, a int) error {
 			return err
 		}
 	}
-	if c >= p.top {
-		return p.errf("constant cost function %d: cost %d >= top %d forbids every assignment", a, c, p.top)
+	if c >= p.top { // every assignment is forbidden: a factor says so
+		m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{}, Table: []float64{math.Inf(-1)}})
+		return nil
 	}
 	m.Constant -= float64(c)
 	return nil

@@ -120,6 +120,9 @@ func write(w io.Writer, m *model.Model, name string) error {
 		}
 		f.vars = vars
 		constant += float64(shift)
+		if len(vars) == 0 && !f.bad[0] {
+			return nil // all in the constant
+		}
 		total += float64(f.max)
 		funcs = append(funcs, f)
 		return nil
