@@ -49,7 +49,7 @@ func (e *ParseError) Unwrap() error { return e.Err }
 // Cost turns a score of a model read by this package back into the file's
 // cost (the sum of the costs of the assignment, what toulbar2 prints as
 // "Optimum:"): the model scores every assignment as minus that sum.
-func Cost(score float64) float64 { return -score }
+func Cost(score float64) float64 { return 0 - score } // 0 - 0 is +0, not -0
 
 // maxExact bounds the magnitude of a finite cost: float64 holds every
 // integer up to 2^53 exactly.

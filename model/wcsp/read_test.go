@@ -310,3 +310,21 @@ func TestWriteRefusesFractions(t *testing.T) {
 		t.Fatalf("got %v, want a one-line error about a non-integer score", err)
 	}
 }
+
+// A score a few bits off an integer (a UAI potential's logarithm) is written
+// as that integer.
+func TestWriteRoundsLastBits(t *testing.T) {
+	m := model.New([]int{2})
+	m.Unary[1] = math.Log(math.Exp(-5))
+	var buf bytes.Buffer
+	if err := Write(&buf, m, "m"); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Read(&buf, "m.wcsp", ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Cost(back.Score([]int{1})); got != 5 {
+		t.Fatalf("cost %v, want 5", got)
+	}
+}

@@ -16,7 +16,8 @@ import (
 // Write writes m to w as a WCSP file named name (the header's problem name).
 // Every score must be an integer or -Inf (a cost of top): WCSP costs are
 // integers, and a fractional score is refused with an error rather than
-// rounded. Each table is shifted so that its smallest finite cost is 0, the
+// rounded (a score within 1e-9, relative, of an integer is that integer:
+// the last bits that exp and log leave on a UAI file's potentials). Each table is shifted so that its smallest finite cost is 0, the
 // shifts and the model constant going to one arity-0 function (negative when
 // the model's scores can be positive); top is one more than the largest
 // total cost any assignment can reach, so that toulbar2's rule "a total
@@ -70,6 +71,22 @@ type outFunc struct {
 	max   int64  // largest finite cost
 }
 
+// integralTol is how far from an integer a score may be and still be
+// written as that integer: a UAI file of potentials exp(-cost) reads back
+// as -cost give or take the last bits of the logarithm.
+const integralTol = 1e-9
+
+// integral returns the integer s stands for: s rounded, when s is finite,
+// within integralTol (relative, at least absolute) of it and at most 2^53
+// in magnitude.
+func integral(s float64) (float64, bool) {
+	r := math.Round(s)
+	if math.IsNaN(s) || math.IsInf(s, 0) || math.Abs(r) > maxExact || math.Abs(s-r) > integralTol*math.Max(1, math.Abs(s)) {
+		return 0, false
+	}
+	return r, true
+}
+
 // toCosts turns a table of scores into costs shifted to a minimum of 0,
 // returning the shift (the minimum cost); what names the table for errors.
 func toCosts(scores []float64, what string) (f outFunc, shift int64, err error) {
@@ -81,10 +98,11 @@ func toCosts(scores []float64, what string) (f outFunc, shift int64, err error) 
 			f.bad[e] = true
 			continue
 		}
-		if math.IsNaN(s) || math.IsInf(s, 1) || s != math.Trunc(s) || math.Abs(s) > maxExact {
+		r, ok := integral(s)
+		if !ok {
 			return f, 0, fmt.Errorf("%s entry %d: score %v is not an integer of magnitude at most 2^53 (WCSP costs are integers)", what, e, s)
 		}
-		c := int64(-s)
+		c := int64(-r)
 		f.costs[e] = c
 		lo, hi = min(lo, c), max(hi, c)
 	}
@@ -109,10 +127,11 @@ func write(w io.Writer, m *model.Model, name string) error {
 	}
 	var funcs []outFunc
 	var total, constant float64 // total: the largest finite total cost
-	if m.Constant != math.Trunc(m.Constant) || math.Abs(m.Constant) > maxExact {
+	mc, ok := integral(m.Constant)
+	if !ok {
 		return fmt.Errorf("constant %v is not an integer of magnitude at most 2^53 (WCSP costs are integers)", m.Constant)
 	}
-	constant = -m.Constant
+	constant = -mc
 	add := func(vars []int, scores []float64, what string) error {
 		f, shift, err := toCosts(scores, what)
 		if err != nil {
