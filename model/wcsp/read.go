@@ -333,8 +333,8 @@ func (p *parser) function(m *model.Model, a int) error {
 		if share {
 			return p.errf("cost function %d: a shared table (negative arity) cannot reuse another (negative tuple count)", a)
 		}
-		k := -ntuples
-		if k > int64(len(p.shared)) {
+		k := -ntuples // MinInt64 stays negative: refused below
+		if k <= 0 || k > int64(len(p.shared)) {
 			return p.errf("cost function %d: shared table %d is not defined (%d so far)", a, k, len(p.shared))
 		}
 		sh := &p.shared[k-1]

@@ -194,6 +194,7 @@ var readErrors = []struct{ input, want string }{
 	{"pb 2 2 1 10\n2 2\n2 0 1 0 5\n", "t.wcsp:3: cost function 0: 5 tuples for a table of 4 entries"},
 	{"pb 2 2 1 10\n2 2\n2 0 1 0 1\n0 1 x\n", `t.wcsp:4: cost of tuple 1 of cost function 0: want an integer, have "x"`},
 	{"pb 2 2 1 10\n2 2\n2 0 1 0 -1\n", "t.wcsp:3: cost function 0: shared table 1 is not defined (0 so far)"},
+	{"pb 2 2 1 10\n2 2\n1 0 0 -9223372036854775808\n", "t.wcsp:3: cost function 0: shared table -9223372036854775808 is not defined"},
 	{"pb 2 2 2 10\n2 3\n-1 0 0 0\n1 1 0 -1\n", "t.wcsp:4: cost function 1: shared table 1 has domain sizes [2], the scope [3]"},
 	{"pb 2 2 1 10\n2 2\n0 1 2\n", "t.wcsp:3: number of tuples of constant cost function 0 2 out of range [0, 1]"},
 	{"pb 2 2 1 10\n2 2\n3 0 1 1 0 0\n", "t.wcsp:3: arity of cost function 0 3 out of range [-2, 2]"},
