@@ -169,10 +169,10 @@ func write(w io.Writer, m *model.Model, name string) error {
 	if math.Abs(constant) > maxExact {
 		return fmt.Errorf("constant cost %v: magnitude above 2^53", constant)
 	}
-	top := total + max(constant, 0) + 1
-	if top > maxExact {
-		return fmt.Errorf("total cost bound %v: above 2^53", top)
+	if total+max(constant, 0) >= maxExact { // so that top is exact
+		return fmt.Errorf("total cost bound %v: not below 2^53", total+max(constant, 0))
 	}
+	top := total + max(constant, 0) + 1
 	topTok := strconv.FormatInt(int64(top), 10)
 	nf := len(funcs)
 	if constant != 0 {
