@@ -12,6 +12,7 @@ import (
 	"github.com/ddrun/ddrun/model/indexed"
 	"github.com/ddrun/ddrun/model/native"
 	"github.com/ddrun/ddrun/model/uai"
+	"github.com/ddrun/ddrun/model/wcsp"
 )
 
 // Options say how LoadWith reads a model.
@@ -40,7 +41,7 @@ func LoadWith(ctx context.Context, path string, o Options) (*model.Model, error)
 	format := FormatOf(path)
 	var nf native.Format
 	switch format {
-	case UAI:
+	case UAI, WCSP:
 	case Indexed:
 		return loadIndexed(ctx, path, o)
 	case Native:
@@ -75,6 +76,8 @@ func LoadWith(ctx context.Context, path string, o Options) (*model.Model, error)
 		opts.MaxEntries, opts.Context = o.MaxEntries, ctx
 		opts.FoldUnary, opts.Folded = o.FoldUnary, o.Folded
 		m, err = uai.ReadWith(in, path, opts)
+	} else if format == WCSP {
+		m, err = wcsp.Read(in, path, wcsp.ReadOptions{MaxEntries: o.MaxEntries, Context: ctx})
 	} else {
 		m, err = native.ReadWith(in, path, nf, native.ReadOptions{MaxEntries: o.MaxEntries, Context: ctx})
 	}

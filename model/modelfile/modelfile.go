@@ -1,7 +1,8 @@
 // Package modelfile picks a model file format by file name and reads or
 // writes it: UAI (.uai, .uai.gz, .LG) through package uai, the native format
 // (.json, .msgpack, .mp, optionally .gz) through package native, the indexed
-// format (.ddx) through package indexed; any of the first two may also be
+// format (.ddx) through package indexed, toulbar2's WCSP format (.wcsp,
+// .wcsp.gz) through package wcsp; any but the indexed format may also be
 // xz-compressed (.uai.xz, .LG.xz, .json.xz: read only, decompressed as it
 // is read, bounded by the entry limit). It owns nothing but that choice,
 // reading a model or evidence file once while its bytes go to a hash
@@ -17,6 +18,7 @@ import (
 	"github.com/ddrun/ddrun/model/indexed"
 	"github.com/ddrun/ddrun/model/native"
 	"github.com/ddrun/ddrun/model/uai"
+	"github.com/ddrun/ddrun/model/wcsp"
 )
 
 // Format is a model file format family.
@@ -28,10 +30,14 @@ const (
 	UAI
 	Native
 	Indexed
+	// WCSP is toulbar2's legacy WCSP format (package wcsp): costs to
+	// minimise, which the model holds negated (wcsp.Cost turns a score
+	// back into the file's cost).
+	WCSP
 )
 
 // formats lists the extensions for errors.
-const formats = ".uai, .uai.gz, .LG, .json, .msgpack, .mp (optionally .gz or .xz for reading) or .ddx"
+const formats = ".uai, .uai.gz, .LG, .json, .msgpack, .mp, .wcsp (optionally .gz or .xz for reading) or .ddx"
 
 // FormatOf returns the format family of a file name.
 func FormatOf(path string) Format {
@@ -44,6 +50,8 @@ func FormatOf(path string) Format {
 		return UAI
 	case strings.HasSuffix(p, ".json"), strings.HasSuffix(p, ".msgpack"), strings.HasSuffix(p, ".mp"):
 		return Native
+	case strings.HasSuffix(p, ".wcsp"):
+		return WCSP
 	}
 	return Unknown
 }
@@ -60,6 +68,8 @@ func Load(path string) (*model.Model, error) {
 		return native.ReadFile(path)
 	case Indexed:
 		return indexed.ReadFile(path, indexed.ReadOptions{})
+	case WCSP:
+		return wcsp.ReadFile(path, wcsp.ReadOptions{})
 	}
 	return nil, fmt.Errorf("%s: unknown model format (want %s)", path, formats)
 }
@@ -76,6 +86,8 @@ func Save(path string, m *model.Model) error {
 		return native.WriteFile(path, m)
 	case Indexed:
 		return indexed.WriteFile(path, m)
+	case WCSP:
+		return wcsp.WriteFile(path, m)
 	}
 	return fmt.Errorf("%s: unknown model format (want %s)", path, formats)
 }
