@@ -77,6 +77,7 @@ type result struct {
 	Status     string   `json:"status"`
 	Primal     *float64 `json:"primal"`
 	Dual       *float64 `json:"dual"`
+	Cost       *float64 `json:"cost"`
 	Iterations int      `json:"iterations"`
 	Seconds    float64  `json:"seconds"`
 	Assignment []int    `json:"assignment"`

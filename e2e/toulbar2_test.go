@@ -56,8 +56,8 @@ func TestToulbar2WCSPOptima(t *testing.T) {
 			}
 			want, _ := strconv.ParseFloat(string(m[1]), 64)
 			r := runJSON(t, time.Minute, coord, "solve", "--time-limit", "10", "--json", "--quiet", path)
-			if r.Status != "optimal" || r.Primal == nil || wcsp.Cost(*r.Primal) != want {
-				t.Fatalf("solve %s: %s, primal %v; toulbar2's optimum %v", name, r.Status, deref(r.Primal), want)
+			if r.Status != "optimal" || r.Primal == nil || wcsp.Cost(*r.Primal) != want || r.Cost == nil || *r.Cost != want {
+				t.Fatalf("solve %s: %s, primal %v, cost %v; toulbar2's optimum %v", name, r.Status, deref(r.Primal), deref(r.Cost), want)
 			}
 			t.Logf("%s: optimal, cost %v = toulbar2's optimum", name, wcsp.Cost(*r.Primal))
 		})

@@ -50,6 +50,10 @@ type Job struct {
 	Model    *model.Model
 	Evidence model.Evidence
 	Folded   int
+	// Cost, when not nil, turns a score into the objective in the model
+	// file's own terms (a toulbar2 .wcsp file's cost: wcsp.Cost), for the
+	// result's Cost; the front end that read the file sets it.
+	Cost func(score float64) float64
 	// Anytime are the anytime run's options (Settings.AnytimeOn).
 	Anytime anytime.Options
 	// Phase closed the gap (or was the last to run) and Phases is how

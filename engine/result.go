@@ -23,6 +23,10 @@ type Result struct {
 	Dual    *float64 `json:"dual"`
 	Gap     *float64 `json:"gap"`
 	Relaxed *float64 `json:"relaxed"`
+	// Cost is the best assignment's objective in the model file's own
+	// units and direction, where the file has one (a .wcsp file's cost,
+	// what toulbar2 prints as its optimum); absent otherwise.
+	Cost *float64 `json:"cost,omitempty"`
 	// Iterations of every phase added up, and the run's seconds.
 	Iterations int     `json:"iterations"`
 	Seconds    float64 `json:"seconds"`
@@ -139,6 +143,8 @@ func NewResult(res solver.Result, j *Job, d Distributed, out string) Result {
 	}
 	if r.Primal == nil {
 		r.Assignment = nil
+	} else if j.Cost != nil {
+		r.Cost = Finite(j.Cost(res.Primal))
 	}
 	if r.Assignment != nil && out != "" {
 		r.AssignmentFile = out

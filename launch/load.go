@@ -10,6 +10,7 @@ import (
 	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/modelfile"
+	"github.com/ddrun/ddrun/model/wcsp"
 )
 
 // Input is where a job's model comes from: the model file at Path and the
@@ -60,6 +61,9 @@ func Load(ctx context.Context, j *engine.Job, in Input) error {
 	}
 	if err != nil {
 		return &InputError{err}
+	}
+	if modelfile.FormatOf(in.Path) == modelfile.WCSP {
+		j.Cost = wcsp.Cost // --json's cost: what toulbar2 prints as the optimum
 	}
 	var ev model.Evidence
 	if in.Evidence != "" {
