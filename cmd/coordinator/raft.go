@@ -41,28 +41,6 @@ func (r *raftFlags) target(ckDir string, con *cli.Console) *launch.Raft {
 
 func (r *raftFlags) enabled() bool { return r.id != "" || r.bind != "" || r.peers != "" || r.dir != "" }
 
-func (r *raftFlags) check(natsURL, job string, local bool) error {
-	if !r.enabled() {
-		return nil
-	}
-	switch {
-	case r.id == "" || r.bind == "" || r.peers == "" || r.dir == "":
-		return usagef("Raft needs all of --raft-id, --raft-bind, --raft-peers and --raft-dir")
-	case natsURL == "":
-		return usagef("Raft: the coordinators share an external NATS server: give --nats URL")
-	case job == "":
-		return usagef("Raft: give the group's coordinators the same --job ID")
-	case local:
-		return usagef("Raft: --local is for a single coordinator; start the workers yourself")
-	case r.replicas < 1 || r.replicas > 5:
-		return usagef("--checkpoint-replicas: %d not in [1, 5]", r.replicas)
-	}
-	if err := launch.CheckPeers(r.peers); err != nil {
-		return usagef("--raft-peers: %v", err)
-	}
-	return nil
-}
-
 // printStoredResult prints a result recorded in the Raft log by a leader
 // that died before printing it.
 func printStoredResult(r engine.Result, f solveFlags, ro *runOutput, stdout io.Writer) error {

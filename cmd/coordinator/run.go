@@ -53,34 +53,24 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	r.raft.register(fs)
 }
 
-// check validates the flags, resolves the NATS secrets (flag, file or
-// environment) and draws a job id when none was given.
-func (r *runFlags) check() error {
+// check resolves the NATS secrets (flag, file or environment), checks
+// the target's settings (launch's Target.Check) and draws a job id when
+// none was given.
+func (r *runFlags) check(t *launch.Target) error {
 	if err := r.nats.Resolve(); err != nil {
 		return usageError{err}
 	}
-	if r.workers < 1 {
-		return usagef("--workers: %d < 1", r.workers)
-	}
-	if err := r.ck.check(); err != nil {
-		return err
-	}
-	if err := r.raft.check(r.nats.URL, r.job, r.local); err != nil {
-		return err
+	if err := t.Check(r.nats.URL != "", r.local); err != nil {
+		return inputError(err)
 	}
 	if r.stateDir != "" && !r.sharded {
 		return usagef("--state-dir is for --sharded runs (other runs keep the parts' states in their checkpoints)")
-	}
-	if r.ck.resume && r.ck.dir == "" {
-		return usagef("--resume needs --checkpoint-dir (with Raft, a job resumes by itself)")
-	}
-	if r.ck.resume && r.job == "" {
-		return usagef("--resume needs the --job to continue")
 	}
 	if r.job == "" {
 		var b [6]byte
 		_, _ = rand.Read(b[:])
 		r.job = "job-" + hex.EncodeToString(b[:])
+		t.Job = r.job
 	}
 	if err := natsflags.ValidJob(r.job); err != nil {
 		return usagef("--job %q: %v", r.job, err)
@@ -182,11 +172,11 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	f.settle(fs)
 	f.startConsole(con)
 	h := sha256.New() // the job's identity: the files, hashed as they are read
-	sp, err := r.checkJob(ctx, start, fs, &f, pos, h, con)
+	sp, t, err := r.checkJob(ctx, start, fs, &f, pos, h, con)
 	if err != nil {
 		return err
 	}
-	t := r.target(pos[0], h.Sum(nil), f, start, con)
+	t.Hash = h.Sum(nil)
 	var ses *jobSession
 	t.Connect = func(ctx context.Context) (*launch.Session, error) {
 		if ses, err = r.session(ctx, &f, t.Raft, con); err != nil {
@@ -227,55 +217,51 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	return report(o, f, ses.out, stdout)
 }
 
-// checkJob checks the flags of run and prepares its job: for --sharded
-// without reading the model (the workers read their parts), else with the
-// model read (its bytes hashed into h).
-func (r *runFlags) checkJob(ctx context.Context, start time.Time, fs *flag.FlagSet, f *solveFlags, pos []string, h io.Writer, con *cli.Console) (spec, error) {
+// checkJob checks the flags of run and prepares its job and the target
+// it runs on: for --sharded without reading the model (the workers read
+// their parts), else with the model read (its bytes hashed into h).
+func (r *runFlags) checkJob(ctx context.Context, start time.Time, fs *flag.FlagSet, f *solveFlags, pos []string, h io.Writer, con *cli.Console) (spec, launch.Target, error) {
+	var sp spec
+	var t launch.Target
+	var err error
 	if r.sharded {
-		sp, err := f.prepare(fs, "run", pos)
-		if err != nil {
-			return nil, err
+		if sp, err = f.prepare(fs, "run", pos); err != nil {
+			return nil, t, err
 		}
 		if sp.Settings.AnytimeOn {
 			if err := noSearchPhase(&sp.Settings, f.quiet, fs, "--sharded", "the coordinator does not hold the model that the search ships and re-scores against", con); err != nil {
-				return nil, err
+				return nil, t, err
 			}
 		}
-		sh := launch.Sharded{Path: pos[0]}
-		if err := sh.Check(sp, f.evidence != ""); err != nil {
-			return nil, inputError(err)
+		t = r.target(pos[0], *f, start, con)
+		if err := t.Sharded.Check(sp, f.evidence != ""); err != nil {
+			return nil, t, inputError(err)
 		}
-		return sp, r.check()
-	}
-	sp, err := f.load(ctx, start, fs, "run", pos, h, con)
-	if err != nil {
-		return nil, err
-	}
-	if sp.Settings.Exact {
-		if err := r.checkExact(); err != nil {
-			return nil, err
+	} else {
+		if sp, err = f.load(ctx, start, fs, "run", pos, h, con); err != nil {
+			return nil, t, err
 		}
-		return sp, r.check()
+		t = r.target(pos[0], *f, start, con)
+		if err := t.CheckMode(sp, "run"); err != nil {
+			return nil, t, inputError(err)
+		}
 	}
-	if err := sp.Distributable("run"); err != nil {
-		return nil, inputError(err)
+	if err := r.check(&t); err != nil {
+		return nil, t, err
 	}
-	if err := r.check(); err != nil {
-		return nil, err
-	}
-	if sp.Settings.AnytimeOn && r.raft.enabled() {
+	if sp.Settings.AnytimeOn && t.Raft != nil {
 		if err := noSearchPhase(&sp.Settings, f.quiet, fs, "--raft", "the search runs on one coordinator", con); err != nil {
-			return nil, err
+			return nil, t, err
 		}
 	}
-	return sp, nil
+	return sp, t, nil
 }
 
 // target is where run's job runs, from the flags: the job named by the
-// model file name, whose files hashed to hash.
-func (r *runFlags) target(name string, hash []byte, f solveFlags, start time.Time, con *cli.Console) launch.Target {
+// model file name (its Hash is set once the files are read).
+func (r *runFlags) target(name string, f solveFlags, start time.Time, con *cli.Console) launch.Target {
 	log := con.Logger()
-	t := launch.Target{Workers: r.workers, Job: r.job, Name: name, Hash: hash, Wait: r.wait, StepTimeout: r.stepTimeout, LostAfter: r.lostAfter,
+	t := launch.Target{Workers: r.workers, Job: r.job, Name: name, Wait: r.wait, StepTimeout: r.stepTimeout, LostAfter: r.lostAfter,
 		SpareWait: r.spareWait, Checkpoints: launch.Checkpoints{Every: r.ck.every, Interval: r.ck.interval, Dir: r.ck.dir, Resume: r.ck.resume},
 		Out: f.out, Assignment: f.json, Start: start, Logger: log}
 	if r.sharded {
@@ -339,21 +325,6 @@ type redactedError struct {
 
 func (e redactedError) Error() string { return e.redact(e.err.Error()) }
 func (e redactedError) Unwrap() error { return e.err }
-
-// checkExact rejects the flags of run that distributed branch and bound
-// does not take: it keeps no checkpoints, runs on one coordinator and
-// holds the whole model.
-func (r *runFlags) checkExact() error {
-	switch {
-	case r.sharded:
-		return usagef("run: --exact and --sharded: branch and bound ships the whole model to every worker")
-	case r.raft.enabled():
-		return usagef("run: --exact runs on one coordinator (no --raft)")
-	case r.ck.dir != "" || r.ck.resume:
-		return usagef("run: --exact keeps no checkpoints (--checkpoint-dir, --resume)")
-	}
-	return nil
-}
 
 // startMetrics starts the --metrics endpoint (natsflags.StartMetrics) and
 // returns the function that stops it; without --metrics it does nothing
