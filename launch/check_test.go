@@ -8,7 +8,9 @@ import (
 // TestTargetCheck: each bad setting of a distributed run is an input
 // error naming its flag; a good target passes.
 func TestTargetCheck(t *testing.T) {
-	raft := func() *Raft { return &Raft{ID: "a", Bind: "127.0.0.1:1", Peers: "a=127.0.0.1:1", Dir: "d", Replicas: 1} }
+	raft := func() *Raft {
+		return &Raft{ID: "a", Bind: "127.0.0.1:1", Peers: "a=127.0.0.1:1", Dir: "d", Replicas: 1}
+	}
 	cases := []struct {
 		t               Target
 		external, local bool
