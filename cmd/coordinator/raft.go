@@ -43,12 +43,12 @@ func (r *raftFlags) enabled() bool { return r.id != "" || r.bind != "" || r.peer
 
 // printStoredResult prints a result recorded in the Raft log by a leader
 // that died before printing it.
-func printStoredResult(r engine.Result, f solveFlags, ro *runOutput, stdout io.Writer) error {
+func printStoredResult(r engine.Result, f solveFlags, ro *cli.Output, stdout io.Writer) error {
 	res := r.Solver()
-	if err := ro.finish(res); err != nil {
+	if err := ro.Finish(res); err != nil {
 		return err
 	}
-	ro.con.Print("result", fmt.Sprintf("status=%s iterations=%d dual=%s primal=%s (recorded by the previous leader)",
+	ro.Console().Print("result", fmt.Sprintf("status=%s iterations=%d dual=%s primal=%s (recorded by the previous leader)",
 		r.Status, r.Iterations, ptrNum(r.Dual), ptrNum(r.Primal)),
 		"status", string(r.Status), "iterations", r.Iterations, "dual", res.Dual, "primal", res.Primal, "recorded", true)
 	if f.out != "" && r.Assignment != nil {

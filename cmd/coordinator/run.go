@@ -102,7 +102,7 @@ func flagsError(err error) error {
 // and the output; close releases them in reverse order.
 type jobSession struct {
 	ls    *launch.Session
-	out   *runOutput
+	out   *cli.Output
 	close func()
 }
 
@@ -140,8 +140,8 @@ func (r *runFlags) session(ctx context.Context, f *solveFlags, raft *launch.Raft
 		raft.NATS = nc // the group's checkpoint bucket
 	}
 	traffic := func() (uint64, uint64) { st := nc.Conn().Stats(); return st.InBytes, st.OutBytes }
-	ls := &launch.Session{Transport: tr, Traffic: traffic, Hooks: r.launchHooks(*f, out.progress(), con)}
-	return &jobSession{ls: ls, out: out, close: func() { out.close(); stop(); closeNATS() }}, nil
+	ls := &launch.Session{Transport: tr, Traffic: traffic, Hooks: r.launchHooks(*f, out.Progress(), con)}
+	return &jobSession{ls: ls, out: out, close: func() { out.Close(); stop(); closeNATS() }}, nil
 }
 
 // natsStarted prints the URL of an embedded NATS server.
@@ -200,15 +200,15 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	}
 	r.obs.ObserveResult(o.Result)
 	if tr := o.Traffic; !f.quiet && tr.Iterations > 0 {
-		printTraffic(con, tr.In, tr.Out, tr.Iterations)
+		con.Traffic(tr.In, tr.Out, tr.Iterations)
 	}
 	if r.sharded {
-		if err := ses.out.finish(o.Result); err != nil {
+		if err := ses.out.Finish(o.Result); err != nil {
 			return err
 		}
 		sj := o.Report.Sharded
 		con.Logger().Info("sharded run", "plan_seconds", sj.PlanSeconds, "setup_seconds", sj.SetupSeconds, "coordinator_peak_rss_mb", sj.CoordinatorRSSMB)
-		printResult(con, o.Result)
+		con.Result(o.Result)
 		if !f.json {
 			return nil
 		}
@@ -306,14 +306,6 @@ func noSearchPhase(s *engine.Settings, quiet bool, fs *flag.FlagSet, what, why s
 		con.Print("anytime", fmt.Sprintf("anytime: no branch and bound phase with %s (%s): the relaxation only", what, why), "skipped", "branch-and-bound", "why", why)
 	}
 	return nil
-}
-
-// printTraffic prints the coordinator's NATS traffic over n iterations.
-func printTraffic(con *cli.Console, in, out uint64, n int) {
-	per := (in + out) / uint64(n)
-	con.Close()
-	con.Print("traffic", fmt.Sprintf("traffic: %d bytes in, %d bytes out at the coordinator, %d bytes per iteration", in, out, per),
-		"bytes_in", in, "bytes_out", out, "bytes_per_iteration", per)
 }
 
 // redactedError prints err through redact (the NATS secrets and URL

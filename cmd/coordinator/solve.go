@@ -177,8 +177,8 @@ func cmdSolve(ctx context.Context, args []string, stdout io.Writer, con *cli.Con
 	if err != nil {
 		return err
 	}
-	defer out.close()
-	o, err := launch.Run(ctx, j, launch.Target{Out: f.out}, launch.Hooks{Hooks: f.hooks(out.progress(), con)})
+	defer out.Close()
+	o, err := launch.Run(ctx, j, launch.Target{Out: f.out}, launch.Hooks{Hooks: f.hooks(out.Progress(), con)})
 	if err != nil {
 		return usageError{fmt.Errorf("%s: %w", pos[0], err)}
 	}
@@ -195,12 +195,12 @@ func cmdSolve(ctx context.Context, args []string, stdout io.Writer, con *cli.Con
 // report ends the trace, prints the final line, writes --out and the
 // --json result. The final status line goes to stderr also with --quiet
 // (which silences progress only); --json adds the result object on stdout.
-func report(o launch.Outcome, f solveFlags, out *runOutput, stdout io.Writer) error {
+func report(o launch.Outcome, f solveFlags, out *cli.Output, stdout io.Writer) error {
 	res := o.Result
-	if err := out.finish(res); err != nil {
+	if err := out.Finish(res); err != nil {
 		return err
 	}
-	printResult(out.con, res)
+	out.Console().Result(res)
 	if f.out != "" && res.Assignment != nil {
 		if err := launch.WriteMPE(f.out, res.Assignment); err != nil {
 			return err
