@@ -78,12 +78,11 @@ func (r *runFlags) check(t *launch.Target) error {
 	return nil
 }
 
-// startLocal starts n worker processes (--local) of threads each on url,
-// with the coordinator's NATS credentials and job key.
-func (r *runFlags) startLocal(url, job string, n, threads int, quiet bool, con *cli.Console) (stop func(), err error) {
-	stop, err = natsflags.StartWorkers(natsflags.Workers{URL: url, Job: job, N: n, Threads: threads, NATS: r.nats, Env: r.key.Env(),
-		Quiet: quiet, JSONLog: con.Format == cli.JSON, Stderr: con.Writer()})
-	return stop, flagsError(err)
+// localWorkers are n worker processes (--local, --local-workers) of
+// threads each for job, with the coordinator's job key, logging as the
+// console does (natsflags.Workers; the session fills in the server).
+func (r *runFlags) localWorkers(job string, n, threads int, quiet bool, con *cli.Console) natsflags.Workers {
+	return natsflags.Workers{Job: job, N: n, Threads: threads, Env: r.key.Env(), Quiet: quiet, JSONLog: con.Format == cli.JSON, Stderr: con.Writer()}
 }
 
 // flagsError makes an error that natsflags blames on the flags (a
@@ -106,47 +105,37 @@ type jobSession struct {
 	close func()
 }
 
-// session starts the --metrics endpoint, connects to --nats or starts an
-// embedded NATS server on --nats-listen and prints its URL
-// (natsflags.Flags.Dial), gives a Raft group (raft, when not nil) the
-// connection for its checkpoint bucket, starts the --local workers of
-// f.threads/workers threads each and opens the output.
+// natsSession is the command's NATS session (natsflags.Session): the
+// --metrics endpoint, the connection to --nats or an embedded server on
+// --nats-listen, and the local workers, if any.
+func (r *runFlags) natsSession(local natsflags.Workers, con *cli.Console) *natsflags.Session {
+	return &natsflags.Session{Flags: &r.nats, Key: &r.key, Listen: r.listen, Client: "coordinator-" + r.job, MetricsAddr: r.metrics,
+		Local: local, Log: con.Logger(), Print: con.Print}
+}
+
+// session opens the NATS session (natsSession) with the --local workers
+// of f.threads/workers threads each, gives a Raft group (raft, when not
+// nil) the connection for its checkpoint bucket and opens the output.
 func (r *runFlags) session(ctx context.Context, f *solveFlags, raft *launch.Raft, con *cli.Console) (*jobSession, error) {
-	stopMetrics, err := r.startMetrics(ctx, con)
-	if err != nil {
-		return nil, err
+	var local natsflags.Workers
+	if r.local {
+		local = r.localWorkers(r.job, r.workers, max(1, f.s.Threads/r.workers), f.quiet, con)
 	}
-	nc, tr, url, stopNATS, err := r.nats.Dial(ctx, r.listen, "coordinator-"+r.job, &r.key, con.Logger(), r.natsStarted(con))
-	if err != nil {
-		stopMetrics()
+	ns := r.natsSession(local, con)
+	if err := ns.Open(ctx); err != nil {
 		return nil, flagsError(err)
 	}
-	natsflags.Observe(r.obs, nc)
-	closeNATS := func() { stopNATS(); stopMetrics() }
-	stop := func() {}
-	if r.local {
-		if stop, err = r.startLocal(url, r.job, r.workers, max(1, f.s.Threads/r.workers), f.quiet, con); err != nil {
-			closeNATS()
-			return nil, err
-		}
-	}
+	r.obs = ns.Metrics
 	out, err := f.openOutput(con)
 	if err != nil {
-		stop()
-		closeNATS()
+		ns.Close()
 		return nil, err
 	}
 	if raft != nil {
-		raft.NATS = nc // the group's checkpoint bucket
+		raft.NATS = ns.NATS // the group's checkpoint bucket
 	}
-	traffic := func() (uint64, uint64) { st := nc.Conn().Stats(); return st.InBytes, st.OutBytes }
-	ls := &launch.Session{Transport: tr, Traffic: traffic, Hooks: r.launchHooks(*f, out.Progress(), con)}
-	return &jobSession{ls: ls, out: out, close: func() { out.Close(); stop(); closeNATS() }}, nil
-}
-
-// natsStarted prints the URL of an embedded NATS server.
-func (r *runFlags) natsStarted(con *cli.Console) func(url string) {
-	return func(url string) { con.Print("nats", "nats="+url, "nats", url) }
+	ls := &launch.Session{Transport: ns.Transport, Traffic: ns.Traffic, Hooks: r.launchHooks(*f, out.Progress(), con)}
+	return &jobSession{ls: ls, out: out, close: func() { out.Close(); ns.Close() }}, nil
 }
 
 // cmdRun is `coordinator run`: the same job as solve, spread over worker
@@ -317,19 +306,3 @@ type redactedError struct {
 
 func (e redactedError) Error() string { return e.redact(e.err.Error()) }
 func (e redactedError) Unwrap() error { return e.err }
-
-// startMetrics starts the --metrics endpoint (natsflags.StartMetrics) and
-// returns the function that stops it; without --metrics it does nothing
-// (r.obs stays nil).
-func (r *runFlags) startMetrics(ctx context.Context, con *cli.Console) (stop func(), err error) {
-	if r.metrics == "" {
-		return func() {}, nil
-	}
-	m, stop, err := natsflags.StartMetrics(ctx, r.metrics, metrics.Coordinator, con.Print)
-	if err != nil {
-		return nil, flagsError(err)
-	}
-	m.SetLeader(true) // a Raft member says otherwise (Metrics.FollowRaft)
-	r.obs = m
-	return stop, nil
-}
