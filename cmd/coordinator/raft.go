@@ -1,13 +1,10 @@
 package main
 
 import (
-	"fmt"
-	"github.com/ddrun/ddrun/engine"
+	"log/slog"
+
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/launch"
-	"io"
-	"log/slog"
-	"math"
 )
 
 // raftFlags are the settings of a Raft-replicated coordinator.
@@ -40,31 +37,3 @@ func (r *raftFlags) target(ckDir string, con *cli.Console) *launch.Raft {
 }
 
 func (r *raftFlags) enabled() bool { return r.id != "" || r.bind != "" || r.peers != "" || r.dir != "" }
-
-// printStoredResult prints a result recorded in the Raft log by a leader
-// that died before printing it.
-func printStoredResult(r engine.Result, f solveFlags, ro *cli.Output, stdout io.Writer) error {
-	res := r.Solver()
-	if err := ro.Finish(res); err != nil {
-		return err
-	}
-	ro.Console().Print("result", fmt.Sprintf("status=%s iterations=%d dual=%s primal=%s (recorded by the previous leader)",
-		r.Status, r.Iterations, ptrNum(r.Dual), ptrNum(r.Primal)),
-		"status", string(r.Status), "iterations", r.Iterations, "dual", res.Dual, "primal", res.Primal, "recorded", true)
-	if f.out != "" && r.Assignment != nil {
-		if err := launch.WriteMPE(f.out, r.Assignment); err != nil {
-			return err
-		}
-	}
-	if f.json {
-		return writeJSON(stdout, r)
-	}
-	return nil
-}
-
-func ptrNum(v *float64) string {
-	if v == nil {
-		return num(math.Inf(1))
-	}
-	return num(*v)
-}

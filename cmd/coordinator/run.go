@@ -182,26 +182,14 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	switch {
 	case err != nil:
 		return inputError(err)
-	case o.Recorded:
-		return printStoredResult(o.Report, f, ses.out, stdout)
+	case o.Recorded: // a result a dead leader recorded: report prints it
 	case !o.Ran:
 		return nil // a Raft member whose group reports the result
-	}
-	r.obs.ObserveResult(o.Result)
-	if tr := o.Traffic; !f.quiet && tr.Iterations > 0 {
-		con.Traffic(tr.In, tr.Out, tr.Iterations)
-	}
-	if r.sharded {
-		if err := ses.out.Finish(o.Result); err != nil {
-			return err
+	default:
+		r.obs.ObserveResult(o.Result)
+		if tr := o.Traffic; !f.quiet && tr.Iterations > 0 {
+			con.Traffic(tr.In, tr.Out, tr.Iterations)
 		}
-		sj := o.Report.Sharded
-		con.Logger().Info("sharded run", "plan_seconds", sj.PlanSeconds, "setup_seconds", sj.SetupSeconds, "coordinator_peak_rss_mb", sj.CoordinatorRSSMB)
-		con.Result(o.Result)
-		if !f.json {
-			return nil
-		}
-		return writeJSON(stdout, o.Report) // the assignment went to --out as it came
 	}
 	return report(o, f, ses.out, stdout)
 }

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"fmt"
+	"math"
 	"os"
 
+	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/trace"
 )
@@ -97,4 +99,20 @@ func (c *Console) Traffic(in, out uint64, n int) {
 	c.Close()
 	c.Print("traffic", fmt.Sprintf("traffic: %d bytes in, %d bytes out at the coordinator, %d bytes per iteration", in, out, per),
 		"bytes_in", in, "bytes_out", out, "bytes_per_iteration", per)
+}
+
+// Recorded prints the final line of a result recorded in the Raft log by
+// a leader that died before printing it.
+func (c *Console) Recorded(r engine.Result) {
+	res := r.Solver()
+	c.Print("result", fmt.Sprintf("status=%s iterations=%d dual=%s primal=%s (recorded by the previous leader)",
+		r.Status, r.Iterations, ptrNum(r.Dual), ptrNum(r.Primal)),
+		"status", string(r.Status), "iterations", r.Iterations, "dual", res.Dual, "primal", res.Primal, "recorded", true)
+}
+
+func ptrNum(v *float64) string {
+	if v == nil {
+		return Num(math.Inf(1))
+	}
+	return Num(*v)
 }
