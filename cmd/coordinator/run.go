@@ -79,10 +79,10 @@ func (r *runFlags) check(t *launch.Target) error {
 }
 
 // localWorkers are n worker processes (--local, --local-workers) of
-// threads each for job, with the coordinator's job key, logging as the
-// console does (natsflags.Workers; the session fills in the server).
+// threads each for job, logging as the console does (natsflags.Workers;
+// the session fills in the server and the job key).
 func (r *runFlags) localWorkers(job string, n, threads int, quiet bool, con *cli.Console) natsflags.Workers {
-	return natsflags.Workers{Job: job, N: n, Threads: threads, Env: r.key.Env(), Quiet: quiet, JSONLog: con.Format == cli.JSON, Stderr: con.Writer()}
+	return natsflags.Workers{Job: job, N: n, Threads: threads, Quiet: quiet, JSONLog: con.Format == cli.JSON, Stderr: con.Writer()}
 }
 
 // flagsError makes an error that natsflags blames on the flags (a

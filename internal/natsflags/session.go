@@ -23,7 +23,8 @@ type Session struct {
 	Client      string
 	MetricsAddr string
 	// Local are the worker processes to start on this machine (N: 0,
-	// none); Open fills in their URL and NATS flags.
+	// none); Open fills in their URL, NATS flags and the job key Key
+	// loaded (Env, after what Local.Env has).
 	Local Workers
 	// Log gets the connection's log; Print (a console's Print) the
 	// endpoints' addresses (metrics=URL, nats=URL).
@@ -63,6 +64,7 @@ func (s *Session) Open(ctx context.Context) error {
 	Observe(s.Metrics, nc)
 	if s.Local.N > 0 {
 		s.Local.URL, s.Local.NATS = url, *s.Flags
+		s.Local.Env = append(s.Local.Env, s.Key.Env()...) // loaded by Dial
 		stop, err := StartWorkers(s.Local)
 		if err != nil {
 			s.Close()
