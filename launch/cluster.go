@@ -46,12 +46,6 @@ type Raft struct {
 	Joined func(isLeader func() bool, leader func() (id, addr string))
 }
 
-// CheckPeers checks the members of a Raft group (ID=ADDR,...).
-func CheckPeers(peers string) error {
-	_, err := jobstate.ParsePeers(peers)
-	return err
-}
-
 // Sharded has each worker read its part of an indexed model file (.ddx)
 // at Path, which every worker sees; the coordinator keeps the boundary
 // only (package shard; the job runs through cluster.RunJob or

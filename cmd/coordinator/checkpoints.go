@@ -26,13 +26,3 @@ func (c *checkpointFlags) register(fs interface {
 	fs.StringVar(&c.dir, "checkpoint-dir", "", "keep checkpoints in `DIR` (without it, and without Raft, they live only in the coordinator's memory, for restarting lost workers' parts)")
 	fs.BoolVar(&c.resume, "resume", false, "continue the job (--job) from its latest checkpoint in --checkpoint-dir")
 }
-
-func (c *checkpointFlags) check() error {
-	switch {
-	case c.every < 0:
-		return usagef("--checkpoint-every: %d < 0", c.every)
-	case c.interval < 0:
-		return usagef("--checkpoint-interval: %v is negative", c.interval)
-	}
-	return nil
-}

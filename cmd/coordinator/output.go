@@ -1,15 +1,13 @@
 package main
 
 import (
-	"fmt"
+	"errors"
 	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
 
 	"github.com/ddrun/ddrun/internal/cli"
-	"github.com/ddrun/ddrun/solver"
-	"github.com/ddrun/ddrun/trace"
 )
 
 // startConsole sets the console up for a run once the flags are parsed:
@@ -27,17 +25,6 @@ func (f *solveFlags) startConsole(con *cli.Console) {
 	con.Start(cli.Options{Level: level, Quiet: f.quiet, MaxIter: maxIter, TimeLimit: f.s.TimeLimit, Exact: f.s.Exact})
 }
 
-// runOutput is where a run's progress reports go: the console, which
-// throttles what it shows, and the --trace file, which gets every report
-// and ends on the result (trace.Recorder).
-type runOutput struct {
-	con   *cli.Console
-	quiet bool
-	rec   *trace.Recorder
-	file  *os.File
-	path  string
-}
-
 // checkTrace rejects a --trace whose directory does not exist, before
 // anything is read.
 func (f *solveFlags) checkTrace() error {
@@ -50,69 +37,14 @@ func (f *solveFlags) checkTrace() error {
 	return nil
 }
 
-// openOutput creates the --trace file, if any. Call close on every path
-// that does not reach finish.
-func (f *solveFlags) openOutput(con *cli.Console) (*runOutput, error) {
-	o := &runOutput{con: con, quiet: f.quiet, path: f.trace}
-	if f.trace == "" {
-		return o, nil
-	}
-	file, err := os.Create(f.trace)
-	if err != nil {
+// openOutput opens the run's output (cli.Output): the console and the
+// --trace file, if any. Call Close on every path that does not reach
+// Finish.
+func (f *solveFlags) openOutput(con *cli.Console) (*cli.Output, error) {
+	o, err := con.OpenOutput(f.trace, f.quiet)
+	var pe *os.PathError
+	if errors.As(err, &pe) && pe.Op == "open" {
 		return nil, usagef("--trace: %v", err)
 	}
-	if o.rec, err = trace.NewRecorder(file); err != nil {
-		file.Close()
-		return nil, fmt.Errorf("--trace %s: %w", f.trace, err)
-	}
-	o.file = file
-	return o, nil
-}
-
-// progress is the callback for the solver: nil when nothing takes reports.
-func (o *runOutput) progress() func(solver.Progress) {
-	switch {
-	case o.rec == nil && o.quiet:
-		return nil
-	case o.rec == nil:
-		return o.con.Progress
-	}
-	return func(p solver.Progress) {
-		o.rec.Progress(p)
-		o.con.Progress(p)
-	}
-}
-
-// finish takes the live line away and ends the trace on res.
-func (o *runOutput) finish(res solver.Result) error {
-	o.con.Close()
-	if o.rec == nil {
-		return nil
-	}
-	err := o.rec.Finish(res)
-	if cerr := o.file.Close(); err == nil {
-		err = cerr
-	}
-	o.rec = nil
-	if err != nil {
-		return fmt.Errorf("--trace %s: %w", o.path, err)
-	}
-	return nil
-}
-
-// close closes the trace file when the run did not finish (an error).
-func (o *runOutput) close() {
-	o.con.Close()
-	if o.rec != nil {
-		o.file.Close()
-		o.rec = nil
-	}
-}
-
-// printResult prints the final line (stderr also under --quiet).
-func printResult(con *cli.Console, res solver.Result) {
-	con.Print("result", fmt.Sprintf("status=%s iterations=%d dual=%s primal=%s gap=%s seconds=%.3f",
-		res.Status, res.Iterations, num(res.Dual), num(res.Primal), num(res.Gap), res.Elapsed.Seconds()),
-		"status", string(res.Status), "iterations", res.Iterations, "dual", res.Dual, "primal", res.Primal,
-		"gap", res.Gap, "seconds", res.Elapsed.Seconds())
+	return o, err
 }

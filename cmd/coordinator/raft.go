@@ -1,13 +1,10 @@
 package main
 
 import (
-	"fmt"
-	"github.com/ddrun/ddrun/engine"
+	"log/slog"
+
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/launch"
-	"io"
-	"log/slog"
-	"math"
 )
 
 // raftFlags are the settings of a Raft-replicated coordinator.
@@ -40,53 +37,3 @@ func (r *raftFlags) target(ckDir string, con *cli.Console) *launch.Raft {
 }
 
 func (r *raftFlags) enabled() bool { return r.id != "" || r.bind != "" || r.peers != "" || r.dir != "" }
-
-func (r *raftFlags) check(natsURL, job string, local bool) error {
-	if !r.enabled() {
-		return nil
-	}
-	switch {
-	case r.id == "" || r.bind == "" || r.peers == "" || r.dir == "":
-		return usagef("Raft needs all of --raft-id, --raft-bind, --raft-peers and --raft-dir")
-	case natsURL == "":
-		return usagef("Raft: the coordinators share an external NATS server: give --nats URL")
-	case job == "":
-		return usagef("Raft: give the group's coordinators the same --job ID")
-	case local:
-		return usagef("Raft: --local is for a single coordinator; start the workers yourself")
-	case r.replicas < 1 || r.replicas > 5:
-		return usagef("--checkpoint-replicas: %d not in [1, 5]", r.replicas)
-	}
-	if err := launch.CheckPeers(r.peers); err != nil {
-		return usagef("--raft-peers: %v", err)
-	}
-	return nil
-}
-
-// printStoredResult prints a result recorded in the Raft log by a leader
-// that died before printing it.
-func printStoredResult(r engine.Result, f solveFlags, ro *runOutput, stdout io.Writer) error {
-	res := r.Solver()
-	if err := ro.finish(res); err != nil {
-		return err
-	}
-	ro.con.Print("result", fmt.Sprintf("status=%s iterations=%d dual=%s primal=%s (recorded by the previous leader)",
-		r.Status, r.Iterations, ptrNum(r.Dual), ptrNum(r.Primal)),
-		"status", string(r.Status), "iterations", r.Iterations, "dual", res.Dual, "primal", res.Primal, "recorded", true)
-	if f.out != "" && r.Assignment != nil {
-		if err := launch.WriteMPE(f.out, r.Assignment); err != nil {
-			return err
-		}
-	}
-	if f.json {
-		return writeJSON(stdout, r)
-	}
-	return nil
-}
-
-func ptrNum(v *float64) string {
-	if v == nil {
-		return num(math.Inf(1))
-	}
-	return num(*v)
-}

@@ -53,34 +53,24 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	r.raft.register(fs)
 }
 
-// check validates the flags, resolves the NATS secrets (flag, file or
-// environment) and draws a job id when none was given.
-func (r *runFlags) check() error {
+// check resolves the NATS secrets (flag, file or environment), checks
+// the target's settings (launch's Target.Check) and draws a job id when
+// none was given.
+func (r *runFlags) check(t *launch.Target) error {
 	if err := r.nats.Resolve(); err != nil {
 		return usageError{err}
 	}
-	if r.workers < 1 {
-		return usagef("--workers: %d < 1", r.workers)
-	}
-	if err := r.ck.check(); err != nil {
-		return err
-	}
-	if err := r.raft.check(r.nats.URL, r.job, r.local); err != nil {
-		return err
+	if err := t.Check(r.nats.URL != "", r.local); err != nil {
+		return inputError(err)
 	}
 	if r.stateDir != "" && !r.sharded {
 		return usagef("--state-dir is for --sharded runs (other runs keep the parts' states in their checkpoints)")
-	}
-	if r.ck.resume && r.ck.dir == "" {
-		return usagef("--resume needs --checkpoint-dir (with Raft, a job resumes by itself)")
-	}
-	if r.ck.resume && r.job == "" {
-		return usagef("--resume needs the --job to continue")
 	}
 	if r.job == "" {
 		var b [6]byte
 		_, _ = rand.Read(b[:])
 		r.job = "job-" + hex.EncodeToString(b[:])
+		t.Job = r.job
 	}
 	if err := natsflags.ValidJob(r.job); err != nil {
 		return usagef("--job %q: %v", r.job, err)
@@ -88,12 +78,11 @@ func (r *runFlags) check() error {
 	return nil
 }
 
-// startLocal starts n worker processes (--local) of threads each on url,
-// with the coordinator's NATS credentials and job key.
-func (r *runFlags) startLocal(url, job string, n, threads int, quiet bool, con *cli.Console) (stop func(), err error) {
-	stop, err = natsflags.StartWorkers(natsflags.Workers{URL: url, Job: job, N: n, Threads: threads, NATS: r.nats, Env: r.key.Env(),
-		Quiet: quiet, JSONLog: con.Format == cli.JSON, Stderr: con.Writer()})
-	return stop, flagsError(err)
+// localWorkers are n worker processes (--local, --local-workers) of
+// threads each for job, logging as the console does (natsflags.Workers;
+// the session fills in the server and the job key).
+func (r *runFlags) localWorkers(job string, n, threads int, quiet bool, con *cli.Console) natsflags.Workers {
+	return natsflags.Workers{Job: job, N: n, Threads: threads, Quiet: quiet, JSONLog: con.Format == cli.JSON, Stderr: con.Writer()}
 }
 
 // flagsError makes an error that natsflags blames on the flags (a
@@ -112,51 +101,41 @@ func flagsError(err error) error {
 // and the output; close releases them in reverse order.
 type jobSession struct {
 	ls    *launch.Session
-	out   *runOutput
+	out   *cli.Output
 	close func()
 }
 
-// session starts the --metrics endpoint, connects to --nats or starts an
-// embedded NATS server on --nats-listen and prints its URL
-// (natsflags.Flags.Dial), gives a Raft group (raft, when not nil) the
-// connection for its checkpoint bucket, starts the --local workers of
-// f.threads/workers threads each and opens the output.
+// natsSession is the command's NATS session (natsflags.Session): the
+// --metrics endpoint, the connection to --nats or an embedded server on
+// --nats-listen, and the local workers, if any.
+func (r *runFlags) natsSession(local natsflags.Workers, con *cli.Console) *natsflags.Session {
+	return &natsflags.Session{Flags: &r.nats, Key: &r.key, Listen: r.listen, Client: "coordinator-" + r.job, MetricsAddr: r.metrics,
+		Local: local, Log: con.Logger(), Print: con.Print}
+}
+
+// session opens the NATS session (natsSession) with the --local workers
+// of f.threads/workers threads each, gives a Raft group (raft, when not
+// nil) the connection for its checkpoint bucket and opens the output.
 func (r *runFlags) session(ctx context.Context, f *solveFlags, raft *launch.Raft, con *cli.Console) (*jobSession, error) {
-	stopMetrics, err := r.startMetrics(ctx, con)
-	if err != nil {
-		return nil, err
+	var local natsflags.Workers
+	if r.local {
+		local = r.localWorkers(r.job, r.workers, max(1, f.s.Threads/r.workers), f.quiet, con)
 	}
-	nc, tr, url, stopNATS, err := r.nats.Dial(ctx, r.listen, "coordinator-"+r.job, &r.key, con.Logger(), r.natsStarted(con))
-	if err != nil {
-		stopMetrics()
+	ns := r.natsSession(local, con)
+	if err := ns.Open(ctx); err != nil {
 		return nil, flagsError(err)
 	}
-	natsflags.Observe(r.obs, nc)
-	closeNATS := func() { stopNATS(); stopMetrics() }
-	stop := func() {}
-	if r.local {
-		if stop, err = r.startLocal(url, r.job, r.workers, max(1, f.s.Threads/r.workers), f.quiet, con); err != nil {
-			closeNATS()
-			return nil, err
-		}
-	}
+	r.obs = ns.Metrics
 	out, err := f.openOutput(con)
 	if err != nil {
-		stop()
-		closeNATS()
+		ns.Close()
 		return nil, err
 	}
 	if raft != nil {
-		raft.NATS = nc // the group's checkpoint bucket
+		raft.NATS = ns.NATS // the group's checkpoint bucket
 	}
-	traffic := func() (uint64, uint64) { st := nc.Conn().Stats(); return st.InBytes, st.OutBytes }
-	ls := &launch.Session{Transport: tr, Traffic: traffic, Hooks: r.launchHooks(*f, out.progress(), con)}
-	return &jobSession{ls: ls, out: out, close: func() { out.close(); stop(); closeNATS() }}, nil
-}
-
-// natsStarted prints the URL of an embedded NATS server.
-func (r *runFlags) natsStarted(con *cli.Console) func(url string) {
-	return func(url string) { con.Print("nats", "nats="+url, "nats", url) }
+	ls := &launch.Session{Transport: ns.Transport, Traffic: ns.Traffic, Hooks: r.launchHooks(*f, out.Progress(), con)}
+	return &jobSession{ls: ls, out: out, close: func() { out.Close(); ns.Close() }}, nil
 }
 
 // cmdRun is `coordinator run`: the same job as solve, spread over worker
@@ -182,11 +161,11 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	f.settle(fs)
 	f.startConsole(con)
 	h := sha256.New() // the job's identity: the files, hashed as they are read
-	sp, err := r.checkJob(ctx, start, fs, &f, pos, h, con)
+	sp, t, err := r.checkJob(ctx, start, fs, &f, pos, h, con)
 	if err != nil {
 		return err
 	}
-	t := r.target(pos[0], h.Sum(nil), f, start, con)
+	t.Hash = h.Sum(nil)
 	var ses *jobSession
 	t.Connect = func(ctx context.Context) (*launch.Session, error) {
 		if ses, err = r.session(ctx, &f, t.Raft, con); err != nil {
@@ -203,79 +182,63 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	switch {
 	case err != nil:
 		return inputError(err)
-	case o.Recorded:
-		return printStoredResult(o.Report, f, ses.out, stdout)
+	case o.Recorded: // a result a dead leader recorded: report prints it
 	case !o.Ran:
 		return nil // a Raft member whose group reports the result
-	}
-	r.obs.ObserveResult(o.Result)
-	if tr := o.Traffic; !f.quiet && tr.Iterations > 0 {
-		printTraffic(con, tr.In, tr.Out, tr.Iterations)
-	}
-	if r.sharded {
-		if err := ses.out.finish(o.Result); err != nil {
-			return err
+	default:
+		r.obs.ObserveResult(o.Result)
+		if tr := o.Traffic; !f.quiet && tr.Iterations > 0 {
+			con.Traffic(tr.In, tr.Out, tr.Iterations)
 		}
-		sj := o.Report.Sharded
-		con.Logger().Info("sharded run", "plan_seconds", sj.PlanSeconds, "setup_seconds", sj.SetupSeconds, "coordinator_peak_rss_mb", sj.CoordinatorRSSMB)
-		printResult(con, o.Result)
-		if !f.json {
-			return nil
-		}
-		return writeJSON(stdout, o.Report) // the assignment went to --out as it came
 	}
 	return report(o, f, ses.out, stdout)
 }
 
-// checkJob checks the flags of run and prepares its job: for --sharded
-// without reading the model (the workers read their parts), else with the
-// model read (its bytes hashed into h).
-func (r *runFlags) checkJob(ctx context.Context, start time.Time, fs *flag.FlagSet, f *solveFlags, pos []string, h io.Writer, con *cli.Console) (spec, error) {
+// checkJob checks the flags of run and prepares its job and the target
+// it runs on: for --sharded without reading the model (the workers read
+// their parts), else with the model read (its bytes hashed into h).
+func (r *runFlags) checkJob(ctx context.Context, start time.Time, fs *flag.FlagSet, f *solveFlags, pos []string, h io.Writer, con *cli.Console) (spec, launch.Target, error) {
+	var sp spec
+	var t launch.Target
+	var err error
 	if r.sharded {
-		sp, err := f.prepare(fs, "run", pos)
-		if err != nil {
-			return nil, err
+		if sp, err = f.prepare(fs, "run", pos); err != nil {
+			return nil, t, err
 		}
 		if sp.Settings.AnytimeOn {
 			if err := noSearchPhase(&sp.Settings, f.quiet, fs, "--sharded", "the coordinator does not hold the model that the search ships and re-scores against", con); err != nil {
-				return nil, err
+				return nil, t, err
 			}
 		}
-		sh := launch.Sharded{Path: pos[0]}
-		if err := sh.Check(sp, f.evidence != ""); err != nil {
-			return nil, inputError(err)
+		t = r.target(pos[0], *f, start, con)
+		if err := t.Sharded.Check(sp, f.evidence != ""); err != nil {
+			return nil, t, inputError(err)
 		}
-		return sp, r.check()
-	}
-	sp, err := f.load(ctx, start, fs, "run", pos, h, con)
-	if err != nil {
-		return nil, err
-	}
-	if sp.Settings.Exact {
-		if err := r.checkExact(); err != nil {
-			return nil, err
+	} else {
+		if sp, err = f.load(ctx, start, fs, "run", pos, h, con); err != nil {
+			return nil, t, err
 		}
-		return sp, r.check()
+		t = r.target(pos[0], *f, start, con)
+		if err := t.CheckMode(sp, "run"); err != nil {
+			return nil, t, inputError(err)
+		}
 	}
-	if err := sp.Distributable("run"); err != nil {
-		return nil, inputError(err)
+	if err := r.check(&t); err != nil {
+		return nil, t, err
 	}
-	if err := r.check(); err != nil {
-		return nil, err
-	}
-	if sp.Settings.AnytimeOn && r.raft.enabled() {
+	if sp.Settings.AnytimeOn && t.Raft != nil {
 		if err := noSearchPhase(&sp.Settings, f.quiet, fs, "--raft", "the search runs on one coordinator", con); err != nil {
-			return nil, err
+			return nil, t, err
 		}
 	}
-	return sp, nil
+	return sp, t, nil
 }
 
 // target is where run's job runs, from the flags: the job named by the
-// model file name, whose files hashed to hash.
-func (r *runFlags) target(name string, hash []byte, f solveFlags, start time.Time, con *cli.Console) launch.Target {
+// model file name (its Hash is set once the files are read).
+func (r *runFlags) target(name string, f solveFlags, start time.Time, con *cli.Console) launch.Target {
 	log := con.Logger()
-	t := launch.Target{Workers: r.workers, Job: r.job, Name: name, Hash: hash, Wait: r.wait, StepTimeout: r.stepTimeout, LostAfter: r.lostAfter,
+	t := launch.Target{Workers: r.workers, Job: r.job, Name: name, Wait: r.wait, StepTimeout: r.stepTimeout, LostAfter: r.lostAfter,
 		SpareWait: r.spareWait, Checkpoints: launch.Checkpoints{Every: r.ck.every, Interval: r.ck.interval, Dir: r.ck.dir, Resume: r.ck.resume},
 		Out: f.out, Assignment: f.json, Start: start, Logger: log}
 	if r.sharded {
@@ -322,14 +285,6 @@ func noSearchPhase(s *engine.Settings, quiet bool, fs *flag.FlagSet, what, why s
 	return nil
 }
 
-// printTraffic prints the coordinator's NATS traffic over n iterations.
-func printTraffic(con *cli.Console, in, out uint64, n int) {
-	per := (in + out) / uint64(n)
-	con.Close()
-	con.Print("traffic", fmt.Sprintf("traffic: %d bytes in, %d bytes out at the coordinator, %d bytes per iteration", in, out, per),
-		"bytes_in", in, "bytes_out", out, "bytes_per_iteration", per)
-}
-
 // redactedError prints err through redact (the NATS secrets and URL
 // passwords hidden); errors.As and Is see err.
 type redactedError struct {
@@ -339,34 +294,3 @@ type redactedError struct {
 
 func (e redactedError) Error() string { return e.redact(e.err.Error()) }
 func (e redactedError) Unwrap() error { return e.err }
-
-// checkExact rejects the flags of run that distributed branch and bound
-// does not take: it keeps no checkpoints, runs on one coordinator and
-// holds the whole model.
-func (r *runFlags) checkExact() error {
-	switch {
-	case r.sharded:
-		return usagef("run: --exact and --sharded: branch and bound ships the whole model to every worker")
-	case r.raft.enabled():
-		return usagef("run: --exact runs on one coordinator (no --raft)")
-	case r.ck.dir != "" || r.ck.resume:
-		return usagef("run: --exact keeps no checkpoints (--checkpoint-dir, --resume)")
-	}
-	return nil
-}
-
-// startMetrics starts the --metrics endpoint (natsflags.StartMetrics) and
-// returns the function that stops it; without --metrics it does nothing
-// (r.obs stays nil).
-func (r *runFlags) startMetrics(ctx context.Context, con *cli.Console) (stop func(), err error) {
-	if r.metrics == "" {
-		return func() {}, nil
-	}
-	m, stop, err := natsflags.StartMetrics(ctx, r.metrics, metrics.Coordinator, con.Print)
-	if err != nil {
-		return nil, flagsError(err)
-	}
-	m.SetLeader(true) // a Raft member says otherwise (Metrics.FollowRaft)
-	r.obs = m
-	return stop, nil
-}

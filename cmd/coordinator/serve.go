@@ -98,23 +98,17 @@ func cmdServe(ctx context.Context, args []string, con *cli.Console) (err error) 
 		return usagef("--listen %q: %v", sf.listen, err)
 	}
 	defer ln.Close()
-	tr, sealed, url, closeNATS, err := sf.r.nats.Dial(ctx, sf.r.listen, "coordinator-"+sf.r.job, &sf.r.key, log, sf.r.natsStarted(con))
-	if err != nil {
+	ns := sf.r.natsSession(sf.r.localWorkers("serve", sf.localWorks, 1, sf.quiet, con), con)
+	if err := ns.Open(ctx); err != nil {
 		return flagsError(err)
 	}
-	defer closeNATS()
+	defer ns.Close()
+	tr, sealed := ns.NATS, ns.Transport
 	pool, err := launch.WatchPool(sealed)
 	if err != nil {
 		return err
 	}
 	defer pool.Stop()
-	if sf.localWorks > 0 {
-		stop, err := sf.r.startLocal(url, "serve", sf.localWorks, 1, sf.quiet, con)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
 	svc, err := service.New(service.Options{
 		Dir: sf.dataDir, MaxJobs: sf.maxJobs, MaxUpload: sf.maxUpload, MaxLocal: sf.maxLocal, Logger: log,
 		Params: launch.Params(),

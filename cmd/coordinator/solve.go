@@ -177,8 +177,8 @@ func cmdSolve(ctx context.Context, args []string, stdout io.Writer, con *cli.Con
 	if err != nil {
 		return err
 	}
-	defer out.close()
-	o, err := launch.Run(ctx, j, launch.Target{Out: f.out}, launch.Hooks{Hooks: f.hooks(out.progress(), con)})
+	defer out.Close()
+	o, err := launch.Run(ctx, j, launch.Target{Out: f.out}, launch.Hooks{Hooks: f.hooks(out.Progress(), con)})
 	if err != nil {
 		return usageError{fmt.Errorf("%s: %w", pos[0], err)}
 	}
@@ -195,14 +195,29 @@ func cmdSolve(ctx context.Context, args []string, stdout io.Writer, con *cli.Con
 // report ends the trace, prints the final line, writes --out and the
 // --json result. The final status line goes to stderr also with --quiet
 // (which silences progress only); --json adds the result object on stdout.
-func report(o launch.Outcome, f solveFlags, out *runOutput, stdout io.Writer) error {
-	res := o.Result
-	if err := out.finish(res); err != nil {
+// A result recorded in the Raft log by a leader that died before printing
+// it says so; a sharded run logs its times and wrote its assignment to
+// --out as it came.
+func report(o launch.Outcome, f solveFlags, out *cli.Output, stdout io.Writer) error {
+	res, x := o.Result, o.Result.Assignment
+	if o.Recorded {
+		res, x = o.Report.Solver(), o.Report.Assignment
+	}
+	if err := out.Finish(res); err != nil {
 		return err
 	}
-	printResult(out.con, res)
-	if f.out != "" && res.Assignment != nil {
-		if err := launch.WriteMPE(f.out, res.Assignment); err != nil {
+	switch sj := o.Report.Sharded; {
+	case o.Recorded:
+		out.Console().Recorded(o.Report)
+	case sj != nil:
+		out.Console().Logger().Info("sharded run", "plan_seconds", sj.PlanSeconds, "setup_seconds", sj.SetupSeconds, "coordinator_peak_rss_mb", sj.CoordinatorRSSMB)
+		out.Console().Result(res)
+		x = nil // the assignment went to --out as it came
+	default:
+		out.Console().Result(res)
+	}
+	if f.out != "" && x != nil {
+		if err := launch.WriteMPE(f.out, x); err != nil {
 			return err
 		}
 	}
@@ -211,8 +226,6 @@ func report(o launch.Outcome, f solveFlags, out *runOutput, stdout io.Writer) er
 	}
 	return nil
 }
-
-func num(v float64) string { return cli.Num(v) }
 
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

@@ -1,8 +1,10 @@
 // Package natsflags holds the NATS connection flags that the coordinator
 // and the worker binaries share: their names, where secrets come from,
 // their mapping to transport.NATSOptions, the connection they make (sealed
-// with the job key, observed by the metrics), and the worker processes a
-// coordinator starts on this machine with them (StartWorkers).
+// with the job key, observed by the metrics), the worker processes a
+// coordinator starts on this machine with them (StartWorkers), and the
+// session that holds all of these for one command (Session: the metrics
+// endpoint, the connection, the local workers, released in order).
 //
 // A secret (the password, the token) comes from, in this order:
 //
