@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -103,28 +104,9 @@ func cmdTrain(ctx context.Context, args []string, stdout io.Writer, con *cli.Con
 	if len(pos) != 0 {
 		return usagef("train: unexpected argument %q", pos[0])
 	}
-	a, ok := learn.Lookup(*algo)
-	if !ok {
-		return usagef("train: --algo %q: want one of %s", *algo, learn.AlgorithmNames())
-	}
-	if a.Train == nil {
-		return usagef("train: --algo %s is not implemented yet", *algo)
-	}
-	if *data == "" {
-		return usagef("train: --data FILE is required")
-	}
-	if o.TimeLimit == 0 && o.MaxIter == 0 && o.Tol == 0 {
-		o.MaxIter = 50
-	}
-	if err := o.Validate(); err != nil {
-		return usagef("train: %v", err)
-	}
-	d, err := learn.ReadData(*data)
+	a, d, err := learn.PrepareTraining(*algo, *data, &o)
 	if err != nil {
-		return usagef("train: %v", err)
-	}
-	if err := learn.CheckData(d); err != nil {
-		return usagef("train: %s: %v", *data, err)
+		return learnError("train", err)
 	}
 	var tw *trace.Writer
 	if *traceFile != "" {
@@ -186,19 +168,9 @@ func cmdPredict(ctx context.Context, args []string, stdout io.Writer, con *cli.C
 	if len(pos) != 0 {
 		return usagef("predict: unexpected argument %q", pos[0])
 	}
-	if *weights == "" || *data == "" {
-		return usagef("predict: --weights FILE and --data FILE are required")
-	}
-	if *threads < 1 {
-		return usagef("predict: --threads %d: want >= 1", *threads)
-	}
-	w, err := learn.LoadWeights(*weights)
+	w, d, err := learn.PreparePrediction(*weights, *data, *threads)
 	if err != nil {
-		return usagef("predict: %v", err)
-	}
-	d, err := learn.ReadData(*data)
-	if err != nil {
-		return usagef("predict: %v", err)
+		return learnError("predict", err)
 	}
 	start := time.Now()
 	acc, err := learn.Predict(ctx, w, d, *threads)
@@ -214,4 +186,14 @@ func cmdPredict(ctx context.Context, args []string, stdout io.Writer, con *cli.C
 		return json.NewEncoder(stdout).Encode(acc)
 	}
 	return nil
+}
+
+// learnError is a usage error of command cmd from learn's checks, the
+// settings it names written as flags.
+func learnError(cmd string, err error) error {
+	var se *learn.SettingError
+	if errors.As(err, &se) {
+		return usagef("%s: %s", cmd, se.Named(func(s string) string { return "--" + s }))
+	}
+	return usagef("%s: %v", cmd, err)
 }
