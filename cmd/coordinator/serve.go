@@ -3,14 +3,13 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
-	"github.com/ddrun/ddrun/launch"
 	"log/slog"
 	"net"
 	"time"
 
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/internal/natsflags"
+	"github.com/ddrun/ddrun/launch"
 	"github.com/ddrun/ddrun/metrics"
 	"github.com/ddrun/ddrun/service"
 )
@@ -103,41 +102,18 @@ func cmdServe(ctx context.Context, args []string, con *cli.Console) (err error) 
 		return flagsError(err)
 	}
 	defer ns.Close()
-	tr, sealed := ns.NATS, ns.Transport
-	pool, err := launch.WatchPool(sealed)
-	if err != nil {
-		return err
-	}
-	defer pool.Stop()
-	svc, err := service.New(service.Options{
-		Dir: sf.dataDir, MaxJobs: sf.maxJobs, MaxUpload: sf.maxUpload, MaxLocal: sf.maxLocal, Logger: log,
-		Params: launch.Params(),
-		Runner: &launch.ServiceRunner{Transport: sealed, Wait: sf.wait, StepTimeout: sf.stepTimeout, Logger: log},
-		Ready: func() error {
-			if n := pool.Count(); n < sf.workersMin {
-				return fmt.Errorf("%d workers in the pool, --workers-min is %d", n, sf.workersMin)
-			}
-			return nil
-		},
-	})
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	seal, _ := sealed.(service.Sealer) // nil without --job-key
-	stopNATS, err := svc.ServeNATS(tr.Conn(), seal)
-	if err != nil {
-		return err
-	}
-	defer stopNATS()
-	// /metrics beside the API (service.Service.Serve).
 	met, err := metrics.New(metrics.Options{Role: metrics.Coordinator})
 	if err != nil {
 		return err
 	}
-	natsflags.Observe(met, tr)
-	con.Print("http", "http=http://"+ln.Addr().String(), "http", "http://"+ln.Addr().String())
-	if err := svc.Serve(ctx, ln, met); err != nil {
+	natsflags.Observe(met, ns.NATS)
+	url := "http://" + ln.Addr().String()
+	err = launch.Serve(ctx, ln, launch.ServeOptions{
+		Service: service.Options{Dir: sf.dataDir, MaxJobs: sf.maxJobs, MaxUpload: sf.maxUpload, MaxLocal: sf.maxLocal},
+		NATS:    ns.NATS, Transport: ns.Transport, WorkersMin: sf.workersMin, Wait: sf.wait, StepTimeout: sf.stepTimeout,
+		Logger: log, Metrics: met, Started: func() { con.Print("http", "http="+url, "http", url) },
+	})
+	if err != nil {
 		return err
 	}
 	log.Info("service stopping")
