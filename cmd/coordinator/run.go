@@ -205,12 +205,10 @@ func (r *runFlags) checkJob(ctx context.Context, start time.Time, fs *flag.FlagS
 		if sp, err = f.prepare(fs, "run", pos); err != nil {
 			return nil, t, err
 		}
-		if sp.Settings.AnytimeOn {
-			if err := noSearchPhase(&sp.Settings, f.quiet, fs, "--sharded", "the coordinator does not hold the model that the search ships and re-scores against", con); err != nil {
-				return nil, t, err
-			}
-		}
 		t = r.target(pos[0], *f, start, con)
+		if err := noSearchPhase(&sp.Settings, &t, f.quiet, fs, con); err != nil {
+			return nil, t, err
+		}
 		if err := t.Sharded.Check(sp, f.evidence != ""); err != nil {
 			return nil, t, inputError(err)
 		}
@@ -226,8 +224,8 @@ func (r *runFlags) checkJob(ctx context.Context, start time.Time, fs *flag.FlagS
 	if err := r.check(&t); err != nil {
 		return nil, t, err
 	}
-	if sp.Settings.AnytimeOn && t.Raft != nil {
-		if err := noSearchPhase(&sp.Settings, f.quiet, fs, "--raft", "the search runs on one coordinator", con); err != nil {
+	if t.Sharded == nil { // a sharded run's was settled before its checks
+		if err := noSearchPhase(&sp.Settings, &t, f.quiet, fs, con); err != nil {
 			return nil, t, err
 		}
 	}
@@ -271,10 +269,14 @@ func inputError(err error) error {
 	return err
 }
 
-// noSearchPhase handles an anytime run whose search phase cannot run
-// (under what, for why): an error when --anytime was asked for, else a
-// one-line note, and the relaxation runs alone.
-func noSearchPhase(s *engine.Settings, quiet bool, fs *flag.FlagSet, what, why string, con *cli.Console) error {
+// noSearchPhase handles an anytime run whose search phase cannot run on
+// t (launch's Target.NoSearch): an error when --anytime was asked for,
+// else a one-line note, and the relaxation runs alone.
+func noSearchPhase(s *engine.Settings, t *launch.Target, quiet bool, fs *flag.FlagSet, con *cli.Console) error {
+	what, why := t.NoSearch()
+	if !s.AnytimeOn || what == "" {
+		return nil
+	}
 	if cli.IsSet(fs, "anytime") {
 		return usagef("run: --anytime and %s: %s (run --time-limit without --anytime runs the relaxation alone there)", what, why)
 	}
