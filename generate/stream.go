@@ -1,6 +1,8 @@
 package generate
 
 import (
+	"fmt"
+
 	"math/rand/v2"
 
 	"github.com/ddrun/ddrun/model"
@@ -147,4 +149,27 @@ func (s *GridStream) Model() *model.Model {
 	})
 	m.Constant = s.Constant()
 	return m
+}
+
+// Family is the model of a named family as gen writes it, its options
+// validated: a grid family (potts, ising) as a stream, written in bounded
+// memory whatever its size; logic built whole (small by nature). The
+// other is nil.
+func Family(name string, grid GridOptions, logic LogicOptions) (*GridStream, *model.Model, error) {
+	switch name {
+	case "logic":
+		if err := logic.Validate(); err != nil {
+			return nil, nil, err
+		}
+		return nil, Logic(logic), nil
+	case "potts", "ising":
+		if err := grid.Validate(); err != nil {
+			return nil, nil, err
+		}
+		if name == "ising" {
+			return IsingStream(grid), nil, nil
+		}
+		return PottsStream(grid), nil, nil
+	}
+	return nil, nil, fmt.Errorf("unknown family %q (want potts, ising or logic)", name)
 }

@@ -70,23 +70,16 @@ func cmdGen(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 			return usagef("gen %s: --pair: %w", family, err)
 		}
 	}
-	if family == "logic" {
-		if err := logic.Validate(); err != nil {
-			return usagef("gen %s: %w", family, err)
-		}
-		m := generate.Logic(logic) // small by nature: built whole, then written
+	s, m, err := generate.Family(family, grid, logic)
+	if err != nil {
+		return usagef("gen %s: %w", family, err)
+	}
+	if m != nil {
 		if err := modelfile.SaveGenerated(ctx, *out, m); err != nil {
 			return fmt.Errorf("gen %s: %w", family, err)
 		}
 		printWrote(con, *out, m.NumVars(), len(m.Factors))
 		return nil
-	}
-	if err := grid.Validate(); err != nil {
-		return usagef("gen %s: %w", family, err)
-	}
-	s := generate.PottsStream(grid)
-	if family == "ising" {
-		s = generate.IsingStream(grid)
 	}
 	var progress func(done, total int64)
 	if !*quiet {
