@@ -381,3 +381,15 @@ func num(v float64) string {
 	}
 	return fmt.Sprintf("%.9g", v)
 }
+
+// OpenGapHint is what to tell a user whose run ended with status: when
+// the algorithm was chosen for them and its relaxation converged with the
+// gap open, that a time limit goes on (without one the anytime phases
+// could run for ever, so they are not the default then); else "".
+func (j *Job) OpenGapHint(status solver.Status) string {
+	s := j.Settings
+	if !s.Auto || s.AnytimeOn || s.Exact || status != solver.Converged {
+		return ""
+	}
+	return "the relaxation converged with the gap open: --time-limit T goes on with cycle constraints and branch and bound for T (anytime)"
+}

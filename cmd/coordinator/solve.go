@@ -182,12 +182,8 @@ func cmdSolve(ctx context.Context, args []string, stdout io.Writer, con *cli.Con
 	if err != nil {
 		return usageError{fmt.Errorf("%s: %w", pos[0], err)}
 	}
-	res := o.Result
-	if j.Settings.Auto && !j.Settings.AnytimeOn && !j.Settings.Exact && !f.quiet && res.Status == solver.Converged {
-		// The chosen relaxation stopped with the gap open: say what goes
-		// further (without a time limit the anytime phases could run for
-		// ever, so they are not the default then).
-		con.Print("hint", "the relaxation converged with the gap open: --time-limit T goes on with cycle constraints and branch and bound for T (anytime)")
+	if hint := j.OpenGapHint(o.Result.Status); hint != "" && !f.quiet {
+		con.Print("hint", hint)
 	}
 	return report(o, f, out, stdout)
 }
