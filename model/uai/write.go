@@ -38,10 +38,18 @@ func WriteFile(path string, m *model.Model) error {
 
 // writeFile creates the file at path and calls write with it, through gzip
 // when path ends in .gz. On failure it removes the partial file.
-func writeFile(path string, write func(io.Writer) error) (err error) {
+func writeFile(path string, write func(io.Writer) error) error {
+	return CreateFile("uai", path, write)
+}
+
+// CreateFile creates the file at path and calls write with it, through
+// gzip when path ends in .gz; on failure it removes the partial file. Its
+// errors start with format (the writer's name). The text formats' writers
+// (this package's, model/wcsp's) share it.
+func CreateFile(format, path string, write func(io.Writer) error) (err error) {
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("uai: %w", err)
+		return fmt.Errorf("%s: %w", format, err)
 	}
 	var w io.Writer = f
 	var zw *gzip.Writer
@@ -60,7 +68,7 @@ func writeFile(path string, write func(io.Writer) error) (err error) {
 	}
 	if err != nil {
 		os.Remove(path)
-		return fmt.Errorf("uai: write %s: %w", path, err)
+		return fmt.Errorf("%s: write %s: %w", format, path, err)
 	}
 	return nil
 }

@@ -2,15 +2,14 @@ package wcsp
 
 import (
 	"bufio"
-	"compress/gzip"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/uai"
 )
 
 // Write writes m to w as a WCSP file named name (the header's problem name).
@@ -34,32 +33,9 @@ func Write(w io.Writer, m *model.Model, name string) error {
 
 // WriteFile writes m to the file at path, gzip-compressed when path ends in
 // .gz; on failure it removes the partial file.
-func WriteFile(path string, m *model.Model) (err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("wcsp: %w", err)
-	}
-	var out io.Writer = f
-	var zw *gzip.Writer
-	if strings.HasSuffix(strings.ToLower(path), ".gz") {
-		zw = gzip.NewWriter(f)
-		out = zw
-	}
+func WriteFile(path string, m *model.Model) error {
 	base := path[strings.LastIndexAny(path, `/\`)+1:]
-	err = write(out, m, strings.SplitN(base, ".", 2)[0])
-	if zw != nil {
-		if cerr := zw.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
-		return fmt.Errorf("wcsp: write %s: %w", path, err)
-	}
-	return nil
+	return uai.CreateFile("wcsp", path, func(w io.Writer) error { return write(w, m, strings.SplitN(base, ".", 2)[0]) })
 }
 
 // outFunc is one cost function of the output: integer costs over vars (a
