@@ -1,15 +1,10 @@
 package consensus
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,65 +14,20 @@ import (
 	"github.com/ddrun/ddrun/solver"
 )
 
-type knownOptimum struct {
-	file      string
-	bestKnown float64
-	proven    bool
-}
-
-func readOptima(t *testing.T) []knownOptimum {
-	f, err := os.Open(filepath.Join(instances.Require(t), "OPTIMA.tsv"))
-	if err != nil {
-		t.Skipf("real instances absent: %v", err)
-	}
-	defer f.Close()
-	var out []knownOptimum
-	sc := bufio.NewScanner(f)
-	for first := true; sc.Scan(); first = false {
-		cols := strings.Split(sc.Text(), "\t")
-		if first || len(cols) < 5 {
-			continue
-		}
-		v, err := strconv.ParseFloat(cols[3], 64)
-		if err != nil {
-			t.Fatalf("OPTIMA.tsv: %q: %v", sc.Text(), err)
-		}
-		out = append(out, knownOptimum{file: cols[0], bestKnown: v, proven: cols[4] == "yes"})
-	}
-	return out
-}
-
-// readInstance reads the UAI model at path and its evidence, when there is
-// a .evid file beside it.
-func readInstance(t *testing.T, path string) (*model.Model, model.Evidence) {
-	t.Helper()
-	m, err := uai.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ev model.Evidence
-	if _, err := os.Stat(path + ".evid"); err == nil {
-		if ev, err = uai.ReadEvidenceFile(path+".evid", m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return m, ev
-}
-
 // checkBestKnown checks a run on instance o: its dual bounds the best known
 // score, its primal is its assignment's score and, when o is proven
 // optimal, not above it.
-func checkBestKnown(t *testing.T, o knownOptimum, m *model.Model, res solver.Result) {
+func checkBestKnown(t *testing.T, o instances.Optimum, m *model.Model, res solver.Result) {
 	t.Helper()
-	tol := 1e-6 * math.Max(1, math.Abs(o.bestKnown))
-	if res.Dual < o.bestKnown-tol {
-		t.Errorf("dual %.9f below the best known score %.9f", res.Dual, o.bestKnown)
+	tol := 1e-6 * math.Max(1, math.Abs(o.Best))
+	if res.Dual < o.Best-tol {
+		t.Errorf("dual %.9f below the best known score %.9f", res.Dual, o.Best)
 	}
 	if res.Assignment != nil && m.Score(res.Assignment) != res.Primal {
 		t.Errorf("primal %.12g, assignment scores %.12g", res.Primal, m.Score(res.Assignment))
 	}
-	if o.proven && res.Primal > o.bestKnown+tol {
-		t.Errorf("primal %.9f above the proven optimum %.9f", res.Primal, o.bestKnown)
+	if o.Proven && res.Primal > o.Best+tol {
+		t.Errorf("primal %.9f above the proven optimum %.9f", res.Primal, o.Best)
 	}
 }
 
@@ -99,14 +49,14 @@ var lpTight = map[string]bool{
 // score, the primal is the exact score of the reported assignment with the
 // evidence respected, and on LP-tight instances the optimum is found.
 func TestRealInstances(t *testing.T) {
-	optima := readOptima(t)
+	optima := instances.Optima(t)
 	limit := 5 * time.Second
 	if testing.Short() {
 		limit = time.Second
 	}
 	for _, o := range optima {
-		t.Run(o.file, func(t *testing.T) {
-			m, ev := readInstance(t, filepath.Join(instances.Require(t), o.file))
+		t.Run(o.File, func(t *testing.T) {
+			m, ev := instances.Load(t, o.File)
 			opts := DefaultOptions()
 			opts.MaxIter = 3000
 			opts.TimeLimit = limit
@@ -123,11 +73,11 @@ func TestRealInstances(t *testing.T) {
 					}
 				}
 			}
-			if lpTight[o.file] && (res.Assignment == nil || math.Abs(res.Primal-o.bestKnown) > 1e-4*math.Max(1, math.Abs(o.bestKnown))) {
-				t.Errorf("LP-tight instance: primal %.9f, optimum %.9f (%s)", res.Primal, o.bestKnown, res.Status)
+			if lpTight[o.File] && (res.Assignment == nil || math.Abs(res.Primal-o.Best) > 1e-4*math.Max(1, math.Abs(o.Best))) {
+				t.Errorf("LP-tight instance: primal %.9f, optimum %.9f (%s)", res.Primal, o.Best, res.Status)
 			}
 			t.Logf("%s after %d iterations, %.2fs: dual %.6f primal %.6f best known %.6f",
-				res.Status, res.Iterations, res.Elapsed.Seconds(), res.Dual, res.Primal, o.bestKnown)
+				res.Status, res.Iterations, res.Elapsed.Seconds(), res.Dual, res.Primal, o.Best)
 		})
 	}
 }
@@ -135,9 +85,9 @@ func TestRealInstances(t *testing.T) {
 // Coarse slaves on the real instances that are pairwise: the bound stays
 // valid and the primal honest with chains and trees, under both algorithms.
 func TestRealInstancesCoarseSlaves(t *testing.T) {
-	optima := readOptima(t)
+	optima := instances.Optima(t)
 	for _, o := range optima {
-		m, ev := readInstance(t, filepath.Join(instances.Require(t), o.file))
+		m, ev := instances.Load(t, o.File)
 		pairwise := true
 		for a := range m.Factors {
 			pairwise = pairwise && len(m.Factors[a].Vars) <= 2
@@ -147,7 +97,7 @@ func TestRealInstancesCoarseSlaves(t *testing.T) {
 		}
 		for _, algo := range []Algo{ADMM, Subgradient} {
 			for _, d := range []Decomposition{Chains, Trees} {
-				t.Run(fmt.Sprintf("%s/%s/%s", o.file, algo, d), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s/%s/%s", o.File, algo, d), func(t *testing.T) {
 					opts := algoOptions(algo, d)
 					opts.MaxIter = 300
 					opts.TimeLimit = 500 * time.Millisecond
@@ -157,7 +107,7 @@ func TestRealInstancesCoarseSlaves(t *testing.T) {
 						t.Fatal(err)
 					}
 					checkBestKnown(t, o, m, res)
-					t.Logf("%s after %d iterations: dual %.6f primal %.6f best known %.6f", res.Status, res.Iterations, res.Dual, res.Primal, o.bestKnown)
+					t.Logf("%s after %d iterations: dual %.6f primal %.6f best known %.6f", res.Status, res.Iterations, res.Dual, res.Primal, o.Best)
 				})
 			}
 		}

@@ -1,73 +1,14 @@
 package elim
 
 import (
-	"bufio"
 	"context"
 	"math"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/ddrun/ddrun/internal/instances"
-	"github.com/ddrun/ddrun/model"
-	"github.com/ddrun/ddrun/model/modelfile"
 	"github.com/ddrun/ddrun/solver"
 )
-
-// optimum is a row of the instances' OPTIMA.tsv.
-type optimum struct {
-	file   string
-	vars   int
-	best   float64
-	proven bool
-	upper  float64
-}
-
-func optima(t *testing.T) []optimum {
-	dir := instances.Require(t)
-	f, err := os.Open(filepath.Join(dir, "OPTIMA.tsv"))
-	if err != nil {
-		t.Skipf("no OPTIMA.tsv: %v", err)
-	}
-	defer f.Close()
-	var out []optimum
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fs := strings.Split(sc.Text(), "\t")
-		if len(fs) < 6 || fs[0] == "file" {
-			continue
-		}
-		o := optimum{file: fs[0], proven: fs[4] == "yes"}
-		o.vars, _ = strconv.Atoi(fs[1])
-		if o.best, err = strconv.ParseFloat(fs[3], 64); err != nil {
-			t.Fatalf("OPTIMA.tsv %s: %v", fs[0], err)
-		}
-		if o.upper, err = strconv.ParseFloat(fs[5], 64); err != nil {
-			t.Fatalf("OPTIMA.tsv %s: %v", fs[0], err)
-		}
-		out = append(out, o)
-	}
-	return out
-}
-
-func load(t testing.TB, rel string) (*model.Model, model.Evidence) {
-	t.Helper()
-	path := instances.Path(t, rel)
-	m, err := modelfile.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ev model.Evidence
-	if _, err := os.Stat(path + ".evid"); err == nil {
-		if ev, err = modelfile.LoadEvidenceTee(path+".evid", m, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return m, ev
-}
 
 // The real instances whose exact elimination fits a test's budget are
 // certified at their proven optimum.
@@ -77,14 +18,14 @@ func TestInstancesExact(t *testing.T) {
 		budget = 16 << 20
 	}
 	certified := 0
-	for _, o := range optima(t) {
-		m, ev := load(t, o.file)
+	for _, o := range instances.Optima(t) {
+		m, ev := instances.Load(t, o.File)
 		e, err := EstimateOf(context.Background(), m, ev, budget)
 		if err != nil {
-			t.Fatalf("%s: %v", o.file, err)
+			t.Fatalf("%s: %v", o.File, err)
 		}
 		if !e.Fits || e.Work > 2e9 {
-			t.Logf("%s: skipped, %s", o.file, e)
+			t.Logf("%s: skipped, %s", o.File, e)
 			continue
 		}
 		opts := DefaultOptions()
@@ -92,19 +33,19 @@ func TestInstancesExact(t *testing.T) {
 		start := time.Now()
 		res, err := Solve(context.Background(), m, ev, opts, nil)
 		if err != nil {
-			t.Fatalf("%s: %v", o.file, err)
+			t.Fatalf("%s: %v", o.File, err)
 		}
 		if res.Status != solver.Optimal || res.Primal != m.Score(res.Assignment) || res.Dual != res.Primal {
-			t.Fatalf("%s: status %s primal %v dual %v", o.file, res.Status, res.Primal, res.Dual)
+			t.Fatalf("%s: status %s primal %v dual %v", o.File, res.Status, res.Primal, res.Dual)
 		}
-		if o.proven && math.Abs(res.Primal-o.best) > 1e-6*math.Max(1, math.Abs(o.best)) {
-			t.Fatalf("%s: certified %v, proven optimum %v", o.file, res.Primal, o.best)
+		if o.Proven && math.Abs(res.Primal-o.Best) > 1e-6*math.Max(1, math.Abs(o.Best)) {
+			t.Fatalf("%s: certified %v, proven optimum %v", o.File, res.Primal, o.Best)
 		}
-		if !o.proven && (res.Primal < o.best-1e-6*math.Max(1, math.Abs(o.best)) || res.Primal > o.upper+1e-6) {
-			t.Fatalf("%s: certified %v outside [best known %v, upper bound %v]", o.file, res.Primal, o.best, o.upper)
+		if !o.Proven && (res.Primal < o.Best-1e-6*math.Max(1, math.Abs(o.Best)) || res.Primal > o.Upper+1e-6) {
+			t.Fatalf("%s: certified %v outside [best known %v, upper bound %v]", o.File, res.Primal, o.Best, o.Upper)
 		}
 		certified++
-		t.Logf("%s: %v in %v (%s)", o.file, res.Primal, time.Since(start).Round(time.Millisecond), e)
+		t.Logf("%s: %v in %v (%s)", o.File, res.Primal, time.Since(start).Round(time.Millisecond), e)
 	}
 	if certified == 0 {
 		t.Fatal("no instance certified")
@@ -118,7 +59,7 @@ func TestInstancesSearch(t *testing.T) {
 		t.Skip("a few seconds")
 	}
 	const best = -143.662079668 // OPTIMA.tsv, proven
-	m, ev := load(t, "pedigree/linkage_16.uai")
+	m, ev := instances.Load(t, "pedigree/linkage_16.uai")
 	o := DefaultOptions()
 	o.Search, o.Memory, o.TimeLimit = true, 256<<20, 60*time.Second
 	res, st, err := SolveStats(context.Background(), m, ev, o, nil)

@@ -2,32 +2,11 @@ package primal
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/ddrun/ddrun/internal/instances"
-	"github.com/ddrun/ddrun/model"
-	"github.com/ddrun/ddrun/model/modelfile"
 )
-
-// loadInstance reads a real instance and its evidence (skipping when
-// absent).
-func loadInstance(t testing.TB, rel string) (*model.Model, model.Evidence) {
-	t.Helper()
-	path := instances.Path(t, rel)
-	m, err := modelfile.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ev model.Evidence
-	if _, err := os.Stat(path + ".evid"); err == nil {
-		if ev, err = modelfile.LoadEvidenceTee(path+".evid", m, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return m, ev
-}
 
 // The pedigree and linkage models (deterministic CPTs: mostly zeros) get a
 // feasible assignment, never above the best known score.
@@ -36,7 +15,7 @@ func TestPedigreeFeasible(t *testing.T) {
 		file string
 		best float64 // OPTIMA.tsv's best_known (proven)
 	}{{"pedigree/Pedigree_11.uai", -65.744317240}, {"pedigree/linkage_16.uai", -143.662079668}} {
-		m, ev := loadInstance(t, c.file)
+		m, ev := instances.Load(t, c.file)
 		start := time.Now()
 		r := NewSearcher(m).Run(context.Background(), nil, Options{Evidence: ev, Neighbourhoods: 200, TimeLimit: 5 * time.Second})
 		if !r.OK {
