@@ -10,7 +10,6 @@ import (
 
 	"github.com/ddrun/ddrun/internal/instances"
 	"github.com/ddrun/ddrun/model"
-	"github.com/ddrun/ddrun/model/uai"
 	"github.com/ddrun/ddrun/solver"
 )
 
@@ -122,15 +121,7 @@ func TestPedigreeFeasiblePrimal(t *testing.T) {
 		file string
 		best float64
 	}{{"pedigree/Pedigree_11.uai", -65.744317240}, {"pedigree/linkage_16.uai", -143.662079668}} {
-		path := instances.Path(t, c.file)
-		m, err := uai.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ev, err := uai.ReadEvidenceFile(path+".evid", m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m, ev := instances.Load(t, c.file)
 		for _, algo := range []Algo{ADMM, Subgradient} {
 			var first []int
 			for _, threads := range []int{1, 2} {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/ddrun/ddrun/internal/instances"
 	"github.com/ddrun/ddrun/model"
-	"github.com/ddrun/ddrun/model/uai"
 	"github.com/ddrun/ddrun/solver"
 )
 
@@ -16,15 +15,7 @@ import (
 // exact score of its assignment, under the evidence and not above the
 // proven optimum.
 func TestExactRootIncumbentPedigree(t *testing.T) {
-	path := instances.Path(t, "pedigree/Pedigree_11.uai")
-	m, err := uai.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev, err := uai.ReadEvidenceFile(path+".evid", m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, ev := instances.Load(t, "pedigree/Pedigree_11.uai")
 	dualOnly := func(ctx context.Context, m *model.Model, ev model.Evidence) (solver.Result, error) {
 		return solver.Result{Dual: math.Inf(1), Primal: math.Inf(-1)}, nil
 	}
