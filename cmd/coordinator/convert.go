@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/internal/cli"
+	"github.com/ddrun/ddrun/launch"
 	"github.com/ddrun/ddrun/model/modelfile"
 )
 
@@ -19,6 +20,7 @@ func cmdConvert(ctx context.Context, args []string, con *cli.Console) error {
 	fs := flagSet("convert")
 	maxEntries := fs.Int("max-entries", modelfile.DefaultMaxEntries, "most table entries the input may declare in all, and, on its own, most variable states")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	order := fs.String("order", "file", "to .ddx: the factors' order, file (as read) or bfs (breadth-first: a small boundary for sharded runs of models not written in a local order)")
 	keepUnary := fs.Bool("keep-unary-factors", false, "to .ddx: write factors over 0 or 1 variables as factors; by default they are folded into the constant and the unaries (a UAI file's unary tables become unaries), unless a sum would be +Inf")
 	pos, err := parseFlags(fs, args, con)
 	if err != nil {
@@ -32,10 +34,8 @@ func cmdConvert(ctx context.Context, args []string, con *cli.Console) error {
 		return usagef("convert: --max-entries: %d < 1", *maxEntries)
 	}
 	in, out := pos[0], pos[1]
-	for _, p := range pos {
-		if modelfile.FormatOf(p) == modelfile.Unknown {
-			return usagef("convert: %s: unknown model format (want .uai, .LG, .json, .msgpack, .mp or .wcsp, each also .gz or .xz, or .ddx)", p)
-		}
+	if *order != "file" && *order != "bfs" {
+		return usagef("convert: --order %q: want file or bfs", *order)
 	}
 	if in == out {
 		return usagef("convert: IN and OUT are the same file")
@@ -59,7 +59,7 @@ func cmdConvert(ctx context.Context, args []string, con *cli.Console) error {
 			}
 		})()
 	}
-	if err := modelfile.Convert(ctx, in, out, opts); err != nil {
+	if err := launch.Convert(ctx, in, out, opts, *order == "bfs"); err != nil {
 		return usageError{fmt.Errorf("convert: %w", err)}
 	}
 	if !*quiet {
