@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/internal/instances"
+	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
 )
@@ -55,7 +56,7 @@ func TestRealInstances(t *testing.T) {
 	}
 	for _, o := range optima {
 		t.Run(o.File, func(t *testing.T) {
-			m, ev := instances.Load(t, o.File)
+			m, ev := oracle.Instance(t, o.File)
 			opts := DefaultOptions()
 			opts.MaxIter = 3000
 			opts.TimeLimit = limit
@@ -86,7 +87,7 @@ func TestRealInstances(t *testing.T) {
 func TestRealInstancesCoarseSlaves(t *testing.T) {
 	optima := instances.Optima(t)
 	for _, o := range optima {
-		m, ev := instances.Load(t, o.File)
+		m, ev := oracle.Instance(t, o.File)
 		pairwise := true
 		for a := range m.Factors {
 			pairwise = pairwise && len(m.Factors[a].Vars) <= 2
@@ -121,7 +122,7 @@ func TestPedigreeFeasiblePrimal(t *testing.T) {
 		file string
 		best float64
 	}{{"pedigree/Pedigree_11.uai", -65.744317240}, {"pedigree/linkage_16.uai", -143.662079668}} {
-		m, ev := instances.Load(t, c.file)
+		m, ev := oracle.Instance(t, c.file)
 		for _, algo := range []Algo{ADMM, Subgradient} {
 			var first []int
 			for _, threads := range []int{1, 2} {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/internal/instances"
+	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/solver"
 )
 
@@ -19,7 +20,7 @@ func TestInstancesExact(t *testing.T) {
 	}
 	certified := 0
 	for _, o := range instances.Optima(t) {
-		m, ev := instances.Load(t, o.File)
+		m, ev := oracle.Instance(t, o.File)
 		e, err := EstimateOf(context.Background(), m, ev, budget)
 		if err != nil {
 			t.Fatalf("%s: %v", o.File, err)
@@ -59,7 +60,7 @@ func TestInstancesSearch(t *testing.T) {
 		t.Skip("a few seconds")
 	}
 	const best = -143.662079668 // OPTIMA.tsv, proven
-	m, ev := instances.Load(t, "pedigree/linkage_16.uai")
+	m, ev := oracle.Instance(t, "pedigree/linkage_16.uai")
 	o := DefaultOptions()
 	o.Search, o.Memory, o.TimeLimit = true, 256<<20, 60*time.Second
 	res, st, err := SolveStats(context.Background(), m, ev, o, nil)

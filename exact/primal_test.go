@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/ddrun/ddrun/internal/instances"
+	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
 )
@@ -15,7 +15,7 @@ import (
 // exact score of its assignment, under the evidence and not above the
 // proven optimum.
 func TestExactRootIncumbentPedigree(t *testing.T) {
-	m, ev := instances.Load(t, "pedigree/Pedigree_11.uai")
+	m, ev := oracle.Instance(t, "pedigree/Pedigree_11.uai")
 	dualOnly := func(ctx context.Context, m *model.Model, ev model.Evidence) (solver.Result, error) {
 		return solver.Result{Dual: math.Inf(1), Primal: math.Inf(-1)}, nil
 	}

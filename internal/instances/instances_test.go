@@ -52,9 +52,8 @@ func TestDirDefaultsBesideTheCheckout(t *testing.T) {
 	}
 }
 
-// Optima parses OPTIMA.tsv's columns, and Load reads a model with the
-// evidence beside it.
-func TestOptimaAndLoad(t *testing.T) {
+// Optima parses OPTIMA.tsv's columns.
+func TestOptima(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv(Env, dir)
 	tsv := "file\tvariables\tmax_domain\tbest_known\tproven\tupper_bound\tsource\n" +
@@ -66,16 +65,5 @@ func TestOptimaAndLoad(t *testing.T) {
 	if len(got) != 2 || got[0] != (Optimum{File: "a.uai", Vars: 2, Best: -1.5, Proven: true, Upper: -1.5}) ||
 		got[1].File != "b.uai" || got[1].Proven || got[1].Vars != 3 || !math.IsInf(got[1].Upper, 1) {
 		t.Fatalf("Optima = %+v", got)
-	}
-	uai := "MARKOV\n2\n2 2\n1\n2 0 1\n4\n1 2 3 4\n"
-	if err := os.WriteFile(filepath.Join(dir, "a.uai"), []byte(uai), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "a.uai.evid"), []byte("1 1 0\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	m, ev := Load(t, "a.uai")
-	if m.NumVars() != 2 || len(ev) != 1 || ev[1] != 0 {
-		t.Fatalf("Load: %d variables, evidence %v", m.NumVars(), ev)
 	}
 }

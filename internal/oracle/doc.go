@@ -3,8 +3,9 @@
 // local-polytope LP relaxation solved with a general-purpose simplex
 // ([LocalPolytopeLP]), the optimum of the local polytope cut by the SOC
 // clique constraints of every triangle ([LocalSOC], by tangent-plane cuts
-// on the same simplex), and a generator of random tiny models
-// ([RandomTinyModel]) to feed both.
+// on the same simplex), a generator of random tiny models
+// ([RandomTinyModel]) to feed both, and the real instances with their
+// evidence ([Instance]; their optima are internal/instances.Optima).
 //
 // The references share no code with the solver: they read the model only
 // through package model's definitions (Score, FactorScore, LogicSatisfied), so

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/ddrun/ddrun/internal/instances"
+	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
 )
 
@@ -43,7 +43,7 @@ func BenchmarkPropagate(b *testing.B) {
 // BenchmarkAssignUndo is one assignment with its propagation and undo, on
 // the Pedigree_11 model (skipped when the instances are absent).
 func BenchmarkAssignUndo(b *testing.B) {
-	m, _ := instances.Load(b, "pedigree/Pedigree_11.uai")
+	m, _ := oracle.Instance(b, "pedigree/Pedigree_11.uai")
 	p := NewPropagator(m)
 	p.Reset()
 	var vars []int
@@ -71,7 +71,7 @@ func BenchmarkAssignUndo(b *testing.B) {
 // BenchmarkSearchPedigree is the construction alone, then with 100
 // neighbourhoods, on Pedigree_11 under its evidence.
 func BenchmarkSearchPedigree(b *testing.B) {
-	m, ev := instances.Load(b, "pedigree/Pedigree_11.uai")
+	m, ev := oracle.Instance(b, "pedigree/Pedigree_11.uai")
 	s := NewSearcher(m)
 	for _, c := range []struct {
 		name string

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ddrun/ddrun/internal/instances"
+	"github.com/ddrun/ddrun/internal/oracle"
 )
 
 // The pedigree and linkage models (deterministic CPTs: mostly zeros) get a
@@ -15,7 +15,7 @@ func TestPedigreeFeasible(t *testing.T) {
 		file string
 		best float64 // OPTIMA.tsv's best_known (proven)
 	}{{"pedigree/Pedigree_11.uai", -65.744317240}, {"pedigree/linkage_16.uai", -143.662079668}} {
-		m, ev := instances.Load(t, c.file)
+		m, ev := oracle.Instance(t, c.file)
 		start := time.Now()
 		r := NewSearcher(m).Run(context.Background(), nil, Options{Evidence: ev, Neighbourhoods: 200, TimeLimit: 5 * time.Second})
 		if !r.OK {

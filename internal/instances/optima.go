@@ -7,29 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/ddrun/ddrun/model"
-	"github.com/ddrun/ddrun/model/uai"
 )
-
-// Load reads the instance at rel (a UAI file, see Path) and its evidence,
-// when a .evid file lies beside it; it fails the test on a read error and
-// skips it when the instance is absent.
-func Load(t testing.TB, rel string) (*model.Model, model.Evidence) {
-	t.Helper()
-	path := Path(t, rel)
-	m, err := uai.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ev model.Evidence
-	if _, err := os.Stat(path + ".evid"); err == nil {
-		if ev, err = uai.ReadEvidenceFile(path+".evid", m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return m, ev
-}
 
 // Optimum is a row of the folder's OPTIMA.tsv: a model (File, relative
 // to the folder, in slash form), its number of variables, the best known

@@ -1,0 +1,30 @@
+package oracle
+
+import (
+	"os"
+	"testing"
+
+	"github.com/ddrun/ddrun/internal/instances"
+	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/uai"
+)
+
+// Instance reads the real instance at rel (a UAI file, see
+// instances.Path) and its evidence,
+// when a .evid file lies beside it; it fails the test on a read error and
+// skips it when the instance is absent.
+func Instance(t testing.TB, rel string) (*model.Model, model.Evidence) {
+	t.Helper()
+	path := instances.Path(t, rel)
+	m, err := uai.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev model.Evidence
+	if _, err := os.Stat(path + ".evid"); err == nil {
+		if ev, err = uai.ReadEvidenceFile(path+".evid", m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m, ev
+}
