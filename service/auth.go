@@ -99,6 +99,9 @@ func bearer(r *http.Request) []byte {
 	return nil
 }
 
+// maxRefusedBody is how much of a refused request's body is read.
+const maxRefusedBody = 1 << 20
+
 // clientKey carries the authenticated client's name in a request's
 // context.
 type clientKey struct{}
@@ -111,6 +114,10 @@ func (s *Service) RequireToken(h http.Handler) http.Handler {
 		client, err := s.authorize(bearer(r))
 		if err != nil {
 			s.log.Warn("API request refused: no valid token", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+			// A small body is read (and dropped) so that a client still
+			// sending it gets the 401 rather than a reset connection; a
+			// stranger's large one is not.
+			_, _ = io.CopyN(io.Discard, r.Body, maxRefusedBody)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="ddrun"`)
 			writeError(w, err)
 			return

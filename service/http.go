@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 )
@@ -133,12 +134,16 @@ func sniff(b []byte) string {
 
 func (s *Service) httpSubmit(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	body := bufio.NewReader(http.MaxBytesReader(w, r.Body, s.opts.MaxUpload))
+	// A submission refused before its body is read (a bad parameter)
+	// reads the rest, within the upload bound, so that the client,
+	// still sending, gets its answer rather than a reset connection.
+	defer io.Copy(io.Discard, body)
 	params, err := ParseParams(q, s.opts.Params)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	body := bufio.NewReader(http.MaxBytesReader(w, r.Body, s.opts.MaxUpload))
 	format := q.Get("format")
 	if format == "" {
 		ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
