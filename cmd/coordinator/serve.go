@@ -27,6 +27,7 @@ func (s *serveFlags) register(fs *flag.FlagSet) {
 	fs.Var(cli.Duration(&s.wait, 10*time.Minute), "wait", "how long a distributed job waits for its workers to be free before it fails")
 	fs.Var(cli.Duration(&s.stepTimeout, 5*time.Minute), "step-timeout", "how long a distributed job waits for the workers' answers to one iteration")
 	s.r.nats.Register(fs)
+	s.r.nats.RegisterRetry(fs, 10*time.Second)
 	s.r.key.Register(fs)
 	fs.StringVar(&s.r.listen, "nats-listen", "127.0.0.1:0", "`ADDR` of the embedded NATS server when --nats is not given")
 }
