@@ -9,9 +9,9 @@ Standard library only::
 
 Every request carries an API token (``Authorization: Bearer``), the first
 found of: ``token=``, ``token_file=``, ``$DDRUN_API_TOKEN``,
-``$DDRUN_API_TOKEN_FILE``, and the token ``coordinator serve`` generates
-for its user (``$XDG_STATE_HOME/ddrun/api-token`` or
-``~/.local/state/ddrun/api-token``). For an ``https://`` service whose
+``$DDRUN_API_TOKEN_FILE``, and, for a service on this machine (a loopback
+URL) only, the token ``coordinator serve`` generates for its user
+(``$XDG_STATE_HOME/ddrun/api-token`` or ``~/.local/state/ddrun/api-token``). For an ``https://`` service whose
 certificate is not signed by a system CA, give the CA's PEM file as
 ``ca_file=`` or ``$DDRUN_CA_FILE``.
 
@@ -107,7 +107,12 @@ def _default_token_file():
     return os.path.join(state, "ddrun", "api-token")
 
 
-def _find_token(token, token_file):
+def _is_loopback(url):
+    host = urllib.parse.urlsplit(url).hostname or ""
+    return host == "localhost" or host == "::1" or host.startswith("127.")
+
+
+def _find_token(url, token, token_file):
     if token:
         return token
     if token_file:
@@ -117,7 +122,8 @@ def _find_token(token, token_file):
     if os.environ.get("DDRUN_API_TOKEN_FILE"):
         return _read_token(os.environ["DDRUN_API_TOKEN_FILE"])
     path = _default_token_file()
-    if os.path.exists(path):
+    # The generated token is the local service's: never sent elsewhere.
+    if _is_loopback(url) and os.path.exists(path):
         return _read_token(path)
     return None
 
@@ -130,7 +136,7 @@ class Client:
     def __init__(self, url, timeout=60.0, token=None, token_file=None, ca_file=None):
         self.url = url.rstrip("/")
         self.timeout = timeout
-        self._token = _find_token(token, token_file)
+        self._token = _find_token(self.url, token, token_file)
         ca_file = ca_file or os.environ.get("DDRUN_CA_FILE") or None
         self._ssl = ssl.create_default_context(cafile=ca_file) if ca_file else None
 

@@ -147,11 +147,14 @@ class TokenFileTest(unittest.TestCase):
                 self.assertEqual(ddrun.Client("http://x", token_file=path)._token, "alice-token-0123456789")
                 self.assertEqual(ddrun.Client("http://x", token="t-0123456789abcdef", token_file=path)._token,
                                  "t-0123456789abcdef")
-                self.assertIsNone(ddrun.Client("http://x")._token)
+                self.assertIsNone(ddrun.Client("http://127.0.0.1:8080")._token)
                 os.makedirs(os.path.join(d, "ddrun"))
                 with open(os.path.join(d, "ddrun", "api-token"), "w") as f:
                     f.write("generated-0123456789abcdef\n")
-                self.assertEqual(ddrun.Client("http://x")._token, "generated-0123456789abcdef")
+                for url in ("http://127.0.0.1:8080", "https://localhost:1", "http://[::1]:8080/"):
+                    self.assertEqual(ddrun.Client(url)._token, "generated-0123456789abcdef", url)
+                # The local service's token is not sent to another host.
+                self.assertIsNone(ddrun.Client("https://ddrun.example:8443")._token)
                 os.environ["DDRUN_API_TOKEN_FILE"] = path
                 self.assertEqual(ddrun.Client("http://x")._token, "alice-token-0123456789")
                 os.environ["DDRUN_API_TOKEN"] = "env-0123456789abcdef"
