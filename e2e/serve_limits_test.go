@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -97,4 +101,33 @@ func TestServeLimits(t *testing.T) {
 	start := time.Now()
 	s.stop(t)
 	t.Logf("stopped %v after SIGTERM", time.Since(start))
+}
+
+// Without --data-dir, serve keeps its jobs and its generated token under
+// the user's state directory ($XDG_STATE_HOME/ddrun), says so on stderr,
+// and writes nothing into the directory it was started from.
+func TestServeDefaultDataDir(t *testing.T) {
+	coord, _ := binaries(t)
+	state, cwd := t.TempDir(), t.TempDir()
+	cmd := exec.Command(coord, "serve", "--listen", "127.0.0.1:0")
+	cmd.Dir = cwd
+	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "DDRUN_") }), "XDG_STATE_HOME="+state)
+	p := startCmd(t, "serve", cmd)
+	want := filepath.Join(state, "ddrun")
+	waitLine(t, p, "data="+want, 30*time.Second)
+	waitLine(t, p, "token="+filepath.Join(want, "api-token"), 5*time.Second)
+	waitLine(t, p, "http=http://127.0.0.1:", 5*time.Second)
+	if fi, err := os.Stat(filepath.Join(want, "api-token")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("token file: %v %v", fi, err)
+	}
+	if fi, err := os.Stat(filepath.Join(want, "jobs")); err != nil || !fi.IsDir() {
+		t.Errorf("jobs directory: %v %v", fi, err)
+	}
+	if ents, _ := os.ReadDir(cwd); len(ents) != 0 {
+		t.Errorf("serve wrote %d entries into its working directory", len(ents))
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if err := p.wait(t, 10*time.Second); err != nil {
+		t.Errorf("serve after SIGTERM: %v\n%s", err, p.stderr())
+	}
 }
