@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/ddrun/ddrun/service"
 )
@@ -118,11 +120,11 @@ func (c *ServeConfig) openServe() (*served, error) {
 	}
 	var cfg *tls.Config
 	if c.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
-		if err != nil {
-			return nil, &InputError{fmt.Errorf("--tls-cert %s, --tls-key %s: %w", c.TLSCert, c.TLSKey, err)}
+		kp := &keyPair{cert: c.TLSCert, key: c.TLSKey}
+		if _, err := kp.get(nil); err != nil {
+			return nil, &InputError{err}
 		}
-		cfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		cfg = &tls.Config{GetCertificate: kp.get, MinVersion: tls.VersionTLS12}
 	}
 	if s.ln, err = net.Listen("tcp", c.Listen); err != nil {
 		return nil, &InputError{fmt.Errorf("--listen %q: %w", c.Listen, err)}
@@ -183,4 +185,38 @@ func (c *ServeConfig) loadTokens(dir string) ([]service.Token, string, error) {
 	}
 	toks, err := service.ParseTokens(strings.NewReader(string(raw)), path)
 	return toks, path, err
+}
+
+// keyPair is the service's certificate, read again from its files when
+// the certificate file changes (a renewed certificate, e.g. a Kubernetes
+// Secret updated by cert-manager, is served without a restart). A renewal
+// that does not load keeps the last good pair until the files are fixed.
+type keyPair struct {
+	cert, key string
+	mu        sync.Mutex
+	loaded    *tls.Certificate
+	mod       time.Time
+	size      int64
+}
+
+// get is tls.Config.GetCertificate.
+func (k *keyPair) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	fi, err := os.Stat(k.cert)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.loaded != nil && (err != nil || (fi.ModTime().Equal(k.mod) && fi.Size() == k.size)) {
+		return k.loaded, nil
+	}
+	c, lerr := tls.LoadX509KeyPair(k.cert, k.key)
+	if lerr != nil {
+		if k.loaded != nil {
+			return k.loaded, nil
+		}
+		return nil, fmt.Errorf("--tls-cert %s, --tls-key %s: %w", k.cert, k.key, lerr)
+	}
+	k.loaded = &c
+	if err == nil {
+		k.mod, k.size = fi.ModTime(), fi.Size()
+	}
+	return k.loaded, nil
 }

@@ -1,11 +1,19 @@
 package launch
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDefaultDataDir(t *testing.T) {
@@ -108,5 +116,66 @@ func TestServeConfigCheck(t *testing.T) {
 	var ie *InputError
 	if _, err := bad.Open(); !errors.As(err, &ie) || !strings.Contains(err.Error(), "--tls-cert /nonexistent/cert.pem") {
 		t.Errorf("a missing certificate: %v", err)
+	}
+}
+
+// writeSelfSigned writes a self-signed certificate for name and its key
+// as PEM files.
+func writeSelfSigned(t *testing.T, certFile, keyFile, name string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, _ := x509.MarshalPKCS8PrivateKey(key)
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A renewed certificate is served without a restart; a renewal that does
+// not load keeps the last good one.
+func TestServeCertificateRenewal(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	writeSelfSigned(t, cert, key, "first.example")
+	kp := &keyPair{cert: cert, key: key}
+	name := func() string {
+		t.Helper()
+		c, err := kp.get(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := x509.ParseCertificate(c.Certificate[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x.Subject.CommonName
+	}
+	if n := name(); n != "first.example" {
+		t.Fatalf("served %s", n)
+	}
+	writeSelfSigned(t, cert, key, "second.example")
+	later := time.Now().Add(time.Minute)
+	os.Chtimes(cert, later, later)
+	if n := name(); n != "second.example" {
+		t.Errorf("after a renewal: served %s, want second.example", n)
+	}
+	os.WriteFile(cert, []byte("not a certificate"), 0o600)
+	os.Chtimes(cert, later.Add(time.Minute), later.Add(time.Minute))
+	if n := name(); n != "second.example" {
+		t.Errorf("after a broken renewal: served %s, want the last good one", n)
+	}
+	if _, err := (&keyPair{cert: cert, key: key}).get(nil); err == nil || !strings.Contains(err.Error(), "--tls-cert "+cert) {
+		t.Errorf("a broken pair at start: %v", err)
 	}
 }

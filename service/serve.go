@@ -28,7 +28,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener, met *metrics.Metri
 		metricsHandler.ServeHTTP(w, r)
 	})))
 	mux.Handle("/", s.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
