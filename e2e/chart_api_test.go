@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -64,7 +65,7 @@ func TestChartJobService(t *testing.T) {
 	tokens, ca := secrets["/etc/ddrun/api"]["tokens"], secrets["/etc/ddrun/tls"]["ca.crt"]
 	token := strings.TrimSpace(string(tokens))
 	if len(token) < 32 || len(ca) == 0 || len(secrets["/etc/ddrun/tls"]["tls.key"]) == 0 {
-		t.Fatalf("generated Secrets: token of %d bytes, CA of %d bytes, mounts %v", len(token), len(ca), slices.Collect(mapsKeys(secrets)))
+		t.Fatalf("generated Secrets: token of %d bytes, CA of %d bytes, mounts %v", len(token), len(ca), slices.Collect(maps.Keys(secrets)))
 	}
 	args := strings.Join(api.c.Args, " ")
 	for _, want := range []string{"--token-file /etc/ddrun/api/tokens", "--tls-cert /etc/ddrun/tls/tls.crt", "--tls-key /etc/ddrun/tls/tls.key"} {
@@ -111,14 +112,4 @@ func TestChartJobService(t *testing.T) {
 	}
 	want := runJSON(t, time.Minute, coord, "solve", "--json", "--quiet", "--max-iter", "100", "--threads", "1", model)
 	s.checkJob(t, s.submit(t, model, "max_iter=100&threads=1"), want)
-}
-
-func mapsKeys[M ~map[string]V, V any](m M) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
