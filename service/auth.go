@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 )
@@ -99,6 +100,23 @@ func bearer(r *http.Request) []byte {
 	return nil
 }
 
+// refused logs a refused request: the first from a source, then at most
+// one every 10 s with how many were left out (a flood of bad tokens costs
+// a line every few seconds).
+func (s *Service) refused(msg, kind, source string, args ...any) {
+	if n, ok := s.refusals.Admit(kind + " " + source); ok {
+		s.log.Warn(msg, append([]any{kind, source, "left_out", n}, args...)...)
+	}
+}
+
+// remoteHost is addr without its port (the source of refusals).
+func remoteHost(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
+}
+
 // maxRefusedBody is how much of a refused request's body is read.
 const maxRefusedBody = 1 << 20
 
@@ -113,7 +131,7 @@ func (s *Service) RequireToken(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		client, err := s.authorize(bearer(r))
 		if err != nil {
-			s.log.Warn("API request refused: no valid token", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+			s.refused("API request refused: no valid token", "remote", remoteHost(r.RemoteAddr), "method", r.Method, "path", r.URL.Path)
 			// A small body is read (and dropped) so that a client still
 			// sending it gets the 401 rather than a reset connection; a
 			// stranger's large one is not.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -66,6 +67,24 @@ func (g *gateRunner) Run(ctx context.Context, _, _ string, _ map[string]string, 
 	}
 }
 
+// syncBuffer is a bytes.Buffer for concurrent writers (a logger's).
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 func newTestService(t *testing.T, r Runner, o Options) *Service {
 	t.Helper()
 	o.Runner = r
@@ -114,7 +133,8 @@ func TestTokenRequired(t *testing.T) {
 	g := &gateRunner{release: make(chan struct{})}
 	close(g.release)
 	dir := t.TempDir()
-	s := newTestService(t, g, Options{Dir: dir})
+	var logs syncBuffer
+	s := newTestService(t, g, Options{Dir: dir, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 
@@ -150,6 +170,11 @@ func TestTokenRequired(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Join(dir, "jobs")); len(ents) != 1 {
 		t.Errorf("after refused requests the data directory holds %d entries, want 1", len(ents))
+	}
+	// 35 refused HTTP requests from one address and 5 of each NATS
+	// operation: a log line for the first of each source, no more.
+	if n := strings.Count(logs.String(), "refused"); n != 3 {
+		t.Errorf("%d log lines of refused requests, want 3 (one per source):\n%s", n, logs.String())
 	}
 	for _, p := range []string{"/healthz", "/readyz"} {
 		if code, b := do(t, "GET", srv.URL+p, "", nil); code != http.StatusOK {

@@ -100,7 +100,7 @@ func (s *Service) natsHandle(subject string, data []byte, seal Sealer) NATSReply
 	}
 	client, err := s.authorize([]byte(req.Token))
 	if err != nil {
-		s.log.Warn("API request over NATS refused: no valid token", "subject", subject)
+		s.refused("API request over NATS refused: no valid token", "subject", subject)
 		return fail(err)
 	}
 	op := strings.TrimPrefix(subject, SubjectPrefix)

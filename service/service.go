@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ddrun/ddrun/internal/ratelimit"
 	"github.com/ddrun/ddrun/model/uai"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/trace"
@@ -133,6 +134,8 @@ type Service struct {
 	checks chan struct{}
 	// digests are the SHA-256 of Tokens' secrets, in their order.
 	digests [][sha256.Size]byte
+	// refusals rate-limits the log lines of refused requests.
+	refusals ratelimit.Repeats[string]
 }
 
 // job is one job: its record (what job.json holds) and, while it runs, its
@@ -231,6 +234,7 @@ func New(opts Options) (*Service, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Service{opts: opts, log: opts.Logger, jobs: map[string]*job{}, checks: make(chan struct{}, opts.MaxChecks)}
+	s.refusals.Every = 10 * time.Second
 	for _, t := range opts.Tokens {
 		s.digests = append(s.digests, sha256.Sum256(t.Secret))
 	}
