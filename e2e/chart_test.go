@@ -135,6 +135,9 @@ type volume struct {
 		ClaimName string `yaml:"claimName"`
 	} `yaml:"persistentVolumeClaim"`
 	EmptyDir any `yaml:"emptyDir"`
+	Secret   *struct {
+		SecretName string `yaml:"secretName"`
+	} `yaml:"secret"`
 }
 
 type container struct {

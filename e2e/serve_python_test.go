@@ -2,9 +2,18 @@ package e2e
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -19,8 +28,51 @@ func python3(t *testing.T) string {
 	return py
 }
 
+// serveTLSFiles writes, in dir, a CA's certificate (ca.pem) and a server
+// certificate for 127.0.0.1 signed by it with its key (cert.pem, key.pem),
+// as PEM.
+func serveTLSFiles(t *testing.T, dir string) (ca, cert, key string) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ddrun serve test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign, BasicConstraintsValid: true}
+	caDER, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	key1, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &key1.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, cert, key = filepath.Join(dir, "ca.pem"), filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	for f, b := range map[string]*pem.Block{ca: {Type: "CERTIFICATE", Bytes: caDER}, cert: {Type: "CERTIFICATE", Bytes: leafDER},
+		key: {Type: "PRIVATE KEY", Bytes: keyDER}} {
+		if err := os.WriteFile(f, pem.EncodeToMemory(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ca, cert, key
+}
+
 // The Python client's unittest suite (python/tests) against a real
-// `coordinator serve`, with the package from the checkout (PYTHONPATH).
+// `coordinator serve` over TLS with a token file, with the package from
+// the checkout (PYTHONPATH): the client finds the token and the CA in the
+// environment (DDRUN_API_TOKEN_FILE, DDRUN_CA_FILE), and the suite checks
+// that a wrong token gets 401 and an untrusted certificate no answer.
 func TestServePython(t *testing.T) {
 	py := python3(t)
 	coord, _ := binaries(t)
@@ -33,7 +85,16 @@ func TestServePython(t *testing.T) {
 			}
 		}
 	}
-	s := startServe(t, t.TempDir(), "--quiet")
+	dir := t.TempDir()
+	ca, cert, key := serveTLSFiles(t, dir)
+	tokens := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(tokens, []byte("# the suite's client\npython 0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, filepath.Join(dir, "data"), "--quiet", "--tls-cert", cert, "--tls-key", key, "--token-file", tokens)
+	if !strings.HasPrefix(s.url, "https://") {
+		t.Fatalf("serve with --tls-cert prints http=%s", s.url)
+	}
 	long := genModel(t, coord, "potts", "--height", "30", "--width", "30", "--labels", "4", "--rho", "0.5", ".uai")
 	examples, err := filepath.Abs("../examples")
 	if err != nil {
@@ -43,7 +104,7 @@ func TestServePython(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "discover", "-v", "-s", "python/tests", "-t", "python")
 	cmd.Dir = ".."
-	cmd.Env = append(os.Environ(), "PYTHONPATH=python", "PYTHONDONTWRITEBYTECODE=1", "DDRUN_URL="+s.url,
+	cmd.Env = append(os.Environ(), "PYTHONPATH=python", "PYTHONDONTWRITEBYTECODE=1", "DDRUN_URL="+s.url, "DDRUN_API_TOKEN_FILE="+tokens, "DDRUN_CA_FILE="+ca, "DDRUN_API_TOKEN=",
 		"DDRUN_EXAMPLES="+examples, "DDRUN_LONG_MODEL="+long)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

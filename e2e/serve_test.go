@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,10 +30,15 @@ import (
 // serveProc is a running `coordinator serve` process.
 type serveProc struct {
 	url, nats string
-	cmd       *exec.Cmd
-	mu        sync.Mutex
-	log       bytes.Buffer // its stderr
-	done      chan struct{}
+	// token is the API token (the --token-file's first, else the one the
+	// service generated into its data directory); client trusts the
+	// --tls-cert (self-signed in the tests) when there is one.
+	token  string
+	client *http.Client
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	log    bytes.Buffer // its stderr
+	done   chan struct{}
 }
 
 func (s *serveProc) stderr() string {
@@ -46,7 +54,23 @@ func startServe(t *testing.T, dataDir string, args ...string) *serveProc {
 	t.Helper()
 	coord, _ := binaries(t)
 	args = append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir}, args...)
-	s := &serveProc{cmd: exec.Command(coord, args...), done: make(chan struct{})}
+	s := &serveProc{cmd: exec.Command(coord, args...), done: make(chan struct{}), client: &http.Client{Timeout: 30 * time.Second}}
+	// The token comes from the data directory or --token-file, not from
+	// the environment of the tests.
+	s.cmd.Env = slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "DDRUN_API_TOKEN=") })
+	tokenFile := filepath.Join(dataDir, "api-token")
+	if i := slices.Index(args, "--token-file"); i >= 0 {
+		tokenFile = args[i+1]
+	}
+	if i := slices.Index(args, "--tls-cert"); i >= 0 {
+		pem, err := os.ReadFile(args[i+1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(pem)
+		s.client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+	}
 	pipe, err := s.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +109,13 @@ func startServe(t *testing.T, dataDir string, args ...string) *serveProc {
 		t.Fatalf("serve did not print http= within 30s:\n%s", s.stderr())
 	}
 	t.Cleanup(func() { s.stop(t) })
+	b, err := os.ReadFile(tokenFile)
+	if err != nil {
+		t.Fatalf("the API token: %v", err)
+	}
+	if f := strings.Fields(strings.SplitN(strings.TrimSpace(string(b)), "\n", 2)[0]); len(f) > 0 {
+		s.token = f[len(f)-1]
+	}
 	return s
 }
 
@@ -106,8 +137,15 @@ func (s *serveProc) stop(t *testing.T) {
 	}
 }
 
-// call makes one HTTP request and returns the status code and body.
-func call(t *testing.T, method, url, ctype string, body []byte) (int, []byte) {
+// call makes one HTTP request with the service's token and returns the
+// status code and body.
+func (s *serveProc) call(t *testing.T, method, url, ctype string, body []byte) (int, []byte) {
+	t.Helper()
+	return s.callAs(t, s.token, method, url, ctype, body)
+}
+
+// callAs makes one HTTP request with token ("": none).
+func (s *serveProc) callAs(t *testing.T, token, method, url, ctype string, body []byte) (int, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, bytes.NewReader(body))
 	if err != nil {
@@ -116,8 +154,10 @@ func call(t *testing.T, method, url, ctype string, body []byte) (int, []byte) {
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
 	}
-	c := http.Client{Timeout: 30 * time.Second}
-	resp, err := c.Do(req)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := s.client.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
 	}
@@ -143,7 +183,7 @@ func (s *serveProc) submit(t *testing.T, model, query string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, b := call(t, "POST", s.url+"/v1/jobs?"+query, "", data)
+	code, b := s.call(t, "POST", s.url+"/v1/jobs?"+query, "", data)
 	if code != http.StatusCreated {
 		t.Fatalf("submit %s?%s: %d %s", filepath.Base(model), query, code, b)
 	}
@@ -157,7 +197,7 @@ func (s *serveProc) wait(t *testing.T, id string, timeout time.Duration) service
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		code, b := call(t, "GET", s.url+"/v1/jobs/"+id, "", nil)
+		code, b := s.call(t, "GET", s.url+"/v1/jobs/"+id, "", nil)
 		if code != http.StatusOK {
 			t.Fatalf("GET job %s: %d %s", id, code, b)
 		}
@@ -183,7 +223,7 @@ func (s *serveProc) checkJob(t *testing.T, id string, want result) result {
 	if st.State != "done" {
 		t.Fatalf("job %s: %s (%s)\n%s", id, st.State, st.Error, s.stderr())
 	}
-	code, b := call(t, "GET", s.url+"/v1/jobs/"+id+"/result", "", nil)
+	code, b := s.call(t, "GET", s.url+"/v1/jobs/"+id+"/result", "", nil)
 	if code != http.StatusOK {
 		t.Fatalf("result: %d %s", code, b)
 	}
@@ -193,7 +233,7 @@ func (s *serveProc) checkJob(t *testing.T, id string, want result) result {
 	if got.Iterations != want.Iterations || st.Iteration != got.Iterations || !sameFloat(st.Dual, got.Dual) || !sameFloat(st.Primal, got.Primal) {
 		t.Errorf("status %+v, result %d iterations (solve: %d)", st, got.Iterations, want.Iterations)
 	}
-	code, b = call(t, "GET", s.url+"/v1/jobs/"+id+"/trace", "", nil)
+	code, b = s.call(t, "GET", s.url+"/v1/jobs/"+id+"/trace", "", nil)
 	if code != http.StatusOK {
 		t.Fatalf("trace: %d %s", code, b)
 	}
@@ -205,7 +245,7 @@ func (s *serveProc) checkJob(t *testing.T, id string, want result) result {
 	if last.Iteration != got.Iterations || last.Seconds != got.Seconds || !sameFloat(&last.Dual, got.Dual) || !sameFloat(&last.Primal, got.Primal) {
 		t.Errorf("trace ends on %+v, result iterations %d dual %v primal %v", last, got.Iterations, deref(got.Dual), deref(got.Primal))
 	}
-	code, b = call(t, "GET", s.url+"/v1/jobs/"+id+"/result?format=uai", "", nil)
+	code, b = s.call(t, "GET", s.url+"/v1/jobs/"+id+"/result?format=uai", "", nil)
 	if code != http.StatusOK || !strings.HasPrefix(string(b), "MPE\n"+fmt.Sprint(len(got.Assignment))+" ") {
 		t.Errorf("result?format=uai: %d %.60q", code, b)
 	}
@@ -247,8 +287,60 @@ func TestServe(t *testing.T) {
 		}
 	})
 
+	// Without the token, or with a wrong one, every route but the probes
+	// answers 401, over HTTP and NATS, and nothing changes: the jobs and
+	// the data directory are as they were. The generated token is the
+	// owner's only.
+	t.Run("unauthorized", func(t *testing.T) {
+		if fi, err := os.Stat(filepath.Join(dataDir, "api-token")); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("generated token file: %v, %v; want mode 0600", fi, err)
+		}
+		if !strings.Contains(s.stderr(), "token="+filepath.Join(dataDir, "api-token")) {
+			t.Errorf("serve does not say where its token is:\n%s", s.stderr())
+		}
+		_, before := s.call(t, "GET", s.url+"/v1/jobs", "", nil)
+		ents, _ := os.ReadDir(filepath.Join(dataDir, "jobs"))
+		model, _ := os.ReadFile(potts)
+		for _, tok := range []string{"", "0123456789abcdef0123456789abcdef", s.token[:len(s.token)-1] + "x"} {
+			for _, c := range []struct{ method, path string }{
+				{"POST", "/v1/jobs"}, {"GET", "/v1/jobs"}, {"GET", "/v1/jobs/" + done[0]}, {"DELETE", "/v1/jobs/" + done[0]},
+				{"GET", "/v1/jobs/" + done[0] + "/result"}, {"GET", "/v1/jobs/" + done[0] + "/trace"}, {"GET", "/metrics"},
+			} {
+				if code, b := s.callAs(t, tok, c.method, s.url+c.path, "", model); code != http.StatusUnauthorized {
+					t.Errorf("%s %s with token %q: %d %.100s, want 401", c.method, c.path, tok, code, b)
+				}
+			}
+		}
+		for _, p := range []string{"/healthz", "/readyz"} {
+			if code, b := s.callAs(t, "", "GET", s.url+p, "", nil); code != http.StatusOK {
+				t.Errorf("GET %s without a token: %d %s", p, code, b)
+			}
+		}
+		nc, err := nats.Connect(s.nats)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		for op, req := range map[string]string{"submit": `{"model":"TUFSS09WCjEKMgoxCjEKMgowIDEK"}`, "cancel": `{"id":"` + done[0] + `"}`, "list": `{"token":"wrong-wrong-wrong-wrong"}`} {
+			m, err := nc.Request("ddrun.api.jobs."+op, []byte(req), 30*time.Second)
+			var rep service.NATSReply
+			if err != nil || json.Unmarshal(m.Data, &rep) != nil || rep.Code != http.StatusUnauthorized || len(rep.Body) != 0 {
+				t.Errorf("NATS %s without a valid token: %v %+v, want 401", op, err, rep)
+			}
+		}
+		_, after := s.call(t, "GET", s.url+"/v1/jobs", "", nil)
+		ents2, _ := os.ReadDir(filepath.Join(dataDir, "jobs"))
+		if !bytes.Equal(before, after) || len(ents) != len(ents2) {
+			t.Errorf("refused requests changed the jobs:\n%s\n%s", before, after)
+		}
+		// threads beyond the machine's CPUs is refused, not run.
+		if code, b := s.call(t, "POST", s.url+"/v1/jobs?threads=100000", "", model); code != http.StatusBadRequest || !strings.Contains(string(b), "threads=100000: at most") {
+			t.Errorf("threads=100000: %d %s, want 400", code, b)
+		}
+	})
+
 	t.Run("metrics", func(t *testing.T) {
-		code, b := call(t, "GET", s.url+"/metrics", "", nil)
+		code, b := s.call(t, "GET", s.url+"/metrics", "", nil)
 		if code != 200 {
 			t.Fatalf("GET /metrics: %d %s", code, b)
 		}
@@ -289,7 +381,7 @@ func TestServe(t *testing.T) {
 		if st := s.wait(t, id, 2*time.Minute); st.State != "done" {
 			t.Fatalf("exact job %s: %s (%s)\n%s", id, st.State, st.Error, s.stderr())
 		}
-		code, b := call(t, "GET", s.url+"/v1/jobs/"+id+"/result", "", nil)
+		code, b := s.call(t, "GET", s.url+"/v1/jobs/"+id+"/result", "", nil)
 		if code != http.StatusOK {
 			t.Fatalf("exact result: %d %s", code, b)
 		}
@@ -332,7 +424,7 @@ func TestServe(t *testing.T) {
 			{"unknown route", "GET", "/v2/jobs", "", nil, 404, "no such route"},
 		} {
 			t.Run(c.name, func(t *testing.T) {
-				code, b := call(t, c.method, s.url+c.path, c.ctype, c.body)
+				code, b := s.call(t, c.method, s.url+c.path, c.ctype, c.body)
 				var e struct{ Error string }
 				if code != c.code || json.Unmarshal(b, &e) != nil || e.Error == "" || !strings.Contains(e.Error, c.says) {
 					t.Errorf("%s %s: %d %s, want %d with an error naming %q", c.method, c.path, code, b, c.code, c.says)
@@ -346,7 +438,7 @@ func TestServe(t *testing.T) {
 		id := s.submit(t, long, "algo=subgradient&tol=0&max_iter=100000000&time_limit=2m&threads=1")
 		deadline := time.Now().Add(time.Minute)
 		for {
-			_, b := call(t, "GET", s.url+"/v1/jobs/"+id, "", nil)
+			_, b := s.call(t, "GET", s.url+"/v1/jobs/"+id, "", nil)
 			var st service.Status
 			decode(t, b, &st)
 			if st.State == "running" && st.Iteration > 0 {
@@ -360,17 +452,17 @@ func TestServe(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		if code, b := call(t, "GET", s.url+"/v1/jobs/"+id+"/result", "", nil); code != http.StatusConflict {
+		if code, b := s.call(t, "GET", s.url+"/v1/jobs/"+id+"/result", "", nil); code != http.StatusConflict {
 			t.Errorf("result of a running job: %d %s, want 409", code, b)
 		}
-		if code, b := call(t, "DELETE", s.url+"/v1/jobs/"+id, "", nil); code != http.StatusAccepted {
+		if code, b := s.call(t, "DELETE", s.url+"/v1/jobs/"+id, "", nil); code != http.StatusAccepted {
 			t.Fatalf("DELETE: %d %s", code, b)
 		}
 		st := s.wait(t, id, 30*time.Second)
 		if st.State != "cancelled" {
 			t.Fatalf("after DELETE: %+v", st)
 		}
-		code, b := call(t, "GET", s.url+"/v1/jobs/"+id+"/result", "", nil)
+		code, b := s.call(t, "GET", s.url+"/v1/jobs/"+id+"/result", "", nil)
 		var r result
 		if code != http.StatusOK || json.Unmarshal(b, &r) != nil || r.Status != "interrupted" {
 			t.Errorf("result of the cancelled job: %d %.200s, want the best so far, status interrupted", code, b)
@@ -384,6 +476,9 @@ func TestServe(t *testing.T) {
 		}
 		defer nc.Close()
 		ask := func(op string, req map[string]any) (int, json.RawMessage, string) {
+			if _, ok := req["token"]; !ok {
+				req["token"] = s.token
+			}
 			data, _ := json.Marshal(req)
 			m, err := nc.Request("ddrun.api.jobs."+op, data, 30*time.Second)
 			if err != nil {
@@ -429,7 +524,7 @@ func TestServe(t *testing.T) {
 	t.Run("restart", func(t *testing.T) {
 		s.stop(t)
 		s2 := startServe(t, dataDir, "--quiet")
-		code, b := call(t, "GET", s2.url+"/v1/jobs", "", nil)
+		code, b := s2.call(t, "GET", s2.url+"/v1/jobs", "", nil)
 		var list struct{ Jobs []service.Status }
 		if code != 200 {
 			t.Fatalf("list: %d %s", code, b)
@@ -444,7 +539,7 @@ func TestServe(t *testing.T) {
 				t.Errorf("after a restart job %s is %q", id, states[id])
 			}
 		}
-		if code, b := call(t, "GET", s2.url+"/v1/jobs/"+done[0]+"/result", "", nil); code != 200 || !bytes.Contains(b, []byte(`"assignment"`)) {
+		if code, b := s2.call(t, "GET", s2.url+"/v1/jobs/"+done[0]+"/result", "", nil); code != 200 || !bytes.Contains(b, []byte(`"assignment"`)) {
 			t.Errorf("result after a restart: %d %.100s", code, b)
 		}
 	})

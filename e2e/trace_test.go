@@ -87,7 +87,7 @@ func TestServeJSONLogs(t *testing.T) {
 	want := runJSON(t, time.Minute, coord, "solve", "--algo", "admm", "--json", "--quiet", "--max-iter", "80", potts)
 	id := s.submit(t, potts, "workers=1&max_iter=80")
 	got := s.checkJob(t, id, want)
-	code, b := call(t, "GET", s.url+"/v1/jobs/"+id+"/trace", "", nil)
+	code, b := s.call(t, "GET", s.url+"/v1/jobs/"+id+"/trace", "", nil)
 	rows, err := trace.Read(bytes.NewReader(b))
 	if code != 200 || err != nil || len(rows) != got.Iterations {
 		t.Errorf("trace: %d, %d rows (%v), want one per iteration: %d", code, len(rows), err, got.Iterations)

@@ -13,41 +13,63 @@ import (
 )
 
 // ServeOptions are the job service's (coordinator serve) as Serve runs
-// it: the service's own options, whose Params, Runner and Ready Serve
-// fills; the NATS connection its request/reply API answers on and the
-// job transport over it (sealed with the job key, when there is one) that
-// distributed jobs run on; the workers the pool needs for /readyz.
+// it: the NATS connection its request/reply API answers on and the job
+// transport over it (sealed with the job key, when there is one) that
+// distributed jobs run on.
 type ServeOptions struct {
-	Service    service.Options
-	NATS       *transport.NATS
-	Transport  transport.Transport
-	WorkersMin int
+	NATS      *transport.NATS
+	Transport transport.Transport
 	// Wait and StepTimeout are a distributed job's (Target.Wait,
 	// Target.StepTimeout).
 	Wait, StepTimeout time.Duration
 	Logger            *slog.Logger
 	// Metrics serves /metrics beside the API.
 	Metrics *metrics.Metrics
-	// Started, when not nil, is called once the service is up, just
-	// before it serves (the command prints its address then).
-	Started func()
+	// Print prints a line for the user on stderr (msg and args: the same
+	// as a record under --log-format json): where the jobs and the token
+	// are, then, once the service is up, http=URL.
+	Print func(msg, text string, args ...any)
 }
 
-// Serve runs the job service on ln until ctx ends: its HTTP API and its
+// Listening is a ServeConfig opened: its listener (TLS when configured),
+// its data directory and its API tokens.
+type Listening struct {
+	cfg ServeConfig
+	*served
+}
+
+// Open opens c for Serve: the data directory (the per-user default when
+// none is given), the tokens (--token-file, $DDRUN_API_TOKEN, or a token
+// generated into the data directory) and the listener. Its errors of the
+// user's making are *InputError.
+func (c *ServeConfig) Open() (*Listening, error) {
+	s, err := c.openServe()
+	if err != nil {
+		return nil, err
+	}
+	return &Listening{cfg: *c, served: s}, nil
+}
+
+// Close closes the listener (Serve does once it ends).
+func (l *Listening) Close() error { return l.ln.Close() }
+
+// Serve runs the job service on l until ctx ends: its HTTP API and its
 // NATS twin, jobs run by ServiceRunner, /readyz ready while the worker
-// pool (WatchPool) holds at least WorkersMin workers.
-func Serve(ctx context.Context, ln net.Listener, o ServeOptions) error {
+// pool (WatchPool) holds at least --workers-min workers.
+func Serve(ctx context.Context, l *Listening, o ServeOptions) error {
+	defer l.Close()
+	c := l.cfg
 	pool, err := WatchPool(o.Transport)
 	if err != nil {
 		return err
 	}
 	defer pool.Stop()
-	so := o.Service
-	so.Logger, so.Params = o.Logger, Params()
+	so := service.Options{Dir: l.dir, MaxJobs: c.MaxJobs, MaxUpload: c.MaxUpload, MaxModel: c.MaxModel, MaxLocal: c.MaxRunning,
+		MaxStarted: c.MaxStarted, MaxClientJobs: c.MaxClientJobs, Tokens: l.tokens, Logger: o.Logger, Params: Params()}
 	so.Runner = &ServiceRunner{Transport: o.Transport, Wait: o.Wait, StepTimeout: o.StepTimeout, Logger: o.Logger}
 	so.Ready = func() error {
-		if n := pool.Count(); n < o.WorkersMin {
-			return fmt.Errorf("%d workers in the pool, --workers-min is %d", n, o.WorkersMin)
+		if n := pool.Count(); n < c.WorkersMin {
+			return fmt.Errorf("%d workers in the pool, --workers-min is %d", n, c.WorkersMin)
 		}
 		return nil
 	}
@@ -62,8 +84,19 @@ func Serve(ctx context.Context, ln net.Listener, o ServeOptions) error {
 		return err
 	}
 	defer stopNATS()
-	if o.Started != nil {
-		o.Started()
+	if o.Print != nil {
+		o.Print("data", "data="+l.dir, "data", l.dir)
+		o.Print("token", "token="+l.tokenSource, "token", l.tokenSource)
+		o.Print("http", "http="+l.url, "http", l.url)
 	}
-	return svc.Serve(ctx, ln, o.Metrics)
+	if !isLoopback(l.ln.Addr()) && c.TLSCert == "" {
+		o.Logger.Warn("the API listens beyond loopback without TLS: its tokens, models and results cross the network in clear (--tls-cert, --tls-key)", "listen", l.ln.Addr().String())
+	}
+	return svc.Serve(ctx, l.ln, o.Metrics)
+}
+
+// isLoopback reports whether a is a loopback address.
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
 }

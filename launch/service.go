@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,6 +71,11 @@ func (r *ServiceRunner) settings(params map[string]string) (engine.Settings, int
 		if err := s.Set(name, v); err != nil {
 			return s, 0, service.Invalid(fmt.Errorf("invalid value %q for flag %s: %v", v, k, err))
 		}
+	}
+	if n := runtime.GOMAXPROCS(0); s.Threads > n {
+		// More goroutines than CPUs buy nothing, and a huge number
+		// takes the machine (and the job's cancellation) with it.
+		return s, 0, service.Invalid(fmt.Errorf("threads=%d: at most %d on this machine (its CPUs)", s.Threads, n))
 	}
 	s.Distributed = workers > 0
 	s.Settle()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 )
@@ -50,22 +51,23 @@ func code(err error) int {
 	return http.StatusInternalServerError
 }
 
-// route is one operation of the HTTP API.
+// route is one operation of the HTTP API; open ones need no token.
 type route struct {
 	method, path string
 	handle       func(s *Service, w http.ResponseWriter, r *http.Request)
+	open         bool
 }
 
 // routes are the HTTP API; docs/openapi.yaml describes each (a test checks).
 var routes = []route{
-	{"POST", "/v1/jobs", (*Service).httpSubmit},
-	{"GET", "/v1/jobs", (*Service).httpList},
-	{"GET", "/v1/jobs/{id}", (*Service).httpGet},
-	{"DELETE", "/v1/jobs/{id}", (*Service).httpCancel},
-	{"GET", "/v1/jobs/{id}/result", (*Service).httpResult},
-	{"GET", "/v1/jobs/{id}/trace", (*Service).httpTrace},
-	{"GET", "/healthz", (*Service).httpHealth},
-	{"GET", "/readyz", (*Service).httpReady},
+	{"POST", "/v1/jobs", (*Service).httpSubmit, false},
+	{"GET", "/v1/jobs", (*Service).httpList, false},
+	{"GET", "/v1/jobs/{id}", (*Service).httpGet, false},
+	{"DELETE", "/v1/jobs/{id}", (*Service).httpCancel, false},
+	{"GET", "/v1/jobs/{id}/result", (*Service).httpResult, false},
+	{"GET", "/v1/jobs/{id}/trace", (*Service).httpTrace, false},
+	{"GET", "/healthz", (*Service).httpHealth, true},
+	{"GET", "/readyz", (*Service).httpReady, true},
 }
 
 // Routes are the method and path of every route Handler serves.
@@ -78,15 +80,21 @@ func Routes() []string {
 }
 
 // Handler is the HTTP API: every route of the service on one mux (the
-// place to add others, such as /metrics).
+// place to add others, such as /metrics). Every route but /healthz and
+// /readyz needs a token (RequireToken); so does a route that does not
+// exist, so that a stranger learns nothing of the API.
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for _, rt := range routes {
-		mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { rt.handle(s, w, r) })
+		var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { rt.handle(s, w, r) })
+		if !rt.open {
+			h = s.RequireToken(h)
+		}
+		mux.Handle(rt.method+" "+rt.path, h)
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("/", s.RequireToken(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{http.StatusNotFound, fmt.Sprintf("%s %s: no such route", r.Method, r.URL.Path)})
-	})
+	})))
 	return mux
 }
 
@@ -126,12 +134,16 @@ func sniff(b []byte) string {
 
 func (s *Service) httpSubmit(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	body := bufio.NewReader(http.MaxBytesReader(w, r.Body, s.opts.MaxUpload))
+	// A submission refused before its body is read (a bad parameter)
+	// reads the rest, within the upload bound, so that the client,
+	// still sending, gets its answer rather than a reset connection.
+	defer io.Copy(io.Discard, body)
 	params, err := ParseParams(q, s.opts.Params)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	body := bufio.NewReader(http.MaxBytesReader(w, r.Body, s.opts.MaxUpload))
 	format := q.Get("format")
 	if format == "" {
 		ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))

@@ -23,11 +23,13 @@ const SubjectPrefix = "ddrun.api.jobs."
 // answered by one of them.
 const QueueGroup = "ddrun-api"
 
-// NATSRequest is the body of a request. ID names the job (get, result,
-// trace, cancel); Model, Format and Params are a submit's (as the HTTP
-// body, ?format= and the other query parameters); Format is also a
-// result's (json or uai).
+// NATSRequest is the body of a request. Token is an API token (as the
+// HTTP API's bearer token): without a valid one the reply is a 401 and
+// nothing changes. ID names the job (get, result, trace, cancel); Model,
+// Format and Params are a submit's (as the HTTP body, ?format= and the
+// other query parameters); Format is also a result's (json or uai).
 type NATSRequest struct {
+	Token  string            `json:"token,omitempty"`
 	ID     string            `json:"id,omitempty"`
 	Format string            `json:"format,omitempty"`
 	Params map[string]string `json:"params,omitempty"`
@@ -96,18 +98,22 @@ func (s *Service) natsHandle(subject string, data []byte, seal Sealer) NATSReply
 			return fail(Invalid(fmt.Errorf("request body: %w", err)))
 		}
 	}
+	client, err := s.authorize([]byte(req.Token))
+	if err != nil {
+		s.refused("API request over NATS refused: no valid token", "subject", subject)
+		return fail(err)
+	}
 	op := strings.TrimPrefix(subject, SubjectPrefix)
 	if op != "submit" && op != "list" && !validID(req.ID) {
 		return fail(errNotFound(req.ID))
 	}
 	var v any
-	var err error
 	switch op {
 	case "submit":
 		if req.Format == "" {
 			req.Format = sniff(req.Model)
 		}
-		ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
+		ctx, cancel := context.WithTimeout(withClient(s.ctx, client), time.Minute)
 		defer cancel()
 		var allowed map[string]string
 		if allowed, err = checkParams(req.Params, s.opts.Params); err == nil {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 )
 
 // openAPIOperations reads docs/openapi.yaml minimally: the paths (two-space
@@ -58,6 +60,44 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 	for _, d := range doc {
 		if !slices.Contains(routes, d) {
 			t.Errorf("docs/openapi.yaml describes %s, which the server does not serve", d)
+		}
+	}
+}
+
+// docs/openapi.yaml says what RequireToken does: every route that needs a
+// token documents its 401 under the bearer scheme, and the open ones
+// (/healthz, /readyz) opt out of security.
+func TestOpenAPISecurity(t *testing.T) {
+	b, err := os.ReadFile("../docs/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Security   []map[string][]string
+		Components struct {
+			SecuritySchemes map[string]struct{ Type, Scheme string } `yaml:"securitySchemes"`
+		}
+		Paths map[string]map[string]yaml.Node // operations, and the path's parameters
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Security) != 1 || doc.Components.SecuritySchemes["bearer"].Scheme != "bearer" {
+		t.Fatalf("docs/openapi.yaml: security %v, schemes %v; want the bearer scheme for every operation", doc.Security, doc.Components.SecuritySchemes)
+	}
+	for _, rt := range routes {
+		var op struct {
+			Security  *[]map[string][]string
+			Responses map[string]any
+		}
+		node := doc.Paths[rt.path][strings.ToLower(rt.method)]
+		if err := node.Decode(&op); err != nil {
+			t.Fatalf("%s %s: %v", rt.method, rt.path, err)
+		}
+		_, has401 := op.Responses["401"]
+		open := op.Security != nil && len(*op.Security) == 0
+		if open != rt.open || has401 == rt.open {
+			t.Errorf("%s %s: documented open %v with 401 %v; the server's route is open: %v", rt.method, rt.path, open, has401, rt.open)
 		}
 	}
 }

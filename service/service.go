@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ddrun/ddrun/internal/ratelimit"
 	"github.com/ddrun/ddrun/model/uai"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/trace"
@@ -79,10 +82,30 @@ type Options struct {
 	MaxJobs int
 	// MaxUpload bounds a model upload in bytes (413 beyond). Default 256 MiB.
 	MaxUpload int64
+	// MaxModel bounds a model's bytes once decompressed: a gzip upload
+	// is decompressed as it is stored, and refused (413) as soon as it
+	// passes the bound. Default MaxUpload.
+	MaxModel int64
 	// MaxLocal is how many jobs run at once in this process (workers=0);
 	// distributed jobs wait for their workers in the pool instead.
 	// Default 1.
 	MaxLocal int
+	// MaxStarted bounds the distributed jobs started at once: each holds
+	// its model in memory while it waits for its workers, so the others
+	// stay queued with their models on disk only. Default 4.
+	MaxStarted int
+	// MaxChecks bounds the submissions whose models are checked (read
+	// into memory by Runner.Check) at once; the others wait their turn.
+	// Default 2.
+	MaxChecks int
+	// Tokens are the API's tokens: an HTTP request (RequireToken) or a
+	// NATS request without one of them gets 401 and changes nothing. A
+	// service without tokens lets no API request in (the Go methods are
+	// not checked: their caller is trusted).
+	Tokens []Token
+	// MaxClientJobs bounds a client's unfinished (queued or running)
+	// jobs: beyond, a submission gets 429. Default 16.
+	MaxClientJobs int
 	// Params are the names of the parameters a job may have (the
 	// Runner's); others are refused (400).
 	Params []string
@@ -105,7 +128,14 @@ type Service struct {
 	jobs   map[string]*job
 	order  []string // ids by creation, oldest first
 	local  int      // jobs running in this process
+	dist   int      // distributed jobs started (holding their models)
 	closed bool
+	// checks holds a slot per submission being checked (MaxChecks).
+	checks chan struct{}
+	// digests are the SHA-256 of Tokens' secrets, in their order.
+	digests [][sha256.Size]byte
+	// refusals rate-limits the log lines of refused requests.
+	refusals ratelimit.Repeats[string]
 }
 
 // job is one job: its record (what job.json holds) and, while it runs, its
@@ -126,6 +156,7 @@ type record struct {
 	State    State             `json:"state"`
 	Format   string            `json:"format"`
 	Params   map[string]string `json:"params"`
+	Client   string            `json:"client,omitempty"`
 	Workers  int               `json:"workers"`
 	MaxIter  int               `json:"max_iter"`
 	Limit    float64           `json:"time_limit_seconds,omitempty"`
@@ -139,7 +170,17 @@ type record struct {
 	Primal   *float64          `json:"primal"`
 	Gap      *float64          `json:"gap"`
 	Seconds  float64           `json:"seconds"`
+	// Crashes counts the services that ended while the job ran without
+	// recording it (killed, or crashed): after maxCrashes the job fails
+	// instead of running again.
+	Crashes int `json:"crashes,omitempty"`
 }
+
+// maxCrashes is how many service ends a running job may go through
+// unrecorded (a kill, a crash) before a restarted service fails it
+// instead of running it again: a job that brings its service down must
+// not do so forever.
+const maxCrashes = 2
 
 // Status is a job's status in the API.
 type Status struct {
@@ -156,6 +197,7 @@ type Status struct {
 	Error      string            `json:"error,omitempty"`
 	Format     string            `json:"format"`
 	Params     map[string]string `json:"params"`
+	Client     string            `json:"client,omitempty"`
 	Created    time.Time         `json:"created"`
 	StartedAt  *time.Time        `json:"started,omitempty"`
 	FinishedAt *time.Time        `json:"finished,omitempty"`
@@ -173,13 +215,29 @@ func New(opts Options) (*Service, error) {
 	if opts.MaxUpload <= 0 {
 		opts.MaxUpload = 256 << 20
 	}
+	if opts.MaxModel <= 0 {
+		opts.MaxModel = opts.MaxUpload
+	}
 	if opts.MaxLocal <= 0 {
 		opts.MaxLocal = 1
+	}
+	if opts.MaxStarted <= 0 {
+		opts.MaxStarted = 4
+	}
+	if opts.MaxChecks <= 0 {
+		opts.MaxChecks = 2
+	}
+	if opts.MaxClientJobs <= 0 {
+		opts.MaxClientJobs = 16
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{opts: opts, log: opts.Logger, jobs: map[string]*job{}}
+	s := &Service{opts: opts, log: opts.Logger, jobs: map[string]*job{}, checks: make(chan struct{}, opts.MaxChecks)}
+	s.refusals.Every = 10 * time.Second
+	for _, t := range opts.Tokens {
+		s.digests = append(s.digests, sha256.Sum256(t.Secret))
+	}
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	if err := os.MkdirAll(s.jobsDir(), 0o755); err != nil {
 		return nil, fmt.Errorf("service: data directory: %w", err)
@@ -190,11 +248,24 @@ func New(opts Options) (*Service, error) {
 	}
 	for _, r := range recs {
 		j := &job{rec: r, plan: Plan{Workers: r.Workers, MaxIter: r.MaxIter, TimeLimit: time.Duration(r.Limit * float64(time.Second))}}
-		if !r.State.final() {
+		if r.State == Running {
+			// The previous service ended without recording the job's
+			// end: killed or crashed, perhaps by the job.
+			j.rec.Crashes++
+		}
+		switch {
+		case !r.State.final() && j.rec.Crashes >= maxCrashes:
+			now := time.Now().UTC()
+			j.rec.State, j.rec.Finished = Failed, &now
+			j.rec.Error = fmt.Sprintf("the service ended %d times while the job ran (killed or crashed): not run again", j.rec.Crashes)
+			s.log.Warn("job failed: it was running at each of the last service ends", "job", r.ID, "ends", j.rec.Crashes)
+			_ = s.save(j)
+		case !r.State.final():
 			// Interrupted by the previous service's end: run it again,
 			// from the start (its trace starts over too).
 			j.rec.State, j.rec.Started, j.rec.Iter = Queued, nil, 0
 			j.rec.Dual, j.rec.Primal, j.rec.Gap = nil, nil, nil
+			_ = s.save(j)
 			s.log.Info("job queued again after a restart", "job", r.ID)
 		}
 		s.jobs[r.ID] = j
@@ -224,16 +295,23 @@ func (s *Service) file(id, f string) string { return filepath.Join(s.dir(id), f)
 func modelFile(format string) string { return "model." + format }
 
 // Submit stores the model read from body in format (a key of Formats),
-// checks it with params, and queues the job.
+// checks it with params, and queues the job. The job is its context's
+// client's (the token's name that RequireToken or the NATS API found),
+// within that client's MaxClientJobs.
 func (s *Service) Submit(ctx context.Context, body io.Reader, format string, params map[string]string) (Status, error) {
 	if _, ok := Formats[format]; !ok {
 		return Status{}, Invalid(fmt.Errorf("format %q: want one of %s", format, formatList()))
 	}
+	client := clientOf(ctx)
 	s.mu.Lock()
 	closed := s.closed
+	err := s.clientRoom(client)
 	s.mu.Unlock()
 	if closed {
 		return Status{}, errUnavailable("the service is stopping")
+	}
+	if err != nil {
+		return Status{}, err
 	}
 	id := newID()
 	dir := s.dir(id)
@@ -248,7 +326,7 @@ func (s *Service) Submit(ctx context.Context, body io.Reader, format string, par
 	}()
 	path := s.file(id, modelFile(format))
 	if err := writeFile(path, func(w io.Writer) error {
-		n, err := io.Copy(w, body)
+		n, err := copyModel(w, body, s.opts.MaxModel)
 		if err == nil && n == 0 {
 			err = Invalid(errors.New("model: empty request body"))
 		}
@@ -256,16 +334,26 @@ func (s *Service) Submit(ctx context.Context, body io.Reader, format string, par
 	}); err != nil {
 		return Status{}, err
 	}
+	// The check reads the model into memory: MaxChecks at a time.
+	select {
+	case s.checks <- struct{}{}:
+	case <-ctx.Done():
+		return Status{}, errUnavailable(fmt.Sprintf("waiting to check the model: %v", context.Cause(ctx)))
+	}
 	plan, err := s.opts.Runner.Check(ctx, path, params) // its errors name the parameter or model.FORMAT
+	<-s.checks
 	if err != nil {
 		return Status{}, err
 	}
-	rec := record{ID: id, State: Queued, Format: format, Params: params, Workers: plan.Workers, MaxIter: plan.MaxIter,
+	rec := record{ID: id, State: Queued, Format: format, Params: params, Client: client, Workers: plan.Workers, MaxIter: plan.MaxIter,
 		Limit: plan.TimeLimit.Seconds(), Created: time.Now().UTC()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return Status{}, errUnavailable("the service is stopping")
+	}
+	if err := s.clientRoom(client); err != nil {
+		return Status{}, err
 	}
 	if err := s.makeRoom(); err != nil {
 		return Status{}, err
@@ -280,6 +368,25 @@ func (s *Service) Submit(ctx context.Context, body io.Reader, format string, par
 	s.log.Info("job queued", "job", id, "format", format, "workers", plan.Workers)
 	s.dispatch()
 	return s.status(j), nil
+}
+
+// clientRoom is nil when client may have one more unfinished job
+// (MaxClientJobs), else the error (HTTP 429). s.mu is held.
+func (s *Service) clientRoom(client string) error {
+	n := 0
+	for _, j := range s.jobs {
+		if j.rec.Client == client && !j.rec.State.final() {
+			n++
+		}
+	}
+	if n >= s.opts.MaxClientJobs {
+		who := "this client"
+		if client != "" {
+			who = "client " + client
+		}
+		return &apiError{http.StatusTooManyRequests, fmt.Sprintf("%s has %d unfinished jobs, the most allowed (--max-client-jobs); try again when one ends", who, n)}
+	}
+	return nil
 }
 
 // makeRoom evicts the oldest finished jobs until a new one fits under
@@ -301,10 +408,11 @@ func (s *Service) makeRoom() error {
 	return nil
 }
 
-// dispatch starts the queued jobs that can start: distributed ones at
-// once (they wait in the pool for their workers and are reported queued
-// until their first iteration), local ones while a slot is free. s.mu is
-// held.
+// dispatch starts the queued jobs that can start: distributed ones up to
+// MaxStarted (they load their models and wait in the pool for their
+// workers, reported queued until their first iteration), local ones while
+// a slot is free; the others stay queued, their models on disk only. s.mu
+// is held.
 func (s *Service) dispatch() {
 	if s.closed {
 		return
@@ -322,6 +430,11 @@ func (s *Service) dispatch() {
 			j.rec.State = Running
 			now := time.Now().UTC()
 			j.rec.Started = &now
+		} else {
+			if s.dist >= s.opts.MaxStarted {
+				continue
+			}
+			s.dist++
 		}
 		ctx, cancel := context.WithCancel(s.ctx)
 		j.cancel = cancel
@@ -375,6 +488,8 @@ func (s *Service) run(ctx context.Context, j *job) {
 	defer s.mu.Unlock()
 	if j.plan.Workers == 0 {
 		s.local-- // dispatch took a slot for it
+	} else {
+		s.dist--
 	}
 	j.cancel = nil
 	switch {
@@ -520,7 +635,7 @@ func (s *Service) status(j *job) Status {
 	r := j.rec
 	st := Status{ID: r.ID, State: r.State, Iteration: r.Iter, Dual: r.Dual, Primal: r.Primal, Gap: r.Gap,
 		Workers: r.Workers, Seconds: r.Seconds, Status: r.Status, Error: r.Error, Format: r.Format, Params: r.Params,
-		Created: r.Created, StartedAt: r.Started, FinishedAt: r.Finished}
+		Client: r.Client, Created: r.Created, StartedAt: r.Started, FinishedAt: r.Finished}
 	switch {
 	case r.State.final():
 		st.ETA = new(float64)

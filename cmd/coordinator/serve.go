@@ -4,41 +4,30 @@ import (
 	"context"
 	"flag"
 	"log/slog"
-	"net"
 	"time"
 
 	"github.com/ddrun/ddrun/internal/cli"
 	"github.com/ddrun/ddrun/internal/natsflags"
 	"github.com/ddrun/ddrun/launch"
 	"github.com/ddrun/ddrun/metrics"
-	"github.com/ddrun/ddrun/service"
 )
 
-// serveFlags are the flags of `coordinator serve`.
+// serveFlags are the flags of `coordinator serve`: the service's own
+// (launch.ServeConfig) and those of its distributed jobs.
 type serveFlags struct {
-	listen, dataDir        string
-	workersMin, localWorks int
-	maxJobs, maxLocal      int
-	maxUpload              int64
-	wait, stepTimeout      time.Duration
-	quiet                  bool
+	cfg               launch.ServeConfig
+	wait, stepTimeout time.Duration
 	// r holds the NATS flags (--nats, credentials, --job-key-file,
 	// --nats-listen) and connects as run does.
 	r runFlags
 }
 
 func (s *serveFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&s.listen, "listen", "127.0.0.1:8080", "`ADDR` of the HTTP API (port 0: any free port; the address is printed on stderr as http=URL)")
-	fs.StringVar(&s.dataDir, "data-dir", "ddrun-data", "`DIR` that keeps the jobs (model, state, result, trace), so that a restarted service lists them")
-	fs.IntVar(&s.workersMin, "workers-min", 0, "/readyz answers 200 only while at least `N` workers are in the pool")
-	fs.IntVar(&s.localWorks, "local-workers", 0, "start `N` worker processes on this machine (the worker binary beside the coordinator, or on PATH) and stop them at the end")
-	fs.IntVar(&s.maxJobs, "max-jobs", 1000, "most jobs kept: a new job evicts the oldest finished one")
-	fs.IntVar(&s.maxLocal, "max-running", 1, "most jobs with workers=0 that run at once in this process (the others wait in the queue)")
-	fs.Int64Var(&s.maxUpload, "max-upload", 256<<20, "largest model upload in `BYTES` (larger: HTTP 413)")
+	s.cfg.Register(fs)
 	fs.Var(cli.Duration(&s.wait, 10*time.Minute), "wait", "how long a distributed job waits for its workers to be free before it fails")
 	fs.Var(cli.Duration(&s.stepTimeout, 5*time.Minute), "step-timeout", "how long a distributed job waits for the workers' answers to one iteration")
-	fs.BoolVar(&s.quiet, "quiet", false, "log warnings only")
 	s.r.nats.Register(fs)
+	s.r.nats.RegisterRetry(fs, 10*time.Second)
 	s.r.key.Register(fs)
 	fs.StringVar(&s.r.listen, "nats-listen", "127.0.0.1:0", "`ADDR` of the embedded NATS server when --nats is not given")
 }
@@ -47,18 +36,8 @@ func (s *serveFlags) check() error {
 	if err := s.r.nats.Resolve(); err != nil {
 		return usageError{err}
 	}
-	for _, c := range []struct {
-		name string
-		v    int64
-		min  int64
-	}{{"--workers-min", int64(s.workersMin), 0}, {"--local-workers", int64(s.localWorks), 0}, {"--max-jobs", int64(s.maxJobs), 1},
-		{"--max-running", int64(s.maxLocal), 1}, {"--max-upload", s.maxUpload, 1}} {
-		if c.v < c.min {
-			return usagef("%s: %d < %d", c.name, c.v, c.min)
-		}
-	}
-	if s.dataDir == "" {
-		return usagef("--data-dir: empty")
+	if err := s.cfg.Check(); err != nil {
+		return usageError{err}
 	}
 	s.r.job = "serve" // the NATS client's name: coordinator-serve
 	return nil
@@ -81,7 +60,7 @@ func cmdServe(ctx context.Context, args []string, con *cli.Console) (err error) 
 		return err
 	}
 	level := slog.LevelInfo
-	if sf.quiet {
+	if sf.cfg.Quiet {
 		level = slog.LevelWarn
 	}
 	con.Start(cli.Options{Level: level, Quiet: true}) // no progress: the jobs' go to their traces
@@ -91,13 +70,12 @@ func cmdServe(ctx context.Context, args []string, con *cli.Console) (err error) 
 	if err := sf.check(); err != nil {
 		return err
 	}
-	log := con.Logger()
-	ln, err := net.Listen("tcp", sf.listen)
+	l, err := sf.cfg.Open()
 	if err != nil {
-		return usagef("--listen %q: %v", sf.listen, err)
+		return inputError(err)
 	}
-	defer ln.Close()
-	ns := sf.r.natsSession(sf.r.localWorkers("serve", sf.localWorks, 1, sf.quiet, con), con)
+	defer l.Close()
+	ns := sf.r.natsSession(sf.r.localWorkers("serve", sf.cfg.LocalWorkers, 1, sf.cfg.Quiet, con), con)
 	if err := ns.Open(ctx); err != nil {
 		return flagsError(err)
 	}
@@ -107,15 +85,11 @@ func cmdServe(ctx context.Context, args []string, con *cli.Console) (err error) 
 		return err
 	}
 	natsflags.Observe(met, ns.NATS)
-	url := "http://" + ln.Addr().String()
-	err = launch.Serve(ctx, ln, launch.ServeOptions{
-		Service: service.Options{Dir: sf.dataDir, MaxJobs: sf.maxJobs, MaxUpload: sf.maxUpload, MaxLocal: sf.maxLocal},
-		NATS:    ns.NATS, Transport: ns.Transport, WorkersMin: sf.workersMin, Wait: sf.wait, StepTimeout: sf.stepTimeout,
-		Logger: log, Metrics: met, Started: func() { con.Print("http", "http="+url, "http", url) },
-	})
+	err = launch.Serve(ctx, l, launch.ServeOptions{NATS: ns.NATS, Transport: ns.Transport, Wait: sf.wait, StepTimeout: sf.stepTimeout,
+		Logger: con.Logger(), Metrics: met, Print: con.Print})
 	if err != nil {
 		return err
 	}
-	log.Info("service stopping")
+	con.Logger().Info("service stopping")
 	return nil
 }

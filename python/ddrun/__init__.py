@@ -7,6 +7,14 @@ Standard library only::
     sol = c.solve("examples/potts-20x20.uai", max_iter=500)
     print(sol.status, sol.dual, sol.primal, sol.gap, sol.assignment[:10])
 
+Every request carries an API token (``Authorization: Bearer``), the first
+found of: ``token=``, ``token_file=``, ``$DDRUN_API_TOKEN``,
+``$DDRUN_API_TOKEN_FILE``, and, for a service on this machine (a loopback
+URL) only, the token ``coordinator serve`` generates for its user
+(``$XDG_STATE_HOME/ddrun/api-token`` or ``~/.local/state/ddrun/api-token``). For an ``https://`` service whose
+certificate is not signed by a system CA, give the CA's PEM file as
+``ca_file=`` or ``$DDRUN_CA_FILE``.
+
 ``submit``, ``status``, ``wait``, ``result``, ``trace``, ``cancel`` and
 ``jobs`` are the API's operations one by one. Errors the service reports
 raise :class:`Error` with its message and HTTP status.
@@ -19,6 +27,7 @@ import io
 import json
 import math
 import os
+import ssl
 import sys
 import time
 import urllib.error
@@ -80,12 +89,56 @@ def _format_of(path):
     raise Error("{}: unknown model format (want .uai, .uai.gz, .json or .msgpack, or give format=)".format(path))
 
 
-class Client:
-    """A client of the job service at ``url`` (e.g. ``http://127.0.0.1:8080``)."""
+def _read_token(path):
+    """The token of a token file: its first line that is neither blank nor
+    a comment, the last of its fields (a line is TOKEN or NAME TOKEN)."""
+    with open(os.fspath(path), encoding="utf-8") as f:
+        for line in f:
+            fields = line.split()
+            if fields and not fields[0].startswith("#"):
+                return fields[-1]
+    raise Error("{}: no token".format(path))
 
-    def __init__(self, url, timeout=60.0):
+
+def _default_token_file():
+    state = os.environ.get("XDG_STATE_HOME", "")
+    if not os.path.isabs(state):
+        state = os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(state, "ddrun", "api-token")
+
+
+def _is_loopback(url):
+    host = urllib.parse.urlsplit(url).hostname or ""
+    return host == "localhost" or host == "::1" or host.startswith("127.")
+
+
+def _find_token(url, token, token_file):
+    if token:
+        return token
+    if token_file:
+        return _read_token(token_file)
+    if os.environ.get("DDRUN_API_TOKEN"):
+        return os.environ["DDRUN_API_TOKEN"].strip()
+    if os.environ.get("DDRUN_API_TOKEN_FILE"):
+        return _read_token(os.environ["DDRUN_API_TOKEN_FILE"])
+    path = _default_token_file()
+    # The generated token is the local service's: never sent elsewhere.
+    if _is_loopback(url) and os.path.exists(path):
+        return _read_token(path)
+    return None
+
+
+class Client:
+    """A client of the job service at ``url`` (e.g. ``http://127.0.0.1:8080``
+    or ``https://...``), with an API token and, for TLS, a CA file (see the
+    module's documentation for where they are found)."""
+
+    def __init__(self, url, timeout=60.0, token=None, token_file=None, ca_file=None):
         self.url = url.rstrip("/")
         self.timeout = timeout
+        self._token = _find_token(self.url, token, token_file)
+        ca_file = ca_file or os.environ.get("DDRUN_CA_FILE") or None
+        self._ssl = ssl.create_default_context(cafile=ca_file) if ca_file else None
 
     def _request(self, method, path, body=None, content_type=None, query=None):
         url = self.url + path
@@ -94,8 +147,10 @@ class Client:
         req = urllib.request.Request(url, data=body, method=method)
         if content_type:
             req.add_header("Content-Type", content_type)
+        if self._token:
+            req.add_header("Authorization", "Bearer " + self._token)
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+            with urllib.request.urlopen(req, timeout=self.timeout, context=self._ssl) as resp:
                 return resp.read()
         except urllib.error.HTTPError as e:
             raw = e.read()

@@ -1,8 +1,11 @@
 """Tests of the ddrun client against a real `coordinator serve`.
 
-The Go test e2e/TestServePython starts the service and runs these with
-DDRUN_URL (the service), DDRUN_EXAMPLES (the repository's examples/) and
-DDRUN_LONG_MODEL (a model that runs until cancelled) set; by hand:
+The Go test e2e/TestServePython starts the service over TLS and runs these
+with DDRUN_URL (the service), DDRUN_API_TOKEN_FILE (its tokens),
+DDRUN_CA_FILE (the CA of its certificate), DDRUN_EXAMPLES (the
+repository's examples/) and DDRUN_LONG_MODEL (a model that runs until
+cancelled) set; by hand (the client finds the token serve generates for
+its user):
 
     coordinator serve --listen 127.0.0.1:8080 &
     DDRUN_URL=http://127.0.0.1:8080 DDRUN_EXAMPLES=examples PYTHONPATH=python \
@@ -12,8 +15,10 @@ DDRUN_LONG_MODEL (a model that runs until cancelled) set; by hand:
 import contextlib
 import io
 import os
+import tempfile
 import time
 import unittest
+from unittest import mock
 
 import ddrun
 
@@ -77,6 +82,9 @@ class ClientTest(unittest.TestCase):
             ("unknown id", lambda: self.c.status("j0123456789abcdef"), 404, "no such job"),
             ("unknown id result", lambda: self.c.result("j0123456789abcdef"), 404, "no such job"),
             ("unreachable", lambda: ddrun.Client("http://127.0.0.1:1").jobs(), 0, "127.0.0.1:1"),
+            ("wrong token", lambda: ddrun.Client(URL, token="wrong-token-0123456789").jobs(), 401, "API token"),
+            ("wrong token submit", lambda: ddrun.Client(URL, token="wrong-token-0123456789").submit(self.potts), 401,
+             "API token"),
         ]
         for name, f, status, says in cases:
             with self.subTest(name):
@@ -100,6 +108,61 @@ class ClientTest(unittest.TestCase):
         st = self.c.wait(job, progress=False, timeout=30)
         self.assertEqual(st["state"], "cancelled")
         self.assertEqual(self.c.result(job)["status"], "interrupted")
+
+    def test_no_token(self):
+        # No token anywhere (the default file under an empty state
+        # directory): the service answers 401, and no job is made.
+        before = len(self.c.jobs())
+        with tempfile.TemporaryDirectory() as state:
+            env = {k: v for k, v in os.environ.items() if not k.startswith("DDRUN_API_TOKEN")}
+            env["XDG_STATE_HOME"] = state
+            with mock.patch.dict(os.environ, env, clear=True):
+                c = ddrun.Client(URL)
+                with self.assertRaises(ddrun.Error) as cm:
+                    c.submit(self.potts)
+        self.assertEqual(cm.exception.status, 401)
+        self.assertEqual(len(self.c.jobs()), before)
+
+    @unittest.skipUnless(URL and URL.startswith("https://"), "the service is not served over TLS")
+    def test_tls_needs_the_ca(self):
+        # Without the CA file the service's certificate is not trusted:
+        # no request is made.
+        env = {k: v for k, v in os.environ.items() if k != "DDRUN_CA_FILE"}
+        with mock.patch.dict(os.environ, env, clear=True):
+            with self.assertRaises(ddrun.Error) as cm:
+                ddrun.Client(URL).jobs()
+        self.assertEqual(cm.exception.status, 0)
+        self.assertIn("CERTIFICATE_VERIFY_FAILED", str(cm.exception))
+
+
+class TokenFileTest(unittest.TestCase):
+    def test_token_sources(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "tokens")
+            with open(path, "w") as f:
+                f.write("# comment\n\nalice  alice-token-0123456789\nbob-token-0123456789\n")
+            env = {k: v for k, v in os.environ.items() if not k.startswith("DDRUN_API_TOKEN")}
+            env["XDG_STATE_HOME"] = d
+            with mock.patch.dict(os.environ, env, clear=True):
+                self.assertEqual(ddrun.Client("http://x", token_file=path)._token, "alice-token-0123456789")
+                self.assertEqual(ddrun.Client("http://x", token="t-0123456789abcdef", token_file=path)._token,
+                                 "t-0123456789abcdef")
+                self.assertIsNone(ddrun.Client("http://127.0.0.1:8080")._token)
+                os.makedirs(os.path.join(d, "ddrun"))
+                with open(os.path.join(d, "ddrun", "api-token"), "w") as f:
+                    f.write("generated-0123456789abcdef\n")
+                for url in ("http://127.0.0.1:8080", "https://localhost:1", "http://[::1]:8080/"):
+                    self.assertEqual(ddrun.Client(url)._token, "generated-0123456789abcdef", url)
+                # The local service's token is not sent to another host.
+                self.assertIsNone(ddrun.Client("https://ddrun.example:8443")._token)
+                os.environ["DDRUN_API_TOKEN_FILE"] = path
+                self.assertEqual(ddrun.Client("http://x")._token, "alice-token-0123456789")
+                os.environ["DDRUN_API_TOKEN"] = "env-0123456789abcdef"
+                self.assertEqual(ddrun.Client("http://x")._token, "env-0123456789abcdef")
+            with open(path, "w") as f:
+                f.write("# nothing\n")
+            with self.assertRaises(ddrun.Error):
+                ddrun.Client("http://x", token_file=path)
 
 
 class GridModelTest(unittest.TestCase):
