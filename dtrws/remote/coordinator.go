@@ -27,6 +27,9 @@ type Options struct {
 	// for one order's answer (default 2 minutes).
 	Wait, StepTimeout time.Duration
 	Logger            *slog.Logger
+	// Start is when the run started (its times and time limit count from
+	// it; zero: now).
+	Start time.Time
 	// Deliver, when not nil, gets the assignment of a result with a
 	// primal, piece by piece (each variable once), before the workers are
 	// released.
@@ -67,7 +70,10 @@ type coordinator struct {
 // by dtrws.Run (progress as there), delivers the assignment and releases
 // the workers.
 func Run(ctx context.Context, tr transport.Transport, l *shard.Layout, do dtrws.Options, opts Options, progress func(solver.Progress)) (solver.Result, error) {
-	start := time.Now()
+	start := opts.Start
+	if start.IsZero() {
+		start = time.Now()
+	}
 	if err := transport.ValidName(opts.Job); err != nil {
 		return solver.Result{}, fmt.Errorf("trws job %q: %w", opts.Job, err)
 	}
