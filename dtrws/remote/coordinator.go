@@ -391,4 +391,3 @@ func (c *coordinator) pieces(ctx context.Context, l *shard.Layout, seam *dtrws.S
 	}
 	return nil
 }
-
