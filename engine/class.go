@@ -82,10 +82,12 @@ func (j *Job) ChooseForRun(c Class) (bool, error) {
 
 // DTRWS is distributed TRW-S's options for the job on parts parts: the
 // job's limits (max-iter, time-limit, tol; every iteration reported, as
-// solve's TRW-S does), the package's defaults otherwise.
+// solve's TRW-S does), a candidate scored every 5 iterations (scoring one
+// costs each part about half a TRW-S iteration: the copy, an ICM sweep and
+// the score), the package's defaults otherwise.
 func (j *Job) DTRWS(parts int) dtrws.Options {
 	o := dtrws.DefaultOptions()
 	o.Limits = j.Settings.Limits()
-	o.Parts, o.Threads = parts, parts
+	o.Parts, o.Threads, o.PrimalEvery = parts, parts, 5
 	return o
 }
