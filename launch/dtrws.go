@@ -20,11 +20,14 @@ import (
 // it runs distributed TRW-S on the workers (package dtrws/remote) and
 // reports done; otherwise it returns not done and the caller runs the
 // job of dual decomposition (runSharded, which plans again). A job with
-// checkpoints or in a Raft group keeps DD-ADMM: distributed TRW-S has
-// neither yet (docs/distributed-trws.md).
+// checkpoints asked for (a directory or a count) or in a Raft group keeps
+// DD-ADMM: distributed TRW-S has neither yet (docs/distributed-trws.md);
+// the in-memory checkpoints every Interval, which only restart a lost
+// worker's part, are not asked for: distributed TRW-S has no spare
+// either.
 func runShardedChoice(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome, bool, error) {
 	c := t.Checkpoints
-	if !j.Settings.Auto || j.Settings.Exact || t.Raft != nil || c.Every > 0 || c.Interval > 0 || c.Dir != "" {
+	if !j.Settings.Auto || j.Settings.Exact || t.Raft != nil || c.Every > 0 || c.Dir != "" {
 		return Outcome{}, false, nil
 	}
 	sh, start, log := t.Sharded, t.Start, t.Logger
