@@ -283,7 +283,9 @@ func TestKillRaftLeaderShardedMidRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	flags := []string{"--sharded", "--json", "--threads", "1", "--tol", "0", "--max-iter", "600"}
+	// DD-ADMM given: the undisturbed run has no Raft and would choose
+	// distributed TRW-S on this grid.
+	flags := []string{"--sharded", "--algo", "admm", "--json", "--threads", "1", "--tol", "0", "--max-iter", "600"}
 	want := runJSON(t, 2*time.Minute, coord, append(append([]string{"run", "--local", "--workers", "2", "--quiet", "--state-dir", t.TempDir()}, flags...), model)...)
 	srv := startNATS(t, true)
 	startWorkerProcs(t, worker, srv.URL(), "shr", 2, "--quiet")
