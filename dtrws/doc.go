@@ -21,15 +21,20 @@
 // Fig. 3) across the parts.
 // docs/distributed-trws.md derives it.
 //
-// The parts run through Link (link.go), a flat-slice seam (a step in:
-// multiplier changes and an iteration count; bound, boundary beliefs and
-// labels out) so that a cluster can later carry them to workers; Solve
-// runs them in process, one goroutine per part (at most Threads at once),
-// and its results depend on Parts only, never on Threads.
+// The parts run through Link (link.go), a flat-slice seam (an order in:
+// multiplier changes, an iteration count, a candidate's boundary states;
+// bound, boundary beliefs, the candidate's score out) so that a cluster
+// can carry them to workers. The coordinator (Run) knows only the Seam:
+// the shared variables' cardinalities and which parts hold their copies.
+// Solve runs the parts in process, one goroutine per part (at most
+// Threads at once), and its results depend on Parts only, never on
+// Threads.
 //
-// The primal: each variable from its owner part's TRW-S labelling, each
-// shared one from the largest summed belief then an ICM move, scored
-// exactly on the model; the best is kept and polished by ICM.
+// The primal: the coordinator picks every shared variable's state (the
+// largest summed belief); each part completes it with its interior (its
+// last forward pass, moved by ICM with the boundary fixed) and scores its
+// share, so the sum is the exact score of one assignment; the best is kept
+// by the parts and polished at the end.
 //
 // The package knows models, the solver result and package trws; it must
 // not know the cluster, transport, or how parts are placed on machines.

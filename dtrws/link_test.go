@@ -3,12 +3,12 @@ package dtrws
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/ddrun/ddrun/generate"
-	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
 )
 
@@ -30,7 +30,7 @@ func (c *countingLink) Step(ctx context.Context, in *StepIn, out *StepOut) error
 		c.t.Errorf("delta of %d entries, want %d", len(in.Delta), c.width)
 	}
 	err := c.Link.Step(ctx, in, out)
-	if len(out.Beliefs) != c.width || len(out.Chains) != c.count {
+	if in.Iters > 0 && (len(out.Beliefs) != c.width || len(out.Chains) != c.count) {
 		c.t.Errorf("%d beliefs and %d chain counts, want %d and %d", len(out.Beliefs), len(out.Chains), c.width, c.count)
 	}
 	return err
@@ -52,7 +52,7 @@ func TestRunThroughLinks(t *testing.T) {
 		}
 		links := make([]Link, 3)
 		for p := range links {
-			b := sp.Boundary(p)
+			b := sp.BoundaryOf(p)
 			l, err := NewLocalLink(sp.Models[p], b)
 			if err != nil {
 				t.Fatal(err)
@@ -63,7 +63,10 @@ func TestRunThroughLinks(t *testing.T) {
 			}
 			links[p] = &countingLink{Link: l, t: t, width: width, count: len(b), fail: fail * (p % 2)}
 		}
-		res, err := Run(context.Background(), m, sp, links, o, time.Now(), nil)
+		res, err := Run(context.Background(), sp.Seam(m), links, o, time.Now(), nil)
+		if err == nil {
+			res.Assignment, err = sp.Gather(context.Background(), links, res)
+		}
 		if fail != 0 {
 			if err == nil {
 				t.Error("a failing part did not stop the run")
@@ -73,11 +76,16 @@ func TestRunThroughLinks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The parts' scores add up to the assignment's score on m.
+		if sc := m.Score(res.Assignment); math.Abs(sc-res.Primal) > 1e-9*math.Max(1, math.Abs(sc)) {
+			t.Errorf("the parts scored %v, the assignment scores %v", res.Primal, sc)
+		}
+		res.Primal = m.Score(res.Assignment)
 		if res.Dual != want.Dual || res.Primal != want.Primal || res.Iterations != want.Iterations || !slices.Equal(res.Assignment, want.Assignment) {
 			t.Errorf("through links: dual %v primal %v after %d, Solve %v %v", res.Dual, res.Primal, res.Iterations, want.Dual, want.Primal)
 		}
 	}
-	if _, err := Run(context.Background(), m, &Split{Models: make([]*model.Model, 2)}, nil, o, time.Now(), nil); err == nil {
+	if _, err := Run(context.Background(), &Seam{Parts: 2}, nil, o, time.Now(), nil); err == nil {
 		t.Error("2 parts and no links accepted")
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -47,8 +47,10 @@ func TestShardedRunMatchesSolve(t *testing.T) {
 		model string
 		flags []string
 	}{
-		{"potts", genModel(t, coord, "potts", "--height", "15", "--width", "15", "--labels", "4", "--rho", "1", ".ddx"), nil},
-		{"ising", convertDDX(t, coord, genModel(t, coord, "ising", "--height", "12", "--width", "12", "--rho", "0.5", ".uai")), nil},
+		// DD-ADMM given: with no algorithm, run chooses distributed
+		// TRW-S on these pairwise grids (launch/dtrws.go).
+		{"potts", genModel(t, coord, "potts", "--height", "15", "--width", "15", "--labels", "4", "--rho", "1", ".ddx"), []string{"--algo", "admm"}},
+		{"ising", convertDDX(t, coord, genModel(t, coord, "ising", "--height", "12", "--width", "12", "--rho", "0.5", ".uai")), []string{"--algo", "admm"}},
 		{"potts-gz-subgradient", convertDDX(t, coord, genModel(t, coord, "potts", "--height", "10", "--width", "14", "--labels", "3", "--rho", "0.5", ".uai.gz")), []string{"--algo", "subgradient", "--step", "1/t"}},
 	}
 	for _, c := range cases {
@@ -99,7 +101,7 @@ func TestShardedCoordinatorMemoryFlat(t *testing.T) {
 	for _, h := range []int{30, 3000} {
 		model := genModel(t, coord, "potts", "--height", fmt.Sprint(h), "--width", "100", "--labels", "4", "--rho", "0.5", ".ddx")
 		var r shardedJSON
-		runJSONInto(t, 3*time.Minute, coord, &r, "run", "--sharded", "--local", "--workers", "2", "--json", "--quiet", "--max-iter", "5", model)
+		runJSONInto(t, 3*time.Minute, coord, &r, "run", "--sharded", "--local", "--workers", "2", "--algo", "admm", "--json", "--quiet", "--max-iter", "5", model)
 		if r.Sharded == nil || r.Sharded.Boundary != 100 {
 			t.Fatalf("height %d: sharded result %+v, want a boundary of 100 variables", h, r.Sharded)
 		}
@@ -281,7 +283,9 @@ func TestKillRaftLeaderShardedMidRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	flags := []string{"--sharded", "--json", "--threads", "1", "--tol", "0", "--max-iter", "600"}
+	// DD-ADMM given: the undisturbed run has no Raft and would choose
+	// distributed TRW-S on this grid.
+	flags := []string{"--sharded", "--algo", "admm", "--json", "--threads", "1", "--tol", "0", "--max-iter", "600"}
 	want := runJSON(t, 2*time.Minute, coord, append(append([]string{"run", "--local", "--workers", "2", "--quiet", "--state-dir", t.TempDir()}, flags...), model)...)
 	srv := startNATS(t, true)
 	startWorkerProcs(t, worker, srv.URL(), "shr", 2, "--quiet")
@@ -309,5 +313,43 @@ func TestKillRaftLeaderShardedMidRun(t *testing.T) {
 	}
 	if sc := m.Score(readMPE(t, out)); got.Primal == nil || math.Abs(sc-*got.Primal) > 1e-9*math.Max(1, math.Abs(sc)) {
 		t.Errorf("primal %v, the assignment in --out scores %v", deref(got.Primal), sc)
+	}
+}
+
+// run --sharded with no algorithm on a pairwise grid chooses TRW-S as
+// solve does (distributed TRW-S on the worker processes, docs/
+// distributed-trws.md), says why, and reports a bound above its primal,
+// the exact score of the assignment in --out, on 1..3 workers.
+func TestShardedRunChoosesTRWS(t *testing.T) {
+	coord, _ := binaries(t)
+	model := genModel(t, coord, "potts", "--height", "20", "--width", "15", "--labels", "3", "--rho", "0.5", ".ddx")
+	m, err := modelfile.Load(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for w := 1; w <= 3; w++ {
+		out := filepath.Join(t.TempDir(), "x.mpe")
+		var got struct {
+			result
+			Algo string `json:"algo"`
+			Why  string `json:"why"`
+		}
+		runJSONInto(t, 2*time.Minute, coord, &got, "run", "--sharded", "--local", "--workers", fmt.Sprint(w), "--json", "--quiet", "--max-iter", "100", "--out", out, model)
+		if got.Algo != "trws" || !strings.Contains(got.Why, "pairwise") || got.Primal == nil || got.Dual == nil ||
+			*got.Dual < *got.Primal-1e-9*math.Max(1, math.Abs(*got.Primal)) {
+			t.Fatalf("%d workers: %s (%q), dual %v primal %v", w, got.Algo, got.Why, deref(got.Dual), deref(got.Primal))
+		}
+		f, err := os.Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := uai.ReadMPE(f, out)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc := m.Score(x); math.Abs(sc-*got.Primal) > 1e-9*math.Max(1, math.Abs(sc)) {
+			t.Errorf("%d workers: primal %v, the assignment in --out scores %v", w, *got.Primal, sc)
+		}
 	}
 }

@@ -185,6 +185,9 @@ func Run(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome, error)
 		return Outcome{Ran: true, Result: res, Report: engine.NewResult(res, j, engine.Distributed{}, t.Out)}, nil
 	}
 	if t.Sharded != nil {
+		if o, done, err := runShardedChoice(ctx, j, t, h); done || err != nil {
+			return o, err
+		}
 		return runSharded(ctx, j, t, h)
 	}
 	if j.Settings.Exact {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/dsearch"
+	"github.com/ddrun/ddrun/dtrws/remote"
 	"github.com/ddrun/ddrun/shard"
 	"github.com/ddrun/ddrun/transport"
 )
@@ -28,20 +29,26 @@ type Worker struct {
 // ServeWorker serves w on tr until ctx ends: dual decomposition's parts
 // (cluster.Serve; sharded parts read by shard.LoadSpec and their states
 // saved as shard.StateFiles) and, beside them on the same transport, the
-// subtrees of distributed branch and bound (dsearch.Serve). It returns the
-// first of their errors.
+// subtrees of distributed branch and bound (dsearch.Serve) and the parts
+// of distributed TRW-S (remote.Serve). It returns the first of their
+// errors.
 func ServeWorker(ctx context.Context, tr transport.Transport, w Worker) error {
 	wo := cluster.WorkerOptions{Name: w.Name, Threads: w.Threads, Logger: w.Logger, LoadShard: shard.LoadSpec, ShardStates: shard.StateFiles{},
 		OnStep: w.OnStep, OnParts: w.OnParts}
 	sctx, stopSearch := context.WithCancel(ctx)
-	searchDone := make(chan error, 1)
+	searchDone, trwsDone := make(chan error, 1), make(chan error, 1)
 	go func() {
 		searchDone <- dsearch.Serve(sctx, tr, dsearch.WorkerOptions{Name: w.Name, Threads: w.Threads, Logger: w.Logger})
 	}()
+	go func() {
+		trwsDone <- remote.Serve(sctx, tr, remote.WorkerOptions{Name: w.Name, Logger: w.Logger})
+	}()
 	err := cluster.Serve(ctx, tr, wo)
 	stopSearch()
-	if serr := <-searchDone; err == nil {
-		err = serr
+	for _, done := range []chan error{searchDone, trwsDone} {
+		if serr := <-done; err == nil {
+			err = serr
+		}
 	}
 	return err
 }

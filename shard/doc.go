@@ -13,7 +13,10 @@
 // variable. What it keeps is O(boundary + factors/1024 + workers). Each
 // worker then reads only its range of factor records, their payloads and
 // its variables' unaries by byte ranges (Load) and builds a
-// consensus.Part from them, with one slave per factor.
+// consensus.Part from them, with one slave per factor; or, for a solver
+// that runs its part whole (distributed TRW-S), a Piece: the part as a
+// model, the unary of each boundary variable divided between the parts
+// that hold it (LoadPiece, Layout.Copies).
 //
 // The file's factor order is the partition: files whose order follows the
 // graph (grids row by row, chains, what coordinator gen writes) give

@@ -20,6 +20,9 @@ type PlanOptions struct {
 	// Context, when not nil, stops the passes once it ends.
 	Context context.Context
 	Logger  *slog.Logger
+	// Visit, when not nil, sees every factor of the first pass (the
+	// coordinator's summary of the model's class, engine.Class).
+	Visit func(a int, f *model.Factor)
 }
 
 // Layout is a sharded job's plan: one Spec per worker and what the
@@ -69,7 +72,7 @@ func PlanLayout(path string, workers int, opts PlanOptions) (*Layout, error) {
 	if nf < workers {
 		return nil, fmt.Errorf("shard: %s: %d factors for %d workers: every worker needs one at least", path, nf, workers)
 	}
-	p := &planner{sc: sc, path: path, workers: workers, log: log}
+	p := &planner{sc: sc, path: path, workers: workers, log: log, visit: opts.Visit}
 	start := time.Now()
 	if err := p.ranges(); err != nil {
 		return nil, err
@@ -94,6 +97,7 @@ type planner struct {
 	path    string
 	workers int
 	log     *slog.Logger
+	visit   func(int, *model.Factor)
 
 	cards indexed.CardRuns
 	// Pass 1: the record position and the cost of every chunk of factors,
@@ -141,6 +145,9 @@ func (p *planner) ranges() error {
 				p.chunkCost = append(p.chunkCost, 0)
 			}
 			p.chunkCost[len(p.chunkCost)-1] += p.cost(f, rec.Payload)
+			if p.visit != nil {
+				p.visit(a, f)
+			}
 			return nil
 		},
 	})

@@ -330,3 +330,64 @@ func FuzzLoadSpec(f *testing.F) {
 		}
 	})
 }
+
+// TestPiecesAddUp: the pieces' scores and the constant add up to the
+// model's score (docs/distributed-trws.md, eq. 1), and every variable is
+// interior to one piece or a boundary variable of the pieces that hold it.
+func TestPiecesAddUp(t *testing.T) {
+	m := generate.Potts(generate.GridOptions{Height: 9, Width: 7, Labels: 3, Rho: 0.5, Seed: 4})
+	m.Constant = 1.25
+	path := writeDDX(t, m)
+	for w := 1; w <= 4; w++ {
+		l, err := PlanLayout(path, w, PlanOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		copies := l.Copies()
+		pieces := make([]*Piece, w)
+		held := make([]int, m.NumVars())
+		for k := range l.Specs {
+			cnt := make([]int32, len(l.Of[k]))
+			for i, j := range l.Of[k] {
+				cnt[i] = int32(len(copies[j]))
+			}
+			if pieces[k], err = LoadPiece(context.Background(), &l.Specs[k], cnt); err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range pieces[k].Vars {
+				held[v]++
+			}
+			if _, err := LoadPiece(context.Background(), &l.Specs[k], append(cnt, 2)); err == nil {
+				t.Error("a piece loaded with one copy count too many")
+			}
+		}
+		for j, v := range l.BoundaryVars {
+			if held[v] != len(copies[j]) || len(copies[j]) < 2 {
+				t.Errorf("%d workers: boundary variable %d held by %d pieces, %d copies", w, v, held[v], len(copies[j]))
+			}
+			held[v] = 1
+		}
+		for v, h := range held {
+			if h != 1 {
+				t.Errorf("%d workers: variable %d in %d pieces", w, v, h)
+			}
+		}
+		for seed := range 5 {
+			x := make([]int, m.NumVars())
+			for v := range x {
+				x[v] = (v*7 + seed*3 + v/5) % m.Cards[v]
+			}
+			sum := l.Boundary.Constant
+			for _, pc := range pieces {
+				xl := make([]int, len(pc.Vars))
+				for i, v := range pc.Vars {
+					xl[i] = x[v]
+				}
+				sum += pc.Model.Score(xl)
+			}
+			if want := m.Score(x); math.Abs(sum-want) > 1e-9*math.Max(1, math.Abs(want)) {
+				t.Errorf("%d workers: pieces score %v, model %v", w, sum, want)
+			}
+		}
+	}
+}

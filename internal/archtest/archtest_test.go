@@ -27,7 +27,7 @@ var order = []string{
 	"solver", "trace", "internal/smalllp", "internal/localsearch", "internal/pairterm", "internal/primal", "slaves",
 	"trws", "dtrws", "convexmp", "consensus", "exact", "elim", "anytime", "engine", "learn", "shard",
 	// The distributed runtime.
-	"transport", "checkpoint", "jobstate", "cluster", "dsearch", "metrics",
+	"transport", "checkpoint", "jobstate", "cluster", "dsearch", "dtrws/remote", "metrics",
 	// The job service (its runner is launch's).
 	"service",
 	// The front door: where a job runs (package launch).
@@ -67,6 +67,9 @@ var forbidden = map[string][]string{
 	// Distributed branch and bound ships the model in msgpack only and
 	// knows nothing of dual decomposition's job protocol.
 	"dsearch": {"cluster", "jobstate", "checkpoint", "model/uai", "model/modelfile"},
+	// Distributed TRW-S's runtime: its own messages over the transport,
+	// parts read through shard; nothing of DD's job protocol.
+	"dtrws/remote": {"cluster", "jobstate", "checkpoint", "consensus", "slaves", "model/uai", "model/modelfile"},
 	// Operators' view: fed by the commands, it knows only the solver's
 	// progress reports, nothing of the runtime it observes.
 	"metrics": {"consensus", "slaves", "transport", "checkpoint", "jobstate", "cluster", "dsearch", "shard", "exact", "trws", "convexmp"},

@@ -1,0 +1,311 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/ddrun/ddrun/dtrws"
+	"github.com/ddrun/ddrun/internal/ratelimit"
+	"github.com/ddrun/ddrun/shard"
+	"github.com/ddrun/ddrun/transport"
+)
+
+// WorkerOptions configure a worker's side (Serve).
+type WorkerOptions struct {
+	Name   string // a transport.ValidName, unique among the workers
+	Logger *slog.Logger
+	// ReleaseAfter: a job whose coordinator sent nothing this long is
+	// dropped (default 2 minutes).
+	ReleaseAfter time.Duration
+}
+
+// helloEvery is how often a worker announces itself.
+const helloEvery = 500 * time.Millisecond
+
+// wjob is the job a worker holds: its part once loaded, and the orders
+// queued for it.
+type wjob struct {
+	name   string
+	cid    uint64
+	last   time.Time // the coordinator's last order
+	orders chan order
+	cancel context.CancelFunc
+}
+
+// order is one message of the job, decoded, for the job's goroutine.
+type order struct {
+	kind transport.Kind
+	open *openBody
+	step *stepBody
+	seq  uint64
+}
+
+type wserver struct {
+	tr   transport.Transport
+	opts WorkerOptions
+	log  *slog.Logger
+	seq  *transport.Sequence
+	drop ratelimit.Repeats[string]
+
+	mu  sync.Mutex
+	job *wjob
+}
+
+// Serve runs the parts of distributed TRW-S jobs until ctx ends, one job
+// at a time: it announces itself, loads the part the first coordinator
+// that opens a job on it names, answers its orders in turn, and is free
+// again when the job is closed or its coordinator falls silent.
+func Serve(ctx context.Context, tr transport.Transport, opts WorkerOptions) error {
+	if err := transport.ValidName(opts.Name); err != nil {
+		return fmt.Errorf("worker name %q: %w", opts.Name, err)
+	}
+	if opts.ReleaseAfter <= 0 {
+		opts.ReleaseAfter = 2 * time.Minute
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &wserver{tr: tr, opts: opts, log: log, seq: transport.NewSequence(), drop: ratelimit.Repeats[string]{Every: 10 * time.Second}}
+	sub, err := tr.Subscribe(orderWildcard(opts.Name), s.onOrder)
+	if err != nil {
+		return fmt.Errorf("subscribing for TRW-S orders: %w", err)
+	}
+	defer sub.Unsubscribe()
+	solicit := make(chan struct{}, 1)
+	solicits, err := tr.Subscribe(solicitSubject, func(string, []byte) {
+		select {
+		case solicit <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("subscribing for TRW-S solicitations: %w", err)
+	}
+	defer solicits.Unsubscribe()
+	defer s.release("")
+	hello := time.NewTicker(helloEvery)
+	defer hello.Stop()
+	s.announce(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-solicit:
+			s.announce(ctx)
+		case <-hello.C:
+			s.lapse()
+			s.announce(ctx)
+		}
+	}
+}
+
+func (s *wserver) dropped(reason string, args ...any) {
+	if n, ok := s.drop.Admit(reason); ok {
+		s.log.Warn("trws: "+reason, append(args, "dropped", n+1)...)
+	}
+}
+
+func (s *wserver) publish(ctx context.Context, subject string, job string, body any) {
+	data, err := transport.Encode(transport.Header{Job: job, From: s.opts.Name, Seq: s.seq.Next()}, body)
+	if err == nil {
+		err = s.tr.Publish(ctx, subject, data)
+	}
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("trws: publishing", "subject", subject, "err", err)
+	}
+}
+
+func (s *wserver) announce(ctx context.Context) {
+	s.mu.Lock()
+	h := helloBody{}
+	if s.job != nil {
+		h.Job = s.job.name
+	}
+	s.mu.Unlock()
+	s.publish(ctx, helloSubject, "", h)
+}
+
+// lapse drops a job whose coordinator fell silent.
+func (s *wserver) lapse() {
+	s.mu.Lock()
+	j := s.job
+	silent := j != nil && time.Since(j.last) > s.opts.ReleaseAfter
+	s.mu.Unlock()
+	if silent {
+		s.log.Warn("trws: job dropped, its coordinator is silent", "job", j.name)
+		s.release(j.name)
+	}
+}
+
+// release drops the job named (any when name is "").
+func (s *wserver) release(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.job == nil || name != "" && s.job.name != name {
+		return
+	}
+	s.job.cancel()
+	s.job = nil
+}
+
+// onOrder takes what a coordinator sends on the worker's order subject:
+// an open starts a job when the worker is free; the job's other orders go
+// to its goroutine, in arrival order.
+func (s *wserver) onOrder(subject string, data []byte) {
+	h, raw, err := transport.Decode(data)
+	if err != nil {
+		s.dropped("undecodable message dropped", "err", err)
+		return
+	}
+	if subject != orderSubject(h.Job, s.opts.Name) {
+		s.dropped("message for another job or worker dropped", "subject", subject)
+		return
+	}
+	var o order
+	var cid uint64
+	o.kind = h.Kind
+	switch h.Kind {
+	case kindOpen:
+		o.open = &openBody{}
+		err, cid = transport.DecodeBody(raw, o.open), o.open.CID
+	case kindStep:
+		o.step = &stepBody{}
+		err, cid = transport.DecodeBody(raw, o.step), o.step.CID
+	case kindLabels:
+		var b labelsBody
+		err, cid, o.seq = transport.DecodeBody(raw, &b), b.CID, b.Seq
+	case kindClose:
+		var b closeBody
+		err, cid = transport.DecodeBody(raw, &b), b.CID
+	default:
+		s.dropped("message of an unknown kind dropped", "job", h.Job, "kind", h.Kind)
+		return
+	}
+	if err != nil {
+		s.dropped("undecodable order dropped", "job", h.Job, "err", err)
+		return
+	}
+	s.mu.Lock()
+	j := s.job
+	if h.Kind == kindOpen && j == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		j = &wjob{name: h.Job, cid: cid, orders: make(chan order, 16), cancel: cancel, last: time.Now()}
+		s.job = j
+		go s.run(ctx, j)
+	}
+	s.mu.Unlock()
+	if j.name != h.Job || j.cid != cid {
+		if h.Kind == kindOpen {
+			s.publish(context.Background(), answerSubject(h.Job, s.opts.Name), h.Job, openedBody{CID: cid, Err: "busy with TRW-S job " + j.name})
+			return
+		}
+		s.dropped("order of a job this worker does not hold dropped", "job", h.Job)
+		return
+	}
+	if h.Kind == kindClose {
+		s.release(j.name)
+		s.log.Info("trws: job closed", "job", j.name)
+		return
+	}
+	s.mu.Lock()
+	j.last = time.Now()
+	s.mu.Unlock()
+	select {
+	case j.orders <- o:
+	default:
+		s.dropped("order dropped: the job's queue is full", "job", j.name)
+	}
+}
+
+// run is a job's goroutine: it loads the part on the open and answers
+// every order in turn.
+func (s *wserver) run(ctx context.Context, j *wjob) {
+	answers := answerSubject(j.name, s.opts.Name)
+	var link *dtrws.LocalLink
+	var piece *shard.Piece
+	var count int
+	var out dtrws.StepOut
+	for {
+		var o order
+		select {
+		case <-ctx.Done():
+			return
+		case o = <-j.orders:
+		}
+		switch o.kind {
+		case kindOpen:
+			if link != nil {
+				continue // a repeat
+			}
+			var err error
+			piece, err = s.load(ctx, o.open)
+			if err == nil {
+				link, err = dtrws.NewLocalLink(piece.Model, piece.Boundary)
+			}
+			if err != nil {
+				s.publish(ctx, answers, j.name, openedBody{CID: j.cid, Err: err.Error()})
+				s.release(j.name)
+				return
+			}
+			count = len(piece.Boundary)
+			s.log.Info("trws: part loaded", "job", j.name, "variables", len(piece.Vars), "factors", len(piece.Model.Factors), "boundary", count)
+			s.publish(ctx, answers, j.name, openedBody{CID: j.cid, Width: link.Width(), Count: count, Vars: len(piece.Vars)})
+		case kindStep:
+			a := steppedBody{CID: j.cid, Seq: o.step.Seq}
+			in, err := checkStep(o.step, widthOf(link), count)
+			if err == nil && link == nil {
+				err = fmt.Errorf("a step before the part is loaded")
+			}
+			if err == nil {
+				err = link.Step(ctx, &in, &out)
+			}
+			if err != nil {
+				a.Err = err.Error()
+			} else {
+				a.Bound, a.Beliefs, a.Chains, a.Score, a.Local = out.Bound, out.Beliefs, out.Chains, out.Score, out.Local
+			}
+			s.publish(ctx, answers, j.name, a)
+		case kindLabels:
+			a := labelledBody{CID: j.cid, Seq: o.seq}
+			var x []int32
+			err := fmt.Errorf("labels before the part is loaded")
+			if link != nil {
+				x, err = link.Labels(ctx)
+			}
+			if err != nil {
+				a.Err = err.Error()
+			} else {
+				a.Labels = x
+				a.Vars = make(transport.Int32s, len(piece.Vars))
+				for i, v := range piece.Vars {
+					a.Vars[i] = int32(v)
+				}
+			}
+			s.publish(ctx, answers, j.name, a)
+		}
+	}
+}
+
+func widthOf(l *dtrws.LocalLink) int {
+	if l == nil {
+		return 0
+	}
+	return l.Width()
+}
+
+// load reads the part an open names.
+func (s *wserver) load(ctx context.Context, o *openBody) (*shard.Piece, error) {
+	spec, err := shard.DecodeSpec(o.Spec)
+	if err != nil {
+		return nil, err
+	}
+	if spec.NumVars > math.MaxInt32 {
+		return nil, fmt.Errorf("%d variables: more than this protocol numbers", spec.NumVars)
+	}
+	return shard.LoadPiece(ctx, spec, o.Copies)
+}

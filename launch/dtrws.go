@@ -1,0 +1,97 @@
+package launch
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/ddrun/ddrun/dtrws/remote"
+	"github.com/ddrun/ddrun/engine"
+	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/uai"
+	"github.com/ddrun/ddrun/shard"
+)
+
+// runShardedChoice is a sharded run whose algorithm the model's class
+// may choose (engine.Job.ChooseForRun, the rule solve applies): the
+// coordinator plans the shards and sums up the class in the same pass
+// (shard.PlanOptions.Visit, engine.Class). When the class chooses TRW-S
+// it runs distributed TRW-S on the workers (package dtrws/remote) and
+// reports done; otherwise it returns not done and the caller runs the
+// job of dual decomposition (runSharded, which plans again). A job with
+// checkpoints asked for (a directory or a count) or in a Raft group keeps
+// DD-ADMM: distributed TRW-S has neither yet (docs/distributed-trws.md);
+// the in-memory checkpoints every Interval, which only restart a lost
+// worker's part, are not asked for: distributed TRW-S has no spare
+// either.
+func runShardedChoice(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome, bool, error) {
+	c := t.Checkpoints
+	if !j.Settings.Auto || j.Settings.Exact || t.Raft != nil || c.Every > 0 || c.Dir != "" {
+		return Outcome{}, false, nil
+	}
+	sh, start, log := t.Sharded, t.Start, t.Logger
+	path, err := filepath.Abs(sh.Path)
+	if err != nil {
+		return Outcome{}, true, &InputError{err}
+	}
+	timeLimit := j.Settings.TimeLimit
+	lctx := ctx
+	if timeLimit > 0 {
+		var cancel context.CancelFunc
+		lctx, cancel = context.WithDeadlineCause(ctx, start.Add(timeLimit), fmt.Errorf("--time-limit %v reached while planning the shards", timeLimit))
+		defer cancel()
+	}
+	class := engine.Class{Higher: -1}
+	layout, err := shard.PlanLayout(path, t.Workers, shard.PlanOptions{MaxEntries: sh.MaxEntries, Context: lctx, Logger: log,
+		Visit: func(a int, f *model.Factor) { class.Add(a, f) }})
+	if err != nil {
+		return Outcome{}, true, &InputError{err}
+	}
+	class.Vars = layout.NumVars
+	trws, err := j.ChooseForRun(class)
+	if err != nil || !trws {
+		return Outcome{}, err != nil, err
+	}
+	planned := time.Since(start)
+	if err := t.connect(ctx, &h); err != nil {
+		return Outcome{}, true, err
+	}
+	if h.Print != nil {
+		h.Print("algorithm", fmt.Sprintf("algorithm: %s (%s)", j.Algorithm.Name, j.Why), "algo", j.Algorithm.Name, "why", j.Why)
+	}
+	opts := j.DTRWS(t.Workers)
+	var x []int // the assignment for the result, when small enough
+	ro := remote.Options{Job: t.Job, Start: start, Wait: t.Wait, StepTimeout: t.StepTimeout, Logger: log,
+		Deliver: func(ctx context.Context, n int, pieces func(put func([]int, []int32) error) error) error {
+			if t.Assignment && n <= engine.MaxAssignment {
+				x = make([]int, n)
+			}
+			if err := uai.WriteMPEPieces(t.Out, n, x, pieces); err != nil {
+				return fmt.Errorf("--out: the assignment: %w", err)
+			}
+			return nil
+		}}
+	before := t.traffic()
+	res, err := remote.Run(ctx, t.Transport, layout, opts, ro, h.Progress)
+	if err != nil {
+		return Outcome{}, true, err
+	}
+	res.Elapsed = time.Since(start)
+	sj := &engine.Sharded{Boundary: len(layout.BoundaryVars), PlanSeconds: planned.Seconds(), SetupSeconds: planned.Seconds()}
+	o := Outcome{Ran: true, Result: res}
+	if o.Traffic = t.since(before, res.Iterations); o.Traffic.Iterations > 0 {
+		sj.BytesPerIteration = (o.Traffic.In + o.Traffic.Out) / uint64(o.Traffic.Iterations)
+	}
+	o.Report = engine.Result{Status: res.Status, Primal: engine.Finite(res.Primal), Dual: engine.Finite(res.Dual), Gap: engine.Finite(res.Gap),
+		Relaxed: engine.Finite(res.Relaxed), Iterations: res.Iterations, Seconds: res.Elapsed.Seconds(), Assignment: x,
+		Algo: j.Algorithm.Name, Why: j.Why, Threads: 1, Workers: t.Workers,
+		Model: engine.ModelSize{Variables: layout.NumVars, Factors: layout.NumFactors}, Sharded: sj}
+	if o.Report.Primal != nil {
+		if t.Out != "" {
+			o.Report.AssignmentFile = t.Out
+		}
+		o.Report.Omitted = x == nil
+	}
+	return o, true, nil
+}
