@@ -51,7 +51,7 @@ type Job struct {
 	Evidence model.Evidence
 	Folded   int
 	// Cost, when not nil, turns a score into the objective in the model
-	// file's own terms (a toulbar2 .wcsp file's cost: wcsp.Cost), for the
+	// file's own terms (a toulbar2 .wcsp or .cfn file's cost), for the
 	// result's Cost; the front end that read the file sets it.
 	Cost func(score float64) float64
 	// Anytime are the anytime run's options (Settings.AnytimeOn).

@@ -10,7 +10,6 @@ import (
 	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/modelfile"
-	"github.com/ddrun/ddrun/model/wcsp"
 )
 
 // Input is where a job's model comes from: the model file at Path and the
@@ -47,7 +46,9 @@ func Load(ctx context.Context, j *engine.Job, in Input) error {
 		lctx, cancel = context.WithDeadlineCause(ctx, in.Start.Add(timeLimit), fmt.Errorf("--time-limit %v reached while loading", timeLimit))
 		defer cancel()
 	}
-	opts := modelfile.Options{MaxEntries: in.MaxEntries, Tee: in.Tee}
+	// Cost: --json's cost, what toulbar2 prints as the optimum, for its
+	// .wcsp and .cfn files.
+	opts := modelfile.Options{MaxEntries: in.MaxEntries, Tee: in.Tee, Cost: &j.Cost}
 	if in.Fold {
 		// The process owns the model it reads: a UAI file's unary tables
 		// go straight into the unaries (what every algorithm's Reduce
@@ -61,9 +62,6 @@ func Load(ctx context.Context, j *engine.Job, in Input) error {
 	}
 	if err != nil {
 		return &InputError{err}
-	}
-	if modelfile.FormatOf(in.Path) == modelfile.WCSP {
-		j.Cost = wcsp.Cost // --json's cost: what toulbar2 prints as the optimum
 	}
 	var ev model.Evidence
 	if in.Evidence != "" {

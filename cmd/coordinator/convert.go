@@ -34,7 +34,7 @@ func cmdConvert(ctx context.Context, args []string, con *cli.Console) error {
 	in, out := pos[0], pos[1]
 	for _, p := range pos {
 		if modelfile.FormatOf(p) == modelfile.Unknown {
-			return usagef("convert: %s: unknown model format (want .uai, .LG, .json, .msgpack, .mp or .wcsp, each also .gz or .xz, or .ddx)", p)
+			return usagef("convert: %s: unknown model format (want .uai, .LG, .json, .msgpack, .mp, .wcsp or .cfn, each also .gz or .xz, or .ddx)", p)
 		}
 	}
 	if in == out {
