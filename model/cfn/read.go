@@ -940,16 +940,16 @@ func (p *parser) applyBound(m *model.Model) {
 	if p.h.Maximize {
 		ub = -ub
 	}
-	if p.forbidAll {
-		m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{}, Table: []float64{math.Inf(-1)}})
-		return
-	}
 	best := p.constant
 	for _, f := range p.funcs {
 		if !f.finite {
 			return // no assignment is feasible: the model says so already
 		}
 		best = satAdd(best, f.min)
+	}
+	if p.forbidAll || best >= ub { // no assignment is feasible
+		m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{}, Table: []float64{math.Inf(-1)}})
+		return
 	}
 	slack := satAdd(ub, -best) // an entry may exceed its function's best by less
 	for _, f := range p.funcs {

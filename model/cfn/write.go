@@ -26,11 +26,15 @@ const writeTol = 1e-9
 // decimals, at most MaxWritePrecision, that hold every score within 1e-9
 // (relative); a score that needs more is rounded to MaxWritePrecision
 // decimals. The bound "<B" is one unit above the largest total any
-// assignment can reach, so that it forbids exactly the -Inf entries.
+// assignment can reach, and a -Inf entry is written as the cost that
+// reaches B when every other function is at its least (not "inf", which
+// toulbar2 releases before 1.2 do not read), so that the bound forbids
+// exactly the -Inf entries.
 // Variables are named x0, x1, ... with numbered values (domain sizes);
 // the unaries and every factor, of any kind, are written as tables: in
-// full, or as a default cost (0 or inf) and the other tuples when that is
-// shorter. Reading the output back gives a model with the same score for
+// full, or as a default cost (0 or forbidden) and the other tuples when that is
+// shorter or the arity is 4 or more (toulbar2 misreads the offset of a full
+// table of arity 4 or more). Reading the output back gives a model with the same score for
 // every assignment (to the precision).
 func Write(w io.Writer, m *model.Model, name string) error {
 	if err := write(w, m, name); err != nil {
@@ -155,10 +159,12 @@ func write(w io.Writer, m *model.Model, name string) error {
 		return err
 	}
 	bound := float64(constant) // the largest finite total
+	best := float64(constant)  // the least total, forbidden entries aside
 	costs := make([][]int64, len(tabs))
+	mins := make([]int64, len(tabs))
 	for k, t := range tabs {
 		costs[k] = make([]int64, len(t.scores))
-		hi := int64(math.MinInt64)
+		lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 		for e, s := range t.scores {
 			if math.IsInf(s, -1) {
 				continue
@@ -166,14 +172,26 @@ func write(w io.Writer, m *model.Model, name string) error {
 			if costs[k][e], err = units(s, fmt.Sprintf("function %d entry %d", k, e)); err != nil {
 				return err
 			}
-			hi = max(hi, costs[k][e])
+			lo, hi = min(lo, costs[k][e]), max(hi, costs[k][e])
 		}
-		if hi > math.MinInt64 {
+		if lo <= hi {
 			bound += float64(hi)
+			best += float64(lo)
+			mins[k] = lo
 		}
 	}
-	if math.Abs(bound)+1 >= maxExact {
+	if math.Abs(bound)+1 >= maxExact || math.Abs(best) >= maxExact || bound+1-best >= maxExact {
 		return fmt.Errorf("total cost bound %v units of 10^-%d: not below 2^53", bound, p)
+	}
+	// A forbidden entry of table k costs what reaches the bound with every
+	// other table at its least: mins[k] + B - best.
+	for k := range tabs {
+		forbid := mins[k] + int64(bound) + 1 - int64(best)
+		for e, s := range tabs[k].scores {
+			if math.IsInf(s, -1) {
+				costs[k][e] = forbid
+			}
+		}
 	}
 	var buf []byte
 	bw := bufio.NewWriterSize(w, 64<<10)
@@ -216,8 +234,9 @@ func write(w io.Writer, m *model.Model, name string) error {
 }
 
 // writeTable writes a table's costs, after its scope, and the function's
-// closing brace: as a default (the commoner of 0 and inf) and the other
-// tuples when that is shorter, else in full.
+// closing brace: as a default (the commoner of 0 and forbidden) and the
+// other tuples when that is shorter or the arity is 4 or more, else in
+// full.
 func writeTable(bw *bufio.Writer, m *model.Model, t outTable, costs []int64, p int) {
 	zeros, bad := 0, 0
 	for e, s := range t.scores {
@@ -229,14 +248,12 @@ func writeTable(bw *bufio.Writer, m *model.Model, t outTable, costs []int64, p i
 	}
 	defBad := bad > zeros
 	listed := len(costs) - max(zeros, bad)
-	entry := func(buf []byte, e int) []byte {
-		if math.IsInf(t.scores[e], -1) {
-			return append(buf, "\"inf\""...)
-		}
-		return formatUnits(buf, costs[e], p)
-	}
+	entry := func(buf []byte, e int) []byte { return formatUnits(buf, costs[e], p) }
 	buf := make([]byte, 0, 64)
-	if listed*(len(t.vars)+1) >= len(costs) {
+	// toulbar2 counts the least cost of a full table of arity 4 or more
+	// twice (readNaryCostFunction shifts its offset, not its tuples): such
+	// tables go as tuples.
+	if len(t.vars) <= 3 && listed*(len(t.vars)+1) >= len(costs) {
 		bw.WriteString(", \"costs\": [")
 		for e := range costs {
 			buf = buf[:0]
@@ -248,11 +265,16 @@ func writeTable(bw *bufio.Writer, m *model.Model, t outTable, costs []int64, p i
 		bw.WriteString("]}")
 		return
 	}
-	if defBad {
-		bw.WriteString(", \"defaultcost\": \"inf\", \"costs\": [")
-	} else {
-		bw.WriteString(", \"defaultcost\": 0, \"costs\": [")
+	def := int64(0)
+	for e, s := range t.scores {
+		if defBad && math.IsInf(s, -1) {
+			def = costs[e]
+			break
+		}
 	}
+	bw.WriteString(", \"defaultcost\": ")
+	bw.Write(formatUnits(nil, def, p))
+	bw.WriteString(", \"costs\": [")
 	x := make([]int, len(t.vars))
 	first := true
 	for e := range costs {
