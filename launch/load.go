@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/ddrun/ddrun/engine"
@@ -25,6 +27,26 @@ type Input struct {
 	Fold           bool
 	Tee            io.Writer
 	Start          time.Time
+	// Note, when not nil, turns on what toulbar2 users expect and is told
+	// of it: a UAI model's evidence file beside it (FILE.evid,
+	// EvidenceBeside) is read when Evidence is "".
+	Note func(key, text string, kv ...any)
+}
+
+// EvidenceBeside returns the evidence file that toulbar2 reads with a UAI
+// model FILE when it is given none: FILE.evid (for FILE.uai.gz or
+// FILE.uai.xz also FILE.uai.evid), when it is a regular file; "" otherwise.
+func EvidenceBeside(path string) string {
+	if modelfile.FormatOf(path) != modelfile.UAI {
+		return ""
+	}
+	lower := strings.ToLower(path)
+	for _, p := range []string{path + ".evid", path[:len(strings.TrimSuffix(strings.TrimSuffix(lower, ".gz"), ".xz"))] + ".evid"} {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p
+		}
+	}
+	return ""
 }
 
 // Load reads j's model and evidence under ctx and within j's time limit
@@ -62,6 +84,11 @@ func Load(ctx context.Context, j *engine.Job, in Input) error {
 	}
 	if err != nil {
 		return &InputError{err}
+	}
+	if in.Evidence == "" && in.Note != nil {
+		if in.Evidence = EvidenceBeside(in.Path); in.Evidence != "" {
+			in.Note("evidence", fmt.Sprintf("evidence: %s, read as toulbar2 does (found beside the model; --evidence overrides)", in.Evidence), "evidence", in.Evidence)
+		}
 	}
 	var ev model.Evidence
 	if in.Evidence != "" {
