@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/uai"
 )
 
 // ReadOptions controls how a file is read.
@@ -53,25 +54,8 @@ func (h Header) Cost(score float64) float64 {
 }
 
 // ParseError is a problem found in an input file; its message is one line
-// "NAME:LINE: problem".
-type ParseError struct {
-	Name string // the input's name, as given to the reader
-	Line int    // 1-based line of the offending token
-	Msg  string // the problem
-	Err  error  // the underlying error (I/O, gzip, context), if any
-}
-
-func (e *ParseError) Error() string {
-	msg := e.Msg
-	if e.Err != nil {
-		msg += ": " + e.Err.Error()
-	}
-	s := fmt.Sprintf("%s:%d: %s", e.Name, e.Line, msg)
-	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
-}
-
-// Unwrap returns the underlying error, if any.
-func (e *ParseError) Unwrap() error { return e.Err }
+// "NAME:LINE: problem" (the UAI reader's error type).
+type ParseError = uai.ParseError
 
 // maxExact bounds the magnitude of a cost in units: float64 holds every
 // integer up to 2^53 exactly.
