@@ -51,7 +51,7 @@ type Job struct {
 	Evidence model.Evidence
 	Folded   int
 	// Cost, when not nil, turns a score into the objective in the model
-	// file's own terms (a toulbar2 .wcsp file's cost: wcsp.Cost), for the
+	// file's own terms (a toulbar2 .wcsp or .cfn file's cost), for the
 	// result's Cost; the front end that read the file sets it.
 	Cost func(score float64) float64
 	// Anytime are the anytime run's options (Settings.AnytimeOn).
@@ -293,7 +293,7 @@ func (j *Job) solveAnytime(ctx context.Context) (solver.Result, error) {
 	o := j.Anytime
 	h := &j.hooks
 	if h.Print != nil {
-		o.Events = PhaseLines(h.Print)
+		o.Events = PhaseLines(h.Print, j.Cost)
 	}
 	res, err := anytime.Solve(ctx, j.Model, j.Evidence, o, h.Progress)
 	if err != nil {
@@ -322,19 +322,18 @@ func PrintAnytime(print func(key, text string, kv ...any), res anytime.Result) {
 }
 
 // PhaseLines prints an anytime run's events: each phase's start and end,
-// and the improved primals (at most one line per 100 ms of the run, the
-// latest; a trace file has every iteration's).
-func PhaseLines(print func(key, text string, kv ...any)) func(anytime.Event) {
+// and one line per new best solution (as toulbar2 prints "New solution:"),
+// with its cost in the model file's own terms when cost is not nil (a
+// .wcsp or .cfn file's objective: Job.Cost).
+func PhaseLines(print func(key, text string, kv ...any), cost func(score float64) float64) func(anytime.Event) {
 	var mu sync.Mutex
-	var last time.Duration
-	shown := false
+	best := math.Inf(-1) // the last primal printed
 	return func(e anytime.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		secs := e.Elapsed.Seconds()
 		switch e.Kind {
 		case anytime.PhaseStart:
-			shown = false
 			print("phase", fmt.Sprintf("phase %s: %s (bound %s, primal %s, %.3fs)", e.Phase, e.About, num(e.Dual), num(e.Primal), secs),
 				"phase", string(e.Phase), "event", "start", "about", e.About, "dual", e.Dual, "primal", e.Primal, "elapsed", secs)
 		case anytime.PhaseEnd:
@@ -351,11 +350,17 @@ func PhaseLines(print func(key, text string, kv ...any)) func(anytime.Event) {
 				"phase", string(e.Phase), "event", "end", "status", string(e.Status), "iterations", e.Iterations, "nodes", e.Nodes,
 				"phase_dual", e.PhaseDual, "dual", e.Dual, "primal", e.Primal, "elapsed", secs)
 		case anytime.Improved:
-			if shown && e.Elapsed-last < 100*time.Millisecond {
+			if e.Primal <= best+1e-9*math.Max(1, math.Abs(best)) {
+				return // a phase's start from the best so far, or float noise
+			}
+			best = e.Primal
+			if cost != nil {
+				c := cost(e.Primal)
+				print("primal", fmt.Sprintf("new best: cost %s, primal %s (phase %s, iteration %d, %.3fs)", num(c), num(e.Primal), e.Phase, e.Iterations, secs),
+					"phase", string(e.Phase), "primal", e.Primal, "cost", c, "iteration", e.Iterations, "elapsed", secs)
 				return
 			}
-			shown, last = true, e.Elapsed
-			print("primal", fmt.Sprintf("primal %s (phase %s, iteration %d, %.3fs)", num(e.Primal), e.Phase, e.Iterations, secs),
+			print("primal", fmt.Sprintf("new best: primal %s (phase %s, iteration %d, %.3fs)", num(e.Primal), e.Phase, e.Iterations, secs),
 				"phase", string(e.Phase), "primal", e.Primal, "iteration", e.Iterations, "elapsed", secs)
 		}
 	}

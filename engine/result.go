@@ -24,7 +24,7 @@ type Result struct {
 	Gap     *float64 `json:"gap"`
 	Relaxed *float64 `json:"relaxed"`
 	// Cost is the best assignment's objective in the model file's own
-	// units and direction, where the file has one (a .wcsp file's cost,
+	// units and direction, where the file has one (a .wcsp or .cfn file's cost,
 	// what toulbar2 prints as its optimum); absent otherwise.
 	Cost *float64 `json:"cost,omitempty"`
 	// Iterations of every phase added up, and the run's seconds.

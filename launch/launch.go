@@ -28,6 +28,7 @@ import (
 
 	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/model/uai"
+	"github.com/ddrun/ddrun/model/wcsp"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
 )
@@ -221,10 +222,15 @@ func (h *Hooks) endLine() {
 	}
 }
 
-// WriteMPE writes the assignment x to path in UAI MPE format, atomically:
-// a temporary file renamed into place, so a crash never leaves a partial
-// solution behind. Errors name the file as --out does.
+// WriteMPE writes the assignment x to path in UAI MPE format, or in
+// toulbar2's solution format (one line of values, wcsp.WriteSolution) when
+// path ends in .sol, atomically: a temporary file renamed into place, so a
+// crash never leaves a partial solution behind. Errors name the file as
+// --out does.
 func WriteMPE(path string, x []int) error {
+	if strings.HasSuffix(strings.ToLower(path), ".sol") {
+		return WriteAtomic("--out", path, func(w io.Writer) error { return wcsp.WriteSolution(w, x) })
+	}
 	return WriteAtomic("--out", path, func(w io.Writer) error { return uai.WriteMPE(w, x) })
 }
 

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/modelfile"
-	"github.com/ddrun/ddrun/model/wcsp"
 )
 
 // Input is where a job's model comes from: the model file at Path and the
@@ -26,6 +27,26 @@ type Input struct {
 	Fold           bool
 	Tee            io.Writer
 	Start          time.Time
+	// Note, when not nil, turns on what toulbar2 users expect and is told
+	// of it: a UAI model's evidence file beside it (FILE.evid,
+	// EvidenceBeside) is read when Evidence is "".
+	Note func(key, text string, kv ...any)
+}
+
+// EvidenceBeside returns the evidence file that toulbar2 reads with a UAI
+// model FILE when it is given none: FILE.evid (for FILE.uai.gz or
+// FILE.uai.xz also FILE.uai.evid), when it is a regular file; "" otherwise.
+func EvidenceBeside(path string) string {
+	if modelfile.FormatOf(path) != modelfile.UAI {
+		return ""
+	}
+	lower := strings.ToLower(path)
+	for _, p := range []string{path + ".evid", path[:len(strings.TrimSuffix(strings.TrimSuffix(lower, ".gz"), ".xz"))] + ".evid"} {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p
+		}
+	}
+	return ""
 }
 
 // Load reads j's model and evidence under ctx and within j's time limit
@@ -47,7 +68,9 @@ func Load(ctx context.Context, j *engine.Job, in Input) error {
 		lctx, cancel = context.WithDeadlineCause(ctx, in.Start.Add(timeLimit), fmt.Errorf("--time-limit %v reached while loading", timeLimit))
 		defer cancel()
 	}
-	opts := modelfile.Options{MaxEntries: in.MaxEntries, Tee: in.Tee}
+	// Cost: --json's cost, what toulbar2 prints as the optimum, for its
+	// .wcsp and .cfn files.
+	opts := modelfile.Options{MaxEntries: in.MaxEntries, Tee: in.Tee, Cost: &j.Cost}
 	if in.Fold {
 		// The process owns the model it reads: a UAI file's unary tables
 		// go straight into the unaries (what every algorithm's Reduce
@@ -62,8 +85,10 @@ func Load(ctx context.Context, j *engine.Job, in Input) error {
 	if err != nil {
 		return &InputError{err}
 	}
-	if modelfile.FormatOf(in.Path) == modelfile.WCSP {
-		j.Cost = wcsp.Cost // --json's cost: what toulbar2 prints as the optimum
+	if in.Evidence == "" && in.Note != nil {
+		if in.Evidence = EvidenceBeside(in.Path); in.Evidence != "" {
+			in.Note("evidence", fmt.Sprintf("evidence: %s, read as toulbar2 does (found beside the model; --evidence overrides)", in.Evidence), "evidence", in.Evidence)
+		}
 	}
 	var ev model.Evidence
 	if in.Evidence != "" {

@@ -92,7 +92,7 @@ func anytimeDist(ctx context.Context, j *engine.Job, t Target, h Hooks, relax re
 		},
 	}
 	if h.Print != nil {
-		o.Events = engine.PhaseLines(h.Print)
+		o.Events = engine.PhaseLines(h.Print, j.Cost)
 	}
 	res, err := anytime.Solve(ctx, j.Model, j.Evidence, o, h.Progress)
 	if err != nil {

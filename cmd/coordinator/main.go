@@ -45,7 +45,7 @@ func (e usageError) Unwrap() error { return e.err }
 func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
 
 const usage = `usage:
-  coordinator solve [flags] MODEL        MODEL: .uai | .LG | .json | .msgpack | .wcsp (also .gz, .xz) | .ddx
+  coordinator solve [flags] MODEL        MODEL: .uai | .LG | .json | .msgpack | .wcsp | .cfn (also .gz, .xz) | .ddx
   coordinator run [solve's flags] --workers N [--nats URL] [--job ID] [--local] MODEL
   coordinator gen potts|ising|logic [flags] -o FILE
   coordinator gen sequence|multilabel --labels L --train N --test M [--seed S] -o DIR

@@ -106,7 +106,7 @@ func TestRunTimeLimitSearchesOnWorkers(t *testing.T) {
 				t.Errorf("seed %s: stderr does not show phase %s:\n%s", seed, p.Phase, stderr)
 			}
 		}
-		for _, line := range []string{"on 2 workers, package cluster", "subtrees on 2 workers (package dsearch)", "\nprimal ", "branch and bound: "} {
+		for _, line := range []string{"on 2 workers, package cluster", "subtrees on 2 workers (package dsearch)", "\nnew best: primal ", "branch and bound: "} {
 			if !strings.Contains(stderr, line) {
 				t.Errorf("seed %s: stderr lacks %q:\n%s", seed, line, stderr)
 			}

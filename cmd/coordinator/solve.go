@@ -72,7 +72,7 @@ func (f *solveFlags) register(fs interface {
 	fs.BoolVar(&f.json, "json", false, "print one JSON result object on stdout")
 	fs.StringVar(&f.s.Tighten, "tighten", "none", "tighten the relaxation: none, or cycles (3- and 4-cycles: with --algo trws, TRW-S(LP-C) with cycle inequalities in its dual; otherwise pairwise potentials regrouped into factors over the cycles; same MAP, tighter bound), soc or cycles,soc (--algo trws only: the SOC clique constraints of every triangle in TRW-S's dual, docs/soc.md)")
 	fs.BoolVar(&f.s.Exact, "exact", false, "branch and bound on top of the algorithm's dual bound: optimal only when the gap is closed (--max-iter bounds each node, --time-limit the search)")
-	fs.StringVar(&f.out, "out", "", "write the best assignment to `FILE` in UAI MPE format")
+	fs.StringVar(&f.out, "out", "", "write the best assignment to `FILE` in UAI MPE format (toulbar2's solution line for a .sol FILE)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr (the final status line is still printed)")
 	fs.StringVar(&f.trace, "trace", "", "write the convergence trace to `FILE` (CSV: "+strings.Join(trace.Columns, ",")+"), one row per iteration (under --exact per node), the last row the result")
 	fs.Var(cli.ByteSize(&f.s.ElimMemory), "elim-memory", "memory `SIZE` (e.g. 512MiB, 2GiB) of exact bucket elimination, tried first by the anytime default and by --exact when its estimated tables fit (0: never); with --algo elim, the budget of its tables")
@@ -98,7 +98,7 @@ func (f *solveFlags) load(ctx context.Context, start time.Time, fs *flag.FlagSet
 	if err != nil {
 		return nil, err
 	}
-	in := launch.Input{Path: pos[0], Evidence: f.evidence, MaxEntries: f.maxEntries, Fold: cmd == "solve", Tee: h, Start: start}
+	in := launch.Input{Path: pos[0], Evidence: f.evidence, MaxEntries: f.maxEntries, Fold: cmd == "solve", Tee: h, Start: start, Note: con.Print}
 	if err := launch.Load(ctx, j, in); err != nil {
 		return nil, inputError(err)
 	}

@@ -20,7 +20,7 @@ var order = []string{
 	// Leaf utilities that import nothing of ddrun.
 	"internal/ratelimit",
 	// The model and its files.
-	"model", "model/uai", "model/native", "model/indexed", "model/wcsp", "model/modelfile", "generate",
+	"model", "model/uai", "model/native", "model/indexed", "model/wcsp", "model/cfn", "model/modelfile", "generate",
 	// Decompositions and reformulations of a model.
 	"partition", "partition/multilevel", "tighten",
 	// The algorithms.
@@ -52,16 +52,16 @@ var forbidden = map[string][]string{
 	// Distributed TRW-S: parts of TRW-S and their multipliers, no DD-ADMM.
 	"dtrws": {"consensus", "slaves"},
 	// The numerics know nothing of files.
-	"slaves":    {"model/uai", "model/native", "model/wcsp", "model/modelfile"},
-	"consensus": {"model/uai", "model/native", "model/wcsp", "model/modelfile"},
-	"exact":     {"model/uai", "model/native", "model/wcsp", "model/modelfile"},
+	"slaves":    {"model/uai", "model/native", "model/wcsp", "model/cfn", "model/modelfile"},
+	"consensus": {"model/uai", "model/native", "model/wcsp", "model/cfn", "model/modelfile"},
+	"exact":     {"model/uai", "model/native", "model/wcsp", "model/cfn", "model/modelfile"},
 	// Elimination knows no relaxation and no file.
-	"elim": {"consensus", "slaves", "trws", "convexmp", "exact", "model/uai", "model/native", "model/wcsp", "model/modelfile"},
+	"elim": {"consensus", "slaves", "trws", "convexmp", "exact", "model/uai", "model/native", "model/wcsp", "model/cfn", "model/modelfile"},
 	// The engine chooses and builds algorithms: it reads no file and
 	// prints nothing of its own (the front ends do).
-	"engine": {"model/uai", "model/native", "model/wcsp", "model/modelfile", "trace", "learn", "shard"},
+	"engine": {"model/uai", "model/native", "model/wcsp", "model/cfn", "model/modelfile", "trace", "learn", "shard"},
 	// Learning owns its own formats; traces are the command's.
-	"learn": {"model/uai", "model/native", "model/wcsp", "model/modelfile", "trace"},
+	"learn": {"model/uai", "model/native", "model/wcsp", "model/cfn", "model/modelfile", "trace"},
 	// The runtime runs dual decomposition; it does not choose algorithms.
 	"cluster": {"trws", "convexmp", "exact", "model/uai", "model/modelfile"},
 	// Distributed branch and bound ships the model in msgpack only and

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/cfn"
 	"github.com/ddrun/ddrun/model/indexed"
 	"github.com/ddrun/ddrun/model/native"
 	"github.com/ddrun/ddrun/model/uai"
@@ -31,6 +32,11 @@ type Options struct {
 	// formats hold unaries as unaries).
 	FoldUnary bool
 	Folded    *int
+	// Cost, when not nil, gets the function that turns a score into the
+	// file's own objective where the file has one (a .wcsp file's cost:
+	// wcsp.Cost; a .cfn file's, in its units and direction: the header's
+	// Cost), and nil otherwise.
+	Cost *func(score float64) float64
 }
 
 // LoadWith reads a model like Load, with options, under ctx: when ctx ends
@@ -41,7 +47,7 @@ func LoadWith(ctx context.Context, path string, o Options) (*model.Model, error)
 	format := FormatOf(path)
 	var nf native.Format
 	switch format {
-	case UAI, WCSP:
+	case UAI, WCSP, CFN:
 	case Indexed:
 		return loadIndexed(ctx, path, o)
 	case Native:
@@ -78,6 +84,15 @@ func LoadWith(ctx context.Context, path string, o Options) (*model.Model, error)
 		m, err = uai.ReadWith(in, path, opts)
 	} else if format == WCSP {
 		m, err = wcsp.Read(in, path, wcsp.ReadOptions{MaxEntries: o.MaxEntries, Context: ctx})
+		if o.Cost != nil {
+			*o.Cost = wcsp.Cost
+		}
+	} else if format == CFN {
+		var h cfn.Header
+		m, h, err = cfn.Read(in, path, cfn.ReadOptions{MaxEntries: o.MaxEntries, Context: ctx})
+		if o.Cost != nil {
+			*o.Cost = h.Cost
+		}
 	} else {
 		m, err = native.ReadWith(in, path, nf, native.ReadOptions{MaxEntries: o.MaxEntries, Context: ctx})
 	}

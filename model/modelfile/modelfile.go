@@ -2,7 +2,8 @@
 // writes it: UAI (.uai, .uai.gz, .LG) through package uai, the native format
 // (.json, .msgpack, .mp, optionally .gz) through package native, the indexed
 // format (.ddx) through package indexed, toulbar2's WCSP format (.wcsp,
-// .wcsp.gz) through package wcsp; any but the indexed format may also be
+// .wcsp.gz) through package wcsp, toulbar2's CFN format (.cfn, .cfn.gz)
+// through package cfn; any but the indexed format may also be
 // xz-compressed (.uai.xz, .LG.xz, .json.xz: read only, decompressed as it
 // is read, bounded by the entry limit). It owns nothing but that choice,
 // reading a model or evidence file once while its bytes go to a hash
@@ -15,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/cfn"
 	"github.com/ddrun/ddrun/model/indexed"
 	"github.com/ddrun/ddrun/model/native"
 	"github.com/ddrun/ddrun/model/uai"
@@ -34,10 +36,14 @@ const (
 	// minimise, which the model holds negated (wcsp.Cost turns a score
 	// back into the file's cost).
 	WCSP
+	// CFN is toulbar2's cost function network format (package cfn):
+	// costs to minimise or maximise at a declared precision (the file's
+	// cfn.Header.Cost turns a score back into its objective).
+	CFN
 )
 
 // formats lists the extensions for errors.
-const formats = ".uai, .uai.gz, .LG, .json, .msgpack, .mp, .wcsp (optionally .gz or .xz for reading) or .ddx"
+const formats = ".uai, .uai.gz, .LG, .json, .msgpack, .mp, .wcsp, .cfn (optionally .gz or .xz for reading) or .ddx"
 
 // FormatOf returns the format family of a file name.
 func FormatOf(path string) Format {
@@ -52,6 +58,8 @@ func FormatOf(path string) Format {
 		return Native
 	case strings.HasSuffix(p, ".wcsp"):
 		return WCSP
+	case strings.HasSuffix(p, ".cfn"):
+		return CFN
 	}
 	return Unknown
 }
@@ -70,6 +78,9 @@ func Load(path string) (*model.Model, error) {
 		return indexed.ReadFile(path, indexed.ReadOptions{})
 	case WCSP:
 		return wcsp.ReadFile(path, wcsp.ReadOptions{})
+	case CFN:
+		m, _, err := cfn.ReadFile(path, cfn.ReadOptions{})
+		return m, err
 	}
 	return nil, fmt.Errorf("%s: unknown model format (want %s)", path, formats)
 }
@@ -88,6 +99,8 @@ func Save(path string, m *model.Model) error {
 		return indexed.WriteFile(path, m)
 	case WCSP:
 		return wcsp.WriteFile(path, m)
+	case CFN:
+		return cfn.WriteFile(path, m)
 	}
 	return fmt.Errorf("%s: unknown model format (want %s)", path, formats)
 }

@@ -225,3 +225,26 @@ func write(w io.Writer, m *model.Model, name string) error {
 	}
 	return bw.Flush()
 }
+
+// WriteSolution writes the assignment x in toulbar2's solution format, as
+// toulbar2 -w writes it: the states (value indexes) on one line, separated
+// by spaces.
+func WriteSolution(w io.Writer, x []int) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	buf := make([]byte, 0, 64)
+	for i, s := range x {
+		if s < 0 {
+			return fmt.Errorf("wcsp: write solution: variable %d has negative state %d", i, s)
+		}
+		buf = buf[:0]
+		if i > 0 {
+			buf = append(buf, ' ')
+		}
+		bw.Write(strconv.AppendInt(buf, int64(s), 10))
+	}
+	bw.WriteByte('\n')
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("wcsp: write solution: %w", err)
+	}
+	return nil
+}

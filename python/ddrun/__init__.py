@@ -169,7 +169,8 @@ class Client:
         """Submit a model (a path, or the file's bytes) with solve's settings
         (``algo``, ``max_iter``, ``time_limit`` e.g. ``"30s"`` or seconds,
         ``tol``, ``threads``, ``exact``, ``tighten``, ``workers``, ...);
-        returns the job id."""
+        returns the job id. Only the settings given are sent: the others
+        are the service's defaults, those of solve (docs/defaults.md)."""
         if isinstance(model, (bytes, bytearray, memoryview)):
             data = bytes(model)
         else:
@@ -255,6 +256,20 @@ def _num(v):
     return "-" if v is None else "{:.6g}".format(v)
 
 
+def _fraction(st, it):
+    """How far a running job is, from its own limits: the max_iter it was
+    given, else the service's estimate of the time left (eta_seconds, from
+    the limits the service settled: docs/defaults.md); 0 when neither is
+    known. The client keeps no default of its own."""
+    given = st.get("params", {}).get("max_iter")
+    if given:
+        return min(1.0, it / max(1, int(given)))
+    eta, secs = st.get("eta_seconds"), st.get("seconds") or 0.0
+    if eta is not None and secs + eta > 0:
+        return min(1.0, secs / (secs + eta))
+    return 0.0
+
+
 class _Progress:
     """A progress bar on a terminal, plain lines (at most one a second)
     otherwise."""
@@ -267,14 +282,13 @@ class _Progress:
         self.drawn = False
 
     def update(self, st):
-        max_iter = int(st.get("params", {}).get("max_iter", 1000) or 1000)
         it = st.get("iteration") or 0
         eta = st.get("eta_seconds")
         text = "{} {} iter {} dual {} primal {} gap {}{}".format(
             st["id"], st["state"], it, _num(st.get("dual")), _num(st.get("primal")), _num(st.get("gap")),
             "" if eta is None else " eta {:.0f}s".format(eta))
         if self.tty:
-            frac = 1.0 if st["state"] in _FINAL else min(1.0, it / max(1, max_iter))
+            frac = 1.0 if st["state"] in _FINAL else _fraction(st, it)
             n = int(frac * self.width)
             self.out.write("\r[" + "#" * n + "." * (self.width - n) + "] " + text + "\x1b[K")
             self.drawn = True

@@ -192,3 +192,13 @@ class GridModelTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class FractionTest(unittest.TestCase):
+    """The progress bar measures a job by its own limits, no default of
+    the client's."""
+
+    def test_fraction(self):
+        self.assertEqual(ddrun._fraction({"params": {"max_iter": "200"}}, 50), 0.25)
+        self.assertEqual(ddrun._fraction({"params": {}, "eta_seconds": 3.0, "seconds": 1.0}, 5), 0.25)
+        self.assertEqual(ddrun._fraction({"params": {}}, 5), 0.0)

@@ -15,6 +15,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -128,6 +129,7 @@ func draw(title string, names []string, runs [][]trace.Row, full bool) (*plot.Pl
 	}
 	// After the lines, which widen the axes to their data.
 	p.X.Min = 0
+	p.X.Tick.Marker, p.Y.Tick.Marker = roundTicks{}, roundTicks{}
 	if !math.IsNaN(ylo) {
 		p.Y.Min, p.Y.Max = ylo, yhi
 	}
@@ -146,4 +148,52 @@ func addLine(p *plot.Plot, xy plotter.XYs, c color.Color, dashes []vg.Length, la
 	p.Add(l)
 	p.Legend.Add(label, l)
 	return nil
+}
+
+// roundTicks labels an axis (the seconds, the scores) at 4 to 10 round
+// values (1, 2, 2.5 or 5 times a power of ten apart), with unlabelled minor
+// ticks between them, and as many decimals as the step needs: gonum's
+// default ticker may label a short run's time axis at a single value.
+type roundTicks struct{}
+
+// Ticks returns the ticks of [lo, hi].
+func (roundTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) || !finiteNum(lo) || !finiteNum(hi) {
+		return []plot.Tick{{Value: lo, Label: strconv.FormatFloat(lo, 'g', 4, 64)}}
+	}
+	step, minors := niceStep((hi - lo) / 6)
+	decimals := max(0, -int(math.Floor(math.Log10(step)+1e-9)))
+	if f := step * math.Pow10(decimals); math.Abs(f-math.Round(f)) > 1e-6 {
+		decimals++ // 2.5 times a power of ten
+	}
+	var ticks []plot.Tick
+	first := math.Ceil(lo/step-1e-9) * step
+	for k := 0; ; k++ {
+		v := first + float64(k)*step
+		if v > hi+step*1e-9 {
+			break
+		}
+		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', decimals, 64)})
+		for m := 1; m < minors; m++ {
+			if mv := v + float64(m)*step/float64(minors); mv <= hi {
+				ticks = append(ticks, plot.Tick{Value: mv})
+			}
+		}
+	}
+	return ticks
+}
+
+// niceStep returns the round step (1, 2, 2.5 or 5 times a power of ten)
+// nearest above raw, and how many minor intervals divide it.
+func niceStep(raw float64) (step float64, minors int) {
+	p := math.Pow10(int(math.Floor(math.Log10(raw))))
+	for _, m := range []struct {
+		f float64
+		n int
+	}{{1, 5}, {2, 4}, {2.5, 5}, {5, 5}, {10, 5}} {
+		if m.f*p >= raw*(1-1e-9) {
+			return m.f * p, m.n
+		}
+	}
+	return 10 * p, 5
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -77,5 +78,31 @@ func TestReadFileAndPicture(t *testing.T) {
 	}
 	if _, err := Picture("t", []string{good}, [][]trace.Row{rows}, false, "gif"); err == nil {
 		t.Error("Picture in gif: no error")
+	}
+}
+
+// The seconds axis is labelled at 4 to 10 distinct round values within the
+// range, each label the value it marks, for short and long runs.
+func TestTimeTicks(t *testing.T) {
+	for _, hi := range []float64{0.003, 0.05, 0.3, 1, 1.7, 7.977, 30, 95, 3600} {
+		var labels []string
+		seen := map[string]bool{}
+		for _, tk := range (roundTicks{}).Ticks(0, hi) {
+			if tk.Value < 0 || tk.Value > hi*(1+1e-9) {
+				t.Fatalf("[0, %v]: tick %v outside", hi, tk.Value)
+			}
+			if tk.Label == "" {
+				continue
+			}
+			v, err := strconv.ParseFloat(tk.Label, 64)
+			if err != nil || math.Abs(v-tk.Value) > 1e-9*hi || seen[tk.Label] {
+				t.Fatalf("[0, %v]: label %q at %v", hi, tk.Label, tk.Value)
+			}
+			seen[tk.Label] = true
+			labels = append(labels, tk.Label)
+		}
+		if len(labels) < 4 || len(labels) > 10 {
+			t.Fatalf("[0, %v]: labels %v", hi, labels)
+		}
 	}
 }

@@ -1,0 +1,126 @@
+package modelfile
+
+import (
+	"compress/gzip"
+	"context"
+	"math"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ddrun/ddrun/model"
+)
+
+// A CFN file is read plain, gzip- and xz-compressed, under its name's
+// format, with the objective in its own units and direction (Options.Cost).
+func TestLoadCFN(t *testing.T) {
+	dir := t.TempDir()
+	const text = `{problem: {name: m, mustbe: ">-5.0"}, variables: {v1: [a b], v2: [c d]},
+ functions: {c0: {scope: [], costs: [-6.0]}, c1: {scope: [v1], costs: [1.0, 0.5]},
+  c2: {scope: [v2], costs: [1.0, 0.5]}, c12: {scope: [v1, v2], costs: [-1.0, 0.5, -2.0, 5.5]}}}`
+	plain := filepath.Join(dir, "a.cfn")
+	os.WriteFile(plain, []byte(text), 0o644)
+	gz := filepath.Join(dir, "a.cfn.gz")
+	f, _ := os.Create(gz)
+	zw := gzip.NewWriter(f)
+	zw.Write([]byte(text))
+	zw.Close()
+	f.Close()
+	xz := writeXZ(t, dir, "a.cfn.xz", text)
+	for _, p := range []string{plain, gz, xz} {
+		if FormatOf(p) != CFN {
+			t.Fatalf("%s: format %v", p, FormatOf(p))
+		}
+		var cost func(float64) float64
+		m, err := LoadWith(context.Background(), p, Options{Cost: &cost})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The best assignment (b, d): -6 + 0.5 + 0.5 + 5.5, the value
+		// toulbar2 prints as its optimum; (a, c) is below the bound.
+		if got := cost(m.Score([]int{1, 1})); got != 0.5 {
+			t.Fatalf("%s: objective %v, want 0.5", filepath.Base(p), got)
+		}
+		if s := m.Score([]int{0, 0}); !math.IsInf(s, -1) {
+			t.Fatalf("%s: (a, c) scores %v, want forbidden", filepath.Base(p), s)
+		}
+	}
+	var cost func(float64) float64
+	if _, err := LoadWith(context.Background(), writeXZ(t, dir, "b.uai.xz", "MARKOV 1 2 1 1 0 2 0.5 0.5"), Options{Cost: &cost}); err != nil || cost != nil {
+		t.Fatalf("a UAI file has no objective of its own: %v", err)
+	}
+}
+
+// randomIntModel has integer scores, some entries forbidden, unaries and a
+// constant, and dense factors of arity 1 to 3.
+func randomIntModel(r *rand.Rand) *model.Model {
+	n := 1 + r.Intn(4)
+	cards := make([]int, n)
+	for i := range cards {
+		cards[i] = 1 + r.Intn(3)
+	}
+	m := model.New(cards)
+	for i := range cards {
+		for k := range m.Unaries(i) {
+			m.Unaries(i)[k] = float64(r.Intn(7) - 3)
+		}
+	}
+	m.Constant = float64(r.Intn(5) - 2)
+	for a := r.Intn(4); a > 0; a-- {
+		vars := r.Perm(n)[:1+r.Intn(min(n, 3))]
+		size := 1
+		for _, v := range vars {
+			size *= cards[v]
+		}
+		t := make([]float64, size)
+		for e := range t {
+			if t[e] = float64(r.Intn(21) - 10); r.Intn(6) == 0 {
+				t[e] = math.Inf(-1)
+			}
+		}
+		m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: vars, Table: t})
+	}
+	return m
+}
+
+// UAI -> wcsp -> cfn -> UAI -> cfn -> wcsp by Convert keeps the score of
+// every assignment (brute force), on random models.
+func TestConvertUAIWCSPCFN(t *testing.T) {
+	r := rand.New(rand.NewSource(7))
+	dir := t.TempDir()
+	chain := []string{"a.uai", "b.wcsp", "c.cfn.gz", "d.uai", "e.cfn", "f.wcsp.gz", "g.uai"}
+	for it := 0; it < 40; it++ {
+		m := randomIntModel(r)
+		if err := Save(filepath.Join(dir, chain[0]), m); err != nil {
+			t.Fatal(err)
+		}
+		for k := 1; k < len(chain); k++ {
+			in, out := filepath.Join(dir, chain[k-1]), filepath.Join(dir, chain[k])
+			if err := Convert(context.Background(), in, out, ConvertOptions{}); err != nil {
+				t.Fatalf("%s -> %s: %v", chain[k-1], chain[k], err)
+			}
+			got, err := Load(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := make([]int, len(m.Cards))
+			for {
+				a, b := m.Score(x), got.Score(x)
+				if math.IsInf(a, -1) != math.IsInf(b, -1) || (!math.IsInf(a, -1) && math.Abs(a-b) > 1e-9*math.Max(1, math.Abs(a))) {
+					t.Fatalf("model %d, %s: %v scores %v, want %v", it, chain[k], x, b, a)
+				}
+				i := len(x) - 1
+				for ; i >= 0; i-- {
+					if x[i]++; x[i] < m.Cards[i] {
+						break
+					}
+					x[i] = 0
+				}
+				if i < 0 {
+					break
+				}
+			}
+		}
+	}
+}
