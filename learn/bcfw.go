@@ -4,7 +4,6 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
-	"time"
 )
 
 // BCFW trains by block-coordinate Frank-Wolfe on the structural SVM dual
@@ -67,9 +66,11 @@ func bcfw(ctx context.Context, d *Data, o Options) (*Weights, Result, error) {
 }
 
 // runBlocks runs passes of s over its blocks in random permutations,
-// evaluating every EvalEvery passes (and the last), until o's limits.
+// evaluating every EvalEvery passes (and the last), until o's limits; a
+// pass stops between blocks when the limits say so (stopper.stop).
 func runBlocks(ctx context.Context, name string, s blockSolver, d *Data, o Options) (*Weights, Result, error) {
-	st := stopper{start: time.Now(), o: &o}
+	st, cancel := newStopper(ctx, &o)
+	defer cancel()
 	rng := rand.New(rand.NewPCG(uint64(o.Seed), 0xbcf))
 	res := Result{Algo: name, Primal: math.Inf(1), Dual: math.Inf(-1), Gap: math.Inf(1), PrimalExact: true}
 	order := make([]int, s.blocks())
@@ -77,45 +78,44 @@ func runBlocks(ctx context.Context, name string, s blockSolver, d *Data, o Optio
 		order[i] = i
 	}
 	var best *Weights
-	for it := 1; ; it++ {
+	var stepErr error
+	pass := func() {
 		rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
 		for k, i := range order {
-			if k%64 == 0 && ctx.Err() != nil {
-				break
+			if k%stopCheckEvery == 0 && st.stop() {
+				return
 			}
-			if err := s.step(ctx, i); err != nil {
-				if ctx.Err() != nil {
-					break
+			if err := s.step(st.ctx, i); err != nil {
+				if st.ctx.Err() == nil {
+					stepErr = err
 				}
-				return nil, res, err
+				return
 			}
-		}
-		if ctx.Err() != nil && best != nil {
-			break // the pass was cut: its iterate is not a full pass
-		}
-		res.Iterations = it
-		last := st.done(ctx, it, res)
-		if o.EvalEvery <= 1 || it%o.EvalEvery == 0 || last {
-			w, dual := s.eval()
-			p, exactly, err := Primal(ctx, w, d, o.C, o.Threads)
-			if err != nil {
-				if ctx.Err() != nil && best != nil {
-					break
-				}
-				return nil, res, err
-			}
-			if p < res.Primal {
-				res.Primal, best = p, w.Clone()
-				res.PrimalExact = exactly
-			}
-			last = st.evaluated(ctx, it, &res, dual) || last
-		}
-		if last {
-			break
+			st.steps++
 		}
 	}
-	res.Seconds = st.elapsed()
-	return best, res, nil
+	err := st.loop(&res, pass, func() (float64, error) {
+		if stepErr != nil {
+			return 0, stepErr
+		}
+		w, dual := s.eval()
+		p, exactly, err := Primal(st.ctx, w, d, o.C, o.Threads)
+		if err != nil {
+			if st.ctx.Err() != nil {
+				return math.Inf(-1), nil // cut by the deadline or the context
+			}
+			return 0, err
+		}
+		if p < res.Primal {
+			res.Primal, best = p, w.copyInto(best)
+			res.PrimalExact = exactly
+		}
+		return dual, nil
+	})
+	if err != nil {
+		return nil, res, err
+	}
+	return st.finish(best, d, &res), res, nil
 }
 
 // bcfwSeq is BCFW on sequences.

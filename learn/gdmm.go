@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"time"
 )
 
 // GDMM trains a sequence labeller by the Greedy Direction Method of
@@ -50,14 +49,16 @@ func GDMM(ctx context.Context, d *Data, o Options) (*Weights, Result, error) {
 		return trainGDMMML(ctx, d.ML, o)
 	}
 	g := newGDMM(d.Seq, o)
-	st := stopper{start: time.Now(), o: &o}
+	st, cancel := newStopper(ctx, &o)
+	defer cancel()
+	g.st = st
 	res := Result{Algo: "gdmm", Objective: ObjectiveExact, Primal: math.Inf(1), Dual: math.Inf(-1), Gap: math.Inf(1), PrimalExact: true}
 	var best *Weights
-	err := st.loop(ctx, &res, g.pass, func() (float64, error) {
+	err := st.loop(&res, g.pass, func() (float64, error) {
 		dual, wmu := g.dual()
 		for _, w := range []*Weights{g.w, wmu} {
-			p, _, err := Primal(ctx, w, d, o.C, o.Threads)
-			if err != nil && ctx.Err() == nil {
+			p, _, err := Primal(st.ctx, w, d, o.C, o.Threads)
+			if err != nil && st.ctx.Err() == nil {
 				return 0, err
 			}
 			if err == nil && p < res.Primal {
@@ -69,7 +70,7 @@ func GDMM(ctx context.Context, d *Data, o Options) (*Weights, Result, error) {
 	if err != nil {
 		return nil, res, err
 	}
-	return best, res, nil
+	return st.finish(best, d, &res), res, nil
 }
 
 // svec is a sparse vector over a small active set (linear search).
@@ -118,6 +119,7 @@ type gdmm struct {
 	w   *Weights
 	wmu *Weights // the repaired dual point's weights, reused
 	rng *rand.Rand
+	st  *stopper // the run's limits, asked between tokens (nil: none)
 
 	uni    []svec // per token: beta_j over labels
 	bi     []svec // per link (token t and t+1, indexed by t): beta_e over a*L+b
@@ -215,6 +217,9 @@ func (g *gdmm) pass() {
 	}
 	n := len(g.d.Y)
 	for t := 0; t < n; t++ {
+		if g.st != nil && t%stopCheckEvery == 0 && g.st.stop() {
+			return // the multiplier step waits for a whole pass
+		}
 		g.unigram(t)
 		if g.link[t] {
 			g.bigram(t)
@@ -449,6 +454,9 @@ func fmoDense(T []float64, L int, mL, mR []float64) (int32, float64) {
 // whether the step was a drop step (the caller repeats then).
 func (g *gdmm) afwStep(b *svec, yPlus int32, gPlus float64, grad func(int32) float64, curv func(*svec) float64, apply func(int32, float64)) (drop bool) {
 	C := g.C
+	if g.st != nil {
+		g.st.steps++
+	}
 	// <grad, beta> and the away vertex (eq. 16).
 	gb, yMinus, gMinus := 0.0, int32(-1), math.Inf(-1)
 	for i, y := range b.k {
