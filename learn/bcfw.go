@@ -66,11 +66,12 @@ func bcfw(ctx context.Context, d *Data, o Options) (*Weights, Result, error) {
 }
 
 // runBlocks runs passes of s over its blocks in random permutations,
-// evaluating every EvalEvery passes (and the last), until o's limits; a
+// evaluating when due (Options.EvalEvery) and after the last pass, until o's limits; a
 // pass stops between blocks when the limits say so (stopper.stop).
 func runBlocks(ctx context.Context, name string, s blockSolver, d *Data, o Options) (*Weights, Result, error) {
 	st, cancel := newStopper(ctx, &o)
 	defer cancel()
+	st.reserveFirstEval(d, 1)
 	rng := rand.New(rand.NewPCG(uint64(o.Seed), 0xbcf))
 	res := Result{Algo: name, Primal: math.Inf(1), Dual: math.Inf(-1), Gap: math.Inf(1), PrimalExact: true}
 	order := make([]int, s.blocks())

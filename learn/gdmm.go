@@ -56,6 +56,7 @@ func GDMM(ctx context.Context, d *Data, o Options) (*Weights, Result, error) {
 	g := newGDMM(d.Seq, o)
 	st, cancel := newStopper(ctx, &o)
 	defer cancel()
+	st.reserveFirstEval(d, 2)
 	g.st = st
 	res := Result{Algo: "gdmm", Objective: ObjectiveExact, Primal: math.Inf(1), Dual: math.Inf(-1), Gap: math.Inf(1), PrimalExact: true}
 	var best *Weights

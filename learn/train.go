@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"time"
 )
 
@@ -17,8 +18,12 @@ type Options struct {
 	Tol       float64       // stop when gap <= Tol * max(1, primal); 0: never on the gap
 	Threads   int           // goroutines for the objective evaluation (0: GOMAXPROCS)
 	Seed      int64         // sampling and example order
-	// EvalEvery evaluates the primal and dual every EvalEvery passes (0:
-	// every pass); the last pass is always evaluated.
+	// EvalEvery evaluates the primal and dual every EvalEvery passes; 0
+	// (auto) evaluates after a pass when the time since the last
+	// evaluation is at least that evaluation's duration (at most about
+	// half the run evaluating: at hundreds of labels one evaluation, a
+	// loss-augmented Viterbi pass, costs more than a GDMM pass). The last
+	// pass is always evaluated.
 	EvalEvery int
 	// Progress, when not nil, receives each evaluation (Seconds counting
 	// the training time so far, evaluations included).
@@ -158,6 +163,7 @@ func CheckData(d *Data) error {
 type stopper struct {
 	start   time.Time
 	o       *Options
+	evalEnd time.Time       // when the last evaluation ended
 	ctx     context.Context // the run's context, bounded by the deadline
 	evalDur time.Duration   // the last evaluation's duration, reserved before the deadline
 	cut     bool            // stop turned true
@@ -173,6 +179,33 @@ func newStopper(ctx context.Context, o *Options) (*stopper, context.CancelFunc) 
 		s.ctx, cancel = context.WithDeadline(ctx, s.start.Add(o.TimeLimit))
 	}
 	return s, cancel
+}
+
+// reserveFirstEval sets the reserve of the first evaluation, which has no
+// duration measured yet, for a run with a time limit on sequences: evals
+// primals of d (each one loss-augmented Viterbi per sentence, O(n L^2)),
+// estimated from plain Viterbi on the first sentences at zero weights,
+// spread over the evaluation's goroutines; at most half the time limit.
+func (s *stopper) reserveFirstEval(d *Data, evals int) {
+	if s.o.TimeLimit == 0 || d.Seq == nil {
+		return
+	}
+	sd := d.Seq
+	w := NewWeights(KindSequence, sd.Labels, 0)
+	var sc SeqScratch
+	t0 := time.Now()
+	n := min(sd.Sentences(), 32)
+	for i := 0; i < n; i++ {
+		SeqHinge(w, sd, i, &sc)
+	}
+	frac := float64(len(sd.Y)) / float64(max(1, sd.Start[n]))
+	threads := s.o.Threads
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	threads = min(threads, runtime.GOMAXPROCS(0))
+	est := time.Duration(float64(time.Since(t0)) * frac * float64(evals) / float64(threads))
+	s.evalDur = min(est, s.o.TimeLimit/2) // half the time trains, whatever the estimate
 }
 
 // stopCheckEvery is how many blocks (sentences, tokens, examples) a pass
@@ -191,21 +224,21 @@ func (s *stopper) stop() bool {
 
 // loop runs pass until the options stop the run, evaluating with eval
 // (which updates r's primal and returns the dual; it must give up without
-// an error when s.ctx is done) every EvalEvery passes and after the last
-// one; it returns eval's first error, and sets r.Iterations, r.Steps and
+// an error when s.ctx is done) when due and after the last pass; it returns eval's first error, and sets r.Iterations, r.Steps and
 // r.Seconds.
 func (s *stopper) loop(r *Result, pass func(), eval func() (float64, error)) error {
 	for it := 1; ; it++ {
 		pass()
 		r.Iterations, r.Steps = it, s.steps
 		last := s.done(it, *r)
-		if s.o.EvalEvery <= 1 || it%s.o.EvalEvery == 0 || last {
+		if s.due(it) || last {
 			t0 := time.Now()
 			dual, err := eval()
 			if err != nil {
 				return err
 			}
-			s.evalDur = time.Since(t0)
+			s.evalEnd = time.Now()
+			s.evalDur = s.evalEnd.Sub(t0)
 			last = s.evaluated(it, r, dual) || last
 		}
 		if last {
@@ -214,6 +247,14 @@ func (s *stopper) loop(r *Result, pass func(), eval func() (float64, error)) err
 	}
 	r.Seconds = s.elapsed()
 	return nil
+}
+
+// due reports whether pass it is evaluated (see Options.EvalEvery).
+func (s *stopper) due(it int) bool {
+	if s.o.EvalEvery > 0 {
+		return it%s.o.EvalEvery == 0
+	}
+	return s.evalEnd.IsZero() || time.Since(s.evalEnd) >= s.evalDur
 }
 
 func (s *stopper) elapsed() float64 { return time.Since(s.start).Seconds() }
