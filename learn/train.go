@@ -18,12 +18,13 @@ type Options struct {
 	Tol       float64       // stop when gap <= Tol * max(1, primal); 0: never on the gap
 	Threads   int           // goroutines for the objective evaluation (0: GOMAXPROCS)
 	Seed      int64         // sampling and example order
-	// EvalEvery evaluates the primal and dual every EvalEvery passes; 0
-	// (auto) evaluates after a pass when the time since the last
-	// evaluation is at least that evaluation's duration (at most about
-	// half the run evaluating: at hundreds of labels one evaluation, a
-	// loss-augmented Viterbi pass, costs more than a GDMM pass). The last
-	// pass is always evaluated.
+	// EvalEvery evaluates the primal and dual every EvalEvery passes (0:
+	// every pass); EvalAuto evaluates after a pass when the time since
+	// the last evaluation is at least that evaluation's duration (at most
+	// about half the run evaluating: at hundreds of labels one
+	// evaluation, a loss-augmented Viterbi pass, costs more than a GDMM
+	// pass; which passes are evaluated then depends on the clock). The
+	// last pass is always evaluated.
 	EvalEvery int
 	// Progress, when not nil, receives each evaluation (Seconds counting
 	// the training time so far, evaluations included).
@@ -51,6 +52,9 @@ type Options struct {
 	Average bool
 }
 
+// EvalAuto is Options.EvalEvery's automatic schedule.
+const EvalAuto = -1
+
 // Validate fills defaults and checks the options; errors name the field.
 func (o *Options) Validate() error {
 	o.C = cmp.Or(o.C, 1)
@@ -62,8 +66,8 @@ func (o *Options) Validate() error {
 	switch {
 	case !(o.C > 0) || math.IsInf(o.C, 0):
 		return fmt.Errorf("C %v: want a positive finite number", o.C)
-	case o.TimeLimit < 0 || o.MaxIter < 0 || o.EvalEvery < 0:
-		return fmt.Errorf("TimeLimit %v, MaxIter %d, EvalEvery %d: want non-negative", o.TimeLimit, o.MaxIter, o.EvalEvery)
+	case o.TimeLimit < 0 || o.MaxIter < 0 || o.EvalEvery < EvalAuto:
+		return fmt.Errorf("TimeLimit %v, MaxIter %d, EvalEvery %d: want non-negative (EvalEvery: or EvalAuto, -1)", o.TimeLimit, o.MaxIter, o.EvalEvery)
 	case !(o.Tol >= 0) || math.IsInf(o.Tol, 0):
 		return fmt.Errorf("Tol %v: want a non-negative finite number", o.Tol)
 	case o.TimeLimit == 0 && o.MaxIter == 0 && o.Tol == 0:
@@ -251,8 +255,8 @@ func (s *stopper) loop(r *Result, pass func(), eval func() (float64, error)) err
 
 // due reports whether pass it is evaluated (see Options.EvalEvery).
 func (s *stopper) due(it int) bool {
-	if s.o.EvalEvery > 0 {
-		return it%s.o.EvalEvery == 0
+	if s.o.EvalEvery != EvalAuto {
+		return s.o.EvalEvery <= 1 || it%s.o.EvalEvery == 0
 	}
 	return s.evalEnd.IsZero() || time.Since(s.evalEnd) >= s.evalDur
 }
