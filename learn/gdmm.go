@@ -125,7 +125,7 @@ type gdmm struct {
 	w   *Weights
 	wmu *Weights // the repaired dual point's weights, reused
 	rng *rand.Rand
-	st  *stopper // the run's limits, asked between tokens (nil: none)
+	st  *stopper // the run's limits, asked between sentences (nil: none)
 
 	uni    []svec // per token: beta_j over labels
 	bi     []svec // per link (token t and t+1, indexed by t): beta_e over a*L+b
