@@ -211,3 +211,38 @@ func TestBlockRegularization(t *testing.T) {
 		}
 	}
 }
+
+// TestBCFWBatchedPass: with two threads a pass runs in mini-batches
+// (oracles at one w, steps in order): every evaluation's dual is a lower
+// bound (below the primal) and never decreases, each run's primal is
+// above the other's dual (both bound one optimum), and both close the gap
+// to within 1% in 400 passes.
+func TestBCFWBatchedPass(t *testing.T) {
+	tr, _, _, err := GenSequence(SeqGenOptions{Labels: 6, Features: 30, Train: 200, Test: 1, MinLen: 2, MaxLen: 6, LabelFeatures: 2, TokenFeatures: 2, Noise: 0.2, Emission: 1, Transition: 1, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Data{Seq: tr}
+	var res [2]Result
+	for k, threads := range []int{1, 2} {
+		lastDual := math.Inf(-1)
+		o := Options{C: 1, MaxIter: 400, Tol: 1e-7, EvalEvery: 10, Threads: threads, Seed: 5}
+		o.Progress = func(r Result) {
+			if r.Dual > r.Primal+1e-9 || r.Dual < lastDual {
+				t.Errorf("threads %d pass %d: dual %v (before %v), primal %v", threads, r.Iterations, r.Dual, lastDual, r.Primal)
+			}
+			lastDual = r.Dual
+		}
+		_, r, err := BCFW(context.Background(), d, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Gap > 1e-2*r.Primal {
+			t.Errorf("threads %d: gap %v of primal %v after %d passes", threads, r.Gap, r.Primal, r.Iterations)
+		}
+		res[k] = r
+	}
+	if res[0].Primal < res[1].Dual-1e-9 || res[1].Primal < res[0].Dual-1e-9 {
+		t.Errorf("sequential [%v, %v] and batched [%v, %v] bound no common optimum", res[0].Dual, res[0].Primal, res[1].Dual, res[1].Primal)
+	}
+}

@@ -117,6 +117,10 @@ type Weights struct {
 	Emit             []float64
 	Trans            []float64
 	Pair             []float64
+	// Dict, when not nil, is the feature dictionary of weights trained
+	// on a tagged corpus (a CorpusSpec): saved with them, it maps unseen
+	// text to these features and labels.
+	Dict *FeatureDict
 }
 
 // NewWeights returns zero weights of the given shape.

@@ -2,7 +2,9 @@
 // (Taskar et al. 2003; Tsochantaridis et al. 2004) and prediction with the
 // trained weights: the data sets (sequence labelling with sparse token
 // features, multilabel classification with sparse features), their files
-// (CoNLL-style columns for sequences, LIBSVM's multilabel format), the
+// (CoNLL-style columns for sequences, LIBSVM's multilabel format), tagged
+// text corpora (the Brown layout, CoNLL word/tag columns) turned into
+// sequence data by a feature extractor whose dictionary travels in the
 // weights file, a planted-model generator, the structural SVM primal
 //
 //	P(w) = 1/2 ||w||^2 + C sum_i max_y [<w, phi(x_i, y) - phi(x_i, ybar_i)> + Hamming(y, ybar_i)]

@@ -386,6 +386,9 @@ func ReadData(path string) (*Data, error) {
 func WriteWeights(out io.Writer, w *Weights) error {
 	bw := bufio.NewWriter(out)
 	fmt.Fprintf(bw, "ddrun-weights %s labels=%d features=%d\n", w.Kind, w.Labels, w.Features)
+	if w.Dict != nil {
+		w.Dict.write(bw)
+	}
 	var b []byte
 	L := w.Labels
 	for f := 0; f < w.Features; f++ {
@@ -459,6 +462,12 @@ func readWeights(r io.Reader, maxEntries int) (*Weights, error) {
 			w = NewWeights(kind, L, D)
 			continue
 		}
+		if handled, err := dictLine(&w.Dict, f, lineNo, w.Labels, w.Features); handled || err != nil {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if len(f) != 4 {
 			return nil, fmt.Errorf("line %d: want 4 fields (e FEAT LABEL VALUE, t A B VALUE or p A B VALUE), got %d", lineNo, len(f))
 		}
@@ -503,6 +512,11 @@ func readWeights(r io.Reader, maxEntries int) (*Weights, error) {
 	}
 	if w == nil {
 		return nil, errors.New("empty weights file (no ddrun-weights header)")
+	}
+	if w.Dict != nil {
+		if err := w.Dict.check(w.Labels, w.Features); err != nil {
+			return nil, err
+		}
 	}
 	return w, nil
 }

@@ -161,6 +161,7 @@ func FuzzReadMultilabel(f *testing.F) {
 func FuzzReadWeights(f *testing.F) {
 	f.Add("ddrun-weights sequence labels=2 features=3\ne 1 0 1.5\nt 0 1 -2\n")
 	f.Add("ddrun-weights multilabel labels=3 features=2\n# c\ne 2 2 1\np 0 2 0.5\n")
+	f.Add("ddrun-weights sequence labels=2 features=1\ndict tagging=cut tags=2 feats=1\ntag nn\ntag vb\nfeat w=the\ne 1 0 1\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		read := func(r io.Reader) (*Weights, error) { return readWeights(r, 1<<16) }
 		roundTrip(t, s, read, WriteWeights, func(w, w2 *Weights) bool { return w2.SqNorm() == w.SqNorm() })

@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"time"
 )
 
 // trainGDMMML is GDMM on multilabel data (Yen et al. NIPS 2016, Alg. 1 with Alg. 3's
@@ -65,20 +64,22 @@ import (
 // iterate's w and the repaired point's; the smaller is kept.
 func trainGDMMML(ctx context.Context, d *MLData, o Options) (*Weights, Result, error) {
 	g := newGDMMML(d, o)
-	st := stopper{start: time.Now(), o: &o}
+	st, cancel := newStopper(ctx, &o)
+	defer cancel()
+	g.st = st
 	res := Result{Algo: "gdmm", Objective: ObjectiveLP, Primal: math.Inf(1), Dual: math.Inf(-1), Gap: math.Inf(1), PrimalExact: true}
 	var best *Weights
 	supp := make([][]int32, d.Examples())
-	err := st.loop(ctx, &res, g.pass, func() (float64, error) {
+	err := st.loop(&res, g.pass, func() (float64, error) {
 		dual, wmu := g.dual()
 		for k, w := range []*Weights{g.w, wmu} {
 			var sp [][]int32
 			if k == 0 {
 				sp = supp
 			}
-			p, err := PrimalLP(ctx, w, d, o.C, o.Threads, sp, maxSuppLabels)
+			p, err := PrimalLP(st.ctx, w, d, o.C, o.Threads, sp, maxSuppLabels)
 			if err != nil {
-				if ctx.Err() == nil {
+				if st.ctx.Err() == nil {
 					return 0, err
 				}
 				continue
@@ -96,10 +97,7 @@ func trainGDMMML(ctx context.Context, d *MLData, o Options) (*Weights, Result, e
 	if err != nil {
 		return nil, res, err
 	}
-	if best == nil {
-		best = g.w.Clone()
-	}
-	return best, res, nil
+	return st.finish(best, &Data{ML: d}, &res), res, nil
 }
 
 // maxSuppLabels bounds the LP support labels read per example and
@@ -127,6 +125,7 @@ type gdmmML struct {
 	w      *Weights
 	wmu    *Weights // the repaired dual point's weights, reused
 	rng    *rand.Rand
+	st     *stopper // the run's limits, asked between examples (nil: none)
 	ex     []mlEx
 	xnorm2 []float64
 	in     []bool    // L: scratch membership of S_i
@@ -334,10 +333,16 @@ func (g *gdmmML) fmo(i int) (int32, float64) {
 // pass is one GDMM iteration (see gdmmML).
 func (g *gdmmML) pass() {
 	for i := range g.ex {
+		if g.st != nil && i%stopCheckEvery == 0 && g.st.stop() {
+			return
+		}
 		if b, slope := g.fmo(i); b >= 0 && slope > 1e-12 {
 			g.activate(&g.ex[i], b)
 		}
 		g.sweep(i)
+		if g.st != nil {
+			g.st.steps++
+		}
 	}
 }
 

@@ -427,6 +427,11 @@ func Primal(ctx context.Context, w *Weights, d *Data, C float64, threads int) (p
 		} else if d.Seq != nil {
 			var sc SeqScratch
 			for s := lo; s < hi; s++ {
+				if s%16 == 0 {
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+				}
 				sum += SeqHinge(w, d.Seq, s, &sc)
 			}
 		} else {

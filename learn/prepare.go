@@ -1,6 +1,9 @@
 package learn
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+)
 
 // SettingError is a training or prediction setting that cannot run,
 // naming the setting as the front ends do ("algo", "data", "threads"); a
@@ -39,8 +42,18 @@ func PrepareTraining(algo, path string, o *Options) (Algorithm, *Data, error) {
 	if err := o.Validate(); err != nil {
 		return a, nil, err
 	}
-	d, err := ReadData(path)
+	spec, isCorpus, err := ParseCorpusSpec(path)
 	if err != nil {
+		return a, nil, &SettingError{"data", err.Error()}
+	}
+	var d *Data
+	if isCorpus {
+		var fd *FeatureDict
+		if d, fd, err = ReadCorpusTraining(spec); err != nil {
+			return a, nil, err
+		}
+		a.Train = withDict(a.Train, fd)
+	} else if d, err = ReadData(path); err != nil {
 		return a, nil, err
 	}
 	if err := CheckData(d); err != nil {
@@ -62,9 +75,34 @@ func PreparePrediction(weights, data string, threads int) (*Weights, *Data, erro
 	if err != nil {
 		return nil, nil, err
 	}
+	spec, isCorpus, err := ParseCorpusSpec(data)
+	switch {
+	case err != nil:
+		return nil, nil, &SettingError{"data", err.Error()}
+	case isCorpus && w.Dict == nil:
+		return nil, nil, &SettingError{"data", fmt.Sprintf("%s: the weights %s have no feature dictionary (train them on a corpus: --data brown:DIR or conll:FILE)", data, weights)}
+	case isCorpus:
+		d, err := ReadCorpusWith(spec, w.Dict)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", data, err)
+		}
+		return w, d, nil
+	}
 	d, err := ReadData(data)
 	if err != nil {
 		return nil, nil, err
 	}
 	return w, d, nil
+}
+
+// withDict is tr whose weights carry the feature dictionary fd (saved
+// with them).
+func withDict(tr Trainer, fd *FeatureDict) Trainer {
+	return func(ctx context.Context, d *Data, o Options) (*Weights, Result, error) {
+		w, r, err := tr(ctx, d, o)
+		if w != nil {
+			w.Dict = fd
+		}
+		return w, r, err
+	}
 }

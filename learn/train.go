@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"time"
 )
 
@@ -18,7 +19,12 @@ type Options struct {
 	Threads   int           // goroutines for the objective evaluation (0: GOMAXPROCS)
 	Seed      int64         // sampling and example order
 	// EvalEvery evaluates the primal and dual every EvalEvery passes (0:
-	// every pass); the last pass is always evaluated.
+	// every pass); EvalAuto evaluates after a pass when the time since
+	// the last evaluation is at least that evaluation's duration (at most
+	// about half the run evaluating: at hundreds of labels one
+	// evaluation, a loss-augmented Viterbi pass, costs more than a GDMM
+	// pass; which passes are evaluated then depends on the clock). The
+	// last pass is always evaluated.
 	EvalEvery int
 	// Progress, when not nil, receives each evaluation (Seconds counting
 	// the training time so far, evaluations included).
@@ -46,6 +52,9 @@ type Options struct {
 	Average bool
 }
 
+// EvalAuto is Options.EvalEvery's automatic schedule.
+const EvalAuto = -1
+
 // Validate fills defaults and checks the options; errors name the field.
 func (o *Options) Validate() error {
 	o.C = cmp.Or(o.C, 1)
@@ -57,8 +66,8 @@ func (o *Options) Validate() error {
 	switch {
 	case !(o.C > 0) || math.IsInf(o.C, 0):
 		return fmt.Errorf("C %v: want a positive finite number", o.C)
-	case o.TimeLimit < 0 || o.MaxIter < 0 || o.EvalEvery < 0:
-		return fmt.Errorf("TimeLimit %v, MaxIter %d, EvalEvery %d: want non-negative", o.TimeLimit, o.MaxIter, o.EvalEvery)
+	case o.TimeLimit < 0 || o.MaxIter < 0 || o.EvalEvery < EvalAuto:
+		return fmt.Errorf("TimeLimit %v, MaxIter %d, EvalEvery %d: want non-negative (EvalEvery: or EvalAuto, -1)", o.TimeLimit, o.MaxIter, o.EvalEvery)
 	case !(o.Tol >= 0) || math.IsInf(o.Tol, 0):
 		return fmt.Errorf("Tol %v: want a non-negative finite number", o.Tol)
 	case o.TimeLimit == 0 && o.MaxIter == 0 && o.Tol == 0:
@@ -92,6 +101,9 @@ type Result struct {
 	// (the structural SVM with exact loss-augmented maximisation) or
 	// ObjectiveLP (its LP relaxation, multilabel GDMM; see PrimalLP).
 	Objective string `json:"objective,omitempty"`
+	// Steps counts the oracle calls of the passes (a block step of BCFW
+	// or SSG, a factor's Frank-Wolfe step of GDMM).
+	Steps int `json:"-"`
 }
 
 // Objectives of Result.Objective.
@@ -146,27 +158,92 @@ func CheckData(d *Data) error {
 	return nil
 }
 
-// stopper tracks a run's limits.
+// stopper tracks a run's limits: the context, the pass count, the
+// tolerance and the time limit. The time limit is a deadline: passes ask
+// stop between steps (every few blocks), which turns true once the time
+// so far plus the last evaluation's duration reaches the limit, so that
+// the evaluation that ends the run (itself run under the deadline, see
+// evalCtx) ends within it.
 type stopper struct {
-	start time.Time
-	o     *Options
+	start   time.Time
+	o       *Options
+	evalEnd time.Time       // when the last evaluation ended
+	ctx     context.Context // the run's context, bounded by the deadline
+	evalDur time.Duration   // the last evaluation's duration, reserved before the deadline
+	cut     bool            // stop turned true
+	steps   int             // oracle steps counted by the passes (Result.Steps)
+}
+
+// newStopper starts the clock of a run; the cancel function releases the
+// deadline's timer.
+func newStopper(ctx context.Context, o *Options) (*stopper, context.CancelFunc) {
+	s := &stopper{start: time.Now(), o: o, ctx: ctx}
+	cancel := context.CancelFunc(func() {})
+	if o.TimeLimit > 0 {
+		s.ctx, cancel = context.WithDeadline(ctx, s.start.Add(o.TimeLimit))
+	}
+	return s, cancel
+}
+
+// reserveFirstEval sets the reserve of the first evaluation, which has no
+// duration measured yet, for a run with a time limit on sequences: evals
+// primals of d (each one loss-augmented Viterbi per sentence, O(n L^2)),
+// estimated from plain Viterbi on the first sentences at zero weights,
+// spread over the evaluation's goroutines; at most half the time limit.
+func (s *stopper) reserveFirstEval(d *Data, evals int) {
+	if s.o.TimeLimit == 0 || d.Seq == nil {
+		return
+	}
+	sd := d.Seq
+	w := NewWeights(KindSequence, sd.Labels, 0)
+	var sc SeqScratch
+	t0 := time.Now()
+	n := min(sd.Sentences(), 32)
+	for i := 0; i < n; i++ {
+		SeqHinge(w, sd, i, &sc)
+	}
+	frac := float64(len(sd.Y)) / float64(max(1, sd.Start[n]))
+	threads := s.o.Threads
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	threads = min(threads, runtime.GOMAXPROCS(0))
+	est := time.Duration(float64(time.Since(t0)) * frac * float64(evals) / float64(threads))
+	s.evalDur = min(est, s.o.TimeLimit/2) // half the time trains, whatever the estimate
+}
+
+// stopCheckEvery is how many blocks (sentences, tokens, examples) a pass
+// runs between two calls of stop.
+const stopCheckEvery = 16
+
+// stop reports whether the pass in progress must stop now: the context is
+// done, or the time limit less the evaluation's reserve has passed. It
+// stays true once true.
+func (s *stopper) stop() bool {
+	if !s.cut && (s.ctx.Err() != nil || s.o.TimeLimit > 0 && time.Since(s.start)+s.evalDur >= s.o.TimeLimit) {
+		s.cut = true
+	}
+	return s.cut
 }
 
 // loop runs pass until the options stop the run, evaluating with eval
-// (which updates r's primal and returns the dual) every EvalEvery passes
-// and after the last one; it returns eval's first error, and sets
-// r.Iterations and r.Seconds.
-func (s stopper) loop(ctx context.Context, r *Result, pass func(), eval func() (float64, error)) error {
+// (which updates r's primal and returns the dual; it must give up without
+// an error when s.ctx is done) when due and after the last pass; it returns eval's first error, and sets r.Iterations, r.Steps and
+// r.Seconds.
+func (s *stopper) loop(r *Result, pass func(), eval func() (float64, error)) error {
 	for it := 1; ; it++ {
 		pass()
-		r.Iterations = it
-		last := s.done(ctx, it, *r)
-		if s.o.EvalEvery <= 1 || it%s.o.EvalEvery == 0 || last {
+		r.Iterations, r.Steps = it, s.steps
+		last := s.done(it, *r)
+		if s.due(it) || last {
+			t0 := time.Now()
 			dual, err := eval()
 			if err != nil {
 				return err
 			}
-			last = s.evaluated(ctx, it, r, dual) || last
+			s.evalEnd = time.Now()
+			s.evalDur = s.evalEnd.Sub(t0)
+			last = s.evaluated(it, r, dual) || last
 		}
 		if last {
 			break
@@ -176,33 +253,59 @@ func (s stopper) loop(ctx context.Context, r *Result, pass func(), eval func() (
 	return nil
 }
 
-func (s stopper) elapsed() float64 { return time.Since(s.start).Seconds() }
+// due reports whether pass it is evaluated (see Options.EvalEvery).
+func (s *stopper) due(it int) bool {
+	if s.o.EvalEvery != EvalAuto {
+		return s.o.EvalEvery <= 1 || it%s.o.EvalEvery == 0
+	}
+	return s.evalEnd.IsZero() || time.Since(s.evalEnd) >= s.evalDur
+}
+
+func (s *stopper) elapsed() float64 { return time.Since(s.start).Seconds() }
 
 // evaluated takes an evaluation's dual into r (the best dual so far, the
 // gap to r's primal, the time), reports r to the progress callback and
 // returns whether the run must stop after iteration it: the end of every
 // trainer's evaluation step.
-func (s stopper) evaluated(ctx context.Context, it int, r *Result, dual float64) bool {
+func (s *stopper) evaluated(it int, r *Result, dual float64) bool {
 	r.Dual = max(r.Dual, dual)
 	r.Gap = r.Primal - r.Dual
 	r.Seconds = s.elapsed()
-	if s.o.Progress != nil {
+	if s.o.Progress != nil && !math.IsInf(r.Primal, 1) {
 		s.o.Progress(*r)
 	}
-	return s.done(ctx, it, *r)
+	return s.done(it, *r)
 }
 
 // done reports whether the run must stop after iteration it with result r.
-func (s stopper) done(ctx context.Context, it int, r Result) bool {
-	if ctx.Err() != nil {
+func (s *stopper) done(it int, r Result) bool {
+	if s.stop() {
 		return true
 	}
 	if s.o.MaxIter > 0 && it >= s.o.MaxIter {
 		return true
 	}
-	if s.o.TimeLimit > 0 && time.Since(s.start) >= s.o.TimeLimit {
-		return true
-	}
 	// Before the first evaluation Gap and Primal are infinite: no stop.
 	return s.o.Tol > 0 && !math.IsInf(r.Gap, 0) && r.Gap <= s.o.Tol*max(1, math.Abs(r.Primal))
+}
+
+// finish gives the run its weights when no evaluation finished (the
+// deadline or the context cut the first one): the zero weights, whose
+// primal is known without an oracle, C times the largest Hamming loss of
+// every example (every score is 0): the tokens of the sequences, examples
+// times labels for multilabel (of the LP relaxation too). Their dual
+// bound is none.
+func (s *stopper) finish(best *Weights, d *Data, r *Result) *Weights {
+	if best != nil {
+		return best
+	}
+	L, D := d.Shape()
+	kind := KindSequence
+	if d.ML != nil {
+		kind, r.Primal = KindMultilabel, s.o.C*float64(d.ML.Examples()*L)
+	} else {
+		r.Primal = s.o.C * float64(len(d.Seq.Y))
+	}
+	r.Gap = r.Primal - r.Dual
+	return NewWeights(kind, L, D)
 }

@@ -85,7 +85,7 @@ func cmdTrain(ctx context.Context, args []string, stdout io.Writer, con *cli.Con
 	fs.Float64Var(&o.Tol, "tol", 0, "stop when primal - dual <= tol * max(1, primal) (0: never)")
 	fs.IntVar(&o.Threads, "threads", 0, "goroutines for the objective evaluation (0: all cores)")
 	fs.Int64Var(&o.Seed, "seed", 1, "random seed (sampling, example order)")
-	fs.IntVar(&o.EvalEvery, "eval-every", 1, "evaluate primal and dual every N passes")
+	fs.IntVar(&o.EvalEvery, "eval-every", learn.EvalAuto, "evaluate primal and dual every N passes (-1: auto, at most half the time evaluating)")
 	fs.Float64Var(&o.Rho, "rho", 1, "gdmm: augmented Lagrangian penalty rho")
 	fs.Float64Var(&o.Eta, "eta", 1, "gdmm: multiplier step eta")
 	fs.BoolVar(&o.Sublinear, "sublinear", false, "gdmm: sublinear factorwise oracles (ordered maps for transitions, sampled emissions)")
