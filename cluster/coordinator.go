@@ -56,6 +56,15 @@ type coordinator struct {
 	// answers reported (guarded by mu).
 	peakRSS []int64
 	sharded bool
+	// What defends a certificate (certificate.go): whether the transport
+	// seals, the epoch's links, the reports heard per part and iteration
+	// (guarded by mu), the first conflict among them, the longest a
+	// worker took to answer a step (guarded by mu).
+	sealed      bool
+	linkList    []*remoteLink
+	heard       []map[int]*heardIter
+	conflict    *ConflictError
+	slowestStep time.Duration
 }
 
 // index returns the part held by the named worker, or -1.

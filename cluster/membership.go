@@ -118,6 +118,7 @@ func (c *coordinator) replace(ctx context.Context, w int) (string, error) {
 			c.names[w] = spare
 			c.byName[spare] = w
 			c.filters[w] = transport.NewFilter(c.job, transport.FilterOptions{})
+			c.forget(w) // the spare's reports are its own
 			c.lastSeen[w] = time.Now()
 			restored := c.latest != nil
 			if restored {

@@ -1,0 +1,95 @@
+package cluster
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/solver"
+	"github.com/ddrun/ddrun/transport"
+)
+
+// The false certificate: once the gap is open, one forged report
+// per worker, a copy of its last real one (every checked field plausible)
+// whose dual puts the iteration's bound a hair below the best primal, within
+// the honest-certificate tolerance. Unsealed, the coordinator must not end
+// optimal with a value below the undisturbed run's; sealed, the forgeries do
+// not open and the job ends exactly like the undisturbed one.
+func TestForgedCertificate(t *testing.T) {
+	m := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 4, Rho: 1, Seed: 7})
+	opts := consensus.DefaultOptions()
+	opts.MaxIter = 400
+	opts.ProgressEvery = 0
+	want, err := consensus.Solve(context.Background(), m, nil, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const at = 5
+	var sniffed [2]sniffed[reportBody] // the unsealed run's reports, replayed at the sealed one
+	for _, sealed := range []bool{false, true} {
+		name := map[bool]string{false: "unsealed", true: "sealed"}[sealed]
+		t.Run(name, func(t *testing.T) {
+			inproc := transport.NewInProc()
+			t.Cleanup(func() { _ = inproc.Close() })
+			var tr transport.Transport = inproc
+			if sealed {
+				s, err := transport.NewSealed(inproc, transport.SealOptions{Keys: [][]byte{[]byte("0123456789abcdef0123456789abcdef")}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = s.Close() })
+				tr = s
+			}
+			NewTestCluster(t, TestClusterOptions{Transport: tr}).StartN("w", 2)
+			job := "cert-" + name
+			f := newForger(t, inproc, EpochJob(job, 1))
+			var clog syncBuffer
+			var forgedPrimal float64
+			progress := func(p solver.Progress) {
+				if p.Iteration != at {
+					return
+				}
+				if p.Gap <= opts.Tol*math.Max(1, math.Abs(p.Primal)) {
+					t.Errorf("the gap is closed at iteration %d: nothing to forge", at)
+				}
+				forgedPrimal = p.Primal
+				target := p.Primal - 1e-9*math.Abs(p.Primal)
+				for w, name := range []string{"w0", "w1"} {
+					if !sealed {
+						f.catchUp(at)
+						sniffed[w] = f.lastReport(name)
+					}
+					last := sniffed[w]
+					r := last.body
+					r.Iter, r.Dual = at+1, target/2
+					f.publish(reportSubject(f.job, name), transport.Header{Iter: uint64(at + 1), Kind: kindReport, From: name, Seq: last.h.Seq + 500}, r)
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			o, err := RunJob(ctx, Job{Transport: tr, Model: m, Options: opts, Progress: progress, Run: RunOptions{Base: job, Workers: 2,
+				WaitWorkers: 10 * time.Second, StepTimeout: 20 * time.Second, ResendEvery: 200 * time.Millisecond, LostAfter: 5 * time.Second,
+				Logger: slog.New(slog.NewTextHandler(&clog, nil))}})
+			got := o.Result
+			t.Logf("%s: %s after %d, dual %.9g primal %.9g (err %v); undisturbed %s after %d, dual %.9g primal %.9g; forged at primal %.9g",
+				name, got.Status, got.Iterations, got.Dual, got.Primal, err, want.Status, want.Iterations, want.Dual, want.Primal, forgedPrimal)
+			if sealed {
+				if err != nil {
+					t.Fatalf("%v\n%s", err, clog.String())
+				}
+				compare(t, got, want)
+				return
+			}
+			if err == nil && got.Status == solver.Optimal && (got.Primal < want.Primal-1e-6*math.Abs(want.Primal) || got.Dual < want.Primal-1e-6*math.Abs(want.Primal)) {
+				t.Errorf("a false certificate: optimal with dual %.9g and primal %.9g, but the undisturbed run scores %.9g", got.Dual, got.Primal, want.Primal)
+			}
+			if err == nil && got.Status != want.Status {
+				t.Errorf("ended %s without an error; undisturbed: %s", got.Status, want.Status)
+			}
+		})
+	}
+}
