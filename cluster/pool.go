@@ -207,6 +207,7 @@ func claimWorkers(ctx context.Context, cl *claimer, n int, wait time.Duration, j
 	refused := map[string]time.Time{} // until when not to ask again
 	start, lastGrant := time.Now(), time.Now()
 	var lastLog time.Time
+	holding := map[string]time.Time{} // the jobs seen holding busy workers, since when
 	giveBack := func() {
 		var names []string
 		for name := range granted {
@@ -267,13 +268,18 @@ func claimWorkers(ctx context.Context, cl *claimer, n int, wait time.Duration, j
 		}
 		// Busy: present, not ours, and not free for us (or refusing).
 		busy := 0
+		var holders []string
 		mu.Lock()
 		for _, name := range present {
 			if !granted[name] && (!pool[name].free(cl.job, joinable) || time.Now().Before(refused[name])) {
 				busy++
+				if h := pool[name].hello; h.Job != "" || h.Claimed != "" {
+					holders = append(holders, cmp.Or(h.Job, h.Claimed))
+				}
 			}
 		}
 		mu.Unlock()
+		held := heldBy(holding, holders)
 		switch {
 		case len(present) < n && time.Since(start) > wait:
 			giveBack()
@@ -294,7 +300,7 @@ func claimWorkers(ctx context.Context, cl *claimer, n int, wait time.Duration, j
 		if time.Since(lastLog) >= queueLogEvery && len(present) >= n && busy > 0 {
 			lastLog = time.Now()
 			cl.log.Info("waiting for workers: the pool is busy", "job", cl.job, "claimed", len(granted), "wanted", n,
-				"pool", len(present), "busy", busy)
+				"pool", len(present), "busy", busy, "held_by", held)
 		}
 		select {
 		case <-ctx.Done():
@@ -303,4 +309,25 @@ func claimWorkers(ctx context.Context, cl *claimer, n int, wait time.Duration, j
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// heldBy says which jobs hold the busy workers and for how long they have
+// been seen holding them ("job-a 12s, job-b 3s"), updating since.
+func heldBy(since map[string]time.Time, holders []string) string {
+	slices.Sort(holders)
+	holders = slices.Compact(holders)
+	now := time.Now()
+	for job := range since {
+		if !slices.Contains(holders, job) {
+			delete(since, job)
+		}
+	}
+	parts := make([]string, len(holders))
+	for i, job := range holders {
+		if _, ok := since[job]; !ok {
+			since[job] = now
+		}
+		parts[i] = fmt.Sprintf("%s %v", job, now.Sub(since[job]).Round(time.Second))
+	}
+	return strings.Join(parts, ", ")
 }
