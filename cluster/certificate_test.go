@@ -4,6 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -92,4 +95,53 @@ func TestForgedCertificate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A forged "ready with an error" (a refusal of the part) sent as the parts
+// go out used to fail the job at once; on an unsealed transport it is now
+// logged and the job goes on with the worker's real acknowledgement. (The
+// forgery races the worker's acknowledgement: the job is run until the
+// forgery came first, at most 5 times, and every run must succeed.)
+func TestForgedRefusalDoesNotFailTheJob(t *testing.T) {
+	m := generate.Potts(generate.GridOptions{Height: 10, Width: 10, Labels: 3, Rho: 1, Seed: 2})
+	opts := consensus.DefaultOptions()
+	opts.MaxIter = 60
+	opts.ProgressEvery = 0
+	want, err := consensus.Solve(context.Background(), m, nil, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := NewTestCluster(t, TestClusterOptions{}).StartN("w", 2).Transport("coordinator")
+	for try := range 5 {
+		job := "refusal" + strconv.Itoa(try)
+		var sent sync.Once
+		sub, err := tr.Subscribe(assignSubject(EpochJob(job, 1), "w0"), func(string, []byte) {
+			sent.Do(func() {
+				data, err := transport.Encode(transport.Header{Job: EpochJob(job, 1), Kind: kindReady, From: "w0", Seq: 1 << 40}, readyBody{Err: "forged"})
+				if err == nil {
+					err = tr.Publish(context.Background(), reportSubject(EpochJob(job, 1), "w0"), data)
+				}
+				if err != nil {
+					t.Error(err)
+				}
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var clog syncBuffer
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		o, err := RunJob(ctx, Job{Transport: tr, Model: m, Options: opts, Run: RunOptions{Base: job, Workers: 2, WaitWorkers: 10 * time.Second,
+			StepTimeout: 20 * time.Second, Logger: slog.New(slog.NewTextHandler(&clog, nil))}})
+		cancel()
+		_ = sub.Unsubscribe()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, clog.String())
+		}
+		compare(t, o.Result, want)
+		if strings.Contains(clog.String(), "unauthenticated refusal of a part") {
+			return
+		}
+	}
+	t.Error("the forged refusal never reached the coordinator before the acknowledgement")
 }

@@ -221,6 +221,7 @@ func (c *coordinator) deliver(ctx context.Context, which []int) error {
 	defer clk.stop()
 	acked := map[int]bool{}
 	received := map[int]bool{}
+	readyErr := map[int]string{} // refusals heard on an unsealed transport
 	for len(acked) < len(which) {
 		for _, w := range which {
 			if acked[w] {
@@ -229,8 +230,13 @@ func (c *coordinator) deliver(ctx context.Context, which []int) error {
 			select {
 			case r := <-c.ready[w]:
 				switch {
-				case r.Err != "":
+				case r.Err != "" && c.sealed:
 					return fmt.Errorf("worker %s could not take its part: %s", c.name(w), r.Err)
+				case r.Err != "":
+					// Unsealed, anyone may have sent it: the wait for the
+					// part goes on, and its timeout gives this reason.
+					readyErr[w] = r.Err
+					c.faults.drop("unauthenticated refusal of a part: still waiting for the worker", "worker", c.name(w), "err", r.Err)
 				case r.Received:
 					received[w] = true
 				default:
@@ -252,6 +258,9 @@ func (c *coordinator) deliver(ctx context.Context, which []int) error {
 		case <-clk.deadline.C:
 			for _, w := range which {
 				if !acked[w] {
+					if e := readyErr[w]; e != "" {
+						return fmt.Errorf("worker %s could not take its part (said an unauthenticated message): %s", c.name(w), e)
+					}
 					return fmt.Errorf("worker %s did not acknowledge its part within %v", c.name(w), c.timeout)
 				}
 			}
