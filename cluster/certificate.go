@@ -300,9 +300,3 @@ func (c *coordinator) certify(ctx context.Context, res solver.Result, err error)
 	}
 	return nil
 }
-
-// isSealed reports whether tr seals its messages (a job key).
-func isSealed(tr transport.Transport) bool {
-	_, ok := tr.(*transport.Sealed)
-	return ok
-}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/ddrun/ddrun/transport"
 )
 
 // A certificate (optimal, or infeasible: nothing open and no incumbent)
@@ -168,10 +166,4 @@ func (c *coord) answered() bool {
 		}
 	}
 	return true
-}
-
-// isSealed reports whether tr seals its messages (a job key).
-func isSealed(tr transport.Transport) bool {
-	_, ok := tr.(*transport.Sealed)
-	return ok
 }

@@ -275,7 +275,7 @@ func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 		cid: binary.LittleEndian.Uint64(b[:]) | 1, events: make(chan event, 256), done: make(chan struct{}), drop: ratelimit.Repeats[string]{Every: 10 * time.Second},
 		start: time.Now(), workers: map[string]*cworker{}, refused: map[string]time.Time{}, seen: map[string]bool{},
 		res:      solver.Result{Status: solver.IterationLimit, Primal: math.Inf(-1), Dual: math.Inf(1), Relaxed: math.NaN()},
-		progress: progress, sealed: isSealed(tr)}
+		progress: progress, sealed: transport.IsSealed(tr)}
 	c.noneFrom = c.start
 	if !math.IsInf(primal, -1) {
 		c.res.Primal, c.res.Assignment = primal, slices.Clone(opts.Seed.Assignment)
