@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -144,4 +145,87 @@ func TestForgedRefusalDoesNotFailTheJob(t *testing.T) {
 		}
 	}
 	t.Error("the forged refusal never reached the coordinator before the acknowledgement")
+}
+
+// With a job key, a killed worker's recorded (sealed) heartbeats, replayed
+// on their subject, used to keep it "alive" and the job waited for it until
+// the step timeout; a heartbeat counts now only when it is newer than the
+// worker's earlier ones, so the part moves to a spare within LostAfter.
+func TestReplayedHeartbeatsDoNotHideALostWorker(t *testing.T) {
+	m := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 3, Rho: 1, Seed: 5})
+	opts := consensus.DefaultOptions()
+	opts.MaxIter = 1_000_000 // until cancelled once the part moved
+	opts.Tol, opts.ResidualTol = 0, 0
+	opts.ProgressEvery = 0
+	inproc := transport.NewInProc()
+	t.Cleanup(func() { _ = inproc.Close() })
+	sealed, err := transport.NewSealed(inproc, transport.SealOptions{Keys: [][]byte{[]byte("0123456789abcdef0123456789abcdef")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sealed.Close() })
+	cl := NewTestCluster(t, TestClusterOptions{Transport: sealed}).StartN("w", 2)
+	job := "replay-beats"
+	var mu sync.Mutex
+	var beats [][]byte
+	sub, err := inproc.Subscribe(heartbeatSubject(EpochJob(job, 1), "w1"), func(_ string, data []byte) {
+		mu.Lock()
+		beats = append(beats, append([]byte(nil), data...))
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	stop := make(chan struct{})
+	var replayed sync.WaitGroup
+	var once sync.Once
+	progress := func(p solver.Progress) {
+		if p.Elapsed < 1500*time.Millisecond { // a few heartbeats recorded
+			return
+		}
+		once.Do(func() {
+			cl.Kill("w1")
+			cl.Start("spare")
+			replayed.Go(func() {
+				for {
+					mu.Lock()
+					recorded := slices.Clone(beats)
+					mu.Unlock()
+					for _, b := range recorded {
+						_ = inproc.Publish(context.Background(), heartbeatSubject(EpochJob(job, 1), "w1"), b)
+					}
+					select {
+					case <-stop:
+						return
+					case <-time.After(50 * time.Millisecond):
+					}
+				}
+			})
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var clog syncBuffer
+	go func() { // the part moved: the job may end
+		for !strings.Contains(clog.String(), "its part moves to a spare") && ctx.Err() == nil {
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(200 * time.Millisecond)
+		cancel()
+	}()
+	o, err := RunJob(ctx, Job{Transport: sealed, Model: m, Options: opts, Progress: progress, Run: RunOptions{Base: job, Workers: 2,
+		WaitWorkers: 10 * time.Second, StepTimeout: 8 * time.Second, LostAfter: time.Second, SpareWait: 10 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(&clog, nil))}})
+	close(stop)
+	replayed.Wait()
+	mu.Lock()
+	n := len(beats)
+	mu.Unlock()
+	if err != nil {
+		t.Fatalf("%v (%d heartbeats recorded and replayed)\n%s", err, n, clog.String())
+	}
+	if n == 0 || o.Stats.Failovers != 1 {
+		t.Errorf("%d heartbeats recorded, %d failovers\n%s", n, o.Stats.Failovers, clog.String())
+	}
 }

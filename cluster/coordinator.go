@@ -40,6 +40,7 @@ type coordinator struct {
 	names    []string   // the worker holding each part
 	byName   map[string]int
 	lastSeen []time.Time
+	beatSeq  []uint64             // the newest heartbeat's Seq of each part's worker
 	spares   map[string]time.Time // workers announcing themselves outside the job
 	gone     map[string]bool      // workers lost by this run: never spares
 	latest   *consensus.State     // the latest checkpoint, nil before the first

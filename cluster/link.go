@@ -269,6 +269,10 @@ func (c *coordinator) deliver(ctx context.Context, which []int) error {
 				if acked[w] || !c.lost(w) {
 					continue
 				}
+				if e := readyErr[w]; e != "" {
+					// It refused, and went silent: the refusal was its own.
+					return fmt.Errorf("worker %s could not take its part: %s", c.name(w), e)
+				}
 				// Its part goes to a spare, which has acknowledged it
 				// when replace returns.
 				if _, err := c.replace(ctx, w); err != nil {
@@ -313,7 +317,9 @@ func (c *coordinator) onReport(subject string, data []byte) {
 		c.hear(w, int(h.Iter), d)
 	}
 	keep := c.filters[w].Check(h).Keep()
-	c.lastSeen[w] = time.Now()
+	if keep {
+		c.lastSeen[w] = time.Now() // a replayed message is no sign of life
+	}
 	c.mu.Unlock()
 	if !keep {
 		return

@@ -40,16 +40,20 @@ type claimer struct {
 
 	mu      sync.Mutex
 	answers map[string]chan claimedBody // pending claims, by worker
-	sub     transport.Subscription
-	stop    context.CancelFunc
-	done    chan struct{}
+	// answeredSeq is the highest Seq of each worker's answers taken: its
+	// heartbeats for the job must come after it (a replayed older one
+	// does not keep a dead worker alive).
+	answeredSeq map[string]uint64
+	sub         transport.Subscription
+	stop        context.CancelFunc
+	done        chan struct{}
 }
 
 // newClaimer starts beating for job and listens for the answers to its
 // claims. close stops both.
 func newClaimer(ctx context.Context, tr transport.Transport, job, base string, epoch uint64, releaseAfter time.Duration, seq *transport.Sequence, log *slog.Logger) (*claimer, error) {
 	cl := &claimer{tr: tr, job: job, base: base, epoch: epoch, releaseAfter: releaseAfter, seq: seq, log: log,
-		answers: map[string]chan claimedBody{}, done: make(chan struct{})}
+		answers: map[string]chan claimedBody{}, answeredSeq: map[string]uint64{}, done: make(chan struct{})}
 	sub, err := tr.Subscribe(reportsWildcard(job), cl.onAnswer)
 	if err != nil {
 		return nil, err
@@ -90,6 +94,9 @@ func (cl *claimer) onAnswer(_ string, data []byte) {
 	}
 	cl.mu.Lock()
 	ch := cl.answers[h.From]
+	if ch != nil {
+		cl.answeredSeq[h.From] = max(cl.answeredSeq[h.From], h.Seq)
+	}
 	cl.mu.Unlock()
 	if ch != nil {
 		select {
@@ -97,6 +104,13 @@ func (cl *claimer) onAnswer(_ string, data []byte) {
 		default:
 		}
 	}
+}
+
+// answeredAt is the highest Seq of worker name's claim answers taken.
+func (cl *claimer) answeredAt(name string) uint64 {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return cl.answeredSeq[name]
 }
 
 // claim asks worker name to hold itself for the job and returns its

@@ -291,9 +291,10 @@ func openEpoch(ctx context.Context, tr transport.Transport, ro RunOptions) (*coo
 		reports: make([]chan *reportBody, len(names)), filters: make([]*transport.Filter, len(names)),
 		ready: make([]chan *readyBody, len(names)), lastSeen: make([]time.Time, len(names)),
 		evals: make([]chan *evaledBody, len(names)), summaries: make([]*summaryWire, len(names)), peakRSS: make([]int64, len(names)),
-		sealed: transport.IsSealed(tr), heard: make([]map[int]*heardIter, len(names))}
+		sealed: transport.IsSealed(tr), heard: make([]map[int]*heardIter, len(names)), beatSeq: make([]uint64, len(names))}
 	for w, name := range names {
 		c.byName[name] = w
+		c.beatSeq[w] = claims.answeredAt(name)
 		c.reports[w] = make(chan *reportBody, 4)
 		c.ready[w] = make(chan *readyBody, 4)
 		c.evals[w] = make(chan *evaledBody, 4)

@@ -448,9 +448,12 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 // heartbeat publishes the worker's heartbeats for job until stop is
 // called: they tell the coordinator this worker is alive, also while it
 // builds a big part or solves a long iteration.
+//
+// Each carries a new sequence number: the coordinator takes only a
+// heartbeat newer than the ones before as a sign of life, so that a
+// recorded one, replayed, does not keep a dead worker alive.
 func (s *server) heartbeat(ctx context.Context, job string) (stop func(), err error) {
-	beat, err := s.encode(transport.Header{Job: job, Kind: kindHeartbeat}, heartbeatBody{})
-	if err != nil {
+	if _, err := s.encode(transport.Header{Job: job, Kind: kindHeartbeat}, heartbeatBody{}); err != nil {
 		return nil, err
 	}
 	ctx, stop = context.WithCancel(ctx)
@@ -462,7 +465,9 @@ func (s *server) heartbeat(ctx context.Context, job string) (stop func(), err er
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				_ = s.tr.Publish(ctx, heartbeatSubject(job, s.opts.Name), beat)
+				if beat, err := s.encode(transport.Header{Job: job, Kind: kindHeartbeat}, heartbeatBody{}); err == nil {
+					_ = s.tr.Publish(ctx, heartbeatSubject(job, s.opts.Name), beat)
+				}
 			}
 		}
 	}()
