@@ -229,3 +229,56 @@ func TestReplayedHeartbeatsDoNotHideALostWorker(t *testing.T) {
 		t.Errorf("%d heartbeats recorded, %d failovers\n%s", n, o.Stats.Failovers, clog.String())
 	}
 }
+
+// With a job key, a recorded (sealed) claim replayed after its job ended
+// used to hold the worker again (the pool "busy" for a job long gone); the
+// worker now drops a claim of a job released after the claim was sent.
+func TestReplayedClaimAfterReleaseDropped(t *testing.T) {
+	inproc := transport.NewInProc()
+	t.Cleanup(func() { _ = inproc.Close() })
+	sealed, err := transport.NewSealed(inproc, transport.SealOptions{Keys: [][]byte{[]byte("0123456789abcdef0123456789abcdef")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sealed.Close() })
+	var wlog syncBuffer
+	NewTestCluster(t, TestClusterOptions{Transport: sealed, Worker: WorkerOptions{Logger: slog.New(slog.NewTextHandler(&wlog, nil))}}).StartN("w", 1)
+	job := "replay-claim"
+	var mu sync.Mutex
+	var recorded [][]byte
+	sub, err := inproc.Subscribe(assignSubject(EpochJob(job, 1), "w0"), func(_ string, data []byte) {
+		mu.Lock()
+		recorded = append(recorded, append([]byte(nil), data...))
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	m := generate.Potts(generate.GridOptions{Height: 6, Width: 6, Labels: 3, Rho: 1, Seed: 1})
+	opts := consensus.DefaultOptions()
+	opts.MaxIter = 20
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := RunJob(ctx, Job{Transport: sealed, Model: m, Options: opts, Run: RunOptions{Base: job, Workers: 1, WaitWorkers: 10 * time.Second}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the release reaches the worker
+	mu.Lock()
+	replay := slices.Clone(recorded)
+	mu.Unlock()
+	if len(replay) == 0 {
+		t.Fatal("nothing recorded")
+	}
+	for _, b := range replay {
+		if err := inproc.Publish(context.Background(), assignSubject(EpochJob(job, 1), "w0"), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := poolState(t, sealed); !strings.Contains(st, "name=w0 job= claimed=\n") {
+		t.Errorf("after %d replayed messages the worker is held:\n%s\n%s", len(replay), st, wlog.String())
+	}
+	if !strings.Contains(wlog.String(), "a replayed claim of a released job dropped") {
+		t.Errorf("the replayed claim was not logged:\n%s", wlog.String())
+	}
+}
