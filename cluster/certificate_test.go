@@ -37,15 +37,9 @@ func TestForgedCertificate(t *testing.T) {
 	for _, sealed := range []bool{false, true} {
 		name := map[bool]string{false: "unsealed", true: "sealed"}[sealed]
 		t.Run(name, func(t *testing.T) {
-			inproc := transport.NewInProc()
-			t.Cleanup(func() { _ = inproc.Close() })
+			inproc, s := sealedInProc(t)
 			var tr transport.Transport = inproc
 			if sealed {
-				s, err := transport.NewSealed(inproc, transport.SealOptions{Keys: [][]byte{[]byte("0123456789abcdef0123456789abcdef")}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = s.Close() })
 				tr = s
 			}
 			NewTestCluster(t, TestClusterOptions{Transport: tr}).StartN("w", 2)
@@ -157,13 +151,7 @@ func TestReplayedHeartbeatsDoNotHideALostWorker(t *testing.T) {
 	opts.MaxIter = 1_000_000 // until cancelled once the part moved
 	opts.Tol, opts.ResidualTol = 0, 0
 	opts.ProgressEvery = 0
-	inproc := transport.NewInProc()
-	t.Cleanup(func() { _ = inproc.Close() })
-	sealed, err := transport.NewSealed(inproc, transport.SealOptions{Keys: [][]byte{[]byte("0123456789abcdef0123456789abcdef")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sealed.Close() })
+	inproc, sealed := sealedInProc(t)
 	cl := NewTestCluster(t, TestClusterOptions{Transport: sealed}).StartN("w", 2)
 	job := "replay-beats"
 	var mu sync.Mutex
@@ -234,13 +222,7 @@ func TestReplayedHeartbeatsDoNotHideALostWorker(t *testing.T) {
 // used to hold the worker again (the pool "busy" for a job long gone); the
 // worker now drops a claim of a job released after the claim was sent.
 func TestReplayedClaimAfterReleaseDropped(t *testing.T) {
-	inproc := transport.NewInProc()
-	t.Cleanup(func() { _ = inproc.Close() })
-	sealed, err := transport.NewSealed(inproc, transport.SealOptions{Keys: [][]byte{[]byte("0123456789abcdef0123456789abcdef")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sealed.Close() })
+	inproc, sealed := sealedInProc(t)
 	var wlog syncBuffer
 	NewTestCluster(t, TestClusterOptions{Transport: sealed, Worker: WorkerOptions{Logger: slog.New(slog.NewTextHandler(&wlog, nil))}}).StartN("w", 1)
 	job := "replay-claim"
@@ -281,4 +263,18 @@ func TestReplayedClaimAfterReleaseDropped(t *testing.T) {
 	if !strings.Contains(wlog.String(), "a replayed claim of a released job dropped") {
 		t.Errorf("the replayed claim was not logged:\n%s", wlog.String())
 	}
+}
+
+// sealedInProc is an in-process transport (what a forger on the server
+// sees and publishes on) and the same sealed with a job key (what the
+// job's processes use), both closed when the test ends.
+func sealedInProc(t *testing.T) (*transport.InProc, *transport.Sealed) {
+	inproc := transport.NewInProc()
+	t.Cleanup(func() { _ = inproc.Close() })
+	sealed, err := transport.NewSealed(inproc, transport.SealOptions{Keys: [][]byte{[]byte("0123456789abcdef0123456789abcdef")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sealed.Close() })
+	return inproc, sealed
 }
