@@ -40,6 +40,7 @@ type coordinator struct {
 	names    []string   // the worker holding each part
 	byName   map[string]int
 	lastSeen []time.Time
+	beatSeq  []uint64             // the newest heartbeat's Seq of each part's worker
 	spares   map[string]time.Time // workers announcing themselves outside the job
 	gone     map[string]bool      // workers lost by this run: never spares
 	latest   *consensus.State     // the latest checkpoint, nil before the first
@@ -56,6 +57,15 @@ type coordinator struct {
 	// answers reported (guarded by mu).
 	peakRSS []int64
 	sharded bool
+	// What defends a certificate (certificate.go): whether the transport
+	// seals, the epoch's links, the reports heard per part and iteration
+	// (guarded by mu), the first conflict among them, the longest a
+	// worker took to answer a step (guarded by mu).
+	sealed      bool
+	linkList    []*remoteLink
+	heard       []map[int]*heardIter
+	conflict    *ConflictError
+	slowestStep time.Duration
 }
 
 // index returns the part held by the named worker, or -1.

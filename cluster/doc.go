@@ -11,8 +11,11 @@
 // layout.go (how a job's model is spread over an epoch's workers: the two
 // kinds of layout below), membership.go (waiting for workers, hellos and
 // heartbeats, lost workers and spares), link.go (assignments and the
-// per-iteration exchange with each worker); worker.go is the worker's side,
-// checkpoints.go the run's checkpoint blobs.
+// per-iteration exchange with each worker), certificate.go (what a run
+// must see before it ends optimal or infeasible: the last reports asked
+// again, no report contradicted by another for the same iteration; see
+// docs/security.md); worker.go is the worker's side, checkpoints.go the
+// run's checkpoint blobs.
 //
 // A job's model is laid out in one of two ways, both run by the same
 // epochs, checkpoints, resume and Raft record. A whole model (Job.Model)

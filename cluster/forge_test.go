@@ -152,6 +152,9 @@ var forgeCases = []struct {
 	{"nan-report", "c:report rejected", func(f *forger, iter int) {
 		f.nextReport("w1", iter, func(r *reportBody) { r.Relaxed = math.NaN() })
 	}},
+	{"huge-value", "c:report rejected", func(f *forger, iter int) {
+		f.nextReport("w0", iter, func(r *reportBody) { r.Nu = append(transport.Floats(nil), r.Nu...); r.Nu[0] = 1e308 })
+	}},
 	{"error-report", "c:report with an error dropped", func(f *forger, iter int) {
 		f.nextReport("w1", iter, func(r *reportBody) { r.Err = "forged" })
 	}},

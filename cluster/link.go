@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math"
@@ -16,6 +17,11 @@ type remoteLink struct {
 	c    *coordinator
 	w    int
 	body stepBody
+	// sentAt is when the step of body.Iter was first sent; usedDigest
+	// the report the master last took for it (certificate.go).
+	sentAt     time.Time
+	usedDigest reportDigest
+	hasUsed    bool
 }
 
 // Step implements consensus.WorkerLink.
@@ -30,6 +36,9 @@ func (l *remoteLink) Step(ctx context.Context, in *consensus.StepIn, out *consen
 	c.sent = max(c.sent, in.Iter)
 	c.mu.Unlock()
 	t0 := time.Now()
+	if in.Iter != l.body.Iter || l.sentAt.IsZero() {
+		l.sentAt = t0
+	}
 	l.body = stepBody{Iter: in.Iter, Eta: in.Eta, PrevStep: in.PrevStep, Lambda: in.Lambda, Mu: in.Mu, GatherX: in.GatherX, Save: in.Save, Coord: c.cid}
 	send := func() error {
 		name := c.name(l.w)
@@ -45,7 +54,13 @@ func (l *remoteLink) Step(ctx context.Context, in *consensus.StepIn, out *consen
 		if r.Err != "" {
 			// Workers drop the steps they cannot take: a report with an
 			// error is not theirs.
+			c.invalid(l.w, r.Iter, r.digest)
 			c.faults.drop("report with an error dropped", "worker", c.name(l.w), "iteration", r.Iter, "err", r.Err)
+			return false, nil
+		}
+		if err := reportValues(r); err != nil {
+			c.invalid(l.w, r.Iter, r.digest)
+			c.faults.drop("report rejected", "worker", c.name(l.w), "iteration", r.Iter, "reason", err)
 			return false, nil
 		}
 		return true, nil
@@ -53,6 +68,11 @@ func (l *remoteLink) Step(ctx context.Context, in *consensus.StepIn, out *consen
 	if err != nil {
 		return err
 	}
+	c.used(l.w, r.Iter, r.digest)
+	l.usedDigest, l.hasUsed = r.digest, true
+	c.mu.Lock()
+	c.slowestStep = max(c.slowestStep, time.Since(t0))
+	c.mu.Unlock()
 	if c.onStep != nil {
 		c.onStep(c.name(l.w), time.Since(t0))
 	}
@@ -133,7 +153,10 @@ func exchange[T any](ctx context.Context, c *coordinator, w int, what string, se
 func (l *remoteLink) Rejected(in *consensus.StepIn, reason error) {
 	kind := "report rejected"
 	if errors.Is(reason, consensus.ErrImpossibleBound) {
+		// Which report is false is unknown: none is excused.
 		kind = "impossible bound: reports asked again"
+	} else if l.hasUsed {
+		l.c.invalid(l.w, in.Iter, l.usedDigest)
 	}
 	l.c.faults.drop(kind, "worker", l.c.name(l.w), "iteration", in.Iter, "reason", reason)
 }
@@ -198,6 +221,7 @@ func (c *coordinator) deliver(ctx context.Context, which []int) error {
 	defer clk.stop()
 	acked := map[int]bool{}
 	received := map[int]bool{}
+	readyErr := map[int]string{} // refusals heard on an unsealed transport
 	for len(acked) < len(which) {
 		for _, w := range which {
 			if acked[w] {
@@ -206,8 +230,13 @@ func (c *coordinator) deliver(ctx context.Context, which []int) error {
 			select {
 			case r := <-c.ready[w]:
 				switch {
-				case r.Err != "":
+				case r.Err != "" && c.sealed:
 					return fmt.Errorf("worker %s could not take its part: %s", c.name(w), r.Err)
+				case r.Err != "":
+					// Unsealed, anyone may have sent it: the wait for the
+					// part goes on, and its timeout gives this reason.
+					readyErr[w] = r.Err
+					c.faults.drop("unauthenticated refusal of a part: still waiting for the worker", "worker", c.name(w), "err", r.Err)
 				case r.Received:
 					received[w] = true
 				default:
@@ -229,6 +258,9 @@ func (c *coordinator) deliver(ctx context.Context, which []int) error {
 		case <-clk.deadline.C:
 			for _, w := range which {
 				if !acked[w] {
+					if e := readyErr[w]; e != "" {
+						return fmt.Errorf("worker %s could not take its part (said an unauthenticated message): %s", c.name(w), e)
+					}
 					return fmt.Errorf("worker %s did not acknowledge its part within %v", c.name(w), c.timeout)
 				}
 			}
@@ -236,6 +268,10 @@ func (c *coordinator) deliver(ctx context.Context, which []int) error {
 			for _, w := range which {
 				if acked[w] || !c.lost(w) {
 					continue
+				}
+				if e := readyErr[w]; e != "" {
+					// It refused, and went silent: the refusal was its own.
+					return fmt.Errorf("worker %s could not take its part: %s", c.name(w), e)
 				}
 				// Its part goes to a spare, which has acknowledged it
 				// when replace returns.
@@ -270,9 +306,20 @@ func (c *coordinator) onReport(subject string, data []byte) {
 	if w < 0 || subject != reportSubject(c.job, h.From) {
 		return // not from a worker holding a part, or not on its subject
 	}
+	var d reportDigest
+	if h.Kind == kindReport {
+		d = sha256.Sum256(raw)
+	}
 	c.mu.Lock()
+	if h.Kind == kindReport && h.Iter <= math.MaxInt32 {
+		// Before the filter: a forger's Seq can make the honest
+		// report look like a duplicate (certificate.go).
+		c.hear(w, int(h.Iter), d)
+	}
 	keep := c.filters[w].Check(h).Keep()
-	c.lastSeen[w] = time.Now()
+	if keep {
+		c.lastSeen[w] = time.Now() // a replayed message is no sign of life
+	}
 	c.mu.Unlock()
 	if !keep {
 		return
@@ -287,7 +334,16 @@ func (c *coordinator) onReport(subject string, data []byte) {
 			}
 		}
 	case kindReport:
-		handOn(c, raw, h.From, c.reports[w], "undecodable report dropped")
+		var r reportBody
+		if err := transport.DecodeBody(raw, &r); err != nil || uint64(r.Iter) != h.Iter {
+			c.faults.drop("undecodable report dropped", "worker", h.From, "err", err, "iteration", h.Iter)
+			return
+		}
+		r.digest = d
+		select {
+		case c.reports[w] <- &r:
+		default: // a stray extra: the step already has its answer
+		}
 	case kindEvaled:
 		handOn(c, raw, h.From, c.evals[w], "undecodable evaluation dropped")
 	}

@@ -43,15 +43,23 @@ func (c *coordinator) lost(w int) bool {
 	return time.Since(c.lastSeen[w]) > c.lostAfter
 }
 
-// onHeartbeat takes a heartbeat of the job as a sign of life of its sender.
+// onHeartbeat takes a heartbeat of the job as a sign of life of its sender,
+// when it is the newest of its sender.
 func (c *coordinator) onHeartbeat(_ string, data []byte) {
 	h, _, err := transport.Decode(data)
 	if err != nil || h.Job != c.job {
 		return
 	}
-	if w := c.index(h.From); w >= 0 {
-		c.seen(w)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, ok := c.byName[h.From]
+	// Only a heartbeat newer than every earlier one of the worker (and than
+	// its answer to the claim) is a sign of life: a replayed one is not.
+	if !ok || h.Seq <= c.beatSeq[w] {
+		return
 	}
+	c.beatSeq[w] = h.Seq
+	c.lastSeen[w] = time.Now()
 }
 
 // onHello records workers that could take over a lost part.
@@ -118,6 +126,8 @@ func (c *coordinator) replace(ctx context.Context, w int) (string, error) {
 			c.names[w] = spare
 			c.byName[spare] = w
 			c.filters[w] = transport.NewFilter(c.job, transport.FilterOptions{})
+			c.forget(w) // the spare's reports are its own
+			c.beatSeq[w] = c.claims.answeredAt(spare)
 			c.lastSeen[w] = time.Now()
 			restored := c.latest != nil
 			if restored {

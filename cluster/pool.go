@@ -40,16 +40,20 @@ type claimer struct {
 
 	mu      sync.Mutex
 	answers map[string]chan claimedBody // pending claims, by worker
-	sub     transport.Subscription
-	stop    context.CancelFunc
-	done    chan struct{}
+	// answeredSeq is the highest Seq of each worker's answers taken: its
+	// heartbeats for the job must come after it (a replayed older one
+	// does not keep a dead worker alive).
+	answeredSeq map[string]uint64
+	sub         transport.Subscription
+	stop        context.CancelFunc
+	done        chan struct{}
 }
 
 // newClaimer starts beating for job and listens for the answers to its
 // claims. close stops both.
 func newClaimer(ctx context.Context, tr transport.Transport, job, base string, epoch uint64, releaseAfter time.Duration, seq *transport.Sequence, log *slog.Logger) (*claimer, error) {
 	cl := &claimer{tr: tr, job: job, base: base, epoch: epoch, releaseAfter: releaseAfter, seq: seq, log: log,
-		answers: map[string]chan claimedBody{}, done: make(chan struct{})}
+		answers: map[string]chan claimedBody{}, answeredSeq: map[string]uint64{}, done: make(chan struct{})}
 	sub, err := tr.Subscribe(reportsWildcard(job), cl.onAnswer)
 	if err != nil {
 		return nil, err
@@ -90,6 +94,9 @@ func (cl *claimer) onAnswer(_ string, data []byte) {
 	}
 	cl.mu.Lock()
 	ch := cl.answers[h.From]
+	if ch != nil {
+		cl.answeredSeq[h.From] = max(cl.answeredSeq[h.From], h.Seq)
+	}
 	cl.mu.Unlock()
 	if ch != nil {
 		select {
@@ -97,6 +104,13 @@ func (cl *claimer) onAnswer(_ string, data []byte) {
 		default:
 		}
 	}
+}
+
+// answeredAt is the highest Seq of worker name's claim answers taken.
+func (cl *claimer) answeredAt(name string) uint64 {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return cl.answeredSeq[name]
 }
 
 // claim asks worker name to hold itself for the job and returns its
@@ -207,6 +221,7 @@ func claimWorkers(ctx context.Context, cl *claimer, n int, wait time.Duration, j
 	refused := map[string]time.Time{} // until when not to ask again
 	start, lastGrant := time.Now(), time.Now()
 	var lastLog time.Time
+	holding := map[string]time.Time{} // the jobs seen holding busy workers, since when
 	giveBack := func() {
 		var names []string
 		for name := range granted {
@@ -267,13 +282,18 @@ func claimWorkers(ctx context.Context, cl *claimer, n int, wait time.Duration, j
 		}
 		// Busy: present, not ours, and not free for us (or refusing).
 		busy := 0
+		var holders []string
 		mu.Lock()
 		for _, name := range present {
 			if !granted[name] && (!pool[name].free(cl.job, joinable) || time.Now().Before(refused[name])) {
 				busy++
+				if h := pool[name].hello; h.Job != "" || h.Claimed != "" {
+					holders = append(holders, cmp.Or(h.Job, h.Claimed))
+				}
 			}
 		}
 		mu.Unlock()
+		held := heldBy(holding, holders)
 		switch {
 		case len(present) < n && time.Since(start) > wait:
 			giveBack()
@@ -294,7 +314,7 @@ func claimWorkers(ctx context.Context, cl *claimer, n int, wait time.Duration, j
 		if time.Since(lastLog) >= queueLogEvery && len(present) >= n && busy > 0 {
 			lastLog = time.Now()
 			cl.log.Info("waiting for workers: the pool is busy", "job", cl.job, "claimed", len(granted), "wanted", n,
-				"pool", len(present), "busy", busy)
+				"pool", len(present), "busy", busy, "held_by", held)
 		}
 		select {
 		case <-ctx.Done():
@@ -303,4 +323,25 @@ func claimWorkers(ctx context.Context, cl *claimer, n int, wait time.Duration, j
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// heldBy says which jobs hold the busy workers and for how long they have
+// been seen holding them ("job-a 12s, job-b 3s"), updating since.
+func heldBy(since map[string]time.Time, holders []string) string {
+	slices.Sort(holders)
+	holders = slices.Compact(holders)
+	now := time.Now()
+	for job := range since {
+		if !slices.Contains(holders, job) {
+			delete(since, job)
+		}
+	}
+	parts := make([]string, len(holders))
+	for i, job := range holders {
+		if _, ok := since[job]; !ok {
+			since[job] = now
+		}
+		parts[i] = fmt.Sprintf("%s %v", job, now.Sub(since[job]).Round(time.Second))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -107,7 +107,8 @@ func TestPoolJobsRunSideBySide(t *testing.T) {
 	}
 }
 
-// A job that finds the pool busy waits for it, saying so, instead of
+// A job that finds the pool busy waits for it, saying so (and which jobs
+// hold the workers, for how long), instead of
 // failing after WaitWorkers; it runs once the other job gives its workers
 // back.
 func TestPoolQueuedJobWaits(t *testing.T) {
@@ -153,6 +154,10 @@ func TestPoolQueuedJobWaits(t *testing.T) {
 	compare(t, res, want)
 	if !strings.Contains(logs.String(), "waiting for workers: the pool is busy") {
 		t.Errorf("the queued job did not say it waits:\n%s", logs.String())
+	}
+	// And which job holds the workers (RunJob's first epoch of holder).
+	if !strings.Contains(logs.String(), "held_by=\""+EpochJob("holder", 1)+" ") {
+		t.Errorf("the queued job did not say which job holds the pool:\n%s", logs.String())
 	}
 }
 

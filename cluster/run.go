@@ -212,7 +212,7 @@ func runEpoch(ctx context.Context, tr transport.Transport, lay layout, opts cons
 	}
 	defer closeEpoch()
 	res, err := lay.epoch(ctx, c, opts, ro, stats, progress)
-	return res, c, err
+	return res, c, c.certify(ctx, res, err)
 }
 
 // checkpointing is the epoch's consensus.Checkpointing (nil: none): it
@@ -290,9 +290,11 @@ func openEpoch(ctx context.Context, tr transport.Transport, ro RunOptions) (*coo
 		byName: map[string]int{}, spares: map[string]time.Time{}, gone: maps.Clone(ro.lost),
 		reports: make([]chan *reportBody, len(names)), filters: make([]*transport.Filter, len(names)),
 		ready: make([]chan *readyBody, len(names)), lastSeen: make([]time.Time, len(names)),
-		evals: make([]chan *evaledBody, len(names)), summaries: make([]*summaryWire, len(names)), peakRSS: make([]int64, len(names))}
+		evals: make([]chan *evaledBody, len(names)), summaries: make([]*summaryWire, len(names)), peakRSS: make([]int64, len(names)),
+		sealed: transport.IsSealed(tr), heard: make([]map[int]*heardIter, len(names)), beatSeq: make([]uint64, len(names))}
 	for w, name := range names {
 		c.byName[name] = w
+		c.beatSeq[w] = claims.answeredAt(name)
 		c.reports[w] = make(chan *reportBody, 4)
 		c.ready[w] = make(chan *readyBody, 4)
 		c.evals[w] = make(chan *evaledBody, 4)
@@ -316,8 +318,10 @@ func openEpoch(ctx context.Context, tr transport.Transport, ro RunOptions) (*coo
 // links returns a link to each of the epoch's workers.
 func (c *coordinator) links() []consensus.WorkerLink {
 	links := make([]consensus.WorkerLink, len(c.names))
+	c.linkList = make([]*remoteLink, len(c.names))
 	for w := range links {
-		links[w] = &remoteLink{c: c, w: w}
+		c.linkList[w] = &remoteLink{c: c, w: w}
+		links[w] = c.linkList[w]
 	}
 	return links
 }

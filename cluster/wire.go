@@ -239,6 +239,7 @@ type reportBody struct {
 	X         transport.Int32s `msgpack:"x"`
 	State     *partStateWire   `msgpack:"st,omitempty"`
 	Err       string           `msgpack:"err"`
+	digest    reportDigest     // the encoded body's, set by the receiver (not on the wire)
 }
 
 func (helloBody) Kind() transport.Kind     { return kindHello }

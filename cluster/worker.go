@@ -143,6 +143,12 @@ type server struct {
 	claimEpoch   uint64
 	releaseAfter time.Duration
 	lastBeat     time.Time
+	// beatSeq is the Seq of the holder's claim or newest beat: only a
+	// newer beat is a sign of life (a replayed one is not). released is
+	// the Seq of the release of each recent job: a claim of that job not
+	// newer than it is a replay (at most maxReleased jobs).
+	beatSeq  uint64
+	released map[string]uint64
 
 	tr      transport.Transport
 	opts    WorkerOptions
@@ -167,9 +173,13 @@ func (s *server) onAssign(_ string, data []byte) {
 			s.faults.drop("undecodable claim dropped", "job", h.Job, "err", err)
 			return
 		}
-		s.onClaim(h.Job, c)
+		s.onClaim(h.Job, h.Seq, c)
 	case kindRelease:
 		s.mu.Lock()
+		if s.released == nil || len(s.released) >= maxReleased {
+			s.released = map[string]uint64{} // forget the old ones
+		}
+		s.released[h.Job] = max(s.released[h.Job], h.Seq)
 		if s.claim == h.Job && s.job == "" {
 			s.claim = ""
 		}
@@ -184,10 +194,16 @@ func (s *server) onAssign(_ string, data []byte) {
 	}
 }
 
-// onClaim grants the claim of job when the worker is free for it (see
-// pool.go) and answers it.
-func (s *server) onClaim(job string, c claimBody) {
+// onClaim grants the claim of job (numbered seq) when the worker is free
+// for it (see pool.go) and answers it. A claim of a job released after it
+// was sent is a replay, and is dropped.
+func (s *server) onClaim(job string, seq uint64, c claimBody) {
 	s.mu.Lock()
+	if r, ok := s.released[job]; ok && seq <= r {
+		s.mu.Unlock()
+		s.faults.drop("a replayed claim of a released job dropped", "job", job)
+		return
+	}
 	holder := s.job
 	if holder == "" {
 		holder = s.claim
@@ -206,7 +222,8 @@ func (s *server) onClaim(job string, c claimBody) {
 		if s.releaseAfter <= 0 {
 			s.releaseAfter = defaultReleaseAfter
 		}
-		s.lastBeat = time.Now()
+		s.releaseAfter = min(s.releaseAfter, maxReleaseAfter)
+		s.lastBeat, s.beatSeq = time.Now(), seq
 	}
 	s.mu.Unlock()
 	answer := claimedBody{Granted: grant}
@@ -262,8 +279,8 @@ func (s *server) onBeat(_ string, data []byte) {
 		return
 	}
 	s.mu.Lock()
-	if h.Job != "" && (h.Job == s.claim || h.Job == s.job) {
-		s.lastBeat = time.Now()
+	if h.Job != "" && (h.Job == s.claim || h.Job == s.job) && h.Seq > s.beatSeq {
+		s.lastBeat, s.beatSeq = time.Now(), h.Seq
 	}
 	s.mu.Unlock()
 }
@@ -448,9 +465,12 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 // heartbeat publishes the worker's heartbeats for job until stop is
 // called: they tell the coordinator this worker is alive, also while it
 // builds a big part or solves a long iteration.
+//
+// Each carries a new sequence number: the coordinator takes only a
+// heartbeat newer than the ones before as a sign of life, so that a
+// recorded one, replayed, does not keep a dead worker alive.
 func (s *server) heartbeat(ctx context.Context, job string) (stop func(), err error) {
-	beat, err := s.encode(transport.Header{Job: job, Kind: kindHeartbeat}, heartbeatBody{})
-	if err != nil {
+	if _, err := s.encode(transport.Header{Job: job, Kind: kindHeartbeat}, heartbeatBody{}); err != nil {
 		return nil, err
 	}
 	ctx, stop = context.WithCancel(ctx)
@@ -462,7 +482,9 @@ func (s *server) heartbeat(ctx context.Context, job string) (stop func(), err er
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				_ = s.tr.Publish(ctx, heartbeatSubject(job, s.opts.Name), beat)
+				if beat, err := s.encode(transport.Header{Job: job, Kind: kindHeartbeat}, heartbeatBody{}); err == nil {
+					_ = s.tr.Publish(ctx, heartbeatSubject(job, s.opts.Name), beat)
+				}
 			}
 		}
 	}()
@@ -648,6 +670,14 @@ func answer(w *consensus.Worker, st *stepBody, in *consensus.StepIn, out *consen
 // defaultReleaseAfter is how long a claim whose coordinator said nothing
 // of it lasts.
 const defaultReleaseAfter = 10 * time.Second
+
+// maxReleaseAfter bounds how long a claim outlives its coordinator's last
+// beat, whatever the claim asks; maxReleased bounds the released jobs a
+// worker remembers.
+const (
+	maxReleaseAfter = 10 * time.Minute
+	maxReleased     = 1024
+)
 
 // evalCache answers a sharded run's evaluations and fetches, and repeats
 // the last answer to a repeated request (the coordinator resends what it

@@ -5,6 +5,7 @@ import (
 	"container/heap"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"log/slog"
@@ -186,6 +187,9 @@ type cworker struct {
 	sent    time.Time // the open or the task, when last sent
 	task    *task
 	resends int
+	// took is the last task whose answer the search took from it, done
+	// the last its heartbeats say it answered (confirm.go).
+	took, done uint64
 }
 
 type task struct {
@@ -205,6 +209,7 @@ type event struct {
 	err    string
 	busy   busyBody
 	answer *answerBody
+	digest answerDigest // the answer's encoded body's
 }
 
 // coord is one search's coordinator.
@@ -233,6 +238,10 @@ type coord struct {
 	st       Stats
 	progress func(solver.Progress)
 	openMsg  openBody
+	// sealed: the transport seals (a job key); ans, the answers heard and
+	// taken (confirm.go).
+	sealed bool
+	ans    answers
 }
 
 // Run searches m under evidence ev with the workers that serve on tr
@@ -266,7 +275,7 @@ func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 		cid: binary.LittleEndian.Uint64(b[:]) | 1, events: make(chan event, 256), done: make(chan struct{}), drop: ratelimit.Repeats[string]{Every: 10 * time.Second},
 		start: time.Now(), workers: map[string]*cworker{}, refused: map[string]time.Time{}, seen: map[string]bool{},
 		res:      solver.Result{Status: solver.IterationLimit, Primal: math.Inf(-1), Dual: math.Inf(1), Relaxed: math.NaN()},
-		progress: progress}
+		progress: progress, sealed: transport.IsSealed(tr)}
 	c.noneFrom = c.start
 	if !math.IsInf(primal, -1) {
 		c.res.Primal, c.res.Assignment = primal, slices.Clone(opts.Seed.Assignment)
@@ -288,6 +297,9 @@ func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 	defer c.closeAll()
 	c.send(solicitSubject, solicitBody{})
 	err = c.loop()
+	if err == nil && c.over() {
+		err = c.confirm()
+	}
 	close(c.done)
 	c.finish()
 	return c.res, c.st, err
@@ -360,6 +372,7 @@ func (c *coord) onAnswer(subject string, data []byte) {
 		e.answer = new(answerBody)
 		err = transport.DecodeBody(raw, e.answer)
 		e.cid = e.answer.CID
+		e.digest = sha256.Sum256(raw)
 	default:
 		err = fmt.Errorf("unknown kind %v", h.Kind)
 	}
@@ -370,6 +383,11 @@ func (c *coord) onAnswer(subject string, data []byte) {
 	if e.cid != c.cid {
 		c.rejected("answer to another coordinator dropped", "worker", h.From)
 		return
+	}
+	if e.answer != nil {
+		// Every answer, also one to a task already answered: two that
+		// differ are a forgery (confirm.go).
+		c.ans.hear(h.From, e.answer.ID, e.digest)
 	}
 	c.post(e)
 }
@@ -505,6 +523,7 @@ func (c *coord) dispatch() {
 		n := heap.Pop(&c.q).(*node)
 		ev, _ := evidence(c.m, n.vars, n.states) // ours: valid
 		c.nextID++
+		c.ans.issue(c.nextID)
 		w := c.workers[name]
 		w.task = &task{id: c.nextID, n: n, ev: ev, nodes: budget, sentAt: time.Now()}
 		w.state, w.sent, w.resends = busy, time.Now(), 0
@@ -563,6 +582,7 @@ func (c *coord) handle(e event) error {
 			return nil
 		}
 		w.heard = now
+		w.done = max(w.done, e.busy.Done)
 		if t := w.task; t != nil && e.busy.Current != t.id && now.Sub(w.sent) > time.Second {
 			// The task or its answer was lost (the worker is not on it):
 			// send it again; the worker repeats a lost answer.
@@ -578,14 +598,14 @@ func (c *coord) handle(e event) error {
 			return nil // stale: a task given up or answered before
 		}
 		w.heard = now
-		return c.file(w, e.answer)
+		return c.file(w, e.answer, e.digest)
 	}
 	return nil
 }
 
 // file takes an answer to w's task: checked, re-scored, its open nodes
 // queued. A wrong answer is rejected and its worker dropped.
-func (c *coord) file(w *cworker, a *answerBody) error {
+func (c *coord) file(w *cworker, a *answerBody, d answerDigest) error {
 	t := w.task
 	if a.Err != "" {
 		return fmt.Errorf("search %s: worker %s: node solver: %s", c.opts.Job, w.name, firstLine(a.Err))
@@ -597,7 +617,8 @@ func (c *coord) file(w *cworker, a *answerBody) error {
 		c.lose(w, "its answer was rejected")
 		return nil
 	}
-	w.task, w.state = nil, idle
+	c.ans.take(w.name, t.id, d)
+	w.task, w.state, w.took = nil, idle, t.id
 	c.st.Subtrees++
 	c.st.Nodes += a.Nodes
 	c.st.Pruned += a.Pruned

@@ -32,6 +32,8 @@
 // open nodes cover the subtree) rests on the messages' authenticity: a
 // deployment seals them with the job key (transport.Sealed, as the job
 // protocol's), which the commands wrap around the transport they pass.
+// Unsealed, a search certifies nothing from an answer that another answer
+// of the same worker to the same task contradicts (confirm.go).
 //
 // Memory: only a worker holds the model for its part, which here is
 // whatever subtree it is given of the whole model; the coordinator holds

@@ -3,6 +3,7 @@ package dsearch
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math"
 	"strings"
 	"sync/atomic"
@@ -337,4 +338,49 @@ func FuzzAnswer(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The issue's forged infeasibility: one answer to the root task, "searched,
+// no assignment, no open nodes", sent before the worker's. Unsealed, the
+// worker's own answer to that task contradicts it and the search fails
+// instead of certifying anything; it never ends infeasible (or optimal) with
+// a wrong value.
+func TestForgedClosedRootNotCertified(t *testing.T) {
+	tr := transport.NewInProc()
+	defer tr.Close()
+	newPool(t, tr, "w1")
+	m := generate.Ising(generate.GridOptions{Height: 4, Width: 4, Rho: 3, Seed: 1})
+	o := testOptions(1, admmSettings(20))
+	var forged atomic.Int64
+	sub, err := tr.Subscribe("ddrun."+o.Job+".bb.task.*", func(subject string, data []byte) {
+		h, raw, err := transport.Decode(data)
+		if err != nil || h.Kind != kindTask || forged.Load() > 0 {
+			return
+		}
+		var tb taskBody
+		if transport.DecodeBody(raw, &tb) != nil {
+			return
+		}
+		worker := subject[strings.LastIndexByte(subject, '.')+1:]
+		msg, err := transport.Encode(transport.Header{Job: o.Job, From: worker, Seq: 1 << 40}, answerBody{CID: tb.CID, ID: tb.ID, Nodes: 1})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		forged.Add(1)
+		_ = tr.Publish(context.Background(), answerSubject(o.Job, worker), msg)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	res, _, err := Run(context.Background(), tr, m, nil, o, nil)
+	if forged.Load() != 1 {
+		t.Fatalf("%d forged answers", forged.Load())
+	}
+	var ce *ConflictError
+	if !errors.As(err, &ce) {
+		t.Fatalf("ended %s (primal %v, dual %v) with error %v, want a conflict", res.Status, res.Primal, res.Dual, err)
+	}
+	t.Log(err)
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -354,4 +356,51 @@ func TestJobKeyIgnoresForgeries(t *testing.T) {
 		t.Errorf("the coordinator did not warn about the forgeries:\n%s", run.stderr())
 	}
 	t.Logf("%d model parts unreadable, %d forged and %d replayed messages ignored", assigns, forged, replayed)
+}
+
+// Authenticated by default: without a job key (and without --insecure) a
+// worker or a run against a NATS server refuses to start, exit 2 with one
+// line that says how to get a key; `run --local` draws a key for the
+// workers it starts and its result is not insecure; `run --insecure` warns
+// at start and says "insecure": true in its result.
+func TestNoJobKeyRefused(t *testing.T) {
+	coord, worker := binaries(t)
+	t.Setenv("DDRUN_JOB_KEY", "")
+	srv := startNATS(t, false)
+	model := genModel(t, coord, "potts", "--height", "8", "--width", "8", "--labels", "3", "--rho", "1", ".uai")
+	for _, c := range []struct {
+		bin  string
+		args []string
+	}{
+		{worker, []string{"--nats", srv.URL(), "--name", "nokey"}},
+		{coord, []string{"run", "--nats", srv.URL(), "--workers", "1", model}},
+		{coord, []string{"run", "--workers", "1", model}}, // an embedded server that outside workers join
+	} {
+		stderr, err := runStderr(c.bin, c.args...)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || strings.Count(stderr, "no job key") != 1 ||
+			!strings.Contains(stderr, "openssl rand -hex 32") || !strings.Contains(stderr, "--insecure") || strings.Contains(stderr, "job assigned") {
+			t.Errorf("%s %v without a key: %v\n%s", filepath.Base(c.bin), c.args, err, stderr)
+		}
+	}
+	flags := []string{"--json", "--max-iter", "50", "--workers", "2", "--local", model}
+	got := runJSON(t, time.Minute, coord, append([]string{"run"}, flags...)...)
+	if got.Insecure || got.Workers != 2 {
+		t.Errorf("run --local: insecure %v on %d workers", got.Insecure, got.Workers)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, coord, append([]string{"run", "--insecure"}, flags...)...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run --insecure: %v\n%s", err, stderr.String())
+	}
+	var insecure result
+	if err := json.Unmarshal([]byte(stdout.String()), &insecure); err != nil {
+		t.Fatal(err)
+	}
+	if !insecure.Insecure || !strings.Contains(stderr.String(), "insecure: no job key") {
+		t.Errorf("run --insecure: insecure %v in the result\n%s", insecure.Insecure, stderr.String())
+	}
 }

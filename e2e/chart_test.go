@@ -654,3 +654,44 @@ func TestChartDefaultValuesRunAJob(t *testing.T) {
 func TestChartRaftGroupWithAuthRunsAJob(t *testing.T) {
 	chartJob(t, "coordinator.replicas=3", "auth.generate=true", "nats.jetstream.persistence.enabled=true")
 }
+
+// Sealed by default: the default values render a job key Secret
+// (<fullname>-job-key, 32 random bytes in hex) that the coordinators and
+// the workers get as DDRUN_JOB_KEY; auth.insecure=true renders none and
+// runs both with --insecure.
+func TestChartSealsByDefault(t *testing.T) {
+	helm := helmBinary(t)
+	for _, insecure := range []bool{false, true} {
+		r := renderChart(t, helm, "coordinator.job.model=/models/m.uai", fmt.Sprintf("auth.insecure=%v", insecure))
+		if r.has("Secret", "-job-key") == insecure {
+			t.Fatalf("insecure=%v: a job key Secret: %v", insecure, !insecure)
+		}
+		if !insecure {
+			sec := r.one(t, "Secret", "-job-key")
+			key, err := base64.StdEncoding.DecodeString(sec.Data["job-key"])
+			if err != nil || len(key) != 64 || strings.Trim(string(key), "0123456789abcdef") != "" {
+				t.Errorf("job-key %q: %v", key, err)
+			}
+		}
+		for _, suffix := range []string{"-coordinator", "-worker"} {
+			var pod podSpec
+			for _, o := range r.objs {
+				if (o.Kind == "StatefulSet" || o.Kind == "Deployment") && strings.HasSuffix(o.Metadata.Name, suffix) {
+					pod = o.Spec.Template.Spec
+				}
+			}
+			if len(pod.Containers) == 0 {
+				t.Fatalf("no %s pods rendered", suffix)
+			}
+			c := pod.Containers[0]
+			keyed := false
+			for _, e := range c.Env {
+				keyed = keyed || e.Name == "DDRUN_JOB_KEY" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil &&
+					strings.HasSuffix(e.ValueFrom.SecretKeyRef.Name, "-job-key")
+			}
+			if keyed == insecure || slices.Contains(c.Args, "--insecure") != insecure {
+				t.Errorf("insecure=%v: %s pods get the key %v, args %q", insecure, suffix, keyed, c.Args)
+			}
+		}
+	}
+}

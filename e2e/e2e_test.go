@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -66,6 +68,13 @@ func binaries(t *testing.T) (coordinator, worker string) {
 }
 
 func TestMain(m *testing.M) {
+	// Every job is authenticated by default: the processes the tests start
+	// share this key through their environment (as `run --local` hands its
+	// workers one), unless a test gives another (--job-key-file) or none
+	// (--insecure).
+	var key [32]byte
+	_, _ = rand.Read(key[:])
+	os.Setenv("DDRUN_JOB_KEY", hex.EncodeToString(key[:]))
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)
@@ -81,6 +90,7 @@ type result struct {
 	Iterations int      `json:"iterations"`
 	Seconds    float64  `json:"seconds"`
 	Assignment []int    `json:"assignment"`
+	Insecure   bool     `json:"insecure"`
 	Workers    int      `json:"workers"`
 	Failovers  *int     `json:"failovers"`
 	Redone     *int     `json:"redone_iterations"`

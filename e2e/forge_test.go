@@ -138,7 +138,7 @@ func TestForgedMessagesIgnored(t *testing.T) {
 	coord, worker := binaries(t)
 	model, flags, want := faultModel(t, coord)
 	srv := startNATS(t, false)
-	ws := startWorkerProcs(t, worker, srv.URL(), "fg", 2)
+	ws := startWorkerProcs(t, worker, srv.URL(), "fg", 2, "--insecure") // the forger reads the job
 	nc, err := nats.Connect(srv.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +185,7 @@ func TestForgedMessagesIgnored(t *testing.T) {
 		}
 		defer sub.Unsubscribe()
 	}
-	args := append([]string{"run", "--nats", srv.URL(), "--workers", "2", "--job", "forge"}, flags...)
+	args := append([]string{"run", "--insecure", "--nats", srv.URL(), "--workers", "2", "--job", "forge"}, flags...)
 	c := startProc(t, "coordinator", coord, append(args, model)...)
 	if err := c.wait(t, 2*time.Minute); err != nil {
 		t.Fatalf("coordinator: %v\n%s", err, c.stderr())
@@ -196,7 +196,11 @@ func TestForgedMessagesIgnored(t *testing.T) {
 	if sent != len(f.script) {
 		t.Errorf("only %d of %d forgeries sent before the job ended", sent, len(f.script))
 	}
-	closeResult(t, c.result(t), want)
+	got := c.result(t)
+	closeResult(t, got, want)
+	if !got.Insecure || !strings.Contains(c.stderr(), "insecure: no job key") {
+		t.Errorf("an --insecure run that does not say so: insecure %v in the result\n%s", got.Insecure, c.stderr())
+	}
 	var wlog strings.Builder
 	for _, w := range ws {
 		wlog.WriteString(w.stderr())
@@ -212,7 +216,8 @@ func TestForgedMessagesIgnored(t *testing.T) {
 			t.Errorf("no %q logged", logged.what)
 		}
 	}
-	if n := strings.Count(wlog.String()+c.stderr(), "level=WARN"); n > 12 {
+	// Each process's warning that it runs --insecure is not a forgery's.
+	if n := strings.Count(wlog.String()+c.stderr(), "level=WARN") - strings.Count(wlog.String()+c.stderr(), "insecure: no job key"); n > 12 {
 		t.Errorf("%d warnings for %d forgeries:\n%s\n%s", n, len(f.script), c.stderr(), wlog.String())
 	}
 	t.Logf("coordinator:\n%s", grepLines(c.stderr(), "level=WARN"))

@@ -266,7 +266,10 @@ func sameFloat(a, b *float64) bool {
 func TestServe(t *testing.T) {
 	coord, worker := binaries(t)
 	dataDir := t.TempDir()
-	s := startServe(t, dataDir, "--quiet")
+	// Unsealed (no job key), for the NATS request/reply subtest's plain
+	// client: the service and its workers run --insecure.
+	t.Setenv("DDRUN_JOB_KEY", "")
+	s := startServe(t, dataDir, "--quiet", "--insecure")
 	potts := "../examples/potts-20x20.uai"
 	logic := "../examples/logic-small.json"
 	var done []string
@@ -355,7 +358,7 @@ func TestServe(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		for i := range 2 {
-			w := exec.CommandContext(ctx, worker, "--nats", s.nats, "--name", fmt.Sprintf("sw%d", i), "--threads", "1", "--quiet")
+			w := exec.CommandContext(ctx, worker, "--nats", s.nats, "--name", fmt.Sprintf("sw%d", i), "--threads", "1", "--quiet", "--insecure")
 			w.WaitDelay = 5 * time.Second
 			if err := w.Start(); err != nil {
 				t.Fatal(err)
@@ -523,7 +526,7 @@ func TestServe(t *testing.T) {
 
 	t.Run("restart", func(t *testing.T) {
 		s.stop(t)
-		s2 := startServe(t, dataDir, "--quiet")
+		s2 := startServe(t, dataDir, "--quiet", "--insecure")
 		code, b := s2.call(t, "GET", s2.url+"/v1/jobs", "", nil)
 		var list struct{ Jobs []service.Status }
 		if code != 200 {

@@ -45,6 +45,9 @@ type Result struct {
 	Workers   int  `json:"workers,omitempty"`
 	Failovers *int `json:"failovers,omitempty"`
 	Redone    *int `json:"redone_iterations,omitempty"`
+	// Insecure: a distributed run without a job key (--insecure), whose
+	// messages were not authenticated (docs/security.md).
+	Insecure bool `json:"insecure,omitempty"`
 	// Sharded describes a sharded run (run --sharded).
 	Sharded *Sharded  `json:"sharded,omitempty"`
 	Model   ModelSize `json:"model"`

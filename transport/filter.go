@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,12 +62,14 @@ type FilterOptions struct {
 // already kept (From, Seq) (Duplicate); a message that passes is Current or
 // Ahead and its (From, Seq) is recorded. Seq 0 is never deduplicated.
 //
-// One message cannot move a sender's window far: a Seq a window or more
-// above the newest kept is kept but not recorded, and the window jumps
-// there only when a second such Seq, within a window of the first,
-// confirms it (a restarted sender's new numbers). So a single forged
-// message with a huge Seq does not make the real sender's next messages
-// look like old duplicates.
+// A sender may have several windows (at most maxWindows, the least
+// recently used forgotten): a Seq a window or more away from every window
+// of its sender, and above the lowest, is kept but not recorded, and a
+// second such Seq within a window of the first opens a new window there
+// (a restarted sender's new numbers). A Seq far below every window is a
+// Duplicate. So forged messages with huge Seqs, one or many, do not make
+// the real sender's next messages look like old duplicates: those go on
+// in the real sender's own window (the huge-Seq takeover of issue 30).
 //
 // Senders must number their messages with increasing Seq; a Sequence does
 // that across restarts too. A Filter is safe for concurrent use.
@@ -78,15 +81,23 @@ type Filter struct {
 	iter    uint64
 	window  uint64 // bits, a multiple of 64
 	max     int
-	senders map[string]*window
+	senders map[string]*senderWindows
 	tick    uint64
+}
+
+// maxWindows bounds a sender's windows.
+const maxWindows = 4
+
+type senderWindows struct {
+	wins []*window
+	far  uint64 // the last Seq seen away from every window, 0 if none
+	used uint64 // f.tick when last kept, for eviction
 }
 
 type window struct {
 	top  uint64   // highest Seq kept
-	far  uint64   // the last Seq seen a window or more above top, 0 if none
 	bits []uint64 // bit s%len for Seq s in (top-window, top]
-	used uint64   // f.tick when last kept, for eviction
+	used uint64   // f.tick when last used
 }
 
 // NewFilter returns a filter for job at position (0, 0). An empty job
@@ -102,7 +113,7 @@ func NewFilter(job string, opts FilterOptions) *Filter {
 		job:     job,
 		window:  uint64((opts.Window + 63) / 64 * 64),
 		max:     opts.MaxSenders,
-		senders: make(map[string]*window),
+		senders: make(map[string]*senderWindows),
 	}
 }
 
@@ -151,34 +162,71 @@ func (f *Filter) Check(h Header) Verdict {
 // record notes seq from sender and reports whether it is new.
 func (f *Filter) record(from string, seq uint64) bool {
 	f.tick++
-	w := f.senders[from]
-	if w == nil {
+	s := f.senders[from]
+	if s == nil {
 		if len(f.senders) >= f.max {
 			f.evict()
 		}
-		w = &window{top: seq, bits: make([]uint64, f.window/64)}
-		w.set(seq)
-		w.used = f.tick
-		f.senders[from] = w
+		f.senders[from] = &senderWindows{wins: []*window{f.newWindow(seq)}, used: f.tick}
 		return true
 	}
-	w.used = f.tick
+	s.used = f.tick
+	var near *window
+	lowest := uint64(math.MaxUint64)
+	for _, w := range s.wins {
+		lowest = min(lowest, w.top)
+		if f.near(w, seq) && (near == nil || w.top > near.top) {
+			near = w
+		}
+	}
+	if near != nil {
+		near.used = f.tick
+		return f.take(near, seq)
+	}
 	switch {
-	case seq-w.top >= f.window && seq > w.top:
+	case seq < lowest:
+		return false // far behind every window
+	case seq == s.far:
+		return false
+	case s.far == 0 || max(seq, s.far)-min(seq, s.far) >= f.window:
 		// Far ahead: trusted only when it confirms an earlier far Seq.
-		if seq == w.far {
-			return false
+		s.far = seq
+		return true // kept, not recorded
+	}
+	w := f.newWindow(max(seq, s.far))
+	w.set(seq)
+	w.set(s.far)
+	s.far = 0
+	if len(s.wins) >= maxWindows {
+		lru := 0
+		for i, x := range s.wins {
+			if x.used < s.wins[lru].used {
+				lru = i
+			}
 		}
-		if w.far == 0 || max(seq, w.far)-min(seq, w.far) >= f.window {
-			w.far = seq
-			return true // kept, not recorded
-		}
-		clear(w.bits)
-		w.top = max(seq, w.far)
-		w.set(seq)
-		w.set(w.far)
-		w.far = 0
-		return true
+		s.wins = append(s.wins[:lru], s.wins[lru+1:]...)
+	}
+	s.wins = append(s.wins, w)
+	return true
+}
+
+func (f *Filter) newWindow(top uint64) *window {
+	w := &window{top: top, bits: make([]uint64, f.window/64), used: f.tick}
+	w.set(top)
+	return w
+}
+
+// near reports whether seq is within a window of w's top, either side.
+func (f *Filter) near(w *window, seq uint64) bool {
+	if seq >= w.top {
+		return seq-w.top < f.window
+	}
+	return w.top-seq < f.window
+}
+
+// take records seq, near w's top, in w and reports whether it is new.
+func (f *Filter) take(w *window, seq uint64) bool {
+	switch {
 	case seq > w.top:
 		for s := w.top + 1; s < seq; s++ {
 			w.unset(s)
@@ -186,8 +234,6 @@ func (f *Filter) record(from string, seq uint64) bool {
 		w.top = seq
 		w.set(seq)
 		return true
-	case w.top-seq >= f.window:
-		return false
 	case w.has(seq):
 		return false
 	default:

@@ -188,3 +188,33 @@ func TestSequence(t *testing.T) {
 		_ = Verdict(v).String()
 	}
 }
+
+// The huge-Seq takeover of issue 30: two forged messages with huge Seqs
+// close to each other (what a restarted sender sends) used to move the
+// sender's only window there, so that every real message after them was a
+// "duplicate". Now they open a window of their own: the real sender goes on
+// in its window, still deduplicated, also after many such pairs.
+func TestFilterHugeSeqTakeover(t *testing.T) {
+	f := NewFilter("j", FilterOptions{Window: 64})
+	check := func(seq uint64, want Verdict) {
+		t.Helper()
+		if got := f.Check(Header{Job: "j", From: "a", Seq: seq}); got != want {
+			t.Fatalf("seq %d: %v, want %v", seq, got, want)
+		}
+	}
+	check(100, Current)
+	check(101, Current)
+	real := uint64(102)
+	for pair := range uint64(10) {
+		base := 1<<62 + pair<<20
+		check(base, Current)   // kept, not recorded
+		check(base+1, Current) // confirms: a window of its own
+		check(base+1, Duplicate)
+		for range 3 {
+			check(real, Current) // the real sender goes on
+			check(real, Duplicate)
+			real++
+		}
+	}
+	check(101, Duplicate)
+}

@@ -90,6 +90,13 @@ type Sealed struct {
 
 var _ Transport = (*Sealed)(nil)
 
+// IsSealed reports whether tr seals its messages (a job key): what a
+// receiver gets from it is authentic.
+func IsSealed(tr Transport) bool {
+	_, ok := tr.(*Sealed)
+	return ok
+}
+
 // sealKey is one secret and the AEADs derived from it, per subject.
 type sealKey struct {
 	secret []byte

@@ -57,7 +57,7 @@ func TestRunExactMatchesSolveExact(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &want); err != nil {
 		t.Fatal(err)
 	}
-	code, out, stderr = runCLI(t, append(append([]string{"run", "--nats", srv.URL(), "--workers", "2", "--job", "exactjob"}, flags...), path)...)
+	code, out, stderr = runCLI(t, append(append([]string{"run", "--insecure", "--nats", srv.URL(), "--workers", "2", "--job", "exactjob"}, flags...), path)...)
 	if code != 0 {
 		t.Fatalf("run --exact: exit %d: %s", code, stderr)
 	}

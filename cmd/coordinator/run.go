@@ -187,6 +187,7 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 		return nil // a Raft member whose group reports the result
 	default:
 		r.obs.ObserveResult(o.Result)
+		o.Report.Insecure = r.key.Insecure
 		if tr := o.Traffic; !f.quiet && tr.Iterations > 0 {
 			con.Traffic(tr.In, tr.Out, tr.Iterations)
 		}

@@ -56,7 +56,7 @@ func workerPool(t *testing.T, n int) string {
 
 func runJSON(t *testing.T, args ...string) (anytimeResult, string) {
 	t.Helper()
-	code, stdout, stderr := runCLI(t, append([]string{"run", "--json"}, args...)...)
+	code, stdout, stderr := runCLI(t, append([]string{"run", "--json", "--insecure"}, args...)...) // in-process workers, unsealed
 	if code != 0 {
 		t.Fatalf("run %v: exit %d: %s", args, code, stderr)
 	}

@@ -1,6 +1,8 @@
 package natsflags
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,24 +22,54 @@ const JobKeyEnv = "DDRUN_JOB_KEY"
 // every message of the job protocol is sealed (transport.Sealed), written
 // in hex or base64, several separated by commas during a rotation (the
 // first seals, all open).
+//
+// A job is authenticated by default: without a key, Wrap generates one when
+// the process hands it to every worker itself (Generate: `run --local`),
+// and otherwise refuses (ErrNoKey) unless Insecure (--insecure) says that
+// the job runs unsealed, with a warning.
 type JobKey struct {
 	File string
-	text string // the keys as given, once loaded
+	// Insecure (--insecure) runs without a key: anyone who can publish
+	// on the NATS server can change the job's course and result.
+	Insecure bool
+	// Generate, when no key is given, draws a random one (for workers
+	// this process starts and hands it to, Env).
+	Generate bool
+	text     string // the keys as given, once loaded
 }
 
-// Register adds --job-key-file to fs.
+// ErrNoKey is Wrap's error when no key is given and neither Generate nor
+// Insecure allows that; its text says how to get a key.
+var ErrNoKey = errors.New("no job key: messages would be unauthenticated; give every process of the job the same key " +
+	"(openssl rand -hex 32 > job.key; --job-key-file job.key or $" + JobKeyEnv + "), or pass --insecure (docs/security.md)")
+
+// InsecureWarning is what an insecure job says at start (and its result
+// says "insecure": true).
+const InsecureWarning = "insecure: no job key, messages are not authenticated: any client of the NATS server can change the job's course and result (docs/security.md)"
+
+// Register adds --job-key-file and --insecure to fs.
 func (k *JobKey) Register(fs *flag.FlagSet) {
 	fs.StringVar(&k.File, "job-key-file", "", "`FILE` with the job key (hex or base64, e.g. from openssl rand -hex 32; default $"+JobKeyEnv+
 		"): messages are sealed with it, and those that do not open with it are dropped")
+	fs.BoolVar(&k.Insecure, "insecure", false, "run without a job key (ignoring $"+JobKeyEnv+
+		"): messages are not authenticated, and any client of the NATS server can change the job's result")
 }
 
 // Wrap returns tr sealed with the key from --job-key-file or $DDRUN_JOB_KEY,
-// or tr itself when neither is given; close releases the wrapper (not tr).
-// log (nil: none) gets the key's id and the warnings about messages that
-// do not open.
+// or one it generates (Generate), or, with Insecure, tr itself; close
+// releases the wrapper (not tr). Without a key, Generate or Insecure it
+// fails with ErrNoKey. log (nil: none) gets the key's id, the insecure
+// warning and the warnings about messages that do not open.
 func (k *JobKey) Wrap(tr transport.Transport, log *slog.Logger) (sealed transport.Transport, close func(), err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if k.Insecure {
+		if k.File != "" {
+			return nil, nil, errors.New("--insecure with --job-key-file: give one")
+		}
+		log.Warn(InsecureWarning)
+		return tr, func() {}, nil
 	}
 	text := os.Getenv(JobKeyEnv)
 	from := "$" + JobKeyEnv
@@ -49,10 +81,17 @@ func (k *JobKey) Wrap(tr transport.Transport, log *slog.Logger) (sealed transpor
 		text, from = string(b), "--job-key-file"
 	}
 	if strings.TrimSpace(text) == "" {
-		if k.File != "" {
+		switch {
+		case k.File != "":
 			return nil, nil, errors.New("--job-key-file: empty")
+		case !k.Generate:
+			return nil, nil, ErrNoKey
 		}
-		return tr, func() {}, nil
+		var b [32]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, nil, fmt.Errorf("generating a job key: %w", err)
+		}
+		text, from = hex.EncodeToString(b[:]), "the generated key"
 	}
 	keys, err := transport.ParseKeys(text)
 	if err != nil {

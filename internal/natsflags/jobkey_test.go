@@ -1,6 +1,7 @@
 package natsflags
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,8 +15,10 @@ const (
 	keyB = "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100"
 )
 
-// The file wins over the environment; without either the transport is
-// not wrapped; Env hands the loaded keys on in one line.
+// The file wins over the environment; without either Wrap refuses (with
+// how to get a key), generates one for the workers it starts, or, with
+// --insecure, leaves the transport unsealed (ignoring the environment);
+// Env hands the loaded keys on in one line.
 func TestJobKeyWrap(t *testing.T) {
 	inner := transport.NewInProc()
 	defer inner.Close()
@@ -27,11 +30,36 @@ func TestJobKeyWrap(t *testing.T) {
 
 	t.Setenv(JobKeyEnv, "")
 	var none JobKey
-	tr, closeTr, err := none.Wrap(inner, nil)
-	if err != nil || tr != transport.Transport(inner) || none.Env() != nil {
-		t.Fatalf("no key: %v %T %v", err, tr, none.Env())
+	if _, _, err := none.Wrap(inner, nil); !errors.Is(err, ErrNoKey) || !strings.Contains(err.Error(), "openssl rand -hex 32") ||
+		!strings.Contains(err.Error(), "--insecure") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("no key: %v", err)
+	}
+	gen := JobKey{Generate: true}
+	tr, closeTr, err := gen.Wrap(inner, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tr.(*transport.Sealed); !ok || len(gen.Env()) != 1 || len(gen.Env()[0]) != len(JobKeyEnv)+1+64 {
+		t.Fatalf("generated: %T %q", tr, gen.Env())
 	}
 	closeTr()
+	if again := (JobKey{Generate: true}); true {
+		_, closeAgain, err := again.Wrap(inner, nil)
+		if err != nil || again.Env()[0] == gen.Env()[0] {
+			t.Fatalf("two generated keys: %v %q %q", err, again.Env(), gen.Env())
+		}
+		closeAgain()
+	}
+	t.Setenv(JobKeyEnv, keyA)
+	insecure := JobKey{Insecure: true}
+	tr, closeTr, err = insecure.Wrap(inner, nil)
+	if err != nil || tr != transport.Transport(inner) || insecure.Env() != nil {
+		t.Fatalf("--insecure: %v %T %v", err, tr, insecure.Env())
+	}
+	closeTr()
+	if _, _, err := (&JobKey{Insecure: true, File: file}).Wrap(inner, nil); err == nil {
+		t.Fatal("--insecure with --job-key-file taken")
+	}
 
 	t.Setenv(JobKeyEnv, "not a key")
 	k := JobKey{File: file}

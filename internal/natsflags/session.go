@@ -55,6 +55,9 @@ func (s *Session) Open(ctx context.Context) error {
 		s.Metrics, s.stops = m, append(s.stops, stop)
 	}
 	started := func(url string) { s.Print("nats", "nats="+url, "nats", url) }
+	// Workers this process starts get the key from it: one is drawn
+	// when none is given.
+	s.Key.Generate = s.Local.N > 0
 	nc, tr, url, stopNATS, err := s.Flags.Dial(ctx, s.Listen, s.Client, s.Key, s.Log, started)
 	if err != nil {
 		s.Close()
@@ -65,6 +68,7 @@ func (s *Session) Open(ctx context.Context) error {
 	if s.Local.N > 0 {
 		s.Local.URL, s.Local.NATS = url, *s.Flags
 		s.Local.Env = append(s.Local.Env, s.Key.Env()...) // loaded by Dial
+		s.Local.Insecure = s.Key.Insecure
 		stop, err := StartWorkers(s.Local)
 		if err != nil {
 			s.Close()

@@ -12,10 +12,12 @@ import (
 // TestSessionOpenClose: a session without --nats starts an embedded
 // server, prints its URL, carries traffic on its transport, and Close
 // releases it (a second Close does nothing); a bad --nats-listen is a
-// *FlagError.
+// *FlagError, and so is a session without a job key and without
+// --insecure (ErrNoKey).
 func TestSessionOpenClose(t *testing.T) {
+	t.Setenv(JobKeyEnv, "")
 	var printed []string
-	s := &Session{Flags: &Flags{}, Key: &JobKey{}, Listen: "127.0.0.1:0", Client: "test", Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	s := &Session{Flags: &Flags{}, Key: &JobKey{Insecure: true}, Listen: "127.0.0.1:0", Client: "test", Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Print: func(kind, msg string, _ ...any) { printed = append(printed, kind+" "+msg) }}
 	if err := s.Open(context.Background()); err != nil {
 		t.Fatal(err)
@@ -45,5 +47,10 @@ func TestSessionOpenClose(t *testing.T) {
 	var fe *FlagError
 	if err := bad.Open(context.Background()); err == nil || !errors.As(err, &fe) {
 		t.Errorf("bad --nats-listen: %v, want a *FlagError", err)
+	}
+	keyless := &Session{Flags: &Flags{}, Key: &JobKey{}, Listen: "127.0.0.1:0", Client: "test", Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Print: func(string, string, ...any) {}}
+	if err := keyless.Open(context.Background()); !errors.As(err, &fe) || !errors.Is(err, ErrNoKey) {
+		t.Errorf("no key: %v, want ErrNoKey as a *FlagError", err)
 	}
 }

@@ -24,7 +24,9 @@ type Workers struct {
 	NATS           Flags
 	Env            []string
 	Quiet, JSONLog bool
-	Stderr         io.Writer
+	// Insecure starts them with --insecure (the coordinator's): no key.
+	Insecure bool
+	Stderr   io.Writer
 }
 
 // ErrNoWorker: no worker binary beside this program or on PATH.
@@ -58,6 +60,9 @@ func StartWorkers(w Workers) (func(), error) {
 		c := workerCmd(bin, url, fmt.Sprintf("%s-w%d", job, i), threads, nf, quiet, os.Environ())
 		if w.JSONLog {
 			c.Args = append(c.Args, "--log-format", "json")
+		}
+		if w.Insecure {
+			c.Args = append(c.Args, "--insecure")
 		}
 		c.Stderr = w.Stderr
 		c.Env = append(c.Env, env...) // the job key, last so that it wins

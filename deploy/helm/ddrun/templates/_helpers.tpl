@@ -39,10 +39,18 @@ nats://{{ include "ddrun.fullname" . }}-nats:4222
 {{ .Values.image.repository }}:{{ .Values.image.tag }}
 {{- end -}}
 
-{{/* The Secret holding the job key, and the one holding the NATS
-passwords: the one named in auth, else the generated one, else none. */}}
+{{/* The Secret holding the job key: the one named in auth, else the
+generated one (auth.generate), else, unless auth.insecure, the chart's
+default <fullname>-job-key; and the one holding the NATS passwords: the
+one named in auth, else the generated one, else none. */}}
 {{- define "ddrun.jobKeySecret" -}}
-{{- .Values.auth.jobKeySecret | default (ternary (printf "%s-auth" (include "ddrun.fullname" .)) "" .Values.auth.generate) -}}
+{{- if .Values.auth.jobKeySecret -}}
+{{- .Values.auth.jobKeySecret -}}
+{{- else if .Values.auth.generate -}}
+{{- printf "%s-auth" (include "ddrun.fullname" .) -}}
+{{- else if not .Values.auth.insecure -}}
+{{- printf "%s-job-key" (include "ddrun.fullname" .) -}}
+{{- end -}}
 {{- end -}}
 {{- define "ddrun.natsSecret" -}}
 {{- .Values.auth.natsSecret | default (ternary (printf "%s-auth" (include "ddrun.fullname" .)) "" .Values.auth.generate) -}}

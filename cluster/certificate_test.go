@@ -1,0 +1,280 @@
+package cluster
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/solver"
+	"github.com/ddrun/ddrun/transport"
+)
+
+// The false certificate: once the gap is open, one forged report
+// per worker, a copy of its last real one (every checked field plausible)
+// whose dual puts the iteration's bound a hair below the best primal, within
+// the honest-certificate tolerance. Unsealed, the coordinator must not end
+// optimal with a value below the undisturbed run's; sealed, the forgeries do
+// not open and the job ends exactly like the undisturbed one.
+func TestForgedCertificate(t *testing.T) {
+	m := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 4, Rho: 1, Seed: 7})
+	opts := consensus.DefaultOptions()
+	opts.MaxIter = 400
+	opts.ProgressEvery = 0
+	want, err := consensus.Solve(context.Background(), m, nil, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const at = 5
+	var sniffed [2]sniffed[reportBody] // the unsealed run's reports, replayed at the sealed one
+	for _, sealed := range []bool{false, true} {
+		name := map[bool]string{false: "unsealed", true: "sealed"}[sealed]
+		t.Run(name, func(t *testing.T) {
+			inproc, s := sealedInProc(t)
+			var tr transport.Transport = inproc
+			if sealed {
+				tr = s
+			}
+			NewTestCluster(t, TestClusterOptions{Transport: tr}).StartN("w", 2)
+			job := "cert-" + name
+			f := newForger(t, inproc, EpochJob(job, 1))
+			var clog syncBuffer
+			var forgedPrimal float64
+			progress := func(p solver.Progress) {
+				if p.Iteration != at {
+					return
+				}
+				if p.Gap <= opts.Tol*math.Max(1, math.Abs(p.Primal)) {
+					t.Errorf("the gap is closed at iteration %d: nothing to forge", at)
+				}
+				forgedPrimal = p.Primal
+				target := p.Primal - 1e-9*math.Abs(p.Primal)
+				for w, name := range []string{"w0", "w1"} {
+					if !sealed {
+						f.catchUp(at)
+						sniffed[w] = f.lastReport(name)
+					}
+					last := sniffed[w]
+					r := last.body
+					r.Iter, r.Dual = at+1, target/2
+					f.publish(reportSubject(f.job, name), transport.Header{Iter: uint64(at + 1), Kind: kindReport, From: name, Seq: last.h.Seq + 500}, r)
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			o, err := RunJob(ctx, Job{Transport: tr, Model: m, Options: opts, Progress: progress, Run: RunOptions{Base: job, Workers: 2,
+				WaitWorkers: 10 * time.Second, StepTimeout: 20 * time.Second, ResendEvery: 200 * time.Millisecond, LostAfter: 5 * time.Second,
+				Logger: slog.New(slog.NewTextHandler(&clog, nil))}})
+			got := o.Result
+			t.Logf("%s: %s after %d, dual %.9g primal %.9g (err %v); undisturbed %s after %d, dual %.9g primal %.9g; forged at primal %.9g",
+				name, got.Status, got.Iterations, got.Dual, got.Primal, err, want.Status, want.Iterations, want.Dual, want.Primal, forgedPrimal)
+			if sealed {
+				if err != nil {
+					t.Fatalf("%v\n%s", err, clog.String())
+				}
+				compare(t, got, want)
+				return
+			}
+			if err == nil && got.Status == solver.Optimal && (got.Primal < want.Primal-1e-6*math.Abs(want.Primal) || got.Dual < want.Primal-1e-6*math.Abs(want.Primal)) {
+				t.Errorf("a false certificate: optimal with dual %.9g and primal %.9g, but the undisturbed run scores %.9g", got.Dual, got.Primal, want.Primal)
+			}
+			if err == nil && got.Status != want.Status {
+				t.Errorf("ended %s without an error; undisturbed: %s", got.Status, want.Status)
+			}
+		})
+	}
+}
+
+// A forged "ready with an error" (a refusal of the part) sent as the parts
+// go out used to fail the job at once; on an unsealed transport it is now
+// logged and the job goes on with the worker's real acknowledgement. (The
+// forgery races the worker's acknowledgement: the job is run until the
+// forgery came first, at most 5 times, and every run must succeed.)
+func TestForgedRefusalDoesNotFailTheJob(t *testing.T) {
+	m := generate.Potts(generate.GridOptions{Height: 10, Width: 10, Labels: 3, Rho: 1, Seed: 2})
+	opts := consensus.DefaultOptions()
+	opts.MaxIter = 60
+	opts.ProgressEvery = 0
+	want, err := consensus.Solve(context.Background(), m, nil, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := NewTestCluster(t, TestClusterOptions{}).StartN("w", 2).Transport("coordinator")
+	for try := range 5 {
+		job := "refusal" + strconv.Itoa(try)
+		var sent sync.Once
+		sub, err := tr.Subscribe(assignSubject(EpochJob(job, 1), "w0"), func(string, []byte) {
+			sent.Do(func() {
+				data, err := transport.Encode(transport.Header{Job: EpochJob(job, 1), Kind: kindReady, From: "w0", Seq: 1 << 40}, readyBody{Err: "forged"})
+				if err == nil {
+					err = tr.Publish(context.Background(), reportSubject(EpochJob(job, 1), "w0"), data)
+				}
+				if err != nil {
+					t.Error(err)
+				}
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var clog syncBuffer
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		o, err := RunJob(ctx, Job{Transport: tr, Model: m, Options: opts, Run: RunOptions{Base: job, Workers: 2, WaitWorkers: 10 * time.Second,
+			StepTimeout: 20 * time.Second, Logger: slog.New(slog.NewTextHandler(&clog, nil))}})
+		cancel()
+		_ = sub.Unsubscribe()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, clog.String())
+		}
+		compare(t, o.Result, want)
+		if strings.Contains(clog.String(), "unauthenticated refusal of a part") {
+			return
+		}
+	}
+	t.Error("the forged refusal never reached the coordinator before the acknowledgement")
+}
+
+// With a job key, a killed worker's recorded (sealed) heartbeats, replayed
+// on their subject, used to keep it "alive" and the job waited for it until
+// the step timeout; a heartbeat counts now only when it is newer than the
+// worker's earlier ones, so the part moves to a spare within LostAfter.
+func TestReplayedHeartbeatsDoNotHideALostWorker(t *testing.T) {
+	m := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 3, Rho: 1, Seed: 5})
+	opts := consensus.DefaultOptions()
+	opts.MaxIter = 1_000_000 // until cancelled once the part moved
+	opts.Tol, opts.ResidualTol = 0, 0
+	opts.ProgressEvery = 0
+	inproc, sealed := sealedInProc(t)
+	cl := NewTestCluster(t, TestClusterOptions{Transport: sealed}).StartN("w", 2)
+	job := "replay-beats"
+	var mu sync.Mutex
+	var beats [][]byte
+	sub, err := inproc.Subscribe(heartbeatSubject(EpochJob(job, 1), "w1"), func(_ string, data []byte) {
+		mu.Lock()
+		beats = append(beats, append([]byte(nil), data...))
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	stop := make(chan struct{})
+	var replayed sync.WaitGroup
+	var once sync.Once
+	progress := func(p solver.Progress) {
+		if p.Elapsed < 1500*time.Millisecond { // a few heartbeats recorded
+			return
+		}
+		once.Do(func() {
+			cl.Kill("w1")
+			cl.Start("spare")
+			replayed.Go(func() {
+				for {
+					mu.Lock()
+					recorded := slices.Clone(beats)
+					mu.Unlock()
+					for _, b := range recorded {
+						_ = inproc.Publish(context.Background(), heartbeatSubject(EpochJob(job, 1), "w1"), b)
+					}
+					select {
+					case <-stop:
+						return
+					case <-time.After(50 * time.Millisecond):
+					}
+				}
+			})
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var clog syncBuffer
+	go func() { // the part moved: the job may end
+		for !strings.Contains(clog.String(), "its part moves to a spare") && ctx.Err() == nil {
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(200 * time.Millisecond)
+		cancel()
+	}()
+	o, err := RunJob(ctx, Job{Transport: sealed, Model: m, Options: opts, Progress: progress, Run: RunOptions{Base: job, Workers: 2,
+		WaitWorkers: 10 * time.Second, StepTimeout: 8 * time.Second, LostAfter: time.Second, SpareWait: 10 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(&clog, nil))}})
+	close(stop)
+	replayed.Wait()
+	mu.Lock()
+	n := len(beats)
+	mu.Unlock()
+	if err != nil {
+		t.Fatalf("%v (%d heartbeats recorded and replayed)\n%s", err, n, clog.String())
+	}
+	if n == 0 || o.Stats.Failovers != 1 {
+		t.Errorf("%d heartbeats recorded, %d failovers\n%s", n, o.Stats.Failovers, clog.String())
+	}
+}
+
+// With a job key, a recorded (sealed) claim replayed after its job ended
+// used to hold the worker again (the pool "busy" for a job long gone); the
+// worker now drops a claim of a job released after the claim was sent.
+func TestReplayedClaimAfterReleaseDropped(t *testing.T) {
+	inproc, sealed := sealedInProc(t)
+	var wlog syncBuffer
+	NewTestCluster(t, TestClusterOptions{Transport: sealed, Worker: WorkerOptions{Logger: slog.New(slog.NewTextHandler(&wlog, nil))}}).StartN("w", 1)
+	job := "replay-claim"
+	var mu sync.Mutex
+	var recorded [][]byte
+	sub, err := inproc.Subscribe(assignSubject(EpochJob(job, 1), "w0"), func(_ string, data []byte) {
+		mu.Lock()
+		recorded = append(recorded, append([]byte(nil), data...))
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	m := generate.Potts(generate.GridOptions{Height: 6, Width: 6, Labels: 3, Rho: 1, Seed: 1})
+	opts := consensus.DefaultOptions()
+	opts.MaxIter = 20
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := RunJob(ctx, Job{Transport: sealed, Model: m, Options: opts, Run: RunOptions{Base: job, Workers: 1, WaitWorkers: 10 * time.Second}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the release reaches the worker
+	mu.Lock()
+	replay := slices.Clone(recorded)
+	mu.Unlock()
+	if len(replay) == 0 {
+		t.Fatal("nothing recorded")
+	}
+	for _, b := range replay {
+		if err := inproc.Publish(context.Background(), assignSubject(EpochJob(job, 1), "w0"), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := poolState(t, sealed); !strings.Contains(st, "name=w0 job= claimed=\n") {
+		t.Errorf("after %d replayed messages the worker is held:\n%s\n%s", len(replay), st, wlog.String())
+	}
+	if !strings.Contains(wlog.String(), "a replayed claim of a released job dropped") {
+		t.Errorf("the replayed claim was not logged:\n%s", wlog.String())
+	}
+}
+
+// sealedInProc is an in-process transport (what a forger on the server
+// sees and publishes on) and the same sealed with a job key (what the
+// job's processes use), both closed when the test ends.
+func sealedInProc(t *testing.T) (*transport.InProc, *transport.Sealed) {
+	inproc := transport.NewInProc()
+	t.Cleanup(func() { _ = inproc.Close() })
+	sealed, err := transport.NewSealed(inproc, transport.SealOptions{Keys: [][]byte{[]byte("0123456789abcdef0123456789abcdef")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sealed.Close() })
+	return inproc, sealed
+}
