@@ -111,7 +111,10 @@ func TestServeDefaultDataDir(t *testing.T) {
 	state, cwd := t.TempDir(), t.TempDir()
 	cmd := exec.Command(coord, "serve", "--listen", "127.0.0.1:0")
 	cmd.Dir = cwd
-	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "DDRUN_") }), "XDG_STATE_HOME="+state)
+	// The job key (TestMain's) stays: serve refuses to start without one.
+	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool {
+		return strings.HasPrefix(e, "DDRUN_") && !strings.HasPrefix(e, "DDRUN_JOB_KEY=")
+	}), "XDG_STATE_HOME="+state)
 	p := startCmd(t, "serve", cmd)
 	want := filepath.Join(state, "ddrun")
 	waitLine(t, p, "data="+want, 30*time.Second)
