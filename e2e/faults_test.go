@@ -344,6 +344,10 @@ func TestKillRaftLeaderMidRun(t *testing.T) {
 func TestRaftFullRestart(t *testing.T) {
 	coord, worker := binaries(t)
 	model, flags, want := faultModel(t, coord)
+	// The whole model (a sharded group's full restart is not proven yet:
+	// docs/scaling.md); a sharded group's leader dies in
+	// TestKillRaftLeaderMidRun and TestKillRaftLeaderShardedMidRun.
+	flags = append(flags[:len(flags):len(flags)], "--sharded=false")
 	srv := startNATS(t, true)
 	ws := startWorkerProcs(t, worker, srv.URL(), "fw", 2, "--quiet")
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
