@@ -36,7 +36,8 @@ for w in 1 2; do
 done
 /usr/bin/time -v "$bin/coordinator" run --nats "$url" --workers 2 --max-iter "$iters" --tol 0 --json \
   --out "$dir/x.mpe" "$model" >"$dir/out.json" 2>"$dir/coord.log"
-for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
+# /usr/bin/time does not pass signals on: stop the workers under it.
+for p in "${pids[@]}"; do pkill -INT -P "$p" 2>/dev/null || true; done
 wait "${pids[@]}" 2>/dev/null || true
 rss() { awk '/Maximum resident set size/ {print int($6/1024)}' "$1"; }
 c=$(rss "$dir/coord.log"); w1=$(rss "$dir/w1.log"); w2=$(rss "$dir/w2.log")
@@ -47,7 +48,7 @@ side, c, w1, w2 = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.
 tok = open(sys.argv[2]).read().split()
 print(f"variables {side*side}: iterations {r['iterations']} dual {r['dual']} primal {r['primal']} "
       f"status {r['status']} sharded {'sharded' in r}")
-print(f"peak RSS MB: coordinator {c}, workers {w1} {w2}, all {c+w1+w2}")
+print(f"peak RSS MiB: coordinator {c}, workers {w1} {w2}, all {c+w1+w2} (nats-server not counted)")
 print(f"--out: {tok[0]} header, {int(tok[1])} states given, {len(tok)-2} states written")
 PY
 grep -E "converted|Elapsed" "$dir/coord.log" | sed 's/^/coordinator: /'
