@@ -48,20 +48,8 @@ func describeNonFinite(v float64) string {
 // limit bounds the total states and, on its own, the total table entries;
 // both are checked before the model is allocated.
 func (r *rawModel) build(limit int) (*model.Model, error) {
-	if !r.hasFormat {
-		return nil, placeErr("", "missing field %q (want %q)", "format", formatName)
-	}
-	if r.format != formatName {
-		return nil, placeErr("format", "%s, want %q", quote(r.format), formatName)
-	}
-	if !r.hasVersion {
-		return nil, placeErr("", "missing field %q", "version")
-	}
-	if r.version != formatVersion {
-		return nil, placeErr("version", "%d is not supported (this reader knows version %d)", r.version, formatVersion)
-	}
-	if !r.hasCards {
-		return nil, placeErr("", "missing field %q", "cards")
+	if err := r.checkHead(); err != nil {
+		return nil, err
 	}
 	total := 0
 	for i, c := range r.cards {
@@ -94,6 +82,23 @@ func (r *rawModel) build(limit int) (*model.Model, error) {
 		return nil, &Error{Msg: "invalid model: " + err.Error(), Err: err}
 	}
 	return m, nil
+}
+
+// checkHead checks the document's format, version and that it has cards.
+func (r *rawModel) checkHead() *Error {
+	switch {
+	case !r.hasFormat:
+		return placeErr("", "missing field %q (want %q)", "format", formatName)
+	case r.format != formatName:
+		return placeErr("format", "%s, want %q", quote(r.format), formatName)
+	case !r.hasVersion:
+		return placeErr("", "missing field %q", "version")
+	case r.version != formatVersion:
+		return placeErr("version", "%d is not supported (this reader knows version %d)", r.version, formatVersion)
+	case !r.hasCards:
+		return placeErr("", "missing field %q", "cards")
+	}
+	return nil
 }
 
 // checkFreeStates bounds the states of the variables that nothing in the

@@ -248,18 +248,10 @@ func (s *mpStream) read(sink Sink) error {
 		return err
 	}
 	raw := &s.raw
-	switch {
-	case !raw.hasFormat:
-		return placeErr("", "missing field %q (want %q)", "format", formatName)
-	case raw.format != formatName:
-		return placeErr("format", "%s, want %q", quote(raw.format), formatName)
-	case !raw.hasVersion:
-		return placeErr("", "missing field %q", "version")
-	case raw.version != formatVersion:
-		return placeErr("version", "%d is not supported (this reader knows version %d)", raw.version, formatVersion)
-	case !raw.hasCards:
-		return placeErr("", "missing field %q", "cards")
-	case math.IsNaN(raw.constant) || math.IsInf(raw.constant, 0):
+	if err := raw.checkHead(); err != nil {
+		return err
+	}
+	if math.IsNaN(raw.constant) || math.IsInf(raw.constant, 0) {
 		return placeErr("constant", "%s is not finite", describeNonFinite(raw.constant))
 	}
 	n, err := s.variables(sink)
@@ -293,15 +285,9 @@ func (s *mpStream) index() error {
 			return at("", err)
 		}
 		d := mpDecoder{r: kr}
-		i, name, err := d.key(topKeys[:])
+		name, err := d.topKey(&seen)
 		if err != nil {
-			return at("", err)
-		}
-		if i < 0 {
-			return placeErr("", "unknown field %s", quote(name))
-		}
-		if !seen.add(i) {
-			return placeErr(name, "repeated field")
+			return err
 		}
 		if c, err := r.r.Peek(1); err == nil && c[0] == 0xc0 {
 			r.r.ReadByte() // null: absent

@@ -136,18 +136,7 @@ func TestStreamRejectsWhatReadRejects(t *testing.T) {
 // FuzzReadMsgpackStream: the streaming reader accepts exactly what Read
 // accepts, with the same model.
 func FuzzReadMsgpackStream(f *testing.F) {
-	for _, m := range seedModels() {
-		var b bytes.Buffer
-		if err := Write(&b, m, Msgpack); err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b.Bytes())
-	}
-	for _, c := range errCases {
-		if !c.jsonOnly {
-			f.Add(toMsgpack(f, c.json))
-		}
-	}
+	addMsgpackSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		want, werr := ReadWith(bytes.NewReader(data), "fuzz.msgpack", Msgpack, fuzzLimits)
 		got, err := readStream(data, "fuzz.msgpack", fuzzLimits)
