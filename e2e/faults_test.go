@@ -344,10 +344,9 @@ func TestKillRaftLeaderMidRun(t *testing.T) {
 func TestRaftFullRestart(t *testing.T) {
 	coord, worker := binaries(t)
 	model, flags, want := faultModel(t, coord)
-	// The whole model (a sharded group's full restart is not proven yet:
-	// docs/scaling.md); a sharded group's leader dies in
-	// TestKillRaftLeaderMidRun and TestKillRaftLeaderShardedMidRun.
-	flags = append(flags[:len(flags):len(flags)], "--sharded=false")
+	// Sharded by default: the workers save their parts' states beside the
+	// model, where TestKillRaftLeaderMidRun's job of the same name left
+	// files of later iterations (shard.StateFiles prunes them first).
 	srv := startNATS(t, true)
 	ws := startWorkerProcs(t, worker, srv.URL(), "fw", 2, "--quiet")
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
