@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/ddrun/ddrun/consensus"
@@ -49,7 +48,7 @@ func WholeReason(j *engine.Job, evidence bool) string {
 
 // shardInput is the indexed model file the workers of a sharded run read:
 // path itself when it is one, else path converted to stateDir/NAME.ddx
-// (NAME: path's base name without its extensions) by modelfile.Convert,
+// (NAME: path's base name, extensions included) by modelfile.Convert,
 // which streams UAI (plain, gzip, xz, .LG) and native msgpack in memory
 // that does not grow with the model (native JSON and WCSP are read whole
 // for the conversion, and freed before the run). The file is written
@@ -66,10 +65,7 @@ func shardInput(ctx context.Context, path, stateDir string, maxEntries int, log 
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		return "", inputf("--state-dir: %v", err)
 	}
-	name := filepath.Base(path)
-	for ext := filepath.Ext(name); ext != "" && ext != name; ext = filepath.Ext(name) {
-		name = strings.TrimSuffix(name, ext)
-	}
+	name := filepath.Base(path) // the whole name: m.uai and m.json sharing a --state-dir convert apart
 	out := filepath.Join(stateDir, name+indexed.Ext)
 	tmp, err := os.CreateTemp(stateDir, "."+name+"-*"+indexed.Ext)
 	if err != nil {

@@ -89,7 +89,7 @@ func TestDefaultShardedRun(t *testing.T) {
 		if !c.sharded {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(path+".state", "grid.ddx")); err != nil {
+		if _, err := os.Stat(filepath.Join(path+".state", "grid.msgpack.ddx")); err != nil {
 			t.Errorf("the converted model: %v", err)
 		}
 		f, err := os.Open(out)
