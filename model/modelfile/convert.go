@@ -119,7 +119,14 @@ func streamUAI(ctx context.Context, in string, f *os.File, o ConvertOptions, wop
 		if err != nil {
 			return nil, err
 		}
-		return readCloser{newCtxReader(ctx, src), src}, nil
+		var r io.Reader = newCtxReader(ctx, src)
+		if isXZ(in) { // gzip is the UAI reader's own
+			if r, err = newXZReader(r, in, o.MaxEntries); err != nil {
+				src.Close()
+				return nil, err
+			}
+		}
+		return readCloser{r, src}, nil
 	}
 	err := uai.StreamScopes(open, in, ropts, func(cards []int, factors int) error {
 		nf = factors

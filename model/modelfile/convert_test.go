@@ -273,3 +273,29 @@ func TestConvertMsgpackStreams(t *testing.T) {
 		t.Fatal("a failed conversion left its output")
 	}
 }
+
+// TestConvertXZStreams: an xz-compressed UAI file and an xz-compressed
+// msgpack file convert to the very .ddx of their plain files.
+func TestConvertXZStreams(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	m := generate.Potts(generate.GridOptions{Height: 5, Width: 6, Labels: 3, Rho: 1, Seed: 7})
+	for _, name := range []string{"g.uai", "g.msgpack"} {
+		plain := filepath.Join(dir, name)
+		if err := Save(plain, m); err != nil {
+			t.Fatal(err)
+		}
+		data, _ := os.ReadFile(plain)
+		xzPath := writeXZ(t, dir, name+".xz", string(data))
+		for _, in := range []string{plain, xzPath} {
+			if err := Convert(ctx, in, in+".ddx", ConvertOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a, _ := os.ReadFile(plain + ".ddx")
+		b, _ := os.ReadFile(xzPath + ".ddx")
+		if len(a) == 0 || string(a) != string(b) {
+			t.Errorf("%s: the .xz converts to other bytes than the plain file", name)
+		}
+	}
+}
