@@ -138,7 +138,8 @@ func TestAuthRefusesWrongCredentials(t *testing.T) {
 		t.Error("a worker user subscribed to ddrun.> without a permissions violation")
 	}
 
-	run := startProc(t, "coordinator", coord, append(append(append([]string{"run"}, natsAs("ddrun-coordinator", coordPassword)...),
+	// --sharded=false: the parts travel over NATS, sealed with the job key.
+	run := startProc(t, "coordinator", coord, append(append(append([]string{"run", "--sharded=false"}, natsAs("ddrun-coordinator", coordPassword)...),
 		"--workers", "2", "--job", "auth", "--job-key-file", key), append(flags, model)...)...)
 	waitLine(t, run, "iter=", time.Minute)
 	// Mid-run, on the server.
@@ -337,7 +338,8 @@ func TestJobKeyIgnoresForgeries(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	run := startProc(t, "coordinator", coord, append(append([]string{"run", "--nats", srv.URL(), "--workers", "2", "--job", "forged",
+	// --sharded=false: the parts travel over NATS, where the forger sees them.
+	run := startProc(t, "coordinator", coord, append(append([]string{"run", "--sharded=false", "--nats", srv.URL(), "--workers", "2", "--job", "forged",
 		"--job-key-file", key, "--quiet"}, flags...), model)...)
 	if err := run.wait(t, 2*time.Minute); err != nil {
 		t.Fatalf("run: %v\n%s", err, run.stderr())

@@ -344,6 +344,9 @@ func TestKillRaftLeaderMidRun(t *testing.T) {
 func TestRaftFullRestart(t *testing.T) {
 	coord, worker := binaries(t)
 	model, flags, want := faultModel(t, coord)
+	// Sharded by default: the workers save their parts' states beside the
+	// model, where TestKillRaftLeaderMidRun's job of the same name left
+	// files of later iterations (shard.StateFiles prunes them first).
 	srv := startNATS(t, true)
 	ws := startWorkerProcs(t, worker, srv.URL(), "fw", 2, "--quiet")
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}

@@ -24,12 +24,12 @@ func TestPoolThreeJobsSideBySide(t *testing.T) {
 		models[i] = genModel(t, coord, "potts", "--height", "12", "--width", "12", "--labels", "4", "--rho", "2", "--seed", fmt.Sprint(i+1), ".uai")
 		want[i] = runJSON(t, time.Minute, coord, append(append([]string{"solve", "--algo", "admm"}, flags...), models[i])...)
 	}
-	got := make([]result, 3)
+	got := make([]result, 3) // whole-model jobs (--sharded=false): solve's results to the bit
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i := range models {
 		wg.Go(func() {
-			got[i] = runJSON(t, 2*time.Minute, coord, append(append([]string{"run", "--nats", srv.URL(), "--workers", "2", "--job", fmt.Sprintf("pooljob%d", i)}, flags...), models[i])...)
+			got[i] = runJSON(t, 2*time.Minute, coord, append(append([]string{"run", "--sharded=false", "--nats", srv.URL(), "--workers", "2", "--job", fmt.Sprintf("pooljob%d", i)}, flags...), models[i])...)
 		})
 	}
 	wg.Wait()

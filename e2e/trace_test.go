@@ -113,7 +113,8 @@ func TestJSONLogsNATSRetry(t *testing.T) {
 		args      []string
 		wantMsgs  []string
 	}{
-		{"run", coord, append([]string{"run", "--workers", "1", "--metrics", "127.0.0.1:0", model}, dead...), []string{"metrics", "NATS server not reachable yet; retrying"}},
+		// --state-dir: the model is converted there before the connection (not beside it, in examples/).
+		{"run", coord, append([]string{"run", "--workers", "1", "--metrics", "127.0.0.1:0", "--state-dir", t.TempDir(), model}, dead...), []string{"metrics", "NATS server not reachable yet; retrying"}},
 		{"worker", worker, append([]string{"--metrics", "127.0.0.1:0"}, dead...), []string{"metrics", "NATS server not reachable yet; retrying"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

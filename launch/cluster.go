@@ -46,17 +46,24 @@ type Raft struct {
 	Joined func(isLeader func() bool, leader func() (id, addr string))
 }
 
-// Sharded has each worker read its part of an indexed model file (.ddx)
-// at Path, which every worker sees; the coordinator keeps the boundary
-// only (package shard; the job runs through cluster.RunJob or
-// cluster.RunReplicated).
+// Sharded has each worker read its part of an indexed model file (.ddx),
+// which every worker sees; the coordinator keeps the boundary only
+// (package shard; the job runs through cluster.RunJob or
+// cluster.RunReplicated). A model file at Path in another format is
+// converted into StateDir first (shardInput).
 type Sharded struct {
 	Path string
-	// StateDir is where the workers save their parts' states for
-	// checkpoints ("": Path.state).
+	// StateDir is where the model is converted to (when it is not .ddx)
+	// and where the workers save their parts' states for checkpoints ("":
+	// Path.state): a directory every worker sees.
 	StateDir string
 	// MaxEntries bounds the tables the file may declare.
 	MaxEntries int
+	// Fallback, when not nil, is the input of the whole-model run that
+	// takes the job when its plan refuses the model
+	// (shard.UnshardableError: a forbidden state, fewer factors than
+	// workers): a run that is sharded by default, not by request.
+	Fallback *Input
 }
 
 // refused reports whether the runtime refused the job for its input.
@@ -258,16 +265,23 @@ func runSharded(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome,
 		lctx, cancel = context.WithDeadlineCause(ctx, start.Add(timeLimit), fmt.Errorf("--time-limit %v reached while planning the shards", timeLimit))
 		defer cancel()
 	}
-	layout, err := shard.PlanLayout(path, t.Workers, shard.PlanOptions{MaxEntries: sh.MaxEntries, Context: lctx, Logger: log})
-	if err != nil {
-		return Outcome{}, &InputError{err}
-	}
 	stateDir := sh.StateDir
 	if stateDir == "" {
 		stateDir = path + ".state"
 	}
 	if stateDir, err = filepath.Abs(stateDir); err != nil {
 		return Outcome{}, inputf("--state-dir: %v", err)
+	}
+	if path, err = shardInput(lctx, path, stateDir, sh.MaxEntries, log); err != nil {
+		return Outcome{}, err
+	}
+	layout, err := shard.PlanLayout(path, t.Workers, shard.PlanOptions{MaxEntries: sh.MaxEntries, Context: lctx, Logger: log})
+	var ue *shard.UnshardableError
+	if errors.As(err, &ue) && sh.Fallback != nil {
+		return runWhole(ctx, j, t, h, err)
+	}
+	if err != nil {
+		return Outcome{}, &InputError{err}
 	}
 	// The job's identity for its checkpoints: the layout (each spec binds
 	// the file by its size and structure checksum) and the settings.

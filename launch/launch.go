@@ -18,7 +18,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ddrun/ddrun/consensus"
 	"io"
 	"log/slog"
 	"os"
@@ -26,7 +25,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/engine"
+	"github.com/ddrun/ddrun/model/modelfile"
 	"github.com/ddrun/ddrun/model/uai"
 	"github.com/ddrun/ddrun/model/wcsp"
 	"github.com/ddrun/ddrun/solver"
@@ -258,8 +259,9 @@ func WriteAtomic(flag, path string, write func(io.Writer) error) error {
 
 // Check rejects what a sharded run cannot do with job j: other than dual
 // decomposition over one slave per factor, evidence (not applied to
-// sharded models), a tightened model, or a model file that is not indexed
-// (.ddx). Raft is fine: a sharded job has the whole-model job's lifecycle.
+// sharded models), a tightened model, or a model file of no known format
+// (another than .ddx is converted: shardInput). Raft is fine: a sharded
+// job has the whole-model job's lifecycle.
 func (s *Sharded) Check(j *engine.Job, evidence bool) error {
 	switch {
 	case j.Distributable("run") != nil:
@@ -270,9 +272,8 @@ func (s *Sharded) Check(j *engine.Job, evidence bool) error {
 		return inputf("run --sharded: --evidence is not applied to sharded models (fold it into the model first)")
 	case j.Settings.Tighten != "none":
 		return inputf("run --sharded: --tighten %s needs the whole model", j.Settings.Tighten)
-	case !strings.HasSuffix(strings.ToLower(s.Path), ".ddx"):
-		return inputf("run --sharded: %s: the workers read an indexed model (.ddx) at the same path; convert it first: coordinator convert %s %s.ddx",
-			s.Path, s.Path, strings.TrimSuffix(s.Path, filepath.Ext(s.Path)))
+	case modelfile.FormatOf(s.Path) == modelfile.Unknown:
+		return inputf("run: %s: unknown model format", s.Path)
 	}
 	return nil
 }

@@ -141,7 +141,9 @@ func TestShardedCheck(t *testing.T) {
 		{job("slaves", "chains"), "m.ddx", false, "run --sharded: --slaves chains: a sharded run has one slave per factor"},
 		{job(), "m.ddx", true, "run --sharded: --evidence is not applied"},
 		{job("tighten", "cycles"), "m.ddx", false, "run --sharded: --tighten cycles needs the whole model"},
-		{job(), "m.uai", false, "run --sharded: m.uai: the workers read an indexed model (.ddx) at the same path; convert it first: coordinator convert m.uai m.ddx"},
+		{job(), "m.uai", false, ""}, // converted into the state directory
+		{job(), "m.msgpack", false, ""},
+		{job(), "m.txt", false, "run: m.txt: unknown model format"},
 	} {
 		err := (&Sharded{Path: c.path}).Check(c.j, c.ev)
 		switch {
@@ -149,6 +151,43 @@ func TestShardedCheck(t *testing.T) {
 			t.Errorf("%s: %v", c.path, err)
 		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want) || !IsInput(err)):
 			t.Errorf("%v, want an input error %q", err, c.want)
+		}
+	}
+}
+
+// TestWholeReason: what keeps a distributed run on the whole model, and
+// that a plain run of dual decomposition is sharded.
+func TestWholeReason(t *testing.T) {
+	job := func(set ...string) *engine.Job {
+		s := engine.Defaults()
+		s.Given, s.Distributed = map[string]bool{}, true
+		for i := 0; i+1 < len(set); i += 2 {
+			if err := s.Set(set[i], set[i+1]); err != nil {
+				t.Fatal(err)
+			}
+			s.Given[set[i]] = true
+		}
+		j, err := engine.Prepare(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	for _, c := range []struct {
+		j    *engine.Job
+		ev   bool
+		want string
+	}{
+		{job(), false, ""},
+		{job("algo", "subgradient"), false, ""},
+		{job(), true, "--evidence"},
+		{job("exact", "true"), false, "--exact"},
+		{job("slaves", "chains"), false, "--slaves chains"},
+		{job("tighten", "cycles"), false, "--tighten cycles"},
+		{job("algo", "trws"), false, "--algo trws"},
+	} {
+		if got := WholeReason(c.j, c.ev); !strings.HasPrefix(got, c.want) || (c.want == "") != (got == "") {
+			t.Errorf("WholeReason = %q, want %q...", got, c.want)
 		}
 	}
 }

@@ -70,7 +70,7 @@ func PlanLayout(path string, workers int, opts PlanOptions) (*Layout, error) {
 	}
 	nf := sc.NumFactors()
 	if nf < workers {
-		return nil, fmt.Errorf("shard: %s: %d factors for %d workers: every worker needs one at least", path, nf, workers)
+		return nil, &UnshardableError{fmt.Errorf("shard: %s: %d factors for %d workers: every worker needs one at least", path, nf, workers)}
 	}
 	p := &planner{sc: sc, path: path, workers: workers, log: log, visit: opts.Visit}
 	start := time.Now()
@@ -131,14 +131,14 @@ func (p *planner) ranges() error {
 		Unaries: func(i int, u []float64) error {
 			for k, x := range u {
 				if math.IsInf(x, -1) {
-					return fmt.Errorf("shard: %s: variable %d: state %d is forbidden (-Inf unary); a sharded run needs every state allowed: solve the model unsharded", p.path, i, k)
+					return &UnshardableError{fmt.Errorf("shard: %s: variable %d: state %d is forbidden (-Inf unary); a sharded run needs every state allowed: solve the model unsharded", p.path, i, k)}
 				}
 			}
 			return nil
 		},
 		Factor: func(a int, rec indexed.Record, f *model.Factor) error {
 			if len(f.Vars) < 2 {
-				return fmt.Errorf("shard: %s: factor %d is over %d variables; a sharded run needs every factor over two or more (coordinator convert folds the others into the unaries)", p.path, a, len(f.Vars))
+				return &UnshardableError{fmt.Errorf("shard: %s: factor %d is over %d variables; a sharded run needs every factor over two or more (coordinator convert folds the others into the unaries)", p.path, a, len(f.Vars))}
 			}
 			if a%p.chunk == 0 {
 				p.chunkPos = append(p.chunkPos, rec.Pos)

@@ -182,3 +182,12 @@ func LoadSpec(ctx context.Context, spec []byte) (*consensus.Part, error) {
 	}
 	return LoadFlat(ctx, sp)
 }
+
+// UnshardableError is a model that a sharded run cannot take as it is (a
+// forbidden state, a factor over fewer than two variables, fewer factors
+// than workers), though the whole model could run: a front end may run it
+// unsharded instead.
+type UnshardableError struct{ Err error }
+
+func (e *UnshardableError) Error() string { return e.Err.Error() }
+func (e *UnshardableError) Unwrap() error { return e.Err }

@@ -3,7 +3,6 @@ package shard
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -15,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ddrun/ddrun/consensus"
 )
@@ -388,9 +388,12 @@ func readLE[T any](r io.Reader, size int, dec func([]byte) T, arrays [][]T) erro
 
 // StateFiles keeps sharded parts' states as state files in a directory
 // (cluster.WorkerOptions.ShardStates). After each save it removes the
-// part's older files of the job but the newest keepStates (by iteration,
-// then epoch): a coordinator keeps at most two checkpoints, plus the one
-// being written.
+// part's older files of the job but the newest keepStates (the file just
+// written, then by modification time): a coordinator keeps at most two
+// checkpoints, plus the one being written. Not by iteration: the files of
+// an earlier run of a job of the same name in the same directory (a job
+// that ended at a later iteration) would outrank a new run's and have its
+// files removed as they are written.
 type StateFiles struct{}
 
 // keepStates is how many state files of one part StateFiles keeps.
@@ -402,7 +405,7 @@ func (StateFiles) Save(_ context.Context, dir string, at StateAt, st *consensus.
 	if err != nil {
 		return nil, err
 	}
-	pruneStates(dir, at)
+	pruneStates(dir, at, ref.Name)
 	return ref.Encode(), nil
 }
 
@@ -418,35 +421,40 @@ func (StateFiles) Load(ctx context.Context, dir string, at StateAt, ref []byte, 
 }
 
 // pruneStates removes the part's state files of the job but the newest
-// keepStates; failures are left for the next save.
-func pruneStates(dir string, at StateAt) {
+// keepStates: the one just written (name) and the most recently modified
+// others; failures are left for the next save.
+func pruneStates(dir string, at StateAt, name string) {
 	names, err := filepath.Glob(filepath.Join(dir, fmt.Sprintf("%s-e*-p%d-i*.ddstate", at.Job, at.Part)))
 	if err != nil || len(names) <= keepStates {
 		return
 	}
 	type file struct {
-		name        string
-		epoch, iter uint64
+		name string
+		mod  time.Time
+		iter uint64
 	}
 	var files []file
 	for _, n := range names {
-		var f file
+		var epoch, iter uint64
 		var part int
 		base := filepath.Base(n)
 		rest := strings.TrimPrefix(base, at.Job+"-")
-		if _, err := fmt.Sscanf(rest, "e%d-p%d-i%d.ddstate", &f.epoch, &part, &f.iter); err != nil || part != at.Part {
-			continue // another job's whose name starts alike
+		if _, err := fmt.Sscanf(rest, "e%d-p%d-i%d.ddstate", &epoch, &part, &iter); err != nil || part != at.Part || base == name {
+			continue // another job's whose name starts alike, or the one just written
 		}
-		f.name = n
-		files = append(files, f)
+		fi, err := os.Stat(n)
+		if err != nil {
+			continue
+		}
+		files = append(files, file{n, fi.ModTime(), iter})
 	}
 	slices.SortFunc(files, func(a, b file) int {
-		if a.iter != b.iter {
-			return cmp.Compare(b.iter, a.iter)
+		if c := b.mod.Compare(a.mod); c != 0 {
+			return c
 		}
-		return cmp.Compare(b.epoch, a.epoch)
+		return int(min(max(int64(b.iter)-int64(a.iter), -1), 1))
 	})
-	for _, f := range files[min(keepStates, len(files)):] {
+	for _, f := range files[min(keepStates-1, len(files)):] {
 		os.Remove(f.name)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ddrun/ddrun/consensus"
 )
@@ -179,4 +180,36 @@ func FuzzStateRef(f *testing.F) {
 			t.Fatalf("unsafe name %q accepted", r.Name)
 		}
 	})
+}
+
+// The files of an earlier run of the same job in the same directory (it
+// ended at later iterations, and its files are older) go first: a new
+// run's files are kept as it writes them.
+func TestStatePruneStaleRun(t *testing.T) {
+	dir := t.TempDir()
+	st, at, _ := testState()
+	old := time.Now().Add(-time.Hour)
+	for _, it := range []int{400, 500, 600} {
+		at.Iter = it
+		ref, err := WriteState(dir, at, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(filepath.Join(dir, ref.Name), old, old)
+	}
+	for _, it := range []int{100, 200} {
+		at.Iter = it
+		if _, err := (StateFiles{}).Save(context.Background(), dir, at, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names, _ := filepath.Glob(filepath.Join(dir, "*.ddstate"))
+	var got []string
+	for _, n := range names {
+		got = append(got, filepath.Base(n))
+	}
+	want := "job-1-e2-p1-i100.ddstate job-1-e2-p1-i200.ddstate job-1-e2-p1-i600.ddstate"
+	if strings.Join(got, " ") != want {
+		t.Errorf("kept %v, want %s", got, want)
+	}
 }

@@ -43,12 +43,12 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.job, "job", "", "job `ID` (default: random); namespaces the NATS subjects")
 	fs.StringVar(&r.listen, "nats-listen", "127.0.0.1:0", "`ADDR` of the embedded NATS server when --nats is not given")
 	fs.BoolVar(&r.local, "local", false, "start the worker processes on this machine and stop them at the end")
-	fs.BoolVar(&r.sharded, "sharded", false, "no process holds the whole model: each worker reads its part of MODEL (an indexed .ddx file at a path every worker sees) and the coordinator keeps only the boundary (docs/scaling.md)")
+	fs.BoolVar(&r.sharded, "sharded", false, "fail rather than hold the whole model; --sharded=false: hold it (runs are sharded by default: each worker reads its part of MODEL, converted to .ddx in --state-dir, and the coordinator keeps the boundary; docs/scaling.md)")
 	fs.Var(cli.Duration(&r.wait, 30*time.Second), "wait", "how long to wait for enough workers to join the pool (a job whose workers are busy with other jobs waits for them)")
 	fs.Var(cli.Duration(&r.stepTimeout, 5*time.Minute), "step-timeout", "how long to wait for the workers' answers to one iteration")
 	fs.Var(cli.Duration(&r.lostAfter, 3*time.Second), "lost-after", "a worker silent this long is lost; its part restarts on a spare worker")
 	fs.Var(cli.Duration(&r.spareWait, 10*time.Second), "spare-wait", "how long a lost worker's part waits for a spare worker before the job continues on the workers left")
-	fs.StringVar(&r.stateDir, "state-dir", "", "with --sharded: the `DIR` every worker sees where the workers save their parts' states for checkpoints (default: MODEL.state beside the model file)")
+	fs.StringVar(&r.stateDir, "state-dir", "", "the `DIR` every worker sees where a sharded run's model is converted to .ddx and its parts' states saved (default: MODEL.state beside the model file)")
 	r.ck.register(fs)
 	r.raft.register(fs)
 }
@@ -62,9 +62,6 @@ func (r *runFlags) check(t *launch.Target) error {
 	}
 	if err := t.Check(r.nats.URL != "", r.local); err != nil {
 		return inputError(err)
-	}
-	if r.stateDir != "" && !r.sharded {
-		return usagef("--state-dir is for --sharded runs (other runs keep the parts' states in their checkpoints)")
 	}
 	if r.job == "" {
 		var b [6]byte
@@ -196,52 +193,56 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 }
 
 // checkJob checks the flags of run and prepares its job and the target
-// it runs on: for --sharded without reading the model (the workers read
-// their parts), else with the model read (its bytes hashed into h).
+// it runs on: sharded without reading the model (the workers read their
+// parts), unless launch.WholeReason says why it holds the whole model
+// (read, its bytes hashed into h).
 func (r *runFlags) checkJob(ctx context.Context, start time.Time, fs *flag.FlagSet, f *solveFlags, pos []string, h io.Writer, con *cli.Console) (spec, launch.Target, error) {
-	var sp spec
-	var t launch.Target
-	var err error
-	if r.sharded {
-		if sp, err = f.prepare(fs, "run", pos); err != nil {
-			return nil, t, err
-		}
-		t = r.target(pos[0], *f, start, con)
-		if err := noSearchPhase(&sp.Settings, &t, f.quiet, fs, con); err != nil {
-			return nil, t, err
-		}
-		if err := t.Sharded.Check(sp, f.evidence != ""); err != nil {
-			return nil, t, inputError(err)
-		}
+	sp, err := f.prepare(fs, "run", pos)
+	if err != nil {
+		return nil, launch.Target{}, err
+	}
+	why := "" // --sharded asks for it, whatever the errors
+	switch {
+	case !r.sharded && cli.IsSet(fs, "sharded"):
+		why = "--sharded=false"
+	case !r.sharded:
+		why = launch.WholeReason(sp, f.evidence != "")
+	}
+	t := r.target(pos[0], *f, why == "", start, con)
+	if why == "" {
+		err = t.Sharded.Check(sp, f.evidence != "")
 	} else {
+		if !f.quiet {
+			con.Print("whole", "run: the coordinator holds the whole model: "+why, "why", why)
+		}
 		if sp, err = f.load(ctx, start, fs, "run", pos, h, con); err != nil {
 			return nil, t, err
 		}
-		t = r.target(pos[0], *f, start, con)
-		if err := t.CheckMode(sp, "run"); err != nil {
-			return nil, t, inputError(err)
-		}
+		err = t.CheckMode(sp, "run")
+	}
+	if err != nil {
+		return nil, t, inputError(err)
 	}
 	if err := r.check(&t); err != nil {
 		return nil, t, err
 	}
-	if t.Sharded == nil { // a sharded run's was settled before its checks
-		if err := noSearchPhase(&sp.Settings, &t, f.quiet, fs, con); err != nil {
-			return nil, t, err
-		}
-	}
-	return sp, t, nil
+	return sp, t, noSearchPhase(&sp.Settings, &t, f.quiet, fs, con)
 }
 
 // target is where run's job runs, from the flags: the job named by the
-// model file name (its Hash is set once the files are read).
-func (r *runFlags) target(name string, f solveFlags, start time.Time, con *cli.Console) launch.Target {
+// model file name (its Hash is set once the files are read), sharded or
+// not (a run sharded by default falls back to the whole model when the
+// plan refuses it).
+func (r *runFlags) target(name string, f solveFlags, sharded bool, start time.Time, con *cli.Console) launch.Target {
 	log := con.Logger()
 	t := launch.Target{Workers: r.workers, Job: r.job, Name: name, Wait: r.wait, StepTimeout: r.stepTimeout, LostAfter: r.lostAfter,
 		SpareWait: r.spareWait, Checkpoints: launch.Checkpoints{Every: r.ck.every, Interval: r.ck.interval, Dir: r.ck.dir, Resume: r.ck.resume},
 		Out: f.out, Assignment: f.json, Start: start, Logger: log}
-	if r.sharded {
+	if sharded {
 		t.Sharded = &launch.Sharded{Path: name, StateDir: r.stateDir, MaxEntries: f.maxEntries}
+		if !r.sharded {
+			t.Sharded.Fallback = &launch.Input{Path: name, Evidence: f.evidence, MaxEntries: f.maxEntries}
+		}
 	}
 	if r.raft.enabled() {
 		t.Raft = r.raft.target(r.ck.dir, con)

@@ -8,8 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ddrun/ddrun/cluster"
-	"github.com/ddrun/ddrun/dsearch"
+	"github.com/ddrun/ddrun/launch"
 	"github.com/ddrun/ddrun/model/modelfile"
 	"github.com/ddrun/ddrun/transport"
 )
@@ -36,17 +35,11 @@ func workerPool(t *testing.T, n int) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			if err := dsearch.Serve(ctx, tr, dsearch.WorkerOptions{Name: name, Threads: 1}); err != nil {
-				t.Error(err)
-			}
-		}()
-		go func() {
+		wg.Add(1)
+		go func() { // both protocols, sharded parts included, as cmd/worker serves them
 			defer wg.Done()
 			defer tr.Close()
-			if err := cluster.Serve(ctx, tr, cluster.WorkerOptions{Name: name, Threads: 1}); err != nil && ctx.Err() == nil {
+			if err := launch.ServeWorker(ctx, tr, launch.Worker{Name: name, Threads: 1}); err != nil && ctx.Err() == nil {
 				t.Error(err)
 			}
 		}()

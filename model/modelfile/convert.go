@@ -1,14 +1,18 @@
 package modelfile
 
 import (
+	"bufio"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/indexed"
+	"github.com/ddrun/ddrun/model/native"
 	"github.com/ddrun/ddrun/model/uai"
 )
 
@@ -32,10 +36,12 @@ type ConvertOptions struct {
 // its name says. UAI to indexed streams in memory that does not grow with
 // the factors: the UAI file is read twice (uai.StreamScopes: a scope and
 // its table at a time) and the writer spills the structure to temporary
-// files beside out (indexed.WriteOptions.TempDir). An indexed output has
+// files beside out (indexed.WriteOptions.TempDir); so does native msgpack
+// (native.ReadMsgpackStream: the file read three times, a factor at a
+// time). An indexed output has
 // the factors over fewer than 2 variables folded into the unaries and the
 // constant unless o.KeepUnaryFactors. Other conversions read the whole
-// model first (native JSON and msgpack are decoded whole; a UAI or native
+// model first (native JSON is decoded whole; a UAI or native
 // output is written from a whole model). On failure out and the temporary
 // files are removed.
 func Convert(ctx context.Context, in, out string, o ConvertOptions) (err error) {
@@ -69,6 +75,9 @@ func Convert(ctx context.Context, in, out string, o ConvertOptions) (err error) 
 	}()
 	wopts := indexed.WriteOptions{BlockSize: o.BlockSize, FoldUnary: !o.KeepUnaryFactors,
 		TempDir: filepath.Dir(out), Context: ctx}
+	if FormatOf(in) == Native && isMsgpack(in) {
+		return streamMsgpack(ctx, in, f, o, wopts)
+	}
 	if FormatOf(in) != UAI {
 		m, err := LoadWith(ctx, in, Options{MaxEntries: o.MaxEntries})
 		if err != nil {
@@ -110,7 +119,14 @@ func streamUAI(ctx context.Context, in string, f *os.File, o ConvertOptions, wop
 		if err != nil {
 			return nil, err
 		}
-		return readCloser{newCtxReader(ctx, src), src}, nil
+		var r io.Reader = newCtxReader(ctx, src)
+		if isXZ(in) { // gzip is the UAI reader's own
+			if r, err = newXZReader(r, in, o.MaxEntries); err != nil {
+				src.Close()
+				return nil, err
+			}
+		}
+		return readCloser{r, src}, nil
 	}
 	err := uai.StreamScopes(open, in, ropts, func(cards []int, factors int) error {
 		nf = factors
@@ -141,6 +157,89 @@ func streamUAI(ctx context.Context, in string, f *os.File, o ConvertOptions, wop
 		return err
 	}
 	return w.Close()
+}
+
+// isMsgpack reports whether path names a native msgpack file (.msgpack,
+// .mp, with .gz or .xz).
+func isMsgpack(path string) bool {
+	f, err := native.FormatOf(strings.TrimSuffix(strings.ToLower(path), ".xz"))
+	return err == nil && f == native.Msgpack
+}
+
+// streamMsgpack converts a native msgpack file to an indexed one a
+// variable and a factor at a time (native.ReadMsgpackStream, which reads
+// the file three times); the writer spills the structure beside out.
+func streamMsgpack(ctx context.Context, in string, f *os.File, o ConvertOptions, wopts indexed.WriteOptions) error {
+	var w *indexed.Writer
+	defer func() {
+		if w != nil {
+			w.Abort() // after Close: nothing left to do
+		}
+	}()
+	nf := 0 // the factors the file declares
+	sink := native.Sink{
+		Factors: func(n int) { nf = n },
+		Begin: func(constant float64, _ int) error {
+			var err error
+			w, err = indexed.NewStreamWriter(f, constant, wopts)
+			return err
+		},
+		Var: func(_, card int, u []float64) error { return w.AddVar(card, u) },
+		Factor: func(a int, fa *model.Factor) error {
+			if err := w.Add(fa); err != nil {
+				return err
+			}
+			if o.Progress != nil {
+				o.Progress(a+1, nf)
+			}
+			return nil
+		},
+	}
+	err := native.ReadMsgpackStream(OpenAt(ctx, in, o.MaxEntries), in, native.ReadOptions{MaxEntries: o.MaxEntries, Context: ctx}, sink)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%s: reading stopped: %w", in, context.Cause(ctx))
+	}
+	if err != nil {
+		return err
+	}
+	if w == nil {
+		return fmt.Errorf("%s: no model read", in)
+	}
+	return w.Close()
+}
+
+// OpenAt opens the model file at path for reading from offset off of its
+// bytes, decompressed (gzip, recognised by its magic bytes, or xz, by its
+// name; bounded by the entry limit maxEntries as the readers bound them):
+// a plain file seeks there, a compressed one is decompressed up to there.
+func OpenAt(ctx context.Context, path string, maxEntries int) native.Opener {
+	return func(off int64) (io.ReadCloser, error) {
+		fh, err := openCtx(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		var r io.Reader = bufio.NewReaderSize(newCtxReader(ctx, fh), 1<<16)
+		compressed := true
+		switch magic, _ := r.(*bufio.Reader).Peek(2); {
+		case isXZ(path):
+			r, err = newXZReader(r, path, maxEntries)
+		case len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b:
+			r, err = gzip.NewReader(r)
+		default:
+			compressed = false
+			if _, err = fh.Seek(off, io.SeekStart); err == nil {
+				r = newCtxReader(ctx, fh)
+			}
+		}
+		if err == nil && compressed && off > 0 {
+			_, err = io.CopyN(io.Discard, r, off)
+		}
+		if err != nil {
+			fh.Close()
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return readCloser{r, fh}, nil
+	}
 }
 
 // readCloser reads from r and closes c.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/indexed"
 	"github.com/ddrun/ddrun/model/uai"
 )
 
@@ -216,3 +217,85 @@ func TestConvertBoundedMemory(t *testing.T) {
 }
 
 func mb(b uint64) float64 { return float64(b) / 1e6 }
+
+// TestConvertMsgpackStreams: a msgpack model (plain and gzip) converts
+// to the very bytes of the .ddx written from the whole model, and a
+// truncated file fails with the output removed.
+func TestConvertMsgpackStreams(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	m := generate.Logic(generate.LogicOptions{Vars: 15, Factors: 12, Couplings: 10, MaxArity: 4, Rho: 1, Seed: 5})
+	m.Factors = append(m.Factors,
+		model.Factor{Kind: model.Dense, Vars: []int{7}, Table: []float64{0.5, -1}}, // folded into the unaries
+		model.Factor{Kind: model.Sequence, Vars: []int{2, 3, 4}, Table: []float64{1, 2, 3, 4}}.WithEmission([]float64{1, 0, 0, 1, 1, 0}))
+	m.Constant = 1.25
+	want := filepath.Join(dir, "whole.ddx")
+	f, err := os.Create(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := indexed.Write(f, m, indexed.WriteOptions{FoldUnary: true}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	wantBytes, _ := os.ReadFile(want)
+	for _, name := range []string{"m.msgpack", "m.mp.gz"} {
+		in, out := filepath.Join(dir, name), filepath.Join(dir, name+".ddx")
+		if err := Save(in, m); err != nil {
+			t.Fatal(err)
+		}
+		var last int
+		if err := Convert(ctx, in, out, ConvertOptions{Progress: func(done, total int) { last = total }}); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := os.ReadFile(out)
+		if string(got) != string(wantBytes) {
+			t.Fatalf("%s: the streamed .ddx differs from the whole model's", name)
+		}
+		if last != len(m.Factors) {
+			t.Fatalf("%s: progress total %d, want %d", name, last, len(m.Factors))
+		}
+		back, err := Load(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeScores(t, m, back, 1e-12)
+	}
+	// Truncated: an error naming the file, no output.
+	data, _ := os.ReadFile(filepath.Join(dir, "m.msgpack"))
+	bad := filepath.Join(dir, "bad.msgpack")
+	os.WriteFile(bad, data[:len(data)-5], 0o644)
+	err = Convert(ctx, bad, filepath.Join(dir, "bad.ddx"), ConvertOptions{})
+	if err == nil || !strings.Contains(err.Error(), bad) {
+		t.Fatalf("truncated file: %v", err)
+	}
+	if _, serr := os.Stat(filepath.Join(dir, "bad.ddx")); serr == nil {
+		t.Fatal("a failed conversion left its output")
+	}
+}
+
+// TestConvertXZStreams: an xz-compressed UAI file and an xz-compressed
+// msgpack file convert to the very .ddx of their plain files.
+func TestConvertXZStreams(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	m := generate.Potts(generate.GridOptions{Height: 5, Width: 6, Labels: 3, Rho: 1, Seed: 7})
+	for _, name := range []string{"g.uai", "g.msgpack"} {
+		plain := filepath.Join(dir, name)
+		if err := Save(plain, m); err != nil {
+			t.Fatal(err)
+		}
+		data, _ := os.ReadFile(plain)
+		xzPath := writeXZ(t, dir, name+".xz", string(data))
+		for _, in := range []string{plain, xzPath} {
+			if err := Convert(ctx, in, in+".ddx", ConvertOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a, _ := os.ReadFile(plain + ".ddx")
+		b, _ := os.ReadFile(xzPath + ".ddx")
+		if len(a) == 0 || string(a) != string(b) {
+			t.Errorf("%s: the .xz converts to other bytes than the plain file", name)
+		}
+	}
+}

@@ -48,20 +48,8 @@ func describeNonFinite(v float64) string {
 // limit bounds the total states and, on its own, the total table entries;
 // both are checked before the model is allocated.
 func (r *rawModel) build(limit int) (*model.Model, error) {
-	if !r.hasFormat {
-		return nil, placeErr("", "missing field %q (want %q)", "format", formatName)
-	}
-	if r.format != formatName {
-		return nil, placeErr("format", "%s, want %q", quote(r.format), formatName)
-	}
-	if !r.hasVersion {
-		return nil, placeErr("", "missing field %q", "version")
-	}
-	if r.version != formatVersion {
-		return nil, placeErr("version", "%d is not supported (this reader knows version %d)", r.version, formatVersion)
-	}
-	if !r.hasCards {
-		return nil, placeErr("", "missing field %q", "cards")
+	if err := r.checkHead(); err != nil {
+		return nil, err
 	}
 	total := 0
 	for i, c := range r.cards {
@@ -94,6 +82,23 @@ func (r *rawModel) build(limit int) (*model.Model, error) {
 		return nil, &Error{Msg: "invalid model: " + err.Error(), Err: err}
 	}
 	return m, nil
+}
+
+// checkHead checks the document's format, version and that it has cards.
+func (r *rawModel) checkHead() *Error {
+	switch {
+	case !r.hasFormat:
+		return placeErr("", "missing field %q (want %q)", "format", formatName)
+	case r.format != formatName:
+		return placeErr("format", "%s, want %q", quote(r.format), formatName)
+	case !r.hasVersion:
+		return placeErr("", "missing field %q", "version")
+	case r.version != formatVersion:
+		return placeErr("version", "%d is not supported (this reader knows version %d)", r.version, formatVersion)
+	case !r.hasCards:
+		return placeErr("", "missing field %q", "cards")
+	}
+	return nil
 }
 
 // checkFreeStates bounds the states of the variables that nothing in the
@@ -181,10 +186,17 @@ func (r *rawModel) buildFactors(m *model.Model) error {
 	m.Factors = make([]model.Factor, len(r.factors))
 	// last[v] is 1 + the last factor whose scope holds v, to find repeats.
 	last := make([]int, len(r.cards))
+	sc := scopeCards{n: len(m.Cards), card: func(v int) int { return m.Cards[v] }, repeat: func(a, v int) bool {
+		if last[v] == a+1 {
+			return true
+		}
+		last[v] = a + 1
+		return false
+	}}
 	for a := range r.factors {
 		rf := &r.factors[a]
 		f := &m.Factors[a]
-		if err := r.buildFactor(m, a, rf, f, last); err != nil {
+		if err := r.buildFactor(&sc, a, rf, f); err != nil {
 			return err.atOffset(rf.pos)
 		}
 	}
@@ -211,7 +223,42 @@ func fieldsOf(k model.Kind) kindFields {
 	return kindFields{negated: true}
 }
 
-func (r *rawModel) buildFactor(m *model.Model, a int, rf *rawFactor, f *model.Factor, last []int) *Error {
+// scopeCards is what building a factor needs of the variables: their
+// number n, each one's cardinality, and whether v is a repeat in the scope
+// of factor a (called once per scope entry, in order).
+type scopeCards struct {
+	n      int
+	card   func(v int) int
+	repeat func(a, v int) bool
+	local  model.Model // a sequence's scope as a model of its own
+	iota   []int
+}
+
+// tableSize is the number of entries of a table over vars
+// (model.Model.TableSize).
+func (sc *scopeCards) tableSize(vars []int) (int, error) {
+	return sc.localOf(vars).TableSize(sc.iotaOf(len(vars)))
+}
+
+// localOf is the model of vars' cardinalities alone (variable k is
+// vars[k]), valid until the next call.
+func (sc *scopeCards) localOf(vars []int) *model.Model {
+	sc.local.Cards = sc.local.Cards[:0]
+	for _, v := range vars {
+		sc.local.Cards = append(sc.local.Cards, sc.card(v))
+	}
+	return &sc.local
+}
+
+// iotaOf is 0..k-1.
+func (sc *scopeCards) iotaOf(k int) []int {
+	for len(sc.iota) < k {
+		sc.iota = append(sc.iota, len(sc.iota))
+	}
+	return sc.iota[:k]
+}
+
+func (r *rawModel) buildFactor(sc *scopeCards, a int, rf *rawFactor, f *model.Factor) *Error {
 	if !rf.hasKind {
 		return placeErr(fmt.Sprintf("factors[%d]", a), "missing field %q", "kind")
 	}
@@ -246,15 +293,14 @@ func (r *rawModel) buildFactor(m *model.Model, a int, rf *rawFactor, f *model.Fa
 		return placeErr(place(), "missing field %q", "vars")
 	}
 	vars := r.vars[rf.vars.off : rf.vars.off+rf.vars.n : rf.vars.off+rf.vars.n]
-	n := len(m.Cards)
+	n := sc.n
 	for i, v := range vars {
 		if v < 0 || v >= n {
 			return placeErr(fmt.Sprintf("factors[%d].vars[%d]", a, i), "variable %d out of range [0,%d)", v, n)
 		}
-		if last[v] == a+1 {
+		if sc.repeat(a, v) {
 			return placeErr(field("vars"), "variable %d appears twice", v)
 		}
-		last[v] = a + 1
 	}
 	f.Vars = vars
 
@@ -263,7 +309,7 @@ func (r *rawModel) buildFactor(m *model.Model, a int, rf *rawFactor, f *model.Fa
 		if !rf.table.ok {
 			return placeErr(place(), "missing field %q", "table")
 		}
-		size, err := m.TableSize(vars)
+		size, err := sc.tableSize(vars)
 		if err != nil {
 			return placeErr(place(), "%v", err)
 		}
@@ -278,12 +324,12 @@ func (r *rawModel) buildFactor(m *model.Model, a int, rf *rawFactor, f *model.Fa
 		}
 		f.Table = t
 	case model.Sequence:
-		return r.buildSequence(m, a, rf, f)
+		return r.buildSequence(sc, a, rf, f)
 	case model.Pair, model.Potts, model.TruncLinear, model.TruncQuad:
 		if len(vars) != 2 {
 			return placeErr(place(), "needs 2 variables, has %d", len(vars))
 		}
-		c0, c1 := m.Cards[vars[0]], m.Cards[vars[1]]
+		c0, c1 := sc.card(vars[0]), sc.card(vars[1])
 		if k == model.Pair && (c0 != 2 || c1 != 2) {
 			return placeErr(place(), "variables must be binary, cardinalities are (%d, %d)", c0, c1)
 		}
@@ -315,8 +361,8 @@ func (r *rawModel) buildFactor(m *model.Model, a int, rf *rawFactor, f *model.Fa
 			return placeErr(place(), "needs at least %d variables, has %d", min, len(vars))
 		}
 		for _, v := range vars {
-			if m.Cards[v] != 2 {
-				return placeErr(place(), "variable %d has cardinality %d, logic factors need binary variables", v, m.Cards[v])
+			if c := sc.card(v); c != 2 {
+				return placeErr(place(), "variable %d has cardinality %d, logic factors need binary variables", v, c)
 			}
 		}
 		if rf.negated.ok {
@@ -340,7 +386,7 @@ func (r *rawModel) buildFactor(m *model.Model, a int, rf *rawFactor, f *model.Fa
 
 // buildSequence checks a sequence factor's transitions and emission and sets
 // them; f.Vars is set and checked.
-func (r *rawModel) buildSequence(m *model.Model, a int, rf *rawFactor, f *model.Factor) *Error {
+func (r *rawModel) buildSequence(sc *scopeCards, a int, rf *rawFactor, f *model.Factor) *Error {
 	place := fmt.Sprintf("factors[%d] (%s)", a, model.Sequence)
 	if len(f.Vars) < 2 {
 		return placeErr(place, "needs at least 2 variables, has %d", len(f.Vars))
@@ -354,7 +400,8 @@ func (r *rawModel) buildSequence(m *model.Model, a int, rf *rawFactor, f *model.
 		return placeErr(place, "transitions have %d entries, more than %d", rf.table.n, model.MaxTableEntries)
 	}
 	f.Table = r.tables[rf.table.off : rf.table.off+rf.table.n : rf.table.off+rf.table.n]
-	if _, _, err := model.SequenceTransitions(m, f); err != nil {
+	local := model.Factor{Kind: model.Sequence, Vars: sc.iotaOf(len(f.Vars)), Table: f.Table}
+	if _, _, err := model.SequenceTransitions(sc.localOf(f.Vars), &local); err != nil {
 		return placeErr(place, "%v", err)
 	}
 	for i, v := range f.Table {
@@ -368,7 +415,7 @@ func (r *rawModel) buildSequence(m *model.Model, a int, rf *rawFactor, f *model.
 	// The scope has no repeats, so this is at most the unary entries.
 	size := 0
 	for _, v := range f.Vars {
-		size += m.Cards[v]
+		size += sc.card(v)
 	}
 	if rf.emission.n != size {
 		return placeErr(fmt.Sprintf("factors[%d].emission", a), "%d entries, scope needs %d", rf.emission.n, size)

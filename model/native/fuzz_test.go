@@ -74,7 +74,8 @@ func FuzzReadJSON(f *testing.F) {
 	})
 }
 
-func FuzzReadMsgpack(f *testing.F) {
+// addMsgpackSeeds adds the seed models and the error cases in msgpack.
+func addMsgpackSeeds(f *testing.F) {
 	for _, m := range seedModels() {
 		var b bytes.Buffer
 		if err := Write(&b, m, Msgpack); err != nil {
@@ -87,6 +88,10 @@ func FuzzReadMsgpack(f *testing.F) {
 			f.Add(toMsgpack(f, c.json))
 		}
 	}
+}
+
+func FuzzReadMsgpack(f *testing.F) {
+	addMsgpackSeeds(f)
 	f.Add(toMsgpack(f, denseDoc(17))) // 2^17 table entries: over fuzzLimits
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ReadWith(bytes.NewReader(data), "fuzz.msgpack", Msgpack, fuzzLimits)

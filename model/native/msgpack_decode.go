@@ -74,6 +74,21 @@ func (d *mpDecoder) key(keys []string) (int, string, error) {
 	return -1, string(k), nil
 }
 
+// topKey reads a key of the document's map: a known field, not seen
+// before.
+func (d *mpDecoder) topKey(seen *seenKeys) (string, error) {
+	i, name, err := d.key(topKeys[:])
+	switch {
+	case err != nil:
+		return "", at("", err)
+	case i < 0:
+		return "", placeErr("", "unknown field %s", quote(name))
+	case !seen.add(i):
+		return "", placeErr(name, "repeated field")
+	}
+	return name, nil
+}
+
 func (d *mpDecoder) document() error {
 	n, err := d.r.length(true)
 	if err != nil {
@@ -82,15 +97,9 @@ func (d *mpDecoder) document() error {
 	var seen seenKeys
 	raw := d.raw
 	for range n {
-		i, name, err := d.key(topKeys[:])
+		name, err := d.topKey(&seen)
 		if err != nil {
-			return at("", err)
-		}
-		if i < 0 {
-			return placeErr("", "unknown field %s", quote(name))
-		}
-		if !seen.add(i) {
-			return placeErr(name, "repeated field")
+			return err
 		}
 		if d.r.isNil() {
 			continue // null: absent

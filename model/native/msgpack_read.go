@@ -12,11 +12,14 @@ import (
 type mpReader struct {
 	b   []byte
 	off int
+	// base is the input's offset of b[0] (a value framed from a stream:
+	// ReadMsgpackStream), for the messages.
+	base int64
 }
 
 // mpError is a decoding error at the reader's offset.
 func (r *mpReader) errorf(format string, args ...any) error {
-	return fmt.Errorf(format+" (at byte %d)", append(args, r.off)...)
+	return fmt.Errorf(format+" (at byte %d)", append(args, r.base+int64(r.off))...)
 }
 
 func (r *mpReader) left() int { return len(r.b) - r.off }

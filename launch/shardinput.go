@@ -1,0 +1,104 @@
+package launch
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/engine"
+	"github.com/ddrun/ddrun/model/indexed"
+	"github.com/ddrun/ddrun/model/modelfile"
+)
+
+// This file decides what a distributed run's model becomes: every run on
+// workers is sharded (the coordinator keeps the boundary, the workers read
+// their parts of an indexed file), its input converted to that file when
+// it is not one, except for what the sharded path cannot do yet
+// (WholeReason) and models it cannot take (runWhole).
+
+// WholeReason says why job j (evidence: with an evidence file) runs on
+// workers with the whole model on the coordinator instead of sharded, or
+// "" when it runs sharded: the sharded path has one slave per factor, no
+// tightening, no branch and bound (--exact, the anytime phases' search)
+// and applies no evidence yet; the other algorithms are not dual
+// decomposition.
+func WholeReason(j *engine.Job, evidence bool) string {
+	s := &j.Settings
+	switch {
+	case s.Exact:
+		return "--exact: branch and bound ships the whole model to every worker"
+	case s.AnytimeOn:
+		return "the anytime phases' branch and bound ships the whole model to every worker"
+	case !j.Algorithm.Distributed:
+		return fmt.Sprintf("--algo %s is not dual decomposition", j.Algorithm.Name)
+	case s.Tighten != "none":
+		return fmt.Sprintf("--tighten %s regroups the whole model", s.Tighten)
+	case j.DD().Slaves != consensus.PerFactor:
+		return fmt.Sprintf("--slaves %s: a sharded run has one slave per factor", j.DD().Slaves)
+	case evidence:
+		return "--evidence is applied to the whole model (not folded into a sharded one yet)"
+	}
+	return ""
+}
+
+// shardInput is the indexed model file the workers of a sharded run read:
+// path itself when it is one, else path converted to stateDir/NAME.ddx
+// (NAME: path's base name, extensions included) by modelfile.Convert,
+// which streams UAI (plain, gzip, xz, .LG) and native msgpack in memory
+// that does not grow with the model (native JSON and WCSP are read whole
+// for the conversion, and freed before the run). The file is written
+// beside its place and renamed into it, so that members of a Raft group
+// converting the same model into a shared directory each leave the same
+// complete file.
+func shardInput(ctx context.Context, path, stateDir string, maxEntries int, log *slog.Logger) (string, error) {
+	if modelfile.FormatOf(path) == modelfile.Indexed {
+		return path, nil
+	}
+	if modelfile.FormatOf(path) == modelfile.Unknown {
+		return "", inputf("%s: unknown model format", path)
+	}
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+		return "", inputf("--state-dir: %v", err)
+	}
+	name := filepath.Base(path) // the whole name: m.uai and m.json sharing a --state-dir convert apart
+	out := filepath.Join(stateDir, name+indexed.Ext)
+	tmp, err := os.CreateTemp(stateDir, "."+name+"-*"+indexed.Ext)
+	if err != nil {
+		return "", inputf("--state-dir: %v", err)
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name())
+	start := time.Now()
+	if err := modelfile.Convert(ctx, path, tmp.Name(), modelfile.ConvertOptions{MaxEntries: maxEntries}); err != nil {
+		return "", &InputError{err}
+	}
+	if err := os.Rename(tmp.Name(), out); err != nil {
+		return "", fmt.Errorf("--state-dir: %w", err)
+	}
+	log.Info("sharding: model converted", "from", path, "to", out, "seconds", time.Since(start).Seconds())
+	return out, nil
+}
+
+// runWhole runs j on the whole model after its sharded plan refused the
+// model (why: a forbidden state, a factor that stayed over one variable,
+// fewer factors than workers): the coordinator reads it (Load, with
+// Sharded.Fallback's input) and runs the job as runJob does.
+func runWhole(ctx context.Context, j *engine.Job, t Target, h Hooks, why error) (Outcome, error) {
+	t.Logger.Warn("the model cannot be sharded: the coordinator holds it whole", "why", why.Error())
+	in := *t.Sharded.Fallback
+	hash := sha256.New() // the job's identity, as the front end hashes a whole model's files
+	in.Tee, in.Start = hash, t.Start
+	if err := Load(ctx, j, in); err != nil {
+		return Outcome{}, err
+	}
+	t.Hash, t.Sharded = hash.Sum(nil), nil
+	if err := t.CheckMode(j, "run"); err != nil {
+		return Outcome{}, err
+	}
+	return runJob(ctx, j, t, h)
+}

@@ -1,0 +1,108 @@
+package launch
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/ddrun/ddrun/engine"
+	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/modelfile"
+	"github.com/ddrun/ddrun/model/uai"
+	"github.com/ddrun/ddrun/transport"
+)
+
+// workers serves n workers (ServeWorker) on an in-process transport until
+// the test ends.
+func workers(t *testing.T, n int) transport.Transport {
+	tr := transport.NewInProc()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	for i := range n {
+		wg.Go(func() {
+			if err := ServeWorker(ctx, tr, Worker{Name: string(rune('a' + i)), Threads: 1}); err != nil && ctx.Err() == nil {
+				t.Error(err)
+			}
+		})
+	}
+	return tr
+}
+
+func admmJob(t *testing.T) *engine.Job {
+	s := engine.Defaults()
+	s.Given, s.Distributed = map[string]bool{"algo": true}, true
+	s.Algo, s.Threads, s.MaxIter, s.Tol = "admm", 1, 100, 0
+	j, err := engine.Prepare(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// TestDefaultShardedRun: a run sharded by default converts a msgpack
+// model into its state directory and reaches solve's iterations and dual
+// with a primal within 0.1%, the exact score of --out; a model the plan
+// refuses (a forbidden state) runs whole instead, solve's result to the
+// bit.
+func TestDefaultShardedRun(t *testing.T) {
+	dir := t.TempDir()
+	tr := workers(t, 2)
+	grid := generate.Potts(generate.GridOptions{Height: 8, Width: 9, Labels: 3, Rho: 3, Seed: 3})
+	hard := generate.Potts(generate.GridOptions{Height: 4, Width: 5, Labels: 3, Rho: 3, Seed: 4})
+	hard.Unaries(7)[1] = math.Inf(-1)
+	for i, c := range []struct {
+		m       *model.Model
+		name    string
+		sharded bool
+	}{{grid, "grid.msgpack", true}, {hard, "hard.uai", false}} {
+		path := filepath.Join(dir, c.name)
+		if err := modelfile.Save(path, c.m); err != nil {
+			t.Fatal(err)
+		}
+		want, _, err := engine.Solve(context.Background(), c.m, nil, admmJob(t).Settings, engine.Hooks{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, c.name+".mpe")
+		target := Target{Workers: 2, Transport: tr, Job: "job" + string(rune('a'+i)), Name: path, Out: out,
+			Sharded: &Sharded{Path: path, Fallback: &Input{Path: path}}}
+		j := admmJob(t)
+		o, err := Run(context.Background(), j, target, Hooks{})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		got := o.Result
+		if (o.Report.Sharded != nil) != c.sharded {
+			t.Fatalf("%s: sharded %v, want %v", c.name, o.Report.Sharded != nil, c.sharded)
+		}
+		if got.Iterations != want.Iterations || math.Abs(got.Dual-want.Dual) > 1e-9*math.Abs(want.Dual) {
+			t.Errorf("%s: %d iterations, dual %v; solve: %d, %v", c.name, got.Iterations, got.Dual, want.Iterations, want.Dual)
+		}
+		if got.Primal < want.Primal-1e-3*math.Abs(want.Primal) || !c.sharded && math.Abs(got.Primal-want.Primal) > 1e-9*math.Abs(want.Primal) {
+			t.Errorf("%s: primal %v; solve's %v", c.name, got.Primal, want.Primal)
+		}
+		if !c.sharded {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(path+".state", "grid.msgpack.ddx")); err != nil {
+			t.Errorf("the converted model: %v", err)
+		}
+		f, err := os.Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := uai.ReadMPE(f, out)
+		f.Close()
+		if err != nil || len(x) != len(c.m.Cards) {
+			t.Fatalf("--out: %d states, %v", len(x), err)
+		}
+		if s := c.m.Score(x); math.Abs(s-got.Primal) > 1e-9*math.Abs(s) {
+			t.Errorf("--out scores %v, the primal is %v", s, got.Primal)
+		}
+	}
+}
