@@ -24,7 +24,8 @@ import (
 // WholeReason says why job j (evidence: with an evidence file) runs on
 // workers with the whole model on the coordinator instead of sharded, or
 // "" when it runs sharded: the sharded path has one slave per factor, no
-// tightening, no branch and bound (--exact, the anytime phases' search)
+// tightening, no branch and bound (--exact, the anytime phases' search
+// when --anytime asks for it)
 // and applies no evidence yet; the other algorithms are not dual
 // decomposition.
 func WholeReason(j *engine.Job, evidence bool) string {
@@ -32,8 +33,12 @@ func WholeReason(j *engine.Job, evidence bool) string {
 	switch {
 	case s.Exact:
 		return "--exact: branch and bound ships the whole model to every worker"
-	case s.AnytimeOn:
-		return "the anytime phases' branch and bound ships the whole model to every worker"
+	case s.AnytimeOn && s.Given["anytime"]:
+		// Asked for: the phases' search ships the whole model. Turned on
+		// by --time-limit alone, they lose their search on a sharded run
+		// instead (Target.NoSearch), which keeps the model off the
+		// coordinator and runs the relaxation the class chooses.
+		return "--anytime: the phases' branch and bound ships the whole model to every worker"
 	case !j.Algorithm.Distributed:
 		return fmt.Sprintf("--algo %s is not dual decomposition", j.Algorithm.Name)
 	case s.Tighten != "none":
