@@ -70,6 +70,7 @@ type SOCStats struct {
 	Failed    int // LPs that failed numerically (the step is skipped)
 	LPs       int // cutting-plane LPs solved
 	Active    int // (triangle, label) tangents with a positive weight at the end
+	Globals   int // global steps (socglobal.go) run
 }
 
 // socTol is the largest violation of a clique constraint a step's cutting
@@ -119,6 +120,9 @@ type socState struct {
 	c     *lpc
 	tris  []socTri
 	stats SOCStats
+	// global is the global tangent step (socglobal.go), nil when the
+	// model is too large for it.
+	global *socGlobal
 
 	// Scratch: per edge max-marginals (cycle orientation) and changes,
 	// the joint table, the LP.
@@ -171,6 +175,7 @@ func newSOC(c *lpc) *socState {
 		s.mm[k], s.dl[k], s.y[k] = make([]float64, k2), make([]float64, k2), make([]float64, k2)
 	}
 	s.jt = make([]float64, k2*maxCycleCard)
+	s.global = newGlobal(s)
 	return s
 }
 
