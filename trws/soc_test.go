@@ -225,7 +225,7 @@ func TestSOCTable(t *testing.T) {
 	if os.Getenv("DDRUN_SOC_TABLE") == "" {
 		t.Skip("set DDRUN_SOC_TABLE to print the table")
 	}
-	for _, c := range [][3]int{{10, 10, 2}, {10, 10, 3}, {20, 20, 2}, {20, 20, 3}} {
+	for _, c := range [][3]int{{10, 10, 2}, {10, 10, 3}, {20, 20, 2}, {20, 20, 3}, {30, 30, 2}} {
 		m := oracle.SOCTestModel(rand.New(rand.NewPCG(uint64(c[0]), uint64(c[2]))), c[0], c[1], c[2])
 		line := fmt.Sprintf("%dx%d, %d labels:", c[0], c[1], c[2])
 		for _, v := range []struct {
@@ -360,5 +360,40 @@ func TestSOCStallIsInTheTangents(t *testing.T) {
 		if d := r.dual - (lpv + K); d < -1e-6 || d > 1e-6 {
 			t.Errorf("%v: bound %v, LP-S at the held tangents + K %v", c, r.dual, lpv+K)
 		}
+	}
+}
+
+// TestSOCConvergence prints the table of docs/soc.md on the iterations and
+// time TRW-S + SOC takes to come within 1e-6 (relative) of the oracle's
+// LP-S + SOC optimum, with the global step (socglobal.go) and without it
+// (the triangle steps alone), sweeps from the first iteration, at most
+// 2000 iterations. It runs only with DDRUN_SOC_TABLE set.
+func TestSOCConvergence(t *testing.T) {
+	if os.Getenv("DDRUN_SOC_TABLE") == "" {
+		t.Skip("set DDRUN_SOC_TABLE to print the table")
+	}
+	rng := rand.New(rand.NewPCG(27, 2))
+	for _, c := range socOracleCases {
+		m := oracle.SOCTestModel(rng, c[0], c[1], c[2])
+		want, _, err := oracle.LocalSOC(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := fmt.Sprintf("%v: LP-S + SOC %.9f", c, want)
+		for _, global := range []bool{false, true} {
+			r := lpcRunner(t, m, socOpts(10))
+			r.cyc.withSOC(false)
+			if !global {
+				r.cyc.soc.global = nil
+			}
+			r.cycOn = true
+			start := time.Now()
+			it := 0
+			for ; it < 2000 && r.dual > want+1e-6*max(1, math.Abs(want)); it++ {
+				r.iterate()
+			}
+			line += fmt.Sprintf(" | global %v: %d it, %v, bound %.9f", global, it, time.Since(start).Round(time.Millisecond), r.dual)
+		}
+		t.Log(line)
 	}
 }

@@ -7,40 +7,61 @@ package trws
 // triangle's tangents can move, yet the tangents of several triangles
 // together can. The step takes as its block all the tangents at once.
 //
-// With the SOC multipliers w = (u_tl, s_tl) and theta' the current tables
-// with the held tangents put back (theta plus reparameterisations, plus the
-// cycles' terms under LP-C + SOC), the dual minimised over the messages is
+// With the SOC multipliers w = (u_tl, s_tl) and theta' the model's
+// potentials (under LP-C + SOC: the current tables with the held tangents
+// put back, which hold the cycles' multipliers too), the dual minimised
+// over the messages is
 //
 //	G(w) = LP-S(theta' - A^T w) + sum_tl u_tl r(s_tl)
 //
-// (docs/soc.md, "The dual"). The step minimises G over w exactly: it solves
-// the primal, max theta'.mu over the local polytope of the whole model cut
-// by tangents of Q_l >= f(P_l) on every triangle and label, by the
-// cutting planes of the triangle steps (Kelley's method: add the tangent
-// at the current P_l of every violated constraint, solve again; Kumar,
-// Kolmogorov and Torr's SOCP-Q constraint, JMLR 10, 2009, eq. 7 variables),
-// and takes the last LP's row duals on the tangents as the new weights,
-// merged per (triangle, label) as the triangle steps do. By LP duality
-// the last LP's value V equals min over the local polytope's multipliers
-// of LP-S(theta' - sum_q u_q a_q) + sum_q u_q r_q at its duals u, and the
-// merged tangents give G(w) <= V: once TRW-S's passes have re-optimised the
-// messages for the new tables, the bound is at most V, which is within
-// the cutting planes' tolerance (socTol) of the LP-S + SOC optimum.
+// (docs/soc.md, "The dual"). The step minimises G over w: it solves the
+// primal, max theta'.mu over the local polytope of the whole model cut by
+// tangents of Q_l >= f(P_l) on every triangle and label, by Kelley's
+// cutting planes (add the tangent at the current P_l of every constraint
+// violated by more than socTol, solve again; the constraint is Kumar,
+// Kolmogorov and Torr's SOCP-Q clique constraint, JMLR 10, 2009, in the
+// variables of their eq. 7), the weighted tangents of each (triangle,
+// label) aggregated into one after each LP. By LP duality an LP's value
+// equals sum_s z_s + sum_q u_q r_q at its row duals (z normalisations,
+// y consistency, u tangents), and its dual feasibility says that
+//
+//	theta'_e(i,j) - y_eu(i) - y_ev(j) + sum_q u_q [i = j = l_q] <= 0
+//	theta'_s(i) + sum_e y_es(i) - sum_q u_q s_q [i = l_q]      <= z_s,
+//
+// so with those tables and unaries, the tangents merged per (triangle,
+// label) (soc.go: the same A^T w, a constant no larger) and the messages
+// zero, the bound (sum over chains of their maxima, each chain holding
+// gamma_s of every node and its edges whole) is at most the LP's value:
+// within the cutting planes' tolerance of the LP-S + SOC optimum once the
+// cuts converge, and TRW-S's passes do not raise it (Kolmogorov, PAMI
+// 2006: the bound of the sequential passes is monotone).
+//
+// smalllp's dense Bland tableau is not exact on these LPs: Kelley's
+// tangents cluster near the optimum, and the later rounds' vertices are
+// degenerate enough that a solve can run into its pivot limit (it is then
+// retried with each tangent loosened by a different tiny amount, which
+// keeps it valid) or return inaccurate duals. So no LP is trusted: every
+// LP solved gives a candidate whose dual value is evaluated exactly on
+// the tables it makes (evaluate: the sum over nodes and edges of their
+// maxima, plus the tangents' constant), the best candidate is kept, and
+// it is committed only when it is below the current bound. The cuts start
+// from none, or every other step from the held tangents.
 //
 // Validity does not depend on any of this (docs/soc.md, "Why the bound is
-// valid"): the new tables are theta' minus nonnegative combinations of
-// valid tangents, plus their constant in graph.shift, so every bound the
-// passes report afterwards is an upper bound on the MAP. The step changes
-// the tables under the current messages, so the bound right after it can
-// be higher than before it; the reported bound is the lowest seen, and the
-// step is applied only when V is below the bound (it can only help once
-// the messages follow).
+// valid"): the committed tables are theta' reparameterised minus
+// nonnegative combinations of valid tangents, their constant is in
+// graph.shift, and every bound the passes report is an upper bound on
+// the MAP (TestSOCEveryPassValid checks every pass against brute force).
 //
-// The LP is dense (internal/smalllp): columns are the live node states and
-// edge entries of the whole model, rows one per node, one per edge state
-// (consistency) and one per tangent. The step runs only on models whose
-// tableau stays under socGlobalMaxCells entries; larger models keep the
-// triangle steps alone and their stall (docs/soc.md).
+// Schedule: after a sweep, when the bound has not moved for two sweeps
+// (maybeGlobal), and when the run's stall rule fires (onStall, before it
+// ends the run); at most every tenth sweep, and not after three steps in
+// a row found nothing lower. The LP is dense: columns are the live node
+// states and edge entries of the whole model, rows one per node, one per
+// edge state (consistency) and one per tangent; the step runs only on
+// models whose tableau stays under socGlobalMaxCells entries (about 40
+// binary variables of a triangulated grid, 20 of three labels); larger
+// models keep the triangle steps alone and their stall (docs/soc.md).
 
 import (
 	"math"
@@ -121,20 +142,14 @@ func newGlobal(s *socState) *socGlobal {
 		ku, kv := g.card[u], g.card[v]
 		gl.eoff[e+1] = gl.eoff[e] + ku*kv
 		gl.roff[e+1] = gl.roff[e] + ku + kv
-		// A row per live state of u and of v but v's last live one
-		// (implied by the others and the normalisations): no
-		// redundant row, whose dual the tableau gets wrong.
-		last := -1
-		for j := range kv {
-			if gl.nodeCol[g.uoff[v]+j] >= 0 {
-				last = j
-			}
-		}
+		// A row per live state of u and of v (one of them is implied
+		// by the others and the normalisations: dropping it made the
+		// tableau's pivots fail more often, not less).
 		for x := range ku + kv {
 			col := -1
 			if x < ku {
 				col = int(gl.nodeCol[g.uoff[u]+x])
-			} else if x-ku != last || true {
+			} else {
 				col = int(gl.nodeCol[g.uoff[v]+x-ku])
 			}
 			row := int32(-1)
