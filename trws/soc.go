@@ -50,10 +50,11 @@ package trws
 //
 // Convergence: the steps never raise the bound and the reported bound is
 // the lowest seen, so it converges; but, like TRW-S at weak tree agreement,
-// it can stop above the LP-S + SOC optimum, where every triangle's step
-// agrees with the chains (measured against internal/oracle in docs/soc.md
-// and TestSOCOracle: exact on K4, 0.6% to 3% above on K5 and small
-// triangulated grids).
+// the triangle steps can stop above the LP-S + SOC optimum, where every
+// triangle's step agrees with the chains (0.1% to 4% above on K5 and small
+// triangulated grids). The global step (socglobal.go) moves all the
+// tangents at once there and reaches the optimum on models small enough
+// for its LP (docs/soc.md, TestSOCOracle).
 
 import (
 	"math"

@@ -59,8 +59,8 @@ package trws
 // a row found nothing lower. The LP is dense: columns are the live node
 // states and edge entries of the whole model, rows one per node, one per
 // edge state (consistency) and one per tangent; the step runs only on
-// models whose tableau stays under socGlobalMaxCells entries (about 40
-// binary variables of a triangulated grid, 20 of three labels); larger
+// models whose tableau stays under socGlobalMaxCells entries (about 80
+// binary variables of a triangulated grid, 50 of three labels); larger
 // models keep the triangle steps alone and their stall (docs/soc.md).
 
 import (
