@@ -65,14 +65,7 @@ func TestSOCOracle(t *testing.T) {
 	rng := rand.New(rand.NewPCG(27, 2))
 	for _, c := range socOracleCases {
 		m := oracle.SOCTestModel(rng, c[0], c[1], c[2])
-		mapv, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, _, err := oracle.LocalSOC(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		mapv, want := socRefs(t, m)
 		lpv, err := oracle.LocalPolytopeLP(m)
 		if err != nil {
 			t.Fatal(err)
@@ -116,14 +109,7 @@ func TestSOCEveryPassValid(t *testing.T) {
 	}
 	globals := 0
 	for k, m := range models {
-		mapv, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, _, err := oracle.LocalSOC(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		mapv, want := socRefs(t, m)
 		r := lpcRunner(t, m, socOpts(10))
 		r.cyc.withSOC(false)
 		r.cycOn = true
@@ -155,6 +141,19 @@ func TestSOCEveryPassValid(t *testing.T) {
 	if globals == 0 {
 		t.Error("no global step ran")
 	}
+}
+
+// socRefs returns m's brute-force MAP score and oracle.LocalSOC's optimum.
+func socRefs(t *testing.T, m *model.Model) (mapv, soc float64) {
+	t.Helper()
+	mapv, _, err := oracle.BruteForceMAP(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if soc, _, err = oracle.LocalSOC(m); err != nil {
+		t.Fatal(err)
+	}
+	return mapv, soc
 }
 
 // socCount returns the number of SOC triangles TRW-S finds in m.
