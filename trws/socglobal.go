@@ -352,7 +352,11 @@ func (s *socState) globalStep(dual float64) bool {
 		gl.futile++
 		return false
 	}
-	gl.futile = 0
+	if V < dual-1e-9*max(1, math.Abs(dual)) {
+		gl.futile = 0 // else it counts as found nothing: at most rounding
+	} else {
+		gl.futile++
+	}
 	gl.commit(s)
 	g.shift += bestK - oldK
 	return true
