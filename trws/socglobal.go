@@ -107,7 +107,7 @@ type socGlobal struct {
 	lp        smalllp.LP
 	sol       smalllp.Solution
 	solver    smalllp.Solver
-	lastV     float64 // value of the last global step's LP
+	lastV     float64 // the best dual value the last global step found (evaluated)
 	triedAt   float64 // the bound when the last global step ran
 	moved     bool    // a global step moved the tangents since onStall last ran
 	stallRun  int     // consecutive sweeps without progress
@@ -123,6 +123,20 @@ func newGlobal(s *socState) *socGlobal {
 	if len(s.tris) == 0 {
 		return nil
 	}
+	// Before allocating anything of the model's size: at least a
+	// column per live node state, a row per node and per edge state.
+	cols, rows := 0, g.n
+	for _, v := range g.theta {
+		if v != negInf {
+			cols++
+		}
+	}
+	for e := range g.eu {
+		rows += g.card[g.eu[e]] + g.card[g.ev[e]]
+	}
+	if cols*rows > socGlobalMaxCells {
+		return nil
+	}
 	gl := &socGlobal{prev: math.Inf(1), lastV: math.Inf(1), triedAt: math.NaN()}
 	gl.nodeCol = make([]int32, len(g.theta))
 	for s := 0; s < g.n; s++ {
@@ -136,7 +150,7 @@ func newGlobal(s *socState) *socGlobal {
 	}
 	gl.eoff = make([]int, len(g.eu)+1)
 	gl.roff = make([]int, len(g.eu)+1)
-	rows := g.n
+	rows = g.n
 	for e := range g.eu {
 		u, v := g.eu[e], g.ev[e]
 		ku, kv := g.card[u], g.card[v]
