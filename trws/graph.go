@@ -40,11 +40,14 @@ var negInf = math.Inf(-1)
 // (their sum) get a table of their own, in own. TRW-S(LP-C) changes
 // tables, so it moves them all into data beside the messages (densify).
 type graph struct {
-	n        int
-	card     []int
-	uoff     []int     // unary offsets, len n+1
-	theta    []float64 // unaries; -Inf marks a state forbidden by a one-variable factor
-	constant float64
+	n     int
+	card  []int
+	uoff  []int     // unary offsets, len n+1
+	theta []float64 // unaries; -Inf marks a state forbidden by a one-variable factor
+	// origTheta, when not nil, is theta before the SOC global step
+	// (socglobal.go) reparameterised it; scores are taken on it.
+	origTheta []float64
+	constant  float64
 	// shift is added to the bound, not to scores: TRW-S(LP-C)'s
 	// sum over cycles of u.(|F|-1) (see cycles.go).
 	shift float64
@@ -518,8 +521,12 @@ func (g *graph) table(e int) []float64 {
 // with TRW-S(LP-C), on the tables before it changed them (orig).
 func (g *graph) score(x []int) float64 {
 	s := g.constant
+	theta := g.theta
+	if g.origTheta != nil {
+		theta = g.origTheta
+	}
 	for i := 0; i < g.n; i++ {
-		s += g.theta[g.uoff[i]+x[i]]
+		s += theta[g.uoff[i]+x[i]]
 	}
 	for e := range g.eu {
 		xu, xv := x[g.eu[e]], x[g.ev[e]]

@@ -50,10 +50,11 @@ package trws
 //
 // Convergence: the steps never raise the bound and the reported bound is
 // the lowest seen, so it converges; but, like TRW-S at weak tree agreement,
-// it can stop above the LP-S + SOC optimum, where every triangle's step
-// agrees with the chains (measured against internal/oracle in docs/soc.md
-// and TestSOCOracle: exact on K4, 0.6% to 3% above on K5 and small
-// triangulated grids).
+// the triangle steps can stop above the LP-S + SOC optimum, where every
+// triangle's step agrees with the chains (0.1% to 4% above on K5 and small
+// triangulated grids). The global step (socglobal.go) moves all the
+// tangents at once there and reaches the optimum on models small enough
+// for its LP (docs/soc.md, TestSOCOracle).
 
 import (
 	"math"
@@ -70,6 +71,7 @@ type SOCStats struct {
 	Failed    int // LPs that failed numerically (the step is skipped)
 	LPs       int // cutting-plane LPs solved
 	Active    int // (triangle, label) tangents with a positive weight at the end
+	Globals   int // global steps (socglobal.go) run
 }
 
 // socTol is the largest violation of a clique constraint a step's cutting
@@ -119,6 +121,9 @@ type socState struct {
 	c     *lpc
 	tris  []socTri
 	stats SOCStats
+	// global is the global tangent step (socglobal.go), nil when the
+	// model is too large for it.
+	global *socGlobal
 
 	// Scratch: per edge max-marginals (cycle orientation) and changes,
 	// the joint table, the LP.
@@ -171,6 +176,7 @@ func newSOC(c *lpc) *socState {
 		s.mm[k], s.dl[k], s.y[k] = make([]float64, k2), make([]float64, k2), make([]float64, k2)
 	}
 	s.jt = make([]float64, k2*maxCycleCard)
+	s.global = newGlobal(s)
 	return s
 }
 

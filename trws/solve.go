@@ -257,6 +257,9 @@ func (r *runner) iterate() {
 			r.dual = min(r.dual, r.last)
 			r.cyc.repair()
 			r.toSweep = r.opts.SweepEvery
+			// The global step (socglobal.go) resets the messages; the
+			// next pass evaluates the bound it gives.
+			r.cyc.soc.maybeGlobal(r.dual)
 		}
 	}
 }
@@ -301,6 +304,11 @@ func (r *runner) run(ctx context.Context, start time.Time, progress func(solver.
 			// the cycles (see cycles.go), and convergence is judged
 			// afresh.
 			r.cycOn, r.toSweep, from = true, 1, t
+			continue
+		case stalled && r.cycOn && t < r.opts.MaxIter && r.cyc.soc.onStall(r.dual):
+			// The SOC global step (socglobal.go) moved the tangents:
+			// convergence is judged afresh.
+			from = t
 			continue
 		case stalled && (r.opts.Tol > 0 || r.opts.StallStop): // with Tol 0 only the limits stop a run
 			res.Status = solver.Converged
