@@ -198,7 +198,7 @@ func TestRunLocalMatchesSolve(t *testing.T) {
 		model string
 		flags []string
 	}{
-		{"potts-admm", genModel(t, coord, "potts", "--height", "15", "--width", "15", "--labels", "4", "--rho", "1", ".uai"), nil},
+		{"potts-admm", genModel(t, coord, "potts", "--height", "15", "--width", "15", "--labels", "4", "--rho", "1", ".uai"), []string{"--algo", "admm"}}, // run's default here is distributed TRW-S (TestShardedRunChoosesTRWS)
 		{"ising-chains", genModel(t, coord, "ising", "--height", "12", "--width", "12", "--rho", "0.5", ".uai"), []string{"--slaves", "chains"}},
 		{"logic-subgradient", genModel(t, coord, "logic", "--vars", "60", "--factors", "40", ".json"), []string{"--algo", "subgradient", "--max-iter", "300"}},
 	}
@@ -254,7 +254,7 @@ func TestSeparateWorkersAcrossJobs(t *testing.T) {
 		workers string
 	}{{potts, "3"}, {logic, "2"}, {potts, "1"}} {
 		want := runJSON(t, time.Minute, coord, "solve", "--algo", "admm", "--json", "--quiet", job.model)
-		got := runJSON(t, time.Minute, coord, "run", "--nats", srv.URL(), "--workers", job.workers, "--job", fmt.Sprintf("job%d", i), "--json", "--quiet", job.model)
+		got := runJSON(t, time.Minute, coord, "run", "--algo", "admm", "--nats", srv.URL(), "--workers", job.workers, "--job", fmt.Sprintf("job%d", i), "--json", "--quiet", job.model)
 		sameResult(t, got, want)
 	}
 }

@@ -82,7 +82,7 @@ func TestRunTimeLimitLocalSearches(t *testing.T) {
 		} `json:"phases"`
 	}
 	runJSONInto(t, 2*time.Minute, coord, &got, "run", "--local", "--workers", "2", "--threads", "2", "--job-key-file", keyFile(t),
-		"--time-limit", "60", "--json", "--quiet", model)
+		"--time-limit", "60", "--anytime", "--json", "--quiet", model)
 	sameOptimum(t, got.result, want)
 	if len(got.Phases) != 2 || got.Phases[0].Phase != "relax" || got.Phases[1].Phase != "branch-and-bound" || got.Phase != "branch-and-bound" {
 		t.Fatalf("phases %+v closed by %q: want the relaxation, then the search", got.Phases, got.Phase)

@@ -218,13 +218,16 @@ var (
 // binary run (the model lives beside the binaries).
 func faultModel(t *testing.T, coord string) (string, []string, result) {
 	t.Helper()
-	flags := []string{"--json", "--threads", "1", "--tol", "0", "--max-iter", "1500"}
+	// DD-ADMM: the fault tests are about its failover, checkpoints and
+	// protocol (run's default on this grid is distributed TRW-S, which
+	// fails on a lost worker: TestLostWorkerFailsTheRun).
+	flags := []string{"--algo", "admm", "--json", "--threads", "1", "--tol", "0", "--max-iter", "1500"}
 	faultOnce.Do(func() {
 		faultFails = true // until the end of this function
 		faultPath = filepath.Join(binDir, "faults.uai")
 		gen := []string{"gen", "potts", "--height", "150", "--width", "150", "--labels", "4", "--rho", "0.5", "-o", faultPath}
 		runOK(t, coord, gen...)
-		faultWant = runJSON(t, time.Minute, coord, append(append([]string{"solve", "--algo", "admm", "--quiet"}, flags...), faultPath)...)
+		faultWant = runJSON(t, time.Minute, coord, append(append([]string{"solve", "--quiet"}, flags...), faultPath)...)
 		faultFails = false
 	})
 	if faultFails {

@@ -194,7 +194,7 @@ func TestWorkerWaitsForNATS(t *testing.T) {
 	if code, body := scrape(t, murl+"/readyz"); code != 200 {
 		t.Errorf("/readyz once connected: %d %q", code, body)
 	}
-	got := runJSON(t, time.Minute, coord, "run", "--nats", url, "--workers", "1", "--job", "early1", "--json", "--quiet", model)
+	got := runJSON(t, time.Minute, coord, "run", "--algo", "admm", "--nats", url, "--workers", "1", "--job", "early1", "--json", "--quiet", model)
 	sameResult(t, got, want)
 
 	srv.Shutdown()
@@ -208,7 +208,7 @@ func TestWorkerWaitsForNATS(t *testing.T) {
 	if code, body := scrape(t, murl+"/readyz"); code != 200 {
 		t.Errorf("/readyz after reconnecting: %d %q", code, body)
 	}
-	got = runJSON(t, time.Minute, coord, "run", "--nats", url, "--workers", "1", "--job", "early2", "--json", "--quiet", model)
+	got = runJSON(t, time.Minute, coord, "run", "--algo", "admm", "--nats", url, "--workers", "1", "--job", "early2", "--json", "--quiet", model)
 	sameResult(t, got, want)
 }
 

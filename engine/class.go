@@ -56,9 +56,19 @@ func ChooseClass(c Class) (anytime.Relaxation, string) {
 // model, as Bind does for solve, when nothing else decided it (no
 // algorithm and no setting of dual decomposition given): it returns
 // whether the job now runs distributed TRW-S (package dtrws), with the
-// reason in Why; a job that keeps DD-ADMM keeps its settings.
+// reason in Why; a job that keeps DD-ADMM keeps its settings. A job that
+// asked for TRW-S (--algo trws) runs it on a pairwise model and is refused
+// on another.
 func (j *Job) ChooseForRun(c Class) (bool, error) {
 	s := &j.Settings
+	if j.Algorithm.Name == string(anytime.TRWS) && !s.Auto {
+		// Asked for: on a pairwise model only.
+		if c.Higher >= 0 {
+			return false, errorf("%s trws: factor %d is over %d variables (TRW-S takes pairwise models)", Name("algo"), c.Higher, c.HigherArity)
+		}
+		j.Threads, j.Why = 1, "--algo trws; each worker runs its part on one thread"
+		return true, nil
+	}
 	if !s.Auto || s.Exact {
 		return false, nil
 	}

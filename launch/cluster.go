@@ -14,6 +14,7 @@ import (
 	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/jobstate"
+	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/uai"
 	"github.com/ddrun/ddrun/shard"
 	"github.com/ddrun/ddrun/solver"
@@ -248,41 +249,63 @@ func localCheckpoints(ctx context.Context, c Checkpoints, job string, id cluster
 	return d, rp, asInput(err)
 }
 
-// runSharded runs j with the workers reading their parts of the indexed
-// model file themselves, and this process keeping only the boundary
-// between them (package shard; cluster runs the job, alone or as a member
-// of a Raft group). The assignment streams to Target.Out.
-func runSharded(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome, error) {
+// shardPlan is a sharded run's plan, made once for whichever algorithm
+// runs it: the layout, where the workers keep their states, the model's
+// class (summed up in the plan's first pass, for engine.Job.ChooseForRun)
+// and when planning ended.
+type shardPlan struct {
+	layout   *shard.Layout
+	stateDir string
+	class    engine.Class
+	planned  time.Duration
+}
+
+// planShards converts t.Sharded's model into its state directory when it
+// is not an indexed file (shardInput) and plans it on t.Workers workers,
+// within --time-limit; a model the plan refuses is a
+// *shard.UnshardableError.
+func planShards(ctx context.Context, j *engine.Job, t Target) (*shardPlan, error) {
 	sh, start, log := t.Sharded, t.Start, t.Logger
 	path, err := filepath.Abs(sh.Path)
 	if err != nil {
-		return Outcome{}, &InputError{err}
+		return nil, &InputError{err}
 	}
-	timeLimit := j.Settings.TimeLimit
 	lctx := ctx
-	if timeLimit > 0 {
+	if timeLimit := j.Settings.TimeLimit; timeLimit > 0 {
 		var cancel context.CancelFunc
 		lctx, cancel = context.WithDeadlineCause(ctx, start.Add(timeLimit), fmt.Errorf("--time-limit %v reached while planning the shards", timeLimit))
 		defer cancel()
 	}
-	stateDir := sh.StateDir
-	if stateDir == "" {
-		stateDir = path + ".state"
+	p := &shardPlan{stateDir: sh.StateDir, class: engine.Class{Higher: -1}}
+	if p.stateDir == "" {
+		p.stateDir = path + ".state"
 	}
-	if stateDir, err = filepath.Abs(stateDir); err != nil {
-		return Outcome{}, inputf("--state-dir: %v", err)
+	if p.stateDir, err = filepath.Abs(p.stateDir); err != nil {
+		return nil, inputf("--state-dir: %v", err)
 	}
-	if path, err = shardInput(lctx, path, stateDir, sh.MaxEntries, log); err != nil {
-		return Outcome{}, err
+	if path, err = shardInput(lctx, path, p.stateDir, sh.MaxEntries, log); err != nil {
+		return nil, err
 	}
-	layout, err := shard.PlanLayout(path, t.Workers, shard.PlanOptions{MaxEntries: sh.MaxEntries, Context: lctx, Logger: log})
+	p.layout, err = shard.PlanLayout(path, t.Workers, shard.PlanOptions{MaxEntries: sh.MaxEntries, Context: lctx, Logger: log,
+		Visit: func(a int, f *model.Factor) { p.class.Add(a, f) }})
 	var ue *shard.UnshardableError
-	if errors.As(err, &ue) && sh.Fallback != nil {
-		return runWhole(ctx, j, t, h, err)
+	if errors.As(err, &ue) {
+		return nil, err
 	}
 	if err != nil {
-		return Outcome{}, &InputError{err}
+		return nil, &InputError{err}
 	}
+	p.class.Vars, p.planned = p.layout.NumVars, time.Since(start)
+	return p, nil
+}
+
+// runSharded runs j with the workers reading their parts of the indexed
+// model file themselves, and this process keeping only the boundary
+// between them (package shard; cluster runs the job, alone or as a member
+// of a Raft group). The assignment streams to Target.Out.
+func runSharded(ctx context.Context, j *engine.Job, t Target, h Hooks, p *shardPlan) (Outcome, error) {
+	sh, start, log, layout, stateDir := t.Sharded, t.Start, t.Logger, p.layout, p.stateDir
+	timeLimit := j.Settings.TimeLimit
 	// The job's identity for its checkpoints: the layout (each spec binds
 	// the file by its size and structure checksum) and the settings.
 	digest, err := layout.Digest()
@@ -324,7 +347,7 @@ func runSharded(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome,
 	}
 	before := t.traffic()
 	job.Run.Hooks = h.cluster()
-	planned := time.Since(start)
+	planned := p.planned
 	// report is the job's result in the result schema, with what this
 	// coordinator saw of the run (stats: none when it did not run it).
 	report := func(res solver.Result, ci cluster.JobInfo, stats cluster.RunStats) Outcome {

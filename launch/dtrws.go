@@ -3,57 +3,40 @@ package launch
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/ddrun/ddrun/dtrws/remote"
 	"github.com/ddrun/ddrun/engine"
-	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/uai"
-	"github.com/ddrun/ddrun/shard"
 )
 
-// runShardedChoice is a sharded run whose algorithm the model's class
-// may choose (engine.Job.ChooseForRun, the rule solve applies): the
-// coordinator plans the shards and sums up the class in the same pass
-// (shard.PlanOptions.Visit, engine.Class). When the class chooses TRW-S
-// it runs distributed TRW-S on the workers (package dtrws/remote) and
-// reports done; otherwise it returns not done and the caller runs the
-// job of dual decomposition (runSharded, which plans again). A job with
-// checkpoints asked for (a directory or a count) or in a Raft group keeps
-// DD-ADMM: distributed TRW-S has neither yet (docs/distributed-trws.md);
-// the in-memory checkpoints every Interval, which only restart a lost
-// worker's part, are not asked for: distributed TRW-S has no spare
-// either.
-func runShardedChoice(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome, bool, error) {
+// runShardedChoice is a sharded run whose algorithm the model's class may
+// choose (engine.Job.ChooseForRun, the rule solve applies, on the class
+// summed up while planning: shardPlan.class), or which asked for TRW-S
+// (--algo trws, on a pairwise model). When it runs TRW-S it runs
+// distributed TRW-S on the workers (package dtrws/remote) and reports
+// done; otherwise it returns not done and the caller runs the job of dual
+// decomposition on the same plan (runSharded). A job with checkpoints
+// asked for (a directory or a count) or in a Raft group keeps DD-ADMM
+// (refused with --algo trws): distributed TRW-S has neither yet
+// (docs/distributed-trws.md); the in-memory checkpoints every Interval,
+// which only restart a lost worker's part, are not asked for: distributed
+// TRW-S has no spare either.
+func runShardedChoice(ctx context.Context, j *engine.Job, t Target, h Hooks, p *shardPlan) (Outcome, bool, error) {
 	c := t.Checkpoints
-	if !j.Settings.Auto || j.Settings.Exact || t.Raft != nil || c.Every > 0 || c.Dir != "" {
+	asked := j.Algorithm.Name == "trws" && !j.Settings.Auto
+	if asked && (t.Raft != nil || c.Every > 0 || c.Dir != "") {
+		return Outcome{}, true, inputf("run --algo trws: distributed TRW-S has no checkpoints and no Raft group yet (docs/distributed-trws.md): leave out --checkpoint-every, --checkpoint-dir and --raft-*, or run --algo admm")
+	}
+	if !asked && (!j.Settings.Auto || j.Settings.Exact || t.Raft != nil || c.Every > 0 || c.Dir != "") {
 		return Outcome{}, false, nil
 	}
-	sh, start, log := t.Sharded, t.Start, t.Logger
-	path, err := filepath.Abs(sh.Path)
-	if err != nil {
-		return Outcome{}, true, &InputError{err}
-	}
-	timeLimit := j.Settings.TimeLimit
-	lctx := ctx
-	if timeLimit > 0 {
-		var cancel context.CancelFunc
-		lctx, cancel = context.WithDeadlineCause(ctx, start.Add(timeLimit), fmt.Errorf("--time-limit %v reached while planning the shards", timeLimit))
-		defer cancel()
-	}
-	class := engine.Class{Higher: -1}
-	layout, err := shard.PlanLayout(path, t.Workers, shard.PlanOptions{MaxEntries: sh.MaxEntries, Context: lctx, Logger: log,
-		Visit: func(a int, f *model.Factor) { class.Add(a, f) }})
-	if err != nil {
-		return Outcome{}, true, &InputError{err}
-	}
-	class.Vars = layout.NumVars
-	trws, err := j.ChooseForRun(class)
+	start, log, layout := t.Start, t.Logger, p.layout
+	trws, err := j.ChooseForRun(p.class)
 	if err != nil || !trws {
 		return Outcome{}, err != nil, err
 	}
-	planned := time.Since(start)
+	planned := p.planned
 	if err := t.connect(ctx, &h); err != nil {
 		return Outcome{}, true, err
 	}
@@ -62,7 +45,7 @@ func runShardedChoice(ctx context.Context, j *engine.Job, t Target, h Hooks) (Ou
 	}
 	opts := j.DTRWS(t.Workers)
 	var x []int // the assignment for the result, when small enough
-	ro := remote.Options{Job: t.Job, Start: start, Wait: t.Wait, StepTimeout: t.StepTimeout, Logger: log,
+	ro := remote.Options{Job: t.Job, Start: start, Wait: t.Wait, StepTimeout: t.StepTimeout, LostAfter: t.LostAfter, Logger: log,
 		Deliver: func(ctx context.Context, n int, pieces func(put func([]int, []int32) error) error) error {
 			if t.Assignment && n <= engine.MaxAssignment {
 				x = make([]int, n)

@@ -30,6 +30,7 @@ import (
 	"github.com/ddrun/ddrun/model/modelfile"
 	"github.com/ddrun/ddrun/model/uai"
 	"github.com/ddrun/ddrun/model/wcsp"
+	"github.com/ddrun/ddrun/shard"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
 )
@@ -187,10 +188,18 @@ func Run(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome, error)
 		return Outcome{Ran: true, Result: res, Report: engine.NewResult(res, j, engine.Distributed{}, t.Out)}, nil
 	}
 	if t.Sharded != nil {
-		if o, done, err := runShardedChoice(ctx, j, t, h); done || err != nil {
+		p, err := planShards(ctx, j, t)
+		var ue *shard.UnshardableError
+		if errors.As(err, &ue) && t.Sharded.Fallback != nil {
+			return runWhole(ctx, j, t, h, err)
+		}
+		if err != nil {
+			return Outcome{}, err
+		}
+		if o, done, err := runShardedChoice(ctx, j, t, h, p); done || err != nil {
 			return o, err
 		}
-		return runSharded(ctx, j, t, h)
+		return runSharded(ctx, j, t, h, p)
 	}
 	if j.Settings.Exact {
 		return runSearch(ctx, j, t, h)
@@ -264,9 +273,9 @@ func WriteAtomic(flag, path string, write func(io.Writer) error) error {
 // job has the whole-model job's lifecycle.
 func (s *Sharded) Check(j *engine.Job, evidence bool) error {
 	switch {
-	case j.Distributable("run") != nil:
+	case j.Algorithm.Name != "trws" && j.Distributable("run") != nil:
 		return j.Distributable("run")
-	case j.DD().Slaves != consensus.PerFactor:
+	case j.Algorithm.Distributed && j.DD().Slaves != consensus.PerFactor:
 		return inputf("run --sharded: --slaves %s: a sharded run has one slave per factor", j.DD().Slaves)
 	case evidence:
 		return inputf("run --sharded: --evidence is not applied to sharded models (fold it into the model first)")

@@ -137,7 +137,8 @@ func TestShardedCheck(t *testing.T) {
 		want string
 	}{
 		{job(), "m.ddx", false, ""},
-		{job("algo", "trws"), "m.ddx", false, "run: --algo trws runs only in solve"},
+		{job("algo", "trws"), "m.ddx", false, ""}, // distributed TRW-S (launch/dtrws.go)
+		{job("algo", "cmp"), "m.ddx", false, "run: --algo cmp runs only in solve"},
 		{job("slaves", "chains"), "m.ddx", false, "run --sharded: --slaves chains: a sharded run has one slave per factor"},
 		{job(), "m.ddx", true, "run --sharded: --evidence is not applied"},
 		{job("tighten", "cycles"), "m.ddx", false, "run --sharded: --tighten cycles needs the whole model"},
@@ -184,7 +185,10 @@ func TestWholeReason(t *testing.T) {
 		{job("exact", "true"), false, "--exact"},
 		{job("slaves", "chains"), false, "--slaves chains"},
 		{job("tighten", "cycles"), false, "--tighten cycles"},
-		{job("algo", "trws"), false, "--algo trws"},
+		{job("algo", "trws"), false, ""}, // sharded: distributed TRW-S
+		{job("algo", "cmp"), false, "--algo cmp"},
+		{job("anytime", "true"), false, "--anytime"},
+		{job("time-limit", "10"), false, ""}, // the phases lose their search instead
 	} {
 		if got := WholeReason(c.j, c.ev); !strings.HasPrefix(got, c.want) || (c.want == "") != (got == "") {
 			t.Errorf("WholeReason = %q, want %q...", got, c.want)

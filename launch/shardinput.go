@@ -39,11 +39,11 @@ func WholeReason(j *engine.Job, evidence bool) string {
 		// instead (Target.NoSearch), which keeps the model off the
 		// coordinator and runs the relaxation the class chooses.
 		return "--anytime: the phases' branch and bound ships the whole model to every worker"
-	case !j.Algorithm.Distributed:
+	case !j.Algorithm.Distributed && j.Algorithm.Name != "trws":
 		return fmt.Sprintf("--algo %s is not dual decomposition", j.Algorithm.Name)
 	case s.Tighten != "none":
 		return fmt.Sprintf("--tighten %s regroups the whole model", s.Tighten)
-	case j.DD().Slaves != consensus.PerFactor:
+	case j.Algorithm.Distributed && j.DD().Slaves != consensus.PerFactor:
 		return fmt.Sprintf("--slaves %s: a sharded run has one slave per factor", j.DD().Slaves)
 	case evidence:
 		return "--evidence is applied to the whole model (not folded into a sharded one yet)"

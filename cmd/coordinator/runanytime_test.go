@@ -60,7 +60,7 @@ func runJSON(t *testing.T, args ...string) (anytimeResult, string) {
 	return r, stderr
 }
 
-// run --time-limit on frustrated grids (the local polytope is loose, the
+// run --time-limit --anytime on frustrated grids (the local polytope is loose, the
 // distributed relaxation stops with a gap) goes on with branch and bound
 // on the same workers and certifies the optimum solve --exact certifies;
 // it reports both phases on stderr and in the JSON result, every bound
@@ -78,7 +78,7 @@ func TestRunTimeLimitSearchesOnWorkers(t *testing.T) {
 			t.Fatalf("seed %s: solve --exact: %s", seed, want.Status)
 		}
 		best := *want.Primal
-		r, stderr := runJSON(t, "--nats", url, "--workers", "2", "--threads", "2", "--time-limit", "30", path)
+		r, stderr := runJSON(t, "--nats", url, "--workers", "2", "--threads", "2", "--time-limit", "30", "--anytime", path)
 		if r.Status != "optimal" || r.Primal == nil || math.Abs(*r.Primal-best) > 1e-6*math.Max(1, math.Abs(best)) {
 			t.Fatalf("seed %s: run --time-limit: %s primal %v, solve --exact: %v\n%s", seed, r.Status, r.Primal, best, stderr)
 		}
@@ -114,7 +114,7 @@ func TestRunTimeLimitSearchesOnWorkers(t *testing.T) {
 func TestRunTimeLimitTreeStopsAfterRelaxation(t *testing.T) {
 	url := workerPool(t, 2)
 	path := isingGrid(t, 1, 12, "2")
-	r, stderr := runJSON(t, "--nats", url, "--workers", "2", "--threads", "2", "--time-limit", "30", path)
+	r, stderr := runJSON(t, "--nats", url, "--workers", "2", "--threads", "2", "--time-limit", "30", "--anytime", path)
 	if r.Status != "optimal" || len(r.Phases) != 1 || r.Phase != "relax" {
 		t.Fatalf("chain: %s, phases %+v closed by %q\n%s", r.Status, r.Phases, r.Phase, stderr)
 	}

@@ -26,7 +26,11 @@ type Options struct {
 	// themselves and to load their parts (default 2 minutes); StepTimeout
 	// for one order's answer (default 2 minutes).
 	Wait, StepTimeout time.Duration
-	Logger            *slog.Logger
+	// LostAfter is how long a worker of the run may stay silent (it
+	// announces itself every 500 ms, computing or not) before the run
+	// fails, with no spare to take its part (default 10 s).
+	LostAfter time.Duration
+	Logger    *slog.Logger
 	// Start is when the run started (its times and time limit count from
 	// it; zero: now).
 	Start time.Time
@@ -62,6 +66,7 @@ type coordinator struct {
 	inbox   map[string]chan message
 	mu      sync.Mutex
 	free    map[string]bool
+	seen    map[string]time.Time // a worker's last announcement
 	found   chan struct{}
 }
 
@@ -86,6 +91,9 @@ func Run(ctx context.Context, tr transport.Transport, l *shard.Layout, do dtrws.
 	if opts.StepTimeout <= 0 {
 		opts.StepTimeout = 2 * time.Minute
 	}
+	if opts.LostAfter <= 0 {
+		opts.LostAfter = 10 * time.Second
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -95,7 +103,7 @@ func Run(ctx context.Context, tr transport.Transport, l *shard.Layout, do dtrws.
 		return solver.Result{}, err
 	}
 	c := &coordinator{tr: tr, opts: opts, log: log, cid: rand.Uint64() | 1, seq: transport.NewSequence(),
-		inbox: map[string]chan message{}, free: map[string]bool{}, found: make(chan struct{}, 1)}
+		inbox: map[string]chan message{}, free: map[string]bool{}, seen: map[string]time.Time{}, found: make(chan struct{}, 1)}
 	hellos, err := tr.Subscribe(helloSubject, c.onHello)
 	if err != nil {
 		return solver.Result{}, fmt.Errorf("subscribing for TRW-S workers: %w", err)
@@ -158,7 +166,10 @@ func (c *coordinator) onHello(_ string, data []byte) {
 		return
 	}
 	c.mu.Lock()
-	c.free[h.From] = b.Job == ""
+	if _, ok := c.free[h.From]; ok || len(c.free) < 1<<16 {
+		c.free[h.From] = b.Job == ""
+		c.seen[h.From] = time.Now()
+	}
 	c.mu.Unlock()
 	select {
 	case c.found <- struct{}{}:
@@ -198,7 +209,7 @@ func (c *coordinator) gather(ctx context.Context, k int) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-timer.C:
-			return fmt.Errorf("trws: %d free workers of %d after %v", len(names), k, c.opts.Wait)
+			return fmt.Errorf("trws: waited %v for %d free workers, %d found; start more with: worker --nats URL", c.opts.Wait, k, len(names))
 		case <-c.found:
 		}
 	}
@@ -248,12 +259,21 @@ func (c *coordinator) onAnswer(subject string, data []byte) {
 func (c *coordinator) await(ctx context.Context, worker string, timeout time.Duration, ok func(message) bool) (message, error) {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
+	alive := time.NewTicker(min(c.opts.LostAfter/4, time.Second))
+	defer alive.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return message{}, ctx.Err()
 		case <-timer.C:
 			return message{}, fmt.Errorf("trws: worker %s did not answer within %v", worker, timeout)
+		case <-alive.C:
+			c.mu.Lock()
+			quiet := time.Since(c.seen[worker])
+			c.mu.Unlock()
+			if quiet > c.opts.LostAfter {
+				return message{}, fmt.Errorf("trws: worker %s lost (silent for %v): distributed TRW-S has no spare workers to take its part; run again, or run --algo admm, whose parts move to spares", worker, quiet.Round(time.Millisecond))
+			}
 		case m := <-c.inbox[worker]:
 			if ok(m) {
 				return m, nil

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -185,5 +186,46 @@ func TestLocalPolytope(t *testing.T) {
 	}
 	if reached < 3 {
 		t.Errorf("TRW-S reached the LP optimum on only %d grids", reached)
+	}
+}
+
+// A worker that dies mid-run (its serve loop stopped: no more
+// announcements, no answers) fails the run within LostAfter, with an error
+// that names it, instead of waiting out the step timeout.
+func TestLostWorkerFailsTheRun(t *testing.T) {
+	tr := transport.NewInProc()
+	defer tr.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wctx := []context.Context{ctx, nil}
+	var stop1 context.CancelFunc
+	wctx[1], stop1 = context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = Serve(wctx[i], tr, WorkerOptions{Name: fmt.Sprintf("w%d", i)})
+		}()
+	}
+	defer wg.Wait()
+	defer cancel()
+	_, path := writeDDX(t, generate.Potts(generate.GridOptions{Height: 30, Width: 30, Labels: 3, Rho: 0.5, Seed: 1}))
+	l, err := shard.PlanLayout(path, 2, shard.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := testOpts(1 << 30)
+	o.Parts, o.Threads = 2, 2
+	var once sync.Once
+	start := time.Now()
+	var killed time.Time
+	_, err = Run(ctx, tr, l, o, Options{Job: "lost", LostAfter: 500 * time.Millisecond, StepTimeout: time.Minute},
+		func(solver.Progress) { once.Do(func() { killed = time.Now(); stop1() }) })
+	if err == nil || !strings.Contains(err.Error(), "worker w1 lost") {
+		t.Fatalf("run with a dead worker: %v", err)
+	}
+	if d := time.Since(killed); d > 20*time.Second {
+		t.Errorf("failed %v after the worker died (started %v ago)", d, time.Since(start))
 	}
 }
