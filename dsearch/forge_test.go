@@ -59,7 +59,11 @@ func forger(t *testing.T, tr transport.Transport, m *model.Model, job string, n 
 
 // Answers that claim a wrong score for their assignment are rejected:
 // the assignment does not become the incumbent, the subtree is requeued
-// and the search still certifies the brute-force MAP.
+// and the search still certifies the brute-force MAP. On this unsealed
+// transport a forgery heard after its worker's real answer was taken
+// contradicts it (confirm.go): the search then refuses to certify
+// (*ConflictError), which is as safe; the test takes either end, never a
+// wrong certificate.
 func TestForgedScoreRejected(t *testing.T) {
 	tr := transport.NewInProc()
 	defer tr.Close()
@@ -68,6 +72,11 @@ func TestForgedScoreRejected(t *testing.T) {
 	o := testOptions(3, admmSettings(20))
 	forged := forger(t, tr, m, o.Job, 2)
 	res, st, err := Run(context.Background(), tr, m, nil, o, nil)
+	var ce *ConflictError
+	if errors.As(err, &ce) && forged.Load() >= 1 {
+		t.Logf("the search refused to certify: %v", err)
+		return
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

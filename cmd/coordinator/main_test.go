@@ -177,9 +177,11 @@ func TestSolveOtherAlgorithms(t *testing.T) {
 		!strings.Contains(fmt.Sprint(res["why"]), "pairwise") {
 		t.Errorf("solve --threads 3: exit %d, %v, threads %v algo %v why %v (%s)", code, err, res["threads"], res["algo"], res["why"], stderr)
 	}
-	code, _, stderr = runCLI(t, "run", "--algo", "trws", model)
+	// run distributes dual decomposition and TRW-S (on the parts), not
+	// convex max-product.
+	code, _, stderr = runCLI(t, "run", "--algo", "cmp", model)
 	if code != 2 || !strings.Contains(stderr, "solve") {
-		t.Errorf("run --algo trws: exit %d, %q", code, stderr)
+		t.Errorf("run --algo cmp: exit %d, %q", code, stderr)
 	}
 }
 
