@@ -229,3 +229,33 @@ func TestLostWorkerFailsTheRun(t *testing.T) {
 		t.Errorf("failed %v after the worker died (started %v ago)", d, time.Since(start))
 	}
 }
+
+// An idle worker that gets the orders of a job it does not hold (a late
+// close or step after a release, or a forgery) drops them and keeps
+// serving: before, a step or close with no job held was a nil dereference
+// that crashed the worker process.
+func TestOrdersWithoutAJobDropped(t *testing.T) {
+	p := newPool(t, 1)
+	ctx := context.Background()
+	for _, body := range []any{stepBody{CID: 7, Seq: 1}, closeBody{CID: 7}, labelsBody{CID: 7, Seq: 2}} {
+		var kind transport.Kind
+		switch body.(type) {
+		case stepBody:
+			kind = kindStep
+		case closeBody:
+			kind = kindClose
+		default:
+			kind = kindLabels
+		}
+		data, err := transport.Encode(transport.Header{Job: "gone", From: "coordinator", Kind: kind, Seq: 1}, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.tr.Publish(ctx, orderSubject("gone", "w0"), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The worker still runs a job to its end.
+	m, path := writeDDX(t, generate.Ising(generate.GridOptions{Height: 3, Width: 3, Rho: 1, Seed: 2}))
+	run(t, p, m, path, 1, testOpts(5), math.NaN())
+}

@@ -199,6 +199,12 @@ func (s *wserver) onOrder(subject string, data []byte) {
 		go s.run(ctx, j)
 	}
 	s.mu.Unlock()
+	if j == nil {
+		// An order of a job this worker no longer (or never) held: a late
+		// close or step after a release, or a forgery.
+		s.dropped("order of a job this worker does not hold dropped", "job", h.Job)
+		return
+	}
 	if j.name != h.Job || j.cid != cid {
 		if h.Kind == kindOpen {
 			s.publish(context.Background(), answerSubject(h.Job, s.opts.Name), h.Job, openedBody{CID: cid, Err: "busy with TRW-S job " + j.name})
