@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // unset marks, in an MPEWriter's scratch file, a variable not given yet.
@@ -23,6 +24,10 @@ const unset = math.MaxUint32
 // text, in a temporary file renamed into place, so that a failed or
 // interrupted write never leaves a partial solution. Every variable must
 // be given exactly once. Memory: the piece in hand and two 64 KiB buffers.
+// A path ending in .sol gets toulbar2's solution line instead (the states,
+// space-separated, on one line: what its -w option writes, and what
+// launch.WriteMPE writes for such a path), so that --out names the format
+// whichever way the assignment is gathered.
 type MPEWriter struct {
 	path    string
 	n       int
@@ -32,6 +37,7 @@ type MPEWriter struct {
 	from    int
 	old     []byte // run's slots as they were, read back for the check
 	err     error  // the first error; the writer is then useless
+	sol     bool   // toulbar2's solution line, not UAI MPE
 }
 
 // CreateMPE starts writing an assignment of n variables to path (see
@@ -44,7 +50,7 @@ func CreateMPE(path string, n int) (*MPEWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("uai: write MPE: %w", err)
 	}
-	w := &MPEWriter{path: path, n: n, scratch: scratch}
+	w := &MPEWriter{path: path, n: n, scratch: scratch, sol: strings.HasSuffix(strings.ToLower(path), ".sol")}
 	if err := fill(scratch, int64(n)*4); err != nil {
 		w.Abort()
 		return nil, fmt.Errorf("uai: write MPE %s: %w", path, err)
@@ -176,14 +182,20 @@ func (w *MPEWriter) missing() error {
 func (w *MPEWriter) text(out io.Writer) error {
 	r := bufio.NewReaderSize(io.NewSectionReader(w.scratch, 0, int64(w.n)*4), 1<<16)
 	bw := bufio.NewWriterSize(out, 1<<16)
-	bw.WriteString("MPE\n" + strconv.Itoa(w.n))
+	if !w.sol {
+		bw.WriteString("MPE\n" + strconv.Itoa(w.n))
+	}
 	var b [4]byte
 	var num []byte
-	for range w.n {
+	for v := range w.n {
 		if _, err := io.ReadFull(r, b[:]); err != nil {
 			return fmt.Errorf("reading back: %w", err)
 		}
-		num = strconv.AppendUint(append(num[:0], ' '), uint64(binary.LittleEndian.Uint32(b[:])), 10)
+		num = num[:0]
+		if v > 0 || !w.sol {
+			num = append(num, ' ')
+		}
+		num = strconv.AppendUint(num, uint64(binary.LittleEndian.Uint32(b[:])), 10)
 		bw.Write(num)
 	}
 	bw.WriteString("\n")

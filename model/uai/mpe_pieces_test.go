@@ -241,6 +241,14 @@ func TestWriteMPEPieces(t *testing.T) {
 			if b, err := os.ReadFile(path); err != nil || string(b) != "MPE\n5 0 1 2 0 1\n" {
 				t.Errorf("file %q, %v", b, err)
 			}
+			// A .sol path: toulbar2's solution line, the same states.
+			sol := filepath.Join(dir, "x.sol")
+			if err := WriteMPEPieces(sol, 5, nil, pieces([]int{3, 4}, []int{0, 1, 2})); err != nil {
+				t.Fatal(err)
+			}
+			if b, err := os.ReadFile(sol); err != nil || string(b) != "0 1 2 0 1\n" {
+				t.Errorf(".sol file %q, %v", b, err)
+			}
 		}
 		if err := WriteMPEPieces(path, 5, make([]int, 5), pieces([]int{3, 4}, []int{0, 1})); err == nil || !strings.Contains(err.Error(), "variable 2 has no state") {
 			t.Errorf("a missing variable: %v", err)
@@ -252,7 +260,7 @@ func TestWriteMPEPieces(t *testing.T) {
 	if err := WriteMPEPieces("", 5, nil, pieces([]int{9})); err != nil {
 		t.Errorf("nothing to write: %v", err)
 	}
-	onlyOutput(t, dir, "x.MPE")
+	onlyOutput(t, dir, "x.MPE", "x.sol")
 }
 
 // BenchmarkMPEWriter writes an assignment of 10^6 variables in pieces of
