@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -351,5 +352,44 @@ func TestShardedRunChoosesTRWS(t *testing.T) {
 		if sc := m.Score(x); math.Abs(sc-*got.Primal) > 1e-9*math.Max(1, math.Abs(sc)) {
 			t.Errorf("%d workers: primal %v, the assignment in --out scores %v", w, *got.Primal, sc)
 		}
+	}
+}
+
+// The same grid in row order and with its factors shuffled (a UAI file
+// whose factors are not in a local order): run converts both, finds that
+// the shuffled one shares most variables between the parts, reorders it
+// breadth-first (launch: shardPlan.localize) and plans it with a boundary
+// within 1.5x of the row order's (issue 25's bar); both runs reach the
+// same dual (the same DD-ADMM iterates, summed in another order).
+func TestShuffledModelReordered(t *testing.T) {
+	coord, _ := binaries(t)
+	rows := genModel(t, coord, "potts", "--height", "40", "--width", "40", "--labels", "3", "--rho", "0.5", ".uai")
+	m, err := modelfile.Load(rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(m.Factors), func(i, j int) { m.Factors[i], m.Factors[j] = m.Factors[j], m.Factors[i] })
+	shuffled := filepath.Join(t.TempDir(), "shuffled.uai")
+	if err := modelfile.Save(shuffled, m); err != nil {
+		t.Fatal(err)
+	}
+	type res struct {
+		result
+		shardedJSON
+	}
+	var got [2]res
+	for k, path := range []string{rows, shuffled} {
+		runJSONInto(t, 2*time.Minute, coord, &got[k], "run", "--local", "--workers", "2", "--algo", "admm", "--max-iter", "50", "--tol", "0", "--json", "--quiet", path)
+		if got[k].Sharded == nil || got[k].Dual == nil {
+			t.Fatalf("%s: no sharded result: %+v", path, got[k])
+		}
+	}
+	row, shuf := got[0].Sharded.Boundary, got[1].Sharded.Boundary
+	t.Logf("40x40 grid on 2 workers: boundary %d in row order, %d from the shuffled file (%.2fx)", row, shuf, float64(shuf)/float64(row))
+	if float64(shuf) > 1.5*float64(row) {
+		t.Errorf("boundary %d from the shuffled file, over 1.5x the row order's %d", shuf, row)
+	}
+	if a, b := *got[0].Dual, *got[1].Dual; math.Abs(a-b) > 1e-6*math.Max(1, math.Abs(a)) || got[0].Iterations != got[1].Iterations {
+		t.Errorf("row order: dual %v after %d; shuffled: %v after %d", a, got[0].Iterations, b, got[1].Iterations)
 	}
 }

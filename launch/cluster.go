@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/jobstate"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/indexed"
 	"github.com/ddrun/ddrun/model/uai"
 	"github.com/ddrun/ddrun/shard"
 	"github.com/ddrun/ddrun/solver"
@@ -295,8 +298,46 @@ func planShards(ctx context.Context, j *engine.Job, t Target) (*shardPlan, error
 	if err != nil {
 		return nil, &InputError{err}
 	}
-	p.class.Vars, p.planned = p.layout.NumVars, time.Since(start)
+	p.class.Vars = p.layout.NumVars
+	if t.Workers > 1 && 4*len(p.layout.BoundaryVars) > p.layout.NumVars {
+		if err := p.localize(lctx, path, t.Workers, sh.MaxEntries, log); err != nil {
+			return nil, err
+		}
+	}
+	p.planned = time.Since(start)
 	return p, nil
+}
+
+// localize rewrites a model whose plan shares more than a quarter of its
+// variables between the parts (a file whose factors are not in a local
+// order: any order but the rows of a grid, most conversions from UAI) in
+// breadth-first factor order into the state directory (shard.Reorder,
+// NAME.bfs.ddx) and plans that instead, when its boundary is smaller.
+func (p *shardPlan) localize(ctx context.Context, path string, workers, maxEntries int, log *slog.Logger) error {
+	t0 := time.Now()
+	if err := os.MkdirAll(p.stateDir, 0o755); err != nil {
+		return inputf("--state-dir: %v", err)
+	}
+	out := filepath.Join(p.stateDir, strings.TrimSuffix(filepath.Base(path), indexed.Ext)+".bfs"+indexed.Ext)
+	tmp := out + ".tmp"
+	defer os.Remove(tmp)
+	if err := shard.Reorder(path, tmp, shard.ReorderOptions{MaxEntries: maxEntries, Context: ctx}); err != nil {
+		return &InputError{err}
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return fmt.Errorf("--state-dir: %w", err)
+	}
+	l, err := shard.PlanLayout(out, workers, shard.PlanOptions{MaxEntries: maxEntries, Context: ctx, Logger: log})
+	if err != nil {
+		return &InputError{err}
+	}
+	before, after := len(p.layout.BoundaryVars), len(l.BoundaryVars)
+	log.Info("sharding: the file's factors are not in a local order: reordered breadth-first", "to", out,
+		"boundary_before", before, "boundary_after", after, "seconds", time.Since(t0).Seconds())
+	if after < before {
+		p.layout = l
+	}
+	return nil
 }
 
 // runSharded runs j with the workers reading their parts of the indexed
