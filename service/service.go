@@ -743,9 +743,15 @@ var Formats = map[string]string{
 	"uai.gz":  "application/gzip",
 	"json":    "application/json",
 	"msgpack": "application/msgpack",
+	// toulbar2's formats are named by ?format= only (a .cfn body would
+	// be taken for ddrun's JSON, a .wcsp body for UAI text).
+	"wcsp":    "text/plain",
+	"wcsp.gz": "application/gzip",
+	"cfn":     "application/json",
+	"cfn.gz":  "application/gzip",
 }
 
-func formatList() string { return "uai, uai.gz, json or msgpack" }
+func formatList() string { return "uai, uai.gz, json, msgpack, wcsp, wcsp.gz, cfn or cfn.gz" }
 
 // ParseParams turns a query's values into a job's parameters: one value
 // each, names from the given list.

@@ -37,9 +37,11 @@ import urllib.request
 __all__ = ["Client", "Error", "Solution", "grid_model"]
 __version__ = "0.1.0"
 
-_FORMATS = {".uai": "uai", ".uai.gz": "uai.gz", ".json": "json", ".msgpack": "msgpack", ".mp": "msgpack"}
+_FORMATS = {".uai": "uai", ".uai.gz": "uai.gz", ".json": "json", ".msgpack": "msgpack", ".mp": "msgpack",
+            ".wcsp": "wcsp", ".wcsp.gz": "wcsp.gz", ".cfn": "cfn", ".cfn.gz": "cfn.gz"}
 _CONTENT_TYPES = {"uai": "text/plain", "uai.gz": "application/gzip", "json": "application/json",
-                  "msgpack": "application/msgpack"}
+                  "msgpack": "application/msgpack", "wcsp": "text/plain", "wcsp.gz": "application/gzip",
+                  "cfn": "application/json", "cfn.gz": "application/gzip"}
 _FINAL = ("done", "failed", "cancelled")
 
 
@@ -86,7 +88,7 @@ def _format_of(path):
     for ext in sorted(_FORMATS, key=len, reverse=True):
         if p.endswith(ext):
             return _FORMATS[ext]
-    raise Error("{}: unknown model format (want .uai, .uai.gz, .json or .msgpack, or give format=)".format(path))
+    raise Error("{}: unknown model format (want .uai, .uai.gz, .json, .msgpack, .wcsp, .cfn (each also .gz), or give format=)".format(path))
 
 
 def _read_token(path):

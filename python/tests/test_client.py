@@ -202,3 +202,12 @@ class FractionTest(unittest.TestCase):
         self.assertEqual(ddrun._fraction({"params": {"max_iter": "200"}}, 50), 0.25)
         self.assertEqual(ddrun._fraction({"params": {}, "eta_seconds": 3.0, "seconds": 1.0}, 5), 0.25)
         self.assertEqual(ddrun._fraction({"params": {}}, 5), 0.0)
+
+
+class FormatTest(unittest.TestCase):
+    def test_format_of(self):
+        for path, want in [("m.uai", "uai"), ("M.UAI.GZ", "uai.gz"), ("m.mp", "msgpack"),
+                           ("m.wcsp", "wcsp"), ("m.wcsp.gz", "wcsp.gz"), ("m.cfn", "cfn"), ("m.cfn.gz", "cfn.gz")]:
+            self.assertEqual(ddrun._format_of(path), want, path)
+        with self.assertRaises(ddrun.Error):
+            ddrun._format_of("m.txt")
