@@ -267,3 +267,18 @@ func TestEvidence(t *testing.T) {
 		}
 	}
 }
+
+// A dual a few ulps below the primal (the same terms summed in other
+// orders) is the primal; one below it by more is left for the checks.
+func TestRoundGap(t *testing.T) {
+	r := solver.Result{Dual: 337.19583 - 3e-13, Primal: 337.19583}
+	roundGap(&r)
+	if r.Dual != r.Primal || r.Gap != 0 {
+		t.Errorf("rounding: dual %v primal %v gap %v", r.Dual, r.Primal, r.Gap)
+	}
+	r = solver.Result{Dual: 337.1, Primal: 337.19583}
+	roundGap(&r)
+	if r.Dual != 337.1 || r.Gap >= 0 {
+		t.Errorf("a real violation was hidden: dual %v gap %v", r.Dual, r.Gap)
+	}
+}

@@ -289,7 +289,7 @@ func Run(ctx context.Context, seam *Seam, links []Link, opts Options, start time
 			c.updateMultipliers(opts.Step)
 		}
 		res.Iterations = t
-		res.Gap = res.Dual - res.Primal
+		roundGap(&res)
 		elapsed := time.Since(start)
 		if progress != nil && (t == 1 || elapsed-lastReport >= opts.ProgressEvery) {
 			lastReport = elapsed
@@ -316,9 +316,22 @@ func Run(ctx context.Context, seam *Seam, links []Link, opts Options, start time
 	if err := c.finish(lctx, &res); err != nil {
 		return solver.Result{}, err
 	}
-	res.Gap = res.Dual - res.Primal
+	roundGap(&res)
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// roundGap sets res.Gap. The dual (the parts' bounds summed) and the primal
+// (the parts' shares summed) add the same terms in other orders: at the
+// optimum the dual may come out a few ulps below the primal, a bound that
+// rounding made invalid. The primal, the exact score of an assignment, is
+// then the bound (a dual below it by more than rounding is left as it is,
+// for the checks to see).
+func roundGap(res *solver.Result) {
+	if d := res.Primal - res.Dual; d > 0 && d <= 1e-12*math.Max(1, math.Abs(res.Primal)) {
+		res.Dual = res.Primal
+	}
+	res.Gap = res.Dual - res.Primal
 }
 
 // coord is the coordinator's state: the seam's flat layout, the parts'
