@@ -190,8 +190,21 @@ func TestWholeReason(t *testing.T) {
 		{job("anytime", "true"), false, "--anytime"},
 		{job("time-limit", "10"), false, ""}, // the phases lose their search instead
 	} {
-		if got := WholeReason(c.j, c.ev); !strings.HasPrefix(got, c.want) || (c.want == "") != (got == "") {
+		if got := WholeReason(c.j, "m.uai", c.ev); !strings.HasPrefix(got, c.want) || (c.want == "") != (got == "") {
 			t.Errorf("WholeReason = %q, want %q...", got, c.want)
 		}
+	}
+	// A UAI model's FILE.evid beside it is evidence too: a sharded run
+	// that ignored it ran another model than solve does.
+	dir := t.TempDir()
+	uai := filepath.Join(dir, "m.uai")
+	if err := os.WriteFile(uai+".evid", []byte("1 0 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := WholeReason(job(), uai, false); !strings.HasPrefix(got, "the evidence beside the model") {
+		t.Errorf("WholeReason with %s.evid beside = %q", uai, got)
+	}
+	if err := (&Sharded{Path: uai}).Check(job(), false); err == nil || !strings.Contains(err.Error(), "lies beside the model") {
+		t.Errorf("Sharded.Check with %s.evid beside: %v", uai, err)
 	}
 }

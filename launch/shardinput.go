@@ -21,14 +21,15 @@ import (
 // it is not one, except for what the sharded path cannot do yet
 // (WholeReason) and models it cannot take (runWhole).
 
-// WholeReason says why job j (evidence: with an evidence file) runs on
+// WholeReason says why job j on modelPath (evidence: with an evidence
+// file given; a UAI model's FILE.evid beside it counts too) runs on
 // workers with the whole model on the coordinator instead of sharded, or
 // "" when it runs sharded: the sharded path has one slave per factor, no
 // tightening, no branch and bound (--exact, the anytime phases' search
 // when --anytime asks for it)
 // and applies no evidence yet; the other algorithms are not dual
 // decomposition.
-func WholeReason(j *engine.Job, evidence bool) string {
+func WholeReason(j *engine.Job, modelPath string, evidence bool) string {
 	s := &j.Settings
 	switch {
 	case s.Exact:
@@ -47,6 +48,8 @@ func WholeReason(j *engine.Job, evidence bool) string {
 		return fmt.Sprintf("--slaves %s: a sharded run has one slave per factor", j.DD().Slaves)
 	case evidence:
 		return "--evidence is applied to the whole model (not folded into a sharded one yet)"
+	case EvidenceBeside(modelPath) != "":
+		return fmt.Sprintf("the evidence beside the model (%s, read as toulbar2 does) is applied to the whole model (not folded into a sharded one yet)", EvidenceBeside(modelPath))
 	}
 	return ""
 }

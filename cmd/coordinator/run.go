@@ -206,7 +206,7 @@ func (r *runFlags) checkJob(ctx context.Context, start time.Time, fs *flag.FlagS
 	case !r.sharded && cli.IsSet(fs, "sharded"):
 		why = "--sharded=false"
 	case !r.sharded:
-		why = launch.WholeReason(sp, f.evidence != "")
+		why = launch.WholeReason(sp, pos[0], f.evidence != "")
 	}
 	t := r.target(pos[0], *f, why == "", start, con)
 	if why == "" {
