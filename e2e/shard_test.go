@@ -393,3 +393,69 @@ func TestShuffledModelReordered(t *testing.T) {
 		t.Errorf("row order: dual %v after %d; shuffled: %v after %d", a, got[0].Iterations, b, got[1].Iterations)
 	}
 }
+
+// Evidence on the sharded path: run folds the evidence into the model it
+// converts (the observed variables keep one state) and reaches solve's
+// iterations and dual on the same model and evidence, its assignment and
+// --out holding the observed states; a FILE.evid beside a UAI model is read
+// the same way, and the coordinator does not hold the model for it.
+func TestShardedRunWithEvidence(t *testing.T) {
+	coord, _ := binaries(t)
+	model := genModel(t, coord, "potts", "--height", "12", "--width", "12", "--labels", "3", "--rho", "1", ".uai")
+	ev := map[int]int{0: 2, 13: 1, 77: 0, 143: 2}
+	evid := filepath.Join(t.TempDir(), "m.evid")
+	if err := os.WriteFile(evid, []byte("4 0 2 13 1 77 0 143 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	flags := []string{"--algo", "admm", "--max-iter", "200", "--json"}
+	want := runJSON(t, time.Minute, coord, append(append([]string{"solve", "--quiet", "--evidence", evid}, flags...), model)...)
+	check := func(what string, got result, out string) {
+		t.Helper()
+		shardedResult(t, got, want)
+		for v, s := range ev {
+			if len(got.Assignment) != 144 || got.Assignment[v] != s {
+				t.Fatalf("%s: variable %d not in its observed state %d: %v", what, v, s, got.Assignment)
+			}
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := strings.Fields(string(b)); len(f) != 146 || f[2] != "2" || f[15] != "1" {
+			t.Errorf("%s: --out %.60q", what, b)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "x.mpe")
+	var got result
+	stderr := runJSONErr(t, coord, &got, append(append([]string{"run", "--local", "--workers", "2", "--evidence", evid, "--out", out}, flags...), model)...)
+	if strings.Contains(stderr, "holds the whole model") || !strings.Contains(stderr, "evid-") {
+		t.Errorf("--evidence: not folded into a sharded model:\n%s", stderr)
+	}
+	check("--evidence", got, out)
+	// The same evidence as FILE.evid beside the model.
+	if err := os.WriteFile(model+".evid", []byte("4 0 2 13 1 77 0 143 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got = result{}
+	stderr = runJSONErr(t, coord, &got, append(append([]string{"run", "--local", "--workers", "2", "--out", out}, flags...), model)...)
+	if !strings.Contains(stderr, "evidence beside the model") {
+		t.Errorf("FILE.evid: no line says it was read:\n%s", stderr)
+	}
+	check("FILE.evid", got, out)
+}
+
+// runJSONErr runs bin with args (a JSON result on stdout) and returns its
+// stderr.
+func runJSONErr(t *testing.T, bin string, r any, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v: %v\n%s", args, err, stderr.String())
+	}
+	if err := json.Unmarshal([]byte(stdout.String()), r); err != nil {
+		t.Fatalf("%v: %v (%.200q)", args, err, stdout.String())
+	}
+	return stderr.String()
+}

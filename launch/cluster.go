@@ -63,6 +63,10 @@ type Sharded struct {
 	StateDir string
 	// MaxEntries bounds the tables the file may declare.
 	MaxEntries int
+	// Evidence is an evidence file folded into the model as it is
+	// converted ("": none, or a UAI model's FILE.evid beside it, as
+	// toulbar2 reads it; an indexed model takes none: WholeReason).
+	Evidence string
 	// Fallback, when not nil, is the input of the whole-model run that
 	// takes the job when its plan refuses the model
 	// (shard.UnshardableError: a forbidden state, fewer factors than
@@ -261,6 +265,28 @@ type shardPlan struct {
 	stateDir string
 	class    engine.Class
 	planned  time.Duration
+	// evidence folded into the converted file: its observed variables
+	// have one state there, which stands for the observed one (observed).
+	evidence model.Evidence
+}
+
+// observed is pieces of an assignment of the planned file with the
+// observed variables' states set to their observed ones (state 0 in the
+// file: modelfile's evidence.go).
+func (p *shardPlan) observed(pieces func(put func([]int, []int32) error) error) func(put func([]int, []int32) error) error {
+	if len(p.evidence) == 0 {
+		return pieces
+	}
+	return func(put func([]int, []int32) error) error {
+		return pieces(func(vars []int, states []int32) error {
+			for k, v := range vars {
+				if s, ok := p.evidence[v]; ok {
+					states[k] = int32(s)
+				}
+			}
+			return put(vars, states)
+		})
+	}
 }
 
 // planShards converts t.Sharded's model into its state directory when it
@@ -286,7 +312,13 @@ func planShards(ctx context.Context, j *engine.Job, t Target) (*shardPlan, error
 	if p.stateDir, err = filepath.Abs(p.stateDir); err != nil {
 		return nil, inputf("--state-dir: %v", err)
 	}
-	if path, err = shardInput(lctx, path, p.stateDir, sh.MaxEntries, log); err != nil {
+	evidence := sh.Evidence
+	if evidence == "" {
+		if evidence = EvidenceBeside(path); evidence != "" {
+			log.Info("sharding: evidence beside the model, read as toulbar2 does (--evidence overrides)", "evidence", evidence)
+		}
+	}
+	if path, err = shardInput(lctx, path, p.stateDir, sh.MaxEntries, evidence, func(ev model.Evidence) { p.evidence = ev }, log); err != nil {
 		return nil, err
 	}
 	p.layout, err = shard.PlanLayout(path, t.Workers, shard.PlanOptions{MaxEntries: sh.MaxEntries, Context: lctx, Logger: log,
@@ -380,7 +412,7 @@ func runSharded(ctx context.Context, j *engine.Job, t Target, h Hooks, p *shardP
 			x = make([]int, a.NumVars)
 		}
 		// The workers' pieces, one at a time, into --out (when given).
-		err := uai.WriteMPEPieces(t.Out, a.NumVars, x, func(put func([]int, []int32) error) error { return a.Pieces(ctx, put) })
+		err := uai.WriteMPEPieces(t.Out, a.NumVars, x, p.observed(func(put func([]int, []int32) error) error { return a.Pieces(ctx, put) }))
 		if err != nil {
 			return fmt.Errorf("--out: the assignment: %w", err)
 		}

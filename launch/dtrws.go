@@ -50,7 +50,7 @@ func runShardedChoice(ctx context.Context, j *engine.Job, t Target, h Hooks, p *
 			if t.Assignment && n <= engine.MaxAssignment {
 				x = make([]int, n)
 			}
-			if err := uai.WriteMPEPieces(t.Out, n, x, pieces); err != nil {
+			if err := uai.WriteMPEPieces(t.Out, n, x, p.observed(pieces)); err != nil {
 				return fmt.Errorf("--out: the assignment: %w", err)
 			}
 			return nil

@@ -277,10 +277,8 @@ func (s *Sharded) Check(j *engine.Job, evidence bool) error {
 		return j.Distributable("run")
 	case j.Algorithm.Distributed && j.DD().Slaves != consensus.PerFactor:
 		return inputf("run --sharded: --slaves %s: a sharded run has one slave per factor", j.DD().Slaves)
-	case evidence:
-		return inputf("run --sharded: --evidence is not applied to sharded models (fold it into the model first)")
-	case EvidenceBeside(s.Path) != "":
-		return inputf("run --sharded: %s lies beside the model: evidence is not applied to sharded models (run without --sharded, or fold it into the model first)", EvidenceBeside(s.Path))
+	case evidence && modelfile.FormatOf(s.Path) == modelfile.Indexed:
+		return inputf("run --sharded: --evidence with an indexed model (.ddx): fold it into the model first, or give the model in another format (its conversion folds the evidence in)")
 	case j.Settings.Tighten != "none":
 		return inputf("run --sharded: --tighten %s needs the whole model", j.Settings.Tighten)
 	case modelfile.FormatOf(s.Path) == modelfile.Unknown:

@@ -140,7 +140,8 @@ func TestShardedCheck(t *testing.T) {
 		{job("algo", "trws"), "m.ddx", false, ""}, // distributed TRW-S (launch/dtrws.go)
 		{job("algo", "cmp"), "m.ddx", false, "run: --algo cmp runs only in solve"},
 		{job("slaves", "chains"), "m.ddx", false, "run --sharded: --slaves chains: a sharded run has one slave per factor"},
-		{job(), "m.ddx", true, "run --sharded: --evidence is not applied"},
+		{job(), "m.ddx", true, "run --sharded: --evidence with an indexed model"},
+		{job(), "m.uai", true, ""}, // folded in as the model is converted
 		{job("tighten", "cycles"), "m.ddx", false, "run --sharded: --tighten cycles needs the whole model"},
 		{job(), "m.uai", false, ""}, // converted into the state directory
 		{job(), "m.msgpack", false, ""},
@@ -181,7 +182,7 @@ func TestWholeReason(t *testing.T) {
 	}{
 		{job(), false, ""},
 		{job("algo", "subgradient"), false, ""},
-		{job(), true, "--evidence"},
+		{job(), true, ""}, // m.uai: folded in as it is converted
 		{job("exact", "true"), false, "--exact"},
 		{job("slaves", "chains"), false, "--slaves chains"},
 		{job("tighten", "cycles"), false, "--tighten cycles"},
@@ -194,17 +195,9 @@ func TestWholeReason(t *testing.T) {
 			t.Errorf("WholeReason = %q, want %q...", got, c.want)
 		}
 	}
-	// A UAI model's FILE.evid beside it is evidence too: a sharded run
-	// that ignored it ran another model than solve does.
-	dir := t.TempDir()
-	uai := filepath.Join(dir, "m.uai")
-	if err := os.WriteFile(uai+".evid", []byte("1 0 1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got := WholeReason(job(), uai, false); !strings.HasPrefix(got, "the evidence beside the model") {
-		t.Errorf("WholeReason with %s.evid beside = %q", uai, got)
-	}
-	if err := (&Sharded{Path: uai}).Check(job(), false); err == nil || !strings.Contains(err.Error(), "lies beside the model") {
-		t.Errorf("Sharded.Check with %s.evid beside: %v", uai, err)
+	// Evidence with an indexed model (which is not converted) keeps the
+	// whole model.
+	if got := WholeReason(job(), "m.ddx", true); !strings.HasPrefix(got, "--evidence with an indexed model") {
+		t.Errorf("WholeReason with evidence and a .ddx = %q", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/engine"
+	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/indexed"
 	"github.com/ddrun/ddrun/model/modelfile"
 )
@@ -22,12 +23,12 @@ import (
 // (WholeReason) and models it cannot take (runWhole).
 
 // WholeReason says why job j on modelPath (evidence: with an evidence
-// file given; a UAI model's FILE.evid beside it counts too) runs on
+// file given, which a sharded run folds into the model it converts) runs on
 // workers with the whole model on the coordinator instead of sharded, or
 // "" when it runs sharded: the sharded path has one slave per factor, no
 // tightening, no branch and bound (--exact, the anytime phases' search
 // when --anytime asks for it)
-// and applies no evidence yet; the other algorithms are not dual
+// and takes no evidence with an indexed model; the other algorithms are not dual
 // decomposition.
 func WholeReason(j *engine.Job, modelPath string, evidence bool) string {
 	s := &j.Settings
@@ -46,10 +47,8 @@ func WholeReason(j *engine.Job, modelPath string, evidence bool) string {
 		return fmt.Sprintf("--tighten %s regroups the whole model", s.Tighten)
 	case j.Algorithm.Distributed && j.DD().Slaves != consensus.PerFactor:
 		return fmt.Sprintf("--slaves %s: a sharded run has one slave per factor", j.DD().Slaves)
-	case evidence:
-		return "--evidence is applied to the whole model (not folded into a sharded one yet)"
-	case EvidenceBeside(modelPath) != "":
-		return fmt.Sprintf("the evidence beside the model (%s, read as toulbar2 does) is applied to the whole model (not folded into a sharded one yet)", EvidenceBeside(modelPath))
+	case evidence && modelfile.FormatOf(modelPath) == modelfile.Indexed:
+		return "--evidence with an indexed model: applied to the whole model (a sharded run folds evidence in as it converts a model, and an indexed one is not converted)"
 	}
 	return ""
 }
@@ -63,8 +62,11 @@ func WholeReason(j *engine.Job, modelPath string, evidence bool) string {
 // beside its place and renamed into it, so that members of a Raft group
 // converting the same model into a shared directory each leave the same
 // complete file.
-func shardInput(ctx context.Context, path, stateDir string, maxEntries int, log *slog.Logger) (string, error) {
+func shardInput(ctx context.Context, path, stateDir string, maxEntries int, evidence string, observed func(model.Evidence), log *slog.Logger) (string, error) {
 	if modelfile.FormatOf(path) == modelfile.Indexed {
+		if evidence != "" {
+			return "", inputf("%s: an indexed model takes no evidence (fold it into the model first)", path)
+		}
 		return path, nil
 	}
 	if modelfile.FormatOf(path) == modelfile.Unknown {
@@ -74,6 +76,14 @@ func shardInput(ctx context.Context, path, stateDir string, maxEntries int, log 
 		return "", inputf("--state-dir: %v", err)
 	}
 	name := filepath.Base(path) // the whole name: m.uai and m.json sharing a --state-dir convert apart
+	if evidence != "" {
+		// Another evidence file is another model.
+		b, err := os.ReadFile(evidence)
+		if err != nil {
+			return "", inputf("--evidence: %v", err)
+		}
+		name += fmt.Sprintf(".evid-%x", sha256.Sum256(b))[:18]
+	}
 	out := filepath.Join(stateDir, name+indexed.Ext)
 	tmp, err := os.CreateTemp(stateDir, "."+name+"-*"+indexed.Ext)
 	if err != nil {
@@ -82,7 +92,7 @@ func shardInput(ctx context.Context, path, stateDir string, maxEntries int, log 
 	tmp.Close()
 	defer os.Remove(tmp.Name())
 	start := time.Now()
-	if err := modelfile.Convert(ctx, path, tmp.Name(), modelfile.ConvertOptions{MaxEntries: maxEntries}); err != nil {
+	if err := modelfile.Convert(ctx, path, tmp.Name(), modelfile.ConvertOptions{MaxEntries: maxEntries, Evidence: evidence, Observed: observed}); err != nil {
 		return "", &InputError{err}
 	}
 	if err := os.Rename(tmp.Name(), out); err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/ddrun/ddrun/model"
@@ -30,6 +31,14 @@ type ConvertOptions struct {
 	// Progress, when not nil, is called after each factor written to an
 	// indexed output with the factors written and their total.
 	Progress func(done, total int)
+	// Evidence, when not "", is an evidence file (UAI .evid layout) that
+	// an indexed output folds in (evidence.go: the factors over observed
+	// variables conditioned on their states, an observed variable left one
+	// state that stands for its observed one); Observed, when not nil, gets
+	// the evidence read, to map an output assignment back. UAI streams;
+	// other inputs are read whole for it.
+	Evidence string
+	Observed func(model.Evidence)
 }
 
 // Convert reads the model file in and writes it to out, each in the format
@@ -75,8 +84,11 @@ func Convert(ctx context.Context, in, out string, o ConvertOptions) (err error) 
 	}()
 	wopts := indexed.WriteOptions{BlockSize: o.BlockSize, FoldUnary: !o.KeepUnaryFactors,
 		TempDir: filepath.Dir(out), Context: ctx}
-	if FormatOf(in) == Native && isMsgpack(in) {
+	if FormatOf(in) == Native && isMsgpack(in) && o.Evidence == "" {
 		return streamMsgpack(ctx, in, f, o, wopts)
+	}
+	if FormatOf(in) != UAI && o.Evidence != "" {
+		return wholeWithEvidence(ctx, in, f, o, wopts)
 	}
 	if FormatOf(in) != UAI {
 		m, err := LoadWith(ctx, in, Options{MaxEntries: o.MaxEntries})
@@ -128,21 +140,39 @@ func streamUAI(ctx context.Context, in string, f *os.File, o ConvertOptions, wop
 		}
 		return readCloser{r, src}, nil
 	}
+	var ev model.Evidence
+	var card func(int) int
 	err := uai.StreamScopes(open, in, ropts, func(cards []int, factors int) error {
 		nf = factors
 		var err error
+		if o.Evidence != "" {
+			cards = slices.Clone(cards)
+			card = func(v int) int { return cards[v] }
+			if ev, err = readEvidenceFor(ctx, o.Evidence, cards); err != nil {
+				return err
+			}
+			if o.Observed != nil {
+				o.Observed(ev)
+			}
+		}
 		if w, err = indexed.NewStreamWriter(f, 0, wopts); err != nil {
 			return err
 		}
-		for _, c := range cards {
-			if err := w.AddVar(c, nil); err != nil {
+		for v, c := range cards {
+			if err := addObservedVar(w, ev, v, c, nil); err != nil {
 				return err
 			}
 		}
 		return nil
 	}, func(a int, scope []int, t []float64) error {
-		fa := model.Factor{Kind: model.Dense, Vars: scope, Table: t}
-		if err := w.Add(&fa); err != nil {
+		fa := &model.Factor{Kind: model.Dense, Vars: scope, Table: t}
+		if len(ev) > 0 {
+			var err error
+			if fa, err = conditioned(fa, ev, card); err != nil {
+				return fmt.Errorf("%s: factor %d: %w", in, a, err)
+			}
+		}
+		if err := w.Add(fa); err != nil {
 			return err
 		}
 		if o.Progress != nil {
@@ -249,3 +279,44 @@ type readCloser struct {
 }
 
 func (r readCloser) Close() error { return r.c.Close() }
+
+// wholeWithEvidence converts a model read whole to an indexed file with
+// the evidence o.Evidence folded in (evidence.go).
+func wholeWithEvidence(ctx context.Context, in string, f *os.File, o ConvertOptions, wopts indexed.WriteOptions) error {
+	m, err := LoadWith(ctx, in, Options{MaxEntries: o.MaxEntries})
+	if err != nil {
+		return err
+	}
+	ev, err := LoadEvidenceWith(ctx, o.Evidence, m, nil)
+	if err != nil {
+		return err
+	}
+	if o.Observed != nil {
+		o.Observed(ev)
+	}
+	w, err := indexed.NewStreamWriter(f, m.Constant, wopts)
+	if err != nil {
+		return err
+	}
+	for v, c := range m.Cards {
+		if err := addObservedVar(w, ev, v, c, m.Unaries(v)); err != nil {
+			w.Abort()
+			return err
+		}
+	}
+	card := func(v int) int { return m.Cards[v] }
+	for a := range m.Factors {
+		g, err := conditioned(&m.Factors[a], ev, card)
+		if err == nil {
+			err = w.Add(g)
+		}
+		if err != nil {
+			w.Abort()
+			return fmt.Errorf("%s: factor %d: %w", in, a, err)
+		}
+		if o.Progress != nil {
+			o.Progress(a+1, len(m.Factors))
+		}
+	}
+	return w.Close()
+}
