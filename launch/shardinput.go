@@ -109,6 +109,9 @@ func shardInput(ctx context.Context, path, stateDir string, maxEntries int, evid
 func runWhole(ctx context.Context, j *engine.Job, t Target, h Hooks, why error) (Outcome, error) {
 	t.Logger.Warn("the model cannot be sharded: the coordinator holds it whole", "why", why.Error())
 	in := *t.Sharded.Fallback
+	if in.Evidence == "" {
+		in.Evidence = EvidenceBeside(in.Path) // as the sharded plan read it
+	}
 	hash := sha256.New() // the job's identity, as the front end hashes a whole model's files
 	in.Tee, in.Start = hash, t.Start
 	if err := Load(ctx, j, in); err != nil {
