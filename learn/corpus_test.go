@@ -24,8 +24,22 @@ func brownDir(t *testing.T) string {
 	return dir
 }
 
+// tinyBrown writes a hand-made corpus in the Brown layout (not Brown's
+// text: genre a's file ca01, genre b's cb01, and a README the reader must
+// skip) into a test directory and returns it.
+func tinyBrown(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, text := range map[string]string{"ca01": "\n\n\tThe/at cat/nn sat/vbd on/in the/at mat/nn ./.\n\n\n\tA/at dog/nn-tl barked/vbd loudly/rb ./.\n\n\tShe/pps didn't/dod+* run/vb ./.\n", "cb01": "\tThe/at bird/nn sang/vbd sweetly/rb ./.\n\tDogs/nns ran/vbd home/nr ./.\n", "README": "not a brown file\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 func TestReadBrownRoundTrip(t *testing.T) {
-	f, err := os.Open("testdata/brown/ca01")
+	f, err := os.Open(filepath.Join(tinyBrown(t), "ca01"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,8 +130,9 @@ func TestTagging(t *testing.T) {
 // words) through it: the same labels, known features only, and the
 // accuracy of the reloaded weights equal to the trained ones'.
 func TestCorpusTrainPredict(t *testing.T) {
+	corpus := tinyBrown(t)
 	var o Options
-	a, d, err := PrepareTraining("bcfw", "brown:testdata/brown?genres=a&tags=cut", &o)
+	a, d, err := PrepareTraining("bcfw", "brown:"+corpus+"?genres=a&tags=cut", &o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +151,7 @@ func TestCorpusTrainPredict(t *testing.T) {
 	if err := SaveWeights(path, w); err != nil {
 		t.Fatal(err)
 	}
-	w2, test, err := PreparePrediction(path, "brown:testdata/brown?genres=b", 1)
+	w2, test, err := PreparePrediction(path, "brown:"+corpus+"?genres=b", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +181,7 @@ func TestCorpusTrainPredict(t *testing.T) {
 	if got.Accuracy != want.Accuracy || got.Accuracy <= 0 {
 		t.Errorf("accuracy %v after the round trip, %v before", got.Accuracy, want.Accuracy)
 	}
-	if _, _, err := PreparePrediction(path, "brown:testdata/brown?tags=full", 1); err == nil {
+	if _, _, err := PreparePrediction(path, "brown:"+corpus+"?tags=full", 1); err == nil {
 		t.Errorf("tags=full through cut weights: no error")
 	}
 }
