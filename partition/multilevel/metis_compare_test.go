@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/internal/instances"
+	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
-	"github.com/ddrun/ddrun/model/uai"
 	"github.com/ddrun/ddrun/partition"
 )
 
@@ -216,16 +216,11 @@ func TestMETISInstances(t *testing.T) {
 	}
 	var ratios []float64
 	for _, path := range paths {
-		m, err := uai.ReadFile(path)
+		rel, err := filepath.Rel(instancesDir, path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ev model.Evidence
-		if _, err := os.Stat(path + ".evid"); err == nil {
-			if ev, err = uai.ReadEvidenceFile(path+".evid", m); err != nil {
-				t.Fatal(err)
-			}
-		}
+		m, ev := oracle.Instance(t, filepath.ToSlash(rel))
 		rm, err := model.Reduce(m, ev)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
