@@ -97,13 +97,7 @@ func Serve(ctx context.Context, tr transport.Transport, opts WorkerOptions) erro
 		return fmt.Errorf("subscribing for coordinators' beats: %w", err)
 	}
 	defer beats.Unsubscribe()
-	solicit := make(chan struct{}, 1)
-	solicits, err := tr.Subscribe(solicitSubject, func(string, []byte) {
-		select {
-		case solicit <- struct{}{}:
-		default:
-		}
-	})
+	solicit, solicits, err := transport.Notify(tr, solicitSubject)
 	if err != nil {
 		return fmt.Errorf("subscribing for solicitations: %w", err)
 	}

@@ -98,3 +98,21 @@ func matchSubject(pattern, subject string) bool {
 		pattern, subject = prest, srest
 	}
 }
+
+// Notify subscribes to subject on tr and signals on the channel it returns
+// when a message arrives there, whatever it holds (a solicitation, which
+// can only cause an announcement): signals that arrive before the last was
+// taken coalesce into one.
+func Notify(tr Transport, subject string) (<-chan struct{}, Subscription, error) {
+	c := make(chan struct{}, 1)
+	sub, err := tr.Subscribe(subject, func(string, []byte) {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, sub, nil
+}

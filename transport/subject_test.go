@@ -1,8 +1,10 @@
 package transport
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestMatchSubject(t *testing.T) {
@@ -51,5 +53,45 @@ func TestValidName(t *testing.T) {
 	}
 	if got := SanitizeName(strings.Repeat("é", 100)); ValidName(got) != nil {
 		t.Errorf("SanitizeName of a long name: %q", got)
+	}
+}
+
+// Notify signals when messages arrive (its buffer holds one signal, so it
+// never blocks the transport), and again after a signal was taken.
+func TestNotify(t *testing.T) {
+	tr := NewInProc()
+	defer tr.Close()
+	c, sub, err := Notify(tr, "ddrun.solicit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	for range 3 {
+		if err := tr.Publish(context.Background(), "ddrun.solicit", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tr.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wait := func() bool {
+		select {
+		case <-c:
+			return true
+		case <-time.After(2 * time.Second):
+			return false
+		}
+	}
+	if !wait() {
+		t.Fatal("no signal")
+	}
+	for len(c) > 0 { // a signal of the first three delivered since
+		<-c
+	}
+	if err := tr.Publish(context.Background(), "ddrun.solicit", nil); err != nil {
+		t.Fatal(err)
+	}
+	if !wait() {
+		t.Fatal("no signal after the first was taken")
 	}
 }

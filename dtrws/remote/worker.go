@@ -76,13 +76,7 @@ func Serve(ctx context.Context, tr transport.Transport, opts WorkerOptions) erro
 		return fmt.Errorf("subscribing for TRW-S orders: %w", err)
 	}
 	defer sub.Unsubscribe()
-	solicit := make(chan struct{}, 1)
-	solicits, err := tr.Subscribe(solicitSubject, func(string, []byte) {
-		select {
-		case solicit <- struct{}{}:
-		default:
-		}
-	})
+	solicit, solicits, err := transport.Notify(tr, solicitSubject)
 	if err != nil {
 		return fmt.Errorf("subscribing for TRW-S solicitations: %w", err)
 	}
