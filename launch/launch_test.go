@@ -116,20 +116,7 @@ func TestServiceCheck(t *testing.T) {
 // A sharded run takes DD-ADMM over one slave per factor on an indexed
 // file, and nothing it cannot apply to parts.
 func TestShardedCheck(t *testing.T) {
-	job := func(set ...string) *engine.Job {
-		s := engine.Defaults()
-		s.Given, s.Distributed = map[string]bool{}, true
-		for i := 0; i+1 < len(set); i += 2 {
-			if err := s.Set(set[i], set[i+1]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		j, err := engine.Prepare(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return j
-	}
+	job := func(set ...string) *engine.Job { return distributedJob(t, set...) }
 	for _, c := range []struct {
 		j    *engine.Job
 		path string
@@ -160,21 +147,7 @@ func TestShardedCheck(t *testing.T) {
 // TestWholeReason: what keeps a distributed run on the whole model, and
 // that a plain run of dual decomposition is sharded.
 func TestWholeReason(t *testing.T) {
-	job := func(set ...string) *engine.Job {
-		s := engine.Defaults()
-		s.Given, s.Distributed = map[string]bool{}, true
-		for i := 0; i+1 < len(set); i += 2 {
-			if err := s.Set(set[i], set[i+1]); err != nil {
-				t.Fatal(err)
-			}
-			s.Given[set[i]] = true
-		}
-		j, err := engine.Prepare(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return j
-	}
+	job := func(set ...string) *engine.Job { return distributedJob(t, set...) }
 	for _, c := range []struct {
 		j    *engine.Job
 		ev   bool
@@ -200,4 +173,23 @@ func TestWholeReason(t *testing.T) {
 	if got := WholeReason(job(), "m.ddx", true); !strings.HasPrefix(got, "--evidence with an indexed model") {
 		t.Errorf("WholeReason with evidence and a .ddx = %q", got)
 	}
+}
+
+// distributedJob is a distributed run's job with the given settings (name,
+// value, ...), each marked given as a flag would be.
+func distributedJob(t *testing.T, set ...string) *engine.Job {
+	t.Helper()
+	s := engine.Defaults()
+	s.Given, s.Distributed = map[string]bool{}, true
+	for i := 0; i+1 < len(set); i += 2 {
+		if err := s.Set(set[i], set[i+1]); err != nil {
+			t.Fatal(err)
+		}
+		s.Given[set[i]] = true
+	}
+	j, err := engine.Prepare(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
 }
