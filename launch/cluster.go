@@ -372,6 +372,43 @@ func (p *shardPlan) localize(ctx context.Context, path string, workers, maxEntri
 	return nil
 }
 
+// deliver writes the assignment of n variables that pieces gives (the
+// workers' pieces, one at a time) into --out, with the observed states set,
+// and into *x when the caller wants the assignment and it is small enough.
+func (p *shardPlan) deliver(t Target, x *[]int, n int, pieces func(put func([]int, []int32) error) error) error {
+	if t.Assignment && n <= engine.MaxAssignment {
+		*x = make([]int, n)
+	}
+	if err := uai.WriteMPEPieces(t.Out, n, *x, p.observed(pieces)); err != nil {
+		return fmt.Errorf("--out: the assignment: %w", err)
+	}
+	return nil
+}
+
+// outcome is a sharded run's outcome in the result schema: res with the
+// plan's model size and boundary, the traffic since before, the sharded
+// statistics sj (its boundary, plan time and traffic filled in here) and
+// the assignment x (nil: in --out only).
+func (p *shardPlan) outcome(res solver.Result, j *engine.Job, t Target, before Traffic, sj *engine.Sharded, x []int) Outcome {
+	l := p.layout
+	sj.Boundary, sj.PlanSeconds = len(l.BoundaryVars), p.planned.Seconds()
+	o := Outcome{Ran: true, Result: res}
+	if o.Traffic = t.since(before, res.Iterations); o.Traffic.Iterations > 0 {
+		sj.BytesPerIteration = (o.Traffic.In + o.Traffic.Out) / uint64(o.Traffic.Iterations)
+	}
+	o.Report = engine.Result{Status: res.Status, Primal: engine.Finite(res.Primal), Dual: engine.Finite(res.Dual), Gap: engine.Finite(res.Gap),
+		Relaxed: engine.Finite(res.Relaxed), Iterations: res.Iterations, Seconds: res.Elapsed.Seconds(), Assignment: x,
+		Algo: j.Algorithm.Name, Why: j.Why, Threads: j.Threads, Workers: t.Workers,
+		Model: engine.ModelSize{Variables: l.NumVars, Factors: l.NumFactors}, Sharded: sj}
+	if o.Report.Primal != nil {
+		if t.Out != "" {
+			o.Report.AssignmentFile = t.Out
+		}
+		o.Report.Omitted = x == nil
+	}
+	return o
+}
+
 // runSharded runs j with the workers reading their parts of the indexed
 // model file themselves, and this process keeping only the boundary
 // between them (package shard; cluster runs the job, alone or as a member
@@ -408,15 +445,7 @@ func runSharded(ctx context.Context, j *engine.Job, t Target, h Hooks, p *shardP
 	job.Transport, job.Progress = t.Transport, h.Progress
 	var x []int // the assignment for the result, when small enough
 	job.Deliver = func(ctx context.Context, a *cluster.ShardAssignment) error {
-		if t.Assignment && a.NumVars <= engine.MaxAssignment {
-			x = make([]int, a.NumVars)
-		}
-		// The workers' pieces, one at a time, into --out (when given).
-		err := uai.WriteMPEPieces(t.Out, a.NumVars, x, p.observed(func(put func([]int, []int32) error) error { return a.Pieces(ctx, put) }))
-		if err != nil {
-			return fmt.Errorf("--out: the assignment: %w", err)
-		}
-		return nil
+		return p.deliver(t, &x, a.NumVars, func(put func([]int, []int32) error) error { return a.Pieces(ctx, put) })
 	}
 	before := t.traffic()
 	job.Run.Hooks = h.cluster()
@@ -424,24 +453,10 @@ func runSharded(ctx context.Context, j *engine.Job, t Target, h Hooks, p *shardP
 	// report is the job's result in the result schema, with what this
 	// coordinator saw of the run (stats: none when it did not run it).
 	report := func(res solver.Result, ci cluster.JobInfo, stats cluster.RunStats) Outcome {
-		sj := &engine.Sharded{Boundary: len(layout.BoundaryVars), PlanSeconds: planned.Seconds(), SetupSeconds: (planned + stats.Setup).Seconds(),
-			CoordinatorRSSMB: cluster.PeakRSSMB(), WorkerRSSMB: stats.WorkerRSSMB,
+		sj := &engine.Sharded{SetupSeconds: (planned + stats.Setup).Seconds(), CoordinatorRSSMB: cluster.PeakRSSMB(), WorkerRSSMB: stats.WorkerRSSMB,
 			Failovers: stats.Failovers, Restored: stats.Restored, Redone: stats.Redone}
-		o := Outcome{Ran: true, Result: res}
-		if o.Traffic = t.since(before, res.Iterations); o.Traffic.Iterations > 0 {
-			sj.BytesPerIteration = (o.Traffic.In + o.Traffic.Out) / uint64(o.Traffic.Iterations)
-		}
-		o.Report = engine.Result{Status: res.Status, Primal: engine.Finite(res.Primal), Dual: engine.Finite(res.Dual), Gap: engine.Finite(res.Gap),
-			Relaxed: engine.Finite(res.Relaxed), Iterations: res.Iterations, Seconds: res.Elapsed.Seconds(), Assignment: x,
-			Algo: j.Algorithm.Name, Threads: j.Threads, Workers: t.Workers,
-			Model: engine.ModelSize{Variables: layout.NumVars, Factors: layout.NumFactors}, Sharded: sj,
-			Failovers: &ci.Failovers, Redone: &ci.Redone}
-		if o.Report.Primal != nil {
-			if t.Out != "" {
-				o.Report.AssignmentFile = t.Out
-			}
-			o.Report.Omitted = x == nil
-		}
+		o := p.outcome(res, j, t, before, sj, x)
+		o.Report.Failovers, o.Report.Redone = &ci.Failovers, &ci.Redone
 		return o
 	}
 	// ended is the outcome of a run this coordinator ended.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/ddrun/ddrun/dtrws/remote"
 	"github.com/ddrun/ddrun/engine"
-	"github.com/ddrun/ddrun/model/uai"
 )
 
 // runShardedChoice is a sharded run whose algorithm the model's class may
@@ -31,12 +30,11 @@ func runShardedChoice(ctx context.Context, j *engine.Job, t Target, h Hooks, p *
 	if !asked && (!j.Settings.Auto || j.Settings.Exact || t.Raft != nil || c.Every > 0 || c.Dir != "") {
 		return Outcome{}, false, nil
 	}
-	start, log, layout := t.Start, t.Logger, p.layout
+	start, log := t.Start, t.Logger
 	trws, err := j.ChooseForRun(p.class)
 	if err != nil || !trws {
 		return Outcome{}, err != nil, err
 	}
-	planned := p.planned
 	if err := t.connect(ctx, &h); err != nil {
 		return Outcome{}, true, err
 	}
@@ -47,34 +45,14 @@ func runShardedChoice(ctx context.Context, j *engine.Job, t Target, h Hooks, p *
 	var x []int // the assignment for the result, when small enough
 	ro := remote.Options{Job: t.Job, Start: start, Wait: t.Wait, StepTimeout: t.StepTimeout, LostAfter: t.LostAfter, Logger: log,
 		Deliver: func(ctx context.Context, n int, pieces func(put func([]int, []int32) error) error) error {
-			if t.Assignment && n <= engine.MaxAssignment {
-				x = make([]int, n)
-			}
-			if err := uai.WriteMPEPieces(t.Out, n, x, p.observed(pieces)); err != nil {
-				return fmt.Errorf("--out: the assignment: %w", err)
-			}
-			return nil
+			return p.deliver(t, &x, n, pieces)
 		}}
 	before := t.traffic()
-	res, err := remote.Run(ctx, t.Transport, layout, opts, ro, h.Progress)
+	res, err := remote.Run(ctx, t.Transport, p.layout, opts, ro, h.Progress)
 	if err != nil {
 		return Outcome{}, true, err
 	}
 	res.Elapsed = time.Since(start)
-	sj := &engine.Sharded{Boundary: len(layout.BoundaryVars), PlanSeconds: planned.Seconds(), SetupSeconds: planned.Seconds()}
-	o := Outcome{Ran: true, Result: res}
-	if o.Traffic = t.since(before, res.Iterations); o.Traffic.Iterations > 0 {
-		sj.BytesPerIteration = (o.Traffic.In + o.Traffic.Out) / uint64(o.Traffic.Iterations)
-	}
-	o.Report = engine.Result{Status: res.Status, Primal: engine.Finite(res.Primal), Dual: engine.Finite(res.Dual), Gap: engine.Finite(res.Gap),
-		Relaxed: engine.Finite(res.Relaxed), Iterations: res.Iterations, Seconds: res.Elapsed.Seconds(), Assignment: x,
-		Algo: j.Algorithm.Name, Why: j.Why, Threads: 1, Workers: t.Workers,
-		Model: engine.ModelSize{Variables: layout.NumVars, Factors: layout.NumFactors}, Sharded: sj}
-	if o.Report.Primal != nil {
-		if t.Out != "" {
-			o.Report.AssignmentFile = t.Out
-		}
-		o.Report.Omitted = x == nil
-	}
+	o := p.outcome(res, j, t, before, &engine.Sharded{SetupSeconds: p.planned.Seconds()}, x)
 	return o, true, nil
 }
