@@ -368,11 +368,46 @@ func TestServe(t *testing.T) {
 				w.Wait()
 			}()
 		}
+		// A job on workers is sharded, as run's: the service converts the
+		// model into the job's directory at submission and holds none of it.
 		want := runJSON(t, time.Minute, coord, "solve", "--algo", "admm", "--json", "--quiet", "--max-iter", "300", potts)
-		id := s.submit(t, potts, "workers=2&max_iter=300")
+		id := s.submit(t, potts, "workers=2&max_iter=300&algo=admm")
 		got := s.checkJob(t, id, want)
 		if got.Workers != 2 {
 			t.Errorf("result says %d workers", got.Workers)
+		}
+		_, b := s.call(t, "GET", s.url+"/v1/jobs/"+id+"/result", "", nil)
+		var shape struct {
+			Algo    string          `json:"algo"`
+			Sharded json.RawMessage `json:"sharded"`
+		}
+		decode(t, b, &shape)
+		if shape.Algo != "admm" || len(shape.Sharded) == 0 {
+			t.Errorf("distributed job: algo %q, sharded %s: want a sharded admm run", shape.Algo, shape.Sharded)
+		}
+		done = append(done, id)
+
+		// Without an algorithm, the job chooses as run does: TRW-S on
+		// parts for a pairwise grid, reaching solve's TRW-S bound.
+		trws := runJSON(t, time.Minute, coord, "solve", "--algo", "trws", "--json", "--quiet", "--max-iter", "100", "--tol", "0", potts)
+		id = s.submit(t, potts, "workers=2&max_iter=100&tol=0")
+		if st := s.wait(t, id, 2*time.Minute); st.State != "done" {
+			t.Fatalf("default job on workers %s: %s (%s)\n%s", id, st.State, st.Error, s.stderr())
+		}
+		_, b = s.call(t, "GET", s.url+"/v1/jobs/"+id+"/result", "", nil)
+		var dt struct {
+			result
+			Algo    string          `json:"algo"`
+			Sharded json.RawMessage `json:"sharded"`
+		}
+		decode(t, b, &dt)
+		// Both duals bound the MAP score: the primal is below each, and
+		// the parts' bound is near the whole model's.
+		if dt.Algo != "trws" || len(dt.Sharded) == 0 || dt.Dual == nil || trws.Dual == nil || dt.Primal == nil || len(dt.Assignment) == 0 ||
+			*dt.Primal > *dt.Dual+1e-9*math.Abs(*dt.Dual) || *dt.Primal > *trws.Dual+1e-9*math.Abs(*trws.Dual) ||
+			math.Abs(*dt.Dual-*trws.Dual) > 1e-3*math.Abs(*trws.Dual) {
+			t.Errorf("default job on workers: algo %q sharded %s dual %v primal %v (%d states); solve --algo trws: dual %v",
+				dt.Algo, dt.Sharded, deref(dt.Dual), deref(dt.Primal), len(dt.Assignment), deref(trws.Dual))
 		}
 		done = append(done, id)
 
@@ -416,7 +451,6 @@ func TestServe(t *testing.T) {
 			{"unknown parameter", "POST", "/v1/jobs?iters=3", "", model, 400, "iters"},
 			{"repeated parameter", "POST", "/v1/jobs?tol=1&tol=2", "", model, 400, "tol"},
 			{"negative workers", "POST", "/v1/jobs?workers=-1", "", model, 400, "workers"},
-			{"trws on workers", "POST", "/v1/jobs?algo=trws&workers=2", "", model, 400, "trws"},
 			{"cmp on workers", "POST", "/v1/jobs?algo=cmp&workers=2", "", model, 400, "cmp"},
 			{"bad result format", "GET", "/v1/jobs/" + done[0] + "/result?format=xml", "", nil, 400, "format"},
 			{"unknown id", "GET", "/v1/jobs/j0123456789abcdef", "", nil, 404, "no such job"},

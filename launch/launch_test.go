@@ -93,7 +93,7 @@ func TestServiceCheck(t *testing.T) {
 	if err != nil || plan.Workers != 0 || plan.MaxIter != 9 {
 		t.Fatalf("plan %+v, %v", plan, err)
 	}
-	for params, want := range map[string]string{"algo=magic": "algo: unknown algorithm", "algo=trws workers=2": "workers > 0: algo trws runs only in solve"} {
+	for params, want := range map[string]string{"algo=magic": "algo: unknown algorithm", "algo=cmp workers=2": "workers > 0: algo cmp runs only in solve"} {
 		m := map[string]string{}
 		for _, kv := range strings.Fields(params) {
 			k, v, _ := strings.Cut(kv, "=")
@@ -110,6 +110,20 @@ func TestServiceCheck(t *testing.T) {
 	var ie service.InvalidError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "model.uai") || strings.Contains(err.Error(), dir) {
 		t.Errorf("garbage: %v, want a 400 naming model.uai only", err)
+	}
+	// On workers the model is converted (sharded), not read: the same
+	// error, naming the client's file, not the job's state directory.
+	_, err = r.Check(context.Background(), path, map[string]string{"workers": "2"})
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "model.uai") || strings.Contains(err.Error(), dir) {
+		t.Errorf("garbage on workers: %v, want a 400 naming model.uai only", err)
+	}
+	os.WriteFile(path, []byte("MARKOV\n2\n2 2\n1\n2 0 1\n4\n1 2 3 4\n"), 0o600)
+	plan, err = r.Check(context.Background(), path, map[string]string{"workers": "2"})
+	if err != nil || plan.Workers != 2 {
+		t.Fatalf("on workers: plan %+v, %v", plan, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state", "model.uai.ddx")); err != nil {
+		t.Errorf("the check left no converted model for the run: %v", err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/engine"
+	"github.com/ddrun/ddrun/model/indexed"
 	"github.com/ddrun/ddrun/service"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
@@ -83,36 +85,66 @@ func (r *ServiceRunner) settings(params map[string]string) (engine.Settings, int
 }
 
 // load reads the job's model under its settings, as solve does; h (nil:
-// none) gets the model's bytes for a distributed job's identity. Its
-// errors name the settings as parameters and the model by its file name,
-// not the service's path; those of the client's input are
-// service.Invalid.
-func (r *ServiceRunner) load(ctx context.Context, path string, params map[string]string, h io.Writer) (*engine.Job, int, error) {
+// none) gets the model's bytes for a distributed job's identity. A job on
+// workers that runs sharded (WholeReason says none of why it would not)
+// is not read: its model is converted instead (shardedModel), and sharded
+// tells the run where the workers read it.
+func (r *ServiceRunner) load(ctx context.Context, path string, params map[string]string, h io.Writer) (j *engine.Job, workers int, sharded *Sharded, err error) {
 	s, workers, err := r.settings(params)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
-	j, err := engine.Prepare(s)
-	if err == nil {
+	j, err = engine.Prepare(s)
+	if err == nil && workers > 0 && WholeReason(j, path, false) == "" {
+		sharded, err = r.shardedModel(ctx, path)
+	} else if err == nil {
 		err = Load(ctx, j, Input{Path: path, Tee: h})
-	}
-	if err == nil && workers > 0 && !j.Settings.Exact {
-		err = j.Distributable("workers > 0") // exact runs any algorithm's nodes on workers (dsearch)
+		if err == nil && workers > 0 && !j.Settings.Exact {
+			err = j.Distributable("workers > 0") // exact runs any algorithm's nodes on workers (dsearch)
+		}
 	}
 	if err != nil {
-		msg := err.Error()
-		var se *engine.Error
-		if errors.As(err, &se) {
-			msg = se.Named(engine.Param)
-		}
-		msg = strings.ReplaceAll(msg, path, filepath.Base(path))
-		msg = strings.ReplaceAll(msg, "--time-limit", "time_limit")
-		if IsInput(err) {
-			return nil, 0, service.Invalid(errors.New(msg))
-		}
-		return nil, 0, errors.New(msg)
+		return nil, 0, nil, serviceError(err, path)
 	}
-	return j, workers, nil
+	return j, workers, sharded, nil
+}
+
+// shardedModel is where the workers of a sharded job on the model at path
+// read it: the model converted, streaming, into the job's directory
+// (STATE/NAME.ddx beside it, STATE its state directory), once: by the
+// check at submission, which so validates the model without holding it,
+// and kept for the run (a queued job's model waits there, converted).
+func (r *ServiceRunner) shardedModel(ctx context.Context, path string) (*Sharded, error) {
+	stateDir := filepath.Join(filepath.Dir(path), "state")
+	converted := filepath.Join(stateDir, filepath.Base(path)+indexed.Ext)
+	if _, err := os.Stat(converted); err != nil {
+		log := r.Logger
+		if log == nil {
+			log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		}
+		if converted, err = shardInput(ctx, path, stateDir, 0, "", nil, log); err != nil {
+			return nil, err
+		}
+	}
+	return &Sharded{Path: converted, StateDir: stateDir, Fallback: &Input{Path: path}}, nil
+}
+
+// serviceError is err as the job service says it: the settings named as
+// parameters and the model by its file name, not the service's path; an
+// error of the client's input is service.Invalid.
+func serviceError(err error, path string) error {
+	msg := err.Error()
+	var se *engine.Error
+	if errors.As(err, &se) {
+		msg = se.Named(engine.Param)
+	}
+	msg = strings.ReplaceAll(msg, filepath.Join(filepath.Dir(path), "state")+string(filepath.Separator), "")
+	msg = strings.ReplaceAll(msg, path, filepath.Base(path))
+	msg = strings.ReplaceAll(msg, "--time-limit", "time_limit")
+	if IsInput(err) {
+		return service.Invalid(errors.New(msg))
+	}
+	return errors.New(msg)
 }
 
 // Check validates a job's parameters and model (service.Runner).
@@ -121,7 +153,7 @@ func (r *ServiceRunner) Check(ctx context.Context, path string, params map[strin
 	if err != nil {
 		return service.Plan{}, err
 	}
-	_, workers, err := r.load(ctx, path, params, nil)
+	_, workers, _, err := r.load(ctx, path, params, nil)
 	if err != nil {
 		return service.Plan{}, err
 	}
@@ -132,15 +164,26 @@ func (r *ServiceRunner) Check(ctx context.Context, path string, params map[strin
 // result schema (engine.Result) as JSON.
 func (r *ServiceRunner) Run(ctx context.Context, id, path string, params map[string]string, progress func(solver.Progress)) (solver.Result, json.RawMessage, error) {
 	h := sha256.New()
-	j, workers, err := r.load(ctx, path, params, h)
+	j, workers, sharded, err := r.load(ctx, path, params, h)
 	if err != nil {
 		return solver.Result{}, nil, err
 	}
 	t := Target{Workers: workers, Transport: r.Transport, Job: id, Name: id, Hash: h.Sum(nil), Wait: r.Wait, StepTimeout: r.StepTimeout,
-		Logger: r.Logger.With("job", id)}
+		Sharded: sharded, Assignment: true, Logger: r.Logger.With("job", id)}
+	if what, _ := t.NoSearch(); what != "" && j.Settings.AnytimeOn {
+		j.Settings.AnytimeOn = false // as run: the relaxation alone (time_limit without algo)
+	}
+	if sharded != nil {
+		// The workers stream the assignment to the job's result file,
+		// which the service serves (?format=uai) as it is.
+		t.Out = filepath.Join(filepath.Dir(path), "result.mpe")
+	}
 	o, err := Run(ctx, j, t, Hooks{Hooks: engine.Hooks{Progress: progress}})
 	if err != nil {
 		return o.Result, nil, err
+	}
+	if o.Report.AssignmentFile != "" {
+		o.Report.AssignmentFile = filepath.Base(o.Report.AssignmentFile) // the service's paths are its own
 	}
 	b, err := json.Marshal(o.Report)
 	return o.Result, b, err
