@@ -85,7 +85,7 @@ func TestServeJSONLogs(t *testing.T) {
 	potts := "../examples/potts-20x20.uai"
 	s := startServe(t, t.TempDir(), "--log-format", "json", "--local-workers", "1")
 	want := runJSON(t, time.Minute, coord, "solve", "--algo", "admm", "--json", "--quiet", "--max-iter", "80", potts)
-	id := s.submit(t, potts, "workers=1&max_iter=80")
+	id := s.submit(t, potts, "workers=1&max_iter=80&algo=admm") // run, and the service on workers, choose TRW-S on grids
 	got := s.checkJob(t, id, want)
 	code, b := s.call(t, "GET", s.url+"/v1/jobs/"+id+"/trace", "", nil)
 	rows, err := trace.Read(bytes.NewReader(b))
