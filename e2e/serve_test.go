@@ -214,6 +214,24 @@ func (s *serveProc) wait(t *testing.T, id string, timeout time.Duration) service
 	}
 }
 
+// waitRunning waits until job id runs and has reported an iteration.
+func (s *serveProc) waitRunning(t *testing.T, id string, timeout time.Duration) service.Status {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		_, b := s.call(t, "GET", s.url+"/v1/jobs/"+id, "", nil)
+		var st service.Status
+		decode(t, b, &st)
+		if st.State == "running" && st.Iteration > 0 {
+			return st
+		}
+		if time.Now().After(deadline) || st.State != "queued" && st.State != "running" {
+			t.Fatalf("job never ran: %s\n%s", b, s.stderr())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // checkJob checks a done job: its result equals solve --json's on the same
 // model and flags, its status and its trace's last row agree with it, and
 // its UAI result holds the assignment.
@@ -411,6 +429,25 @@ func TestServe(t *testing.T) {
 		}
 		done = append(done, id)
 
+		// A sharded job is cancelled as a local one is: its workers stop,
+		// and its result is the best so far (TRW-S on parts, and DD).
+		long := genModel(t, coord, "potts", "--height", "30", "--width", "30", "--labels", "4", "--rho", "0.5", ".uai")
+		for _, algo := range []string{"trws", "admm"} {
+			id := s.submit(t, long, "workers=2&tol=0&max_iter=100000000&time_limit=2m&algo="+algo)
+			s.waitRunning(t, id, time.Minute)
+			if code, b := s.call(t, "DELETE", s.url+"/v1/jobs/"+id, "", nil); code != http.StatusAccepted {
+				t.Fatalf("DELETE: %d %s", code, b)
+			}
+			if st := s.wait(t, id, 30*time.Second); st.State != "cancelled" {
+				t.Fatalf("%s on workers after DELETE: %+v", algo, st)
+			}
+			code, b := s.call(t, "GET", s.url+"/v1/jobs/"+id+"/result", "", nil)
+			var r result
+			if code != http.StatusOK || json.Unmarshal(b, &r) != nil || r.Status != "interrupted" || r.Primal == nil || r.Dual == nil || *r.Primal > *r.Dual {
+				t.Errorf("result of the cancelled %s job on workers: %d %.300s, want the best so far, status interrupted", algo, code, b)
+			}
+		}
+
 		// exact=true on workers: branch and bound with the workers
 		// searching subtrees (dsearch), certifying what solve --exact does.
 		grid := genModel(t, coord, "ising", "--height", "5", "--width", "5", "--rho", "3", "--seed", "4", ".uai")
@@ -473,21 +510,8 @@ func TestServe(t *testing.T) {
 	t.Run("cancel", func(t *testing.T) {
 		long := genModel(t, coord, "potts", "--height", "30", "--width", "30", "--labels", "4", "--rho", "0.5", ".uai")
 		id := s.submit(t, long, "algo=subgradient&tol=0&max_iter=100000000&time_limit=2m&threads=1")
-		deadline := time.Now().Add(time.Minute)
-		for {
-			_, b := s.call(t, "GET", s.url+"/v1/jobs/"+id, "", nil)
-			var st service.Status
-			decode(t, b, &st)
-			if st.State == "running" && st.Iteration > 0 {
-				if st.ETA == nil || *st.ETA <= 0 {
-					t.Errorf("running job without an estimate: %s", b)
-				}
-				break
-			}
-			if time.Now().After(deadline) || st.State != "queued" && st.State != "running" {
-				t.Fatalf("job never ran: %s", b)
-			}
-			time.Sleep(20 * time.Millisecond)
+		if st := s.waitRunning(t, id, time.Minute); st.ETA == nil || *st.ETA <= 0 {
+			t.Errorf("running job without an estimate: %+v", st)
 		}
 		if code, b := s.call(t, "GET", s.url+"/v1/jobs/"+id+"/result", "", nil); code != http.StatusConflict {
 			t.Errorf("result of a running job: %d %s, want 409", code, b)
