@@ -289,20 +289,19 @@ func BenchmarkChunkSealed(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			re := NewReassembler(ReassemblyOptions{})
 			ids := newIDGen()
-			var sealBuf, openBuf []byte
+			var sealBuf, openBuf sealBuf
 			for b.Loop() {
 				var whole []byte
 				if err := SplitChunks(ids.next(), data, maxFrame-SealedExtra, func(fr []byte) error {
-					msg, err := s.sealTo(sealBuf, subject, fr)
+					msg, err := s.sealTo(&sealBuf, subject, fr)
 					if err != nil {
 						return err
 					}
-					sealBuf = msg
-					body, err := s.openTo(openBuf, subject, msg)
+					body, err := s.openTo(&openBuf, subject, msg)
 					if err != nil {
 						return err
 					}
-					openBuf = body
+					openBuf.out = body
 					whole, err = re.Add(body)
 					return err
 				}); err != nil || whole == nil {

@@ -158,24 +158,30 @@ func (k *sealKey) aead(subject string) (cipher.AEAD, error) {
 	return a, nil
 }
 
-// sealAD is the additional data: the message's first bytes and its subject.
-func sealAD(prefix []byte, subject string) []byte {
-	return append(append(make([]byte, 0, len(prefix)+len(subject)), prefix...), subject...)
+// sealAD is the additional data, the message's first bytes and its
+// subject, written into dst's memory when it is large enough.
+func sealAD(dst, prefix []byte, subject string) []byte {
+	return append(append(dst[:0], prefix...), subject...)
 }
+
+// sealBuf is the memory that sealTo and openTo reuse from one message to
+// the next (one goroutine's: a publisher's frames, a subscription's).
+type sealBuf struct{ out, ad []byte }
 
 // Seal returns data sealed for subject with the first key.
 func (s *Sealed) Seal(subject string, data []byte) ([]byte, error) {
-	return s.sealTo(nil, subject, data)
+	return s.sealTo(&sealBuf{}, subject, data)
 }
 
-// sealTo is Seal writing into dst's memory when it is large enough.
-func (s *Sealed) sealTo(dst []byte, subject string, data []byte) ([]byte, error) {
+// sealTo is Seal writing into b's memory when it is large enough (the
+// result is left in b.out for the next call to reuse).
+func (s *Sealed) sealTo(b *sealBuf, subject string, data []byte) ([]byte, error) {
 	k := s.keys[0]
 	a, err := k.aead(subject)
 	if err != nil {
 		return nil, err
 	}
-	out := dst[:0]
+	out := b.out[:0]
 	if cap(out) < sealHeader+len(data)+sealTag {
 		out = make([]byte, 0, sealHeader+len(data)+sealTag)
 	}
@@ -185,7 +191,9 @@ func (s *Sealed) sealTo(dst []byte, subject string, data []byte) ([]byte, error)
 	if _, err := rand.Read(out[len(sealMagic)+1 : sealHeader]); err != nil {
 		return nil, err
 	}
-	out = a.Seal(out, out[len(sealMagic)+1:sealHeader], data, sealAD(out[:sealHeader], subject))
+	b.ad = sealAD(b.ad, out[:sealHeader], subject)
+	out = a.Seal(out, out[len(sealMagic)+1:sealHeader], data, b.ad)
+	b.out = out
 	s.sealed.Add(1)
 	return out, nil
 }
@@ -193,12 +201,12 @@ func (s *Sealed) sealTo(dst []byte, subject string, data []byte) ([]byte, error)
 // Open returns the body of a message sealed for subject, or an error
 // wrapping ErrNotAuthentic.
 func (s *Sealed) Open(subject string, msg []byte) ([]byte, error) {
-	return s.openTo(nil, subject, msg)
+	return s.openTo(&sealBuf{}, subject, msg)
 }
 
-// openTo is Open writing the body into dst's memory when it is large
-// enough.
-func (s *Sealed) openTo(dst []byte, subject string, msg []byte) ([]byte, error) {
+// openTo is Open writing the body into b.out's memory when it is large
+// enough (a caller that reuses the body's memory puts it back in b.out).
+func (s *Sealed) openTo(b *sealBuf, subject string, msg []byte) ([]byte, error) {
 	if len(msg) < sealHeader+sealTag || string(msg[:len(sealMagic)]) != sealMagic {
 		return nil, fmt.Errorf("%w: not sealed", ErrNotAuthentic)
 	}
@@ -213,7 +221,8 @@ func (s *Sealed) openTo(dst []byte, subject string, msg []byte) ([]byte, error) 
 		if err != nil {
 			return nil, err
 		}
-		body, err := a.Open(dst[:0], msg[len(sealMagic)+1:sealHeader], msg[sealHeader:], sealAD(msg[:sealHeader], subject))
+		b.ad = sealAD(b.ad, msg[:sealHeader], subject)
+		body, err := a.Open(b.out[:0], msg[len(sealMagic)+1:sealHeader], msg[sealHeader:], b.ad)
 		if err == nil {
 			s.opened.Add(1)
 			return body, nil
@@ -253,16 +262,15 @@ func (s *Sealed) Publish(ctx context.Context, subject string, data []byte) error
 // each sealed (one buffer for all of them: the inner transport does not
 // retain what it publishes).
 func (s *Sealed) publishFrames(ctx context.Context, subject string, data []byte, maxFrame int) error {
-	var buf []byte
+	var buf sealBuf
 	return SplitChunks(s.ids.next(), data, maxFrame, func(frame []byte) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		msg, err := s.sealTo(buf, subject, frame)
+		msg, err := s.sealTo(&buf, subject, frame)
 		if err != nil {
 			return err
 		}
-		buf = msg
 		return s.inner.Publish(ctx, subject, msg)
 	})
 }
@@ -289,21 +297,21 @@ func (s *Sealed) Subscribe(subject string, h Handler) (Subscription, error) {
 		})
 	}
 	chunks := newReassembly(subject, f.reassemblyOptions(), s.reportChunk)
-	var scratch []byte // the handler's calls are sequential
+	var buf sealBuf // the handler's calls are sequential
 	return s.subscribeWith(f.subscribeFrames, subject, func(subject string, data []byte) {
-		body, err := s.openTo(scratch, subject, data)
+		body, err := s.openTo(&buf, subject, data)
 		if err != nil {
 			s.reject(subject, err)
 			return
 		}
 		if IsChunk(body) {
-			scratch = body // the Reassembler copies what it keeps
+			buf.out = body // the Reassembler copies what it keeps
 			if whole := chunks.add(subject, body); whole != nil {
 				h(subject, whole)
 			}
 			return
 		}
-		scratch = nil // body is h's now
+		buf.out = nil // body is h's now
 		h(subject, body)
 	}, chunks.stop)
 }
