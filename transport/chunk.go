@@ -32,7 +32,8 @@ import (
 // index, chunk size and size imply, so a receiver can check every frame on
 // its own and place it without waiting for its predecessors. A Reassembler
 // puts the chunks back together; it allocates as the bytes arrive, never
-// what a header merely claims.
+// what a header merely claims. Under a job key (Sealed) the frames are
+// the sealed ones' bodies: each is opened before a Reassembler sees it.
 const ChunkHeaderLen = 44
 
 // maxChunkedSize bounds the size field so offset arithmetic cannot overflow.
