@@ -338,3 +338,44 @@ func TestReplayedHellosDoNotStretchTheWait(t *testing.T) {
 		t.Fatalf("with %d recorded hellos replayed: %v, want the wait to fail with none joined", len(recorded), err)
 	}
 }
+
+// A worker's hello makes it a spare only when it is newer than the
+// worker's earlier ones: the same hello again, an older one, or one whose
+// header names another sender than its body does not make a worker that
+// has since announced itself busy (or was never heard) a spare again.
+func TestReplayedHelloDoesNotMakeASpare(t *testing.T) {
+	c := &coordinator{job: "j-e1", joinable: joinableFor("j", 1), byName: map[string]int{}, spares: map[string]time.Time{}}
+	hello := func(from string, seq uint64, h helloBody) []byte {
+		b, err := transport.Encode(transport.Header{Kind: kindHello, From: from, Seq: seq}, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	idle := hello("s", 10, helloBody{Name: "s", Threads: 1})
+	busy := hello("s", 11, helloBody{Name: "s", Threads: 1, Job: "other-e1"})
+	c.onHello(controlSubject, idle)
+	if _, ok := c.spares["s"]; !ok {
+		t.Fatal("an idle worker's hello did not make it a spare")
+	}
+	c.onHello(controlSubject, busy)
+	if _, ok := c.spares["s"]; ok {
+		t.Fatal("a busy worker's hello left it a spare")
+	}
+	for name, data := range map[string][]byte{
+		"the idle hello replayed":       idle,
+		"an older idle hello":           hello("s", 9, helloBody{Name: "s", Threads: 1}),
+		"the busy hello's number again": hello("s", 11, helloBody{Name: "s", Threads: 1}),
+		"another sender's header":       hello("x", 12, helloBody{Name: "s", Threads: 1}),
+		"a hello with no number at all": hello("t", 0, helloBody{Name: "t", Threads: 1}),
+	} {
+		c.onHello(controlSubject, data)
+		if len(c.spares) != 0 {
+			t.Fatalf("%s made a spare: %v", name, c.spares)
+		}
+	}
+	c.onHello(controlSubject, hello("s", 12, helloBody{Name: "s", Threads: 1}))
+	if _, ok := c.spares["s"]; !ok {
+		t.Fatal("the worker's next hello, idle again, did not make it a spare")
+	}
+}
