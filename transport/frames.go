@@ -3,6 +3,7 @@ package transport
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ddrun/ddrun/internal/ratelimit"
@@ -35,7 +36,7 @@ type reassembly struct {
 
 	mu      sync.Mutex
 	timer   *time.Timer // sweeps re while it holds incomplete messages
-	stopped bool
+	stopped atomic.Bool
 
 	evicted uint64 // re's Evicted count already reported (add's)
 	warns   ratelimit.Repeats[struct{}]
@@ -49,6 +50,10 @@ func newReassembly(subject string, opts ReassemblyOptions, report func(error)) *
 // message when it was the last missing piece, nil otherwise.
 func (r *reassembly) add(subject string, frame []byte) []byte {
 	whole, err := r.re.Add(frame)
+	if r.stopped.Load() { // stop ran meanwhile: give back what Add took
+		r.re.Clear()
+		return nil
+	}
 	if err != nil {
 		r.warn(fmt.Errorf("%s: %w", subject, err))
 		return nil
@@ -79,7 +84,7 @@ func (r *reassembly) warn(err error) {
 func (r *reassembly) armSweep() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.timer != nil || r.stopped {
+	if r.timer != nil || r.stopped.Load() {
 		return
 	}
 	if n, _ := r.re.Pending(); n == 0 {
@@ -102,7 +107,7 @@ func (r *reassembly) sweep() {
 // the budget.
 func (r *reassembly) stop() {
 	r.mu.Lock()
-	r.stopped = true
+	r.stopped.Store(true)
 	if r.timer != nil {
 		r.timer.Stop()
 	}
