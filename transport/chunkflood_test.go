@@ -226,7 +226,12 @@ func TestSealedFramesAuthenticated(t *testing.T) {
 	if st := sub.Stats(); st.Rejected != 1 {
 		t.Fatalf("stats %+v", st)
 	}
-	if b := subNATS.ReassemblyBudget(); b.Used() != len(msg) {
+	b := subNATS.ReassemblyBudget()
+	if b.Used() != len(msg) {
 		t.Fatalf("the incomplete message claims %d bytes, want %d", b.Used(), len(msg))
+	}
+	// The subscription's end gives its bytes back to the connection.
+	if err := sub.Close(); err != nil || b.Used() != 0 {
+		t.Fatalf("after Close: %v, %d bytes claimed", err, b.Used())
 	}
 }
