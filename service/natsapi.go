@@ -29,9 +29,10 @@ const QueueGroup = "ddrun-api"
 // Format and Params are a submit's (as the HTTP body, ?format= and the
 // other query parameters); Format is also a result's (json or uai).
 // Nonce and Sent (Unix milliseconds) make a submit unique: required when
-// requests are sealed, optional otherwise; a second copy of the request (a
-// replay, a retry) gets the job the first created, with code 200 instead
-// of 201 (see NonceWindow).
+// requests are sealed, optional otherwise (a submit with a nonce is held
+// to the same rules); a second copy of the request (a replay, a retry)
+// gets the job the first created, with code 200 instead of 201, and one
+// sent longer than NonceWindow ago is refused.
 type NATSRequest struct {
 	Token  string            `json:"token,omitempty"`
 	Nonce  string            `json:"nonce,omitempty"`
