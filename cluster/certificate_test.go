@@ -279,3 +279,103 @@ func sealedInProc(t *testing.T) (*transport.InProc, *transport.Sealed) {
 	t.Cleanup(func() { _ = sealed.Close() })
 	return inproc, sealed
 }
+
+// With a job key, a dead worker's recorded (sealed) hellos, replayed on
+// the control subject, used to keep it in the pool: a job waiting for one
+// worker waited as long as the replay went on instead of failing after
+// WaitWorkers. A hello counts now only when it is newer than its sender's
+// earlier ones, and a worker silent to its claim is not counted as
+// present, so the job fails with the usual "waited" error and none joined.
+func TestReplayedHellosDoNotStretchTheWait(t *testing.T) {
+	inproc, sealed := sealedInProc(t)
+	var mu sync.Mutex
+	var hellos [][]byte
+	sub, err := inproc.Subscribe(controlSubject, func(_ string, data []byte) {
+		mu.Lock()
+		hellos = append(hellos, append([]byte(nil), data...))
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	cl := NewTestCluster(t, TestClusterOptions{Transport: sealed}).StartN("w", 1)
+	for {
+		mu.Lock()
+		n := len(hellos)
+		mu.Unlock()
+		if n >= 4 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cl.Kill("w0")
+	mu.Lock()
+	recorded := slices.Clone(hellos)
+	mu.Unlock()
+	stop := make(chan struct{})
+	var replayed sync.WaitGroup
+	replayed.Go(func() {
+		for {
+			for _, b := range recorded {
+				_ = inproc.Publish(context.Background(), controlSubject, b)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	})
+	defer func() { close(stop); replayed.Wait() }()
+	m := generate.Potts(generate.GridOptions{Height: 6, Width: 6, Labels: 3, Rho: 1, Seed: 1})
+	opts := consensus.DefaultOptions()
+	opts.MaxIter = 20
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = RunJob(ctx, Job{Transport: sealed, Model: m, Options: opts, Run: RunOptions{Base: "replay-hello", Workers: 1, WaitWorkers: time.Second}})
+	if err == nil || !strings.Contains(err.Error(), "waited 1s for 1 workers, 0 joined") {
+		t.Fatalf("with %d recorded hellos replayed: %v, want the wait to fail with none joined", len(recorded), err)
+	}
+}
+
+// A worker's hello makes it a spare only when it is newer than the
+// worker's earlier ones: the same hello again, an older one, or one whose
+// header names another sender than its body does not make a worker that
+// has since announced itself busy (or was never heard) a spare again.
+func TestReplayedHelloDoesNotMakeASpare(t *testing.T) {
+	c := &coordinator{job: "j-e1", joinable: joinableFor("j", 1), byName: map[string]int{}, spares: map[string]time.Time{}}
+	hello := func(from string, seq uint64, h helloBody) []byte {
+		b, err := transport.Encode(transport.Header{Kind: kindHello, From: from, Seq: seq}, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	idle := hello("s", 10, helloBody{Name: "s", Threads: 1})
+	busy := hello("s", 11, helloBody{Name: "s", Threads: 1, Job: "other-e1"})
+	c.onHello(controlSubject, idle)
+	if _, ok := c.spares["s"]; !ok {
+		t.Fatal("an idle worker's hello did not make it a spare")
+	}
+	c.onHello(controlSubject, busy)
+	if _, ok := c.spares["s"]; ok {
+		t.Fatal("a busy worker's hello left it a spare")
+	}
+	for name, data := range map[string][]byte{
+		"the idle hello replayed":       idle,
+		"an older idle hello":           hello("s", 9, helloBody{Name: "s", Threads: 1}),
+		"the busy hello's number again": hello("s", 11, helloBody{Name: "s", Threads: 1}),
+		"another sender's header":       hello("x", 12, helloBody{Name: "s", Threads: 1}),
+		"a hello with no number at all": hello("t", 0, helloBody{Name: "t", Threads: 1}),
+	} {
+		c.onHello(controlSubject, data)
+		if len(c.spares) != 0 {
+			t.Fatalf("%s made a spare: %v", name, c.spares)
+		}
+	}
+	c.onHello(controlSubject, hello("s", 12, helloBody{Name: "s", Threads: 1}))
+	if _, ok := c.spares["s"]; !ok {
+		t.Fatal("the worker's next hello, idle again, did not make it a spare")
+	}
+}

@@ -62,14 +62,37 @@ func (c *coordinator) onHeartbeat(_ string, data []byte) {
 	c.lastSeen[w] = time.Now()
 }
 
+// helloSeqs is the newest Seq heard in each worker's hellos. A worker
+// numbers its hellos with its Sequence, inside the seal under a job key,
+// so a hello is news only when its Seq is higher than every earlier one of
+// its sender: a recorded hello replayed later does not make a worker heard
+// again.
+type helloSeqs map[string]uint64
+
+// decodeHello returns the hello in data when it is well formed, from the
+// worker it names, and newer than the sender's earlier ones (recorded in
+// seen).
+func decodeHello(data []byte, seen helloSeqs) (helloBody, bool) {
+	var h helloBody
+	hdr, err := transport.DecodeInto(data, &h)
+	if err != nil || transport.ValidName(h.Name) != nil || hdr.From != h.Name || hdr.Seq <= seen[h.Name] {
+		return h, false
+	}
+	seen[h.Name] = hdr.Seq
+	return h, true
+}
+
 // onHello records workers that could take over a lost part.
 func (c *coordinator) onHello(_ string, data []byte) {
-	var h helloBody
-	if _, err := transport.DecodeInto(data, &h); err != nil || transport.ValidName(h.Name) != nil {
-		return
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.helloSeq == nil {
+		c.helloSeq = helloSeqs{}
+	}
+	h, ok := decodeHello(data, c.helloSeq)
+	if !ok {
+		return
+	}
 	if _, busy := c.byName[h.Name]; !busy && !c.gone[h.Name] && (poolWorker{hello: h}).free(c.job, c.joinable) {
 		c.spares[h.Name] = time.Now()
 	} else {

@@ -200,14 +200,20 @@ func (p poolWorker) free(job string, joinable func(string) bool) bool {
 func claimWorkers(ctx context.Context, cl *claimer, n int, wait time.Duration, joinable func(string) bool, avoid map[string]bool) ([]string, int, error) {
 	var mu sync.Mutex
 	pool := map[string]poolWorker{}
+	seen := helloSeqs{}
+	// silent: the workers that did not answer their last claim. They do
+	// not count as present until they answer one: hellos of a dead worker
+	// replayed (each newer than the last, from a long recording) do not
+	// keep the job waiting for it past wait.
+	silent := map[string]bool{}
 	prior := 0
 	sub, err := cl.tr.Subscribe(controlSubject, func(_ string, data []byte) {
-		var h helloBody
-		if _, err := transport.DecodeInto(data, &h); err != nil || transport.ValidName(h.Name) != nil || avoid[h.Name] {
-			return
-		}
 		mu.Lock()
 		defer mu.Unlock()
+		h, ok := decodeHello(data, seen)
+		if !ok || avoid[h.Name] {
+			return
+		}
 		pool[h.Name] = poolWorker{hello: h, at: time.Now()}
 		if h.Job != "" && joinable(h.Job) {
 			prior = max(prior, h.Iter)
@@ -238,7 +244,9 @@ func claimWorkers(ctx context.Context, cl *claimer, n int, wait time.Duration, j
 			if time.Since(p.at) > 3*helloEvery {
 				continue
 			}
-			present = append(present, name)
+			if !silent[name] {
+				present = append(present, name)
+			}
 			if !granted[name] && time.Now().After(refused[name]) && p.free(cl.job, joinable) {
 				candidates = append(candidates, name)
 			}
@@ -252,11 +260,21 @@ func claimWorkers(ctx context.Context, cl *claimer, n int, wait time.Duration, j
 		}
 		answers := make([]claimedBody, len(candidates))
 		errs := make([]error, len(candidates))
+		answered := make([]bool, len(candidates))
 		var wg sync.WaitGroup
 		for i, name := range candidates {
-			wg.Go(func() { answers[i], errs[i] = cl.claim(ctx, name) })
+			wg.Go(func() {
+				before := cl.answeredAt(name)
+				answers[i], errs[i] = cl.claim(ctx, name)
+				answered[i] = cl.answeredAt(name) != before
+			})
 		}
 		wg.Wait()
+		mu.Lock()
+		for i, name := range candidates {
+			silent[name] = errs[i] == nil && !answered[i]
+		}
+		mu.Unlock()
 		for i, name := range candidates {
 			switch {
 			case errs[i] != nil:

@@ -239,8 +239,7 @@ func (c *TestCluster) startSilent(name string, hung bool) <-chan struct{} {
 		cancel()
 		c.t.Fatalf("worker %s: %v", name, err)
 	}
-	hello, err := transport.Encode(transport.Header{Kind: kindHello, From: name}, helloBody{Name: name, Threads: 1})
-	if err != nil {
+	if _, err := transport.Encode(transport.Header{Kind: kindHello, From: name}, helloBody{Name: name, Threads: 1}); err != nil {
 		cancel()
 		c.t.Fatalf("worker %s: %v", name, err)
 	}
@@ -254,7 +253,10 @@ func (c *TestCluster) startSilent(name string, hung bool) <-chan struct{} {
 			stop = nil // announces itself until it is stopped
 		}
 		for {
-			_ = tr.Publish(ctx, controlSubject, hello)
+			// Numbered like a worker's: an older one is a replay.
+			if hello, err := transport.Encode(transport.Header{Kind: kindHello, From: name, Seq: seq.Next()}, helloBody{Name: name, Threads: 1}); err == nil {
+				_ = tr.Publish(ctx, controlSubject, hello)
+			}
 			select {
 			case <-ctx.Done():
 				return

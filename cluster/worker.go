@@ -113,7 +113,7 @@ func (s *server) announce(ctx context.Context) {
 		h.Claimed = s.claim
 	}
 	s.mu.Unlock()
-	data, err := transport.Encode(transport.Header{Kind: kindHello, From: s.opts.Name}, h)
+	data, err := transport.Encode(transport.Header{Kind: kindHello, From: s.opts.Name, Seq: s.seq.Next()}, h)
 	if err == nil {
 		err = s.tr.Publish(ctx, controlSubject, data)
 	}

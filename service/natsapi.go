@@ -28,8 +28,15 @@ const QueueGroup = "ddrun-api"
 // nothing changes. ID names the job (get, result, trace, cancel); Model,
 // Format and Params are a submit's (as the HTTP body, ?format= and the
 // other query parameters); Format is also a result's (json or uai).
+// Nonce and Sent (Unix milliseconds) make a submit unique: required when
+// requests are sealed, optional otherwise (a submit with a nonce is held
+// to the same rules); a second copy of the request (a replay, a retry)
+// gets the job the first created, with code 200 instead of 201, and one
+// sent longer than NonceWindow ago is refused.
 type NATSRequest struct {
 	Token  string            `json:"token,omitempty"`
+	Nonce  string            `json:"nonce,omitempty"`
+	Sent   int64             `json:"sent,omitempty"`
 	ID     string            `json:"id,omitempty"`
 	Format string            `json:"format,omitempty"`
 	Params map[string]string `json:"params,omitempty"`
@@ -110,19 +117,10 @@ func (s *Service) natsHandle(subject string, data []byte, seal Sealer) NATSReply
 	var v any
 	switch op {
 	case "submit":
-		if req.Format == "" {
-			req.Format = sniff(req.Model)
+		if seal != nil || req.Nonce != "" {
+			return s.natsSubmitOnce(client, &req)
 		}
-		ctx, cancel := context.WithTimeout(withClient(s.ctx, client), time.Minute)
-		defer cancel()
-		var allowed map[string]string
-		if allowed, err = checkParams(req.Params, s.opts.Params); err == nil {
-			v, err = s.Submit(ctx, bytes.NewReader(req.Model), req.Format, allowed)
-		}
-		if err == nil {
-			b, _ := json.Marshal(v)
-			return NATSReply{Code: http.StatusCreated, Body: b}
-		}
+		return s.natsSubmit(client, &req)
 	case "list":
 		v = map[string]any{"jobs": s.List()}
 	case "get":
@@ -159,6 +157,53 @@ func (s *Service) natsHandle(subject string, data []byte, seal Sealer) NATSReply
 		return fail(err)
 	}
 	return NATSReply{Code: http.StatusOK, Body: b}
+}
+
+// natsSubmit submits req's model for client.
+func (s *Service) natsSubmit(client string, req *NATSRequest) NATSReply {
+	if req.Format == "" {
+		req.Format = sniff(req.Model)
+	}
+	ctx, cancel := context.WithTimeout(withClient(s.ctx, client), time.Minute)
+	defer cancel()
+	allowed, err := checkParams(req.Params, s.opts.Params)
+	var st Status
+	if err == nil {
+		st, err = s.Submit(ctx, bytes.NewReader(req.Model), req.Format, allowed)
+	}
+	if err != nil {
+		return NATSReply{Code: code(err), Error: err.Error()}
+	}
+	b, _ := json.Marshal(st)
+	return NATSReply{Code: http.StatusCreated, Body: b}
+}
+
+// natsSubmitOnce is natsSubmit for a request with a nonce (nonce.go): a
+// copy of a request already taken gets its job (200), not a new one.
+func (s *Service) natsSubmitOnce(client string, req *NATSRequest) NATSReply {
+	id, err := s.nonces.claim(client, req.Nonce, req.Sent, time.Now())
+	if err == nil && id != "" {
+		s.refused("a repeated API submit over NATS answered with the job it created", "client", client, "job", id)
+		var st Status
+		if st, err = s.Get(id); err == nil {
+			b, _ := json.Marshal(st)
+			return NATSReply{Code: http.StatusOK, Body: b}
+		}
+	}
+	if err != nil {
+		s.refused("API submit over NATS refused", "client", client, "err", err)
+		return NATSReply{Code: code(err), Error: err.Error()}
+	}
+	rep := s.natsSubmit(client, req)
+	created := ""
+	if rep.Code == http.StatusCreated {
+		var st Status
+		if json.Unmarshal(rep.Body, &st) == nil {
+			created = st.ID
+		}
+	}
+	s.nonces.done(client, req.Nonce, created)
+	return rep
 }
 
 // checkParams checks a NATS submit's parameters as ParseParams checks a

@@ -136,6 +136,8 @@ type Service struct {
 	digests [][sha256.Size]byte
 	// refusals rate-limits the log lines of refused requests.
 	refusals ratelimit.Repeats[string]
+	// nonces are those of the NATS API's recent submits (nonce.go).
+	nonces nonces
 }
 
 // job is one job: its record (what job.json holds) and, while it runs, its

@@ -246,3 +246,69 @@ func BenchmarkSeal(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkChunkSealed is the cost of a chunked message under the job key,
+// publisher and subscriber together (split, seal, open, reassemble), by
+// frame size: "seal-then-chunk" is the former wire (the whole message
+// sealed, then cut; reassembled before it is opened), "chunk-then-seal"
+// the present one (every frame sealed and opened on its own, reassembled
+// after). ns/frame is the time per frame.
+func BenchmarkChunkSealed(b *testing.B) {
+	inner := NewInProc()
+	defer inner.Close()
+	s := sealedOver(b, inner)
+	defer s.Close()
+	const subject = "ddrun.bench-e1.part.w1"
+	data := make([]byte, 1<<20)
+	for _, maxFrame := range []int{1 << 10, 64 << 10, 1 << 20} {
+		frames := float64(ChunkCount(len(data)+SealedExtra, maxFrame))
+		b.Run(fmt.Sprintf("seal-then-chunk/%dB", maxFrame), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			re := NewReassembler(ReassemblyOptions{})
+			ids := newIDGen()
+			for b.Loop() {
+				msg, err := s.Seal(subject, data)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var whole []byte
+				if err := SplitChunks(ids.next(), msg, maxFrame, func(fr []byte) error {
+					whole, err = re.Add(fr)
+					return err
+				}); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.Open(subject, whole); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/frames, "ns/frame")
+		})
+		frames = float64(ChunkCount(len(data), maxFrame-SealedExtra))
+		b.Run(fmt.Sprintf("chunk-then-seal/%dB", maxFrame), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			re := NewReassembler(ReassemblyOptions{})
+			ids := newIDGen()
+			var sealBuf, openBuf sealBuf
+			for b.Loop() {
+				var whole []byte
+				if err := SplitChunks(ids.next(), data, maxFrame-SealedExtra, func(fr []byte) error {
+					msg, err := s.sealTo(&sealBuf, subject, fr)
+					if err != nil {
+						return err
+					}
+					body, err := s.openTo(&openBuf, subject, msg)
+					if err != nil {
+						return err
+					}
+					openBuf.out = body
+					whole, err = re.Add(body)
+					return err
+				}); err != nil || whole == nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/frames, "ns/frame")
+		})
+	}
+}

@@ -32,7 +32,8 @@ import (
 // index, chunk size and size imply, so a receiver can check every frame on
 // its own and place it without waiting for its predecessors. A Reassembler
 // puts the chunks back together; it allocates as the bytes arrive, never
-// what a header merely claims.
+// what a header merely claims. Under a job key (Sealed) the frames are
+// the sealed ones' bodies: each is opened before a Reassembler sees it.
 const ChunkHeaderLen = 44
 
 // maxChunkedSize bounds the size field so offset arithmetic cannot overflow.
@@ -193,9 +194,58 @@ type ReassemblyOptions struct {
 	// MaxPendingMessages bounds how many incomplete messages are held
 	// (default 1024), with the same eviction.
 	MaxPendingMessages int
+	// Budget, when not nil, bounds the bytes claimed by the incomplete
+	// messages of every Reassembler that shares it (a transport's
+	// subscriptions): a new message that does not fit first evicts this
+	// Reassembler's least recently active ones, and is refused when that
+	// is not enough. NewNATS makes one per connection.
+	Budget *ReassemblyBudget
 	// Now is the clock (default time.Now); tests set it.
 	Now func() time.Time
 }
+
+// ReassemblyBudget bounds and counts the bytes claimed by the incomplete
+// messages of several Reassemblers together (what they hold is at most
+// that). It is safe for concurrent use.
+type ReassemblyBudget struct {
+	max        int64
+	used, peak atomic.Int64
+	refused    atomic.Uint64
+}
+
+// NewReassemblyBudget returns a budget of max bytes (at least 1).
+func NewReassemblyBudget(bytes int) *ReassemblyBudget {
+	return &ReassemblyBudget{max: int64(max(1, bytes))}
+}
+
+// reserve claims n bytes if they fit.
+func (b *ReassemblyBudget) reserve(n int) bool {
+	for {
+		u := b.used.Load()
+		if u+int64(n) > b.max {
+			return false
+		}
+		if b.used.CompareAndSwap(u, u+int64(n)) {
+			for p := b.peak.Load(); u+int64(n) > p && !b.peak.CompareAndSwap(p, u+int64(n)); p = b.peak.Load() {
+			}
+			return true
+		}
+	}
+}
+
+func (b *ReassemblyBudget) release(n int) { b.used.Add(-int64(n)) }
+
+// Max is the bound in bytes.
+func (b *ReassemblyBudget) Max() int { return int(b.max) }
+
+// Used is the number of bytes claimed now by incomplete messages.
+func (b *ReassemblyBudget) Used() int { return int(b.used.Load()) }
+
+// Peak is the most bytes ever claimed at once.
+func (b *ReassemblyBudget) Peak() int { return int(b.peak.Load()) }
+
+// Refused counts the messages refused because the budget was full.
+func (b *ReassemblyBudget) Refused() uint64 { return b.refused.Load() }
 
 func (o ReassemblyOptions) withDefaults() ReassemblyOptions {
 	if o.Timeout <= 0 {
@@ -350,6 +400,16 @@ func (r *Reassembler) Add(frame []byte) ([]byte, error) {
 		for len(r.partial) > 0 && (r.pending+size > r.opts.MaxPendingBytes || len(r.partial) >= r.opts.MaxPendingMessages) {
 			r.evictOldest(nil)
 		}
+		if b := r.opts.Budget; b != nil {
+			for !b.reserve(size) {
+				if len(r.partial) == 0 {
+					b.refused.Add(1)
+					r.stats.Rejected++
+					return nil, badChunk("message %v of %d bytes does not fit the reassembly memory of %d bytes shared by the subscriptions", h.id, size, b.max)
+				}
+				r.evictOldest(nil)
+			}
+		}
 		p = &partial{h: h, got: make([]uint64, (h.total+63)/64), sender: from}
 		r.partial[h.id] = p
 		r.pending += size
@@ -432,6 +492,9 @@ func (r *Reassembler) drop(id MsgID) {
 	if p, ok := r.partial[id]; ok {
 		size := int(p.h.size)
 		r.pending -= size
+		if r.opts.Budget != nil {
+			r.opts.Budget.release(size)
+		}
 		if r.bySender[p.sender] -= size; r.bySender[p.sender] <= 0 {
 			delete(r.bySender, p.sender)
 		}
@@ -463,6 +526,18 @@ func (r *Reassembler) expireLocked(now time.Time) int {
 		}
 	}
 	r.stats.Expired += uint64(n)
+	return n
+}
+
+// Clear drops every incomplete message, giving their bytes back to the
+// Budget (a subscription that ends calls it), and returns how many.
+func (r *Reassembler) Clear() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := len(r.partial)
+	for id := range r.partial {
+		r.drop(id)
+	}
 	return n
 }
 

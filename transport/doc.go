@@ -8,7 +8,10 @@
 //     fault-injecting wrapper (Faulty, for tests) and a sealing one
 //     (Sealed: authenticated encryption under a shared secret, see
 //     docs/security.md), all held to one contract by one conformance suite (conformance_test.go); chunking
-//     of messages above the connection's max payload and their reassembly;
+//     of messages above the connection's max payload and their reassembly,
+//     bounded per sender, per subscription and per connection
+//     (ReassemblyBudget); under Sealed every chunk frame is sealed on its
+//     own and opened before it is reassembled;
 //   - the envelope: a Header (job, epoch, iteration, kind, sender,
 //     sequence number) ahead of a msgpack body, Encode and Decode, with
 //     float and int32 vectors (Floats, Int32s) as raw little-endian bins
@@ -29,7 +32,9 @@
 // value. Decode rejects anything else (no magic, another version, a
 // malformed header, trailing bytes, containers nested deeper than 32) with
 // an error wrapping ErrMalformed, and never panics. A chunk frame starts
-// with "DDC" 0x01; ChunkHeaderLen documents its layout.
+// with "DDC" 0x01; ChunkHeaderLen documents its layout. A sealed message
+// (sealed.go) wraps a whole message, or, over NATS, one chunk frame of a
+// message too long for the connection's max payload once sealed.
 //
 // Floats and Int32s are encoded on little-endian machines by copying the
 // slice's memory (unsafe.Slice, guarded by GOARCH build tags in

@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-
-	"github.com/ddrun/ddrun/internal/ratelimit"
 )
 
 // NATSOptions configures NewNATS. Only URL is commonly needed; zero fields
@@ -271,6 +269,10 @@ func NewNATS(ctx context.Context, opts NATSOptions) (*NATS, error) {
 	if opts.PendingBytes <= 0 {
 		opts.PendingBytes = 256 << 20
 	}
+	opts.Reassembly = opts.Reassembly.withDefaults()
+	if opts.Reassembly.Budget == nil {
+		opts.Reassembly.Budget = NewReassemblyBudget(opts.Reassembly.MaxPendingBytes)
+	}
 	if opts.MaxPayload < 0 {
 		return nil, fmt.Errorf("nats: negative MaxPayload %d", opts.MaxPayload)
 	}
@@ -456,23 +458,30 @@ type natsSub struct {
 	subject string
 	sub     *nats.Subscription
 	h       Handler
-	re      *Reassembler
+	chunks  *reassembly // nil: frames are handed over as they are (subscribeFrames)
 	stopped atomic.Bool
-
-	mu    sync.Mutex
-	timer *time.Timer // sweeps re while it holds incomplete messages
-
-	evicted uint64 // re's Evicted count already reported (deliver's)
-	warns   ratelimit.Repeats[struct{}]
 }
-
-// chunkWarnEvery is the least time between two chunk warnings of one
-// subscription: a flood of bad frames costs one line per interval.
-const chunkWarnEvery = 5 * time.Second
 
 // Subscribe implements Transport. Chunk frames are reassembled before h
 // sees the message; bad or expired chunks are reported through OnError.
 func (t *NATS) Subscribe(subject string, h Handler) (Subscription, error) {
+	return t.subscribe(subject, h, true)
+}
+
+// subscribeFrames implements framer: h gets chunk frames as they arrive.
+func (t *NATS) subscribeFrames(subject string, h Handler) (Subscription, error) {
+	return t.subscribe(subject, h, false)
+}
+
+func (t *NATS) reassemblyOptions() ReassemblyOptions { return t.opts.Reassembly }
+
+// ReassemblyBudget is the bound on the bytes of incomplete chunked
+// messages shared by all subscriptions of t (and of a Sealed over t), and
+// their count: NATSOptions.Reassembly.Budget, or one of
+// Reassembly.MaxPendingBytes.
+func (t *NATS) ReassemblyBudget() *ReassemblyBudget { return t.opts.Reassembly.Budget }
+
+func (t *NATS) subscribe(subject string, h Handler, reassemble bool) (Subscription, error) {
 	if err := checkSubject(subject, true); err != nil {
 		return nil, err
 	}
@@ -484,7 +493,10 @@ func (t *NATS) Subscribe(subject string, h Handler) (Subscription, error) {
 	if t.closed.Load() {
 		return nil, ErrClosed
 	}
-	s := &natsSub{t: t, subject: subject, h: h, re: NewReassembler(t.opts.Reassembly), warns: ratelimit.Repeats[struct{}]{Every: chunkWarnEvery}}
+	s := &natsSub{t: t, subject: subject, h: h}
+	if reassemble {
+		s.chunks = newReassembly(subject, t.opts.Reassembly, func(err error) { t.asyncError(fmt.Errorf("nats: %w", err)) })
+	}
 	sub, err := t.nc.Subscribe(subject, s.deliver)
 	if err != nil {
 		return nil, fmt.Errorf("nats: subscribe to %s: %w", subject, err)
@@ -507,60 +519,12 @@ func (s *natsSub) deliver(m *nats.Msg) {
 		return
 	}
 	data := m.Data
-	if IsChunk(data) {
-		whole, err := s.re.Add(data)
-		if err != nil {
-			s.warnChunk(fmt.Errorf("nats: %s: %w", m.Subject, err))
+	if s.chunks != nil && IsChunk(data) {
+		if data = s.chunks.add(m.Subject, data); data == nil {
 			return
 		}
-		if ev := s.re.Stats().Evicted; ev != s.evicted {
-			s.warnChunk(fmt.Errorf("nats: %s: %w: dropped %d incomplete messages to stay within the reassembly bounds", m.Subject, ErrBadChunk, ev-s.evicted))
-			s.evicted = ev
-		}
-		s.armSweep()
-		if whole == nil {
-			return
-		}
-		data = whole
 	}
 	s.h(m.Subject, data)
-}
-
-// warnChunk reports a chunk problem through OnError, at most once per
-// chunkWarnEvery; the next report says how many were left out.
-func (s *natsSub) warnChunk(err error) {
-	n, ok := s.warns.Admit(struct{}{})
-	if !ok {
-		return
-	}
-	if n > 0 {
-		err = fmt.Errorf("%w (and %d more chunk problems since the last report)", err, n)
-	}
-	s.t.asyncError(err)
-}
-
-// armSweep schedules Expire while incomplete messages are held, so that
-// they are dropped after the timeout even if no further chunk arrives.
-func (s *natsSub) armSweep() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.timer != nil || s.stopped.Load() {
-		return
-	}
-	if n, _ := s.re.Pending(); n == 0 {
-		return
-	}
-	s.timer = time.AfterFunc(s.re.opts.Timeout/2, s.sweep)
-}
-
-func (s *natsSub) sweep() {
-	if n := s.re.Expire(); n > 0 {
-		s.t.asyncError(fmt.Errorf("nats: %s: %w: dropped %d incomplete messages after %v", s.subject, ErrBadChunk, n, s.re.opts.Timeout))
-	}
-	s.mu.Lock()
-	s.timer = nil
-	s.mu.Unlock()
-	s.armSweep()
 }
 
 // Unsubscribe implements Subscription.
@@ -568,11 +532,9 @@ func (s *natsSub) Unsubscribe() error {
 	if s.stopped.Swap(true) {
 		return nil
 	}
-	s.mu.Lock()
-	if s.timer != nil {
-		s.timer.Stop()
+	if s.chunks != nil {
+		s.chunks.stop()
 	}
-	s.mu.Unlock()
 	s.t.mu.Lock()
 	delete(s.t.subs, s)
 	s.t.mu.Unlock()

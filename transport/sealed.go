@@ -82,6 +82,7 @@ type SealStats struct {
 type Sealed struct {
 	wrapper
 	keys  []*sealKey
+	ids   *idGen // ids of the chunked messages it publishes
 	log   *slog.Logger
 	warns ratelimit.Repeats[struct{}]
 
@@ -111,7 +112,7 @@ func NewSealed(inner Transport, opts SealOptions) (*Sealed, error) {
 	if len(opts.Keys) == 0 {
 		return nil, errors.New("transport: sealed: no key")
 	}
-	s := &Sealed{wrapper: newWrapper(inner), log: opts.Logger, warns: ratelimit.Repeats[struct{}]{Every: opts.WarnEvery}}
+	s := &Sealed{wrapper: newWrapper(inner), ids: newIDGen(), log: opts.Logger, warns: ratelimit.Repeats[struct{}]{Every: opts.WarnEvery}}
 	if s.warns.Every <= 0 {
 		s.warns.Every = 10 * time.Second
 	}
@@ -157,25 +158,42 @@ func (k *sealKey) aead(subject string) (cipher.AEAD, error) {
 	return a, nil
 }
 
-// sealAD is the additional data: the message's first bytes and its subject.
-func sealAD(prefix []byte, subject string) []byte {
-	return append(append(make([]byte, 0, len(prefix)+len(subject)), prefix...), subject...)
+// sealAD is the additional data, the message's first bytes and its
+// subject, written into dst's memory when it is large enough.
+func sealAD(dst, prefix []byte, subject string) []byte {
+	return append(append(dst[:0], prefix...), subject...)
 }
+
+// sealBuf is the memory that sealTo and openTo reuse from one message to
+// the next (one goroutine's: a publisher's frames, a subscription's).
+type sealBuf struct{ out, ad []byte }
 
 // Seal returns data sealed for subject with the first key.
 func (s *Sealed) Seal(subject string, data []byte) ([]byte, error) {
+	return s.sealTo(&sealBuf{}, subject, data)
+}
+
+// sealTo is Seal writing into b's memory when it is large enough (the
+// result is left in b.out for the next call to reuse).
+func (s *Sealed) sealTo(b *sealBuf, subject string, data []byte) ([]byte, error) {
 	k := s.keys[0]
 	a, err := k.aead(subject)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, sealHeader, sealHeader+len(data)+sealTag)
+	out := b.out[:0]
+	if cap(out) < sealHeader+len(data)+sealTag {
+		out = make([]byte, 0, sealHeader+len(data)+sealTag)
+	}
+	out = out[:sealHeader]
 	copy(out, sealMagic)
 	out[len(sealMagic)] = k.id
 	if _, err := rand.Read(out[len(sealMagic)+1 : sealHeader]); err != nil {
 		return nil, err
 	}
-	out = a.Seal(out, out[len(sealMagic)+1:sealHeader], data, sealAD(out[:sealHeader], subject))
+	b.ad = sealAD(b.ad, out[:sealHeader], subject)
+	out = a.Seal(out, out[len(sealMagic)+1:sealHeader], data, b.ad)
+	b.out = out
 	s.sealed.Add(1)
 	return out, nil
 }
@@ -183,6 +201,12 @@ func (s *Sealed) Seal(subject string, data []byte) ([]byte, error) {
 // Open returns the body of a message sealed for subject, or an error
 // wrapping ErrNotAuthentic.
 func (s *Sealed) Open(subject string, msg []byte) ([]byte, error) {
+	return s.openTo(&sealBuf{}, subject, msg)
+}
+
+// openTo is Open writing the body into b.out's memory when it is large
+// enough (a caller that reuses the body's memory puts it back in b.out).
+func (s *Sealed) openTo(b *sealBuf, subject string, msg []byte) ([]byte, error) {
 	if len(msg) < sealHeader+sealTag || string(msg[:len(sealMagic)]) != sealMagic {
 		return nil, fmt.Errorf("%w: not sealed", ErrNotAuthentic)
 	}
@@ -197,7 +221,8 @@ func (s *Sealed) Open(subject string, msg []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		body, err := a.Open(nil, msg[len(sealMagic)+1:sealHeader], msg[sealHeader:], sealAD(msg[:sealHeader], subject))
+		b.ad = sealAD(b.ad, msg[:sealHeader], subject)
+		body, err := a.Open(b.out[:0], msg[len(sealMagic)+1:sealHeader], msg[sealHeader:], b.ad)
 		if err == nil {
 			s.opened.Add(1)
 			return body, nil
@@ -209,13 +234,22 @@ func (s *Sealed) Open(subject string, msg []byte) ([]byte, error) {
 	return nil, fmt.Errorf("%w: does not open with key %02x", ErrNotAuthentic, id)
 }
 
-// Publish implements Transport: it publishes data sealed.
+// Publish implements Transport: it publishes data sealed. Over a
+// transport that chunks long messages (NATS), a message that would not fit
+// its MaxPayload once sealed, or that starts like a chunk frame, is cut
+// into chunk frames first and each frame is sealed on its own, so that a
+// receiver authenticates every frame before it buffers anything.
 func (s *Sealed) Publish(ctx context.Context, subject string, data []byte) error {
 	if s.isClosed() {
 		return ErrClosed
 	}
 	if err := checkSubject(subject, false); err != nil {
 		return err
+	}
+	if f, ok := s.inner.(framer); ok {
+		if max := f.MaxPayload() - SealedExtra; len(data) > max || IsChunk(data) {
+			return s.publishFrames(ctx, subject, data, max)
+		}
 	}
 	msg, err := s.Seal(subject, data)
 	if err != nil {
@@ -224,19 +258,70 @@ func (s *Sealed) Publish(ctx context.Context, subject string, data []byte) error
 	return s.inner.Publish(ctx, subject, msg)
 }
 
+// publishFrames publishes data as chunk frames of at most maxFrame bytes,
+// each sealed (one buffer for all of them: the inner transport does not
+// retain what it publishes).
+func (s *Sealed) publishFrames(ctx context.Context, subject string, data []byte, maxFrame int) error {
+	var buf sealBuf
+	return SplitChunks(s.ids.next(), data, maxFrame, func(frame []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		msg, err := s.sealTo(&buf, subject, frame)
+		if err != nil {
+			return err
+		}
+		return s.inner.Publish(ctx, subject, msg)
+	})
+}
+
 // Subscribe implements Transport: h sees the messages that open, opened.
+// Over a transport that chunks (NATS), the frames of a chunked message
+// are opened one by one as they arrive and only those that open are
+// reassembled (NATSOptions.Reassembly bounds them, within the inner
+// transport's budget); a frame that does not open costs nothing but its
+// decryption attempt.
 func (s *Sealed) Subscribe(subject string, h Handler) (Subscription, error) {
 	if h == nil {
 		panic("transport: nil handler")
 	}
-	return s.subscribe(subject, func(subject string, data []byte) {
-		body, err := s.Open(subject, data)
+	f, ok := s.inner.(framer)
+	if !ok {
+		return s.subscribe(subject, func(subject string, data []byte) {
+			body, err := s.Open(subject, data)
+			if err != nil {
+				s.reject(subject, err)
+				return
+			}
+			h(subject, body)
+		})
+	}
+	chunks := newReassembly(subject, f.reassemblyOptions(), s.reportChunk)
+	var buf sealBuf // the handler's calls are sequential
+	return s.subscribeWith(f.subscribeFrames, subject, func(subject string, data []byte) {
+		body, err := s.openTo(&buf, subject, data)
 		if err != nil {
 			s.reject(subject, err)
 			return
 		}
+		if IsChunk(body) {
+			buf.out = body // the Reassembler copies what it keeps
+			if whole := chunks.add(subject, body); whole != nil {
+				h(subject, whole)
+			}
+			return
+		}
+		buf.out = nil // body is h's now
 		h(subject, body)
-	})
+	}, chunks.stop)
+}
+
+// reportChunk logs a chunk problem of an authentic frame (chunks'
+// reports are already rate-limited).
+func (s *Sealed) reportChunk(err error) {
+	if s.log != nil {
+		s.log.Warn("dropped chunk frames", "err", err)
+	}
 }
 
 // reject counts a message that did not open and warns, at most once per

@@ -26,6 +26,13 @@ func newWrapper(inner Transport) wrapper {
 // subscribe subscribes h to subject on the inner transport; h is not
 // called once the wrapper is closed.
 func (w *wrapper) subscribe(subject string, h Handler) (Subscription, error) {
+	return w.subscribeWith(w.inner.Subscribe, subject, h, nil)
+}
+
+// subscribeWith is subscribe through sub (one of the inner transport's
+// ways to subscribe); stop, when not nil, runs once when the subscription
+// ends.
+func (w *wrapper) subscribeWith(sub func(string, Handler) (Subscription, error), subject string, h Handler, stop func()) (Subscription, error) {
 	if h == nil {
 		panic("transport: nil handler")
 	}
@@ -34,8 +41,8 @@ func (w *wrapper) subscribe(subject string, h Handler) (Subscription, error) {
 	if w.closed {
 		return nil, ErrClosed
 	}
-	s := &wrappedSub{w: w}
-	inner, err := w.inner.Subscribe(subject, func(subject string, data []byte) {
+	s := &wrappedSub{w: w, stop: stop}
+	inner, err := sub(subject, func(subject string, data []byte) {
 		if !w.enter() {
 			return
 		}
@@ -43,6 +50,9 @@ func (w *wrapper) subscribe(subject string, h Handler) (Subscription, error) {
 		h(subject, data)
 	})
 	if err != nil {
+		if stop != nil {
+			stop()
+		}
 		return nil, err
 	}
 	s.inner = inner
@@ -64,6 +74,8 @@ func (w *wrapper) enter() bool {
 type wrappedSub struct {
 	w     *wrapper
 	inner Subscription
+	stop  func()
+	once  sync.Once
 }
 
 // Unsubscribe implements Subscription.
@@ -71,7 +83,11 @@ func (s *wrappedSub) Unsubscribe() error {
 	s.w.mu.Lock()
 	delete(s.w.subs, s)
 	s.w.mu.Unlock()
-	return s.inner.Unsubscribe()
+	err := s.inner.Unsubscribe()
+	if s.stop != nil {
+		s.once.Do(s.stop)
+	}
+	return err
 }
 
 func (w *wrapper) flush(ctx context.Context) error {
