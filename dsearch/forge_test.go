@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/indexed"
 	"github.com/ddrun/ddrun/model/native"
 	"github.com/ddrun/ddrun/transport"
 )
@@ -181,9 +183,30 @@ func TestSealedForgerNotHeard(t *testing.T) {
 
 // checkAnswer rejects every way an answer can be wrong, and takes a
 // right one with its re-scored assignment and its open nodes' bounds
-// clamped to the parent's.
+// clamped to the parent's: on the model (Run) and on its indexed file
+// (RunFile).
 func TestCheckAnswer(t *testing.T) {
 	m := generate.Ising(generate.GridOptions{Height: 2, Width: 3, Rho: 1, Seed: 1})
+	for name, g := range grounds(t, m) {
+		t.Run(name, func(t *testing.T) { checkAnswers(t, m, g) })
+	}
+}
+
+// grounds are m as a coordinator holds it and as an indexed file.
+func grounds(t *testing.T, m *model.Model) map[string]ground {
+	path := filepath.Join(t.TempDir(), "m.ddx")
+	if err := indexed.WriteFile(path, m); err != nil {
+		t.Fatal(err)
+	}
+	g, err := openFile(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.close() })
+	return map[string]ground{"model": onModel(m), "file": g}
+}
+
+func checkAnswers(t *testing.T, m *model.Model, g ground) {
 	parent := model.Evidence{0: 1}
 	x := []int{1, 0, 1, 0, 1, 0}
 	score := m.Score(x)
@@ -192,7 +215,7 @@ func TestCheckAnswer(t *testing.T) {
 			Open: []openWire{{Vars: transport.Int32s{0, 2}, States: transport.Int32s{1, 1}, Bound: 50}}}
 	}
 	a := ok()
-	gx, gs, open, err := checkAnswer(m, &a, parent, 10)
+	gx, gs, open, err := checkAnswer(g, &a, parent, 10)
 	if err != nil || gs != score || len(gx) != 6 || len(open) != 1 || open[0].bound != 10 {
 		t.Fatalf("right answer: %v %v %v %v", gx, gs, open, err)
 	}
@@ -219,7 +242,7 @@ func TestCheckAnswer(t *testing.T) {
 	for name, spoil := range cases {
 		a := ok()
 		spoil(&a)
-		if _, _, _, err := checkAnswer(m, &a, parent, 10); err == nil {
+		if _, _, _, err := checkAnswer(g, &a, parent, 10); err == nil {
 			t.Errorf("%s: accepted", name)
 		} else {
 			t.Logf("%s: %v", name, err)
@@ -334,7 +357,7 @@ func FuzzAnswer(f *testing.F) {
 		if transport.DecodeBody(raw, &a) != nil {
 			return
 		}
-		gx, score, open, err := checkAnswer(m, &a, model.Evidence{0: 1}, 10)
+		gx, score, open, err := checkAnswer(onModel(m), &a, model.Evidence{0: 1}, 10)
 		if err != nil {
 			return
 		}
