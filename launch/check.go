@@ -13,22 +13,30 @@ import (
 
 // CheckMode rejects a job that command ("run") cannot distribute to the
 // target (engine's Job.Distributable), and the settings that distributed
-// branch and bound (--exact) does not take: it keeps no checkpoints, runs
-// on one coordinator and holds the whole model.
+// branch and bound (--exact) does not take: it keeps no checkpoints and
+// runs on one coordinator.
 func (t *Target) CheckMode(j *engine.Job, command string) error {
 	if !j.Settings.Exact {
 		return j.Distributable(command)
 	}
 	c := t.Checkpoints
 	switch {
-	case t.Sharded != nil:
-		return inputf("%s: --exact and --sharded: branch and bound ships the whole model to every worker", command)
 	case t.Raft != nil:
 		return inputf("%s: --exact runs on one coordinator (no --raft)", command)
 	case c.Dir != "" || c.Resume:
 		return inputf("%s: --exact keeps no checkpoints (--checkpoint-dir, --resume)", command)
 	}
 	return nil
+}
+
+// CheckSharded rejects what the sharded target cannot do with job j
+// (Sharded.Check) and, for --exact, the settings branch and bound does not
+// take (CheckMode).
+func (t *Target) CheckSharded(j *engine.Job, evidence bool) error {
+	if err := t.Sharded.Check(j, evidence); err != nil || !j.Settings.Exact {
+		return err
+	}
+	return t.CheckMode(j, "run")
 }
 
 // Check checks the target's settings: at least one worker, the

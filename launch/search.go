@@ -4,13 +4,18 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/ddrun/ddrun/anytime"
+	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/dsearch"
 	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/exact"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/indexed"
+	"github.com/ddrun/ddrun/shard"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/tighten"
 )
@@ -38,6 +43,140 @@ func runSearch(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome, 
 		printSearchStats(h.Print, st, res.Elapsed)
 	}
 	return Outcome{Ran: true, Result: res, Report: engine.NewResult(res, j, engine.Distributed{Workers: st.Workers}, t.Out)}, nil
+}
+
+// runSearchFile is an Exact job on workers whose model this process
+// never reads: its input converted to the indexed file a sharded run's
+// workers read (shardSource, with the evidence folded in), branch and
+// bound with the workers reading that file (dsearch.RunFile), and the
+// incumbent's assignment, with the observed states set, streamed to --out
+// (shardPlan.deliver). Its result reports as a sharded run's (the model's
+// size from the file, the coordinator's peak RSS).
+func runSearchFile(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome, error) {
+	if err := t.CheckMode(j, "run"); err != nil {
+		return Outcome{}, err
+	}
+	settings, err := j.SearchSettings()
+	if err != nil {
+		return Outcome{}, err
+	}
+	src, err := shardSource(ctx, j, t)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if err := t.connect(ctx, &h); err != nil {
+		return Outcome{}, err
+	}
+	before := t.traffic()
+	o := dsearch.Options{Job: t.Job, Workers: t.Workers, Wait: t.Wait, Settings: settings, Tol: j.Settings.Tol,
+		TimeLimit: j.Settings.TimeLimit, LostAfter: t.LostAfter, Logger: t.Logger, MaxEntries: t.Sharded.MaxEntries}
+	res, st, err := dsearch.RunFile(ctx, t.Transport, src.path, nil, o, h.Progress)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if h.Print != nil {
+		h.endLine()
+		printSearchStats(h.Print, st, res.Elapsed)
+	}
+	return src.outcome(res, j, t, before, st.Workers)
+}
+
+// searchSource is a sharded search's model: the indexed file the workers
+// read, its size, and the plan that delivers an assignment of it (the
+// evidence folded into it).
+type searchSource struct {
+	path string
+	plan *shardPlan
+}
+
+// shardSource is t.Sharded's model as the indexed file every worker reads:
+// itself when it is one, else converted into the state directory
+// (shardInput, within --time-limit), with the evidence given, or beside a
+// UAI model, folded in.
+func shardSource(ctx context.Context, j *engine.Job, t Target) (searchSource, error) {
+	sh, log := t.Sharded, t.Logger
+	path, err := filepath.Abs(sh.Path)
+	if err != nil {
+		return searchSource{}, &InputError{err}
+	}
+	if timeLimit := j.Settings.TimeLimit; timeLimit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadlineCause(ctx, t.Start.Add(timeLimit), fmt.Errorf("--time-limit %v reached while converting the model", timeLimit))
+		defer cancel()
+	}
+	p := &shardPlan{stateDir: sh.StateDir}
+	if p.stateDir == "" {
+		p.stateDir = path + ".state"
+	}
+	if p.stateDir, err = filepath.Abs(p.stateDir); err != nil {
+		return searchSource{}, inputf("--state-dir: %v", err)
+	}
+	evidence := sh.Evidence
+	if evidence == "" {
+		if evidence = EvidenceBeside(path); evidence != "" {
+			log.Info("evidence beside the model, read as toulbar2 does (--evidence overrides)", "evidence", evidence)
+		}
+	}
+	if path, err = shardInput(ctx, path, p.stateDir, sh.MaxEntries, evidence, func(ev model.Evidence) { p.evidence = ev }, log); err != nil {
+		return searchSource{}, err
+	}
+	size, err := indexedSize(path, sh.MaxEntries)
+	if err != nil {
+		return searchSource{}, &InputError{err}
+	}
+	p.layout = size
+	p.planned = time.Since(t.Start)
+	return searchSource{path: path, plan: p}, nil
+}
+
+// indexedSize is the size of the indexed model at path (its header: the
+// numbers of variables and factors) as a layout with no parts.
+func indexedSize(path string, maxEntries int) (*shard.Layout, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	s, err := indexed.OpenScan(f, st.Size(), path, indexed.ReadOptions{MaxEntries: maxEntries})
+	if err != nil {
+		return nil, err
+	}
+	return &shard.Layout{NumVars: s.NumVars(), NumFactors: s.NumFactors()}, nil
+}
+
+// outcome is a search's result on the source: the incumbent's assignment
+// (the observed states set) written to --out and, when the caller wants it
+// and it is small enough, into the result; the rest reported as a sharded
+// run's, with the coordinator's peak RSS.
+func (src searchSource) outcome(res solver.Result, j *engine.Job, t Target, before Traffic, workers int) (Outcome, error) {
+	var x []int
+	if a := res.Assignment; a != nil && !math.IsInf(res.Primal, -1) {
+		pieces := func(put func([]int, []int32) error) error {
+			const chunk = 1 << 16
+			vars, states := make([]int, 0, chunk), make([]int32, 0, chunk)
+			for from := 0; from < len(a); from += chunk {
+				vars, states = vars[:0], states[:0]
+				for v := from; v < min(from+chunk, len(a)); v++ {
+					vars, states = append(vars, v), append(states, int32(a[v]))
+				}
+				if err := put(vars, states); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if err := src.plan.deliver(t, &x, len(a), pieces); err != nil {
+			return Outcome{}, err
+		}
+	}
+	res.Assignment = nil
+	o := src.plan.outcome(res, j, t, before, &engine.Sharded{SetupSeconds: src.plan.planned.Seconds(), CoordinatorRSSMB: cluster.PeakRSSMB()}, x)
+	o.Report.Workers = workers
+	return o, nil
 }
 
 // relaxFunc runs a distributed job's relaxation on the workers, with its

@@ -26,15 +26,17 @@ import (
 // file given, which a sharded run folds into the model it converts) runs on
 // workers with the whole model on the coordinator instead of sharded, or
 // "" when it runs sharded: the sharded path has one slave per factor, no
-// tightening, no branch and bound (--exact, the anytime phases' search
-// when --anytime asks for it)
-// and takes no evidence with an indexed model; the other algorithms are not dual
-// decomposition.
+// tightening, no anytime phases' search when --anytime asks for it, and
+// takes no evidence with an indexed model; the other algorithms are not
+// dual decomposition. --exact runs sharded, whatever its node solver,
+// unless tightened or with evidence on an indexed model: its workers read
+// the whole model from the converted file (runSearchFile).
 func WholeReason(j *engine.Job, modelPath string, evidence bool) string {
 	s := &j.Settings
+	indexedEvidence := evidence && modelfile.FormatOf(modelPath) == modelfile.Indexed
 	switch {
-	case s.Exact:
-		return "--exact: branch and bound ships the whole model to every worker"
+	case s.Exact && s.Tighten == "none" && !indexedEvidence:
+		return "" // whatever the node solver: the workers read the whole model
 	case s.AnytimeOn && s.Given["anytime"]:
 		// Asked for: the phases' search ships the whole model. Turned on
 		// by --time-limit alone, they lose their search on a sharded run
@@ -47,7 +49,7 @@ func WholeReason(j *engine.Job, modelPath string, evidence bool) string {
 		return fmt.Sprintf("--tighten %s regroups the whole model", s.Tighten)
 	case j.Algorithm.Distributed && j.DD().Slaves != consensus.PerFactor:
 		return fmt.Sprintf("--slaves %s: a sharded run has one slave per factor", j.DD().Slaves)
-	case evidence && modelfile.FormatOf(modelPath) == modelfile.Indexed:
+	case indexedEvidence:
 		return "--evidence with an indexed model: applied to the whole model (a sharded run folds evidence in as it converts a model, and an indexed one is not converted)"
 	}
 	return ""

@@ -210,7 +210,7 @@ func (r *runFlags) checkJob(ctx context.Context, start time.Time, fs *flag.FlagS
 	}
 	t := r.target(pos[0], *f, why == "", start, con)
 	if why == "" {
-		err = t.Sharded.Check(sp, f.evidence != "")
+		err = t.CheckSharded(sp, f.evidence != "")
 	} else {
 		if !f.quiet {
 			con.Print("whole", "run: the coordinator holds the whole model: "+why, "why", why)
