@@ -155,7 +155,7 @@ func TestWholeReason(t *testing.T) {
 	}{
 		{job(), false, ""},
 		{job("algo", "subgradient"), false, ""},
-		{job(), true, ""}, // m.uai: folded in as it is converted
+		{job(), true, ""},                 // m.uai: folded in as it is converted
 		{job("exact", "true"), false, ""}, // the workers read the converted file
 		{job("exact", "true", "algo", "cmp"), false, ""},
 		{job("exact", "true", "tighten", "cycles"), false, "--tighten cycles"},
