@@ -100,17 +100,18 @@ func (r *Raft) check(external bool, job string, local bool) error {
 	return nil
 }
 
-// NoSearch says why an anytime job on the target has no branch and bound
-// phase, naming the flag that decides it (what) and the reason (why): a
-// sharded run's coordinator does not hold the model that the search ships
-// and re-scores against, and the search runs on one coordinator, not a
-// Raft group. Both are "" when the search can run.
-func (t *Target) NoSearch() (what, why string) {
+// NoSearch says why an anytime job with settings s on the target has no
+// branch and bound phase, naming the flag that decides it (what) and the
+// reason (why): the search runs on one coordinator, not a Raft group; on
+// a sharded run, each worker reads the whole model for it, which --anytime
+// must ask for (--time-limit alone keeps the parts only: the relaxation
+// the class chooses). Both are "" when the search can run.
+func (t *Target) NoSearch(s *engine.Settings) (what, why string) {
 	switch {
-	case t.Sharded != nil:
-		return "--sharded", "the coordinator does not hold the model that the search ships and re-scores against"
 	case t.Raft != nil:
 		return "--raft", "the search runs on one coordinator"
+	case t.Sharded != nil && !s.Given["anytime"]:
+		return "--sharded", "its search would have every worker read the whole model (--anytime asks for it)"
 	}
 	return "", ""
 }

@@ -199,6 +199,9 @@ func Run(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome, error)
 		if err != nil {
 			return Outcome{}, err
 		}
+		if j.Settings.AnytimeOn && t.Raft == nil {
+			return runShardedAnytime(ctx, j, t, h, p)
+		}
 		if o, done, err := runShardedChoice(ctx, j, t, h, p); done || err != nil {
 			return o, err
 		}

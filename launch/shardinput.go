@@ -26,9 +26,12 @@ import (
 // file given, which a sharded run folds into the model it converts) runs on
 // workers with the whole model on the coordinator instead of sharded, or
 // "" when it runs sharded: the sharded path has one slave per factor, no
-// tightening, no anytime phases' search when --anytime asks for it, and
+// tightening (cycle pursuit regroups the whole model in one process), and
 // takes no evidence with an indexed model; the other algorithms are not
-// dual decomposition. --exact runs sharded, whatever its node solver,
+// dual decomposition. The anytime phases run sharded: the relaxation on
+// the parts, the search with each worker reading the whole file
+// (runShardedAnytime; with --time-limit alone, without the search:
+// Target.NoSearch). --exact runs sharded, whatever its node solver,
 // unless tightened or with evidence on an indexed model: its workers read
 // the whole model from the converted file (runSearchFile).
 func WholeReason(j *engine.Job, modelPath string, evidence bool) string {
@@ -37,12 +40,6 @@ func WholeReason(j *engine.Job, modelPath string, evidence bool) string {
 	switch {
 	case s.Exact && s.Tighten == "none" && !indexedEvidence:
 		return "" // whatever the node solver: the workers read the whole model
-	case s.AnytimeOn && s.Given["anytime"]:
-		// Asked for: the phases' search ships the whole model. Turned on
-		// by --time-limit alone, they lose their search on a sharded run
-		// instead (Target.NoSearch), which keeps the model off the
-		// coordinator and runs the relaxation the class chooses.
-		return "--anytime: the phases' branch and bound ships the whole model to every worker"
 	case !j.Algorithm.Distributed && j.Algorithm.Name != "trws":
 		return fmt.Sprintf("--algo %s is not dual decomposition", j.Algorithm.Name)
 	case s.Tighten != "none":

@@ -275,7 +275,7 @@ func inputError(err error) error {
 // t (launch's Target.NoSearch): an error when --anytime was asked for,
 // else a one-line note, and the relaxation runs alone.
 func noSearchPhase(s *engine.Settings, t *launch.Target, quiet bool, fs *flag.FlagSet, con *cli.Console) error {
-	what, why := t.NoSearch()
+	what, why := t.NoSearch(s)
 	if !s.AnytimeOn || what == "" {
 		return nil
 	}
