@@ -163,7 +163,7 @@ func TestWholeReason(t *testing.T) {
 		{job("tighten", "cycles"), false, "--tighten cycles"},
 		{job("algo", "trws"), false, ""}, // sharded: distributed TRW-S
 		{job("algo", "cmp"), false, "--algo cmp"},
-		{job("anytime", "true"), false, ""}, // the search: workers read the whole file
+		{job("anytime", "true"), false, ""},  // the search: workers read the whole file
 		{job("time-limit", "10"), false, ""}, // the phases lose their search instead
 	} {
 		if got := WholeReason(c.j, "m.uai", c.ev); !strings.HasPrefix(got, c.want) || (c.want == "") != (got == "") {
