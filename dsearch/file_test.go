@@ -2,7 +2,6 @@ package dsearch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -69,31 +68,6 @@ func TestRunFileMatchesBruteForce(t *testing.T) {
 		}
 	}
 	checkCertified(t, "evidence", clamped, res)
-}
-
-// A forged answer (a score 100 above its assignment's) is rejected on the
-// file's re-scoring as on the model's: the search certifies the
-// brute-force MAP, or refuses to certify anything (confirm.go).
-func TestRunFileForgedScoreRejected(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
-	newPool(t, tr, "w1", "w2", "w3")
-	m := generate.Ising(generate.GridOptions{Height: 4, Width: 4, Rho: 3, Seed: 1})
-	o := testOptions(3, admmSettings(20))
-	forged := forger(t, tr, m, o.Job, 2)
-	res, st, err := RunFile(context.Background(), tr, ddxFile(t, m), nil, o, nil)
-	var ce *ConflictError
-	if errors.As(err, &ce) && forged.Load() >= 1 {
-		t.Logf("the search refused to certify: %v", err)
-		return
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkCertified(t, "forged", m, res)
-	if forged.Load() < 1 || st.Rejected < 1 || st.Requeued < 1 {
-		t.Fatalf("%d forged, %d rejected, %d requeued", forged.Load(), st.Rejected, st.Requeued)
-	}
 }
 
 // RunFile takes absolute .ddx paths only, and a worker reads the file an

@@ -15,6 +15,7 @@ import (
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/indexed"
 	"github.com/ddrun/ddrun/model/native"
+	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -61,32 +62,48 @@ func forger(t *testing.T, tr transport.Transport, m *model.Model, job string, n 
 
 // Answers that claim a wrong score for their assignment are rejected:
 // the assignment does not become the incumbent, the subtree is requeued
-// and the search still certifies the brute-force MAP. On this unsealed
-// transport a forgery heard after its worker's real answer was taken
-// contradicts it (confirm.go): the search then refuses to certify
-// (*ConflictError), which is as safe; the test takes either end, never a
-// wrong certificate.
+// and the search still certifies the brute-force MAP, whether the
+// coordinator re-scores on the model (Run) or streaming from its indexed
+// file (RunFile). On this unsealed transport a forgery heard after its
+// worker's real answer was taken contradicts it (confirm.go): the search
+// then refuses to certify (*ConflictError), which is as safe; the test
+// takes either end, never a wrong certificate.
 func TestForgedScoreRejected(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
-	newPool(t, tr, "w1", "w2", "w3")
 	m := generate.Ising(generate.GridOptions{Height: 4, Width: 4, Rho: 3, Seed: 1})
-	o := testOptions(3, admmSettings(20))
-	forged := forger(t, tr, m, o.Job, 2)
-	res, st, err := Run(context.Background(), tr, m, nil, o, nil)
-	var ce *ConflictError
-	if errors.As(err, &ce) && forged.Load() >= 1 {
-		t.Logf("the search refused to certify: %v", err)
-		return
-	}
-	if err != nil {
+	path := filepath.Join(t.TempDir(), "m.ddx")
+	if err := indexed.WriteFile(path, m); err != nil {
 		t.Fatal(err)
 	}
-	checkCertified(t, "forged", m, res)
-	if forged.Load() < 1 || st.Rejected < 1 || st.Requeued < 1 {
-		t.Fatalf("%d forged, %d rejected, %d requeued", forged.Load(), st.Rejected, st.Requeued)
+	for name, run := range map[string]func(tr transport.Transport, o Options) (solver.Result, Stats, error){
+		"model": func(tr transport.Transport, o Options) (solver.Result, Stats, error) {
+			return Run(context.Background(), tr, m, nil, o, nil)
+		},
+		"file": func(tr transport.Transport, o Options) (solver.Result, Stats, error) {
+			return RunFile(context.Background(), tr, path, nil, o, nil)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tr := transport.NewInProc()
+			defer tr.Close()
+			newPool(t, tr, "w1", "w2", "w3")
+			o := testOptions(3, admmSettings(20))
+			forged := forger(t, tr, m, o.Job, 2)
+			res, st, err := run(tr, o)
+			var ce *ConflictError
+			if errors.As(err, &ce) && forged.Load() >= 1 {
+				t.Logf("the search refused to certify: %v", err)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkCertified(t, "forged", m, res)
+			if forged.Load() < 1 || st.Rejected < 1 || st.Requeued < 1 {
+				t.Fatalf("%d forged, %d rejected, %d requeued", forged.Load(), st.Rejected, st.Requeued)
+			}
+			t.Logf("%d forged, %d rejected, %d requeued; %d nodes", forged.Load(), st.Rejected, st.Requeued, st.Nodes)
+		})
 	}
-	t.Logf("%d forged, %d rejected, %d requeued; %d nodes", forged.Load(), st.Rejected, st.Requeued, st.Nodes)
 }
 
 // Garbled and misattributed messages on the answer subjects are dropped
