@@ -532,3 +532,15 @@ func (p *Pool) Count() int {
 
 // Stop stops watching.
 func (p *Pool) Stop() { _ = p.sub.Unsubscribe() }
+
+// sizeOnly is a plan's layout of no parts, the model's size only: a
+// sharded search's (runSearchFile), whose workers each read the whole file.
+func sizeOnly(numVars, numFactors int) *shard.Layout {
+	return &shard.Layout{NumVars: numVars, NumFactors: numFactors}
+}
+
+// searched is the outcome of a search on the plan's file (p.outcome, with
+// the coordinator's peak RSS).
+func (p *shardPlan) searched(res solver.Result, j *engine.Job, t Target, before Traffic, x []int) Outcome {
+	return p.outcome(res, j, t, before, &engine.Sharded{SetupSeconds: p.planned.Seconds(), CoordinatorRSSMB: cluster.PeakRSSMB()}, x)
+}

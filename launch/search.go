@@ -10,13 +10,11 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/anytime"
-	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/dsearch"
 	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/exact"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/indexed"
-	"github.com/ddrun/ddrun/shard"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/tighten"
 )
@@ -121,32 +119,32 @@ func shardSource(ctx context.Context, j *engine.Job, t Target) (searchSource, er
 	if path, err = shardInput(ctx, path, p.stateDir, sh.MaxEntries, evidence, func(ev model.Evidence) { p.evidence = ev }, log); err != nil {
 		return searchSource{}, err
 	}
-	size, err := indexedSize(path, sh.MaxEntries)
+	nvars, nfactors, err := indexedSize(path, sh.MaxEntries)
 	if err != nil {
 		return searchSource{}, &InputError{err}
 	}
-	p.layout = size
+	p.layout = sizeOnly(nvars, nfactors)
 	p.planned = time.Since(t.Start)
 	return searchSource{path: path, plan: p}, nil
 }
 
-// indexedSize is the size of the indexed model at path (its header: the
-// numbers of variables and factors) as a layout with no parts.
-func indexedSize(path string, maxEntries int) (*shard.Layout, error) {
+// indexedSize is the size of the indexed model at path (from its header
+// and trailer): its numbers of variables and factors.
+func indexedSize(path string, maxEntries int) (nvars, nfactors int, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return 0, 0, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return 0, 0, err
 	}
 	s, err := indexed.OpenScan(f, st.Size(), path, indexed.ReadOptions{MaxEntries: maxEntries})
 	if err != nil {
-		return nil, err
+		return 0, 0, err
 	}
-	return &shard.Layout{NumVars: s.NumVars(), NumFactors: s.NumFactors()}, nil
+	return s.NumVars(), s.NumFactors(), nil
 }
 
 // outcome is a search's result on the source: the incumbent's assignment
@@ -175,7 +173,7 @@ func (src searchSource) outcome(res solver.Result, j *engine.Job, t Target, befo
 		}
 	}
 	res.Assignment = nil
-	o := src.plan.outcome(res, j, t, before, &engine.Sharded{SetupSeconds: src.plan.planned.Seconds(), CoordinatorRSSMB: cluster.PeakRSSMB()}, x)
+	o := src.plan.searched(res, j, t, before, x)
 	o.Report.Workers = workers
 	return o, nil
 }
