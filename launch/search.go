@@ -68,7 +68,10 @@ func runSearchFile(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outco
 	}
 	before := t.traffic()
 	o := dsearch.Options{Job: t.Job, Workers: t.Workers, Wait: t.Wait, Settings: settings, Tol: j.Settings.Tol,
-		TimeLimit: j.Settings.TimeLimit, LostAfter: t.LostAfter, Logger: t.Logger, MaxEntries: t.Sharded.MaxEntries}
+		LostAfter: t.LostAfter, Logger: t.Logger, MaxEntries: t.Sharded.MaxEntries}
+	if lim := j.Settings.TimeLimit; lim > 0 {
+		o.TimeLimit = max(lim-time.Since(t.Start), time.Millisecond) // the conversion counted
+	}
 	res, st, err := dsearch.RunFile(ctx, t.Transport, src.path, nil, o, h.Progress)
 	if err != nil {
 		return Outcome{}, err
