@@ -84,8 +84,8 @@ func runSearchFile(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outco
 }
 
 // searchSource is a sharded search's model: the indexed file the workers
-// read, its size, and the plan that delivers an assignment of it (the
-// evidence folded into it).
+// read, and the plan of no parts that reports its size and delivers an
+// assignment of it (with the observed states of the evidence folded in).
 type searchSource struct {
 	path string
 	plan *shardPlan
