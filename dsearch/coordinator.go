@@ -10,12 +10,14 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/ddrun/ddrun/internal/ratelimit"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/indexed"
 	"github.com/ddrun/ddrun/model/native"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
@@ -53,6 +55,10 @@ type Options struct {
 	// Seed, when not nil, is what an earlier phase found (run's
 	// distributed relaxation): the search starts from it.
 	Seed *Seed
+	// MaxEntries bounds the tables of RunFile's model file (0:
+	// model.DefaultMaxEntries), as the workers' WorkerOptions.MaxEntries
+	// bounds what they read.
+	MaxEntries int
 }
 
 // Seed is a search's starting point.
@@ -67,8 +73,8 @@ type Seed struct {
 	Bound float64
 }
 
-// check re-scores the seed's assignment on m under ev.
-func (s *Seed) check(m *model.Model, ev model.Evidence) (float64, error) {
+// check re-scores the seed's assignment on g under ev.
+func (s *Seed) check(g ground, ev model.Evidence) (float64, error) {
 	if math.IsNaN(s.Bound) {
 		return 0, fmt.Errorf("seed: bound NaN")
 	}
@@ -76,20 +82,18 @@ func (s *Seed) check(m *model.Model, ev model.Evidence) (float64, error) {
 		return math.Inf(-1), nil
 	}
 	x := s.Assignment
-	if len(x) != m.NumVars() {
-		return 0, fmt.Errorf("seed: assignment of %d variables, model has %d", len(x), m.NumVars())
-	}
-	for i, v := range x {
-		if v < 0 || v >= m.Cards[i] {
-			return 0, fmt.Errorf("seed: variable %d in state %d of %d", i, v, m.Cards[i])
-		}
+	if len(x) != g.numVars() {
+		return 0, fmt.Errorf("seed: assignment of %d variables, model has %d", len(x), g.numVars())
 	}
 	for v, st := range ev {
 		if v < 0 || v >= len(x) || x[v] != st {
 			return 0, fmt.Errorf("seed: the assignment does not respect the evidence on variable %d", v)
 		}
 	}
-	sc := m.Score(x)
+	sc, err := g.score(x)
+	if err != nil {
+		return 0, fmt.Errorf("seed: %w", err)
+	}
 	if math.IsInf(sc, -1) || math.IsNaN(sc) {
 		return 0, fmt.Errorf("seed: assignment scores %v", sc)
 	}
@@ -216,7 +220,7 @@ type event struct {
 type coord struct {
 	ctx     context.Context
 	tr      transport.Transport
-	m       *model.Model
+	g       ground
 	ev      model.Evidence
 	opts    Options
 	log     *slog.Logger
@@ -257,21 +261,52 @@ func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 	if err := opts.defaults(); err != nil {
 		return solver.Result{}, Stats{}, err
 	}
-	root, primal := math.Inf(1), math.Inf(-1)
-	if s := opts.Seed; s != nil {
-		var err error
-		if primal, err = s.check(m, ev); err != nil {
-			return solver.Result{}, Stats{}, err
-		}
-		root = s.Bound
-	}
 	var buf bytes.Buffer
 	if err := native.Write(&buf, m, native.Msgpack); err != nil {
 		return solver.Result{}, Stats{}, fmt.Errorf("encoding the model: %w", err)
 	}
+	return run(ctx, tr, onModel(m), ev, opts, openBody{Model: buf.Bytes()}, progress)
+}
+
+// RunFile is Run on the indexed model file at path (.ddx, an absolute
+// path every worker can open: a shared filesystem), which the workers read
+// themselves, each the whole model: this process holds nothing that grows
+// with the model but the incumbent assignment (which one answer carries,
+// so no larger than the transport's largest message). It checks the file
+// (its header, block index and structure checksum) and re-scores the
+// seed's and the answers' assignments streaming from it (indexed's
+// Scanner.Score: one pass over the file per assignment that beats the
+// incumbent); a worker reads the file only when its size and structure
+// checksum are the ones this process checked.
+func RunFile(ctx context.Context, tr transport.Transport, path string, ev model.Evidence, opts Options, progress func(solver.Progress)) (solver.Result, Stats, error) {
+	if err := opts.defaults(); err != nil {
+		return solver.Result{}, Stats{}, err
+	}
+	if !filepath.IsAbs(path) || filepath.Ext(path) != indexed.Ext {
+		return solver.Result{}, Stats{}, fmt.Errorf("model file %s: not an absolute path to an indexed (%s) file", path, indexed.Ext)
+	}
+	g, err := openFile(path, opts.MaxEntries)
+	if err != nil {
+		return solver.Result{}, Stats{}, fmt.Errorf("model file: %w", err)
+	}
+	defer g.close()
+	return run(ctx, tr, g, ev, opts, openBody{File: path, Size: g.s.Size(), CRC: g.s.StructureCRC()}, progress)
+}
+
+// run is Run and RunFile on the model g, which o (the open message, minus
+// its CID, settings and clamps) hands to the workers.
+func run(ctx context.Context, tr transport.Transport, g ground, ev model.Evidence, opts Options, o openBody, progress func(solver.Progress)) (solver.Result, Stats, error) {
+	root, primal := math.Inf(1), math.Inf(-1)
+	if s := opts.Seed; s != nil {
+		var err error
+		if primal, err = s.check(g, ev); err != nil {
+			return solver.Result{}, Stats{}, err
+		}
+		root = s.Bound
+	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	c := &coord{ctx: ctx, tr: tr, m: m, ev: ev, opts: opts, log: opts.Logger.With("job", opts.Job), seq: transport.NewSequence(),
+	c := &coord{ctx: ctx, tr: tr, g: g, ev: ev, opts: opts, log: opts.Logger.With("job", opts.Job), seq: transport.NewSequence(),
 		cid: binary.LittleEndian.Uint64(b[:]) | 1, events: make(chan event, 256), done: make(chan struct{}), drop: ratelimit.Repeats[string]{Every: 10 * time.Second},
 		start: time.Now(), workers: map[string]*cworker{}, refused: map[string]time.Time{}, seen: map[string]bool{},
 		res:      solver.Result{Status: solver.IterationLimit, Primal: math.Inf(-1), Dual: math.Inf(1), Relaxed: math.NaN()},
@@ -281,7 +316,8 @@ func Run(ctx context.Context, tr transport.Transport, m *model.Model, ev model.E
 		c.res.Primal, c.res.Assignment = primal, slices.Clone(opts.Seed.Assignment)
 	}
 	vars, states := clamps(ev)
-	c.openMsg = openBody{CID: c.cid, Settings: opts.Settings, Model: buf.Bytes(), Vars: vars, States: states}
+	o.CID, o.Settings, o.Vars, o.States = c.cid, opts.Settings, vars, states
+	c.openMsg = o
 	heap.Push(&c.q, &node{vars: vars, states: states, bound: root, depth: len(ev)})
 
 	hellos, err := tr.Subscribe(helloSubject, c.onHello)
@@ -521,7 +557,7 @@ func (c *coord) dispatch() {
 			slice = min(slice, max(c.opts.TimeLimit-time.Since(c.start), time.Millisecond))
 		}
 		n := heap.Pop(&c.q).(*node)
-		ev, _ := evidence(c.m, n.vars, n.states) // ours: valid
+		ev, _ := evidence(c.g, n.vars, n.states) // ours: valid
 		c.nextID++
 		c.ans.issue(c.nextID)
 		w := c.workers[name]
@@ -610,7 +646,7 @@ func (c *coord) file(w *cworker, a *answerBody, d answerDigest) error {
 	if a.Err != "" {
 		return fmt.Errorf("search %s: worker %s: node solver: %s", c.opts.Job, w.name, firstLine(a.Err))
 	}
-	x, score, open, err := checkAnswer(c.m, a, t.ev, t.n.bound)
+	x, score, open, err := checkAnswer(c.g, a, t.ev, t.n.bound)
 	if err != nil {
 		c.st.Rejected++
 		c.log.Warn("search: answer rejected, its subtree requeued and its worker dropped", "worker", w.name, "task", t.id, "reason", err.Error())

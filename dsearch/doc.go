@@ -36,10 +36,16 @@
 // of the same worker to the same task contradicts (confirm.go).
 //
 // Memory: only a worker holds the model for its part, which here is
-// whatever subtree it is given of the whole model; the coordinator holds
-// the model it loaded and ships (to re-score assignments), the queue of
-// clamp sets and the incumbent. This package must not know dual
-// decomposition's job protocol (package cluster, which distributes the
-// relaxation and does not import exact), file formats beyond the model's
-// msgpack encoding, or the command line.
+// whatever subtree it is given of the whole model. Run's coordinator holds
+// the model it ships (to re-score assignments); RunFile's holds no model:
+// the workers read the indexed file (.ddx) it names, which it checked and
+// binds them to by its size and structure checksum, and it re-scores
+// assignments streaming from that file (ground.go) and reads a clamped
+// variable's cardinality by one 4-byte read. Both keep the queue of clamp
+// sets and the incumbent, whose assignment one answer carried (so no
+// larger than the transport's largest message). This package must not
+// know dual decomposition's job protocol (package cluster, which
+// distributes the relaxation and does not import exact), file formats
+// beyond the model's msgpack encoding and the indexed file's reader, or
+// the command line.
 package dsearch

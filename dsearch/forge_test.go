@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,7 +13,9 @@ import (
 
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/indexed"
 	"github.com/ddrun/ddrun/model/native"
+	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -59,32 +62,48 @@ func forger(t *testing.T, tr transport.Transport, m *model.Model, job string, n 
 
 // Answers that claim a wrong score for their assignment are rejected:
 // the assignment does not become the incumbent, the subtree is requeued
-// and the search still certifies the brute-force MAP. On this unsealed
-// transport a forgery heard after its worker's real answer was taken
-// contradicts it (confirm.go): the search then refuses to certify
-// (*ConflictError), which is as safe; the test takes either end, never a
-// wrong certificate.
+// and the search still certifies the brute-force MAP, whether the
+// coordinator re-scores on the model (Run) or streaming from its indexed
+// file (RunFile). On this unsealed transport a forgery heard after its
+// worker's real answer was taken contradicts it (confirm.go): the search
+// then refuses to certify (*ConflictError), which is as safe; the test
+// takes either end, never a wrong certificate.
 func TestForgedScoreRejected(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
-	newPool(t, tr, "w1", "w2", "w3")
 	m := generate.Ising(generate.GridOptions{Height: 4, Width: 4, Rho: 3, Seed: 1})
-	o := testOptions(3, admmSettings(20))
-	forged := forger(t, tr, m, o.Job, 2)
-	res, st, err := Run(context.Background(), tr, m, nil, o, nil)
-	var ce *ConflictError
-	if errors.As(err, &ce) && forged.Load() >= 1 {
-		t.Logf("the search refused to certify: %v", err)
-		return
-	}
-	if err != nil {
+	path := filepath.Join(t.TempDir(), "m.ddx")
+	if err := indexed.WriteFile(path, m); err != nil {
 		t.Fatal(err)
 	}
-	checkCertified(t, "forged", m, res)
-	if forged.Load() < 1 || st.Rejected < 1 || st.Requeued < 1 {
-		t.Fatalf("%d forged, %d rejected, %d requeued", forged.Load(), st.Rejected, st.Requeued)
+	for name, run := range map[string]func(tr transport.Transport, o Options) (solver.Result, Stats, error){
+		"model": func(tr transport.Transport, o Options) (solver.Result, Stats, error) {
+			return Run(context.Background(), tr, m, nil, o, nil)
+		},
+		"file": func(tr transport.Transport, o Options) (solver.Result, Stats, error) {
+			return RunFile(context.Background(), tr, path, nil, o, nil)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tr := transport.NewInProc()
+			defer tr.Close()
+			newPool(t, tr, "w1", "w2", "w3")
+			o := testOptions(3, admmSettings(20))
+			forged := forger(t, tr, m, o.Job, 2)
+			res, st, err := run(tr, o)
+			var ce *ConflictError
+			if errors.As(err, &ce) && forged.Load() >= 1 {
+				t.Logf("the search refused to certify: %v", err)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkCertified(t, "forged", m, res)
+			if forged.Load() < 1 || st.Rejected < 1 || st.Requeued < 1 {
+				t.Fatalf("%d forged, %d rejected, %d requeued", forged.Load(), st.Rejected, st.Requeued)
+			}
+			t.Logf("%d forged, %d rejected, %d requeued; %d nodes", forged.Load(), st.Rejected, st.Requeued, st.Nodes)
+		})
 	}
-	t.Logf("%d forged, %d rejected, %d requeued; %d nodes", forged.Load(), st.Rejected, st.Requeued, st.Nodes)
 }
 
 // Garbled and misattributed messages on the answer subjects are dropped
@@ -181,9 +200,30 @@ func TestSealedForgerNotHeard(t *testing.T) {
 
 // checkAnswer rejects every way an answer can be wrong, and takes a
 // right one with its re-scored assignment and its open nodes' bounds
-// clamped to the parent's.
+// clamped to the parent's: on the model (Run) and on its indexed file
+// (RunFile).
 func TestCheckAnswer(t *testing.T) {
 	m := generate.Ising(generate.GridOptions{Height: 2, Width: 3, Rho: 1, Seed: 1})
+	for name, g := range grounds(t, m) {
+		t.Run(name, func(t *testing.T) { checkAnswers(t, m, g) })
+	}
+}
+
+// grounds are m as a coordinator holds it and as an indexed file.
+func grounds(t *testing.T, m *model.Model) map[string]ground {
+	path := filepath.Join(t.TempDir(), "m.ddx")
+	if err := indexed.WriteFile(path, m); err != nil {
+		t.Fatal(err)
+	}
+	g, err := openFile(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.close() })
+	return map[string]ground{"model": onModel(m), "file": g}
+}
+
+func checkAnswers(t *testing.T, m *model.Model, g ground) {
 	parent := model.Evidence{0: 1}
 	x := []int{1, 0, 1, 0, 1, 0}
 	score := m.Score(x)
@@ -192,7 +232,7 @@ func TestCheckAnswer(t *testing.T) {
 			Open: []openWire{{Vars: transport.Int32s{0, 2}, States: transport.Int32s{1, 1}, Bound: 50}}}
 	}
 	a := ok()
-	gx, gs, open, err := checkAnswer(m, &a, parent, 10)
+	gx, gs, open, err := checkAnswer(g, &a, parent, 10)
 	if err != nil || gs != score || len(gx) != 6 || len(open) != 1 || open[0].bound != 10 {
 		t.Fatalf("right answer: %v %v %v %v", gx, gs, open, err)
 	}
@@ -219,7 +259,7 @@ func TestCheckAnswer(t *testing.T) {
 	for name, spoil := range cases {
 		a := ok()
 		spoil(&a)
-		if _, _, _, err := checkAnswer(m, &a, parent, 10); err == nil {
+		if _, _, _, err := checkAnswer(g, &a, parent, 10); err == nil {
 			t.Errorf("%s: accepted", name)
 		} else {
 			t.Logf("%s: %v", name, err)
@@ -334,7 +374,7 @@ func FuzzAnswer(f *testing.F) {
 		if transport.DecodeBody(raw, &a) != nil {
 			return
 		}
-		gx, score, open, err := checkAnswer(m, &a, model.Evidence{0: 1}, 10)
+		gx, score, open, err := checkAnswer(onModel(m), &a, model.Evidence{0: 1}, 10)
 		if err != nil {
 			return
 		}

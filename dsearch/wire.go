@@ -60,6 +60,13 @@ type openBody struct {
 	CID      uint64   `msgpack:"cid"`
 	Settings Settings `msgpack:"settings"`
 	Model    []byte   `msgpack:"model"` // model/native msgpack
+	// File, when Model is empty, is an indexed model file (an absolute
+	// .ddx path) that the worker reads itself (RunFile), when its size is
+	// Size and its structure's CRC-32C is CRC: the file the coordinator
+	// checks the answers against.
+	File string `msgpack:"file,omitempty"`
+	Size int64  `msgpack:"size,omitempty"`
+	CRC  uint32 `msgpack:"crc,omitempty"`
 	// Evidence is the job's own evidence (Vars, States): every subtree
 	// lies under it.
 	Vars   transport.Int32s `msgpack:"v"`
@@ -163,26 +170,31 @@ func clamps(ev model.Evidence) (vars, states transport.Int32s) {
 	return vars, states
 }
 
-// evidence checks clamps from the network against m (equal lengths,
+// evidence checks clamps from the network against g (equal lengths,
 // variables in range and each at most once, states within their
 // variables' cardinalities) and returns them as evidence.
-func evidence(m *model.Model, vars, states transport.Int32s) (model.Evidence, error) {
+func evidence(g ground, vars, states transport.Int32s) (model.Evidence, error) {
 	if len(vars) != len(states) {
 		return nil, fmt.Errorf("%d clamped variables with %d states", len(vars), len(states))
 	}
-	if len(vars) > m.NumVars() {
-		return nil, fmt.Errorf("%d clamps on %d variables", len(vars), m.NumVars())
+	n := g.numVars()
+	if len(vars) > n {
+		return nil, fmt.Errorf("%d clamps on %d variables", len(vars), n)
 	}
 	ev := make(model.Evidence, len(vars))
 	for i, v := range vars {
-		if v < 0 || int(v) >= m.NumVars() {
-			return nil, fmt.Errorf("clamped variable %d out of range [0, %d)", v, m.NumVars())
+		if v < 0 || int(v) >= n {
+			return nil, fmt.Errorf("clamped variable %d out of range [0, %d)", v, n)
 		}
 		if _, dup := ev[int(v)]; dup {
 			return nil, fmt.Errorf("variable %d clamped twice", v)
 		}
-		if s := states[i]; s < 0 || int(s) >= m.Cards[v] {
-			return nil, fmt.Errorf("variable %d clamped to state %d of %d", v, s, m.Cards[v])
+		c, err := g.card(int(v))
+		if err != nil {
+			return nil, err
+		}
+		if s := states[i]; s < 0 || int(s) >= c {
+			return nil, fmt.Errorf("variable %d clamped to state %d of %d", v, s, c)
 		}
 		ev[int(v)] = int(states[i])
 	}
@@ -208,12 +220,12 @@ var errRejected = errors.New("answer rejected")
 func scoreTol(s float64) float64 { return 1e-9 * math.Max(1, math.Abs(s)) }
 
 // checkAnswer checks an answer to task t (whose node is parent, with
-// bound) against m: the assignment's states and its claimed score
+// bound) against g: the assignment's states and its claimed score
 // (re-scored, which is what the caller keeps), and every open node's
 // clamps (valid, under parent, deeper) and bound (not NaN; clamped to the
 // parent's, since a child's bound cannot exceed it). It returns the
 // assignment (nil when none), its score and the open nodes.
-func checkAnswer(m *model.Model, a *answerBody, parent model.Evidence, bound float64) ([]int, float64, []node, error) {
+func checkAnswer(g ground, a *answerBody, parent model.Evidence, bound float64) ([]int, float64, []node, error) {
 	if a.Err != "" {
 		return nil, 0, nil, nil
 	}
@@ -229,20 +241,20 @@ func checkAnswer(m *model.Model, a *answerBody, parent model.Evidence, bound flo
 	var x []int
 	score := math.Inf(-1)
 	if len(a.X) > 0 {
-		if len(a.X) != m.NumVars() {
-			return reject("assignment of %d variables, model has %d", len(a.X), m.NumVars())
+		if len(a.X) != g.numVars() {
+			return reject("assignment of %d variables, model has %d", len(a.X), g.numVars())
 		}
 		x = make([]int, len(a.X))
 		for i, s := range a.X {
-			if s < 0 || int(s) >= m.Cards[i] {
-				return reject("variable %d in state %d of %d", i, s, m.Cards[i])
-			}
 			x[i] = int(s)
 		}
 		if !under(assignmentEvidence(x, parent), parent) {
 			return reject("assignment outside its subtree")
 		}
-		score = m.Score(x)
+		var err error
+		if score, err = g.score(x); err != nil {
+			return reject("%v", err)
+		}
 		if math.IsNaN(a.Primal) || math.IsInf(score, -1) || math.Abs(score-a.Primal) > scoreTol(score) {
 			return reject("assignment scores %v, claimed %v", score, a.Primal)
 		}
@@ -252,7 +264,7 @@ func checkAnswer(m *model.Model, a *answerBody, parent model.Evidence, bound flo
 		if math.IsNaN(o.Bound) {
 			return reject("open node %d: bound NaN", i)
 		}
-		ev, err := evidence(m, o.Vars, o.States)
+		ev, err := evidence(g, o.Vars, o.States)
 		if err != nil {
 			return reject("open node %d: %v", i, err)
 		}

@@ -5,12 +5,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/ddrun/ddrun/exact"
 	"github.com/ddrun/ddrun/internal/ratelimit"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/indexed"
 	"github.com/ddrun/ddrun/model/native"
 	"github.com/ddrun/ddrun/transport"
 )
@@ -257,6 +260,37 @@ func (s *wserver) onTask(subject string, data []byte) {
 	}
 }
 
+// model reads the model an open message hands over: its bytes, or the
+// indexed file it names when that file is the one the coordinator checked
+// (its size and structure checksum; the file's own checks verify the
+// rest as it is read).
+func (s *wserver) model(job string, o *openBody) (*model.Model, error) {
+	ro := native.ReadOptions{MaxEntries: s.opts.MaxEntries}
+	if len(o.Model) > 0 || o.File == "" {
+		return native.ReadWith(bytes.NewReader(o.Model), "model of job "+job, native.Msgpack, ro)
+	}
+	if !filepath.IsAbs(o.File) || filepath.Ext(o.File) != indexed.Ext {
+		return nil, fmt.Errorf("model file %q: not an absolute path to an indexed (%s) file", o.File, indexed.Ext)
+	}
+	f, err := os.Open(o.File)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	sc, err := indexed.OpenScan(f, st.Size(), o.File, indexed.ReadOptions{MaxEntries: s.opts.MaxEntries})
+	if err != nil {
+		return nil, err
+	}
+	if sc.Size() != o.Size || sc.StructureCRC() != o.CRC {
+		return nil, fmt.Errorf("model file %s: %d bytes, structure checksum %08x; the coordinator's has %d bytes, %08x: another file", o.File, sc.Size(), sc.StructureCRC(), o.Size, o.CRC)
+	}
+	return indexed.ReadOpened(f, o.File, indexed.ReadOptions{MaxEntries: s.opts.MaxEntries})
+}
+
 // onOpen takes a job when the worker is free (or the job's coordinator
 // asks again) and answers.
 func (s *wserver) onOpen(job string, o *openBody) {
@@ -275,12 +309,12 @@ func (s *wserver) onOpen(job string, o *openBody) {
 		reply(fmt.Sprintf("busy with search job %s", cur.name))
 		return
 	}
-	m, err := native.ReadWith(bytes.NewReader(o.Model), "model of job "+job, native.Msgpack, native.ReadOptions{MaxEntries: s.opts.MaxEntries})
+	m, err := s.model(job, o)
 	if err != nil {
 		reply(err.Error())
 		return
 	}
-	if _, err := evidence(m, o.Vars, o.States); err != nil {
+	if _, err := evidence(onModel(m), o.Vars, o.States); err != nil {
 		reply("job evidence: " + err.Error())
 		return
 	}
@@ -322,7 +356,7 @@ func (s *wserver) onSubtree(job string, t *taskBody) {
 		return
 	}
 	s.mu.Unlock()
-	ev, err := evidence(j.m, t.Vars, t.States)
+	ev, err := evidence(onModel(j.m), t.Vars, t.States)
 	switch {
 	case err != nil:
 	case t.ID == 0:

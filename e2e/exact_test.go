@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	_ "github.com/ddrun/ddrun/dsearch"
+	"github.com/ddrun/ddrun/internal/instances"
 )
 
 // sameOptimum fails unless run certified the optimum solve certified.
@@ -89,5 +91,37 @@ func TestRunTimeLimitLocalSearches(t *testing.T) {
 	}
 	if d := got.Phases[0].Dual; d == nil || *d < *want.Primal+1e-3 {
 		t.Errorf("relaxation bound %v, MAP %v: no gap, the test proves little", deref(d), *want.Primal)
+	}
+}
+
+// Real instances with their evidence beside them (skipped when the
+// instances folder is absent): run --exact on the default path (the model
+// converted into --state-dir, the workers reading it, the coordinator
+// holding no model) certifies the optimum solve --exact certifies, which
+// OPTIMA.tsv lists as proven.
+func TestRealInstancesRunExact(t *testing.T) {
+	coord, _ := binaries(t)
+	proven := map[string]float64{}
+	for _, o := range instances.Optima(t) {
+		if o.Proven {
+			proven[o.File] = o.Best
+		}
+	}
+	for _, name := range []string{"bn/water.uai", "segmentation/Segmentation_12.uai"} {
+		path := instances.Path(t, name)
+		best, ok := proven[name]
+		if !ok {
+			t.Fatalf("%s: no proven optimum in OPTIMA.tsv", name)
+		}
+		t.Run(filepath.Base(name), func(t *testing.T) {
+			want := runJSON(t, time.Minute, coord, "solve", "--exact", "--json", "--quiet", path)
+			got := runJSON(t, 2*time.Minute, coord, "run", "--local", "--workers", "2", "--exact", "--json", "--quiet",
+				"--state-dir", t.TempDir(), path)
+			sameOptimum(t, got, want)
+			if math.Abs(*got.Primal-best) > 1e-6*math.Max(1, math.Abs(best)) {
+				t.Errorf("run --exact: optimum %v, OPTIMA.tsv %v", *got.Primal, best)
+			}
+			t.Logf("optimum %v (OPTIMA.tsv %v) on %d workers", *got.Primal, best, got.Workers)
+		})
 	}
 }

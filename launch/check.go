@@ -13,22 +13,30 @@ import (
 
 // CheckMode rejects a job that command ("run") cannot distribute to the
 // target (engine's Job.Distributable), and the settings that distributed
-// branch and bound (--exact) does not take: it keeps no checkpoints, runs
-// on one coordinator and holds the whole model.
+// branch and bound (--exact) does not take: it keeps no checkpoints and
+// runs on one coordinator.
 func (t *Target) CheckMode(j *engine.Job, command string) error {
 	if !j.Settings.Exact {
 		return j.Distributable(command)
 	}
 	c := t.Checkpoints
 	switch {
-	case t.Sharded != nil:
-		return inputf("%s: --exact and --sharded: branch and bound ships the whole model to every worker", command)
 	case t.Raft != nil:
 		return inputf("%s: --exact runs on one coordinator (no --raft)", command)
 	case c.Dir != "" || c.Resume:
 		return inputf("%s: --exact keeps no checkpoints (--checkpoint-dir, --resume)", command)
 	}
 	return nil
+}
+
+// CheckSharded rejects what the sharded target cannot do with job j
+// (Sharded.Check) and, for --exact, the settings branch and bound does not
+// take (CheckMode).
+func (t *Target) CheckSharded(j *engine.Job, evidence bool) error {
+	if err := t.Sharded.Check(j, evidence); err != nil || !j.Settings.Exact {
+		return err
+	}
+	return t.CheckMode(j, "run")
 }
 
 // Check checks the target's settings: at least one worker, the
@@ -92,17 +100,18 @@ func (r *Raft) check(external bool, job string, local bool) error {
 	return nil
 }
 
-// NoSearch says why an anytime job on the target has no branch and bound
-// phase, naming the flag that decides it (what) and the reason (why): a
-// sharded run's coordinator does not hold the model that the search ships
-// and re-scores against, and the search runs on one coordinator, not a
-// Raft group. Both are "" when the search can run.
-func (t *Target) NoSearch() (what, why string) {
+// NoSearch says why an anytime job with settings s on the target has no
+// branch and bound phase, naming the flag that decides it (what) and the
+// reason (why): the search runs on one coordinator, not a Raft group; on
+// a sharded run, each worker reads the whole model for it, which --anytime
+// must ask for (--time-limit alone keeps the parts only: the relaxation
+// the class chooses). Both are "" when the search can run.
+func (t *Target) NoSearch(s *engine.Settings) (what, why string) {
 	switch {
-	case t.Sharded != nil:
-		return "--sharded", "the coordinator does not hold the model that the search ships and re-scores against"
 	case t.Raft != nil:
 		return "--raft", "the search runs on one coordinator"
+	case t.Sharded != nil && !s.Given["anytime"]:
+		return "--sharded", "its search would have every worker read the whole model (--anytime asks for it)"
 	}
 	return "", ""
 }

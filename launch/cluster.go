@@ -268,6 +268,9 @@ type shardPlan struct {
 	// evidence folded into the converted file: its observed variables
 	// have one state there, which stands for the observed one (observed).
 	evidence model.Evidence
+	// input is the indexed file in the model's own factor order (the
+	// layout's may be its reordering: localize), which scores as solve does.
+	input string
 }
 
 // observed is pieces of an assignment of the planned file with the
@@ -321,6 +324,7 @@ func planShards(ctx context.Context, j *engine.Job, t Target) (*shardPlan, error
 	if path, err = shardInput(lctx, path, p.stateDir, sh.MaxEntries, evidence, func(ev model.Evidence) { p.evidence = ev }, log); err != nil {
 		return nil, err
 	}
+	p.input = path
 	p.layout, err = shard.PlanLayout(path, t.Workers, shard.PlanOptions{MaxEntries: sh.MaxEntries, Context: lctx, Logger: log,
 		Visit: func(a int, f *model.Factor) { p.class.Add(a, f) }})
 	var ue *shard.UnshardableError
@@ -528,3 +532,15 @@ func (p *Pool) Count() int {
 
 // Stop stops watching.
 func (p *Pool) Stop() { _ = p.sub.Unsubscribe() }
+
+// sizeOnly is a plan's layout of no parts, the model's size only: a
+// sharded search's (runSearchFile), whose workers each read the whole file.
+func sizeOnly(numVars, numFactors int) *shard.Layout {
+	return &shard.Layout{NumVars: numVars, NumFactors: numFactors}
+}
+
+// searched is the outcome of a search on the plan's file (p.outcome, with
+// the coordinator's peak RSS).
+func (p *shardPlan) searched(res solver.Result, j *engine.Job, t Target, before Traffic, x []int) Outcome {
+	return p.outcome(res, j, t, before, &engine.Sharded{SetupSeconds: p.planned.Seconds(), CoordinatorRSSMB: cluster.PeakRSSMB()}, x)
+}

@@ -187,6 +187,9 @@ func Run(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome, error)
 		}
 		return Outcome{Ran: true, Result: res, Report: engine.NewResult(res, j, engine.Distributed{}, t.Out)}, nil
 	}
+	if t.Sharded != nil && j.Settings.Exact {
+		return runSearchFile(ctx, j, t, h)
+	}
 	if t.Sharded != nil {
 		p, err := planShards(ctx, j, t)
 		var ue *shard.UnshardableError
@@ -195,6 +198,9 @@ func Run(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome, error)
 		}
 		if err != nil {
 			return Outcome{}, err
+		}
+		if j.Settings.AnytimeOn && t.Raft == nil {
+			return runShardedAnytime(ctx, j, t, h, p)
 		}
 		if o, done, err := runShardedChoice(ctx, j, t, h, p); done || err != nil {
 			return o, err
@@ -267,15 +273,18 @@ func WriteAtomic(flag, path string, write func(io.Writer) error) error {
 }
 
 // Check rejects what a sharded run cannot do with job j: other than dual
-// decomposition over one slave per factor, evidence (not applied to
-// sharded models), a tightened model, or a model file of no known format
-// (another than .ddx is converted: shardInput). Raft is fine: a sharded
+// decomposition over one slave per factor (branch and bound, --exact,
+// takes any node solver: its workers read the whole file), evidence with
+// an indexed model (not converted, so not folded in), a tightened model,
+// or a model file of no known format (another than .ddx is converted:
+// shardInput). Raft is fine: a sharded
 // job has the whole-model job's lifecycle.
 func (s *Sharded) Check(j *engine.Job, evidence bool) error {
+	exact := j.Settings.Exact // branch and bound: the workers read the whole file
 	switch {
-	case j.Algorithm.Name != "trws" && j.Distributable("run") != nil:
+	case !exact && j.Algorithm.Name != "trws" && j.Distributable("run") != nil:
 		return j.Distributable("run")
-	case j.Algorithm.Distributed && j.DD().Slaves != consensus.PerFactor:
+	case !exact && j.Algorithm.Distributed && j.DD().Slaves != consensus.PerFactor:
 		return inputf("run --sharded: --slaves %s: a sharded run has one slave per factor", j.DD().Slaves)
 	case evidence && modelfile.FormatOf(s.Path) == modelfile.Indexed:
 		return inputf("run --sharded: --evidence with an indexed model (.ddx): fold it into the model first, or give the model in another format (its conversion folds the evidence in)")

@@ -169,13 +169,15 @@ func TestWholeReason(t *testing.T) {
 	}{
 		{job(), false, ""},
 		{job("algo", "subgradient"), false, ""},
-		{job(), true, ""}, // m.uai: folded in as it is converted
-		{job("exact", "true"), false, "--exact"},
+		{job(), true, ""},                 // m.uai: folded in as it is converted
+		{job("exact", "true"), false, ""}, // the workers read the converted file
+		{job("exact", "true", "algo", "cmp"), false, ""},
+		{job("exact", "true", "tighten", "cycles"), false, "--tighten cycles"},
 		{job("slaves", "chains"), false, "--slaves chains"},
 		{job("tighten", "cycles"), false, "--tighten cycles"},
 		{job("algo", "trws"), false, ""}, // sharded: distributed TRW-S
 		{job("algo", "cmp"), false, "--algo cmp"},
-		{job("anytime", "true"), false, "--anytime"},
+		{job("anytime", "true"), false, ""},  // the search: workers read the whole file
 		{job("time-limit", "10"), false, ""}, // the phases lose their search instead
 	} {
 		if got := WholeReason(c.j, "m.uai", c.ev); !strings.HasPrefix(got, c.want) || (c.want == "") != (got == "") {
@@ -184,8 +186,10 @@ func TestWholeReason(t *testing.T) {
 	}
 	// Evidence with an indexed model (which is not converted) keeps the
 	// whole model.
-	if got := WholeReason(job(), "m.ddx", true); !strings.HasPrefix(got, "--evidence with an indexed model") {
-		t.Errorf("WholeReason with evidence and a .ddx = %q", got)
+	for _, j := range []*engine.Job{job(), job("exact", "true")} {
+		if got := WholeReason(j, "m.ddx", true); !strings.HasPrefix(got, "--evidence with an indexed model") {
+			t.Errorf("WholeReason with evidence and a .ddx = %q", got)
+		}
 	}
 }
 

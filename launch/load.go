@@ -33,6 +33,10 @@ type Input struct {
 	Note func(key, text string, kv ...any)
 }
 
+// loading, when not nil (tests), is told of every whole model Load reads:
+// a sharded run's coordinator must read none.
+var loading func(path string)
+
 // EvidenceBeside returns the evidence file that toulbar2 reads with a UAI
 // model FILE when it is given none: FILE.evid (for FILE.uai.gz or
 // FILE.uai.xz also FILE.uai.evid), when it is a regular file; "" otherwise.
@@ -55,6 +59,9 @@ func EvidenceBeside(path string) string {
 // the model (engine's Job.Bind: the choice by model class, the
 // tightening, the anytime options).
 func Load(ctx context.Context, j *engine.Job, in Input) error {
+	if loading != nil {
+		loading(in.Path)
+	}
 	if in.Start.IsZero() {
 		in.Start = time.Now()
 	}

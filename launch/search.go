@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/ddrun/ddrun/anytime"
@@ -11,6 +14,7 @@ import (
 	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/exact"
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/indexed"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/tighten"
 )
@@ -38,6 +42,278 @@ func runSearch(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome, 
 		printSearchStats(h.Print, st, res.Elapsed)
 	}
 	return Outcome{Ran: true, Result: res, Report: engine.NewResult(res, j, engine.Distributed{Workers: st.Workers}, t.Out)}, nil
+}
+
+// runSearchFile is an Exact job on workers whose model this process
+// never reads: its input converted to the indexed file a sharded run's
+// workers read (shardSource, with the evidence folded in), branch and
+// bound with the workers reading that file (dsearch.RunFile), and the
+// incumbent's assignment, with the observed states set, streamed to --out
+// (shardPlan.deliver). Its result reports as a sharded run's (the model's
+// size from the file, the coordinator's peak RSS).
+func runSearchFile(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome, error) {
+	if err := t.CheckMode(j, "run"); err != nil {
+		return Outcome{}, err
+	}
+	settings, err := j.SearchSettings()
+	if err != nil {
+		return Outcome{}, err
+	}
+	src, err := shardSource(ctx, j, t)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if err := t.connect(ctx, &h); err != nil {
+		return Outcome{}, err
+	}
+	before := t.traffic()
+	o := dsearch.Options{Job: t.Job, Workers: t.Workers, Wait: t.Wait, Settings: settings, Tol: j.Settings.Tol,
+		LostAfter: t.LostAfter, Logger: t.Logger, MaxEntries: t.Sharded.MaxEntries}
+	if lim := j.Settings.TimeLimit; lim > 0 {
+		o.TimeLimit = max(lim-time.Since(t.Start), time.Millisecond) // the conversion counted
+	}
+	res, st, err := dsearch.RunFile(ctx, t.Transport, src.path, nil, o, h.Progress)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if h.Print != nil {
+		h.endLine()
+		printSearchStats(h.Print, st, res.Elapsed)
+	}
+	return src.outcome(res, j, t, before, st.Workers)
+}
+
+// searchSource is a sharded search's model: the indexed file the workers
+// read, and the plan of no parts that reports its size and delivers an
+// assignment of it (with the observed states of the evidence folded in).
+type searchSource struct {
+	path string
+	plan *shardPlan
+}
+
+// shardSource is t.Sharded's model as the indexed file every worker reads:
+// itself when it is one, else converted into the state directory
+// (shardInput, within --time-limit), with the evidence given, or beside a
+// UAI model, folded in.
+func shardSource(ctx context.Context, j *engine.Job, t Target) (searchSource, error) {
+	sh, log := t.Sharded, t.Logger
+	path, err := filepath.Abs(sh.Path)
+	if err != nil {
+		return searchSource{}, &InputError{err}
+	}
+	if timeLimit := j.Settings.TimeLimit; timeLimit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadlineCause(ctx, t.Start.Add(timeLimit), fmt.Errorf("--time-limit %v reached while converting the model", timeLimit))
+		defer cancel()
+	}
+	p := &shardPlan{stateDir: sh.StateDir}
+	if p.stateDir == "" {
+		p.stateDir = path + ".state"
+	}
+	if p.stateDir, err = filepath.Abs(p.stateDir); err != nil {
+		return searchSource{}, inputf("--state-dir: %v", err)
+	}
+	evidence := sh.Evidence
+	if evidence == "" {
+		if evidence = EvidenceBeside(path); evidence != "" {
+			log.Info("evidence beside the model, read as toulbar2 does (--evidence overrides)", "evidence", evidence)
+		}
+	}
+	if path, err = shardInput(ctx, path, p.stateDir, sh.MaxEntries, evidence, func(ev model.Evidence) { p.evidence = ev }, log); err != nil {
+		return searchSource{}, err
+	}
+	nvars, nfactors, err := indexedSize(path, sh.MaxEntries)
+	if err != nil {
+		return searchSource{}, &InputError{err}
+	}
+	p.layout = sizeOnly(nvars, nfactors)
+	p.planned = time.Since(t.Start)
+	return searchSource{path: path, plan: p}, nil
+}
+
+// indexedSize is the size of the indexed model at path (from its header
+// and trailer): its numbers of variables and factors.
+func indexedSize(path string, maxEntries int) (nvars, nfactors int, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, 0, err
+	}
+	s, err := indexed.OpenScan(f, st.Size(), path, indexed.ReadOptions{MaxEntries: maxEntries})
+	if err != nil {
+		return 0, 0, err
+	}
+	return s.NumVars(), s.NumFactors(), nil
+}
+
+// outcome is a search's result on the source: the incumbent's assignment
+// (the observed states set) written to --out and, when the caller wants it
+// and it is small enough, into the result; the rest reported as a sharded
+// run's, with the coordinator's peak RSS.
+func (src searchSource) outcome(res solver.Result, j *engine.Job, t Target, before Traffic, workers int) (Outcome, error) {
+	var x []int
+	if a := res.Assignment; a != nil && !math.IsInf(res.Primal, -1) {
+		pieces := func(put func([]int, []int32) error) error {
+			const chunk = 1 << 16
+			vars, states := make([]int, 0, chunk), make([]int32, 0, chunk)
+			for from := 0; from < len(a); from += chunk {
+				vars, states = vars[:0], states[:0]
+				for v := from; v < min(from+chunk, len(a)); v++ {
+					vars, states = append(vars, v), append(states, int32(a[v]))
+				}
+				if err := put(vars, states); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if err := src.plan.deliver(t, &x, len(a), pieces); err != nil {
+			return Outcome{}, err
+		}
+	}
+	res.Assignment = nil
+	o := src.plan.searched(res, j, t, before, x)
+	o.Report.Workers = workers
+	return o, nil
+}
+
+// runShardedAnytime is the anytime run of a sharded job (run --anytime):
+// the relaxation on the parts (runShardedChoice's algorithm, else DD on
+// runSharded), then, while it leaves a gap and time, branch and bound on
+// the same workers, each reading the whole indexed file the parts came
+// from (dsearch.RunFile, nodes bounded as anytimeDist's), seeded with the
+// relaxation's bound and its assignment when the result holds one
+// (engine.MaxAssignment variables at most: else its primal stands in
+// --out and the search starts without an incumbent). This process never
+// reads the model. There is no tightening phase, and the search bounds
+// its nodes on the model itself, not on its cycle regrouping
+// (searchModel): both would need the whole model here.
+func runShardedAnytime(ctx context.Context, j *engine.Job, t Target, h Hooks, p *shardPlan) (Outcome, error) {
+	settings, err := j.AnytimeNodeSettings()
+	if err != nil {
+		return Outcome{}, err
+	}
+	if err := t.connect(ctx, &h); err != nil {
+		return Outcome{}, err
+	}
+	t.Connect = nil // connected, for both phases
+	events := func(anytime.Event) {}
+	if h.Print != nil {
+		events = engine.PhaseLines(h.Print, j.Cost)
+	}
+	// phase reports a phase's start, and its progress (continued from
+	// iteration iters) with every improved primal, as anytime.Solve does.
+	phase := func(ph anytime.Phase, about string, dual, primal float64, iters int) func(solver.Progress) {
+		events(anytime.Event{Kind: anytime.PhaseStart, Phase: ph, About: about, Dual: dual, Primal: primal, Elapsed: time.Since(t.Start)})
+		return func(pr solver.Progress) {
+			if pr.Primal > primal {
+				primal = pr.Primal
+				events(anytime.Event{Kind: anytime.Improved, Phase: ph, Dual: min(dual, pr.Dual), Primal: primal, Iterations: iters + pr.Iteration, Nodes: pr.Nodes, Elapsed: time.Since(t.Start)})
+			}
+			if h.Progress != nil {
+				pr.Iteration += iters
+				h.Progress(pr)
+			}
+		}
+	}
+	var phases []anytime.PhaseResult
+	ended := func(ph anytime.Phase, about string, res solver.Result, nodes int, dual, primal float64) {
+		phases = append(phases, anytime.PhaseResult{Phase: ph, About: about, Status: res.Status, Dual: res.Dual, Primal: primal,
+			Iterations: res.Iterations, Nodes: nodes, Seconds: res.Elapsed.Seconds()})
+		events(anytime.Event{Kind: anytime.PhaseEnd, Phase: ph, Status: res.Status, PhaseDual: res.Dual, Dual: dual, Primal: primal,
+			Iterations: res.Iterations, Nodes: nodes, Elapsed: time.Since(t.Start)})
+	}
+
+	// Phase 1: the relaxation on the parts.
+	rt, rh := t, h
+	rt.Assignment = true // the search's seed
+	about := fmt.Sprintf("the sharded relaxation on %d workers, package cluster (dtrws for TRW-S), each worker reading its part", t.Workers)
+	rh.Progress = phase(anytime.Relax, about, math.Inf(1), math.Inf(-1), 0)
+	o, done, err := runShardedChoice(ctx, j, rt, rh, p)
+	if err == nil && !done {
+		o, err = runSharded(ctx, j, rt, rh, p)
+	}
+	if err != nil {
+		return Outcome{}, err
+	}
+	relax := o.Result
+	final, last := relax, anytime.Relax
+	ended(anytime.Relax, about, relax, 0, relax.Dual, relax.Primal)
+	left := time.Duration(0)
+	if lim := j.Settings.TimeLimit; lim > 0 {
+		if left = lim - time.Since(t.Start); left <= 0 {
+			left = -1
+		}
+	}
+	if !solver.Closed(relax.Dual, relax.Primal, j.Settings.Tol) && relax.Status != solver.Optimal && relax.Status != solver.Infeasible &&
+		relax.Status != solver.Interrupted && ctx.Err() == nil && left >= 0 {
+		// Phase 2: branch and bound, every worker reading the whole file.
+		seed := &dsearch.Seed{Bound: relax.Dual}
+		if math.IsNaN(seed.Bound) {
+			seed.Bound = math.Inf(1)
+		}
+		if x := o.Report.Assignment; x != nil {
+			seed.Assignment = slices.Clone(x)
+			for v := range p.evidence {
+				seed.Assignment[v] = 0 // the one state an observed variable keeps in the file
+			}
+		}
+		about := fmt.Sprintf("subtrees on %d workers (package dsearch), each reading the whole file, %s nodes", t.Workers, settings.Algo)
+		do := dsearch.Options{Job: t.Job, Workers: t.Workers, Wait: t.Wait, Settings: settings, Tol: j.Settings.Tol, TimeLimit: left,
+			LostAfter: t.LostAfter, Logger: t.Logger, MaxEntries: t.Sharded.MaxEntries, Seed: seed}
+		path := p.input // the model's own order: its scores are solve's, bit for bit
+		res, st, err := dsearch.RunFile(ctx, t.Transport, path, nil, do, phase(anytime.Search, about, relax.Dual, relax.Primal, relax.Iterations))
+		if err != nil {
+			return Outcome{}, err
+		}
+		last = anytime.Search
+		final.Status, final.Iterations, final.Elapsed = res.Status, relax.Iterations+res.Iterations, relax.Elapsed+res.Elapsed
+		if res.Dual < final.Dual || math.IsNaN(final.Dual) {
+			final.Dual = res.Dual
+		}
+		// The search's incumbent is the seed, re-scored on the file (the
+		// exact score of --out's assignment, where the parts' sum may
+		// differ in the last bits), or a better one, which goes to --out.
+		if seed.Assignment != nil || res.Primal > relax.Primal {
+			final.Primal = res.Primal
+		}
+		if res.Assignment != nil && !slices.Equal(res.Assignment, seed.Assignment) && res.Primal >= relax.Primal {
+			better, err := searchSource{path: path, plan: p}.outcome(res, j, rt, Traffic{}, st.Workers)
+			if err != nil {
+				return Outcome{}, err
+			}
+			o.Report.Assignment = better.Report.Assignment
+		}
+		final.Gap = final.Dual - final.Primal
+		o.Report.Workers = max(o.Report.Workers, st.Workers)
+		ended(anytime.Search, about, res, st.Nodes, final.Dual, final.Primal)
+		if h.Print != nil {
+			h.endLine()
+			printSearchStats(h.Print, st, res.Elapsed)
+		}
+	}
+	j.Phase, j.Phases = last, phases
+	if h.Print != nil {
+		engine.PrintAnytime(h.Print, anytime.Result{Result: final, Phase: last, Phases: phases})
+	}
+	r := &o.Report
+	r.Status, r.Primal, r.Dual, r.Gap = final.Status, engine.Finite(final.Primal), engine.Finite(final.Dual), engine.Finite(final.Gap)
+	r.Iterations, r.Seconds, r.Phase = final.Iterations, final.Elapsed.Seconds(), string(last)
+	r.Phases = nil
+	for _, ph := range phases {
+		r.Phases = append(r.Phases, engine.Phase{Phase: string(ph.Phase), About: ph.About, Status: string(ph.Status), Dual: engine.Finite(ph.Dual),
+			Primal: engine.Finite(ph.Primal), Iterations: ph.Iterations, Nodes: ph.Nodes, Seconds: ph.Seconds})
+	}
+	if !t.Assignment || r.Primal == nil {
+		r.Assignment = nil
+	}
+	r.Omitted = r.Primal != nil && r.Assignment == nil
+	o.Result = final
+	return o, nil
 }
 
 // relaxFunc runs a distributed job's relaxation on the workers, with its

@@ -26,28 +26,27 @@ import (
 // file given, which a sharded run folds into the model it converts) runs on
 // workers with the whole model on the coordinator instead of sharded, or
 // "" when it runs sharded: the sharded path has one slave per factor, no
-// tightening, no branch and bound (--exact, the anytime phases' search
-// when --anytime asks for it)
-// and takes no evidence with an indexed model; the other algorithms are not dual
-// decomposition.
+// tightening (cycle pursuit regroups the whole model in one process), and
+// takes no evidence with an indexed model; the other algorithms are not
+// dual decomposition. The anytime phases run sharded: the relaxation on
+// the parts, the search with each worker reading the whole file
+// (runShardedAnytime; with --time-limit alone, without the search:
+// Target.NoSearch). --exact runs sharded, whatever its node solver,
+// unless tightened or with evidence on an indexed model: its workers read
+// the whole model from the converted file (runSearchFile).
 func WholeReason(j *engine.Job, modelPath string, evidence bool) string {
 	s := &j.Settings
+	indexedEvidence := evidence && modelfile.FormatOf(modelPath) == modelfile.Indexed
 	switch {
-	case s.Exact:
-		return "--exact: branch and bound ships the whole model to every worker"
-	case s.AnytimeOn && s.Given["anytime"]:
-		// Asked for: the phases' search ships the whole model. Turned on
-		// by --time-limit alone, they lose their search on a sharded run
-		// instead (Target.NoSearch), which keeps the model off the
-		// coordinator and runs the relaxation the class chooses.
-		return "--anytime: the phases' branch and bound ships the whole model to every worker"
+	case s.Exact && s.Tighten == "none" && !indexedEvidence:
+		return "" // whatever the node solver: the workers read the whole model
 	case !j.Algorithm.Distributed && j.Algorithm.Name != "trws":
 		return fmt.Sprintf("--algo %s is not dual decomposition", j.Algorithm.Name)
 	case s.Tighten != "none":
 		return fmt.Sprintf("--tighten %s regroups the whole model", s.Tighten)
 	case j.Algorithm.Distributed && j.DD().Slaves != consensus.PerFactor:
 		return fmt.Sprintf("--slaves %s: a sharded run has one slave per factor", j.DD().Slaves)
-	case evidence && modelfile.FormatOf(modelPath) == modelfile.Indexed:
+	case indexedEvidence:
 		return "--evidence with an indexed model: applied to the whole model (a sharded run folds evidence in as it converts a model, and an indexed one is not converted)"
 	}
 	return ""

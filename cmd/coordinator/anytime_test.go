@@ -204,7 +204,8 @@ func TestAnytimeCertifiesBruteForce(t *testing.T) {
 
 // --anytime=false keeps today's single run under a time limit; --anytime
 // with --exact, or with run where the search cannot follow the
-// relaxation (--sharded, --raft), is a usage error.
+// relaxation (--raft), is a usage error. (A sharded run takes --anytime:
+// TestRunTimeLimitSearchesOnWorkers.)
 func TestAnytimeFlag(t *testing.T) {
 	path := isingGrid(t, 4, 4, "1")
 	if r, _ := solveJSON(t, "--quiet", "--time-limit", "10", "--anytime=false", path); len(r.Phases) != 0 || r.Algo != "trws" {
@@ -216,7 +217,7 @@ func TestAnytimeFlag(t *testing.T) {
 	if code, _, stderr := runCLI(t, "solve", "--anytime", "--exact", path); code != 2 || !strings.Contains(stderr, "--anytime") {
 		t.Errorf("--anytime --exact: exit %d %q", code, stderr)
 	}
-	for _, args := range [][]string{{"--sharded"}, {"--raft-id", "c1", "--raft-bind", "127.0.0.1:1", "--raft-peers", "c1=127.0.0.1:1", "--raft-dir", t.TempDir(), "--nats", "nats://127.0.0.1:1", "--job", "j"}} {
+	for _, args := range [][]string{{"--raft-id", "c1", "--raft-bind", "127.0.0.1:1", "--raft-peers", "c1=127.0.0.1:1", "--raft-dir", t.TempDir(), "--nats", "nats://127.0.0.1:1", "--job", "j"}} {
 		code, _, stderr := runCLI(t, append(append([]string{"run", "--anytime", "--quiet"}, args...), path)...)
 		if code != 2 || !strings.Contains(stderr, "--anytime and "+strings.TrimSuffix(args[0], "-id")) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
 			t.Errorf("run --anytime %v: exit %d %q", args, code, stderr)

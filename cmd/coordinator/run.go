@@ -210,7 +210,7 @@ func (r *runFlags) checkJob(ctx context.Context, start time.Time, fs *flag.FlagS
 	}
 	t := r.target(pos[0], *f, why == "", start, con)
 	if why == "" {
-		err = t.Sharded.Check(sp, f.evidence != "")
+		err = t.CheckSharded(sp, f.evidence != "")
 	} else {
 		if !f.quiet {
 			con.Print("whole", "run: the coordinator holds the whole model: "+why, "why", why)
@@ -275,7 +275,7 @@ func inputError(err error) error {
 // t (launch's Target.NoSearch): an error when --anytime was asked for,
 // else a one-line note, and the relaxation runs alone.
 func noSearchPhase(s *engine.Settings, t *launch.Target, quiet bool, fs *flag.FlagSet, con *cli.Console) error {
-	what, why := t.NoSearch()
+	what, why := t.NoSearch(s)
 	if !s.AnytimeOn || what == "" {
 		return nil
 	}
