@@ -170,7 +170,7 @@ func (r *ServiceRunner) Run(ctx context.Context, id, path string, params map[str
 	}
 	t := Target{Workers: workers, Transport: r.Transport, Job: id, Name: id, Hash: h.Sum(nil), Wait: r.Wait, StepTimeout: r.StepTimeout,
 		Sharded: sharded, Assignment: true, Logger: r.Logger.With("job", id)}
-	if what, _ := t.NoSearch(); what != "" && j.Settings.AnytimeOn {
+	if what, _ := t.NoSearch(&j.Settings); what != "" && j.Settings.AnytimeOn {
 		j.Settings.AnytimeOn = false // as run: the relaxation alone (time_limit without algo)
 	}
 	if sharded != nil {
