@@ -270,9 +270,10 @@ type shardPlan struct {
 	// evidence folded into the converted file: its observed variables
 	// have one state there, which stands for the observed one (observed).
 	evidence model.Evidence
-	// blocks is the file's digest when workers may receive their parts
-	// (hashParts, serveParts).
-	blocks *shard.Blocks
+	// blocks is the file's digest when workers may receive their parts,
+	// and partsFile the file open (hashParts, serveParts, release).
+	blocks    *shard.Blocks
+	partsFile *os.File
 }
 
 // observed is pieces of an assignment of the planned file with the

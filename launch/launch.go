@@ -196,6 +196,7 @@ func Run(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome, error)
 		if err != nil {
 			return Outcome{}, err
 		}
+		defer p.release()
 		if o, done, err := runShardedChoice(ctx, j, t, h, p); done || err != nil {
 			return o, err
 		}

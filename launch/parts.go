@@ -113,29 +113,47 @@ type (
 	}
 )
 
-// hashParts hashes the planned file's blocks and announces their digest in
-// every spec (shard.Blocks), unless the workers read the file (PartsFile);
-// PartsNATS also tells the workers to receive the file though they could
-// read it.
+// hashParts opens the planned file, hashes its blocks and announces
+// their digest in every spec (shard.Blocks), unless the workers read the
+// file (PartsFile); PartsNATS also tells the workers to receive the file
+// though they could read it. The file stays open (until release) for
+// serveParts: the coordinator serves what it hashed, wherever the path
+// leads afterwards.
 func (p *shardPlan) hashParts(ctx context.Context, mode Parts, log *slog.Logger) error {
 	if mode == PartsFile || len(p.layout.Specs) == 0 {
 		return nil
 	}
 	t0 := time.Now()
-	path := p.layout.Specs[0].Path
-	b, err := shard.HashBlocks(ctx, path, partsBlockSize)
+	f, err := os.Open(p.layout.Specs[0].Path)
 	if err != nil {
-		return err
+		return fmt.Errorf("hashing the parts' file: %w", err)
 	}
-	if err := b.Announce(p.layout); err != nil {
-		return err
+	fi, err := f.Stat()
+	if err == nil {
+		p.blocks, err = shard.HashBlocks(ctx, f, fi.Size(), partsBlockSize)
 	}
+	if err == nil {
+		err = p.blocks.Announce(p.layout)
+	}
+	if err != nil {
+		f.Close()
+		p.blocks = nil
+		return fmt.Errorf("hashing the parts' file: %w", err)
+	}
+	p.partsFile = f
 	for w := range p.layout.Specs {
 		p.layout.Specs[w].Receive = mode == PartsNATS
 	}
-	p.blocks = b
-	log.Info("sharding: the file's blocks hashed, for the workers that receive their parts", "parts", mode, "blocks", len(b.Sums)/sha256.Size, "seconds", time.Since(t0).Seconds())
+	log.Info("sharding: the file's blocks hashed, for the workers that receive their parts", "parts", mode, "blocks", len(p.blocks.Sums)/sha256.Size, "seconds", time.Since(t0).Seconds())
 	return nil
+}
+
+// release closes what the plan holds open (the parts' file).
+func (p *shardPlan) release() {
+	if p.partsFile != nil {
+		p.partsFile.Close()
+		p.partsFile = nil
+	}
 }
 
 // serveParts answers the workers' requests for blocks of the planned
@@ -146,25 +164,18 @@ func (p *shardPlan) serveParts(ctx context.Context, tr transport.Transport, log 
 	if p.blocks == nil {
 		return func() {}, nil
 	}
-	f, err := os.Open(p.layout.Specs[0].Path)
-	if err != nil {
-		return nil, fmt.Errorf("serving the parts: %w", err)
-	}
-	ps := &partServer{ctx: ctx, tr: tr, f: f, b: p.blocks, buf: make([]byte, p.blocks.BlockSize), log: log}
+	ps := &partServer{ctx: ctx, tr: tr, f: p.partsFile, b: p.blocks, buf: make([]byte, p.blocks.BlockSize), log: log}
 	sub, err := tr.Subscribe(partsGetSubject(p.blocks.Root), ps.onGet)
+	if err == nil {
+		err = tr.Flush(ctx)
+	}
 	if err != nil {
-		f.Close()
+		if sub != nil {
+			_ = sub.Unsubscribe()
+		}
 		return nil, fmt.Errorf("serving the parts: %w", err)
 	}
-	if err := tr.Flush(ctx); err != nil {
-		_ = sub.Unsubscribe()
-		f.Close()
-		return nil, fmt.Errorf("serving the parts: %w", err)
-	}
-	return func() {
-		_ = sub.Unsubscribe()
-		f.Close()
-	}, nil
+	return func() { _ = sub.Unsubscribe() }, nil
 }
 
 // partServer is a coordinator's side of the parts' protocol.

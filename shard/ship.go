@@ -60,26 +60,21 @@ func NumBlocks(size int64, blockSize int) int {
 	return int((size + int64(blockSize) - 1) / int64(blockSize))
 }
 
-// HashBlocks reads the file at path once, blockSize bytes at a time, and
-// returns its Blocks.
-func HashBlocks(ctx context.Context, path string, blockSize int) (*Blocks, error) {
+// HashBlocks reads a file of size bytes from r once, blockSize bytes at a
+// time, and returns its Blocks.
+func HashBlocks(ctx context.Context, r io.ReaderAt, size int64, blockSize int) (*Blocks, error) {
 	if blockSize < MinBlockSize || blockSize > MaxBlockSize {
 		return nil, fmt.Errorf("shard: blocks of %d bytes, not in [%d,%d]", blockSize, MinBlockSize, MaxBlockSize)
 	}
-	f, size, err := openSized(path, "shard")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	b := &Blocks{Size: size, BlockSize: blockSize, Sums: make([]byte, 0, sha256.Size*NumBlocks(size, blockSize))}
 	buf := make([]byte, blockSize)
-	for off := int64(0); off < size; off += int64(blockSize) {
+	for k := range NumBlocks(size, blockSize) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		n := int(min(int64(blockSize), size-off))
-		if _, err := f.ReadAt(buf[:n], off); err != nil {
-			return nil, fmt.Errorf("shard: hashing %s: %w", path, err)
+		off, n := b.Block(k)
+		if _, err := r.ReadAt(buf[:n], off); err != nil {
+			return nil, fmt.Errorf("shard: hashing the model file: %w", err)
 		}
 		sum := sha256.Sum256(buf[:n])
 		b.Sums = append(b.Sums, sum[:]...)

@@ -46,6 +46,16 @@ func (f *fileFetch) fetch(_ context.Context, blocks []int, got func(k int, data 
 	return nil
 }
 
+// hashFile hashes the file at path (HashBlocks).
+func hashFile(path string, blockSize int) (*Blocks, error) {
+	f, size, err := openSized(path, "test")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return HashBlocks(context.Background(), f, size, blockSize)
+}
+
 // announced plans the file at path on w workers and announces its blocks
 // of MinBlockSize in the specs, which it returns through their wire form.
 func announced(t *testing.T, path string, w int) (*Blocks, []*Spec) {
@@ -58,7 +68,7 @@ func announced(t *testing.T, path string, w int) (*Blocks, []*Spec) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := HashBlocks(context.Background(), path, MinBlockSize)
+	b, err := hashFile(path, MinBlockSize)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +235,7 @@ func TestReceivedRefusesForgeries(t *testing.T) {
 			t.Errorf("blocks of %d bytes accepted", bs)
 		}
 	}
-	if _, err := HashBlocks(context.Background(), path, 100); err == nil {
+	if _, err := hashFile(path, 100); err == nil {
 		t.Error("blocks of 100 bytes hashed")
 	}
 }
