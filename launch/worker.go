@@ -2,6 +2,9 @@ package launch
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"log/slog"
 	"time"
 
@@ -26,8 +29,8 @@ type Worker struct {
 	OnStep  func(d time.Duration)
 	OnParts func(n int)
 	// StateDir is this worker's own directory, where it receives the
-	// part of a sharded run whose file it cannot read (Parts); "": it
-	// receives none.
+	// part of a sharded run whose file it cannot read (Parts); "":
+	// DefaultWorkerDir().
 	StateDir string
 }
 
@@ -42,6 +45,9 @@ func ServeWorker(ctx context.Context, tr transport.Transport, w Worker) error {
 	log := w.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if w.StateDir == "" {
+		w.StateDir = DefaultWorkerDir()
 	}
 	parts := &partReceiver{tr: tr, name: w.Name, stateDir: w.StateDir, log: log}
 	load := func(ctx context.Context, b []byte) (*consensus.Part, error) {
@@ -74,4 +80,11 @@ func ServeWorker(ctx context.Context, tr transport.Transport, w Worker) error {
 		}
 	}
 	return err
+}
+
+// DefaultWorkerDir is a worker's state directory when none is given: one
+// per user in the system's temporary directory (a received part's file
+// has a name of its own there, and is removed once the part is loaded).
+func DefaultWorkerDir() string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("ddrun-parts-%d", os.Getuid()))
 }

@@ -43,7 +43,7 @@ const (
 
 // readAhead is how many blocks after a missed one a Received fetches with
 // it when the block before it is held already (a sequential read).
-const readAhead = 8
+const readAhead = 15
 
 // Blocks is a file's digest as shipped parts use it: the sha256 of every
 // block of BlockSize bytes (the last one shorter), concatenated in Sums,
