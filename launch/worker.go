@@ -3,9 +3,9 @@ package launch
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
-	"log/slog"
 	"time"
 
 	"github.com/ddrun/ddrun/cluster"
