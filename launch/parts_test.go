@@ -223,3 +223,90 @@ func TestPartsForged(t *testing.T) {
 		})
 	}
 }
+
+// FuzzPartsMessages: the parts' protocol takes any bytes from the
+// network. A request makes the coordinator send only true blocks of its
+// file and pages of its hashes (or nothing), a reply is taken or dropped,
+// and nothing panics.
+func FuzzPartsMessages(f *testing.F) {
+	m := generate.Potts(generate.GridOptions{Height: 10, Width: 10, Labels: 3, Rho: 1, Seed: 1})
+	path := filepath.Join(f.TempDir(), "m.ddx")
+	if err := indexed.WriteFile(path, m); err != nil {
+		f.Fatal(err)
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer file.Close()
+	fi, err := file.Stat()
+	if err != nil {
+		f.Fatal(err)
+	}
+	b, err := shard.HashBlocks(context.Background(), file, fi.Size(), shard.MinBlockSize)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, g := range []partsGet{{To: "w0", Nonce: "0123456789abcdef", Blocks: []uint32{0, 2}}, {To: "w1", Nonce: "0123456789abcdef", Sums: true}} {
+		data, err := transport.Encode(transport.Header{Kind: kindPartsGet, From: g.To}, g)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	for k, body := range []any{partsBlock{K: 1, Data: []byte("abc")}, partsSums{Page: 0, Sums: b.Sums}} {
+		data, err := transport.Encode(transport.Header{Kind: kindPartsBlock - transport.Kind(k)}, body)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	tr := transport.NewInProc()
+	defer tr.Close()
+	var mu sync.Mutex
+	var sent [][]byte
+	if _, err := tr.Subscribe("ddrun.parts.>", func(_ string, data []byte) {
+		mu.Lock()
+		sent = append(sent, append([]byte(nil), data...))
+		mu.Unlock()
+	}); err != nil {
+		f.Fatal(err)
+	}
+	ps := &partServer{ctx: context.Background(), tr: tr, f: file, b: b, buf: make([]byte, b.BlockSize), log: slog.New(slog.DiscardHandler)}
+	c := &partsClient{in: make(chan partsReply, 1), done: make(chan struct{})}
+	close(c.done) // a reply taken is not waited for
+	f.Fuzz(func(t *testing.T, data []byte) {
+		mu.Lock()
+		sent = sent[:0]
+		mu.Unlock()
+		ps.onGet("", data)
+		c.onReply("", data)
+		mu.Lock()
+		defer mu.Unlock()
+		for _, msg := range sent {
+			h, raw, err := transport.Decode(msg)
+			if err != nil {
+				t.Fatalf("the coordinator sent a malformed message: %v", err)
+			}
+			switch h.Kind {
+			case kindPartsBlock:
+				var blk partsBlock
+				if err := transport.DecodeBody(raw, &blk); err != nil {
+					t.Fatal(err)
+				}
+				off, n := b.Block(blk.K)
+				want := make([]byte, n)
+				if _, err := file.ReadAt(want, off); err != nil || string(want) != string(blk.Data) {
+					t.Fatalf("block %d sent is not the file's (%v)", blk.K, err)
+				}
+			case kindPartsSums:
+				var s partsSums
+				if err := transport.DecodeBody(raw, &s); err != nil || s.Page != 0 || string(s.Sums) != string(b.Sums) {
+					t.Fatalf("page %d of hashes sent is not the file's (%v)", s.Page, err)
+				}
+			default:
+				t.Fatalf("the coordinator sent a %v", h.Kind)
+			}
+		}
+	})
+}
