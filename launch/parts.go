@@ -240,7 +240,7 @@ func (g *partsGet) check(n int) error {
 		return errors.New("a nonce that is not 16 hex digits")
 	}
 	if g.Sums {
-		if g.Page < 0 || g.Page*sumsPage >= max(n, 1) {
+		if g.Page < 0 || g.Page >= (max(n, 1)+sumsPage-1)/sumsPage {
 			return fmt.Errorf("page %d of the hashes of %d blocks", g.Page, n)
 		}
 		return nil
@@ -302,7 +302,11 @@ func (r *partReceiver) receive(ctx context.Context, spec *shard.Spec) (done func
 		return nil, fmt.Errorf("receiving the part: %w", err)
 	}
 	t0 := time.Now()
-	sums, err := c.sums(ctx, shard.NumBlocks(spec.Size, spec.BlockSize))
+	n, err := spec.NumBlocks()
+	var sums []byte
+	if err == nil {
+		sums, err = c.sums(ctx, n)
+	}
 	if err != nil {
 		stop()
 		return nil, fmt.Errorf("receiving the part of %s: %w", spec.Path, err)
@@ -372,7 +376,7 @@ func (c *partsClient) get(ctx context.Context, g partsGet) error {
 
 // sums receives the hashes of the file's n blocks, a page at a time.
 func (c *partsClient) sums(ctx context.Context, n int) ([]byte, error) {
-	out := make([]byte, 0, sha256.Size*n)
+	out := make([]byte, 0, sha256.Size*min(n, sumsPage)) // grown by what arrives, not by what a spec claims
 	for page := 0; page*sumsPage < max(n, 1); page++ {
 		want := sha256.Size * min(sumsPage, n-page*sumsPage)
 		have := false

@@ -129,14 +129,24 @@ func (s *Spec) ReadableFile() error {
 	return nil
 }
 
+// NumBlocks is the number of blocks of the spec's file, when its spec
+// announces a digest.
+func (s *Spec) NumBlocks() (int, error) {
+	if len(s.Root) != sha256.Size || s.BlockSize < MinBlockSize || s.BlockSize > MaxBlockSize || s.Size < 0 {
+		return 0, errors.New("shard: the part's spec announces no digest of its file: it cannot be received")
+	}
+	return NumBlocks(s.Size, s.BlockSize), nil
+}
+
 // CheckSums checks the block hashes a worker received for its spec: as
 // many as the spec's file has blocks, and their sha256 is the spec's
 // Root.
 func (s *Spec) CheckSums(sums []byte) error {
-	if len(s.Root) == 0 {
-		return errors.New("shard: the part's spec announces no digest: its file cannot be received")
+	n, err := s.NumBlocks()
+	if err != nil {
+		return err
 	}
-	if n := NumBlocks(s.Size, s.BlockSize); len(sums) != sha256.Size*n {
+	if len(sums) != sha256.Size*n {
 		return fmt.Errorf("shard: %d bytes of block hashes for a file of %d blocks", len(sums), n)
 	}
 	if root := sha256.Sum256(sums); !bytes.Equal(root[:], s.Root) {

@@ -223,6 +223,11 @@ func TestReceivedRefusesForgeries(t *testing.T) {
 	if _, err := Receive(context.Background(), t.TempDir(), &bare, b.Sums, nil); err == nil {
 		t.Error("a spec without a digest received")
 	}
+	noBlocks := *specs[1]
+	noBlocks.BlockSize = 0
+	if _, err := Receive(context.Background(), t.TempDir(), &noBlocks, b.Sums, nil); err == nil {
+		t.Error("a spec with blocks of 0 bytes received")
+	}
 	data, err := specs[1].Encode()
 	if err != nil {
 		t.Fatal(err)
