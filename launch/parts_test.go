@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/indexed"
 	"github.com/ddrun/ddrun/shard"
 	"github.com/ddrun/ddrun/transport"
@@ -98,6 +99,20 @@ func ownDirs(t *testing.T, tr transport.Transport, n int, log *lines) []string {
 	return dirs
 }
 
+// partsSetup writes m to dir/m.ddx and serves two workers with state
+// directories of their own on an in-process transport.
+func partsSetup(t *testing.T, dir string, m *model.Model) (path string, tr transport.Transport, dirs []string, log *lines) {
+	t.Helper()
+	path = filepath.Join(dir, "m.ddx")
+	if err := indexed.WriteFile(path, m); err != nil {
+		t.Fatal(err)
+	}
+	log = &lines{}
+	tr = transport.NewInProc()
+	t.Cleanup(func() { tr.Close() })
+	return path, tr, ownDirs(t, tr, 2, log), log
+}
+
 // emptyDirs fails the test when a directory holds a file.
 func emptyDirs(t *testing.T, dirs ...string) {
 	t.Helper()
@@ -120,14 +135,7 @@ func TestPartsReceived(t *testing.T) {
 	for _, algo := range []string{"admm", "trws"} {
 		t.Run(algo, func(t *testing.T) {
 			dir := t.TempDir()
-			path := filepath.Join(dir, "m.ddx")
-			if err := indexed.WriteFile(path, m); err != nil {
-				t.Fatal(err)
-			}
-			var log lines
-			tr := transport.NewInProc()
-			defer tr.Close()
-			dirs := ownDirs(t, tr, 2, &log)
+			path, tr, dirs, log := partsSetup(t, dir, m)
 			run := func(mode Parts, ctr transport.Transport) Outcome {
 				t.Helper()
 				j := distributedJob(t, "algo", algo, "max-iter", "20", "tol", "0")
@@ -200,14 +208,7 @@ func TestPartsForged(t *testing.T) {
 			if err := os.Mkdir(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join(dir, "m.ddx")
-			if err := indexed.WriteFile(path, m); err != nil {
-				t.Fatal(err)
-			}
-			var log lines
-			tr := transport.NewInProc()
-			defer tr.Close()
-			dirs := ownDirs(t, tr, 2, &log)
+			path, tr, dirs, _ := partsSetup(t, dir, m)
 			j := distributedJob(t, "algo", "admm", "max-iter", "5", "tol", "0")
 			target := Target{Workers: 2, Transport: &hiding{Transport: tr, path: path, garble: c.garble}, Job: "forged",
 				Sharded: &Sharded{Path: path, StateDir: dir, Parts: PartsNATS}, Wait: 5e9, LostAfter: 1e9, SpareWait: 1e9}
