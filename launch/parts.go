@@ -431,8 +431,9 @@ func (c *partsClient) fetch(ctx context.Context, blocks []int, got func(k int, d
 }
 
 // await sends a request and hands the replies to take until finished,
-// sending the request again every partsResend; it fails after
-// partsGiveUp without a reply that take used.
+// sending the request again after partsResend without a reply that take
+// used (a coordinator busy with other workers' blocks is not asked twice
+// while it answers); it fails after partsGiveUp without one.
 func (c *partsClient) await(ctx context.Context, send func() error, take func(partsReply) (bool, error), finished func() bool) error {
 	if err := send(); err != nil {
 		return err
@@ -458,6 +459,7 @@ func (c *partsClient) await(ctx context.Context, send func() error, take func(pa
 			}
 			if used {
 				last = time.Now()
+				resend.Reset(partsResend) // asked again only after a second of silence
 				if finished() {
 					return nil
 				}

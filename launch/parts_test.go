@@ -311,3 +311,56 @@ func FuzzPartsMessages(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkPartsReceive: one worker's half of a 300x300 grid, read from
+// the file (file) or received from a coordinator on an in-process
+// transport through the parts' protocol (received): the cost of the
+// requests, the hashes and the blocks' file.
+func BenchmarkPartsReceive(b *testing.B) {
+	m := generate.Potts(generate.GridOptions{Height: 300, Width: 300, Labels: 4, Rho: 0.5, Seed: 1})
+	path := filepath.Join(b.TempDir(), "m.ddx")
+	if err := indexed.WriteFile(path, m); err != nil {
+		b.Fatal(err)
+	}
+	l, err := shard.PlanLayout(path, 2, shard.PlanOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := &shardPlan{layout: l}
+	if err := p.hashParts(context.Background(), PartsNATS, slog.New(slog.DiscardHandler)); err != nil {
+		b.Fatal(err)
+	}
+	defer p.release()
+	tr := transport.NewInProc()
+	defer tr.Close()
+	stop, err := p.serveParts(context.Background(), tr, slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stop()
+	wire, err := l.Specs[0].Encode()
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &partReceiver{tr: tr, name: "w0", stateDir: b.TempDir(), log: slog.New(slog.DiscardHandler)}
+	for _, received := range []bool{false, true} {
+		b.Run(map[bool]string{false: "file", true: "received"}[received], func(b *testing.B) {
+			for b.Loop() {
+				spec, err := shard.DecodeSpec(wire)
+				if err != nil {
+					b.Fatal(err)
+				}
+				done := func() {}
+				if received {
+					if done, err = r.receive(context.Background(), spec); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if _, err := shard.LoadFlat(context.Background(), spec); err != nil {
+					b.Fatal(err)
+				}
+				done()
+			}
+		})
+	}
+}
