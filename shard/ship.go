@@ -311,6 +311,21 @@ func (r *Received) put(k int, data []byte) error {
 	return nil
 }
 
+// partIdentity is a spec's wire form without how its part travels (Root,
+// BlockSize, Receive): a part's state is the same whether its worker read
+// the file or received it (Layout.Digest leaves them out too).
+func partIdentity(wire []byte) []byte {
+	s, err := DecodeSpec(wire)
+	if err != nil || len(s.Root) == 0 {
+		return wire
+	}
+	s.Root, s.BlockSize, s.Receive = nil, 0, false
+	if b, err := s.Encode(); err == nil {
+		return b
+	}
+	return wire
+}
+
 // UseReceived has the spec's part read from r instead of the file at its
 // Path (Load, LoadFlat, LoadPiece).
 func (s *Spec) UseReceived(r *Received) { s.src = r }

@@ -244,3 +244,42 @@ func TestReceivedRefusesForgeries(t *testing.T) {
 		t.Error("blocks of 100 bytes hashed")
 	}
 }
+
+// TestStateWhicheverPartsTravel: a part's state saved by a worker that
+// received its part reads back for a worker that reads the file, and the
+// other way round (a run resumed with another --parts), while another
+// part's spec is still refused.
+func TestStateWhicheverPartsTravel(t *testing.T) {
+	path := writeDDX(t, generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 4, Rho: 1, Seed: 3}))
+	_, specs := announced(t, path, 2)
+	shipped, err := specs[1].Encode() // with the digest and Receive set
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := *specs[1]
+	bare.Root, bare.BlockSize, bare.Receive = nil, 0, false
+	plain, err := bare.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := specs[0].Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, at, lens := testState()
+	for _, c := range []struct {
+		wrote, read []byte
+		ok          bool
+	}{{shipped, plain, true}, {plain, shipped, true}, {shipped, other, false}} {
+		dir := t.TempDir()
+		at.Spec = c.wrote
+		ref, err := WriteState(dir, at, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at.Spec = c.read
+		if _, err := ReadState(context.Background(), dir, ref, at, lens); (err == nil) != c.ok {
+			t.Errorf("read with another spec's form: %v, want ok %v", err, c.ok)
+		}
+	}
+}

@@ -207,12 +207,11 @@ func (l *Layout) EncodeSpecs() ([][]byte, error) {
 func (l *Layout) Digest() ([]byte, error) {
 	h := sha256.New()
 	for w := range l.Specs {
-		s := l.Specs[w]
-		s.Root, s.BlockSize, s.Receive = nil, 0, false
-		b, err := s.Encode()
+		b, err := l.Specs[w].Encode()
 		if err != nil {
 			return nil, fmt.Errorf("worker %d: %w", w, err)
 		}
+		b = partIdentity(b)
 		h.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(b))))
 		h.Write(b)
 	}
