@@ -33,6 +33,10 @@ func (t *Target) CheckMode(j *engine.Job, command string) error {
 // (Sharded.Check) and, for --exact, the settings branch and bound does not
 // take (CheckMode).
 func (t *Target) CheckSharded(j *engine.Job, evidence bool) error {
+	if s := &j.Settings; t.Sharded.Parts == PartsNATS && (s.Exact || s.AnytimeOn && s.Given["anytime"]) {
+		// The search's workers read the whole converted file (dsearch.RunFile).
+		return inputf("run --parts nats: the branch and bound of --exact and --anytime has every worker read the whole model file: workers that share a filesystem with the coordinator (--parts auto or file)")
+	}
 	if err := t.Sharded.Check(j, evidence); err != nil || !j.Settings.Exact {
 		return err
 	}

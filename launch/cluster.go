@@ -67,6 +67,8 @@ type Sharded struct {
 	// converted ("": none, or a UAI model's FILE.evid beside it, as
 	// toulbar2 reads it; an indexed model takes none: WholeReason).
 	Evidence string
+	// Parts is how the workers get their parts ("": PartsAuto).
+	Parts Parts
 	// Fallback, when not nil, is the input of the whole-model run that
 	// takes the job when its plan refuses the model
 	// (shard.UnshardableError: a forbidden state, fewer factors than
@@ -271,6 +273,10 @@ type shardPlan struct {
 	// input is the indexed file in the model's own factor order (the
 	// layout's may be its reordering: localize), which scores as solve does.
 	input string
+	// blocks is the file's digest when workers may receive their parts,
+	// and partsFile the file open (hashParts, serveParts, release).
+	blocks    *shard.Blocks
+	partsFile *os.File
 }
 
 // observed is pieces of an assignment of the planned file with the
@@ -339,6 +345,9 @@ func planShards(ctx context.Context, j *engine.Job, t Target) (*shardPlan, error
 		if err := p.localize(lctx, path, t.Workers, sh.MaxEntries, log); err != nil {
 			return nil, err
 		}
+	}
+	if err := p.hashParts(lctx, sh.Parts, log); err != nil {
+		return nil, err
 	}
 	p.planned = time.Since(start)
 	return p, nil
@@ -447,6 +456,11 @@ func runSharded(ctx context.Context, j *engine.Job, t Target, h Hooks, p *shardP
 		return Outcome{}, err
 	}
 	job.Transport, job.Progress = t.Transport, h.Progress
+	stopParts, err := p.serveParts(ctx, t.Transport, log)
+	if err != nil {
+		return Outcome{}, err
+	}
+	defer stopParts()
 	var x []int // the assignment for the result, when small enough
 	job.Deliver = func(ctx context.Context, a *cluster.ShardAssignment) error {
 		return p.deliver(t, &x, a.NumVars, func(put func([]int, []int32) error) error { return a.Pieces(ctx, put) })

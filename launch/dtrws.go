@@ -41,6 +41,11 @@ func runShardedChoice(ctx context.Context, j *engine.Job, t Target, h Hooks, p *
 	if h.Print != nil {
 		h.Print("algorithm", fmt.Sprintf("algorithm: %s (%s)", j.Algorithm.Name, j.Why), "algo", j.Algorithm.Name, "why", j.Why)
 	}
+	stopParts, err := p.serveParts(ctx, t.Transport, log)
+	if err != nil {
+		return Outcome{}, true, err
+	}
+	defer stopParts()
 	opts := j.DTRWS(t.Workers)
 	var x []int // the assignment for the result, when small enough
 	ro := remote.Options{Job: t.Job, Start: start, Wait: t.Wait, StepTimeout: t.StepTimeout, LostAfter: t.LostAfter, Logger: log,

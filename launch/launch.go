@@ -199,6 +199,7 @@ func Run(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome, error)
 		if err != nil {
 			return Outcome{}, err
 		}
+		defer p.release()
 		if j.Settings.AnytimeOn && t.Raft == nil {
 			return runShardedAnytime(ctx, j, t, h, p)
 		}

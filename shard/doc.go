@@ -30,9 +30,16 @@
 // and the coordinator's checkpoint keeps only its reference (StateRef: the
 // name, size and sha256); ReadState checks a file before it is used.
 //
+// A worker that cannot open the file receives the bytes its part reads
+// instead (ship.go): the coordinator hashes the file in blocks
+// (HashBlocks) and announces the digest in the specs (Blocks.Announce,
+// Spec.Root); the worker reads its part through a Received, which checks
+// every block it fetches against that digest and keeps the blocks in a
+// file of the worker's own directory. Fetching is the caller's (a Fetch).
+//
 // It owns a Spec's wire form both ways: a sharded job's coordinator ships
 // a Layout's specs (EncodeSpecs; Digest is the job's identity) and a worker
 // builds its part from its own (LoadSpec). It must not know how parts
-// travel (package cluster carries the specs as opaque bytes) nor the
-// command line.
+// travel (package cluster carries the specs as opaque bytes, package
+// launch the received blocks) nor the command line.
 package shard

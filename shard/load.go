@@ -30,11 +30,11 @@ func LoadFlat(ctx context.Context, spec *Spec) (*consensus.Part, error) {
 }
 
 func readPart(ctx context.Context, spec *Spec, pairs bool) (*consensus.Part, error) {
-	f, size, err := openSized(spec.Path, "shard")
+	f, size, done, err := spec.open()
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer done()
 	if size != spec.Size {
 		return nil, fmt.Errorf("shard: %s has %d bytes, the coordinator planned a file of %d: not the same model file", spec.Path, size, spec.Size)
 	}

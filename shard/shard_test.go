@@ -307,12 +307,23 @@ func FuzzLoadSpec(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	for k := range l.Specs {
-		data, err := l.Specs[k].Encode()
-		if err != nil {
-			f.Fatal(err)
+	b, err := hashFile(path, MinBlockSize)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, announce := range []bool{false, true} {
+		if announce { // specs with the blocks' digest (ship.go) too
+			if err := b.Announce(l); err != nil {
+				f.Fatal(err)
+			}
 		}
-		f.Add(data)
+		for k := range l.Specs {
+			data, err := l.Specs[k].Encode()
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(data)
+		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		spec, err := DecodeSpec(data)

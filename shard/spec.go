@@ -1,11 +1,13 @@
 package shard
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 
 	"github.com/ddrun/ddrun/consensus"
@@ -37,6 +39,18 @@ type Spec struct {
 	ReplicaEntries int
 	// MaxEntries bounds the total states and payload entries read.
 	MaxEntries int
+	// BlockSize and Root, when Root is set, let a worker that cannot read
+	// Path receive the file's bytes over the transport instead (ship.go):
+	// Root is the sha256 of the file's blocks' sha256s (Blocks.Root).
+	BlockSize int
+	Root      []byte
+	// Receive, with Root: the worker receives the file's bytes even when
+	// it could read Path (a run that ships every part).
+	Receive bool
+
+	// src, when set, is where the part is read from instead of Path
+	// (Received, UseReceived): not on the wire.
+	src io.ReaderAt
 }
 
 // specMagic starts a spec's wire form (version 1).
@@ -66,6 +80,15 @@ func (s *Spec) Encode() ([]byte, error) {
 	b = le.AppendUint32(b, uint32(len(s.Isolated)))
 	for _, v := range s.Isolated {
 		b = le.AppendUint64(b, uint64(v))
+	}
+	if len(s.Root) > 0 {
+		if len(s.Root) != sha256.Size {
+			return nil, fmt.Errorf("shard: spec with a root digest of %d bytes", len(s.Root))
+		}
+		b = append(b, shipMagic...)
+		b = append(b, boolByte(s.Receive))
+		b = le.AppendUint32(b, uint32(s.BlockSize))
+		b = append(b, s.Root...)
 	}
 	return b, nil
 }
@@ -110,6 +133,13 @@ func (r *specReader) count(what string, size int) int {
 	return n
 }
 
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // DecodeSpec reads a spec's wire form (Encode's).
 func DecodeSpec(data []byte) (*Spec, error) {
 	r := &specReader{b: data}
@@ -132,6 +162,20 @@ func DecodeSpec(data []byte) (*Spec, error) {
 	s.Isolated = make([]int64, ni)
 	for k := range ni {
 		s.Isolated[k] = int64(r.int("isolated variable"))
+	}
+	if r.err == nil && len(r.b) > 0 && bytes.HasPrefix(r.b, []byte(shipMagic)) {
+		r.take(len(shipMagic))
+		switch flag := r.take(1)[0]; flag {
+		case 0, 1:
+			s.Receive = flag == 1
+		default:
+			return nil, fmt.Errorf("shard: a part's spec: receive flag %d", flag)
+		}
+		s.BlockSize = int(r.u32())
+		s.Root = bytes.Clone(r.take(sha256.Size))
+		if r.err == nil && (s.BlockSize < MinBlockSize || s.BlockSize > MaxBlockSize) {
+			return nil, fmt.Errorf("shard: a part's spec: blocks of %d bytes, not in [%d,%d]", s.BlockSize, MinBlockSize, MaxBlockSize)
+		}
 	}
 	switch {
 	case r.err != nil:
@@ -158,14 +202,16 @@ func (l *Layout) EncodeSpecs() ([][]byte, error) {
 
 // Digest is the sha256 of the layout's specs (each bound to the model file
 // by its size and structure checksum): a sharded job's identity, with its
-// settings, for its checkpoints.
+// settings, for its checkpoints. How the parts reach the workers (Root)
+// is not part of it: a job resumes whether its parts travel or not.
 func (l *Layout) Digest() ([]byte, error) {
-	specs, err := l.EncodeSpecs()
-	if err != nil {
-		return nil, err
-	}
 	h := sha256.New()
-	for _, b := range specs {
+	for w := range l.Specs {
+		b, err := l.Specs[w].Encode()
+		if err != nil {
+			return nil, fmt.Errorf("worker %d: %w", w, err)
+		}
+		b = partIdentity(b)
 		h.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(b))))
 		h.Write(b)
 	}

@@ -40,7 +40,8 @@ const maxJobLen = 255
 
 // StateAt says whose state a file is: the job (its base name, the same
 // across epochs), the epoch that wrote it, the iteration after which it
-// was taken, the part, and the part's spec (the file records its sha256).
+// was taken, the part, and the part's spec (the file records the sha256
+// of its identity: partIdentity).
 type StateAt struct {
 	Job   string
 	Epoch uint64
@@ -187,7 +188,7 @@ func encodeState(w io.Writer, at StateAt, st *consensus.ShardPartState) error {
 	b = le.AppendUint64(b, at.Epoch)
 	b = le.AppendUint64(b, uint64(at.Iter))
 	b = le.AppendUint32(b, uint32(at.Part))
-	spec := sha256.Sum256(at.Spec)
+	spec := sha256.Sum256(partIdentity(at.Spec))
 	b = append(b, spec[:]...)
 	for _, n := range []int{len(st.Lambda), len(st.Nu), len(st.Mu), len(st.X)} {
 		b = le.AppendUint64(b, uint64(n))
@@ -321,7 +322,7 @@ func decodeState(r io.Reader, size int64, at StateAt, lens StateLens) (*consensu
 	}
 	h = h[1+len(at.Job):]
 	iter, part := le.Uint64(h[8:]), le.Uint32(h[16:])
-	spec := sha256.Sum256(at.Spec)
+	spec := sha256.Sum256(partIdentity(at.Spec))
 	var got StateLens
 	got.Lambda, got.Nu, got.Mu, got.X = int(le.Uint64(h[52:])), int(le.Uint64(h[60:])), int(le.Uint64(h[68:])), int(le.Uint64(h[76:]))
 	best := h[84]

@@ -27,6 +27,7 @@ type runFlags struct {
 	job, listen                             string
 	local, sharded                          bool
 	stateDir                                string
+	parts                                   launch.Parts
 	wait, stepTimeout, lostAfter, spareWait time.Duration
 	ck                                      checkpointFlags
 	raft                                    raftFlags
@@ -49,6 +50,10 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	fs.Var(cli.Duration(&r.lostAfter, 3*time.Second), "lost-after", "a worker silent this long is lost; its part restarts on a spare worker")
 	fs.Var(cli.Duration(&r.spareWait, 10*time.Second), "spare-wait", "how long a lost worker's part waits for a spare worker before the job continues on the workers left")
 	fs.StringVar(&r.stateDir, "state-dir", "", "the `DIR` every worker sees where a sharded run's model is converted to .ddx and its parts' states saved (default: MODEL.state beside the model file)")
+	fs.Func("parts", "how sharded parts reach the workers: file (they read --state-dir's .ddx), nats (received from the coordinator), auto (file where readable, else nats; default)", func(s string) (err error) {
+		r.parts, err = launch.ParseParts(s)
+		return err
+	})
 	r.ck.register(fs)
 	r.raft.register(fs)
 }
@@ -239,7 +244,7 @@ func (r *runFlags) target(name string, f solveFlags, sharded bool, start time.Ti
 		SpareWait: r.spareWait, Checkpoints: launch.Checkpoints{Every: r.ck.every, Interval: r.ck.interval, Dir: r.ck.dir, Resume: r.ck.resume},
 		Out: f.out, Assignment: f.json, Start: start, Logger: log}
 	if sharded {
-		t.Sharded = &launch.Sharded{Path: name, StateDir: r.stateDir, MaxEntries: f.maxEntries, Evidence: f.evidence}
+		t.Sharded = &launch.Sharded{Path: name, StateDir: r.stateDir, MaxEntries: f.maxEntries, Evidence: f.evidence, Parts: r.parts}
 		if !r.sharded {
 			t.Sharded.Fallback = &launch.Input{Path: name, Evidence: f.evidence, MaxEntries: f.maxEntries}
 		}

@@ -77,6 +77,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	host, _ := os.Hostname()
 	name := fs.String("name", transport.SanitizeName(fmt.Sprintf("%s-%d", host, os.Getpid())), "worker `NAME`, unique among the workers ([A-Za-z0-9_-])")
 	quiet := fs.Bool("quiet", false, "log only warnings and errors")
+	stateDir := fs.String("state-dir", "", "this worker's own `DIR`, where it receives its part of a sharded run whose model file it cannot read (coordinator run --parts; default: ddrun-parts-UID in the temporary directory)")
 	con.Register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -108,7 +109,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	con.Start(cli.Options{Level: level, Quiet: true})
 	log := con.Logger().With("worker", *name)
 	var m *metrics.Metrics // nil without --metrics: its methods do nothing
-	wo := launch.Worker{Name: *name, Threads: *threads, Logger: log}
+	wo := launch.Worker{Name: *name, Threads: *threads, Logger: log, StateDir: *stateDir}
 	if *metricsAddr != "" {
 		var stop func()
 		var err error

@@ -7,8 +7,9 @@
 // model file (.ddx) into factor ranges (shard.PlanLayout) and keeps only
 // the boundary, from which it builds the dtrws.Seam; each worker reads its
 // part by byte ranges as a model (shard.LoadPiece: the unary of a boundary
-// variable divided between the parts that hold it) and runs it as a
-// dtrws.LocalLink. Every outer iteration is one order to each worker and
+// variable divided between the parts that hold it; from the file, or
+// through the bytes it received when WorkerOptions.Receive says so) and
+// runs it as a dtrws.LocalLink. Every outer iteration is one order to each worker and
 // one answer back: the multiplier changes and a candidate's boundary
 // states in, the part's bound, its boundary beliefs and its score of the
 // candidate out (O(the part's boundary) bytes each way). At the end the

@@ -21,6 +21,11 @@ type WorkerOptions struct {
 	// ReleaseAfter: a job whose coordinator sent nothing this long is
 	// dropped (default 2 minutes).
 	ReleaseAfter time.Duration
+	// Receive, when not nil, prepares a part's spec to be read before it
+	// is loaded (launch's parts received over the transport); done is
+	// called once it is loaded. nil: the part is read from the file at
+	// the spec's path.
+	Receive func(ctx context.Context, spec *shard.Spec) (done func(), err error)
 }
 
 // helloEvery is how often a worker announces itself.
@@ -306,6 +311,13 @@ func (s *wserver) load(ctx context.Context, o *openBody) (*shard.Piece, error) {
 	}
 	if spec.NumVars > math.MaxInt32 {
 		return nil, fmt.Errorf("%d variables: more than this protocol numbers", spec.NumVars)
+	}
+	if s.opts.Receive != nil {
+		done, err := s.opts.Receive(ctx, spec)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
 	}
 	return shard.LoadPiece(ctx, spec, o.Copies)
 }
