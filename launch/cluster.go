@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -59,7 +60,8 @@ type Sharded struct {
 	Path string
 	// StateDir is where the model is converted to (when it is not .ddx)
 	// and where the workers save their parts' states for checkpoints ("":
-	// Path.state): a directory every worker sees.
+	// Path.state): a directory every worker sees, as its own --state-dir
+	// (WorkerDirs).
 	StateDir string
 	// MaxEntries bounds the tables the file may declare.
 	MaxEntries int
@@ -72,6 +74,26 @@ type Sharded struct {
 	// (shard.UnshardableError: a forbidden state, fewer factors than
 	// workers): a run that is sharded by default, not by request.
 	Fallback *Input
+}
+
+// WorkerDirs are the directories a worker of s on this machine (run
+// --local) is given (Worker.StateDir, Worker.ModelRoots): the state
+// directory, and the model's own directory as its model root. Nil s or a
+// path that cannot be made absolute: none (the workers take no sharded
+// parts).
+func (s *Sharded) WorkerDirs() (state string, roots []string) {
+	if s == nil {
+		return "", nil
+	}
+	path, err := filepath.Abs(s.Path)
+	if err != nil {
+		return "", nil
+	}
+	state, err = filepath.Abs(cmp.Or(s.StateDir, path+".state"))
+	if err != nil {
+		return "", nil
+	}
+	return state, []string{filepath.Dir(path)}
 }
 
 // refused reports whether the runtime refused the job for its input.
@@ -305,11 +327,8 @@ func planShards(ctx context.Context, j *engine.Job, t Target) (*shardPlan, error
 		lctx, cancel = context.WithDeadlineCause(ctx, start.Add(timeLimit), fmt.Errorf("--time-limit %v reached while planning the shards", timeLimit))
 		defer cancel()
 	}
-	p := &shardPlan{stateDir: sh.StateDir, class: engine.Class{Higher: -1}}
-	if p.stateDir == "" {
-		p.stateDir = path + ".state"
-	}
-	if p.stateDir, err = filepath.Abs(p.stateDir); err != nil {
+	p := &shardPlan{class: engine.Class{Higher: -1}}
+	if p.stateDir, err = filepath.Abs(cmp.Or(sh.StateDir, path+".state")); err != nil {
 		return nil, inputf("--state-dir: %v", err)
 	}
 	evidence := sh.Evidence

@@ -21,6 +21,9 @@ type WorkerOptions struct {
 	// ReleaseAfter: a job whose coordinator sent nothing this long is
 	// dropped (default 2 minutes).
 	ReleaseAfter time.Duration
+	// Files bound the model files a part's spec may name (shard.Dirs:
+	// under its state directory or model roots); zero: no part is loaded.
+	Files shard.Dirs
 }
 
 // helloEvery is how often a worker announces itself.
@@ -300,7 +303,7 @@ func widthOf(l *dtrws.LocalLink) int {
 
 // load reads the part an open names.
 func (s *wserver) load(ctx context.Context, o *openBody) (*shard.Piece, error) {
-	spec, err := shard.DecodeSpec(o.Spec)
+	spec, err := s.opts.Files.Spec(o.Spec)
 	if err != nil {
 		return nil, err
 	}
