@@ -174,15 +174,25 @@ func (d Dirs) ModelPath(p string) (string, error) {
 		return "", errors.New("shard: the part's model path is not an absolute clean path")
 	}
 	real, err := filepath.EvalSymlinks(p)
-	if err != nil {
+	switch {
+	case err == nil && d.inside(real):
+		return real, nil
+	case err != nil && d.inside(p):
 		return "", fmt.Errorf("shard: the model file: %w", pathless(err))
 	}
+	// Missing or outside alike: the answer tells nothing of what exists
+	// outside the worker's directories.
+	return "", errors.New("shard: the part's model file is outside this worker's --state-dir and --model-root directories")
+}
+
+// inside reports whether path p lies in State or one of Models.
+func (d Dirs) inside(p string) bool {
 	for _, root := range append([]string{d.State}, d.Models...) {
-		if rel, err := filepath.Rel(root, real); err == nil && rel != "." && filepath.IsLocal(rel) {
-			return real, nil
+		if rel, err := filepath.Rel(root, p); err == nil && rel != "." && filepath.IsLocal(rel) {
+			return true
 		}
 	}
-	return "", errors.New("shard: the part's model file is outside this worker's --state-dir and --model-root directories")
+	return false
 }
 
 // LoadSpec builds a worker's part from its spec's wire form: it decodes
