@@ -204,6 +204,7 @@ func runReplicated(ctx context.Context, job cluster.Job, t Target, record func(s
 		if err != nil {
 			return Outcome{}, inputf("--checkpoint-dir: %v", err)
 		}
+		d.Seal(t.Checkpoints.Seal)
 		job.Store = d
 	} else {
 		bucket := rf.Bucket
@@ -214,7 +215,7 @@ func runReplicated(ctx context.Context, job cluster.Job, t Target, record func(s
 		if err != nil {
 			return Outcome{}, fmt.Errorf("checkpoint store (does the NATS server run JetStream?): %w", err)
 		}
-		job.Store = obj
+		job.Store = checkpoint.Seal(obj, t.Checkpoints.Seal)
 	}
 	job.Logger = t.Logger.With("raft_id", rf.ID)
 	job.Record = record
@@ -258,6 +259,7 @@ func localCheckpoints(ctx context.Context, c Checkpoints, job string, id cluster
 	if err != nil {
 		return nil, nil, inputf("--checkpoint-dir: %v", err)
 	}
+	d.Seal(c.Seal)
 	ms, err := d.Manifests(job)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--checkpoint-dir %s: %w", c.Dir, err)

@@ -72,6 +72,11 @@ func (r *runFlags) check(t *launch.Target) error {
 	if err := natsflags.ValidJob(r.job); err != nil {
 		return usagef("--job %q: %v", r.job, err)
 	}
+	seal, err := r.key.CheckpointSealer() // checkpoint blobs sealed with a given key
+	if err != nil {
+		return usageError{err}
+	}
+	t.Checkpoints.Seal = seal
 	return nil
 }
 

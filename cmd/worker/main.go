@@ -13,9 +13,8 @@
 // logging the loss and the return. --metrics serves its Prometheus series,
 // /healthz and /readyz (ready while connected).
 //
-// It takes sharded parts only with --state-dir, the one directory it
-// writes to (their state files), and reads a sharded part's model only in
-// it or under a --model-root (docs/security.md).
+// It writes only in --state-dir, and reads a sharded part's model only
+// there or under a --model-root (docs/security.md).
 //
 // With a job key (--job-key-file, or $DDRUN_JOB_KEY) every message is
 // sealed with it and only coordinators holding the same key are heard
