@@ -19,6 +19,12 @@ import (
 // trusts only certificates that the CA in caFile signed, both ways: a
 // member whose certificate another CA signed can neither join nor be
 // joined. TLS 1.3 only.
+//
+// The CA is the group's membership: a certificate it signed is a member,
+// whatever names it holds (a dialled member's certificate is not checked
+// against the address dialled, so that one certificate can serve every
+// member and addresses may be rewritten, as a Service's are). Give the
+// group a CA of its own.
 func MutualTLS(certFile, keyFile, caFile string) (*tls.Config, error) {
 	if certFile == "" || keyFile == "" || caFile == "" {
 		return nil, errors.New("raft TLS needs a certificate, its key and the CA (--raft-tls-cert, --raft-tls-key, --raft-tls-ca)")
@@ -36,14 +42,34 @@ func MutualTLS(certFile, keyFile, caFile string) (*tls.Config, error) {
 		return nil, fmt.Errorf("--raft-tls-ca %s: no PEM certificate", caFile)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, ClientCAs: pool,
-		ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS13}, nil
+		ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS13,
+		// The client's check of the member dialled: the chain to the CA,
+		// not the name (see above); the server's is ClientAuth's.
+		InsecureSkipVerify: true, VerifyConnection: verifyChain(pool)}, nil
+}
+
+// verifyChain checks that the peer's certificate chains to a CA of pool.
+func verifyChain(pool *x509.CertPool) func(tls.ConnectionState) error {
+	return func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) == 0 {
+			return errors.New("raft TLS: the member presented no certificate")
+		}
+		inter := x509.NewCertPool()
+		for _, c := range cs.PeerCertificates[1:] {
+			inter.AddCert(c)
+		}
+		_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter,
+			KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
+		if err != nil {
+			return fmt.Errorf("raft TLS: the member's certificate: %w", err)
+		}
+		return nil
+	}
 }
 
 // tlsStream is a raft.StreamLayer of TLS over TCP: the listener's
 // connections are TLS servers and Dial's are TLS clients, each checking
-// the other's certificate (cfg; MutualTLS). A dialled member's
-// certificate must name the host of its address (a DNS name or an IP
-// address SAN), unless cfg.ServerName says another name.
+// the other's certificate against the group's CA (cfg; MutualTLS).
 //
 // Accepted connections are handed to raft only once their handshake (the
 // check of the peer's certificate) succeeded; handshakes run
@@ -134,15 +160,7 @@ func (s *tlsStream) Close() error {
 func (s *tlsStream) Addr() net.Addr { return s.advertise }
 
 // Dial opens a TLS connection to address, checking the member's
-// certificate there.
+// certificate there (MutualTLS).
 func (s *tlsStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	cfg := s.cfg.Clone()
-	if cfg.ServerName == "" {
-		host, _, err := net.SplitHostPort(string(address))
-		if err != nil {
-			return nil, err
-		}
-		cfg.ServerName = host
-	}
-	return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", string(address), cfg)
+	return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", string(address), s.cfg)
 }

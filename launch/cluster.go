@@ -3,6 +3,7 @@ package launch
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,6 +50,30 @@ type Raft struct {
 	// readiness follows it): whether this member leads, and the leader it
 	// knows ("": none yet).
 	Joined func(isLeader func() bool, leader func() (id, addr string))
+	// TLS, when set, makes the members' Raft traffic mutual TLS.
+	TLS RaftTLS
+}
+
+// RaftTLS are the files of a Raft group's mutual TLS
+// (jobstate.MutualTLS): this member's certificate and key, and the CA
+// that signed every member's. All empty: plain TCP.
+type RaftTLS struct{ Cert, Key, CA string }
+
+// Register adds --raft-tls-cert, --raft-tls-key and --raft-tls-ca to fs.
+func (r *RaftTLS) Register(fs interface {
+	StringVar(*string, string, string, string)
+}) {
+	fs.StringVar(&r.Cert, "raft-tls-cert", "", "PEM `FILE` of this coordinator's certificate for Raft traffic (mutual TLS, with --raft-tls-key and --raft-tls-ca; it must name the host of its --raft-peers address)")
+	fs.StringVar(&r.Key, "raft-tls-key", "", "PEM `FILE` of the key of --raft-tls-cert")
+	fs.StringVar(&r.CA, "raft-tls-ca", "", "PEM `FILE` of the CA that signed every member's certificate: only its members are accepted and dialled")
+}
+
+// config is the TLS configuration of r, nil when r is empty.
+func (r RaftTLS) config() (*tls.Config, error) {
+	if r == (RaftTLS{}) {
+		return nil, nil
+	}
+	return jobstate.MutualTLS(r.Cert, r.Key, r.CA)
 }
 
 // Sharded has each worker read its part of an indexed model file (.ddx),
@@ -191,7 +216,11 @@ func runReplicated(ctx context.Context, job cluster.Job, t Target, record func(s
 	if err != nil {
 		return Outcome{}, &InputError{err}
 	}
-	g, err := jobstate.Open(jobstate.Config{ID: rf.ID, Bind: rf.Bind, Peers: peers, Dir: rf.Dir, Logger: rf.Logger})
+	tlsConfig, err := rf.TLS.config()
+	if err != nil {
+		return Outcome{}, &InputError{err}
+	}
+	g, err := jobstate.Open(jobstate.Config{ID: rf.ID, Bind: rf.Bind, Peers: peers, Dir: rf.Dir, Logger: rf.Logger, TLS: tlsConfig})
 	if err != nil {
 		return Outcome{}, fmt.Errorf("raft: %w", err)
 	}
