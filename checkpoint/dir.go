@@ -158,7 +158,7 @@ func (d *Dir) SaveManifest(ctx context.Context, m *Manifest) error {
 		if err != nil {
 			return fmt.Errorf("save manifest %s@%d: blob %q: %w", m.Job, m.Iteration, b.Role, err)
 		}
-		if fi.Size() != b.Size {
+		if fi.Size() != b.Size+d.seal.overhead() {
 			return fmt.Errorf("save manifest %s@%d: blob %q: stored object has %d bytes, manifest says %d", m.Job, m.Iteration, b.Role, fi.Size(), b.Size)
 		}
 	}

@@ -114,6 +114,14 @@ func (s *Sealer) open(name string, b []byte) ([]byte, error) {
 	return nil, fmt.Errorf("get %s: %w: %w: the blob was sealed with another key (key id %02x)", name, ErrCorrupt, ErrSeal, id)
 }
 
+// overhead is how many bytes sealing adds to a blob (0 with a nil s).
+func (s *Sealer) overhead() int64 {
+	if s == nil {
+		return 0
+	}
+	return int64(sealHeader + s.keys[0].aead.Overhead())
+}
+
 // looksSealed reports whether b is a sealed blob (for the error of an
 // unsealed Read that meets one).
 func looksSealed(b []byte) bool {
