@@ -45,20 +45,25 @@ func startNATS(t *testing.T, jetStream bool) *transport.Embedded {
 // every worker a test starts (spares too) shares it.
 var workerStates sync.Map
 
+// workerStateDir is the state directory of the test's workers.
+func workerStateDir(t *testing.T) string {
+	dir, ok := workerStates.Load(t)
+	if !ok {
+		dir, _ = workerStates.LoadOrStore(t, t.TempDir())
+	}
+	return dir.(string)
+}
+
 // startWorkerProcs starts n worker processes named tag0, tag1, ... on the
 // server at url, with one thread each and the extra flags; they take
 // sharded parts (the test's state directory, the models of the tests'
 // temporary files).
 func startWorkerProcs(t *testing.T, worker, url, tag string, n int, extra ...string) []*proc {
 	t.Helper()
-	dir, ok := workerStates.Load(t)
-	if !ok {
-		dir, _ = workerStates.LoadOrStore(t, t.TempDir())
-	}
 	var ws []*proc
 	for i := range n {
 		args := append([]string{"--nats", url, "--name", fmt.Sprintf("%s%d", tag, i), "--threads", "1",
-			"--state-dir", dir.(string), "--model-root", os.TempDir()}, extra...)
+			"--state-dir", workerStateDir(t), "--model-root", os.TempDir()}, extra...)
 		ws = append(ws, startProc(t, "worker", worker, args...))
 	}
 	return ws
