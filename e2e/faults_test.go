@@ -54,6 +54,13 @@ func workerStateDir(t *testing.T) string {
 	return dir.(string)
 }
 
+// workerDirs are the flags that let a test's worker take sharded parts:
+// the test's state directory, and the tests' temporary files as model
+// root.
+func workerDirs(t *testing.T) []string {
+	return []string{"--state-dir", workerStateDir(t), "--model-root", os.TempDir()}
+}
+
 // startWorkerProcs starts n worker processes named tag0, tag1, ... on the
 // server at url, with one thread each and the extra flags; they take
 // sharded parts (the test's state directory, the models of the tests'
@@ -62,8 +69,7 @@ func startWorkerProcs(t *testing.T, worker, url, tag string, n int, extra ...str
 	t.Helper()
 	var ws []*proc
 	for i := range n {
-		args := append([]string{"--nats", url, "--name", fmt.Sprintf("%s%d", tag, i), "--threads", "1",
-			"--state-dir", workerStateDir(t), "--model-root", os.TempDir()}, extra...)
+		args := append(append([]string{"--nats", url, "--name", fmt.Sprintf("%s%d", tag, i), "--threads", "1"}, workerDirs(t)...), extra...)
 		ws = append(ws, startProc(t, "worker", worker, args...))
 	}
 	return ws
