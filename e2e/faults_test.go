@@ -297,7 +297,8 @@ func checkResumed(t *testing.T, p *proc, timeout time.Duration, job string, at, 
 // Every process stops (kill -9: coordinator and workers) after a
 // checkpoint; started again with --resume, the single coordinator
 // continues from its latest checkpoint in --checkpoint-dir and ends like
-// an undisturbed run.
+// an undisturbed run; before it, a coordinator with another job key is
+// refused the sealed checkpoints.
 func TestFullRestartResumesFromCheckpoint(t *testing.T) {
 	coord, worker := binaries(t)
 	model, flags, want := faultModel(t, coord)
@@ -305,6 +306,12 @@ func TestFullRestartResumesFromCheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	args := append([]string{"run", "--nats", srv.URL(), "--workers", "2", "--job", "restart", "--checkpoint-dir", dir, "--checkpoint-every", "100"}, flags...)
 	at := crashAfterCheckpoint(t, coord, worker, srv.URL(), args, model, "", 200)
+	// The checkpoints are sealed with the job key: another key cannot
+	// resume them, and says why.
+	foreign := startProc(t, "coordinator", coord, append(append(args[:len(args):len(args)], "--resume", "--job-key-file", keyFile(t)), model)...)
+	if err := foreign.wait(t, time.Minute); err == nil || !strings.Contains(foreign.stderr(), "sealed with another key") {
+		t.Fatalf("resumed with another job key: %v\n%s", err, foreign.stderr())
+	}
 	second := startProc(t, "coordinator", coord, append(append(args[:len(args):len(args)], "--resume"), model)...)
 	checkResumed(t, second, time.Minute, "restart", at, 100)
 	closeResult(t, second.result(t), want)
