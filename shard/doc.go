@@ -30,9 +30,14 @@
 // and the coordinator's checkpoint keeps only its reference (StateRef: the
 // name, size and sha256); ReadState checks a file before it is used.
 //
+// What a message names is never a path a worker writes to: Dirs confine a
+// worker to its own state directory (the only one it writes, with names it
+// makes: ConfinedPath) and its model roots (ModelPath), and the errors it
+// sends back name no path and no size.
+//
 // It owns a Spec's wire form both ways: a sharded job's coordinator ships
 // a Layout's specs (EncodeSpecs; Digest is the job's identity) and a worker
-// builds its part from its own (LoadSpec). It must not know how parts
+// builds its part from its own (Dirs.LoadSpec). It must not know how parts
 // travel (package cluster carries the specs as opaque bytes) nor the
 // command line.
 package shard
