@@ -39,6 +39,7 @@ type Dir struct {
 	path      string
 	objects   string
 	manifests string
+	seal      *Sealer // nil: blobs stored as they are
 }
 
 // OpenDir opens (creating it if needed) the directory store at path.
@@ -56,17 +57,32 @@ func OpenDir(path string) (*Dir, error) {
 	return d, nil
 }
 
+// Seal makes the store seal the blobs it puts and open the ones it gets
+// with s (see Seal; nil: none). Call it before the store is used. The
+// manifests are not sealed: they hold names, sizes and sha256s of blobs,
+// no state, and a blob that does not match them is torn.
+func (d *Dir) Seal(s *Sealer) { d.seal = s }
+
 // Path returns the directory the store was opened at.
 func (d *Dir) Path() string { return d.path }
 
 // Put implements Store. An existing object of the right size is left
-// alone; one of another size (damaged) is replaced.
+// alone (sealed, if it opens); one of another size (damaged) is replaced.
 func (d *Dir) Put(ctx context.Context, name string, data []byte) error {
 	if err := checkOp(ctx, "put", name); err != nil {
 		return err
 	}
+	data, err := d.seal.seal(name, data)
+	if err != nil {
+		return err
+	}
 	if fi, err := os.Stat(filepath.Join(d.objects, name)); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(len(data)) {
-		return nil
+		if d.seal == nil {
+			return nil
+		}
+		if _, err := d.Get(ctx, name); err == nil {
+			return nil
+		}
 	}
 	if err := writeAtomic(d.objects, name, data); err != nil {
 		return fmt.Errorf("put %s: %w", name, err)
@@ -86,7 +102,7 @@ func (d *Dir) Get(ctx context.Context, name string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", name, err)
 	}
-	return b, nil
+	return d.seal.open(name, b)
 }
 
 // Delete implements Store. The removal is not fsynced: an object that
@@ -142,7 +158,7 @@ func (d *Dir) SaveManifest(ctx context.Context, m *Manifest) error {
 		if err != nil {
 			return fmt.Errorf("save manifest %s@%d: blob %q: %w", m.Job, m.Iteration, b.Role, err)
 		}
-		if fi.Size() != b.Size {
+		if fi.Size() != b.Size+d.seal.overhead() {
 			return fmt.Errorf("save manifest %s@%d: blob %q: stored object has %d bytes, manifest says %d", m.Job, m.Iteration, b.Role, fi.Size(), b.Size)
 		}
 	}

@@ -138,7 +138,30 @@ func (s *ObjectStore) Get(ctx context.Context, name string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("object store %s: get %s: %w", s.bucket, name, err)
 	}
-	gctx, cancel := context.WithTimeout(ctx, opTimeout(int64(info.Size)))
+	// The object's reader does not end a Read blocked on its next chunk
+	// when its context ends (a Read that another blob's failure cancels
+	// would wait out the timeout): the read runs on, to its own timeout,
+	// and Get returns when ctx ends.
+	type got struct {
+		b   []byte
+		err error
+	}
+	done := make(chan got, 1)
+	go func() {
+		b, err := s.read(context.WithoutCancel(ctx), name, info.Size)
+		done <- got{b, err}
+	}()
+	select {
+	case g := <-done:
+		return g.b, g.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("object store %s: get %s: %w", s.bucket, name, ctx.Err())
+	}
+}
+
+// read reads the object name of size bytes, within opTimeout(size).
+func (s *ObjectStore) read(ctx context.Context, name string, size uint64) ([]byte, error) {
+	gctx, cancel := context.WithTimeout(ctx, opTimeout(int64(size)))
 	defer cancel()
 	r, err := s.obs.Get(gctx, name)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
@@ -149,8 +172,8 @@ func (s *ObjectStore) Get(ctx context.Context, name string) ([]byte, error) {
 	}
 	defer r.Close()
 	var buf bytes.Buffer
-	if info.Size <= maxPrealloc {
-		buf.Grow(int(info.Size) + bytes.MinRead)
+	if size <= maxPrealloc {
+		buf.Grow(int(size) + bytes.MinRead)
 	}
 	// The reader checks the object's digest at the end.
 	_, err = buf.ReadFrom(r)
@@ -158,7 +181,7 @@ func (s *ObjectStore) Get(ctx context.Context, name string) ([]byte, error) {
 		return nil, fmt.Errorf("object store %s: get %s: %w: %w", s.bucket, name, ErrCorrupt, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("object store %s: get %s (%d bytes): %w", s.bucket, name, info.Size, err)
+		return nil, fmt.Errorf("object store %s: get %s (%d bytes): %w", s.bucket, name, size, err)
 	}
 	return buf.Bytes(), nil
 }

@@ -106,6 +106,9 @@ func Read(ctx context.Context, s Store, m *Manifest) (map[string][]byte, error) 
 			return fmt.Errorf("blob %q: %w", b.Role, err)
 		}
 		if int64(len(got)) != b.Size {
+			if looksSealed(got) {
+				return fmt.Errorf("blob %q (object %.12s): %w: %w: the blob is sealed with a job key: resume with the job's key", b.Role, b.Object, ErrTorn, ErrSeal)
+			}
 			return fmt.Errorf("blob %q (object %.12s): %w: %d bytes, manifest says %d", b.Role, b.Object, ErrTorn, len(got), b.Size)
 		}
 		sum := sha256.Sum256(got)

@@ -76,11 +76,13 @@ func NewTestCluster(t testing.TB, o TestClusterOptions) *TestCluster {
 
 // Sharded makes the workers started from now on serve sharded parts:
 // loadShard builds a part from its spec, and their states go to package
-// shard's state files (so a sharded run can take checkpoints).
+// shard's state files (so a sharded run can take checkpoints) in one
+// state directory of the test that all of them share.
 func (c *TestCluster) Sharded(loadShard func(context.Context, []byte) (*consensus.Part, error)) *TestCluster {
+	dir := c.t.TempDir()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.worker.LoadShard, c.worker.ShardStates = loadShard, shard.StateFiles{}
+	c.worker.LoadShard, c.worker.ShardStates = loadShard, shard.StateFiles{Dir: dir}
 	return c
 }
 

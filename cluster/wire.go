@@ -108,8 +108,10 @@ type assignBody struct {
 	// run, opaque here (the worker's WorkerOptions.LoadShard reads it and
 	// builds the part from the model file).
 	Shard []byte `msgpack:"shard,omitempty"`
-	// StateDir is where a sharded part's worker saves its states and
-	// finds StateRef's (WorkerOptions.ShardStates). StateRef, when set,
+	// StateDir is the coordinator's state directory: a worker never uses
+	// it as a path (it saves its states and finds StateRef's in its own,
+	// WorkerOptions.ShardStates); it is kept on the wire for older
+	// workers' sake and the coordinator's log. StateRef, when set,
 	// is the sharded part's state to start from (its iteration is
 	// Next-1), as the worker that saved it reported it.
 	StateDir string `msgpack:"sdir,omitempty"`

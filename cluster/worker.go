@@ -34,11 +34,13 @@ type WorkerOptions struct {
 }
 
 // ShardStates keeps a sharded part's states where every worker of the job
-// can read them, in directory dir: Save returns a reference to the state
-// saved, which Load takes back for the part of worker w.
+// can read them, in the worker's own state directory (never one that a
+// message names: the assignment's StateDir is not used): Save returns a
+// reference to the state saved, which Load takes back for the part of
+// worker w.
 type ShardStates interface {
-	Save(ctx context.Context, dir string, at shard.StateAt, st *consensus.ShardPartState) ([]byte, error)
-	Load(ctx context.Context, dir string, at shard.StateAt, ref []byte, w *consensus.Worker) (*consensus.ShardPartState, error)
+	Save(ctx context.Context, at shard.StateAt, st *consensus.ShardPartState) ([]byte, error)
+	Load(ctx context.Context, at shard.StateAt, ref []byte, w *consensus.Worker) (*consensus.ShardPartState, error)
 }
 
 // Serve runs a worker until ctx is cancelled: it announces itself on the
@@ -385,7 +387,7 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 		}
 		st := w.ShardState()
 		at := shard.StateAt{Job: a.body.Base, Epoch: a.body.Epoch, Iter: iter, Part: a.body.Part, Spec: a.body.Shard}
-		return s.opts.ShardStates.Save(ctx, a.body.StateDir, at, &st)
+		return s.opts.ShardStates.Save(ctx, at, &st)
 	}
 	// Until the first step arrives, the acknowledgement is repeated: if it
 	// was lost, the coordinator would otherwise wait in vain.
@@ -537,7 +539,7 @@ func restoreShard(ctx context.Context, body *assignBody, wo WorkerOptions, w *co
 		return errors.New("this worker cannot restore sharded parts' states")
 	}
 	at := shard.StateAt{Job: body.Base, Epoch: body.Epoch, Iter: body.Next - 1, Part: body.Part, Spec: body.Shard}
-	st, err := wo.ShardStates.Load(ctx, body.StateDir, at, body.StateRef, w)
+	st, err := wo.ShardStates.Load(ctx, at, body.StateRef, w)
 	if err != nil {
 		return err
 	}

@@ -238,6 +238,7 @@ type coord struct {
 	// everyone who took part
 	seen     map[string]bool
 	noneFrom time.Time // since when the search has had no worker
+	refusal  string    // the last refusal of the job ("": none), said when no worker came
 	res      solver.Result
 	st       Stats
 	progress func(solver.Progress)
@@ -473,6 +474,9 @@ func (c *coord) loop() error {
 			}
 			c.checkWorkers(now)
 			if len(c.workers) == 0 && now.Sub(c.noneFrom) > c.opts.Wait {
+				if c.refusal != "" {
+					return fmt.Errorf("search %s: no worker for %v (%d nodes solved); the last refusal: %s", c.opts.Job, c.opts.Wait, c.st.Nodes, c.refusal)
+				}
 				return fmt.Errorf("search %s: no worker for %v (%d nodes solved)", c.opts.Job, c.opts.Wait, c.st.Nodes)
 			}
 		}
@@ -604,7 +608,7 @@ func (c *coord) handle(e event) error {
 			c.log.Warn("search: a worker refused the job", "worker", w.name, "reason", e.err)
 			delete(c.workers, w.name)
 			c.refused[w.name] = now
-			c.noneFrom = now
+			c.refusal = w.name + ": " + firstLine(e.err) // a refusal is no worker: the wait goes on counting
 			return nil
 		}
 		w.state, w.joined = idle, now

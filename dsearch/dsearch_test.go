@@ -2,6 +2,7 @@ package dsearch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -41,6 +42,17 @@ type pool struct {
 	mu      sync.Mutex
 	cancels map[string]context.CancelFunc
 	wg      sync.WaitGroup
+	// noFiles: the workers read no model file (WorkerOptions.ModelPath
+	// nil); else any absolute path (the tests' temporary files).
+	noFiles bool
+}
+
+// modelPath is the pool's workers' WorkerOptions.ModelPath.
+func (p *pool) modelPath(path string) (string, error) {
+	if p.noFiles {
+		return "", errors.New("the model file: this worker reads no model file (no directories given)")
+	}
+	return path, nil
 }
 
 func newPool(t *testing.T, tr transport.Transport, names ...string) *pool {
@@ -60,7 +72,7 @@ func (p *pool) start(name string, onTask func(job string, id uint64)) {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		if err := Serve(ctx, p.tr, WorkerOptions{Name: name, Threads: 1, OnTask: onTask}); err != nil {
+		if err := Serve(ctx, p.tr, WorkerOptions{Name: name, Threads: 1, OnTask: onTask, ModelPath: p.modelPath}); err != nil {
 			p.t.Errorf("worker %s: %v", name, err)
 		}
 	}()

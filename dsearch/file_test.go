@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/oracle"
@@ -89,7 +90,7 @@ func TestRunFileChecksTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.close()
-	w := &wserver{}
+	w := &wserver{opts: WorkerOptions{ModelPath: func(p string) (string, error) { return p, nil }}}
 	o := &openBody{File: path, Size: g.s.Size(), CRC: g.s.StructureCRC()}
 	got, err := w.model("j", o)
 	if err != nil || got.NumVars() != m.NumVars() {
@@ -105,9 +106,30 @@ func TestRunFileChecksTheFile(t *testing.T) {
 	for _, f := range []string{"rel.ddx", path + ".json", filepath.Join(t.TempDir(), "none.ddx")} {
 		if _, err := w.model("j", &openBody{File: f}); err == nil {
 			t.Errorf("open of %q: no error", f)
-		} else if strings.Contains(err.Error(), "\n") {
-			t.Errorf("open of %q: a multi-line error %q", f, err)
+		} else if strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), f) {
+			t.Errorf("open of %q: a multi-line error or one naming the path: %q", f, err)
 		}
 	}
+	// Without directories (ModelPath nil), a worker reads no file.
+	if _, err := (&wserver{}).model("j", &openBody{File: path, Size: o.Size, CRC: o.CRC}); err == nil || strings.Contains(err.Error(), path) {
+		t.Errorf("a worker without directories: %v, want a refusal naming no path", err)
+	}
 	_ = os.Remove(path)
+}
+
+// Workers that may not read the file refuse the job, and the search ends
+// after its wait with the refusal's reason, not waiting for ever.
+func TestRunFileRefusedByEveryWorker(t *testing.T) {
+	tr := transport.NewInProc()
+	defer tr.Close()
+	p := &pool{t: t, tr: tr, cancels: map[string]context.CancelFunc{}, noFiles: true}
+	p.start("w1", nil)
+	t.Cleanup(p.stop)
+	o := testOptions(1, admmSettings(5))
+	o.Wait = 2 * time.Second
+	m := generate.Ising(generate.GridOptions{Height: 3, Width: 3, Rho: 1, Seed: 1})
+	_, _, err := RunFile(context.Background(), tr, ddxFile(t, m), nil, o, nil)
+	if err == nil || !strings.Contains(err.Error(), "no worker for 2s") || !strings.Contains(err.Error(), "reads no model file") {
+		t.Fatalf("every worker refusing: %v", err)
+	}
 }

@@ -3,6 +3,7 @@ package dsearch
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -32,6 +33,11 @@ type WorkerOptions struct {
 	// OnTask, when not nil, is told when a subtree's search starts; it
 	// must return at once.
 	OnTask func(job string, id uint64)
+	// ModelPath checks the indexed file an open names and returns the
+	// path to read (launch: shard.Dirs.ModelPath, the worker's state
+	// directory and model roots only); nil: the worker reads no file, only
+	// models sent in the open. Its errors must hold no path.
+	ModelPath func(path string) (string, error)
 }
 
 // Timings of the protocol.
@@ -269,26 +275,35 @@ func (s *wserver) model(job string, o *openBody) (*model.Model, error) {
 	if len(o.Model) > 0 || o.File == "" {
 		return native.ReadWith(bytes.NewReader(o.Model), "model of job "+job, native.Msgpack, ro)
 	}
+	// Answers name no path and no size: a forged open learns nothing of
+	// the worker's files.
 	if !filepath.IsAbs(o.File) || filepath.Ext(o.File) != indexed.Ext {
-		return nil, fmt.Errorf("model file %q: not an absolute path to an indexed (%s) file", o.File, indexed.Ext)
+		return nil, fmt.Errorf("the model file: not an absolute path to an indexed (%s) file", indexed.Ext)
 	}
-	f, err := os.Open(o.File)
+	if s.opts.ModelPath == nil {
+		return nil, errors.New("the model file: this worker reads no model file (no directories given)")
+	}
+	path, err := s.opts.ModelPath(o.File)
 	if err != nil {
 		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, errors.New("the model file: cannot be opened")
 	}
 	defer f.Close()
 	st, err := f.Stat()
-	if err != nil {
-		return nil, err
+	if err != nil || !st.Mode().IsRegular() {
+		return nil, errors.New("the model file: not a regular file")
 	}
-	sc, err := indexed.OpenScan(f, st.Size(), o.File, indexed.ReadOptions{MaxEntries: s.opts.MaxEntries})
+	sc, err := indexed.OpenScan(f, st.Size(), "the model file", indexed.ReadOptions{MaxEntries: s.opts.MaxEntries})
 	if err != nil {
 		return nil, err
 	}
 	if sc.Size() != o.Size || sc.StructureCRC() != o.CRC {
-		return nil, fmt.Errorf("model file %s: %d bytes, structure checksum %08x; the coordinator's has %d bytes, %08x: another file", o.File, sc.Size(), sc.StructureCRC(), o.Size, o.CRC)
+		return nil, errors.New("the model file: its size or structure checksum differs from the coordinator's: another file")
 	}
-	return indexed.ReadOpened(f, o.File, indexed.ReadOptions{MaxEntries: s.opts.MaxEntries})
+	return indexed.ReadOpened(f, "the model file", indexed.ReadOptions{MaxEntries: s.opts.MaxEntries})
 }
 
 // onOpen takes a job when the worker is free (or the job's coordinator

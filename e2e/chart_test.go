@@ -256,8 +256,8 @@ type pod struct {
 }
 
 // newPod maps the pod template's first container: every volume to a
-// temp dir (a ConfigMap's files written into it, the models PVC to
-// models), every container port to a free port.
+// temp dir (a ConfigMap's or a Secret's files written into it, the models
+// PVC to models), every container port to a free port.
 func newPod(t *testing.T, r rendered, name string, spec podSpec, models string) *pod {
 	t.Helper()
 	if len(spec.Containers) != 1 {
@@ -275,6 +275,17 @@ func newPod(t *testing.T, r rendered, name string, spec podSpec, models string) 
 			cm := r.one(t, "ConfigMap", spec.Volumes[i].ConfigMap.Name)
 			for f, content := range cm.Data {
 				if err := os.WriteFile(filepath.Join(dir, f), []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case i >= 0 && spec.Volumes[i].Secret != nil: // its keys as files (base64 decoded)
+			sec := r.one(t, "Secret", spec.Volumes[i].Secret.SecretName)
+			for f, v := range sec.Data {
+				b, err := base64.StdEncoding.DecodeString(v)
+				if err != nil {
+					t.Fatalf("Secret %s key %s: %v", sec.Metadata.Name, f, err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -572,6 +583,9 @@ func chartJob(t *testing.T, sets ...string) {
 	for i := range *sts.Spec.Replicas {
 		name := fmt.Sprintf("%s-%d", sts.Metadata.Name, i)
 		cp := newPod(t, r, name, sts.Spec.Template.Spec, models)
+		if args := strings.Join(cp.c.Args, " "); !strings.Contains(args, "--raft-tls-cert /etc/ddrun/raft-tls/tls.crt") || !strings.Contains(args, "--raft-tls-ca") {
+			t.Errorf("%s: Raft traffic not over TLS by default: %s", name, args) // the group runs over the generated certificates
+		}
 		raft := servicePort(t, headless, cp, 7000)
 		hosts[fmt.Sprintf("%s.%s.ddrun.svc.cluster.local:7000", name, headless.Metadata.Name)] = fmt.Sprintf("127.0.0.1:%d", raft)
 		coords = append(coords, cp)

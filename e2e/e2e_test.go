@@ -240,7 +240,7 @@ func TestSeparateWorkersAcrossJobs(t *testing.T) {
 		}
 	}()
 	for i := 0; i < 3; i++ {
-		w := exec.CommandContext(ctx, worker, "--nats", srv.URL(), "--name", fmt.Sprintf("sep%d", i), "--threads", "1", "--quiet")
+		w := exec.CommandContext(ctx, worker, append([]string{"--nats", srv.URL(), "--name", fmt.Sprintf("sep%d", i), "--threads", "1", "--quiet"}, workerDirs(t)...)...)
 		w.WaitDelay = 5 * time.Second
 		if err := w.Start(); err != nil {
 			t.Fatal(err)
@@ -384,7 +384,7 @@ func TestKillWorkerMidRun(t *testing.T) {
 		}
 	}()
 	startWorker := func(name string) *exec.Cmd {
-		w := exec.CommandContext(ctx, worker, "--nats", srv.URL(), "--name", name, "--threads", "1", "--quiet")
+		w := exec.CommandContext(ctx, worker, append([]string{"--nats", srv.URL(), "--name", name, "--threads", "1", "--quiet"}, workerDirs(t)...)...)
 		if err := w.Start(); err != nil {
 			t.Fatal(err)
 		}

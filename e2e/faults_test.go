@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -40,13 +41,35 @@ func startNATS(t *testing.T, jetStream bool) *transport.Embedded {
 	return srv
 }
 
+// workerStates are the tests' workers' state directories, one per test:
+// every worker a test starts (spares too) shares it.
+var workerStates sync.Map
+
+// workerStateDir is the state directory of the test's workers.
+func workerStateDir(t *testing.T) string {
+	dir, ok := workerStates.Load(t)
+	if !ok {
+		dir, _ = workerStates.LoadOrStore(t, t.TempDir())
+	}
+	return dir.(string)
+}
+
+// workerDirs are the flags that let a test's worker take sharded parts:
+// the test's state directory, and the tests' temporary files as model
+// root.
+func workerDirs(t *testing.T) []string {
+	return []string{"--state-dir", workerStateDir(t), "--model-root", os.TempDir()}
+}
+
 // startWorkerProcs starts n worker processes named tag0, tag1, ... on the
-// server at url, with one thread each and the extra flags.
+// server at url, with one thread each and the extra flags; they take
+// sharded parts (the test's state directory, the models of the tests'
+// temporary files).
 func startWorkerProcs(t *testing.T, worker, url, tag string, n int, extra ...string) []*proc {
 	t.Helper()
 	var ws []*proc
 	for i := range n {
-		args := append([]string{"--nats", url, "--name", fmt.Sprintf("%s%d", tag, i), "--threads", "1"}, extra...)
+		args := append(append([]string{"--nats", url, "--name", fmt.Sprintf("%s%d", tag, i), "--threads", "1"}, workerDirs(t)...), extra...)
 		ws = append(ws, startProc(t, "worker", worker, args...))
 	}
 	return ws
@@ -274,7 +297,8 @@ func checkResumed(t *testing.T, p *proc, timeout time.Duration, job string, at, 
 // Every process stops (kill -9: coordinator and workers) after a
 // checkpoint; started again with --resume, the single coordinator
 // continues from its latest checkpoint in --checkpoint-dir and ends like
-// an undisturbed run.
+// an undisturbed run; before it, a coordinator with another job key is
+// refused the sealed checkpoints.
 func TestFullRestartResumesFromCheckpoint(t *testing.T) {
 	coord, worker := binaries(t)
 	model, flags, want := faultModel(t, coord)
@@ -282,6 +306,12 @@ func TestFullRestartResumesFromCheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	args := append([]string{"run", "--nats", srv.URL(), "--workers", "2", "--job", "restart", "--checkpoint-dir", dir, "--checkpoint-every", "100"}, flags...)
 	at := crashAfterCheckpoint(t, coord, worker, srv.URL(), args, model, "", 200)
+	// The checkpoints are sealed with the job key: another key cannot
+	// resume them, and says why.
+	foreign := startProc(t, "coordinator", coord, append(append(args[:len(args):len(args)], "--resume", "--job-key-file", keyFile(t)), model)...)
+	if err := foreign.wait(t, time.Minute); err == nil || !strings.Contains(foreign.stderr(), "sealed with another key") {
+		t.Fatalf("resumed with another job key: %v\n%s", err, foreign.stderr())
+	}
 	second := startProc(t, "coordinator", coord, append(append(args[:len(args):len(args)], "--resume"), model)...)
 	checkResumed(t, second, time.Minute, "restart", at, 100)
 	closeResult(t, second.result(t), want)

@@ -173,7 +173,7 @@ func TestWorkerWaitsForNATS(t *testing.T) {
 	model := genModel(t, coord, "potts", "--height", "8", "--width", "8", "--labels", "3", "--rho", "1", ".uai")
 	want := runJSON(t, time.Minute, coord, "solve", "--algo", "admm", "--json", "--quiet", model)
 
-	w := startProc(t, "early", worker, "--nats", url, "--name", "early", "--threads", "1", "--metrics", "127.0.0.1:0", "--connect-timeout", "2m")
+	w := startProc(t, "early", worker, append([]string{"--nats", url, "--name", "early", "--threads", "1", "--metrics", "127.0.0.1:0", "--connect-timeout", "2m"}, workerDirs(t)...)...)
 	murl := metricsURL(t, w)
 	waitLine(t, w, "NATS server not reachable yet; retrying", time.Minute)
 	if code, body := scrape(t, murl+"/healthz"); code != 200 {

@@ -376,7 +376,10 @@ func TestServe(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		for i := range 2 {
-			w := exec.CommandContext(ctx, worker, "--nats", s.nats, "--name", fmt.Sprintf("sw%d", i), "--threads", "1", "--quiet", "--insecure")
+			// They may read the jobs' converted models where the service
+			// keeps them (the search's workers read the whole file).
+			w := exec.CommandContext(ctx, worker, "--nats", s.nats, "--name", fmt.Sprintf("sw%d", i), "--threads", "1", "--quiet", "--insecure",
+				"--state-dir", t.TempDir(), "--model-root", dataDir)
 			w.WaitDelay = 5 * time.Second
 			if err := w.Start(); err != nil {
 				t.Fatal(err)

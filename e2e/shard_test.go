@@ -130,7 +130,7 @@ func TestKillShardedWorkerMidRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "x.mpe")
-	states := t.TempDir()
+	states := workerStateDir(t) // where the workers write their states
 	ws := startWorkerProcs(t, worker, srv.URL(), "sk", 2, "--quiet")
 	run := startProc(t, "coordinator", coord, "run", "--sharded", "--nats", srv.URL(), "--workers", "2", "--job", "shkill", "--lost-after", "1s",
 		"--checkpoint-every", "20", "--state-dir", states, "--json", "--threads", "1", "--tol", "0", "--max-iter", "400", "--out", out, model)

@@ -42,7 +42,7 @@ func TestSoakRandomKills(t *testing.T) {
 	n := 0
 	startWorker := func() *proc {
 		n++
-		return startProc(t, "worker", worker, "--nats", srv.URL(), "--name", fmt.Sprintf("soak%d", n), "--threads", "1", "--quiet")
+		return startWorkerProcs(t, worker, srv.URL(), fmt.Sprintf("soak%d-", n), 1, "--quiet")[0]
 	}
 	workers := []*proc{startWorker(), startWorker(), startWorker()}
 	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))

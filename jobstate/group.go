@@ -2,6 +2,7 @@ package jobstate
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,6 +76,10 @@ type Config struct {
 	LogStore      raft.LogStore
 	StableStore   raft.StableStore
 	SnapshotStore raft.SnapshotStore
+	// TLS, when not nil, makes the TCP transport mutual TLS (MutualTLS):
+	// a member accepts and dials only members whose certificates its CA
+	// signed. Not used with Transport.
+	TLS *tls.Config
 	// Logger receives raft's own logs (Debug, Info, Warn, Error) and this
 	// package's. Nil discards them.
 	Logger *slog.Logger
@@ -209,7 +214,15 @@ func Open(cfg Config) (*Group, error) {
 		if bind = cfg.Bind; bind == "" {
 			bind = cfg.Peers[cfg.ID]
 		}
-		if st.trans, err = raft.NewTCPTransportWithLogger(bind, advertise, transportMaxPool, transportTimeout, hl.Named("transport")); err != nil {
+		if cfg.TLS == nil {
+			st.trans, err = raft.NewTCPTransportWithLogger(bind, advertise, transportMaxPool, transportTimeout, hl.Named("transport"))
+		} else {
+			var stream *tlsStream
+			if stream, err = newTLSStream(bind, advertise, cfg.TLS); err == nil {
+				st.trans = raft.NewNetworkTransportWithLogger(stream, transportMaxPool, transportTimeout, hl.Named("transport"))
+			}
+		}
+		if err != nil {
 			return fail("listen on %s: %w", bind, err)
 		}
 		trans = st.trans

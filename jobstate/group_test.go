@@ -2,6 +2,7 @@ package jobstate
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"net"
@@ -28,6 +29,7 @@ type cluster struct {
 	dirs   map[string]string
 	groups map[string]*Group
 
+	tls   map[string]*tls.Config          // a disk member's mutual TLS (nil: plain TCP)
 	trans map[string]*raft.InmemTransport // the latest of each member
 	logs  map[string]*raft.InmemStore
 	snaps map[string]*raft.InmemSnapshotStore
@@ -80,7 +82,7 @@ func newDiskCluster(t *testing.T, n int) *cluster {
 // stores.
 func (c *cluster) config(id string) Config {
 	if c.disk {
-		return Config{ID: id, Bind: c.peers[id], Peers: c.peers, Dir: c.dirs[id]}
+		return Config{ID: id, Bind: c.peers[id], Peers: c.peers, Dir: c.dirs[id], TLS: c.tls[id]}
 	}
 	_, tr := raft.NewInmemTransport(raft.ServerAddress(c.peers[id]))
 	for other, ot := range c.trans {

@@ -1,7 +1,9 @@
 package launch
 
 import (
+	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,6 +50,30 @@ type Raft struct {
 	// readiness follows it): whether this member leads, and the leader it
 	// knows ("": none yet).
 	Joined func(isLeader func() bool, leader func() (id, addr string))
+	// TLS, when set, makes the members' Raft traffic mutual TLS.
+	TLS RaftTLS
+}
+
+// RaftTLS are the files of a Raft group's mutual TLS
+// (jobstate.MutualTLS): this member's certificate and key, and the CA
+// that signed every member's. All empty: plain TCP.
+type RaftTLS struct{ Cert, Key, CA string }
+
+// Register adds --raft-tls-cert, --raft-tls-key and --raft-tls-ca to fs.
+func (r *RaftTLS) Register(fs interface {
+	StringVar(*string, string, string, string)
+}) {
+	fs.StringVar(&r.Cert, "raft-tls-cert", "", "PEM `FILE` of this coordinator's certificate for Raft traffic (mutual TLS, with --raft-tls-key and --raft-tls-ca; it must name the host of its --raft-peers address)")
+	fs.StringVar(&r.Key, "raft-tls-key", "", "PEM `FILE` of the key of --raft-tls-cert")
+	fs.StringVar(&r.CA, "raft-tls-ca", "", "PEM `FILE` of the CA that signed every member's certificate: only its members are accepted and dialled")
+}
+
+// config is the TLS configuration of r, nil when r is empty.
+func (r RaftTLS) config() (*tls.Config, error) {
+	if r == (RaftTLS{}) {
+		return nil, nil
+	}
+	return jobstate.MutualTLS(r.Cert, r.Key, r.CA)
 }
 
 // Sharded has each worker read its part of an indexed model file (.ddx),
@@ -59,7 +85,8 @@ type Sharded struct {
 	Path string
 	// StateDir is where the model is converted to (when it is not .ddx)
 	// and where the workers save their parts' states for checkpoints ("":
-	// Path.state): a directory every worker sees.
+	// Path.state): a directory every worker sees, as its own --state-dir
+	// (WorkerDirs).
 	StateDir string
 	// MaxEntries bounds the tables the file may declare.
 	MaxEntries int
@@ -74,6 +101,26 @@ type Sharded struct {
 	// (shard.UnshardableError: a forbidden state, fewer factors than
 	// workers): a run that is sharded by default, not by request.
 	Fallback *Input
+}
+
+// WorkerDirs are the directories a worker of s on this machine (run
+// --local) is given (Worker.StateDir, Worker.ModelRoots): the state
+// directory, and the model's own directory as its model root. Nil s or a
+// path that cannot be made absolute: none (the workers take no sharded
+// parts).
+func (s *Sharded) WorkerDirs() (state string, roots []string) {
+	if s == nil {
+		return "", nil
+	}
+	path, err := filepath.Abs(s.Path)
+	if err != nil {
+		return "", nil
+	}
+	state, err = filepath.Abs(cmp.Or(s.StateDir, path+".state"))
+	if err != nil {
+		return "", nil
+	}
+	return state, []string{filepath.Dir(path)}
 }
 
 // refused reports whether the runtime refused the job for its input.
@@ -171,7 +218,11 @@ func runReplicated(ctx context.Context, job cluster.Job, t Target, record func(s
 	if err != nil {
 		return Outcome{}, &InputError{err}
 	}
-	g, err := jobstate.Open(jobstate.Config{ID: rf.ID, Bind: rf.Bind, Peers: peers, Dir: rf.Dir, Logger: rf.Logger})
+	tlsConfig, err := rf.TLS.config()
+	if err != nil {
+		return Outcome{}, &InputError{err}
+	}
+	g, err := jobstate.Open(jobstate.Config{ID: rf.ID, Bind: rf.Bind, Peers: peers, Dir: rf.Dir, Logger: rf.Logger, TLS: tlsConfig})
 	if err != nil {
 		return Outcome{}, fmt.Errorf("raft: %w", err)
 	}
@@ -184,6 +235,7 @@ func runReplicated(ctx context.Context, job cluster.Job, t Target, record func(s
 		if err != nil {
 			return Outcome{}, inputf("--checkpoint-dir: %v", err)
 		}
+		d.Seal(t.Checkpoints.Seal)
 		job.Store = d
 	} else {
 		bucket := rf.Bucket
@@ -194,7 +246,7 @@ func runReplicated(ctx context.Context, job cluster.Job, t Target, record func(s
 		if err != nil {
 			return Outcome{}, fmt.Errorf("checkpoint store (does the NATS server run JetStream?): %w", err)
 		}
-		job.Store = obj
+		job.Store = checkpoint.Seal(obj, t.Checkpoints.Seal)
 	}
 	job.Logger = t.Logger.With("raft_id", rf.ID)
 	job.Record = record
@@ -238,6 +290,7 @@ func localCheckpoints(ctx context.Context, c Checkpoints, job string, id cluster
 	if err != nil {
 		return nil, nil, inputf("--checkpoint-dir: %v", err)
 	}
+	d.Seal(c.Seal)
 	ms, err := d.Manifests(job)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--checkpoint-dir %s: %w", c.Dir, err)
@@ -314,11 +367,8 @@ func planShards(ctx context.Context, j *engine.Job, t Target) (*shardPlan, error
 		lctx, cancel = context.WithDeadlineCause(ctx, start.Add(timeLimit), fmt.Errorf("--time-limit %v reached while planning the shards", timeLimit))
 		defer cancel()
 	}
-	p := &shardPlan{stateDir: sh.StateDir, class: engine.Class{Higher: -1}}
-	if p.stateDir == "" {
-		p.stateDir = path + ".state"
-	}
-	if p.stateDir, err = filepath.Abs(p.stateDir); err != nil {
+	p := &shardPlan{class: engine.Class{Higher: -1}}
+	if p.stateDir, err = filepath.Abs(cmp.Or(sh.StateDir, path+".state")); err != nil {
 		return nil, inputf("--state-dir: %v", err)
 	}
 	evidence := sh.Evidence

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -26,12 +27,13 @@ func TestShardedTRWS(t *testing.T) {
 	}
 	tr := transport.NewInProc()
 	ctx, cancel := context.WithCancel(context.Background())
+	states := t.TempDir() // the workers' shared state directory
 	var wg sync.WaitGroup
 	for i := range 2 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := ServeWorker(ctx, tr, Worker{Name: fmt.Sprintf("w%d", i), Threads: 1}); err != nil {
+			if err := ServeWorker(ctx, tr, Worker{Name: fmt.Sprintf("w%d", i), Threads: 1, StateDir: states, ModelRoots: []string{os.TempDir()}}); err != nil {
 				t.Error(err)
 			}
 		}()

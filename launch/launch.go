@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ddrun/ddrun/checkpoint"
 	"io"
 	"log/slog"
 	"os"
@@ -113,6 +114,10 @@ type Checkpoints struct {
 	Interval time.Duration
 	Dir      string
 	Resume   bool
+	// Seal, when not nil, seals the checkpoint blobs with the job key
+	// (in Dir, or a Raft group's store): a blob that does not open with
+	// it is refused on resume.
+	Seal *checkpoint.Sealer
 }
 
 // Hooks are where a run reports beyond its result: engine's (progress and

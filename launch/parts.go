@@ -260,10 +260,10 @@ func (g *partsGet) check(n int) error {
 // part from the coordinator's file (or is told not to) receive it into
 // its own state directory.
 type partReceiver struct {
-	tr       transport.Transport
-	name     string
-	stateDir string
-	log      *slog.Logger
+	tr   transport.Transport
+	name string
+	dirs shard.Dirs // where the worker reads model files and writes
+	log  *slog.Logger
 }
 
 // receive prepares spec to be read (shard.Load, LoadPiece): from the
@@ -273,17 +273,25 @@ type partReceiver struct {
 // blocks' file is removed: the part is in memory once loaded).
 func (r *partReceiver) receive(ctx context.Context, spec *shard.Spec) (done func(), err error) {
 	if len(spec.Root) == 0 {
+		// Nothing to receive: the file, where this worker may read it.
+		p, err := r.dirs.ModelPath(spec.Path)
+		if err != nil {
+			return nil, err
+		}
+		spec.Path = p
 		return func() {}, nil
 	}
 	if !spec.Receive {
-		why := spec.ReadableFile()
+		p, why := r.dirs.ModelPath(spec.Path)
 		if why == nil {
-			return func() {}, nil
+			planned := *spec
+			planned.Path = p
+			if why = planned.ReadableFile(); why == nil {
+				spec.Path = p
+				return func() {}, nil
+			}
 		}
 		r.log.Info("the part's file is not readable here: receiving its blocks from the coordinator", "why", why)
-	}
-	if r.stateDir == "" {
-		return nil, fmt.Errorf("worker %s: no --state-dir to receive its part of %s in", r.name, spec.Path)
 	}
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:])
@@ -311,7 +319,7 @@ func (r *partReceiver) receive(ctx context.Context, spec *shard.Spec) (done func
 		stop()
 		return nil, fmt.Errorf("receiving the part of %s: %w", spec.Path, err)
 	}
-	rec, err := shard.Receive(ctx, r.stateDir, spec, sums, c.fetch)
+	rec, err := shard.Receive(ctx, r.dirs.State, spec, sums, c.fetch)
 	if err != nil {
 		stop()
 		return nil, err

@@ -81,8 +81,9 @@ func smallBlocks(t *testing.T) {
 }
 
 // ownDirs serves n workers on tr, each with a state directory of its own
-// (returned), logging to log, until the test ends.
-func ownDirs(t *testing.T, tr transport.Transport, n int, log *lines) []string {
+// (returned) and the model roots given, logging to log, until the test
+// ends.
+func ownDirs(t *testing.T, tr transport.Transport, n int, log *lines, roots ...string) []string {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
@@ -90,7 +91,7 @@ func ownDirs(t *testing.T, tr transport.Transport, n int, log *lines) []string {
 	for i := range n {
 		dirs[i] = t.TempDir()
 		wg.Go(func() {
-			w := Worker{Name: fmt.Sprintf("own%d", i), Threads: 1, StateDir: dirs[i], Logger: slog.New(log)}
+			w := Worker{Name: fmt.Sprintf("own%d", i), Threads: 1, StateDir: dirs[i], ModelRoots: roots, Logger: slog.New(log)}
 			if err := ServeWorker(ctx, tr, w); err != nil && ctx.Err() == nil {
 				t.Error(err)
 			}
@@ -100,7 +101,8 @@ func ownDirs(t *testing.T, tr transport.Transport, n int, log *lines) []string {
 }
 
 // partsSetup writes m to dir/m.ddx and serves two workers with state
-// directories of their own on an in-process transport.
+// directories of their own, which may read models under dir, on an
+// in-process transport.
 func partsSetup(t *testing.T, dir string, m *model.Model) (path string, tr transport.Transport, dirs []string, log *lines) {
 	t.Helper()
 	path = filepath.Join(dir, "m.ddx")
@@ -110,7 +112,7 @@ func partsSetup(t *testing.T, dir string, m *model.Model) (path string, tr trans
 	log = &lines{}
 	tr = transport.NewInProc()
 	t.Cleanup(func() { tr.Close() })
-	return path, tr, ownDirs(t, tr, 2, log), log
+	return path, tr, ownDirs(t, tr, 2, log, dir), log
 }
 
 // emptyDirs fails the test when a directory holds a file.
@@ -342,7 +344,11 @@ func BenchmarkPartsReceive(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := &partReceiver{tr: tr, name: "w0", stateDir: b.TempDir(), log: slog.New(slog.DiscardHandler)}
+	dirs, err := shard.NewDirs(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &partReceiver{tr: tr, name: "w0", dirs: dirs, log: slog.New(slog.DiscardHandler)}
 	for _, received := range []bool{false, true} {
 		b.Run(map[bool]string{false: "file", true: "received"}[received], func(b *testing.B) {
 			for b.Loop() {

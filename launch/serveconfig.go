@@ -99,6 +99,10 @@ type served struct {
 	tokenSource string
 }
 
+// Dir is the service's data directory: its jobs' files (workers of this
+// machine read their models there: --model-root).
+func (s *served) Dir() string { return s.dir }
+
 // openServe resolves c: the data directory (created), the tokens (the
 // token file, else $DDRUN_API_TOKEN, else the data directory's generated
 // token, created on first use), and the listener on c.Listen (TLS with

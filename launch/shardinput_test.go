@@ -21,11 +21,12 @@ import (
 func workers(t *testing.T, n int) transport.Transport {
 	tr := transport.NewInProc()
 	ctx, cancel := context.WithCancel(context.Background())
+	states := t.TempDir() // the workers' shared state directory
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	for i := range n {
 		wg.Go(func() {
-			if err := ServeWorker(ctx, tr, Worker{Name: string(rune('a' + i)), Threads: 1}); err != nil && ctx.Err() == nil {
+			if err := ServeWorker(ctx, tr, Worker{Name: string(rune('a' + i)), Threads: 1, StateDir: states, ModelRoots: []string{os.TempDir()}}); err != nil && ctx.Err() == nil {
 				t.Error(err)
 			}
 		})

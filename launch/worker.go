@@ -2,6 +2,8 @@ package launch
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -28,16 +30,37 @@ type Worker struct {
 	// (cluster.WorkerOptions).
 	OnStep  func(d time.Duration)
 	OnParts func(n int)
-	// StateDir is this worker's own directory, where it receives the
-	// part of a sharded run whose file it cannot read (Parts); "":
-	// DefaultWorkerDir().
-	StateDir string
+	// StateDir is the only directory the worker writes to: the parts it
+	// receives (Parts) and its sharded parts' state files (for
+	// checkpoints that outlive a worker, a directory every worker of the
+	// job sees); "": DefaultWorkerDir(). ModelRoots are the directories,
+	// besides StateDir, whose model files a sharded part's spec may name
+	// (shard.Dirs); a part whose file lies elsewhere is received.
+	StateDir   string
+	ModelRoots []string
+}
+
+// RegisterDirs registers the worker's directories for sharded parts on fs:
+// --state-dir (StateDir) and --model-root (ModelRoots; repeated, or a
+// list separated as $PATH is).
+func (w *Worker) RegisterDirs(fs *flag.FlagSet) {
+	fs.StringVar(&w.StateDir, "state-dir", "", "the only `DIR` this worker writes to: the sharded parts it receives (coordinator run --parts) and their state files (for checkpoints a spare can take over, a directory every worker sees; created when missing; default: ddrun-parts-UID in the temporary directory)")
+	fs.Func("model-root", "a `DIR` (besides --state-dir) whose model files a sharded part may be read from; a part whose file lies elsewhere is received from the coordinator. Repeat it or separate directories as in $PATH", func(v string) error {
+		for _, d := range filepath.SplitList(v) {
+			if d == "" {
+				return errors.New("an empty directory")
+			}
+			w.ModelRoots = append(w.ModelRoots, d)
+		}
+		return nil
+	})
 }
 
 // ServeWorker serves w on tr until ctx ends: dual decomposition's parts
-// (cluster.Serve; sharded parts read by shard.LoadFlat, from the model
-// file or received over tr (Parts), and their states saved as
-// shard.StateFiles) and, beside them on the same transport, the
+// (cluster.Serve; sharded parts read by shard.LoadFlat from the model file
+// where shard.Dirs allow it, or received over tr (Parts), and their states
+// saved as shard.StateFiles in StateDir) and, beside them on the same
+// transport, the
 // subtrees of distributed branch and bound (dsearch.Serve) and the parts
 // of distributed TRW-S (remote.Serve). It returns the first of their
 // errors.
@@ -49,7 +72,11 @@ func ServeWorker(ctx context.Context, tr transport.Transport, w Worker) error {
 	if w.StateDir == "" {
 		w.StateDir = DefaultWorkerDir()
 	}
-	parts := &partReceiver{tr: tr, name: w.Name, stateDir: w.StateDir, log: log}
+	dirs, err := shard.NewDirs(w.StateDir, w.ModelRoots)
+	if err != nil {
+		return err
+	}
+	parts := &partReceiver{tr: tr, name: w.Name, dirs: dirs, log: log}
 	load := func(ctx context.Context, b []byte) (*consensus.Part, error) {
 		spec, err := shard.DecodeSpec(b)
 		if err != nil {
@@ -62,17 +89,17 @@ func ServeWorker(ctx context.Context, tr transport.Transport, w Worker) error {
 		defer done()
 		return shard.LoadFlat(ctx, spec)
 	}
-	wo := cluster.WorkerOptions{Name: w.Name, Threads: w.Threads, Logger: w.Logger, LoadShard: load, ShardStates: shard.StateFiles{},
+	wo := cluster.WorkerOptions{Name: w.Name, Threads: w.Threads, Logger: w.Logger, LoadShard: load, ShardStates: shard.StateFiles{Dir: dirs.State},
 		OnStep: w.OnStep, OnParts: w.OnParts}
 	sctx, stopSearch := context.WithCancel(ctx)
 	searchDone, trwsDone := make(chan error, 1), make(chan error, 1)
 	go func() {
-		searchDone <- dsearch.Serve(sctx, tr, dsearch.WorkerOptions{Name: w.Name, Threads: w.Threads, Logger: w.Logger})
+		searchDone <- dsearch.Serve(sctx, tr, dsearch.WorkerOptions{Name: w.Name, Threads: w.Threads, Logger: w.Logger, ModelPath: dirs.ModelPath})
 	}()
 	go func() {
-		trwsDone <- remote.Serve(sctx, tr, remote.WorkerOptions{Name: w.Name, Logger: w.Logger, Receive: parts.receive})
+		trwsDone <- remote.Serve(sctx, tr, remote.WorkerOptions{Name: w.Name, Logger: w.Logger, Files: dirs, Receive: parts.receive})
 	}()
-	err := cluster.Serve(ctx, tr, wo)
+	err = cluster.Serve(ctx, tr, wo)
 	stopSearch()
 	for _, done := range []chan error{searchDone, trwsDone} {
 		if serr := <-done; err == nil {

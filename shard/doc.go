@@ -37,9 +37,15 @@
 // every block it fetches against that digest and keeps the blocks in a
 // file of the worker's own directory. Fetching is the caller's (a Fetch).
 //
+// What a message names is never a path a worker writes to: Dirs confine a
+// worker to its own state directory (the only one it writes, with names it
+// makes: ConfinedPath) and its model roots (ModelPath), and the errors it
+// sends back name no path and no size.
+//
 // It owns a Spec's wire form both ways: a sharded job's coordinator ships
 // a Layout's specs (EncodeSpecs; Digest is the job's identity) and a worker
-// builds its part from its own (LoadSpec). It must not know how parts
-// travel (package cluster carries the specs as opaque bytes, package
-// launch the received blocks) nor the command line.
+// builds its part from its own (LoadFlat, LoadPiece, after Dirs.ModelPath
+// or a Received). It must not know how parts travel (package cluster
+// carries the specs as opaque bytes, package launch the received blocks)
+// nor the command line.
 package shard

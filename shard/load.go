@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -36,19 +37,19 @@ func readPart(ctx context.Context, spec *Spec, pairs bool) (*consensus.Part, err
 	}
 	defer done()
 	if size != spec.Size {
-		return nil, fmt.Errorf("shard: %s has %d bytes, the coordinator planned a file of %d: not the same model file", spec.Path, size, spec.Size)
+		return nil, errors.New("shard: the model file's size differs from the coordinator's plan: not the same model file")
 	}
-	sc, err := indexed.OpenScan(f, size, spec.Path, indexed.ReadOptions{MaxEntries: spec.MaxEntries, Context: ctx})
+	sc, err := indexed.OpenScan(f, size, "the model file", indexed.ReadOptions{MaxEntries: spec.MaxEntries, Context: ctx})
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case sc.StructureCRC() != spec.StructureCRC:
-		return nil, fmt.Errorf("shard: %s: structure checksum %08x, the coordinator planned %08x: not the same model file", spec.Path, sc.StructureCRC(), spec.StructureCRC)
+		return nil, fmt.Errorf("shard: the model file: structure checksum %08x, the coordinator planned %08x: not the same model file", sc.StructureCRC(), spec.StructureCRC)
 	case sc.NumVars() != spec.NumVars:
-		return nil, fmt.Errorf("shard: %s: %d variables, the coordinator planned %d", spec.Path, sc.NumVars(), spec.NumVars)
+		return nil, fmt.Errorf("shard: the model file: %d variables, the coordinator planned %d", sc.NumVars(), spec.NumVars)
 	case spec.From < 0 || spec.To <= spec.From || spec.To > sc.NumFactors():
-		return nil, fmt.Errorf("shard: %s: factors [%d,%d) of %d", spec.Path, spec.From, spec.To, sc.NumFactors())
+		return nil, fmt.Errorf("shard: the model file: factors [%d,%d) of %d", spec.From, spec.To, sc.NumFactors())
 	case len(spec.Degree) != len(spec.Boundary):
 		return nil, fmt.Errorf("shard: %d degrees for %d boundary variables", len(spec.Degree), len(spec.Boundary))
 	}
@@ -67,7 +68,7 @@ func readPart(ctx context.Context, spec *Spec, pairs bool) (*consensus.Part, err
 	}
 	err = sc.ReadRecords(spec.Pos, spec.From, spec.To, runs.Card, func(a int, f *model.Factor) error {
 		if len(f.Vars) < 2 {
-			return fmt.Errorf("shard: %s: factor %d is over %d variables", spec.Path, a, len(f.Vars))
+			return fmt.Errorf("shard: the model file: factor %d is over %d variables", a, len(f.Vars))
 		}
 		if flat && len(f.Vars) == 2 && (f.Kind == model.Potts || f.Kind == model.Pair) && (q.Len() == 0 || f.Kind == q.Kind) {
 			if q.W == nil {
@@ -105,7 +106,7 @@ func readPart(ctx context.Context, spec *Spec, pairs bool) (*consensus.Part, err
 	copy(m.Unary, unary)
 	for k, u := range m.Unary {
 		if math.IsInf(u, -1) || math.IsNaN(u) {
-			return nil, fmt.Errorf("shard: %s: unary entry %d of the part is %v", spec.Path, k, u)
+			return nil, fmt.Errorf("shard: the model file: unary entry %d of the part is %v", k, u)
 		}
 	}
 	// The factors over the part's numbering, in place.
@@ -118,10 +119,10 @@ func readPart(ctx context.Context, spec *Spec, pairs bool) (*consensus.Part, err
 			q.I[a], q.J[a] = int32(local(int(q.I[a]))), int32(local(int(q.J[a])))
 		}
 		if err := m.Validate(); err != nil {
-			return nil, fmt.Errorf("shard: %s: factors [%d,%d): %w", spec.Path, spec.From, spec.To, err)
+			return nil, fmt.Errorf("shard: the model file: factors [%d,%d): %w", spec.From, spec.To, err)
 		}
 		if err := q.Validate(m.Cards); err != nil {
-			return nil, fmt.Errorf("shard: %s: factors [%d,%d): %w", spec.Path, spec.From, spec.To, err)
+			return nil, fmt.Errorf("shard: the model file: factors [%d,%d): %w", spec.From, spec.To, err)
 		}
 		return assemble(m, q, vars, spec)
 	}
@@ -132,7 +133,7 @@ func readPart(ctx context.Context, spec *Spec, pairs bool) (*consensus.Part, err
 	}
 	m.Factors = factors
 	if err := m.Validate(); err != nil {
-		return nil, fmt.Errorf("shard: %s: factors [%d,%d): %w", spec.Path, spec.From, spec.To, err)
+		return nil, fmt.Errorf("shard: the model file: factors [%d,%d): %w", spec.From, spec.To, err)
 	}
 	return assemble(m, nil, vars, spec)
 }
@@ -212,7 +213,7 @@ func assemble(m *model.Model, q *consensus.Pairs, vars []int, spec *Spec) (*cons
 		}
 	}
 	if entries != spec.ReplicaEntries {
-		return nil, fmt.Errorf("shard: %s: the part has %d replica entries, the coordinator counted %d", spec.Path, entries, spec.ReplicaEntries)
+		return nil, fmt.Errorf("shard: the model file: the part has %d replica entries, the coordinator counted %d", entries, spec.ReplicaEntries)
 	}
 	p.Boundary = make([]int, len(spec.Boundary))
 	for k, v := range spec.Boundary {

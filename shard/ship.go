@@ -336,7 +336,7 @@ func (s *Spec) open() (io.ReaderAt, int64, func(), error) {
 	if s.src != nil {
 		return s.src, s.Size, func() {}, nil
 	}
-	f, size, err := openSized(s.Path, "shard")
+	f, size, err := openRegular(s.Path, "shard: the model file") // its errors hold no path
 	if err != nil {
 		return nil, 0, nil, err
 	}

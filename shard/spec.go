@@ -2,15 +2,12 @@ package shard
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-
-	"github.com/ddrun/ddrun/consensus"
 )
 
 // Spec is one worker's part of a sharded job: where the model file is, the
@@ -216,17 +213,6 @@ func (l *Layout) Digest() ([]byte, error) {
 		h.Write(b)
 	}
 	return h.Sum(nil), nil
-}
-
-// LoadSpec builds a worker's part from its spec's wire form: it decodes
-// the spec (DecodeSpec) and reads the part (LoadFlat). It is a worker's
-// cluster.WorkerOptions.LoadShard.
-func LoadSpec(ctx context.Context, spec []byte) (*consensus.Part, error) {
-	sp, err := DecodeSpec(spec)
-	if err != nil {
-		return nil, err
-	}
-	return LoadFlat(ctx, sp)
 }
 
 // UnshardableError is a model that a sharded run cannot take as it is (a

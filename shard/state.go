@@ -107,21 +107,15 @@ func StateName(at StateAt) string {
 // checkStateName accepts only the names StateName makes: one path element
 // of letters, digits, '-', '_' and '.', not starting with a dot.
 func checkStateName(name string) error {
-	if name == "" || len(name) > maxJobLen || name[0] == '.' || !strings.HasSuffix(name, ".ddstate") {
-		return fmt.Errorf("shard: state file name %q is not one a worker writes", name)
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return fmt.Errorf("shard: state file name %q is not one a worker writes", name)
-		}
+	if !plainName(name) || !strings.HasSuffix(name, ".ddstate") {
+		return errors.New("shard: a state file name that is not one a worker writes")
 	}
 	return nil
 }
 
 func checkJob(job string) error {
 	if job == "" || len(job) > maxJobLen-64 || strings.ContainsAny(job, "/\\.") || checkStateName(job+".ddstate") != nil {
-		return fmt.Errorf("shard: job %q cannot name a state file", job)
+		return errors.New("shard: a job name that cannot name a state file")
 	}
 	return nil
 }
@@ -137,12 +131,12 @@ func WriteState(dir string, at StateAt, st *consensus.ShardPartState) (StateRef,
 		return StateRef{}, fmt.Errorf("shard: a state of %d decoded and %d best states", len(st.X), len(st.Best))
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return StateRef{}, fmt.Errorf("shard: state directory: %w", err)
+		return StateRef{}, fmt.Errorf("shard: the state directory: %w", pathless(err))
 	}
 	ref := StateRef{Name: StateName(at), Iter: at.Iter, Part: at.Part}
 	tmp, err := os.CreateTemp(dir, ".tmp-"+ref.Name+"-*")
 	if err != nil {
-		return StateRef{}, fmt.Errorf("shard: state file: %w", err)
+		return StateRef{}, fmt.Errorf("shard: the state file: %w", pathless(err))
 	}
 	defer os.Remove(tmp.Name()) // after the rename, nothing
 	defer tmp.Close()
@@ -151,24 +145,24 @@ func WriteState(dir string, at StateAt, st *consensus.ShardPartState) (StateRef,
 	inner := sha256.New()
 	w := io.MultiWriter(bw, inner)
 	if err := encodeState(w, at, st); err != nil {
-		return StateRef{}, fmt.Errorf("shard: writing %s: %w", ref.Name, err)
+		return StateRef{}, fmt.Errorf("shard: writing %s: %w", ref.Name, pathless(err))
 	}
 	bw.Write(inner.Sum(nil))
 	if err := bw.Flush(); err != nil {
-		return StateRef{}, fmt.Errorf("shard: writing %s: %w", ref.Name, err)
+		return StateRef{}, fmt.Errorf("shard: writing %s: %w", ref.Name, pathless(err))
 	}
 	if err := tmp.Sync(); err != nil {
-		return StateRef{}, fmt.Errorf("shard: writing %s: %w", ref.Name, err)
+		return StateRef{}, fmt.Errorf("shard: writing %s: %w", ref.Name, pathless(err))
 	}
 	fi, err := tmp.Stat()
 	if err != nil {
-		return StateRef{}, fmt.Errorf("shard: writing %s: %w", ref.Name, err)
+		return StateRef{}, fmt.Errorf("shard: writing %s: %w", ref.Name, pathless(err))
 	}
 	if err := tmp.Close(); err != nil {
-		return StateRef{}, fmt.Errorf("shard: writing %s: %w", ref.Name, err)
+		return StateRef{}, fmt.Errorf("shard: writing %s: %w", ref.Name, pathless(err))
 	}
 	if err := os.Rename(tmp.Name(), filepath.Join(dir, ref.Name)); err != nil {
-		return StateRef{}, fmt.Errorf("shard: writing %s: %w", ref.Name, err)
+		return StateRef{}, fmt.Errorf("shard: writing %s: %w", ref.Name, pathless(err))
 	}
 	if d, err := os.Open(dir); err == nil {
 		d.Sync()
@@ -246,7 +240,8 @@ func stateSize(job string, lens StateLens, best bool) int64 {
 	return n
 }
 
-// ReadState reads the state file ref names in dir and checks it before
+// ReadState reads the state file ref names in dir (a regular file directly
+// in it: OpenConfined) and checks it before
 // using it: its size against ref and against the lengths the part's state
 // has (before anything is allocated), its header against at (job,
 // iteration, part and the spec's sha256; any epoch), its own checksum and
@@ -259,25 +254,24 @@ func ReadState(ctx context.Context, dir string, ref StateRef, at StateAt, lens S
 	if err := checkJob(at.Job); err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, ref.Name)
-	f, size, err := openSized(path, "shard: state file")
+	f, size, err := OpenConfined(dir, ref.Name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	if size != ref.Size {
-		return nil, fmt.Errorf("shard: state file %s: %d bytes, the checkpoint recorded %d", path, size, ref.Size)
+		return nil, errors.New("shard: the state file's size differs from the size the checkpoint recorded")
 	}
 	if ref.Iter != at.Iter || ref.Part != at.Part {
-		return nil, fmt.Errorf("shard: state file %s: the reference is to part %d after iteration %d, want part %d after %d", path, ref.Part, ref.Iter, at.Part, at.Iter)
+		return nil, fmt.Errorf("shard: the state file: the reference is to part %d after iteration %d, want part %d after %d", ref.Part, ref.Iter, at.Part, at.Iter)
 	}
 	whole := sha256.New()
 	st, err := decodeState(bufio.NewReaderSize(io.TeeReader(f, whole), 1<<16), size, at, lens)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	if !bytes.Equal(whole.Sum(nil), ref.Sum[:]) {
-		return nil, fmt.Errorf("shard: state file %s: sha256 differs from the checkpoint's record", path)
+		return nil, errors.New("shard: the state file's sha256 differs from the checkpoint's record")
 	}
 	return st, ctx.Err()
 }
@@ -304,7 +298,7 @@ var errStateShort = errors.New("shard: state file ends early")
 // header must match at and lens.
 func decodeState(r io.Reader, size int64, at StateAt, lens StateLens) (*consensus.ShardPartState, error) {
 	if size != stateSize(at.Job, lens, false) && size != stateSize(at.Job, lens, true) {
-		return nil, fmt.Errorf("shard: state file of %d bytes, not one of this part's %d or %d", size, stateSize(at.Job, lens, false), stateSize(at.Job, lens, true))
+		return nil, errors.New("shard: the state file's size in bytes is not one of this part's")
 	}
 	inner := sha256.New()
 	tr := io.TeeReader(r, inner)
@@ -318,7 +312,7 @@ func decodeState(r io.Reader, size int64, at StateAt, lens StateLens) (*consensu
 	}
 	h := head[len(stateMagic):]
 	if int(h[0]) != len(at.Job) || string(h[1:1+len(at.Job)]) != at.Job {
-		return nil, fmt.Errorf("shard: a state file of another job (want %q)", at.Job)
+		return nil, errors.New("shard: a state file of another job")
 	}
 	h = h[1+len(at.Job):]
 	iter, part := le.Uint64(h[8:]), le.Uint32(h[16:])
@@ -334,7 +328,7 @@ func decodeState(r io.Reader, size int64, at StateAt, lens StateLens) (*consensu
 	case got != lens || best > 1:
 		return nil, fmt.Errorf("shard: a state of %d/%d/%d/%d entries, this part's has %d/%d/%d/%d", got.Lambda, got.Nu, got.Mu, got.X, lens.Lambda, lens.Nu, lens.Mu, lens.X)
 	case size != stateSize(at.Job, lens, best == 1):
-		return nil, fmt.Errorf("shard: state file of %d bytes, its header says %d", size, stateSize(at.Job, lens, best == 1))
+		return nil, errors.New("shard: the state file's size in bytes is not the one its header says")
 	}
 	st := &consensus.ShardPartState{PartState: consensus.PartState{Lambda: make([]float64, lens.Lambda), Nu: make([]float64, lens.Nu), Mu: make([]float64, lens.Mu)},
 		X: make([]int32, lens.X)}
@@ -387,7 +381,8 @@ func readLE[T any](r io.Reader, size int, dec func([]byte) T, arrays [][]T) erro
 	return nil
 }
 
-// StateFiles keeps sharded parts' states as state files in a directory
+// StateFiles keeps sharded parts' states as state files in directory Dir,
+// a worker's own (Dirs.State; never one a message names)
 // (cluster.WorkerOptions.ShardStates). After each save it removes the
 // part's older files of the job but the newest keepStates (the file just
 // written, then by modification time): a coordinator keeps at most two
@@ -395,30 +390,36 @@ func readLE[T any](r io.Reader, size int, dec func([]byte) T, arrays [][]T) erro
 // an earlier run of a job of the same name in the same directory (a job
 // that ended at a later iteration) would outrank a new run's and have its
 // files removed as they are written.
-type StateFiles struct{}
+type StateFiles struct{ Dir string }
 
 // keepStates is how many state files of one part StateFiles keeps.
 const keepStates = 3
 
 // Save writes st (WriteState) and returns its StateRef's wire form.
-func (StateFiles) Save(_ context.Context, dir string, at StateAt, st *consensus.ShardPartState) ([]byte, error) {
-	ref, err := WriteState(dir, at, st)
+func (s StateFiles) Save(_ context.Context, at StateAt, st *consensus.ShardPartState) ([]byte, error) {
+	if s.Dir == "" {
+		return nil, errNoDirs
+	}
+	ref, err := WriteState(s.Dir, at, st)
 	if err != nil {
 		return nil, err
 	}
-	pruneStates(dir, at, ref.Name)
+	pruneStates(s.Dir, at, ref.Name)
 	return ref.Encode(), nil
 }
 
 // Load reads the state ref names (ReadState), for worker w's part.
-func (StateFiles) Load(ctx context.Context, dir string, at StateAt, ref []byte, w *consensus.Worker) (*consensus.ShardPartState, error) {
+func (s StateFiles) Load(ctx context.Context, at StateAt, ref []byte, w *consensus.Worker) (*consensus.ShardPartState, error) {
+	if s.Dir == "" {
+		return nil, errNoDirs
+	}
 	r, err := DecodeStateRef(ref)
 	if err != nil {
 		return nil, err
 	}
 	var lens StateLens
 	lens.Lambda, lens.Nu, lens.Mu, lens.X = w.ShardStateLens()
-	return ReadState(ctx, dir, r, at, lens)
+	return ReadState(ctx, s.Dir, r, at, lens)
 }
 
 // pruneStates removes the part's state files of the job but the newest

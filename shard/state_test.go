@@ -120,7 +120,7 @@ func TestStatePrune(t *testing.T) {
 	st, at, _ := testState()
 	for _, it := range []int{10, 20, 30, 40, 50} {
 		at.Iter = it
-		if _, err := (StateFiles{}).Save(context.Background(), dir, at, st); err != nil {
+		if _, err := (StateFiles{Dir: dir}).Save(context.Background(), at, st); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -199,7 +199,7 @@ func TestStatePruneStaleRun(t *testing.T) {
 	}
 	for _, it := range []int{100, 200} {
 		at.Iter = it
-		if _, err := (StateFiles{}).Save(context.Background(), dir, at, st); err != nil {
+		if _, err := (StateFiles{Dir: dir}).Save(context.Background(), at, st); err != nil {
 			t.Fatal(err)
 		}
 	}

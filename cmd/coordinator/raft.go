@@ -12,6 +12,7 @@ type raftFlags struct {
 	id, bind, peers, dir string
 	bucket               string
 	replicas             int
+	tls                  launch.RaftTLS
 }
 
 func (r *raftFlags) register(fs interface {
@@ -24,6 +25,7 @@ func (r *raftFlags) register(fs interface {
 	fs.StringVar(&r.dir, "raft-dir", "", "`DIR` for this coordinator's Raft log and snapshots; reuse it to restart")
 	fs.StringVar(&r.bucket, "checkpoint-bucket", "", "JetStream object store `BUCKET` for a Raft group's checkpoint blobs (default ddrun-ckpt-JOB); ignored with --checkpoint-dir, which must then be shared by the group")
 	fs.IntVar(&r.replicas, "checkpoint-replicas", 1, "replicas of the checkpoint bucket in a clustered JetStream")
+	r.tls.Register(fs)
 }
 
 // target is the Raft group of the flags for launch: its checkpoints in
@@ -33,7 +35,7 @@ func (r *raftFlags) register(fs interface {
 func (r *raftFlags) target(ckDir string, con *cli.Console) *launch.Raft {
 	rlog := con.LoggerAt(slog.LevelWarn)
 	return &launch.Raft{ID: r.id, Bind: r.bind, Peers: r.peers, Dir: r.dir, Logger: rlog.With("raft_id", r.id),
-		CheckpointDir: ckDir, Bucket: r.bucket, Replicas: r.replicas}
+		CheckpointDir: ckDir, Bucket: r.bucket, Replicas: r.replicas, TLS: r.tls}
 }
 
 func (r *raftFlags) enabled() bool { return r.id != "" || r.bind != "" || r.peers != "" || r.dir != "" }

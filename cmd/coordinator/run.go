@@ -77,6 +77,11 @@ func (r *runFlags) check(t *launch.Target) error {
 	if err := natsflags.ValidJob(r.job); err != nil {
 		return usagef("--job %q: %v", r.job, err)
 	}
+	seal, err := r.key.CheckpointSealer() // checkpoint blobs sealed with a given key
+	if err != nil {
+		return usageError{err}
+	}
+	t.Checkpoints.Seal = seal
 	return nil
 }
 
@@ -118,10 +123,11 @@ func (r *runFlags) natsSession(local natsflags.Workers, con *cli.Console) *natsf
 // session opens the NATS session (natsSession) with the --local workers
 // of f.threads/workers threads each, gives a Raft group (raft, when not
 // nil) the connection for its checkpoint bucket and opens the output.
-func (r *runFlags) session(ctx context.Context, f *solveFlags, raft *launch.Raft, con *cli.Console) (*jobSession, error) {
+func (r *runFlags) session(ctx context.Context, f *solveFlags, raft *launch.Raft, sh *launch.Sharded, con *cli.Console) (*jobSession, error) {
 	var local natsflags.Workers
 	if r.local {
 		local = r.localWorkers(r.job, r.workers, max(1, f.s.Threads/r.workers), f.quiet, con)
+		local.StateDir, local.ModelRoots = sh.WorkerDirs() // a sharded run's files
 	}
 	ns := r.natsSession(local, con)
 	if err := ns.Open(ctx); err != nil {
@@ -170,7 +176,7 @@ func cmdRun(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	t.Hash = h.Sum(nil)
 	var ses *jobSession
 	t.Connect = func(ctx context.Context) (*launch.Session, error) {
-		if ses, err = r.session(ctx, &f, t.Raft, con); err != nil {
+		if ses, err = r.session(ctx, &f, t.Raft, t.Sharded, con); err != nil {
 			return nil, err
 		}
 		return ses.ls, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +30,7 @@ func workerPool(t *testing.T, n int) string {
 		wg.Wait()
 		srv.Shutdown()
 	})
+	states := t.TempDir() // the workers' shared state directory
 	for i := range n {
 		name := "w" + string(rune('a'+i))
 		tr, err := transport.NewNATS(ctx, transport.NATSOptions{URL: srv.URL()})
@@ -39,7 +41,7 @@ func workerPool(t *testing.T, n int) string {
 		go func() { // both protocols, sharded parts included, as cmd/worker serves them
 			defer wg.Done()
 			defer tr.Close()
-			if err := launch.ServeWorker(ctx, tr, launch.Worker{Name: name, Threads: 1}); err != nil && ctx.Err() == nil {
+			if err := launch.ServeWorker(ctx, tr, launch.Worker{Name: name, Threads: 1, StateDir: states, ModelRoots: []string{os.TempDir()}}); err != nil && ctx.Err() == nil {
 				t.Error(err)
 			}
 		}()

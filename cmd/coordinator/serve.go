@@ -75,7 +75,9 @@ func cmdServe(ctx context.Context, args []string, con *cli.Console) (err error) 
 		return inputError(err)
 	}
 	defer l.Close()
-	ns := sf.r.natsSession(sf.r.localWorkers("serve", sf.cfg.LocalWorkers, 1, sf.cfg.Quiet, con), con)
+	local := sf.r.localWorkers("serve", sf.cfg.LocalWorkers, 1, sf.cfg.Quiet, con)
+	local.ModelRoots = []string{l.Dir()} // the jobs' converted models
+	ns := sf.r.natsSession(local, con)
 	if err := ns.Open(ctx); err != nil {
 		return flagsError(err)
 	}

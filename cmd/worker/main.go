@@ -4,7 +4,7 @@
 // --exact, package dsearch), until it is stopped (SIGINT or SIGTERM).
 //
 //	worker --nats URL [--threads N] [--name NAME] [--log-format text|json] [NATS credential flags] [--job-key-file F]
-//	       [--connect-timeout D] [--metrics ADDR]
+//	       [--connect-timeout D] [--metrics ADDR] [--state-dir DIR [--model-root DIR]...]
 //	worker version
 //
 // It keeps trying to reach the NATS server for --connect-timeout (default
@@ -12,6 +12,9 @@
 // reconnects after any loss of the connection for as long as it runs,
 // logging the loss and the return. --metrics serves its Prometheus series,
 // /healthz and /readyz (ready while connected).
+//
+// It writes only in --state-dir, and reads a sharded part's model only
+// there or under a --model-root (docs/security.md).
 //
 // With a job key (--job-key-file, or $DDRUN_JOB_KEY) every message is
 // sealed with it and only coordinators holding the same key are heard
@@ -77,7 +80,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	host, _ := os.Hostname()
 	name := fs.String("name", transport.SanitizeName(fmt.Sprintf("%s-%d", host, os.Getpid())), "worker `NAME`, unique among the workers ([A-Za-z0-9_-])")
 	quiet := fs.Bool("quiet", false, "log only warnings and errors")
-	stateDir := fs.String("state-dir", "", "this worker's own `DIR`, where it receives its part of a sharded run whose model file it cannot read (coordinator run --parts; default: ddrun-parts-UID in the temporary directory)")
+	var wo launch.Worker
+	wo.RegisterDirs(fs)
 	con.Register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -109,7 +113,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	con.Start(cli.Options{Level: level, Quiet: true})
 	log := con.Logger().With("worker", *name)
 	var m *metrics.Metrics // nil without --metrics: its methods do nothing
-	wo := launch.Worker{Name: *name, Threads: *threads, Logger: log, StateDir: *stateDir}
+	wo.Name, wo.Threads, wo.Logger = *name, *threads, log
 	if *metricsAddr != "" {
 		var stop func()
 		var err error

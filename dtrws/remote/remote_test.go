@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -33,11 +34,12 @@ func newPool(t *testing.T, k int) *pool {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &pool{tr: transport.NewInProc(), cancel: cancel}
+	files := testFiles(t)
 	for i := range k {
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			if err := Serve(ctx, p.tr, WorkerOptions{Name: fmt.Sprintf("w%d", i)}); err != nil {
+			if err := Serve(ctx, p.tr, WorkerOptions{Name: fmt.Sprintf("w%d", i), Files: files}); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -48,6 +50,17 @@ func newPool(t *testing.T, k int) *pool {
 		p.tr.Close()
 	})
 	return p
+}
+
+// testFiles are the workers' directories of a test: a state directory of
+// their own, and the test's temporary files (writeDDX's) as model root.
+func testFiles(t *testing.T) shard.Dirs {
+	t.Helper()
+	d, err := shard.NewDirs(t.TempDir(), []string{os.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // writeDDX reduces m (no unary factor, no forbidden state: what a sharded
@@ -201,11 +214,12 @@ func TestLostWorkerFailsTheRun(t *testing.T) {
 	var stop1 context.CancelFunc
 	wctx[1], stop1 = context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	files := testFiles(t)
 	for i := range 2 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = Serve(wctx[i], tr, WorkerOptions{Name: fmt.Sprintf("w%d", i)})
+			_ = Serve(wctx[i], tr, WorkerOptions{Name: fmt.Sprintf("w%d", i), Files: files})
 		}()
 	}
 	defer wg.Wait()

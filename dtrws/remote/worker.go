@@ -22,10 +22,14 @@ type WorkerOptions struct {
 	// dropped (default 2 minutes).
 	ReleaseAfter time.Duration
 	// Receive, when not nil, prepares a part's spec to be read before it
-	// is loaded (launch's parts received over the transport); done is
-	// called once it is loaded. nil: the part is read from the file at
-	// the spec's path.
+	// is loaded (launch's parts received over the transport, or the file
+	// at the spec's path where the worker's directories allow it); done
+	// is called once it is loaded. nil: the part is read from the file at
+	// the spec's path when Files allow it.
 	Receive func(ctx context.Context, spec *shard.Spec) (done func(), err error)
+	// Files bound the model files a part's spec may name (shard.Dirs:
+	// under its state directory or model roots); zero: no part is loaded.
+	Files shard.Dirs
 }
 
 // helloEvery is how often a worker announces itself.
@@ -313,11 +317,14 @@ func (s *wserver) load(ctx context.Context, o *openBody) (*shard.Piece, error) {
 		return nil, fmt.Errorf("%d variables: more than this protocol numbers", spec.NumVars)
 	}
 	if s.opts.Receive != nil {
+		// It reads the file only where Files allow, or receives the part.
 		done, err := s.opts.Receive(ctx, spec)
 		if err != nil {
 			return nil, err
 		}
 		defer done()
+	} else if spec.Path, err = s.opts.Files.ModelPath(spec.Path); err != nil {
+		return nil, err
 	}
 	return shard.LoadPiece(ctx, spec, o.Copies)
 }

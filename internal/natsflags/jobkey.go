@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/ddrun/ddrun/checkpoint"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -71,14 +72,9 @@ func (k *JobKey) Wrap(tr transport.Transport, log *slog.Logger) (sealed transpor
 		log.Warn(InsecureWarning)
 		return tr, func() {}, nil
 	}
-	text := os.Getenv(JobKeyEnv)
-	from := "$" + JobKeyEnv
-	if k.File != "" {
-		b, err := os.ReadFile(k.File)
-		if err != nil {
-			return nil, nil, fmt.Errorf("--job-key-file %s: %w", k.File, errors.Unwrap(err))
-		}
-		text, from = string(b), "--job-key-file"
+	text, from, err := k.given()
+	if err != nil {
+		return nil, nil, err
 	}
 	if strings.TrimSpace(text) == "" {
 		switch {
@@ -104,6 +100,39 @@ func (k *JobKey) Wrap(tr transport.Transport, log *slog.Logger) (sealed transpor
 	k.text = text
 	log.Info("messages sealed with the job key", "key_id", fmt.Sprintf("%02x", transport.KeyID(keys[0])))
 	return s, func() { _ = s.Close() }, nil
+}
+
+// given is the key text of --job-key-file or $DDRUN_JOB_KEY ("" when
+// none) and where it came from.
+func (k *JobKey) given() (text, from string, err error) {
+	if k.File == "" {
+		return os.Getenv(JobKeyEnv), "$" + JobKeyEnv, nil
+	}
+	b, err := os.ReadFile(k.File)
+	if err != nil {
+		return "", "", fmt.Errorf("--job-key-file %s: %w", k.File, errors.Unwrap(err))
+	}
+	return string(b), "--job-key-file", nil
+}
+
+// CheckpointSealer is the sealer of a job's checkpoint blobs
+// (checkpoint.NewSealer) with the keys given (--job-key-file or
+// $DDRUN_JOB_KEY), or nil: under Insecure, and when none is given (a key
+// Wrap generates for --local seals no checkpoint, since the next run,
+// with another key, could not resume from it).
+func (k *JobKey) CheckpointSealer() (*checkpoint.Sealer, error) {
+	if k.Insecure {
+		return nil, nil
+	}
+	text, from, err := k.given()
+	if err != nil || strings.TrimSpace(text) == "" {
+		return nil, err
+	}
+	keys, err := transport.ParseKeys(text)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", from, err)
+	}
+	return checkpoint.NewSealer(keys)
 }
 
 // Env is the environment entry that gives child processes the key Wrap

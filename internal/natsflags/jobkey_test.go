@@ -1,12 +1,14 @@
 package natsflags
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/ddrun/ddrun/checkpoint"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -84,5 +86,46 @@ func TestJobKeyWrap(t *testing.T) {
 		if _, _, err := bad.Wrap(inner, nil); err == nil || !strings.Contains(err.Error(), "--job-key-file") {
 			t.Errorf("%s: %v", bad.File, err)
 		}
+	}
+}
+
+// Checkpoints are sealed with a key that was given (the file, else the
+// environment), so that a later run with the same key resumes them; not
+// with a generated one, nor under --insecure; a bad key is an error.
+func TestCheckpointSealer(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "key")
+	if err := os.WriteFile(file, []byte(keyB+","+keyA+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(JobKeyEnv, keyA)
+	env, err := (&JobKey{}).CheckpointSealer()
+	if err != nil || env == nil {
+		t.Fatalf("from the environment: %v, %v", env, err)
+	}
+	rotated, err := (&JobKey{File: file}).CheckpointSealer()
+	if err != nil || rotated == nil {
+		t.Fatalf("from the file: %v, %v", rotated, err)
+	}
+	// What the environment's key sealed opens with the file's rotated keys.
+	raw := checkpoint.NewMem()
+	m, err := checkpoint.Write(ctx, checkpoint.Seal(raw, env), checkpoint.Manifest{Job: "j", Epoch: 1, Iteration: 1}, []checkpoint.Part{{Role: "master", Data: []byte("state")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := checkpoint.Read(ctx, checkpoint.Seal(raw, rotated), &m); err != nil {
+		t.Errorf("resume with the rotated keys: %v", err)
+	}
+	if s, err := (&JobKey{Insecure: true}).CheckpointSealer(); s != nil || err != nil {
+		t.Errorf("--insecure: %v, %v", s, err)
+	}
+	t.Setenv(JobKeyEnv, "")
+	if s, err := (&JobKey{Generate: true}).CheckpointSealer(); s != nil || err != nil {
+		t.Errorf("no key given: %v, %v", s, err)
+	}
+	t.Setenv(JobKeyEnv, "not-a-key")
+	if _, err := (&JobKey{}).CheckpointSealer(); err == nil {
+		t.Error("a bad key accepted")
 	}
 }

@@ -26,7 +26,11 @@ type Workers struct {
 	Quiet, JSONLog bool
 	// Insecure starts them with --insecure (the coordinator's): no key.
 	Insecure bool
-	Stderr   io.Writer
+	// StateDir and ModelRoots, when set, are their --state-dir and
+	// --model-root (a sharded run's directories: launch.Sharded.WorkerDirs).
+	StateDir   string
+	ModelRoots []string
+	Stderr     io.Writer
 }
 
 // ErrNoWorker: no worker binary beside this program or on PATH.
@@ -63,6 +67,12 @@ func StartWorkers(w Workers) (func(), error) {
 		}
 		if w.Insecure {
 			c.Args = append(c.Args, "--insecure")
+		}
+		if w.StateDir != "" {
+			c.Args = append(c.Args, "--state-dir", w.StateDir)
+		}
+		for _, r := range w.ModelRoots {
+			c.Args = append(c.Args, "--model-root", r)
 		}
 		c.Stderr = w.Stderr
 		c.Env = append(c.Env, env...) // the job key, last so that it wins

@@ -1,0 +1,137 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func testSealer(t *testing.T, seed byte) *Sealer {
+	t.Helper()
+	s, err := NewSealer([][]byte{bytes.Repeat([]byte{seed}, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// sealedView returns a store over the same objects as raw, sealed by s:
+// a Dir of the same directory (Dir.Seal), or Seal's wrapper.
+func sealedView(t *testing.T, raw Store, s *Sealer) Store {
+	if d, ok := raw.(*Dir); ok {
+		sd, err := OpenDir(d.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sd.Seal(s)
+		return sd
+	}
+	return Seal(raw, s)
+}
+
+// Checkpoints sealed with the job key read back with it, in every store;
+// what the store holds is not the state; a blob that is tampered with,
+// moved to another object, written without the key (a foreign, unsealed
+// blob) or sealed with another key is refused on resume with an error
+// that says so (wrapping ErrSeal and ErrTorn), and Latest falls back past
+// it; an unsealed reader of sealed blobs is told to use the key.
+func TestSealedCheckpoints(t *testing.T) {
+	ctx := context.Background()
+	key, other := testSealer(t, 1), testSealer(t, 2)
+	for _, k := range storeKinds(t) {
+		t.Run(k.name, func(t *testing.T) {
+			raw := k.open(t)
+			st := sealedView(t, raw, key)
+			old := writeCheckpoint(t, st, "job", 1)
+			m := writeCheckpoint(t, st, "job", 2)
+			if d, ok := st.(*Dir); ok { // its manifests check the sealed objects' sizes
+				for _, mm := range []Manifest{old, m} {
+					if err := d.SaveManifest(ctx, &mm); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			got, err := Read(ctx, st, &m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range testParts(2) {
+				if !bytes.Equal(got[p.Role], p.Data) {
+					t.Fatalf("%s: read back differs", p.Role)
+				}
+			}
+			master := m.Blobs[0] // changes with the iteration: not shared with old
+			stored, err := raw.Get(ctx, master.Object)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(stored, testParts(2)[0].Data[:64]) || !looksSealed(stored) {
+				t.Fatal("the store holds the state in clear")
+			}
+			refused := func(what string, st Store, want string) {
+				t.Helper()
+				_, err := Read(ctx, st, &m)
+				if !errors.Is(err, ErrSeal) || !errors.Is(err, ErrTorn) || !strings.Contains(err.Error(), want) {
+					t.Errorf("%s: %v, want a torn checkpoint, ErrSeal, %q", what, err, want)
+				}
+			}
+			refused("another key", sealedView(t, raw, other), "another key")
+			refused("read without the key", raw, "resume with the job's key")
+			replace := func(data []byte) {
+				t.Helper()
+				if err := raw.Delete(ctx, master.Object); err != nil {
+					t.Fatal(err)
+				}
+				if err := raw.Put(ctx, master.Object, data); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tampered := slices.Clone(stored)
+			tampered[len(tampered)-20] ^= 1
+			replace(tampered)
+			refused("a flipped bit", st, "does not open")
+			moved, err := raw.Get(ctx, m.Blobs[2].Object) // part-1's sealed blob under the master's name
+			if err != nil {
+				t.Fatal(err)
+			}
+			replace(moved)
+			refused("a blob moved from another object", st, "does not open")
+			replace(testParts(2)[0].Data) // what an unsealed job would have written
+			refused("a foreign unsealed blob", st, "not sealed")
+			// Resume falls back past the refused checkpoint to the intact one.
+			back, _, skipped, err := Latest(ctx, st, []Manifest{m, old})
+			if err != nil || back.Iteration != 1 || len(skipped) != 1 || !errors.Is(skipped[0], ErrSeal) {
+				t.Errorf("latest: iteration %d, skipped %v, %v; want 1 after skipping the refused one", back.Iteration, skipped, err)
+			}
+		})
+	}
+}
+
+// A store sealed with rotated keys opens blobs sealed with any of them
+// and seals with the first.
+func TestSealerRotation(t *testing.T) {
+	ctx := context.Background()
+	a, b := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
+	oldKey, err := NewSealer([][]byte{a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	both, err := NewSealer([][]byte{b, a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := NewMem()
+	m := writeCheckpoint(t, Seal(raw, oldKey), "job", 1)
+	if _, err := Read(ctx, Seal(raw, both), &m); err != nil {
+		t.Fatalf("the old key's blobs under the rotated keys: %v", err)
+	}
+	if _, err := NewSealer([][]byte{[]byte("short")}); err == nil {
+		t.Error("a 5-byte key accepted")
+	}
+	if _, err := NewSealer(nil); err == nil {
+		t.Error("no key accepted")
+	}
+}
