@@ -100,6 +100,7 @@ func (l *remoteLink) Evaluate(ctx context.Context, in *consensus.EvalIn, out *co
 		return err
 	}
 	out.Seq, out.Before, out.After, out.X, out.Settled, out.Ref = r.Seq, r.Before, r.After, r.X, r.Settled, nil
+	out.Gains, out.Pairs, out.PairGains = r.Gains, r.Pairs, r.PairGains
 	if in.Op == consensus.EvalSave {
 		switch {
 		case r.SaveErr != "":

@@ -208,6 +208,11 @@ type evaledBody struct {
 	// RSS is the worker's peak RSS (MiB) when it answered: the last
 	// answers (the assignment's pieces) carry its peak over the run.
 	RSS int64 `msgpack:"rss,omitempty"`
+	// Gains, Pairs and PairGains answer EvalMoves
+	// (consensus.EvalOut's).
+	Gains     []float64        `msgpack:"g,omitempty"`
+	Pairs     transport.Int32s `msgpack:"gp,omitempty"`
+	PairGains []float64        `msgpack:"gpg,omitempty"`
 }
 
 // maxStateRef bounds a state reference a worker reports.

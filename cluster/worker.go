@@ -715,6 +715,7 @@ func (c *evalCache) answer(ctx context.Context, w *consensus.Worker, ev *evalBod
 			out.Err = err.Error()
 		}
 		out.Before, out.After, out.X, out.Settled = res.Before, res.After, res.X, res.Settled
+		out.Gains, out.Pairs, out.PairGains = res.Gains, res.Pairs, res.PairGains
 	}
 	c.seq, c.last = ev.Seq, out
 	return out

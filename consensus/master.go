@@ -622,6 +622,9 @@ func (l *runLoop) polish(ctx context.Context) error {
 		if err := s.shards.check(ctx, s, res, true); err != nil {
 			return err
 		}
+		if err := s.shards.moveBoundary(ctx, s, res); err != nil {
+			return err
+		}
 	case res.Assignment != nil && !s.opts.NoPolish:
 		// A last, longer local search from the best assignment found.
 		copy(s.x, l.bestX)

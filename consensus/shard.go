@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,10 +24,14 @@ import (
 // The iterates (multipliers, marginals, eta, the dual bound and the
 // residuals) are those of an unsharded run with the same slaves in the
 // same order, up to the order of floating-point sums: the per-slave and
-// per-variable code is the same. The primal differs: ICM runs on each
-// part with its boundary fixed, where an unsharded run's ICM also moves
-// the boundary. With one worker (no boundary) it is the same search as in
-// one process.
+// per-variable code is the same. The primal differs: each part's search
+// (ICM, and on hard constraints internal/primal's construction and large
+// neighbourhood search) runs with its boundary fixed as evidence, where
+// an unsharded run's search also moves the boundary. After the final
+// polish the coordinator moves the boundary itself (moveBoundary: block
+// coordinate ascent, the parts re-solving the neighbourhood of each
+// boundary variable moved). With one worker (no boundary) it is the same
+// search as in one process.
 
 // PartSummary is what a sharded run's coordinator knows of a part it never
 // saw: sizes its worker reports once it has built the part.
@@ -132,6 +137,19 @@ const (
 	// answers a reference to it (EvalOut.Ref). A Worker cannot save by
 	// itself: its link does it (package cluster).
 	EvalSave
+	// EvalMoves answers, for every boundary variable and state of it, the
+	// change of the part's share of the score when the kept best
+	// assignment (its boundary in the states given) moves that variable
+	// to that state and re-solves the neighbourhood around it
+	// (primal.Searcher.Move), the other boundary variables fixed
+	// (EvalOut.Gains). A part that never needed internal/primal's repair
+	// (no hard constraint violated) answers no gains.
+	EvalMoves
+	// EvalApply moves the kept best assignment's boundary variables that
+	// differ from the states given, one after the other as EvalMoves
+	// does, then improves the interior by ICM; scored and kept as
+	// EvalDecoded.
+	EvalApply
 )
 
 // EvalIn asks a worker to evaluate assignments of its part.
@@ -161,6 +179,15 @@ type EvalOut struct {
 	// Ref, for EvalSave, references the state saved, opaque here; empty
 	// when the worker could not save it (the state is then not taken).
 	Ref []byte
+	// Gains, for EvalMoves, holds per boundary variable (in the part's
+	// boundary order) one change per state, 0 at the state given; empty
+	// when the part has none to offer. Pairs lists pairs of boundary
+	// variables (indices in the part's boundary order, two per pair)
+	// moved jointly, and PairGains their changes, per pair its joint
+	// states row by row (the first variable's state major).
+	Gains     []float64
+	Pairs     []int32
+	PairGains []float64
 }
 
 // A PrimalLink reaches a sharded run's worker for the primal search.
@@ -180,7 +207,9 @@ type shardEval struct {
 	before, best []int32 // the last one before its improvement; the best kept
 	hasBest      bool
 	lastOp       EvalOp
-	settle       []bool // EvalSettle's frozen variables
+	settle       []bool     // EvalSettle's frozen variables
+	moved        []int      // EvalMoves' scratch
+	pairs        [][2]int32 // the boundary pairs EvalMoves prices jointly
 }
 
 // Evaluate runs one primal request of a sharded run on the part (see
@@ -192,8 +221,11 @@ func (w *Worker) Evaluate(in *EvalIn, out *EvalOut) error {
 	if in.Op == EvalSave {
 		return errors.New("evaluate: this worker's link does not save states")
 	}
-	if in.Op == EvalSettle {
+	switch in.Op {
+	case EvalSettle:
 		return w.settle(in, out)
+	case EvalMoves, EvalApply:
+		return w.move(in, out)
 	}
 	switch in.Op {
 	case EvalDecoded, EvalPolish:
@@ -276,6 +308,205 @@ func (w *Worker) checkBoundaryStates(x []int32) error {
 		}
 	}
 	return nil
+}
+
+// Budget of a boundary move (EvalMoves, EvalApply): the variables freed
+// around the boundary variable moved, and the branch and bound nodes that
+// re-solve them (those of the large neighbourhood search).
+const (
+	moveSize  = 40
+	moveNodes = 20000
+)
+
+// move is EvalMoves and EvalApply.
+func (w *Worker) move(in *EvalIn, out *EvalOut) error {
+	e := w.evalState()
+	if err := w.checkBoundaryStates(in.X); err != nil {
+		return err
+	}
+	if !e.hasBest {
+		return errors.New("evaluate: no best assignment to move")
+	}
+	ls := e.search
+	out.Gains, out.Pairs, out.PairGains = out.Gains[:0], out.Pairs[:0], out.PairGains[:0]
+	for i, s := range e.best {
+		e.cand[i] = int(s)
+	}
+	if in.Op == EvalApply {
+		if ls.prim != nil {
+			w.applyMoves(in.X)
+		} else {
+			// Nothing to re-solve: the interior around the new boundary
+			// as ICM leaves it.
+			for k, v := range w.boundary {
+				e.cand[v] = int(in.X[k])
+			}
+		}
+		out.Before = ls.partial(e.cand)
+		for i, s := range e.cand {
+			e.before[i] = int32(s)
+		}
+		ls.icm(e.cand, icmRunSweeps)
+		out.After = ls.partial(e.cand)
+		e.lastOp = in.Op
+		return nil
+	}
+	if ls.prim == nil {
+		return nil
+	}
+	for k, v := range w.boundary {
+		e.cand[v] = int(in.X[k])
+	}
+	base := ls.partial(e.cand)
+	ev := fixedStates(ls.frozen, e.cand)
+	if e.moved == nil {
+		e.moved = make([]int, len(e.cand))
+		e.pairs = w.boundaryPairs()
+	}
+	m := w.p.Model
+	gain := func(vars ...int) float64 {
+		copy(e.moved, e.cand)
+		ls.prim.Move(context.Background(), e.moved, ev, vars, moveSize, moveNodes, uint64(vars[0]))
+		return ls.partial(e.moved) - base
+	}
+	for _, v := range w.boundary {
+		cur := e.cand[v]
+		for st := range m.Cards[v] {
+			g := 0.0
+			if st != cur {
+				ev[v] = st
+				g = gain(v)
+			}
+			out.Gains = append(out.Gains, g)
+		}
+		ev[v] = cur
+	}
+	for _, pr := range e.pairs {
+		v1, v2 := w.boundary[pr[0]], w.boundary[pr[1]]
+		c1, c2 := e.cand[v1], e.cand[v2]
+		out.Pairs = append(out.Pairs, pr[0], pr[1])
+		for s1 := range m.Cards[v1] {
+			for s2 := range m.Cards[v2] {
+				g := 0.0
+				if s1 != c1 || s2 != c2 {
+					ev[v1], ev[v2] = s1, s2
+					g = gain(v1, v2)
+				}
+				out.PairGains = append(out.PairGains, g)
+			}
+		}
+		ev[v1], ev[v2] = c1, c2
+	}
+	return nil
+}
+
+// maxPairStates bounds the joint states of a pair of boundary variables
+// that EvalMoves prices together.
+const maxPairStates = 36
+
+// boundaryPairs lists the pairs of the part's boundary variables (boundary
+// indices, increasing) that share a factor of the part, each once, when
+// they have at most maxPairStates joint states.
+func (w *Worker) boundaryPairs() [][2]int32 {
+	m := w.p.Model
+	idx := make(map[int]int32, len(w.boundary))
+	for k, v := range w.boundary {
+		idx[v] = int32(k)
+	}
+	seen := map[[2]int32]bool{}
+	var pairs [][2]int32
+	var ks []int32
+	for a := range m.Factors {
+		ks = ks[:0]
+		for _, v := range m.Factors[a].Vars {
+			if k, ok := idx[v]; ok {
+				ks = append(ks, k)
+			}
+		}
+		for i, k1 := range ks {
+			for _, k2 := range ks[i+1:] {
+				pr := [2]int32{min(k1, k2), max(k1, k2)}
+				if pr[0] == pr[1] || seen[pr] || m.Cards[w.boundary[k1]]*m.Cards[w.boundary[k2]] > maxPairStates {
+					continue
+				}
+				seen[pr] = true
+				pairs = append(pairs, pr)
+			}
+		}
+	}
+	slices.SortFunc(pairs, func(a, b [2]int32) int {
+		if c := cmp.Compare(a[0], b[0]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a[1], b[1])
+	})
+	return pairs
+}
+
+// applyMoves moves the boundary variables of the kept best assignment
+// (in e.cand) whose states x changes, a group at a time: variables that
+// share a factor of the part move together (primal.Searcher.Move), groups
+// in the order of their first variable, the variables of later groups
+// keeping their old states meanwhile.
+func (w *Worker) applyMoves(x []int32) {
+	e, m := w.eval, w.p.Model
+	ls := e.search
+	var changed []int
+	group := map[int]int{} // boundary variable changed -> its group's root
+	for k, v := range w.boundary {
+		if int(x[k]) != e.cand[v] {
+			changed = append(changed, v)
+			group[v] = v
+		}
+	}
+	if len(changed) == 0 {
+		return
+	}
+	root := func(v int) int {
+		for group[v] != v {
+			v = group[v]
+		}
+		return v
+	}
+	for a := range m.Factors {
+		first := -1
+		for _, v := range m.Factors[a].Vars {
+			if _, ok := group[v]; !ok {
+				continue
+			}
+			if first < 0 {
+				first = root(v)
+			} else if r := root(v); r != first {
+				group[max(r, first)] = min(r, first)
+				first = min(r, first)
+			}
+		}
+	}
+	ev := fixedStates(ls.frozen, e.cand)
+	newState := make(map[int]int, len(changed))
+	for k, v := range w.boundary {
+		newState[v] = int(x[k])
+	}
+	done := map[int]bool{}
+	var vars []int
+	for _, v := range changed {
+		r := root(v)
+		if done[r] {
+			continue
+		}
+		done[r] = true
+		vars = vars[:0]
+		for _, u := range changed {
+			if root(u) == r {
+				vars = append(vars, u)
+				ev[u] = newState[u]
+			}
+		}
+		ls.prim.Move(context.Background(), e.cand, ev, vars, moveSize, moveNodes, uint64(vars[0]))
+	}
+	for k, v := range w.boundary { // where a move found no completion
+		e.cand[v] = int(x[k])
+	}
 }
 
 // settle is EvalSettle.
@@ -393,6 +624,14 @@ func (sp *shardPrimal) check(ctx context.Context, s *master, res *solver.Result,
 			return err
 		}
 	}
+	_, err = sp.keep(ctx, s, res, src, before, after)
+	return err
+}
+
+// keep has the workers keep the assignment just evaluated around the
+// boundary states src, before or after their improvement, when one beats
+// res.Primal, and reports whether it did.
+func (sp *shardPrimal) keep(ctx context.Context, s *master, res *solver.Result, src []int, before, after float64) (bool, error) {
 	var keep EvalOp
 	best := res.Primal
 	if before > best {
@@ -402,19 +641,217 @@ func (sp *shardPrimal) check(ctx context.Context, s *master, res *solver.Result,
 		keep, best = EvalKeepAfter, after
 	}
 	if keep == 0 {
-		return nil
+		return false, nil
 	}
 	for _, in := range sp.ins {
 		in.Op, in.X = keep, in.X[:0]
 	}
 	if err := sp.call(ctx, keep); err != nil {
-		return err
+		return false, err
 	}
-	if !polish {
-		copy(sp.best, src)
-	}
+	copy(sp.best, src) // src may be sp.best (a polish)
 	res.Primal, s.bestPrimal = best, best
+	return true, nil
+}
+
+// boundaryRounds bounds the rounds of moveBoundary.
+const boundaryRounds = 20
+
+// A boundaryMove is a candidate move of moveBoundary: boundary variables
+// j[0] (and j[1] when j[1] >= 0) to states st, with its estimated gain.
+type boundaryMove struct {
+	j, st [2]int
+	g     float64
+}
+
+// moveBoundary improves the best assignment's boundary, which the workers'
+// own searches keep fixed, after the final polish: block coordinate
+// ascent over the boundary variables with the parts re-solved around
+// them. Each round the workers price the states of every boundary
+// variable, and the joint states of pairs of them that share a factor
+// (EvalMoves: the change of their shares when the variables move and the
+// neighbourhood around them is re-solved). The coordinator adds the
+// shares and the boundary unaries and makes every move with a positive
+// total gain that touches no variable a better move took (EvalApply),
+// or, when the exact score of that does not improve, the best move only.
+// The best exact score is kept; the rounds end when no move improves it.
+// The coordinator holds what the workers price: boundary-sized.
+func (sp *shardPrimal) moveBoundary(ctx context.Context, s *master, res *solver.Result) error {
+	m := s.m
+	if len(m.Cards) == 0 || len(sp.links) < 2 || math.IsInf(res.Primal, -1) {
+		return nil
+	}
+	cand := make([]int, len(sp.best))
+	taken := make([]bool, len(sp.best))
+	var moves []boundaryMove
+	for range boundaryRounds {
+		for w, in := range sp.ins {
+			in.Op, in.X = EvalMoves, in.X[:0]
+			for _, j := range s.b.varsOf[w] {
+				in.X = append(in.X, int32(sp.best[j]))
+			}
+		}
+		if err := sp.call(ctx, EvalMoves); err != nil {
+			return err
+		}
+		var err error
+		if moves, err = sp.price(s, moves[:0], res.Primal); err != nil || len(moves) == 0 {
+			return err
+		}
+		slices.SortStableFunc(moves, func(a, b boundaryMove) int { return cmp.Compare(b.g, a.g) })
+		improved := false
+		for _, all := range []bool{true, false} {
+			copy(cand, sp.best)
+			clear(taken)
+			for k, mv := range moves {
+				if !all && k > 0 {
+					break
+				}
+				if taken[mv.j[0]] || mv.j[1] >= 0 && taken[mv.j[1]] {
+					continue
+				}
+				for i, j := range mv.j {
+					if j >= 0 {
+						cand[j], taken[j] = mv.st[i], true
+					}
+				}
+			}
+			before, after, err := sp.evaluate(ctx, s, cand, EvalApply, false)
+			if err != nil {
+				return err
+			}
+			if improved, err = sp.keep(ctx, s, res, cand, before, after); err != nil {
+				return err
+			}
+			if improved || len(moves) == 1 {
+				break
+			}
+		}
+		if !improved {
+			return nil
+		}
+	}
 	return nil
+}
+
+// price adds up the workers' answers to EvalMoves into the moves with a
+// positive total gain (above a tolerance relative to primal), appended to
+// moves. A worker's share of a pair it did not price is taken as the sum
+// of its shares of the two single moves.
+func (sp *shardPrimal) price(s *master, moves []boundaryMove, primal float64) ([]boundaryMove, error) {
+	m := s.m
+	gain := make([]float64, len(m.Unary)) // per boundary state: the total
+	type pairKey [2]int
+	reported := map[pairKey][]int{} // per pair: worker, offset into its PairGains
+	var order []pairKey
+	offs := make([][]int, len(sp.outs)) // per worker: its variables' offsets into its Gains
+	priced := false
+	for w, out := range sp.outs {
+		if len(out.Gains) == 0 {
+			continue
+		}
+		priced = true
+		of := s.b.varsOf[w]
+		offs[w] = make([]int, len(of)+1) // into out.Gains
+		for k, j := range of {
+			offs[w][k+1] = offs[w][k] + m.Cards[j]
+		}
+		if offs[w][len(of)] != len(out.Gains) || len(out.Pairs)%2 != 0 {
+			return nil, fmt.Errorf("worker %d: %d gains and %d pair indices for its boundary", w, len(out.Gains), len(out.Pairs))
+		}
+		for _, g := range out.Gains {
+			if math.IsNaN(g) || math.IsInf(g, 1) {
+				return nil, fmt.Errorf("worker %d: gain %v", w, g)
+			}
+		}
+		for k, j := range of {
+			for st := range m.Cards[j] {
+				gain[m.UnaryOff[j]+st] += out.Gains[offs[w][k]+st]
+			}
+		}
+		pg := out.PairGains
+		for p := 0; p < len(out.Pairs); p += 2 {
+			k1, k2 := int(out.Pairs[p]), int(out.Pairs[p+1])
+			if k1 < 0 || k2 <= k1 || k2 >= len(of) {
+				return nil, fmt.Errorf("worker %d: pair (%d, %d) of %d boundary variables", w, k1, k2, len(of))
+			}
+			c1, c2 := m.Cards[of[k1]], m.Cards[of[k2]]
+			if len(pg) < c1*c2 {
+				return nil, fmt.Errorf("worker %d: %d pair gains left for a pair of %d states", w, len(pg), c1*c2)
+			}
+			key := pairKey{of[k1], of[k2]}
+			if _, ok := reported[key]; !ok {
+				order = append(order, key)
+			}
+			for _, g := range pg[:c1*c2] {
+				if math.IsNaN(g) || math.IsInf(g, 1) {
+					return nil, fmt.Errorf("worker %d: gain %v", w, g)
+				}
+			}
+			reported[key] = append(reported[key], w, len(out.PairGains)-len(pg))
+			pg = pg[c1*c2:]
+		}
+		if len(pg) != 0 {
+			return nil, fmt.Errorf("worker %d: %d pair gains too many", w, len(pg))
+		}
+	}
+	if !priced {
+		return moves, nil
+	}
+	tol := 1e-9 * math.Max(1, math.Abs(primal))
+	// single reports variable j's total gain at state st (its unary's
+	// change included).
+	single := func(j, st int) float64 {
+		off := m.UnaryOff[j]
+		return gain[off+st] + m.Unary[off+st] - m.Unary[off+sp.best[j]]
+	}
+	for j, cur := range sp.best {
+		for st := range m.Cards[j] {
+			if g := single(j, st); st != cur && g > tol {
+				moves = append(moves, boundaryMove{j: [2]int{j, -1}, st: [2]int{st, 0}, g: g})
+			}
+		}
+	}
+	// A pair's total: the joint gains of the workers that priced it, the
+	// single gains of the others, and the unaries' changes.
+	share := func(w, j, st int) float64 {
+		k, ok := slices.BinarySearch(s.b.varsOf[w], j)
+		if !ok {
+			return 0
+		}
+		return sp.outs[w].Gains[offs[w][k]+st]
+	}
+	for _, key := range order {
+		j1, j2 := key[0], key[1]
+		c2 := m.Cards[j2]
+		rep := reported[key]
+		for s1 := range m.Cards[j1] {
+			for s2 := range c2 {
+				if s1 == sp.best[j1] || s2 == sp.best[j2] {
+					continue // a single move, priced above
+				}
+				g := m.Unary[m.UnaryOff[j1]+s1] - m.Unary[m.UnaryOff[j1]+sp.best[j1]] +
+					m.Unary[m.UnaryOff[j2]+s2] - m.Unary[m.UnaryOff[j2]+sp.best[j2]]
+				for w, out := range sp.outs {
+					at := -1
+					for r := 0; r < len(rep); r += 2 {
+						if rep[r] == w {
+							at = rep[r+1]
+						}
+					}
+					if at >= 0 {
+						g += out.PairGains[at+s1*c2+s2]
+					} else if len(out.Gains) > 0 {
+						g += share(w, j1, s1) + share(w, j2, s2)
+					}
+				}
+				if g > tol {
+					moves = append(moves, boundaryMove{j: key, st: [2]int{s1, s2}, g: g})
+				}
+			}
+		}
+	}
+	return moves, nil
 }
 
 // evaluate has every worker evaluate its part around the boundary states
@@ -551,7 +988,7 @@ func (sp *shardPrimal) call(ctx context.Context, op EvalOp) error {
 			return fmt.Errorf("worker %d: %w", w, err)
 		case out.Seq != sp.seq:
 			return fmt.Errorf("worker %d: answered evaluation %d for %d", w, out.Seq, sp.seq)
-		case op <= EvalPolish && (badScore(out.Before) || badScore(out.After)):
+		case (op <= EvalPolish || op == EvalApply) && (badScore(out.Before) || badScore(out.After)):
 			return fmt.Errorf("worker %d: scores %v and %v", w, out.Before, out.After)
 		}
 	}

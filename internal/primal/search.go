@@ -99,6 +99,12 @@ type Searcher struct {
 	rng   *rand.Rand
 	// scratch is bnb's, built on first use.
 	scratch *sub
+	// ordered: order holds a value order; seen, gen and free are Move's
+	// neighbourhood scratch, built on first use.
+	ordered bool
+	seen    []uint32
+	gen     uint32
+	free    []int32
 
 	// The search in progress.
 	ctx      context.Context
@@ -262,6 +268,7 @@ func (s *Searcher) fits(x []int) bool {
 // ties by decreasing unary, then by state.
 func (s *Searcher) valueOrder(hint []float64) {
 	m := s.m
+	s.ordered = true
 	key := func(v float64) float64 {
 		if math.IsNaN(v) {
 			return math.Inf(-1)
