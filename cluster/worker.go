@@ -709,13 +709,13 @@ func (c *evalCache) answer(ctx context.Context, w *consensus.Worker, ev *evalBod
 		}
 		out.Vars, out.X, out.Last = int32s(vars), states, last
 	} else {
-		in := consensus.EvalIn{Seq: ev.Seq, Op: consensus.EvalOp(ev.Op), X: ev.X, Repair: ev.Repair, Fixed: ev.Fixed}
+		in := consensus.EvalIn{Seq: ev.Seq, Op: consensus.EvalOp(ev.Op), X: ev.X, Repair: ev.Repair, Fixed: ev.Fixed, Allowed: ev.Allowed}
 		var res consensus.EvalOut
 		if err := w.Evaluate(&in, &res); err != nil {
 			out.Err = err.Error()
 		}
 		out.Before, out.After, out.X, out.Settled = res.Before, res.After, res.X, res.Settled
-		out.Gains, out.Pairs, out.PairGains = res.Gains, res.Pairs, res.PairGains
+		out.Gains, out.Pairs, out.PairGains, out.Allowed = res.Gains, res.Pairs, res.PairGains, res.Allowed
 	}
 	c.seq, c.last = ev.Seq, out
 	return out

@@ -332,8 +332,7 @@ func (ls *localSearch) primalRepair(x []int, fixed []bool) bool {
 		return false
 	}
 	if ls.prim == nil {
-		ls.prim = primal.NewSearcher(ls.m)
-		ls.hint = make([]float64, len(ls.m.Unary))
+		ls.newPrim()
 		ls.decoded = append(ls.decoded[:0], x...)
 	}
 	ev := fixedStates(fixed, x)
@@ -347,6 +346,12 @@ func (ls *localSearch) primalRepair(x []int, fixed []bool) bool {
 		copy(x, r.X)
 	}
 	return r.OK
+}
+
+// newPrim builds internal/primal's search of the model.
+func (ls *localSearch) newPrim() {
+	ls.prim = primal.NewSearcher(ls.m)
+	ls.hint = make([]float64, len(ls.m.Unary))
 }
 
 // fixedStates is the evidence that keeps the variables marked in fixed in

@@ -150,6 +150,14 @@ const (
 	// does, then improves the interior by ICM; scored and kept as
 	// EvalDecoded.
 	EvalApply
+	// EvalPropagate restricts the part's boundary variables to the states
+	// EvalIn.Allowed allows (those marked Fixed to their state in X),
+	// propagates the part's hard constraints (generalized arc
+	// consistency, package internal/primal) and answers the boundary
+	// states still allowed (EvalOut.Allowed; Settled false on a wipe-out).
+	// The coordinator builds a boundary this way, one variable after the
+	// other, that every part's constraints allow.
+	EvalPropagate
 )
 
 // EvalIn asks a worker to evaluate assignments of its part.
@@ -166,6 +174,9 @@ type EvalIn struct {
 	Fixed []bool
 	// Iter is the iteration whose state EvalSave saves.
 	Iter int
+	// Allowed holds, for EvalPropagate, per boundary variable (in the
+	// part's boundary order) whether each of its states is allowed.
+	Allowed []bool
 }
 
 // EvalOut is a worker's answer to an EvalIn: its share of the score (its
@@ -188,6 +199,8 @@ type EvalOut struct {
 	Gains     []float64
 	Pairs     []int32
 	PairGains []float64
+	// Allowed answers EvalPropagate, laid out as EvalIn.Allowed.
+	Allowed []bool
 }
 
 // A PrimalLink reaches a sharded run's worker for the primal search.
@@ -226,6 +239,8 @@ func (w *Worker) Evaluate(in *EvalIn, out *EvalOut) error {
 		return w.settle(in, out)
 	case EvalMoves, EvalApply:
 		return w.move(in, out)
+	case EvalPropagate:
+		return w.propagate(in, out)
 	}
 	switch in.Op {
 	case EvalDecoded, EvalPolish:
@@ -509,6 +524,51 @@ func (w *Worker) applyMoves(x []int32) {
 	}
 }
 
+// propagate is EvalPropagate.
+func (w *Worker) propagate(in *EvalIn, out *EvalOut) error {
+	e := w.evalState()
+	if err := w.checkBoundaryStates(in.X); err != nil {
+		return err
+	}
+	m := w.p.Model
+	n := 0
+	for _, v := range w.boundary {
+		n += m.Cards[v]
+	}
+	if len(in.Fixed) != len(in.X) || len(in.Allowed) != n {
+		return fmt.Errorf("evaluate: %d fixed flags and %d allowed states for %d boundary variables of %d states", len(in.Fixed), len(in.Allowed), len(in.X), n)
+	}
+	out.Allowed = append(out.Allowed[:0], in.Allowed...)
+	ls := e.search
+	if ls.pairs != nil { // no constraint to propagate here
+		out.Settled = true
+		return nil
+	}
+	if ls.prim == nil {
+		ls.newPrim()
+	}
+	p := ls.prim.Propagator()
+	ok := p.Reset()
+	off := 0
+	for k, v := range w.boundary {
+		for st := range m.Cards[v] {
+			if ok && (in.Fixed[k] && st != int(in.X[k]) || !in.Allowed[off+st]) && p.Allowed(v, st) {
+				ok = p.Remove(v, st)
+			}
+		}
+		off += m.Cards[v]
+	}
+	out.Settled = ok
+	off = 0
+	for _, v := range w.boundary {
+		for st := range m.Cards[v] {
+			out.Allowed[off+st] = ok && p.Allowed(v, st)
+		}
+		off += m.Cards[v]
+	}
+	return nil
+}
+
 // settle is EvalSettle.
 func (w *Worker) settle(in *EvalIn, out *EvalOut) error {
 	e := w.eval
@@ -586,6 +646,9 @@ type shardPrimal struct {
 	settled []int
 	fixed   []bool
 	start   []int // where the next sweep starts
+	// repaired: the parts' repairs around a decoded boundary failed once
+	// (the model has hard constraints across the boundary).
+	repaired bool
 }
 
 func newShardPrimal(links []WorkerLink, nb int) (*shardPrimal, error) {
@@ -615,17 +678,68 @@ func (sp *shardPrimal) check(ctx context.Context, s *master, res *solver.Result,
 		return err
 	}
 	if repair && math.IsInf(after, -1) && len(sp.links) > 1 {
-		// The parts' repairs around the decoded boundary failed: settle
-		// the boundary worker by worker, and repair around it.
-		if src, err = sp.settle(ctx, s); err != nil {
+		sp.repaired = true
+		// The parts' repairs around the decoded boundary failed: a
+		// boundary all parts' constraints allow (construct), else one
+		// settled worker by worker, and the repair around it.
+		if before, after, err = sp.reconstruct(ctx, s, src); err != nil {
 			return err
 		}
-		if before, after, err = sp.evaluate(ctx, s, src, op, repair); err != nil {
-			return err
-		}
+		src = sp.settled
 	}
 	_, err = sp.keep(ctx, s, res, src, before, after)
 	return err
+}
+
+// reconstruct builds a boundary from the decoded states src that the
+// parts' constraints allow (construct), else settles one worker by
+// worker, has the workers repair their parts around it and returns the
+// scores; the boundary is left in sp.settled.
+func (sp *shardPrimal) reconstruct(ctx context.Context, s *master, src []int) (before, after float64, err error) {
+	x, ok, err := sp.construct(ctx, s, src)
+	if err != nil {
+		return 0, 0, err
+	}
+	if ok {
+		if before, after, err = sp.evaluate(ctx, s, x, EvalDecoded, true); err != nil || !math.IsInf(after, -1) {
+			sp.settled = append(sp.settled[:0], x...)
+			return before, after, err
+		}
+	}
+	if x, err = sp.settle(ctx, s); err != nil {
+		return 0, 0, err
+	}
+	before, after, err = sp.evaluate(ctx, s, x, EvalDecoded, true)
+	return before, after, err
+}
+
+// constructDecoded is the sharded counterpart of the whole model's final
+// construction from the last decoded assignment (localSearch.polish): on
+// a model whose decoded assignments violated hard constraints, a boundary
+// the parts' constraints allow is built from the last decoded one, the
+// parts repaired around it, and the result kept when it beats the best.
+func (sp *shardPrimal) constructDecoded(ctx context.Context, s *master, res *solver.Result) error {
+	if !sp.repaired {
+		return nil
+	}
+	before, after, err := sp.reconstruct(ctx, s, s.x)
+	if err != nil {
+		return err
+	}
+	_, err = sp.keep(ctx, s, res, sp.settled, before, after)
+	return err
+}
+
+// polish is a sharded run's final polish: the parts' polish around the
+// best boundary (their search with the boundary fixed), then the
+// boundary's moves (moveBoundary). (A second round from the result
+// repeats the first's searches, seeded alike: on linkage_16 it found
+// nothing more.)
+func (sp *shardPrimal) polish(ctx context.Context, s *master, res *solver.Result) error {
+	if err := sp.check(ctx, s, res, true); err != nil {
+		return err
+	}
+	return sp.moveBoundary(ctx, s, res)
 }
 
 // keep has the workers keep the assignment just evaluated around the
@@ -913,6 +1027,153 @@ func (sp *shardPrimal) settle(ctx context.Context, s *master) ([]int, error) {
 		}
 	}
 	return sp.settled, nil
+}
+
+// construct builds a boundary every part's hard constraints allow, by
+// depth-first search over the boundary variables with the parts
+// propagating (maintained arc consistency, Sabin and Freuder 1994, with
+// the constraints held by the workers: EvalPropagate): the variable with
+// the fewest states left first, its decoded state (src) first. It
+// returns false when it found none within its budget of propagation
+// rounds. The coordinator holds the boundary's states and a trail of
+// the states removed: boundary-sized.
+func (sp *shardPrimal) construct(ctx context.Context, s *master, src []int) ([]int, bool, error) {
+	m := s.m
+	nb := len(sp.best)
+	allowed := make([]bool, len(m.Unary))
+	for t, u := range m.Unary {
+		allowed[t] = !math.IsInf(u, -1)
+	}
+	fixed := make([]bool, nb)
+	x := append([]int(nil), src...)
+	var trail []int
+	budget := 20*nb + 100
+	undo := func(mark int) {
+		for _, t := range trail[mark:] {
+			allowed[t] = true
+		}
+		trail = trail[:mark]
+	}
+	count := func(j int) int {
+		c := 0
+		for _, a := range allowed[m.UnaryOff[j]:m.UnaryOff[j+1]] {
+			if a {
+				c++
+			}
+		}
+		return c
+	}
+	// propagate runs rounds of the workers' propagation to a fixpoint.
+	propagate := func() (bool, error) {
+		for {
+			if budget--; budget < 0 {
+				return false, nil
+			}
+			for w, in := range sp.ins {
+				in.Op, in.X, in.Fixed, in.Allowed = EvalPropagate, in.X[:0], in.Fixed[:0], in.Allowed[:0]
+				for _, j := range s.b.varsOf[w] {
+					in.X = append(in.X, int32(x[j]))
+					in.Fixed = append(in.Fixed, fixed[j])
+					in.Allowed = append(in.Allowed, allowed[m.UnaryOff[j]:m.UnaryOff[j+1]]...)
+				}
+			}
+			if err := sp.call(ctx, EvalPropagate); err != nil {
+				return false, err
+			}
+			changed := false
+			for w, out := range sp.outs {
+				if !out.Settled {
+					return false, nil
+				}
+				if len(out.Allowed) != len(sp.ins[w].Allowed) {
+					return false, fmt.Errorf("worker %d: %d allowed states for %d", w, len(out.Allowed), len(sp.ins[w].Allowed))
+				}
+				k := 0
+				for _, j := range s.b.varsOf[w] {
+					for t := m.UnaryOff[j]; t < m.UnaryOff[j+1]; t++ {
+						if allowed[t] && !out.Allowed[k] {
+							allowed[t], changed = false, true
+							trail = append(trail, t)
+						}
+						k++
+					}
+				}
+			}
+			for j := range nb {
+				if count(j) == 0 {
+					return false, nil
+				}
+			}
+			if !changed {
+				return true, nil
+			}
+		}
+	}
+	type frame struct{ j, next, mark int }
+	var stack []frame
+	ok, err := propagate()
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	for {
+		j, best := -1, math.MaxInt
+		for i := range nb {
+			if c := count(i); !fixed[i] && c > 1 && c < best {
+				j, best = i, c
+			}
+		}
+		if j < 0 { // every variable fixed or down to one state
+			for i := range nb {
+				if !fixed[i] {
+					for st, a := range allowed[m.UnaryOff[i]:m.UnaryOff[i+1]] {
+						if a {
+							x[i] = st
+						}
+					}
+				}
+			}
+			return x, true, nil
+		}
+		stack = append(stack, frame{j: j, mark: len(trail)})
+		for {
+			f := &stack[len(stack)-1]
+			undo(f.mark)
+			fixed[f.j] = false
+			// The states in order: the decoded one, then the others.
+			st, c := -1, m.Cards[f.j]
+			for f.next < c && st < 0 {
+				cand := f.next
+				switch {
+				case f.next == 0:
+					cand = src[f.j]
+				case f.next <= src[f.j]:
+					cand = f.next - 1
+				}
+				f.next++
+				if allowed[m.UnaryOff[f.j]+cand] {
+					st = cand
+				}
+			}
+			if st < 0 {
+				stack = stack[:len(stack)-1]
+				if len(stack) == 0 {
+					return nil, false, nil
+				}
+				continue
+			}
+			fixed[f.j], x[f.j] = true, st
+			ok, err := propagate()
+			if err != nil {
+				return nil, false, err
+			}
+			if ok {
+				break
+			}
+			if budget < 0 {
+				return nil, false, nil
+			}
+		}
+	}
 }
 
 // settleOn runs EvalSettle on worker w and takes the states it chose for

@@ -138,6 +138,10 @@ func NewSearcher(m *model.Model) *Searcher {
 	return s
 }
 
+// Propagator returns the searcher's propagator, for a caller's own
+// propagation between searches (each search resets it).
+func (s *Searcher) Propagator() *Propagator { return s.p }
+
 // staticMax is an upper bound on factor a's score over all assignments.
 func staticMax(m *model.Model, a int) float64 {
 	f := &m.Factors[a]
