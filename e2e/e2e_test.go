@@ -323,7 +323,7 @@ func TestRealInstancesRunMatchesSolve(t *testing.T) {
 			// same iterations and dual, and a primal that is the exact
 			// score of --out, within 1.5% of solve's (on linkage_16, a
 			// pedigree of hard constraints whose 3 parts put 74 of its
-			// 402 variables on the boundary, it trails solve's by 1.2%
+			// 402 variables on the boundary, it trails solve's by 1.1%
 			// after 300 iterations: the 0.1% is not met there).
 			out := filepath.Join(t.TempDir(), "x.mpe")
 			got = runJSON(t, 2*time.Minute, coord, append(append([]string{"run", "--algo", "admm", "--local", "--workers", "3", "--out", out}, flags...), path)...)
