@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strings"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
