@@ -333,6 +333,12 @@ const (
 	moveNodes = 20000
 )
 
+// moveWork bounds the work of one EvalMoves, in moves times the part's
+// variables (each move resets the propagation and scores the part): a
+// part whose moves would cost more answers no gains, and its boundary
+// stays where the polish left it.
+const moveWork = 1 << 30
+
 // move is EvalMoves and EvalApply.
 func (w *Worker) move(in *EvalIn, out *EvalOut) error {
 	e := w.evalState()
@@ -369,16 +375,23 @@ func (w *Worker) move(in *EvalIn, out *EvalOut) error {
 	if ls.prim == nil {
 		return nil
 	}
-	for k, v := range w.boundary {
-		e.cand[v] = int(in.X[k])
-	}
-	base := ls.partial(e.cand)
-	ev := fixedStates(ls.frozen, e.cand)
 	if e.moved == nil {
 		e.moved = make([]int, len(e.cand))
 		e.pairs = w.boundaryPairs()
 	}
 	m := w.p.Model
+	moves := len(e.pairs) * maxPairStates
+	for _, v := range w.boundary {
+		moves += m.Cards[v]
+	}
+	if moves > moveWork/max(1, m.NumVars()) {
+		return nil // each move costs O(part): too many for the part's size
+	}
+	for k, v := range w.boundary {
+		e.cand[v] = int(in.X[k])
+	}
+	base := ls.partial(e.cand)
+	ev := fixedStates(ls.frozen, e.cand)
 	gain := func(vars ...int) float64 {
 		copy(e.moved, e.cand)
 		ls.prim.Move(context.Background(), e.moved, ev, vars, moveSize, moveNodes, uint64(vars[0]))
