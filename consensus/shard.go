@@ -656,9 +656,10 @@ type shardPrimal struct {
 	seq   int
 	best  []int // the best assignment's boundary states
 	// settle's boundary states and the variables they fixed
-	settled []int
-	fixed   []bool
-	start   []int // where the next sweep starts
+	settled    []int
+	fixed      []bool
+	start      []int // where the next sweep starts
+	partStates int   // the largest part's states (PartSummary.UnaryEntries)
 	// repaired: the parts' repairs around a decoded boundary failed once
 	// (the model has hard constraints across the boundary).
 	repaired bool
@@ -1042,6 +1043,10 @@ func (sp *shardPrimal) settle(ctx context.Context, s *master) ([]int, error) {
 	return sp.settled, nil
 }
 
+// constructWork bounds construct's work: propagation rounds times the
+// largest part's states.
+const constructWork = 1 << 31
+
 // construct builds a boundary every part's hard constraints allow, by
 // depth-first search over the boundary variables with the parts
 // propagating (maintained arc consistency, Sabin and Freuder 1994, with
@@ -1060,7 +1065,13 @@ func (sp *shardPrimal) construct(ctx context.Context, s *master, src []int) ([]i
 	fixed := make([]bool, nb)
 	x := append([]int(nil), src...)
 	var trail []int
-	budget := 20*nb + 100
+	// Rounds: 20 per boundary variable, and at most constructWork over the
+	// largest part's states (each round propagates every part afresh); a
+	// budget below one round per variable cannot finish.
+	budget := min(20*nb+100, constructWork/max(1, sp.partStates))
+	if budget < nb {
+		return nil, false, nil
+	}
 	undo := func(mark int) {
 		for _, t := range trail[mark:] {
 			allowed[t] = true
@@ -1304,6 +1315,9 @@ func CoordinateShards(ctx context.Context, bm *model.Model, sums []PartSummary, 
 	sp, err := newShardPrimal(links, len(b.vars))
 	if err != nil {
 		return ShardResult{}, err
+	}
+	for _, sm := range sums {
+		sp.partStates = max(sp.partStates, sm.UnaryEntries)
 	}
 	infos := make([]partInfo, len(sums))
 	entries := 0
