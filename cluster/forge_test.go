@@ -290,7 +290,7 @@ func FuzzWorkerStep(f *testing.F) {
 	}
 	body.Coord, body.Next = 7, 1
 	f.Fuzz(func(t *testing.T, iter int64, coord uint64, stop, gather, save bool, lamLen, muLen int16, val, eta, prev float64) {
-		_, w, err := newPartWorker(context.Background(), body, WorkerOptions{Threads: 1})
+		_, w, err := newPartWorker(context.Background(), body, WorkerOptions{Threads: 1}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -126,7 +126,9 @@ func (l *wholeModel) finish(res solver.Result) solver.Result { return solver.Fin
 // references to their states (State.Refs), no part of the model. A lost
 // worker ends the epoch: in the next, on a spare and the workers left,
 // every part restarts from the latest checkpoint (its spec and its state's
-// reference), or from the start before the first. deliver, when not nil,
+// reference), or from the start before the first; the workers left hold
+// their parts again and restore them from their states without reading
+// them again (keptPart), so that only the lost worker's part is read. deliver, when not nil,
 // gets the best assignment of a finite score before the workers are
 // released.
 type sharded struct {

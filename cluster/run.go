@@ -42,6 +42,11 @@ type RunOptions struct {
 	// lost names workers lost in earlier epochs of this run: a hung
 	// worker may still announce itself, so they are not claimed again.
 	lost map[string]bool
+	// parts is the part each worker held in the last epoch of a sharded
+	// run: the next epoch gives the workers left their parts again, which
+	// they kept (keptPart), so that only the lost worker's part is read
+	// again.
+	parts map[string]int
 	// Place assigns each slave of the plan to a worker; nil uses the
 	// multilevel partitioner (multilevel.Place).
 	Place  func(m *model.Model, plan partition.Plan, workers int) ([]int32, error)
@@ -172,6 +177,15 @@ func runEpochs(ctx context.Context, tr transport.Transport, lay layout, opts con
 			ro.lost = map[string]bool{}
 		}
 		ro.lost[lost.name] = true
+		ro.parts = nil
+		if c.sharded {
+			ro.parts = map[string]int{}
+			for w, name := range c.names {
+				if name != lost.name {
+					ro.parts[name] = w
+				}
+			}
+		}
 		ro.Epoch++
 		stats.Failovers++
 		st := c.latestState()
@@ -275,6 +289,7 @@ func openEpoch(ctx context.Context, tr transport.Transport, ro RunOptions) (*coo
 		closeAll()
 		return nil, nil, err
 	}
+	names = keepParts(names, ro.parts)
 	// Whatever happens, the workers go back to the pool at the end (after
 	// the stop below, for those that took a part).
 	undo = append(undo, func() { claims.release(context.WithoutCancel(ctx), names...) })
@@ -313,6 +328,30 @@ func openEpoch(ctx context.Context, tr transport.Transport, ro RunOptions) (*coo
 	}
 	undo = append(undo, func() { c.stop(context.WithoutCancel(ctx)) })
 	return c, closeAll, nil
+}
+
+// keepParts orders the workers claimed so that each that held a part in
+// the last epoch (parts) holds it again; the others take the parts left,
+// in their order.
+func keepParts(names []string, parts map[string]int) []string {
+	if len(parts) == 0 {
+		return names
+	}
+	out := make([]string, len(names))
+	var rest []string
+	for _, name := range names {
+		if w, ok := parts[name]; ok && w < len(out) && out[w] == "" {
+			out[w] = name
+		} else {
+			rest = append(rest, name)
+		}
+	}
+	for w := range out {
+		if out[w] == "" {
+			out[w], rest = rest[0], rest[1:]
+		}
+	}
+	return out
 }
 
 // links returns a link to each of the epoch's workers.

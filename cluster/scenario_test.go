@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -96,6 +97,7 @@ func readScript(t *testing.T, path string) []scriptLine {
 //	expect bound                             the dual bounds the primal
 //	expect faults                            every kind of fault was injected
 //	expect assignment                        a sharded run delivered every variable, scoring the primal
+//	expect loads=N                           the sharded parts the workers read in the last run
 //
 // where CMD is start NAME, kill NAME or sever (cut the running
 // coordinator off), and REF is undisturbed (the single-process solve) or
@@ -123,6 +125,7 @@ type scenario struct {
 	resume     *consensus.State           // the state the latest run resumed from
 	bg         sync.WaitGroup             // runs left in the background
 	mutes      map[string]<-chan struct{} // mute workers' assigned channels
+	loads      atomic.Int64               // the sharded parts the workers read in the latest run
 	done       chan struct{}              // closed when the test ends
 }
 
@@ -243,7 +246,10 @@ func (s *scenario) do(cmd, args string) {
 		}
 		job, loadShard := shardFixture(s.t, s.m, parts)
 		s.shard, s.stateDir = job, s.t.TempDir()
-		s.cluster().Sharded(loadShard)
+		s.cluster().Sharded(func(ctx context.Context, spec []byte) (*consensus.Part, error) {
+			s.loads.Add(1)
+			return loadShard(ctx, spec)
+		})
 	case "start":
 		s.cluster().Start(strings.Fields(args)...)
 	case "mute":
@@ -503,6 +509,7 @@ func (s *scenario) start(r runSpec, events []*event) <-chan ended {
 		}
 	}
 	end := make(chan ended, 1)
+	s.loads.Store(0)
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
@@ -722,6 +729,8 @@ func (s *scenario) stat(k string) int {
 		return st.Resumed
 	case "redone":
 		return st.Redone
+	case "loads":
+		return int(s.loads.Load())
 	case "checkpoints", "checkpoint":
 		if s.saved == nil {
 			s.fatalf("no states taken")

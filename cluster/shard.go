@@ -95,11 +95,12 @@ func (ro RunOptions) withDefaults() RunOptions {
 
 // Evaluate implements consensus.PrimalLink.
 func (l *remoteLink) Evaluate(ctx context.Context, in *consensus.EvalIn, out *consensus.EvalOut) error {
-	r, err := l.request(ctx, &evalBody{Seq: in.Seq, Op: uint8(in.Op), X: in.X, Repair: in.Repair, Fixed: in.Fixed, Iter: in.Iter})
+	r, err := l.request(ctx, &evalBody{Seq: in.Seq, Op: uint8(in.Op), X: in.X, Repair: in.Repair, Fixed: in.Fixed, Iter: in.Iter, Allowed: in.Allowed})
 	if err != nil {
 		return err
 	}
 	out.Seq, out.Before, out.After, out.X, out.Settled, out.Ref = r.Seq, r.Before, r.After, r.X, r.Settled, nil
+	out.Gains, out.Pairs, out.PairGains, out.Allowed = r.Gains, r.Pairs, r.PairGains, r.Allowed
 	if in.Op == consensus.EvalSave {
 		switch {
 		case r.SaveErr != "":

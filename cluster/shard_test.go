@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -199,5 +200,25 @@ func TestRunReplicatedShardedResumes(t *testing.T) {
 	}
 	if sc := m.Score(x); !relClose(sc, got.Primal, 1e-9) {
 		t.Errorf("primal %.12g, the delivered assignment scores %.12g", got.Primal, sc)
+	}
+}
+
+// keepParts gives each worker claimed again the part it held, the others
+// the parts left in their order, whatever order the claims came in.
+func TestKeepParts(t *testing.T) {
+	for _, c := range []struct {
+		names []string
+		parts map[string]int
+		want  []string
+	}{
+		{[]string{"a", "b", "c"}, nil, []string{"a", "b", "c"}},
+		{[]string{"spare", "s2", "s0"}, map[string]int{"s0": 0, "s2": 2}, []string{"s0", "spare", "s2"}},
+		{[]string{"x", "s1", "y"}, map[string]int{"s1": 1}, []string{"x", "s1", "y"}},
+		{[]string{"s1", "x", "y"}, map[string]int{"s1": 2}, []string{"x", "y", "s1"}},
+		{[]string{"s0", "s9"}, map[string]int{"s0": 1, "s9": 7}, []string{"s9", "s0"}}, // part 7 gone: s9 takes what is left
+	} {
+		if got := keepParts(slices.Clone(c.names), c.parts); !slices.Equal(got, c.want) {
+			t.Errorf("keepParts(%v, %v) = %v, want %v", c.names, c.parts, got, c.want)
+		}
 	}
 }

@@ -182,7 +182,9 @@ type evalBody struct {
 	Fixed  []bool           `msgpack:"fix,omitempty"`
 	Piece  int              `msgpack:"piece,omitempty"`
 	Iter   int              `msgpack:"it,omitempty"` // EvalSave's iteration
-	Coord  uint64           `msgpack:"cid"`
+	// Allowed is EvalPropagate's (consensus.EvalIn.Allowed).
+	Allowed []bool `msgpack:"al,omitempty"`
+	Coord   uint64 `msgpack:"cid"`
 }
 
 // opFetch asks for a piece of the best assignment (evalBody.Piece).
@@ -210,6 +212,13 @@ type evaledBody struct {
 	// RSS is the worker's peak RSS (MiB) when it answered: the last
 	// answers (the assignment's pieces) carry its peak over the run.
 	RSS int64 `msgpack:"rss,omitempty"`
+	// Gains, Pairs and PairGains answer EvalMoves
+	// (consensus.EvalOut's).
+	Gains     []float64        `msgpack:"g,omitempty"`
+	Pairs     transport.Int32s `msgpack:"gp,omitempty"`
+	PairGains []float64        `msgpack:"gpg,omitempty"`
+	// Allowed answers EvalPropagate (consensus.EvalOut.Allowed).
+	Allowed []bool `msgpack:"al,omitempty"`
 }
 
 // maxStateRef bounds a state reference a worker reports.

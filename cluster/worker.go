@@ -1,11 +1,13 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -84,10 +86,13 @@ func Serve(ctx context.Context, tr transport.Transport, opts WorkerOptions) erro
 			}
 		}
 	}()
+	var letGo <-chan time.Time // when to let the kept part go
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-letGo:
+			s.kept, letGo = keptPart{}, nil
 		case a := <-s.assigns:
 			jobCtx, cancel := context.WithCancel(ctx)
 			s.mu.Lock()
@@ -103,6 +108,9 @@ func Serve(ctx context.Context, tr transport.Transport, opts WorkerOptions) erro
 				}
 			}
 			s.announce(ctx)
+			if s.kept.part != nil {
+				letGo = time.After(keepPartFor)
+			}
 		}
 	}
 }
@@ -158,6 +166,9 @@ type server struct {
 	faults  *faultLog
 	seq     *transport.Sequence
 	assigns chan assignment
+	// kept is the last sharded part, for the job's next epoch (touched by
+	// Serve's loop only).
+	kept keptPart
 }
 
 // onAssign takes what a coordinator sends on the worker's assignment
@@ -341,7 +352,7 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 		return err
 	}
 	defer stopBeat()
-	part, w, err := newPartWorker(ctx, a.body, s.opts)
+	part, w, err := newPartWorker(ctx, a.body, s.opts, &s.kept)
 	ready := readyBody{}
 	if err != nil {
 		ready.Err = err.Error()
@@ -495,7 +506,7 @@ func (s *server) heartbeat(ctx context.Context, job string) (stop func(), err er
 
 // newPartWorker builds the consensus worker of an assigned part, restored
 // to the part's state when the assignment carries one.
-func newPartWorker(ctx context.Context, body *assignBody, wo WorkerOptions) (*consensus.Part, *consensus.Worker, error) {
+func newPartWorker(ctx context.Context, body *assignBody, wo WorkerOptions, kept *keptPart) (*consensus.Part, *consensus.Worker, error) {
 	var part *consensus.Part
 	var err error
 	switch {
@@ -504,7 +515,7 @@ func newPartWorker(ctx context.Context, body *assignBody, wo WorkerOptions) (*co
 	case wo.LoadShard == nil:
 		err = errors.New("this worker cannot read sharded parts")
 	default:
-		part, err = wo.LoadShard(ctx, body.Shard)
+		part, err = kept.load(ctx, body, wo.LoadShard)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -530,6 +541,41 @@ func newPartWorker(ctx context.Context, body *assignBody, wo WorkerOptions) (*co
 		}
 	}
 	return part, w, nil
+}
+
+// keptPart is the sharded part a worker built for its last job, kept
+// for keepPartFor after the job so that the next epoch of the same job
+// (after another worker's loss: every part restarts from the latest
+// checkpoint, and the coordinator gives each worker left its part again)
+// restores it from its state without reading the part again. A worker
+// holds at most one; the zero value holds none.
+type keptPart struct {
+	base string
+	spec []byte
+	part *consensus.Part
+}
+
+// keepPartFor is how long a worker keeps its last sharded part (keptPart)
+// after its job: a next epoch starts within the coordinator's --lost-after
+// and its claims.
+const keepPartFor = time.Minute
+
+// load returns the part of a sharded assignment: the one kept when it is
+// the same job's same spec, else the one LoadShard builds (kept in turn;
+// the one kept before is let go first, not to hold two).
+func (k *keptPart) load(ctx context.Context, body *assignBody, loadShard func(context.Context, []byte) (*consensus.Part, error)) (*consensus.Part, error) {
+	if k == nil {
+		return loadShard(ctx, body.Shard)
+	}
+	if k.part != nil && k.base == body.Base && bytes.Equal(k.spec, body.Shard) {
+		return k.part, nil
+	}
+	*k = keptPart{}
+	part, err := loadShard(ctx, body.Shard)
+	if err == nil {
+		*k = keptPart{base: body.Base, spec: slices.Clone(body.Shard), part: part}
+	}
+	return part, err
 }
 
 // restoreShard restores a sharded part's worker to the state its
@@ -711,12 +757,13 @@ func (c *evalCache) answer(ctx context.Context, w *consensus.Worker, ev *evalBod
 		}
 		out.Vars, out.X, out.Last = int32s(vars), states, last
 	} else {
-		in := consensus.EvalIn{Seq: ev.Seq, Op: consensus.EvalOp(ev.Op), X: ev.X, Repair: ev.Repair, Fixed: ev.Fixed}
+		in := consensus.EvalIn{Seq: ev.Seq, Op: consensus.EvalOp(ev.Op), X: ev.X, Repair: ev.Repair, Fixed: ev.Fixed, Allowed: ev.Allowed}
 		var res consensus.EvalOut
 		if err := w.Evaluate(&in, &res); err != nil {
 			out.Err = err.Error()
 		}
 		out.Before, out.After, out.X, out.Settled = res.Before, res.After, res.X, res.Settled
+		out.Gains, out.Pairs, out.PairGains, out.Allowed = res.Gains, res.Pairs, res.PairGains, res.Allowed
 	}
 	c.seq, c.last = ev.Seq, out
 	return out

@@ -619,7 +619,10 @@ func (l *runLoop) polish(ctx context.Context) error {
 	switch {
 	case s.shards != nil && !math.IsInf(res.Primal, -1):
 		// The same polish on the workers' parts around the best boundary.
-		if err := s.shards.check(ctx, s, res, true); err != nil {
+		if err := s.shards.constructDecoded(ctx, s, res); err != nil {
+			return err
+		}
+		if err := s.shards.polish(ctx, s, res); err != nil {
 			return err
 		}
 	case res.Assignment != nil && !s.opts.NoPolish:

@@ -293,8 +293,8 @@ func (ls *localSearch) improve(x []int, repair bool) {
 		ls.decoded = append(ls.decoded[:0], x...)
 	}
 	if repair {
-		if ls.pairs == nil && ls.frozen == nil {
-			ls.primalRepair(x)
+		if ls.pairs == nil {
+			ls.primalRepair(x, ls.frozen)
 		} else {
 			if ls.rep == nil {
 				ls.rep = ls.newRepair()
@@ -322,27 +322,51 @@ const (
 // primalRepair overwrites x with the feasible assignment internal/primal's
 // search builds, values tried in the order of x (then of the unaries),
 // without its neighbourhood search (the final polish runs it), so that the
-// first primal comes early. It leaves x as it is
-// when the search finds nothing, and stops trying once propagation proves
-// the model infeasible.
-func (ls *localSearch) primalRepair(x []int) {
+// first primal comes early. The variables marked in fixed (nil: none; a
+// sharded worker's boundary) keep their states in x, as evidence. It
+// leaves x as it is and reports false when the search finds nothing, and
+// stops trying once propagation proves the model infeasible with nothing
+// fixed.
+func (ls *localSearch) primalRepair(x []int, fixed []bool) bool {
 	if ls.primInfeasible {
-		return
+		return false
 	}
 	if ls.prim == nil {
-		ls.prim = primal.NewSearcher(ls.m)
-		ls.hint = make([]float64, len(ls.m.Unary))
+		ls.newPrim()
 		ls.decoded = append(ls.decoded[:0], x...)
 	}
+	ev := fixedStates(fixed, x)
 	r := ls.prim.Run(context.Background(), ls.oneHot(x), primal.Options{
 		MaxNodes:       primalNodesBase + primalNodesPerVar*ls.m.NumVars(),
-		Neighbourhoods: -1})
-	if r.Infeasible {
+		Neighbourhoods: -1, Evidence: ev})
+	if r.Infeasible && len(ev) == 0 {
 		ls.primInfeasible = true
 	}
 	if r.OK {
 		copy(x, r.X)
 	}
+	return r.OK
+}
+
+// newPrim builds internal/primal's search of the model.
+func (ls *localSearch) newPrim() {
+	ls.prim = primal.NewSearcher(ls.m)
+	ls.hint = make([]float64, len(ls.m.Unary))
+}
+
+// fixedStates is the evidence that keeps the variables marked in fixed in
+// their states in x (nil when none is marked).
+func fixedStates(fixed []bool, x []int) model.Evidence {
+	var ev model.Evidence
+	for i, f := range fixed {
+		if f {
+			if ev == nil {
+				ev = model.Evidence{}
+			}
+			ev[i] = x[i]
+		}
+	}
+	return ev
 }
 
 // oneHot is the hint that prefers x's states: 1 at x_i, 0 elsewhere.
@@ -366,7 +390,8 @@ func (ls *localSearch) polish(x []int) {
 		m := ls.m
 		best := m.Score(x)
 		opts := primal.Options{Neighbourhoods: min(primalPolishLNS, m.NumVars()),
-			MaxNodes: primalNodesBase + primalNodesPerVar*m.NumVars(), LNSNodes: primalLNSNodes}
+			MaxNodes: primalNodesBase + primalNodesPerVar*m.NumVars(), LNSNodes: primalLNSNodes,
+			Evidence: fixedStates(ls.frozen, x)}
 		if r := ls.prim.Run(context.Background(), ls.oneHot(ls.decoded), opts); r.OK && r.Score > best {
 			copy(x, r.X)
 			best = r.Score

@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,10 +24,14 @@ import (
 // The iterates (multipliers, marginals, eta, the dual bound and the
 // residuals) are those of an unsharded run with the same slaves in the
 // same order, up to the order of floating-point sums: the per-slave and
-// per-variable code is the same. The primal differs: ICM runs on each
-// part with its boundary fixed, where an unsharded run's ICM also moves
-// the boundary. With one worker (no boundary) it is the same search as in
-// one process.
+// per-variable code is the same. The primal differs: each part's search
+// (ICM, and on hard constraints internal/primal's construction and large
+// neighbourhood search) runs with its boundary fixed as evidence, where
+// an unsharded run's search also moves the boundary. After the final
+// polish the coordinator moves the boundary itself (moveBoundary: block
+// coordinate ascent, the parts re-solving the neighbourhood of each
+// boundary variable moved). With one worker (no boundary) it is the same
+// search as in one process.
 
 // PartSummary is what a sharded run's coordinator knows of a part it never
 // saw: sizes its worker reports once it has built the part.
@@ -132,6 +137,27 @@ const (
 	// answers a reference to it (EvalOut.Ref). A Worker cannot save by
 	// itself: its link does it (package cluster).
 	EvalSave
+	// EvalMoves answers, for every boundary variable and state of it, the
+	// change of the part's share of the score when the kept best
+	// assignment (its boundary in the states given) moves that variable
+	// to that state and re-solves the neighbourhood around it
+	// (primal.Searcher.Move), the other boundary variables fixed
+	// (EvalOut.Gains). A part that never needed internal/primal's repair
+	// (no hard constraint violated) answers no gains.
+	EvalMoves
+	// EvalApply moves the kept best assignment's boundary variables that
+	// differ from the states given, one after the other as EvalMoves
+	// does, then improves the interior by ICM; scored and kept as
+	// EvalDecoded.
+	EvalApply
+	// EvalPropagate restricts the part's boundary variables to the states
+	// EvalIn.Allowed allows (those marked Fixed to their state in X),
+	// propagates the part's hard constraints (generalized arc
+	// consistency, package internal/primal) and answers the boundary
+	// states still allowed (EvalOut.Allowed; Settled false on a wipe-out).
+	// The coordinator builds a boundary this way, one variable after the
+	// other, that every part's constraints allow.
+	EvalPropagate
 )
 
 // EvalIn asks a worker to evaluate assignments of its part.
@@ -148,6 +174,9 @@ type EvalIn struct {
 	Fixed []bool
 	// Iter is the iteration whose state EvalSave saves.
 	Iter int
+	// Allowed holds, for EvalPropagate, per boundary variable (in the
+	// part's boundary order) whether each of its states is allowed.
+	Allowed []bool
 }
 
 // EvalOut is a worker's answer to an EvalIn: its share of the score (its
@@ -161,6 +190,17 @@ type EvalOut struct {
 	// Ref, for EvalSave, references the state saved, opaque here; empty
 	// when the worker could not save it (the state is then not taken).
 	Ref []byte
+	// Gains, for EvalMoves, holds per boundary variable (in the part's
+	// boundary order) one change per state, 0 at the state given; empty
+	// when the part has none to offer. Pairs lists pairs of boundary
+	// variables (indices in the part's boundary order, two per pair)
+	// moved jointly, and PairGains their changes, per pair its joint
+	// states row by row (the first variable's state major).
+	Gains     []float64
+	Pairs     []int32
+	PairGains []float64
+	// Allowed answers EvalPropagate, laid out as EvalIn.Allowed.
+	Allowed []bool
 }
 
 // A PrimalLink reaches a sharded run's worker for the primal search.
@@ -180,7 +220,9 @@ type shardEval struct {
 	before, best []int32 // the last one before its improvement; the best kept
 	hasBest      bool
 	lastOp       EvalOp
-	settle       []bool // EvalSettle's frozen variables
+	settle       []bool     // EvalSettle's frozen variables
+	moved        []int      // EvalMoves' scratch
+	pairs        [][2]int32 // the boundary pairs EvalMoves prices jointly
 }
 
 // Evaluate runs one primal request of a sharded run on the part (see
@@ -192,8 +234,13 @@ func (w *Worker) Evaluate(in *EvalIn, out *EvalOut) error {
 	if in.Op == EvalSave {
 		return errors.New("evaluate: this worker's link does not save states")
 	}
-	if in.Op == EvalSettle {
+	switch in.Op {
+	case EvalSettle:
 		return w.settle(in, out)
+	case EvalMoves, EvalApply:
+		return w.move(in, out)
+	case EvalPropagate:
+		return w.propagate(in, out)
 	}
 	switch in.Op {
 	case EvalDecoded, EvalPolish:
@@ -278,6 +325,263 @@ func (w *Worker) checkBoundaryStates(x []int32) error {
 	return nil
 }
 
+// Budget of a boundary move (EvalMoves, EvalApply): the variables freed
+// around the boundary variable moved, and the branch and bound nodes that
+// re-solve them (those of the large neighbourhood search).
+const (
+	moveSize  = 40
+	moveNodes = 20000
+)
+
+// moveWork bounds the work of one EvalMoves, in moves times the part's
+// variables (each move resets the propagation and scores the part): a
+// part whose moves would cost more answers no gains, and its boundary
+// stays where the polish left it.
+const moveWork = 1 << 30
+
+// move is EvalMoves and EvalApply.
+func (w *Worker) move(in *EvalIn, out *EvalOut) error {
+	e := w.evalState()
+	if err := w.checkBoundaryStates(in.X); err != nil {
+		return err
+	}
+	if !e.hasBest {
+		return errors.New("evaluate: no best assignment to move")
+	}
+	ls := e.search
+	out.Gains, out.Pairs, out.PairGains = out.Gains[:0], out.Pairs[:0], out.PairGains[:0]
+	for i, s := range e.best {
+		e.cand[i] = int(s)
+	}
+	if in.Op == EvalApply {
+		if ls.prim != nil {
+			w.applyMoves(in.X)
+		} else {
+			// Nothing to re-solve: the interior around the new boundary
+			// as ICM leaves it.
+			for k, v := range w.boundary {
+				e.cand[v] = int(in.X[k])
+			}
+		}
+		out.Before = ls.partial(e.cand)
+		for i, s := range e.cand {
+			e.before[i] = int32(s)
+		}
+		ls.icm(e.cand, icmRunSweeps)
+		out.After = ls.partial(e.cand)
+		e.lastOp = in.Op
+		return nil
+	}
+	if ls.prim == nil {
+		return nil
+	}
+	if e.moved == nil {
+		e.moved = make([]int, len(e.cand))
+		e.pairs = w.boundaryPairs()
+	}
+	m := w.p.Model
+	moves := len(e.pairs) * maxPairStates
+	for _, v := range w.boundary {
+		moves += m.Cards[v]
+	}
+	if moves > moveWork/max(1, m.NumVars()) {
+		return nil // each move costs O(part): too many for the part's size
+	}
+	for k, v := range w.boundary {
+		e.cand[v] = int(in.X[k])
+	}
+	base := ls.partial(e.cand)
+	ev := fixedStates(ls.frozen, e.cand)
+	gain := func(vars ...int) float64 {
+		copy(e.moved, e.cand)
+		ls.prim.Move(context.Background(), e.moved, ev, vars, moveSize, moveNodes, uint64(vars[0]))
+		return ls.partial(e.moved) - base
+	}
+	for _, v := range w.boundary {
+		cur := e.cand[v]
+		for st := range m.Cards[v] {
+			g := 0.0
+			if st != cur {
+				ev[v] = st
+				g = gain(v)
+			}
+			out.Gains = append(out.Gains, g)
+		}
+		ev[v] = cur
+	}
+	for _, pr := range e.pairs {
+		v1, v2 := w.boundary[pr[0]], w.boundary[pr[1]]
+		c1, c2 := e.cand[v1], e.cand[v2]
+		out.Pairs = append(out.Pairs, pr[0], pr[1])
+		for s1 := range m.Cards[v1] {
+			for s2 := range m.Cards[v2] {
+				g := 0.0
+				if s1 != c1 || s2 != c2 {
+					ev[v1], ev[v2] = s1, s2
+					g = gain(v1, v2)
+				}
+				out.PairGains = append(out.PairGains, g)
+			}
+		}
+		ev[v1], ev[v2] = c1, c2
+	}
+	return nil
+}
+
+// maxPairStates bounds the joint states of a pair of boundary variables
+// that EvalMoves prices together.
+const maxPairStates = 36
+
+// boundaryPairs lists the pairs of the part's boundary variables (boundary
+// indices, increasing) that share a factor of the part, each once, when
+// they have at most maxPairStates joint states.
+func (w *Worker) boundaryPairs() [][2]int32 {
+	m := w.p.Model
+	idx := make(map[int]int32, len(w.boundary))
+	for k, v := range w.boundary {
+		idx[v] = int32(k)
+	}
+	seen := map[[2]int32]bool{}
+	var pairs [][2]int32
+	var ks []int32
+	for a := range m.Factors {
+		ks = ks[:0]
+		for _, v := range m.Factors[a].Vars {
+			if k, ok := idx[v]; ok {
+				ks = append(ks, k)
+			}
+		}
+		for i, k1 := range ks {
+			for _, k2 := range ks[i+1:] {
+				pr := [2]int32{min(k1, k2), max(k1, k2)}
+				if pr[0] == pr[1] || seen[pr] || m.Cards[w.boundary[k1]]*m.Cards[w.boundary[k2]] > maxPairStates {
+					continue
+				}
+				seen[pr] = true
+				pairs = append(pairs, pr)
+			}
+		}
+	}
+	slices.SortFunc(pairs, func(a, b [2]int32) int {
+		if c := cmp.Compare(a[0], b[0]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a[1], b[1])
+	})
+	return pairs
+}
+
+// applyMoves moves the boundary variables of the kept best assignment
+// (in e.cand) whose states x changes, a group at a time: variables that
+// share a factor of the part move together (primal.Searcher.Move), groups
+// in the order of their first variable, the variables of later groups
+// keeping their old states meanwhile.
+func (w *Worker) applyMoves(x []int32) {
+	e, m := w.eval, w.p.Model
+	ls := e.search
+	var changed []int
+	group := map[int]int{} // boundary variable changed -> its group's root
+	for k, v := range w.boundary {
+		if int(x[k]) != e.cand[v] {
+			changed = append(changed, v)
+			group[v] = v
+		}
+	}
+	if len(changed) == 0 {
+		return
+	}
+	root := func(v int) int {
+		for group[v] != v {
+			v = group[v]
+		}
+		return v
+	}
+	for a := range m.Factors {
+		first := -1
+		for _, v := range m.Factors[a].Vars {
+			if _, ok := group[v]; !ok {
+				continue
+			}
+			if first < 0 {
+				first = root(v)
+			} else if r := root(v); r != first {
+				group[max(r, first)] = min(r, first)
+				first = min(r, first)
+			}
+		}
+	}
+	ev := fixedStates(ls.frozen, e.cand)
+	newState := make(map[int]int, len(changed))
+	for k, v := range w.boundary {
+		newState[v] = int(x[k])
+	}
+	done := map[int]bool{}
+	var vars []int
+	for _, v := range changed {
+		r := root(v)
+		if done[r] {
+			continue
+		}
+		done[r] = true
+		vars = vars[:0]
+		for _, u := range changed {
+			if root(u) == r {
+				vars = append(vars, u)
+				ev[u] = newState[u]
+			}
+		}
+		ls.prim.Move(context.Background(), e.cand, ev, vars, moveSize, moveNodes, uint64(vars[0]))
+	}
+	for k, v := range w.boundary { // where a move found no completion
+		e.cand[v] = int(x[k])
+	}
+}
+
+// propagate is EvalPropagate.
+func (w *Worker) propagate(in *EvalIn, out *EvalOut) error {
+	e := w.evalState()
+	if err := w.checkBoundaryStates(in.X); err != nil {
+		return err
+	}
+	m := w.p.Model
+	n := 0
+	for _, v := range w.boundary {
+		n += m.Cards[v]
+	}
+	if len(in.Fixed) != len(in.X) || len(in.Allowed) != n {
+		return fmt.Errorf("evaluate: %d fixed flags and %d allowed states for %d boundary variables of %d states", len(in.Fixed), len(in.Allowed), len(in.X), n)
+	}
+	out.Allowed = append(out.Allowed[:0], in.Allowed...)
+	ls := e.search
+	if ls.pairs != nil { // no constraint to propagate here
+		out.Settled = true
+		return nil
+	}
+	if ls.prim == nil {
+		ls.newPrim()
+	}
+	p := ls.prim.Propagator()
+	ok := p.Reset()
+	off := 0
+	for k, v := range w.boundary {
+		for st := range m.Cards[v] {
+			if ok && (in.Fixed[k] && st != int(in.X[k]) || !in.Allowed[off+st]) && p.Allowed(v, st) {
+				ok = p.Remove(v, st)
+			}
+		}
+		off += m.Cards[v]
+	}
+	out.Settled = ok
+	off = 0
+	for _, v := range w.boundary {
+		for st := range m.Cards[v] {
+			out.Allowed[off+st] = ok && p.Allowed(v, st)
+		}
+		off += m.Cards[v]
+	}
+	return nil
+}
+
 // settle is EvalSettle.
 func (w *Worker) settle(in *EvalIn, out *EvalOut) error {
 	e := w.eval
@@ -352,9 +656,13 @@ type shardPrimal struct {
 	seq   int
 	best  []int // the best assignment's boundary states
 	// settle's boundary states and the variables they fixed
-	settled []int
-	fixed   []bool
-	start   []int // where the next sweep starts
+	settled    []int
+	fixed      []bool
+	start      []int // where the next sweep starts
+	partStates int   // the largest part's states (PartSummary.UnaryEntries)
+	// repaired: the parts' repairs around a decoded boundary failed once
+	// (the model has hard constraints across the boundary).
+	repaired bool
 }
 
 func newShardPrimal(links []WorkerLink, nb int) (*shardPrimal, error) {
@@ -384,15 +692,74 @@ func (sp *shardPrimal) check(ctx context.Context, s *master, res *solver.Result,
 		return err
 	}
 	if repair && math.IsInf(after, -1) && len(sp.links) > 1 {
-		// The parts' repairs around the decoded boundary failed: settle
-		// the boundary worker by worker, and repair around it.
-		if src, err = sp.settle(ctx, s); err != nil {
+		sp.repaired = true
+		// The parts' repairs around the decoded boundary failed: a
+		// boundary all parts' constraints allow (construct), else one
+		// settled worker by worker, and the repair around it.
+		if before, after, err = sp.reconstruct(ctx, s, src); err != nil {
 			return err
 		}
-		if before, after, err = sp.evaluate(ctx, s, src, op, repair); err != nil {
-			return err
+		src = sp.settled
+	}
+	_, err = sp.keep(ctx, s, res, src, before, after)
+	return err
+}
+
+// reconstruct builds a boundary from the decoded states src that the
+// parts' constraints allow (construct), else settles one worker by
+// worker, has the workers repair their parts around it and returns the
+// scores; the boundary is left in sp.settled.
+func (sp *shardPrimal) reconstruct(ctx context.Context, s *master, src []int) (before, after float64, err error) {
+	x, ok, err := sp.construct(ctx, s, src)
+	if err != nil {
+		return 0, 0, err
+	}
+	if ok {
+		if before, after, err = sp.evaluate(ctx, s, x, EvalDecoded, true); err != nil || !math.IsInf(after, -1) {
+			sp.settled = append(sp.settled[:0], x...)
+			return before, after, err
 		}
 	}
+	if x, err = sp.settle(ctx, s); err != nil {
+		return 0, 0, err
+	}
+	before, after, err = sp.evaluate(ctx, s, x, EvalDecoded, true)
+	return before, after, err
+}
+
+// constructDecoded is the sharded counterpart of the whole model's final
+// construction from the last decoded assignment (localSearch.polish): on
+// a model whose decoded assignments violated hard constraints, a boundary
+// the parts' constraints allow is built from the last decoded one, the
+// parts repaired around it, and the result kept when it beats the best.
+func (sp *shardPrimal) constructDecoded(ctx context.Context, s *master, res *solver.Result) error {
+	if !sp.repaired {
+		return nil
+	}
+	before, after, err := sp.reconstruct(ctx, s, s.x)
+	if err != nil {
+		return err
+	}
+	_, err = sp.keep(ctx, s, res, sp.settled, before, after)
+	return err
+}
+
+// polish is a sharded run's final polish: the parts' polish around the
+// best boundary (their search with the boundary fixed), then the
+// boundary's moves (moveBoundary). (A second round from the result
+// repeats the first's searches, seeded alike: on linkage_16 it found
+// nothing more.)
+func (sp *shardPrimal) polish(ctx context.Context, s *master, res *solver.Result) error {
+	if err := sp.check(ctx, s, res, true); err != nil {
+		return err
+	}
+	return sp.moveBoundary(ctx, s, res)
+}
+
+// keep has the workers keep the assignment just evaluated around the
+// boundary states src, before or after their improvement, when one beats
+// res.Primal, and reports whether it did.
+func (sp *shardPrimal) keep(ctx context.Context, s *master, res *solver.Result, src []int, before, after float64) (bool, error) {
 	var keep EvalOp
 	best := res.Primal
 	if before > best {
@@ -402,19 +769,217 @@ func (sp *shardPrimal) check(ctx context.Context, s *master, res *solver.Result,
 		keep, best = EvalKeepAfter, after
 	}
 	if keep == 0 {
-		return nil
+		return false, nil
 	}
 	for _, in := range sp.ins {
 		in.Op, in.X = keep, in.X[:0]
 	}
 	if err := sp.call(ctx, keep); err != nil {
-		return err
+		return false, err
 	}
-	if !polish {
-		copy(sp.best, src)
-	}
+	copy(sp.best, src) // src may be sp.best (a polish)
 	res.Primal, s.bestPrimal = best, best
+	return true, nil
+}
+
+// boundaryRounds bounds the rounds of moveBoundary.
+const boundaryRounds = 20
+
+// A boundaryMove is a candidate move of moveBoundary: boundary variables
+// j[0] (and j[1] when j[1] >= 0) to states st, with its estimated gain.
+type boundaryMove struct {
+	j, st [2]int
+	g     float64
+}
+
+// moveBoundary improves the best assignment's boundary, which the workers'
+// own searches keep fixed, after the final polish: block coordinate
+// ascent over the boundary variables with the parts re-solved around
+// them. Each round the workers price the states of every boundary
+// variable, and the joint states of pairs of them that share a factor
+// (EvalMoves: the change of their shares when the variables move and the
+// neighbourhood around them is re-solved). The coordinator adds the
+// shares and the boundary unaries and makes every move with a positive
+// total gain that touches no variable a better move took (EvalApply),
+// or, when the exact score of that does not improve, the best move only.
+// The best exact score is kept; the rounds end when no move improves it.
+// The coordinator holds what the workers price: boundary-sized.
+func (sp *shardPrimal) moveBoundary(ctx context.Context, s *master, res *solver.Result) error {
+	m := s.m
+	if len(m.Cards) == 0 || len(sp.links) < 2 || math.IsInf(res.Primal, -1) {
+		return nil
+	}
+	cand := make([]int, len(sp.best))
+	taken := make([]bool, len(sp.best))
+	var moves []boundaryMove
+	for range boundaryRounds {
+		for w, in := range sp.ins {
+			in.Op, in.X = EvalMoves, in.X[:0]
+			for _, j := range s.b.varsOf[w] {
+				in.X = append(in.X, int32(sp.best[j]))
+			}
+		}
+		if err := sp.call(ctx, EvalMoves); err != nil {
+			return err
+		}
+		var err error
+		if moves, err = sp.price(s, moves[:0], res.Primal); err != nil || len(moves) == 0 {
+			return err
+		}
+		slices.SortStableFunc(moves, func(a, b boundaryMove) int { return cmp.Compare(b.g, a.g) })
+		improved := false
+		for _, all := range []bool{true, false} {
+			copy(cand, sp.best)
+			clear(taken)
+			for k, mv := range moves {
+				if !all && k > 0 {
+					break
+				}
+				if taken[mv.j[0]] || mv.j[1] >= 0 && taken[mv.j[1]] {
+					continue
+				}
+				for i, j := range mv.j {
+					if j >= 0 {
+						cand[j], taken[j] = mv.st[i], true
+					}
+				}
+			}
+			before, after, err := sp.evaluate(ctx, s, cand, EvalApply, false)
+			if err != nil {
+				return err
+			}
+			if improved, err = sp.keep(ctx, s, res, cand, before, after); err != nil {
+				return err
+			}
+			if improved || len(moves) == 1 {
+				break
+			}
+		}
+		if !improved {
+			return nil
+		}
+	}
 	return nil
+}
+
+// price adds up the workers' answers to EvalMoves into the moves with a
+// positive total gain (above a tolerance relative to primal), appended to
+// moves. A worker's share of a pair it did not price is taken as the sum
+// of its shares of the two single moves.
+func (sp *shardPrimal) price(s *master, moves []boundaryMove, primal float64) ([]boundaryMove, error) {
+	m := s.m
+	gain := make([]float64, len(m.Unary)) // per boundary state: the total
+	type pairKey [2]int
+	reported := map[pairKey][]int{} // per pair: worker, offset into its PairGains
+	var order []pairKey
+	offs := make([][]int, len(sp.outs)) // per worker: its variables' offsets into its Gains
+	priced := false
+	for w, out := range sp.outs {
+		if len(out.Gains) == 0 {
+			continue
+		}
+		priced = true
+		of := s.b.varsOf[w]
+		offs[w] = make([]int, len(of)+1) // into out.Gains
+		for k, j := range of {
+			offs[w][k+1] = offs[w][k] + m.Cards[j]
+		}
+		if offs[w][len(of)] != len(out.Gains) || len(out.Pairs)%2 != 0 {
+			return nil, fmt.Errorf("worker %d: %d gains and %d pair indices for its boundary", w, len(out.Gains), len(out.Pairs))
+		}
+		for _, g := range out.Gains {
+			if math.IsNaN(g) || math.IsInf(g, 1) {
+				return nil, fmt.Errorf("worker %d: gain %v", w, g)
+			}
+		}
+		for k, j := range of {
+			for st := range m.Cards[j] {
+				gain[m.UnaryOff[j]+st] += out.Gains[offs[w][k]+st]
+			}
+		}
+		pg := out.PairGains
+		for p := 0; p < len(out.Pairs); p += 2 {
+			k1, k2 := int(out.Pairs[p]), int(out.Pairs[p+1])
+			if k1 < 0 || k2 <= k1 || k2 >= len(of) {
+				return nil, fmt.Errorf("worker %d: pair (%d, %d) of %d boundary variables", w, k1, k2, len(of))
+			}
+			c1, c2 := m.Cards[of[k1]], m.Cards[of[k2]]
+			if len(pg) < c1*c2 {
+				return nil, fmt.Errorf("worker %d: %d pair gains left for a pair of %d states", w, len(pg), c1*c2)
+			}
+			key := pairKey{of[k1], of[k2]}
+			if _, ok := reported[key]; !ok {
+				order = append(order, key)
+			}
+			for _, g := range pg[:c1*c2] {
+				if math.IsNaN(g) || math.IsInf(g, 1) {
+					return nil, fmt.Errorf("worker %d: gain %v", w, g)
+				}
+			}
+			reported[key] = append(reported[key], w, len(out.PairGains)-len(pg))
+			pg = pg[c1*c2:]
+		}
+		if len(pg) != 0 {
+			return nil, fmt.Errorf("worker %d: %d pair gains too many", w, len(pg))
+		}
+	}
+	if !priced {
+		return moves, nil
+	}
+	tol := 1e-9 * math.Max(1, math.Abs(primal))
+	// single reports variable j's total gain at state st (its unary's
+	// change included).
+	single := func(j, st int) float64 {
+		off := m.UnaryOff[j]
+		return gain[off+st] + m.Unary[off+st] - m.Unary[off+sp.best[j]]
+	}
+	for j, cur := range sp.best {
+		for st := range m.Cards[j] {
+			if g := single(j, st); st != cur && g > tol {
+				moves = append(moves, boundaryMove{j: [2]int{j, -1}, st: [2]int{st, 0}, g: g})
+			}
+		}
+	}
+	// A pair's total: the joint gains of the workers that priced it, the
+	// single gains of the others, and the unaries' changes.
+	share := func(w, j, st int) float64 {
+		k, ok := slices.BinarySearch(s.b.varsOf[w], j)
+		if !ok {
+			return 0
+		}
+		return sp.outs[w].Gains[offs[w][k]+st]
+	}
+	for _, key := range order {
+		j1, j2 := key[0], key[1]
+		c2 := m.Cards[j2]
+		rep := reported[key]
+		for s1 := range m.Cards[j1] {
+			for s2 := range c2 {
+				if s1 == sp.best[j1] || s2 == sp.best[j2] {
+					continue // a single move, priced above
+				}
+				g := m.Unary[m.UnaryOff[j1]+s1] - m.Unary[m.UnaryOff[j1]+sp.best[j1]] +
+					m.Unary[m.UnaryOff[j2]+s2] - m.Unary[m.UnaryOff[j2]+sp.best[j2]]
+				for w, out := range sp.outs {
+					at := -1
+					for r := 0; r < len(rep); r += 2 {
+						if rep[r] == w {
+							at = rep[r+1]
+						}
+					}
+					if at >= 0 {
+						g += out.PairGains[at+s1*c2+s2]
+					} else if len(out.Gains) > 0 {
+						g += share(w, j1, s1) + share(w, j2, s2)
+					}
+				}
+				if g > tol {
+					moves = append(moves, boundaryMove{j: key, st: [2]int{s1, s2}, g: g})
+				}
+			}
+		}
+	}
+	return moves, nil
 }
 
 // evaluate has every worker evaluate its part around the boundary states
@@ -476,6 +1041,163 @@ func (sp *shardPrimal) settle(ctx context.Context, s *master) ([]int, error) {
 		}
 	}
 	return sp.settled, nil
+}
+
+// constructWork bounds construct's work: propagation rounds times the
+// largest part's states.
+const constructWork = 1 << 31
+
+// construct builds a boundary every part's hard constraints allow, by
+// depth-first search over the boundary variables with the parts
+// propagating (maintained arc consistency, Sabin and Freuder 1994, with
+// the constraints held by the workers: EvalPropagate): the variable with
+// the fewest states left first, its decoded state (src) first. It
+// returns false when it found none within its budget of propagation
+// rounds. The coordinator holds the boundary's states and a trail of
+// the states removed: boundary-sized.
+func (sp *shardPrimal) construct(ctx context.Context, s *master, src []int) ([]int, bool, error) {
+	m := s.m
+	nb := len(sp.best)
+	allowed := make([]bool, len(m.Unary))
+	for t, u := range m.Unary {
+		allowed[t] = !math.IsInf(u, -1)
+	}
+	fixed := make([]bool, nb)
+	x := append([]int(nil), src...)
+	var trail []int
+	// Rounds: 20 per boundary variable, and at most constructWork over the
+	// largest part's states (each round propagates every part afresh); a
+	// budget below one round per variable cannot finish.
+	budget := min(20*nb+100, constructWork/max(1, sp.partStates))
+	if budget < nb {
+		return nil, false, nil
+	}
+	undo := func(mark int) {
+		for _, t := range trail[mark:] {
+			allowed[t] = true
+		}
+		trail = trail[:mark]
+	}
+	count := func(j int) int {
+		c := 0
+		for _, a := range allowed[m.UnaryOff[j]:m.UnaryOff[j+1]] {
+			if a {
+				c++
+			}
+		}
+		return c
+	}
+	// propagate runs rounds of the workers' propagation to a fixpoint.
+	propagate := func() (bool, error) {
+		for {
+			if budget--; budget < 0 {
+				return false, nil
+			}
+			for w, in := range sp.ins {
+				in.Op, in.X, in.Fixed, in.Allowed = EvalPropagate, in.X[:0], in.Fixed[:0], in.Allowed[:0]
+				for _, j := range s.b.varsOf[w] {
+					in.X = append(in.X, int32(x[j]))
+					in.Fixed = append(in.Fixed, fixed[j])
+					in.Allowed = append(in.Allowed, allowed[m.UnaryOff[j]:m.UnaryOff[j+1]]...)
+				}
+			}
+			if err := sp.call(ctx, EvalPropagate); err != nil {
+				return false, err
+			}
+			changed := false
+			for w, out := range sp.outs {
+				if !out.Settled {
+					return false, nil
+				}
+				if len(out.Allowed) != len(sp.ins[w].Allowed) {
+					return false, fmt.Errorf("worker %d: %d allowed states for %d", w, len(out.Allowed), len(sp.ins[w].Allowed))
+				}
+				k := 0
+				for _, j := range s.b.varsOf[w] {
+					for t := m.UnaryOff[j]; t < m.UnaryOff[j+1]; t++ {
+						if allowed[t] && !out.Allowed[k] {
+							allowed[t], changed = false, true
+							trail = append(trail, t)
+						}
+						k++
+					}
+				}
+			}
+			for j := range nb {
+				if count(j) == 0 {
+					return false, nil
+				}
+			}
+			if !changed {
+				return true, nil
+			}
+		}
+	}
+	type frame struct{ j, next, mark int }
+	var stack []frame
+	ok, err := propagate()
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	for {
+		j, best := -1, math.MaxInt
+		for i := range nb {
+			if c := count(i); !fixed[i] && c > 1 && c < best {
+				j, best = i, c
+			}
+		}
+		if j < 0 { // every variable fixed or down to one state
+			for i := range nb {
+				if !fixed[i] {
+					for st, a := range allowed[m.UnaryOff[i]:m.UnaryOff[i+1]] {
+						if a {
+							x[i] = st
+						}
+					}
+				}
+			}
+			return x, true, nil
+		}
+		stack = append(stack, frame{j: j, mark: len(trail)})
+		for {
+			f := &stack[len(stack)-1]
+			undo(f.mark)
+			fixed[f.j] = false
+			// The states in order: the decoded one, then the others.
+			st, c := -1, m.Cards[f.j]
+			for f.next < c && st < 0 {
+				cand := f.next
+				switch {
+				case f.next == 0:
+					cand = src[f.j]
+				case f.next <= src[f.j]:
+					cand = f.next - 1
+				}
+				f.next++
+				if allowed[m.UnaryOff[f.j]+cand] {
+					st = cand
+				}
+			}
+			if st < 0 {
+				stack = stack[:len(stack)-1]
+				if len(stack) == 0 {
+					return nil, false, nil
+				}
+				continue
+			}
+			fixed[f.j], x[f.j] = true, st
+			ok, err := propagate()
+			if err != nil {
+				return nil, false, err
+			}
+			if ok {
+				break
+			}
+			if budget < 0 {
+				return nil, false, nil
+			}
+		}
+	}
 }
 
 // settleOn runs EvalSettle on worker w and takes the states it chose for
@@ -551,7 +1273,7 @@ func (sp *shardPrimal) call(ctx context.Context, op EvalOp) error {
 			return fmt.Errorf("worker %d: %w", w, err)
 		case out.Seq != sp.seq:
 			return fmt.Errorf("worker %d: answered evaluation %d for %d", w, out.Seq, sp.seq)
-		case op <= EvalPolish && (badScore(out.Before) || badScore(out.After)):
+		case (op <= EvalPolish || op == EvalApply) && (badScore(out.Before) || badScore(out.After)):
 			return fmt.Errorf("worker %d: scores %v and %v", w, out.Before, out.After)
 		}
 	}
@@ -593,6 +1315,9 @@ func CoordinateShards(ctx context.Context, bm *model.Model, sums []PartSummary, 
 	sp, err := newShardPrimal(links, len(b.vars))
 	if err != nil {
 		return ShardResult{}, err
+	}
+	for _, sm := range sums {
+		sp.partStates = max(sp.partStates, sm.UnaryEntries)
 	}
 	infos := make([]partInfo, len(sums))
 	entries := 0

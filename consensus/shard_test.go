@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/partition"
 )
@@ -162,5 +163,73 @@ func TestShardedRunMatchesSingleProcess(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// EvalPropagate is sound: a state of a boundary variable that a feasible
+// assignment of the whole model uses stays allowed by every part when the
+// boundary variables fixed take that assignment's states; and it prunes
+// (some state is removed somewhere), so the coordinator's construction
+// has something to go on.
+func TestPropagateKeepsFeasibleStates(t *testing.T) {
+	removed := 0
+	for seed := range int64(12) {
+		red, err := model.Reduce(generate.Logic(generate.LogicOptions{Vars: 12, Factors: 10, Couplings: 8, MaxArity: 4, Rho: 1, Seed: seed}), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := red.Model
+		var feasible [][]int
+		x := make([]int, m.NumVars())
+		for {
+			if !math.IsInf(m.Score(x), -1) {
+				feasible = append(feasible, append([]int(nil), x...))
+			}
+			k := len(x) - 1
+			for ; k >= 0; k-- {
+				if x[k]++; x[k] < m.Cards[k] {
+					break
+				}
+				x[k] = 0
+			}
+			if k < 0 {
+				break
+			}
+		}
+		sh := newSharded(t, m, partition.PerFactor(m), DefaultOptions(), 3)
+		for f, y := range feasible[:min(len(feasible), 20)] {
+			for w, wk := range sh.workers {
+				in := &EvalIn{Seq: 1, Op: EvalPropagate}
+				var offs []int
+				for k, v := range wk.boundary {
+					in.X = append(in.X, int32(y[wk.vars[v]]))
+					in.Fixed = append(in.Fixed, (k+f)%3 == 0)
+					offs = append(offs, len(in.Allowed))
+					for range m.Cards[wk.vars[v]] {
+						in.Allowed = append(in.Allowed, true)
+					}
+				}
+				var out EvalOut
+				if err := wk.Evaluate(in, &out); err != nil {
+					t.Fatal(err)
+				}
+				if !out.Settled {
+					t.Fatalf("seed %d, worker %d: a wipe-out around a feasible assignment's states", seed, w)
+				}
+				for k := range wk.boundary {
+					if !out.Allowed[offs[k]+int(in.X[k])] {
+						t.Fatalf("seed %d, worker %d: boundary variable %d's feasible state %d removed", seed, w, k, in.X[k])
+					}
+				}
+				for _, a := range out.Allowed {
+					if !a {
+						removed++
+					}
+				}
+			}
+		}
+	}
+	if removed == 0 {
+		t.Error("propagation never removed a boundary state")
 	}
 }

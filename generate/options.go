@@ -78,8 +78,34 @@ func (p PairTerm) kind() model.Kind {
 	return model.Potts
 }
 
-// Validate reports nonsense options.
+// Validate reports nonsense options, and a grid too big to build whole
+// (Potts, Ising).
 func (o GridOptions) Validate() error {
+	if err := o.validateShape(); err != nil {
+		return err
+	}
+	l := max(o.labels(), 2)
+	if o.Height > model.MaxTableEntries/o.Width/l {
+		return fmt.Errorf("generate: grid %dx%d with %d labels is too big to build whole (at most %d unary entries; gen streams a larger one)", o.Height, o.Width, l, model.MaxTableEntries)
+	}
+	return nil
+}
+
+// ValidateStream is Validate for a grid given piece by piece (PottsStream,
+// IsingStream), which no process holds whole: no bound on its total size
+// but that its edges fit the writers' 32-bit factor numbers.
+func (o GridOptions) ValidateStream() error {
+	if err := o.validateShape(); err != nil {
+		return err
+	}
+	if h, w := int64(o.Height), int64(o.Width); h*w > math.MaxInt32 || h*(w-1)+(h-1)*w > math.MaxInt32 {
+		return fmt.Errorf("generate: grid %dx%d has more than %d variables or edges", h, w, math.MaxInt32)
+	}
+	return nil
+}
+
+// validateShape is Validate but the size limit.
+func (o GridOptions) validateShape() error {
 	if o.Height < 1 || o.Width < 1 {
 		return fmt.Errorf("generate: grid %dx%d: sizes must be at least 1", o.Height, o.Width)
 	}
@@ -96,10 +122,6 @@ func (o GridOptions) Validate() error {
 		if err := model.CheckPairTerm(o.Pair.kind(), o.Rho, o.Trunc); err != nil {
 			return fmt.Errorf("generate: %s term: %w", o.Pair, err)
 		}
-	}
-	l := max(o.labels(), 2)
-	if o.Height > model.MaxTableEntries/o.Width/l {
-		return fmt.Errorf("generate: grid %dx%d with %d labels is too big (at most %d unary entries)", o.Height, o.Width, l, model.MaxTableEntries)
 	}
 	return nil
 }

@@ -22,14 +22,14 @@ type GridStream struct {
 // PottsStream returns the streamed form of Potts(o); it panics if o.Validate
 // fails.
 func PottsStream(o GridOptions) *GridStream {
-	mustValid("PottsStream", o.Validate())
+	mustValid("PottsStream", o.ValidateStream())
 	return &GridStream{o: o, labels: o.labels()}
 }
 
 // IsingStream returns the streamed form of Ising(o); it panics if o.Validate
 // fails.
 func IsingStream(o GridOptions) *GridStream {
-	mustValid("IsingStream", o.Validate())
+	mustValid("IsingStream", o.ValidateStream())
 	return &GridStream{o: o, ising: true, labels: 2}
 }
 
@@ -153,17 +153,21 @@ func (s *GridStream) Model() *model.Model {
 
 // Family is the model of a named family as gen writes it, its options
 // validated: a grid family (potts, ising) as a stream, written in bounded
-// memory whatever its size; logic built whole (small by nature). The
-// other is nil.
-func Family(name string, grid GridOptions, logic LogicOptions) (*GridStream, *model.Model, error) {
+// memory whatever its size; logic built whole, refused when its variable
+// states exceed maxEntries, the budget of what one process may hold
+// (model.EntryLimit: not positive is the default). The other is nil.
+func Family(name string, grid GridOptions, logic LogicOptions, maxEntries int) (*GridStream, *model.Model, error) {
 	switch name {
 	case "logic":
 		if err := logic.Validate(); err != nil {
 			return nil, nil, err
 		}
+		if limit := model.EntryLimit(maxEntries); 2*logic.Vars > limit {
+			return nil, nil, fmt.Errorf("a logic model is built whole: %d variable states, over the budget of %d", 2*logic.Vars, limit)
+		}
 		return nil, Logic(logic), nil
 	case "potts", "ising":
-		if err := grid.Validate(); err != nil {
+		if err := grid.ValidateStream(); err != nil {
 			return nil, nil, err
 		}
 		if name == "ising" {

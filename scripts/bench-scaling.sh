@@ -11,6 +11,7 @@
 #
 #   scripts/bench-scaling.sh                 (SIDES="316 1000", WORKERS="2")
 #   SIDES="316 1000 3163" WORKERS="2 4" ITERS=20 scripts/bench-scaling.sh
+#   ALGO=trws scripts/bench-scaling.sh       (distributed TRW-S; default admm)
 #
 # Set DIR to keep the generated models between runs (a 3163x3163 grid is
 # 0.8 GB and takes about a minute to write).
@@ -19,6 +20,7 @@ cd "$(dirname "$0")/.."
 sides=${SIDES:-"316 1000"}
 workers=${WORKERS:-"2"}
 iters=${ITERS:-20}
+algo=${ALGO:-admm} # DD-ADMM; run's own choice on these grids is trws
 solve=${SOLVE:-1}
 dir=${DIR:-$(mktemp -d)}
 [ -z "${DIR:-}" ] && trap 'rm -rf "$dir"' EXIT
@@ -30,7 +32,7 @@ for side in $sides; do
   model="$dir/potts$side.ddx"
   [ -f "$model" ] || "$bin" gen potts --height "$side" --width "$side" --labels 4 --rho 0.5 --seed 1 -o "$model" >/dev/null
   for w in $workers; do
-    "$bin" run --sharded --local --workers "$w" --threads "$w" --max-iter "$iters" --tol 0 --json "$model" \
+    "$bin" run --sharded --local --algo "$algo" --workers "$w" --threads "$w" --max-iter "$iters" --tol 0 --json "$model" \
       >"$dir/out.json" 2>"$dir/err.log"
     python3 - "$side" "$w" "$dir/out.json" "$dir/err.log" <<'PY'
 import json, re, sys

@@ -28,6 +28,7 @@ func cmdGen(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	out := fs.String("o", "", "output `FILE` (.uai[.gz], .LG, .json, .msgpack (optionally .gz) or .ddx)")
 	seed := fs.Int64("seed", 1, "random seed")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	maxEntries := fs.Int("max-entries", modelfile.DefaultMaxEntries, "most variable states this process may hold (a streamed grid holds none: any size)")
 	var grid generate.GridOptions
 	var logic generate.LogicOptions
 	pair := "potts"
@@ -58,6 +59,9 @@ func cmdGen(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	if len(pos) != 0 {
 		return usagef("gen %s: unexpected argument %q", family, pos[0])
 	}
+	if *maxEntries < 1 {
+		return usagef("gen %s: --max-entries: %d < 1", family, *maxEntries)
+	}
 	if *out == "" {
 		return usagef("gen %s: -o FILE is required", family)
 	}
@@ -70,7 +74,7 @@ func cmdGen(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 			return usagef("gen %s: --pair: %w", family, err)
 		}
 	}
-	s, m, err := generate.Family(family, grid, logic)
+	s, m, err := generate.Family(family, grid, logic, *maxEntries)
 	if err != nil {
 		return usagef("gen %s: %w", family, err)
 	}

@@ -137,3 +137,45 @@ func TestGenHelp(t *testing.T) {
 		t.Errorf("bad size: exit %d, stderr %q, want 2 and one line", code, stderr)
 	}
 }
+
+// TestGenMaxEntriesPerProcess: --max-entries bounds what gen's process
+// holds, not the model: a grid of more variable states than the budget is
+// written streaming and reads back as the grid built in memory; a logic
+// model, built whole, over the budget is refused; and a 10^8-variable
+// 4-label grid, over what any model may hold whole, is a valid stream.
+func TestGenMaxEntriesPerProcess(t *testing.T) {
+	o := generate.GridOptions{Height: 12, Width: 10, Labels: 4, Rho: 1, Seed: 5}
+	dir := t.TempDir()
+	want, got := filepath.Join(dir, "want.msgpack"), filepath.Join(dir, "got.msgpack")
+	m := generate.Potts(o)
+	if err := modelfile.Save(want, m); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI(t, "gen", "potts", "--height", "12", "--width", "10", "--labels", "4", "--seed", "5", "--max-entries", "100", "--quiet", "-o", got); code != 0 {
+		t.Fatalf("a 480-state grid under a budget of 100: exit %d: %s", code, stderr)
+	}
+	a, _ := os.ReadFile(want)
+	b, _ := os.ReadFile(got)
+	if len(a) == 0 || !bytes.Equal(a, b) {
+		t.Fatalf("streamed file differs from the model built in memory (%d vs %d bytes)", len(b), len(a))
+	}
+	back, err := modelfile.Load(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]int, m.NumVars())
+	for i := range x {
+		x[i] = (i * 7) % 4
+	}
+	if back.NumVars() != m.NumVars() || len(back.Factors) != len(m.Factors) || back.Score(x) != m.Score(x) {
+		t.Fatalf("read back: %d variables, %d factors, score %v; built: %d, %d, %v", back.NumVars(), len(back.Factors), back.Score(x), m.NumVars(), len(m.Factors), m.Score(x))
+	}
+	code, _, stderr := runCLI(t, "gen", "logic", "--vars", "60", "--max-entries", "100", "-o", filepath.Join(dir, "l.uai"))
+	if code != 2 || !strings.Contains(stderr, "built whole") {
+		t.Fatalf("a 120-state logic model under a budget of 100: exit %d, %q", code, stderr)
+	}
+	huge := generate.GridOptions{Height: 10000, Width: 10000, Labels: 4, Rho: 1}
+	if huge.Validate() == nil || huge.ValidateStream() != nil {
+		t.Fatalf("10^8 4-label grid: whole %v, streamed %v; want refused whole, valid streamed", huge.Validate(), huge.ValidateStream())
+	}
+}

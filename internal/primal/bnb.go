@@ -1,7 +1,10 @@
 package primal
 
 import (
+	"context"
 	"math"
+	"math/rand/v2"
+	"time"
 
 	"github.com/ddrun/ddrun/model"
 )
@@ -290,9 +293,14 @@ func (s *Searcher) lns(best []int, bestScore float64, count, size, nodes, total,
 // first from seed through the factors (neighbours in random order),
 // skipping variables fixed at the root.
 func (s *Searcher) neighbourhood(free []int32, seed int32, size int, seen []uint32, gen uint32) []int32 {
-	m := s.m
 	seen[seed] = gen
-	free = append(free, seed)
+	return s.grow(append(free, seed), size, seen, gen)
+}
+
+// grow appends to free, whose variables are marked gen in seen, up to
+// size variables reached breadth first from them as neighbourhood does.
+func (s *Searcher) grow(free []int32, size int, seen []uint32, gen uint32) []int32 {
+	m := s.m
 	for k := 0; k < len(free) && len(free) < size; k++ {
 		facs := s.local.Factors(int(free[k]))
 		start := 0
@@ -310,4 +318,63 @@ func (s *Searcher) neighbourhood(free []int32, seed int32, size int, seen []uint
 		}
 	}
 	return free
+}
+
+// Move sets the variables vars of x to their states in ev and re-solves
+// the neighbourhood of about size variables around them (reached breadth
+// first through the factors, as the large neighbourhood search's) by
+// branch and bound within nodes nodes, the variables observed in ev (which
+// must hold every variable of vars) and those outside the neighbourhood
+// keeping their states in x; x may violate hard constraints. Variables
+// the evidence forces (by propagation) take their one state. It improves
+// x in place (the neighbourhood's best completion found, else x with only
+// vars and the forced variables moved) and returns model.Score(x), -Inf
+// when ev contradicts the hard constraints or no completion was found.
+// Deterministic given its inputs and seed.
+func (s *Searcher) Move(ctx context.Context, x []int, ev model.Evidence, vars []int, size, nodes int, seed uint64) float64 {
+	m, p := s.m, s.p
+	if !s.ordered {
+		s.valueOrder(m.Unary)
+	}
+	s.ctx, s.nodes, s.stopped, s.deadline = ctx, 0, false, time.Time{}
+	s.rng = rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	if ev.Check(m) != nil {
+		return math.Inf(-1)
+	}
+	for _, v := range vars {
+		st, ok := ev[v]
+		if !ok {
+			return math.Inf(-1)
+		}
+		x[v] = st
+	}
+	if !p.Reset() || !p.applyEvidence(ev) {
+		return math.Inf(-1)
+	}
+	root := p.Mark()
+	for i := range m.Cards { // the states the evidence forces
+		if p.size[i] == 1 {
+			for t := m.UnaryOff[i]; t < m.UnaryOff[i+1]; t++ {
+				if p.dom[t] {
+					x[i] = t - m.UnaryOff[i]
+				}
+			}
+		}
+	}
+	if s.seen == nil {
+		s.seen = make([]uint32, m.NumVars())
+	}
+	s.gen++
+	s.free = s.free[:0]
+	for _, v := range vars {
+		if s.seen[v] != s.gen {
+			s.seen[v] = s.gen
+			s.free = append(s.free, int32(v))
+		}
+	}
+	s.free = s.grow(s.free, size+len(vars)-1, s.seen, s.gen)
+	s.limit = nodes
+	sc, _ := s.bnb(x, m.Score(x), s.free, root)
+	s.limit, s.stopped = 0, false
+	return sc
 }

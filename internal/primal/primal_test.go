@@ -309,3 +309,128 @@ func TestSearchBudgets(t *testing.T) {
 		t.Fatalf("start scores %v, result %v ok=%v", soft.Score(start), r.Score, r.OK)
 	}
 }
+
+// Move keeps the evidence and the moved state, reports the exact score of
+// the assignment it leaves, never beats brute force's best under the
+// evidence, never does worse than the plain move (with the evidence's
+// forced states), and on models small enough for its neighbourhood and
+// with every variable free after propagation finds that best.
+func TestMoveAgainstBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 3))
+	found := 0
+	for mi, m := range models(t) {
+		n := m.NumVars()
+		v, u := rng.IntN(n), rng.IntN(n)
+		st := rng.IntN(m.Cards[v])
+		x0 := make([]int, n)
+		for i := range x0 {
+			x0[i] = rng.IntN(m.Cards[i])
+		}
+		ev := model.Evidence{u: x0[u], v: st}
+		if u == v {
+			ev = model.Evidence{v: st}
+		}
+		best := math.Inf(-1)
+		enumerate(m, func(y []int) {
+			for i, s := range ev {
+				if y[i] != s {
+					return
+				}
+			}
+			best = math.Max(best, m.Score(y))
+		})
+		s := NewSearcher(m)
+		x := append([]int(nil), x0...)
+		vars := []int{v}
+		if mi%2 == 1 && u != v {
+			vars = append(vars, u) // a joint move (u keeps its state)
+		}
+		sc := s.Move(context.Background(), x, ev, vars, n, 1<<20, 1)
+		if sc != m.Score(x) && !(math.IsInf(sc, -1) && math.IsInf(m.Score(x), -1)) {
+			t.Fatalf("model %d: Move says %v, its assignment scores %v", mi, sc, m.Score(x))
+		}
+		if sc > best+1e-9 {
+			t.Fatalf("model %d: Move %v above brute force's %v", mi, sc, best)
+		}
+		if math.IsInf(best, -1) {
+			continue
+		}
+		for i, s := range ev {
+			if x[i] != s {
+				t.Fatalf("model %d: x%d=%d, evidence %d", mi, i, x[i], s)
+			}
+		}
+		plain := append([]int(nil), x0...)
+		plain[v] = st
+		if u != v {
+			plain[u] = x0[u]
+		}
+		allowed, _ := Domains(m, ev)
+		free := 0
+		for i := range n {
+			k := 0
+			for t := m.UnaryOff[i]; t < m.UnaryOff[i+1]; t++ {
+				if allowed[t] {
+					k, plain[i] = k+1, t-m.UnaryOff[i]
+				}
+			}
+			if k > 1 {
+				plain[i], free = x0[i], free+1
+			}
+		}
+		if sc < m.Score(plain)-1e-9 {
+			t.Fatalf("model %d: Move %v below the plain move's %v", mi, sc, m.Score(plain))
+		}
+		if free == n-len(ev) && connectedFree(m, allowed, v) && sc < best-1e-9 {
+			t.Fatalf("model %d: Move %v, brute force %v", mi, sc, best)
+		}
+		if sc == best {
+			found++
+		}
+	}
+	if found == 0 {
+		t.Fatal("Move never found the best under the evidence")
+	}
+}
+
+// connectedFree reports whether every variable with more than one allowed
+// state is reached from v through factors and such variables.
+func connectedFree(m *model.Model, allowed []bool, v int) bool {
+	multi := func(i int) bool {
+		k := 0
+		for t := m.UnaryOff[i]; t < m.UnaryOff[i+1]; t++ {
+			if allowed[t] {
+				k++
+			}
+		}
+		return k > 1
+	}
+	seen := make([]bool, m.NumVars())
+	seen[v] = true
+	queue := []int{v}
+	for len(queue) > 0 {
+		i := queue[0]
+		queue = queue[1:]
+		for a := range m.Factors {
+			in := false
+			for _, w := range m.Factors[a].Vars {
+				in = in || w == i
+			}
+			if !in {
+				continue
+			}
+			for _, w := range m.Factors[a].Vars {
+				if !seen[w] && multi(w) {
+					seen[w] = true
+					queue = append(queue, w)
+				}
+			}
+		}
+	}
+	for i := range m.NumVars() {
+		if multi(i) && !seen[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -99,6 +99,12 @@ type Searcher struct {
 	rng   *rand.Rand
 	// scratch is bnb's, built on first use.
 	scratch *sub
+	// ordered: order holds a value order; seen, gen and free are Move's
+	// neighbourhood scratch, built on first use.
+	ordered bool
+	seen    []uint32
+	gen     uint32
+	free    []int32
 
 	// The search in progress.
 	ctx      context.Context
@@ -131,6 +137,10 @@ func NewSearcher(m *model.Model) *Searcher {
 	s.buf = make([]float64, maxCard)
 	return s
 }
+
+// Propagator returns the searcher's propagator, for a caller's own
+// propagation between searches (each search resets it).
+func (s *Searcher) Propagator() *Propagator { return s.p }
 
 // staticMax is an upper bound on factor a's score over all assignments.
 func staticMax(m *model.Model, a int) float64 {
@@ -262,6 +272,7 @@ func (s *Searcher) fits(x []int) bool {
 // ties by decreasing unary, then by state.
 func (s *Searcher) valueOrder(hint []float64) {
 	m := s.m
+	s.ordered = true
 	key := func(v float64) float64 {
 		if math.IsNaN(v) {
 			return math.Inf(-1)
