@@ -57,7 +57,7 @@ bench_brown() {
 		local prim=$(awk -F, 'NR>1 {printf "%s%.0f", (NR>2?", ":""), $4}' "$OUT/$set.$algo.csv")
 		local dual=$(echo "$js" | sed 's/.*"dual":\([^,}]*\).*/\1/')
 		local acc=$("$BIN" predict --quiet --json --weights "$OUT/$set.$algo.w" --data "$te" 2>/dev/null | sed 's/.*"accuracy":\([0-9.e-]*\).*/\1/')
-		echo "| $algo | $med | $prim | $dual | $acc |"
+		printf "| %s | %s | %s | %.0f | %.4f |\n" "$algo" "$med" "$prim" "$(echo "$dual" | sed s/null/nan/)" "${acc:-0}"
 	done
 	echo
 	echo "Side by side, --time-limit ${T}s, load: $(uptime | sed 's/.*load/load/')"
@@ -73,7 +73,7 @@ bench_brown() {
 		local f=$OUT/$set.tl.$algo.csv
 		local reach=$(awk -F, -v b="$bfin" 'NR>1 && $4<=b {printf "%.1f s", $2; exit}' "$f")
 		local acc=$("$BIN" predict --quiet --json --weights "$OUT/$set.tl.$algo.w" --data "$te" 2>/dev/null | sed 's/.*"accuracy":\([0-9.e-]*\).*/\1/')
-		echo "| $algo | $(tail -1 "$f" | cut -d, -f1) | $(tail -1 "$f" | cut -d, -f4 | xargs printf %.0f) | $acc | ${reach:-never} |"
+		printf "| %s | %s | %.0f | %.4f | %s |\n" "$algo" "$(tail -1 "$f" | cut -d, -f1)" "$(tail -1 "$f" | cut -d, -f4)" "${acc:-0}" "${reach:-never}"
 	done
 	echo
 	echo "bcfw's final primal $bfin at ${bsec} s; traces in $OUT/$set.tl.*.csv (coordinator plot)"
