@@ -35,8 +35,8 @@ at() { # trace.csv seconds
 }
 
 # bench_brown SET TAGS PASSES EVERY: (1) every trainer at its default
-# flags for PASSES passes, REPS times (median per-pass seconds from
-# pass_seconds: evaluations excluded), primal every EVERY passes; (2) bcfw
+# flags for PASSES passes, REPS times (median per-pass CPU seconds from
+# pass_cpu_seconds: evaluations excluded), primal every EVERY passes; (2) bcfw
 # and gdmm side by side (one core each, the same load) with --time-limit T:
 # primal at equal wall time, and when gdmm reached bcfw's final primal.
 bench_brown() {
@@ -45,13 +45,13 @@ bench_brown() {
 	echo
 	echo "## $set: $passes passes, primal every $every, $reps runs each, load: $(uptime | sed 's/.*load/load/')"
 	echo
-	echo "| algo | median s/pass | primal by pass ($every, $((2 * every)), ...) | dual | test acc |"
+	echo "| algo | median CPU s/pass | primal by pass ($every, $((2 * every)), ...) | dual | test acc |"
 	echo "|---|---|---|---|---|"
 	for algo in bcfw gdmm ssg; do
 		local per=() js
 		for r in $(seq "$reps"); do
 			js=$("$BIN" train --algo $algo --quiet --json --threads 1 --max-iter "$passes" --eval-every "$every" --trace "$OUT/$set.$algo.csv" --data "$tr" -o "$OUT/$set.$algo.w" 2>>"$OUT/$set.err") || continue
-			per+=("$(echo "$js" | sed 's/.*"pass_seconds":\([0-9.e-]*\).*/\1/')")
+			per+=("$(echo "$js" | sed 's/.*"pass_cpu_seconds":\([0-9.e-]*\).*/\1/')")
 		done
 		local med=$(printf '%s\n' "${per[@]}" | sort -g | awk -v p="$passes" '{a[NR]=$1} END {printf "%.3f", a[int((NR+1)/2)]/p}')
 		local prim=$(awk -F, 'NR>1 {printf "%s%.0f", (NR>2?", ":""), $4}' "$OUT/$set.$algo.csv")
