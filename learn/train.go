@@ -37,7 +37,9 @@ type Options struct {
 	Rho, Eta  float64
 	Sublinear bool
 	// SampleParts is nu, the number of label subsets that the sampled
-	// emission oracle picks one of (Sect. 3.2, eq. 21; default 1: the exact search; on Brown the sampled one lost more progress per pass than it saved, docs/learning.md).
+	// emission oracle picks one of (Sect. 3.2, eq. 21). Default 1, the
+	// exact search: on Brown the sampled one lost more progress per pass
+	// than it saved (docs/learning.md).
 	SampleParts int
 
 	// RegEmit and RegTrans are the block regularization coefficients
