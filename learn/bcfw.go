@@ -88,7 +88,7 @@ func runBlocks(ctx context.Context, name string, s blockSolver, d *Data, o Optio
 	}
 	// Mini-batches when they are a small part of a pass: on a few blocks
 	// stale oracles only slow the pass down.
-	batched = batched && threads > 1 && len(order) >= 8*batchPerThread*threads
+	batched = batched && d.Seq != nil && threads > 1 && len(order) >= 8*batchPerThread*threads
 	var slots [][]int32
 	var scs []SeqScratch
 	if batched {

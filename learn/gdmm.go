@@ -144,6 +144,8 @@ type gdmm struct {
 	tgt    svec
 	sub    []int32
 	view   *transView
+	umsg   []float64 // L: a token's summed messages, zero outside usup
+	usup   []int32
 }
 
 func newGDMM(d *SeqData, o Options) *gdmm {
@@ -153,7 +155,7 @@ func newGDMM(d *SeqData, o Options) *gdmm {
 		rng: rand.New(rand.NewPCG(uint64(o.Seed), 0x6d)),
 		uni: make([]svec, n), bi: make([]svec, n), lamL: make([]svec, n), lamR: make([]svec, n),
 		link: make([]bool, n), xnorm2: make([]float64, n),
-		g: make([]float64, L), mL: make([]float64, L), mR: make([]float64, L)}
+		g: make([]float64, L), mL: make([]float64, L), mR: make([]float64, L), umsg: make([]float64, L)}
 	for s := 0; s < d.Sentences(); s++ {
 		for t := d.Start[s]; t < d.Start[s+1]; t++ {
 			g.uni[t].add(d.Y[t], g.C)
@@ -334,19 +336,21 @@ func (g *gdmm) unigram(t int) {
 	if t > 0 && g.link[t-1] {
 		deg++
 	}
+	// ms: the messages of both links at the current block, dense (zero
+	// outside usup, where they vanish), recomputed before each step.
+	ms := g.umsg
 	grad := func(y int32, s float64) float64 {
-		v := -s
+		v := -s - rho*ms[y]
 		if y != ybar {
 			v--
 		}
-		if g.link[t] {
-			v -= rho * g.message(t, true, y)
-		}
-		if t > 0 && g.link[t-1] {
-			v -= rho * g.message(t-1, false, y)
-		}
 		return v
 	}
+	defer func() {
+		for _, y := range g.usup {
+			ms[y] = 0
+		}
+	}()
 	score := func(y int32) float64 {
 		s := 0.0
 		for k, f := range idx {
@@ -359,6 +363,26 @@ func (g *gdmm) unigram(t int) {
 	curv := g.xnorm2[t] + rho*deg
 	b := &g.uni[t]
 	for step := 0; step < 2*len(b.k)+2; step++ {
+		for _, y := range g.usup {
+			ms[y] = 0
+		}
+		g.usup = g.usup[:0]
+		if g.link[t] {
+			g.usup = g.messageSupport(t, true, g.usup)
+		}
+		if t > 0 && g.link[t-1] {
+			g.usup = g.messageSupport(t-1, false, g.usup)
+		}
+		for _, y := range g.usup {
+			m := 0.0
+			if g.link[t] {
+				m += g.message(t, true, y)
+			}
+			if t > 0 && g.link[t-1] {
+				m += g.message(t-1, false, y)
+			}
+			ms[y] = m
+		}
 		// FMO (eq. 15): the label of least gradient.
 		yPlus, gPlus := int32(-1), math.Inf(1)
 		if g.o.Sublinear && g.o.SampleParts > 1 {

@@ -116,101 +116,128 @@ func (g *ssgState) add(b, e int, c float64) {
 }
 
 func (g *ssgState) step(ctx context.Context, i int) error {
-	g.t++
-	t := float64(g.t)
-	inv := 1 / g.s
-	// The oracle at w = s v, then the shrink and the step of size
-	// c = -1/(lambda t s) in v's coordinates.
 	if g.seq != nil {
-		d, L := g.seq, g.v.Labels
-		t0, t1 := d.Start[i], d.Start[i+1]
-		n := t1 - t0
-		theta := SeqEmissions(g.v, d, i, false, &g.seqsc)
-		for k := 0; k < n; k++ {
-			th := theta[k*L : k*L+L]
-			for y := range th {
-				if y != int(d.Y[t0+k]) {
-					th[y] += inv
-				}
-			}
-		}
+		n := g.seq.Start[i+1] - g.seq.Start[i]
 		if cap(g.ys) < n {
 			g.ys = make([]int32, n)
 		}
-		ys := g.ys[:n]
-		Viterbi(theta, g.v.Trans, n, L, ys, &g.seqsc)
-		g.shrink()
-		c := -1 / (g.lambda * t * g.s)
-		for k, y := range ys {
-			yb := d.Y[t0+k]
-			if y != yb {
-				g.hsum++
-				idx, val := d.X.Row(t0 + k)
-				for j, f := range idx {
-					g.add(0, int(f)*L+int(y), c*val[j])
-					g.add(0, int(f)*L+int(yb), -c*val[j])
-				}
-			}
-			if k+1 < n {
-				yn, ybn := ys[k+1], d.Y[t0+k+1]
-				if y != yb || yn != ybn {
-					g.add(1, int(y)*L+int(yn), c)
-					g.add(1, int(yb)*L+int(ybn), -c)
-				}
-			}
+		g.oracleInto(i, g.ys[:n], &g.seqsc)
+		g.moveTo(i, g.ys[:n])
+		return nil
+	}
+	g.t++
+	t := float64(g.t)
+	inv := 1 / g.s
+	d, L := g.ml, g.v.Labels
+	mlUnary(g.v, d, i, false, &g.mlsc)
+	s := g.mlsc.s
+	for l := range s {
+		s[l] += inv
+	}
+	pos := g.known(d.Positive(i))
+	for _, y := range pos {
+		s[y] -= 2 * inv
+	}
+	if _, _, err := mlDecode(ctx, g.v, &g.mlsc); err != nil {
+		return err
+	}
+	g.shrink()
+	c := -1 / (g.lambda * t * g.s)
+	idx, val := d.X.Row(i)
+	q := 0
+	for l, on := range g.mlsc.y {
+		truth := q < len(pos) && int(pos[q]) == l
+		if truth {
+			q++
 		}
-	} else {
-		d, L := g.ml, g.v.Labels
-		mlUnary(g.v, d, i, false, &g.mlsc)
-		s := g.mlsc.s
-		for l := range s {
-			s[l] += inv
+		if on == truth {
+			continue
 		}
-		pos := g.known(d.Positive(i))
-		for _, y := range pos {
-			s[y] -= 2 * inv
+		g.hsum++
+		sign := c
+		if truth {
+			sign = -c
 		}
-		if _, _, err := mlDecode(ctx, g.v, &g.mlsc); err != nil {
-			return err
+		for j, f := range idx {
+			g.add(0, int(f)*L+l, sign*val[j])
 		}
-		g.shrink()
-		c := -1 / (g.lambda * t * g.s)
-		idx, val := d.X.Row(i)
-		q := 0
-		for l, on := range g.mlsc.y {
-			truth := q < len(pos) && int(pos[q]) == l
-			if truth {
-				q++
-			}
-			if on == truth {
-				continue
-			}
-			g.hsum++
-			sign := c
-			if truth {
-				sign = -c
-			}
-			for j, f := range idx {
-				g.add(0, int(f)*L+l, sign*val[j])
-			}
+	}
+	for a := 0; a < L; a++ {
+		if !g.mlsc.y[a] {
+			continue
 		}
-		for a := 0; a < L; a++ {
-			if !g.mlsc.y[a] {
-				continue
-			}
-			for b := a + 1; b < L; b++ {
-				if g.mlsc.y[b] {
-					g.add(1, a*L+b, c)
-				}
-			}
-		}
-		for k, a := range pos {
-			for _, b := range pos[k+1:] {
-				g.add(1, int(a)*L+int(b), -c)
+		for b := a + 1; b < L; b++ {
+			if g.mlsc.y[b] {
+				g.add(1, a*L+b, c)
 			}
 		}
 	}
-	// The average: w_avg <- (1-rho) w_avg + rho s v.
+	for k, a := range pos {
+		for _, b := range pos[k+1:] {
+			g.add(1, int(a)*L+int(b), -c)
+		}
+	}
+	g.average(t)
+	return nil
+}
+
+// oracleInto puts sentence i's loss-augmented Viterbi labelling at w = s v
+// into ys on the scratch sc, reading the state only (the batched pass,
+// runBlocks, runs it on several goroutines at once).
+func (g *ssgState) oracleInto(i int, ys []int32, sc *SeqScratch) {
+	d, L := g.seq, g.v.Labels
+	t0, t1 := d.Start[i], d.Start[i+1]
+	n := t1 - t0
+	inv := 1 / g.s
+	theta := SeqEmissions(g.v, d, i, false, sc)
+	for k := 0; k < n; k++ {
+		th := theta[k*L : k*L+L]
+		for y := range th {
+			if y != int(d.Y[t0+k]) {
+				th[y] += inv
+			}
+		}
+	}
+	Viterbi(theta, g.v.Trans, n, L, ys[:n], sc)
+}
+
+// moveTo is the step of sentence i with the oracle's labelling ys: the
+// shrink and the subgradient step of size 1/(lambda t) (Pegasos). In a
+// mini-batch ys may be the labelling at the batch's first w, a delayed
+// subgradient (Wang et al. 2016, as BCFW's batches).
+func (g *ssgState) moveTo(i int, ys []int32) {
+	g.t++
+	t := float64(g.t)
+	d, L := g.seq, g.v.Labels
+	t0 := d.Start[i]
+	n := d.Start[i+1] - t0
+	ys = ys[:n]
+	g.shrink()
+	c := -1 / (g.lambda * t * g.s)
+	for k, y := range ys {
+		yb := d.Y[t0+k]
+		if y != yb {
+			g.hsum++
+			idx, val := d.X.Row(t0 + k)
+			for j, f := range idx {
+				g.add(0, int(f)*L+int(y), c*val[j])
+				g.add(0, int(f)*L+int(yb), -c*val[j])
+			}
+		}
+		if k+1 < n {
+			yn, ybn := ys[k+1], d.Y[t0+k+1]
+			if y != yb || yn != ybn {
+				g.add(1, int(y)*L+int(yn), c)
+				g.add(1, int(yb)*L+int(ybn), -c)
+			}
+		}
+	}
+	g.average(t)
+}
+
+// average folds the iterate into the weighted average: w_avg <- (1-rho)
+// w_avg + rho s v.
+func (g *ssgState) average(t float64) {
 	if g.avg {
 		rho := 2 / (t + 1)
 		if rho >= 1 {
@@ -225,7 +252,6 @@ func (g *ssgState) step(ctx context.Context, i int) error {
 			g.alpha = 1
 		}
 	}
-	return nil
 }
 
 // known returns the positives below the label count, in g.on's storage.

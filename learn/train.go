@@ -37,7 +37,9 @@ type Options struct {
 	Rho, Eta  float64
 	Sublinear bool
 	// SampleParts is nu, the number of label subsets that the sampled
-	// emission oracle picks one of (Sect. 3.2, eq. 21; default 8).
+	// emission oracle picks one of (Sect. 3.2, eq. 21). Default 1, the
+	// exact search: on Brown the sampled one lost more progress per pass
+	// than it saved (docs/learning.md).
 	SampleParts int
 
 	// RegEmit and RegTrans are the block regularization coefficients
@@ -60,7 +62,7 @@ func (o *Options) Validate() error {
 	o.C = cmp.Or(o.C, 1)
 	o.Rho = cmp.Or(o.Rho, 1)
 	o.Eta = cmp.Or(o.Eta, 1)
-	o.SampleParts = cmp.Or(o.SampleParts, 8)
+	o.SampleParts = cmp.Or(o.SampleParts, 1)
 	o.RegEmit = cmp.Or(o.RegEmit, 1)
 	o.RegTrans = cmp.Or(o.RegTrans, 1)
 	switch {
@@ -90,9 +92,14 @@ type Result struct {
 	Algo       string  `json:"algo"`
 	Iterations int     `json:"iterations"`
 	Seconds    float64 `json:"seconds"`
-	Primal     float64 `json:"primal"`
-	Dual       float64 `json:"dual"`
-	Gap        float64 `json:"gap"`
+	// PassSeconds is the part of Seconds spent in passes, evaluations
+	// excluded; PassCPUSeconds the process's CPU seconds in them (every
+	// thread: above PassSeconds with mini-batches on several threads).
+	PassSeconds    float64 `json:"pass_seconds"`
+	PassCPUSeconds float64 `json:"pass_cpu_seconds"`
+	Primal         float64 `json:"primal"`
+	Dual           float64 `json:"dual"`
+	Gap            float64 `json:"gap"`
 	// PrimalExact is false when some loss-augmented maximisation of the
 	// primal was not proved optimal (multilabel beyond MaxBruteLabels
 	// with an unfinished search): Primal is then a lower estimate.
@@ -232,7 +239,10 @@ func (s *stopper) stop() bool {
 // r.Seconds.
 func (s *stopper) loop(r *Result, pass func(), eval func() (float64, error)) error {
 	for it := 1; ; it++ {
+		p0, c0 := time.Now(), processCPU()
 		pass()
+		r.PassSeconds += time.Since(p0).Seconds()
+		r.PassCPUSeconds += processCPU() - c0
 		r.Iterations, r.Steps = it, s.steps
 		last := s.done(it, *r)
 		if s.due(it) || last {
