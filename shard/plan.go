@@ -79,15 +79,10 @@ func PlanLayout(path string, workers int, opts PlanOptions) (*Layout, error) {
 	}
 	log.Info("sharding: ranges cut", "factors", nf, "workers", workers, "seconds", time.Since(start).Seconds())
 	start = time.Now()
-	if err := p.boundary(); err != nil {
+	if err := p.owners(); err != nil {
 		return nil, err
 	}
 	log.Info("sharding: boundary found", "boundary", len(p.bvars), "isolated", len(p.isolated), "seconds", time.Since(start).Seconds())
-	start = time.Now()
-	if err := p.degrees(); err != nil {
-		return nil, err
-	}
-	log.Info("sharding: degrees counted", "seconds", time.Since(start).Seconds())
 	return p.layout(size, opts.MaxEntries)
 }
 
@@ -109,13 +104,12 @@ type planner struct {
 	cut       []int
 	cutPos    []int64
 	// Pass 2: the boundary variables (increasing) and the variables in no
-	// factor.
+	// factor; per worker, its boundary variables, its slaves over each,
+	// and its replica entries.
 	bvars    []int
 	isolated []int
-	// Pass 3: per worker, its boundary variables, its slaves over each,
-	// and its replica entries.
-	of, deg [][]int
-	entries []int
+	of, deg  [][]int
+	entries  []int
 }
 
 // ranges is the first pass: cardinalities, the checks of what a sharded
@@ -193,12 +187,32 @@ func (p *planner) cost(f *model.Factor, pl indexed.Payload) float64 {
 	return c
 }
 
-// boundary is the second pass: the worker of each variable's factors, and
-// from it the variables of several workers and those of none.
-func (p *planner) boundary() error {
-	owner := make([]int16, p.sc.NumVars()) // -1 none, -2 several
-	for i := range owner {
-		owner[i] = -1
+// owners is the second pass: the workers whose factors hold each
+// variable, from which the variables of several workers (the boundary)
+// and of none (isolated), and each worker's slaves over each boundary
+// variable and its replica entries. The factors come in the order of the
+// workers' ranges, so a variable's workers come in increasing order: it
+// keeps the last one (last: w+1, negated once a second one came; 0: none)
+// and its factors there (count, saturating into big), and hands the pair
+// over when another worker comes and at the end. Three bytes a variable.
+func (p *planner) owners() error {
+	n := p.sc.NumVars()
+	last := make([]int16, n)
+	count := make([]uint8, n)
+	big := map[int]int32{} // the counts from 255 on
+	type held struct {
+		v int
+		c int32
+	}
+	heldBy := make([][]held, p.workers)
+	p.entries = make([]int, p.workers)
+	hand := func(v int) {
+		w, c := int(-last[v])-1, int32(count[v])
+		if c == math.MaxUint8 {
+			c = big[v]
+			delete(big, v)
+		}
+		heldBy[w] = append(heldBy[w], held{v, c})
 	}
 	w := 0
 	err := p.sc.Walk(indexed.Visitor{Factor: func(a int, _ indexed.Record, f *model.Factor) error {
@@ -206,70 +220,59 @@ func (p *planner) boundary() error {
 			w++
 		}
 		for _, v := range f.Vars {
-			switch o := owner[v]; {
-			case o == -1:
-				owner[v] = int16(w)
-			case o >= 0 && int(o) != w:
-				owner[v] = -2
+			p.entries[w] += p.cards.Card(v)
+			switch l := int(last[v]); {
+			case l == w+1 || l == -(w+1):
+				switch count[v] {
+				case math.MaxUint8 - 1:
+					big[v] = math.MaxUint8
+				case math.MaxUint8:
+					big[v]++
+					continue
+				}
+				count[v]++
+				continue
+			case l == 0:
+				last[v] = int16(w + 1)
+			default: // another worker's before: v is a boundary variable
+				last[v] = -int16(abs(l))
+				hand(v)
+				last[v] = -int16(w + 1)
 			}
+			count[v] = 1
 		}
 		return nil
 	}})
 	if err != nil {
 		return err
 	}
-	for v, o := range owner {
-		switch o {
-		case -2:
+	for v, l := range last {
+		switch {
+		case l < 0:
+			hand(v)
 			p.bvars = append(p.bvars, v)
-		case -1:
+		case l == 0:
 			p.isolated = append(p.isolated, v)
+		}
+	}
+	p.of = make([][]int, p.workers)
+	p.deg = make([][]int, p.workers)
+	for w, hs := range heldBy {
+		slices.SortFunc(hs, func(a, b held) int { return a.v - b.v })
+		for _, h := range hs {
+			j, _ := slices.BinarySearch(p.bvars, h.v)
+			p.of[w] = append(p.of[w], j)
+			p.deg[w] = append(p.deg[w], int(h.c))
 		}
 	}
 	return nil
 }
 
-// degrees is the third pass: each worker's slaves over each boundary
-// variable, and its replica entries.
-func (p *planner) degrees() error {
-	p.of = make([][]int, p.workers)
-	p.deg = make([][]int, p.workers)
-	p.entries = make([]int, p.workers)
-	count := make([]int32, len(p.bvars))
-	var touched []int
-	w := 0
-	flush := func() {
-		slices.Sort(touched)
-		for _, j := range touched {
-			p.of[w] = append(p.of[w], j)
-			p.deg[w] = append(p.deg[w], int(count[j]))
-			count[j] = 0
-		}
-		touched = touched[:0]
+func abs(x int) int {
+	if x < 0 {
+		return -x
 	}
-	err := p.sc.Walk(indexed.Visitor{Factor: func(a int, _ indexed.Record, f *model.Factor) error {
-		for a >= p.cut[w+1] {
-			flush()
-			w++
-		}
-		for _, v := range f.Vars {
-			p.entries[w] += p.cards.Card(v)
-			j, ok := slices.BinarySearch(p.bvars, v)
-			if !ok {
-				continue
-			}
-			if count[j] == 0 {
-				touched = append(touched, j)
-			}
-			count[j]++
-		}
-		return nil
-	}})
-	if err != nil {
-		return err
-	}
-	flush()
-	return nil
+	return x
 }
 
 // layout puts the passes' results together, with the boundary's unaries.
