@@ -134,9 +134,11 @@ func streamUAI(ctx context.Context, in string, f *os.File, o ConvertOptions, wop
 	}()
 	ropts := uai.OptionsFor(in)
 	ropts.MaxEntries, ropts.Context = o.MaxEntries, ctx
-	// The entries are converted on the other cores while this goroutine
-	// tokenizes and writes (about twice as fast on two cores).
-	ropts.Converters = max(1, runtime.GOMAXPROCS(0)-1)
+	// The entries are converted on other goroutines while this one
+	// tokenizes and writes: as many as the cores (up to 4), so that on two
+	// cores this goroutine's share (less than half of the work) leaves
+	// the rest of its core to the conversion.
+	ropts.Converters = max(1, min(runtime.GOMAXPROCS(0), 4))
 	nf := 0 // the factors the file declares
 	open := func() (io.ReadCloser, error) {
 		src, err := openCtx(ctx, in)
