@@ -9,9 +9,9 @@
 // about equal cost, one per worker, and notes where every k-th factor's
 // record starts (k at most 1024, less on small models); the second finds
 // the variables that ranges share (the boundary) and counts each worker's
-// slaves over each boundary variable (it sets aside three bytes per
-// variable for the pass, freed after it: the last worker seen and its
-// count). What it keeps is O(boundary + factors/1024 + workers). Each
+// slaves over each boundary variable, reading the ranges in two groups of
+// workers at once (it sets aside three bytes per variable and group for
+// the pass, freed after it: the last worker seen and its count). What it keeps is O(boundary + factors/1024 + workers). Each
 // worker then reads only its range of factor records, their payloads and
 // its variables' unaries by byte ranges (Load) and builds a
 // consensus.Part from them, with one slave per factor; or, for a solver

@@ -2,10 +2,13 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/ddrun/ddrun/model"
@@ -190,68 +193,47 @@ func (p *planner) cost(f *model.Factor, pl indexed.Payload) float64 {
 // owners is the second pass: the workers whose factors hold each
 // variable, from which the variables of several workers (the boundary)
 // and of none (isolated), and each worker's slaves over each boundary
-// variable and its replica entries. The factors come in the order of the
-// workers' ranges, so a variable's workers come in increasing order: it
-// keeps the last one (last: w+1, negated once a second one came; 0: none)
-// and its factors there (count, saturating into big), and hands the pair
-// over when another worker comes and at the end. Three bytes a variable.
+// variable and its replica entries. The workers' ranges are read in
+// groups of consecutive workers, on a goroutine each (ownerGroups: two
+// when there are two cores and workers), each group's walk keeping three
+// bytes a variable (ownerWalk); then every variable is settled from the
+// groups' findings.
 func (p *planner) owners() error {
-	n := p.sc.NumVars()
-	last := make([]int16, n)
-	count := make([]uint8, n)
-	big := map[int]int32{} // the counts from 255 on
-	type held struct {
-		v int
-		c int32
-	}
-	heldBy := make([][]held, p.workers)
+	groups := min(ownerGroups, p.workers, max(1, runtime.GOMAXPROCS(0)))
 	p.entries = make([]int, p.workers)
-	hand := func(v int) {
-		w, c := int(-last[v])-1, int32(count[v])
-		if c == math.MaxUint8 {
-			c = big[v]
-			delete(big, v)
-		}
-		heldBy[w] = append(heldBy[w], held{v, c})
+	heldBy := make([][]held, p.workers)
+	walks := make([]*ownerWalk, groups)
+	errs := make([]error, groups)
+	var wg sync.WaitGroup
+	for g := range groups {
+		o := &ownerWalk{p: p, lo: g * p.workers / groups, hi: (g + 1) * p.workers / groups, heldBy: heldBy}
+		walks[g] = o
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[g] = o.walk()
+		}()
 	}
-	w := 0
-	err := p.sc.Walk(indexed.Visitor{Factor: func(a int, _ indexed.Record, f *model.Factor) error {
-		for a >= p.cut[w+1] {
-			w++
-		}
-		for _, v := range f.Vars {
-			p.entries[w] += p.cards.Card(v)
-			switch l := int(last[v]); {
-			case l == w+1 || l == -(w+1):
-				switch count[v] {
-				case math.MaxUint8 - 1:
-					big[v] = math.MaxUint8
-				case math.MaxUint8:
-					big[v]++
-					continue
-				}
-				count[v]++
-				continue
-			case l == 0:
-				last[v] = int16(w + 1)
-			default: // another worker's before: v is a boundary variable
-				last[v] = -int16(abs(l))
-				hand(v)
-				last[v] = -int16(w + 1)
-			}
-			count[v] = 1
-		}
-		return nil
-	}})
-	if err != nil {
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	for v, l := range last {
+	for v := range p.sc.NumVars() {
+		several, touched := false, 0
+		for _, o := range walks {
+			if l := o.last[v]; l != 0 {
+				several, touched = several || l < 0, touched+1
+			}
+		}
 		switch {
-		case l < 0:
-			hand(v)
+		case several || touched > 1:
+			for _, o := range walks {
+				if o.last[v] != 0 {
+					o.hand(v)
+				}
+			}
 			p.bvars = append(p.bvars, v)
-		case l == 0:
+		case touched == 0:
 			p.isolated = append(p.isolated, v)
 		}
 	}
@@ -266,6 +248,75 @@ func (p *planner) owners() error {
 		}
 	}
 	return nil
+}
+
+// ownerGroups is the most goroutines of the second pass.
+const ownerGroups = 2
+
+// held is a boundary variable v that a worker's factors hold, c of them.
+type held struct {
+	v int
+	c int32
+}
+
+// ownerWalk is one group's walk of the second pass: the factors of
+// workers [lo, hi), which come in the order of the workers' ranges, so
+// that a variable's workers come in increasing order. It keeps the last
+// one (last: w+1, negated once a second one came; 0: none) and its factors
+// there (count, saturating into big), and hands the pair over (heldBy)
+// when another worker comes, and at the end when the variable is on the
+// boundary.
+type ownerWalk struct {
+	p      *planner
+	lo, hi int
+	last   []int16
+	count  []uint8
+	big    map[int]int32 // the counts from 255 on
+	heldBy [][]held      // shared: the group's workers' only
+}
+
+func (o *ownerWalk) hand(v int) {
+	l := int(o.last[v])
+	w, c := abs(l)-1, int32(o.count[v])
+	if c == math.MaxUint8 {
+		c = o.big[v]
+	}
+	o.heldBy[w] = append(o.heldBy[w], held{v, c})
+}
+
+func (o *ownerWalk) walk() error {
+	p := o.p
+	n := p.sc.NumVars()
+	o.last, o.count, o.big = make([]int16, n), make([]uint8, n), map[int]int32{}
+	w := o.lo
+	return p.sc.ReadRecords(p.cutPos[o.lo], p.cut[o.lo], p.cut[o.hi], p.cards.Card, func(a int, f *model.Factor) error {
+		for a >= p.cut[w+1] {
+			w++
+		}
+		for _, v := range f.Vars {
+			p.entries[w] += p.cards.Card(v)
+			switch l := int(o.last[v]); {
+			case l == w+1 || l == -(w+1):
+				switch o.count[v] {
+				case math.MaxUint8 - 1:
+					o.big[v] = math.MaxUint8
+				case math.MaxUint8:
+					o.big[v]++
+					continue
+				}
+				o.count[v]++
+				continue
+			case l == 0:
+				o.last[v] = int16(w + 1)
+			default: // another worker's before: v is a boundary variable
+				o.hand(v)
+				delete(o.big, v)
+				o.last[v] = -int16(w + 1)
+			}
+			o.count[v] = 1
+		}
+		return nil
+	})
 }
 
 func abs(x int) int {
