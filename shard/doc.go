@@ -4,13 +4,14 @@
 //
 // The model is an indexed file (package model/indexed, .ddx) that every
 // worker can read at the same path (a shared volume). The coordinator
-// streams its structure section three times and keeps no table and no
+// streams its structure section twice and keeps no table and no
 // scope (PlanLayout): the first pass cuts the factors into consecutive ranges of
 // about equal cost, one per worker, and notes where every k-th factor's
 // record starts (k at most 1024, less on small models); the second finds
-// the variables that ranges share (the boundary; it sets aside two bytes
-// per variable for the pass, freed after it); the third counts each worker's slaves over each boundary
-// variable. What it keeps is O(boundary + factors/1024 + workers). Each
+// the variables that ranges share (the boundary) and counts each worker's
+// slaves over each boundary variable, reading the ranges in two groups of
+// workers at once (it sets aside three bytes per variable and group for
+// the pass, freed after it: the last worker seen and its count). What it keeps is O(boundary + factors/1024 + workers). Each
 // worker then reads only its range of factor records, their payloads and
 // its variables' unaries by byte ranges (Load) and builds a
 // consensus.Part from them, with one slave per factor; or, for a solver

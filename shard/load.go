@@ -18,7 +18,7 @@ import (
 // cardinalities and unaries, nothing else. The part has one slave per
 // factor, in the file's order, over its own numbering of the variables.
 func Load(ctx context.Context, spec *Spec) (*consensus.Part, error) {
-	return readPart(ctx, spec, false)
+	return readPart(ctx, spec, false, true)
 }
 
 // LoadFlat is Load for a worker that only runs the part: when all the
@@ -27,10 +27,13 @@ func Load(ctx context.Context, spec *Spec) (*consensus.Part, error) {
 // takes 96 with a pair's scope) and builds no plan; a part of other
 // factors is Load's. consensus.NewWorker runs both alike, to the bit.
 func LoadFlat(ctx context.Context, spec *Spec) (*consensus.Part, error) {
-	return readPart(ctx, spec, true)
+	return readPart(ctx, spec, true, true)
 }
 
-func readPart(ctx context.Context, spec *Spec, pairs bool) (*consensus.Part, error) {
+// readPart reads spec's part: flat pairs when pairs allows and they are,
+// with the plan of its slaves when plan asks (a piece runs the part whole:
+// LoadPiece).
+func readPart(ctx context.Context, spec *Spec, pairs, plan bool) (*consensus.Part, error) {
 	f, size, done, err := spec.open()
 	if err != nil {
 		return nil, err
@@ -94,10 +97,11 @@ func readPart(ctx context.Context, spec *Spec, pairs bool) (*consensus.Part, err
 	if !flat {
 		q = nil
 	}
-	vars, err := partVars(scopeVars(factors, q), spec)
+	num, err := partVars(scopeVars(factors, q), spec)
 	if err != nil {
 		return nil, err
 	}
+	vars := num.vars
 	cards, unary, err := sc.ReadVars(vars)
 	if err != nil {
 		return nil, err
@@ -110,13 +114,9 @@ func readPart(ctx context.Context, spec *Spec, pairs bool) (*consensus.Part, err
 		}
 	}
 	// The factors over the part's numbering, in place.
-	local := func(v int) int {
-		k, _ := slices.BinarySearch(vars, v)
-		return k
-	}
 	if q != nil {
 		for a := range q.W {
-			q.I[a], q.J[a] = int32(local(int(q.I[a]))), int32(local(int(q.J[a])))
+			q.I[a], q.J[a] = int32(num.local(int(q.I[a]))), int32(num.local(int(q.J[a])))
 		}
 		if err := m.Validate(); err != nil {
 			return nil, fmt.Errorf("shard: the model file: factors [%d,%d): %w", spec.From, spec.To, err)
@@ -124,18 +124,18 @@ func readPart(ctx context.Context, spec *Spec, pairs bool) (*consensus.Part, err
 		if err := q.Validate(m.Cards); err != nil {
 			return nil, fmt.Errorf("shard: the model file: factors [%d,%d): %w", spec.From, spec.To, err)
 		}
-		return assemble(m, q, vars, spec)
+		return assemble(m, q, vars, spec, plan)
 	}
 	for a := range factors {
 		for k, v := range factors[a].Vars {
-			factors[a].Vars[k] = local(v)
+			factors[a].Vars[k] = num.local(v)
 		}
 	}
 	m.Factors = factors
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("shard: the model file: factors [%d,%d): %w", spec.From, spec.To, err)
 	}
-	return assemble(m, nil, vars, spec)
+	return assemble(m, nil, vars, spec, plan)
 }
 
 // scopeVars returns the variables of the factors' scopes (of q's pairs
@@ -160,25 +160,70 @@ func scopeVars(factors []model.Factor, q *consensus.Pairs) []int {
 	return vars
 }
 
-// partVars returns the variables of the part (vars, the variables of its
-// factors' scopes, and its isolated ones), increasing, and checks the
-// spec's boundary and isolated variables against them.
-func partVars(vars []int, spec *Spec) ([]int, error) {
-	slices.Sort(vars)
-	vars = slices.Compact(vars)
+// numbering is a part's variables, increasing, and the part's number of
+// each (its index in vars).
+type numbering struct {
+	vars []int
+	// lo is the first variable, and dense[v-lo] the number of v when the
+	// variables span a range not much longer than the scopes (a part of a
+	// file in a local order: a grid's rows); nil: a binary search in vars.
+	lo    int
+	dense []int32
+}
+
+// local is the part's number of v, one of its variables.
+func (n *numbering) local(v int) int {
+	if n.dense != nil {
+		return int(n.dense[v-n.lo])
+	}
+	k, _ := slices.BinarySearch(n.vars, v)
+	return k
+}
+
+// partVars numbers the variables of the part (vars, the variables of its
+// factors' scopes with repeats, and its isolated ones), increasing, and
+// checks the spec's boundary and isolated variables against them. When
+// they span a range at most twice as long as vars, they are marked in an
+// array over the range (linear, the numbering an array look-up); else
+// sorted.
+func partVars(vars []int, spec *Spec) (*numbering, error) {
+	if len(vars) == 0 && len(spec.Isolated) == 0 {
+		return &numbering{}, nil
+	}
 	for k, v := range spec.Boundary {
 		if k > 0 && v <= spec.Boundary[k-1] {
 			return nil, fmt.Errorf("shard: boundary variables out of order at %d", v)
 		}
+	}
+	for k, v := range spec.Isolated {
+		if v < 0 || v >= int64(spec.NumVars) || k > 0 && v <= spec.Isolated[k-1] {
+			return nil, fmt.Errorf("shard: isolated variable %d out of range [0,%d) or out of order", v, spec.NumVars)
+		}
+	}
+	lo, hi := math.MaxInt, -1
+	for _, v := range vars {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	for _, v := range spec.Isolated {
+		lo, hi = min(lo, int(v)), max(hi, int(v))
+	}
+	if span := hi - lo + 1; span <= 2*len(vars)+len(spec.Isolated) {
+		return denseVars(vars, lo, span, spec)
+	}
+	return sortedVars(vars, spec)
+}
+
+// sortedVars is partVars by sorting vars.
+func sortedVars(vars []int, spec *Spec) (*numbering, error) {
+	slices.Sort(vars)
+	vars = slices.Compact(vars)
+	for _, v := range spec.Boundary {
 		if _, found := slices.BinarySearch(vars, int(v)); !found {
 			return nil, fmt.Errorf("shard: boundary variable %d is in none of the part's factors", v)
 		}
 	}
 	inFactors := len(vars)
-	for k, v := range spec.Isolated {
-		if v < 0 || v >= int64(spec.NumVars) || k > 0 && v <= spec.Isolated[k-1] {
-			return nil, fmt.Errorf("shard: isolated variable %d out of range [0,%d) or out of order", v, spec.NumVars)
-		}
+	for _, v := range spec.Isolated {
 		if _, found := slices.BinarySearch(vars[:inFactors], int(v)); found {
 			return nil, fmt.Errorf("shard: variable %d is in the part's factors, the spec says it is in none", v)
 		}
@@ -187,13 +232,47 @@ func partVars(vars []int, spec *Spec) ([]int, error) {
 	slices.Sort(vars)
 	// A copy: vars was sized for every scope entry (2 per factor of a
 	// grid, twice the variables), and Clip would keep that array.
-	return slices.Clone(vars), nil
+	return &numbering{vars: slices.Clone(vars)}, nil
+}
+
+// denseVars is partVars over an array of span marks from lo: 1 for a
+// variable of the factors, 2 for an isolated one, then the numbers.
+func denseVars(vars []int, lo, span int, spec *Spec) (*numbering, error) {
+	mark := make([]int32, span)
+	for _, v := range vars {
+		mark[v-lo] = 1
+	}
+	for _, v := range spec.Boundary {
+		if i := int(v) - lo; i < 0 || i >= span || mark[i] != 1 {
+			return nil, fmt.Errorf("shard: boundary variable %d is in none of the part's factors", v)
+		}
+	}
+	for _, v := range spec.Isolated {
+		if mark[int(v)-lo] == 1 {
+			return nil, fmt.Errorf("shard: variable %d is in the part's factors, the spec says it is in none", v)
+		}
+		mark[int(v)-lo] = 2
+	}
+	n := 0
+	for _, c := range mark {
+		if c != 0 {
+			n++
+		}
+	}
+	num := &numbering{vars: make([]int, 0, n), lo: lo, dense: mark}
+	for i, c := range mark {
+		if c != 0 {
+			mark[i] = int32(len(num.vars))
+			num.vars = append(num.vars, lo+i)
+		}
+	}
+	return num, nil
 }
 
 // assemble makes the part: one slave per factor (per pair of q when not
-// nil), the degrees (the part's own for its interior, the spec's for its
+// nil: with plan, partition.PerFactor's plan of them), the degrees (the part's own for its interior, the spec's for its
 // boundary) and the boundary.
-func assemble(m *model.Model, q *consensus.Pairs, vars []int, spec *Spec) (*consensus.Part, error) {
+func assemble(m *model.Model, q *consensus.Pairs, vars []int, spec *Spec, plan bool) (*consensus.Part, error) {
 	p := &consensus.Part{Vars: vars, Model: m, Pairs: q, Degree: make([]int, len(vars))}
 	entries := 0
 	if q != nil {
@@ -204,7 +283,9 @@ func assemble(m *model.Model, q *consensus.Pairs, vars []int, spec *Spec) (*cons
 			}
 		}
 	} else {
-		p.Plan = partition.PerFactor(m)
+		if plan {
+			p.Plan = partition.PerFactor(m)
+		}
 		for a := range m.Factors {
 			for _, v := range m.Factors[a].Vars {
 				p.Degree[v]++

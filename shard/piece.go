@@ -29,7 +29,7 @@ func LoadPiece(ctx context.Context, spec *Spec, copies []int32) (*Piece, error) 
 	if len(copies) != len(spec.Boundary) {
 		return nil, fmt.Errorf("shard: %d copy counts for %d boundary variables", len(copies), len(spec.Boundary))
 	}
-	part, err := Load(ctx, spec)
+	part, err := readPart(ctx, spec, false, false)
 	if err != nil {
 		return nil, err
 	}

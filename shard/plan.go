@@ -2,10 +2,13 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/ddrun/ddrun/model"
@@ -79,15 +82,10 @@ func PlanLayout(path string, workers int, opts PlanOptions) (*Layout, error) {
 	}
 	log.Info("sharding: ranges cut", "factors", nf, "workers", workers, "seconds", time.Since(start).Seconds())
 	start = time.Now()
-	if err := p.boundary(); err != nil {
+	if err := p.owners(); err != nil {
 		return nil, err
 	}
 	log.Info("sharding: boundary found", "boundary", len(p.bvars), "isolated", len(p.isolated), "seconds", time.Since(start).Seconds())
-	start = time.Now()
-	if err := p.degrees(); err != nil {
-		return nil, err
-	}
-	log.Info("sharding: degrees counted", "seconds", time.Since(start).Seconds())
 	return p.layout(size, opts.MaxEntries)
 }
 
@@ -109,13 +107,12 @@ type planner struct {
 	cut       []int
 	cutPos    []int64
 	// Pass 2: the boundary variables (increasing) and the variables in no
-	// factor.
+	// factor; per worker, its boundary variables, its slaves over each,
+	// and its replica entries.
 	bvars    []int
 	isolated []int
-	// Pass 3: per worker, its boundary variables, its slaves over each,
-	// and its replica entries.
-	of, deg [][]int
-	entries []int
+	of, deg  [][]int
+	entries  []int
 }
 
 // ranges is the first pass: cardinalities, the checks of what a sharded
@@ -193,83 +190,140 @@ func (p *planner) cost(f *model.Factor, pl indexed.Payload) float64 {
 	return c
 }
 
-// boundary is the second pass: the worker of each variable's factors, and
-// from it the variables of several workers and those of none.
-func (p *planner) boundary() error {
-	owner := make([]int16, p.sc.NumVars()) // -1 none, -2 several
-	for i := range owner {
-		owner[i] = -1
+// owners is the second pass: the workers whose factors hold each
+// variable, from which the variables of several workers (the boundary)
+// and of none (isolated), and each worker's slaves over each boundary
+// variable and its replica entries. The workers' ranges are read in
+// groups of consecutive workers, on a goroutine each (ownerGroups: two
+// when there are two cores and workers), each group's walk keeping three
+// bytes a variable (ownerWalk); then every variable is settled from the
+// groups' findings.
+func (p *planner) owners() error {
+	groups := min(ownerGroups, p.workers, max(1, runtime.GOMAXPROCS(0)))
+	p.entries = make([]int, p.workers)
+	heldBy := make([][]held, p.workers)
+	walks := make([]*ownerWalk, groups)
+	errs := make([]error, groups)
+	var wg sync.WaitGroup
+	for g := range groups {
+		o := &ownerWalk{p: p, lo: g * p.workers / groups, hi: (g + 1) * p.workers / groups, heldBy: heldBy}
+		walks[g] = o
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[g] = o.walk()
+		}()
 	}
-	w := 0
-	err := p.sc.Walk(indexed.Visitor{Factor: func(a int, _ indexed.Record, f *model.Factor) error {
-		for a >= p.cut[w+1] {
-			w++
-		}
-		for _, v := range f.Vars {
-			switch o := owner[v]; {
-			case o == -1:
-				owner[v] = int16(w)
-			case o >= 0 && int(o) != w:
-				owner[v] = -2
-			}
-		}
-		return nil
-	}})
-	if err != nil {
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	for v, o := range owner {
-		switch o {
-		case -2:
+	for v := range p.sc.NumVars() {
+		several, touched := false, 0
+		for _, o := range walks {
+			if l := o.last[v]; l != 0 {
+				several, touched = several || l < 0, touched+1
+			}
+		}
+		switch {
+		case several || touched > 1:
+			for _, o := range walks {
+				if o.last[v] != 0 {
+					o.hand(v)
+				}
+			}
 			p.bvars = append(p.bvars, v)
-		case -1:
+		case touched == 0:
 			p.isolated = append(p.isolated, v)
+		}
+	}
+	p.of = make([][]int, p.workers)
+	p.deg = make([][]int, p.workers)
+	for w, hs := range heldBy {
+		slices.SortFunc(hs, func(a, b held) int { return a.v - b.v })
+		for _, h := range hs {
+			j, _ := slices.BinarySearch(p.bvars, h.v)
+			p.of[w] = append(p.of[w], j)
+			p.deg[w] = append(p.deg[w], int(h.c))
 		}
 	}
 	return nil
 }
 
-// degrees is the third pass: each worker's slaves over each boundary
-// variable, and its replica entries.
-func (p *planner) degrees() error {
-	p.of = make([][]int, p.workers)
-	p.deg = make([][]int, p.workers)
-	p.entries = make([]int, p.workers)
-	count := make([]int32, len(p.bvars))
-	var touched []int
-	w := 0
-	flush := func() {
-		slices.Sort(touched)
-		for _, j := range touched {
-			p.of[w] = append(p.of[w], j)
-			p.deg[w] = append(p.deg[w], int(count[j]))
-			count[j] = 0
-		}
-		touched = touched[:0]
+// ownerGroups is the most goroutines of the second pass.
+const ownerGroups = 2
+
+// held is a boundary variable v that a worker's factors hold, c of them.
+type held struct {
+	v int
+	c int32
+}
+
+// ownerWalk is one group's walk of the second pass: the factors of
+// workers [lo, hi), which come in the order of the workers' ranges, so
+// that a variable's workers come in increasing order. It keeps the last
+// one (last: w+1, negated once a second one came; 0: none) and its factors
+// there (count, saturating into big), and hands the pair over (heldBy)
+// when another worker comes, and at the end when the variable is on the
+// boundary.
+type ownerWalk struct {
+	p      *planner
+	lo, hi int
+	last   []int16
+	count  []uint8
+	big    map[int]int32 // the counts from 255 on
+	heldBy [][]held      // shared: the group's workers' only
+}
+
+func (o *ownerWalk) hand(v int) {
+	l := int(o.last[v])
+	w, c := abs(l)-1, int32(o.count[v])
+	if c == math.MaxUint8 {
+		c = o.big[v]
 	}
-	err := p.sc.Walk(indexed.Visitor{Factor: func(a int, _ indexed.Record, f *model.Factor) error {
+	o.heldBy[w] = append(o.heldBy[w], held{v, c})
+}
+
+func (o *ownerWalk) walk() error {
+	p := o.p
+	n := p.sc.NumVars()
+	o.last, o.count, o.big = make([]int16, n), make([]uint8, n), map[int]int32{}
+	w := o.lo
+	return p.sc.ReadRecords(p.cutPos[o.lo], p.cut[o.lo], p.cut[o.hi], p.cards.Card, func(a int, f *model.Factor) error {
 		for a >= p.cut[w+1] {
-			flush()
 			w++
 		}
 		for _, v := range f.Vars {
 			p.entries[w] += p.cards.Card(v)
-			j, ok := slices.BinarySearch(p.bvars, v)
-			if !ok {
+			switch l := int(o.last[v]); {
+			case l == w+1 || l == -(w+1):
+				switch o.count[v] {
+				case math.MaxUint8 - 1:
+					o.big[v] = math.MaxUint8
+				case math.MaxUint8:
+					o.big[v]++
+					continue
+				}
+				o.count[v]++
 				continue
+			case l == 0:
+				o.last[v] = int16(w + 1)
+			default: // another worker's before: v is a boundary variable
+				o.hand(v)
+				delete(o.big, v)
+				o.last[v] = -int16(w + 1)
 			}
-			if count[j] == 0 {
-				touched = append(touched, j)
-			}
-			count[j]++
+			o.count[v] = 1
 		}
 		return nil
-	}})
-	if err != nil {
-		return err
+	})
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
 	}
-	flush()
-	return nil
+	return x
 }
 
 // layout puts the passes' results together, with the boundary's unaries.

@@ -261,7 +261,7 @@ func TestPlanAndLoadErrors(t *testing.T) {
 	})
 }
 
-// BenchmarkPlan: the coordinator's three passes over a 300x300 4-label
+// BenchmarkPlan: the coordinator's two passes over a 300x300 4-label
 // grid's file, cut for 4 workers (what it keeps: the boundary).
 func BenchmarkPlan(b *testing.B) {
 	m := generate.Potts(generate.GridOptions{Height: 300, Width: 300, Labels: 4, Rho: 0.5, Seed: 1})

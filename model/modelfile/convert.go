@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -28,6 +29,12 @@ type ConvertOptions struct {
 	// and the constant (indexed.WriteOptions.FoldUnary), as a UAI file's
 	// unary tables are best held.
 	KeepUnaryFactors bool
+	// KeepDense writes a UAI file's pairwise tables to an indexed output
+	// as tables; by default (with the unary factors folded) those that
+	// are exactly Potts, truncated linear or truncated quadratic plus a
+	// constant become factors of those kinds and their constants go to
+	// the model's, as the UAI reader turns them (addStructured).
+	KeepDense bool
 	// Progress, when not nil, is called after each factor written to an
 	// indexed output with the factors written and their total.
 	Progress func(done, total int)
@@ -44,8 +51,10 @@ type ConvertOptions struct {
 // Convert reads the model file in and writes it to out, each in the format
 // its name says. UAI to indexed streams in memory that does not grow with
 // the factors: the UAI file is read twice (uai.StreamScopes: a scope and
-// its table at a time) and the writer spills the structure to temporary
-// files beside out (indexed.WriteOptions.TempDir); so does native msgpack
+// its table at a time, the entries converted on the other cores:
+// uai.ReadOptions.Converters) and the writer spills the structure to temporary
+// files beside out (indexed.WriteOptions.TempDir), the structured pairwise
+// tables written as their kinds unless o.KeepDense; so does native msgpack
 // (native.ReadMsgpackStream: the file read three times, a factor at a
 // time). An indexed output has
 // the factors over fewer than 2 variables folded into the unaries and the
@@ -125,6 +134,11 @@ func streamUAI(ctx context.Context, in string, f *os.File, o ConvertOptions, wop
 	}()
 	ropts := uai.OptionsFor(in)
 	ropts.MaxEntries, ropts.Context = o.MaxEntries, ctx
+	// The entries are converted on other goroutines while this one
+	// tokenizes and writes: as many as the cores (up to 4), so that on two
+	// cores this goroutine's share (less than half of the work) leaves
+	// the rest of its core to the conversion.
+	ropts.Converters = max(1, min(runtime.GOMAXPROCS(0), 4))
 	nf := 0 // the factors the file declares
 	open := func() (io.ReadCloser, error) {
 		src, err := openCtx(ctx, in)
@@ -142,8 +156,17 @@ func streamUAI(ctx context.Context, in string, f *os.File, o ConvertOptions, wop
 	}
 	var ev model.Evidence
 	var card func(int) int
+	var runs indexed.CardRuns // the cardinalities, run-length encoded
 	err := uai.StreamScopes(open, in, ropts, func(cards []int, factors int) error {
 		nf = factors
+		for k := 0; k < len(cards); {
+			n := 1
+			for k+n < len(cards) && cards[k+n] == cards[k] {
+				n++
+			}
+			runs.Append(n, cards[k])
+			k += n
+		}
 		var err error
 		if o.Evidence != "" {
 			cards = slices.Clone(cards)
@@ -172,7 +195,7 @@ func streamUAI(ctx context.Context, in string, f *os.File, o ConvertOptions, wop
 				return fmt.Errorf("%s: factor %d: %w", in, a, err)
 			}
 		}
-		if err := w.Add(fa); err != nil {
+		if err := addStructured(w, fa, &runs, wopts.FoldUnary && !o.KeepDense); err != nil {
 			return err
 		}
 		if o.Progress != nil {
@@ -187,6 +210,30 @@ func streamUAI(ctx context.Context, in string, f *os.File, o ConvertOptions, wop
 		return err
 	}
 	return w.Close()
+}
+
+// addStructured adds f to w, a pairwise table that is exactly Potts,
+// truncated linear or truncated quadratic plus a constant turned into its
+// kind (model.PairStructure, as the UAI reader turns the tables it keeps:
+// 8 bytes for a Potts factor's weight where its table takes 8 per entry;
+// solve reads the same kinds) and its constant added as a factor over no
+// variable, which w folds into the model's constant (fold: w folds such
+// factors; without, the tables stay as they are).
+func addStructured(w *indexed.Writer, f *model.Factor, cards *indexed.CardRuns, fold bool) error {
+	if !fold || f.Kind != model.Dense || len(f.Vars) != 2 || cards.Card(f.Vars[0]) != cards.Card(f.Vars[1]) {
+		return w.Add(f)
+	}
+	k, wt, tr, c, ok := model.PairStructure(cards.Card(f.Vars[0]), f.Table)
+	if !ok {
+		return w.Add(f)
+	}
+	if err := w.Add(&model.Factor{Kind: k, Vars: f.Vars, Weight: wt, Trunc: tr}); err != nil {
+		return err
+	}
+	if c == 0 {
+		return nil
+	}
+	return w.Add(&model.Factor{Kind: model.Dense, Table: []float64{c}})
 }
 
 // isMsgpack reports whether path names a native msgpack file (.msgpack,

@@ -79,7 +79,8 @@ type modelParser struct {
 	// tableSize, when not nil, gives the size of factor a's table instead
 	// of the model's scope (StreamScopes: from the second reader's scope).
 	tableSize func(a int) (int, error)
-	nf        int // the number of factors
+	cur       []int // the scope of the last tableSize (StreamScopes)
+	nf        int   // the number of factors
 	// structure turns exactly structured pairwise tables into their kinds
 	// as they are read (model.StructurePair), so that their tables are
 	// never kept.

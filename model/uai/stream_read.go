@@ -112,7 +112,6 @@ func StreamScopes(open func() (io.ReadCloser, error), name string, opts ReadOpti
 		}
 	})
 	defer stop()
-	var cur []int
 	tables.tableSize = func(a int) (int, error) {
 		s, ok := next()
 		if !ok {
@@ -121,11 +120,16 @@ func StreamScopes(open func() (io.ReadCloser, error), name string, opts ReadOpti
 			}
 			return 0, fmt.Errorf("uai: %s: the second read has %d scopes, the first %d (did the file change?)", name, a, tables.nf)
 		}
-		cur = s.vars
+		tables.cur = s.vars
 		return s.size, nil
 	}
-	tables.onTable = func(a int, t []float64) error { return factor(a, cur, t) }
-	if err := tables.factorTables(); err != nil {
+	if opts.Converters > 0 {
+		err = tables.pipedTables(opts.Converters, factor)
+	} else {
+		tables.onTable = func(a int, t []float64) error { return factor(a, tables.cur, t) }
+		err = tables.factorTables()
+	}
+	if err != nil {
 		return err
 	}
 	return tables.end()
