@@ -109,7 +109,7 @@ func (s *Sealer) open(name string, b []byte) ([]byte, error) {
 		if plain, err := k.aead.Open(nil, b[len(sealMagic)+1:sealHeader], b[sealHeader:], sealAD(id, name)); err == nil {
 			return plain, nil
 		}
-		return nil, fmt.Errorf("get %s: %w: %w: the blob does not open with the job key (tampered with, or moved from another object)", name, ErrCorrupt, ErrSeal)
+		return nil, fmt.Errorf("get %s: %w: %w: the blob does not open with the job key (sealed with another key whose 1-byte id is the same, tampered with, or moved from another object)", name, ErrCorrupt, ErrSeal)
 	}
 	return nil, fmt.Errorf("get %s: %w: %w: the blob was sealed with another key (key id %02x)", name, ErrCorrupt, ErrSeal, id)
 }

@@ -38,7 +38,8 @@ func TestRunExactMatchesSolveExact(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			defer tr.Close()
-			if err := dsearch.Serve(ctx, tr, dsearch.WorkerOptions{Name: name, Threads: 1}); err != nil {
+			if err := dsearch.Serve(ctx, tr, dsearch.WorkerOptions{Name: name, Threads: 1,
+				ModelPath: func(p string) (string, error) { return p, nil }}); err != nil {
 				t.Error(err)
 			}
 		}()
