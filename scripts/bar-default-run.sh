@@ -30,11 +30,16 @@ pids=()
 trap 'kill "${pids[@]}" "$nats" 2>/dev/null || true; wait 2>/dev/null || true' EXIT
 sleep 1
 url="nats://127.0.0.1:$port"
+# Messages sealed with a job key (the default: without one, run and worker
+# refuse an external NATS server); the workers read the converted model
+# where the coordinator writes it (--model-root: a shared filesystem).
+key="$dir/job.key"
+[ -f "$key" ] || python3 -c 'import secrets; print(secrets.token_hex(32))' >"$key"
 for w in 1 2; do
-  /usr/bin/time -v "$bin/worker" --nats "$url" --name "w$w" >"$dir/w$w.log" 2>&1 &
+  /usr/bin/time -v "$bin/worker" --nats "$url" --name "w$w" --job-key-file "$key" --state-dir "$dir/w$w" --model-root "$dir" >"$dir/w$w.log" 2>&1 &
   pids+=($!)
 done
-/usr/bin/time -v "$bin/coordinator" run --nats "$url" --workers 2 --max-iter "$iters" --tol 0 --json \
+/usr/bin/time -v "$bin/coordinator" run --nats "$url" --workers 2 --max-iter "$iters" --tol 0 --json --job-key-file "$key" ${ALGO:+--algo "$ALGO"} \
   --out "$dir/x.mpe" "$model" >"$dir/out.json" 2>"$dir/coord.log"
 # /usr/bin/time does not pass signals on: stop the workers under it.
 for p in "${pids[@]}"; do pkill -INT -P "$p" 2>/dev/null || true; done

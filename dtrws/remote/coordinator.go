@@ -358,55 +358,73 @@ func (l *link) Step(ctx context.Context, in *dtrws.StepIn, out *dtrws.StepOut) e
 // Labels implements dtrws.Link (the labels of the part's variables, in
 // their order).
 func (l *link) Labels(ctx context.Context) ([]int32, error) {
-	_, x, err := l.labelled(ctx)
+	x := make([]int32, 0, l.vars)
+	err := l.labelled(ctx, func(_, labels []int32) error {
+		x = append(x, labels...)
+		return nil
+	})
 	return x, err
 }
 
-// labelled asks for the part's variables and kept labels and checks them.
-func (l *link) labelled(ctx context.Context) (vars, x []int32, err error) {
-	l.seq++
-	if err := l.c.publish(ctx, l.worker, labelsBody{CID: l.c.cid, Seq: l.seq}); err != nil {
-		return nil, nil, fmt.Errorf("worker %s: %w", l.worker, err)
+// labelled asks for the part's variables and kept labels, a piece of at
+// most labelPiece at a time, checks each and hands it to fn (which must
+// not keep the slices): no more than one piece is held here.
+func (l *link) labelled(ctx context.Context, fn func(vars, x []int32) error) error {
+	for from := 0; ; {
+		l.seq++
+		if err := l.c.publish(ctx, l.worker, labelsBody{CID: l.c.cid, Seq: l.seq, From: int32(from)}); err != nil {
+			return fmt.Errorf("worker %s: %w", l.worker, err)
+		}
+		seq := l.seq
+		m, err := l.c.await(ctx, l.worker, l.c.opts.StepTimeout, func(m message) bool {
+			return m.kind == kindLabelled && m.labelled.CID == l.c.cid && m.labelled.Seq == seq
+		})
+		if err != nil {
+			return err
+		}
+		a := m.labelled
+		n := len(a.Vars)
+		switch {
+		case a.Err != "":
+			return fmt.Errorf("worker %s: %s", l.worker, a.Err)
+		case len(a.Labels) != n || int(a.From) != from || n > labelPiece || from+n > l.vars || a.Last != (from+n == l.vars) || n == 0 && !a.Last:
+			return fmt.Errorf("worker %s: %d variables and %d labels from %d (last %v) for a part of %d asked from %d",
+				l.worker, n, len(a.Labels), a.From, a.Last, l.vars, from)
+		}
+		if err := fn(a.Vars, a.Labels); err != nil {
+			return err
+		}
+		if a.Last {
+			return nil
+		}
+		from += n
 	}
-	seq := l.seq
-	m, err := l.c.await(ctx, l.worker, l.c.opts.StepTimeout, func(m message) bool {
-		return m.kind == kindLabelled && m.labelled.CID == l.c.cid && m.labelled.Seq == seq
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	a := m.labelled
-	switch {
-	case a.Err != "":
-		return nil, nil, fmt.Errorf("worker %s: %s", l.worker, a.Err)
-	case len(a.Vars) != l.vars || len(a.Labels) != l.vars:
-		return nil, nil, fmt.Errorf("worker %s: %d variables and %d labels for a part of %d", l.worker, len(a.Vars), len(a.Labels), l.vars)
-	}
-	return a.Vars, a.Labels, nil
 }
 
 // pieces gives the parts' assignments to put, each variable once (a
 // boundary variable from the first part that holds it), checked: the
 // variables increasing and in range, the states >= 0.
 func (c *coordinator) pieces(ctx context.Context, l *shard.Layout, seam *dtrws.Seam, links []*link, put func([]int, []int32) error) error {
+	vs := make([]int, 0, labelPiece)
+	st := make([]int32, 0, labelPiece)
 	for p, lk := range links {
-		vars, x, err := lk.labelled(ctx)
+		prev := int32(-1)
+		err := lk.labelled(ctx, func(vars, x []int32) error {
+			vs, st = vs[:0], st[:0]
+			for i, v := range vars {
+				if v <= prev || int(v) >= l.NumVars || x[i] < 0 {
+					return fmt.Errorf("worker %s: variable %d in state %d out of range or order", lk.worker, v, x[i])
+				}
+				prev = v
+				if j, shared := slices.BinarySearch(l.BoundaryVars, int(v)); shared && int(seam.Copies[j][0]) != p {
+					continue
+				}
+				vs, st = append(vs, int(v)), append(st, x[i])
+			}
+			return put(vs, st)
+		})
 		if err != nil {
 			return fmt.Errorf("trws: the assignment: %w", err)
-		}
-		vs := make([]int, 0, len(vars))
-		st := make([]int32, 0, len(vars))
-		for i, v := range vars {
-			if v < 0 || int(v) >= l.NumVars || i > 0 && v <= vars[i-1] || x[i] < 0 {
-				return fmt.Errorf("trws: the assignment: worker %s: variable %d in state %d out of range or order", lk.worker, v, x[i])
-			}
-			if j, shared := slices.BinarySearch(l.BoundaryVars, int(v)); shared && int(seam.Copies[j][0]) != p {
-				continue
-			}
-			vs, st = append(vs, int(v)), append(st, x[i])
-		}
-		if err := put(vs, st); err != nil {
-			return err
 		}
 	}
 	return nil

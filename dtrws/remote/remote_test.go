@@ -162,6 +162,22 @@ func TestBruteForce(t *testing.T) {
 	}
 }
 
+// TestLabelsInPieces: the assignment travels in pieces of labelPiece
+// variables (here 7, so a part of a 6x7 grid takes several), each checked
+// and handed on alone: every variable arrives once, the primal is the
+// score of what arrived, and the result is the one-piece run's.
+func TestLabelsInPieces(t *testing.T) {
+	m, path := writeDDX(t, generate.Potts(generate.GridOptions{Height: 6, Width: 7, Labels: 3, Rho: 0.7, Seed: 3}))
+	p := newPool(t, 2)
+	want := run(t, p, m, path, 2, testOpts(30), math.NaN())
+	labelPiece = 7
+	defer func() { labelPiece = 1 << 16 }()
+	got := run(t, p, m, path, 2, testOpts(30), math.NaN())
+	if got.Dual != want.Dual || got.Primal != want.Primal || !slices.Equal(got.Assignment, want.Assignment) {
+		t.Errorf("in pieces of 7: dual %v primal %v; in one: dual %v primal %v", got.Dual, got.Primal, want.Dual, want.Primal)
+	}
+}
+
 // TestLocalPolytope: on binary grids where TRW-S reaches the LP optimum
 // of the local polytope, so does the distributed run on 1..4 workers
 // (within 1e-6), and the same worker count gives the same result.

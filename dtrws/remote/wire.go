@@ -91,15 +91,20 @@ type (
 		Local   transport.Floats `msgpack:"loc"`
 		Err     string           `msgpack:"err,omitempty"`
 	}
-	// labelsBody asks for the part's kept labels; labelledBody answers
-	// with its variables (global, increasing) and their labels.
+	// labelsBody asks for the part's kept labels from its From-th
+	// variable on (From 0 takes them anew); labelledBody answers with
+	// at most labelPiece of its variables (global, increasing) from
+	// there and their labels, Last on the piece that ends the part.
 	labelsBody struct {
-		CID uint64 `msgpack:"cid"`
-		Seq uint64 `msgpack:"seq"`
+		CID  uint64 `msgpack:"cid"`
+		Seq  uint64 `msgpack:"seq"`
+		From int32  `msgpack:"f,omitempty"`
 	}
 	labelledBody struct {
 		CID    uint64           `msgpack:"cid"`
 		Seq    uint64           `msgpack:"seq"`
+		From   int32            `msgpack:"f,omitempty"`
+		Last   bool             `msgpack:"l,omitempty"`
 		Vars   transport.Int32s `msgpack:"v"`
 		Labels transport.Int32s `msgpack:"x"`
 		Err    string           `msgpack:"err,omitempty"`
@@ -108,6 +113,11 @@ type (
 		CID uint64 `msgpack:"cid"`
 	}
 )
+
+// labelPiece is the most variables a labelled answer carries (512 KiB of
+// variables and labels): the coordinator holds one piece at a time. A
+// variable for the tests only.
+var labelPiece = 1 << 16
 
 func (helloBody) Kind() transport.Kind    { return kindHello }
 func (solicitBody) Kind() transport.Kind  { return kindSolicit }

@@ -51,6 +51,7 @@ type order struct {
 	open *openBody
 	step *stepBody
 	seq  uint64
+	from int32 // a labels order's first variable
 }
 
 type wserver struct {
@@ -181,7 +182,7 @@ func (s *wserver) onOrder(subject string, data []byte) {
 		err, cid = transport.DecodeBody(raw, o.step), o.step.CID
 	case kindLabels:
 		var b labelsBody
-		err, cid, o.seq = transport.DecodeBody(raw, &b), b.CID, b.Seq
+		err, cid, o.seq, o.from = transport.DecodeBody(raw, &b), b.CID, b.Seq, b.From
 	case kindClose:
 		var b closeBody
 		err, cid = transport.DecodeBody(raw, &b), b.CID
@@ -239,6 +240,7 @@ func (s *wserver) run(ctx context.Context, j *wjob) {
 	var piece *shard.Piece
 	var count int
 	var out dtrws.StepOut
+	var labels []int32 // the kept labels, taken by a labels order from 0
 	for {
 		var o order
 		select {
@@ -280,19 +282,24 @@ func (s *wserver) run(ctx context.Context, j *wjob) {
 			}
 			s.publish(ctx, answers, j.name, a)
 		case kindLabels:
-			a := labelledBody{CID: j.cid, Seq: o.seq}
-			var x []int32
-			err := fmt.Errorf("labels before the part is loaded")
-			if link != nil {
-				x, err = link.Labels(ctx)
+			a := labelledBody{CID: j.cid, Seq: o.seq, From: o.from}
+			var err error
+			switch {
+			case link == nil:
+				err = fmt.Errorf("labels before the part is loaded")
+			case o.from == 0:
+				labels, err = link.Labels(ctx)
+			case labels == nil || o.from < 0 || int(o.from) > len(labels):
+				err = fmt.Errorf("labels from variable %d of a part of %d whose labels were not taken", o.from, len(piece.Vars))
 			}
 			if err != nil {
 				a.Err = err.Error()
 			} else {
-				a.Labels = x
-				a.Vars = make(transport.Int32s, len(piece.Vars))
-				for i, v := range piece.Vars {
-					a.Vars[i] = int32(v)
+				end := min(int(o.from)+labelPiece, len(labels))
+				a.Labels, a.Last = labels[o.from:end], end == len(labels)
+				a.Vars = make(transport.Int32s, 0, end-int(o.from))
+				for _, v := range piece.Vars[o.from:end] {
+					a.Vars = append(a.Vars, int32(v))
 				}
 			}
 			s.publish(ctx, answers, j.name, a)
