@@ -94,8 +94,11 @@ type Sharded struct {
 	// converted ("": none, or a UAI model's FILE.evid beside it, as
 	// toulbar2 reads it; an indexed model takes none: WholeReason).
 	Evidence string
-	// Parts is how the workers get their parts ("": PartsAuto).
+	// Parts is how the workers get their parts ("": PartsAuto); Local
+	// says the workers are this machine's processes (run --local), which
+	// read the file: PartsAuto then hashes nothing to serve.
 	Parts Parts
+	Local bool
 	// Fallback, when not nil, is the input of the whole-model run that
 	// takes the job when its plan refuses the model
 	// (shard.UnshardableError: a forbidden state, fewer factors than
@@ -396,7 +399,11 @@ func planShards(ctx context.Context, j *engine.Job, t Target) (*shardPlan, error
 			return nil, err
 		}
 	}
-	if err := p.hashParts(lctx, sh.Parts, log); err != nil {
+	mode := sh.Parts
+	if sh.Local && (mode == "" || mode == PartsAuto) {
+		mode = PartsFile
+	}
+	if err := p.hashParts(lctx, mode, log); err != nil {
 		return nil, err
 	}
 	p.planned = time.Since(start)

@@ -28,7 +28,9 @@ import (
 //     file at the coordinator's path and finds there the file planned
 //     (its size and structure checksum), PartsNATS for the others.
 //
-// Every mode but PartsFile costs the coordinator one pass over the file
+// A --local run's workers read the file (Sharded.Local: PartsAuto is
+// PartsFile there). Every mode but PartsFile costs the coordinator one
+// pass over the file
 // to hash its blocks (32 bytes kept per 256 KiB block).
 type Parts string
 

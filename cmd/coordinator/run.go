@@ -250,7 +250,7 @@ func (r *runFlags) target(name string, f solveFlags, sharded bool, start time.Ti
 		SpareWait: r.spareWait, Checkpoints: launch.Checkpoints{Every: r.ck.every, Interval: r.ck.interval, Dir: r.ck.dir, Resume: r.ck.resume},
 		Out: f.out, Assignment: f.json, Start: start, Logger: log}
 	if sharded {
-		t.Sharded = &launch.Sharded{Path: name, StateDir: r.stateDir, MaxEntries: f.maxEntries, Evidence: f.evidence, Parts: r.parts}
+		t.Sharded = &launch.Sharded{Path: name, StateDir: r.stateDir, MaxEntries: f.maxEntries, Evidence: f.evidence, Parts: r.parts, Local: r.local}
 		if !r.sharded {
 			t.Sharded.Fallback = &launch.Input{Path: name, Evidence: f.evidence, MaxEntries: f.maxEntries}
 		}
