@@ -237,8 +237,9 @@ type coord struct {
 	refused map[string]time.Time
 	// everyone who took part
 	seen     map[string]bool
-	noneFrom time.Time // since when the search has had no worker
-	refusal  string    // the last refusal of the job ("": none), said when no worker came
+	hellos   transport.Newest // the workers' hellos heard: a replayed one is not news
+	noneFrom time.Time        // since when the search has had no worker
+	refusal  string           // the last refusal of the job ("": none), said when no worker came
 	res      solver.Result
 	st       Stats
 	progress func(solver.Progress)
@@ -378,6 +379,10 @@ func (c *coord) onHello(_ string, data []byte) {
 	var b helloBody
 	if err := transport.DecodeBody(raw, &b); err != nil || transport.ValidName(h.From) != nil {
 		c.rejected("malformed hello dropped", "err", err)
+		return
+	}
+	if !c.hellos.Admit(h.From, h.Seq) {
+		c.rejected("hello not newer than its sender's last dropped (replayed)", "worker", h.From)
 		return
 	}
 	c.post(event{kind: kindHello, worker: h.From, job: b.Job})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/internal/ratelimit"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/indexed"
 	"github.com/ddrun/ddrun/model/native"
@@ -432,4 +434,30 @@ func TestForgedClosedRootNotCertified(t *testing.T) {
 		t.Fatalf("ended %s (primal %v, dual %v) with error %v, want a conflict", res.Status, res.Primal, res.Dual, err)
 	}
 	t.Log(err)
+}
+
+// A worker's hello replayed after a newer one is not news to the
+// coordinator: only hellos newer than the sender's last are posted, so a
+// recorded announcement of a dead worker does not make the search open a
+// job on it again.
+func TestReplayedHelloDropped(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := &coord{ctx: ctx, events: make(chan event, 8), done: make(chan struct{}), log: slog.New(slog.DiscardHandler),
+		drop: ratelimit.Repeats[string]{Every: time.Minute}}
+	hello := func(seq uint64) []byte {
+		b, err := transport.Encode(transport.Header{From: "w1", Seq: seq}, helloBody{Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	old, recent := hello(10), hello(11)
+	c.onHello(helloSubject, old)
+	c.onHello(helloSubject, recent)
+	c.onHello(helloSubject, old) // the replay
+	c.onHello(helloSubject, recent)
+	if n := len(c.events); n != 2 {
+		t.Fatalf("%d hellos posted, want the 2 news ones", n)
+	}
 }

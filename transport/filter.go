@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"cmp"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -283,4 +284,31 @@ func (s *Sequence) Next() uint64 {
 			return v
 		}
 	}
+}
+
+// Newest admits a sender's message only when its sequence number is above
+// every earlier one it admitted from that sender: for announcements
+// (hellos), which carry no other order, a recorded one replayed later is
+// not news. It remembers at most Max senders (0: 65,536); past that it
+// refuses senders it does not know. Safe for concurrent use.
+type Newest struct {
+	Max int
+	mu  sync.Mutex
+	seq map[string]uint64
+}
+
+// Admit reports whether seq from sender from is newer than every earlier
+// admitted one, and records it when it is.
+func (n *Newest) Admit(from string, seq uint64) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.seq == nil {
+		n.seq = map[string]uint64{}
+	}
+	last, known := n.seq[from]
+	if !known && len(n.seq) >= cmp.Or(n.Max, 1<<16) || seq <= last {
+		return false
+	}
+	n.seq[from] = seq
+	return true
 }

@@ -218,3 +218,23 @@ func TestFilterHugeSeqTakeover(t *testing.T) {
 	}
 	check(101, Duplicate)
 }
+
+// Newest admits a sender's numbers only upwards, each sender apart, and
+// refuses new senders past Max.
+func TestNewest(t *testing.T) {
+	n := Newest{Max: 2}
+	for _, c := range []struct {
+		from string
+		seq  uint64
+		want bool
+	}{
+		{"a", 5, true}, {"a", 5, false}, {"a", 4, false}, {"a", 6, true},
+		{"b", 1, true}, {"a", 5, false}, // a replay of a's older hello
+		{"c", 9, false}, // a third sender, past Max
+		{"b", 2, true},
+	} {
+		if got := n.Admit(c.from, c.seq); got != c.want {
+			t.Errorf("Admit(%s, %d) = %v, want %v", c.from, c.seq, got, c.want)
+		}
+	}
+}

@@ -67,6 +67,7 @@ type coordinator struct {
 	mu      sync.Mutex
 	free    map[string]bool
 	seen    map[string]time.Time // a worker's last announcement
+	hellos  transport.Newest     // the announcements heard: a replayed one is not news
 	found   chan struct{}
 }
 
@@ -162,8 +163,8 @@ func (c *coordinator) onHello(_ string, data []byte) {
 		return
 	}
 	var b helloBody
-	if transport.DecodeBody(raw, &b) != nil {
-		return
+	if transport.DecodeBody(raw, &b) != nil || !c.hellos.Admit(h.From, h.Seq) {
+		return // malformed, or not newer than the sender's last (replayed)
 	}
 	c.mu.Lock()
 	if _, ok := c.free[h.From]; ok || len(c.free) < 1<<16 {

@@ -3,6 +3,7 @@ package remote
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/ddrun/ddrun/dtrws"
 	"github.com/ddrun/ddrun/transport"
@@ -79,4 +80,31 @@ func FuzzOrder(f *testing.F) {
 			t.Errorf("accepted an order of the wrong shape: %+v", in)
 		}
 	})
+}
+
+// A worker's announcement replayed after a newer one is not news: the
+// coordinator's record of when it last heard the worker stays that of the
+// newer one, so a recorded hello does not keep a dead worker looking
+// alive.
+func TestReplayedHelloDropped(t *testing.T) {
+	c := &coordinator{free: map[string]bool{}, seen: map[string]time.Time{}, found: make(chan struct{}, 1)}
+	hello := func(seq uint64) []byte {
+		b, err := transport.Encode(transport.Header{From: "w1", Seq: seq}, helloBody{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	old := hello(10)
+	c.onHello(helloSubject, old)
+	c.onHello(helloSubject, hello(11))
+	heard := c.seen["w1"]
+	time.Sleep(time.Millisecond)
+	c.onHello(helloSubject, old) // the replay
+	if !c.seen["w1"].Equal(heard) {
+		t.Errorf("a replayed hello moved the worker's last announcement from %v to %v", heard, c.seen["w1"])
+	}
+	if _, ok := c.free["w1"]; !ok {
+		t.Errorf("the worker's news hellos were not heard")
+	}
 }
