@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"gopkg.in/yaml.v3"
 )
 
@@ -539,6 +541,15 @@ func selects(svc k8sObject, labels map[string]string) bool {
 
 // chartJob renders the chart with sets and runs it to the end of its job.
 func chartJob(t *testing.T, sets ...string) {
+	chartJobForged(t, false, sets...)
+}
+
+// chartJobForged is chartJob, with a stranger on the chart's NATS server
+// (the default values ask no credentials) when forge is set: it replays
+// every message of the job it sees once (sealed replays, 20 ms later) and
+// publishes garbage on the same subjects; the job must end as the
+// undisturbed one does.
+func chartJobForged(t *testing.T, forge bool, sets ...string) {
 	coord, _ := binaries(t)
 	helm := helmBinary(t)
 	natsServerBinary(t)
@@ -625,6 +636,16 @@ func chartJob(t *testing.T, sets ...string) {
 		waitHTTP(t, nats, natsPod.probeURL(t, pr), 20*time.Second)
 	}
 
+	if forge {
+		stop := replayForger(t, "nats://"+hosts[fmt.Sprintf("%s:4222", natsSvc.Metadata.Name)])
+		defer func() {
+			if replayed, garbage := stop(); replayed == 0 || garbage == 0 {
+				t.Errorf("the forger replayed %d messages and sent %d of garbage: it saw no job", replayed, garbage)
+			} else {
+				t.Logf("the forger replayed %d messages and sent %d of garbage", replayed, garbage)
+			}
+		}()
+	}
 	for i, wp := range workers {
 		waitHTTP(t, wprocs[i], wp.probeURL(t, wp.c.ReadinessProbe), 30*time.Second)
 	}
@@ -652,6 +673,74 @@ func chartJob(t *testing.T, sets ...string) {
 			t.Errorf("%s: SIGTERM while idle: %v, want exit 0", p.name, err)
 		}
 	}
+}
+
+// replayForger connects to the NATS server at url as a stranger: every
+// distinct message on ddrun's subjects it sees it publishes again once, 20
+// ms later, and after every fourth one it publishes random bytes on the
+// same subject (at most 3,000 replays). stop ends it and says how many of
+// each it sent.
+func replayForger(t *testing.T, url string) (stop func() (replayed, garbage int)) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatalf("the forger: %v", err)
+	}
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	var wg sync.WaitGroup
+	done := false
+	var replayed, garbage int
+	rng := rand.New(rand.NewPCG(3, 9))
+	sub, err := nc.Subscribe("ddrun.>", func(m *nats.Msg) {
+		mu.Lock()
+		defer mu.Unlock()
+		if done || seen[string(m.Data)] || replayed >= 3000 {
+			return
+		}
+		seen[string(m.Data)] = true
+		replayed++
+		data := slices.Clone(m.Data)
+		var junk []byte
+		if replayed%4 == 0 {
+			junk = make([]byte, 1+rng.IntN(200))
+			for i := range junk {
+				junk[i] = byte(rng.Uint32())
+			}
+			garbage++
+			seen[string(junk)] = true // not to be replayed in turn
+		}
+		wg.Go(func() {
+			time.Sleep(20 * time.Millisecond)
+			_ = nc.Publish(m.Subject, data)
+			if junk != nil {
+				_ = nc.Publish(m.Subject, junk)
+			}
+		})
+	})
+	if err != nil {
+		t.Fatalf("the forger: %v", err)
+	}
+	return func() (int, int) {
+		_ = sub.Unsubscribe()
+		mu.Lock()
+		done = true
+		mu.Unlock()
+		wg.Wait()
+		nc.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		return replayed, garbage
+	}
+}
+
+// The default values, with a stranger on the chart's NATS server who
+// replays every message of the job once and sends garbage beside (about
+// 650 replays and 160 garbage messages): the job's messages are sealed
+// with the chart's generated job key and numbered per sender, so it ends
+// with the undisturbed result.
+func TestChartJobIgnoresReplaysAndGarbage(t *testing.T) {
+	chartJobForged(t, true)
 }
 
 // The default values: the chart's NATS (JetStream on, configured by its
