@@ -42,7 +42,7 @@ type coordinator struct {
 	lastSeen []time.Time
 	beatSeq  []uint64             // the newest heartbeat's Seq of each part's worker
 	spares   map[string]time.Time // workers announcing themselves outside the job
-	helloSeq helloSeqs            // the newest hello of each worker heard
+	helloSeq transport.Newest     // the newest hello of each worker heard
 	gone     map[string]bool      // workers lost by this run: never spares
 	latest   *consensus.State     // the latest checkpoint, nil before the first
 	sent     int                  // the highest iteration sent

@@ -62,34 +62,25 @@ func (c *coordinator) onHeartbeat(_ string, data []byte) {
 	c.lastSeen[w] = time.Now()
 }
 
-// helloSeqs is the newest Seq heard in each worker's hellos. A worker
-// numbers its hellos with its Sequence, inside the seal under a job key,
-// so a hello is news only when its Seq is higher than every earlier one of
-// its sender: a recorded hello replayed later does not make a worker heard
-// again.
-type helloSeqs map[string]uint64
-
 // decodeHello returns the hello in data when it is well formed, from the
-// worker it names, and newer than the sender's earlier ones (recorded in
-// seen).
-func decodeHello(data []byte, seen helloSeqs) (helloBody, bool) {
+// worker it names, and news: a worker numbers its hellos with its
+// Sequence, inside the seal under a job key, so a hello counts only when
+// its Seq is higher than every earlier one of its sender (seen): a
+// recorded hello replayed later does not make a worker heard again.
+func decodeHello(data []byte, seen *transport.Newest) (helloBody, bool) {
 	var h helloBody
 	hdr, err := transport.DecodeInto(data, &h)
-	if err != nil || transport.ValidName(h.Name) != nil || hdr.From != h.Name || hdr.Seq <= seen[h.Name] {
+	if err != nil || transport.ValidName(h.Name) != nil || hdr.From != h.Name {
 		return h, false
 	}
-	seen[h.Name] = hdr.Seq
-	return h, true
+	return h, seen.Admit(h.Name, hdr.Seq)
 }
 
 // onHello records workers that could take over a lost part.
 func (c *coordinator) onHello(_ string, data []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.helloSeq == nil {
-		c.helloSeq = helloSeqs{}
-	}
-	h, ok := decodeHello(data, c.helloSeq)
+	h, ok := decodeHello(data, &c.helloSeq)
 	if !ok {
 		return
 	}

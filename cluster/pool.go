@@ -200,7 +200,7 @@ func (p poolWorker) free(job string, joinable func(string) bool) bool {
 func claimWorkers(ctx context.Context, cl *claimer, n int, wait time.Duration, joinable func(string) bool, avoid map[string]bool) ([]string, int, error) {
 	var mu sync.Mutex
 	pool := map[string]poolWorker{}
-	seen := helloSeqs{}
+	var seen transport.Newest
 	// silent: the workers that did not answer their last claim. They do
 	// not count as present until they answer one: hellos of a dead worker
 	// replayed (each newer than the last, from a long recording) do not
@@ -210,7 +210,7 @@ func claimWorkers(ctx context.Context, cl *claimer, n int, wait time.Duration, j
 	sub, err := cl.tr.Subscribe(controlSubject, func(_ string, data []byte) {
 		mu.Lock()
 		defer mu.Unlock()
-		h, ok := decodeHello(data, seen)
+		h, ok := decodeHello(data, &seen)
 		if !ok || avoid[h.Name] {
 			return
 		}
