@@ -359,32 +359,16 @@ func (p *shardPlan) observed(pieces func(put func([]int, []int32) error) error) 
 // within --time-limit; a model the plan refuses is a
 // *shard.UnshardableError.
 func planShards(ctx context.Context, j *engine.Job, t Target) (*shardPlan, error) {
-	sh, start, log := t.Sharded, t.Start, t.Logger
-	path, err := filepath.Abs(sh.Path)
+	ctx, cancel := withTimeLimit(ctx, j, t, "planning the shards")
+	defer cancel()
+	sh, log := t.Sharded, t.Logger
+	p, err := shardedInput(ctx, t)
 	if err != nil {
-		return nil, &InputError{err}
-	}
-	lctx := ctx
-	if timeLimit := j.Settings.TimeLimit; timeLimit > 0 {
-		var cancel context.CancelFunc
-		lctx, cancel = context.WithDeadlineCause(ctx, start.Add(timeLimit), fmt.Errorf("--time-limit %v reached while planning the shards", timeLimit))
-		defer cancel()
-	}
-	p := &shardPlan{class: engine.Class{Higher: -1}}
-	if p.stateDir, err = filepath.Abs(cmp.Or(sh.StateDir, path+".state")); err != nil {
-		return nil, inputf("--state-dir: %v", err)
-	}
-	evidence := sh.Evidence
-	if evidence == "" {
-		if evidence = EvidenceBeside(path); evidence != "" {
-			log.Info("sharding: evidence beside the model, read as toulbar2 does (--evidence overrides)", "evidence", evidence)
-		}
-	}
-	if path, err = shardInput(lctx, path, p.stateDir, sh.MaxEntries, evidence, func(ev model.Evidence) { p.evidence = ev }, log); err != nil {
 		return nil, err
 	}
-	p.input = path
-	p.layout, err = shard.PlanLayout(path, t.Workers, shard.PlanOptions{MaxEntries: sh.MaxEntries, Context: lctx, Logger: log,
+	path := p.input
+	p.class = engine.Class{Higher: -1}
+	p.layout, err = shard.PlanLayout(path, t.Workers, shard.PlanOptions{MaxEntries: sh.MaxEntries, Context: ctx, Logger: log,
 		Visit: func(a int, f *model.Factor) { p.class.Add(a, f) }})
 	var ue *shard.UnshardableError
 	if errors.As(err, &ue) {
@@ -395,7 +379,7 @@ func planShards(ctx context.Context, j *engine.Job, t Target) (*shardPlan, error
 	}
 	p.class.Vars = p.layout.NumVars
 	if t.Workers > 1 && 4*len(p.layout.BoundaryVars) > p.layout.NumVars {
-		if err := p.localize(lctx, path, t.Workers, sh.MaxEntries, log); err != nil {
+		if err := p.localize(ctx, path, t.Workers, sh.MaxEntries, log); err != nil {
 			return nil, err
 		}
 	}
@@ -403,10 +387,47 @@ func planShards(ctx context.Context, j *engine.Job, t Target) (*shardPlan, error
 	if sh.Local && (mode == "" || mode == PartsAuto) {
 		mode = PartsFile
 	}
-	if err := p.hashParts(lctx, mode, log); err != nil {
+	if err := p.hashParts(ctx, mode, log); err != nil {
 		return nil, err
 	}
-	p.planned = time.Since(start)
+	p.planned = time.Since(t.Start)
+	return p, nil
+}
+
+// withTimeLimit bounds ctx by j's --time-limit counted from t.Start (what:
+// the stage that it cuts short, for its message).
+func withTimeLimit(ctx context.Context, j *engine.Job, t Target, what string) (context.Context, context.CancelFunc) {
+	timeLimit := j.Settings.TimeLimit
+	if timeLimit <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithDeadlineCause(ctx, t.Start.Add(timeLimit), fmt.Errorf("--time-limit %v reached while %s", timeLimit, what))
+}
+
+// shardedInput begins the plan of t.Sharded's model: its state directory
+// and its indexed file (input), the model itself when it is one, else
+// converted there by shardInput with the evidence given, or beside a UAI
+// model, folded in (evidence). Both the sharded relaxation (planShards)
+// and the sharded search (shardSource) start here.
+func shardedInput(ctx context.Context, t Target) (*shardPlan, error) {
+	sh, log := t.Sharded, t.Logger
+	path, err := filepath.Abs(sh.Path)
+	if err != nil {
+		return nil, &InputError{err}
+	}
+	p := &shardPlan{}
+	if p.stateDir, err = filepath.Abs(cmp.Or(sh.StateDir, path+".state")); err != nil {
+		return nil, inputf("--state-dir: %v", err)
+	}
+	evidence := sh.Evidence
+	if evidence == "" {
+		if evidence = EvidenceBeside(path); evidence != "" {
+			log.Info("sharding: evidence beside the model, read as toulbar2 does (--evidence overrides)", "evidence", evidence)
+		}
+	}
+	if p.input, err = shardInput(ctx, path, p.stateDir, sh.MaxEntries, evidence, func(ev model.Evidence) { p.evidence = ev }, log); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 

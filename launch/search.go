@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -59,7 +58,7 @@ func runSearchFile(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outco
 	if err != nil {
 		return Outcome{}, err
 	}
-	src, err := shardSource(ctx, j, t)
+	p, err := shardSource(ctx, j, t)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -72,7 +71,7 @@ func runSearchFile(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outco
 	if lim := j.Settings.TimeLimit; lim > 0 {
 		o.TimeLimit = max(lim-time.Since(t.Start), time.Millisecond) // the conversion counted
 	}
-	res, st, err := dsearch.RunFile(ctx, t.Transport, src.path, nil, o, h.Progress)
+	res, st, err := dsearch.RunFile(ctx, t.Transport, p.input, nil, o, h.Progress)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -80,55 +79,27 @@ func runSearchFile(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outco
 		h.endLine()
 		printSearchStats(h.Print, st, res.Elapsed)
 	}
-	return src.outcome(res, j, t, before, st.Workers)
+	return p.searchOutcome(res, j, t, before, st.Workers)
 }
 
-// searchSource is a sharded search's model: the indexed file the workers
-// read, and the plan of no parts that reports its size and delivers an
-// assignment of it (with the observed states of the evidence folded in).
-type searchSource struct {
-	path string
-	plan *shardPlan
-}
-
-// shardSource is t.Sharded's model as the indexed file every worker reads:
-// itself when it is one, else converted into the state directory
-// (shardInput, within --time-limit), with the evidence given, or beside a
-// UAI model, folded in.
-func shardSource(ctx context.Context, j *engine.Job, t Target) (searchSource, error) {
-	sh, log := t.Sharded, t.Logger
-	path, err := filepath.Abs(sh.Path)
+// shardSource is the plan of a sharded search (shardedInput, within
+// --time-limit): t.Sharded's model as the indexed file every worker reads
+// whole (input), and no parts, only its size (sizeOnly), to report it and
+// deliver an assignment of it.
+func shardSource(ctx context.Context, j *engine.Job, t Target) (*shardPlan, error) {
+	ctx, cancel := withTimeLimit(ctx, j, t, "converting the model")
+	defer cancel()
+	p, err := shardedInput(ctx, t)
 	if err != nil {
-		return searchSource{}, &InputError{err}
+		return nil, err
 	}
-	if timeLimit := j.Settings.TimeLimit; timeLimit > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadlineCause(ctx, t.Start.Add(timeLimit), fmt.Errorf("--time-limit %v reached while converting the model", timeLimit))
-		defer cancel()
-	}
-	p := &shardPlan{stateDir: sh.StateDir}
-	if p.stateDir == "" {
-		p.stateDir = path + ".state"
-	}
-	if p.stateDir, err = filepath.Abs(p.stateDir); err != nil {
-		return searchSource{}, inputf("--state-dir: %v", err)
-	}
-	evidence := sh.Evidence
-	if evidence == "" {
-		if evidence = EvidenceBeside(path); evidence != "" {
-			log.Info("evidence beside the model, read as toulbar2 does (--evidence overrides)", "evidence", evidence)
-		}
-	}
-	if path, err = shardInput(ctx, path, p.stateDir, sh.MaxEntries, evidence, func(ev model.Evidence) { p.evidence = ev }, log); err != nil {
-		return searchSource{}, err
-	}
-	nvars, nfactors, err := indexedSize(path, sh.MaxEntries)
+	nvars, nfactors, err := indexedSize(p.input, t.Sharded.MaxEntries)
 	if err != nil {
-		return searchSource{}, &InputError{err}
+		return nil, &InputError{err}
 	}
 	p.layout = sizeOnly(nvars, nfactors)
 	p.planned = time.Since(t.Start)
-	return searchSource{path: path, plan: p}, nil
+	return p, nil
 }
 
 // indexedSize is the size of the indexed model at path (from its header
@@ -150,11 +121,12 @@ func indexedSize(path string, maxEntries int) (nvars, nfactors int, err error) {
 	return s.NumVars(), s.NumFactors(), nil
 }
 
-// outcome is a search's result on the source: the incumbent's assignment
+// searchOutcome is a sharded search's result on the plan's file (a plan
+// of no parts, which reports its size): the incumbent's assignment
 // (the observed states set) written to --out and, when the caller wants it
 // and it is small enough, into the result; the rest reported as a sharded
 // run's, with the coordinator's peak RSS.
-func (src searchSource) outcome(res solver.Result, j *engine.Job, t Target, before Traffic, workers int) (Outcome, error) {
+func (p *shardPlan) searchOutcome(res solver.Result, j *engine.Job, t Target, before Traffic, workers int) (Outcome, error) {
 	var x []int
 	if a := res.Assignment; a != nil && !math.IsInf(res.Primal, -1) {
 		pieces := func(put func([]int, []int32) error) error {
@@ -171,12 +143,12 @@ func (src searchSource) outcome(res solver.Result, j *engine.Job, t Target, befo
 			}
 			return nil
 		}
-		if err := src.plan.deliver(t, &x, len(a), pieces); err != nil {
+		if err := p.deliver(t, &x, len(a), pieces); err != nil {
 			return Outcome{}, err
 		}
 	}
 	res.Assignment = nil
-	o := src.plan.searched(res, j, t, before, x)
+	o := p.searched(res, j, t, before, x)
 	o.Report.Workers = workers
 	return o, nil
 }
@@ -282,7 +254,7 @@ func runShardedAnytime(ctx context.Context, j *engine.Job, t Target, h Hooks, p 
 			final.Primal = res.Primal
 		}
 		if res.Assignment != nil && !slices.Equal(res.Assignment, seed.Assignment) && res.Primal >= relax.Primal {
-			better, err := searchSource{path: path, plan: p}.outcome(res, j, rt, Traffic{}, st.Workers)
+			better, err := p.searchOutcome(res, j, rt, Traffic{}, st.Workers)
 			if err != nil {
 				return Outcome{}, err
 			}
