@@ -68,16 +68,7 @@ func TestShardedRunMatchesSolve(t *testing.T) {
 				if got.Primal == nil {
 					t.Fatalf("no primal (%s after %d)", got.Status, got.Iterations)
 				}
-				f, err := os.Open(out)
-				if err != nil {
-					t.Fatal(err)
-				}
-				x, err := uai.ReadMPE(f, out)
-				f.Close()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if sc := m.Score(x); math.Abs(sc-*got.Primal) > 1e-9*math.Max(1, math.Abs(sc)) {
+				if sc := m.Score(readMPE(t, out)); math.Abs(sc-*got.Primal) > 1e-9*math.Max(1, math.Abs(sc)) {
 					t.Errorf("primal %v, the assignment in --out scores %v", *got.Primal, sc)
 				}
 				if got.Status != "optimal" && want.Status != "optimal" &&
@@ -340,16 +331,7 @@ func TestShardedRunChoosesTRWS(t *testing.T) {
 			*got.Dual < *got.Primal-1e-9*math.Max(1, math.Abs(*got.Primal)) {
 			t.Fatalf("%d workers: %s (%q), dual %v primal %v", w, got.Algo, got.Why, deref(got.Dual), deref(got.Primal))
 		}
-		f, err := os.Open(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		x, err := uai.ReadMPE(f, out)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sc := m.Score(x); math.Abs(sc-*got.Primal) > 1e-9*math.Max(1, math.Abs(sc)) {
+		if sc := m.Score(readMPE(t, out)); math.Abs(sc-*got.Primal) > 1e-9*math.Max(1, math.Abs(sc)) {
 			t.Errorf("%d workers: primal %v, the assignment in --out scores %v", w, *got.Primal, sc)
 		}
 	}
