@@ -442,13 +442,10 @@ func (p *shardPlan) localize(ctx context.Context, path string, workers, maxEntri
 		return inputf("--state-dir: %v", err)
 	}
 	out := filepath.Join(p.stateDir, strings.TrimSuffix(filepath.Base(path), indexed.Ext)+".bfs"+indexed.Ext)
-	tmp := out + ".tmp"
-	defer os.Remove(tmp)
-	if err := shard.Reorder(path, tmp, shard.ReorderOptions{MaxEntries: maxEntries, Context: ctx}); err != nil {
-		return &InputError{err}
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		return fmt.Errorf("--state-dir: %w", err)
+	if err := writeRenamed(out, func(tmp string) error {
+		return shard.Reorder(path, tmp, shard.ReorderOptions{MaxEntries: maxEntries, Context: ctx})
+	}); err != nil {
+		return err
 	}
 	l, err := shard.PlanLayout(out, workers, shard.PlanOptions{MaxEntries: maxEntries, Context: ctx, Logger: log})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/ddrun/ddrun/consensus"
@@ -84,21 +85,35 @@ func shardInput(ctx context.Context, path, stateDir string, maxEntries int, evid
 		name += fmt.Sprintf(".evid-%x", sha256.Sum256(b))[:18]
 	}
 	out := filepath.Join(stateDir, name+indexed.Ext)
-	tmp, err := os.CreateTemp(stateDir, "."+name+"-*"+indexed.Ext)
-	if err != nil {
-		return "", inputf("--state-dir: %v", err)
-	}
-	tmp.Close()
-	defer os.Remove(tmp.Name())
 	start := time.Now()
-	if err := modelfile.Convert(ctx, path, tmp.Name(), modelfile.ConvertOptions{MaxEntries: maxEntries, Evidence: evidence, Observed: observed}); err != nil {
-		return "", &InputError{err}
-	}
-	if err := os.Rename(tmp.Name(), out); err != nil {
-		return "", fmt.Errorf("--state-dir: %w", err)
+	if err := writeRenamed(out, func(tmp string) error {
+		return modelfile.Convert(ctx, path, tmp, modelfile.ConvertOptions{MaxEntries: maxEntries, Evidence: evidence, Observed: observed})
+	}); err != nil {
+		return "", err
 	}
 	log.Info("sharding: model converted", "from", path, "to", out, "seconds", time.Since(start).Seconds())
 	return out, nil
+}
+
+// writeRenamed has write fill a temporary file beside out (its error is
+// the input's) and renames it into place, so that members of a Raft group
+// writing the same file into a shared directory each leave the same
+// complete file, and none sees another's half-written one.
+func writeRenamed(out string, write func(tmp string) error) error {
+	ext := filepath.Ext(out) // the writers choose the format by it
+	f, err := os.CreateTemp(filepath.Dir(out), "."+strings.TrimSuffix(filepath.Base(out), ext)+"-*"+ext)
+	if err != nil {
+		return inputf("--state-dir: %v", err)
+	}
+	f.Close()
+	defer os.Remove(f.Name())
+	if err := write(f.Name()); err != nil {
+		return &InputError{err}
+	}
+	if err := os.Rename(f.Name(), out); err != nil {
+		return fmt.Errorf("--state-dir: %w", err)
+	}
+	return nil
 }
 
 // runWhole runs j on the whole model after its sharded plan refused the

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/ddrun/ddrun/model/indexed"
@@ -192,7 +193,7 @@ func Receive(ctx context.Context, dir string, spec *Spec, sums []byte, fetch Fet
 		return nil, fmt.Errorf("shard: receiving a part: %w", err)
 	}
 	// The name comes from the digest only, never from the message's path.
-	f, err := os.CreateTemp(dir, "part-"+hex.EncodeToString(spec.Root[:12])+"-*.blocks")
+	f, err := os.CreateTemp(dir, strings.Replace(ReceivedName, "*", hex.EncodeToString(spec.Root[:12])+"-*", 1))
 	if err != nil {
 		return nil, fmt.Errorf("shard: receiving a part: %w", err)
 	}
