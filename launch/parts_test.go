@@ -370,3 +370,36 @@ func BenchmarkPartsReceive(b *testing.B) {
 		})
 	}
 }
+
+// The default state directory sits in a directory others may write to: a
+// worker takes it only as its user's private directory, and refuses one
+// that is a link, or open to others (made first by someone else).
+func TestPrivateDir(t *testing.T) {
+	base := t.TempDir()
+	fresh := filepath.Join(base, "fresh")
+	if err := privateDir(fresh); err != nil {
+		t.Fatalf("a fresh directory: %v", err)
+	}
+	if fi, err := os.Stat(fresh); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("a fresh directory: %v, mode %v, want 0700", err, fi.Mode().Perm())
+	}
+	if err := privateDir(fresh); err != nil {
+		t.Errorf("the same directory again: %v", err)
+	}
+	open := filepath.Join(base, "open")
+	if err := os.Mkdir(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(fresh, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{open, link} {
+		if err := privateDir(d); err == nil || !strings.Contains(err.Error(), "not this user's private directory") {
+			t.Errorf("%s: %v, want a refusal", filepath.Base(d), err)
+		}
+	}
+}

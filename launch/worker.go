@@ -5,9 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/ddrun/ddrun/cluster"
@@ -71,6 +73,9 @@ func ServeWorker(ctx context.Context, tr transport.Transport, w Worker) error {
 	}
 	if w.StateDir == "" {
 		w.StateDir = DefaultWorkerDir()
+		if err := privateDir(w.StateDir); err != nil {
+			return err
+		}
 	}
 	dirs, err := shard.NewDirs(w.StateDir, w.ModelRoots)
 	if err != nil {
@@ -114,4 +119,24 @@ func ServeWorker(ctx context.Context, tr transport.Transport, w Worker) error {
 // has a name of its own there, and is removed once the part is loaded).
 func DefaultWorkerDir() string {
 	return filepath.Join(os.TempDir(), fmt.Sprintf("ddrun-parts-%d", os.Getuid()))
+}
+
+// privateDir makes dir, in a directory others may write to (the system's
+// temporary one), this user's own: created with mode 0700 when missing,
+// and refused when it is a link, not a directory, another user's, or open
+// to others (someone else made it first, to redirect or read what the
+// worker writes there).
+func privateDir(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("worker: the default state directory: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("worker: the default state directory: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 || ok && int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("worker: the default state directory %s is not this user's private directory (a link, another user's, or open to others): remove it or give --state-dir", dir)
+	}
+	return nil
 }
