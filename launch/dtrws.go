@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/dtrws/remote"
 	"github.com/ddrun/ddrun/engine"
 )
@@ -58,6 +59,8 @@ func runShardedChoice(ctx context.Context, j *engine.Job, t Target, h Hooks, p *
 		return Outcome{}, true, err
 	}
 	res.Elapsed = time.Since(start)
-	o := p.outcome(res, j, t, before, &engine.Sharded{SetupSeconds: p.planned.Seconds()}, x)
+	// The set-up reported is the plan's: the parts' loading is in the
+	// first iteration's time; the workers do not report their peaks.
+	o := p.outcome(res, j, t, before, &engine.Sharded{SetupSeconds: p.planned.Seconds(), CoordinatorRSSMB: cluster.PeakRSSMB()}, x)
 	return o, true, nil
 }

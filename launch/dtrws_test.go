@@ -62,7 +62,7 @@ func TestShardedTRWS(t *testing.T) {
 	if sc := m.Score(r.Assignment); math.Abs(sc-*r.Primal) > 1e-9*math.Max(1, math.Abs(sc)) {
 		t.Errorf("primal %v, the assignment scores %v", *r.Primal, sc)
 	}
-	if r.Iterations < 1 || r.Iterations > 150 || r.Workers != 2 || r.Sharded == nil {
-		t.Errorf("report %+v", r)
+	if r.Iterations < 1 || r.Iterations > 150 || r.Workers != 2 || r.Sharded == nil || r.Sharded.CoordinatorRSSMB <= 0 {
+		t.Errorf("report %+v (sharded %+v)", r, r.Sharded)
 	}
 }
