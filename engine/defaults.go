@@ -45,7 +45,7 @@ func durationText(s Settings) string {
 // defaultWhen says how Settle (and Choose) turn a default into the run's
 // setting.
 var defaultWhen = map[string]string{
-	"algo":     "chosen by the model's class (Choose: TRW-S for a sparse pairwise model, DD-ADMM otherwise); DD-ADMM for a run on workers",
+	"algo":     "chosen by the model's class (Choose: TRW-S for a sparse pairwise model, DD-ADMM otherwise); on workers the same rule, on the class the sharded plan sums up (distributed TRW-S or DD-ADMM; DD-ADMM with checkpoints or Raft, and when the coordinator holds the whole model)",
 	"max-iter": "no iteration limit when time-limit is given and max-iter is not (except with exact, where it bounds each node)",
 	"anytime":  "on when time-limit is given, algo is not and exact is off: the run goes through the anytime phases",
 }
