@@ -38,3 +38,24 @@ func TestTargetCheck(t *testing.T) {
 		}
 	}
 }
+
+// The search's workers read the whole converted file: --parts nats, which
+// ships only parts, is refused with --exact and with --anytime asked for,
+// and taken otherwise.
+func TestPartsNATSRefusesTheSearch(t *testing.T) {
+	for _, c := range []struct {
+		set  []string
+		want string
+	}{
+		{[]string{"exact", "true"}, "run --parts nats: the branch and bound"},
+		{[]string{"anytime", "true", "time-limit", "10"}, "run --parts nats: the branch and bound"},
+		{nil, ""},
+	} {
+		j := distributedJob(t, c.set...)
+		tg := Target{Workers: 2, Sharded: &Sharded{Path: "m.uai", Parts: PartsNATS}}
+		err := tg.CheckSharded(j, false)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want)) {
+			t.Errorf("%v: %v, want %q", c.set, err, c.want)
+		}
+	}
+}
