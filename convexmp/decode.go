@@ -16,7 +16,7 @@ func (p *problem) decodeRep(lam []float64, buf []float64, x []int) {
 // state given the others, until no variable moves or after sweeps sweeps.
 // Ties keep the current state, so the score never drops.
 func (p *problem) icm(x []int, sweeps int, buf []float64) {
-	p.local.Sweeps(x, sweeps, buf)
+	p.local.Sweeps(x, sweeps, buf, nil)
 }
 
 // asModel returns the problem as a model (sharing its arrays): its

@@ -189,22 +189,7 @@ func (l *LocalLink) evaluate(in *StepIn, out *StepOut) error {
 		}
 		l.cand[v] = int(s)
 	}
-	for range in.Sweeps {
-		moved := false
-		for i, c := range l.m.Cards {
-			if c == 1 || l.isB[i] {
-				continue
-			}
-			loc := l.buf[:c]
-			l.icm.Scores(i, l.cand, loc)
-			if b := localsearch.Best(loc, l.cand[i]); b != l.cand[i] {
-				l.cand[i], moved = b, true
-			}
-		}
-		if !moved {
-			break
-		}
-	}
+	l.icm.Sweeps(l.cand, in.Sweeps, l.buf, l.isB) // the boundary stays the coordinator's
 	l.hasCand = true
 	out.Score = l.m.Score(l.cand)
 	out.Local = resize(out.Local, l.width)

@@ -117,12 +117,13 @@ func Best(loc []float64, cur int) int {
 
 // Sweeps is ICM by sweeps: each variable in index order moves to its best
 // state given the others (Scores, Best), until a sweep moves none or after
-// sweeps sweeps. buf holds at least the largest cardinality.
-func (l *Local) Sweeps(x []int, sweeps int, buf []float64) {
+// sweeps sweeps. buf holds at least the largest cardinality. The variables
+// i with fixed[i] keep their states (fixed nil: none does).
+func (l *Local) Sweeps(x []int, sweeps int, buf []float64, fixed []bool) {
 	for range sweeps {
 		moved := false
 		for i, c := range l.m.Cards {
-			if c == 1 {
+			if c == 1 || fixed != nil && fixed[i] {
 				continue
 			}
 			loc := buf[:c]

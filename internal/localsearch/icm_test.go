@@ -2,6 +2,7 @@ package localsearch
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/ddrun/ddrun/generate"
@@ -37,7 +38,19 @@ func TestScoresAndSweeps(t *testing.T) {
 		}
 		before := m.Score(x)
 		buf := make([]float64, 64)
-		l.Sweeps(x, 100, buf)
+		// The even variables fixed: they keep their states.
+		fixed := make([]bool, len(x))
+		kept := slices.Clone(x)
+		for i := range fixed {
+			fixed[i] = i%2 == 0
+		}
+		l.Sweeps(x, 100, buf, fixed)
+		for i := 0; i < len(x); i += 2 {
+			if x[i] != kept[i] {
+				t.Fatalf("model %d: fixed variable %d moved from %d to %d", mi, i, kept[i], x[i])
+			}
+		}
+		l.Sweeps(x, 100, buf, nil)
 		if after := m.Score(x); after < before {
 			t.Fatalf("model %d: Sweeps lowered the score from %v to %v", mi, before, after)
 		}
