@@ -72,17 +72,19 @@ func (d *Dir) Put(ctx context.Context, name string, data []byte) error {
 	if err := checkOp(ctx, "put", name); err != nil {
 		return err
 	}
-	data, err := d.seal.seal(name, data)
-	if err != nil {
-		return err
-	}
-	if fi, err := os.Stat(filepath.Join(d.objects, name)); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(len(data)) {
+	if fi, err := os.Stat(filepath.Join(d.objects, name)); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(len(data))+d.seal.overhead() {
 		if d.seal == nil {
 			return nil
 		}
+		// Content-hashed names come back unchanged: keep the blob when it
+		// opens with this key, replace one sealed with another.
 		if _, err := d.Get(ctx, name); err == nil {
 			return nil
 		}
+	}
+	data, err := d.seal.seal(name, data) // only what is written is sealed
+	if err != nil {
+		return err
 	}
 	if err := writeAtomic(d.objects, name, data); err != nil {
 		return fmt.Errorf("put %s: %w", name, err)
