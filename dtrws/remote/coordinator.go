@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/dtrws"
+	"github.com/ddrun/ddrun/internal/ratelimit"
 	"github.com/ddrun/ddrun/shard"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
@@ -68,6 +69,7 @@ type coordinator struct {
 	free    map[string]bool
 	seen    map[string]time.Time // a worker's last announcement
 	hellos  transport.Newest     // the announcements heard: a replayed one is not news
+	drop    ratelimit.Repeats[string]
 	found   chan struct{}
 }
 
@@ -104,7 +106,8 @@ func Run(ctx context.Context, tr transport.Transport, l *shard.Layout, do dtrws.
 		return solver.Result{}, err
 	}
 	c := &coordinator{tr: tr, opts: opts, log: log, cid: rand.Uint64() | 1, seq: transport.NewSequence(),
-		inbox: map[string]chan message{}, free: map[string]bool{}, seen: map[string]time.Time{}, found: make(chan struct{}, 1)}
+		inbox: map[string]chan message{}, free: map[string]bool{}, seen: map[string]time.Time{}, found: make(chan struct{}, 1),
+		drop: ratelimit.Repeats[string]{Every: 10 * time.Second}}
 	hellos, err := tr.Subscribe(helloSubject, c.onHello)
 	if err != nil {
 		return solver.Result{}, fmt.Errorf("subscribing for TRW-S workers: %w", err)
@@ -167,10 +170,8 @@ func (c *coordinator) onHello(_ string, data []byte) {
 		return // malformed, or not newer than the sender's last (replayed)
 	}
 	c.mu.Lock()
-	if _, ok := c.free[h.From]; ok || len(c.free) < 1<<16 {
-		c.free[h.From] = b.Job == ""
-		c.seen[h.From] = time.Now()
-	}
+	c.free[h.From] = b.Job == "" // at most hellos' Max senders: Admit refuses others
+	c.seen[h.From] = time.Now()
 	c.mu.Unlock()
 	select {
 	case c.found <- struct{}{}:
@@ -226,7 +227,7 @@ func (c *coordinator) onAnswer(subject string, data []byte) {
 	}
 	h, raw, err := transport.Decode(data)
 	if err != nil || h.From != worker || h.Job != c.opts.Job {
-		c.log.Warn("trws: answer dropped", "worker", worker, "from", h.From, "err", err)
+		c.dropped("answer dropped", "worker", worker, "from", h.From, "err", err)
 		return
 	}
 	var m message
@@ -245,13 +246,21 @@ func (c *coordinator) onAnswer(subject string, data []byte) {
 		err = fmt.Errorf("kind %v", h.Kind)
 	}
 	if err != nil {
-		c.log.Warn("trws: answer dropped", "worker", worker, "err", err)
+		c.dropped("answer dropped", "worker", worker, "err", err)
 		return
 	}
 	select {
 	case box <- m:
 	default:
-		c.log.Warn("trws: answer dropped, the queue is full", "worker", worker)
+		c.dropped("answer dropped, the queue is full", "worker", worker)
+	}
+}
+
+// dropped logs an answer dropped for reason, at most once per interval per
+// reason (a flood of forged answers costs a few lines).
+func (c *coordinator) dropped(reason string, args ...any) {
+	if n, ok := c.drop.Admit(reason); ok {
+		c.log.Warn("trws: "+reason, append(args, "dropped", n+1)...)
 	}
 }
 
