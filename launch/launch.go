@@ -26,7 +26,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/model/modelfile"
 	"github.com/ddrun/ddrun/model/uai"
@@ -278,25 +277,18 @@ func WriteAtomic(flag, path string, write func(io.Writer) error) error {
 	return nil
 }
 
-// Check rejects what a sharded run cannot do with job j: other than dual
-// decomposition over one slave per factor (branch and bound, --exact,
-// takes any node solver: its workers read the whole file), evidence with
-// an indexed model (not converted, so not folded in), a tightened model,
-// or a model file of no known format (another than .ddx is converted:
-// shardInput). Raft is fine: a sharded
-// job has the whole-model job's lifecycle.
+// Check rejects, for run --sharded, what would otherwise keep job j on the
+// whole model (WholeReason: the one list of those rules) and a model file
+// of no known format (another than .ddx is converted: shardInput). Raft
+// is fine: a sharded job has the whole-model job's lifecycle.
 func (s *Sharded) Check(j *engine.Job, evidence bool) error {
-	exact := j.Settings.Exact // branch and bound: the workers read the whole file
-	switch {
-	case !exact && j.Algorithm.Name != "trws" && j.Distributable("run") != nil:
-		return j.Distributable("run")
-	case !exact && j.Algorithm.Distributed && j.DD().Slaves != consensus.PerFactor:
-		return inputf("run --sharded: --slaves %s: a sharded run has one slave per factor", j.DD().Slaves)
-	case evidence && modelfile.FormatOf(s.Path) == modelfile.Indexed:
-		return inputf("run --sharded: --evidence with an indexed model (.ddx): fold it into the model first, or give the model in another format (its conversion folds the evidence in)")
-	case j.Settings.Tighten != "none":
-		return inputf("run --sharded: --tighten %s needs the whole model", j.Settings.Tighten)
-	case modelfile.FormatOf(s.Path) == modelfile.Unknown:
+	if why := WholeReason(j, s.Path, evidence); why != "" {
+		if err := j.Distributable("run"); err != nil && j.Algorithm.Name != "trws" && !j.Settings.Exact {
+			return err // an algorithm run does not distribute: its own error
+		}
+		return inputf("run --sharded: %s", why)
+	}
+	if modelfile.FormatOf(s.Path) == modelfile.Unknown {
 		return inputf("run: %s: unknown model format", s.Path)
 	}
 	return nil

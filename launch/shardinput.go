@@ -44,11 +44,11 @@ func WholeReason(j *engine.Job, modelPath string, evidence bool) string {
 	case !j.Algorithm.Distributed && j.Algorithm.Name != "trws":
 		return fmt.Sprintf("--algo %s is not dual decomposition", j.Algorithm.Name)
 	case s.Tighten != "none":
-		return fmt.Sprintf("--tighten %s regroups the whole model", s.Tighten)
+		return fmt.Sprintf("--tighten %s needs the whole model: it regroups it", s.Tighten)
 	case j.Algorithm.Distributed && j.DD().Slaves != consensus.PerFactor:
 		return fmt.Sprintf("--slaves %s: a sharded run has one slave per factor", j.DD().Slaves)
 	case indexedEvidence:
-		return "--evidence with an indexed model: applied to the whole model (a sharded run folds evidence in as it converts a model, and an indexed one is not converted)"
+		return "--evidence with an indexed model (.ddx): fold it into the model first, or give the model in another format (its conversion folds the evidence in)"
 	}
 	return ""
 }
