@@ -129,11 +129,7 @@ func TestStatePrune(t *testing.T) {
 	if _, err := WriteState(dir, other, st); err != nil {
 		t.Fatal(err)
 	}
-	names, _ := filepath.Glob(filepath.Join(dir, "*.ddstate"))
-	var got []string
-	for _, n := range names {
-		got = append(got, filepath.Base(n))
-	}
+	got := stateNames(dir)
 	want := "job-1-e2-p0-i50.ddstate job-1-e2-p1-i30.ddstate job-1-e2-p1-i40.ddstate job-1-e2-p1-i50.ddstate"
 	if strings.Join(got, " ") != want {
 		t.Errorf("kept %v, want %s", got, want)
@@ -203,13 +199,19 @@ func TestStatePruneStaleRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	got := stateNames(dir)
+	want := "job-1-e2-p1-i100.ddstate job-1-e2-p1-i200.ddstate job-1-e2-p1-i600.ddstate"
+	if strings.Join(got, " ") != want {
+		t.Errorf("kept %v, want %s", got, want)
+	}
+}
+
+// stateNames lists the state files dir keeps, by name.
+func stateNames(dir string) []string {
 	names, _ := filepath.Glob(filepath.Join(dir, "*.ddstate"))
 	var got []string
 	for _, n := range names {
 		got = append(got, filepath.Base(n))
 	}
-	want := "job-1-e2-p1-i100.ddstate job-1-e2-p1-i200.ddstate job-1-e2-p1-i600.ddstate"
-	if strings.Join(got, " ") != want {
-		t.Errorf("kept %v, want %s", got, want)
-	}
+	return got
 }

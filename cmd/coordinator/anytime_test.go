@@ -11,7 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/internal/oracle"
+	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/modelfile"
 )
 
@@ -28,33 +30,23 @@ const ternaryUAI = `MARKOV
 1 2 2 1
 `
 
-type anytimeResult struct {
-	Status     string    `json:"status"`
-	Primal     *float64  `json:"primal"`
-	Dual       *float64  `json:"dual"`
-	Iterations int       `json:"iterations"`
-	Algo       string    `json:"algo"`
-	Why        string    `json:"why"`
-	Phase      string    `json:"phase"`
-	Phases     []phaseJS `json:"phases"`
-	Assignment []int     `json:"assignment"`
-}
-
-type phaseJS struct {
-	Phase  string   `json:"phase"`
-	Status string   `json:"status"`
-	Dual   *float64 `json:"dual"`
-}
-
-func solveJSON(t *testing.T, args ...string) (anytimeResult, string) {
+// solveJSON runs solve --json with args and reads its result.
+func solveJSON(t *testing.T, args ...string) (engine.Result, string) {
 	t.Helper()
-	code, stdout, stderr := runCLI(t, append([]string{"solve", "--json"}, args...)...)
+	return cliResult(t, append([]string{"solve", "--json"}, args...)...)
+}
+
+// cliResult runs the command line args, which must succeed and print a
+// --json result, and reads that result.
+func cliResult(t *testing.T, args ...string) (engine.Result, string) {
+	t.Helper()
+	code, stdout, stderr := runCLI(t, args...)
 	if code != 0 {
-		t.Fatalf("solve %v: exit %d: %s", args, code, stderr)
+		t.Fatalf("%v: exit %d: %s", args, code, stderr)
 	}
-	var r anytimeResult
+	var r engine.Result
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
-		t.Fatalf("solve %v: %v (%q)", args, err, stdout)
+		t.Fatalf("%v: %v (%q)", args, err, stdout)
 	}
 	return r, stderr
 }
@@ -68,6 +60,22 @@ func isingGrid(t *testing.T, h, w int, seed string) string {
 		t.Fatalf("gen: %s", stderr)
 	}
 	return p
+}
+
+// isingGridMAP writes isingGrid's model and returns it, as read, with its
+// brute-force MAP score: the oracle the anytime tests check solve against.
+func isingGridMAP(t *testing.T, h, w int, seed string) (string, *model.Model, float64) {
+	t.Helper()
+	path := isingGrid(t, h, w, seed)
+	m, err := modelfile.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	best, _, err := oracle.BruteForceMAP(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, m, best
 }
 
 // Without --algo, solve picks by model class and says so on stderr and in
@@ -139,15 +147,7 @@ func TestTimeLimitLiftsMaxIter(t *testing.T) {
 // assignment's score, the trace keeps one row per iteration and node with
 // a bound that never rises, and stderr shows each phase.
 func TestAnytimeCertifiesBruteForce(t *testing.T) {
-	path := isingGrid(t, 4, 5, "2")
-	m, err := modelfile.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	best, _, err := oracle.BruteForceMAP(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, m, best := isingGridMAP(t, 4, 5, "2")
 	tr := filepath.Join(t.TempDir(), "trace.csv")
 	// Without bucket elimination, which would solve it at once.
 	r, stderr := solveJSON(t, "--time-limit", "30", "--elim-memory", "0", "--trace", tr, path)
@@ -230,15 +230,7 @@ func TestAnytimeFlag(t *testing.T) {
 // too small skips it and says why too. --exact and --algo elim certify it
 // as well; --algo elim with --elim-memory 0 is a usage error.
 func TestEliminationFirst(t *testing.T) {
-	path := isingGrid(t, 4, 5, "2")
-	m, err := modelfile.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	best, _, err := oracle.BruteForceMAP(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, _, best := isingGridMAP(t, 4, 5, "2")
 	r, stderr := solveJSON(t, "--time-limit", "30", path)
 	if r.Status != "optimal" || r.Phase != "eliminate" || len(r.Phases) != 1 || r.Primal == nil || math.Abs(*r.Primal-best) > 1e-9 ||
 		!strings.Contains(stderr, "within the memory budget of 1.0 GiB") {

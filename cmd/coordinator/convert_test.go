@@ -15,9 +15,8 @@ import (
 // TestConvert converts UAI to the indexed format and back to JSON, solves
 // the .ddx, and turns bad input into one line and exit 2.
 func TestConvert(t *testing.T) {
-	dir := t.TempDir()
-	uai := filepath.Join(dir, "m.uai")
-	os.WriteFile(uai, []byte("MARKOV\n3\n2 2 2\n2\n2 0 1\n2 1 2\n4\n1 2 3 4\n4\n4 1 1 4\n"), 0o644)
+	uai := writeFile(t, "m.uai", "MARKOV\n3\n2 2 2\n2\n2 0 1\n2 1 2\n4\n1 2 3 4\n4\n4 1 1 4\n")
+	dir := filepath.Dir(uai)
 	ddx, js := filepath.Join(dir, "m.ddx"), filepath.Join(dir, "m.json")
 	if code, _, stderr := runCLI(t, "convert", uai, ddx); code != 0 {
 		t.Fatalf("uai -> ddx: exit %d: %s", code, stderr)

@@ -11,24 +11,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/trace"
 )
-
-// jsonResult is the part of the --json result a trace must end on.
-type jsonResult struct {
-	Status     string   `json:"status"`
-	Iterations int      `json:"iterations"`
-	Seconds    float64  `json:"seconds"`
-	Dual       *float64 `json:"dual"`
-	Primal     *float64 `json:"primal"`
-	Gap        *float64 `json:"gap"`
-}
 
 // checkTraceEndsOnResult reads a --trace file and checks that its last row
 // is the --json result, and returns the rows.
 func checkTraceEndsOnResult(t *testing.T, path, stdout string) []trace.Row {
 	t.Helper()
-	var res jsonResult
+	var res engine.Result
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("result is not JSON: %v\n%s", err, stdout)
 	}

@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"math"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/launch"
 	"github.com/ddrun/ddrun/model/modelfile"
 	"github.com/ddrun/ddrun/transport"
@@ -49,17 +49,11 @@ func workerPool(t *testing.T, n int) string {
 	return srv.URL()
 }
 
-func runJSON(t *testing.T, args ...string) (anytimeResult, string) {
+// runJSON runs run --json with args, on in-process workers, unsealed, and
+// reads its result.
+func runJSON(t *testing.T, args ...string) (engine.Result, string) {
 	t.Helper()
-	code, stdout, stderr := runCLI(t, append([]string{"run", "--json", "--insecure"}, args...)...) // in-process workers, unsealed
-	if code != 0 {
-		t.Fatalf("run %v: exit %d: %s", args, code, stderr)
-	}
-	var r anytimeResult
-	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
-		t.Fatalf("run %v: %v (%q)", args, err, stdout)
-	}
-	return r, stderr
+	return cliResult(t, append([]string{"run", "--json", "--insecure"}, args...)...)
 }
 
 // run --time-limit --anytime on frustrated grids (the local polytope is loose, the
