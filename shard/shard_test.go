@@ -61,14 +61,7 @@ func loadWith(t *testing.T, path string, w int, opts consensus.Options, loader f
 	}
 	out := &loaded{layout: l}
 	for k := range l.Specs {
-		data, err := l.Specs[k].Encode()
-		if err != nil {
-			t.Fatal(err)
-		}
-		spec, err := DecodeSpec(data)
-		if err != nil {
-			t.Fatal(err)
-		}
+		spec := specTrip(t, &l.Specs[k])
 		p, err := loader(context.Background(), spec)
 		if err != nil {
 			t.Fatal(err)
@@ -401,4 +394,19 @@ func TestPiecesAddUp(t *testing.T) {
 			}
 		}
 	}
+}
+
+// specTrip encodes sp, as the coordinator sends it, and decodes it, as a
+// worker receives it.
+func specTrip(t *testing.T, sp *Spec) *Spec {
+	t.Helper()
+	data, err := sp.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeSpec(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back
 }

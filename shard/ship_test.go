@@ -81,14 +81,7 @@ func announced(t *testing.T, path string, w int) (*Blocks, []*Spec) {
 	var specs []*Spec
 	for k := range l.Specs {
 		l.Specs[k].Receive = k%2 == 1
-		data, err := l.Specs[k].Encode()
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := DecodeSpec(data)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := specTrip(t, &l.Specs[k])
 		if !bytes.Equal(s.Root, b.Root) || s.BlockSize != MinBlockSize || s.Receive != (k%2 == 1) {
 			t.Fatalf("spec %d decoded with root %x, blocks of %d, receive %v", k, s.Root, s.BlockSize, s.Receive)
 		}
