@@ -34,9 +34,7 @@ func exactJob(t *testing.T) *engine.Job {
 // beside it; --out holds the optimal assignment (the observed states set),
 // and the result too.
 func TestShardedExactRun(t *testing.T) {
-	var loads atomic.Int64
-	loading = func(string) { loads.Add(1) }
-	t.Cleanup(func() { loading = nil })
+	loads := countLoads(t)
 	dir := t.TempDir()
 	tr := workers(t, 2)
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -171,9 +169,7 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs
 // relaxation leaves a gap, reports both phases, writes the optimal
 // assignment to --out, and never loads the model on the coordinator.
 func TestShardedAnytimeRun(t *testing.T) {
-	var loads atomic.Int64
-	loading = func(string) { loads.Add(1) }
-	t.Cleanup(func() { loading = nil })
+	loads := countLoads(t)
 	dir := t.TempDir()
 	tr := workers(t, 2)
 	searched := 0
@@ -218,4 +214,13 @@ func TestShardedAnytimeRun(t *testing.T) {
 	if searched == 0 {
 		t.Error("no relaxation left a gap: the search never ran, the test proves little")
 	}
+}
+
+// countLoads counts the models the coordinator loads (launch's loading
+// hook) until the test ends.
+func countLoads(t *testing.T) *atomic.Int64 {
+	var loads atomic.Int64
+	loading = func(string) { loads.Add(1) }
+	t.Cleanup(func() { loading = nil })
+	return &loads
 }
