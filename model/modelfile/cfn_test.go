@@ -1,11 +1,9 @@
 package modelfile
 
 import (
-	"compress/gzip"
 	"context"
 	"math"
 	"math/rand"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -19,16 +17,7 @@ func TestLoadCFN(t *testing.T) {
 	const text = `{problem: {name: m, mustbe: ">-5.0"}, variables: {v1: [a b], v2: [c d]},
  functions: {c0: {scope: [], costs: [-6.0]}, c1: {scope: [v1], costs: [1.0, 0.5]},
   c2: {scope: [v2], costs: [1.0, 0.5]}, c12: {scope: [v1, v2], costs: [-1.0, 0.5, -2.0, 5.5]}}}`
-	plain := filepath.Join(dir, "a.cfn")
-	os.WriteFile(plain, []byte(text), 0o644)
-	gz := filepath.Join(dir, "a.cfn.gz")
-	f, _ := os.Create(gz)
-	zw := gzip.NewWriter(f)
-	zw.Write([]byte(text))
-	zw.Close()
-	f.Close()
-	xz := writeXZ(t, dir, "a.cfn.xz", text)
-	for _, p := range []string{plain, gz, xz} {
+	for _, p := range writeEncodings(t, dir, "a.cfn", text) {
 		if FormatOf(p) != CFN {
 			t.Fatalf("%s: format %v", p, FormatOf(p))
 		}

@@ -50,17 +50,30 @@ func TestConvertGoldenBytes(t *testing.T) {
 			if err := Convert(context.Background(), in, out, ConvertOptions{KeepUnaryFactors: keep, KeepDense: true, BlockSize: 1024}); err != nil {
 				t.Fatalf("%s: %v", key, err)
 			}
-			b, err := os.ReadFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			h := sha256.Sum256(b)
-			got[key] = hex.EncodeToString(h[:])
+			got[key] = fileSHA256(t, out)
 			if want, ok := goldenConverts[key]; !ok || want != got[key] {
 				t.Errorf("%s: sha256 %s, want %q", key, got[key], want)
 			}
 		}
 	}
+	logGolden(t, got)
+}
+
+// fileSHA256 is the hex SHA-256 of the file at path.
+func fileSHA256(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// logGolden logs the hashes got, as Go map entries to paste as the new
+// golden values, when the test failed.
+func logGolden(t *testing.T, got map[string]string) {
+	t.Helper()
 	if t.Failed() {
 		for k, v := range got {
 			t.Logf("%q: %q,", k, v)

@@ -2,9 +2,6 @@ package modelfile
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -80,12 +77,7 @@ func TestEveryKindGoldenBytes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := sha256.Sum256(b)
-		got[name] = hex.EncodeToString(h[:])
+		got[name] = fileSHA256(t, path)
 		if want := goldenKinds[filepath.Ext(name)]; want != got[name] {
 			t.Errorf("%s: sha256 %s, want %q", name, got[name], want)
 		}
@@ -98,11 +90,7 @@ func TestEveryKindGoldenBytes(t *testing.T) {
 		}
 		allScores(t, name, m, back)
 	}
-	if t.Failed() {
-		for k, v := range got {
-			t.Logf("%q: %q,", k, v)
-		}
-	}
+	logGolden(t, got)
 }
 
 // allScores compares the scores of a and b at every assignment.

@@ -1,7 +1,6 @@
 package modelfile
 
 import (
-	"compress/gzip"
 	"context"
 	"math"
 	"os"
@@ -32,15 +31,8 @@ func TestLoadWCSP(t *testing.T) {
 		}
 		return c
 	}
-	plain := filepath.Join(dir, "a.wcsp")
-	os.WriteFile(plain, []byte(text), 0o644)
-	gz := filepath.Join(dir, "a.wcsp.gz")
-	f, _ := os.Create(gz)
-	zw := gzip.NewWriter(f)
-	zw.Write([]byte(text))
-	zw.Close()
-	f.Close()
-	xz := writeXZ(t, dir, "a.wcsp.xz", text)
+	encoded := writeEncodings(t, dir, "a.wcsp", text)
+	xz := encoded[2]
 	conv := filepath.Join(dir, "c.uai")
 	back := filepath.Join(dir, "back.wcsp.gz")
 	if err := Convert(context.Background(), xz, conv, ConvertOptions{}); err != nil {
@@ -49,7 +41,7 @@ func TestLoadWCSP(t *testing.T) {
 	if err := Convert(context.Background(), conv, back, ConvertOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{plain, gz, xz, back} {
+	for _, p := range append(encoded, back) {
 		if FormatOf(p) != WCSP {
 			t.Fatalf("%s: format %v", p, FormatOf(p))
 		}

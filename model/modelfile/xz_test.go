@@ -1,7 +1,9 @@
 package modelfile
 
 import (
+	"compress/gzip"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,12 +15,36 @@ import (
 // writeXZ writes data xz-compressed to dir/name.
 func writeXZ(t *testing.T, dir, name, data string) string {
 	t.Helper()
+	return writeCompressed(t, dir, name, data, func(w io.Writer) (io.WriteCloser, error) { return xz.NewWriter(w) })
+}
+
+// writeGzip writes data gzip-compressed to dir/name.
+func writeGzip(t *testing.T, dir, name, data string) string {
+	t.Helper()
+	return writeCompressed(t, dir, name, data, func(w io.Writer) (io.WriteCloser, error) { return gzip.NewWriter(w), nil })
+}
+
+// writeEncodings writes data to dir/name plain, and gzip- and
+// xz-compressed beside it (name.gz, name.xz), and returns the three paths.
+func writeEncodings(t *testing.T, dir, name, data string) []string {
+	t.Helper()
+	plain := filepath.Join(dir, name)
+	if err := os.WriteFile(plain, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return []string{plain, writeGzip(t, dir, name+".gz", data), writeXZ(t, dir, name+".xz", data)}
+}
+
+// writeCompressed writes data to dir/name through the compressor that
+// compress makes.
+func writeCompressed(t *testing.T, dir, name, data string, compress func(io.Writer) (io.WriteCloser, error)) string {
+	t.Helper()
 	p := filepath.Join(dir, name)
 	f, err := os.Create(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	zw, err := xz.NewWriter(f)
+	zw, err := compress(f)
 	if err != nil {
 		t.Fatal(err)
 	}
