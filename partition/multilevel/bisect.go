@@ -177,11 +177,9 @@ func newBisectScratch(n int) *bisectScratch {
 // the boundary (vertices with ed > 0) is kept in bndind with positions
 // bndptr.
 type bisection struct {
-	g      *mlGraph
-	where  []uint8
-	id, ed []int32
-	bndptr []int32
-	bndind []int32
+	g     *mlGraph
+	where []uint8
+	boundary
 	pwgts  [2]int64
 	tpwgts [2]int64
 	maxpw  [2]int64
@@ -192,8 +190,7 @@ type bisection struct {
 func newBisection(g *mlGraph, tpw [2]int64, ub float64, ws *bisectScratch) *bisection {
 	n := g.n()
 	b := &bisection{
-		g: g, where: make([]uint8, n), id: make([]int32, n), ed: make([]int32, n),
-		bndptr: make([]int32, n), bndind: make([]int32, 0, n), tpwgts: tpw, ws: ws,
+		g: g, where: make([]uint8, n), boundary: newBoundary(n), tpwgts: tpw, ws: ws,
 	}
 	for sd := range 2 {
 		b.maxpw[sd] = int64(ub * float64(tpw[sd]))
@@ -204,37 +201,8 @@ func newBisection(g *mlGraph, tpw [2]int64, ub float64, ws *bisectScratch) *bise
 // computeParams recomputes id, ed, the boundary, the part weights and the
 // cut from where.
 func (b *bisection) computeParams() {
-	g := b.g
 	b.pwgts = [2]int64{}
-	b.bndind = b.bndind[:0]
-	var cut int64
-	for v := range g.n() {
-		me := b.where[v]
-		b.pwgts[me] += int64(g.vwgt[v])
-		in, ex := degrees(g, b.where, v)
-		b.id[v], b.ed[v] = in, ex
-		b.bndptr[v] = -1
-		if ex > 0 {
-			b.bndptr[v] = int32(len(b.bndind))
-			b.bndind = append(b.bndind, int32(v))
-		}
-		cut += int64(ex)
-	}
-	b.cut = cut / 2
-}
-
-func (b *bisection) bndInsert(v int32) {
-	b.bndptr[v] = int32(len(b.bndind))
-	b.bndind = append(b.bndind, v)
-}
-
-func (b *bisection) bndDelete(v int32) {
-	i := b.bndptr[v]
-	last := b.bndind[len(b.bndind)-1]
-	b.bndind[i] = last
-	b.bndptr[last] = i
-	b.bndind = b.bndind[:len(b.bndind)-1]
-	b.bndptr[v] = -1
+	b.cut = computeBoundary(&b.boundary, b.g, b.where, b.pwgts[:]) / 2
 }
 
 // move moves v to the other side, updating the cut, the part weights, the

@@ -22,17 +22,15 @@ type kwayRefiner struct {
 	where, alt []int32 // current level's parts; buffer for the projection
 	pwgts      []int64
 	maxw, minw int64
-	id, ed     []int32
-	bndptr     []int32
-	bndind     []int32
-	conn       []int64 // per part, zero between uses
-	touched    []int32 // parts with a non-zero conn entry
-	order      []int32
-	cands      []kwayCand
-	heap       *gainHeap
-	status     []uint8 // refine: 0 not queued, 1 queued, 2 extracted
-	visited    []int32 // refine: vertices with a non-zero status
-	rng        *rand.Rand
+	boundary
+	conn    []int64 // per part, zero between uses
+	touched []int32 // parts with a non-zero conn entry
+	order   []int32
+	cands   []kwayCand
+	heap    *gainHeap
+	status  []uint8 // refine: 0 not queued, 1 queued, 2 extracted
+	visited []int32 // refine: vertices with a non-zero status
+	rng     *rand.Rand
 }
 
 type kwayCand struct {
@@ -43,19 +41,16 @@ type kwayCand struct {
 func newKwayRefiner(n, k int, tvw int64, tol float64, rng *rand.Rand) *kwayRefiner {
 	avg := float64(tvw) / float64(k)
 	r := &kwayRefiner{
-		where:  make([]int32, n),
-		alt:    make([]int32, n),
-		pwgts:  make([]int64, k),
-		maxw:   max(int64(tol*avg), int64(math.Ceil(avg))),
-		minw:   int64(avg / tol),
-		id:     make([]int32, n),
-		ed:     make([]int32, n),
-		bndptr: make([]int32, n),
-		bndind: make([]int32, 0, n),
-		conn:   make([]int64, k),
-		heap:   newGainHeap(n),
-		status: make([]uint8, n),
-		rng:    rng,
+		where:    make([]int32, n),
+		alt:      make([]int32, n),
+		pwgts:    make([]int64, k),
+		maxw:     max(int64(tol*avg), int64(math.Ceil(avg))),
+		minw:     int64(avg / tol),
+		boundary: newBoundary(n),
+		conn:     make([]int64, k),
+		heap:     newGainHeap(n),
+		status:   make([]uint8, n),
+		rng:      rng,
 	}
 	if avg >= 1 {
 		r.minw = max(r.minw, 1) // refinement never empties a part
@@ -85,35 +80,15 @@ func (r *kwayRefiner) project(fine *mlGraph) {
 }
 
 func (r *kwayRefiner) computeParams() {
-	g := r.g
-	n := g.n()
 	clear(r.pwgts)
-	r.id, r.ed, r.bndptr = r.id[:n], r.ed[:n], r.bndptr[:n]
-	r.bndind = r.bndind[:0]
-	for v := range n {
-		me := r.where[v]
-		r.pwgts[me] += int64(g.vwgt[v])
-		in, ex := degrees(g, r.where, v)
-		r.id[v], r.ed[v] = in, ex
-		r.bndptr[v] = -1
-		if ex > 0 {
-			r.bndptr[v] = int32(len(r.bndind))
-			r.bndind = append(r.bndind, int32(v))
-		}
-	}
+	computeBoundary(&r.boundary, r.g, r.where, r.pwgts)
 }
 
 func (r *kwayRefiner) bndUpdate(v int32) {
 	if r.ed[v] > 0 && r.bndptr[v] < 0 {
-		r.bndptr[v] = int32(len(r.bndind))
-		r.bndind = append(r.bndind, v)
+		r.bndInsert(v)
 	} else if r.ed[v] == 0 && r.bndptr[v] >= 0 {
-		i := r.bndptr[v]
-		last := r.bndind[len(r.bndind)-1]
-		r.bndind[i] = last
-		r.bndptr[last] = i
-		r.bndind = r.bndind[:len(r.bndind)-1]
-		r.bndptr[v] = -1
+		r.bndDelete(v)
 	}
 }
 

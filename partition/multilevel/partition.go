@@ -197,6 +197,60 @@ func degrees[P uint8 | int32](g *mlGraph, where []P, v int) (in, ex int32) {
 	return in, ex
 }
 
+// boundary is what both refiners (bisection's FM, the k-way greedy
+// refinement) keep per vertex under a partition: its internal and external
+// degrees id and ed, and the boundary, the vertices with ed > 0, listed in
+// bndind with each one's index in bndptr (-1 off the boundary): METIS's
+// id, ed, bndind and bndptr (Karypis and Kumar, "A fast and high quality
+// multilevel scheme for partitioning irregular graphs", SIAM J. Sci.
+// Comput. 20(1), 1998, section 5).
+type boundary struct {
+	id, ed []int32
+	bndptr []int32
+	bndind []int32
+}
+
+// newBoundary holds n vertices.
+func newBoundary(n int) boundary {
+	return boundary{id: make([]int32, n), ed: make([]int32, n), bndptr: make([]int32, n), bndind: make([]int32, 0, n)}
+}
+
+// computeBoundary sets the degrees and the boundary of g's vertices under where,
+// adds each vertex's weight to its part's entry of pwgts, and returns the
+// sum of the external degrees (twice the cut).
+func computeBoundary[P uint8 | int32](b *boundary, g *mlGraph, where []P, pwgts []int64) (ext int64) {
+	n := g.n()
+	b.id, b.ed, b.bndptr = b.id[:n], b.ed[:n], b.bndptr[:n]
+	b.bndind = b.bndind[:0]
+	for v := range n {
+		pwgts[where[v]] += int64(g.vwgt[v])
+		in, ex := degrees(g, where, v)
+		b.id[v], b.ed[v] = in, ex
+		b.bndptr[v] = -1
+		if ex > 0 {
+			b.bndInsert(int32(v))
+		}
+		ext += int64(ex)
+	}
+	return ext
+}
+
+// bndInsert puts v on the boundary.
+func (b *boundary) bndInsert(v int32) {
+	b.bndptr[v] = int32(len(b.bndind))
+	b.bndind = append(b.bndind, v)
+}
+
+// bndDelete takes v off the boundary.
+func (b *boundary) bndDelete(v int32) {
+	i := b.bndptr[v]
+	last := b.bndind[len(b.bndind)-1]
+	b.bndind[i] = last
+	b.bndptr[last] = i
+	b.bndind = b.bndind[:len(b.bndind)-1]
+	b.bndptr[v] = -1
+}
+
 // newMLGraph wraps g, filling in unit weights where g has none.
 func newMLGraph(g *Graph) *mlGraph {
 	n := g.NumVertices()
