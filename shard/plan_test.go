@@ -110,10 +110,7 @@ func TestOwnersMatchTwoPasses(t *testing.T) {
 			if vs = slices.Compact(vs); len(vs) < 2 {
 				continue
 			}
-			size := 1
-			for _, v := range vs {
-				size *= cards[v]
-			}
+			size, _ := m.TableSize(vs)
 			tab := make([]float64, size)
 			for k := range tab {
 				tab[k] = r.Float64()

@@ -401,10 +401,7 @@ func TestLPVariableDegrees(t *testing.T) {
 			m.Unary[j] = rng.NormFloat64()
 		}
 		dense := func(vars ...int) model.Factor {
-			size := 1
-			for _, v := range vars {
-				size *= cards[v]
-			}
+			size, _ := m.TableSize(vars)
 			tab := make([]float64, size)
 			for j := range tab {
 				tab[j] = rng.NormFloat64()
