@@ -17,16 +17,8 @@ import (
 // JobState is the replicated state of the group: the metadata of one job.
 // Every member holds the same JobState once it has applied the same log.
 type JobState struct {
-	// Job is the job id, empty before Start.
-	Job string `json:"job,omitempty"`
-	// ModelHash is the sha256 hex of the model file(s).
-	ModelHash string `json:"model_hash,omitempty"`
-	// Settings are the solver settings, opaque to this package.
-	Settings json.RawMessage `json:"settings,omitempty"`
-	// Started is when the job was first started (by the clock of the
-	// member that started it; zero in logs written before it was kept):
-	// the job's wall time counts from it, outages included.
-	Started time.Time `json:"started,omitzero"`
+	// JobStart is what the first Start recorded (zero before it).
+	JobStart
 	// Epoch is bumped by each new leader before it drives the job.
 	Epoch uint64 `json:"epoch"`
 	// Leader is the raft id of the coordinator that took Epoch.
@@ -42,6 +34,21 @@ type JobState struct {
 	// job was started and not done: leader changes that had to resume the
 	// job.
 	Failovers int `json:"failovers"`
+}
+
+// JobStart is what a start command carries and the JobState keeps: the
+// job, its model and settings, and when it started.
+type JobStart struct {
+	// Job is the job id, empty before Start.
+	Job string `json:"job,omitempty"`
+	// ModelHash is the sha256 hex of the model file(s).
+	ModelHash string `json:"model_hash,omitempty"`
+	// Settings are the solver settings, opaque to this package.
+	Settings json.RawMessage `json:"settings,omitempty"`
+	// Started is when the job was first started (by the clock of the
+	// member that started it; zero in logs written before it was kept):
+	// the job's wall time counts from it, outages included.
+	Started time.Time `json:"started,omitzero"`
 }
 
 // clone returns a copy of s that shares no mutable memory with it.
@@ -86,10 +93,7 @@ type command struct {
 	Type string `json:"type"`
 
 	// start
-	Job       string          `json:"job,omitempty"`
-	ModelHash string          `json:"model_hash,omitempty"`
-	Settings  json.RawMessage `json:"settings,omitempty"`
-	Started   time.Time       `json:"started,omitzero"`
+	JobStart
 
 	// take_epoch
 	Epoch  uint64 `json:"epoch,omitempty"`
@@ -123,7 +127,8 @@ func apply(s JobState, c command) (JobState, error) {
 		case c.ModelHash == "":
 			return s, rejectf("start %s: empty model hash", c.Job)
 		case s.Job == "":
-			s.Job, s.ModelHash, s.Settings, s.Started = c.Job, c.ModelHash, cloneRaw(c.Settings), c.Started
+			s.JobStart = c.JobStart
+			s.Settings = cloneRaw(c.Settings)
 			return s, nil
 		case s.Job == c.Job && s.ModelHash == c.ModelHash:
 			return s, nil // idempotent; the first settings and start time stay

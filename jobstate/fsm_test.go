@@ -43,7 +43,7 @@ func mp(m checkpoint.Manifest) *checkpoint.Manifest { return &m }
 func TestApply(t *testing.T) {
 	hash := object("model")
 	t0, t1 := time.Unix(1000, 0).UTC(), time.Unix(2000, 0).UTC()
-	started := JobState{Job: "j", ModelHash: hash, Settings: json.RawMessage(`{"x":1}`), Started: t0}
+	started := JobState{JobStart: JobStart{Job: "j", ModelHash: hash, Settings: json.RawMessage(`{"x":1}`), Started: t0}}
 	epoch1 := started
 	epoch1.Epoch, epoch1.Leader = 1, "a"
 	withCP := epoch1
@@ -60,13 +60,13 @@ func TestApply(t *testing.T) {
 		want   JobState // ignored when reject is set
 		reject string   // substring of the rejection
 	}{
-		{name: "start", cmd: command{Type: cmdStart, Job: "j", ModelHash: hash, Settings: json.RawMessage(`{"x":1}`), Started: t0}, want: started},
+		{name: "start", cmd: command{Type: cmdStart, JobStart: JobStart{Job: "j", ModelHash: hash, Settings: json.RawMessage(`{"x":1}`), Started: t0}}, want: started},
 		{name: "start again is idempotent", state: started,
-			cmd: command{Type: cmdStart, Job: "j", ModelHash: hash, Settings: json.RawMessage(`{"x":2}`), Started: t1}, want: started},
-		{name: "start other job", state: started, cmd: command{Type: cmdStart, Job: "k", ModelHash: hash}, reject: "already runs job j"},
-		{name: "start other model", state: started, cmd: command{Type: cmdStart, Job: "j", ModelHash: object("other")}, reject: "already runs job j"},
-		{name: "start empty job", cmd: command{Type: cmdStart, ModelHash: hash}, reject: "empty job id"},
-		{name: "start empty hash", cmd: command{Type: cmdStart, Job: "j"}, reject: "empty model hash"},
+			cmd: command{Type: cmdStart, JobStart: JobStart{Job: "j", ModelHash: hash, Settings: json.RawMessage(`{"x":2}`), Started: t1}}, want: started},
+		{name: "start other job", state: started, cmd: command{Type: cmdStart, JobStart: JobStart{Job: "k", ModelHash: hash}}, reject: "already runs job j"},
+		{name: "start other model", state: started, cmd: command{Type: cmdStart, JobStart: JobStart{Job: "j", ModelHash: object("other")}}, reject: "already runs job j"},
+		{name: "start empty job", cmd: command{Type: cmdStart, JobStart: JobStart{ModelHash: hash}}, reject: "empty job id"},
+		{name: "start empty hash", cmd: command{Type: cmdStart, JobStart: JobStart{Job: "j"}}, reject: "empty model hash"},
 		{name: "first epoch", state: started, cmd: command{Type: cmdTakeEpoch, Epoch: 1, Leader: "a"}, want: epoch1},
 		{name: "epoch before start", cmd: command{Type: cmdTakeEpoch, Epoch: 1, Leader: "a"}, want: JobState{Epoch: 1, Leader: "a"}},
 		{name: "second epoch is a failover", state: withCP, cmd: command{Type: cmdTakeEpoch, Epoch: 2, Leader: "b"},
@@ -134,7 +134,7 @@ func TestFSMApplyBadEntry(t *testing.T) {
 func TestFSMSnapshotRestore(t *testing.T) {
 	src := newFSM()
 	for _, c := range []command{
-		{Type: cmdStart, Job: "j", ModelHash: object("m"), Settings: json.RawMessage(`{"a":[1,2]}`)},
+		{Type: cmdStart, JobStart: JobStart{Job: "j", ModelHash: object("m"), Settings: json.RawMessage(`{"a":[1,2]}`)}},
 		{Type: cmdTakeEpoch, Epoch: 1, Leader: "a"},
 		{Type: cmdCheckpoint, Manifest: mp(manifest("j", 1, 3))},
 		{Type: cmdTakeEpoch, Epoch: 2, Leader: "b"},
@@ -193,7 +193,7 @@ func TestFSMSnapshotRestore(t *testing.T) {
 
 func TestStateIsACopy(t *testing.T) {
 	f := newFSM()
-	f.state = JobState{Job: "j", Settings: json.RawMessage(`{"a":1}`), Checkpoint: mp(manifest("j", 1, 1))}
+	f.state = JobState{JobStart: JobStart{Job: "j", Settings: json.RawMessage(`{"a":1}`)}, Checkpoint: mp(manifest("j", 1, 1))}
 	s, _ := f.get()
 	s.Settings[2] = 'X'
 	s.Checkpoint.Blobs[0].Role = "changed"

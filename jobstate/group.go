@@ -464,7 +464,7 @@ func (g *Group) WaitApplied(ctx context.Context, pred func(JobState) bool) (JobS
 // the same job and model hash (the first settings and start time stay); a
 // different job or model hash is rejected (ErrRejected).
 func (g *Group) Start(ctx context.Context, job, modelHash string, settings json.RawMessage) error {
-	return g.propose(ctx, command{Type: cmdStart, Job: job, ModelHash: modelHash, Settings: settings, Started: time.Now().UTC()})
+	return g.propose(ctx, command{Type: cmdStart, JobStart: JobStart{Job: job, ModelHash: modelHash, Settings: settings, Started: time.Now().UTC()}})
 }
 
 // TakeEpoch makes this member, which must be the leader, the driver of the

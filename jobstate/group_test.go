@@ -298,10 +298,12 @@ func TestGroupReplicatesAndRejects(t *testing.T) {
 	c.waitAll("done", func(s JobState) bool { return s.Done })
 
 	want := JobState{
-		Job: "job-1", ModelHash: hash, Settings: json.RawMessage(`{"iterations":100}`),
+		JobStart: JobStart{
+			Job: "job-1", ModelHash: hash, Settings: json.RawMessage(`{"iterations":100}`),
+			Started: l.State().Started, // the first Start's
+		},
 		Epoch: 1, Leader: l.id, Checkpoint: mp(manifest("job-1", 1, 6)),
 		Done: true, Result: json.RawMessage(`{"objective":42}`),
-		Started: l.State().Started, // the first Start's
 	}
 	if want.Started.Before(before) || want.Started.After(after) {
 		t.Errorf("started %v, want the first Start's time, between %v and %v", want.Started, before, after)
