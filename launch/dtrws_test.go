@@ -2,18 +2,12 @@ package launch
 
 import (
 	"context"
-	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/generate"
-	"github.com/ddrun/ddrun/model/indexed"
-	"github.com/ddrun/ddrun/transport"
 )
 
 // TestShardedTRWS: a sharded run with no algorithm given runs distributed
@@ -21,24 +15,8 @@ import (
 // a dual above its primal, the exact score of the assignment it returns.
 func TestShardedTRWS(t *testing.T) {
 	m := generate.Potts(generate.GridOptions{Height: 8, Width: 9, Labels: 3, Rho: 0.5, Seed: 7})
-	path := filepath.Join(t.TempDir(), "m.ddx")
-	if err := indexed.WriteFile(path, m); err != nil {
-		t.Fatal(err)
-	}
-	tr := transport.NewInProc()
-	ctx, cancel := context.WithCancel(context.Background())
-	states := t.TempDir() // the workers' shared state directory
-	var wg sync.WaitGroup
-	for i := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := ServeWorker(ctx, tr, Worker{Name: fmt.Sprintf("w%d", i), Threads: 1, StateDir: states, ModelRoots: []string{os.TempDir()}}); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	defer func() { cancel(); wg.Wait(); tr.Close() }()
+	path := writeDDX(t, t.TempDir(), m)
+	tr := workers(t, 2)
 	s := engine.Defaults()
 	s.Distributed, s.MaxIter, s.Tol = true, 150, 0
 	s.Given = map[string]bool{"max-iter": true, "tol": true}

@@ -105,14 +105,21 @@ func ownDirs(t *testing.T, tr transport.Transport, n int, log *lines, roots ...s
 // in-process transport.
 func partsSetup(t *testing.T, dir string, m *model.Model) (path string, tr transport.Transport, dirs []string, log *lines) {
 	t.Helper()
-	path = filepath.Join(dir, "m.ddx")
-	if err := indexed.WriteFile(path, m); err != nil {
-		t.Fatal(err)
-	}
+	path = writeDDX(t, dir, m)
 	log = &lines{}
 	tr = transport.NewInProc()
 	t.Cleanup(func() { tr.Close() })
 	return path, tr, ownDirs(t, tr, 2, log, dir), log
+}
+
+// writeDDX writes m to dir/m.ddx and returns that path.
+func writeDDX(tb testing.TB, dir string, m *model.Model) string {
+	tb.Helper()
+	path := filepath.Join(dir, "m.ddx")
+	if err := indexed.WriteFile(path, m); err != nil {
+		tb.Fatal(err)
+	}
+	return path
 }
 
 // emptyDirs fails the test when a directory holds a file.
@@ -233,10 +240,7 @@ func TestPartsForged(t *testing.T) {
 // and nothing panics.
 func FuzzPartsMessages(f *testing.F) {
 	m := generate.Potts(generate.GridOptions{Height: 10, Width: 10, Labels: 3, Rho: 1, Seed: 1})
-	path := filepath.Join(f.TempDir(), "m.ddx")
-	if err := indexed.WriteFile(path, m); err != nil {
-		f.Fatal(err)
-	}
+	path := writeDDX(f, f.TempDir(), m)
 	file, err := os.Open(path)
 	if err != nil {
 		f.Fatal(err)
@@ -320,10 +324,7 @@ func FuzzPartsMessages(f *testing.F) {
 // requests, the hashes and the blocks' file.
 func BenchmarkPartsReceive(b *testing.B) {
 	m := generate.Potts(generate.GridOptions{Height: 300, Width: 300, Labels: 4, Rho: 0.5, Seed: 1})
-	path := filepath.Join(b.TempDir(), "m.ddx")
-	if err := indexed.WriteFile(path, m); err != nil {
-		b.Fatal(err)
-	}
+	path := writeDDX(b, b.TempDir(), m)
 	l, err := shard.PlanLayout(path, 2, shard.PlanOptions{})
 	if err != nil {
 		b.Fatal(err)
