@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/model"
 )
 
@@ -194,10 +195,7 @@ func chain(rng *rand.Rand, n, card int) *model.Model {
 	for i := range cards {
 		cards[i] = card
 	}
-	m := model.New(cards)
-	for j := range m.Unary {
-		m.Unary[j] = rng.NormFloat64()
-	}
+	m := generate.GaussianUnaries(rng, cards)
 	for i := 0; i+1 < n; i++ {
 		tab := make([]float64, card*card)
 		for j := range tab {
@@ -274,10 +272,7 @@ func TestLPSingleXOR(t *testing.T) {
 		for i := range cards {
 			cards[i] = 2
 		}
-		m := model.New(cards)
-		for j := range m.Unary {
-			m.Unary[j] = rng.NormFloat64()
-		}
+		m := generate.GaussianUnaries(rng, cards)
 		f := model.Factor{Kind: model.XOR, Vars: rng.Perm(n)}.WithNegated(make([]bool, n))
 		for k := range f.NegatedInputs() {
 			f.NegatedInputs()[k] = rng.IntN(3) == 0
@@ -396,10 +391,7 @@ func TestLPVariableDegrees(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	for it := 0; it < 20; it++ {
 		cards := []int{3, 2, 3, 2, 3, 2, 3}
-		m := model.New(cards)
-		for j := range m.Unary {
-			m.Unary[j] = rng.NormFloat64()
-		}
+		m := generate.GaussianUnaries(rng, cards)
 		dense := func(vars ...int) model.Factor {
 			size, _ := m.TableSize(vars)
 			tab := make([]float64, size)
@@ -419,40 +411,13 @@ func TestLPVariableDegrees(t *testing.T) {
 	}
 }
 
-func grid(rng *rand.Rand, side, labels int) *model.Model {
-	cards := make([]int, side*side)
-	for i := range cards {
-		cards[i] = labels
-	}
-	m := model.New(cards)
-	for j := range m.Unary {
-		m.Unary[j] = rng.NormFloat64()
-	}
-	for r := 0; r < side; r++ {
-		for c := 0; c < side; c++ {
-			v := r*side + c
-			for _, u := range []int{v + 1, v + side} {
-				if (u == v+1 && c+1 == side) || u >= side*side {
-					continue
-				}
-				tab := make([]float64, labels*labels)
-				for j := range tab {
-					tab[j] = 2 * rng.NormFloat64()
-				}
-				m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{v, u}, Table: tab})
-			}
-		}
-	}
-	return m
-}
-
 func TestLPGrid(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	for it := 0; it < 3; it++ {
-		checkRelaxation(t, "grid 3x3", grid(rng, 3, 3), false)
+		checkRelaxation(t, "grid 3x3", generate.DenseGrid(rng, 3, 3, 3, 2), false)
 	}
 	start := time.Now()
-	lpv, err := LocalPolytopeLP(grid(rng, 4, 3))
+	lpv, err := LocalPolytopeLP(generate.DenseGrid(rng, 4, 4, 3, 2))
 	if err != nil || math.IsInf(lpv, 0) || math.IsNaN(lpv) {
 		t.Fatalf("4x4 grid: %v, %v", lpv, err)
 	}
