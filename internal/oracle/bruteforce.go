@@ -2,6 +2,7 @@ package oracle
 
 import (
 	"fmt"
+	"iter"
 	"math"
 
 	"github.com/ddrun/ddrun/model"
@@ -21,6 +22,36 @@ type bfFactor struct {
 	vars    []int     // scope
 	strides []int     // table index step per scope position
 	table   []float64 // nil: evaluate with m.FactorScore
+}
+
+// Assignments yields every joint assignment of variables with the given
+// cardinalities, the last variable fastest (none when a cardinality is
+// below 1), in one slice that it changes between yields: copy it to keep
+// it. It is the enumeration that checks by brute force share.
+func Assignments(cards []int) iter.Seq[[]int] {
+	return func(yield func([]int) bool) {
+		for _, c := range cards {
+			if c < 1 {
+				return
+			}
+		}
+		x := make([]int, len(cards))
+		for {
+			if !yield(x) {
+				return
+			}
+			k := len(x) - 1
+			for ; k >= 0; k-- {
+				if x[k]++; x[k] < cards[k] {
+					break
+				}
+				x[k] = 0
+			}
+			if k < 0 {
+				return
+			}
+		}
+	}
 }
 
 // BruteForceMAP returns an exact MAP assignment of m and its score

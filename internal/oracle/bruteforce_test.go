@@ -14,21 +14,10 @@ var negInf = math.Inf(-1)
 // naiveMAP enumerates every assignment with model.Score, nothing clever.
 func naiveMAP(m *model.Model) float64 {
 	best := negInf
-	x := make([]int, m.NumVars())
-	for {
+	for x := range Assignments(m.Cards) {
 		best = max(best, m.Score(x))
-		i := 0
-		for ; i < len(x); i++ {
-			x[i]++
-			if x[i] < m.Cards[i] {
-				break
-			}
-			x[i] = 0
-		}
-		if i == len(x) {
-			return best
-		}
 	}
+	return best
 }
 
 func TestBruteForceHand(t *testing.T) {
@@ -193,5 +182,37 @@ func TestBruteForceMatchesNaive(t *testing.T) {
 	}
 	if infeasible == 0 {
 		t.Error("no infeasible model drawn: the test misses that case")
+	}
+}
+
+// Assignments yields each joint assignment once, the last variable
+// fastest, one empty assignment for no variables, none when a variable
+// has no state, and stops when the loop does.
+func TestAssignments(t *testing.T) {
+	var got [][]int
+	for x := range Assignments([]int{2, 3}) {
+		got = append(got, slices.Clone(x))
+	}
+	want := [][]int{{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}}
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("cards 2, 3: %v, want %v", got, want)
+	}
+	n := 0
+	for x := range Assignments(nil) {
+		if len(x) != 0 {
+			t.Errorf("no variables: assignment %v", x)
+		}
+		n++
+	}
+	for range Assignments([]int{2, 0, 2}) {
+		n += 10
+	}
+	for range Assignments([]int{4, 4}) {
+		if n++; n == 4 {
+			break
+		}
+	}
+	if n != 4 {
+		t.Errorf("counted %d, want 1 empty assignment, none with a stateless variable, 3 before the break", n)
 	}
 }

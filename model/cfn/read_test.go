@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
 )
 
@@ -22,24 +23,6 @@ func read(t *testing.T, s string) (*model.Model, Header) {
 		t.Fatalf("read an invalid model: %v", err)
 	}
 	return m, h
-}
-
-// forAll calls f with every assignment of cards.
-func forAll(cards []int, f func(x []int)) {
-	x := make([]int, len(cards))
-	for {
-		f(x)
-		k := len(x) - 1
-		for ; k >= 0; k-- {
-			if x[k]++; x[k] < cards[k] {
-				break
-			}
-			x[k] = 0
-		}
-		if k < 0 {
-			return
-		}
-	}
 }
 
 var inf = math.Inf(1)
@@ -122,14 +105,14 @@ func TestReadFeatures(t *testing.T) {
 			if h.Maximize != c.max {
 				t.Fatalf("maximise %v, want %v", h.Maximize, c.max)
 			}
-			forAll(m.Cards, func(x []int) {
+			for x := range oracle.Assignments(m.Cards) {
 				want := c.cost(x)
 				s := m.Score(x)
 				if math.IsInf(want, 1) {
 					if !math.IsInf(s, -1) {
 						t.Fatalf("%v: score %v, want forbidden", x, s)
 					}
-					return
+					continue
 				}
 				if got := h.Cost(s); got != math.Round(want*1e6)/1e6 {
 					t.Fatalf("%v: objective %v, want %v", x, got, want)
@@ -137,7 +120,7 @@ func TestReadFeatures(t *testing.T) {
 				if sign := map[bool]float64{true: 1, false: -1}[c.max]; math.Abs(s-sign*want) > 1e-12 {
 					t.Fatalf("%v: score %v, want %v", x, s, sign*want)
 				}
-			})
+			}
 		})
 	}
 }
@@ -245,12 +228,12 @@ func randomModel(r *rand.Rand, decimals bool) *model.Model {
 // sameScores fails unless a and b score every assignment alike (to tol).
 func sameScores(t *testing.T, a, b *model.Model, tol float64) {
 	t.Helper()
-	forAll(a.Cards, func(x []int) {
+	for x := range oracle.Assignments(a.Cards) {
 		sa, sb := a.Score(x), b.Score(x)
 		if math.IsInf(sa, -1) != math.IsInf(sb, -1) || (!math.IsInf(sa, -1) && math.Abs(sa-sb) > tol) {
 			t.Fatalf("%v: score %v, written and read back %v", x, sa, sb)
 		}
-	})
+	}
 }
 
 // Write then Read gives the same score for every assignment, on random

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
 )
 
@@ -93,21 +94,10 @@ func TestConvertUAIWCSPCFN(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			x := make([]int, len(m.Cards))
-			for {
+			for x := range oracle.Assignments(m.Cards) {
 				a, b := m.Score(x), got.Score(x)
 				if math.IsInf(a, -1) != math.IsInf(b, -1) || (!math.IsInf(a, -1) && math.Abs(a-b) > 1e-9*math.Max(1, math.Abs(a))) {
 					t.Fatalf("model %d, %s: %v scores %v, want %v", it, chain[k], x, b, a)
-				}
-				i := len(x) - 1
-				for ; i >= 0; i-- {
-					if x[i]++; x[i] < m.Cards[i] {
-						break
-					}
-					x[i] = 0
-				}
-				if i < 0 {
-					break
 				}
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/uai"
 )
@@ -25,33 +26,15 @@ func read(t *testing.T, s string) *model.Model {
 	return m
 }
 
-// forAll calls f with every assignment of cards.
-func forAll(cards []int, f func(x []int)) {
-	x := make([]int, len(cards))
-	for {
-		f(x)
-		k := len(x) - 1
-		for ; k >= 0; k-- {
-			if x[k]++; x[k] < cards[k] {
-				break
-			}
-			x[k] = 0
-		}
-		if k < 0 {
-			return
-		}
-	}
-}
-
 // wantCosts checks the cost of every assignment (the cost is -Inf's
 // negation, +Inf, for a forbidden one).
 func wantCosts(t *testing.T, m *model.Model, cost func(x []int) float64) {
 	t.Helper()
-	forAll(m.Cards, func(x []int) {
+	for x := range oracle.Assignments(m.Cards) {
 		if got, want := Cost(m.Score(x)), cost(x); got != want {
 			t.Fatalf("cost of %v: got %v, want %v", x, got, want)
 		}
-	})
+	}
 }
 
 func TestReadFeatures(t *testing.T) {
@@ -295,11 +278,11 @@ func TestRoundTripUAI(t *testing.T) {
 		if err != nil {
 			t.Fatalf("model %d: read back: %v\n%s", it, err, text)
 		}
-		forAll(m.Cards, func(x []int) {
+		for x := range oracle.Assignments(m.Cards) {
 			if a, b := m.Score(x), back.Score(x); a != b {
 				t.Fatalf("model %d, %v: score %v, after UAI and WCSP %v\n%s", it, x, a, b, text)
 			}
-		})
+		}
 	}
 }
 
