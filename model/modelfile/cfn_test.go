@@ -3,7 +3,7 @@ package modelfile
 import (
 	"context"
 	"math"
-	"math/rand"
+	"math/rand/v2"
 	"path/filepath"
 	"testing"
 
@@ -42,46 +42,16 @@ func TestLoadCFN(t *testing.T) {
 	}
 }
 
-// randomIntModel has integer scores, some entries forbidden, unaries and a
-// constant, and dense factors of arity 1 to 3.
-func randomIntModel(r *rand.Rand) *model.Model {
-	n := 1 + r.Intn(4)
-	cards := make([]int, n)
-	for i := range cards {
-		cards[i] = 1 + r.Intn(3)
-	}
-	m := model.New(cards)
-	for i := range cards {
-		for k := range m.Unaries(i) {
-			m.Unaries(i)[k] = float64(r.Intn(7) - 3)
-		}
-	}
-	m.Constant = float64(r.Intn(5) - 2)
-	for a := r.Intn(4); a > 0; a-- {
-		vars := r.Perm(n)[:1+r.Intn(min(n, 3))]
-		size := 1
-		for _, v := range vars {
-			size *= cards[v]
-		}
-		t := make([]float64, size)
-		for e := range t {
-			if t[e] = float64(r.Intn(21) - 10); r.Intn(6) == 0 {
-				t[e] = math.Inf(-1)
-			}
-		}
-		m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: vars, Table: t})
-	}
-	return m
-}
-
 // UAI -> wcsp -> cfn -> UAI -> cfn -> wcsp by Convert keeps the score of
 // every assignment (brute force), on random models.
 func TestConvertUAIWCSPCFN(t *testing.T) {
-	r := rand.New(rand.NewSource(7))
+	r := rand.New(rand.NewPCG(7, 8))
 	dir := t.TempDir()
 	chain := []string{"a.uai", "b.wcsp", "c.cfn.gz", "d.uai", "e.cfn", "f.wcsp.gz", "g.uai"}
 	for it := 0; it < 40; it++ {
-		m := randomIntModel(r)
+		// Integer scores, some entries forbidden, unaries, a constant and
+		// dense factors of arity 1 to 3.
+		m := oracle.RandomTinyModel(r, oracle.TinyOptions{MaxVars: 4, MaxFactors: 3, Kinds: []model.Kind{model.Dense}, IntegerWeights: true, AllowInfeasible: true})
 		if err := Save(filepath.Join(dir, chain[0]), m); err != nil {
 			t.Fatal(err)
 		}
