@@ -383,29 +383,15 @@ func (s *mlSolver) matchHeavyEdges(g *mlGraph, maxvw int64, match, perm, tmp []i
 			pending := int32(-1)
 			for q := xadj[p]; q < xadj[p+1]; q++ {
 				u := adjncy[q]
-				if match[u] >= 0 {
-					continue
-				}
-				if pending < 0 {
-					pending = u
-				} else if int64(vwgt[pending])+int64(vwgt[u]) <= maxvw {
-					match[pending], match[u] = u, pending
-					cn--
-					pending = -1
+				if match[u] < 0 {
+					cn -= pairUp(match, vwgt, maxvw, &pending, u)
 				}
 			}
 		}
 		pending := int32(-1)
 		for v := range int32(n) {
-			if match[v] >= 0 || xadj[v+1] != xadj[v] {
-				continue
-			}
-			if pending < 0 {
-				pending = v
-			} else if int64(vwgt[pending])+int64(vwgt[v]) <= maxvw {
-				match[pending], match[v] = v, pending
-				cn--
-				pending = -1
+			if match[v] < 0 && xadj[v+1] == xadj[v] {
+				cn -= pairUp(match, vwgt, maxvw, &pending, v)
 			}
 		}
 	}
@@ -415,6 +401,21 @@ func (s *mlSolver) matchHeavyEdges(g *mlGraph, maxvw int64, match, perm, tmp []i
 		}
 	}
 	return cn
+}
+
+// pairUp matches u with the vertex pending, when their weights together
+// are at most maxvw, and then none is pending; with none pending, u is.
+// It returns the pairs it made, 0 or 1.
+func pairUp(match, vwgt []int32, maxvw int64, pending *int32, u int32) int {
+	switch {
+	case *pending < 0:
+		*pending = u
+	case int64(vwgt[*pending])+int64(vwgt[u]) <= maxvw:
+		match[*pending], match[u] = u, *pending
+		*pending = -1
+		return 1
+	}
+	return 0
 }
 
 // contract builds the coarse graph of a matching with cn pairs and
