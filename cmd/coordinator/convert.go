@@ -19,14 +19,12 @@ import (
 func cmdConvert(ctx context.Context, args []string, con *cli.Console) error {
 	fs := flagSet("convert")
 	maxEntries := fs.Int("max-entries", modelfile.DefaultMaxEntries, "most table entries the input may declare in all, and, on its own, most variable states")
-	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	order := fs.String("order", "file", "to .ddx: the factors' order, file (as read) or bfs (breadth-first: a small boundary for sharded runs of models not written in a local order)")
 	keepUnary := fs.Bool("keep-unary-factors", false, "to .ddx: write factors over 0 or 1 variables as factors; by default they are folded into the constant and the unaries (a UAI file's unary tables become unaries), unless a sum would be +Inf")
-	pos, err := parseFlags(fs, args, con)
+	pos, quiet, err := parseQuiet(fs, args, con)
 	if err != nil {
 		return err
 	}
-	con.Start(cli.Options{Quiet: *quiet})
 	if len(pos) != 2 {
 		return usagef("convert: want IN OUT, have %d arguments", len(pos))
 	}
@@ -43,7 +41,7 @@ func cmdConvert(ctx context.Context, args []string, con *cli.Console) error {
 	opts := modelfile.ConvertOptions{MaxEntries: *maxEntries, KeepUnaryFactors: *keepUnary}
 	var mu sync.Mutex
 	var done, total int
-	if !*quiet {
+	if !quiet {
 		opts.Progress = func(d, t int) {
 			mu.Lock()
 			done, total = d, t
@@ -62,7 +60,7 @@ func cmdConvert(ctx context.Context, args []string, con *cli.Console) error {
 	if err := launch.Convert(ctx, in, out, opts, *order == "bfs"); err != nil {
 		return usageError{fmt.Errorf("convert: %w", err)}
 	}
-	if !*quiet {
+	if !quiet {
 		con.Print("wrote", "wrote "+out, "file", out)
 	}
 	return nil

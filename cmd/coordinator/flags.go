@@ -19,6 +19,16 @@ func parseFlags(fs *flag.FlagSet, args []string, con *cli.Console) ([]string, er
 	return pos, err
 }
 
+// parseQuiet is parseFlags with --quiet, then con started quiet or not:
+// the start of the commands whose only console option is --quiet.
+func parseQuiet(fs *flag.FlagSet, args []string, con *cli.Console) (pos []string, quiet bool, err error) {
+	q := fs.Bool("quiet", false, "no progress on stderr")
+	if pos, err = parseFlags(fs, args, con); err == nil {
+		con.Start(cli.Options{Quiet: *q})
+	}
+	return pos, *q, err
+}
+
 // flagSet returns a FlagSet that reports errors instead of exiting and
 // prints nothing itself (the caller prints one line).
 func flagSet(name string) *flag.FlagSet { return flag.NewFlagSet(name, flag.ContinueOnError) }

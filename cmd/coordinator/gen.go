@@ -27,7 +27,6 @@ func cmdGen(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	fs := flagSet("gen " + family)
 	out := fs.String("o", "", "output `FILE` (.uai[.gz], .LG, .json, .msgpack (optionally .gz) or .ddx)")
 	seed := fs.Int64("seed", 1, "random seed")
-	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	maxEntries := fs.Int("max-entries", modelfile.DefaultMaxEntries, "most variable states this process may hold (a streamed grid holds none: any size)")
 	var grid generate.GridOptions
 	var logic generate.LogicOptions
@@ -51,11 +50,10 @@ func cmdGen(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 	default:
 		return usagef("gen: unknown family %q (want potts, ising or logic)", family)
 	}
-	pos, err := parseFlags(fs, args[1:], con)
+	pos, quiet, err := parseQuiet(fs, args[1:], con)
 	if err != nil {
 		return err
 	}
-	con.Start(cli.Options{Quiet: *quiet})
 	if len(pos) != 0 {
 		return usagef("gen %s: unexpected argument %q", family, pos[0])
 	}
@@ -86,7 +84,7 @@ func cmdGen(ctx context.Context, args []string, stdout io.Writer, con *cli.Conso
 		return nil
 	}
 	var progress func(done, total int64)
-	if !*quiet {
+	if !quiet {
 		progress = con.Percent("gen "+family+" "+*out, time.Second)
 	}
 	if err := modelfile.SaveStream(ctx, *out, s, progress); err != nil {

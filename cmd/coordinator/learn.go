@@ -21,7 +21,6 @@ func cmdGenLearn(family string, args []string, stdout io.Writer, con *cli.Consol
 	fs := flagSet("gen " + family)
 	out := fs.String("o", "", "output `DIR` (created): train.*, test.*, planted.weights, README")
 	seed := fs.Int64("seed", 1, "random seed")
-	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	labels := fs.Int("labels", 10, "number of labels")
 	features := fs.Int("features", 0, "number of features (0: max(100, 4*labels))")
 	train := fs.Int("train", 100, "training sentences / examples")
@@ -41,11 +40,10 @@ func cmdGenLearn(family string, args []string, stdout io.Writer, con *cli.Consol
 		fs.Float64Var(&ml.MeanLabels, "mean-labels", 3, "mean number of positive labels per example")
 		fs.Float64Var(&ml.Interaction, "interaction", 1, "planted pair weight of a label and its partner")
 	}
-	pos, err := parseFlags(fs, args, con)
+	pos, _, err := parseQuiet(fs, args, con)
 	if err != nil {
 		return err
 	}
-	con.Start(cli.Options{Quiet: *quiet})
 	if len(pos) != 0 {
 		return usagef("gen %s: unexpected argument %q", family, pos[0])
 	}
@@ -95,12 +93,10 @@ func cmdTrain(ctx context.Context, args []string, stdout io.Writer, con *cli.Con
 	fs.BoolVar(&o.Average, "average", false, "ssg: return the weighted average of the iterates")
 	jsonOut := fs.Bool("json", false, "print one JSON result object on stdout")
 	traceFile := fs.String("trace", "", "write the convergence trace to `FILE` (CSV: "+strings.Join(trace.Columns, ",")+"), one row per evaluation")
-	quiet := fs.Bool("quiet", false, "no progress on stderr")
-	pos, err := parseFlags(fs, args, con)
+	pos, _, err := parseQuiet(fs, args, con)
 	if err != nil {
 		return err
 	}
-	con.Start(cli.Options{Quiet: *quiet})
 	if len(pos) != 0 {
 		return usagef("train: unexpected argument %q", pos[0])
 	}
@@ -155,12 +151,10 @@ func cmdPredict(ctx context.Context, args []string, stdout io.Writer, con *cli.C
 	data := fs.String("data", "", "test data `FILE`")
 	threads := fs.Int("threads", 1, "goroutines decoding examples")
 	jsonOut := fs.Bool("json", false, "print one JSON result object on stdout")
-	quiet := fs.Bool("quiet", false, "no progress on stderr")
-	pos, err := parseFlags(fs, args, con)
+	pos, _, err := parseQuiet(fs, args, con)
 	if err != nil {
 		return err
 	}
-	con.Start(cli.Options{Quiet: *quiet})
 	// The issue's short form: predict WEIGHTS DATA.
 	if len(pos) == 2 && *weights == "" && *data == "" {
 		*weights, *data, pos = pos[0], pos[1], nil
