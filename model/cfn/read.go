@@ -288,24 +288,23 @@ func isClose(t string) bool { return t == "}" || t == "]" }
 
 // open reads an opening brace.
 func (p *parser) open(what string) error {
-	t, err := p.next(what)
-	if err != nil {
-		return err
-	}
-	if !isOpen(t) {
-		return p.errf("want '{' or '[' to open %s, have %q", what, t)
-	}
-	return nil
+	return p.brace(what, isOpen, "want '{' or '[' to open")
 }
 
 // close reads a closing brace.
 func (p *parser) close(what string) error {
+	return p.brace(what, isClose, "want '}' or ']' to close")
+}
+
+// brace reads a token that is accepts (a brace of one kind); another
+// token is an error that says want, what and the token read.
+func (p *parser) brace(what string, is func(string) bool, want string) error {
 	t, err := p.next(what)
 	if err != nil {
 		return err
 	}
-	if !isClose(t) {
-		return p.errf("want '}' or ']' to close %s, have %q", what, t)
+	if !is(t) {
+		return p.errf("%s %s, have %q", want, what, t)
 	}
 	return nil
 }
