@@ -69,10 +69,7 @@ func TestShardedExactRun(t *testing.T) {
 			}
 			clamped = clampedModel(t, path, c.ev)
 		}
-		best, _, err := oracle.BruteForceMAP(clamped)
-		if err != nil {
-			t.Fatal(err)
-		}
+		best, _ := oracle.MustBruteForceMAP(t, clamped)
 		want, _, err := engine.Solve(context.Background(), c.m, c.ev, exactJob(t).Settings, engine.Hooks{})
 		if err != nil {
 			t.Fatal(err)
@@ -179,10 +176,7 @@ func TestShardedAnytimeRun(t *testing.T) {
 		if err := modelfile.Save(path, m); err != nil {
 			t.Fatal(err)
 		}
-		best, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		best, _ := oracle.MustBruteForceMAP(t, m)
 		j := distributedJob(t, "anytime", "true", "time-limit", "60", "algo", "admm", "max-iter", "50", "threads", "1")
 		out := filepath.Join(dir, fmt.Sprintf("ising%d.mpe", seed))
 		target := Target{Workers: 2, Transport: tr, Job: fmt.Sprintf("anytime%d", seed), Name: path, Out: out, Assignment: true,

@@ -4,8 +4,10 @@
 // ([LocalPolytopeLP]), the optimum of the local polytope cut by the SOC
 // clique constraints of every triangle ([LocalSOC], by tangent-plane cuts
 // on the same simplex), a generator of random tiny models
-// ([RandomTinyModel]) to feed both, and the real instances with their
-// evidence ([Instance]; their optima are internal/instances.Optima).
+// ([RandomTinyModel]) to feed both, every joint assignment for checks by
+// enumeration ([Assignments]), and the real instances with their evidence
+// ([Instance]; their optima are internal/instances.Optima). The Must forms
+// ([MustBruteForceMAP], [MustLocalPolytopeLP]) fail the test on an error.
 //
 // The references share no code with the solver: they read the model only
 // through package model's definitions (Score, FactorScore, LogicSatisfied), so

@@ -59,10 +59,7 @@ func TestRandomTinyModel(t *testing.T) {
 				}
 			}
 		}
-		best, _, err := BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		best, _ := MustBruteForceMAP(t, m)
 		if math.IsInf(best, -1) {
 			if !opts.AllowInfeasible {
 				t.Fatalf("model %d infeasible without AllowInfeasible", it)

@@ -12,17 +12,12 @@ import (
 // MAP score of m.
 func relaxations(t *testing.T, m *model.Model) (lpv, soc, mapv float64, st SOCStats) {
 	t.Helper()
-	lpv, err := LocalPolytopeLP(m)
+	soc, st, err := LocalSOC(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if soc, st, err = LocalSOC(m); err != nil {
-		t.Fatal(err)
-	}
-	if mapv, _, err = BruteForceMAP(m); err != nil {
-		t.Fatal(err)
-	}
-	return lpv, soc, mapv, st
+	mapv, _ = MustBruteForceMAP(t, m)
+	return MustLocalPolytopeLP(t, m), soc, mapv, st
 }
 
 // TestSOCFrustratedTriangle: the example, local polytope 3,
