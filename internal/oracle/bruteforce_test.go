@@ -150,13 +150,7 @@ func TestBruteForceErrors(t *testing.T) {
 	}
 }
 
-func make23(c int) []int {
-	cards := make([]int, 23)
-	for i := range cards {
-		cards[i] = c
-	}
-	return cards
-}
+func make23(c int) []int { return slices.Repeat([]int{c}, 23) }
 
 func TestBruteForceMatchesNaive(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))

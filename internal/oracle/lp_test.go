@@ -3,6 +3,7 @@ package oracle
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -191,11 +192,7 @@ func TestLPTightOnTrees(t *testing.T) {
 // chain returns a chain of n variables with card labels and random dense
 // pairwise tables.
 func chain(rng *rand.Rand, n, card int) *model.Model {
-	cards := make([]int, n)
-	for i := range cards {
-		cards[i] = card
-	}
-	m := generate.GaussianUnaries(rng, cards)
+	m := generate.GaussianUnaries(rng, slices.Repeat([]int{card}, n))
 	for i := 0; i+1 < n; i++ {
 		tab := make([]float64, card*card)
 		for j := range tab {
@@ -268,11 +265,7 @@ func TestLPSingleXOR(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	for it := 0; it < 20; it++ {
 		n := 1 + rng.IntN(5)
-		cards := make([]int, n)
-		for i := range cards {
-			cards[i] = 2
-		}
-		m := generate.GaussianUnaries(rng, cards)
+		m := generate.GaussianUnaries(rng, slices.Repeat([]int{2}, n))
 		f := model.Factor{Kind: model.XOR, Vars: rng.Perm(n)}.WithNegated(make([]bool, n))
 		for k := range f.NegatedInputs() {
 			f.NegatedInputs()[k] = rng.IntN(3) == 0
@@ -280,7 +273,7 @@ func TestLPSingleXOR(t *testing.T) {
 		m.Factors = []model.Factor{f}
 		_, _, mu := checkRelaxation(t, "xor", m, true)
 		_, x, _ := BruteForceMAP(m)
-		for i := range cards {
+		for i := range n {
 			if math.Abs(mu[m.UnaryOff[i]+x[i]]-1) > 1e-6 {
 				t.Errorf("xor %d: mu %v not the MAP %v", it, mu, x)
 				break
