@@ -133,15 +133,7 @@ func clampedModel(t *testing.T, path string, ev model.Evidence) *model.Model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for v, s := range ev {
-		u := m.Unaries(v)
-		for k := range u {
-			if k != s {
-				u[k] = math.Inf(-1)
-			}
-		}
-	}
-	return m
+	return oracle.Clamped(m, ev)
 }
 
 func readMPE(t *testing.T, path string) []int {

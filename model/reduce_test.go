@@ -28,17 +28,8 @@ func TestReducePreservesScores(t *testing.T) {
 			}
 		}
 		// The same conditioning expressed as -Inf unaries, for brute force.
-		clamped := *m
-		clamped.Unary = append([]float64(nil), m.Unary...)
-		for v, s := range ev {
-			u := clamped.Unary[clamped.UnaryOff[v]:clamped.UnaryOff[v+1]]
-			for k := range u {
-				if k != s {
-					u[k] = math.Inf(-1)
-				}
-			}
-		}
-		want, _ := oracle.MustBruteForceMAP(t, &clamped)
+		clamped := oracle.Clamped(m, ev)
+		want, _ := oracle.MustBruteForceMAP(t, clamped)
 		r, err := model.Reduce(m, ev)
 		if errors.Is(err, model.ErrInfeasible) {
 			if !math.IsInf(want, -1) {

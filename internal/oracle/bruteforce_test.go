@@ -210,3 +210,16 @@ func TestAssignments(t *testing.T) {
 		t.Errorf("counted %d, want 1 empty assignment, none with a stateless variable, 3 before the break", n)
 	}
 }
+
+// Clamped forbids every other state of an observed variable, in a copy.
+func TestClamped(t *testing.T) {
+	m := model.New([]int{3, 2})
+	copy(m.Unary, []float64{1, 2, 3, 4, 5})
+	c := Clamped(m, model.Evidence{0: 1})
+	if want := []float64{negInf, 2, negInf, 4, 5}; !slices.Equal(c.Unary, want) {
+		t.Errorf("clamped unaries %v, want %v", c.Unary, want)
+	}
+	if want := []float64{1, 2, 3, 4, 5}; !slices.Equal(m.Unary, want) {
+		t.Errorf("the model's unaries became %v", m.Unary)
+	}
+}

@@ -5,7 +5,8 @@
 // clique constraints of every triangle ([LocalSOC], by tangent-plane cuts
 // on the same simplex), a generator of random tiny models
 // ([RandomTinyModel]) to feed both, every joint assignment for checks by
-// enumeration ([Assignments]), and the real instances with their evidence
+// enumeration ([Assignments]), evidence applied as forbidden states
+// ([Clamped]), and the real instances with their evidence
 // ([Instance]; their optima are internal/instances.Optima). The Must forms
 // ([MustBruteForceMAP], [MustLocalPolytopeLP]) fail the test on an error.
 //
