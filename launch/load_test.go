@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ddrun/ddrun/engine"
-	"github.com/ddrun/ddrun/model/uai"
+	"github.com/ddrun/ddrun/internal/oracle"
 )
 
 // A UAI model's FILE.evid is read when no evidence is given and the front
@@ -60,9 +60,7 @@ func TestLoadEvidenceBeside(t *testing.T) {
 	if b, _ := os.ReadFile(sol); string(b) != "1 0 2\n" {
 		t.Fatalf(".sol: %q", b)
 	}
-	f, _ := os.Open(mpe)
-	defer f.Close()
-	if x, err := uai.ReadMPE(f, mpe); err != nil || len(x) != 3 || x[2] != 2 {
-		t.Fatalf(".mpe: %v %v", x, err)
+	if x := oracle.ReadMPE(t, mpe); len(x) != 3 || x[2] != 2 {
+		t.Fatalf(".mpe: %v", x)
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/modelfile"
-	"github.com/ddrun/ddrun/model/uai"
 	"github.com/ddrun/ddrun/solver"
 )
 
@@ -101,7 +100,7 @@ func TestShardedExactRun(t *testing.T) {
 		if got.Status != solver.Optimal || !near(got.Primal, best) || got.Dual-got.Primal > 1e-6*math.Max(1, math.Abs(best)) {
 			t.Fatalf("%s: %s primal %v dual %v; brute force %v", c.name, got.Status, got.Primal, got.Dual, best)
 		}
-		x := readMPE(t, out)
+		x := oracle.ReadMPE(t, out)
 		if s := clamped.Score(x); s != got.Primal && !near(s, got.Primal) {
 			t.Errorf("%s: --out scores %v, the primal is %v", c.name, s, got.Primal)
 		}
@@ -134,20 +133,6 @@ func clampedModel(t *testing.T, path string, ev model.Evidence) *model.Model {
 		t.Fatal(err)
 	}
 	return oracle.Clamped(m, ev)
-}
-
-func readMPE(t *testing.T, path string) []int {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	x, err := uai.ReadMPE(f, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return x
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
@@ -184,7 +169,7 @@ func TestShardedAnytimeRun(t *testing.T) {
 		if got.Status != solver.Optimal || !near(got.Primal, best) || got.Dual-got.Primal > 1e-6*math.Max(1, math.Abs(best)) {
 			t.Fatalf("seed %d: %s primal %v dual %v; brute force %v", seed, got.Status, got.Primal, got.Dual, best)
 		}
-		if x := readMPE(t, out); m.Score(x) != got.Primal || fmt.Sprint(x) != fmt.Sprint(r.Assignment) {
+		if x := oracle.ReadMPE(t, out); m.Score(x) != got.Primal || fmt.Sprint(x) != fmt.Sprint(r.Assignment) {
 			t.Errorf("seed %d: --out scores %v, the primal is %v", seed, m.Score(x), got.Primal)
 		}
 		if len(r.Phases) == 2 {

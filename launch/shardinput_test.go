@@ -11,9 +11,9 @@ import (
 
 	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/modelfile"
-	"github.com/ddrun/ddrun/model/uai"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -94,14 +94,9 @@ func TestDefaultShardedRun(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(path+".state", "grid.msgpack.ddx")); err != nil {
 			t.Errorf("the converted model: %v", err)
 		}
-		f, err := os.Open(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		x, err := uai.ReadMPE(f, out)
-		f.Close()
-		if err != nil || len(x) != len(c.m.Cards) {
-			t.Fatalf("--out: %d states, %v", len(x), err)
+		x := oracle.ReadMPE(t, out)
+		if len(x) != len(c.m.Cards) {
+			t.Fatalf("--out: %d states, want %d", len(x), len(c.m.Cards))
 		}
 		if s := c.m.Score(x); math.Abs(s-got.Primal) > 1e-9*math.Abs(s) {
 			t.Errorf("--out scores %v, the primal is %v", s, got.Primal)

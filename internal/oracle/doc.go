@@ -8,7 +8,8 @@
 // enumeration ([Assignments]), evidence applied as forbidden states
 // ([Clamped]), and the real instances with their evidence
 // ([Instance]; their optima are internal/instances.Optima). The Must forms
-// ([MustBruteForceMAP], [MustLocalPolytopeLP]) fail the test on an error.
+// ([MustBruteForceMAP], [MustLocalPolytopeLP]) fail the test on an error,
+// as [ReadMPE] does, which reads a run's --out.
 //
 // The references share no code with the solver: they read the model only
 // through package model's definitions (Score, FactorScore, LogicSatisfied), so

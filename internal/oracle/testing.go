@@ -2,10 +2,12 @@ package oracle
 
 import (
 	"math"
+	"os"
 	"slices"
 	"testing"
 
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/uai"
 )
 
 // MustBruteForceMAP is BruteForceMAP for a test: an error fails tb.
@@ -44,4 +46,20 @@ func Clamped(m *model.Model, ev model.Evidence) *model.Model {
 		}
 	}
 	return &c
+}
+
+// ReadMPE is the assignment in the UAI MPE file at path (a run's --out):
+// an error reading it fails tb.
+func ReadMPE(tb testing.TB, path string) []int {
+	tb.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	x, err := uai.ReadMPE(f, path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return x
 }
