@@ -171,10 +171,7 @@ func TestParseKeys(t *testing.T) {
 }
 
 func TestSealOpenErrors(t *testing.T) {
-	inner := NewInProc()
-	defer inner.Close()
-	s := sealedOver(t, inner)
-	defer s.Close()
+	s := sealedInProc(t)
 	msg, err := s.Seal("a.b", []byte("x"))
 	if err != nil {
 		t.Fatal(err)
