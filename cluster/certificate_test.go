@@ -25,13 +25,7 @@ import (
 // not open and the job ends exactly like the undisturbed one.
 func TestForgedCertificate(t *testing.T) {
 	m := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 4, Rho: 1, Seed: 7})
-	opts := consensus.DefaultOptions()
-	opts.MaxIter = 400
-	opts.ProgressEvery = 0
-	want, err := consensus.Solve(context.Background(), m, nil, opts, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts, want := undisturbed(t, m, 400)
 	const at = 5
 	var sniffed [2]sniffed[reportBody] // the unsealed run's reports, replayed at the sealed one
 	for _, sealed := range []bool{false, true} {
@@ -100,13 +94,7 @@ func TestForgedCertificate(t *testing.T) {
 // machine so loaded that the forgery never wins skips the test.)
 func TestForgedRefusalDoesNotFailTheJob(t *testing.T) {
 	m := generate.Potts(generate.GridOptions{Height: 10, Width: 10, Labels: 3, Rho: 1, Seed: 2})
-	opts := consensus.DefaultOptions()
-	opts.MaxIter = 60
-	opts.ProgressEvery = 0
-	want, err := consensus.Solve(context.Background(), m, nil, opts, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts, want := undisturbed(t, m, 60)
 	tr := NewTestCluster(t, TestClusterOptions{}).StartN("w", 2).Transport("coordinator")
 	for try := range 20 {
 		job := "refusal" + strconv.Itoa(try)
@@ -155,19 +143,8 @@ func TestReplayedHeartbeatsDoNotHideALostWorker(t *testing.T) {
 	inproc, sealed := sealedInProc(t)
 	cl := NewTestCluster(t, TestClusterOptions{Transport: sealed}).StartN("w", 2)
 	job := "replay-beats"
-	var mu sync.Mutex
-	var beats [][]byte
-	sub, err := inproc.Subscribe(heartbeatSubject(EpochJob(job, 1), "w1"), func(_ string, data []byte) {
-		mu.Lock()
-		beats = append(beats, append([]byte(nil), data...))
-		mu.Unlock()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-	stop := make(chan struct{})
-	var replayed sync.WaitGroup
+	beats := record(t, inproc, heartbeatSubject(EpochJob(job, 1), "w1"))
+	stopReplay := func() {}
 	var once sync.Once
 	progress := func(p solver.Progress) {
 		if p.Elapsed < 1500*time.Millisecond { // a few heartbeats recorded
@@ -176,21 +153,7 @@ func TestReplayedHeartbeatsDoNotHideALostWorker(t *testing.T) {
 		once.Do(func() {
 			cl.Kill("w1")
 			cl.Start("spare")
-			replayed.Go(func() {
-				for {
-					mu.Lock()
-					recorded := slices.Clone(beats)
-					mu.Unlock()
-					for _, b := range recorded {
-						_ = inproc.Publish(context.Background(), heartbeatSubject(EpochJob(job, 1), "w1"), b)
-					}
-					select {
-					case <-stop:
-						return
-					case <-time.After(50 * time.Millisecond):
-					}
-				}
-			})
+			stopReplay = replay(inproc, heartbeatSubject(EpochJob(job, 1), "w1"), beats.recorded)
 		})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -206,11 +169,8 @@ func TestReplayedHeartbeatsDoNotHideALostWorker(t *testing.T) {
 	o, err := RunJob(ctx, Job{Transport: sealed, Model: m, Options: opts, Progress: progress, Run: RunOptions{Base: job, Workers: 2,
 		WaitWorkers: 10 * time.Second, StepTimeout: 8 * time.Second, LostAfter: time.Second, SpareWait: 10 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(&clog, nil))}})
-	close(stop)
-	replayed.Wait()
-	mu.Lock()
-	n := len(beats)
-	mu.Unlock()
+	stopReplay()
+	n := len(beats.recorded())
 	if err != nil {
 		t.Fatalf("%v (%d heartbeats recorded and replayed)\n%s", err, n, clog.String())
 	}
@@ -227,17 +187,7 @@ func TestReplayedClaimAfterReleaseDropped(t *testing.T) {
 	var wlog syncBuffer
 	NewTestCluster(t, TestClusterOptions{Transport: sealed, Worker: WorkerOptions{Logger: slog.New(slog.NewTextHandler(&wlog, nil))}}).StartN("w", 1)
 	job := "replay-claim"
-	var mu sync.Mutex
-	var recorded [][]byte
-	sub, err := inproc.Subscribe(assignSubject(EpochJob(job, 1), "w0"), func(_ string, data []byte) {
-		mu.Lock()
-		recorded = append(recorded, append([]byte(nil), data...))
-		mu.Unlock()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
+	claims := record(t, inproc, assignSubject(EpochJob(job, 1), "w0"))
 	m := generate.Potts(generate.GridOptions{Height: 6, Width: 6, Labels: 3, Rho: 1, Seed: 1})
 	opts := consensus.DefaultOptions()
 	opts.MaxIter = 20
@@ -247,19 +197,17 @@ func TestReplayedClaimAfterReleaseDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond) // the release reaches the worker
-	mu.Lock()
-	replay := slices.Clone(recorded)
-	mu.Unlock()
-	if len(replay) == 0 {
+	recorded := claims.recorded()
+	if len(recorded) == 0 {
 		t.Fatal("nothing recorded")
 	}
-	for _, b := range replay {
+	for _, b := range recorded {
 		if err := inproc.Publish(context.Background(), assignSubject(EpochJob(job, 1), "w0"), b); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if st := poolState(t, sealed); !strings.Contains(st, "name=w0 job= claimed=\n") {
-		t.Errorf("after %d replayed messages the worker is held:\n%s\n%s", len(replay), st, wlog.String())
+		t.Errorf("after %d replayed messages the worker is held:\n%s\n%s", len(recorded), st, wlog.String())
 	}
 	if !strings.Contains(wlog.String(), "a replayed claim of a released job dropped") {
 		t.Errorf("the replayed claim was not logged:\n%s", wlog.String())
@@ -280,6 +228,55 @@ func sealedInProc(t *testing.T) (*transport.InProc, *transport.Sealed) {
 	return inproc, sealed
 }
 
+// recorder keeps copies of the messages published on a subject, as anyone
+// on the server can record them.
+type recorder struct {
+	mu   sync.Mutex
+	msgs [][]byte
+}
+
+// record records what tr carries on subject until the test ends.
+func record(t *testing.T, tr transport.Transport, subject string) *recorder {
+	r := &recorder{}
+	sub, err := tr.Subscribe(subject, func(_ string, data []byte) {
+		r.mu.Lock()
+		r.msgs = append(r.msgs, append([]byte(nil), data...))
+		r.mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	return r
+}
+
+// recorded returns the messages recorded so far.
+func (r *recorder) recorded() [][]byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.msgs)
+}
+
+// replay publishes the messages msgs returns on subject, all of them every
+// 50 ms, until the function it returns is called (which waits for it).
+func replay(tr transport.Transport, subject string, msgs func() [][]byte) (stop func()) {
+	done := make(chan struct{})
+	var replayed sync.WaitGroup
+	replayed.Go(func() {
+		for {
+			for _, b := range msgs() {
+				_ = tr.Publish(context.Background(), subject, b)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	})
+	return func() { close(done); replayed.Wait() }
+}
+
 // With a job key, a dead worker's recorded (sealed) hellos, replayed on
 // the control subject, used to keep it in the pool: a job waiting for one
 // worker waited as long as the replay went on instead of failing after
@@ -288,52 +285,20 @@ func sealedInProc(t *testing.T) (*transport.InProc, *transport.Sealed) {
 // present, so the job fails with the usual "waited" error and none joined.
 func TestReplayedHellosDoNotStretchTheWait(t *testing.T) {
 	inproc, sealed := sealedInProc(t)
-	var mu sync.Mutex
-	var hellos [][]byte
-	sub, err := inproc.Subscribe(controlSubject, func(_ string, data []byte) {
-		mu.Lock()
-		hellos = append(hellos, append([]byte(nil), data...))
-		mu.Unlock()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
+	hellos := record(t, inproc, controlSubject)
 	cl := NewTestCluster(t, TestClusterOptions{Transport: sealed}).StartN("w", 1)
-	for {
-		mu.Lock()
-		n := len(hellos)
-		mu.Unlock()
-		if n >= 4 {
-			break
-		}
+	for len(hellos.recorded()) < 4 {
 		time.Sleep(50 * time.Millisecond)
 	}
 	cl.Kill("w0")
-	mu.Lock()
-	recorded := slices.Clone(hellos)
-	mu.Unlock()
-	stop := make(chan struct{})
-	var replayed sync.WaitGroup
-	replayed.Go(func() {
-		for {
-			for _, b := range recorded {
-				_ = inproc.Publish(context.Background(), controlSubject, b)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	})
-	defer func() { close(stop); replayed.Wait() }()
+	recorded := hellos.recorded()
+	defer replay(inproc, controlSubject, func() [][]byte { return recorded })()
 	m := generate.Potts(generate.GridOptions{Height: 6, Width: 6, Labels: 3, Rho: 1, Seed: 1})
 	opts := consensus.DefaultOptions()
 	opts.MaxIter = 20
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err = RunJob(ctx, Job{Transport: sealed, Model: m, Options: opts, Run: RunOptions{Base: "replay-hello", Workers: 1, WaitWorkers: time.Second}})
+	_, err := RunJob(ctx, Job{Transport: sealed, Model: m, Options: opts, Run: RunOptions{Base: "replay-hello", Workers: 1, WaitWorkers: time.Second}})
 	if err == nil || !strings.Contains(err.Error(), "waited 1s for 1 workers, 0 joined") {
 		t.Fatalf("with %d recorded hellos replayed: %v, want the wait to fail with none joined", len(recorded), err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
 )
@@ -33,6 +34,21 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// undisturbed returns the options of a job of maxIter iterations with no
+// progress reports, and the result of m solved with them in this process:
+// what a job that forgeries do not disturb ends with.
+func undisturbed(t *testing.T, m *model.Model, maxIter int) (consensus.Options, solver.Result) {
+	t.Helper()
+	opts := consensus.DefaultOptions()
+	opts.MaxIter = maxIter
+	opts.ProgressEvery = 0
+	want, err := consensus.Solve(context.Background(), m, nil, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opts, want
 }
 
 // forger is a client of the job's transport that sniffs the job's steps
@@ -198,13 +214,7 @@ var forgeCases = []struct {
 // logged, and at most a few lines are logged per kind of fault.
 func TestForgedMessagesChangeNothing(t *testing.T) {
 	m := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 3, Rho: 1, Seed: 4})
-	opts := consensus.DefaultOptions()
-	opts.MaxIter = 120
-	opts.ProgressEvery = 0
-	want, err := consensus.Solve(context.Background(), m, nil, opts, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts, want := undisturbed(t, m, 120)
 	for _, c := range forgeCases {
 		t.Run(c.name, func(t *testing.T) {
 			var wlog, clog syncBuffer
