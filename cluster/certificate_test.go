@@ -13,6 +13,7 @@ import (
 
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/internal/testlog"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
 )
@@ -39,7 +40,7 @@ func TestForgedCertificate(t *testing.T) {
 			NewTestCluster(t, TestClusterOptions{Transport: tr}).StartN("w", 2)
 			job := "cert-" + name
 			f := newForger(t, inproc, EpochJob(job, 1))
-			var clog syncBuffer
+			var clog testlog.Buffer
 			var forgedPrimal float64
 			progress := func(p solver.Progress) {
 				if p.Iteration != at {
@@ -113,7 +114,7 @@ func TestForgedRefusalDoesNotFailTheJob(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var clog syncBuffer
+		var clog testlog.Buffer
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		o, err := RunJob(ctx, Job{Transport: tr, Model: m, Options: opts, Run: RunOptions{Base: job, Workers: 2, WaitWorkers: 10 * time.Second,
 			StepTimeout: 20 * time.Second, Logger: slog.New(slog.NewTextHandler(&clog, nil))}})
@@ -158,7 +159,7 @@ func TestReplayedHeartbeatsDoNotHideALostWorker(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	var clog syncBuffer
+	var clog testlog.Buffer
 	go func() { // the part moved: the job may end
 		for !strings.Contains(clog.String(), "its part moves to a spare") && ctx.Err() == nil {
 			time.Sleep(20 * time.Millisecond)
@@ -184,7 +185,7 @@ func TestReplayedHeartbeatsDoNotHideALostWorker(t *testing.T) {
 // worker now drops a claim of a job released after the claim was sent.
 func TestReplayedClaimAfterReleaseDropped(t *testing.T) {
 	inproc, sealed := sealedInProc(t)
-	var wlog syncBuffer
+	var wlog testlog.Buffer
 	NewTestCluster(t, TestClusterOptions{Transport: sealed, Worker: WorkerOptions{Logger: slog.New(slog.NewTextHandler(&wlog, nil))}}).StartN("w", 1)
 	job := "replay-claim"
 	claims := record(t, inproc, assignSubject(EpochJob(job, 1), "w0"))

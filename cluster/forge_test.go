@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"math"
@@ -13,28 +12,11 @@ import (
 
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/internal/testlog"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
 )
-
-// syncBuffer is a log sink shared by goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // undisturbed returns the options of a job of maxIter iterations with no
 // progress reports, and the result of m solved with them in this process:
@@ -217,7 +199,7 @@ func TestForgedMessagesChangeNothing(t *testing.T) {
 	opts, want := undisturbed(t, m, 120)
 	for _, c := range forgeCases {
 		t.Run(c.name, func(t *testing.T) {
-			var wlog, clog syncBuffer
+			var wlog, clog testlog.Buffer
 			tr := NewTestCluster(t, TestClusterOptions{Worker: WorkerOptions{Logger: slog.New(slog.NewTextHandler(&wlog, nil))}}).
 				StartN("w", 2).Transport("coordinator")
 			job := "forge-" + c.name
