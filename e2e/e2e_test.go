@@ -21,9 +21,11 @@ import (
 	// Dependencies of the binaries under test, so that go test's cache
 	// knows about them.
 	_ "github.com/ddrun/ddrun/cluster"
+	"github.com/ddrun/ddrun/engine"
 	_ "github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/instances"
 	_ "github.com/ddrun/ddrun/internal/natsflags"
+	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/modelfile"
 )
 
@@ -82,19 +84,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-type result struct {
-	Status     string   `json:"status"`
-	Primal     *float64 `json:"primal"`
-	Dual       *float64 `json:"dual"`
-	Cost       *float64 `json:"cost"`
-	Iterations int      `json:"iterations"`
-	Seconds    float64  `json:"seconds"`
-	Assignment []int    `json:"assignment"`
-	Insecure   bool     `json:"insecure"`
-	Workers    int      `json:"workers"`
-	Failovers  *int     `json:"failovers"`
-	Redone     *int     `json:"redone_iterations"`
-}
+// result is the object that solve --json and run --json print.
+type result = engine.Result
 
 // runJSON runs a command with a deadline and decodes its JSON result.
 func runJSON(t *testing.T, timeout time.Duration, bin string, args ...string) result {
@@ -335,8 +326,8 @@ func TestRealInstancesRunMatchesSolve(t *testing.T) {
 			}
 			if got.Primal == nil || *got.Primal < *want.Primal-0.015*math.Abs(*want.Primal) {
 				t.Errorf("sharded primal %v, solve's %v", deref(got.Primal), deref(want.Primal))
-			} else if sc := scoreOut(t, path, out); math.Abs(sc-*got.Primal) > 1e-9*math.Max(1, math.Abs(sc)) {
-				t.Errorf("sharded primal %v, the assignment in --out scores %v", *got.Primal, sc)
+			} else {
+				checkOut(t, "sharded ", loadModel(t, path), out, got.Primal)
 			}
 			t.Logf("sharded primal %v, solve's %v", deref(got.Primal), deref(want.Primal))
 		})
@@ -454,13 +445,21 @@ func TestKillWorkerMidRun(t *testing.T) {
 	}
 }
 
-// scoreOut is the score, in the model at path, of the assignment a run
-// wrote to out (UAI MPE).
-func scoreOut(t *testing.T, path, out string) float64 {
+// loadModel reads the model file at path.
+func loadModel(t *testing.T, path string) *model.Model {
 	t.Helper()
 	m, err := modelfile.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m.Score(readMPE(t, out))
+	return m
+}
+
+// checkOut checks that the assignment a run wrote to out (UAI MPE) scores
+// exactly the run's primal in m; at starts the error (which run).
+func checkOut(t *testing.T, at string, m *model.Model, out string, primal *float64) {
+	t.Helper()
+	if sc := m.Score(readMPE(t, out)); primal == nil || math.Abs(sc-*primal) > 1e-9*math.Max(1, math.Abs(sc)) {
+		t.Errorf("%sprimal %v, the assignment in --out scores %v", at, deref(primal), sc)
+	}
 }
