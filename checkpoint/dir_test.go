@@ -241,10 +241,7 @@ func TestDirCrashLeftovers(t *testing.T) {
 	}
 	mustPut(t, d, data)
 	assertList(t, d, name)
-	got, err := d.Get(ctx, name)
-	if err != nil || !slices.Equal(got, data) {
-		t.Fatalf("get after put: %v", err)
-	}
+	mustGet(t, d, data, "get after put")
 	// Put leaves no temporary file of its own.
 	ents, err := os.ReadDir(objects)
 	if err != nil {
@@ -258,7 +255,6 @@ func TestDirCrashLeftovers(t *testing.T) {
 // TestDirPutRepairs checks that Put replaces a damaged (truncated) object
 // instead of taking it for the stored one.
 func TestDirPutRepairs(t *testing.T) {
-	ctx := context.Background()
 	d := openDir(t)
 	data := randomBytes(4, 10000)
 	mustPut(t, d, data)
@@ -266,10 +262,7 @@ func TestDirPutRepairs(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustPut(t, d, data)
-	got, err := d.Get(ctx, objectName(data))
-	if err != nil || !slices.Equal(got, data) {
-		t.Fatalf("get: %d bytes, %v", len(got), err)
-	}
+	mustGet(t, d, data, "get")
 }
 
 func TestOpenDirError(t *testing.T) {

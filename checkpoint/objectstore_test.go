@@ -55,10 +55,7 @@ func TestObjectStoreReopen(t *testing.T) {
 	if s2.Bucket() != "reopen" {
 		t.Errorf("bucket %q", s2.Bucket())
 	}
-	got, err := s2.Get(ctx, objectName(data))
-	if err != nil || !slices.Equal(got, data) {
-		t.Fatalf("get from the reopened bucket: %v", err)
-	}
+	mustGet(t, s2, data, "get from the reopened bucket")
 }
 
 func TestObjectStoreOptions(t *testing.T) {
@@ -94,10 +91,7 @@ func TestObjectStoreOptions(t *testing.T) {
 			}
 			data := randomBytes(2, 3<<20)
 			mustPut(t, s, data)
-			got, err := s.Get(ctx, objectName(data))
-			if err != nil || !slices.Equal(got, data) {
-				t.Fatalf("round trip: %v", err)
-			}
+			mustGet(t, s, data, "round trip")
 		})
 	}
 }

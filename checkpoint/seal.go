@@ -3,13 +3,13 @@ package checkpoint
 import (
 	"bytes"
 	"context"
-	"crypto/aes"
 	"crypto/cipher"
-	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+
+	"github.com/ddrun/ddrun/transport"
 )
 
 // A sealed blob is stored as sealMagic, the id of the key that sealed it
@@ -55,15 +55,7 @@ func NewSealer(keys [][]byte) (*Sealer, error) {
 		if len(k) < minSealKey {
 			return nil, fmt.Errorf("checkpoint: key %d has %d bytes, fewer than %d", i+1, len(k), minSealKey)
 		}
-		dk, err := hkdf.Key(sha256.New, k, nil, "ddrun checkpoint blob v1", 32)
-		if err != nil {
-			return nil, err
-		}
-		block, err := aes.NewCipher(dk)
-		if err != nil {
-			return nil, err
-		}
-		a, err := cipher.NewGCM(block)
+		a, err := transport.AEAD(k, "ddrun checkpoint blob v1")
 		if err != nil {
 			return nil, err
 		}

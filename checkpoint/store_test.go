@@ -28,13 +28,7 @@ func testStoreConformance(t *testing.T, open func(t *testing.T) Store) {
 		{"put then get", func(t *testing.T, s Store) {
 			for _, data := range [][]byte{a, b, c} {
 				mustPut(t, s, data)
-				got, err := s.Get(ctx, objectName(data))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !slices.Equal(got, data) {
-					t.Fatalf("got %d bytes, want %d", len(got), len(data))
-				}
+				mustGet(t, s, data, "get")
 			}
 		}},
 		{"get missing", func(t *testing.T, s Store) {
@@ -47,10 +41,7 @@ func testStoreConformance(t *testing.T, open func(t *testing.T) Store) {
 			mustPut(t, s, a)
 			mustPut(t, s, a)
 			assertList(t, s, objectName(a))
-			got, err := s.Get(ctx, objectName(a))
-			if err != nil || !slices.Equal(got, a) {
-				t.Fatalf("get: %v (%d bytes)", err, len(got))
-			}
+			mustGet(t, s, a, "get")
 		}},
 		{"delete", func(t *testing.T, s Store) {
 			mustPut(t, s, a)
@@ -147,6 +138,16 @@ func mustPut(t *testing.T, s Store, data []byte) {
 	t.Helper()
 	if err := s.Put(context.Background(), objectName(data), data); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// mustGet checks that s returns data under its content address; what
+// names the check in the failure.
+func mustGet(t *testing.T, s Store, data []byte, what string) {
+	t.Helper()
+	got, err := s.Get(context.Background(), objectName(data))
+	if err != nil || !slices.Equal(got, data) {
+		t.Fatalf("%s: %d bytes (want %d), %v", what, len(got), len(data), err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/internal/testlog"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/transport"
 )
@@ -126,7 +127,7 @@ func TestPoolQueuedJobWaits(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for strings.Count(poolState(t, inner), "job=holder") < 2 && time.Now().Before(deadline) {
 	}
-	var logs syncBuffer
+	var logs testlog.Buffer
 	queued := make(chan error, 1)
 	var res solver.Result
 	go func() {

@@ -21,9 +21,11 @@ import (
 	// Dependencies of the binaries under test, so that go test's cache
 	// knows about them.
 	_ "github.com/ddrun/ddrun/cluster"
+	"github.com/ddrun/ddrun/engine"
 	_ "github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/instances"
 	_ "github.com/ddrun/ddrun/internal/natsflags"
+	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/modelfile"
 )
 
@@ -82,19 +84,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-type result struct {
-	Status     string   `json:"status"`
-	Primal     *float64 `json:"primal"`
-	Dual       *float64 `json:"dual"`
-	Cost       *float64 `json:"cost"`
-	Iterations int      `json:"iterations"`
-	Seconds    float64  `json:"seconds"`
-	Assignment []int    `json:"assignment"`
-	Insecure   bool     `json:"insecure"`
-	Workers    int      `json:"workers"`
-	Failovers  *int     `json:"failovers"`
-	Redone     *int     `json:"redone_iterations"`
-}
+// result is the object that solve --json and run --json print.
+type result = engine.Result
 
 // runJSON runs a command with a deadline and decodes its JSON result.
 func runJSON(t *testing.T, timeout time.Duration, bin string, args ...string) result {
@@ -259,6 +250,44 @@ func TestSeparateWorkersAcrossJobs(t *testing.T) {
 	}
 }
 
+// Three jobs started together on a pool of six worker processes claim
+// disjoint pairs of workers and run side by side: the batch takes well
+// below the sum of the jobs' run times, and each job ends exactly like
+// its single-process run.
+func TestPoolThreeJobsSideBySide(t *testing.T) {
+	coord, worker := binaries(t)
+	srv := startNATS(t, false)
+	startWorkerProcs(t, worker, srv.URL(), "pool", 6, "--quiet")
+	// Small models and many iterations: each job's time is mostly the
+	// message round trips of its iterations, which jobs can overlap.
+	flags := []string{"--json", "--quiet", "--threads", "1", "--tol", "0", "--max-iter", "1500"}
+	models := make([]string, 3)
+	want := make([]result, 3)
+	for i := range models {
+		models[i] = genModel(t, coord, "potts", "--height", "12", "--width", "12", "--labels", "4", "--rho", "2", "--seed", fmt.Sprint(i+1), ".uai")
+		want[i] = runJSON(t, time.Minute, coord, append(append([]string{"solve", "--algo", "admm"}, flags...), models[i])...)
+	}
+	got := make([]result, 3) // whole-model jobs (--sharded=false): solve's results to the bit
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range models {
+		wg.Go(func() {
+			got[i] = runJSON(t, 2*time.Minute, coord, append(append([]string{"run", "--sharded=false", "--nats", srv.URL(), "--workers", "2", "--job", fmt.Sprintf("pooljob%d", i)}, flags...), models[i])...)
+		})
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	sum := 0.0
+	for i := range models {
+		sameResult(t, got[i], want[i])
+		sum += got[i].Seconds
+	}
+	t.Logf("three jobs together: %.2f s wall; their run times sum to %.2f s", wall.Seconds(), sum)
+	if wall.Seconds() > 0.8*sum {
+		t.Errorf("the batch took %.2f s, not well below the sum of the jobs' %.2f s: they did not run side by side", wall.Seconds(), sum)
+	}
+}
+
 // Bad input gets a one-line error and exit status 2.
 func TestRunBadInput(t *testing.T) {
 	coord, worker := binaries(t)
@@ -335,8 +364,8 @@ func TestRealInstancesRunMatchesSolve(t *testing.T) {
 			}
 			if got.Primal == nil || *got.Primal < *want.Primal-0.015*math.Abs(*want.Primal) {
 				t.Errorf("sharded primal %v, solve's %v", deref(got.Primal), deref(want.Primal))
-			} else if sc := scoreOut(t, path, out); math.Abs(sc-*got.Primal) > 1e-9*math.Max(1, math.Abs(sc)) {
-				t.Errorf("sharded primal %v, the assignment in --out scores %v", *got.Primal, sc)
+			} else {
+				checkOut(t, "sharded ", loadModel(t, path), out, got.Primal)
 			}
 			t.Logf("sharded primal %v, solve's %v", deref(got.Primal), deref(want.Primal))
 		})
@@ -454,13 +483,21 @@ func TestKillWorkerMidRun(t *testing.T) {
 	}
 }
 
-// scoreOut is the score, in the model at path, of the assignment a run
-// wrote to out (UAI MPE).
-func scoreOut(t *testing.T, path, out string) float64 {
+// loadModel reads the model file at path.
+func loadModel(t *testing.T, path string) *model.Model {
 	t.Helper()
 	m, err := modelfile.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m.Score(readMPE(t, out))
+	return m
+}
+
+// checkOut checks that the assignment a run wrote to out (UAI MPE) scores
+// exactly the run's primal in m; at starts the error (which run).
+func checkOut(t *testing.T, at string, m *model.Model, out string, primal *float64) {
+	t.Helper()
+	if sc := m.Score(readMPE(t, out)); primal == nil || math.Abs(sc-*primal) > 1e-9*math.Max(1, math.Abs(sc)) {
+		t.Errorf("%sprimal %v, the assignment in --out scores %v", at, deref(primal), sc)
+	}
 }

@@ -2,20 +2,14 @@ package e2e
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ddrun/ddrun/internal/testcert"
 )
 
 // python3 is the interpreter for the client's tests, or a skip.
@@ -26,46 +20,6 @@ func python3(t *testing.T) string {
 		t.Skip("python3 is not on PATH: the Python client (python/) is not tested")
 	}
 	return py
-}
-
-// serveTLSFiles writes, in dir, a CA's certificate (ca.pem) and a server
-// certificate for 127.0.0.1 signed by it with its key (cert.pem, key.pem),
-// as PEM.
-func serveTLSFiles(t *testing.T, dir string) (ca, cert, key string) {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ddrun serve test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign, BasicConstraintsValid: true}
-	caDER, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	key1, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &key1.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, cert, key = filepath.Join(dir, "ca.pem"), filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	for f, b := range map[string]*pem.Block{ca: {Type: "CERTIFICATE", Bytes: caDER}, cert: {Type: "CERTIFICATE", Bytes: leafDER},
-		key: {Type: "PRIVATE KEY", Bytes: keyDER}} {
-		if err := os.WriteFile(f, pem.EncodeToMemory(b), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return ca, cert, key
 }
 
 // The Python client's unittest suite (python/tests) against a real
@@ -86,7 +40,7 @@ func TestServePython(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	ca, cert, key := serveTLSFiles(t, dir)
+	ca, cert, key := testcert.NewCA(t, "ddrun serve test CA").WriteFiles(t, dir, "127.0.0.1")
 	tokens := filepath.Join(dir, "tokens")
 	if err := os.WriteFile(tokens, []byte("# the suite's client\npython 0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -122,20 +123,13 @@ func TestJSONLogsNATSRetry(t *testing.T) {
 			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
 				t.Fatalf("err %v, want exit 2: %s", err, stderr)
 			}
-			var msgs []string
-			var last map[string]any
-			for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
-				if err := json.Unmarshal([]byte(l), &last); err != nil {
-					t.Fatalf("stderr line is not JSON: %q", l)
-				}
-				msgs = append(msgs, fmt.Sprint(last["msg"]))
-			}
-			all := strings.Join(msgs, "|")
+			recs := jsonLogRecords(t, stderr)
 			for _, w := range c.wantMsgs {
-				if !strings.Contains(all, w) {
-					t.Errorf("no record %q in %q", w, all)
+				if !slices.ContainsFunc(recs, func(r map[string]any) bool { return r["msg"] == w }) {
+					t.Errorf("no record %q in %v", w, recs)
 				}
 			}
+			last := recs[len(recs)-1]
 			if msg := fmt.Sprint(last["msg"]); last["level"] != "ERROR" || !strings.Contains(msg, "connection refused (retried for 1s)") {
 				t.Errorf("last record %v, want the error after retrying", last)
 			}
@@ -143,17 +137,28 @@ func TestJSONLogsNATSRetry(t *testing.T) {
 	}
 }
 
-// jsonLogMessages checks that every line of a --log-format json stderr is
-// one JSON object and counts the records by message ("worker " before the
-// messages of records with a worker field).
-func jsonLogMessages(t *testing.T, stderr string) map[string]int {
+// jsonLogRecords checks that every line of a --log-format json stderr is
+// one JSON object and returns them.
+func jsonLogRecords(t *testing.T, stderr string) []map[string]any {
 	t.Helper()
-	msgs := map[string]int{}
+	var recs []map[string]any
 	for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
 		var rec map[string]any
 		if err := json.Unmarshal([]byte(l), &rec); err != nil {
 			t.Fatalf("stderr line is not JSON: %q", l)
 		}
+		recs = append(recs, rec)
+	}
+	return recs
+}
+
+// jsonLogMessages counts the records of a --log-format json stderr by
+// message ("worker " before the messages of records with a worker field),
+// every line of which must be one JSON object.
+func jsonLogMessages(t *testing.T, stderr string) map[string]int {
+	t.Helper()
+	msgs := map[string]int{}
+	for _, rec := range jsonLogRecords(t, stderr) {
 		msg, _ := rec["msg"].(string)
 		if _, ok := rec["worker"]; ok {
 			msg = "worker " + msg

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ddrun/ddrun/internal/testlog"
 	"github.com/ddrun/ddrun/solver"
 )
 
@@ -65,24 +66,6 @@ func (g *gateRunner) Run(ctx context.Context, _, _ string, _ map[string]string, 
 	case <-ctx.Done():
 		return solver.Result{Status: solver.Interrupted}, json.RawMessage(`{}`), nil
 	}
-}
-
-// syncBuffer is a bytes.Buffer for concurrent writers (a logger's).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func newTestService(t *testing.T, r Runner, o Options) *Service {
@@ -133,7 +116,7 @@ func TestTokenRequired(t *testing.T) {
 	g := &gateRunner{release: make(chan struct{})}
 	close(g.release)
 	dir := t.TempDir()
-	var logs syncBuffer
+	var logs testlog.Buffer
 	s := newTestService(t, g, Options{Dir: dir, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()

@@ -216,10 +216,7 @@ func BenchmarkNATSThroughput(b *testing.B) {
 // at the publisher and opening at the subscriber, by message size (a
 // heartbeat, a small step or report, a large one, a model part's chunk).
 func BenchmarkSeal(b *testing.B) {
-	inner := NewInProc()
-	defer inner.Close()
-	s := sealedOver(b, inner)
-	defer s.Close()
+	s := sealedInProc(b)
 	const subject = "ddrun.bench-e1.step.w1"
 	for _, size := range []int{64, 4 << 10, 64 << 10, 1 << 20, 8 << 20} {
 		data := make([]byte, size)
@@ -254,10 +251,7 @@ func BenchmarkSeal(b *testing.B) {
 // the present one (every frame sealed and opened on its own, reassembled
 // after). ns/frame is the time per frame.
 func BenchmarkChunkSealed(b *testing.B) {
-	inner := NewInProc()
-	defer inner.Close()
-	s := sealedOver(b, inner)
-	defer s.Close()
+	s := sealedInProc(b)
 	const subject = "ddrun.bench-e1.part.w1"
 	data := make([]byte, 1<<20)
 	for _, maxFrame := range []int{1 << 10, 64 << 10, 1 << 20} {

@@ -164,33 +164,22 @@ func getInt32s(dst []int32, src []byte) {
 
 // writeFloatsPortable writes f through w without unsafe: straight into the
 // tail of an appendBuf, else through a stack buffer.
-func writeFloatsPortable(w io.Writer, f []float64) error {
-	if ab, ok := w.(*appendBuf); ok {
-		putFloats(ab.grow(8*len(f)), f)
-		return nil
-	}
-	var buf [scratchBytes]byte
-	for len(f) > 0 {
-		k := min(len(f), scratchBytes/8)
-		putFloats(buf[:], f[:k])
-		if _, err := w.Write(buf[:8*k]); err != nil {
-			return err
-		}
-		f = f[k:]
-	}
-	return nil
-}
+func writeFloatsPortable(w io.Writer, f []float64) error { return writePortable(w, f, 8, putFloats) }
 
-func writeInt32sPortable(w io.Writer, s []int32) error {
+func writeInt32sPortable(w io.Writer, s []int32) error { return writePortable(w, s, 4, putInt32s) }
+
+// writePortable is writeFloatsPortable and writeInt32sPortable: put
+// encodes values of size bytes each.
+func writePortable[T float64 | int32](w io.Writer, s []T, size int, put func([]byte, []T)) error {
 	if ab, ok := w.(*appendBuf); ok {
-		putInt32s(ab.grow(4*len(s)), s)
+		put(ab.grow(size*len(s)), s)
 		return nil
 	}
 	var buf [scratchBytes]byte
 	for len(s) > 0 {
-		k := min(len(s), scratchBytes/4)
-		putInt32s(buf[:], s[:k])
-		if _, err := w.Write(buf[:4*k]); err != nil {
+		k := min(len(s), scratchBytes/size)
+		put(buf[:], s[:k])
+		if _, err := w.Write(buf[:size*k]); err != nil {
 			return err
 		}
 		s = s[k:]
@@ -202,35 +191,24 @@ func writeInt32sPortable(w io.Writer, s []int32) error {
 // array if it is large enough, else into a new one grown at most allocStep
 // bytes ahead of what was read.
 func readFloatsPortable(dec *msgpack.Decoder, n int, dst []float64) ([]float64, error) {
-	out := dst[:0]
-	if dst == nil || cap(dst) < n {
-		out = make([]float64, 0, min(n, allocStep/8))
-	}
-	var buf [scratchBytes]byte
-	for len(out) < n {
-		k := min(n-len(out), scratchBytes/8)
-		if err := dec.ReadFull(buf[:8*k]); err != nil {
-			return nil, unexpectedEOF(err)
-		}
-		if len(out)+k > cap(out) {
-			out = growCap(out, min(n, 2*cap(out)+k))
-		}
-		m := len(out)
-		out = out[:m+k]
-		getFloats(out[m:], buf[:8*k])
-	}
-	return out, nil
+	return readPortable(dec, n, dst, 8, getFloats)
 }
 
 func readInt32sPortable(dec *msgpack.Decoder, n int, dst []int32) ([]int32, error) {
+	return readPortable(dec, n, dst, 4, getInt32s)
+}
+
+// readPortable is readFloatsPortable and readInt32sPortable: get decodes
+// values of size bytes each.
+func readPortable[T float64 | int32](dec *msgpack.Decoder, n int, dst []T, size int, get func([]T, []byte)) ([]T, error) {
 	out := dst[:0]
 	if dst == nil || cap(dst) < n {
-		out = make([]int32, 0, min(n, allocStep/4))
+		out = make([]T, 0, min(n, allocStep/size))
 	}
 	var buf [scratchBytes]byte
 	for len(out) < n {
-		k := min(n-len(out), scratchBytes/4)
-		if err := dec.ReadFull(buf[:4*k]); err != nil {
+		k := min(n-len(out), scratchBytes/size)
+		if err := dec.ReadFull(buf[:size*k]); err != nil {
 			return nil, unexpectedEOF(err)
 		}
 		if len(out)+k > cap(out) {
@@ -238,7 +216,7 @@ func readInt32sPortable(dec *msgpack.Decoder, n int, dst []int32) ([]int32, erro
 		}
 		m := len(out)
 		out = out[:m+k]
-		getInt32s(out[m:], buf[:4*k])
+		get(out[m:], buf[:size*k])
 	}
 	return out, nil
 }

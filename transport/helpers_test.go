@@ -50,9 +50,7 @@ func transportKinds() []transportKind {
 		{"nats-chunked", nats(1024)},
 		// Sealed over both: over NATS its messages are chunked.
 		{"sealed", func(t *testing.T) (Transport, Transport) {
-			inner := NewInProc()
-			s := sealedOver(t, inner)
-			t.Cleanup(func() { _ = s.Close(); _ = inner.Close() })
+			s := sealedInProc(t)
 			return s, s
 		}},
 		{"sealed-nats-chunked", func(t *testing.T) (Transport, Transport) {
@@ -80,6 +78,16 @@ func sealedOver(t testing.TB, inner Transport) *Sealed {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// sealedInProc is a transport sealed with testKey over a new in-process
+// one, both closed when the test ends.
+func sealedInProc(t testing.TB) *Sealed {
+	t.Helper()
+	inner := NewInProc()
+	s := sealedOver(t, inner)
+	t.Cleanup(func() { _ = s.Close(); _ = inner.Close() })
 	return s
 }
 

@@ -2,19 +2,11 @@ package transport
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	mrand "math/rand/v2"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,6 +15,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/ddrun/ddrun/internal/testcert"
 )
 
 func TestEmbeddedDefaults(t *testing.T) {
@@ -225,40 +219,9 @@ func TestNATSAuth(t *testing.T) {
 	}
 }
 
-// writeTLSFiles makes a CA and a server certificate for 127.0.0.1 and
-// writes them as PEM files.
-func writeTLSFiles(t *testing.T) (caFile string, srv tls.Certificate) {
-	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	ca := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ddrun test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leaf := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-	}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &srvKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caFile = filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return caFile, tls.Certificate{Certificate: [][]byte{leafDER}, PrivateKey: srvKey}
-}
-
 func TestNATSTLS(t *testing.T) {
-	caFile, cert := writeTLSFiles(t)
+	ca := testcert.NewCA(t, "ddrun test CA")
+	caFile, cert := ca.WriteCA(t, t.TempDir()), ca.Issue(t, "127.0.0.1")
 	e := startServer(t, EmbeddedOptions{TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}})
 	if !strings.HasPrefix(e.URL(), "tls://") {
 		t.Fatalf("URL %s", e.URL())

@@ -139,15 +139,7 @@ func (k *sealKey) aead(subject string) (cipher.AEAD, error) {
 	if a, ok := k.aeads[subject]; ok {
 		return a, nil
 	}
-	key, err := hkdf.Key(sha256.New, k.secret, nil, "ddrun seal v1 "+subject, 32)
-	if err != nil {
-		return nil, err
-	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	a, err := cipher.NewGCM(block)
+	a, err := AEAD(k.secret, "ddrun seal v1 "+subject)
 	if err != nil {
 		return nil, err
 	}
@@ -156,6 +148,21 @@ func (k *sealKey) aead(subject string) (cipher.AEAD, error) {
 	}
 	k.aeads[subject] = a
 	return a, nil
+}
+
+// AEAD is AES-256-GCM under the 32-byte key that HKDF-SHA256 (RFC 5869,
+// no salt) derives from secret for info: a sealed transport's per subject,
+// and a checkpoint blob's per job key.
+func AEAD(secret []byte, info string) (cipher.AEAD, error) {
+	key, err := hkdf.Key(sha256.New, secret, nil, info, 32)
+	if err != nil {
+		return nil, err
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
 }
 
 // sealAD is the additional data, the message's first bytes and its

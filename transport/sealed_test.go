@@ -9,8 +9,9 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/ddrun/ddrun/internal/testlog"
 )
 
 // sealedPair is two Sealed transports over one InProc, one with keys a and
@@ -35,7 +36,7 @@ func key(c byte) []byte { return bytes.Repeat([]byte{c}, 32) }
 
 // What crosses the wire is not the body, and opens only with the key.
 func TestSealedHidesAndAuthenticates(t *testing.T) {
-	var logs syncBuffer
+	var logs testlog.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	sa, sb, wire, _ := sealedPair(t, [][]byte{key(1)}, [][]byte{key(2)}, log)
 	same := newCollector()
@@ -70,7 +71,7 @@ func TestSealedHidesAndAuthenticates(t *testing.T) {
 // through: plain messages, altered sealed ones, and sealed ones replayed
 // on another subject are all dropped; warnings are rate-limited.
 func TestSealedDropsForgeries(t *testing.T) {
-	var logs syncBuffer
+	var logs testlog.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	sa, _, wire, inner := sealedPair(t, [][]byte{key(1)}, [][]byte{key(1)}, log)
 	got := newCollector()
@@ -171,10 +172,7 @@ func TestParseKeys(t *testing.T) {
 }
 
 func TestSealOpenErrors(t *testing.T) {
-	inner := NewInProc()
-	defer inner.Close()
-	s := sealedOver(t, inner)
-	defer s.Close()
+	s := sealedInProc(t)
 	msg, err := s.Seal("a.b", []byte("x"))
 	if err != nil {
 		t.Fatal(err)
@@ -191,22 +189,4 @@ func TestSealOpenErrors(t *testing.T) {
 	if err := s.Publish(context.Background(), "a.b", nil); !errors.Is(err, ErrClosed) {
 		t.Fatalf("publish after close: %v", err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -38,7 +38,7 @@ var order = []string{
 	// The commands.
 	"internal/cli", "internal/natsflags", "cmd/coordinator", "cmd/worker",
 	// Test support, and tests of whole programs.
-	"internal/instances", "internal/oracle", "slaves/slavetest", "internal/archtest", "e2e",
+	"internal/instances", "internal/oracle", "internal/testlog", "internal/testcert", "slaves/slavetest", "internal/archtest", "e2e",
 }
 
 // forbidden are imports that the order alone would allow.
