@@ -23,18 +23,11 @@ func TestSealedManifests(t *testing.T) {
 	for _, k := range storeKinds(t) {
 		t.Run(k.name, func(t *testing.T) {
 			raw := k.open(t)
-			st := sealedView(t, raw, key)
-			old := writeCheckpoint(t, st, "job", 1)
-			m := writeCheckpoint(t, st, "job", 2)
+			st, old, m := sealedCheckpoints(t, raw, key)
 			if len(m.Seal) != manifestSealLen {
 				t.Fatalf("a sealed store's manifest has a seal of %d bytes", len(m.Seal))
 			}
-			if d, ok := st.(*Dir); ok { // saved and listed as a manifest file
-				for _, mm := range []Manifest{old, m} {
-					if err := d.SaveManifest(ctx, &mm); err != nil {
-						t.Fatal(err)
-					}
-				}
+			if d, ok := st.(*Dir); ok { // as listed from its manifest file
 				ms, err := d.Manifests("job")
 				if err != nil || len(ms) != 2 {
 					t.Fatalf("manifests: %d, %v", len(ms), err)
@@ -98,4 +91,22 @@ func edited(m Manifest, f func(*Manifest)) Manifest {
 	c.Seal = slices.Clone(m.Seal)
 	f(&c)
 	return c
+}
+
+// sealedCheckpoints writes checkpoints of iterations 1 (old) and 2 (m) of
+// "job" through a view of raw sealed by key, and saves their manifests
+// when the view is a Dir (which checks the sealed objects' sizes).
+func sealedCheckpoints(t *testing.T, raw Store, key *Sealer) (st Store, old, m Manifest) {
+	t.Helper()
+	st = sealedView(t, raw, key)
+	old = writeCheckpoint(t, st, "job", 1)
+	m = writeCheckpoint(t, st, "job", 2)
+	if d, ok := st.(*Dir); ok {
+		for _, mm := range []Manifest{old, m} {
+			if err := d.SaveManifest(context.Background(), &mm); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return st, old, m
 }
