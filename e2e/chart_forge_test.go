@@ -103,8 +103,10 @@ func issueAttack(t *testing.T, url string, workers []string, want result, insecu
 		if replayed == 0 || garbage == 0 || sent() < frames/2 {
 			t.Errorf("the stranger replayed %d messages and sent %d of garbage and %d chunk frames: it saw no job", replayed, garbage, sent())
 		}
+		// An insecure job may fail before it sends a step: the forgeries
+		// that wait for one, or for a subject of its, may never come.
 		for _, kind := range []string{"hello", "claim", "release", "heartbeat", "beat", "ready", "claimed", "evaled", "report", "eval", "step"} {
-			if forged[kind] == 0 {
+			if forged[kind] == 0 && !insecure {
 				t.Errorf("no forged %s sent: the attack did not attack", kind)
 			}
 		}
