@@ -100,7 +100,7 @@ func issueAttack(t *testing.T, url string, workers []string, want result, insecu
 		f.mu.Unlock()
 		t.Logf("the stranger replayed %d messages, sent %d of garbage, %d chunk frames (%d MiB), %d scripted forgeries of %d, and forged control messages %v",
 			replayed, garbage, sent(), sent()*payload>>20, scripted, len(script), forged)
-		if replayed == 0 || garbage == 0 || sent() < frames/2 {
+		if replayed == 0 || garbage == 0 || sent() < frames/2 && !insecure {
 			t.Errorf("the stranger replayed %d messages and sent %d of garbage and %d chunk frames: it saw no job", replayed, garbage, sent())
 		}
 		// An insecure job may fail before it sends a step: the forgeries
