@@ -59,8 +59,9 @@ func OpenDir(path string) (*Dir, error) {
 
 // Seal makes the store seal the blobs it puts and open the ones it gets
 // with s (see Seal; nil: none). Call it before the store is used. The
-// manifests are not sealed: they hold names, sizes and sha256s of blobs,
-// no state, and a blob that does not match them is torn.
+// manifests it saves are those Write sealed; they are kept in clear (names,
+// sizes and sha256s of blobs, the Meta scalars), and Read refuses one
+// whose seal does not open as torn.
 func (d *Dir) Seal(s *Sealer) { d.seal = s }
 
 // Path returns the directory the store was opened at.

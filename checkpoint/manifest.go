@@ -29,6 +29,10 @@ type Manifest struct {
 	// example the best dual and primal), opaque to this package.
 	Meta  json.RawMessage `json:"meta,omitempty"`
 	Blobs []Blob          `json:"blobs"`
+	// Seal authenticates the rest with the job key (seal.go): Write sets
+	// it on a sealed store, whose Read refuses a manifest without a
+	// valid one as torn. Empty on an unsealed store.
+	Seal []byte `json:"seal,omitempty"`
 }
 
 // Find returns the blob with the given role.

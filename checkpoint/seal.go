@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -42,6 +46,7 @@ type Sealer struct {
 type sealerKey struct {
 	id   byte
 	aead cipher.AEAD
+	mac  []byte // the manifests' HMAC key
 }
 
 // NewSealer derives the blob keys of the job keys (each at least 16
@@ -59,8 +64,12 @@ func NewSealer(keys [][]byte) (*Sealer, error) {
 		if err != nil {
 			return nil, err
 		}
+		mk, err := hkdf.Key(sha256.New, k, nil, "ddrun checkpoint manifest v1", 32)
+		if err != nil {
+			return nil, err
+		}
 		id := sha256.Sum256(append([]byte("ddrun checkpoint key id "), k...))
-		s.keys = append(s.keys, sealerKey{id: id[0], aead: a})
+		s.keys = append(s.keys, sealerKey{id: id[0], aead: a, mac: mk})
 	}
 	return s, nil
 }
@@ -153,4 +162,89 @@ func (t *sealedStore) Get(ctx context.Context, name string) ([]byte, error) {
 		return nil, err
 	}
 	return t.s.open(name, b)
+}
+
+// A sealed manifest carries in Manifest.Seal the id of the key that
+// sealed it and an HMAC-SHA256, under a key derived from the job key
+// (HKDF-SHA256, info "ddrun checkpoint manifest v1"), of everything else
+// it says (manifestMAC): a manifest whose iteration, epoch, Meta (the
+// best dual and primal) or blobs were edited, or that someone without the
+// key wrote (naming sealed blobs of older checkpoints, say), does not
+// open, and a sealed store's Read refuses it as torn.
+const manifestSealLen = 1 + sha256.Size
+
+// sealManifest returns m's seal.
+func (s *Sealer) sealManifest(m *Manifest) []byte {
+	k := s.keys[0]
+	return append([]byte{k.id}, manifestMAC(k.mac, m)...)
+}
+
+// openManifest checks m's seal (nil with a nil s); an error wraps ErrSeal.
+func (s *Sealer) openManifest(m *Manifest) error {
+	if s == nil {
+		return nil
+	}
+	if len(m.Seal) == 0 {
+		return fmt.Errorf("manifest %s@%d: %w: the manifest is not sealed (written without a job key)", m.Job, m.Iteration, ErrSeal)
+	}
+	if len(m.Seal) != manifestSealLen {
+		return fmt.Errorf("manifest %s@%d: %w: a seal of %d bytes, want %d", m.Job, m.Iteration, ErrSeal, len(m.Seal), manifestSealLen)
+	}
+	for _, k := range s.keys {
+		if k.id != m.Seal[0] {
+			continue
+		}
+		if hmac.Equal(m.Seal[1:], manifestMAC(k.mac, m)) {
+			return nil
+		}
+		return fmt.Errorf("manifest %s@%d: %w: the manifest does not open with the job key (edited, or sealed with another key whose 1-byte id is the same)", m.Job, m.Iteration, ErrSeal)
+	}
+	return fmt.Errorf("manifest %s@%d: %w: the manifest was sealed with another key (key id %02x)", m.Job, m.Iteration, ErrSeal, m.Seal[0])
+}
+
+// manifestMAC is the HMAC under key of m's fields but Seal, each
+// length-prefixed: Job, Epoch, Iteration, Created (Unix nanoseconds),
+// Meta (compacted, as a JSON round trip leaves it), then each blob's
+// role, object and size.
+func manifestMAC(key []byte, m *Manifest) []byte {
+	h := hmac.New(sha256.New, key)
+	var n [8]byte
+	num := func(v uint64) {
+		binary.BigEndian.PutUint64(n[:], v)
+		h.Write(n[:])
+	}
+	str := func(b []byte) {
+		num(uint64(len(b)))
+		h.Write(b)
+	}
+	str([]byte("ddrun checkpoint manifest"))
+	str([]byte(m.Job))
+	num(m.Epoch)
+	num(uint64(int64(m.Iteration)))
+	num(uint64(m.Created.UnixNano()))
+	meta := []byte(m.Meta)
+	var c bytes.Buffer
+	if json.Compact(&c, meta) == nil {
+		meta = c.Bytes()
+	}
+	str(meta)
+	num(uint64(len(m.Blobs)))
+	for _, b := range m.Blobs {
+		str([]byte(b.Role))
+		str([]byte(b.Object))
+		num(uint64(b.Size))
+	}
+	return h.Sum(nil)
+}
+
+// sealerOf returns the Sealer of a sealed store (Seal's, or a Dir's), nil
+// for an unsealed one.
+func sealerOf(st Store) *Sealer {
+	switch s := st.(type) {
+	case *sealedStore:
+		return s.s
+	case *Dir:
+		return s.seal
+	}
+	return nil
 }

@@ -44,16 +44,7 @@ func TestSealedCheckpoints(t *testing.T) {
 	for _, k := range storeKinds(t) {
 		t.Run(k.name, func(t *testing.T) {
 			raw := k.open(t)
-			st := sealedView(t, raw, key)
-			old := writeCheckpoint(t, st, "job", 1)
-			m := writeCheckpoint(t, st, "job", 2)
-			if d, ok := st.(*Dir); ok { // its manifests check the sealed objects' sizes
-				for _, mm := range []Manifest{old, m} {
-					if err := d.SaveManifest(ctx, &mm); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
+			st, old, m := sealedCheckpoints(t, raw, key)
 			got, err := Read(ctx, st, &m)
 			if err != nil {
 				t.Fatal(err)

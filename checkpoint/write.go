@@ -34,7 +34,8 @@ type Part struct {
 // already present) and returns the manifest naming them; it does not
 // record the manifest anywhere. The caller fills m's Job, Epoch, Iteration
 // and Meta; m.Blobs is replaced (one blob per part, in the order of
-// parts) and a zero m.Created is set to the current time. Roles must be
+// parts), a zero m.Created is set to the current time, and on a sealed
+// store m.Seal is set: the manifest must not be edited afterwards. Roles must be
 // non-empty and distinct. The blobs are hashed and put concurrently, at
 // most 4 at a time; parts with equal content are stored once.
 //
@@ -82,17 +83,25 @@ func Write(ctx context.Context, s Store, m Manifest, parts []Part) (Manifest, er
 	if err != nil {
 		return Manifest{}, fmt.Errorf("write checkpoint %s@%d: %w", m.Job, m.Iteration, err)
 	}
+	m.Seal = nil
+	if sl := sealerOf(s); sl != nil {
+		m.Seal = sl.sealManifest(&m)
+	}
 	return m, nil
 }
 
 // Read fetches every blob of m, checks its size and sha256, and returns
 // them by role; a missing or corrupt blob gives an error wrapping ErrTorn
 // naming the blob. An inconsistent manifest (see Manifest.Validate) is
-// torn too. Other errors (a cancelled ctx, an unreachable store) do not
+// torn too, and so, on a sealed store, is a manifest whose Seal does not
+// open with the job's keys (the error wraps ErrSeal). Other errors (a cancelled ctx, an unreachable store) do not
 // wrap ErrTorn: they say nothing about the checkpoint. The blobs are
 // fetched concurrently, at most 4 at a time.
 func Read(ctx context.Context, s Store, m *Manifest) (map[string][]byte, error) {
 	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("read checkpoint: %w: %w", ErrTorn, err)
+	}
+	if err := sealerOf(s).openManifest(m); err != nil {
 		return nil, fmt.Errorf("read checkpoint: %w: %w", ErrTorn, err)
 	}
 	data := make([][]byte, len(m.Blobs))

@@ -541,15 +541,14 @@ func selects(svc k8sObject, labels map[string]string) bool {
 
 // chartJob renders the chart with sets and runs it to the end of its job.
 func chartJob(t *testing.T, sets ...string) {
-	chartJobForged(t, false, sets...)
+	chartJobForged(t, nil, sets...)
 }
 
 // chartJobForged is chartJob, with a stranger on the chart's NATS server
-// (the default values ask no credentials) when forge is set: it replays
-// every message of the job it sees once (sealed replays, 20 ms later) and
-// publishes garbage on the same subjects; the job must end as the
-// undisturbed one does.
-func chartJobForged(t *testing.T, forge bool, sets ...string) {
+// (the default values ask no credentials) when attack is set
+// (chart_forge_test.go); unless the attack judges the job's end itself,
+// the job must end as the undisturbed one does.
+func chartJobForged(t *testing.T, attack *chartAttack, sets ...string) {
 	coord, _ := binaries(t)
 	helm := helmBinary(t)
 	natsServerBinary(t)
@@ -636,18 +635,19 @@ func chartJobForged(t *testing.T, forge bool, sets ...string) {
 		waitHTTP(t, nats, natsPod.probeURL(t, pr), 20*time.Second)
 	}
 
-	if forge {
-		stop := replayForger(t, "nats://"+hosts[fmt.Sprintf("%s:4222", natsSvc.Metadata.Name)])
-		defer func() {
-			if replayed, garbage := stop(); replayed == 0 || garbage == 0 {
-				t.Errorf("the forger replayed %d messages and sent %d of garbage: it saw no job", replayed, garbage)
-			} else {
-				t.Logf("the forger replayed %d messages and sent %d of garbage", replayed, garbage)
-			}
-		}()
+	if attack != nil {
+		var names []string
+		for _, wp := range workers {
+			names = append(names, wp.name)
+		}
+		defer attack.start(t, "nats://"+hosts[fmt.Sprintf("%s:4222", natsSvc.Metadata.Name)], names, want)()
 	}
 	for i, wp := range workers {
 		waitHTTP(t, wprocs[i], wp.probeURL(t, wp.c.ReadinessProbe), 30*time.Second)
+	}
+	if attack != nil && attack.judge != nil {
+		attack.judge(t, procs, want)
+		return
 	}
 	// Every member ends the job with status 0, and its wrapper then idles.
 	for _, p := range procs {
@@ -732,15 +732,6 @@ func replayForger(t *testing.T, url string) (stop func() (replayed, garbage int)
 		defer mu.Unlock()
 		return replayed, garbage
 	}
-}
-
-// The default values, with a stranger on the chart's NATS server who
-// replays every message of the job once and sends garbage beside (about
-// 650 replays and 160 garbage messages): the job's messages are sealed
-// with the chart's generated job key and numbered per sender, so it ends
-// with the undisturbed result.
-func TestChartJobIgnoresReplaysAndGarbage(t *testing.T) {
-	chartJobForged(t, true)
 }
 
 // The default values: the chart's NATS (JetStream on, configured by its

@@ -48,69 +48,14 @@ func TestChunkFloodLocalRun(t *testing.T) {
 	const (
 		payload = 64 << 10
 		claim   = 32 << 20
-		perMsg  = claim / payload // frames of a message; the last is never sent
-		frames  = 4096            // 256 MiB
+		frames  = 4096 // 256 MiB
 		margin  = 96 << 20
 	)
 	run := func(name string, flood bool) (result, int64, int64) {
 		srv := startNATS(t, false)
-		var sent atomic.Int64
-		var wg sync.WaitGroup
+		sent, flooded := func() int64 { return 0 }, func() {}
 		if flood {
-			nc, err := nats.Connect(srv.URL())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer nc.Close()
-			targets := make(chan string, 64)
-			seen := map[string]bool{}
-			var mu sync.Mutex
-			sub, err := nc.Subscribe("ddrun.>", func(m *nats.Msg) {
-				if !strings.Contains(m.Subject, ".report.") && !strings.Contains(m.Subject, ".heartbeat.") {
-					return
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				if !seen[m.Subject] {
-					seen[m.Subject] = true
-					select {
-					case targets <- m.Subject:
-					default:
-					}
-				}
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sub.Unsubscribe()
-			if err := nc.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			wg.Go(func() {
-				subjects := []string{"ddrun.control"}
-				deadline := time.After(2 * time.Minute)
-				for i := uint64(0); sent.Load() < frames; i++ {
-					select {
-					case s := <-targets:
-						subjects = append(subjects, s)
-					case <-deadline:
-						return
-					default:
-					}
-					if len(subjects) == 1 { // not yet seen the job's subjects
-						time.Sleep(10 * time.Millisecond)
-						continue
-					}
-					msg := i / (perMsg - 1)
-					fr := floodFrame(byte(msg), msg, uint32(i%(perMsg-1)), payload, claim)
-					if err := nc.Publish(subjects[msg%uint64(len(subjects))], fr); err != nil {
-						return
-					}
-					if sent.Add(1)%16 == 0 {
-						_ = nc.Flush() // at the pace the server takes them
-					}
-				}
-			})
+			sent, flooded = floodChunks(t, srv.URL(), frames, payload, claim, nil)
 		}
 		args := append(append([]string{"run", "--local", "--nats", srv.URL(), "--workers", "2", "--job", "flood-" + name, "--quiet"}, flags...), model)
 		p := startProc(t, "coordinator-"+name, coord, args...)
@@ -134,14 +79,14 @@ func TestChunkFloodLocalRun(t *testing.T) {
 		err := p.wait(t, 3*time.Minute)
 		close(stop)
 		watch.Wait()
-		wg.Wait()
+		flooded()
 		if err != nil {
 			t.Fatalf("%s run: %v\n%s", name, err, p.stderr())
 		}
 		if flood && !strings.Contains(p.stderr(), "not authentic") {
 			t.Errorf("the coordinator did not warn about the forged frames:\n%s", p.stderr())
 		}
-		return p.result(t), peak.Load(), sent.Load()
+		return p.result(t), peak.Load(), sent()
 	}
 	want, basePeak, _ := run("undisturbed", false)
 	got, peak, sent := run("flooded", true)
@@ -152,6 +97,79 @@ func TestChunkFloodLocalRun(t *testing.T) {
 	sameResult(t, got, want)
 	if basePeak > 0 && peak > basePeak+margin {
 		t.Errorf("the flooded coordinator peaked at %d MiB, the undisturbed one at %d MiB: more than %d MiB apart", peak>>20, basePeak>>20, margin>>20)
+	}
+}
+
+// floodChunks connects to the NATS server at url and, once it has seen a
+// job's report or heartbeat subjects, sends frames chunk frames of
+// payload bytes there and on ddrun.control: messages that claim size
+// bytes each, every frame but the last of each (for at most 2 minutes).
+// It stops early when stop is closed (never when nil). sent says how many
+// it has sent; wait waits until it has sent them all (or its 2 minutes are
+// over, or stop closed) and disconnects.
+func floodChunks(t *testing.T, url string, frames, payload, size int, stop <-chan struct{}) (sent func() int64, wait func()) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perMsg := uint64((size + payload - 1) / payload) // frames of a message; the last is never sent
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	targets := make(chan string, 64)
+	seen := map[string]bool{}
+	var mu sync.Mutex
+	sub, err := nc.Subscribe("ddrun.>", func(m *nats.Msg) {
+		if !strings.Contains(m.Subject, ".report.") && !strings.Contains(m.Subject, ".heartbeat.") {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !seen[m.Subject] {
+			seen[m.Subject] = true
+			select {
+			case targets <- m.Subject:
+			default:
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Go(func() {
+		subjects := []string{"ddrun.control"}
+		deadline := time.After(2 * time.Minute)
+		for i := uint64(0); n.Load() < int64(frames); i++ {
+			select {
+			case s := <-targets:
+				subjects = append(subjects, s)
+			case <-deadline:
+				return
+			case <-stop:
+				return
+			default:
+			}
+			if len(subjects) == 1 { // not yet seen the job's subjects
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			msg := i / (perMsg - 1)
+			fr := floodFrame(byte(msg), msg, uint32(i%(perMsg-1)), payload, uint64(size))
+			if err := nc.Publish(subjects[msg%uint64(len(subjects))], fr); err != nil {
+				return
+			}
+			if n.Add(1)%16 == 0 {
+				_ = nc.Flush() // at the pace the server takes them
+			}
+		}
+	})
+	return n.Load, func() {
+		wg.Wait()
+		_ = sub.Unsubscribe()
+		nc.Close()
 	}
 }
 

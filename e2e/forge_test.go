@@ -72,6 +72,25 @@ func (f *e2eForger) publish(subject string, h transport.Header, body any) {
 	}
 }
 
+// sniffJob starts a forger of script on nc, listening to every job's
+// steps and reports; stop ends it.
+func sniffJob(t *testing.T, nc *nats.Conn, script []forgery) (f *e2eForger, stop func()) {
+	f = &e2eForger{t: t, nc: nc, script: script, forged: map[uint64]bool{}, step: map[string]sniffedMsg{}, report: map[string]sniffedMsg{}}
+	var subs []*nats.Subscription
+	for _, kind := range []string{"step", "report"} {
+		sub, err := nc.Subscribe("ddrun.*."+kind+".*", f.onMessage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs = append(subs, sub)
+	}
+	return f, func() {
+		for _, s := range subs {
+			_ = s.Unsubscribe()
+		}
+	}
+}
+
 func clone(m map[string]any) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {
@@ -144,47 +163,8 @@ func TestForgedMessagesIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	f := &e2eForger{t: t, nc: nc, forged: map[uint64]bool{}, step: map[string]sniffedMsg{}, report: map[string]sniffedMsg{}}
-	stepTo := func(name string) string { return fmt.Sprintf("ddrun.%s.step.%s", f.job, name) } // under f.mu
-	f.script = []forgery{
-		{"report with an empty nu", "fg0", 100, func(f *e2eForger, iter int) {
-			f.nextReport("fg0", iter, func(b map[string]any) { b["nu"] = []byte{} })
-		}},
-		{"report with d = -1e6", "fg1", 200, func(f *e2eForger, iter int) {
-			f.nextReport("fg1", iter, func(b map[string]any) { b["d"] = -1e6 })
-		}},
-		{"step 1000 iterations ahead", "fg0", 300, func(f *e2eForger, iter int) {
-			last := f.step["fg0"]
-			body := clone(last.body)
-			body["i"] = iter + 1000
-			f.publish(stepTo("fg0"), transport.Header{Iter: uint64(iter + 1000), Kind: kindStep, From: "coordinator", Seq: last.h.Seq + seqAhead}, body)
-		}},
-		{"report with Seq 2^62", "fg1", 400, func(f *e2eForger, iter int) {
-			last := f.report["fg1"]
-			f.publish(fmt.Sprintf("ddrun.%s.report.fg1", f.job), transport.Header{Iter: last.h.Iter, Kind: kindReport, From: "fg1", Seq: 1 << 62}, last.body)
-		}},
-		{"stop", "fg1", 500, func(f *e2eForger, iter int) {
-			last := f.step["fg1"]
-			f.publish(stepTo("fg1"), transport.Header{Iter: math.MaxInt32, Kind: kindStep, From: "coordinator", Seq: last.h.Seq + seqAhead}, map[string]any{"stop": true})
-		}},
-		{"garbage on a step subject", "fg0", 600, func(f *e2eForger, iter int) {
-			rng := rand.New(rand.NewPCG(7, 8))
-			for range 3000 {
-				b := make([]byte, 1+rng.IntN(100))
-				for i := range b {
-					b[i] = byte(rng.Uint32())
-				}
-				_ = f.nc.Publish(stepTo("fg0"), b)
-			}
-		}},
-	}
-	for _, kind := range []string{"step", "report"} {
-		sub, err := nc.Subscribe("ddrun.*."+kind+".*", f.onMessage)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sub.Unsubscribe()
-	}
+	f, stop := sniffJob(t, nc, issueForgeries("fg0", "fg1", 100))
+	defer stop()
 	args := append([]string{"run", "--insecure", "--nats", srv.URL(), "--workers", "2", "--job", "forge"}, flags...)
 	c := startProc(t, "coordinator", coord, append(args, model)...)
 	if err := c.wait(t, 2*time.Minute); err != nil {
@@ -222,6 +202,51 @@ func TestForgedMessagesIgnored(t *testing.T) {
 	}
 	t.Logf("coordinator:\n%s", grepLines(c.stderr(), "level=WARN"))
 	t.Logf("workers:\n%s", grepLines(wlog.String(), "level=WARN"))
+}
+
+// stepSubject is the subject of the job's steps to worker name (under
+// f.mu, once f.job is known).
+func (f *e2eForger) stepSubject(name string) string {
+	return fmt.Sprintf("ddrun.%s.step.%s", f.job, name)
+}
+
+// issueForgeries is the issue's forged steps and reports into a job of
+// workers w0 and w1, one every iterations: a report with an empty nu, one
+// with d = -1e6, a step 1000 iterations ahead, a report with Seq 2^62, a
+// Stop, and 3,000 messages of garbage on a step subject.
+func issueForgeries(w0, w1 string, every int) []forgery {
+	return []forgery{
+		{"report with an empty nu", w0, every, func(f *e2eForger, iter int) {
+			f.nextReport(w0, iter, func(b map[string]any) { b["nu"] = []byte{} })
+		}},
+		{"report with d = -1e6", w1, 2 * every, func(f *e2eForger, iter int) {
+			f.nextReport(w1, iter, func(b map[string]any) { b["d"] = -1e6 })
+		}},
+		{"step 1000 iterations ahead", w0, 3 * every, func(f *e2eForger, iter int) {
+			last := f.step[w0]
+			body := clone(last.body)
+			body["i"] = iter + 1000
+			f.publish(f.stepSubject(w0), transport.Header{Iter: uint64(iter + 1000), Kind: kindStep, From: "coordinator", Seq: last.h.Seq + seqAhead}, body)
+		}},
+		{"report with Seq 2^62", w1, 4 * every, func(f *e2eForger, iter int) {
+			last := f.report[w1]
+			f.publish(fmt.Sprintf("ddrun.%s.report.%s", f.job, w1), transport.Header{Iter: last.h.Iter, Kind: kindReport, From: w1, Seq: 1 << 62}, last.body)
+		}},
+		{"stop", w1, 5 * every, func(f *e2eForger, iter int) {
+			last := f.step[w1]
+			f.publish(f.stepSubject(w1), transport.Header{Iter: math.MaxInt32, Kind: kindStep, From: "coordinator", Seq: last.h.Seq + seqAhead}, map[string]any{"stop": true})
+		}},
+		{"garbage on a step subject", w0, 6 * every, func(f *e2eForger, iter int) {
+			rng := rand.New(rand.NewPCG(7, 8))
+			for range 3000 {
+				b := make([]byte, 1+rng.IntN(100))
+				for i := range b {
+					b[i] = byte(rng.Uint32())
+				}
+				_ = f.nc.Publish(f.stepSubject(w0), b)
+			}
+		}},
+	}
 }
 
 func grepLines(log, what string) string {

@@ -25,27 +25,102 @@ import (
 // against the address dialled, so that one certificate can serve every
 // member and addresses may be rewritten, as a Service's are). Give the
 // group a CA of its own.
+//
+// The files are read again, at the next handshake after they change (a
+// renewed certificate, a CA rotated in; a Secret volume's update), so
+// certificates are replaced without a restart; connections already open
+// keep the certificates of their handshake. A change that does not load
+// (a certificate written before its key) keeps the files read last until
+// it does.
 func MutualTLS(certFile, keyFile, caFile string) (*tls.Config, error) {
 	if certFile == "" || keyFile == "" || caFile == "" {
 		return nil, errors.New("raft TLS needs a certificate, its key and the CA (--raft-tls-cert, --raft-tls-key, --raft-tls-ca)")
 	}
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return nil, fmt.Errorf("--raft-tls-cert/--raft-tls-key: %w", err)
+	f := &tlsFiles{paths: [3]string{certFile, keyFile, caFile}}
+	f.stamps = f.stat()
+	var err error
+	if f.cert, f.pool, err = f.load(); err != nil {
+		return nil, err
 	}
-	pem, err := os.ReadFile(caFile)
+	base := &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS13,
+		// The client's check of the member dialled: the chain to the CA,
+		// not the name (see above); the server's is ClientAuth's.
+		InsecureSkipVerify: true,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			_, pool := f.current()
+			return verifyChain(pool)(cs)
+		}}
+	cfg := base.Clone()
+	cfg.Certificates, cfg.RootCAs, cfg.ClientCAs = []tls.Certificate{f.cert}, f.pool, f.pool
+	// Dialling: the certificate of the files as they are now.
+	cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		cert, _ := f.current()
+		return &cert, nil
+	}
+	// Accepting: the certificate and the CA of the files as they are now.
+	cfg.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		cert, pool := f.current()
+		c := base.Clone()
+		c.Certificates, c.RootCAs, c.ClientCAs = []tls.Certificate{cert}, pool, pool
+		return c, nil
+	}
+	return cfg, nil
+}
+
+// tlsFiles are a member's certificate, key and CA files and what was last
+// loaded from them.
+type tlsFiles struct {
+	paths  [3]string // certificate, key, CA
+	mu     sync.Mutex
+	stamps [3]fileStamp // of the files loaded
+	cert   tls.Certificate
+	pool   *x509.CertPool
+}
+
+// fileStamp tells a file's versions apart.
+type fileStamp struct {
+	mod  int64 // Unix nanoseconds
+	size int64
+}
+
+func (f *tlsFiles) stat() [3]fileStamp {
+	var st [3]fileStamp
+	for i, p := range f.paths {
+		if fi, err := os.Stat(p); err == nil {
+			st[i] = fileStamp{fi.ModTime().UnixNano(), fi.Size()}
+		}
+	}
+	return st
+}
+
+// load reads the files.
+func (f *tlsFiles) load() (tls.Certificate, *x509.CertPool, error) {
+	cert, err := tls.LoadX509KeyPair(f.paths[0], f.paths[1])
 	if err != nil {
-		return nil, fmt.Errorf("--raft-tls-ca: %w", err)
+		return tls.Certificate{}, nil, fmt.Errorf("--raft-tls-cert/--raft-tls-key: %w", err)
+	}
+	pem, err := os.ReadFile(f.paths[2])
+	if err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("--raft-tls-ca: %w", err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("--raft-tls-ca %s: no PEM certificate", caFile)
+		return tls.Certificate{}, nil, fmt.Errorf("--raft-tls-ca %s: no PEM certificate", f.paths[2])
 	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, ClientCAs: pool,
-		ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS13,
-		// The client's check of the member dialled: the chain to the CA,
-		// not the name (see above); the server's is ClientAuth's.
-		InsecureSkipVerify: true, VerifyConnection: verifyChain(pool)}, nil
+	return cert, pool, nil
+}
+
+// current returns the certificate and the CA pool, read again first when
+// a file changed since they were loaded and the new files load.
+func (f *tlsFiles) current() (tls.Certificate, *x509.CertPool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st := f.stat(); st != f.stamps {
+		if cert, pool, err := f.load(); err == nil {
+			f.cert, f.pool, f.stamps = cert, pool, st
+		}
+	}
+	return f.cert, f.pool
 }
 
 // verifyChain checks that the peer's certificate chains to a CA of pool.

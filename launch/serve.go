@@ -67,6 +67,11 @@ func Serve(ctx context.Context, l *Listening, o ServeOptions) error {
 	so := service.Options{Dir: l.dir, MaxJobs: c.MaxJobs, MaxUpload: c.MaxUpload, MaxModel: c.MaxModel, MaxLocal: c.MaxRunning,
 		MaxStarted: c.MaxStarted, MaxClientJobs: c.MaxClientJobs, Tokens: l.tokens, Logger: o.Logger, Params: Params()}
 	so.Runner = &ServiceRunner{Transport: o.Transport, Wait: o.Wait, StepTimeout: o.StepTimeout, Logger: o.Logger}
+	if kv, err := service.NewKVNonces(ctx, o.NATS.Conn()); err == nil {
+		so.Nonces = kv // replayed submits make one job in the whole cluster
+	} else {
+		o.Logger.Info("the NATS API's submits are kept from replays per service only (no JetStream on the NATS server)", "err", err)
+	}
 	so.Ready = func() error {
 		if n := pool.Count(); n < c.WorkersMin {
 			return fmt.Errorf("%d workers in the pool, --workers-min is %d", n, c.WorkersMin)

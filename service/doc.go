@@ -8,7 +8,9 @@
 // it (API tokens: RequireToken for HTTP, the token field over NATS; a
 // service without tokens lets no request in), the validation of what
 // clients send (sizes, decompressed sizes, formats, parameter names, ids),
-// the per-client limits, the job lifecycle (queued, running, done, failed,
+// the per-client limits, the replay protection of sealed NATS submits (a
+// nonce per submit, recorded for every service of a cluster in a JetStream
+// key-value bucket when the server has JetStream), the job lifecycle (queued, running, done, failed,
 // cancelled), the queue and how many models it holds in memory at once,
 // the files of a job, and the HTTP server with the process's /metrics
 // beside the API (Serve).

@@ -182,6 +182,11 @@ func (s *Service) natsSubmit(client string, req *NATSRequest) NATSReply {
 // copy of a request already taken gets its job (200), not a new one.
 func (s *Service) natsSubmitOnce(client string, req *NATSRequest) NATSReply {
 	id, err := s.nonces.claim(client, req.Nonce, req.Sent, time.Now())
+	if err == nil && id == "" && s.opts.Nonces != nil {
+		if id, err = s.claimShared(client, req.Nonce); err != nil || id != "" {
+			s.nonces.done(client, req.Nonce, "") // another service's, or still open
+		}
+	}
 	if err == nil && id != "" {
 		s.refused("a repeated API submit over NATS answered with the job it created", "client", client, "job", id)
 		var st Status
@@ -189,6 +194,7 @@ func (s *Service) natsSubmitOnce(client string, req *NATSRequest) NATSReply {
 			b, _ := json.Marshal(st)
 			return NATSReply{Code: http.StatusOK, Body: b}
 		}
+		err = &apiError{http.StatusConflict, fmt.Sprintf("this submit (its nonce) created job %s on another service of the cluster", id)}
 	}
 	if err != nil {
 		s.refused("API submit over NATS refused", "client", client, "err", err)
@@ -203,6 +209,9 @@ func (s *Service) natsSubmitOnce(client string, req *NATSRequest) NATSReply {
 		}
 	}
 	s.nonces.done(client, req.Nonce, created)
+	if s.opts.Nonces != nil {
+		s.doneShared(client, req.Nonce, created)
+	}
 	return rep
 }
 

@@ -109,6 +109,10 @@ type Options struct {
 	// Params are the names of the parameters a job may have (the
 	// Runner's); others are refused (400).
 	Params []string
+	// Nonces, when set, records the nonces of the NATS API's submits
+	// for every service of the cluster (sharednonce.go); without it a
+	// service remembers its own only.
+	Nonces SharedNonces
 	// Ready, when set, says whether the service can take work (/readyz):
 	// nil when it can, else why not.
 	Ready func() error
