@@ -16,12 +16,6 @@ import (
 	"github.com/ddrun/ddrun/solver"
 )
 
-func admmOpts(maxIter int) consensus.Options {
-	o := consensus.DefaultOptions()
-	o.MaxIter = maxIter
-	return o
-}
-
 // bruteUnder is the MAP score of m under evidence ev by enumeration (-Inf
 // when infeasible).
 func bruteUnder(m *model.Model, ev model.Evidence) float64 {
@@ -183,79 +177,6 @@ func testWarmChildBound(t *testing.T, algo consensus.Algo) {
 	}
 }
 
-// Warm-started branch and bound, with and without the cutoff, certifies the
-// brute-force MAP on random tiny models (hard constraints and logic factors
-// included), and the cold variant is the plain Solver's search.
-func TestExactWarmMatchesBruteForce(t *testing.T) {
-	rng := rand.New(rand.NewPCG(21, 22))
-	branched := 0
-	iters := make([]int, len(variants))
-	for it := 0; it < 150; it++ {
-		m := oracle.RandomTinyModel(rng, oracle.TinyOptions{})
-		best, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		plain, plainSt, err := Solve(context.Background(), m, nil, admm(300), Options{Tol: 1e-6, MaxNodes: 5000}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k, v := range variants {
-			res, st, err := SolveWarm(context.Background(), m, nil, variant(300, v.warm, v.cutoff), Options{Tol: 1e-6, MaxNodes: 5000}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st.Iterations != res.Iterations {
-				t.Fatalf("model %d %s: stats count %d iterations, result %d", it, v.name, st.Iterations, res.Iterations)
-			}
-			if v.name == "cold" && (st != plainSt || !same(res.Primal, plain.Primal) || !same(res.Dual, plain.Dual)) {
-				t.Fatalf("model %d: cold variant %+v primal %v dual %v, Solve %+v primal %v dual %v", it, st, res.Primal, res.Dual, plainSt, plain.Primal, plain.Dual)
-			}
-			if math.IsInf(best, -1) {
-				if res.Status != solver.Infeasible {
-					t.Fatalf("model %d %s: infeasible model reported %s", it, v.name, res.Status)
-				}
-				continue
-			}
-			if res.Status != solver.Optimal || !close(res.Primal, best) || m.Score(res.Assignment) != res.Primal {
-				t.Fatalf("model %d %s: %s with primal %v, MAP %v", it, v.name, res.Status, res.Primal, best)
-			}
-			if plainSt.Nodes > 1 {
-				iters[k] += st.Iterations
-			}
-		}
-		if plainSt.Nodes > 1 {
-			branched++
-		}
-	}
-	if branched == 0 {
-		t.Error("no model needed branching: the test proves nothing")
-	}
-	for k, v := range variants {
-		t.Logf("%d models branched; DD iterations on them, %s: %d", branched, v.name, iters[k])
-	}
-}
-
-// Warm starts on frustrated grids: the brute-force optimum, certified.
-func TestExactWarmOnFrustratedGrids(t *testing.T) {
-	for seed := int64(1); seed <= 3; seed++ {
-		m := generate.Ising(generate.GridOptions{Height: 4, Width: 4, Rho: 2, Seed: seed})
-		best, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range variants[1:] {
-			res, st, err := SolveWarm(context.Background(), m, nil, variant(500, v.warm, v.cutoff), Options{Tol: 1e-6, MaxNodes: 20000}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Status != solver.Optimal || !close(res.Primal, best) {
-				t.Errorf("seed %d %s: %s primal %v, MAP %v (%d nodes)", seed, v.name, res.Status, res.Primal, best, st.Nodes)
-			}
-		}
-	}
-}
-
 // Warm starts need the per-factor layout and a state of the right size.
 func TestSolveWarmRejects(t *testing.T) {
 	m := generate.Ising(generate.GridOptions{Height: 2, Width: 3, Rho: 1, Seed: 1})
@@ -274,30 +195,6 @@ func TestSolveWarmRejects(t *testing.T) {
 			t.Errorf("%s: no error", name)
 		}
 	}
-}
-
-// benchGrids are frustrated grids whose relaxation leaves a gap: binary
-// spin glasses and 3-label Potts models, 6x6 and 8x8.
-func benchGrids() []*model.Model {
-	var ms []*model.Model
-	for seed := int64(1); seed <= 3; seed++ {
-		ms = append(ms,
-			generate.Ising(generate.GridOptions{Height: 6, Width: 6, Rho: 2, Seed: seed}),
-			generate.Ising(generate.GridOptions{Height: 8, Width: 8, Rho: 2, Seed: seed}),
-			generate.Potts(generate.GridOptions{Height: 6, Width: 6, Labels: 3, Rho: 2, Seed: seed}),
-		)
-	}
-	return ms
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // BenchmarkExactWarmVsCold runs branch and bound with DD-ADMM bounds

@@ -1,0 +1,78 @@
+package exact
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/solver"
+	"github.com/ddrun/ddrun/trws"
+)
+
+// The node solvers, comparisons and grids that the tests of several files
+// share.
+
+func admmOpts(maxIter int) consensus.Options {
+	o := consensus.DefaultOptions()
+	o.MaxIter = maxIter
+	return o
+}
+
+func admm(maxIter int) Solver {
+	return func(ctx context.Context, m *model.Model, ev model.Evidence) (solver.Result, error) {
+		return consensus.Solve(ctx, m, ev, admmOpts(maxIter), nil)
+	}
+}
+
+func trwsSolver(ctx context.Context, m *model.Model, ev model.Evidence) (solver.Result, error) {
+	o := trws.DefaultOptions()
+	o.MaxIter = 200
+	return trws.Solve(ctx, m, ev, o, nil)
+}
+
+func close(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs(b)) }
+
+// certifies says what is wrong with res as a finished search's answer on m,
+// whose MAP is best (-Inf: infeasible): an infeasible model must be
+// reported so, any other certified at the MAP with the score of its
+// assignment as the primal.
+func certifies(m *model.Model, res solver.Result, best float64) error {
+	if math.IsInf(best, -1) {
+		if res.Status != solver.Infeasible {
+			return fmt.Errorf("infeasible model reported %s", res.Status)
+		}
+		return nil
+	}
+	if res.Status != solver.Optimal || !close(res.Primal, best) || m.Score(res.Assignment) != res.Primal {
+		return fmt.Errorf("%s with primal %v, MAP %v", res.Status, res.Primal, best)
+	}
+	return nil
+}
+
+// benchGrids are frustrated grids whose relaxation leaves a gap: binary
+// spin glasses and 3-label Potts models, 6x6 and 8x8.
+func benchGrids() []*model.Model {
+	var ms []*model.Model
+	for seed := int64(1); seed <= 3; seed++ {
+		ms = append(ms,
+			generate.Ising(generate.GridOptions{Height: 6, Width: 6, Rho: 2, Seed: seed}),
+			generate.Ising(generate.GridOptions{Height: 8, Width: 8, Rho: 2, Seed: seed}),
+			generate.Potts(generate.GridOptions{Height: 6, Width: 6, Labels: 3, Rho: 2, Seed: seed}),
+		)
+	}
+	return ms
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
