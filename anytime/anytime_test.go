@@ -4,7 +4,6 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
 
@@ -240,26 +239,6 @@ func reduceEv(m *model.Model, ev model.Evidence) *model.Model {
 	return &c
 }
 
-func TestChoose(t *testing.T) {
-	grid := generate.Potts(generate.GridOptions{Height: 3, Width: 3, Labels: 3, Rho: 1, Seed: 1})
-	if r, why := Choose(grid); r != TRWS || why == "" {
-		t.Errorf("Potts grid: %s (%s), want trws", r, why)
-	}
-	m := model.New([]int{2, 2, 2})
-	m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{0, 1, 2}, Table: make([]float64, 8)})
-	if r, _ := Choose(m); r != ADMM {
-		t.Errorf("a ternary factor: %s, want admm", r)
-	}
-	o := DefaultOptions()
-	if _, err := Solve(context.Background(), m, nil, o, nil); err == nil {
-		t.Error("TRW-S on a ternary factor: no error")
-	}
-	o.Relax = "simplex"
-	if err := o.Validate(); err == nil {
-		t.Error("unknown relaxation: no error")
-	}
-}
-
 // With Eliminate, a model whose tables fit is certified by the elimination
 // phase alone, at the brute-force optimum, evidence included; under a
 // budget too small the phase is skipped (said by an event) and the
@@ -331,38 +310,4 @@ func TestAnytimeSearcherSeam(t *testing.T) {
 	if len(res.Phases) != 2 || res.Phases[1].About != "elsewhere" || res.Phases[1].Nodes == 0 {
 		t.Fatalf("phases %+v", res.Phases)
 	}
-}
-
-// After TRW-S on a frustrated grid, with Tol 0 and a time limit: the
-// relaxation ends at its bound's stall (Converged, long before the limit),
-// and the tightening is DD-ADMM on the grid's square factors, whose bound
-// is below TRW-S's stalled one (TRW-S(LP-C) left it where it was) and
-// still above the true MAP (toulbar2's on this model is not needed: the
-// primal bounds the MAP from below, so a valid bound is at least it).
-func TestTightenAfterTRWSOnFrustratedGrid(t *testing.T) {
-	m := generate.Potts(generate.GridOptions{Height: 16, Width: 16, Labels: 4, Rho: 2, Seed: 3})
-	o := DefaultOptions()
-	o.Relax, o.Tol, o.NoSearch = TRWS, 0, true
-	o.TimeLimit = 4 * time.Second
-	res, err := Solve(context.Background(), m, nil, o, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Phases) < 2 || res.Phases[0].Phase != Relax || res.Phases[1].Phase != Tighten {
-		t.Fatalf("phases %+v, want relax then tighten", res.Phases)
-	}
-	relax, tight := res.Phases[0], res.Phases[1]
-	if relax.Status != solver.Converged {
-		t.Errorf("relax phase ended %s after %d iterations, want converged at the stall", relax.Status, relax.Iterations)
-	}
-	if !strings.Contains(tight.About, "DD-ADMM") {
-		t.Errorf("tighten phase ran %q, want DD-ADMM on cycle factors", tight.About)
-	}
-	if !(tight.Dual < relax.Dual-1e-3*math.Abs(relax.Dual)) {
-		t.Errorf("tighten bound %v, not below TRW-S's %v by 0.1%%", tight.Dual, relax.Dual)
-	}
-	if res.Dual < res.Primal-1e-9 || m.Score(res.Assignment) != res.Primal {
-		t.Errorf("bound %v below the primal %v, or the primal is not its assignment's score", res.Dual, res.Primal)
-	}
-	t.Logf("TRW-S %.6g (%d iterations), cycles %.6g, primal %.6g", relax.Dual, relax.Iterations, tight.Dual, res.Primal)
 }
