@@ -55,6 +55,14 @@ func (p *pool) modelPath(path string) (string, error) {
 	return path, nil
 }
 
+// inProc is an in-process transport, closed when the test ends (after the
+// pools started on it have stopped).
+func inProc(t *testing.T) *transport.InProc {
+	tr := transport.NewInProc()
+	t.Cleanup(func() { tr.Close() })
+	return tr
+}
+
 func newPool(t *testing.T, tr transport.Transport, names ...string) *pool {
 	p := &pool{t: t, tr: tr, cancels: map[string]context.CancelFunc{}}
 	for _, n := range names {
@@ -130,18 +138,24 @@ func hardModels() []*model.Model {
 	return append(ms, generate.Potts(generate.GridOptions{Height: 3, Width: 4, Labels: 3, Rho: 2, Seed: 3}))
 }
 
+// hardAndTinyModels is hardModels and tiny random ones (hard constraints
+// and logic factors included) drawn from the stream (seed, seed+1).
+func hardAndTinyModels(tiny int, seed uint64) []*model.Model {
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	ms := hardModels()
+	for range tiny {
+		ms = append(ms, oracle.RandomTinyModel(rng, oracle.TinyOptions{}))
+	}
+	return ms
+}
+
 // Three workers, reused job after job, certify the brute-force MAP of
 // random tiny models and frustrated grids, with subtrees of three nodes
 // handed back and forth; every progress report holds a valid bound.
 func TestRunMatchesBruteForce(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
+	tr := inProc(t)
 	newPool(t, tr, "w1", "w2", "w3")
-	rng := rand.New(rand.NewPCG(5, 6))
-	ms := hardModels()
-	for range 12 {
-		ms = append(ms, oracle.RandomTinyModel(rng, oracle.TinyOptions{}))
-	}
+	ms := hardAndTinyModels(12, 5)
 	several := 0
 	for i, m := range ms {
 		best, _, _ := oracle.BruteForceMAP(m)
@@ -175,8 +189,7 @@ func TestRunMatchesBruteForce(t *testing.T) {
 // Under evidence, with TRW-S bounds, the distributed search certifies
 // what exact.Solve certifies in one process.
 func TestRunEvidenceTRWSMatchesExact(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
+	tr := inProc(t)
 	newPool(t, tr, "w1", "w2")
 	m := generate.Ising(generate.GridOptions{Height: 4, Width: 5, Rho: 3, Seed: 9})
 	ev := model.Evidence{0: 1, 7: 0}
@@ -216,8 +229,7 @@ func (m *mute) Publish(ctx context.Context, subject string, data []byte) error {
 // subtree goes back to the queue and the other workers still certify the
 // MAP.
 func TestLostWorkerSubtreeRequeued(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
+	tr := inProc(t)
 	newPool(t, tr, "w2", "w3")
 	// The victim sorts first, so it gets the first subtree (the root),
 	// and dies as soon as it starts on it: its answer never leaves.
@@ -271,8 +283,7 @@ func victimUp(tr transport.Transport) bool {
 
 // Without workers the search fails after Wait, with a one-line error.
 func TestNoWorkers(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
+	tr := inProc(t)
 	o := testOptions(1, admmSettings(100))
 	o.Wait = 200 * time.Millisecond
 	_, _, err := Run(context.Background(), tr, hardModels()[0], nil, o, nil)
@@ -284,8 +295,7 @@ func TestNoWorkers(t *testing.T) {
 
 // A node limit stops the search with a valid bound and what it found.
 func TestRunNodeLimit(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
+	tr := inProc(t)
 	newPool(t, tr, "w1", "w2")
 	m := generate.Ising(generate.GridOptions{Height: 4, Width: 4, Rho: 3, Seed: 1})
 	best, _, _ := oracle.BruteForceMAP(m)
@@ -308,8 +318,7 @@ func TestRunNodeLimit(t *testing.T) {
 // iterations a node) that make the tree large, three workers certify the
 // optimum branch and bound certifies in one process.
 func TestRunMatchesOneProcess(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
+	tr := inProc(t)
 	newPool(t, tr, "w1", "w2", "w3")
 	ms := []*model.Model{
 		generate.Ising(generate.GridOptions{Height: 6, Width: 6, Rho: 3, Seed: 4}),
@@ -338,8 +347,7 @@ func TestRunMatchesOneProcess(t *testing.T) {
 // A time limit stops the search at once, subtrees in flight or not, with
 // a bound that is still valid (in-flight subtrees keep their bounds).
 func TestRunTimeLimit(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
+	tr := inProc(t)
 	newPool(t, tr, "w1", "w2")
 	m := generate.Ising(generate.GridOptions{Height: 6, Width: 6, Rho: 3, Seed: 4})
 	solve, _ := admmSettings(20).NodeSolver(1)
@@ -372,8 +380,7 @@ func TestRunTimeLimit(t *testing.T) {
 // poor assignment and the LP bound still ends on the brute-force MAP, its
 // bound never above the seed's; a seed that does not fit is an error.
 func TestRunSeed(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
+	tr := inProc(t)
 	m := generate.Ising(generate.GridOptions{Height: 4, Width: 4, Rho: 3, Seed: 2})
 	best, xbest, err := oracle.BruteForceMAP(m)
 	if err != nil {

@@ -85,8 +85,7 @@ func TestForgedScoreRejected(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			tr := transport.NewInProc()
-			defer tr.Close()
+			tr := inProc(t)
 			newPool(t, tr, "w1", "w2", "w3")
 			o := testOptions(3, admmSettings(20))
 			forged := forger(t, tr, m, o.Job, 2)
@@ -111,8 +110,7 @@ func TestForgedScoreRejected(t *testing.T) {
 // Garbled and misattributed messages on the answer subjects are dropped
 // without touching the search: nothing is rejected in a worker's name.
 func TestGarbledAnswersDropped(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
+	tr := inProc(t)
 	newPool(t, tr, "w1", "w2")
 	m := generate.Ising(generate.GridOptions{Height: 4, Width: 4, Rho: 3, Seed: 2})
 	o := testOptions(2, admmSettings(20))
@@ -272,8 +270,7 @@ func checkAnswers(t *testing.T, m *model.Model, g ground) {
 // A worker drops tasks it cannot trust (garbage, bad clamps, no budget,
 // NaN bounds) with a logged reason, and answers none of them.
 func TestWorkerDropsMalformedTasks(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
+	tr := inProc(t)
 	m := generate.Ising(generate.GridOptions{Height: 2, Width: 2, Rho: 1, Seed: 1})
 	var buf bytes.Buffer
 	if err := native.Write(&buf, m, native.Msgpack); err != nil {
@@ -397,8 +394,7 @@ func FuzzAnswer(f *testing.F) {
 // instead of certifying anything; it never ends infeasible (or optimal) with
 // a wrong value.
 func TestForgedClosedRootNotCertified(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
+	tr := inProc(t)
 	newPool(t, tr, "w1")
 	m := generate.Ising(generate.GridOptions{Height: 4, Width: 4, Rho: 3, Seed: 1})
 	o := testOptions(1, admmSettings(20))
