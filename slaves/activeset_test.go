@@ -156,16 +156,6 @@ func asCheckState(t testing.TB, as asSolver, o slaves.Oracle, c, u []float64, ph
 	}
 }
 
-// asErrs tracks the largest errors against the reference.
-type asErrs struct{ u, obj float64 }
-
-func (e *asErrs) add(t testing.TB, cards []int, score func([]int) float64, c []float64, eta float64, u []float64, phiq float64) {
-	t.Helper()
-	ref, ue := slavetest.CheckQUAD(t, cards, score, c, eta, u, phiq, 1e-6, 1e-9)
-	e.u = math.Max(e.u, ue)
-	e.obj = math.Max(e.obj, math.Abs(slavetest.QUADObjective(c, eta, u, phiq)-ref.Obj))
-}
-
 // Random dense factors against the reference, half solved in one call with a
 // high iteration cap, half by repeated calls with the default cap. Half the
 // cases draw c in [-3,3] (mostly vertex or low-dimensional solutions), half in

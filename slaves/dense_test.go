@@ -48,14 +48,7 @@ func TestDenseMAPRandom(t *testing.T) {
 				table[i] = 4*rng.Float64() - 2
 			}
 		}
-		w := make([]float64, dim)
-		for i := range w {
-			if it%5 == 0 {
-				w[i] = float64(rng.IntN(3))
-			} else {
-				w[i] = 6*rng.Float64() - 3
-			}
-		}
+		w := randWeights(rng, dim, it%5 == 0, 3)
 		d := slaves.NewDense(cards, table)
 		score := asTableScore(cards, table)
 		want, wy := slavetest.BruteMAP(cards, score, w)
@@ -123,19 +116,7 @@ func BenchmarkDenseMAP(b *testing.B) {
 			rng := rand.New(rand.NewPCG(1, 2))
 			table, dim := denseBenchTable(rng, sc.cards)
 			d := slaves.NewDense(sc.cards, table)
-			ws := make([][]float64, 64)
-			for i := range ws {
-				ws[i] = make([]float64, dim)
-				for k := range ws[i] {
-					ws[i][k] = 2*rng.Float64() - 1
-				}
-			}
-			y := make([]int, len(sc.cards))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				d.MAP(ws[i&63], y)
-			}
+			benchMAP(b, d.MAP, rng, dim, len(sc.cards))
 		})
 	}
 }
