@@ -3,6 +3,7 @@ package learn
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -231,19 +232,28 @@ func TestBrownCorpus(t *testing.T) {
 	t.Logf("%d full tags, %d cut", len(fullTags), len(cutTags))
 }
 
-// FuzzReadBrown: no panic; what is read writes back to the same sentences.
-func FuzzReadBrown(f *testing.F) {
-	for _, s := range []string{"The/at cat/nn ./.\n", "a/b/c d//e\n\n", "x\n", "\t\n/a b/\n", "1/2/cd\r\n"} {
+// fuzzCorpus fuzzes a corpus reader from the seeds: an input it refuses
+// must be refused by an error that names the file ("fuzz"); what it reads
+// goes to check.
+func fuzzCorpus(f *testing.F, read func(io.Reader, string) ([]Tagged, error), seeds []string, check func(t *testing.T, sents []Tagged)) {
+	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		sents, err := ReadBrown(bytes.NewReader(in), "fuzz")
+		sents, err := read(bytes.NewReader(in), "fuzz")
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "fuzz") {
 				t.Fatalf("error without the file name: %v", err)
 			}
 			return
 		}
+		check(t, sents)
+	})
+}
+
+// FuzzReadBrown: no panic; what is read writes back to the same sentences.
+func FuzzReadBrown(f *testing.F) {
+	fuzzCorpus(f, ReadBrown, []string{"The/at cat/nn ./.\n", "a/b/c d//e\n\n", "x\n", "\t\n/a b/\n", "1/2/cd\r\n"}, func(t *testing.T, sents []Tagged) {
 		var buf bytes.Buffer
 		if err := WriteBrown(&buf, sents); err != nil {
 			t.Fatal(err)
@@ -262,17 +272,7 @@ func FuzzReadBrown(f *testing.F) {
 
 // FuzzReadCoNLL: no panic, errors name the file.
 func FuzzReadCoNLL(f *testing.F) {
-	for _, s := range []string{"The DT B-NP\n\ncat NN\n", "1\tA\ta\tDET\tDT\t_\t0\troot\t_\t_\n", "# c\nx\n", "2-3\ta\n"} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, in []byte) {
-		sents, err := ReadCoNLL(bytes.NewReader(in), "fuzz")
-		if err != nil {
-			if !strings.HasPrefix(err.Error(), "fuzz") {
-				t.Fatalf("error without the file name: %v", err)
-			}
-			return
-		}
+	fuzzCorpus(f, ReadCoNLL, []string{"The DT B-NP\n\ncat NN\n", "1\tA\ta\tDET\tDT\t_\t0\troot\t_\t_\n", "# c\nx\n", "2-3\ta\n"}, func(t *testing.T, sents []Tagged) {
 		for _, s := range sents {
 			if len(s.Words) == 0 || len(s.Words) != len(s.Tags) {
 				t.Fatalf("sentence %q", s)

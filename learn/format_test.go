@@ -67,6 +67,14 @@ func TestMultilabelRoundTrip(t *testing.T) {
 
 // checkParseErrors checks that read (named name) fails on each case's input
 // with a one-line error that contains the case's want.
+// readerOf is read with its result dropped: what checkParseErrors calls.
+func readerOf[T any](read func(io.Reader) (T, error)) func(io.Reader) error {
+	return func(r io.Reader) error {
+		_, err := read(r)
+		return err
+	}
+}
+
 func checkParseErrors(t *testing.T, name string, cases []struct{ in, want string }, read func(io.Reader) error) {
 	t.Helper()
 	for _, c := range cases {
@@ -87,20 +95,14 @@ func TestParseErrors(t *testing.T) {
 		{"# ddrun multilabel labels=2\n", "want sequence"},
 		{"# ddrun sequence labels=x\n", "line 1: header field"},
 	}
-	checkParseErrors(t, "ReadSequences", seq, func(r io.Reader) error {
-		_, err := ReadSequences(r)
-		return err
-	})
+	checkParseErrors(t, "ReadSequences", seq, readerOf(ReadSequences))
 	ml := []struct{ in, want string }{
 		{"0,x 1:1\n", "line 1: field 1"},
 		{"1,1 1:1\n", "repeated"},
 		{"0 1:1\n1 5:inf\n", "line 2: field 2"},
 		{"0 -1:1\n", "line 1: field 2"},
 	}
-	checkParseErrors(t, "ReadMultilabel", ml, func(r io.Reader) error {
-		_, err := ReadMultilabel(r)
-		return err
-	})
+	checkParseErrors(t, "ReadMultilabel", ml, readerOf(ReadMultilabel))
 	wt := []struct{ in, want string }{
 		{"", "empty"},
 		{"weights\n", "line 1"},
@@ -111,10 +113,7 @@ func TestParseErrors(t *testing.T) {
 		{"ddrun-weights sequence labels=0 features=2\n", "line 1: labels=0"},
 		{"ddrun-weights sequence labels=100000 features=100000\n", "line 1"},
 	}
-	checkParseErrors(t, "ReadWeights", wt, func(r io.Reader) error {
-		_, err := ReadWeights(r)
-		return err
-	})
+	checkParseErrors(t, "ReadWeights", wt, readerOf(ReadWeights))
 }
 
 func FuzzReadSequences(f *testing.F) {

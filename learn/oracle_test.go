@@ -154,13 +154,7 @@ func TestPlantedAccuracy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acc, err := Predict(context.Background(), w, &Data{Seq: te}, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if acc.Accuracy < 0.9 {
-		t.Errorf("sequence accuracy of the planted weights %.3f, want > 0.9", acc.Accuracy)
-	}
+	acc := plantedAccuracy(t, "sequence", w, &Data{Seq: te})
 	// The chain MAP of slaves and the learn Viterbi agree: the planted
 	// weights' decoding by Viterbi gives the same count.
 	var sc SeqScratch
@@ -177,20 +171,28 @@ func TestPlantedAccuracy(t *testing.T) {
 			}
 		}
 	}
-	if got := float64(right) / float64(total); math.Abs(got-acc.Accuracy) > 1e-12 {
-		t.Errorf("Viterbi accuracy %v, slaves chain %v", got, acc.Accuracy)
+	if got := float64(right) / float64(total); math.Abs(got-acc) > 1e-12 {
+		t.Errorf("Viterbi accuracy %v, slaves chain %v", got, acc)
 	}
 	_, mte, mw, err := GenMultilabel(MLGenOptions{Labels: 12, Train: 1, Test: 80, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	macc, err := Predict(context.Background(), mw, &Data{ML: mte}, 2)
+	plantedAccuracy(t, "multilabel Hamming", mw, &Data{ML: mte})
+}
+
+// plantedAccuracy is the accuracy of the planted weights w on d (Predict),
+// which must be above 0.9.
+func plantedAccuracy(t *testing.T, what string, w *Weights, d *Data) float64 {
+	t.Helper()
+	acc, err := Predict(context.Background(), w, d, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if macc.Accuracy < 0.9 {
-		t.Errorf("multilabel Hamming accuracy of the planted weights %.3f, want > 0.9", macc.Accuracy)
+	if acc.Accuracy < 0.9 {
+		t.Errorf("%s accuracy of the planted weights %.3f, want > 0.9", what, acc.Accuracy)
 	}
+	return acc.Accuracy
 }
 
 func TestPrimalNonNegativeHinge(t *testing.T) {
