@@ -39,42 +39,34 @@ func tinyBrown(t *testing.T) string {
 	return dir
 }
 
-func TestReadBrownRoundTrip(t *testing.T) {
-	f, err := os.Open(filepath.Join(tinyBrown(t), "ca01"))
+// readTagged reads the corpus file at path with read, under its base name.
+func readTagged(t *testing.T, path string, read func(io.Reader, string) ([]Tagged, error)) []Tagged {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	sents, err := ReadBrown(f, "ca01")
+	sents, err := read(f, filepath.Base(path))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return sents
+}
+
+func TestReadBrownRoundTrip(t *testing.T) {
+	sents := readTagged(t, filepath.Join(tinyBrown(t), "ca01"), ReadBrown)
 	if len(sents) != 3 || !slices.Equal(sents[2].Words, []string{"She", "didn't", "run", "."}) || !slices.Equal(sents[2].Tags, []string{"pps", "dod+*", "vb", "."}) {
 		t.Fatalf("read %q", sents)
 	}
-	var buf bytes.Buffer
-	if err := WriteBrown(&buf, sents); err != nil {
-		t.Fatal(err)
-	}
-	again, err := ReadBrown(&buf, "written")
-	if err != nil {
-		t.Fatal(err)
-	}
+	again := writeRead(t, sents, WriteBrown, func(r io.Reader) ([]Tagged, error) { return ReadBrown(r, "written") })
 	if !reflect.DeepEqual(again, sents) {
 		t.Errorf("round trip: %q, want %q", again, sents)
 	}
 }
 
 func TestReadCoNLL(t *testing.T) {
-	f, err := os.Open("testdata/tagged.conll")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sents, err := ReadCoNLL(f, "tagged.conll")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sents := readTagged(t, "testdata/tagged.conll", ReadCoNLL)
 	want := []Tagged{
 		{Words: []string{"The", "cat", "sat"}, Tags: []string{"DT", "NN", "VBD"}},
 		{Words: []string{"Dogs", "do", "n't"}, Tags: []string{"NOUN", "AUX", "PART"}},

@@ -12,14 +12,7 @@ func TestSequencesRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	if err := WriteSequences(&b, tr); err != nil {
-		t.Fatal(err)
-	}
-	got, err := ReadSequences(&b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := writeRead(t, tr, WriteSequences, ReadSequences)
 	if got.Labels != tr.Labels || got.Features != tr.Features || got.Sentences() != tr.Sentences() || len(got.Y) != len(tr.Y) {
 		t.Fatalf("shape %d %d %d %d, want %d %d %d %d", got.Labels, got.Features, got.Sentences(), len(got.Y), tr.Labels, tr.Features, tr.Sentences(), len(tr.Y))
 	}
@@ -28,15 +21,7 @@ func TestSequencesRoundTrip(t *testing.T) {
 			t.Fatalf("feature %d differs", i)
 		}
 	}
-	b.Reset()
-	if err := WriteWeights(&b, w); err != nil {
-		t.Fatal(err)
-	}
-	w2, err := ReadWeights(&b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w2.SqNorm() != w.SqNorm() || w2.Labels != w.Labels || w2.Features != w.Features {
+	if w2 := writeRead(t, w, WriteWeights, ReadWeights); w2.SqNorm() != w.SqNorm() || w2.Labels != w.Labels || w2.Features != w.Features {
 		t.Fatalf("weights differ after round trip")
 	}
 }
@@ -46,23 +31,27 @@ func TestMultilabelRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	if err := WriteMultilabel(&b, tr); err != nil {
-		t.Fatal(err)
-	}
-	got, err := ReadMultilabel(&b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := writeRead(t, tr, WriteMultilabel, ReadMultilabel)
 	if got.Examples() != tr.Examples() || len(got.Y) != len(tr.Y) || got.Labels != tr.Labels {
 		t.Fatalf("shape differs")
 	}
-	b.Reset()
-	WriteWeights(&b, w)
-	w2, err := ReadWeights(&b)
-	if err != nil || w2.SqNorm() != w.SqNorm() {
-		t.Fatalf("weights round trip: %v", err)
+	if w2 := writeRead(t, w, WriteWeights, ReadWeights); w2.SqNorm() != w.SqNorm() {
+		t.Fatalf("weights differ after round trip")
 	}
+}
+
+// writeRead writes v with write and reads it back with read.
+func writeRead[T any](t *testing.T, v T, write func(io.Writer, T) error, read func(io.Reader) (T, error)) T {
+	t.Helper()
+	var b bytes.Buffer
+	if err := write(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	got, err := read(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 // checkParseErrors checks that read (named name) fails on each case's input
@@ -134,15 +123,7 @@ func roundTrip[T any](t *testing.T, s string, read func(io.Reader) (T, error), w
 	if err != nil {
 		return
 	}
-	var b bytes.Buffer
-	if err := write(&b, d); err != nil {
-		t.Fatal(err)
-	}
-	d2, err := read(&b)
-	if err != nil {
-		t.Fatalf("re-read: %v", err)
-	}
-	if !same(d, d2) {
+	if d2 := writeRead(t, d, write, read); !same(d, d2) {
 		t.Fatalf("round trip changed the data")
 	}
 }
