@@ -24,10 +24,7 @@ func pairGraph(n, card int, seed uint64, keep func(u, v int) bool) *model.Model 
 	for i := range cards {
 		cards[i] = card
 	}
-	m := model.New(cards)
-	for i := range m.Unary {
-		m.Unary[i] = rng.NormFloat64()
-	}
+	m := generate.GaussianUnaries(rng, cards)
 	for u := 0; u < n; u++ {
 		for v := u + 1; v < n; v++ {
 			if !keep(u, v) {
