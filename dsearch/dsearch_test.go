@@ -438,3 +438,22 @@ func TestRunSeed(t *testing.T) {
 		}
 	}
 }
+
+// Bad bounds are refused before anything is sent, each naming the option.
+func TestRunRefusesBadOptions(t *testing.T) {
+	m := generate.Ising(generate.GridOptions{Height: 2, Width: 2, Rho: 1, Seed: 1})
+	for name, bad := range map[string]func(o *Options){
+		"Tol":        func(o *Options) { o.Tol = math.NaN() },
+		"TimeLimit":  func(o *Options) { o.TimeLimit = -time.Second },
+		"MaxNodes":   func(o *Options) { o.MaxNodes = -1 },
+		"SliceNodes": func(o *Options) { o.SliceNodes = maxTaskNodes + 1 },
+		"workers":    func(o *Options) { o.Workers = 0 },
+	} {
+		o := testOptions(1, admmSettings(10))
+		bad(&o)
+		_, _, err := Run(context.Background(), inProc(t), m, nil, o, nil)
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: error %v, want one naming it", name, err)
+		}
+	}
+}
