@@ -21,10 +21,7 @@ func TestLogicModels(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mapv, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		mapv, _ := oracle.BruteMAP(t, m)
 		o := DefaultOptions()
 		o.EpsDescent = true
 		res, st := run(t, "logic", m, o, lpv, mapv)

@@ -60,10 +60,7 @@ func TestParallelMatchesBruteForce(t *testing.T) {
 	branched := 0
 	for it := 0; it < 100; it++ {
 		m := oracle.RandomTinyModel(rng, oracle.TinyOptions{})
-		best, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		best, _ := oracle.BruteMAP(t, m)
 		for _, th := range threadCounts {
 			rep := newReports(best)
 			res, st, err := SolveWarm(context.Background(), m, nil, ADMM(admmOpts(300)), Options{Tol: 1e-6, MaxNodes: 5000, Threads: th}, rep.progress)
@@ -102,10 +99,7 @@ func TestParallelOnFrustratedGrids(t *testing.T) {
 		generate.Potts(generate.GridOptions{Height: 3, Width: 4, Labels: 3, Rho: 2, Seed: 3}),
 	}
 	for g, m := range ms {
-		best, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		best, _ := oracle.BruteMAP(t, m)
 		for name, s := range map[string]WarmSolver{"admm": ADMM(admmOpts(300)), "trws": Cold(trwsSolver)} {
 			for _, th := range threadCounts {
 				rep := newReports(best)
@@ -143,10 +137,7 @@ func loose(s WarmSolver) WarmSolver {
 // solves no more nodes than allowed.
 func TestParallelStops(t *testing.T) {
 	m := generate.Ising(generate.GridOptions{Height: 4, Width: 5, Rho: 3, Seed: 7})
-	best, _, err := oracle.BruteForceMAP(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	best, _ := oracle.BruteMAP(t, m)
 	slow := func(ctx context.Context, m *model.Model, sp Subproblem) (solver.Result, *consensus.Warm, error) {
 		select {
 		case <-time.After(2 * time.Millisecond):

@@ -94,10 +94,7 @@ func TestLPCSweepIsExact(t *testing.T) {
 	}
 	decreased := 0
 	for k, m := range models {
-		mapv, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		mapv, _ := oracle.BruteMAP(t, m)
 		r := lpcRunner(t, m, lpcOpts(30))
 		for it := 0; it < 15; it++ {
 			r.forward()
@@ -137,10 +134,7 @@ func TestLPCRandomTiny(t *testing.T) {
 	for it := 0; it < 300; it++ {
 		o := oracle.TinyOptions{IntegerWeights: it%3 == 0, Soft: it%4 == 1, MaxCard: 2 + it%3, MaxFactors: 24}
 		m := tinyPairwise(rng, o)
-		mapv, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		mapv, _ := oracle.BruteMAP(t, m)
 		plain := solveChecked(t, "trws", m, testOpts(200), mapv)
 		res := solveChecked(t, "lpc", m, lpcOpts(200), mapv)
 		if res.Dual < plain.Dual-1e-6 {
@@ -167,10 +161,7 @@ func TestLPCTightensFrustratedGrids(t *testing.T) {
 	optT, optC, n := 0, 0, 0
 	for seed := int64(1); seed <= 8; seed++ {
 		for _, m := range frustrated(seed) {
-			mapv, _, err := oracle.BruteForceMAP(m)
-			if err != nil {
-				t.Fatal(err)
-			}
+			mapv, _ := oracle.BruteMAP(t, m)
 			o := testOpts(300)
 			o.BoundTol, o.BoundWindow = 1e-9, 20
 			plain := solveChecked(t, "trws", m, o, mapv)
@@ -452,10 +443,7 @@ func TestLPCCycleLPOracle(t *testing.T) {
 			mixedPotts(4, 4, 2, 2, seed),
 			mixedPotts(3, 5, 2, 1, seed),
 		} {
-			mapv, _, err := oracle.BruteForceMAP(m)
-			if err != nil {
-				t.Fatal(err)
-			}
+			mapv, _ := oracle.BruteMAP(t, m)
 			lpv := cycleLP(t, m)
 			if lpv < mapv-1e-6*(1+math.Abs(mapv)) {
 				t.Fatalf("seed %d: cycle LP %v below the MAP score %v", seed, lpv, mapv)

@@ -100,10 +100,7 @@ func TestRandomTiny(t *testing.T) {
 	for it := 0; it < 400; it++ {
 		o := oracle.TinyOptions{IntegerWeights: it%3 == 0, Soft: it%4 == 1, MaxCard: 2 + it%3}
 		m := tinyPairwise(rng, o)
-		mapv, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		mapv, _ := oracle.BruteMAP(t, m)
 		res := solveChecked(t, "tiny", m, testOpts(300), mapv)
 		counts[res.Status]++
 	}
@@ -121,10 +118,7 @@ func TestRandomTinyInfeasible(t *testing.T) {
 	infeasible, detected := 0, 0
 	for it := 0; it < 300; it++ {
 		m := tinyPairwise(rng, oracle.TinyOptions{AllowInfeasible: true, MaxFactors: 24})
-		mapv, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		mapv, _ := oracle.BruteMAP(t, m)
 		res := solveChecked(t, "tiny/infeasible", m, testOpts(100), mapv)
 		if math.IsInf(mapv, -1) {
 			infeasible++
@@ -263,10 +257,7 @@ func TestTrees(t *testing.T) {
 		default:
 			m = randomTree(rng, n, 4, it%2 == 0, false)
 		}
-		mapv, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		mapv, _ := oracle.BruteMAP(t, m)
 		opts := testOpts(5000)
 		opts.BoundTol = 0
 		opts.BoundWindow = 50
@@ -663,10 +654,7 @@ func TestThreadsBruteForceAndLP(t *testing.T) {
 	optimal := 0
 	for it := 0; it < 150; it++ {
 		m := tinyPairwise(rng, oracle.TinyOptions{MaxCard: 2 + it%3, MaxFactors: 20})
-		mapv, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		mapv, _ := oracle.BruteMAP(t, m)
 		o := testOpts(300)
 		o.Threads = 2 + it%2
 		o.Cycles = it%3 == 0 // TRW-S(LP-C) on the partitioned order too
@@ -683,10 +671,7 @@ func TestThreadsBruteForceAndLP(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mapv, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		mapv, _ := oracle.BruteMAP(t, m)
 		for _, threads := range []int{2, 3} {
 			o := testOpts(2000)
 			o.Threads = threads

@@ -28,3 +28,13 @@ func Instance(t testing.TB, rel string) (*model.Model, model.Evidence) {
 	}
 	return m, ev
 }
+
+// BruteMAP is BruteForceMAP for a test: it fails the test on an error.
+func BruteMAP(t testing.TB, m *model.Model) (best float64, x []int) {
+	t.Helper()
+	best, x, err := BruteForceMAP(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return best, x
+}
