@@ -1,7 +1,6 @@
 package consensus
 
 import (
-	"errors"
 	"math"
 	"testing"
 	"time"
@@ -19,13 +18,7 @@ func TestAgainstToulbar2(t *testing.T) {
 		gridCase{generate.Potts, generate.GridOptions{Height: 6, Width: 6, Labels: 3, Rho: 2}},
 		gridCase{generate.Ising, generate.GridOptions{Height: 8, Width: 8, Rho: 1.5}})
 	for i, m := range models {
-		opt, err := oracle.Toulbar2Optimum(m, time.Minute)
-		if errors.Is(err, oracle.ErrNoToulbar2) {
-			t.Skip("toulbar2 not installed (apt-get install toulbar2)")
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		opt := oracle.Toulbar2(t, m, time.Minute)
 		opts := DefaultOptions()
 		opts.MaxIter = 2000
 		res := solve(t, m, opts)

@@ -2,7 +2,6 @@ package exact
 
 import (
 	"context"
-	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -111,13 +110,7 @@ func TestExactBoundWhenStopped(t *testing.T) {
 func TestExactAgainstToulbar2(t *testing.T) {
 	for seed := int64(1); seed <= 3; seed++ {
 		m := generate.Potts(generate.GridOptions{Height: 6, Width: 6, Labels: 3, Rho: 2, Seed: seed})
-		opt, err := oracle.Toulbar2Optimum(m, time.Minute)
-		if errors.Is(err, oracle.ErrNoToulbar2) {
-			t.Skip("toulbar2 not installed (apt-get install toulbar2)")
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		opt := oracle.Toulbar2(t, m, time.Minute)
 		res, st, err := Solve(context.Background(), m, nil, admm(500), Options{Tol: 1e-7, MaxNodes: 3000}, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -1,7 +1,6 @@
 package trws
 
 import (
-	"errors"
 	"math"
 	"math/bits"
 	"math/rand/v2"
@@ -192,13 +191,7 @@ func TestLPCTightensFrustratedGrids(t *testing.T) {
 func TestLPCToulbar2(t *testing.T) {
 	for seed := int64(1); seed <= 3; seed++ {
 		m := generate.Ising(generate.GridOptions{Height: 10, Width: 10, Rho: 3, Seed: seed})
-		opt, err := oracle.Toulbar2Optimum(m, 20*time.Second)
-		if errors.Is(err, oracle.ErrNoToulbar2) {
-			t.Skip(err)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		opt := oracle.Toulbar2(t, m, 20*time.Second)
 		o := testOpts(300)
 		plain := solveChecked(t, "trws", m, o, opt)
 		o.Cycles = true

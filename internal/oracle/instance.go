@@ -1,8 +1,10 @@
 package oracle
 
 import (
+	"errors"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/ddrun/ddrun/internal/instances"
 	"github.com/ddrun/ddrun/model"
@@ -37,4 +39,18 @@ func BruteMAP(t testing.TB, m *model.Model) (best float64, x []int) {
 		t.Fatal(err)
 	}
 	return best, x
+}
+
+// Toulbar2 is Toulbar2Optimum for a test: it skips the test when toulbar2
+// is not installed and fails it on any other error.
+func Toulbar2(t testing.TB, m *model.Model, timeout time.Duration) float64 {
+	t.Helper()
+	opt, err := Toulbar2Optimum(m, timeout)
+	if errors.Is(err, ErrNoToulbar2) {
+		t.Skip("toulbar2 not installed (apt-get install toulbar2)")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opt
 }
