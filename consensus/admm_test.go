@@ -82,10 +82,7 @@ func seededGrids(seeds int64, cases ...gridCase) []*model.Model {
 func checkReachesLP(t *testing.T, models []*model.Model, decomps []Decomposition, more func(i int, d Decomposition, m *model.Model, res solver.Result)) {
 	t.Helper()
 	for i, m := range models {
-		lp, err := oracle.LocalPolytopeLP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		lp := oracle.LP(t, m)
 		for _, d := range decomps {
 			opts := DefaultOptions()
 			opts.Slaves = d
@@ -171,10 +168,7 @@ func TestConvergedMatchesLocalPolytopeLP(t *testing.T) {
 		cases = append(cases, namedModel{"ising3x4", m})
 	}
 	for i, c := range cases {
-		lp, err := oracle.LocalPolytopeLP(c.m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		lp := oracle.LP(t, c.m)
 		if math.IsInf(lp, -1) {
 			continue
 		}

@@ -250,10 +250,7 @@ func TestLPCPassesAfterSweep(t *testing.T) {
 		for k, m := range models {
 			mapv := math.Inf(-1)
 			if m.NumVars() <= 16 {
-				var err error
-				if mapv, _, err = oracle.BruteForceMAP(m); err != nil {
-					t.Fatal(err)
-				}
+				mapv, _ = oracle.BruteMAP(t, m)
 			}
 			r := lpcRunner(t, m, lpcOpts(100))
 			r.cycOn = true

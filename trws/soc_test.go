@@ -66,10 +66,7 @@ func TestSOCOracle(t *testing.T) {
 	for _, c := range socOracleCases {
 		m := oracle.SOCTestModel(rng, c[0], c[1], c[2])
 		mapv, want := socRefs(t, m)
-		lpv, err := oracle.LocalPolytopeLP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		lpv := oracle.LP(t, m)
 		o := socOpts(1000)
 		o.SOC = false
 		plain := solveChecked(t, "trws", m, o, mapv)
@@ -343,10 +340,7 @@ func TestSOCStallIsInTheTangents(t *testing.T) {
 			}
 		}
 		hm, K := heldModel(t, m, r.g, r.cyc.soc)
-		lpv, err := oracle.LocalPolytopeLP(hm)
-		if err != nil {
-			t.Fatal(err)
-		}
+		lpv := oracle.LP(t, hm)
 		t.Logf("%v: bound %.6f, LP-S at the held tangents + K %.6f, LP-S + SOC %.6f", c, r.dual, lpv+K, want)
 		if d := r.dual - (lpv + K); d < -1e-6 || d > 1e-6 {
 			t.Errorf("%v: bound %v, LP-S at the held tangents + K %v", c, r.dual, lpv+K)

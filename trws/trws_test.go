@@ -351,15 +351,10 @@ func TestGrids(t *testing.T) {
 	var sumGap, maxGap float64
 	within, optimal := 0, 0
 	for k, gr := range grids {
-		lp, err := oracle.LocalPolytopeLP(gr.m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		lp := oracle.LP(t, gr.m)
 		mapv := negInf // a trivially valid lower bound on the MAP score
 		if gr.m != stuck {
-			if mapv, _, err = oracle.BruteForceMAP(gr.m); err != nil {
-				t.Fatal(err)
-			}
+			mapv, _ = oracle.BruteMAP(t, gr.m)
 		}
 		opts := testOpts(3000)
 		opts.BoundTol = 1e-10
@@ -511,10 +506,7 @@ func TestPairwiseLogic(t *testing.T) {
 		{Kind: model.Pair, Vars: []int{2, 0}, Weight: 1.5},
 	}
 	mapv, _, _ := oracle.BruteForceMAP(m)
-	lp, err := oracle.LocalPolytopeLP(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lp := oracle.LP(t, m)
 	res := solveChecked(t, "logic", m, testOpts(100), mapv)
 	if !near(res.Dual, lp, 1e-6) || res.Primal != mapv {
 		t.Errorf("logic: %+v, LP %v, MAP %v", res, lp, mapv)
@@ -667,10 +659,7 @@ func TestThreadsBruteForceAndLP(t *testing.T) {
 	}
 	for seed := int64(1); seed <= 4; seed++ {
 		m := generate.Potts(generate.GridOptions{Height: 3, Width: 4, Labels: 3, Rho: 2, Seed: seed})
-		lp, err := oracle.LocalPolytopeLP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		lp := oracle.LP(t, m)
 		mapv, _ := oracle.BruteMAP(t, m)
 		for _, threads := range []int{2, 3} {
 			o := testOpts(2000)

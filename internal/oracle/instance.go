@@ -54,3 +54,13 @@ func Toulbar2(t testing.TB, m *model.Model, timeout time.Duration) float64 {
 	}
 	return opt
 }
+
+// LP is LocalPolytopeLP for a test: it fails the test on an error.
+func LP(t testing.TB, m *model.Model) float64 {
+	t.Helper()
+	v, err := LocalPolytopeLP(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
