@@ -8,10 +8,7 @@ import (
 )
 
 func TestSequencesRoundTrip(t *testing.T) {
-	tr, _, w, err := GenSequence(SeqGenOptions{Labels: 5, Train: 7, Test: 1, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, _, w := gen(t, GenSequence, SeqGenOptions{Labels: 5, Train: 7, Test: 1, Seed: 3})
 	got := writeRead(t, tr, WriteSequences, ReadSequences)
 	if got.Labels != tr.Labels || got.Features != tr.Features || got.Sentences() != tr.Sentences() || len(got.Y) != len(tr.Y) {
 		t.Fatalf("shape %d %d %d %d, want %d %d %d %d", got.Labels, got.Features, got.Sentences(), len(got.Y), tr.Labels, tr.Features, tr.Sentences(), len(tr.Y))
@@ -27,10 +24,7 @@ func TestSequencesRoundTrip(t *testing.T) {
 }
 
 func TestMultilabelRoundTrip(t *testing.T) {
-	tr, _, w, err := GenMultilabel(MLGenOptions{Labels: 6, Train: 9, Test: 1, Seed: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, _, w := gen(t, GenMultilabel, MLGenOptions{Labels: 6, Train: 9, Test: 1, Seed: 2})
 	got := writeRead(t, tr, WriteMultilabel, ReadMultilabel)
 	if got.Examples() != tr.Examples() || len(got.Y) != len(tr.Y) || got.Labels != tr.Labels {
 		t.Fatalf("shape differs")
