@@ -49,10 +49,7 @@ func dense(m *model.Model) *model.Model {
 
 // runnerFor builds a runner on m for the given threads.
 func runnerFor(b *testing.B, m *model.Model, threads int) *runner {
-	g, err := newGraph(m, threads)
-	if err != nil {
-		b.Fatal(err)
-	}
+	g := testGraph(b, m, threads)
 	o := DefaultOptions()
 	o.Threads = threads
 	return newRun(g, o)
@@ -113,15 +110,13 @@ func BenchmarkLPCIteration(b *testing.B) {
 	for _, gr := range grids {
 		for _, cycles := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/cycles=%v", gr.name, cycles), func(b *testing.B) {
-				g, err := newGraph(gr.m, 1)
-				if err != nil {
-					b.Fatal(err)
-				}
+				g := testGraph(b, gr.m, 1)
 				if cycles {
 					g.enableLPC()
 				}
 				r := newRun(g, DefaultOptions())
 				if cycles {
+					var err error
 					if r.cyc, err = newLPC(g, gr.m, 0); err != nil {
 						b.Fatal(err)
 					}

@@ -50,18 +50,13 @@ func explicitBound(c *lpc) float64 {
 // lpcRunner prepares a TRW-S(LP-C) run on m as Solve does.
 func lpcRunner(t *testing.T, m *model.Model, opts Options) *runner {
 	t.Helper()
-	red, err := model.Reduce(m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := newGraph(red.Model, opts.Threads)
-	if err != nil {
-		t.Fatal(err)
-	}
+	red := reduced(t, m)
+	g := testGraph(t, red, opts.Threads)
 	g.enableLPC()
 	r := newRun(g, opts)
 	t.Cleanup(r.close)
-	if r.cyc, err = newLPC(g, red.Model, 0); err != nil {
+	var err error
+	if r.cyc, err = newLPC(g, red, 0); err != nil {
 		t.Fatal(err)
 	}
 	return r

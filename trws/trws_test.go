@@ -158,15 +158,9 @@ func TestPassBoundIsExactDual(t *testing.T) {
 		models = append(models, tinyPairwise(rng, oracle.TinyOptions{MaxFactors: 20}))
 	}
 	for k, m := range models {
-		red, err := model.Reduce(m, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		red := reduced(t, m)
 		for _, threads := range []int{1, 2, 3} {
-			g, err := newGraph(red.Model, threads)
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := testGraph(t, red, threads)
 			if (k == 3 || k == 4) && len(g.terms) != len(g.eu) {
 				t.Fatalf("model %d: %d of %d edges kept as truncated terms", k, len(g.terms), len(g.eu))
 			}
@@ -572,10 +566,7 @@ func TestZeroAllocs(t *testing.T) {
 	// Some dense edges too.
 	m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{3, 57}, Table: make([]float64, 16)})
 	for _, threads := range []int{1, 2} {
-		g, err := newGraph(m, threads)
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := testGraph(t, m, threads)
 		o := DefaultOptions()
 		o.Threads = threads
 		r := newRun(g, o)
