@@ -23,6 +23,18 @@ func solve(t testing.TB, m *model.Model, opts Options) solver.Result {
 	return res
 }
 
+// testLocal is newLocal for a test or benchmark: it fails tb on an error
+// and stops the master's workers when tb ends.
+func testLocal(tb testing.TB, m *model.Model, plan partition.Plan, opts Options, workers int) (*master, int) {
+	tb.Helper()
+	s, entries, done, err := newLocal(m, plan, opts, workers)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(done)
+	return s, entries
+}
+
 func relClose(a, b, tol float64) bool {
 	return math.Abs(a-b) <= tol*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
 }
@@ -263,11 +275,7 @@ func TestIterationAllocatesNothing(t *testing.T) {
 	m := generate.Potts(generate.GridOptions{Height: 20, Width: 20, Labels: 4, Rho: 1, Seed: 1})
 	opts := DefaultOptions()
 	opts.Threads = 2
-	s, _, done, err := newLocal(m, partition.PerFactor(m), opts, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer done()
+	s, _ := testLocal(t, m, partition.PerFactor(m), opts, 1)
 	ctx := context.Background()
 	// Working sets grow to their steady size in the first iterations (each
 	// growth allocates once); after that an iteration allocates nothing.

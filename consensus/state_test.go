@@ -45,11 +45,7 @@ func runSaving(t *testing.T, m *model.Model, plan partition.Plan, opts Options, 
 // state st: the workers restore their parts, the coordinator resumes.
 func resumeLocal(t *testing.T, m *model.Model, plan partition.Plan, opts Options, workers int, st *State) solver.Result {
 	t.Helper()
-	s, entries, done, err := newLocal(m, plan, opts, workers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer done()
+	s, entries := testLocal(t, m, plan, opts, workers)
 	for w, l := range s.links {
 		if err := l.(LocalLink).W.Restore(&st.Parts[w]); err != nil {
 			t.Fatal(err)
@@ -109,11 +105,7 @@ func abs(x int) int {
 // Restore rejects states that do not fit the part, and non-finite ones.
 func TestRestoreRejectsBadState(t *testing.T) {
 	m := generate.Potts(generate.GridOptions{Height: 3, Width: 3, Labels: 2, Rho: 1, Seed: 1})
-	s, _, done, err := newLocal(m, mustPlan(t, m), DefaultOptions(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer done()
+	s, _ := testLocal(t, m, mustPlan(t, m), DefaultOptions(), 1)
 	w := s.links[0].(LocalLink).W
 	good := w.State()
 	short := good
