@@ -50,10 +50,7 @@ func forgeFixture(tb testing.TB, side, maxIter int) (*model.Model, Options, part
 	m := generate.Potts(generate.GridOptions{Height: side, Width: side, Labels: 3, Rho: 1, Seed: 7})
 	opts := DefaultOptions()
 	opts.MaxIter = maxIter
-	plan, err := PartitionPlan(m, opts.Slaves)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	plan := mustPlan(tb, m, opts.Slaves)
 	want, err := runLocal(context.Background(), m, plan, opts, 2, nil)
 	if err != nil {
 		tb.Fatal(err)
@@ -66,10 +63,7 @@ func forgeFixture(tb testing.TB, side, maxIter int) (*model.Model, Options, part
 // gave for rejecting answers.
 func forgedRun(t *testing.T, m *model.Model, opts Options, forge func(iter int, out *StepOut) bool) (solver.Result, []error, error) {
 	t.Helper()
-	plan, err := PartitionPlan(m, opts.Slaves)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := mustPlan(t, m, opts.Slaves)
 	s, entries := testLocal(t, m, plan, opts, 2)
 	links := make([]*forgingLink, len(s.links))
 	for w := range s.links {
