@@ -14,18 +14,24 @@ import (
 // the wall time it reports the process's CPU time per iteration
 // (cpu-ns/op, all threads), steadier than wall time on a shared machine.
 func timeIterations(b *testing.B, r *runner) {
+	b.ReportAllocs()
+	b.ReportMetric(iterationCPU(b, r), "cpu-ns/op")
+}
+
+// iterationCPU runs b.N timed iterations of r after ten untimed ones, closes
+// r and returns the CPU nanoseconds (all threads) per timed iteration.
+func iterationCPU(b *testing.B, r *runner) float64 {
 	defer r.close()
 	for range 10 {
 		r.iterate()
 	}
-	b.ReportAllocs()
 	c0 := cpuTime()
 	b.ResetTimer()
 	for range b.N {
 		r.iterate()
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
+	return float64(cpuTime()-c0) / float64(b.N)
 }
 
 // cpuTime returns the process's user and system time in nanoseconds.
@@ -136,18 +142,7 @@ func BenchmarkNodeCost(b *testing.B) {
 	for _, c := range []struct{ n, labels int }{{30, 4}, {300, 4}, {30, 8}, {150, 8}} {
 		m := dense(generate.Potts(generate.GridOptions{Height: c.n, Width: c.n, Labels: c.labels, Rho: 1, Seed: 1}))
 		b.Run(fmt.Sprintf("%dx%dL%d", c.n, c.n, c.labels), func(b *testing.B) {
-			r := runnerFor(b, m, 1)
-			defer r.close()
-			for range 10 {
-				r.iterate()
-			}
-			c0 := cpuTime()
-			b.ResetTimer()
-			for range b.N {
-				r.iterate()
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(cpuTime()-c0)/float64(b.N)/float64(c.n*c.n), "cpu-ns/node")
+			b.ReportMetric(iterationCPU(b, runnerFor(b, m, 1))/float64(c.n*c.n), "cpu-ns/node")
 		})
 	}
 }
