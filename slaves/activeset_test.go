@@ -621,22 +621,10 @@ func TestActiveSetAllocs(t *testing.T) {
 			dim += k
 		}
 		c := make([]float64, dim)
-		u := make([]float64, dim)
-		y := make([]int, len(s.Cards()))
 		for i := range c {
 			c[i] = 2*rng.Float64() - 1
 		}
-		k := 0
-		if a := testing.AllocsPerRun(200, func() {
-			k++
-			c[k%dim] += 0.01 * float64(k%7-3)
-			s.QUAD(c, 1, u)
-		}); a != 0 {
-			t.Errorf("%T QUAD: %v allocations per call", s, a)
-		}
-		if a := testing.AllocsPerRun(200, func() { s.MAP(c, y) }); a != 0 {
-			t.Errorf("%T MAP: %v allocations per call", s, a)
-		}
+		checkNoAllocs(t, "", s, c, 200, 0.01)
 	}
 }
 

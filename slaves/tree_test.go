@@ -307,16 +307,6 @@ func TestChainTreeAllocs(t *testing.T) {
 		for j := 0; j < 20; j++ {
 			s.QUAD(c, 1, u)
 		}
-		if a := testing.AllocsPerRun(100, func() { s.MAP(c, y) }); a != 0 {
-			t.Errorf("%d %T MAP: %v allocations per call", i, s, a)
-		}
-		k := 0
-		if a := testing.AllocsPerRun(100, func() {
-			k++
-			c[k%dim] += 0.001 * float64(k%7-3)
-			s.QUAD(c, 1, u)
-		}); a != 0 {
-			t.Errorf("%d %T QUAD: %v allocations per call", i, s, a)
-		}
+		checkNoAllocs(t, fmt.Sprint(i), s, c, 100, 0.001)
 	}
 }
