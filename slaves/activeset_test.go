@@ -608,6 +608,26 @@ func TestActiveSetRefactor(t *testing.T) {
 	}
 }
 
+// checkNoAllocs fails t when s's MAP at c, or its QUAD (warm-started) on
+// inputs that move by about step from c call to call, allocates; what
+// prefixes the messages. c is changed.
+func checkNoAllocs(t *testing.T, what string, s slaves.Slave, c []float64, runs int, step float64) {
+	t.Helper()
+	u := make([]float64, len(c))
+	y := make([]int, len(s.Cards()))
+	if a := testing.AllocsPerRun(runs, func() { s.MAP(c, y) }); a != 0 {
+		t.Errorf("%s %T MAP: %v allocations per call", what, s, a)
+	}
+	k := 0
+	if a := testing.AllocsPerRun(runs, func() {
+		k++
+		c[k%len(c)] += step * float64(k%7-3)
+		s.QUAD(c, 1, u)
+	}); a != 0 {
+		t.Errorf("%s %T QUAD: %v allocations per call", what, s, a)
+	}
+}
+
 // QUAD and MAP must not allocate.
 func TestActiveSetAllocs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(101, 102))
