@@ -29,12 +29,9 @@ import (
 func forger(t *testing.T, tr transport.Transport, m *model.Model, job string, n int64) *atomic.Int64 {
 	var forged atomic.Int64
 	sub, err := tr.Subscribe("ddrun."+job+".bb.task.*", func(subject string, data []byte) {
-		h, raw, err := transport.Decode(data)
-		if err != nil || h.Kind != kindTask || forged.Load() >= n {
-			return
-		}
 		var tb taskBody
-		if transport.DecodeBody(raw, &tb) != nil {
+		_, err := transport.DecodeInto(data, &tb)
+		if err != nil || forged.Load() >= n {
 			return
 		}
 		x := make([]int, m.NumVars())
@@ -365,12 +362,9 @@ func FuzzAnswer(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		h, raw, err := transport.Decode(data)
-		if err != nil || h.Kind != kindAnswer {
-			return
-		}
 		var a answerBody
-		if transport.DecodeBody(raw, &a) != nil {
+		_, err := transport.DecodeInto(data, &a)
+		if err != nil {
 			return
 		}
 		gx, score, open, err := checkAnswer(onModel(m), &a, model.Evidence{0: 1}, 10)
@@ -400,12 +394,9 @@ func TestForgedClosedRootNotCertified(t *testing.T) {
 	o := testOptions(1, admmSettings(20))
 	var forged atomic.Int64
 	sub, err := tr.Subscribe("ddrun."+o.Job+".bb.task.*", func(subject string, data []byte) {
-		h, raw, err := transport.Decode(data)
-		if err != nil || h.Kind != kindTask || forged.Load() > 0 {
-			return
-		}
 		var tb taskBody
-		if transport.DecodeBody(raw, &tb) != nil {
+		_, err := transport.DecodeInto(data, &tb)
+		if err != nil || forged.Load() > 0 {
 			return
 		}
 		worker := subject[strings.LastIndexByte(subject, '.')+1:]
