@@ -21,6 +21,18 @@ import (
 	"github.com/ddrun/ddrun/transport"
 )
 
+// forgeAnswer publishes a on tr in job as the answer of the worker whose
+// task subject is taskSubject, under sequence number seq.
+func forgeAnswer(t *testing.T, tr transport.Transport, job, taskSubject string, seq uint64, a answerBody) {
+	worker := taskSubject[strings.LastIndexByte(taskSubject, '.')+1:]
+	msg, err := transport.Encode(transport.Header{Job: job, From: worker, Seq: seq}, a)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	_ = tr.Publish(context.Background(), answerSubject(job, worker), msg)
+}
+
 // forger answers the first n tasks of job it sees, in the name of the
 // worker they went to, before the worker can: with the assignment that
 // fixes the task's clamps and puts every other variable in state 0, a
@@ -42,15 +54,8 @@ func forger(t *testing.T, tr transport.Transport, m *model.Model, job string, n 
 		if math.IsInf(score, -1) {
 			score = 0
 		}
-		worker := subject[strings.LastIndexByte(subject, '.')+1:]
-		a := answerBody{CID: tb.CID, ID: tb.ID, Primal: score + 100, X: int32sOf(x), Nodes: 1}
-		msg, err := transport.Encode(transport.Header{Job: job, From: worker, Seq: 1 << 40}, a)
-		if err != nil {
-			t.Error(err)
-			return
-		}
 		forged.Add(1)
-		_ = tr.Publish(context.Background(), answerSubject(job, worker), msg)
+		forgeAnswer(t, tr, job, subject, 1<<40, answerBody{CID: tb.CID, ID: tb.ID, Primal: score + 100, X: int32sOf(x), Nodes: 1})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -176,10 +181,8 @@ func TestSealedForgerNotHeard(t *testing.T) {
 	// every message on the task subjects with a forged answer of its own.
 	var sent atomic.Int64
 	sub, err := inner.Subscribe("ddrun."+o.Job+".bb.task.*", func(subject string, _ []byte) {
-		worker := subject[strings.LastIndexByte(subject, '.')+1:]
-		msg, _ := transport.Encode(transport.Header{Job: o.Job, From: worker}, answerBody{ID: 1, Primal: 1e9, X: make(transport.Int32s, m.NumVars())})
 		sent.Add(1)
-		_ = inner.Publish(context.Background(), answerSubject(o.Job, worker), msg)
+		forgeAnswer(t, inner, o.Job, subject, 0, answerBody{ID: 1, Primal: 1e9, X: make(transport.Int32s, m.NumVars())})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -399,14 +402,8 @@ func TestForgedClosedRootNotCertified(t *testing.T) {
 		if err != nil || forged.Load() > 0 {
 			return
 		}
-		worker := subject[strings.LastIndexByte(subject, '.')+1:]
-		msg, err := transport.Encode(transport.Header{Job: o.Job, From: worker, Seq: 1 << 40}, answerBody{CID: tb.CID, ID: tb.ID, Nodes: 1})
-		if err != nil {
-			t.Error(err)
-			return
-		}
 		forged.Add(1)
-		_ = tr.Publish(context.Background(), answerSubject(o.Job, worker), msg)
+		forgeAnswer(t, tr, o.Job, subject, 1<<40, answerBody{CID: tb.CID, ID: tb.ID, Nodes: 1})
 	})
 	if err != nil {
 		t.Fatal(err)
