@@ -3,12 +3,12 @@ package exact
 import (
 	"context"
 	"math"
-	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/oracle"
+	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
 )
 
@@ -18,12 +18,9 @@ import (
 // with and without the cutoff, and its cold variant is the plain Solver's
 // search.
 func TestExactMatchesBruteForce(t *testing.T) {
-	rng := rand.New(rand.NewPCG(21, 22))
 	gapped, branched := 0, 0
 	iters := make([]int, len(variants))
-	for it := 0; it < 150; it++ {
-		m := oracle.RandomTinyModel(rng, oracle.TinyOptions{})
-		best, _ := oracle.BruteMAP(t, m)
+	eachTinyModel(t, 21, 150, func(it int, m *model.Model, best float64) {
 		relaxed, err := admm(300)(context.Background(), m, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -59,7 +56,7 @@ func TestExactMatchesBruteForce(t *testing.T) {
 				iters[k] += st.Iterations
 			}
 		}
-	}
+	})
 	if gapped == 0 || branched == 0 {
 		t.Errorf("%d models left a gap, %d needed branching: the test proves nothing", gapped, branched)
 	}

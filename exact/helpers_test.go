@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
+	"testing"
 
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/trws"
@@ -35,6 +38,19 @@ func trwsSolver(ctx context.Context, m *model.Model, ev model.Evidence) (solver.
 }
 
 func close(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs(b)) }
+
+// eachTinyModel calls check on n random tiny models (oracle.RandomTinyModel:
+// hard constraints and logic factors included) drawn from the stream
+// (seed, seed+1), each with its brute-force MAP.
+func eachTinyModel(t *testing.T, seed uint64, n int, check func(it int, m *model.Model, best float64)) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	for it := range n {
+		m := oracle.RandomTinyModel(rng, oracle.TinyOptions{})
+		best, _ := oracle.BruteMAP(t, m)
+		check(it, m, best)
+	}
+}
 
 // certifies says what is wrong with res as a finished search's answer on m,
 // whose MAP is best (-Inf: infeasible): an infeasible model must be

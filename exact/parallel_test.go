@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -56,11 +55,8 @@ func (r *reports) progress(p solver.Progress) {
 // constraints and logic factors included, and every report along the way
 // holds a valid bound.
 func TestParallelMatchesBruteForce(t *testing.T) {
-	rng := rand.New(rand.NewPCG(41, 42))
 	branched := 0
-	for it := 0; it < 100; it++ {
-		m := oracle.RandomTinyModel(rng, oracle.TinyOptions{})
-		best, _ := oracle.BruteMAP(t, m)
+	eachTinyModel(t, 41, 100, func(it int, m *model.Model, best float64) {
 		for _, th := range threadCounts {
 			rep := newReports(best)
 			res, st, err := SolveWarm(context.Background(), m, nil, ADMM(admmOpts(300)), Options{Tol: 1e-6, MaxNodes: 5000, Threads: th}, rep.progress)
@@ -83,7 +79,7 @@ func TestParallelMatchesBruteForce(t *testing.T) {
 				t.Fatalf("model %d, %d threads: %d reports for %d nodes", it, th, rep.n, st.Nodes)
 			}
 		}
-	}
+	})
 	if branched < 5 {
 		t.Errorf("only %d models needed branching: the test proves little", branched)
 	}
