@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 
 	"github.com/ddrun/ddrun/consensus"
-	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
@@ -67,28 +65,4 @@ func certifies(m *model.Model, res solver.Result, best float64) error {
 		return fmt.Errorf("%s with primal %v, MAP %v", res.Status, res.Primal, best)
 	}
 	return nil
-}
-
-// benchGrids are frustrated grids whose relaxation leaves a gap: binary
-// spin glasses and 3-label Potts models, 6x6 and 8x8.
-func benchGrids() []*model.Model {
-	var ms []*model.Model
-	for seed := int64(1); seed <= 3; seed++ {
-		ms = append(ms,
-			generate.Ising(generate.GridOptions{Height: 6, Width: 6, Rho: 2, Seed: seed}),
-			generate.Ising(generate.GridOptions{Height: 8, Width: 8, Rho: 2, Seed: seed}),
-			generate.Potts(generate.GridOptions{Height: 6, Width: 6, Labels: 3, Rho: 2, Seed: seed}),
-		)
-	}
-	return ms
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }

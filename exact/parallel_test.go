@@ -220,62 +220,6 @@ func TestOptionsValidate(t *testing.T) {
 	}
 }
 
-// BenchmarkParallelNodes runs branch and bound with DD-ADMM bounds (warm
-// starts and cutoff, at most 500 iterations a node) to optimality on the
-// frustrated grids of benchGrids, and with a loose bound (never prunes) for
-// a fixed 200 nodes on the 8x8 grids, on 1, 2 and 4 threads. It reports per
-// thread count the medians over the grids of nodes per second and seconds
-// to certify, and the median ratio of nodes per second to one thread's.
-func BenchmarkParallelNodes(b *testing.B) {
-	grids := benchGrids()
-	for b.Loop() {
-		rate := map[int][]float64{}
-		secs := map[int][]float64{}
-		ratio := map[int][]float64{}
-		for g, m := range grids {
-			var base float64
-			var opt float64
-			for _, th := range threadCounts {
-				t0 := time.Now()
-				res, st, err := SolveWarm(context.Background(), m, nil, ADMM(admmOpts(500)), Options{Tol: 1e-6, MaxNodes: 5000, Threads: th}, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				dt := time.Since(t0).Seconds()
-				if res.Status != solver.Optimal {
-					b.Fatalf("grid %d, %d threads: %s", g, th, res.Status)
-				}
-				if th == 1 {
-					opt = res.Primal
-				} else if !close(res.Primal, opt) {
-					b.Fatalf("grid %d: one thread certified %v, %d threads %v", g, opt, th, res.Primal)
-				}
-				secs[th] = append(secs[th], dt)
-				// The node rate on a fixed budget of nodes that are all
-				// solved in full (nothing pruned).
-				t0 = time.Now()
-				_, st, err = SolveWarm(context.Background(), m, nil, loose(ADMM(admmOpts(500))), Options{MaxNodes: 200, Threads: th}, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				r := float64(st.Nodes) / time.Since(t0).Seconds()
-				if th == 1 {
-					base = r
-				}
-				rate[th] = append(rate[th], r)
-				ratio[th] = append(ratio[th], r/base)
-			}
-		}
-		for _, th := range threadCounts {
-			b.ReportMetric(median(rate[th]), fmt.Sprintf("nodes/s-%dthreads", th))
-			b.ReportMetric(median(secs[th]), fmt.Sprintf("s-to-certify-%dthreads", th))
-			if th > 1 {
-				b.ReportMetric(median(ratio[th]), fmt.Sprintf("nodes/s-%d/1", th))
-			}
-		}
-	}
-}
-
 // Without marginals, branching takes a variable of the factor the solver's
 // assignment serves worst.
 func TestBranchOnConflict(t *testing.T) {
