@@ -198,6 +198,65 @@ func TestConvergedMatchesLocalPolytopeLP(t *testing.T) {
 	}
 }
 
+// DD-ADMM on small truncated linear and quadratic grids (couplings of both
+// signs) converges to the local-polytope LP optimum computed by simplex,
+// with factor slaves (the Trunc slave's distance-transform MAP and its
+// active-set QUAD) and with chain and tree slaves (their tables).
+func TestTruncatedGridsReachTheLP(t *testing.T) {
+	models := seededGrids(2,
+		gridCase{generate.Potts, generate.GridOptions{Height: 3, Width: 3, Labels: 4, Rho: 1.5, Pair: generate.PairLinear, Trunc: 2}},
+		gridCase{generate.Potts, generate.GridOptions{Height: 3, Width: 3, Labels: 4, Rho: 1, Pair: generate.PairQuad, Trunc: 2.5}})
+	checkReachesLP(t, models, []Decomposition{PerFactor, Chains, Trees}, func(i int, d Decomposition, m *model.Model, res solver.Result) {
+		if s := m.Score(res.Assignment); res.Assignment != nil && s != res.Primal {
+			t.Errorf("model %d, %s: primal %v, assignment scores %v", i, d, res.Primal, s)
+		}
+	})
+}
+
+// On tiny models with truncated factors among the others, DD-ADMM's dual
+// bounds the brute-force MAP and its primal is an assignment's score.
+func TestTruncatedTinyModels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	kinds := []model.Kind{model.Dense, model.Potts, model.TruncLinear, model.TruncQuad, model.XOR}
+	for it := 0; it < 40; it++ {
+		m := oracle.RandomTinyModel(rng, oracle.TinyOptions{Kinds: kinds, MaxCard: 5})
+		best, res := tinyRun(t, m)
+		if res.Dual < best-1e-6*math.Max(1, math.Abs(best)) {
+			t.Fatalf("model %d: dual %v below the MAP %v", it, res.Dual, best)
+		}
+		if res.Assignment != nil && m.Score(res.Assignment) != res.Primal {
+			t.Fatalf("model %d: primal %v, assignment scores %v", it, res.Primal, m.Score(res.Assignment))
+		}
+	}
+}
+
+// Against toulbar2's exact optima on frustrated grids (where the local
+// polytope is often not tight): the dual is an upper bound, the primal a
+// lower bound, and both meet when the status says optimal.
+func TestAgainstToulbar2(t *testing.T) {
+	models := seededGrids(4,
+		gridCase{generate.Potts, generate.GridOptions{Height: 6, Width: 6, Labels: 3, Rho: 2}},
+		gridCase{generate.Ising, generate.GridOptions{Height: 8, Width: 8, Rho: 1.5}})
+	for i, m := range models {
+		opt := oracle.Toulbar2(t, m, time.Minute)
+		opts := DefaultOptions()
+		opts.MaxIter = 2000
+		res := solve(t, m, opts)
+		// toulbar2 rounds costs to 7 decimals.
+		tol := 1e-5 * math.Max(1, math.Abs(opt))
+		if res.Dual < opt-tol {
+			t.Errorf("model %d: dual %.9f below toulbar2's optimum %.9f", i, res.Dual, opt)
+		}
+		if res.Primal > opt+tol {
+			t.Errorf("model %d: primal %.9f above toulbar2's optimum %.9f", i, res.Primal, opt)
+		}
+		if res.Status == solver.Optimal && math.Abs(res.Primal-opt) > tol {
+			t.Errorf("model %d: certified %.9f, toulbar2 %.9f", i, res.Primal, opt)
+		}
+		t.Logf("model %d: %s, dual %.6f primal %.6f toulbar2 %.6f", i, res.Status, res.Dual, res.Primal, opt)
+	}
+}
+
 // Results must not depend on the number of threads (fixed reduction order).
 func TestThreadsGiveIdenticalResults(t *testing.T) {
 	m := generate.Potts(generate.GridOptions{Height: 40, Width: 40, Labels: 4, Rho: 1, Seed: 7})
