@@ -205,7 +205,7 @@ func TestAnytimePrimalSeam(t *testing.T) {
 	if calls != 1 || res.Assignment == nil || res.Assignment[0] != 1 {
 		t.Fatalf("%d calls, assignment %v: the seam's assignment broke the evidence", calls, res.Assignment)
 	}
-	best, bx := oracle.BruteMAP(t, reduceEv(m, ev))
+	best, bx := oracle.BruteMAP(t, oracle.Clamped(m, ev))
 	o.Primal = func(ctx context.Context, mm *model.Model, e model.Evidence, hint solver.Result) []int { return bx }
 	res, err = Solve(context.Background(), m, ev, o, nil)
 	if err != nil {
@@ -214,20 +214,6 @@ func TestAnytimePrimalSeam(t *testing.T) {
 	if !near(res.Primal, best) || res.Primal != m.Score(res.Assignment) {
 		t.Errorf("primal %v, want the seam's %v", res.Primal, best)
 	}
-}
-
-// reduceEv is m with evidence as a unary of -Inf on the other states.
-func reduceEv(m *model.Model, ev model.Evidence) *model.Model {
-	c := *m
-	c.Unary = append([]float64(nil), m.Unary...)
-	for v, s := range ev {
-		for k := 0; k < m.Cards[v]; k++ {
-			if k != s {
-				c.Unary[m.UnaryOff[v]+k] = math.Inf(-1)
-			}
-		}
-	}
-	return &c
 }
 
 // With Eliminate, a model whose tables fit is certified by the elimination

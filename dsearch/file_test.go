@@ -3,7 +3,6 @@ package dsearch
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/indexed"
 )
@@ -52,15 +52,7 @@ func TestRunFileMatchesBruteForce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clamped := generate.Ising(grid)
-	for v, s := range ev {
-		for k := 0; k < clamped.Cards[v]; k++ {
-			if k != s {
-				clamped.Unary[clamped.UnaryOff[v]+k] = math.Inf(-1)
-			}
-		}
-	}
-	checkCertified(t, "evidence", clamped, res)
+	checkCertified(t, "evidence", oracle.Clamped(m, ev), res)
 }
 
 // RunFile takes absolute .ddx paths only, and a worker reads the file an

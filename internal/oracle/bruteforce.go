@@ -23,6 +23,22 @@ type bfFactor struct {
 	table   []float64 // nil: evaluate with m.FactorScore
 }
 
+// Clamped is m under evidence ev as a model without evidence: the other
+// states of each observed variable get a unary of -Inf (the factors are
+// m's, shared). Its MAP is m's under ev, for BruteForceMAP.
+func Clamped(m *model.Model, ev model.Evidence) *model.Model {
+	c := *m
+	c.Unary = append([]float64(nil), m.Unary...)
+	for v, s := range ev {
+		for k := range m.Cards[v] {
+			if k != s {
+				c.Unary[m.UnaryOff[v]+k] = math.Inf(-1)
+			}
+		}
+	}
+	return &c
+}
+
 // BruteForceMAP returns an exact MAP assignment of m and its score
 // (m.Score(x) == best) by enumerating every joint assignment. It returns an
 // error if m is invalid or has more than MaxBruteForceAssignments
