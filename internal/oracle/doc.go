@@ -6,6 +6,9 @@
 // on the same simplex), a generator of random tiny models
 // ([RandomTinyModel]) to feed both, and the real instances with their
 // evidence ([Instance]; their optima are internal/instances.Optima).
+// [BruteMAP], [LP] and [Toulbar2] are the references for a test, failing
+// (or, without toulbar2, skipping) it on an error; [Clamped] states a
+// model's evidence as -Inf unaries, so that the references solve under it.
 //
 // The references share no code with the solver: they read the model only
 // through package model's definitions (Score, FactorScore, LogicSatisfied), so
