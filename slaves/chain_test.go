@@ -518,14 +518,7 @@ func TestChainNewPanics(t *testing.T) {
 		func() { slaves.NewChain([]int{2}, [][]float64{{math.NaN(), 0}}, nil) },
 		func() { slaves.NewChain([]int{2}, nil, nil).SetAlgorithm(7) },
 	} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("case %d: no panic", i)
-				}
-			}()
-			f()
-		}()
+		mustPanic(t, f, "case %d", i)
 	}
 }
 

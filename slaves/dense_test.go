@@ -80,14 +80,7 @@ func TestDenseNewPanics(t *testing.T) {
 		{[]int{2}, []float64{1, math.NaN()}},
 		{[]int{2}, []float64{math.Inf(1), 0}},
 	} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("NewDense(%v, %v) did not panic", tc.cards, tc.table)
-				}
-			}()
-			slaves.NewDense(tc.cards, tc.table)
-		}()
+		mustPanic(t, func() { slaves.NewDense(tc.cards, tc.table) }, "NewDense(%v, %v)", tc.cards, tc.table)
 	}
 }
 

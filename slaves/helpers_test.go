@@ -27,6 +27,17 @@ func benchMAP(b *testing.B, mapOf func(w []float64, y []int) float64, rng *rand.
 	}
 }
 
+// mustPanic fails t unless f panics, naming the case by format and args.
+func mustPanic(t *testing.T, f func(), format string, args ...any) {
+	t.Helper()
+	defer func() {
+		if recover() == nil {
+			t.Errorf("%s: no panic", fmt.Sprintf(format, args...))
+		}
+	}()
+	f()
+}
+
 // randWeights is n weights: small integers in {0, 1, 2} (many ties) when
 // ties, else uniform in [-spread, spread).
 func randWeights(rng *rand.Rand, n int, ties bool, spread float64) []float64 {

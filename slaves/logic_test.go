@@ -360,14 +360,7 @@ func TestLogicConstructorPanics(t *testing.T) {
 		"Pair -Inf":      func() { slaves.NewPair([4]float64{0, 0, math.Inf(-1), 0}) },
 	}
 	for name, f := range cases {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("%s: no panic", name)
-				}
-			}()
-			f()
-		}()
+		mustPanic(t, f, "%s", name)
 	}
 }
 

@@ -102,14 +102,7 @@ func TestPottsNewPanics(t *testing.T) {
 		L int
 		w float64
 	}{{0, 1}, {3, math.NaN()}, {3, math.Inf(1)}} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("NewPotts(%d, %v) did not panic", tc.L, tc.w)
-				}
-			}()
-			slaves.NewPotts(tc.L, tc.w)
-		}()
+		mustPanic(t, func() { slaves.NewPotts(tc.L, tc.w) }, "NewPotts(%d, %v)", tc.L, tc.w)
 	}
 }
 

@@ -136,14 +136,7 @@ func TestTreeNewPanics(t *testing.T) {
 		func() { slaves.NewTree([]int{2, 2}, []int{0}, [][]float64{{0, 1}, {math.Inf(1), 0}}, nil) },
 		func() { slaves.NewTree([]int{2, 2}, []int{0}, [][]float64{{0, 1}}, nil) },
 	} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("case %d: no panic", i)
-				}
-			}()
-			f()
-		}()
+		mustPanic(t, f, "case %d", i)
 	}
 }
 
