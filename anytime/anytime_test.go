@@ -4,7 +4,6 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
 
@@ -47,10 +46,7 @@ func checkRun(t *testing.T, name string, m *model.Model, res Result, best float6
 func isingMAP(t *testing.T, o generate.GridOptions) (*model.Model, float64) {
 	t.Helper()
 	m := generate.Ising(o)
-	best, _, err := oracle.BruteForceMAP(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	best, _ := oracle.BruteMAP(t, m)
 	return m, best
 }
 
@@ -112,10 +108,7 @@ func TestAnytimeMatchesBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(14, 17))
 	for it := 0; it < 60; it++ {
 		m := oracle.RandomTinyModel(rng, oracle.TinyOptions{MaxVars: 7})
-		best, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		best, _ := oracle.BruteMAP(t, m)
 		relax, _ := Choose(m)
 		o := DefaultOptions()
 		o.Relax, o.MaxIter, o.TimeLimit = relax, 1000, 20*time.Second
@@ -212,10 +205,7 @@ func TestAnytimePrimalSeam(t *testing.T) {
 	if calls != 1 || res.Assignment == nil || res.Assignment[0] != 1 {
 		t.Fatalf("%d calls, assignment %v: the seam's assignment broke the evidence", calls, res.Assignment)
 	}
-	best, bx, err := oracle.BruteForceMAP(reduceEv(m, ev))
-	if err != nil {
-		t.Fatal(err)
-	}
+	best, bx := oracle.BruteMAP(t, oracle.Clamped(m, ev))
 	o.Primal = func(ctx context.Context, mm *model.Model, e model.Evidence, hint solver.Result) []int { return bx }
 	res, err = Solve(context.Background(), m, ev, o, nil)
 	if err != nil {
@@ -223,40 +213,6 @@ func TestAnytimePrimalSeam(t *testing.T) {
 	}
 	if !near(res.Primal, best) || res.Primal != m.Score(res.Assignment) {
 		t.Errorf("primal %v, want the seam's %v", res.Primal, best)
-	}
-}
-
-// reduceEv is m with evidence as a unary of -Inf on the other states.
-func reduceEv(m *model.Model, ev model.Evidence) *model.Model {
-	c := *m
-	c.Unary = append([]float64(nil), m.Unary...)
-	for v, s := range ev {
-		for k := 0; k < m.Cards[v]; k++ {
-			if k != s {
-				c.Unary[m.UnaryOff[v]+k] = math.Inf(-1)
-			}
-		}
-	}
-	return &c
-}
-
-func TestChoose(t *testing.T) {
-	grid := generate.Potts(generate.GridOptions{Height: 3, Width: 3, Labels: 3, Rho: 1, Seed: 1})
-	if r, why := Choose(grid); r != TRWS || why == "" {
-		t.Errorf("Potts grid: %s (%s), want trws", r, why)
-	}
-	m := model.New([]int{2, 2, 2})
-	m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{0, 1, 2}, Table: make([]float64, 8)})
-	if r, _ := Choose(m); r != ADMM {
-		t.Errorf("a ternary factor: %s, want admm", r)
-	}
-	o := DefaultOptions()
-	if _, err := Solve(context.Background(), m, nil, o, nil); err == nil {
-		t.Error("TRW-S on a ternary factor: no error")
-	}
-	o.Relax = "simplex"
-	if err := o.Validate(); err == nil {
-		t.Error("unknown relaxation: no error")
 	}
 }
 
@@ -268,10 +224,7 @@ func TestEliminateFirst(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 4))
 	for i := range 30 {
 		m := oracle.RandomTinyModel(rng, oracle.TinyOptions{MaxVars: 9, Kinds: []model.Kind{model.Dense, model.Potts, model.Pair}})
-		best, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		best, _ := oracle.BruteMAP(t, m)
 		o := DefaultOptions()
 		o.Eliminate, o.MaxIter = 1<<20, 200
 		o.Relax, _ = Choose(m)
@@ -331,38 +284,4 @@ func TestAnytimeSearcherSeam(t *testing.T) {
 	if len(res.Phases) != 2 || res.Phases[1].About != "elsewhere" || res.Phases[1].Nodes == 0 {
 		t.Fatalf("phases %+v", res.Phases)
 	}
-}
-
-// After TRW-S on a frustrated grid, with Tol 0 and a time limit: the
-// relaxation ends at its bound's stall (Converged, long before the limit),
-// and the tightening is DD-ADMM on the grid's square factors, whose bound
-// is below TRW-S's stalled one (TRW-S(LP-C) left it where it was) and
-// still above the true MAP (toulbar2's on this model is not needed: the
-// primal bounds the MAP from below, so a valid bound is at least it).
-func TestTightenAfterTRWSOnFrustratedGrid(t *testing.T) {
-	m := generate.Potts(generate.GridOptions{Height: 16, Width: 16, Labels: 4, Rho: 2, Seed: 3})
-	o := DefaultOptions()
-	o.Relax, o.Tol, o.NoSearch = TRWS, 0, true
-	o.TimeLimit = 4 * time.Second
-	res, err := Solve(context.Background(), m, nil, o, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Phases) < 2 || res.Phases[0].Phase != Relax || res.Phases[1].Phase != Tighten {
-		t.Fatalf("phases %+v, want relax then tighten", res.Phases)
-	}
-	relax, tight := res.Phases[0], res.Phases[1]
-	if relax.Status != solver.Converged {
-		t.Errorf("relax phase ended %s after %d iterations, want converged at the stall", relax.Status, relax.Iterations)
-	}
-	if !strings.Contains(tight.About, "DD-ADMM") {
-		t.Errorf("tighten phase ran %q, want DD-ADMM on cycle factors", tight.About)
-	}
-	if !(tight.Dual < relax.Dual-1e-3*math.Abs(relax.Dual)) {
-		t.Errorf("tighten bound %v, not below TRW-S's %v by 0.1%%", tight.Dual, relax.Dual)
-	}
-	if res.Dual < res.Primal-1e-9 || m.Score(res.Assignment) != res.Primal {
-		t.Errorf("bound %v below the primal %v, or the primal is not its assignment's score", res.Dual, res.Primal)
-	}
-	t.Logf("TRW-S %.6g (%d iterations), cycles %.6g, primal %.6g", relax.Dual, relax.Iterations, tight.Dual, res.Primal)
 }

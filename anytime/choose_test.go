@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/instances"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/uai"
@@ -23,10 +24,7 @@ func pairGraph(n, card int, seed uint64, keep func(u, v int) bool) *model.Model 
 	for i := range cards {
 		cards[i] = card
 	}
-	m := model.New(cards)
-	for i := range m.Unary {
-		m.Unary[i] = rng.NormFloat64()
-	}
+	m := generate.GaussianUnaries(rng, cards)
 	for u := 0; u < n; u++ {
 		for v := u + 1; v < n; v++ {
 			if !keep(u, v) {
@@ -40,6 +38,28 @@ func pairGraph(n, card int, seed uint64, keep func(u, v int) bool) *model.Model 
 		}
 	}
 	return m
+}
+
+// Choose takes TRW-S on a pairwise grid and DD-ADMM with a ternary factor,
+// on which TRW-S is an error; an unknown relaxation is an option error.
+func TestChoose(t *testing.T) {
+	grid := generate.Potts(generate.GridOptions{Height: 3, Width: 3, Labels: 3, Rho: 1, Seed: 1})
+	if r, why := Choose(grid); r != TRWS || why == "" {
+		t.Errorf("Potts grid: %s (%s), want trws", r, why)
+	}
+	m := model.New([]int{2, 2, 2})
+	m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{0, 1, 2}, Table: make([]float64, 8)})
+	if r, _ := Choose(m); r != ADMM {
+		t.Errorf("a ternary factor: %s, want admm", r)
+	}
+	o := DefaultOptions()
+	if _, err := Solve(context.Background(), m, nil, o, nil); err == nil {
+		t.Error("TRW-S on a ternary factor: no error")
+	}
+	o.Relax = "simplex"
+	if err := o.Validate(); err == nil {
+		t.Error("unknown relaxation: no error")
+	}
 }
 
 // Choose takes DD-ADMM on near-complete pairwise graphs of high degree,

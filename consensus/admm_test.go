@@ -23,6 +23,18 @@ func solve(t testing.TB, m *model.Model, opts Options) solver.Result {
 	return res
 }
 
+// testLocal is newLocal for a test or benchmark: it fails tb on an error
+// and stops the master's workers when tb ends.
+func testLocal(tb testing.TB, m *model.Model, plan partition.Plan, opts Options, workers int) (*master, int) {
+	tb.Helper()
+	s, entries, done, err := newLocal(m, plan, opts, workers)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(done)
+	return s, entries
+}
+
 func relClose(a, b, tol float64) bool {
 	return math.Abs(a-b) <= tol*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
 }
@@ -82,10 +94,7 @@ func seededGrids(seeds int64, cases ...gridCase) []*model.Model {
 func checkReachesLP(t *testing.T, models []*model.Model, decomps []Decomposition, more func(i int, d Decomposition, m *model.Model, res solver.Result)) {
 	t.Helper()
 	for i, m := range models {
-		lp, err := oracle.LocalPolytopeLP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		lp := oracle.LP(t, m)
 		for _, d := range decomps {
 			opts := DefaultOptions()
 			opts.Slaves = d
@@ -107,10 +116,7 @@ func checkReachesLP(t *testing.T, models []*model.Model, decomps []Decomposition
 // DD-ADMM on it (default options, at most 300 iterations).
 func tinyRun(t *testing.T, m *model.Model) (float64, solver.Result) {
 	t.Helper()
-	best, _, err := oracle.BruteForceMAP(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	best, _ := oracle.BruteMAP(t, m)
 	opts := DefaultOptions()
 	opts.MaxIter = 300
 	return best, solve(t, m, opts)
@@ -174,10 +180,7 @@ func TestConvergedMatchesLocalPolytopeLP(t *testing.T) {
 		cases = append(cases, namedModel{"ising3x4", m})
 	}
 	for i, c := range cases {
-		lp, err := oracle.LocalPolytopeLP(c.m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		lp := oracle.LP(t, c.m)
 		if math.IsInf(lp, -1) {
 			continue
 		}
@@ -192,6 +195,65 @@ func TestConvergedMatchesLocalPolytopeLP(t *testing.T) {
 		if res.Status == solver.Converged && !relClose(res.Relaxed, lp, 1e-4) {
 			t.Errorf("%s %d: relaxed %.9g, LP optimum %.9g", c.name, i, res.Relaxed, lp)
 		}
+	}
+}
+
+// DD-ADMM on small truncated linear and quadratic grids (couplings of both
+// signs) converges to the local-polytope LP optimum computed by simplex,
+// with factor slaves (the Trunc slave's distance-transform MAP and its
+// active-set QUAD) and with chain and tree slaves (their tables).
+func TestTruncatedGridsReachTheLP(t *testing.T) {
+	models := seededGrids(2,
+		gridCase{generate.Potts, generate.GridOptions{Height: 3, Width: 3, Labels: 4, Rho: 1.5, Pair: generate.PairLinear, Trunc: 2}},
+		gridCase{generate.Potts, generate.GridOptions{Height: 3, Width: 3, Labels: 4, Rho: 1, Pair: generate.PairQuad, Trunc: 2.5}})
+	checkReachesLP(t, models, []Decomposition{PerFactor, Chains, Trees}, func(i int, d Decomposition, m *model.Model, res solver.Result) {
+		if s := m.Score(res.Assignment); res.Assignment != nil && s != res.Primal {
+			t.Errorf("model %d, %s: primal %v, assignment scores %v", i, d, res.Primal, s)
+		}
+	})
+}
+
+// On tiny models with truncated factors among the others, DD-ADMM's dual
+// bounds the brute-force MAP and its primal is an assignment's score.
+func TestTruncatedTinyModels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	kinds := []model.Kind{model.Dense, model.Potts, model.TruncLinear, model.TruncQuad, model.XOR}
+	for it := 0; it < 40; it++ {
+		m := oracle.RandomTinyModel(rng, oracle.TinyOptions{Kinds: kinds, MaxCard: 5})
+		best, res := tinyRun(t, m)
+		if res.Dual < best-1e-6*math.Max(1, math.Abs(best)) {
+			t.Fatalf("model %d: dual %v below the MAP %v", it, res.Dual, best)
+		}
+		if res.Assignment != nil && m.Score(res.Assignment) != res.Primal {
+			t.Fatalf("model %d: primal %v, assignment scores %v", it, res.Primal, m.Score(res.Assignment))
+		}
+	}
+}
+
+// Against toulbar2's exact optima on frustrated grids (where the local
+// polytope is often not tight): the dual is an upper bound, the primal a
+// lower bound, and both meet when the status says optimal.
+func TestAgainstToulbar2(t *testing.T) {
+	models := seededGrids(4,
+		gridCase{generate.Potts, generate.GridOptions{Height: 6, Width: 6, Labels: 3, Rho: 2}},
+		gridCase{generate.Ising, generate.GridOptions{Height: 8, Width: 8, Rho: 1.5}})
+	for i, m := range models {
+		opt := oracle.Toulbar2(t, m, time.Minute)
+		opts := DefaultOptions()
+		opts.MaxIter = 2000
+		res := solve(t, m, opts)
+		// toulbar2 rounds costs to 7 decimals.
+		tol := 1e-5 * math.Max(1, math.Abs(opt))
+		if res.Dual < opt-tol {
+			t.Errorf("model %d: dual %.9f below toulbar2's optimum %.9f", i, res.Dual, opt)
+		}
+		if res.Primal > opt+tol {
+			t.Errorf("model %d: primal %.9f above toulbar2's optimum %.9f", i, res.Primal, opt)
+		}
+		if res.Status == solver.Optimal && math.Abs(res.Primal-opt) > tol {
+			t.Errorf("model %d: certified %.9f, toulbar2 %.9f", i, res.Primal, opt)
+		}
+		t.Logf("model %d: %s, dual %.6f primal %.6f toulbar2 %.6f", i, res.Status, res.Dual, res.Primal, opt)
 	}
 }
 
@@ -250,21 +312,7 @@ func TestEvidenceIsRespected(t *testing.T) {
 			t.Errorf("variable %d: state %d, evidence says %d", v, res.Assignment[v], s)
 		}
 	}
-	// Brute force over the conditioned model: clamp by -Inf unaries.
-	c := *m
-	c.Unary = append([]float64(nil), m.Unary...)
-	for v, s := range ev {
-		u := c.Unary[c.UnaryOff[v]:c.UnaryOff[v+1]]
-		for k := range u {
-			if k != s {
-				u[k] = math.Inf(-1)
-			}
-		}
-	}
-	best, _, err := oracle.BruteForceMAP(&c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	best, _ := oracle.BruteMAP(t, oracle.Clamped(m, ev))
 	if res.Dual < best-1e-9 || res.Primal > best+1e-9 {
 		t.Errorf("dual %v primal %v, conditioned MAP %v", res.Dual, res.Primal, best)
 	}
@@ -275,11 +323,7 @@ func TestIterationAllocatesNothing(t *testing.T) {
 	m := generate.Potts(generate.GridOptions{Height: 20, Width: 20, Labels: 4, Rho: 1, Seed: 1})
 	opts := DefaultOptions()
 	opts.Threads = 2
-	s, _, done, err := newLocal(m, partition.PerFactor(m), opts, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer done()
+	s, _ := testLocal(t, m, partition.PerFactor(m), opts, 1)
 	ctx := context.Background()
 	// Working sets grow to their steady size in the first iterations (each
 	// growth allocates once); after that an iteration allocates nothing.

@@ -50,10 +50,7 @@ func forgeFixture(tb testing.TB, side, maxIter int) (*model.Model, Options, part
 	m := generate.Potts(generate.GridOptions{Height: side, Width: side, Labels: 3, Rho: 1, Seed: 7})
 	opts := DefaultOptions()
 	opts.MaxIter = maxIter
-	plan, err := PartitionPlan(m, opts.Slaves)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	plan := mustPlan(tb, m, opts.Slaves)
 	want, err := runLocal(context.Background(), m, plan, opts, 2, nil)
 	if err != nil {
 		tb.Fatal(err)
@@ -66,15 +63,8 @@ func forgeFixture(tb testing.TB, side, maxIter int) (*model.Model, Options, part
 // gave for rejecting answers.
 func forgedRun(t *testing.T, m *model.Model, opts Options, forge func(iter int, out *StepOut) bool) (solver.Result, []error, error) {
 	t.Helper()
-	plan, err := PartitionPlan(m, opts.Slaves)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, entries, done, err := newLocal(m, plan, opts, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer done()
+	plan := mustPlan(t, m, opts.Slaves)
+	s, entries := testLocal(t, m, plan, opts, 2)
 	links := make([]*forgingLink, len(s.links))
 	for w := range s.links {
 		links[w] = &forgingLink{w: s.links[w].(LocalLink).W}
@@ -132,17 +122,13 @@ func TestForgedAnswersAreAskedAgain(t *testing.T) {
 // run: nothing is certified.
 func TestRepeatedImpossibleBoundFails(t *testing.T) {
 	m, opts, plan, _ := forgeFixture(t, 10, 300)
-	s, entries, done, err := newLocal(m, plan, opts, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer done()
+	s, entries := testLocal(t, m, plan, opts, 2)
 	for w := range s.links {
 		s.links[w] = &forgingLink{w: s.links[w].(LocalLink).W}
 	}
 	s.links[0] = &lyingLink{s.links[0].(*forgingLink)}
 	s.checked = true
-	_, err = s.run(context.Background(), entries, nil, nil)
+	_, err := s.run(context.Background(), entries, nil, nil)
 	var be *BoundError
 	if !errors.As(err, &be) {
 		t.Fatalf("run: %v, want a BoundError", err)
@@ -162,11 +148,7 @@ func (l *lyingLink) Step(ctx context.Context, in *StepIn, out *StepOut) error {
 // a panic.
 func TestUncheckedBadAnswerFails(t *testing.T) {
 	m, opts, plan, _ := forgeFixture(t, 6, 300)
-	s, entries, done, err := newLocal(m, plan, opts, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer done()
+	s, entries := testLocal(t, m, plan, opts, 2)
 	s.links[1] = badLink{s.links[1].(LocalLink)}
 	if _, err := s.run(context.Background(), entries, nil, nil); err == nil {
 		t.Fatal("a bad answer was used")

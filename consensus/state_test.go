@@ -45,11 +45,7 @@ func runSaving(t *testing.T, m *model.Model, plan partition.Plan, opts Options, 
 // state st: the workers restore their parts, the coordinator resumes.
 func resumeLocal(t *testing.T, m *model.Model, plan partition.Plan, opts Options, workers int, st *State) solver.Result {
 	t.Helper()
-	s, entries, done, err := newLocal(m, plan, opts, workers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer done()
+	s, entries := testLocal(t, m, plan, opts, workers)
 	for w, l := range s.links {
 		if err := l.(LocalLink).W.Restore(&st.Parts[w]); err != nil {
 			t.Fatal(err)
@@ -77,10 +73,7 @@ func TestStateResumeContinues(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					plan, err := PartitionPlan(red.Model, PerFactor)
-					if err != nil {
-						t.Fatal(err)
-					}
+					plan := mustPlan(t, red.Model, PerFactor)
 					want, states := runSaving(t, red.Model, plan, opts, workers)
 					st := states[len(states)/2]
 					got := resumeLocal(t, red.Model, plan, opts, workers, st)
@@ -109,11 +102,7 @@ func abs(x int) int {
 // Restore rejects states that do not fit the part, and non-finite ones.
 func TestRestoreRejectsBadState(t *testing.T) {
 	m := generate.Potts(generate.GridOptions{Height: 3, Width: 3, Labels: 2, Rho: 1, Seed: 1})
-	s, _, done, err := newLocal(m, mustPlan(t, m), DefaultOptions(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer done()
+	s, _ := testLocal(t, m, mustPlan(t, m, PerFactor), DefaultOptions(), 1)
 	w := s.links[0].(LocalLink).W
 	good := w.State()
 	short := good
@@ -130,11 +119,12 @@ func TestRestoreRejectsBadState(t *testing.T) {
 	}
 }
 
-func mustPlan(t *testing.T, m *model.Model) partition.Plan {
-	t.Helper()
-	p, err := PartitionPlan(m, PerFactor)
+// mustPlan is PartitionPlan for a test: it fails tb on an error.
+func mustPlan(tb testing.TB, m *model.Model, d Decomposition) partition.Plan {
+	tb.Helper()
+	p, err := PartitionPlan(m, d)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return p
 }
@@ -147,7 +137,7 @@ func TestRegroupContinues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := mustPlan(t, red.Model)
+	plan := mustPlan(t, red.Model, PerFactor)
 	contiguous := func(w int) []int32 {
 		p := make([]int32, len(plan.Slaves))
 		for s := range p {

@@ -19,10 +19,7 @@ func TestSubgradientStepRules(t *testing.T) {
 			optimal := 0
 			for it := 0; it < 100; it++ {
 				m := oracle.RandomTinyModel(rng, oracle.TinyOptions{})
-				best, _, err := oracle.BruteForceMAP(m)
-				if err != nil {
-					t.Fatal(err)
-				}
+				best, _ := oracle.BruteMAP(t, m)
 				opts := DefaultOptions()
 				opts.Algo = Subgradient
 				opts.Step = rule

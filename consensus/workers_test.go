@@ -24,10 +24,7 @@ func TestWorkersMatchSingleProcess(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					plan, err := PartitionPlan(red.Model, d)
-					if err != nil {
-						t.Fatal(err)
-					}
+					plan := mustPlan(t, red.Model, d)
 					want, err := runLocal(context.Background(), red.Model, plan, opts, 1, nil)
 					if err != nil {
 						t.Fatal(err)

@@ -104,14 +104,8 @@ func TestRandomTinyBounds(t *testing.T) {
 	}
 	for it := range n {
 		m := oracle.RandomTinyModel(rng, oracle.TinyOptions{AllowInfeasible: it%5 == 4, IntegerWeights: it%3 == 2})
-		mapv, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lpv, err := oracle.LocalPolytopeLP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		mapv, _ := oracle.BruteMAP(t, m)
+		lpv := oracle.LP(t, m)
 		for _, eps := range []bool{false, true} {
 			o := DefaultOptions()
 			o.EpsDescent = eps
@@ -158,10 +152,7 @@ func TestEpsDescentReachesLP(t *testing.T) {
 		}
 		for it := range count {
 			m := g.make()
-			lpv, err := oracle.LocalPolytopeLP(m)
-			if err != nil {
-				t.Fatal(err)
-			}
+			lpv := oracle.LP(t, m)
 			mapv, _, err := oracle.BruteForceMAP(m)
 			if err != nil {
 				mapv = lpv // too big to enumerate: the LP bounds the primal

@@ -3,6 +3,7 @@ package convexmp
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/model"
@@ -13,11 +14,7 @@ import (
 // edge a table w*(+1 on the diagonal, -1 off it) with w ~ N(0,1). With
 // fullTables, every pairwise entry is drawn from N(0,1) instead.
 func spinGlass(rng *rand.Rand, side, labels int, fullTables bool) *model.Model {
-	cards := make([]int, side*side)
-	for i := range cards {
-		cards[i] = labels
-	}
-	m := generate.GaussianUnaries(rng, cards)
+	m := generate.GaussianUnaries(rng, slices.Repeat([]int{labels}, side*side))
 	for r := 0; r < side; r++ {
 		for c := 0; c < side; c++ {
 			v := r*side + c
@@ -48,11 +45,7 @@ func spinGlass(rng *rand.Rand, side, labels int, fullTables bool) *model.Model {
 // unaries from N(0,1) and on each edge w*(+1 diagonal, -1 off it), w from
 // N(0,1) with one sign flipped around the cycle at least.
 func ring(rng *rand.Rand, n, labels int) *model.Model {
-	cards := make([]int, n)
-	for i := range cards {
-		cards[i] = labels
-	}
-	m := generate.GaussianUnaries(rng, cards)
+	m := generate.GaussianUnaries(rng, slices.Repeat([]int{labels}, n))
 	for i := range n {
 		w := math.Abs(rng.NormFloat64())
 		if i == 0 {

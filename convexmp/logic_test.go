@@ -17,14 +17,8 @@ func TestLogicModels(t *testing.T) {
 	}
 	for seed := range n {
 		m := generate.Logic(generate.LogicOptions{Vars: 12, Factors: 8, Couplings: 10, MaxArity: 6, Rho: 1, Seed: int64(seed)})
-		lpv, err := oracle.LocalPolytopeLP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mapv, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		lpv := oracle.LP(t, m)
+		mapv, _ := oracle.BruteMAP(t, m)
 		o := DefaultOptions()
 		o.EpsDescent = true
 		res, st := run(t, "logic", m, o, lpv, mapv)

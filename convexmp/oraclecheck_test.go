@@ -22,10 +22,7 @@ func TestSpinGlassOracle(t *testing.T) {
 	for k := range n {
 		m := spinGlass(rand.New(rand.NewPCG(seed, uint64(k))), 10, 3, false)
 		t0 := time.Now()
-		lpv, err := oracle.LocalPolytopeLP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		lpv := oracle.LP(t, m)
 		tl := time.Since(t0)
 		o := DefaultOptions()
 		plain, _ := Solve(context.Background(), m, nil, o, nil)

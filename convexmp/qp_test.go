@@ -49,10 +49,7 @@ func TestEpsSubdifferentialQP(t *testing.T) {
 	}
 	certified, zeros := 0, 0
 	for k, m := range models {
-		lpv, err := oracle.LocalPolytopeLP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		lpv := oracle.LP(t, m)
 		p, lam, q := stall(t, m)
 		qp := newQP(p)
 		regions := float64(qp.numRegions())

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ddrun/ddrun/exact"
 	"github.com/ddrun/ddrun/internal/ratelimit"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/indexed"
@@ -110,13 +111,12 @@ func (o *Options) defaults() error {
 	if err := o.Settings.Validate(); err != nil {
 		return err
 	}
+	if err := (&exact.Options{Tol: o.Tol, TimeLimit: o.TimeLimit, MaxNodes: o.MaxNodes}).Validate(); err != nil {
+		return err
+	}
 	switch {
-	case !solver.NonNegative(o.Tol):
-		return solver.Errorf("Tol", "%v is not a finite number >= 0", o.Tol)
-	case o.TimeLimit < 0:
-		return solver.Errorf("TimeLimit", "%v is negative", o.TimeLimit)
-	case o.MaxNodes < 0 || o.SliceNodes < 0 || o.SliceNodes > maxTaskNodes:
-		return fmt.Errorf("node limits %d, %d", o.MaxNodes, o.SliceNodes)
+	case o.SliceNodes < 0 || o.SliceNodes > maxTaskNodes:
+		return fmt.Errorf("SliceNodes %d: want 0 to %d", o.SliceNodes, maxTaskNodes)
 	case o.SliceTime < 0 || o.SliceTime > maxSlice || o.Wait < 0 || o.LostAfter < 0:
 		return fmt.Errorf("negative or too long durations")
 	}
@@ -155,24 +155,10 @@ type node struct {
 	depth        int
 }
 
-type queue []*node
+// Rank orders the node in the queue.
+func (n *node) Rank() exact.Rank { return exact.Rank{Bound: n.bound, Depth: n.depth} }
 
-func (q queue) Len() int { return len(q) }
-func (q queue) Less(i, j int) bool {
-	if q[i].bound != q[j].bound {
-		return q[i].bound > q[j].bound
-	}
-	return q[i].depth > q[j].depth
-}
-func (q queue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *queue) Push(x any)   { *q = append(*q, x.(*node)) }
-func (q *queue) Pop() any {
-	old := *q
-	n := old[len(old)-1]
-	old[len(old)-1] = nil
-	*q = old[:len(old)-1]
-	return n
-}
+type queue = exact.Queue[*node]
 
 type wstate int
 

@@ -55,6 +55,14 @@ func (p *pool) modelPath(path string) (string, error) {
 	return path, nil
 }
 
+// inProc is an in-process transport, closed when the test ends (after the
+// pools started on it have stopped).
+func inProc(t *testing.T) *transport.InProc {
+	tr := transport.NewInProc()
+	t.Cleanup(func() { tr.Close() })
+	return tr
+}
+
 func newPool(t *testing.T, tr transport.Transport, names ...string) *pool {
 	p := &pool{t: t, tr: tr, cancels: map[string]context.CancelFunc{}}
 	for _, n := range names {
@@ -106,10 +114,7 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs
 // checkCertified fails unless res certifies the brute-force MAP of m.
 func checkCertified(t *testing.T, what string, m *model.Model, res solver.Result) {
 	t.Helper()
-	best, _, err := oracle.BruteForceMAP(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	best, _ := oracle.BruteMAP(t, m)
 	if math.IsInf(best, -1) {
 		if res.Status != solver.Infeasible || res.Assignment != nil {
 			t.Fatalf("%s: infeasible model reported %s", what, res.Status)
@@ -130,18 +135,24 @@ func hardModels() []*model.Model {
 	return append(ms, generate.Potts(generate.GridOptions{Height: 3, Width: 4, Labels: 3, Rho: 2, Seed: 3}))
 }
 
+// hardAndTinyModels is hardModels and tiny random ones (hard constraints
+// and logic factors included) drawn from the stream (seed, seed+1).
+func hardAndTinyModels(tiny int, seed uint64) []*model.Model {
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	ms := hardModels()
+	for range tiny {
+		ms = append(ms, oracle.RandomTinyModel(rng, oracle.TinyOptions{}))
+	}
+	return ms
+}
+
 // Three workers, reused job after job, certify the brute-force MAP of
 // random tiny models and frustrated grids, with subtrees of three nodes
 // handed back and forth; every progress report holds a valid bound.
 func TestRunMatchesBruteForce(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
+	tr := inProc(t)
 	newPool(t, tr, "w1", "w2", "w3")
-	rng := rand.New(rand.NewPCG(5, 6))
-	ms := hardModels()
-	for range 12 {
-		ms = append(ms, oracle.RandomTinyModel(rng, oracle.TinyOptions{}))
-	}
+	ms := hardAndTinyModels(12, 5)
 	several := 0
 	for i, m := range ms {
 		best, _, _ := oracle.BruteForceMAP(m)
@@ -175,8 +186,7 @@ func TestRunMatchesBruteForce(t *testing.T) {
 // Under evidence, with TRW-S bounds, the distributed search certifies
 // what exact.Solve certifies in one process.
 func TestRunEvidenceTRWSMatchesExact(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
+	tr := inProc(t)
 	newPool(t, tr, "w1", "w2")
 	m := generate.Ising(generate.GridOptions{Height: 4, Width: 5, Rho: 3, Seed: 9})
 	ev := model.Evidence{0: 1, 7: 0}
@@ -216,8 +226,7 @@ func (m *mute) Publish(ctx context.Context, subject string, data []byte) error {
 // subtree goes back to the queue and the other workers still certify the
 // MAP.
 func TestLostWorkerSubtreeRequeued(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
+	tr := inProc(t)
 	newPool(t, tr, "w2", "w3")
 	// The victim sorts first, so it gets the first subtree (the root),
 	// and dies as soon as it starts on it: its answer never leaves.
@@ -271,8 +280,7 @@ func victimUp(tr transport.Transport) bool {
 
 // Without workers the search fails after Wait, with a one-line error.
 func TestNoWorkers(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
+	tr := inProc(t)
 	o := testOptions(1, admmSettings(100))
 	o.Wait = 200 * time.Millisecond
 	_, _, err := Run(context.Background(), tr, hardModels()[0], nil, o, nil)
@@ -284,8 +292,7 @@ func TestNoWorkers(t *testing.T) {
 
 // A node limit stops the search with a valid bound and what it found.
 func TestRunNodeLimit(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
+	tr := inProc(t)
 	newPool(t, tr, "w1", "w2")
 	m := generate.Ising(generate.GridOptions{Height: 4, Width: 4, Rho: 3, Seed: 1})
 	best, _, _ := oracle.BruteForceMAP(m)
@@ -308,8 +315,7 @@ func TestRunNodeLimit(t *testing.T) {
 // iterations a node) that make the tree large, three workers certify the
 // optimum branch and bound certifies in one process.
 func TestRunMatchesOneProcess(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
+	tr := inProc(t)
 	newPool(t, tr, "w1", "w2", "w3")
 	ms := []*model.Model{
 		generate.Ising(generate.GridOptions{Height: 6, Width: 6, Rho: 3, Seed: 4}),
@@ -338,8 +344,7 @@ func TestRunMatchesOneProcess(t *testing.T) {
 // A time limit stops the search at once, subtrees in flight or not, with
 // a bound that is still valid (in-flight subtrees keep their bounds).
 func TestRunTimeLimit(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
+	tr := inProc(t)
 	newPool(t, tr, "w1", "w2")
 	m := generate.Ising(generate.GridOptions{Height: 6, Width: 6, Rho: 3, Seed: 4})
 	solve, _ := admmSettings(20).NodeSolver(1)
@@ -372,13 +377,9 @@ func TestRunTimeLimit(t *testing.T) {
 // poor assignment and the LP bound still ends on the brute-force MAP, its
 // bound never above the seed's; a seed that does not fit is an error.
 func TestRunSeed(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
+	tr := inProc(t)
 	m := generate.Ising(generate.GridOptions{Height: 4, Width: 4, Rho: 3, Seed: 2})
-	best, xbest, err := oracle.BruteForceMAP(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	best, xbest := oracle.BruteMAP(t, m)
 
 	o := testOptions(2, admmSettings(20))
 	o.Wait = 200 * time.Millisecond // no worker serves: only a closed seed ends well
@@ -393,10 +394,7 @@ func TestRunSeed(t *testing.T) {
 	}
 
 	newPool(t, tr, "w1", "w2")
-	lp, err := oracle.LocalPolytopeLP(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lp := oracle.LP(t, m)
 	if lp < best+1e-3 {
 		t.Fatalf("LP bound %v, MAP %v: no gap, the test proves little", lp, best)
 	}
@@ -428,6 +426,25 @@ func TestRunSeed(t *testing.T) {
 		o.Seed = bad
 		if _, _, err := Run(context.Background(), tr, m, ev, o, nil); err == nil || !strings.HasPrefix(err.Error(), "seed: ") {
 			t.Errorf("seed %v: err %v", bad, err)
+		}
+	}
+}
+
+// Bad bounds are refused before anything is sent, each naming the option.
+func TestRunRefusesBadOptions(t *testing.T) {
+	m := generate.Ising(generate.GridOptions{Height: 2, Width: 2, Rho: 1, Seed: 1})
+	for name, bad := range map[string]func(o *Options){
+		"Tol":        func(o *Options) { o.Tol = math.NaN() },
+		"TimeLimit":  func(o *Options) { o.TimeLimit = -time.Second },
+		"MaxNodes":   func(o *Options) { o.MaxNodes = -1 },
+		"SliceNodes": func(o *Options) { o.SliceNodes = maxTaskNodes + 1 },
+		"workers":    func(o *Options) { o.Workers = 0 },
+	} {
+		o := testOptions(1, admmSettings(10))
+		bad(&o)
+		_, _, err := Run(context.Background(), inProc(t), m, nil, o, nil)
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: error %v, want one naming it", name, err)
 		}
 	}
 }

@@ -3,8 +3,6 @@ package dsearch
 import (
 	"context"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +13,6 @@ import (
 	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/indexed"
-	"github.com/ddrun/ddrun/transport"
 )
 
 // ddxFile writes m to an indexed file in a temporary directory.
@@ -33,14 +30,9 @@ func ddxFile(t *testing.T, m *model.Model) string {
 // constraints included), under evidence too, with no answer rejected: the
 // coordinator's re-scoring from the file agrees with the workers'.
 func TestRunFileMatchesBruteForce(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
+	tr := inProc(t)
 	newPool(t, tr, "w1", "w2", "w3")
-	rng := rand.New(rand.NewPCG(7, 8))
-	ms := hardModels()
-	for range 8 {
-		ms = append(ms, oracle.RandomTinyModel(rng, oracle.TinyOptions{}))
-	}
+	ms := hardAndTinyModels(8, 7)
 	for i, m := range ms {
 		res, st, err := RunFile(context.Background(), tr, ddxFile(t, m), nil, testOptions(3, admmSettings(20)), nil)
 		if err != nil {
@@ -60,15 +52,7 @@ func TestRunFileMatchesBruteForce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clamped := generate.Ising(grid)
-	for v, s := range ev {
-		for k := 0; k < clamped.Cards[v]; k++ {
-			if k != s {
-				clamped.Unary[clamped.UnaryOff[v]+k] = math.Inf(-1)
-			}
-		}
-	}
-	checkCertified(t, "evidence", clamped, res)
+	checkCertified(t, "evidence", oracle.Clamped(m, ev), res)
 }
 
 // RunFile takes absolute .ddx paths only, and a worker reads the file an
@@ -76,8 +60,7 @@ func TestRunFileMatchesBruteForce(t *testing.T) {
 // another file at the path (a size or structure checksum that differs) is
 // refused with a one-line reason.
 func TestRunFileChecksTheFile(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
+	tr := inProc(t)
 	m := generate.Ising(generate.GridOptions{Height: 3, Width: 3, Rho: 1, Seed: 1})
 	path := ddxFile(t, m)
 	for _, bad := range []string{"m.ddx", strings.TrimSuffix(path, indexed.Ext) + ".uai"} {
@@ -120,8 +103,7 @@ func TestRunFileChecksTheFile(t *testing.T) {
 // Workers that may not read the file refuse the job, and the search ends
 // after its wait with the refusal's reason, not waiting for ever.
 func TestRunFileRefusedByEveryWorker(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
+	tr := inProc(t)
 	p := &pool{t: t, tr: tr, cancels: map[string]context.CancelFunc{}, noFiles: true}
 	p.start("w1", nil)
 	t.Cleanup(p.stop)

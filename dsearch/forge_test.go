@@ -21,6 +21,18 @@ import (
 	"github.com/ddrun/ddrun/transport"
 )
 
+// forgeAnswer publishes a on tr in job as the answer of the worker whose
+// task subject is taskSubject, under sequence number seq.
+func forgeAnswer(t *testing.T, tr transport.Transport, job, taskSubject string, seq uint64, a answerBody) {
+	worker := taskSubject[strings.LastIndexByte(taskSubject, '.')+1:]
+	msg, err := transport.Encode(transport.Header{Job: job, From: worker, Seq: seq}, a)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	_ = tr.Publish(context.Background(), answerSubject(job, worker), msg)
+}
+
 // forger answers the first n tasks of job it sees, in the name of the
 // worker they went to, before the worker can: with the assignment that
 // fixes the task's clamps and puts every other variable in state 0, a
@@ -29,12 +41,9 @@ import (
 func forger(t *testing.T, tr transport.Transport, m *model.Model, job string, n int64) *atomic.Int64 {
 	var forged atomic.Int64
 	sub, err := tr.Subscribe("ddrun."+job+".bb.task.*", func(subject string, data []byte) {
-		h, raw, err := transport.Decode(data)
-		if err != nil || h.Kind != kindTask || forged.Load() >= n {
-			return
-		}
 		var tb taskBody
-		if transport.DecodeBody(raw, &tb) != nil {
+		_, err := transport.DecodeInto(data, &tb)
+		if err != nil || forged.Load() >= n {
 			return
 		}
 		x := make([]int, m.NumVars())
@@ -45,15 +54,8 @@ func forger(t *testing.T, tr transport.Transport, m *model.Model, job string, n 
 		if math.IsInf(score, -1) {
 			score = 0
 		}
-		worker := subject[strings.LastIndexByte(subject, '.')+1:]
-		a := answerBody{CID: tb.CID, ID: tb.ID, Primal: score + 100, X: int32sOf(x), Nodes: 1}
-		msg, err := transport.Encode(transport.Header{Job: job, From: worker, Seq: 1 << 40}, a)
-		if err != nil {
-			t.Error(err)
-			return
-		}
 		forged.Add(1)
-		_ = tr.Publish(context.Background(), answerSubject(job, worker), msg)
+		forgeAnswer(t, tr, job, subject, 1<<40, answerBody{CID: tb.CID, ID: tb.ID, Primal: score + 100, X: int32sOf(x), Nodes: 1})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -85,8 +87,7 @@ func TestForgedScoreRejected(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			tr := transport.NewInProc()
-			defer tr.Close()
+			tr := inProc(t)
 			newPool(t, tr, "w1", "w2", "w3")
 			o := testOptions(3, admmSettings(20))
 			forged := forger(t, tr, m, o.Job, 2)
@@ -111,8 +112,7 @@ func TestForgedScoreRejected(t *testing.T) {
 // Garbled and misattributed messages on the answer subjects are dropped
 // without touching the search: nothing is rejected in a worker's name.
 func TestGarbledAnswersDropped(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
+	tr := inProc(t)
 	newPool(t, tr, "w1", "w2")
 	m := generate.Ising(generate.GridOptions{Height: 4, Width: 4, Rho: 3, Seed: 2})
 	o := testOptions(2, admmSettings(20))
@@ -181,10 +181,8 @@ func TestSealedForgerNotHeard(t *testing.T) {
 	// every message on the task subjects with a forged answer of its own.
 	var sent atomic.Int64
 	sub, err := inner.Subscribe("ddrun."+o.Job+".bb.task.*", func(subject string, _ []byte) {
-		worker := subject[strings.LastIndexByte(subject, '.')+1:]
-		msg, _ := transport.Encode(transport.Header{Job: o.Job, From: worker}, answerBody{ID: 1, Primal: 1e9, X: make(transport.Int32s, m.NumVars())})
 		sent.Add(1)
-		_ = inner.Publish(context.Background(), answerSubject(o.Job, worker), msg)
+		forgeAnswer(t, inner, o.Job, subject, 0, answerBody{ID: 1, Primal: 1e9, X: make(transport.Int32s, m.NumVars())})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -272,8 +270,7 @@ func checkAnswers(t *testing.T, m *model.Model, g ground) {
 // A worker drops tasks it cannot trust (garbage, bad clamps, no budget,
 // NaN bounds) with a logged reason, and answers none of them.
 func TestWorkerDropsMalformedTasks(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
+	tr := inProc(t)
 	m := generate.Ising(generate.GridOptions{Height: 2, Width: 2, Rho: 1, Seed: 1})
 	var buf bytes.Buffer
 	if err := native.Write(&buf, m, native.Msgpack); err != nil {
@@ -368,12 +365,9 @@ func FuzzAnswer(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		h, raw, err := transport.Decode(data)
-		if err != nil || h.Kind != kindAnswer {
-			return
-		}
 		var a answerBody
-		if transport.DecodeBody(raw, &a) != nil {
+		_, err := transport.DecodeInto(data, &a)
+		if err != nil {
 			return
 		}
 		gx, score, open, err := checkAnswer(onModel(m), &a, model.Evidence{0: 1}, 10)
@@ -397,29 +391,19 @@ func FuzzAnswer(f *testing.F) {
 // instead of certifying anything; it never ends infeasible (or optimal) with
 // a wrong value.
 func TestForgedClosedRootNotCertified(t *testing.T) {
-	tr := transport.NewInProc()
-	defer tr.Close()
+	tr := inProc(t)
 	newPool(t, tr, "w1")
 	m := generate.Ising(generate.GridOptions{Height: 4, Width: 4, Rho: 3, Seed: 1})
 	o := testOptions(1, admmSettings(20))
 	var forged atomic.Int64
 	sub, err := tr.Subscribe("ddrun."+o.Job+".bb.task.*", func(subject string, data []byte) {
-		h, raw, err := transport.Decode(data)
-		if err != nil || h.Kind != kindTask || forged.Load() > 0 {
-			return
-		}
 		var tb taskBody
-		if transport.DecodeBody(raw, &tb) != nil {
-			return
-		}
-		worker := subject[strings.LastIndexByte(subject, '.')+1:]
-		msg, err := transport.Encode(transport.Header{Job: o.Job, From: worker, Seq: 1 << 40}, answerBody{CID: tb.CID, ID: tb.ID, Nodes: 1})
-		if err != nil {
-			t.Error(err)
+		_, err := transport.DecodeInto(data, &tb)
+		if err != nil || forged.Load() > 0 {
 			return
 		}
 		forged.Add(1)
-		_ = tr.Publish(context.Background(), answerSubject(o.Job, worker), msg)
+		forgeAnswer(t, tr, o.Job, subject, 1<<40, answerBody{CID: tb.CID, ID: tb.ID, Nodes: 1})
 	})
 	if err != nil {
 		t.Fatal(err)

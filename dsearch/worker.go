@@ -208,12 +208,9 @@ func (s *wserver) release(name string) {
 }
 
 func (s *wserver) onBeat(_ string, data []byte) {
-	h, raw, err := transport.Decode(data)
-	if err != nil || h.Kind != kindBeat {
-		return
-	}
 	var b beatBody
-	if transport.DecodeBody(raw, &b) != nil {
+	h, err := transport.DecodeInto(data, &b)
+	if err != nil {
 		return
 	}
 	s.mu.Lock()

@@ -52,24 +52,10 @@ func randomEvidence(rng *rand.Rand, m *model.Model) model.Evidence {
 	return ev
 }
 
-// withEvidence is m with the evidence as -Inf unaries, for brute force.
-func withEvidence(m *model.Model, ev model.Evidence) *model.Model {
-	c := *m
-	c.Unary = append([]float64(nil), m.Unary...)
-	for v, s := range ev {
-		for t := range m.Cards[v] {
-			if t != s {
-				c.Unary[m.UnaryOff[v]+t] = math.Inf(-1)
-			}
-		}
-	}
-	return &c
-}
-
 // check solves m under ev with opts and compares with brute force.
 func check(t *testing.T, name string, m *model.Model, ev model.Evidence, opts Options) {
 	t.Helper()
-	want, _, err := oracle.BruteForceMAP(withEvidence(m, ev))
+	want, _, err := oracle.BruteForceMAP(oracle.Clamped(m, ev))
 	if err != nil {
 		t.Fatalf("%s: brute force: %v", name, err)
 	}
@@ -158,7 +144,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 		if !st.Exact && st.Split > 0 {
 			split++
 		}
-		if want, _, _ := oracle.BruteForceMAP(withEvidence(m, ev)); !st.Exact && st.Bound < want-1e-9*math.Max(1, math.Abs(want)) {
+		if want, _, _ := oracle.BruteForceMAP(oracle.Clamped(m, ev)); !st.Exact && st.Bound < want-1e-9*math.Max(1, math.Abs(want)) {
 			t.Fatalf("model %d: mini-bucket bound %v below the optimum %v", i, st.Bound, want)
 		}
 	}
@@ -246,5 +232,26 @@ func TestSearchWhenWorkOverMax(t *testing.T) {
 	}
 	if searched < 20 {
 		t.Fatalf("only %d of 80 models were searched", searched)
+	}
+}
+
+// On random grids too large for brute force, exact elimination and the
+// mini-bucket search agree with toulbar2.
+func TestAgainstToulbar2(t *testing.T) {
+	for seed := uint64(1); seed <= 4; seed++ {
+		m := grid(rand.New(rand.NewPCG(seed, 11)), 6, 3)
+		want := oracle.Toulbar2(t, m, 30*time.Second)
+		for _, ib := range []float64{0, 8} {
+			o := DefaultOptions()
+			o.IBound, o.Tol = ib, 0
+			res, err := Solve(context.Background(), m, nil, o, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// toulbar2 rounds costs to 7 decimals while searching.
+			if res.Status != solver.Optimal || math.Abs(res.Primal-want) > 1e-5 || res.Dual < want-1e-5 {
+				t.Fatalf("seed %d i-bound %v: status %s primal %v dual %v, toulbar2 %v", seed, ib, res.Status, res.Primal, res.Dual, want)
+			}
+		}
 	}
 }

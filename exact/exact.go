@@ -140,29 +140,10 @@ type node struct {
 	warm *consensus.Warm // the parent's final state, shared by siblings
 }
 
-type queue []*node
+// Rank orders the node in the queue.
+func (n *node) Rank() Rank { return Rank{Bound: n.bound, Depth: n.depth, Pref: n.pref} }
 
-func (q queue) Len() int { return len(q) }
-func (q queue) Less(i, j int) bool {
-	if q[i].bound != q[j].bound {
-		return q[i].bound > q[j].bound
-	}
-	if q[i].depth != q[j].depth {
-		return q[i].depth > q[j].depth
-	}
-	return q[i].pref > q[j].pref
-}
-func (q queue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *queue) Push(x any)   { *q = append(*q, x.(*node)) }
-func (q *queue) Pop() any {
-	old := *q
-	n := old[len(old)-1]
-	old[len(old)-1] = nil
-	*q = old[:len(old)-1]
-	return n
-}
-func (q queue) top() float64 { return q[0].bound }
-func (q queue) empty() bool  { return len(q) == 0 }
+type queue = Queue[*node]
 
 // Solve runs best-first branch and bound on m under evidence ev. The result
 // is Optimal only when the gap is closed; otherwise its Dual is the largest

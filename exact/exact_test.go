@@ -2,88 +2,83 @@ package exact
 
 import (
 	"context"
-	"errors"
 	"math"
-	"math/rand/v2"
 	"testing"
 	"time"
 
-	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
-	"github.com/ddrun/ddrun/trws"
 )
 
-func admm(maxIter int) Solver {
-	return func(ctx context.Context, m *model.Model, ev model.Evidence) (solver.Result, error) {
-		o := consensus.DefaultOptions()
-		o.MaxIter = maxIter
-		return consensus.Solve(ctx, m, ev, o, nil)
-	}
-}
-
-func trwsSolver(ctx context.Context, m *model.Model, ev model.Evidence) (solver.Result, error) {
-	o := trws.DefaultOptions()
-	o.MaxIter = 200
-	return trws.Solve(ctx, m, ev, o, nil)
-}
-
-func close(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs(b)) }
-
-// Exact mode certifies the brute-force MAP on random tiny models, including
-// the ones where the relaxation alone leaves a gap.
+// Exact mode certifies the brute-force MAP on random tiny models (hard
+// constraints and logic factors included), among them the ones where the
+// relaxation alone leaves a gap; so does branch and bound warm-started,
+// with and without the cutoff, and its cold variant is the plain Solver's
+// search.
 func TestExactMatchesBruteForce(t *testing.T) {
-	rng := rand.New(rand.NewPCG(21, 22))
-	gapped := 0
-	for it := 0; it < 150; it++ {
-		m := oracle.RandomTinyModel(rng, oracle.TinyOptions{})
-		best, _, err := oracle.BruteForceMAP(m)
+	gapped, branched := 0, 0
+	iters := make([]int, len(variants))
+	eachTinyModel(t, 21, 150, func(it int, m *model.Model, best float64) {
+		relaxed, err := admm(300)(context.Background(), m, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		plain, err := admm(300)(context.Background(), m, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if plain.Status != solver.Optimal {
+		if relaxed.Status != solver.Optimal {
 			gapped++
 		}
-		res, _, err := Solve(context.Background(), m, nil, admm(300), Options{Tol: 1e-6, MaxNodes: 5000}, nil)
+		plain, plainSt, err := Solve(context.Background(), m, nil, admm(300), Options{Tol: 1e-6, MaxNodes: 5000}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if math.IsInf(best, -1) {
-			if res.Status != solver.Infeasible {
-				t.Fatalf("model %d: infeasible model reported %s", it, res.Status)
+		if err := certifies(m, plain, best); err != nil {
+			t.Fatalf("model %d: %v", it, err)
+		}
+		if plainSt.Nodes > 1 {
+			branched++
+		}
+		for k, v := range variants {
+			res, st, err := SolveWarm(context.Background(), m, nil, variant(300, v.warm, v.cutoff), Options{Tol: 1e-6, MaxNodes: 5000}, nil)
+			if err != nil {
+				t.Fatal(err)
 			}
-			continue
+			if st.Iterations != res.Iterations {
+				t.Fatalf("model %d %s: stats count %d iterations, result %d", it, v.name, st.Iterations, res.Iterations)
+			}
+			if v.name == "cold" && (st != plainSt || !same(res.Primal, plain.Primal) || !same(res.Dual, plain.Dual)) {
+				t.Fatalf("model %d: cold variant %+v primal %v dual %v, Solve %+v primal %v dual %v", it, st, res.Primal, res.Dual, plainSt, plain.Primal, plain.Dual)
+			}
+			if err := certifies(m, res, best); err != nil {
+				t.Fatalf("model %d %s: %v", it, v.name, err)
+			}
+			if plainSt.Nodes > 1 && !math.IsInf(best, -1) {
+				iters[k] += st.Iterations
+			}
 		}
-		if res.Status != solver.Optimal || !close(res.Primal, best) {
-			t.Fatalf("model %d: %s with primal %v, MAP %v", it, res.Status, res.Primal, best)
-		}
-		if m.Score(res.Assignment) != res.Primal {
-			t.Fatalf("model %d: primal is not the assignment's score", it)
-		}
+	})
+	if gapped == 0 || branched == 0 {
+		t.Errorf("%d models left a gap, %d needed branching: the test proves nothing", gapped, branched)
 	}
-	if gapped == 0 {
-		t.Error("no model needed branching: the test proves nothing")
+	t.Logf("%d of 150 models left a gap", gapped)
+	for k, v := range variants {
+		t.Logf("%d models branched; DD iterations on them, %s: %d", branched, v.name, iters[k])
 	}
-	t.Logf("%d of 150 models needed branching", gapped)
 }
 
 // On frustrated grids (the local polytope is loose) exact mode with TRW-S
-// and with DD-ADMM bounds finds and certifies the brute-force optimum.
+// and with DD-ADMM bounds finds and certifies the brute-force optimum, and
+// so do warm starts, with and without the cutoff.
 func TestExactOnFrustratedGrids(t *testing.T) {
+	searches := map[string]WarmSolver{"admm": Cold(admm(500)), "trws": Cold(trwsSolver)}
+	for _, v := range variants[1:] {
+		searches[v.name] = variant(500, v.warm, v.cutoff)
+	}
 	for seed := int64(1); seed <= 3; seed++ {
 		m := generate.Ising(generate.GridOptions{Height: 4, Width: 4, Rho: 2, Seed: seed})
-		best, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for name, s := range map[string]Solver{"admm": admm(500), "trws": trwsSolver} {
-			res, st, err := Solve(context.Background(), m, nil, s, Options{Tol: 1e-6, MaxNodes: 20000}, nil)
+		best, _ := oracle.BruteMAP(t, m)
+		for name, s := range searches {
+			res, st, err := SolveWarm(context.Background(), m, nil, s, Options{Tol: 1e-6, MaxNodes: 20000}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,10 +93,7 @@ func TestExactOnFrustratedGrids(t *testing.T) {
 // A search cut short still reports a valid bound.
 func TestExactBoundWhenStopped(t *testing.T) {
 	m := generate.Ising(generate.GridOptions{Height: 4, Width: 5, Rho: 3, Seed: 7})
-	best, _, err := oracle.BruteForceMAP(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	best, _ := oracle.BruteMAP(t, m)
 	res, _, err := Solve(context.Background(), m, nil, admm(100), Options{Tol: 1e-6, MaxNodes: 3}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -115,13 +107,7 @@ func TestExactBoundWhenStopped(t *testing.T) {
 func TestExactAgainstToulbar2(t *testing.T) {
 	for seed := int64(1); seed <= 3; seed++ {
 		m := generate.Potts(generate.GridOptions{Height: 6, Width: 6, Labels: 3, Rho: 2, Seed: seed})
-		opt, err := oracle.Toulbar2Optimum(m, time.Minute)
-		if errors.Is(err, oracle.ErrNoToulbar2) {
-			t.Skip("toulbar2 not installed (apt-get install toulbar2)")
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		opt := oracle.Toulbar2(t, m, time.Minute)
 		res, st, err := Solve(context.Background(), m, nil, admm(500), Options{Tol: 1e-7, MaxNodes: 3000}, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -2,12 +2,10 @@ package exact
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/generate"
@@ -15,12 +13,6 @@ import (
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
 )
-
-func admmOpts(maxIter int) consensus.Options {
-	o := consensus.DefaultOptions()
-	o.MaxIter = maxIter
-	return o
-}
 
 // bruteUnder is the MAP score of m under evidence ev by enumeration (-Inf
 // when infeasible).
@@ -183,79 +175,6 @@ func testWarmChildBound(t *testing.T, algo consensus.Algo) {
 	}
 }
 
-// Warm-started branch and bound, with and without the cutoff, certifies the
-// brute-force MAP on random tiny models (hard constraints and logic factors
-// included), and the cold variant is the plain Solver's search.
-func TestExactWarmMatchesBruteForce(t *testing.T) {
-	rng := rand.New(rand.NewPCG(21, 22))
-	branched := 0
-	iters := make([]int, len(variants))
-	for it := 0; it < 150; it++ {
-		m := oracle.RandomTinyModel(rng, oracle.TinyOptions{})
-		best, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		plain, plainSt, err := Solve(context.Background(), m, nil, admm(300), Options{Tol: 1e-6, MaxNodes: 5000}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k, v := range variants {
-			res, st, err := SolveWarm(context.Background(), m, nil, variant(300, v.warm, v.cutoff), Options{Tol: 1e-6, MaxNodes: 5000}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st.Iterations != res.Iterations {
-				t.Fatalf("model %d %s: stats count %d iterations, result %d", it, v.name, st.Iterations, res.Iterations)
-			}
-			if v.name == "cold" && (st != plainSt || !same(res.Primal, plain.Primal) || !same(res.Dual, plain.Dual)) {
-				t.Fatalf("model %d: cold variant %+v primal %v dual %v, Solve %+v primal %v dual %v", it, st, res.Primal, res.Dual, plainSt, plain.Primal, plain.Dual)
-			}
-			if math.IsInf(best, -1) {
-				if res.Status != solver.Infeasible {
-					t.Fatalf("model %d %s: infeasible model reported %s", it, v.name, res.Status)
-				}
-				continue
-			}
-			if res.Status != solver.Optimal || !close(res.Primal, best) || m.Score(res.Assignment) != res.Primal {
-				t.Fatalf("model %d %s: %s with primal %v, MAP %v", it, v.name, res.Status, res.Primal, best)
-			}
-			if plainSt.Nodes > 1 {
-				iters[k] += st.Iterations
-			}
-		}
-		if plainSt.Nodes > 1 {
-			branched++
-		}
-	}
-	if branched == 0 {
-		t.Error("no model needed branching: the test proves nothing")
-	}
-	for k, v := range variants {
-		t.Logf("%d models branched; DD iterations on them, %s: %d", branched, v.name, iters[k])
-	}
-}
-
-// Warm starts on frustrated grids: the brute-force optimum, certified.
-func TestExactWarmOnFrustratedGrids(t *testing.T) {
-	for seed := int64(1); seed <= 3; seed++ {
-		m := generate.Ising(generate.GridOptions{Height: 4, Width: 4, Rho: 2, Seed: seed})
-		best, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range variants[1:] {
-			res, st, err := SolveWarm(context.Background(), m, nil, variant(500, v.warm, v.cutoff), Options{Tol: 1e-6, MaxNodes: 20000}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Status != solver.Optimal || !close(res.Primal, best) {
-				t.Errorf("seed %d %s: %s primal %v, MAP %v (%d nodes)", seed, v.name, res.Status, res.Primal, best, st.Nodes)
-			}
-		}
-	}
-}
-
 // Warm starts need the per-factor layout and a state of the right size.
 func TestSolveWarmRejects(t *testing.T) {
 	m := generate.Ising(generate.GridOptions{Height: 2, Width: 3, Rho: 1, Seed: 1})
@@ -272,145 +191,6 @@ func TestSolveWarmRejects(t *testing.T) {
 	}{"chains": {chains, w}, "short": {admmOpts(10), bad}} {
 		if _, _, err := consensus.SolveWarm(context.Background(), m, nil, c.o, c.w, nil); err == nil {
 			t.Errorf("%s: no error", name)
-		}
-	}
-}
-
-// benchGrids are frustrated grids whose relaxation leaves a gap: binary
-// spin glasses and 3-label Potts models, 6x6 and 8x8.
-func benchGrids() []*model.Model {
-	var ms []*model.Model
-	for seed := int64(1); seed <= 3; seed++ {
-		ms = append(ms,
-			generate.Ising(generate.GridOptions{Height: 6, Width: 6, Rho: 2, Seed: seed}),
-			generate.Ising(generate.GridOptions{Height: 8, Width: 8, Rho: 2, Seed: seed}),
-			generate.Potts(generate.GridOptions{Height: 6, Width: 6, Labels: 3, Rho: 2, Seed: seed}),
-		)
-	}
-	return ms
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
-// BenchmarkExactWarmVsCold runs branch and bound with DD-ADMM bounds
-// (at most 500 iterations a node) on frustrated grids in the four variants:
-// every node from scratch or every child from its parent's state, each
-// with and without stopping a node's run at the cutoff. It reports, per
-// variant, the medians over the grids of the total DD iterations, nodes
-// and seconds, and the medians of the per-grid ratios to the cold search.
-func BenchmarkExactWarmVsCold(b *testing.B) {
-	grids := benchGrids()
-	opts := Options{Tol: 1e-6, MaxNodes: 2000}
-	nv := len(variants)
-	for b.Loop() {
-		it, nodes, secs := make([][]float64, nv), make([][]float64, nv), make([][]float64, nv)
-		itRatio, timeRatio := make([][]float64, nv), make([][]float64, nv)
-		for g, m := range grids {
-			prim := make([]float64, nv)
-			line := ""
-			for k, v := range variants {
-				t0 := time.Now()
-				res, st, err := SolveWarm(context.Background(), m, nil, variant(500, v.warm, v.cutoff), opts, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				dt := time.Since(t0).Seconds()
-				secs[k] = append(secs[k], dt)
-				it[k] = append(it[k], float64(st.Iterations))
-				nodes[k] = append(nodes[k], float64(st.Nodes))
-				itRatio[k] = append(itRatio[k], float64(st.Iterations)/it[0][g])
-				timeRatio[k] = append(timeRatio[k], dt/secs[0][g])
-				prim[k] = res.Primal
-				if res.Status != solver.Optimal {
-					b.Errorf("grid %d %s: %s after %d nodes", g, v.name, res.Status, st.Nodes)
-				}
-				line += fmt.Sprintf(" %s %d it %d nodes %.3fs;", v.name, st.Iterations, st.Nodes, dt)
-				if !close(prim[k], prim[0]) {
-					b.Fatalf("grid %d: cold optimum %v, %s %v", g, prim[0], v.name, prim[k])
-				}
-			}
-			b.Logf("grid %d:%s", g, line)
-		}
-		for k, v := range variants {
-			b.ReportMetric(median(it[k]), v.name+"-iters")
-			b.ReportMetric(median(nodes[k]), v.name+"-nodes")
-			b.ReportMetric(median(secs[k]), v.name+"-s")
-			if k > 0 {
-				b.ReportMetric(median(itRatio[k]), v.name+"/cold-iters")
-				b.ReportMetric(median(timeRatio[k]), v.name+"/cold-s")
-			}
-		}
-	}
-}
-
-// BenchmarkWarmSameNodes isolates the warm start from its effect on the
-// tree's shape (branching follows the final marginals, which differ): it
-// runs the cold search (no cutoff) on the grids and solves every child
-// node twice, from scratch and from its parent's final state, both for at
-// most 500 iterations with no cutoff, and counts the iterations each takes
-// until its dual is within delta of the better of the two final duals. It
-// reports, for delta in {1, 0.1, 0.01}, the median over the grids of the
-// ratio of the warm to the cold totals.
-func BenchmarkWarmSameNodes(b *testing.B) {
-	deltas := []float64{1, 0.1, 0.01}
-	for b.Loop() {
-		ratios := make([][]float64, len(deltas))
-		for g, m := range benchGrids() {
-			cold, warm := make([]int, len(deltas)), make([]int, len(deltas))
-			// reach returns the first iteration whose dual is within delta
-			// of target (the iteration count when none is).
-			reach := func(duals []float64, target, delta float64) int {
-				for i, d := range duals {
-					if d <= target+delta {
-						return i + 1
-					}
-				}
-				return len(duals)
-			}
-			children := 0
-			solve := func(ctx context.Context, m *model.Model, sp Subproblem) (solver.Result, *consensus.Warm, error) {
-				o := admmOpts(500)
-				o.ProgressEvery = 0
-				var dc, dw []float64
-				rc, wc, err := consensus.SolveWarm(ctx, m, sp.Evidence, o, nil, func(p solver.Progress) { dc = append(dc, p.Dual) })
-				if err != nil || sp.Warm == nil || rc.Status == solver.Infeasible {
-					return rc, wc, err
-				}
-				rw, _, err := consensus.SolveWarm(ctx, m, sp.Evidence, o, sp.Warm, func(p solver.Progress) { dw = append(dw, p.Dual) })
-				if err != nil {
-					return rc, wc, err
-				}
-				children++
-				target := math.Min(rc.Dual, rw.Dual)
-				for k, d := range deltas {
-					cold[k] += reach(dc, target, d)
-					warm[k] += reach(dw, target, d)
-				}
-				return rc, wc, nil
-			}
-			if _, _, err := SolveWarm(context.Background(), m, nil, solve, Options{Tol: 1e-6, MaxNodes: 2000}, nil); err != nil {
-				b.Fatal(err)
-			}
-			if children == 0 {
-				continue
-			}
-			line := ""
-			for k, d := range deltas {
-				ratios[k] = append(ratios[k], float64(warm[k])/float64(cold[k]))
-				line += fmt.Sprintf(" within %g: cold %d warm %d;", d, cold[k], warm[k])
-			}
-			b.Logf("grid %d, %d children:%s", g, children, line)
-		}
-		for k, d := range deltas {
-			b.ReportMetric(median(ratios[k]), fmt.Sprintf("warm/cold-iters-to-%g", d))
 		}
 	}
 }

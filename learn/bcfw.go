@@ -74,7 +74,7 @@ func runBlocks(ctx context.Context, name string, s blockSolver, d *Data, o Optio
 	defer cancel()
 	st.reserveFirstEval(d, 1)
 	rng := rand.New(rand.NewPCG(uint64(o.Seed), 0xbcf))
-	res := Result{Algo: name, Primal: math.Inf(1), Dual: math.Inf(-1), Gap: math.Inf(1), PrimalExact: true}
+	res := Result{Run: Run{Algo: name, Primal: math.Inf(1)}, Dual: math.Inf(-1), Gap: math.Inf(1), PrimalExact: true}
 	order := make([]int, s.blocks())
 	for i := range order {
 		order[i] = i

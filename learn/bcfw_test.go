@@ -10,10 +10,7 @@ import (
 
 func tinySeq(t *testing.T, seed int64) *SeqData {
 	t.Helper()
-	tr, _, _, err := GenSequence(SeqGenOptions{Labels: 3, Features: 5, Train: 4, Test: 1, MinLen: 1, MaxLen: 3, LabelFeatures: 2, TokenFeatures: 2, Noise: 0.3, Emission: 1, Transition: 1, Seed: seed})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, _, _ := gen(t, GenSequence, SeqGenOptions{Labels: 3, Features: 5, Train: 4, Test: 1, MinLen: 1, MaxLen: 3, LabelFeatures: 2, TokenFeatures: 2, Noise: 0.3, Emission: 1, Transition: 1, Seed: seed})
 	return tr
 }
 
@@ -118,10 +115,7 @@ func mlOptimum(t *testing.T, d *MLData, C, tol float64) (lo, hi float64) {
 
 func TestBCFWAndSSGReachTheOptimumML(t *testing.T) {
 	for seed := int64(1); seed <= 2; seed++ {
-		tr, _, _, err := GenMultilabel(MLGenOptions{Labels: 4, Features: 4, Train: 5, Test: 1, LabelFeatures: 1, ExampleFeatures: 1, MeanLabels: 1.5, Noise: 0.3, Emission: 1, Interaction: 1, Seed: seed})
-		if err != nil {
-			t.Fatal(err)
-		}
+		tr, _, _ := gen(t, GenMultilabel, MLGenOptions{Labels: 4, Features: 4, Train: 5, Test: 1, LabelFeatures: 1, ExampleFeatures: 1, MeanLabels: 1.5, Noise: 0.3, Emission: 1, Interaction: 1, Seed: seed})
 		d := &Data{ML: tr}
 		const C = 1.0
 		lo, hi := mlOptimum(t, tr, C, 1e-4)
@@ -137,10 +131,7 @@ func TestBCFWAndSSGReachTheOptimumML(t *testing.T) {
 }
 
 func TestTrainersDeterministic(t *testing.T) {
-	tr, _, _, err := GenSequence(SeqGenOptions{Labels: 5, Train: 20, Test: 1, Seed: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, _, _ := gen(t, GenSequence, SeqGenOptions{Labels: 5, Train: 20, Test: 1, Seed: 4})
 	d := &Data{Seq: tr}
 	for _, a := range []Trainer{BCFW, SSG} {
 		o := Options{MaxIter: 3, Seed: 7, Average: true, RegTrans: 3}
@@ -219,10 +210,7 @@ func TestBlockRegularization(t *testing.T) {
 // above the other's dual (both bound one optimum), and both close the gap
 // to within 1% in 400 passes.
 func TestBCFWBatchedPass(t *testing.T) {
-	tr, _, _, err := GenSequence(SeqGenOptions{Labels: 6, Features: 30, Train: 200, Test: 1, MinLen: 2, MaxLen: 6, LabelFeatures: 2, TokenFeatures: 2, Noise: 0.2, Emission: 1, Transition: 1, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, _, _ := gen(t, GenSequence, SeqGenOptions{Labels: 6, Features: 30, Train: 200, Test: 1, MinLen: 2, MaxLen: 6, LabelFeatures: 2, TokenFeatures: 2, Noise: 0.2, Emission: 1, Transition: 1, Seed: 3})
 	d := &Data{Seq: tr}
 	var res [2]Result
 	for k, threads := range []int{1, 2} {
@@ -254,10 +242,7 @@ func TestBCFWBatchedPass(t *testing.T) {
 // 2% of BCFW's certified optimum bracket, as the sequential pass's is,
 // and the two primals differ by under 1%.
 func TestSSGBatchedPass(t *testing.T) {
-	tr, _, _, err := GenSequence(SeqGenOptions{Labels: 6, Features: 30, Train: 200, Test: 1, MinLen: 2, MaxLen: 6, LabelFeatures: 2, TokenFeatures: 2, Noise: 0.2, Emission: 1, Transition: 1, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, _, _ := gen(t, GenSequence, SeqGenOptions{Labels: 6, Features: 30, Train: 200, Test: 1, MinLen: 2, MaxLen: 6, LabelFeatures: 2, TokenFeatures: 2, Noise: 0.2, Emission: 1, Transition: 1, Seed: 3})
 	d := &Data{Seq: tr}
 	_, ref, err := BCFW(context.Background(), d, Options{C: 1, MaxIter: 2000, Tol: 1e-6, EvalEvery: 20, Seed: 5})
 	if err != nil {

@@ -18,10 +18,7 @@ import (
 // the same labels and RegTrans.
 func BenchmarkColgenBlockReg(b *testing.B) {
 	for _, L := range []int{45, 200} {
-		tr, te, _, err := GenSequence(SeqGenOptions{Labels: L, Train: 200, Test: 100, Seed: 1})
-		if err != nil {
-			b.Fatal(err)
-		}
+		tr, te, _ := gen(b, GenSequence, SeqGenOptions{Labels: L, Train: 200, Test: 100, Seed: 1})
 		for _, rt := range []float64{1, 10, 100} {
 			w, _, err := BCFW(context.Background(), &Data{Seq: tr}, Options{MaxIter: 20, EvalEvery: 20, RegTrans: rt})
 			if err != nil {

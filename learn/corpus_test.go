@@ -3,6 +3,7 @@ package learn
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -38,42 +39,34 @@ func tinyBrown(t *testing.T) string {
 	return dir
 }
 
-func TestReadBrownRoundTrip(t *testing.T) {
-	f, err := os.Open(filepath.Join(tinyBrown(t), "ca01"))
+// readTagged reads the corpus file at path with read, under its base name.
+func readTagged(t *testing.T, path string, read func(io.Reader, string) ([]Tagged, error)) []Tagged {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	sents, err := ReadBrown(f, "ca01")
+	sents, err := read(f, filepath.Base(path))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return sents
+}
+
+func TestReadBrownRoundTrip(t *testing.T) {
+	sents := readTagged(t, filepath.Join(tinyBrown(t), "ca01"), ReadBrown)
 	if len(sents) != 3 || !slices.Equal(sents[2].Words, []string{"She", "didn't", "run", "."}) || !slices.Equal(sents[2].Tags, []string{"pps", "dod+*", "vb", "."}) {
 		t.Fatalf("read %q", sents)
 	}
-	var buf bytes.Buffer
-	if err := WriteBrown(&buf, sents); err != nil {
-		t.Fatal(err)
-	}
-	again, err := ReadBrown(&buf, "written")
-	if err != nil {
-		t.Fatal(err)
-	}
+	again := writeRead(t, sents, WriteBrown, func(r io.Reader) ([]Tagged, error) { return ReadBrown(r, "written") })
 	if !reflect.DeepEqual(again, sents) {
 		t.Errorf("round trip: %q, want %q", again, sents)
 	}
 }
 
 func TestReadCoNLL(t *testing.T) {
-	f, err := os.Open("testdata/tagged.conll")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sents, err := ReadCoNLL(f, "tagged.conll")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sents := readTagged(t, "testdata/tagged.conll", ReadCoNLL)
 	want := []Tagged{
 		{Words: []string{"The", "cat", "sat"}, Tags: []string{"DT", "NN", "VBD"}},
 		{Words: []string{"Dogs", "do", "n't"}, Tags: []string{"NOUN", "AUX", "PART"}},
@@ -231,19 +224,28 @@ func TestBrownCorpus(t *testing.T) {
 	t.Logf("%d full tags, %d cut", len(fullTags), len(cutTags))
 }
 
-// FuzzReadBrown: no panic; what is read writes back to the same sentences.
-func FuzzReadBrown(f *testing.F) {
-	for _, s := range []string{"The/at cat/nn ./.\n", "a/b/c d//e\n\n", "x\n", "\t\n/a b/\n", "1/2/cd\r\n"} {
+// fuzzCorpus fuzzes a corpus reader from the seeds: an input it refuses
+// must be refused by an error that names the file ("fuzz"); what it reads
+// goes to check.
+func fuzzCorpus(f *testing.F, read func(io.Reader, string) ([]Tagged, error), seeds []string, check func(t *testing.T, sents []Tagged)) {
+	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		sents, err := ReadBrown(bytes.NewReader(in), "fuzz")
+		sents, err := read(bytes.NewReader(in), "fuzz")
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "fuzz") {
 				t.Fatalf("error without the file name: %v", err)
 			}
 			return
 		}
+		check(t, sents)
+	})
+}
+
+// FuzzReadBrown: no panic; what is read writes back to the same sentences.
+func FuzzReadBrown(f *testing.F) {
+	fuzzCorpus(f, ReadBrown, []string{"The/at cat/nn ./.\n", "a/b/c d//e\n\n", "x\n", "\t\n/a b/\n", "1/2/cd\r\n"}, func(t *testing.T, sents []Tagged) {
 		var buf bytes.Buffer
 		if err := WriteBrown(&buf, sents); err != nil {
 			t.Fatal(err)
@@ -262,17 +264,7 @@ func FuzzReadBrown(f *testing.F) {
 
 // FuzzReadCoNLL: no panic, errors name the file.
 func FuzzReadCoNLL(f *testing.F) {
-	for _, s := range []string{"The DT B-NP\n\ncat NN\n", "1\tA\ta\tDET\tDT\t_\t0\troot\t_\t_\n", "# c\nx\n", "2-3\ta\n"} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, in []byte) {
-		sents, err := ReadCoNLL(bytes.NewReader(in), "fuzz")
-		if err != nil {
-			if !strings.HasPrefix(err.Error(), "fuzz") {
-				t.Fatalf("error without the file name: %v", err)
-			}
-			return
-		}
+	fuzzCorpus(f, ReadCoNLL, []string{"The DT B-NP\n\ncat NN\n", "1\tA\ta\tDET\tDT\t_\t0\troot\t_\t_\n", "# c\nx\n", "2-3\ta\n"}, func(t *testing.T, sents []Tagged) {
 		for _, s := range sents {
 			if len(s.Words) == 0 || len(s.Words) != len(s.Tags) {
 				t.Fatalf("sentence %q", s)

@@ -137,26 +137,28 @@ type textReader struct {
 }
 
 // read calls line with each line of r but comments, trimmed (blank lines
-// too); a "#" line is the header of kind.
-func (tr *textReader) read(r io.Reader, kind Kind, line func(string) error) error {
+// too), which adds its rows to x (initialised here); a "#" line is the
+// header of kind. It returns the data's shape (shape, with maxLabels).
+func (tr *textReader) read(r io.Reader, kind Kind, x *Rows, maxLabels int, line func(string) error) (labels, features int, err error) {
+	x.init()
 	sc := scanner(r)
 	for sc.Scan() {
 		tr.lineNo++
 		l := strings.TrimSpace(sc.Text())
 		if strings.HasPrefix(l, "#") {
 			if err := headerOf(l, tr.lineNo, kind, &tr.hdrL, &tr.hdrF); err != nil {
-				return err
+				return 0, 0, err
 			}
 			continue
 		}
 		if err := line(l); err != nil {
-			return err
+			return 0, 0, err
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("line %d: %w", tr.lineNo+1, err)
+		return 0, 0, fmt.Errorf("line %d: %w", tr.lineNo+1, err)
 	}
-	return nil
+	return tr.shape(maxLabels)
 }
 
 // row parses fields (field number first onwards) as the features of a new
@@ -196,9 +198,8 @@ func (tr *textReader) shape(maxLabels int) (labels, features int, err error) {
 // ReadSequences parses the CoNLL-style sequence format.
 func ReadSequences(r io.Reader) (*SeqData, error) {
 	d := &SeqData{Start: []int{0}}
-	d.X.init()
 	var tr textReader
-	err := tr.read(r, KindSequence, func(line string) error {
+	labels, features, err := tr.read(r, KindSequence, &d.X, math.MaxInt, func(line string) error {
 		if line == "" {
 			if n := len(d.Y); n > d.Start[len(d.Start)-1] {
 				d.Start = append(d.Start, n)
@@ -223,9 +224,7 @@ func ReadSequences(r io.Reader) (*SeqData, error) {
 	if n := len(d.Y); n > d.Start[len(d.Start)-1] {
 		d.Start = append(d.Start, n)
 	}
-	if d.Labels, d.Features, err = tr.shape(math.MaxInt); err != nil {
-		return nil, err
-	}
+	d.Labels, d.Features = labels, features
 	return d, nil
 }
 
@@ -260,9 +259,8 @@ func writeFeatures(bw *bufio.Writer, x *Rows, r int) {
 // ReadMultilabel parses LIBSVM's multilabel format.
 func ReadMultilabel(r io.Reader) (*MLData, error) {
 	d := &MLData{YOff: []int{0}}
-	d.X.init()
 	var tr textReader
-	err := tr.read(r, KindMultilabel, func(line string) error {
+	labels, features, err := tr.read(r, KindMultilabel, &d.X, 1<<16, func(line string) error {
 		if line == "" {
 			return nil
 		}
@@ -294,9 +292,7 @@ func ReadMultilabel(r io.Reader) (*MLData, error) {
 	if err != nil {
 		return nil, err
 	}
-	if d.Labels, d.Features, err = tr.shape(1 << 16); err != nil {
-		return nil, err
-	}
+	d.Labels, d.Features = labels, features
 	return d, nil
 }
 
@@ -394,13 +390,7 @@ func WriteWeights(out io.Writer, w *Weights) error {
 	for f := 0; f < w.Features; f++ {
 		for y, v := range w.Emit[f*L : f*L+L] {
 			if v != 0 {
-				b = append(b[:0], "e "...)
-				b = strconv.AppendInt(b, int64(f)+1, 10)
-				b = append(b, ' ')
-				b = strconv.AppendInt(b, int64(y), 10)
-				b = append(b, ' ')
-				b = strconv.AppendFloat(b, v, 'g', -1, 64)
-				b = append(b, '\n')
+				b = appendEntry(b[:0], "e ", f+1, y, v)
 				bw.Write(b)
 			}
 		}
@@ -412,18 +402,23 @@ func WriteWeights(out io.Writer, w *Weights) error {
 	for a := 0; a < L && tab != nil; a++ {
 		for c, v := range tab[a*L : a*L+L] {
 			if v != 0 && (w.Kind == KindSequence || c > a) {
-				b = append(b[:0], tag...)
-				b = strconv.AppendInt(b, int64(a), 10)
-				b = append(b, ' ')
-				b = strconv.AppendInt(b, int64(c), 10)
-				b = append(b, ' ')
-				b = strconv.AppendFloat(b, v, 'g', -1, 64)
-				b = append(b, '\n')
+				b = appendEntry(b[:0], tag, a, c, v)
 				bw.Write(b)
 			}
 		}
 	}
 	return bw.Flush()
+}
+
+// appendEntry appends the weights file's line "TAG i j v" to b.
+func appendEntry(b []byte, tag string, i, j int, v float64) []byte {
+	b = append(b, tag...)
+	b = strconv.AppendInt(b, int64(i), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(j), 10)
+	b = append(b, ' ')
+	b = strconv.AppendFloat(b, v, 'g', -1, 64)
+	return append(b, '\n')
 }
 
 // MaxWeights bounds labels*features (and labels^2) of a weights file: 2^28

@@ -8,18 +8,8 @@ import (
 )
 
 func TestSequencesRoundTrip(t *testing.T) {
-	tr, _, w, err := GenSequence(SeqGenOptions{Labels: 5, Train: 7, Test: 1, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	if err := WriteSequences(&b, tr); err != nil {
-		t.Fatal(err)
-	}
-	got, err := ReadSequences(&b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, _, w := gen(t, GenSequence, SeqGenOptions{Labels: 5, Train: 7, Test: 1, Seed: 3})
+	got := writeRead(t, tr, WriteSequences, ReadSequences)
 	if got.Labels != tr.Labels || got.Features != tr.Features || got.Sentences() != tr.Sentences() || len(got.Y) != len(tr.Y) {
 		t.Fatalf("shape %d %d %d %d, want %d %d %d %d", got.Labels, got.Features, got.Sentences(), len(got.Y), tr.Labels, tr.Features, tr.Sentences(), len(tr.Y))
 	}
@@ -28,45 +18,46 @@ func TestSequencesRoundTrip(t *testing.T) {
 			t.Fatalf("feature %d differs", i)
 		}
 	}
-	b.Reset()
-	if err := WriteWeights(&b, w); err != nil {
-		t.Fatal(err)
-	}
-	w2, err := ReadWeights(&b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w2.SqNorm() != w.SqNorm() || w2.Labels != w.Labels || w2.Features != w.Features {
+	if w2 := writeRead(t, w, WriteWeights, ReadWeights); w2.SqNorm() != w.SqNorm() || w2.Labels != w.Labels || w2.Features != w.Features {
 		t.Fatalf("weights differ after round trip")
 	}
 }
 
 func TestMultilabelRoundTrip(t *testing.T) {
-	tr, _, w, err := GenMultilabel(MLGenOptions{Labels: 6, Train: 9, Test: 1, Seed: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	if err := WriteMultilabel(&b, tr); err != nil {
-		t.Fatal(err)
-	}
-	got, err := ReadMultilabel(&b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, _, w := gen(t, GenMultilabel, MLGenOptions{Labels: 6, Train: 9, Test: 1, Seed: 2})
+	got := writeRead(t, tr, WriteMultilabel, ReadMultilabel)
 	if got.Examples() != tr.Examples() || len(got.Y) != len(tr.Y) || got.Labels != tr.Labels {
 		t.Fatalf("shape differs")
 	}
-	b.Reset()
-	WriteWeights(&b, w)
-	w2, err := ReadWeights(&b)
-	if err != nil || w2.SqNorm() != w.SqNorm() {
-		t.Fatalf("weights round trip: %v", err)
+	if w2 := writeRead(t, w, WriteWeights, ReadWeights); w2.SqNorm() != w.SqNorm() {
+		t.Fatalf("weights differ after round trip")
 	}
+}
+
+// writeRead writes v with write and reads it back with read.
+func writeRead[T any](t *testing.T, v T, write func(io.Writer, T) error, read func(io.Reader) (T, error)) T {
+	t.Helper()
+	var b bytes.Buffer
+	if err := write(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	got, err := read(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 // checkParseErrors checks that read (named name) fails on each case's input
 // with a one-line error that contains the case's want.
+// readerOf is read with its result dropped: what checkParseErrors calls.
+func readerOf[T any](read func(io.Reader) (T, error)) func(io.Reader) error {
+	return func(r io.Reader) error {
+		_, err := read(r)
+		return err
+	}
+}
+
 func checkParseErrors(t *testing.T, name string, cases []struct{ in, want string }, read func(io.Reader) error) {
 	t.Helper()
 	for _, c := range cases {
@@ -87,20 +78,14 @@ func TestParseErrors(t *testing.T) {
 		{"# ddrun multilabel labels=2\n", "want sequence"},
 		{"# ddrun sequence labels=x\n", "line 1: header field"},
 	}
-	checkParseErrors(t, "ReadSequences", seq, func(r io.Reader) error {
-		_, err := ReadSequences(r)
-		return err
-	})
+	checkParseErrors(t, "ReadSequences", seq, readerOf(ReadSequences))
 	ml := []struct{ in, want string }{
 		{"0,x 1:1\n", "line 1: field 1"},
 		{"1,1 1:1\n", "repeated"},
 		{"0 1:1\n1 5:inf\n", "line 2: field 2"},
 		{"0 -1:1\n", "line 1: field 2"},
 	}
-	checkParseErrors(t, "ReadMultilabel", ml, func(r io.Reader) error {
-		_, err := ReadMultilabel(r)
-		return err
-	})
+	checkParseErrors(t, "ReadMultilabel", ml, readerOf(ReadMultilabel))
 	wt := []struct{ in, want string }{
 		{"", "empty"},
 		{"weights\n", "line 1"},
@@ -111,10 +96,7 @@ func TestParseErrors(t *testing.T) {
 		{"ddrun-weights sequence labels=0 features=2\n", "line 1: labels=0"},
 		{"ddrun-weights sequence labels=100000 features=100000\n", "line 1"},
 	}
-	checkParseErrors(t, "ReadWeights", wt, func(r io.Reader) error {
-		_, err := ReadWeights(r)
-		return err
-	})
+	checkParseErrors(t, "ReadWeights", wt, readerOf(ReadWeights))
 }
 
 func FuzzReadSequences(f *testing.F) {
@@ -135,15 +117,7 @@ func roundTrip[T any](t *testing.T, s string, read func(io.Reader) (T, error), w
 	if err != nil {
 		return
 	}
-	var b bytes.Buffer
-	if err := write(&b, d); err != nil {
-		t.Fatal(err)
-	}
-	d2, err := read(&b)
-	if err != nil {
-		t.Fatalf("re-read: %v", err)
-	}
-	if !same(d, d2) {
+	if d2 := writeRead(t, d, write, read); !same(d, d2) {
 		t.Fatalf("round trip changed the data")
 	}
 }

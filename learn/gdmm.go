@@ -58,7 +58,7 @@ func GDMM(ctx context.Context, d *Data, o Options) (*Weights, Result, error) {
 	defer cancel()
 	st.reserveFirstEval(d, 2)
 	g.st = st
-	res := Result{Algo: "gdmm", Objective: ObjectiveExact, Primal: math.Inf(1), Dual: math.Inf(-1), Gap: math.Inf(1), PrimalExact: true}
+	res := Result{Run: Run{Algo: "gdmm", Primal: math.Inf(1)}, Objective: ObjectiveExact, Dual: math.Inf(-1), Gap: math.Inf(1), PrimalExact: true}
 	var best *Weights
 	err := st.loop(&res, g.pass, func() (float64, error) {
 		dual, _ := g.dual()
@@ -120,15 +120,28 @@ func (s *svec) prune(eps float64) {
 	s.k, s.v = s.k[:n], s.v[:n]
 }
 
-type gdmm struct {
-	d   *SeqData
+// gdmmRun is the state that both GDMM trainers (gdmm on sequences,
+// gdmmML on multilabel data) keep beside their data and factors.
+type gdmmRun struct {
 	o   Options
 	L   int
 	C   float64
 	w   *Weights
 	wmu *Weights // the repaired dual point's weights, reused
 	rng *rand.Rand
-	st  *stopper // the run's limits, asked between sentences (nil: none)
+	st  *stopper // the run's limits, asked between examples (nil: none)
+}
+
+// newGDMMRun starts a run on L labels and the given features, its random
+// stream told apart from the other trainer's by stream.
+func newGDMMRun(o Options, kind Kind, L, features int, stream uint64) gdmmRun {
+	return gdmmRun{o: o, L: L, C: o.C, w: NewWeights(kind, L, features),
+		rng: rand.New(rand.NewPCG(uint64(o.Seed), stream))}
+}
+
+type gdmm struct {
+	d *SeqData
+	gdmmRun
 
 	uni    []svec // per token: beta_j over labels
 	bi     []svec // per link (token t and t+1, indexed by t): beta_e over a*L+b
@@ -151,8 +164,7 @@ type gdmm struct {
 func newGDMM(d *SeqData, o Options) *gdmm {
 	L := d.Labels
 	n := len(d.Y)
-	g := &gdmm{d: d, o: o, L: L, C: o.C, w: NewWeights(KindSequence, L, d.Features),
-		rng: rand.New(rand.NewPCG(uint64(o.Seed), 0x6d)),
+	g := &gdmm{d: d, gdmmRun: newGDMMRun(o, KindSequence, L, d.Features, 0x6d),
 		uni: make([]svec, n), bi: make([]svec, n), lamL: make([]svec, n), lamR: make([]svec, n),
 		link: make([]bool, n), xnorm2: make([]float64, n),
 		g: make([]float64, L), mL: make([]float64, L), mR: make([]float64, L), umsg: make([]float64, L)}

@@ -3,7 +3,6 @@ package learn
 import (
 	"context"
 	"math"
-	"math/rand/v2"
 	"slices"
 )
 
@@ -67,7 +66,7 @@ func trainGDMMML(ctx context.Context, d *MLData, o Options) (*Weights, Result, e
 	st, cancel := newStopper(ctx, &o)
 	defer cancel()
 	g.st = st
-	res := Result{Algo: "gdmm", Objective: ObjectiveLP, Primal: math.Inf(1), Dual: math.Inf(-1), Gap: math.Inf(1), PrimalExact: true}
+	res := Result{Run: Run{Algo: "gdmm", Primal: math.Inf(1)}, Objective: ObjectiveLP, Dual: math.Inf(-1), Gap: math.Inf(1), PrimalExact: true}
 	var best *Weights
 	supp := make([][]int32, d.Examples())
 	err := st.loop(&res, g.pass, func() (float64, error) {
@@ -118,14 +117,9 @@ type mlEx struct {
 }
 
 type gdmmML struct {
-	d      *MLData
-	o      Options
-	L      int
-	C      float64
-	w      *Weights
-	wmu    *Weights // the repaired dual point's weights, reused
-	rng    *rand.Rand
-	st     *stopper // the run's limits, asked between examples (nil: none)
+	d *MLData
+	gdmmRun
+
 	ex     []mlEx
 	xnorm2 []float64
 	in     []bool    // L: scratch membership of S_i
@@ -135,9 +129,8 @@ type gdmmML struct {
 func newGDMMML(d *MLData, o Options) *gdmmML {
 	L := d.Labels
 	n := d.Examples()
-	g := &gdmmML{d: d, o: o, L: L, C: o.C, w: NewWeights(KindMultilabel, L, d.Features),
-		rng: rand.New(rand.NewPCG(uint64(o.Seed), 0x3d)),
-		ex:  make([]mlEx, n), xnorm2: make([]float64, n), in: make([]bool, L), s: make([]float64, L)}
+	g := &gdmmML{d: d, gdmmRun: newGDMMRun(o, KindMultilabel, L, d.Features, 0x3d),
+		ex: make([]mlEx, n), xnorm2: make([]float64, n), in: make([]bool, L), s: make([]float64, L)}
 	for i := range g.ex {
 		_, val := d.X.Row(i)
 		for _, v := range val {

@@ -93,10 +93,7 @@ func lpSSVMOptimum(t *testing.T, d *MLData, C, tol float64) (lo, hi float64) {
 
 func TestGDMMMultilabelReachesTheOptimum(t *testing.T) {
 	for seed := int64(1); seed <= 3; seed++ {
-		tr, _, _, err := GenMultilabel(MLGenOptions{Labels: 3, Features: 5, Train: 5, Test: 1, LabelFeatures: 2, ExampleFeatures: 2, MeanLabels: 2, Emission: 1, Interaction: 1, Noise: 0.3, Seed: seed})
-		if err != nil {
-			t.Fatal(err)
-		}
+		tr, _, _ := gen(t, GenMultilabel, MLGenOptions{Labels: 3, Features: 5, Train: 5, Test: 1, LabelFeatures: 2, ExampleFeatures: 2, MeanLabels: 2, Emission: 1, Interaction: 1, Noise: 0.3, Seed: seed})
 		const C = 1.0
 		lo, hi := lpSSVMOptimum(t, tr, C, 1e-3)
 		for _, sub := range []bool{false, true} {
@@ -121,10 +118,7 @@ func TestGDMMMultilabelReachesTheOptimum(t *testing.T) {
 }
 
 func mlBenchData(b *testing.B, L, n int) *MLData {
-	tr, _, _, err := GenMultilabel(MLGenOptions{Labels: L, Train: n, Test: 1, Seed: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
+	tr, _, _ := gen(b, GenMultilabel, MLGenOptions{Labels: L, Train: n, Test: 1, Seed: 1})
 	return tr
 }
 

@@ -65,10 +65,7 @@ func ssvmOptimum(t *testing.T, d *SeqData, C, tol float64) (lo, hi float64) {
 
 func TestGDMMReachesTheOptimum(t *testing.T) {
 	for seed := int64(1); seed <= 3; seed++ {
-		tr, _, _, err := GenSequence(SeqGenOptions{Labels: 3, Features: 5, Train: 4, Test: 1, MinLen: 1, MaxLen: 3, LabelFeatures: 2, TokenFeatures: 2, Noise: 0.3, Emission: 1, Transition: 1, Seed: seed})
-		if err != nil {
-			t.Fatal(err)
-		}
+		tr, _, _ := gen(t, GenSequence, SeqGenOptions{Labels: 3, Features: 5, Train: 4, Test: 1, MinLen: 1, MaxLen: 3, LabelFeatures: 2, TokenFeatures: 2, Noise: 0.3, Emission: 1, Transition: 1, Seed: seed})
 		const C = 1.0
 		lo, hi := ssvmOptimum(t, tr, C, 1e-4)
 		for _, sub := range []bool{false, true} {
@@ -129,10 +126,7 @@ func TestTransViewMatchesDense(t *testing.T) {
 }
 
 func benchData(b *testing.B, L int) *SeqData {
-	tr, _, _, err := GenSequence(SeqGenOptions{Labels: L, Train: 200, Test: 1, Seed: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
+	tr, _, _ := gen(b, GenSequence, SeqGenOptions{Labels: L, Train: 200, Test: 1, Seed: 1})
 	return tr
 }
 
@@ -204,10 +198,7 @@ func BenchmarkGDMMPass(b *testing.B) {
 // pass 400; GDMM's from 0.0005-0.01 to under 1e-7.
 func TestGDMMLinearRate(t *testing.T) {
 	for seed := int64(1); seed <= 3; seed++ {
-		tr, _, _, err := GenSequence(SeqGenOptions{Labels: 3, Features: 5, Train: 4, Test: 1, MinLen: 1, MaxLen: 3, LabelFeatures: 2, TokenFeatures: 2, Noise: 0.3, Emission: 1, Transition: 1, Seed: seed})
-		if err != nil {
-			t.Fatal(err)
-		}
+		tr, _, _ := gen(t, GenSequence, SeqGenOptions{Labels: 3, Features: 5, Train: 4, Test: 1, MinLen: 1, MaxLen: 3, LabelFeatures: 2, TokenFeatures: 2, Noise: 0.3, Emission: 1, Transition: 1, Seed: seed})
 		gaps := map[int]float64{}
 		o := Options{C: 1, MaxIter: 400, EvalEvery: 50, Progress: func(r Result) { gaps[r.Iterations] = r.Gap }}
 		if _, _, err := GDMM(context.Background(), &Data{Seq: tr}, o); err != nil {

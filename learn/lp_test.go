@@ -82,10 +82,7 @@ func TestMLLPMatchesBruteForce(t *testing.T) {
 }
 
 func TestPrimalLPBoundsPrimal(t *testing.T) {
-	tr, _, _, err := GenMultilabel(MLGenOptions{Labels: 8, Features: 20, Train: 40, Test: 1, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, _, _ := gen(t, GenMultilabel, MLGenOptions{Labels: 8, Features: 20, Train: 40, Test: 1, Seed: 3})
 	rng := rand.New(rand.NewPCG(1, 1))
 	for it := 0; it < 3; it++ {
 		w := randomWeights(rng, KindMultilabel, 8, 20)

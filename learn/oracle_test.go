@@ -61,10 +61,7 @@ func randomWeights(rng *rand.Rand, kind Kind, L, D int) *Weights {
 
 func TestSeqHingeMatchesBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	d, _, _, err := GenSequence(SeqGenOptions{Labels: 3, Features: 6, Train: 20, Test: 1, MinLen: 1, MaxLen: 5, Seed: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, _, _ := gen(t, GenSequence, SeqGenOptions{Labels: 3, Features: 6, Train: 20, Test: 1, MinLen: 1, MaxLen: 5, Seed: 4})
 	var sc SeqScratch
 	for it := 0; it < 5; it++ {
 		w := randomWeights(rng, KindSequence, 3, 6)
@@ -82,10 +79,7 @@ func TestMLHingeMatchesEngine(t *testing.T) {
 	// of the inference engine on the same problems, and both against a
 	// plain enumeration of labelings.
 	rng := rand.New(rand.NewPCG(5, 6))
-	d, _, _, err := GenMultilabel(MLGenOptions{Labels: 7, Train: 15, Test: 1, Seed: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, _, _ := gen(t, GenMultilabel, MLGenOptions{Labels: 7, Train: 15, Test: 1, Seed: 8})
 	var sc MLScratch
 	for it := 0; it < 3; it++ {
 		w := randomWeights(rng, KindMultilabel, 7, d.Features)
@@ -150,17 +144,8 @@ func mlBruteCopy(w *Weights, sc *MLScratch) (float64, []bool) {
 }
 
 func TestPlantedAccuracy(t *testing.T) {
-	_, te, w, err := GenSequence(SeqGenOptions{Labels: 45, Train: 1, Test: 60, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	acc, err := Predict(context.Background(), w, &Data{Seq: te}, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if acc.Accuracy < 0.9 {
-		t.Errorf("sequence accuracy of the planted weights %.3f, want > 0.9", acc.Accuracy)
-	}
+	_, te, w := gen(t, GenSequence, SeqGenOptions{Labels: 45, Train: 1, Test: 60, Seed: 1})
+	acc := plantedAccuracy(t, "sequence", w, &Data{Seq: te})
 	// The chain MAP of slaves and the learn Viterbi agree: the planted
 	// weights' decoding by Viterbi gives the same count.
 	var sc SeqScratch
@@ -177,20 +162,25 @@ func TestPlantedAccuracy(t *testing.T) {
 			}
 		}
 	}
-	if got := float64(right) / float64(total); math.Abs(got-acc.Accuracy) > 1e-12 {
-		t.Errorf("Viterbi accuracy %v, slaves chain %v", got, acc.Accuracy)
+	if got := float64(right) / float64(total); math.Abs(got-acc) > 1e-12 {
+		t.Errorf("Viterbi accuracy %v, slaves chain %v", got, acc)
 	}
-	_, mte, mw, err := GenMultilabel(MLGenOptions{Labels: 12, Train: 1, Test: 80, Seed: 1})
+	_, mte, mw := gen(t, GenMultilabel, MLGenOptions{Labels: 12, Train: 1, Test: 80, Seed: 1})
+	plantedAccuracy(t, "multilabel Hamming", mw, &Data{ML: mte})
+}
+
+// plantedAccuracy is the accuracy of the planted weights w on d (Predict),
+// which must be above 0.9.
+func plantedAccuracy(t *testing.T, what string, w *Weights, d *Data) float64 {
+	t.Helper()
+	acc, err := Predict(context.Background(), w, d, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	macc, err := Predict(context.Background(), mw, &Data{ML: mte}, 2)
-	if err != nil {
-		t.Fatal(err)
+	if acc.Accuracy < 0.9 {
+		t.Errorf("%s accuracy of the planted weights %.3f, want > 0.9", what, acc.Accuracy)
 	}
-	if macc.Accuracy < 0.9 {
-		t.Errorf("multilabel Hamming accuracy of the planted weights %.3f, want > 0.9", macc.Accuracy)
-	}
+	return acc.Accuracy
 }
 
 func TestPrimalNonNegativeHinge(t *testing.T) {
@@ -214,10 +204,7 @@ func TestPrimalNonNegativeHinge(t *testing.T) {
 // path (large label counts) against the plain Viterbi hinge.
 func TestSeqHingeColGenMatchesViterbi(t *testing.T) {
 	L := ColGenLabels + 6
-	d, _, w, err := GenSequence(SeqGenOptions{Labels: L, Train: 30, Test: 1, MinLen: 1, MaxLen: 12, Seed: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, _, w := gen(t, GenSequence, SeqGenOptions{Labels: L, Train: 30, Test: 1, MinLen: 1, MaxLen: 12, Seed: 7})
 	rng := rand.New(rand.NewPCG(9, 9))
 	for i := range w.Emit {
 		w.Emit[i] += 0.3 * rng.NormFloat64()

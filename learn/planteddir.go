@@ -21,11 +21,7 @@ func PlantSequence(o SeqGenOptions) (*PlantedSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	readme := fmt.Sprintf(seqReadme, o.Labels, w.Features, o.Train, o.Test, o.Seed)
-	return planted(w, readme, map[string]func(io.Writer) error{
-		"train.conll": func(w io.Writer) error { return WriteSequences(w, tr) },
-		"test.conll":  func(w io.Writer) error { return WriteSequences(w, te) },
-	}), nil
+	return planted(w, fmt.Sprintf(seqReadme, o.Labels, w.Features, o.Train, o.Test, o.Seed), "conll", WriteSequences, tr, te), nil
 }
 
 // PlantMultilabel draws a planted multilabel data set (GenMultilabel):
@@ -35,17 +31,18 @@ func PlantMultilabel(o MLGenOptions) (*PlantedSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	readme := fmt.Sprintf(mlReadme, o.Labels, w.Features, o.Train, o.Test, o.Seed)
-	return planted(w, readme, map[string]func(io.Writer) error{
-		"train.svm": func(w io.Writer) error { return WriteMultilabel(w, tr) },
-		"test.svm":  func(w io.Writer) error { return WriteMultilabel(w, te) },
-	}), nil
+	return planted(w, fmt.Sprintf(mlReadme, o.Labels, w.Features, o.Train, o.Test, o.Seed), "svm", WriteMultilabel, tr, te), nil
 }
 
-func planted(w *Weights, readme string, data map[string]func(io.Writer) error) *PlantedSet {
-	data["planted.weights"] = func(out io.Writer) error { return WriteWeights(out, w) }
-	data["README"] = func(out io.Writer) error { _, err := io.WriteString(out, readme); return err }
-	return &PlantedSet{files: data}
+// planted is the set of the planted weights w, its readme, and the train
+// and test data written by write to train.EXT and test.EXT.
+func planted[D any](w *Weights, readme, ext string, write func(io.Writer, D) error, train, test D) *PlantedSet {
+	return &PlantedSet{files: map[string]func(io.Writer) error{
+		"train." + ext:    func(out io.Writer) error { return write(out, train) },
+		"test." + ext:     func(out io.Writer) error { return write(out, test) },
+		"planted.weights": func(out io.Writer) error { return WriteWeights(out, w) },
+		"README":          func(out io.Writer) error { _, err := io.WriteString(out, readme); return err },
+	}}
 }
 
 // Write creates dir (and its parents) and writes the set's files into it;

@@ -13,14 +13,8 @@ import (
 // every example, which Primal confirms. Checked after whole passes only,
 // the limit would let a full pass through.
 func TestTimeLimitCutsPasses(t *testing.T) {
-	seq, _, _, err := GenSequence(SeqGenOptions{Labels: 20, Features: 80, Train: 2000, Test: 1, MinLen: 5, MaxLen: 20, LabelFeatures: 2, TokenFeatures: 3, Noise: 0.1, Emission: 2, Transition: 1, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ml, _, _, err := GenMultilabel(MLGenOptions{Labels: 8, Features: 40, Train: 2000, Test: 1, LabelFeatures: 2, ExampleFeatures: 3, MeanLabels: 2, Noise: 0.1, Emission: 2, Interaction: 1, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	seq, _, _ := gen(t, GenSequence, SeqGenOptions{Labels: 20, Features: 80, Train: 2000, Test: 1, MinLen: 5, MaxLen: 20, LabelFeatures: 2, TokenFeatures: 3, Noise: 0.1, Emission: 2, Transition: 1, Seed: 1})
+	ml, _, _ := gen(t, GenMultilabel, MLGenOptions{Labels: 8, Features: 40, Train: 2000, Test: 1, LabelFeatures: 2, ExampleFeatures: 3, MeanLabels: 2, Noise: 0.1, Emission: 2, Interaction: 1, Seed: 1})
 	for _, d := range []*Data{{Seq: seq}, {ML: ml}} {
 		for _, a := range Algorithms {
 			for _, raw := range []Trainer{a.Train, map[string]Trainer{"gdmm": GDMM, "bcfw": bcfw, "ssg": ssg}[a.Name]} {

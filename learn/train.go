@@ -84,22 +84,31 @@ func (o *Options) Validate() error {
 	return nil
 }
 
+// Run is what every account of a training run states, its Result and its
+// Report alike: the algorithm, its iterations and time, and the primal
+// objective of the weights it returns.
+type Run struct {
+	Algo       string  `json:"algo"`
+	Iterations int     `json:"iterations"`
+	Seconds    float64 `json:"seconds"`
+	// PassSeconds is the part of Seconds spent in passes, evaluations
+	// excluded: per-pass cost, comparable between trainers whatever their
+	// evaluation schedules. PassCPUSeconds is the process's CPU seconds in
+	// them (every thread: above PassSeconds with mini-batches on several
+	// threads; a measure that the machine's other load does not inflate).
+	PassSeconds    float64 `json:"pass_seconds"`
+	PassCPUSeconds float64 `json:"pass_cpu_seconds"`
+	Primal         float64 `json:"primal"`
+}
+
 // Result is a training run's outcome (and each progress report): the
 // primal objective of the returned weights, a dual objective that is a
 // valid lower bound on the primal optimum (-Inf when the algorithm has
 // none), and Gap = Primal - Dual.
 type Result struct {
-	Algo       string  `json:"algo"`
-	Iterations int     `json:"iterations"`
-	Seconds    float64 `json:"seconds"`
-	// PassSeconds is the part of Seconds spent in passes, evaluations
-	// excluded; PassCPUSeconds the process's CPU seconds in them (every
-	// thread: above PassSeconds with mini-batches on several threads).
-	PassSeconds    float64 `json:"pass_seconds"`
-	PassCPUSeconds float64 `json:"pass_cpu_seconds"`
-	Primal         float64 `json:"primal"`
-	Dual           float64 `json:"dual"`
-	Gap            float64 `json:"gap"`
+	Run
+	Dual float64 `json:"dual"`
+	Gap  float64 `json:"gap"`
 	// PrimalExact is false when some loss-augmented maximisation of the
 	// primal was not proved optimal (multilabel beyond MaxBruteLabels
 	// with an unfinished search): Primal is then a lower estimate.

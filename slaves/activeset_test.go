@@ -156,16 +156,6 @@ func asCheckState(t testing.TB, as asSolver, o slaves.Oracle, c, u []float64, ph
 	}
 }
 
-// asErrs tracks the largest errors against the reference.
-type asErrs struct{ u, obj float64 }
-
-func (e *asErrs) add(t testing.TB, cards []int, score func([]int) float64, c []float64, eta float64, u []float64, phiq float64) {
-	t.Helper()
-	ref, ue := slavetest.CheckQUAD(t, cards, score, c, eta, u, phiq, 1e-6, 1e-9)
-	e.u = math.Max(e.u, ue)
-	e.obj = math.Max(e.obj, math.Abs(slavetest.QUADObjective(c, eta, u, phiq)-ref.Obj))
-}
-
 // Random dense factors against the reference, half solved in one call with a
 // high iteration cap, half by repeated calls with the default cap. Half the
 // cases draw c in [-3,3] (mostly vertex or low-dimensional solutions), half in
@@ -618,6 +608,26 @@ func TestActiveSetRefactor(t *testing.T) {
 	}
 }
 
+// checkNoAllocs fails t when s's MAP at c, or its QUAD (warm-started) on
+// inputs that move by about step from c call to call, allocates; what
+// prefixes the messages. c is changed.
+func checkNoAllocs(t *testing.T, what string, s slaves.Slave, c []float64, runs int, step float64) {
+	t.Helper()
+	u := make([]float64, len(c))
+	y := make([]int, len(s.Cards()))
+	if a := testing.AllocsPerRun(runs, func() { s.MAP(c, y) }); a != 0 {
+		t.Errorf("%s %T MAP: %v allocations per call", what, s, a)
+	}
+	k := 0
+	if a := testing.AllocsPerRun(runs, func() {
+		k++
+		c[k%len(c)] += step * float64(k%7-3)
+		s.QUAD(c, 1, u)
+	}); a != 0 {
+		t.Errorf("%s %T QUAD: %v allocations per call", what, s, a)
+	}
+}
+
 // QUAD and MAP must not allocate.
 func TestActiveSetAllocs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(101, 102))
@@ -631,22 +641,10 @@ func TestActiveSetAllocs(t *testing.T) {
 			dim += k
 		}
 		c := make([]float64, dim)
-		u := make([]float64, dim)
-		y := make([]int, len(s.Cards()))
 		for i := range c {
 			c[i] = 2*rng.Float64() - 1
 		}
-		k := 0
-		if a := testing.AllocsPerRun(200, func() {
-			k++
-			c[k%dim] += 0.01 * float64(k%7-3)
-			s.QUAD(c, 1, u)
-		}); a != 0 {
-			t.Errorf("%T QUAD: %v allocations per call", s, a)
-		}
-		if a := testing.AllocsPerRun(200, func() { s.MAP(c, y) }); a != 0 {
-			t.Errorf("%T MAP: %v allocations per call", s, a)
-		}
+		checkNoAllocs(t, "", s, c, 200, 0.01)
 	}
 }
 

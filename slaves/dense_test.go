@@ -48,14 +48,7 @@ func TestDenseMAPRandom(t *testing.T) {
 				table[i] = 4*rng.Float64() - 2
 			}
 		}
-		w := make([]float64, dim)
-		for i := range w {
-			if it%5 == 0 {
-				w[i] = float64(rng.IntN(3))
-			} else {
-				w[i] = 6*rng.Float64() - 3
-			}
-		}
+		w := randWeights(rng, dim, it%5 == 0, 3)
 		d := slaves.NewDense(cards, table)
 		score := asTableScore(cards, table)
 		want, wy := slavetest.BruteMAP(cards, score, w)
@@ -87,14 +80,7 @@ func TestDenseNewPanics(t *testing.T) {
 		{[]int{2}, []float64{1, math.NaN()}},
 		{[]int{2}, []float64{math.Inf(1), 0}},
 	} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("NewDense(%v, %v) did not panic", tc.cards, tc.table)
-				}
-			}()
-			slaves.NewDense(tc.cards, tc.table)
-		}()
+		mustPanic(t, func() { slaves.NewDense(tc.cards, tc.table) }, "NewDense(%v, %v)", tc.cards, tc.table)
 	}
 }
 
@@ -118,36 +104,26 @@ var denseBenchScopes = []struct {
 }{{"3x3x3", []int{3, 3, 3}}, {"8x8", []int{8, 8}}}
 
 func BenchmarkDenseMAP(b *testing.B) {
-	for _, sc := range denseBenchScopes {
-		b.Run(sc.name, func(b *testing.B) {
-			rng := rand.New(rand.NewPCG(1, 2))
-			table, dim := denseBenchTable(rng, sc.cards)
-			d := slaves.NewDense(sc.cards, table)
-			ws := make([][]float64, 64)
-			for i := range ws {
-				ws[i] = make([]float64, dim)
-				for k := range ws[i] {
-					ws[i][k] = 2*rng.Float64() - 1
-				}
-			}
-			y := make([]int, len(sc.cards))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				d.MAP(ws[i&63], y)
-			}
-		})
-	}
+	benchDense(b, 1, func(b *testing.B, d *slaves.Dense, dim int, rng *rand.Rand) {
+		benchMAP(b, d.MAP, rng, dim, len(d.Cards()))
+	})
 }
 
 // Warm-started QUAD on slightly perturbed inputs (see BenchmarkPottsQUAD).
 func BenchmarkDenseQUAD(b *testing.B) {
+	benchDense(b, 3, func(b *testing.B, d *slaves.Dense, dim int, rng *rand.Rand) {
+		asBenchWarm(b, d, d.ActiveSet(), dim, 1e-2, rng)
+	})
+}
+
+// benchDense runs bench on a random Dense slave over each scope of
+// denseBenchScopes, with the random stream (seed, seed+1) it was drawn from.
+func benchDense(b *testing.B, seed uint64, bench func(b *testing.B, d *slaves.Dense, dim int, rng *rand.Rand)) {
 	for _, sc := range denseBenchScopes {
 		b.Run(sc.name, func(b *testing.B) {
-			rng := rand.New(rand.NewPCG(3, 4))
+			rng := rand.New(rand.NewPCG(seed, seed+1))
 			table, dim := denseBenchTable(rng, sc.cards)
-			d := slaves.NewDense(sc.cards, table)
-			asBenchWarm(b, d, d.ActiveSet(), dim, 1e-2, rng)
+			bench(b, slaves.NewDense(sc.cards, table), dim, rng)
 		})
 	}
 }

@@ -33,14 +33,7 @@ func TestPottsMAPvsDense(t *testing.T) {
 		default:
 			W = 6*rng.Float64() - 3
 		}
-		w := make([]float64, 2*L)
-		for i := range w {
-			if it%3 == 0 {
-				w[i] = float64(rng.IntN(3))
-			} else {
-				w[i] = 4*rng.Float64() - 2
-			}
-		}
+		w := randWeights(rng, 2*L, it%3 == 0, 2)
 		p := slaves.NewPotts(L, W)
 		d := slaves.NewDense([]int{L, L}, pottsTable(L, W))
 		y, yd := make([]int, 2), make([]int, 2)
@@ -109,14 +102,7 @@ func TestPottsNewPanics(t *testing.T) {
 		L int
 		w float64
 	}{{0, 1}, {3, math.NaN()}, {3, math.Inf(1)}} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("NewPotts(%d, %v) did not panic", tc.L, tc.w)
-				}
-			}()
-			slaves.NewPotts(tc.L, tc.w)
-		}()
+		mustPanic(t, func() { slaves.NewPotts(tc.L, tc.w) }, "NewPotts(%d, %v)", tc.L, tc.w)
 	}
 }
 
@@ -130,19 +116,7 @@ func BenchmarkPottsMAP(b *testing.B) {
 		b.Run(bl.name, func(b *testing.B) {
 			rng := rand.New(rand.NewPCG(5, 6))
 			p := slaves.NewPotts(bl.L, 0.5)
-			ws := make([][]float64, 64)
-			for i := range ws {
-				ws[i] = make([]float64, 2*bl.L)
-				for k := range ws[i] {
-					ws[i][k] = 2*rng.Float64() - 1
-				}
-			}
-			y := make([]int, 2)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				p.MAP(ws[i&63], y)
-			}
+			benchMAP(b, p.MAP, rng, 2*bl.L, 2)
 		})
 	}
 }

@@ -136,14 +136,7 @@ func TestTreeNewPanics(t *testing.T) {
 		func() { slaves.NewTree([]int{2, 2}, []int{0}, [][]float64{{0, 1}, {math.Inf(1), 0}}, nil) },
 		func() { slaves.NewTree([]int{2, 2}, []int{0}, [][]float64{{0, 1}}, nil) },
 	} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("case %d: no panic", i)
-				}
-			}()
-			f()
-		}()
+		mustPanic(t, f, "case %d", i)
 	}
 }
 
@@ -187,7 +180,8 @@ func treeSolveQUAD(t *testing.T, s treeQUADer, c []float64, eta float64, u []flo
 func TestChainTreeQUAD(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
 	cases := slavetest.Trials(800, 200)
-	maxErr, maxObj, maxCalls := 0.0, 0.0, 0
+	var errs asErrs
+	maxCalls := 0
 	for it := 0; it < cases && !t.Failed(); it++ {
 		n := 1 + rng.IntN(5)
 		pInf := []float64{0, 0, 0.3}[it%3]
@@ -248,9 +242,7 @@ func TestChainTreeQUAD(t *testing.T) {
 		for step := 0; step < 3; step++ {
 			phiq, calls := treeSolveQUAD(t, s, c, eta, u, (it/4+step)%2 == 0)
 			maxCalls = max(maxCalls, calls)
-			ref, ue := slavetest.CheckQUAD(t, cards, score, c, eta, u, phiq, 1e-6, 1e-9)
-			maxErr = math.Max(maxErr, ue)
-			maxObj = math.Max(maxObj, math.Abs(slavetest.QUADObjective(c, eta, u, phiq)-ref.Obj))
+			errs.add(t, cards, score, c, eta, u, phiq)
 			if t.Failed() {
 				t.Fatalf("case %d step %d: %T cards %v parent %v", it, step, s, cards, parent)
 			}
@@ -259,7 +251,7 @@ func TestChainTreeQUAD(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d cases: max |u - ref| %.3g, max |obj - ref| %.3g, most QUAD calls to converge %d", cases, maxErr, maxObj, maxCalls)
+	t.Logf("%d cases: max |u - ref| %.3g, max |obj - ref| %.3g, most QUAD calls to converge %d", cases, errs.u, errs.obj, maxCalls)
 }
 
 // MAP and warm QUAD calls allocate nothing.
@@ -308,16 +300,6 @@ func TestChainTreeAllocs(t *testing.T) {
 		for j := 0; j < 20; j++ {
 			s.QUAD(c, 1, u)
 		}
-		if a := testing.AllocsPerRun(100, func() { s.MAP(c, y) }); a != 0 {
-			t.Errorf("%d %T MAP: %v allocations per call", i, s, a)
-		}
-		k := 0
-		if a := testing.AllocsPerRun(100, func() {
-			k++
-			c[k%dim] += 0.001 * float64(k%7-3)
-			s.QUAD(c, 1, u)
-		}); a != 0 {
-			t.Errorf("%d %T QUAD: %v allocations per call", i, s, a)
-		}
+		checkNoAllocs(t, fmt.Sprint(i), s, c, 100, 0.001)
 	}
 }

@@ -49,13 +49,13 @@ func TestCyclesTightenTheBound(t *testing.T) {
 	tighter := 0
 	for seed := int64(1); seed <= 6; seed++ {
 		m := generate.Ising(generate.GridOptions{Height: 3, Width: 4, Rho: 3, Seed: seed})
-		best, _ := oracle.MustBruteForceMAP(t, m)
+		best, _ := oracle.BruteMAP(t, m)
 		out, _, err := Cycles(m, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		lp := oracle.MustLocalPolytopeLP(t, m)
-		lpC := oracle.MustLocalPolytopeLP(t, out)
+		lp := oracle.LP(t, m)
+		lpC := oracle.LP(t, out)
 		if lpC > lp+1e-7 || lpC < best-1e-7 {
 			t.Errorf("seed %d: LP %v, with cycles %v, MAP %v", seed, lp, lpC, best)
 		}

@@ -14,18 +14,24 @@ import (
 // the wall time it reports the process's CPU time per iteration
 // (cpu-ns/op, all threads), steadier than wall time on a shared machine.
 func timeIterations(b *testing.B, r *runner) {
+	b.ReportAllocs()
+	b.ReportMetric(iterationCPU(b, r), "cpu-ns/op")
+}
+
+// iterationCPU runs b.N timed iterations of r after ten untimed ones, closes
+// r and returns the CPU nanoseconds (all threads) per timed iteration.
+func iterationCPU(b *testing.B, r *runner) float64 {
 	defer r.close()
 	for range 10 {
 		r.iterate()
 	}
-	b.ReportAllocs()
 	c0 := cpuTime()
 	b.ResetTimer()
 	for range b.N {
 		r.iterate()
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
+	return float64(cpuTime()-c0) / float64(b.N)
 }
 
 // cpuTime returns the process's user and system time in nanoseconds.
@@ -49,10 +55,7 @@ func dense(m *model.Model) *model.Model {
 
 // runnerFor builds a runner on m for the given threads.
 func runnerFor(b *testing.B, m *model.Model, threads int) *runner {
-	g, err := newGraph(m, threads)
-	if err != nil {
-		b.Fatal(err)
-	}
+	g := testGraph(b, m, threads)
 	o := DefaultOptions()
 	o.Threads = threads
 	return newRun(g, o)
@@ -113,15 +116,13 @@ func BenchmarkLPCIteration(b *testing.B) {
 	for _, gr := range grids {
 		for _, cycles := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/cycles=%v", gr.name, cycles), func(b *testing.B) {
-				g, err := newGraph(gr.m, 1)
-				if err != nil {
-					b.Fatal(err)
-				}
+				g := testGraph(b, gr.m, 1)
 				if cycles {
 					g.enableLPC()
 				}
 				r := newRun(g, DefaultOptions())
 				if cycles {
+					var err error
 					if r.cyc, err = newLPC(g, gr.m, 0); err != nil {
 						b.Fatal(err)
 					}
@@ -141,18 +142,7 @@ func BenchmarkNodeCost(b *testing.B) {
 	for _, c := range []struct{ n, labels int }{{30, 4}, {300, 4}, {30, 8}, {150, 8}} {
 		m := dense(generate.Potts(generate.GridOptions{Height: c.n, Width: c.n, Labels: c.labels, Rho: 1, Seed: 1}))
 		b.Run(fmt.Sprintf("%dx%dL%d", c.n, c.n, c.labels), func(b *testing.B) {
-			r := runnerFor(b, m, 1)
-			defer r.close()
-			for range 10 {
-				r.iterate()
-			}
-			c0 := cpuTime()
-			b.ResetTimer()
-			for range b.N {
-				r.iterate()
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(cpuTime()-c0)/float64(b.N)/float64(c.n*c.n), "cpu-ns/node")
+			b.ReportMetric(iterationCPU(b, runnerFor(b, m, 1))/float64(c.n*c.n), "cpu-ns/node")
 		})
 	}
 }

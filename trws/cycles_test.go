@@ -1,7 +1,6 @@
 package trws
 
 import (
-	"errors"
 	"math"
 	"math/bits"
 	"math/rand/v2"
@@ -51,18 +50,13 @@ func explicitBound(c *lpc) float64 {
 // lpcRunner prepares a TRW-S(LP-C) run on m as Solve does.
 func lpcRunner(t *testing.T, m *model.Model, opts Options) *runner {
 	t.Helper()
-	red, err := model.Reduce(m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := newGraph(red.Model, opts.Threads)
-	if err != nil {
-		t.Fatal(err)
-	}
+	red := reduced(t, m)
+	g := testGraph(t, red, opts.Threads)
 	g.enableLPC()
 	r := newRun(g, opts)
 	t.Cleanup(r.close)
-	if r.cyc, err = newLPC(g, red.Model, 0); err != nil {
+	var err error
+	if r.cyc, err = newLPC(g, red, 0); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -94,10 +88,7 @@ func TestLPCSweepIsExact(t *testing.T) {
 	}
 	decreased := 0
 	for k, m := range models {
-		mapv, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		mapv, _ := oracle.BruteMAP(t, m)
 		r := lpcRunner(t, m, lpcOpts(30))
 		for it := 0; it < 15; it++ {
 			r.forward()
@@ -137,10 +128,7 @@ func TestLPCRandomTiny(t *testing.T) {
 	for it := 0; it < 300; it++ {
 		o := oracle.TinyOptions{IntegerWeights: it%3 == 0, Soft: it%4 == 1, MaxCard: 2 + it%3, MaxFactors: 24}
 		m := tinyPairwise(rng, o)
-		mapv, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		mapv, _ := oracle.BruteMAP(t, m)
 		plain := solveChecked(t, "trws", m, testOpts(200), mapv)
 		res := solveChecked(t, "lpc", m, lpcOpts(200), mapv)
 		if res.Dual < plain.Dual-1e-6 {
@@ -167,10 +155,7 @@ func TestLPCTightensFrustratedGrids(t *testing.T) {
 	optT, optC, n := 0, 0, 0
 	for seed := int64(1); seed <= 8; seed++ {
 		for _, m := range frustrated(seed) {
-			mapv, _, err := oracle.BruteForceMAP(m)
-			if err != nil {
-				t.Fatal(err)
-			}
+			mapv, _ := oracle.BruteMAP(t, m)
 			o := testOpts(300)
 			o.BoundTol, o.BoundWindow = 1e-9, 20
 			plain := solveChecked(t, "trws", m, o, mapv)
@@ -201,13 +186,7 @@ func TestLPCTightensFrustratedGrids(t *testing.T) {
 func TestLPCToulbar2(t *testing.T) {
 	for seed := int64(1); seed <= 3; seed++ {
 		m := generate.Ising(generate.GridOptions{Height: 10, Width: 10, Rho: 3, Seed: seed})
-		opt, err := oracle.Toulbar2Optimum(m, 20*time.Second)
-		if errors.Is(err, oracle.ErrNoToulbar2) {
-			t.Skip(err)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		opt := oracle.Toulbar2(t, m, 20*time.Second)
 		o := testOpts(300)
 		plain := solveChecked(t, "trws", m, o, opt)
 		o.Cycles = true
@@ -266,10 +245,7 @@ func TestLPCPassesAfterSweep(t *testing.T) {
 		for k, m := range models {
 			mapv := math.Inf(-1)
 			if m.NumVars() <= 16 {
-				var err error
-				if mapv, _, err = oracle.BruteForceMAP(m); err != nil {
-					t.Fatal(err)
-				}
+				mapv, _ = oracle.BruteMAP(t, m)
 			}
 			r := lpcRunner(t, m, lpcOpts(100))
 			r.cycOn = true
@@ -452,10 +428,7 @@ func TestLPCCycleLPOracle(t *testing.T) {
 			mixedPotts(4, 4, 2, 2, seed),
 			mixedPotts(3, 5, 2, 1, seed),
 		} {
-			mapv, _, err := oracle.BruteForceMAP(m)
-			if err != nil {
-				t.Fatal(err)
-			}
+			mapv, _ := oracle.BruteMAP(t, m)
 			lpv := cycleLP(t, m)
 			if lpv < mapv-1e-6*(1+math.Abs(mapv)) {
 				t.Fatalf("seed %d: cycle LP %v below the MAP score %v", seed, lpv, mapv)

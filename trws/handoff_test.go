@@ -75,10 +75,7 @@ func TestThreadsOneProcessor(t *testing.T) {
 	}
 	prev := runtime.GOMAXPROCS(1)
 	defer runtime.GOMAXPROCS(prev)
-	g, err := newGraph(m, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testGraph(t, m, 2)
 	if r := newRun(g, o); r.spin != 0 {
 		t.Errorf("GOMAXPROCS 1, 2 threads: spin %v", r.spin)
 		r.close()

@@ -9,6 +9,27 @@ import (
 	"github.com/ddrun/ddrun/model"
 )
 
+// testGraph is newGraph for a test or benchmark: it fails tb on an error.
+func testGraph(tb testing.TB, m *model.Model, threads int) *graph {
+	tb.Helper()
+	g, err := newGraph(m, threads)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return g
+}
+
+// reduced is m reduced without evidence (model.Reduce); it fails tb on an
+// error.
+func reduced(tb testing.TB, m *model.Model) *model.Model {
+	tb.Helper()
+	red, err := model.Reduce(m, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return red.Model
+}
+
 // near reports whether a and b agree within tol, relative to their size.
 func near(a, b, tol float64) bool {
 	if math.IsInf(a, 0) || math.IsInf(b, 0) {

@@ -138,14 +138,8 @@ func TestKernelsBitIdentical(t *testing.T) {
 			m = red.Model
 		}
 		for _, threads := range []int{1, 2} {
-			fast, err := newGraph(m, threads)
-			if err != nil {
-				t.Fatal(err)
-			}
-			plain, err := newGraph(m, threads)
-			if err != nil {
-				t.Fatal(err)
-			}
+			fast := testGraph(t, m, threads)
+			plain := testGraph(t, m, threads)
 			clear(plain.kern)
 			fast.prefetch, plain.prefetch = true, false // prefetching changes nothing either
 			n := 0

@@ -66,10 +66,7 @@ func TestSOCOracle(t *testing.T) {
 	for _, c := range socOracleCases {
 		m := oracle.SOCTestModel(rng, c[0], c[1], c[2])
 		mapv, want := socRefs(t, m)
-		lpv, err := oracle.LocalPolytopeLP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		lpv := oracle.LP(t, m)
 		o := socOpts(1000)
 		o.SOC = false
 		plain := solveChecked(t, "trws", m, o, mapv)
@@ -146,11 +143,9 @@ func TestSOCEveryPassValid(t *testing.T) {
 // socRefs returns m's brute-force MAP score and oracle.LocalSOC's optimum.
 func socRefs(t *testing.T, m *model.Model) (mapv, soc float64) {
 	t.Helper()
-	mapv, _, err := oracle.BruteForceMAP(m)
+	mapv, _ = oracle.BruteMAP(t, m)
+	soc, _, err := oracle.LocalSOC(m)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if soc, _, err = oracle.LocalSOC(m); err != nil {
 		t.Fatal(err)
 	}
 	return mapv, soc
@@ -196,10 +191,7 @@ func TestSOCWithCycles(t *testing.T) {
 	rng := rand.New(rand.NewPCG(27, 5))
 	for _, c := range [][3]int{{0, 5, 2}, {3, 3, 3}} {
 		m := oracle.SOCTestModel(rng, c[0], c[1], c[2])
-		mapv, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		mapv, _ := oracle.BruteMAP(t, m)
 		o := socOpts(600)
 		o.SOC = false
 		o.Cycles = true
@@ -253,10 +245,7 @@ func TestSOCRandomTiny(t *testing.T) {
 	for it := 0; it < 150; it++ {
 		o := oracle.TinyOptions{IntegerWeights: it%3 == 0, Soft: it%4 == 1, MaxCard: 2 + it%3, MaxFactors: 24}
 		m := tinyPairwise(rng, o)
-		mapv, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		mapv, _ := oracle.BruteMAP(t, m)
 		want, _, err := oracle.LocalSOC(m)
 		if err != nil {
 			t.Fatalf("model %d: %v", it, err)
@@ -351,10 +340,7 @@ func TestSOCStallIsInTheTangents(t *testing.T) {
 			}
 		}
 		hm, K := heldModel(t, m, r.g, r.cyc.soc)
-		lpv, err := oracle.LocalPolytopeLP(hm)
-		if err != nil {
-			t.Fatal(err)
-		}
+		lpv := oracle.LP(t, hm)
 		t.Logf("%v: bound %.6f, LP-S at the held tangents + K %.6f, LP-S + SOC %.6f", c, r.dual, lpv+K, want)
 		if d := r.dual - (lpv + K); d < -1e-6 || d > 1e-6 {
 			t.Errorf("%v: bound %v, LP-S at the held tangents + K %v", c, r.dual, lpv+K)

@@ -122,10 +122,7 @@ func TestTablesInPlace(t *testing.T) {
 		return false
 	}
 	for _, threads := range []int{1, 3} {
-		g, err := newGraph(m, threads)
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := testGraph(t, m, threads)
 		if threads == 1 && g.copied != flipped+summed {
 			t.Errorf("%d threads: %d tables copied, want %d flipped + %d summed", threads, g.copied, flipped, summed)
 		}
@@ -180,15 +177,9 @@ func TestUAIGridTablesInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	red, err := model.Reduce(m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	red := reduced(t, m)
 	for _, threads := range []int{1, 2} {
-		g, err := newGraph(red.Model, threads)
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := testGraph(t, red, threads)
 		want := 0
 		if threads == 2 {
 			want = g.n - g.parts[2]
@@ -237,10 +228,7 @@ func TestModelReadOnly(t *testing.T) {
 			// The passes on the unreduced model directly, general code and
 			// unrolled steps.
 			for _, general := range []bool{false, true} {
-				g, err := newGraph(m, threads)
-				if err != nil {
-					t.Fatal(err)
-				}
+				g := testGraph(t, m, threads)
 				if general {
 					clear(g.kern)
 				}

@@ -100,10 +100,7 @@ func TestRandomTiny(t *testing.T) {
 	for it := 0; it < 400; it++ {
 		o := oracle.TinyOptions{IntegerWeights: it%3 == 0, Soft: it%4 == 1, MaxCard: 2 + it%3}
 		m := tinyPairwise(rng, o)
-		mapv, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		mapv, _ := oracle.BruteMAP(t, m)
 		res := solveChecked(t, "tiny", m, testOpts(300), mapv)
 		counts[res.Status]++
 	}
@@ -121,10 +118,7 @@ func TestRandomTinyInfeasible(t *testing.T) {
 	infeasible, detected := 0, 0
 	for it := 0; it < 300; it++ {
 		m := tinyPairwise(rng, oracle.TinyOptions{AllowInfeasible: true, MaxFactors: 24})
-		mapv, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		mapv, _ := oracle.BruteMAP(t, m)
 		res := solveChecked(t, "tiny/infeasible", m, testOpts(100), mapv)
 		if math.IsInf(mapv, -1) {
 			infeasible++
@@ -164,15 +158,9 @@ func TestPassBoundIsExactDual(t *testing.T) {
 		models = append(models, tinyPairwise(rng, oracle.TinyOptions{MaxFactors: 20}))
 	}
 	for k, m := range models {
-		red, err := model.Reduce(m, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		red := reduced(t, m)
 		for _, threads := range []int{1, 2, 3} {
-			g, err := newGraph(red.Model, threads)
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := testGraph(t, red, threads)
 			if (k == 3 || k == 4) && len(g.terms) != len(g.eu) {
 				t.Fatalf("model %d: %d of %d edges kept as truncated terms", k, len(g.terms), len(g.eu))
 			}
@@ -263,10 +251,7 @@ func TestTrees(t *testing.T) {
 		default:
 			m = randomTree(rng, n, 4, it%2 == 0, false)
 		}
-		mapv, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		mapv, _ := oracle.BruteMAP(t, m)
 		opts := testOpts(5000)
 		opts.BoundTol = 0
 		opts.BoundWindow = 50
@@ -360,15 +345,10 @@ func TestGrids(t *testing.T) {
 	var sumGap, maxGap float64
 	within, optimal := 0, 0
 	for k, gr := range grids {
-		lp, err := oracle.LocalPolytopeLP(gr.m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		lp := oracle.LP(t, gr.m)
 		mapv := negInf // a trivially valid lower bound on the MAP score
 		if gr.m != stuck {
-			if mapv, _, err = oracle.BruteForceMAP(gr.m); err != nil {
-				t.Fatal(err)
-			}
+			mapv, _ = oracle.BruteMAP(t, gr.m)
 		}
 		opts := testOpts(3000)
 		opts.BoundTol = 1e-10
@@ -520,10 +500,7 @@ func TestPairwiseLogic(t *testing.T) {
 		{Kind: model.Pair, Vars: []int{2, 0}, Weight: 1.5},
 	}
 	mapv, _, _ := oracle.BruteForceMAP(m)
-	lp, err := oracle.LocalPolytopeLP(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lp := oracle.LP(t, m)
 	res := solveChecked(t, "logic", m, testOpts(100), mapv)
 	if !near(res.Dual, lp, 1e-6) || res.Primal != mapv {
 		t.Errorf("logic: %+v, LP %v, MAP %v", res, lp, mapv)
@@ -589,10 +566,7 @@ func TestZeroAllocs(t *testing.T) {
 	// Some dense edges too.
 	m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{3, 57}, Table: make([]float64, 16)})
 	for _, threads := range []int{1, 2} {
-		g, err := newGraph(m, threads)
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := testGraph(t, m, threads)
 		o := DefaultOptions()
 		o.Threads = threads
 		r := newRun(g, o)
@@ -663,10 +637,7 @@ func TestThreadsBruteForceAndLP(t *testing.T) {
 	optimal := 0
 	for it := 0; it < 150; it++ {
 		m := tinyPairwise(rng, oracle.TinyOptions{MaxCard: 2 + it%3, MaxFactors: 20})
-		mapv, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		mapv, _ := oracle.BruteMAP(t, m)
 		o := testOpts(300)
 		o.Threads = 2 + it%2
 		o.Cycles = it%3 == 0 // TRW-S(LP-C) on the partitioned order too
@@ -679,14 +650,8 @@ func TestThreadsBruteForceAndLP(t *testing.T) {
 	}
 	for seed := int64(1); seed <= 4; seed++ {
 		m := generate.Potts(generate.GridOptions{Height: 3, Width: 4, Labels: 3, Rho: 2, Seed: seed})
-		lp, err := oracle.LocalPolytopeLP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mapv, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		lp := oracle.LP(t, m)
+		mapv, _ := oracle.BruteMAP(t, m)
 		for _, threads := range []int{2, 3} {
 			o := testOpts(2000)
 			o.Threads = threads

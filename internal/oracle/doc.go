@@ -7,9 +7,10 @@
 // ([RandomTinyModel]) to feed both, every joint assignment for checks by
 // enumeration ([Assignments]), evidence applied as forbidden states
 // ([Clamped]), and the real instances with their evidence
-// ([Instance]; their optima are internal/instances.Optima). The Must forms
-// ([MustBruteForceMAP], [MustLocalPolytopeLP]) fail the test on an error,
-// as [ReadMPE] does, which reads a run's --out.
+// ([Instance]; their optima are internal/instances.Optima). [BruteMAP],
+// [LP] and [Toulbar2] are the references for a test, failing (or, without
+// toulbar2, skipping) it on an error, as [ReadMPE] does, which reads a
+// run's --out.
 //
 // The references share no code with the solver: they read the model only
 // through package model's definitions (Score, FactorScore, LogicSatisfied), so

@@ -16,8 +16,8 @@ func relaxations(t *testing.T, m *model.Model) (lpv, soc, mapv float64, st SOCSt
 	if err != nil {
 		t.Fatal(err)
 	}
-	mapv, _ = MustBruteForceMAP(t, m)
-	return MustLocalPolytopeLP(t, m), soc, mapv, st
+	mapv, _ = BruteMAP(t, m)
+	return LP(t, m), soc, mapv, st
 }
 
 // TestSOCFrustratedTriangle: the example, local polytope 3,
