@@ -30,7 +30,8 @@ import (
 // an unsharded run's search also moves the boundary. After the final
 // polish the coordinator moves the boundary itself (moveBoundary: block
 // coordinate ascent, the parts re-solving the neighbourhood of each
-// boundary variable moved). With one worker (no boundary) it is the same
+// boundary variable moved, or on parts without hard constraints pricing
+// it by their local scores, which makes it ICM over the whole model). With one worker (no boundary) it is the same
 // search as in one process.
 
 // PartSummary is what a sharded run's coordinator knows of a part it never
@@ -143,7 +144,8 @@ const (
 	// to that state and re-solves the neighbourhood around it
 	// (primal.Searcher.Move), the other boundary variables fixed
 	// (EvalOut.Gains). A part that never needed internal/primal's repair
-	// (no hard constraint violated) answers no gains.
+	// (no hard constraint violated) prices a move by the change of its
+	// factors alone, the interior kept (localGains).
 	EvalMoves
 	// EvalApply moves the kept best assignment's boundary variables that
 	// differ from the states given, one after the other as EvalMoves
@@ -223,6 +225,8 @@ type shardEval struct {
 	settle       []bool     // EvalSettle's frozen variables
 	moved        []int      // EvalMoves' scratch
 	pairs        [][2]int32 // the boundary pairs EvalMoves prices jointly
+	loc, loc2    []float64  // localGains' local scores
+	gainOffs     []int      // per boundary variable: its offset into EvalOut.Gains
 }
 
 // Evaluate runs one primal request of a sharded run on the part (see
@@ -372,14 +376,18 @@ func (w *Worker) move(in *EvalIn, out *EvalOut) error {
 		e.lastOp = in.Op
 		return nil
 	}
-	if ls.prim == nil {
-		return nil
-	}
 	if e.moved == nil {
 		e.moved = make([]int, len(e.cand))
 		e.pairs = w.boundaryPairs()
 	}
 	m := w.p.Model
+	if ls.prim == nil {
+		for k, v := range w.boundary {
+			e.cand[v] = int(in.X[k])
+		}
+		w.localGains(out)
+		return nil
+	}
 	moves := len(e.pairs) * maxPairStates
 	for _, v := range w.boundary {
 		moves += m.Cards[v]
@@ -426,6 +434,79 @@ func (w *Worker) move(in *EvalIn, out *EvalOut) error {
 		ev[v1], ev[v2] = c1, c2
 	}
 	return nil
+}
+
+// localGains answers EvalMoves on a part that never needed
+// internal/primal's repair: each move is priced by the change of the
+// part's factors alone, the interior kept (ICM's local scores, less the
+// boundary variable's unary, which the coordinator adds), so that the
+// coordinator's block coordinate ascent over the boundary, with the
+// parts' ICM after each EvalApply, is ICM over the whole model. A pair
+// is priced exactly: the first variable's move, then the second's local
+// scores with the first moved. The kept best is in e.cand, its boundary
+// in the states given.
+func (w *Worker) localGains(out *EvalOut) {
+	e, m := w.eval, w.p.Model
+	ls, x := e.search, e.cand
+	if e.loc == nil {
+		maxCard := 1
+		for _, c := range m.Cards {
+			maxCard = max(maxCard, c)
+		}
+		e.loc, e.loc2 = make([]float64, maxCard), make([]float64, maxCard)
+	}
+	// delta is the change of v's factors from state cur to st, given the
+	// local scores loc of v.
+	delta := func(v, cur, st int, loc []float64) float64 {
+		u := m.Unaries(v)
+		return (loc[st] - u[st]) - (loc[cur] - u[cur])
+	}
+	off := len(out.Gains)
+	for _, v := range w.boundary {
+		loc := e.loc[:m.Cards[v]]
+		ls.scores(v, x, loc)
+		for st := range loc {
+			g := 0.0
+			if st != x[v] {
+				g = delta(v, x[v], st, loc)
+			}
+			out.Gains = append(out.Gains, g)
+		}
+	}
+	for _, pr := range e.pairs {
+		v1, v2 := w.boundary[pr[0]], w.boundary[pr[1]]
+		c1, c2 := x[v1], x[v2]
+		g1 := out.Gains[off+w.gainOff(int(pr[0])):]
+		out.Pairs = append(out.Pairs, pr[0], pr[1])
+		for s1 := range m.Cards[v1] {
+			x[v1] = s1
+			loc := e.loc2[:m.Cards[v2]]
+			ls.scores(v2, x, loc)
+			for s2 := range loc {
+				g := 0.0
+				if s1 != c1 || s2 != c2 {
+					g = g1[s1]
+					if s2 != c2 {
+						g += delta(v2, c2, s2, loc)
+					}
+				}
+				out.PairGains = append(out.PairGains, g)
+			}
+		}
+		x[v1] = c1
+	}
+}
+
+// gainOff is the offset of boundary variable k's states in EvalOut.Gains.
+func (w *Worker) gainOff(k int) int {
+	if w.eval.gainOffs == nil {
+		m := w.p.Model
+		w.eval.gainOffs = make([]int, len(w.boundary)+1)
+		for j, v := range w.boundary {
+			w.eval.gainOffs[j+1] = w.eval.gainOffs[j] + m.Cards[v]
+		}
+	}
+	return w.eval.gainOffs[k]
 }
 
 // maxPairStates bounds the joint states of a pair of boundary variables
