@@ -143,8 +143,8 @@ const (
 	// assignment (its boundary in the states given) moves that variable
 	// to that state and re-solves the neighbourhood around it
 	// (primal.Searcher.Move), the other boundary variables fixed
-	// (EvalOut.Gains). A part that never needed internal/primal's repair
-	// (no hard constraint violated) prices a move by the change of its
+	// (EvalOut.Gains). A part without hard constraints (or that never
+	// needed internal/primal's repair) prices a move by the change of its
 	// factors alone, the interior kept (localGains).
 	EvalMoves
 	// EvalApply moves the kept best assignment's boundary variables that
@@ -272,6 +272,7 @@ func (w *Worker) Evaluate(in *EvalIn, out *EvalOut) error {
 			// The repair only where this part violates a hard constraint.
 			e.search.improve(e.cand, in.Repair && math.IsInf(out.Before, -1))
 		} else {
+			w.lnsPolish()
 			e.search.polish(e.cand)
 		}
 		out.After = e.search.partial(e.cand)
@@ -357,8 +358,11 @@ func (w *Worker) move(in *EvalIn, out *EvalOut) error {
 	for i, s := range e.best {
 		e.cand[i] = int(s)
 	}
+	// Moves re-solve their neighbourhood only on hard constraints, which a
+	// move of one variable alone would violate.
+	resolve := ls.prim != nil && ls.prim.Hard()
 	if in.Op == EvalApply {
-		if ls.prim != nil {
+		if resolve {
 			w.applyMoves(in.X)
 		} else {
 			// Nothing to re-solve: the interior around the new boundary
@@ -381,7 +385,7 @@ func (w *Worker) move(in *EvalIn, out *EvalOut) error {
 		e.pairs = w.boundaryPairs()
 	}
 	m := w.p.Model
-	if ls.prim == nil {
+	if !resolve {
 		for k, v := range w.boundary {
 			e.cand[v] = int(in.X[k])
 		}
@@ -436,8 +440,30 @@ func (w *Worker) move(in *EvalIn, out *EvalOut) error {
 	return nil
 }
 
-// localGains answers EvalMoves on a part that never needed
-// internal/primal's repair: each move is priced by the change of the
+// lnsStates bounds the states of a part whose final polish runs
+// internal/primal's large neighbourhood search without hard constraints
+// (its search holds about 130 bytes per variable beside the part).
+const lnsStates = 1 << 20
+
+// lnsPolish prepares the final polish of a part with a boundary and no
+// hard-constraint repair so far to run internal/primal's large
+// neighbourhood search too (localSearch.polish), from the kept best (in
+// e.cand): an unsharded run's ICM also moves the boundary variables,
+// which the part's search keeps fixed, and the neighbourhoods (exact
+// over a dozen variables) make up for it. Parts over lnsStates states
+// keep ICM alone.
+func (w *Worker) lnsPolish() {
+	e, m := w.eval, w.p.Model
+	ls := e.search
+	if len(w.boundary) == 0 || ls.pairs != nil || ls.prim != nil || len(m.Unary) > lnsStates {
+		return
+	}
+	ls.newPrim()
+	ls.decoded = append(ls.decoded[:0], e.cand...)
+}
+
+// localGains answers EvalMoves on a part without hard constraints in its
+// search (or that never needed internal/primal's repair): each move is priced by the change of the
 // part's factors alone, the interior kept (ICM's local scores, less the
 // boundary variable's unary, which the coordinator adds), so that the
 // coordinator's block coordinate ascent over the boundary, with the
