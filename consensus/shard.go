@@ -160,6 +160,11 @@ const (
 	// The coordinator builds a boundary this way, one variable after the
 	// other, that every part's constraints allow.
 	EvalPropagate
+	// EvalStash sets the kept best assignment aside, and EvalRestore
+	// makes the one set aside the kept best again: the final polish runs
+	// from two starts and keeps the better end.
+	EvalStash
+	EvalRestore
 )
 
 // EvalIn asks a worker to evaluate assignments of its part.
@@ -220,6 +225,7 @@ type shardEval struct {
 	search       *localSearch
 	cand         []int   // the assignment being evaluated (local numbering)
 	before, best []int32 // the last one before its improvement; the best kept
+	stash        []int32 // EvalStash's best set aside
 	hasBest      bool
 	lastOp       EvalOp
 	settle       []bool     // EvalSettle's frozen variables
@@ -277,6 +283,18 @@ func (w *Worker) Evaluate(in *EvalIn, out *EvalOut) error {
 		}
 		out.After = e.search.partial(e.cand)
 		e.lastOp = in.Op
+	case EvalStash, EvalRestore:
+		if in.Op == EvalStash {
+			if !e.hasBest {
+				return errors.New("evaluate: no best assignment to set aside")
+			}
+			e.stash = append(e.stash[:0], e.best...)
+		} else {
+			if e.stash == nil {
+				return errors.New("evaluate: no assignment set aside")
+			}
+			copy(e.best, e.stash)
+		}
 	case EvalKeepBefore, EvalKeepAfter:
 		if e.lastOp == 0 {
 			return errors.New("evaluate: nothing evaluated to keep")
@@ -770,6 +788,9 @@ type shardPrimal struct {
 	// repaired: the parts' repairs around a decoded boundary failed once
 	// (the model has hard constraints across the boundary).
 	repaired bool
+	// secondStart: constructDecoded's assignment (its boundary in
+	// settled) is feasible and was not kept; polish starts from it too.
+	secondStart bool
 }
 
 func newShardPrimal(links []WorkerLink, nb int) (*shardPrimal, error) {
@@ -847,20 +868,68 @@ func (sp *shardPrimal) constructDecoded(ctx context.Context, s *master, res *sol
 	if err != nil {
 		return err
 	}
-	_, err = sp.keep(ctx, s, res, sp.settled, before, after)
+	kept, err := sp.keep(ctx, s, res, sp.settled, before, after)
+	sp.secondStart = !kept && !math.IsInf(max(before, after), -1)
 	return err
 }
 
 // polish is a sharded run's final polish: the parts' polish around the
 // best boundary (their search with the boundary fixed), then the
-// boundary's moves (moveBoundary). (A second round from the result
+// boundary's moves (moveBoundary). When constructDecoded built a
+// feasible assignment that did not beat the best, the same polish and
+// moves run from it too (the whole model's polish also starts from the
+// last decoded assignment), and the better end is kept: the workers
+// stash the first (EvalStash) and take it back (EvalRestore) when the
+// second is not better. On linkage_16 the second start ends better, by
+// 0.1% on 2 workers and 0.3% on 3. (A second round from the result
 // repeats the first's searches, seeded alike: on linkage_16 it found
 // nothing more.)
 func (sp *shardPrimal) polish(ctx context.Context, s *master, res *solver.Result) error {
 	if err := sp.check(ctx, s, res, true); err != nil {
 		return err
 	}
-	return sp.moveBoundary(ctx, s, res)
+	if err := sp.moveBoundary(ctx, s, res); err != nil || !sp.secondStart {
+		return err
+	}
+	sp.secondStart = false
+	first, firstPrimal := slices.Clone(sp.best), res.Primal
+	if err := sp.callAll(ctx, EvalStash); err != nil {
+		return err
+	}
+	before, after, err := sp.evaluate(ctx, s, sp.settled, EvalDecoded, true)
+	if err != nil {
+		return err
+	}
+	res.Primal = math.Inf(-1) // kept whatever its score
+	kept, err := sp.keep(ctx, s, res, sp.settled, before, after)
+	if err != nil {
+		return err
+	}
+	if kept {
+		if err := sp.check(ctx, s, res, true); err != nil {
+			return err
+		}
+		if err := sp.moveBoundary(ctx, s, res); err != nil {
+			return err
+		}
+		if res.Primal > firstPrimal {
+			return nil
+		}
+		if err := sp.callAll(ctx, EvalRestore); err != nil {
+			return err
+		}
+	}
+	copy(sp.best, first)
+	res.Primal, s.bestPrimal = firstPrimal, firstPrimal
+	return nil
+}
+
+// callAll sends op, which takes no states, to every worker.
+func (sp *shardPrimal) callAll(ctx context.Context, op EvalOp) error {
+	for _, in := range sp.ins {
+		in.Op, in.X = op, in.X[:0]
+	}
+	return sp.call(ctx, op)
 }
 
 // keep has the workers keep the assignment just evaluated around the

@@ -273,3 +273,56 @@ func TestShardedPrimalMovesTheBoundary(t *testing.T) {
 		}
 	}
 }
+
+// EvalStash sets a part's kept best aside and EvalRestore takes it back,
+// whatever was kept in between; restoring with nothing set aside, or
+// stashing with nothing kept, is an error.
+func TestStashRestoresTheBest(t *testing.T) {
+	m := generate.Potts(generate.GridOptions{Height: 6, Width: 6, Labels: 3, Rho: 2, Seed: 9})
+	sh := newSharded(t, m, partition.PerFactor(m), DefaultOptions(), 2)
+	wk := sh.workers[0]
+	var out EvalOut
+	if err := wk.Evaluate(&EvalIn{Seq: 1, Op: EvalStash}, &out); err == nil {
+		t.Fatal("stashed with nothing kept")
+	}
+	if err := wk.Evaluate(&EvalIn{Seq: 2, Op: EvalRestore}, &out); err == nil {
+		t.Fatal("restored with nothing set aside")
+	}
+	nb := len(sh.b.varsOf[0])
+	best := func() []int32 {
+		var x []int32
+		for k := 0; ; k++ {
+			_, states, last, err := wk.BestPiece(k, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x = append(x, states...)
+			if last {
+				return x
+			}
+		}
+	}
+	eval := func(seq int, op EvalOp, x []int32) {
+		t.Helper()
+		if err := wk.Evaluate(&EvalIn{Seq: seq, Op: op, X: x}, &out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eval(3, EvalDecoded, make([]int32, nb))
+	eval(4, EvalKeepBefore, nil)
+	first := best()
+	eval(5, EvalStash, nil)
+	ones := make([]int32, nb)
+	for k := range ones {
+		ones[k] = 1
+	}
+	eval(6, EvalDecoded, ones)
+	eval(7, EvalKeepAfter, nil)
+	if slices.Equal(best(), first) {
+		t.Fatal("the second assignment kept is the first")
+	}
+	eval(8, EvalRestore, nil)
+	if got := best(); !slices.Equal(got, first) {
+		t.Fatalf("restored %v, set aside %v", got, first)
+	}
+}
