@@ -469,15 +469,31 @@ const lnsStates = 1 << 20
 // e.cand): an unsharded run's ICM also moves the boundary variables,
 // which the part's search keeps fixed, and the neighbourhoods (exact
 // over a dozen variables) make up for it. Parts over lnsStates states
-// keep ICM alone.
+// keep ICM alone, and so do parts of pairwise factors of one kind
+// (pairsOfOneKind).
 func (w *Worker) lnsPolish() {
 	e, m := w.eval, w.p.Model
 	ls := e.search
-	if len(w.boundary) == 0 || ls.pairs != nil || ls.prim != nil || len(m.Unary) > lnsStates {
+	if len(w.boundary) == 0 || ls.pairs != nil || ls.prim != nil || len(m.Unary) > lnsStates || pairsOfOneKind(m) {
 		return
 	}
 	ls.newPrim()
 	ls.decoded = append(ls.decoded[:0], e.cand...)
+}
+
+// pairsOfOneKind reports whether m's factors are all pairwise Potts or
+// all pairwise Pair factors: a part a worker may hold flat (Pairs, with
+// no model.Factors for internal/primal to search), which lnsPolish then
+// leaves alone whichever way it was loaded, so that both give the same
+// result.
+func pairsOfOneKind(m *model.Model) bool {
+	for a := range m.Factors {
+		f := &m.Factors[a]
+		if len(f.Vars) != 2 || f.Kind != model.Potts && f.Kind != model.Pair || f.Kind != m.Factors[0].Kind {
+			return false
+		}
+	}
+	return true
 }
 
 // localGains answers EvalMoves on a part without hard constraints in its
@@ -558,7 +574,8 @@ func (w *Worker) gainOff(k int) int {
 const maxPairStates = 36
 
 // boundaryPairs lists the pairs of the part's boundary variables (boundary
-// indices, increasing) that share a factor of the part, each once, when
+// indices, increasing) that share a factor of the part's search (its
+// model's, or its flat pairs), each once, when
 // they have at most maxPairStates joint states.
 func (w *Worker) boundaryPairs() [][2]int32 {
 	m := w.p.Model
@@ -569,9 +586,11 @@ func (w *Worker) boundaryPairs() [][2]int32 {
 	seen := map[[2]int32]bool{}
 	var pairs [][2]int32
 	var ks []int32
-	for a := range m.Factors {
+	ls := w.eval.search
+	var buf [2]int
+	for a := range ls.numFactors() {
 		ks = ks[:0]
-		for _, v := range m.Factors[a].Vars {
+		for _, v := range ls.factorVars(a, &buf) {
 			if k, ok := idx[v]; ok {
 				ks = append(ks, k)
 			}
