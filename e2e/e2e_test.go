@@ -325,7 +325,9 @@ func TestRealInstancesRunMatchesSolve(t *testing.T) {
 			// pedigree of hard constraints whose 3 parts put 74 of its
 			// 402 variables on the boundary, it trails solve's by 0.91%
 			// after 300 iterations, -145.36 against -144.06: the
-			// issue's 0.1% is not met there; the other two equal it).
+			// issue's 0.1% is not met there; Segmentation_12 equals it,
+			// and Promedas_69, whose evidence forbids a state, runs
+			// unsharded).
 			out := filepath.Join(t.TempDir(), "x.mpe")
 			// The converted model goes to a temporary directory, not beside
 			// the instance (a folder this test only reads).
