@@ -31,8 +31,8 @@ import (
 // polish the coordinator moves the boundary itself (moveBoundary: block
 // coordinate ascent, the parts re-solving the neighbourhood of each
 // boundary variable moved, or on parts without hard constraints pricing
-// it by their local scores, which makes it ICM over the whole model). With one worker (no boundary) it is the same
-// search as in one process.
+// it by their local scores, which makes it ICM over the whole model).
+// With one worker (no boundary) it is the same search as in one process.
 
 // PartSummary is what a sharded run's coordinator knows of a part it never
 // saw: sizes its worker reports once it has built the part.
@@ -497,14 +497,14 @@ func pairsOfOneKind(m *model.Model) bool {
 }
 
 // localGains answers EvalMoves on a part without hard constraints in its
-// search (or that never needed internal/primal's repair): each move is priced by the change of the
-// part's factors alone, the interior kept (ICM's local scores, less the
-// boundary variable's unary, which the coordinator adds), so that the
-// coordinator's block coordinate ascent over the boundary, with the
-// parts' ICM after each EvalApply, is ICM over the whole model. A pair
-// is priced exactly: the first variable's move, then the second's local
-// scores with the first moved. The kept best is in e.cand, its boundary
-// in the states given.
+// search (or that never needed internal/primal's repair): each move is
+// priced by the change of the part's factors alone, the interior kept
+// (ICM's local scores, less the boundary variable's unary, which the
+// coordinator adds), so that the coordinator's block coordinate ascent
+// over the boundary, with the parts' ICM after each EvalApply, is ICM
+// over the whole model. A pair is priced exactly: the first variable's
+// move, then the second's local scores with the first moved. The kept
+// best is in e.cand, its boundary in the states given.
 func (w *Worker) localGains(out *EvalOut) {
 	e, m := w.eval, w.p.Model
 	ls, x := e.search, e.cand
@@ -575,8 +575,8 @@ const maxPairStates = 36
 
 // boundaryPairs lists the pairs of the part's boundary variables (boundary
 // indices, increasing) that share a factor of the part's search (its
-// model's, or its flat pairs), each once, when
-// they have at most maxPairStates joint states.
+// model's, or its flat pairs), each once, when they have at most
+// maxPairStates joint states.
 func (w *Worker) boundaryPairs() [][2]int32 {
 	m := w.p.Model
 	idx := make(map[int]int32, len(w.boundary))
@@ -914,9 +914,8 @@ func (sp *shardPrimal) constructDecoded(ctx context.Context, s *master, res *sol
 // second is not better. On linkage_16 the second start ends better, by
 // 0.1% on 2 workers and 0.3% on 3; on DBN_11 (21 of its 40 variables on
 // the boundary) it ends at solve's primal instead of 13% below it. (A
-// second round from the result
-// repeats the first's searches, seeded alike: on linkage_16 it found
-// nothing more.)
+// second round from the result repeats the first's searches, seeded
+// alike: on linkage_16 it found nothing more.)
 func (sp *shardPrimal) polish(ctx context.Context, s *master, res *solver.Result) error {
 	if err := sp.check(ctx, s, res, true); err != nil {
 		return err
