@@ -187,6 +187,17 @@ func (ls *localSearch) pairScores(i int, x []int, loc []float64) {
 	}
 }
 
+// scores is ICM's local scores of variable i at x (its unary plus the
+// search's factors that touch it, per state): localsearch.Local.Scores,
+// or pairScores over pairs.
+func (ls *localSearch) scores(i int, x []int, loc []float64) {
+	if ls.pairs != nil {
+		ls.pairScores(i, x, loc)
+	} else {
+		ls.local.Scores(i, x, loc)
+	}
+}
+
 // colourBlocks colours the nb ICM blocks greedily in increasing order, each
 // with the smallest colour that no block it shares a factor with has yet:
 // two colours on a grid whose rows are shorter than a block.
@@ -501,11 +512,7 @@ func (ls *localSearch) icmBlockRun(worker, k int) {
 			continue
 		}
 		loc := ls.loc[worker][:m.Cards[i]]
-		if ls.pairs != nil {
-			ls.pairScores(i, x, loc)
-		} else {
-			ls.local.Scores(i, x, loc)
-		}
+		ls.scores(i, x, loc)
 		best := localsearch.Best(loc, x[i])
 		if best == x[i] {
 			continue

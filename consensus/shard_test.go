@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/ddrun/ddrun/generate"
@@ -231,5 +232,97 @@ func TestPropagateKeepsFeasibleStates(t *testing.T) {
 	}
 	if removed == 0 {
 		t.Error("propagation never removed a boundary state")
+	}
+}
+
+// On models without hard constraints the coordinator's boundary moves,
+// priced by the parts' local scores, with the parts' ICM after each, end
+// at an assignment no single variable's move improves, boundary variables
+// included (the parts' own searches keep those fixed).
+func TestShardedPrimalMovesTheBoundary(t *testing.T) {
+	var cases []namedModel
+	for seed := int64(1); seed <= 3; seed++ {
+		cases = append(cases, namedModel{fmt.Sprintf("potts%d", seed), generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 4, Rho: 3, Seed: seed, Pair: generate.PairDense})},
+			namedModel{fmt.Sprintf("ising%d", seed), generate.Ising(generate.GridOptions{Height: 12, Width: 12, Rho: 3, Seed: seed})})
+	}
+	for _, c := range cases {
+		opts := DefaultOptions()
+		opts.MaxIter = 10
+		plan := partition.PerFactor(c.m)
+		for w := 2; w <= 3; w++ {
+			sh := newSharded(t, c.m, plan, opts, w)
+			got, err := CoordinateShards(context.Background(), sh.bm, sh.sums, sh.b, sh.links, opts, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := sh.assignment(t, c.m.NumVars(), got)
+			sc := c.m.Score(x)
+			if !relClose(sc, got.Primal, 1e-9) {
+				t.Fatalf("%s, %d workers: primal %.12g, the assignment scores %.12g", c.name, w, got.Primal, sc)
+			}
+			for i, card := range c.m.Cards {
+				cur := x[i]
+				for st := range card {
+					x[i] = st
+					if d := c.m.Score(x) - sc; d > 1e-9*math.Max(1, math.Abs(sc)) {
+						t.Errorf("%s, %d workers: variable %d (boundary: %v) to state %d gains %g", c.name, w, i, slices.Contains(sh.vars, i), st, d)
+					}
+				}
+				x[i] = cur
+			}
+		}
+	}
+}
+
+// EvalStash sets a part's kept best aside and EvalRestore takes it back,
+// whatever was kept in between; restoring with nothing set aside, or
+// stashing with nothing kept, is an error.
+func TestStashRestoresTheBest(t *testing.T) {
+	m := generate.Potts(generate.GridOptions{Height: 6, Width: 6, Labels: 3, Rho: 2, Seed: 9})
+	sh := newSharded(t, m, partition.PerFactor(m), DefaultOptions(), 2)
+	wk := sh.workers[0]
+	var out EvalOut
+	if err := wk.Evaluate(&EvalIn{Seq: 1, Op: EvalStash}, &out); err == nil {
+		t.Fatal("stashed with nothing kept")
+	}
+	if err := wk.Evaluate(&EvalIn{Seq: 2, Op: EvalRestore}, &out); err == nil {
+		t.Fatal("restored with nothing set aside")
+	}
+	nb := len(sh.b.varsOf[0])
+	best := func() []int32 {
+		var x []int32
+		for k := 0; ; k++ {
+			_, states, last, err := wk.BestPiece(k, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x = append(x, states...)
+			if last {
+				return x
+			}
+		}
+	}
+	eval := func(seq int, op EvalOp, x []int32) {
+		t.Helper()
+		if err := wk.Evaluate(&EvalIn{Seq: seq, Op: op, X: x}, &out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eval(3, EvalDecoded, make([]int32, nb))
+	eval(4, EvalKeepBefore, nil)
+	first := best()
+	eval(5, EvalStash, nil)
+	ones := make([]int32, nb)
+	for k := range ones {
+		ones[k] = 1
+	}
+	eval(6, EvalDecoded, ones)
+	eval(7, EvalKeepAfter, nil)
+	if slices.Equal(best(), first) {
+		t.Fatal("the second assignment kept is the first")
+	}
+	eval(8, EvalRestore, nil)
+	if got := best(); !slices.Equal(got, first) {
+		t.Fatalf("restored %v, set aside %v", got, first)
 	}
 }

@@ -434,3 +434,23 @@ func connectedFree(m *model.Model, allowed []bool, v int) bool {
 	}
 	return true
 }
+
+// Hard tells models with hard constraints from those without: a model
+// whose factors are all finite has none; a -Inf entry makes one.
+func TestSearcherHard(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 1))
+	m := heavy(rng, 6, 0)
+	m.Factors = m.Factors[:len(m.Factors)-2] // the logic factors
+	for _, f := range m.Factors {
+		if f.Kind.IsLogic() {
+			t.Fatal("a logic factor left")
+		}
+	}
+	if NewSearcher(m).Hard() {
+		t.Fatal("a model of finite tables has hard constraints")
+	}
+	m.Factors[0].Table[0] = math.Inf(-1)
+	if !NewSearcher(m).Hard() {
+		t.Fatal("a -Inf table entry is no hard constraint")
+	}
+}

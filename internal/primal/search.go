@@ -489,3 +489,7 @@ func (s *Searcher) icm(x []int) {
 		}
 	}
 }
+
+// Hard reports whether the model has hard constraints (-Inf entries in
+// its factors, or logic factors).
+func (s *Searcher) Hard() bool { return len(s.hard) > 0 }
