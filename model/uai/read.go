@@ -313,6 +313,7 @@ func (p *modelParser) factorTables() error {
 	left := p.entries // table entries still to come (ReadWith)
 	next := 0         // the next folded factor
 	kept := 0         // the next kept factor
+	var memo entryMemo
 	for a := 0; a < nf; a++ {
 		fold := next < len(p.folded) && int(p.folded[next].a) == a
 		tok, line, err := p.src.next()
@@ -364,7 +365,7 @@ func (p *modelParser) factorTables() error {
 			if tok == nil {
 				return p.src.errorf(line, fmt.Sprintf("unexpected end of file: expected entry %d of the table of factor %d (%d entries)", e, a, size))
 			}
-			v, problem := entryToLog(tok, p.base)
+			v, problem := memo.toLog(tok, p.base)
 			if problem != "" {
 				return p.src.errorf(line, fmt.Sprintf("table of factor %d entry %d: %s", a, e, problem))
 			}
