@@ -201,3 +201,35 @@ func TestWindowTablesLarge(t *testing.T) {
 		checkWindows(t, bad)
 	}
 }
+
+// checkMemo fails unless entryMemo gives entryToLog's value and problem
+// for every token of toks, read in order (repeats hit the memo).
+func checkMemo(t *testing.T, toks []string) {
+	t.Helper()
+	for _, base := range []LogBase{Potentials, Log10, Ln} {
+		var m entryMemo
+		for _, tok := range toks {
+			v, p := m.toLog([]byte(tok), base)
+			wv, wp := entryToLog([]byte(tok), base)
+			if math.Float64bits(v) != math.Float64bits(wv) || p != wp {
+				t.Fatalf("%v: token %q: memo %v %q, entryToLog %v %q (tokens %q)", base, tok, v, p, wv, wp, toks)
+			}
+		}
+	}
+}
+
+// The memo of the last two entries gives entryToLog's values and problems
+// on repeats, alternations, prefixes of one another and tokens too long to
+// keep.
+func TestEntryMemoMatchesEntryToLog(t *testing.T) {
+	long := strings.Repeat("1", memoLen) + "5"
+	checkMemo(t, []string{"0.5", "1", "1", "0.5", "1", "2", "0.5", "1", "10", "1", "1.0", "x", "x", "-1", "-1",
+		"1e-400", "1e-400", "inf", "nan", "nan", long, long, long[:memoLen], long, long[:memoLen], "0", "0", "1"})
+}
+
+func FuzzEntryMemo(f *testing.F) {
+	f.Add("0.5 1 1 1 0.5 2 1e-400 x 1")
+	f.Fuzz(func(t *testing.T, s string) {
+		checkMemo(t, strings.Fields(s))
+	})
+}
