@@ -112,6 +112,9 @@ func (p *modelParser) expect(what func() string) ([]byte, int, error) {
 
 // count reads a non-negative integer described by what().
 func (p *modelParser) count(what func() string) (int, int, error) {
+	if n, ok := p.src.s.nextDigits(); ok {
+		return n, p.src.s.tokLine, nil
+	}
 	tok, line, err := p.expect(what)
 	if err != nil {
 		return 0, line, err

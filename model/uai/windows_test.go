@@ -233,3 +233,51 @@ func FuzzEntryMemo(f *testing.F) {
 		checkMemo(t, strings.Fields(s))
 	})
 }
+
+// checkDigits fails unless a scanner that takes nextDigits where it can
+// (and next where it cannot) reads in as one that only takes next: the
+// same tokens, values (parseCount's) and lines, with a small buffer so
+// that tokens cross its end.
+func checkDigits(t *testing.T, in string, bufSize int) {
+	t.Helper()
+	a := &scanner{r: strings.NewReader(in), buf: make([]byte, bufSize), line: 1, bol: true, tokLine: 1}
+	b := &scanner{r: strings.NewReader(in), buf: make([]byte, bufSize), line: 1, bol: true, tokLine: 1}
+	for k := 0; ; k++ {
+		n, ok := b.nextDigits()
+		tok, err := a.next()
+		if err != nil || tok == nil {
+			if ok {
+				t.Fatalf("%q: token %d: nextDigits read %d where next ended (%v)", in, k, n, err)
+			}
+			return
+		}
+		if ok {
+			want, problem := parseCount(tok)
+			if problem != "" || want != n || a.tokLine != b.tokLine {
+				t.Fatalf("%q: token %d: nextDigits %d on line %d, next %q (%s) on line %d", in, k, n, b.tokLine, tok, problem, a.tokLine)
+			}
+			continue
+		}
+		got, err := b.next()
+		if err != nil || string(got) != string(tok) || a.tokLine != b.tokLine {
+			t.Fatalf("%q: token %d: after nextDigits, next %q on line %d (%v), want %q on line %d", in, k, got, b.tokLine, err, tok, a.tokLine)
+		}
+	}
+}
+
+// nextDigits reads the counts next reads, on their lines, and leaves the
+// rest (comments, signs, long or odd tokens, a buffer's end) to next.
+func TestNextDigitsMatchesNext(t *testing.T) {
+	in := "MARKOV\n3\n2 2 3\n 2\nc 1 2\n2 0 1\n+3 0 1 2\r\n\n007 99999999999999999 999999999999999999 12x\n-4 5"
+	for _, size := range []int{32, 64, 1 << 10} {
+		checkDigits(t, in, size)
+		checkDigits(t, lines(in), size)
+	}
+}
+
+func FuzzNextDigits(f *testing.F) {
+	f.Add("2 0 1\nc 3\n 12 +4 x 5", 32)
+	f.Fuzz(func(t *testing.T, in string, size int) {
+		checkDigits(t, in, max(maxTokenLen+1, size%(1<<14)))
+	})
+}
