@@ -103,6 +103,18 @@ func (r *streamReader) take(buf []byte, n uint64, keep bool) ([]byte, error) {
 		}
 		return buf, err
 	}
+	if n <= uint64(r.r.Size()) {
+		// From the reader's buffer: most values are a few bytes, for
+		// which io.ReadFull's calls cost more than the copy.
+		p, err := r.r.Peek(int(n))
+		buf = append(buf, p...)
+		d, _ := r.r.Discard(len(p))
+		r.off += int64(d)
+		if err == io.EOF {
+			err = r.errorf("unexpected end of input")
+		}
+		return buf, err
+	}
 	start := len(buf)
 	buf = append(buf, make([]byte, n)...)
 	k, err := io.ReadFull(r.r, buf[start:])
@@ -414,11 +426,13 @@ func (s *mpStream) variables(sink Sink) (int, error) {
 
 // unary reads variable i's unaries (nil: null) of c entries from ur.
 func (s *mpStream) unary(ur *streamReader, i, c int) ([]float64, error) {
-	place := fmt.Sprintf("unaries[%d]", i)
+	// The place is only spelled out for an error (a Sprintf a variable
+	// was a tenth of a grid's conversion).
+	place := func() string { return fmt.Sprintf("unaries[%d]", i) }
 	base := ur.off
 	b, err := ur.value(s.buf2[:0], true, 0)
 	if err != nil {
-		return nil, at(place, err)
+		return nil, at(place(), err)
 	}
 	s.buf2 = b
 	if len(b) == 1 && b[0] == 0xc0 {
@@ -429,10 +443,10 @@ func (s *mpStream) unary(ur *streamReader, i, c int) ([]float64, error) {
 	s.raw.ufloats = s.raw.ufloats[:0]
 	sp, err := d.floats(&s.raw.ufloats, c)
 	if err != nil {
-		return nil, at(place, err)
+		return nil, at(place(), err)
 	}
 	if sp.n != c {
-		return nil, placeErr(place, "%d entries, variable %d has cardinality %d", sp.n, i, c)
+		return nil, placeErr(place(), "%d entries, variable %d has cardinality %d", sp.n, i, c)
 	}
 	u := s.raw.ufloats[:c]
 	for k, v := range u {
@@ -472,6 +486,7 @@ func (s *mpStream) factors(sink Sink, n int) error {
 	}}
 	raw := &s.raw
 	entries := 0
+	var f model.Factor // the sink's, during its call only: one for all
 	for a := range nf {
 		fr, err := s.frame(r)
 		if err != nil {
@@ -493,7 +508,7 @@ func (s *mpStream) factors(sink Sink, n int) error {
 			entries += sp.n
 		}
 		scope = scope[:0]
-		var f model.Factor
+		f = model.Factor{}
 		if err := raw.buildFactor(&sc, a, &rf, &f); err != nil {
 			return err
 		}
