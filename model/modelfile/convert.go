@@ -51,8 +51,8 @@ type ConvertOptions struct {
 // Convert reads the model file in and writes it to out, each in the format
 // its name says. UAI to indexed streams in memory that does not grow with
 // the factors: the UAI file is read twice (uai.StreamScopes: a scope and
-// its table at a time, the entries converted on the other cores:
-// uai.ReadOptions.Converters) and the writer spills the structure to temporary
+// its table at a time, the tables' text tokenized and converted in
+// windows on all the cores: uai.ReadOptions.Converters) and the writer spills the structure to temporary
 // files beside out (indexed.WriteOptions.TempDir), the structured pairwise
 // tables written as their kinds unless o.KeepDense; so does native msgpack
 // (native.ReadMsgpackStream: the file read three times, a factor at a
@@ -134,10 +134,9 @@ func streamUAI(ctx context.Context, in string, f *os.File, o ConvertOptions, wop
 	}()
 	ropts := uai.OptionsFor(in)
 	ropts.MaxEntries, ropts.Context = o.MaxEntries, ctx
-	// The entries are converted on other goroutines while this one
-	// tokenizes and writes: as many as the cores (up to 4), so that on two
-	// cores this goroutine's share (less than half of the work) leaves
-	// the rest of its core to the conversion.
+	// The tables' text is tokenized and converted in windows on other
+	// goroutines while this one reads it and writes: as many windows at
+	// once as the cores (up to 4).
 	ropts.Converters = max(1, min(runtime.GOMAXPROCS(0), 4))
 	nf := 0 // the factors the file declares
 	open := func() (io.ReadCloser, error) {

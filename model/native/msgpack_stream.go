@@ -103,6 +103,18 @@ func (r *streamReader) take(buf []byte, n uint64, keep bool) ([]byte, error) {
 		}
 		return buf, err
 	}
+	if n <= uint64(r.r.Size()) {
+		// From the reader's buffer: most values are a few bytes, for
+		// which io.ReadFull's calls cost more than the copy.
+		p, err := r.r.Peek(int(n))
+		buf = append(buf, p...)
+		d, _ := r.r.Discard(len(p))
+		r.off += int64(d)
+		if err == io.EOF {
+			err = r.errorf("unexpected end of input")
+		}
+		return buf, err
+	}
 	start := len(buf)
 	buf = append(buf, make([]byte, n)...)
 	k, err := io.ReadFull(r.r, buf[start:])
@@ -116,24 +128,10 @@ func (r *streamReader) take(buf []byte, n uint64, keep bool) ([]byte, error) {
 // maxDepth bounds the nesting of a value (the schema needs 3).
 const maxDepth = 8
 
-// value appends the next msgpack value's bytes to buf (keep) or skips it.
-func (r *streamReader) value(buf []byte, keep bool, depth int) ([]byte, error) {
-	if depth > maxDepth {
-		return nil, r.errorf("values nested more than %d deep", maxDepth)
-	}
-	c, err := r.r.ReadByte()
-	if err != nil {
-		if err == io.EOF {
-			err = r.errorf("unexpected end of input")
-		}
-		return nil, err
-	}
-	r.off++
-	if keep {
-		buf = append(buf, c)
-	}
-	var size, items uint64 // payload bytes, then nested values
-	lenBytes := 0          // bytes of a length that follows the code
+// code says what follows a msgpack value's first byte c: size payload
+// bytes, then items nested values, or first a length of lenBytes bytes
+// (then lengthOf). ok is false for a code the schema never uses.
+func code(c byte) (size, items uint64, lenBytes int, ok bool) {
 	switch {
 	case c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3:
 	case c <= 0x8f:
@@ -157,6 +155,97 @@ func (r *streamReader) value(buf []byte, keep bool, depth int) ([]byte, error) {
 	case c == 0xc6 || c == 0xc9 || c == 0xdb || c == 0xdd || c == 0xdf:
 		lenBytes = 4
 	default:
+		return 0, 0, 0, false
+	}
+	return size, items, lenBytes, true
+}
+
+// lengthOf is what code c's length n (big-endian b) means: payload bytes
+// or nested values.
+func lengthOf(c byte, b []byte) (size, items uint64) {
+	var n uint64
+	for _, x := range b {
+		n = n<<8 | uint64(x)
+	}
+	switch {
+	case c == 0xdc || c == 0xdd:
+		return 0, n
+	case c == 0xde || c == 0xdf:
+		return 0, 2 * n
+	case c >= 0xc7 && c <= 0xc9:
+		return n + 1, 0 // the extension's type, then its data
+	}
+	return n, 0
+}
+
+// valueLen is the length of the msgpack value p starts with, nested at
+// most maxDepth - depth deep, when all of it lies in p and value would
+// read it without an error; ok is false otherwise (value then reads it,
+// and finds the error).
+func valueLen(p []byte, depth int) (n int, ok bool) {
+	if depth > maxDepth || len(p) == 0 {
+		return 0, false
+	}
+	size, items, lenBytes, ok := code(p[0])
+	if !ok || len(p) < 1+lenBytes {
+		return 0, false
+	}
+	n = 1 + lenBytes
+	if lenBytes > 0 {
+		size, items = lengthOf(p[0], p[1:n])
+	}
+	if size > uint64(len(p)-n) {
+		return 0, false
+	}
+	n += int(size)
+	for range items {
+		m, ok := valueLen(p[n:], depth+1)
+		if !ok {
+			return 0, false
+		}
+		n += m
+	}
+	return n, true
+}
+
+// value appends the next msgpack value's bytes to buf (keep) or skips it.
+// A value that lies whole in the reader's buffer is taken from it at once
+// (valueLen); the others are read a byte and a length at a time.
+func (r *streamReader) value(buf []byte, keep bool, depth int) ([]byte, error) {
+	if r.r.Buffered() < 4096 {
+		r.r.Peek(r.r.Size()) // a short or failed fill leaves the rest to the bytewise reading
+	}
+	if p, _ := r.r.Peek(r.r.Buffered()); len(p) > 0 {
+		if n, ok := valueLen(p, depth); ok && int64(n) <= r.max-r.off {
+			if keep {
+				buf = append(buf, p[:n]...)
+			}
+			r.r.Discard(n)
+			r.off += int64(n)
+			return buf, nil
+		}
+	}
+	return r.bytewise(buf, keep, depth)
+}
+
+// bytewise is value a byte and a length at a time.
+func (r *streamReader) bytewise(buf []byte, keep bool, depth int) ([]byte, error) {
+	if depth > maxDepth {
+		return nil, r.errorf("values nested more than %d deep", maxDepth)
+	}
+	c, err := r.r.ReadByte()
+	if err != nil {
+		if err == io.EOF {
+			err = r.errorf("unexpected end of input")
+		}
+		return nil, err
+	}
+	r.off++
+	if keep {
+		buf = append(buf, c)
+	}
+	size, items, lenBytes, ok := code(c)
+	if !ok {
 		return nil, r.errorf("found %s", typeName(c))
 	}
 	if lenBytes > 0 {
@@ -165,31 +254,18 @@ func (r *streamReader) value(buf []byte, keep bool, depth int) ([]byte, error) {
 		if b, err = r.take(buf, uint64(lenBytes), true); err != nil {
 			return nil, err
 		}
-		var n uint64
-		for _, x := range b[start:] {
-			n = n<<8 | uint64(x)
-		}
+		size, items = lengthOf(c, b[start:])
 		if keep {
 			buf = b
 		} else {
 			buf = b[:start]
-		}
-		switch {
-		case c == 0xdc || c == 0xdd:
-			items = n
-		case c == 0xde || c == 0xdf:
-			items = 2 * n
-		case c >= 0xc7 && c <= 0xc9:
-			size = n + 1 // the extension's type, then its data
-		default:
-			size = n
 		}
 	}
 	if buf, err = r.take(buf, size, keep); err != nil {
 		return nil, err
 	}
 	for range items {
-		if buf, err = r.value(buf, keep, depth+1); err != nil {
+		if buf, err = r.bytewise(buf, keep, depth+1); err != nil {
 			return nil, err
 		}
 	}
@@ -414,11 +490,13 @@ func (s *mpStream) variables(sink Sink) (int, error) {
 
 // unary reads variable i's unaries (nil: null) of c entries from ur.
 func (s *mpStream) unary(ur *streamReader, i, c int) ([]float64, error) {
-	place := fmt.Sprintf("unaries[%d]", i)
+	// The place is only spelled out for an error (a Sprintf a variable
+	// was a tenth of a grid's conversion).
+	place := func() string { return fmt.Sprintf("unaries[%d]", i) }
 	base := ur.off
 	b, err := ur.value(s.buf2[:0], true, 0)
 	if err != nil {
-		return nil, at(place, err)
+		return nil, at(place(), err)
 	}
 	s.buf2 = b
 	if len(b) == 1 && b[0] == 0xc0 {
@@ -429,10 +507,10 @@ func (s *mpStream) unary(ur *streamReader, i, c int) ([]float64, error) {
 	s.raw.ufloats = s.raw.ufloats[:0]
 	sp, err := d.floats(&s.raw.ufloats, c)
 	if err != nil {
-		return nil, at(place, err)
+		return nil, at(place(), err)
 	}
 	if sp.n != c {
-		return nil, placeErr(place, "%d entries, variable %d has cardinality %d", sp.n, i, c)
+		return nil, placeErr(place(), "%d entries, variable %d has cardinality %d", sp.n, i, c)
 	}
 	u := s.raw.ufloats[:c]
 	for k, v := range u {
@@ -472,6 +550,7 @@ func (s *mpStream) factors(sink Sink, n int) error {
 	}}
 	raw := &s.raw
 	entries := 0
+	var f model.Factor // the sink's, during its call only: one for all
 	for a := range nf {
 		fr, err := s.frame(r)
 		if err != nil {
@@ -493,7 +572,7 @@ func (s *mpStream) factors(sink Sink, n int) error {
 			entries += sp.n
 		}
 		scope = scope[:0]
-		var f model.Factor
+		f = model.Factor{}
 		if err := raw.buildFactor(&sc, a, &rf, &f); err != nil {
 			return err
 		}

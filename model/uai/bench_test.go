@@ -2,6 +2,8 @@ package uai
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -113,4 +115,28 @@ func BenchmarkWrite(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(entries), "ns/entry")
+}
+
+// BenchmarkStreamScopes reads the grid of BenchmarkRead with StreamScopes
+// (what `run` converts a UAI file with): sequentially, and in windows on 2
+// and 4 goroutines (ReadOptions.Converters); on a machine of 2 cores the
+// windows' gain is their share of the CPU, ns/op the wall.
+func BenchmarkStreamScopes(b *testing.B) {
+	data, entries := benchGrid(b)
+	open := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+	for _, converters := range []int{0, 2, 4} {
+		b.Run(fmt.Sprintf("converters=%d", converters), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			opts := ReadOptions{Converters: converters}
+			for b.Loop() {
+				err := StreamScopes(open, "grid.uai", opts, func([]int, int) error { return nil },
+					func(int, []int, []float64) error { return nil })
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(entries), "ns/entry")
+		})
+	}
 }

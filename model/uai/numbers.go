@@ -186,3 +186,35 @@ func entryToLog(tok []byte, base LogBase) (float64, string) {
 	}
 	return 0, "unknown log base " + base.String()
 }
+
+// memoLen bounds the tokens entryMemo keeps.
+const memoLen = 32
+
+// entryMemo is entryToLog with the last two distinct valid tokens and
+// their values kept: a table of a Potts factor written as potentials
+// repeats two tokens (the weight's and 1, 14 of its 16 entries on 4
+// labels), whose parsing and logarithm are most of the reading. The values
+// are entryToLog's (a function of the token's bytes and the base).
+type entryMemo struct {
+	tok  [2][memoLen]byte
+	n    [2]int // 0: empty (a token is never empty)
+	v    [2]float64
+	last int // the slot hit or filled last
+}
+
+// toLog is entryToLog(tok, base).
+func (m *entryMemo) toLog(tok []byte, base LogBase) (float64, string) {
+	for k := range m.n {
+		if m.n[k] == len(tok) && string(m.tok[k][:len(tok)]) == string(tok) {
+			m.last = k
+			return m.v[k], ""
+		}
+	}
+	v, problem := entryToLog(tok, base)
+	if problem == "" && len(tok) <= memoLen {
+		k := 1 - m.last
+		m.n[k] = copy(m.tok[k][:], tok)
+		m.v[k], m.last = v, k
+	}
+	return v, problem
+}

@@ -67,12 +67,12 @@ type ReadOptions struct {
 	// Folded, when not nil, gets the number of factors FoldUnary folded
 	// (the file's factors are len(Model.Factors) plus this).
 	Folded *int
-	// Converters, when above zero, is how many goroutines StreamScopes
-	// converts the table entries on (parsing and taking logarithms, most
-	// of its work), while the caller's goroutine tokenizes and hands the
-	// tables over: the same tables and errors, in the same order, a few
-	// batches of about 32,000 entries in memory (pipeline.go). The other
-	// readers ignore it.
+	// Converters, when above zero, is how many windows of the tables'
+	// text (about 256 KB each, cut at line breaks) StreamScopes tokenizes
+	// and converts at once, a goroutine each, while the caller's goroutine
+	// reads them and hands the tables over: the same tables and errors, in
+	// the same order (what the windows do not read, the sequential reading
+	// does: windows.go). The other readers ignore it.
 	Converters int
 }
 

@@ -112,6 +112,9 @@ func (p *modelParser) expect(what func() string) ([]byte, int, error) {
 
 // count reads a non-negative integer described by what().
 func (p *modelParser) count(what func() string) (int, int, error) {
+	if n, ok := p.src.s.nextDigits(); ok {
+		return n, p.src.s.tokLine, nil
+	}
 	tok, line, err := p.expect(what)
 	if err != nil {
 		return 0, line, err
@@ -313,6 +316,7 @@ func (p *modelParser) factorTables() error {
 	left := p.entries // table entries still to come (ReadWith)
 	next := 0         // the next folded factor
 	kept := 0         // the next kept factor
+	var memo entryMemo
 	for a := 0; a < nf; a++ {
 		fold := next < len(p.folded) && int(p.folded[next].a) == a
 		tok, line, err := p.src.next()
@@ -364,7 +368,7 @@ func (p *modelParser) factorTables() error {
 			if tok == nil {
 				return p.src.errorf(line, fmt.Sprintf("unexpected end of file: expected entry %d of the table of factor %d (%d entries)", e, a, size))
 			}
-			v, problem := entryToLog(tok, p.base)
+			v, problem := memo.toLog(tok, p.base)
 			if problem != "" {
 				return p.src.errorf(line, fmt.Sprintf("table of factor %d entry %d: %s", a, e, problem))
 			}

@@ -108,6 +108,39 @@ func (s *scanner) next() ([]byte, error) {
 	}
 }
 
+// nextDigits is next for a token of at most 17 decimal digits that lies
+// in the buffer, with its value: the scopes' and counts' common case,
+// without next's calls and parseCount. When it is not sure of one (a
+// comment, a sign, another byte, the buffer's end), it returns false
+// having consumed only blanks, as next would: next then goes on.
+func (s *scanner) nextDigits() (int, bool) {
+	i := s.pos
+	for i < s.end {
+		c := s.buf[i]
+		if c == '\n' {
+			s.line++
+			s.bol = true
+		} else if !isBlank[c] {
+			break
+		}
+		i++
+	}
+	s.pos = i
+	n, j := 0, i
+	for ; j < s.end && j-i < 17; j++ {
+		c := s.buf[j]
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int(c-'0')
+	}
+	if j == i || j == s.end || !isBlank[s.buf[j]] {
+		return 0, false
+	}
+	s.pos, s.bol, s.tokLine = j, false, s.line
+	return n, true
+}
+
 // skipLine skips to the next newline (not consuming it) or the end of input.
 func (s *scanner) skipLine() error {
 	for {

@@ -56,6 +56,10 @@ func Stream(r io.Reader, name string, opts ReadOptions, structure func(*model.Mo
 // check's stamps) plus the largest scope and table. Callback errors are
 // returned as they are; the file's errors are ReadWith's *ParseError
 // values, and a second read that does not match the first is an error.
+// With opts.Converters the tables are read in windows on several
+// goroutines (windows.go), and where the windows stop (a bad entry, a file
+// cut short, ...) the input is read a third and fourth time sequentially,
+// past the tables already handed over, for the sequential errors.
 func StreamScopes(open func() (io.ReadCloser, error), name string, opts ReadOptions, vars func(cards []int, factors int) error, factor func(a int, scope []int, t []float64) error) error {
 	if !opts.Log.valid() {
 		return fmt.Errorf("uai: %s: invalid log base %v", name, opts.Log)
@@ -77,7 +81,7 @@ func StreamScopes(open func() (io.ReadCloser, error), name string, opts ReadOpti
 	if err != nil {
 		return err
 	}
-	defer closeTables()
+	defer func() { closeTables() }()
 	tables.onScope = func(int, []int, int) error { return nil }
 	for _, step := range []func() error{tables.preamble, tables.variables, tables.factorScopes} {
 		if err := step(); err != nil {
@@ -92,7 +96,7 @@ func StreamScopes(open func() (io.ReadCloser, error), name string, opts ReadOpti
 	if err != nil {
 		return err
 	}
-	defer closeScopes()
+	defer func() { closeScopes() }()
 	type scoped struct {
 		vars []int
 		size int
@@ -124,12 +128,26 @@ func StreamScopes(open func() (io.ReadCloser, error), name string, opts ReadOpti
 		return s.size, nil
 	}
 	if opts.Converters > 0 {
-		err = tables.pipedTables(opts.Converters, factor)
-	} else {
-		tables.onTable = func(a int, t []float64) error { return factor(a, tables.cur, t) }
-		err = tables.factorTables()
+		done, err := tables.windowTables(opts.Converters, factor)
+		if err != errFallback {
+			return err
+		}
+		// Read again sequentially for what the windows left (windows.go),
+		// past the tables handed over.
+		stop()
+		closeScopes()
+		closeTables()
+		closeScopes, closeTables = func() {}, func() {}
+		opts.Converters = 0
+		return StreamScopes(open, name, opts, func([]int, int) error { return nil }, func(a int, scope []int, t []float64) error {
+			if a < done {
+				return nil
+			}
+			return factor(a, scope, t)
+		})
 	}
-	if err != nil {
+	tables.onTable = func(a int, t []float64) error { return factor(a, tables.cur, t) }
+	if err := tables.factorTables(); err != nil {
 		return err
 	}
 	return tables.end()
