@@ -330,10 +330,11 @@ const (
 	// defaultTableBits is the window's starting size, 2^bits slots (24
 	// bytes a slot: 1.5 MiB), large enough that it learns how long the
 	// variables of a grid in row order of up to 10,000 columns stay away
-	// before it first retires any; maxTableBits is its largest (6 MiB):
-	// it holds a grid in row order of up to about 60,000 columns.
+	// before it first retires any; maxTableBits is its largest (24 MiB):
+	// enough for a grid in row order of a few 10^5 columns (10^9
+	// variables are 31,623).
 	defaultTableBits = 16
-	maxTableBits     = 18
+	maxTableBits     = 20
 )
 
 // newOwnerTable makes a window of 2^b slots to start (0: the default, or
