@@ -244,10 +244,14 @@ func (o *ownerWalk) touch(v, w int) {
 
 func (o *ownerWalk) walk() error {
 	p := o.p
+	// The group's entries, added to p.entries at the end: the two groups'
+	// workers share its cache lines.
+	entries := make([]int, o.hi-o.lo)
+	defer func() { copy(p.entries[o.lo:o.hi], entries) }()
 	factor := func(w int, vars []int) {
 		o.t.now++
 		for _, v := range vars {
-			p.entries[w] += p.cards.Card(v)
+			entries[w-o.lo] += p.cards.Card(v)
 			o.touch(v, w)
 		}
 	}
