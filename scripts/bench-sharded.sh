@@ -4,14 +4,16 @@
 # each worker count and each algorithm, `coordinator run --local` with
 # --out: the coordinator's and the workers' peak RSS (the JSON report's
 # peaks, read from /proc: /usr/bin/time cannot part the coordinator from
-# the workers it starts), the plan and setup seconds, the median seconds
-# per iteration (--trace), the last iteration (it computes the final
-# primal) and what follows it (--out and the shutdown); then one worker
-# against `solve --threads 1` with the same algorithm (ns per variable and
-# iteration); then, at FAILOVER variables, DD-ADMM on an external
-# nats-server with two workers and a spare, one worker killed (SIGKILL)
-# mid-run: seconds from the kill to the next iteration, against the
-# median iteration.
+# the workers it starts; distributed TRW-S reports no worker peak: "-"),
+# the plan and setup seconds, the median seconds per iteration (--trace),
+# the last iteration (it computes the final primal) and what follows it
+# (--out and the shutdown); then one worker against `solve --threads 1`
+# with the same algorithm (ns per variable and iteration; solve's peak RSS
+# in the coordinator column, from /usr/bin/time when present); then, at
+# FAILOVER variables, DD-ADMM with two workers and a spare on the
+# coordinator's NATS server, one worker killed (SIGKILL) mid-run: seconds
+# from the kill until the loss is seen and until the next epoch's parts
+# are built (the iterations resume).
 #
 #   scripts/bench-sharded.sh                     (SIZES="1e5 1e6", WORKERS="2 4")
 #   SIZES="1e5 1e6 1e7" FAILOVER=1e7 scripts/bench-sharded.sh
@@ -54,6 +56,9 @@ model() { # size -> path of its grid, written once
   echo "$m"
 }
 now() { date +%s.%N; }
+# solve's peak RSS (one process) from /usr/bin/time when there is one.
+timed=
+[ -x /usr/bin/time ] && timed="/usr/bin/time -f %M -o $dir/rss"
 summary() { # json trace wall -> one JSON object of the run's numbers
   python3 - "$@" <<'PY'
 import csv, json, statistics, sys
@@ -63,8 +68,14 @@ t = [float(x["seconds"]) for x in rows]
 wall = float(sys.argv[3])
 d = [b - a for a, b in zip(t, t[1:])]
 s = r.get("sharded") or {}
+coord = s.get("coordinator_peak_rss_mb")
+if not s and len(sys.argv) > 4:  # solve: its own peak, from /usr/bin/time (KiB)
+    try:
+        coord = int(open(sys.argv[4]).read().split()[-1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
 print(json.dumps({
-    "coord": s.get("coordinator_peak_rss_mb"), "workers": max(s.get("worker_peak_rss_mb") or [0]),
+    "coord": coord, "workers": max(s.get("worker_peak_rss_mb") or [0]) or None,
     "plan": s.get("plan_seconds"), "setup": s.get("setup_seconds"),
     "iter": statistics.median(d[:-1]) if len(d) > 1 else None,
     "last": d[-1] if d else None, "after": wall - t[-1] if t else None,
@@ -78,10 +89,13 @@ label, n, w, algo, files = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[
 rs = [json.loads(open(f).read()) for f in files]
 def med(k):
     xs = [r[k] for r in rs if r.get(k) is not None]
-    return statistics.median(xs) if xs else float("nan")
-it = med("iter")
-print(f"| {label} | {n:.0e} | {w} | {algo} | {len(rs)} | {med('coord'):.0f} | {med('workers'):.0f} | "
-      f"{med('plan'):.2f} | {med('setup'):.2f} | {it:.3f} | {1e9*it/n:.0f} | {med('last'):.2f} | {med('after'):.2f} | "
+    return statistics.median(xs) if xs else None
+def f(k, fmt):
+    x = med(k)
+    return "-" if x is None else format(x, fmt)
+it = med("iter") or float("nan")
+print(f"| {label} | {n:.0e} | {w} | {algo} | {len(rs)} | {f('coord', '.0f')} | {f('workers', '.0f')} | "
+      f"{f('plan', '.2f')} | {f('setup', '.2f')} | {it:.3f} | {1e9*it/n:.0f} | {f('last', '.2f')} | {f('after', '.2f')} | "
       f"{rs[0]['boundary'] or '-'} | {rs[0]['dual']:.2f} >= {rs[0]['primal']:.2f} |")
 PY
 }
@@ -115,10 +129,10 @@ for size in $sizes; do
       [ "$algo" = default ] && sflag=(--algo trws)
       for r in $(seq "$reps"); do
         start=$(now)
-        "$bin/coordinator" solve --threads 1 "${sflag[@]}" --max-iter "$iters" --tol 0 --json --quiet \
+        $timed "$bin/coordinator" solve --threads 1 "${sflag[@]}" --max-iter "$iters" --tol 0 --json --quiet \
           --trace "$dir/t.csv" --out "$dir/x.mpe" "$m" >"$dir/out.json" 2>"$dir/err.log"
         wall=$(python3 -c "print($(now) - $start)")
-        summary "$dir/out.json" "$dir/t.csv" "$wall" >"$dir/s$r.json"
+        summary "$dir/out.json" "$dir/t.csv" "$wall" "$dir/rss" >"$dir/s$r.json"
         files+=("$dir/s$r.json")
       done
       row "solve --threads 1" "$n" 1 "$algo" "${files[@]}"
