@@ -86,22 +86,30 @@ func twoPassOwners(t *testing.T, p *planner) {
 	flush()
 }
 
-// ownersBoth runs the windowed second pass (owners) and the two walks of
-// before on a fresh planner of the file at path, with windows of 2^bits
-// slots to start and at most (0: the defaults), and fails unless they agree on the boundary, the
-// isolated variables, the slaves per worker and the replica entries. It
-// returns the planner that owners ran on.
-func ownersBoth(t *testing.T, path string, workers, bits int, what string) *planner {
+// scanFile opens a Scanner of the indexed file at path, closed when the
+// test ends.
+func scanFile(t *testing.T, path string) *indexed.Scanner {
 	t.Helper()
 	f, size, err := openSized(path, "shard")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
 	sc, err := indexed.OpenScan(f, size, path, indexed.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return sc
+}
+
+// ownersBoth runs the windowed second pass (owners) and the two walks of
+// before on a fresh planner of the file at path, with windows of 2^bits
+// slots to start and at most (0: the defaults), and fails unless they
+// agree on the boundary, the isolated variables, the slaves per worker and
+// the replica entries. It returns the planner that owners ran on.
+func ownersBoth(t *testing.T, path string, workers, bits int, what string) *planner {
+	t.Helper()
+	sc := scanFile(t, path)
 	got := &planner{sc: sc, path: path, workers: workers, tableBits: bits, tableMost: bits}
 	if err := got.ranges(); err != nil {
 		t.Fatal(err)
@@ -227,15 +235,7 @@ func TestOwnersLocalOrders(t *testing.T) {
 func TestOwnersMemoryFlat(t *testing.T) {
 	live := func(h int) uint64 {
 		path := writeDDX(t, generate.Potts(generate.GridOptions{Height: h, Width: 100, Labels: 4, Rho: 0.5, Seed: 1}))
-		f, size, err := openSized(path, "shard")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		sc, err := indexed.OpenScan(f, size, path, indexed.ReadOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		sc := scanFile(t, path)
 		var heap uint64
 		p := &planner{sc: sc, path: path, workers: 2, measure: func() {
 			runtime.GC()
