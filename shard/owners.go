@@ -269,8 +269,8 @@ func (o *ownerWalk) walk() error {
 	// into a buffer of scopes and walked from its end.
 	per := max(1, backWindow/p.chunk)
 	first, last := p.cut[o.lo]/p.chunk, (p.cut[o.hi]+p.chunk-1)/p.chunk
-	var vars []int
-	var ends []int
+	ends := make([]int, 0, min(per*p.chunk, p.cut[o.hi]-p.cut[o.lo]))
+	vars := make([]int, 0, 2*cap(ends)) // pairwise factors fit
 	w := o.hi - 1
 	for hi := last; hi > first; hi -= per {
 		lo := max(first, hi-per)
