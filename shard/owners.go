@@ -2,6 +2,8 @@ package shard
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"math/bits"
 	"runtime"
 	"slices"
@@ -40,6 +42,9 @@ type held struct {
 // and of none (isolated), and each worker's slaves over each boundary
 // variable and its replica entries.
 func (p *planner) owners() error {
+	if p.sc.NumVars() > math.MaxUint32 {
+		return fmt.Errorf("shard: %s: %d variables: a sharded plan takes at most %d", p.path, p.sc.NumVars(), uint32(math.MaxUint32))
+	}
 	groups := min(ownerGroups, p.workers, max(1, runtime.GOMAXPROCS(0)))
 	p.entries = make([]int, p.workers)
 	heldBy := make([][]held, p.workers)
@@ -48,7 +53,7 @@ func (p *planner) owners() error {
 	var wg sync.WaitGroup
 	for g := range groups {
 		o := &ownerWalk{p: p, lo: g * p.workers / groups, hi: (g + 1) * p.workers / groups, heldBy: heldBy,
-			back: g == 1, t: newOwnerTable(p.tableBits, p.tableMost, p.sc.NumVars()), seen: newPageSet(p.sc.NumVars())}
+			back: g == 1, t: p.newOwnerTable(), seen: newPageSet(p.sc.NumVars())}
 		walks[g] = o
 		wg.Add(1)
 		go func() {
@@ -110,8 +115,8 @@ func (p *planner) settle(walks []*ownerWalk) map[int]bool {
 				a.hand(e)
 				b.hand(f)
 				f.c = -1 // handed
-			case b.seen.has(e.v):
-				suspects[e.v] = true
+			case b.seen.has(int(e.v)):
+				suspects[int(e.v)] = true
 			case e.last < 0:
 				a.hand(e)
 			}
@@ -119,8 +124,8 @@ func (p *planner) settle(walks []*ownerWalk) map[int]bool {
 		b.t.each(func(e *ownerEntry) {
 			switch {
 			case e.c < 0:
-			case a.seen.has(e.v):
-				suspects[e.v] = true
+			case a.seen.has(int(e.v)):
+				suspects[int(e.v)] = true
 			case e.last < 0:
 				b.hand(e)
 			}
@@ -135,7 +140,7 @@ func (p *planner) settle(walks []*ownerWalk) map[int]bool {
 	}
 	seen := walks[0].seen
 	for _, o := range walks {
-		o.t.each(func(e *ownerEntry) { seen.add(e.v) })
+		o.t.each(func(e *ownerEntry) { seen.add(int(e.v)) })
 		o.t = nil
 		if o != walks[0] {
 			seen.union(o.seen)
@@ -204,12 +209,12 @@ func (o *ownerWalk) hand(e *ownerEntry) {
 	if w < 0 {
 		w = -w
 	}
-	o.heldBy[w-1] = append(o.heldBy[w-1], held{e.v, e.c})
+	o.heldBy[w-1] = append(o.heldBy[w-1], held{int(e.v), e.c})
 }
 
 // touch notes that worker w's factor holds v.
 func (o *ownerWalk) touch(v, w int) {
-	if e := o.t.find(v); e != nil {
+	if e := o.t.find(uint32(v)); e != nil {
 		o.t.touched(e)
 		switch l := int(e.last); {
 		case l == w+1 || l == -(w+1):
@@ -236,10 +241,10 @@ func (o *ownerWalk) touch(v, w int) {
 			if e.last < 0 {
 				o.hand(e)
 			}
-			o.seen.add(e.v)
+			o.seen.add(int(e.v))
 		})
 	}
-	o.t.insert(ownerEntry{v: v, last: int16(w + 1), c: 1, step: o.t.now})
+	o.t.insert(ownerEntry{v: uint32(v), last: int16(w + 1), c: 1, step: o.t.now})
 }
 
 func (o *ownerWalk) walk() error {
@@ -299,19 +304,19 @@ func (o *ownerWalk) walk() error {
 }
 
 // backWindow is about the most factors a backward walk reads at a time
-// (their scopes, 8 bytes a variable: 2 MiB for pairwise factors; a read
+// (their scopes, 8 bytes a variable: 1 MiB for pairwise factors; a read
 // costs about a megabyte of buffers besides).
-const backWindow = 1 << 17
+const backWindow = 1 << 16
 
 // ownerEntry is a variable in a window: v, the worker that touched it
 // last (w+1, negated once a second one came; 0 marks an empty slot), its
 // factors there (c; -1 once settle handed it over) and the step (the
-// walk's factors so far) of its last touch.
+// walk's factors so far, modulo 2^32: only differences are taken) of its
+// last touch. 16 bytes: a variable's number is below 2^32 (owners).
 type ownerEntry struct {
-	v    int
-	step int64
-	c    int32
-	last int16
+	v, step uint32
+	c       int32
+	last    int16
 }
 
 // ownerTable is the window: an open-addressing hash table of the
@@ -322,48 +327,50 @@ type ownerEntry struct {
 // retires the longest away until it is less than half full.
 type ownerTable struct {
 	slots []ownerEntry
-	spare []ownerEntry // the slots before the last retire, to reuse
+	stay  []ownerEntry // retire's survivors, kept for the next
 	n     int
-	now   int64 // steps so far
-	age   int64
-	kept  int64 // the last retire's longest absence kept
-	most  int   // slots
+	now   uint32 // steps so far
+	age   uint32
+	kept  uint32 // the last retire's longest absence kept
+	most  int    // slots
 }
 
 const (
-	// defaultTableBits is the window's starting size, 2^bits slots (24
-	// bytes a slot: 1.5 MiB), large enough that it learns how long the
-	// variables of a grid in row order of up to 10,000 columns stay away
-	// before it first retires any; maxTableBits is its largest (24 MiB):
-	// enough for a grid in row order of a few 10^5 columns (10^9
-	// variables are 31,623).
-	defaultTableBits = 16
-	maxTableBits     = 20
+	// maxTableBits is the window's largest size, 2^bits slots of 16
+	// bytes (16 MiB): enough for a grid in row order of a few 10^5
+	// columns (10^9 variables are 31,623).
+	maxTableBits = 20
 )
 
-// newOwnerTable makes a window of 2^b slots to start (0: the default, or
-// enough for twice the n variables when that is less).
-func newOwnerTable(b, most, n int) *ownerTable {
-	if b <= 0 {
-		b = min(defaultTableBits, bits.Len(uint(2*n)))
-	}
+// newOwnerTable makes a window that keeps a variable away for twice the
+// absences the first pass measured (planner.absence), 2^tableBits slots
+// to start when the tests set it, else four times what such a window
+// holds of a file with the model's variables per factor (at least 2^10
+// slots, 16 KiB), and 2^tableMost (default maxTableBits) at most.
+func (p *planner) newOwnerTable() *ownerTable {
+	b, most := p.tableBits, p.tableMost
 	if most <= 0 {
 		most = maxTableBits
 	}
-	return &ownerTable{slots: make([]ownerEntry, 1<<b), most: 1 << most}
+	if b <= 0 {
+		perFactor := float64(p.sc.NumVars()) / float64(max(1, p.sc.NumFactors()))
+		holds := (2*float64(p.absence) + 64) * perFactor
+		b = min(most, max(10, bits.Len(uint(4*holds))))
+	}
+	return &ownerTable{slots: make([]ownerEntry, 1<<b), most: 1 << most, age: p.absence}
 }
 
 // slot is where v's probe starts: v itself modulo the size, its higher
 // bits folded in, so that the variables of a window in a grid in row
 // order (consecutive numbers) take consecutive slots (a few cache lines)
 // and numbers a multiple of the size apart do not pile up.
-func (t *ownerTable) slot(v int) int {
+func (t *ownerTable) slot(v uint32) int {
 	b := bits.TrailingZeros(uint(len(t.slots)))
-	return (v ^ v>>b ^ v>>(2*b)) & (len(t.slots) - 1)
+	return int(v^v>>b^v>>(2*b)) & (len(t.slots) - 1)
 }
 
 // find returns v's entry, nil when v is not in the window.
-func (t *ownerTable) find(v int) *ownerEntry {
+func (t *ownerTable) find(v uint32) *ownerEntry {
 	mask := len(t.slots) - 1
 	for i := t.slot(v); ; i = (i + 1) & mask {
 		e := &t.slots[i]
@@ -403,7 +410,7 @@ func (t *ownerTable) full() bool { return 2*t.n >= len(t.slots) }
 // longest absence seen, or as many more as the largest table needs, and
 // grows the table when what stays fills a quarter of it.
 func (t *ownerTable) retire(gone func(*ownerEntry)) {
-	keep := 2*t.age + 64
+	keep := uint32(min(2*uint64(t.age)+64, math.MaxUint32))
 	stays := func() int {
 		n := 0
 		for i := range t.slots {
@@ -423,25 +430,24 @@ func (t *ownerTable) retire(gone func(*ownerEntry)) {
 		stay = stays()
 	}
 	t.kept = keep
-	old := t.slots
-	if len(t.spare) == size {
-		clear(t.spare)
-		t.slots, t.spare = t.spare, nil
-	} else {
-		t.slots = make([]ownerEntry, size)
-	}
-	t.n = 0
-	for i := range old {
-		switch e := &old[i]; {
+	t.stay = t.stay[:0]
+	for i := range t.slots {
+		switch e := &t.slots[i]; {
 		case e.last == 0:
 		case t.now-e.step <= keep:
-			t.insert(*e)
+			t.stay = append(t.stay, *e)
 		default:
 			gone(e)
 		}
 	}
-	if len(old) == size {
-		t.spare = old
+	if size == len(t.slots) {
+		clear(t.slots)
+	} else {
+		t.slots = make([]ownerEntry, size)
+	}
+	t.n = 0
+	for _, e := range t.stay {
+		t.insert(e)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/ddrun/ddrun/model"
@@ -111,10 +112,16 @@ type planner struct {
 	of, deg  [][]int
 	entries  []int
 	suspects int // the variables counted again (owners.go)
+	// Pass 1 measures, on the variables numbered below gapSample, how
+	// long a variable goes untouched between two of its factors (absence),
+	// which sizes the second pass's window (owners.go).
+	sample  gapSample
+	absence uint32
 
 	// tableBits and tableMost are the windows' starting and largest sizes
-	// (0: defaultTableBits, maxTableBits), and measure, when not nil, is called once the walks end, with their
-	// windows and sets still held (the tests' look at the pass's memory).
+	// (0: sized from the absences, maxTableBits), and measure, when not
+	// nil, is called once the walks end, with their windows and sets
+	// still held (the tests' look at the pass's memory).
 	tableBits, tableMost int
 	measure              func()
 }
@@ -146,6 +153,7 @@ func (p *planner) ranges() error {
 				p.chunkCost = append(p.chunkCost, 0)
 			}
 			p.chunkCost[len(p.chunkCost)-1] += p.cost(f, rec.Payload)
+			p.sample.note(a, f.Vars)
 			if p.visit != nil {
 				p.visit(a, f)
 			}
@@ -181,6 +189,7 @@ func (p *planner) ranges() error {
 	}
 	p.cut[p.workers] = nf
 	p.chunkCost = nil
+	p.absence = p.sample.absence()
 	return nil
 }
 
@@ -232,4 +241,43 @@ func (p *planner) layout(size int64, maxEntries int) (*Layout, error) {
 		l.Specs = append(l.Specs, s)
 	}
 	return l, nil
+}
+
+// gapSample measures absences (factors between two that hold a variable)
+// on the variables numbered below gapVars: 32 KiB whatever the model.
+type gapSample struct {
+	last, most []uint32 // a+1 of the last factor holding v; v's longest absence
+}
+
+const gapVars = 4096
+
+func (g *gapSample) note(a int, vars []int) {
+	if g.last == nil {
+		g.last, g.most = make([]uint32, gapVars), make([]uint32, gapVars)
+	}
+	for _, v := range vars {
+		if v < gapVars {
+			if l := g.last[v]; l != 0 {
+				g.most[v] = max(g.most[v], uint32(a+1)-l)
+			}
+			g.last[v] = uint32(a + 1)
+		}
+	}
+}
+
+// absence is the 99th percentile of the sample's longest absences (0
+// when no variable came back), and frees the sample.
+func (g *gapSample) absence() uint32 {
+	var gaps []uint32
+	for _, m := range g.most {
+		if m > 0 {
+			gaps = append(gaps, m)
+		}
+	}
+	g.last, g.most = nil, nil
+	if len(gaps) == 0 {
+		return 0
+	}
+	slices.Sort(gaps)
+	return gaps[len(gaps)*99/100]
 }
