@@ -113,14 +113,16 @@ for size in $sizes; do
       files=()
       for r in $(seq "$reps"); do
         start=$(now)
-        "$bin/coordinator" run --local --workers "$w" "${flag[@]}" --max-iter "$iters" --tol 0 --json --quiet \
-          --trace "$dir/t.csv" --out "$dir/x.mpe" "$m" >"$dir/out.json" 2>"$dir/err.log" ||
-          { echo "run failed: $(tail -3 "$dir/err.log")" >&2; exit 1; }
+        if ! "$bin/coordinator" run --local --workers "$w" "${flag[@]}" --max-iter "$iters" --tol 0 --json --quiet \
+          --trace "$dir/t.csv" --out "$dir/x.mpe" "$m" >"$dir/out.json" 2>"$dir/err.log"; then
+          echo "| run --local | $size | $w | $algo | failed: $(tail -1 "$dir/err.log" | tr '|' ' ') |"
+          continue
+        fi
         wall=$(python3 -c "print($(now) - $start)")
         summary "$dir/out.json" "$dir/t.csv" "$wall" >"$dir/s$r.json"
         files+=("$dir/s$r.json")
       done
-      row "run --local" "$n" "$w" "$algo" "${files[@]}"
+      [ ${#files[@]} -gt 0 ] && row "run --local" "$n" "$w" "$algo" "${files[@]}"
     done
     # One worker against solve on one thread, same algorithm.
     if [ -n "$one" ] && [ "$n" -le "$(num "$one")" ]; then
