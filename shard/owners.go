@@ -253,13 +253,7 @@ func (o *ownerWalk) walk() error {
 	// workers share its cache lines.
 	entries := make([]int, o.hi-o.lo)
 	defer func() { copy(p.entries[o.lo:o.hi], entries) }()
-	factor := func(w int, vars []int) {
-		o.t.now++
-		for _, v := range vars {
-			entries[w-o.lo] += p.cards.Card(v)
-			o.touch(v, w)
-		}
-	}
+	factor := func(w int, vars []int) { o.factor(entries, w, vars) }
 	if !o.back {
 		w := o.lo
 		return p.sc.ReadRecords(p.cutPos[o.lo], p.cut[o.lo], p.cut[o.hi], p.cards.Card, func(a int, f *model.Factor) error {
@@ -274,16 +268,21 @@ func (o *ownerWalk) walk() error {
 	// into a buffer of scopes and walked from its end.
 	per := max(1, backWindow/p.chunk)
 	first, last := p.cut[o.lo]/p.chunk, (p.cut[o.hi]+p.chunk-1)/p.chunk
-	ends := make([]int, 0, min(per*p.chunk, p.cut[o.hi]-p.cut[o.lo]))
-	vars := make([]int, 0, 2*cap(ends)) // pairwise factors fit
+	ends := make([]int32, 0, min(per*p.chunk, p.cut[o.hi]-p.cut[o.lo]))
+	vars := make([]uint32, 0, 2*cap(ends)) // pairwise factors fit
 	w := o.hi - 1
 	for hi := last; hi > first; hi -= per {
 		lo := max(first, hi-per)
 		from, to := lo*p.chunk, min(hi*p.chunk, p.cut[o.hi])
 		vars, ends = vars[:0], ends[:0]
 		err := p.sc.ReadRecords(p.chunkPos[lo], from, to, p.cards.Card, func(_ int, f *model.Factor) error {
-			vars = append(vars, f.Vars...)
-			ends = append(ends, len(vars))
+			for _, v := range f.Vars {
+				vars = append(vars, uint32(v))
+			}
+			if len(vars) > math.MaxInt32 {
+				return fmt.Errorf("shard: %s: over 2^31 scope entries in %d factors from factor %d", p.path, to-from, from)
+			}
+			ends = append(ends, int32(len(vars)))
 			return nil
 		})
 		if err != nil {
@@ -293,20 +292,35 @@ func (o *ownerWalk) walk() error {
 			for from+k < p.cut[w] {
 				w--
 			}
-			start := 0
+			start := int32(0)
 			if k > 0 {
 				start = ends[k-1]
 			}
-			factor(w, vars[start:ends[k]])
+			ownerFactor(o, entries, w, vars[start:ends[k]])
 		}
 	}
 	return nil
 }
 
+// factor notes worker w's factor over vars: its entries, and a touch of
+// each variable.
+func (o *ownerWalk) factor(entries []int, w int, vars []int) { ownerFactor(o, entries, w, vars) }
+
+// ownerFactor is factor over the scopes of either walk (ints forwards, the
+// window's uint32 backwards).
+func ownerFactor[V int | uint32](o *ownerWalk, entries []int, w int, vars []V) {
+	o.t.now++
+	for _, v := range vars {
+		entries[w-o.lo] += o.p.cards.Card(int(v))
+		o.touch(int(v), w)
+	}
+}
+
 // backWindow is about the most factors a backward walk reads at a time
-// (their scopes, 8 bytes a variable: 1 MiB for pairwise factors; a read
-// costs about a megabyte of buffers besides).
-const backWindow = 1 << 16
+// (their scopes, 4 bytes a variable and 4 a factor: 1.5 MiB for pairwise
+// factors; a read costs about a megabyte of buffers besides). The window
+// holds at most 2^31 scope entries: vars and ends are 32-bit.
+const backWindow = 1 << 17
 
 // ownerEntry is a variable in a window: v, the worker that touched it
 // last (w+1, negated once a second one came; 0 marks an empty slot), its
@@ -344,9 +358,10 @@ const (
 
 // newOwnerTable makes a window that keeps a variable away for twice the
 // absences the first pass measured (planner.absence), 2^tableBits slots
-// to start when the tests set it, else four times what such a window
+// to start when the tests set it, else eight times what such a window
 // holds of a file with the model's variables per factor (at least 2^10
-// slots, 16 KiB), and 2^tableMost (default maxTableBits) at most.
+// slots, 16 KiB; retire scans the slots about every 3 times that many new
+// variables), and 2^tableMost (default maxTableBits) at most.
 func (p *planner) newOwnerTable() *ownerTable {
 	b, most := p.tableBits, p.tableMost
 	if most <= 0 {
@@ -355,7 +370,7 @@ func (p *planner) newOwnerTable() *ownerTable {
 	if b <= 0 {
 		perFactor := float64(p.sc.NumVars()) / float64(max(1, p.sc.NumFactors()))
 		holds := (2*float64(p.absence) + 64) * perFactor
-		b = min(most, max(10, bits.Len(uint(4*holds))))
+		b = min(most, max(10, bits.Len(uint(8*holds))))
 	}
 	return &ownerTable{slots: make([]ownerEntry, 1<<b), most: 1 << most, age: p.absence}
 }
@@ -408,28 +423,10 @@ func (t *ownerTable) full() bool { return 2*t.n >= len(t.slots) }
 
 // retire drops (to gone) the entries away for longer than twice the
 // longest absence seen, or as many more as the largest table needs, and
-// grows the table when what stays fills a quarter of it.
+// grows the table when what stays fills a quarter of it. One scan of the
+// slots: what stays is set aside, and the slots are rebuilt from it.
 func (t *ownerTable) retire(gone func(*ownerEntry)) {
 	keep := uint32(min(2*uint64(t.age)+64, math.MaxUint32))
-	stays := func() int {
-		n := 0
-		for i := range t.slots {
-			if e := &t.slots[i]; e.last != 0 && t.now-e.step <= keep {
-				n++
-			}
-		}
-		return n
-	}
-	stay := stays()
-	size := len(t.slots)
-	if 4*stay >= size && size < t.most {
-		size *= 2
-	}
-	for 2*stay >= size && keep > 0 {
-		keep /= 2
-		stay = stays()
-	}
-	t.kept = keep
 	t.stay = t.stay[:0]
 	for i := range t.slots {
 		switch e := &t.slots[i]; {
@@ -440,6 +437,21 @@ func (t *ownerTable) retire(gone func(*ownerEntry)) {
 			gone(e)
 		}
 	}
+	size := len(t.slots)
+	if 4*len(t.stay) >= size && size < t.most {
+		size *= 2
+	}
+	for 2*len(t.stay) >= size && keep > 0 { // the largest table: retire more
+		keep /= 2
+		t.stay = slices.DeleteFunc(t.stay, func(e ownerEntry) bool {
+			if t.now-e.step > keep {
+				gone(&e)
+				return true
+			}
+			return false
+		})
+	}
+	t.kept = keep
 	if size == len(t.slots) {
 		clear(t.slots)
 	} else {
