@@ -10,8 +10,13 @@
 // record starts (k at most 1024, less on small models); the second finds
 // the variables that ranges share (the boundary) and counts each worker's
 // slaves over each boundary variable, reading the ranges in two groups of
-// workers at once (it sets aside three bytes per variable and group for
-// the pass, freed after it: the last worker seen and its count). What it keeps is O(boundary + factors/1024 + workers). Each
+// workers at once, the first forwards and the second backwards. Each
+// group keeps a window of the variables touched lately and a bit for each
+// variable seen before, by pages dropped once full (owners.go), so that
+// on a file in a local order what the pass holds is a few rows of a grid,
+// not the variables; a variable that comes back after it left the window
+// is counted again by one more walk. What it keeps is O(boundary +
+// factors/1024 + workers + window). Each
 // worker then reads only its range of factor records, their payloads and
 // its variables' unaries by byte ranges (Load) and builds a
 // consensus.Part from them, with one slave per factor; or, for a solver

@@ -2,13 +2,10 @@ package shard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
-	"runtime"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/ddrun/ddrun/model"
@@ -100,7 +97,8 @@ type planner struct {
 	cards indexed.CardRuns
 	// Pass 1: the record position and the cost of every chunk of factors,
 	// then each worker's first factor (cut[w]; cut[workers] = factors) and
-	// where its record starts.
+	// where its record starts; the positions stay for the second pass's
+	// backward walk.
 	chunk     int
 	chunkPos  []int64
 	chunkCost []float64
@@ -113,6 +111,19 @@ type planner struct {
 	isolated []int
 	of, deg  [][]int
 	entries  []int
+	suspects int // the variables counted again (owners.go)
+	// Pass 1 measures, on the variables numbered below gapSample, how
+	// long a variable goes untouched between two of its factors (absence),
+	// which sizes the second pass's window (owners.go).
+	sample  gapSample
+	absence uint32
+
+	// tableBits and tableMost are the windows' starting and largest sizes
+	// (0: sized from the absences, maxTableBits), and measure, when not
+	// nil, is called once the walks end, with their windows and sets
+	// still held (the tests' look at the pass's memory).
+	tableBits, tableMost int
+	measure              func()
 }
 
 // ranges is the first pass: cardinalities, the checks of what a sharded
@@ -142,6 +153,7 @@ func (p *planner) ranges() error {
 				p.chunkCost = append(p.chunkCost, 0)
 			}
 			p.chunkCost[len(p.chunkCost)-1] += p.cost(f, rec.Payload)
+			p.sample.note(a, f.Vars)
 			if p.visit != nil {
 				p.visit(a, f)
 			}
@@ -176,7 +188,8 @@ func (p *planner) ranges() error {
 		}
 	}
 	p.cut[p.workers] = nf
-	p.chunkPos, p.chunkCost = nil, nil
+	p.chunkCost = nil
+	p.absence = p.sample.absence()
 	return nil
 }
 
@@ -188,142 +201,6 @@ func (p *planner) cost(f *model.Factor, pl indexed.Payload) float64 {
 		c += float64(p.cards.Card(v))
 	}
 	return c
-}
-
-// owners is the second pass: the workers whose factors hold each
-// variable, from which the variables of several workers (the boundary)
-// and of none (isolated), and each worker's slaves over each boundary
-// variable and its replica entries. The workers' ranges are read in
-// groups of consecutive workers, on a goroutine each (ownerGroups: two
-// when there are two cores and workers), each group's walk keeping three
-// bytes a variable (ownerWalk); then every variable is settled from the
-// groups' findings.
-func (p *planner) owners() error {
-	groups := min(ownerGroups, p.workers, max(1, runtime.GOMAXPROCS(0)))
-	p.entries = make([]int, p.workers)
-	heldBy := make([][]held, p.workers)
-	walks := make([]*ownerWalk, groups)
-	errs := make([]error, groups)
-	var wg sync.WaitGroup
-	for g := range groups {
-		o := &ownerWalk{p: p, lo: g * p.workers / groups, hi: (g + 1) * p.workers / groups, heldBy: heldBy}
-		walks[g] = o
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[g] = o.walk()
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	for v := range p.sc.NumVars() {
-		several, touched := false, 0
-		for _, o := range walks {
-			if l := o.last[v]; l != 0 {
-				several, touched = several || l < 0, touched+1
-			}
-		}
-		switch {
-		case several || touched > 1:
-			for _, o := range walks {
-				if o.last[v] != 0 {
-					o.hand(v)
-				}
-			}
-			p.bvars = append(p.bvars, v)
-		case touched == 0:
-			p.isolated = append(p.isolated, v)
-		}
-	}
-	p.of = make([][]int, p.workers)
-	p.deg = make([][]int, p.workers)
-	for w, hs := range heldBy {
-		slices.SortFunc(hs, func(a, b held) int { return a.v - b.v })
-		for _, h := range hs {
-			j, _ := slices.BinarySearch(p.bvars, h.v)
-			p.of[w] = append(p.of[w], j)
-			p.deg[w] = append(p.deg[w], int(h.c))
-		}
-	}
-	return nil
-}
-
-// ownerGroups is the most goroutines of the second pass.
-const ownerGroups = 2
-
-// held is a boundary variable v that a worker's factors hold, c of them.
-type held struct {
-	v int
-	c int32
-}
-
-// ownerWalk is one group's walk of the second pass: the factors of
-// workers [lo, hi), which come in the order of the workers' ranges, so
-// that a variable's workers come in increasing order. It keeps the last
-// one (last: w+1, negated once a second one came; 0: none) and its factors
-// there (count, saturating into big), and hands the pair over (heldBy)
-// when another worker comes, and at the end when the variable is on the
-// boundary.
-type ownerWalk struct {
-	p      *planner
-	lo, hi int
-	last   []int16
-	count  []uint8
-	big    map[int]int32 // the counts from 255 on
-	heldBy [][]held      // shared: the group's workers' only
-}
-
-func (o *ownerWalk) hand(v int) {
-	l := int(o.last[v])
-	w, c := abs(l)-1, int32(o.count[v])
-	if c == math.MaxUint8 {
-		c = o.big[v]
-	}
-	o.heldBy[w] = append(o.heldBy[w], held{v, c})
-}
-
-func (o *ownerWalk) walk() error {
-	p := o.p
-	n := p.sc.NumVars()
-	o.last, o.count, o.big = make([]int16, n), make([]uint8, n), map[int]int32{}
-	w := o.lo
-	return p.sc.ReadRecords(p.cutPos[o.lo], p.cut[o.lo], p.cut[o.hi], p.cards.Card, func(a int, f *model.Factor) error {
-		for a >= p.cut[w+1] {
-			w++
-		}
-		for _, v := range f.Vars {
-			p.entries[w] += p.cards.Card(v)
-			switch l := int(o.last[v]); {
-			case l == w+1 || l == -(w+1):
-				switch o.count[v] {
-				case math.MaxUint8 - 1:
-					o.big[v] = math.MaxUint8
-				case math.MaxUint8:
-					o.big[v]++
-					continue
-				}
-				o.count[v]++
-				continue
-			case l == 0:
-				o.last[v] = int16(w + 1)
-			default: // another worker's before: v is a boundary variable
-				o.hand(v)
-				delete(o.big, v)
-				o.last[v] = -int16(w + 1)
-			}
-			o.count[v] = 1
-		}
-		return nil
-	})
-}
-
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
 }
 
 // layout puts the passes' results together, with the boundary's unaries.
@@ -364,4 +241,43 @@ func (p *planner) layout(size int64, maxEntries int) (*Layout, error) {
 		l.Specs = append(l.Specs, s)
 	}
 	return l, nil
+}
+
+// gapSample measures absences (factors between two that hold a variable)
+// on the variables numbered below gapVars: 32 KiB whatever the model.
+type gapSample struct {
+	last, most []uint32 // a+1 of the last factor holding v; v's longest absence
+}
+
+const gapVars = 4096
+
+func (g *gapSample) note(a int, vars []int) {
+	if g.last == nil {
+		g.last, g.most = make([]uint32, gapVars), make([]uint32, gapVars)
+	}
+	for _, v := range vars {
+		if v < gapVars {
+			if l := g.last[v]; l != 0 {
+				g.most[v] = max(g.most[v], uint32(a+1)-l)
+			}
+			g.last[v] = uint32(a + 1)
+		}
+	}
+}
+
+// absence is the 99th percentile of the sample's longest absences (0
+// when no variable came back), and frees the sample.
+func (g *gapSample) absence() uint32 {
+	var gaps []uint32
+	for _, m := range g.most {
+		if m > 0 {
+			gaps = append(gaps, m)
+		}
+	}
+	g.last, g.most = nil, nil
+	if len(gaps) == 0 {
+		return 0
+	}
+	slices.Sort(gaps)
+	return gaps[len(gaps)*99/100]
 }
