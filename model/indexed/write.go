@@ -68,6 +68,22 @@ type Writer struct {
 	crc      uint32
 	scratch  []byte
 	nfactors int
+	states   int // the most states in all (maxStates)
+}
+
+// MaxSpilledStates is the most states in all that a Writer takes when its
+// structure goes to temporary files (WriteOptions.TempDir): it then holds
+// nothing per state, and the format's offsets are u64, so the bound only
+// keeps the unaries section under 8 TiB. A Writer that keeps the structure
+// in memory takes model.MaxTableEntries, as a model in memory may hold.
+const MaxSpilledStates = 1 << 40
+
+// maxStates is the most states in all a Writer with opts takes.
+func maxStates(opts WriteOptions) int {
+	if opts.TempDir != "" {
+		return MaxSpilledStates
+	}
+	return model.MaxTableEntries
 }
 
 // NewWriter starts an indexed file on w for a model with m's
@@ -113,7 +129,7 @@ func NewStreamWriter(w io.Writer, constant float64, opts WriteOptions) (*Writer,
 		return nil, fmt.Errorf("indexed: constant %v is not finite", constant)
 	}
 	wr := &Writer{w: bufio.NewWriterSize(w, 1<<16), constant: constant, blockSize: bs, fold: opts.FoldUnary,
-		scratch: make([]byte, 8<<10), ctx: opts.Context}
+		scratch: make([]byte, 8<<10), ctx: opts.Context, states: maxStates(opts)}
 	for _, s := range []struct {
 		p    **spill
 		what string
@@ -149,8 +165,8 @@ func (wr *Writer) AddVar(card int, unary []float64) error {
 		return wr.fail(fmt.Errorf("indexed: variable %d added after the factors", i))
 	case card < 1 || card > math.MaxUint32 || unary != nil && len(unary) != card:
 		return wr.fail(fmt.Errorf("indexed: variable %d: cardinality %d (%d unary entries)", i, card, len(unary)))
-	case card > model.MaxTableEntries-states:
-		return wr.fail(fmt.Errorf("indexed: variable %d: more than %d states in all", i, model.MaxTableEntries))
+	case card > wr.states-states:
+		return wr.fail(fmt.Errorf("indexed: variable %d: more than %d states in all", i, wr.states))
 	}
 	for k, v := range unary {
 		if s := badValue(v); s != "" {
@@ -502,14 +518,14 @@ func WriteFile(path string, m *model.Model) error {
 // of each piece (a variable's unaries, a factor).
 func WriteStream(w io.Writer, src model.Source, opts WriteOptions, progress model.Progress) error {
 	n := src.NumVars()
-	states := 0
+	states, limit := 0, maxStates(opts)
 	for i := range n {
 		c := src.Card(i)
 		if c < 1 || c > math.MaxUint32 {
 			return fmt.Errorf("indexed: variable %d: cardinality %d", i, c)
 		}
-		if c > model.MaxTableEntries-states {
-			return fmt.Errorf("indexed: variable %d: more than %d states in all", i, model.MaxTableEntries)
+		if c > limit-states {
+			return fmt.Errorf("indexed: variable %d: more than %d states in all", i, limit)
 		}
 		states += c
 	}

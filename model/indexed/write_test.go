@@ -2,9 +2,11 @@ package indexed
 
 import (
 	"bytes"
+	"io"
 	"math"
 	"math/rand"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ddrun/ddrun/generate"
@@ -157,5 +159,23 @@ func TestWriteStream(t *testing.T) {
 				t.Fatalf("fold %v: streamed file differs (%d vs %d bytes), %d progress calls", fold, got.Len(), want.Len(), calls)
 			}
 		}
+	}
+}
+
+// A Writer that keeps the structure in memory takes at most
+// model.MaxTableEntries states in all, as a model in memory may hold; one
+// that spills it to temporary files holds nothing per state and takes the
+// format's bound, so that a 10^8-variable 4-label grid (4*10^8 states) can
+// be written (issue 25's 10^8 run).
+func TestWriterStatesBound(t *testing.T) {
+	wr, err := NewStreamWriter(io.Discard, 0, WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wr.AddVar(model.MaxTableEntries+1, nil); err == nil || !strings.Contains(err.Error(), "states in all") {
+		t.Fatalf("in memory: a variable of %d states: got %v, want refused", model.MaxTableEntries+1, err)
+	}
+	if got := maxStates(WriteOptions{TempDir: t.TempDir()}); got != MaxSpilledStates || got < 4e8 {
+		t.Fatalf("spilled: bound %d, want %d", got, MaxSpilledStates)
 	}
 }
