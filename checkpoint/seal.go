@@ -103,13 +103,17 @@ func (s *Sealer) open(name string, b []byte) ([]byte, error) {
 		return nil, fmt.Errorf("get %s: %w: %w: the blob is not sealed (written without a job key)", name, ErrCorrupt, ErrSeal)
 	}
 	id := b[len(sealMagic)]
+	tried := false // a key of that id was tried: ids are one byte, so every such key is
 	for _, k := range s.keys {
 		if k.id != id {
 			continue
 		}
+		tried = true
 		if plain, err := k.aead.Open(nil, b[len(sealMagic)+1:sealHeader], b[sealHeader:], sealAD(id, name)); err == nil {
 			return plain, nil
 		}
+	}
+	if tried {
 		return nil, fmt.Errorf("get %s: %w: %w: the blob does not open with the job key (sealed with another key whose 1-byte id is the same, tampered with, or moved from another object)", name, ErrCorrupt, ErrSeal)
 	}
 	return nil, fmt.Errorf("get %s: %w: %w: the blob was sealed with another key (key id %02x)", name, ErrCorrupt, ErrSeal, id)
@@ -190,13 +194,17 @@ func (s *Sealer) openManifest(m *Manifest) error {
 	if len(m.Seal) != manifestSealLen {
 		return fmt.Errorf("manifest %s@%d: %w: a seal of %d bytes, want %d", m.Job, m.Iteration, ErrSeal, len(m.Seal), manifestSealLen)
 	}
+	tried := false // every key of that id is tried (ids are one byte)
 	for _, k := range s.keys {
 		if k.id != m.Seal[0] {
 			continue
 		}
+		tried = true
 		if hmac.Equal(m.Seal[1:], manifestMAC(k.mac, m)) {
 			return nil
 		}
+	}
+	if tried {
 		return fmt.Errorf("manifest %s@%d: %w: the manifest does not open with the job key (edited, or sealed with another key whose 1-byte id is the same)", m.Job, m.Iteration, ErrSeal)
 	}
 	return fmt.Errorf("manifest %s@%d: %w: the manifest was sealed with another key (key id %02x)", m.Job, m.Iteration, ErrSeal, m.Seal[0])

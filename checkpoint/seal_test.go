@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"slices"
 	"strings"
@@ -124,5 +125,48 @@ func TestSealerRotation(t *testing.T) {
 	}
 	if _, err := NewSealer(nil); err == nil {
 		t.Error("no key accepted")
+	}
+}
+
+// Key ids are one byte: two rotated keys share one in 1 of 256 cases, and
+// a blob or manifest sealed with the second must still open (every key of
+// the id is tried), where a tampered one still does not.
+func TestSealKeyIDCollision(t *testing.T) {
+	id := func(k []byte) byte { return byte(sha256.Sum256(append([]byte("ddrun checkpoint key id "), k...))[0]) }
+	a := bytes.Repeat([]byte{1}, 32)
+	var b []byte
+	for i := 0; b == nil; i++ {
+		k := append(bytes.Repeat([]byte{2}, 28), byte(i), byte(i>>8), byte(i>>16), 0)
+		if id(k) == id(a) {
+			b = k
+		}
+	}
+	only, err := NewSealer([][]byte{b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	both, err := NewSealer([][]byte{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := only.seal("obj", []byte("state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := both.open("obj", sealed); err != nil || string(got) != "state" {
+		t.Fatalf("blob sealed with the second key of a shared id: %q, %v", got, err)
+	}
+	sealed[len(sealed)-1] ^= 1
+	if _, err := both.open("obj", sealed); err == nil {
+		t.Fatal("a tampered blob opened")
+	}
+	m := &Manifest{Job: "j", Iteration: 3}
+	m.Seal = only.sealManifest(m)
+	if err := both.openManifest(m); err != nil {
+		t.Fatalf("manifest sealed with the second key of a shared id: %v", err)
+	}
+	m.Iteration = 4
+	if err := both.openManifest(m); err == nil {
+		t.Fatal("an edited manifest opened")
 	}
 }

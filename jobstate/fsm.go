@@ -66,6 +66,7 @@ func (s JobState) clone() JobState {
 func cloneManifest(m checkpoint.Manifest) checkpoint.Manifest {
 	c := m
 	c.Meta = cloneRaw(m.Meta)
+	c.Seal = bytes.Clone(m.Seal)
 	if m.Blobs != nil {
 		c.Blobs = append([]checkpoint.Blob(nil), m.Blobs...)
 	}
