@@ -519,6 +519,9 @@ func (w *Worker) localGains(out *EvalOut) {
 	// local scores loc of v.
 	delta := func(v, cur, st int, loc []float64) float64 {
 		u := m.Unaries(v)
+		if math.IsInf(u[st], -1) {
+			return math.Inf(-1) // a forbidden state: never a gain (and no -Inf - -Inf)
+		}
 		return (loc[st] - u[st]) - (loc[cur] - u[cur])
 	}
 	off := len(out.Gains)
@@ -1227,9 +1230,15 @@ func (sp *shardPrimal) evaluate(ctx context.Context, s *master, src []int, op Ev
 // before it try them first; at most one sweep per worker, and the last
 // sweep's boundary is used either way.
 func (sp *shardPrimal) settle(ctx context.Context, s *master) ([]int, error) {
-	if sp.settled == nil {
+	// reconstruct may have made settled without the others (a
+	// construction that succeeded): each is sized on its own.
+	if len(sp.settled) != len(s.x) {
 		sp.settled = make([]int, len(s.x))
+	}
+	if len(sp.start) != len(s.x) {
 		sp.start = make([]int, len(s.x))
+	}
+	if len(sp.fixed) != len(s.x) {
 		sp.fixed = make([]bool, len(s.x))
 	}
 	copy(sp.start, s.x)
