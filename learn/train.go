@@ -54,8 +54,8 @@ type Options struct {
 	Average bool
 }
 
-// DefaultEta is GDMM's multiplier step (eq. 13) when none is given: a
-// quarter of the default rho. Theorem 1's linear rate asks for a step
+// DefaultEta is GDMM's multiplier step (eq. 13) when none is given, as a
+// fraction of rho (0.25 at the default rho of 1). Theorem 1's linear rate asks for a step
 // small against rho (eta <= rho / (4 + ...)); at eta = rho = 1 the primal
 // at w(beta) stopped falling after about 20 passes on Brown, where at 0.25
 // it kept falling (docs/learning.md, "The multiplier step").
@@ -68,7 +68,7 @@ const EvalAuto = -1
 func (o *Options) Validate() error {
 	o.C = cmp.Or(o.C, 1)
 	o.Rho = cmp.Or(o.Rho, 1)
-	o.Eta = cmp.Or(o.Eta, DefaultEta)
+	o.Eta = cmp.Or(o.Eta, o.Rho*DefaultEta)
 	o.SampleParts = cmp.Or(o.SampleParts, 1)
 	o.RegEmit = cmp.Or(o.RegEmit, 1)
 	o.RegTrans = cmp.Or(o.RegTrans, 1)
