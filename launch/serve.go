@@ -70,7 +70,7 @@ func Serve(ctx context.Context, l *Listening, o ServeOptions) error {
 	if kv, err := service.NewKVNonces(ctx, o.NATS.Conn()); err == nil {
 		so.Nonces = kv // replayed submits make one job in the whole cluster
 	} else {
-		o.Logger.Info("the NATS API's submits are kept from replays per service only (no JetStream on the NATS server)", "err", err)
+		o.Logger.Warn("the NATS API's submits are kept from replays per service only (the shared nonce bucket could not be opened)", "err", err)
 	}
 	so.Ready = func() error {
 		if n := pool.Count(); n < c.WorkersMin {

@@ -73,7 +73,7 @@ func NewKVNonces(ctx context.Context, nc *nats.Conn) (SharedNonces, error) {
 			Bucket:       NonceBucket,
 			Description:  "ddrun job service: nonces of recent NATS API submits",
 			History:      1,
-			TTL:          2 * NonceWindow,
+			TTL:          3 * NonceWindow, // a copy is taken up to 2 windows after it was sent; one more for the services' clock skew
 			MaxValueSize: 64,
 			MaxBytes:     maxNonceBytes,
 			Storage:      jetstream.FileStorage,
