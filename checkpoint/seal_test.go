@@ -10,9 +10,16 @@ import (
 	"testing"
 )
 
+// testSealer seals with a key of 32 bytes of seed.
 func testSealer(t *testing.T, seed byte) *Sealer {
 	t.Helper()
-	s, err := NewSealer([][]byte{bytes.Repeat([]byte{seed}, 32)})
+	return mustSealer(t, bytes.Repeat([]byte{seed}, 32))
+}
+
+// mustSealer is NewSealer(keys) for a test.
+func mustSealer(t *testing.T, keys ...[]byte) *Sealer {
+	t.Helper()
+	s, err := NewSealer(keys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,14 +114,7 @@ func TestSealedCheckpoints(t *testing.T) {
 func TestSealerRotation(t *testing.T) {
 	ctx := context.Background()
 	a, b := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
-	oldKey, err := NewSealer([][]byte{a})
-	if err != nil {
-		t.Fatal(err)
-	}
-	both, err := NewSealer([][]byte{b, a})
-	if err != nil {
-		t.Fatal(err)
-	}
+	oldKey, both := mustSealer(t, a), mustSealer(t, b, a)
 	raw := NewMem()
 	m := writeCheckpoint(t, Seal(raw, oldKey), "job", 1)
 	if _, err := Read(ctx, Seal(raw, both), &m); err != nil {
@@ -141,14 +141,7 @@ func TestSealKeyIDCollision(t *testing.T) {
 			b = k
 		}
 	}
-	only, err := NewSealer([][]byte{b})
-	if err != nil {
-		t.Fatal(err)
-	}
-	both, err := NewSealer([][]byte{a, b})
-	if err != nil {
-		t.Fatal(err)
-	}
+	only, both := mustSealer(t, b), mustSealer(t, a, b)
 	sealed, err := only.seal("obj", []byte("state"))
 	if err != nil {
 		t.Fatal(err)
