@@ -451,6 +451,14 @@ func (t *ownerTable) retire(gone func(*ownerEntry)) {
 			return false
 		})
 	}
+	// What stays now was all touched at this step: a factor wider than
+	// the largest table. Grow past it until a quarter full, so that
+	// inserting the rest of the factor neither finds no empty slot nor
+	// retires at every variable; the table holds what the factor's scope
+	// already does.
+	for 4*len(t.stay) >= size && 2*len(t.stay) >= len(t.slots) {
+		size *= 2
+	}
 	t.kept = keep
 	if size == len(t.slots) {
 		clear(t.slots)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/model"
@@ -283,4 +284,34 @@ func cpuTime() int64 {
 		return 0
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// A factor over more variables than the largest window holds (a logic
+// factor over many binary variables) keeps all its variables at one step:
+// the window grows past its largest size instead of looping for a free
+// slot (it hung), and the owners are still the two walks'.
+func TestOwnersFactorWiderThanWindow(t *testing.T) {
+	const n = 300
+	m := model.New(slices.Repeat([]int{2}, n))
+	wide := make([]int, n)
+	for i := range wide {
+		wide[i] = i
+	}
+	m.Factors = append(m.Factors, model.Factor{Kind: model.AtMostOne, Vars: wide})
+	for i := 0; i+1 < n; i++ {
+		m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{i, i + 1}, Table: []float64{0, 1, 1, 0}})
+	}
+	path := writeDDX(t, m)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, workers := range []int{2, 3} {
+			ownersBoth(t, path, workers, 3, "one factor over 300 variables")
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the plan's window did not end on a factor wider than it (30 s)")
+	}
 }
