@@ -32,8 +32,10 @@ import (
 var windowBytes = 256 << 10
 
 // maxWindow bounds a window that has to grow to reach a line break: a
-// longer line is read sequentially.
-const maxWindow = 64 << 20
+// longer line is read sequentially. A window's tokens take up to about 8
+// bytes per byte of text, and up to Converters+1 windows are in flight,
+// so this bounds the windows' memory to some 400 MiB.
+const maxWindow = 8 << 20
 
 // errFallback says that the parallel reading stopped before something it
 // leaves to the sequential reading.
