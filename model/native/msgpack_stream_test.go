@@ -5,7 +5,9 @@ import (
 	"io"
 	"slices"
 	"testing"
+	"testing/iotest"
 
+	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/model"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -19,6 +21,12 @@ func bytesOpener(data []byte) Opener {
 
 // readStream reads data with ReadMsgpackStream into a whole model.
 func readStream(data []byte, name string, opts ReadOptions) (*model.Model, error) {
+	return readStreamFrom(bytesOpener(data), name, opts)
+}
+
+// readStreamFrom reads what open gives with ReadMsgpackStream into a whole
+// model.
+func readStreamFrom(open Opener, name string, opts ReadOptions) (*model.Model, error) {
 	var m *model.Model
 	var cards []int
 	var unary []float64
@@ -49,7 +57,7 @@ func readStream(data []byte, name string, opts ReadOptions) (*model.Model, error
 			return nil
 		},
 	}
-	if err := ReadMsgpackStream(bytesOpener(data), name, opts, sink); err != nil {
+	if err := ReadMsgpackStream(open, name, opts, sink); err != nil {
 		return nil, err
 	}
 	w := model.New(cards)
@@ -80,6 +88,38 @@ func TestStreamMatchesRead(t *testing.T) {
 			if d := diffModels(want, got); d != "" {
 				t.Fatalf("model %d: the stream differs in the %s", i, d)
 			}
+		}
+	}
+}
+
+// A model of several buffers' worth (a 120x120 grid: values straddle the
+// reader's 64 KiB buffer, and its refills) streams to the model Read
+// returns, also when the file arrives a byte at a time (a value never
+// whole in the buffer: the byte-at-a-time path).
+func TestStreamMatchesReadLarge(t *testing.T) {
+	m := generate.Potts(generate.GridOptions{Height: 120, Width: 120, Labels: 3, Rho: 0.5, Seed: 2})
+	var b bytes.Buffer
+	if err := Write(&b, m, Msgpack); err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() < 4<<16 {
+		t.Fatalf("the model is %d bytes, under four buffers: the test tests nothing", b.Len())
+	}
+	data := b.Bytes()
+	want, err := Read(bytes.NewReader(data), "m.msgpack", Msgpack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oneByte := func(off int64) (io.ReadCloser, error) {
+		return io.NopCloser(iotest.OneByteReader(bytes.NewReader(data[min(off, int64(len(data))):]))), nil
+	}
+	for name, open := range map[string]Opener{"whole reads": bytesOpener(data), "one byte a read": oneByte} {
+		got, err := readStreamFrom(open, "m.msgpack", ReadOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if d := diffModels(want, got); d != "" {
+			t.Fatalf("%s: the stream differs in the %s", name, d)
 		}
 	}
 }
