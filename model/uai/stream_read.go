@@ -1,8 +1,10 @@
 package uai
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"iter"
 
@@ -91,6 +93,8 @@ func StreamScopes(open func() (io.ReadCloser, error), name string, opts ReadOpti
 	if err := vars(tables.m.Cards, tables.nf); err != nil {
 		return err
 	}
+	// What the caller was given, for a fallback that reads the file again.
+	firstCards, firstFactors := cardsDigest(tables.m.Cards), tables.nf
 	tables.m.Cards, tables.cardLines = nil, nil // the second reader has them
 	scopes, closeScopes, err := parser()
 	if err != nil {
@@ -139,7 +143,13 @@ func StreamScopes(open func() (io.ReadCloser, error), name string, opts ReadOpti
 		closeTables()
 		closeScopes, closeTables = func() {}, func() {}
 		opts.Converters = 0
-		return StreamScopes(open, name, opts, func([]int, int) error { return nil }, func(a int, scope []int, t []float64) error {
+		same := func(cards []int, factors int) error {
+			if factors != firstFactors || cardsDigest(cards) != firstCards {
+				return fmt.Errorf("uai: %s: the file changed between reads (%d factors, then %d, or other cardinalities)", name, firstFactors, factors)
+			}
+			return nil
+		}
+		return StreamScopes(open, name, opts, same, func(a int, scope []int, t []float64) error {
 			if a < done {
 				return nil
 			}
@@ -155,3 +165,15 @@ func StreamScopes(open func() (io.ReadCloser, error), name string, opts ReadOpti
 
 // errStopped ends the second reader of StreamScopes when the first stops.
 var errStopped = errors.New("stopped")
+
+// cardsDigest is a digest of the cardinalities, to tell a file that
+// changed between reads without keeping them.
+func cardsDigest(cards []int) uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	for _, c := range cards {
+		binary.LittleEndian.PutUint64(b[:], uint64(c))
+		h.Write(b[:])
+	}
+	return h.Sum64()
+}
