@@ -22,24 +22,8 @@ import (
 // outside its state directory, and its refusal names no path and no
 // size of the file it was pointed at.
 func TestForgedShardPathsConfined(t *testing.T) {
-	root := t.TempDir()
-	states, models, outside := filepath.Join(root, "states"), filepath.Join(root, "models"), filepath.Join(root, "outside")
-	for _, d := range []string{models, outside} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	secret := filepath.Join(outside, "secret.ddx")
-	if err := os.WriteFile(secret, make([]byte, 12345), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(secret, filepath.Join(models, "link.ddx")); err != nil {
-		t.Fatal(err)
-	}
-	dirs, err := shard.NewDirs(states, []string{models})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := shard.NewConfinement(t)
+	root, states, models, outside, secret, dirs := c.Root, c.States, c.Models, c.Outside, c.Secret, c.Dirs
 	tr := transport.NewInProc()
 	defer tr.Close()
 	ctx, cancel := context.WithCancel(context.Background())

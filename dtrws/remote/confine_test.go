@@ -2,7 +2,6 @@ package remote
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,24 +16,8 @@ import (
 // an error that names no path, and a worker without directories loads no
 // part at all.
 func TestForgedOpenConfined(t *testing.T) {
-	root := t.TempDir()
-	models, outside := filepath.Join(root, "models"), filepath.Join(root, "outside")
-	for _, d := range []string{models, outside} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	secret := filepath.Join(outside, "m.ddx")
-	if err := os.WriteFile(secret, make([]byte, 12345), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(secret, filepath.Join(models, "link.ddx")); err != nil {
-		t.Fatal(err)
-	}
-	files, err := shard.NewDirs(filepath.Join(root, "states"), []string{models})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := shard.NewConfinement(t)
+	models, secret, files := c.Models, c.Secret, c.Dirs
 	tr := transport.NewInProc()
 	defer tr.Close()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -44,7 +27,7 @@ func TestForgedOpenConfined(t *testing.T) {
 	}
 	for i, c := range []struct{ worker, path, want string }{
 		{"w0", secret, "outside this worker's"},
-		{"w0", models + "/../outside/m.ddx", "not an absolute clean path"},
+		{"w0", models + "/../outside/secret.ddx", "not an absolute clean path"},
 		{"w0", filepath.Join(models, "link.ddx"), "outside this worker's"},
 		{"w1", filepath.Join(models, "link.ddx"), "--state-dir"},
 	} {
