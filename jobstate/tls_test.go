@@ -1,76 +1,34 @@
 package jobstate
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/ddrun/ddrun/internal/testcert"
 )
 
-// testCA is a certificate authority of a test.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-var serial int64
-
-func newSerial() *big.Int { serial++; return big.NewInt(serial) }
-
-func newTestCA(t *testing.T, name string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: newSerial(), Subject: pkix.Name{CommonName: name}, NotBefore: time.Now().Add(-time.Hour),
-		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
 // member writes a certificate for id on 127.0.0.1 signed by ca, its key
-// and ca's certificate into dir, and loads them with MutualTLS.
-func (ca *testCA) member(t *testing.T, dir, id string) *tls.Config {
+// and ca's certificate into dir (id.crt, id.key, id-ca.crt), and loads
+// them with MutualTLS.
+func member(t *testing.T, ca *testcert.CA, dir, id string) *tls.Config {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: newSerial(), Subject: pkix.Name{CommonName: id}, NotBefore: time.Now().Add(-time.Hour),
-		NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
+	c := ca.Issue(t, id)
+	kb, err := x509.MarshalPKCS8PrivateKey(c.PrivateKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	files := map[string][]byte{
-		id + ".crt":    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		id + ".key":    pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}),
-		id + "-ca.crt": ca.pem,
+		id + ".crt":    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]}),
+		id + ".key":    pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}),
+		id + "-ca.crt": ca.PEM(),
 	}
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
@@ -88,11 +46,11 @@ func (ca *testCA) member(t *testing.T, dir, id string) *tls.Config {
 // leader and replicate the job's state.
 func TestGroupOverTLS(t *testing.T) {
 	dir := t.TempDir()
-	ca := newTestCA(t, "ddrun raft CA")
+	ca := testcert.NewCA(t, "ddrun raft CA")
 	c := newDiskCluster(t, 3)
 	c.tls = map[string]*tls.Config{}
 	for _, id := range c.ids() {
-		c.tls[id] = ca.member(t, dir, id)
+		c.tls[id] = member(t, ca, dir, id)
 	}
 	c.openAll()
 	l := c.leader(10 * time.Second)
@@ -112,9 +70,9 @@ func TestGroupOverTLS(t *testing.T) {
 // certificate is refused by a member.
 func TestGroupTLSRefusesAnotherCA(t *testing.T) {
 	dir := t.TempDir()
-	ca, other := newTestCA(t, "ddrun raft CA"), newTestCA(t, "another CA")
+	ca, other := testcert.NewCA(t, "ddrun raft CA"), testcert.NewCA(t, "another CA")
 	c := newDiskCluster(t, 3)
-	c.tls = map[string]*tls.Config{"a": ca.member(t, dir, "a"), "b": ca.member(t, dir, "b"), "c": other.member(t, dir, "c")}
+	c.tls = map[string]*tls.Config{"a": member(t, ca, dir, "a"), "b": member(t, ca, dir, "b"), "c": member(t, other, dir, "c")}
 	c.openAll()
 	deadline := time.Now().Add(15 * time.Second)
 	var l *Group
@@ -172,7 +130,7 @@ func TestGroupTLSRefusesAnotherCA(t *testing.T) {
 // MutualTLS needs all three files, and a CA file that holds a certificate.
 func TestMutualTLSErrors(t *testing.T) {
 	dir := t.TempDir()
-	newTestCA(t, "ca").member(t, dir, "a")
+	member(t, testcert.NewCA(t, "ca"), dir, "a")
 	crt, key, ca := filepath.Join(dir, "a.crt"), filepath.Join(dir, "a.key"), filepath.Join(dir, "a-ca.crt")
 	for what, files := range map[string][3]string{
 		"no CA":        {crt, key, ""},

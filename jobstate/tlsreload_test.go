@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/ddrun/ddrun/internal/testcert"
 )
 
 // A member's certificate and CA files are read again when they change: a
@@ -19,9 +21,9 @@ import (
 // without its key yet keeps the last good pair.
 func TestMutualTLSReloads(t *testing.T) {
 	dir := t.TempDir()
-	ca := newTestCA(t, "ddrun raft CA")
-	server := ca.member(t, dir, "a")
-	client := ca.member(t, dir, "b")
+	ca := testcert.NewCA(t, "ddrun raft CA")
+	server := member(t, ca, dir, "a")
+	client := member(t, ca, dir, "b")
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", server)
 	if err != nil {
 		t.Fatal(err)
@@ -77,8 +79,8 @@ func TestMutualTLSReloads(t *testing.T) {
 	// presents the new ones. (Distinct modification times: some file
 	// systems keep coarse ones.)
 	time.Sleep(20 * time.Millisecond)
-	ca.member(t, dir, "a")
-	ca.member(t, dir, "b")
+	member(t, ca, dir, "a")
+	member(t, ca, dir, "b")
 	s1, c1, err := dial(client)
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +91,7 @@ func TestMutualTLSReloads(t *testing.T) {
 	// A certificate whose key is not written yet: the last good pair.
 	time.Sleep(20 * time.Millisecond)
 	half := t.TempDir()
-	ca.member(t, half, "a")
+	member(t, ca, half, "a")
 	crt, err := os.ReadFile(filepath.Join(half, "a.crt"))
 	if err != nil {
 		t.Fatal(err)
@@ -103,11 +105,11 @@ func TestMutualTLSReloads(t *testing.T) {
 	// Rotate the CA: both members get the new CA and certificates it
 	// signed; a holder of the old CA's certificate (which takes any
 	// server's) is refused.
-	stale := &tls.Config{Certificates: ca.member(t, t.TempDir(), "old").Certificates, InsecureSkipVerify: true, MinVersion: tls.VersionTLS13}
+	stale := &tls.Config{Certificates: member(t, ca, t.TempDir(), "old").Certificates, InsecureSkipVerify: true, MinVersion: tls.VersionTLS13}
 	time.Sleep(20 * time.Millisecond)
-	next := newTestCA(t, "ddrun raft CA 2")
-	next.member(t, dir, "a")
-	next.member(t, dir, "b")
+	next := testcert.NewCA(t, "ddrun raft CA 2")
+	member(t, next, dir, "a")
+	member(t, next, dir, "b")
 	if _, _, err := dial(client); err != nil {
 		t.Errorf("after the CA's rotation: %v", err)
 	}
