@@ -84,20 +84,14 @@
 // 4-label dense grids 1.9 to 2 times faster than one (300x300: 7.6 -> 3.8
 // ms; 1000x1000: 84 -> 45 ms, where memory bandwidth is shared).
 //
-// Distributed TRW-S (coordinator run) does not exist, and this is what it
-// would take: TRW-S's passes are sequential over the whole order, so the
-// same partitioned order would be needed across workers, with two barriers
-// per iteration (after the parts' forward halves, before their backward
-// halves) and the separator's messages (max(L) floats per edge between a
-// part and the separator, both ways) shipped to the process that updates
-// the separator and back, every pass. The bound is the sum of the parts'
-// shares, so it stays exact. What is missing is the runtime: package
-// cluster distributes dual decomposition only (docs/architecture.md: it
-// must not import trws), its protocol carries slave multipliers, not
-// messages, and its checkpoints, placement and lost-worker recovery are
-// those of consensus.State; a TRW-S job would need its own part plan,
-// message protocol and state. On one machine the threads give the same
-// schedule without any of this.
+// Distributed TRW-S (coordinator run) is not this order spread over
+// processes: that would need two barriers per pass and the separator's
+// messages shipped both ways every pass. Package dtrws instead runs this
+// package's TRW-S on each part of a split model (Part, part.go) and makes
+// the parts agree on their shared variables by Lagrange multipliers, so the
+// workers exchange only boundary min-marginals once per outer iteration and
+// the dual stays the sum of the parts' exact bounds
+// (docs/distributed-trws.md).
 //
 // Stopping (Options): with Tol == 0 only the limits (MaxIter, TimeLimit),
 // cancellation, a proof of optimality (dual <= primal) or infeasibility stop
