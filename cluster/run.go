@@ -181,6 +181,9 @@ func runEpochs(ctx context.Context, tr transport.Transport, lay layout, opts con
 		if ro.lost == nil {
 			ro.lost = map[string]lostWorker{}
 		}
+		c.mu.Lock()
+		maps.Copy(ro.lost, c.gone) // the epoch's lost workers whose parts moved to spares
+		c.mu.Unlock()
 		ro.lost[lost.name] = lost.was
 		ro.parts = nil
 		if c.sharded {
