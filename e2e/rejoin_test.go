@@ -33,19 +33,7 @@ func TestStoppedShardedWorkerRejoins(t *testing.T) {
 	want := calm.result(t)
 	out := filepath.Join(t.TempDir(), "x.mpe")
 	run := startProc(t, "coordinator", coord, args("rjslow", out)...)
-	deadline := time.After(time.Minute)
-	for {
-		if names, _ := filepath.Glob(filepath.Join(states, "rjslow-e1-p*-i*.ddstate")); len(names) >= 2 {
-			break
-		}
-		select {
-		case <-deadline:
-			t.Fatalf("no state files within a minute\n%s", run.stderr())
-		case <-run.done:
-			t.Fatalf("the run ended before the worker was stopped\n%s", run.stderr())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	waitStateFiles(t, states, "rjslow", run)
 	pid := ws[0].cmd.Process.Pid
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)

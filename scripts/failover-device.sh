@@ -2,8 +2,9 @@
 # Issue 25's failover time on a many-core machine: a sharded DD-ADMM run
 # of a 4-label Potts grid (rho 0.5, from `coordinator gen potts`, .ddx) on
 # 2 worker processes and a spare over a NATS server on loopback, one worker
-# holding a part killed (SIGKILL) once the coordinator reports iteration
-# KILLAT. Per run, seconds from the kill until: the loss is seen (the
+# holding a part killed (SIGKILL) once the --trace holds KILLAT rows (it
+# holds each row back until the next report: iteration KILLAT+1 is done).
+# Per run, seconds from the kill until: the loss is seen (the
 # coordinator's "worker lost" line), the next epoch's parts are built
 # ("parts built" of epoch 2) and its first iteration is done (its report
 # writes the trace's next row). Then the medians of RUNS runs.
@@ -15,7 +16,8 @@
 # BIN they are built here with go); the NATS server is BIN/nats-server, or
 # nats-server on PATH, else the coordinator's embedded one (--nats-listen;
 # the output says which). OUT gets failover.txt (the table) and the logs'
-# tails; WORK keeps the grid between runs (10^7: 0.8 GB). SIDE, RUNS
+# tails; WORK keeps the grid between runs (10^7: 0.8 GB; MODEL: a .ddx of
+# one's own instead, which the workers read under WORK). SIDE, RUNS
 # (default 3), KILLAT (default 3), FITERS (iterations of a run, default
 # 12: enough to pass the kill), LOST (--lost-after, default 3s), WTHREADS
 # (threads of each worker, default 1).
@@ -31,7 +33,7 @@ work=${WORK:-/tmp/failover-work}
 mkdir -p "$out" "$work"
 side=${SIDE:-3163}; runs=${RUNS:-3}; killat=${KILLAT:-3}; iters=${FITERS:-12}; lost=${LOST:-3s}; threads=${WTHREADS:-1}
 table=$out/failover.txt
-model=$work/g$side.ddx
+model=${MODEL:-$work/g$side.ddx}
 [ -f "$model" ] || "$bin/coordinator" gen potts --height "$side" --width "$side" --labels 4 --rho 0.5 --seed 1 -o "$model" >/dev/null || exit 1
 key=$work/job.key
 [ -f "$key" ] || python3 -c 'import secrets; print(secrets.token_hex(32))' >"$key"
@@ -42,7 +44,7 @@ if [ -x "$bin/nats-server" ]; then nats=$bin/nats-server; else nats=$(command -v
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; }
 trap cleanup EXIT
-echo "host: $(nproc) cores; grid ${side}x${side}; 2 workers + spare, $threads thread(s) each; --lost-after $lost; kill at iteration $killat; NATS: ${nats:-embedded in the coordinator}" >"$table"
+echo "host: $(nproc) cores; model $(basename "$model"); 2 workers + spare, $threads thread(s) each; --lost-after $lost; kill at iteration $killat; NATS: ${nats:-embedded in the coordinator}" >"$table"
 echo "run | loss seen s | next epoch's parts built s | first iteration of the next epoch s | failovers | redone | dual >= primal" >>"$table"
 
 for r in $(seq "$runs"); do
