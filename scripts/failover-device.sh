@@ -44,7 +44,7 @@ if [ -x "$bin/nats-server" ]; then nats=$bin/nats-server; else nats=$(command -v
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; }
 trap cleanup EXIT
-echo "host: $(nproc) cores; model $(basename "$model"); 2 workers + spare, $threads thread(s) each; --lost-after $lost; kill at iteration $killat; NATS: ${nats:-embedded in the coordinator}" >"$table"
+echo "host: $(nproc) cores; model $(basename "$model"); 2 workers + spare, $threads thread(s) each; --lost-after $lost; SIGKILL once the trace has $killat rows; NATS: ${nats:-embedded in the coordinator}" >"$table"
 echo "run | loss seen s | next epoch's parts built s | first iteration of the next epoch s | failovers | redone | dual >= primal" >>"$table"
 
 for r in $(seq "$runs"); do
