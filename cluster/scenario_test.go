@@ -99,10 +99,10 @@ func readScript(t *testing.T, path string) []scriptLine {
 //	expect assignment                        a sharded run delivered every variable, scoring the primal
 //	expect loads=N                           the sharded parts the workers read in the last run
 //
-// where CMD is start NAME, kill NAME, pause NAME D (TestCluster.Pause) or sever (cut the running
-// coordinator off), and REF is undisturbed (the single-process solve) or
-// first (the script's first run). Every event of a run must have happened
-// by its end.
+// where CMD is start NAME, kill NAME, pause NAME D (TestCluster.Pause:
+// silent for D) or sever (cut the running coordinator off), and REF is
+// undisturbed (the single-process solve) or first (the script's first
+// run). Every event of a run must have happened by its end.
 type scenario struct {
 	t      *testing.T
 	o      TestClusterOptions
@@ -305,7 +305,7 @@ func splitCmds(list string) []string {
 }
 
 // event runs one command of an event (at line of the script): start
-// NAME, kill NAME, or sever (coord, the running coordinator's transport).
+// NAME, kill NAME, pause NAME D, or sever (coord, the running coordinator's transport).
 func (s *scenario) event(line, cmd string, coord *Severable) {
 	verb, name, _ := strings.Cut(cmd, " ")
 	switch {
