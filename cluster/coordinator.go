@@ -40,12 +40,18 @@ type coordinator struct {
 	names    []string   // the worker holding each part
 	byName   map[string]int
 	lastSeen []time.Time
-	beatSeq  []uint64             // the newest heartbeat's Seq of each part's worker
-	spares   map[string]time.Time // workers announcing themselves outside the job
-	helloSeq transport.Newest     // the newest hello of each worker heard
-	gone     map[string]bool      // workers lost by this run: never spares
-	latest   *consensus.State     // the latest checkpoint, nil before the first
-	sent     int                  // the highest iteration sent
+	beatSeq  []uint64              // the newest heartbeat's Seq of each part's worker
+	spares   map[string]time.Time  // workers announcing themselves outside the job
+	helloSeq transport.Newest      // the newest hello of each worker heard
+	gone     map[string]lostWorker // workers lost by this run: spares only once they speak again
+	// heardSeq is the highest Seq heard from each part's worker (any
+	// message admitted as new), spoke whether it spoke in the job since
+	// its part was sent (lostWorker).
+	heardSeq []uint64
+	spoke    []bool
+	rejoined int              // workers lost earlier and taken back (RunStats.Rejoined)
+	latest   *consensus.State // the latest checkpoint, nil before the first
+	sent     int              // the highest iteration sent
 	reports  []chan *reportBody
 	filters  []*transport.Filter
 	ready    []chan *readyBody

@@ -10,7 +10,8 @@
 // worker that ends it starts the next from the latest checkpoint),
 // layout.go (how a job's model is spread over an epoch's workers: the two
 // kinds of layout below), membership.go (waiting for workers, hellos and
-// heartbeats, lost workers and spares), link.go (assignments and the
+// heartbeats, lost workers, spares, and lost workers taken back when they
+// speak again), link.go (assignments and the
 // per-iteration exchange with each worker), certificate.go (what a run
 // must see before it ends optimal or infeasible: the last reports asked
 // again, no report contradicted by another for the same iteration; see

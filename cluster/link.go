@@ -319,6 +319,7 @@ func (c *coordinator) onReport(subject string, data []byte) {
 	keep := c.filters[w].Check(h).Keep()
 	if keep {
 		c.lastSeen[w] = time.Now() // a replayed message is no sign of life
+		c.heardFrom(w, h.Seq, h.Kind != kindClaimed)
 	}
 	c.mu.Unlock()
 	if !keep {
@@ -374,8 +375,13 @@ func (c *coordinator) stop(ctx context.Context) {
 	// takes it as stale; repeats are filtered as duplicates or ignored.
 	for range 3 {
 		for _, name := range names {
-			_ = c.send(ctx, stepSubject(c.job, name), transport.Header{Iter: math.MaxInt32, Kind: kindStep}, stepBody{Stop: true, Coord: c.cid})
+			c.stopWorker(ctx, name)
 		}
 	}
 	_ = c.tr.Flush(ctx)
+}
+
+// stopWorker sends worker name the end of the job, once.
+func (c *coordinator) stopWorker(ctx context.Context, name string) {
+	_ = c.send(ctx, stepSubject(c.job, name), transport.Header{Iter: math.MaxInt32, Kind: kindStep}, stepBody{Stop: true, Coord: c.cid})
 }

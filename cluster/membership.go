@@ -28,6 +28,53 @@ func joinableFor(base string, e uint64) func(job string) bool {
 	}
 }
 
+// lostWorker is what a run remembers of a worker it lost (RunOptions.lost,
+// coordinator.gone). A worker that never spoke in the job after its part
+// was sent (no receipt, heartbeat or answer) is stuck: a process whose
+// service takes claims but not parts (hung as its part arrived) would be
+// lost again, so it is never taken back. A worker lost to silence alone
+// (it spoke, then went quiet past LostAfter: killed, cut off, or starved
+// on a loaded machine) is taken back when it speaks again: a hello
+// numbered above heard, the highest sequence number the run had heard from
+// it (a worker numbers every message from one Sequence, and under a job
+// key the number is inside the seal, so neither a party without the key
+// nor a replay of its recorded messages makes it speak again). It is then
+// claimed like any new worker (free, and answering the claim) and takes a
+// spare's place or, in a sharded run, its own part again. times counts the
+// run's losses of it: after maxRejoins it is not taken back, so that a
+// worker too slow for LostAfter does not end epoch after epoch.
+type lostWorker struct {
+	stuck bool
+	heard uint64
+	times int
+}
+
+// maxRejoins bounds how many times a run takes back a worker it lost.
+const maxRejoins = 3
+
+// back reports whether a hello numbered seq brings the lost worker back.
+func (l lostWorker) back(seq uint64) bool {
+	return !l.stuck && l.times <= maxRejoins && seq > l.heard
+}
+
+// lostRecord is the record of the loss of the worker holding part w (its
+// earlier losses in gone counted).
+func (c *coordinator) lostRecord(w int) lostWorker {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return lostWorker{stuck: !c.spoke[w], heard: max(c.heardSeq[w], c.beatSeq[w]), times: c.gone[c.names[w]].times + 1}
+}
+
+// heardFrom records a message numbered seq from the worker holding part
+// w, admitted as new (c.mu held); spoke says it came from its service of
+// the job (a receipt, heartbeat or answer), not only its announcements.
+func (c *coordinator) heardFrom(w int, seq uint64, spoke bool) {
+	c.heardSeq[w] = max(c.heardSeq[w], seq)
+	if spoke {
+		c.spoke[w] = true
+	}
+}
+
 // seen records that the worker holding part w was heard from just now.
 func (c *coordinator) seen(w int) {
 	c.mu.Lock()
@@ -60,6 +107,7 @@ func (c *coordinator) onHeartbeat(_ string, data []byte) {
 	}
 	c.beatSeq[w] = h.Seq
 	c.lastSeen[w] = time.Now()
+	c.heardFrom(w, h.Seq, true)
 }
 
 // decodeHello returns the hello in data when it is well formed, from the
@@ -67,24 +115,31 @@ func (c *coordinator) onHeartbeat(_ string, data []byte) {
 // Sequence, inside the seal under a job key, so a hello counts only when
 // its Seq is higher than every earlier one of its sender (seen): a
 // recorded hello replayed later does not make a worker heard again.
-func decodeHello(data []byte, seen *transport.Newest) (helloBody, bool) {
+func decodeHello(data []byte, seen *transport.Newest) (helloBody, uint64, bool) {
 	var h helloBody
 	hdr, err := transport.DecodeInto(data, &h)
 	if err != nil || transport.ValidName(h.Name) != nil || hdr.From != h.Name {
-		return h, false
+		return h, 0, false
 	}
-	return h, seen.Admit(h.Name, hdr.Seq)
+	return h, hdr.Seq, seen.Admit(h.Name, hdr.Seq)
 }
 
-// onHello records workers that could take over a lost part.
+// onHello records workers that could take over a lost part: idle ones,
+// and those lost by the run that speak again (lostWorker) once they no
+// longer serve this epoch (a lost worker is told to stop).
 func (c *coordinator) onHello(_ string, data []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	h, ok := decodeHello(data, &c.helloSeq)
+	h, seq, ok := decodeHello(data, &c.helloSeq)
 	if !ok {
 		return
 	}
-	if _, busy := c.byName[h.Name]; !busy && !c.gone[h.Name] && (poolWorker{hello: h}).free(c.job, c.joinable) {
+	w, busy := c.byName[h.Name]
+	if busy {
+		c.heardFrom(w, seq, false)
+	}
+	l, lost := c.gone[h.Name]
+	if !busy && (!lost || l.back(seq) && h.Job != c.job) && (poolWorker{hello: h}).free(c.job, c.joinable) {
 		c.spares[h.Name] = time.Now()
 	} else {
 		delete(c.spares, h.Name)
@@ -105,13 +160,25 @@ func (c *coordinator) replace(ctx context.Context, w int) (string, error) {
 	c.mu.Lock()
 	silent := time.Since(c.lastSeen[w]).Round(time.Millisecond)
 	c.mu.Unlock()
+	was := c.lostRecord(w)
 	if c.sharded {
 		// Every part returns to the latest checkpoint in a new epoch
 		// (layout sharded): the best assignment's interior is spread over
 		// the workers, and theirs must stay consistent with the restored
 		// one.
-		return "", &lostError{name: old, silent: silent}
+		return "", &lostError{name: old, silent: silent, was: was}
 	}
+	// It is a member no longer: if it is only slow, it gives the job up
+	// and may come back as a spare, even of this part (lostWorker).
+	c.mu.Lock()
+	if c.gone == nil {
+		c.gone = map[string]lostWorker{}
+	}
+	c.gone[old] = was
+	delete(c.byName, old)
+	delete(c.spares, old)
+	c.mu.Unlock()
+	c.stopWorker(ctx, old)
 	deadline := time.Now().Add(c.waitSpare)
 	for {
 		c.mu.Lock()
@@ -132,16 +199,13 @@ func (c *coordinator) replace(ctx context.Context, w int) (string, error) {
 				continue
 			}
 			c.mu.Lock()
-			if c.gone == nil {
-				c.gone = map[string]bool{}
-			}
-			c.gone[old] = true
-			delete(c.byName, old)
+			_, back := c.gone[spare]
 			c.names[w] = spare
 			c.byName[spare] = w
 			c.filters[w] = transport.NewFilter(c.job, transport.FilterOptions{})
 			c.forget(w) // the spare's reports are its own
 			c.beatSeq[w] = c.claims.answeredAt(spare)
+			c.heardSeq[w], c.spoke[w] = c.beatSeq[w], false
 			c.lastSeen[w] = time.Now()
 			restored := c.latest != nil
 			if restored {
@@ -153,6 +217,10 @@ func (c *coordinator) replace(ctx context.Context, w int) (string, error) {
 				<-c.reports[w]
 			}
 			c.log.Warn("worker lost; its part moves to a spare", "lost", old, "silent", silent, "part", w, "spare", spare, "from_checkpoint", restored)
+			if back {
+				c.log.Info("a worker lost earlier spoke again: taken back as a spare", "worker", spare, "part", w)
+				c.rejoined++
+			}
 			c.failovers++
 			if restored {
 				c.restored++
@@ -164,7 +232,7 @@ func (c *coordinator) replace(ctx context.Context, w int) (string, error) {
 		}
 		c.mu.Unlock()
 		if time.Now().After(deadline) {
-			return "", &lostError{name: old, silent: silent, noSpare: c.waitSpare}
+			return "", &lostError{name: old, silent: silent, noSpare: c.waitSpare, was: was}
 		}
 		select {
 		case <-ctx.Done():
@@ -181,6 +249,7 @@ type lostError struct {
 	name    string
 	silent  time.Duration // since it was last heard from
 	noSpare time.Duration
+	was     lostWorker // what the run remembers of it
 }
 
 func (e *lostError) Error() string {

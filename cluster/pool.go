@@ -191,13 +191,14 @@ func (p poolWorker) free(job string, joinable func(string) bool) bool {
 	return (h.Job == "" || h.Job == job || joinable(h.Job)) && (h.Claimed == "" || h.Claimed == job || joinable(h.Claimed))
 }
 
-// claimWorkers claims n workers of the pool (but those in avoid) for the
+// claimWorkers claims n workers of the pool (but those in avoid, until
+// they speak again: lostWorker) for the
 // claimer's job and returns their names, sorted, and the highest
 // iteration that workers serving an earlier epoch of the job had reached. While the pool has n
 // workers but too few are free, the job waits (queued), saying so every
 // queueLogEvery; it fails after wait only when fewer than n workers
 // announce themselves at all.
-func claimWorkers(ctx context.Context, cl *claimer, n int, wait time.Duration, joinable func(string) bool, avoid map[string]bool) ([]string, int, error) {
+func claimWorkers(ctx context.Context, cl *claimer, n int, wait time.Duration, joinable func(string) bool, avoid map[string]lostWorker) ([]string, int, error) {
 	var mu sync.Mutex
 	pool := map[string]poolWorker{}
 	var seen transport.Newest
@@ -210,8 +211,8 @@ func claimWorkers(ctx context.Context, cl *claimer, n int, wait time.Duration, j
 	sub, err := cl.tr.Subscribe(controlSubject, func(_ string, data []byte) {
 		mu.Lock()
 		defer mu.Unlock()
-		h, ok := decodeHello(data, &seen)
-		if !ok || avoid[h.Name] {
+		h, seq, ok := decodeHello(data, &seen)
+		if l, lost := avoid[h.Name]; !ok || lost && !l.back(seq) {
 			return
 		}
 		pool[h.Name] = poolWorker{hello: h, at: time.Now()}

@@ -40,12 +40,13 @@ type RunOptions struct {
 	ReleaseAfter time.Duration
 
 	// lost names workers lost in earlier epochs of this run: a hung
-	// worker may still announce itself, so they are not claimed again.
-	lost map[string]bool
+	// worker may still announce itself, so they are claimed again only
+	// once they speak again (lostWorker).
+	lost map[string]lostWorker
 	// parts is the part each worker held in the last epoch of a sharded
 	// run: the next epoch gives the workers left their parts again, which
 	// they kept (keptPart), so that only the lost worker's part is read
-	// again.
+	// again (or none, when the lost worker is taken back).
 	parts map[string]int
 	// Place assigns each slave of the plan to a worker; nil uses the
 	// multilevel partitioner (multilevel.Place).
@@ -118,6 +119,9 @@ type RunStats struct {
 	// earlier epoch had already run past the checkpoint it continued from,
 	// as its workers reported (a lower bound when they were lost too).
 	Resumed, Redone int
+	// Rejoined counts workers lost to silence that spoke again and were
+	// taken back (lostWorker): claimed by a later epoch or as a spare.
+	Rejoined int
 	// Setup, in a sharded run, is the time from the start of the run until
 	// every worker had built its part (in the first epoch).
 	Setup time.Duration
@@ -156,6 +160,7 @@ func runEpochs(ctx context.Context, tr transport.Transport, lay layout, opts con
 		if c != nil {
 			stats.Failovers += c.failovers
 			stats.Restored += c.restored
+			stats.Rejoined += c.rejoined
 			if first && ro.resume != nil {
 				// Iterations an earlier coordinator ran past the
 				// checkpoint, as its workers say.
@@ -174,16 +179,18 @@ func runEpochs(ctx context.Context, tr transport.Transport, lay layout, opts con
 		}
 		// Continue in the next epoch, from the latest checkpoint.
 		if ro.lost == nil {
-			ro.lost = map[string]bool{}
+			ro.lost = map[string]lostWorker{}
 		}
-		ro.lost[lost.name] = true
+		c.mu.Lock()
+		maps.Copy(ro.lost, c.gone) // the epoch's lost workers whose parts moved to spares
+		c.mu.Unlock()
+		ro.lost[lost.name] = lost.was
 		ro.parts = nil
 		if c.sharded {
+			// The lost worker's part too: taken back, it holds it again.
 			ro.parts = map[string]int{}
 			for w, name := range c.names {
-				if name != lost.name {
-					ro.parts[name] = w
-				}
+				ro.parts[name] = w
 			}
 		}
 		ro.Epoch++
@@ -303,6 +310,7 @@ func openEpoch(ctx context.Context, tr transport.Transport, ro RunOptions) (*coo
 		base: ro.Base, epoch: ro.Epoch, joinable: joinable, priorIter: priorIter,
 		cid: newCoordID(), faults: newFaultLog(log),
 		byName: map[string]int{}, spares: map[string]time.Time{}, gone: maps.Clone(ro.lost),
+		heardSeq: make([]uint64, len(names)), spoke: make([]bool, len(names)),
 		reports: make([]chan *reportBody, len(names)), filters: make([]*transport.Filter, len(names)),
 		ready: make([]chan *readyBody, len(names)), lastSeen: make([]time.Time, len(names)),
 		evals: make([]chan *evaledBody, len(names)), summaries: make([]*summaryWire, len(names)), peakRSS: make([]int64, len(names)),
@@ -310,6 +318,11 @@ func openEpoch(ctx context.Context, tr transport.Transport, ro RunOptions) (*coo
 	for w, name := range names {
 		c.byName[name] = w
 		c.beatSeq[w] = claims.answeredAt(name)
+		c.heardSeq[w] = c.beatSeq[w]
+		if _, back := ro.lost[name]; back {
+			log.Info("a worker lost earlier spoke again: taken back", "worker", name, "part", w, "epoch", ro.Epoch)
+			c.rejoined++
+		}
 		c.reports[w] = make(chan *reportBody, 4)
 		c.ready[w] = make(chan *readyBody, 4)
 		c.evals[w] = make(chan *evaledBody, 4)

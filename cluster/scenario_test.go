@@ -99,10 +99,10 @@ func readScript(t *testing.T, path string) []scriptLine {
 //	expect assignment                        a sharded run delivered every variable, scoring the primal
 //	expect loads=N                           the sharded parts the workers read in the last run
 //
-// where CMD is start NAME, kill NAME or sever (cut the running
-// coordinator off), and REF is undisturbed (the single-process solve) or
-// first (the script's first run). Every event of a run must have happened
-// by its end.
+// where CMD is start NAME, kill NAME, pause NAME D (TestCluster.Pause:
+// silent for D) or sever (cut the running coordinator off), and REF is
+// undisturbed (the single-process solve) or first (the script's first
+// run). Every event of a run must have happened by its end.
 type scenario struct {
 	t      *testing.T
 	o      TestClusterOptions
@@ -305,7 +305,7 @@ func splitCmds(list string) []string {
 }
 
 // event runs one command of an event (at line of the script): start
-// NAME, kill NAME, or sever (coord, the running coordinator's transport).
+// NAME, kill NAME, pause NAME D, or sever (coord, the running coordinator's transport).
 func (s *scenario) event(line, cmd string, coord *Severable) {
 	verb, name, _ := strings.Cut(cmd, " ")
 	switch {
@@ -313,6 +313,14 @@ func (s *scenario) event(line, cmd string, coord *Severable) {
 		s.cluster().Start(name)
 	case verb == "kill" && name != "":
 		s.cluster().Kill(name)
+	case verb == "pause" && name != "":
+		who, how, _ := strings.Cut(name, " ")
+		d, err := time.ParseDuration(how)
+		if err != nil {
+			s.t.Errorf("%s: pause %s: %v", line, name, err)
+			return
+		}
+		s.cluster().Pause(who, d)
 	case verb == "sever" && coord != nil:
 		coord.Sever()
 	default:
@@ -715,8 +723,8 @@ func (s *scenario) field(r solver.Result, field string) float64 {
 	return 0
 }
 
-// stat is one number of the last run: failovers, restored, resumed and
-// redone (RunStats); checkpoints, how many states the latest run that took
+// stat is one number of the last run: failovers, restored, rejoined,
+// resumed and redone (RunStats); checkpoints, how many states the latest run that took
 // any took, and checkpoint, the iteration of the last of them.
 func (s *scenario) stat(k string) int {
 	st := s.last.stats
@@ -725,6 +733,8 @@ func (s *scenario) stat(k string) int {
 		return st.Failovers
 	case "restored":
 		return st.Restored
+	case "rejoined":
+		return st.Rejoined
 	case "resumed":
 		return st.Resumed
 	case "redone":

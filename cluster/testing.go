@@ -4,7 +4,7 @@ package cluster
 // hashicorp/raft's testing.go) so that the tests of this package and of
 // others share it: workers of this package in the test's process, over
 // the in-process transport or as clients of a NATS server, and the ways a
-// test disturbs them (a worker killed, a worker gone mute or hung as its
+// test disturbs them (a worker killed, paused, gone mute or hung as its
 // part arrives, a coordinator cut off). It knows the protocol only as far
 // as a mute worker must speak it.
 
@@ -48,14 +48,15 @@ type TestCluster struct {
 	worker WorkerOptions
 
 	mu     sync.Mutex
-	stops  map[string]func() // the workers running, by name
-	closes []func() error    // the transports it opened
+	stops  map[string]func()    // the workers running, by name
+	gates  map[string]*pausable // their transports, by name (Pause)
+	closes []func() error       // the transports it opened
 }
 
 // NewTestCluster returns a cluster with no workers yet, cleaned up when t
 // ends: every worker stopped, then the transports it opened closed.
 func NewTestCluster(t testing.TB, o TestClusterOptions) *TestCluster {
-	c := &TestCluster{t: t, tr: o.Transport, nats: o.NATS, worker: o.Worker, stops: map[string]func(){}}
+	c := &TestCluster{t: t, tr: o.Transport, nats: o.NATS, worker: o.Worker, stops: map[string]func(){}, gates: map[string]*pausable{}}
 	if c.tr == nil && c.nats == nil {
 		tr := transport.NewInProc()
 		c.tr, c.closes = tr, []func() error{tr.Close}
@@ -142,7 +143,10 @@ func (c *TestCluster) StartWith(o WorkerOptions) {
 	if o.Threads < 1 {
 		o.Threads = 1
 	}
-	tr := c.Transport(o.Name)
+	tr := &pausable{Transport: c.Transport(o.Name)}
+	c.mu.Lock()
+	c.gates[o.Name] = tr
+	c.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -176,6 +180,56 @@ func (c *TestCluster) Kill(name string) {
 		return
 	}
 	stop()
+}
+
+// Pause makes worker name (one Start started) go silent for d, as a
+// process starved on a loaded machine: what it publishes waits until d
+// has passed, and so do the messages it receives; then it goes on where
+// it stopped. It returns at once.
+func (c *TestCluster) Pause(name string, d time.Duration) {
+	c.mu.Lock()
+	p, ok := c.gates[name]
+	c.mu.Unlock()
+	if !ok {
+		c.t.Errorf("pause %s: no such worker", name)
+		return
+	}
+	gate := make(chan struct{})
+	p.gate.Store(&gate)
+	time.AfterFunc(d, func() {
+		p.gate.Store(nil)
+		close(gate)
+	})
+}
+
+// pausable is a worker's transport that Pause holds up.
+type pausable struct {
+	transport.Transport
+	gate atomic.Pointer[chan struct{}] // closed when the pause ends; nil: none
+}
+
+// wait returns when no pause holds the worker up, or ctx ends.
+func (p *pausable) wait(ctx context.Context) {
+	if g := p.gate.Load(); g != nil {
+		select {
+		case <-*g:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// Publish waits out a pause.
+func (p *pausable) Publish(ctx context.Context, subject string, data []byte) error {
+	p.wait(ctx)
+	return p.Transport.Publish(ctx, subject, data)
+}
+
+// Subscribe delivers to h after a pause.
+func (p *pausable) Subscribe(subject string, h transport.Handler) (transport.Subscription, error) {
+	return p.Transport.Subscribe(subject, func(subj string, data []byte) {
+		p.wait(context.Background())
+		h(subj, data)
+	})
 }
 
 // StopAll stops every worker (as the test's end does): what a worker's

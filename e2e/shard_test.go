@@ -109,19 +109,7 @@ func TestKillShardedWorkerMidRun(t *testing.T) {
 	run := startProc(t, "coordinator", coord, "run", "--sharded", "--nats", srv.URL(), "--workers", "2", "--job", "shkill", "--lost-after", "1s",
 		"--checkpoint-every", "20", "--state-dir", states, "--json", "--threads", "1", "--tol", "0", "--max-iter", "400", "--out", out, model)
 	// Kill a worker once a checkpoint's state files are there.
-	deadline := time.After(time.Minute)
-	for {
-		if names, _ := filepath.Glob(filepath.Join(states, "shkill-e1-p*-i*.ddstate")); len(names) >= 2 {
-			break
-		}
-		select {
-		case <-deadline:
-			t.Fatalf("no state files within a minute\n%s", run.stderr())
-		case <-run.done:
-			t.Fatalf("the run ended before the kill\n%s", run.stderr())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	waitStateFiles(t, states, "shkill", run)
 	startWorkerProcs(t, worker, srv.URL(), "spare", 1, "--quiet")
 	time.Sleep(700 * time.Millisecond) // let the spare announce itself
 	ws[0].kill()
@@ -139,6 +127,25 @@ func TestKillShardedWorkerMidRun(t *testing.T) {
 		t.Fatalf("after kill -9: %s dual %v primal %v", got.Status, deref(got.Dual), deref(got.Primal))
 	}
 	checkOut(t, "", m, out, got.Primal)
+}
+
+// waitStateFiles waits until both parts of job's first epoch saved a
+// state in states (a checkpoint was taken), while run goes on.
+func waitStateFiles(t *testing.T, states, job string, run *proc) {
+	t.Helper()
+	deadline := time.After(time.Minute)
+	for {
+		if names, _ := filepath.Glob(filepath.Join(states, job+"-e1-p*-i*.ddstate")); len(names) >= 2 {
+			return
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("no state files within a minute\n%s", run.stderr())
+		case <-run.done:
+			t.Fatalf("the run ended before the first checkpoint\n%s", run.stderr())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // readMPE reads a UAI MPE file.

@@ -10,10 +10,10 @@
 # (--out and the shutdown); then one worker against `solve --threads 1`
 # with the same algorithm (ns per variable and iteration; solve's peak RSS
 # in the coordinator column, from /usr/bin/time when present); then, at
-# FAILOVER variables, DD-ADMM with two workers and a spare on the
-# coordinator's NATS server, one worker killed (SIGKILL) mid-run: seconds
-# from the kill until the loss is seen and until the next epoch's parts
-# are built (the iterations resume).
+# FAILOVER variables, scripts/failover-device.sh's run: DD-ADMM with two
+# workers and a spare, one worker killed (SIGKILL) mid-run: seconds from
+# the kill until the loss is seen, the next epoch's parts are built and
+# its first iteration.
 #
 #   scripts/bench-sharded.sh                     (SIZES="1e5 1e6", WORKERS="2 4")
 #   SIZES="1e5 1e6 1e7" FAILOVER=1e7 scripts/bench-sharded.sh
@@ -153,61 +153,9 @@ for size in $sizes; do
 done
 
 [ -z "$failover" ] && exit 0
-# Failover: DD-ADMM with two workers and a spare, worker processes of
-# their own on the coordinator's NATS server; the first worker assigned a
-# part is killed (SIGKILL) once the coordinator printed iteration 3. The
-# iterations resume when the next epoch's parts are built (the
-# coordinator's "parts built" line, its clock against the kill's). FITERS
-# iterations (default 30).
-n=$(num "$failover")
+# Failover: scripts/failover-device.sh on the same grid (DD-ADMM, two
+# workers and a spare, one killed with SIGKILL at iteration 3), one run
+# with --lost-after 2s and FITERS iterations (default 30).
 m=$(model "$failover")
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-url="nats://127.0.0.1:$port"
-python3 -c 'import secrets; print(secrets.token_hex(32))' >"$dir/job.key"
-start=$(now)
-"$bin/coordinator" run --nats-listen "127.0.0.1:$port" --workers 2 --algo admm --lost-after 2s --max-iter "${FITERS:-30}" --tol 0 \
-  --json --job-key-file "$dir/job.key" --out "$dir/x.mpe" "$m" >"$dir/out.json" 2>"$dir/err.log" &
-coord=$!
-pids=($coord)
-trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; [ -z "${DIR:-}" ] && rm -rf "$dir"' EXIT
-for k in 1 2 3; do
-  rm -rf "$dir/w$k"
-  "$bin/worker" --nats "$url" --connect-timeout 60s --name "w$k" --threads 1 --job-key-file "$dir/job.key" \
-    --state-dir "$dir/w$k" --model-root "$dir" --log-format json >"$dir/w$k.log" 2>&1 &
-  pids+=($!)
-  wpid[$k]=$!
-done
-killed=
-while kill -0 "$coord" 2>/dev/null; do
-  if [ -z "$killed" ] && grep -q '^iter=[3-9]' "$dir/err.log"; then
-    for k in 1 2 3; do
-      if grep -q 'job assigned' "$dir/w$k.log"; then
-        kill -KILL "${wpid[$k]}"
-        killed=$(now)
-        break
-      fi
-    done
-  fi
-  sleep 0.05
-done
-wait "$coord" || { echo "failover run failed: $(tail -3 "$dir/err.log")" >&2; exit 1; }
-for k in 1 2 3; do kill -INT "${wpid[$k]}" 2>/dev/null || true; done
-[ -n "$killed" ] || { echo "the failover run ended before the kill: raise FITERS" >&2; exit 1; }
-python3 - "$dir/out.json" "$dir/err.log" "$killed" "$start" "$n" <<'PY'
-import datetime, json, re, sys
-r = json.load(open(sys.argv[1]))
-lines = open(sys.argv[2]).read().splitlines()
-kill, start, n = float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
-def at(l):
-    t = re.match(r"time=(\S+)", l).group(1)
-    return datetime.datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
-lost = next(l for l in lines if "worker lost" in l)
-silent = re.search(r"silent=([0-9.]+)s", lost).group(1)
-built = [l for l in lines if "parts built" in l]
-resumed = at(built[-1]) if len(built) > 1 else float("nan")
-print()
-print("| failover | vars | failovers | redone iterations | kill at s | loss seen s after the kill | next epoch's parts built s after the kill | run s | dual >= primal |")
-print("|---|---|---|---|---|---|---|---|---|")
-print(f"| DD-ADMM, 2 workers + spare, --lost-after 2s | {n:.0e} | {r.get('failovers')} | {r.get('redone_iterations')} | {kill - start:.2f} | "
-      f"{at(lost) - kill:.2f} (silent {silent}) | {resumed - kill:.2f} | {r['seconds']:.2f} | {r['dual']:.2f} >= {r['primal']:.2f} |")
-PY
+echo
+BIN=$bin MODEL=$m WORK=$dir OUT=$dir/failover RUNS=1 LOST=2s FITERS=${FITERS:-30} scripts/failover-device.sh
