@@ -44,7 +44,7 @@ func floodFrame(s byte, n uint64, index uint32, payload int, size uint64) []byte
 // frames are dropped as not authentic before anything is buffered.
 func TestChunkFloodLocalRun(t *testing.T) {
 	coord, _ := binaries(t)
-	model, flags, _ := faultModel(t, coord)
+	model, flags := faultFile(t, coord, faultRoundsLong)
 	const (
 		payload = 64 << 10
 		claim   = 32 << 20

@@ -414,7 +414,7 @@ func TestInterruptPrintsBestSoFar(t *testing.T) {
 func TestKillWorkerMidRun(t *testing.T) {
 	coord, worker := binaries(t)
 	srv := startNATS(t, false)
-	model, flags, want := faultModel(t, coord)
+	model, flags, want := faultModel(t, coord, faultRoundsLong)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
