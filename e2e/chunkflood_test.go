@@ -44,7 +44,7 @@ func floodFrame(s byte, n uint64, index uint32, payload int, size uint64) []byte
 // frames are dropped as not authentic before anything is buffered.
 func TestChunkFloodLocalRun(t *testing.T) {
 	coord, _ := binaries(t)
-	model, flags := faultFile(t, coord, faultRoundsLong)
+	model, flags := faultFile(t, coord, faultRounds)
 	const (
 		payload = 64 << 10
 		claim   = 32 << 20
@@ -77,6 +77,7 @@ func TestChunkFloodLocalRun(t *testing.T) {
 			}
 		})
 		err := p.wait(t, 3*time.Minute)
+		during := sent() // frames sent while the job ran
 		close(stop)
 		watch.Wait()
 		flooded()
@@ -86,7 +87,7 @@ func TestChunkFloodLocalRun(t *testing.T) {
 		if flood && !strings.Contains(p.stderr(), "not authentic") {
 			t.Errorf("the coordinator did not warn about the forged frames:\n%s", p.stderr())
 		}
-		return p.result(t), peak.Load(), sent()
+		return p.result(t), peak.Load(), during
 	}
 	want, basePeak, _ := run("undisturbed", false)
 	got, peak, sent := run("flooded", true)
