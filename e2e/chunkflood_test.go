@@ -41,7 +41,8 @@ func floodFrame(s byte, n uint64, index uint32, payload int, size uint64) []byte
 // job ends with the undisturbed result (the same status, iterations, dual
 // and primal as the same run without the flood), and the coordinator's
 // peak memory stays within 96 MiB of the undisturbed run's: the forged
-// frames are dropped as not authentic before anything is buffered.
+// frames are dropped as not authentic before anything is buffered. At
+// least half the frames must have been sent before the job ended.
 func TestChunkFloodLocalRun(t *testing.T) {
 	coord, _ := binaries(t)
 	model, flags := faultFile(t, coord, faultRounds)

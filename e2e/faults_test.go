@@ -247,8 +247,8 @@ type faultRef struct {
 // 100) or while it runs: what follows the disturbance is the rest of the
 // run, which the test compares with the undisturbed one. faultRoundsLong
 // is for the tests that need the run to last seconds of wall time after
-// the disturbance begins (a kill noticed by --lost-after, forgeries up to
-// iteration 600, a flood of 256 MiB).
+// the disturbance begins (a kill noticed by --lost-after) or many
+// iterations (forgeries up to iteration 600).
 const (
 	faultRounds     = 600
 	faultRoundsLong = 1500
