@@ -25,6 +25,7 @@ import (
 	_ "github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/instances"
 	_ "github.com/ddrun/ddrun/internal/natsflags"
+	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/modelfile"
 )
@@ -500,7 +501,7 @@ func loadModel(t *testing.T, path string) *model.Model {
 // exactly the run's primal in m; at starts the error (which run).
 func checkOut(t *testing.T, at string, m *model.Model, out string, primal *float64) {
 	t.Helper()
-	if sc := m.Score(readMPE(t, out)); primal == nil || math.Abs(sc-*primal) > 1e-9*math.Max(1, math.Abs(sc)) {
+	if sc := m.Score(oracle.ReadMPE(t, out)); primal == nil || math.Abs(sc-*primal) > 1e-9*math.Max(1, math.Abs(sc)) {
 		t.Errorf("%sprimal %v, the assignment in --out scores %v", at, deref(primal), sc)
 	}
 }

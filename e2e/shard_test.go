@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/model/modelfile"
-	"github.com/ddrun/ddrun/model/uai"
 	"github.com/ddrun/ddrun/trace"
 )
 
@@ -139,21 +138,6 @@ func TestKillShardedWorkerMidRun(t *testing.T) {
 		t.Fatalf("after kill -9: %s dual %v primal %v", got.Status, deref(got.Dual), deref(got.Primal))
 	}
 	checkOut(t, "", m, out, got.Primal)
-}
-
-// readMPE reads a UAI MPE file.
-func readMPE(t *testing.T, path string) []int {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	x, err := uai.ReadMPE(f, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return x
 }
 
 // The coordinator's checkpoint of a sharded run holds the boundary and the
