@@ -195,10 +195,10 @@ func TestRunLocalMatchesSolve(t *testing.T) {
 		{"logic-subgradient", genModel(t, coord, "logic", "--vars", "60", "--factors", "40", ".json"), []string{"--algo", "subgradient", "--max-iter", "300"}},
 	}
 	for _, c := range cases {
+		flags := append([]string{"--json", "--quiet", "--max-iter", "400"}, c.flags...)
+		want := runJSON(t, time.Minute, coord, append(append([]string{"solve", "--algo", "admm"}, flags...), c.model)...)
 		for _, workers := range []int{2, 3} {
 			t.Run(fmt.Sprintf("%s/%d", c.name, workers), func(t *testing.T) {
-				flags := append([]string{"--json", "--quiet", "--max-iter", "400"}, c.flags...)
-				want := runJSON(t, time.Minute, coord, append(append([]string{"solve", "--algo", "admm"}, flags...), c.model)...)
 				// The whole model on the coordinator: solve's result.
 				got := runJSON(t, 2*time.Minute, coord, append(append([]string{"run", "--sharded=false", "--local", "--workers", fmt.Sprint(workers)}, flags...), c.model)...)
 				sameResult(t, got, want)
