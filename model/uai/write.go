@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/ddrun/ddrun/model"
 )
@@ -42,10 +43,18 @@ func writeFile(path string, write func(io.Writer) error) error {
 	return CreateFile("uai", path, write)
 }
 
+// ProblemName is the problem name that the formats naming their problem
+// (model/wcsp's, model/cfn's) write into a file at path: its base name up
+// to the first dot.
+func ProblemName(path string) string {
+	base := path[strings.LastIndexAny(path, `/\`)+1:]
+	return strings.SplitN(base, ".", 2)[0]
+}
+
 // CreateFile creates the file at path and calls write with it, through
 // gzip when path ends in .gz; on failure it removes the partial file. Its
 // errors start with format (the writer's name). The text formats' writers
-// (this package's, model/wcsp's) share it.
+// (this package's, model/wcsp's, model/cfn's) share it.
 func CreateFile(format, path string, write func(io.Writer) error) (err error) {
 	f, err := os.Create(path)
 	if err != nil {
