@@ -231,8 +231,10 @@ func TestKillRaftLeaderShardedMidRun(t *testing.T) {
 	model := genModel(t, coord, "potts", "--height", "100", "--width", "100", "--labels", "4", "--rho", "0.5", ".ddx")
 	m := loadModel(t, model)
 	// DD-ADMM given: the undisturbed run has no Raft and would choose
-	// distributed TRW-S on this grid.
-	flags := []string{"--sharded", "--algo", "admm", "--json", "--threads", "1", "--tol", "0", "--max-iter", "600"}
+	// distributed TRW-S on this grid. 400 iterations: the leader dies
+	// after the checkpoint of iteration 200 or later (every 100), and what
+	// follows is the rest of the same run.
+	flags := []string{"--sharded", "--algo", "admm", "--json", "--threads", "1", "--tol", "0", "--max-iter", "400"}
 	want := runJSON(t, 2*time.Minute, coord, append(append([]string{"run", "--local", "--workers", "2", "--quiet", "--state-dir", t.TempDir()}, flags...), model)...)
 	srv := startNATS(t, true)
 	startWorkerProcs(t, worker, srv.URL(), "shr", 2, "--quiet")
