@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -276,7 +277,8 @@ func faultFile(t *testing.T, coord string, maxIter int) (string, []string) {
 
 // faultModel is faultFile and solve's result with those flags, which
 // every disturbed run must reproduce: made once per --max-iter and test
-// binary run.
+// binary run, on every core (DD-ADMM's iterates are the same on any
+// thread count: consensus.TestThreadsGiveIdenticalResults).
 func faultModel(t *testing.T, coord string, maxIter int) (string, []string, result) {
 	t.Helper()
 	path, flags := faultFile(t, coord, maxIter)
@@ -284,7 +286,8 @@ func faultModel(t *testing.T, coord string, maxIter int) (string, []string, resu
 	ref := v.(*faultRef)
 	ref.once.Do(func() {
 		ref.fails = true // until the end of this function
-		ref.want = runJSON(t, time.Minute, coord, append(append([]string{"solve", "--quiet"}, flags...), path)...)
+		cores := []string{"--threads", strconv.Itoa(runtime.NumCPU())}
+		ref.want = runJSON(t, time.Minute, coord, append(append(append([]string{"solve", "--quiet"}, flags...), cores...), path)...)
 		ref.fails = false
 	})
 	if ref.fails {
