@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/ddrun/ddrun/model"
 )
@@ -41,14 +40,6 @@ func WriteFile(path string, m *model.Model) error {
 // when path ends in .gz. On failure it removes the partial file.
 func writeFile(path string, write func(io.Writer) error) error {
 	return CreateFile("uai", path, write)
-}
-
-// ProblemName is the problem name that the formats naming their problem
-// (model/wcsp's, model/cfn's) write into a file at path: its base name up
-// to the first dot.
-func ProblemName(path string) string {
-	base := path[strings.LastIndexAny(path, `/\`)+1:]
-	return strings.SplitN(base, ".", 2)[0]
 }
 
 // CreateFile creates the file at path and calls write with it, through
