@@ -23,20 +23,8 @@ func testOpts(parts, iters int) Options {
 // tinyPairwise draws a tiny model of Dense, Pair and Potts factors over at
 // most two variables (what TRW-S takes).
 func tinyPairwise(rng *rand.Rand, soft bool) *model.Model {
-	return pairwiseOnly(oracle.RandomTinyModel(rng, oracle.TinyOptions{MaxVars: 8, MaxCard: 3, Soft: soft,
+	return oracle.PairwiseOnly(oracle.RandomTinyModel(rng, oracle.TinyOptions{MaxVars: 8, MaxCard: 3, Soft: soft,
 		Kinds: []model.Kind{model.Dense, model.Pair, model.Potts}}))
-}
-
-// pairwiseOnly drops m's factors over more than two variables.
-func pairwiseOnly(m *model.Model) *model.Model {
-	kept := m.Factors[:0]
-	for _, f := range m.Factors {
-		if len(f.Vars) <= 2 {
-			kept = append(kept, f)
-		}
-	}
-	m.Factors = kept
-	return m
 }
 
 // solveChecked runs Solve and checks, at every progress report, that the
@@ -72,10 +60,7 @@ func TestBruteForce(t *testing.T) {
 	optimal := 0
 	for it := range 120 {
 		m := tinyPairwise(rng, it%2 == 0)
-		mapv, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		mapv, _ := oracle.BruteMAP(t, m)
 		for parts := 1; parts <= 4; parts++ {
 			res := solveChecked(t, m, testOpts(parts, 200), mapv)
 			if math.Abs(res.Primal-mapv) <= 1e-9*math.Max(1, math.Abs(mapv)) {
@@ -97,7 +82,7 @@ func binaryModels() []*model.Model {
 	}
 	rng := rand.New(rand.NewPCG(7, 26))
 	for range 10 {
-		ms = append(ms, pairwiseOnly(oracle.RandomTinyModel(rng, oracle.TinyOptions{MaxVars: 8, MaxCard: 2, Soft: true,
+		ms = append(ms, oracle.PairwiseOnly(oracle.RandomTinyModel(rng, oracle.TinyOptions{MaxVars: 8, MaxCard: 2, Soft: true,
 			Kinds: []model.Kind{model.Dense, model.Pair, model.Potts}})))
 	}
 	return ms
@@ -106,14 +91,8 @@ func binaryModels() []*model.Model {
 func TestLocalPolytope(t *testing.T) {
 	reached := 0
 	for k, m := range binaryModels() {
-		lp, err := oracle.LocalPolytopeLP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mapv, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		lp := oracle.LP(t, m)
+		mapv, _ := oracle.BruteMAP(t, m)
 		to := trws.DefaultOptions()
 		to.MaxIter, to.Tol = 3000, 0
 		plain, err := trws.Solve(context.Background(), m, nil, to, nil)

@@ -85,7 +85,7 @@ func waitLine(t *testing.T, p *proc, s string, timeout time.Duration) string {
 func TestAuthRefusesWrongCredentials(t *testing.T) {
 	coord, worker := binaries(t)
 	srv := authServer(t)
-	model, flags, want := faultModel(t, coord)
+	model, flags, want := faultModel(t, coord, faultRounds)
 	key := keyFile(t)
 	natsAs := func(user, password string) []string {
 		return []string{"--nats", srv.URL(), "--nats-user", user, "--nats-password", password}
@@ -260,7 +260,7 @@ func TestJobKeyIgnoresForgeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Shutdown()
-	model, flags, want := faultModel(t, coord)
+	model, flags, want := faultModel(t, coord, faultRounds)
 	key := keyFile(t)
 	for _, name := range []string{"k0", "k1"} {
 		startProc(t, name, worker, "--nats", srv.URL(), "--name", name, "--threads", "1", "--quiet", "--job-key-file", key)

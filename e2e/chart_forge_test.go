@@ -50,6 +50,13 @@ const (
 // (controlForger), and 64 MiB of incomplete chunked messages
 // (floodChunks). The job ends with the undisturbed result: the same
 // status, iterations, dual and primal as coordinator solve's.
+//
+// This is also the test of the default values' job, which it runs with
+// every check of chartJob (the probes, the one result on the Deployment's
+// workers, the idle wrapper's exit on SIGTERM): the chart's NATS
+// (JetStream on, configured by its ConfigMap), one coordinator (a Raft
+// group of one with its checkpoints on its volume), no credentials. An
+// undisturbed run of the same values asserted nothing more.
 func TestChartJobIgnoresForgeries(t *testing.T) {
 	chartJobForged(t, &chartAttack{start: func(t *testing.T, url string, workers []string, want result) func() {
 		return issueAttack(t, url, workers, want, false)

@@ -734,13 +734,6 @@ func replayForger(t *testing.T, url string) (stop func() (replayed, garbage int)
 	}
 }
 
-// The default values: the chart's NATS (JetStream on, configured by its
-// ConfigMap), one coordinator (a Raft group of one with its checkpoints
-// on its volume), no credentials.
-func TestChartDefaultValuesRunAJob(t *testing.T) {
-	chartJob(t)
-}
-
 // Three coordinators from their rendered Raft arguments (checkpoints in
 // the JetStream object store), and NATS credentials and a job key from
 // the Secret the chart generates: the chart's NATS server runs

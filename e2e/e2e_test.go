@@ -25,6 +25,7 @@ import (
 	_ "github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/internal/instances"
 	_ "github.com/ddrun/ddrun/internal/natsflags"
+	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/modelfile"
 )
@@ -194,10 +195,10 @@ func TestRunLocalMatchesSolve(t *testing.T) {
 		{"logic-subgradient", genModel(t, coord, "logic", "--vars", "60", "--factors", "40", ".json"), []string{"--algo", "subgradient", "--max-iter", "300"}},
 	}
 	for _, c := range cases {
+		flags := append([]string{"--json", "--quiet", "--max-iter", "400"}, c.flags...)
+		want := runJSON(t, time.Minute, coord, append(append([]string{"solve", "--algo", "admm"}, flags...), c.model)...)
 		for _, workers := range []int{2, 3} {
 			t.Run(fmt.Sprintf("%s/%d", c.name, workers), func(t *testing.T) {
-				flags := append([]string{"--json", "--quiet", "--max-iter", "400"}, c.flags...)
-				want := runJSON(t, time.Minute, coord, append(append([]string{"solve", "--algo", "admm"}, flags...), c.model)...)
 				// The whole model on the coordinator: solve's result.
 				got := runJSON(t, 2*time.Minute, coord, append(append([]string{"run", "--sharded=false", "--local", "--workers", fmt.Sprint(workers)}, flags...), c.model)...)
 				sameResult(t, got, want)
@@ -414,7 +415,7 @@ func TestInterruptPrintsBestSoFar(t *testing.T) {
 func TestKillWorkerMidRun(t *testing.T) {
 	coord, worker := binaries(t)
 	srv := startNATS(t, false)
-	model, flags, want := faultModel(t, coord)
+	model, flags, want := faultModel(t, coord, faultRoundsLong)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -500,7 +501,7 @@ func loadModel(t *testing.T, path string) *model.Model {
 // exactly the run's primal in m; at starts the error (which run).
 func checkOut(t *testing.T, at string, m *model.Model, out string, primal *float64) {
 	t.Helper()
-	if sc := m.Score(readMPE(t, out)); primal == nil || math.Abs(sc-*primal) > 1e-9*math.Max(1, math.Abs(sc)) {
+	if sc := m.Score(oracle.ReadMPE(t, out)); primal == nil || math.Abs(sc-*primal) > 1e-9*math.Max(1, math.Abs(sc)) {
 		t.Errorf("%sprimal %v, the assignment in --out scores %v", at, deref(primal), sc)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -226,37 +227,73 @@ func closeResult(t *testing.T, got, want result) {
 	}
 }
 
-// A model that takes a few seconds on two workers, and its undisturbed
-// result.
+// The fault tests' model, made once per test binary run, and its
+// undisturbed results by --max-iter, each made once.
 var (
 	faultOnce  sync.Once
 	faultPath  string
-	faultWant  result
 	faultFails bool
+	faultRefs  sync.Map // --max-iter -> *faultRef
 )
 
-// faultModel is the model of the fault tests (a 150x150 4-label Potts
-// grid), their flags, and solve's result on it, which every disturbed run
-// must reproduce. The model and the reference run are made once per test
-// binary run (the model lives beside the binaries).
-func faultModel(t *testing.T, coord string) (string, []string, result) {
+// faultRef is solve's result on the fault model at one --max-iter.
+type faultRef struct {
+	once  sync.Once
+	want  result
+	fails bool
+}
+
+// Iteration budgets of the fault tests. faultRounds is enough for a test
+// that disturbs the run at a checkpoint (of iteration 200 or later, every
+// 100) or while it runs: what follows the disturbance is the rest of the
+// run, which the test compares with the undisturbed one. faultRoundsLong
+// is for the tests that need the run to last seconds of wall time after
+// the disturbance begins (a kill noticed by --lost-after) or many
+// iterations (forgeries up to iteration 600).
+const (
+	faultRounds     = 600
+	faultRoundsLong = 1500
+)
+
+// faultFile is the fault tests' model (a 150x150 4-label Potts grid),
+// generated once per test binary run beside the binaries, and their flags
+// with --max-iter maxIter.
+func faultFile(t *testing.T, coord string, maxIter int) (string, []string) {
 	t.Helper()
-	// DD-ADMM: the fault tests are about its failover, checkpoints and
-	// protocol (run's default on this grid is distributed TRW-S, which
-	// fails on a lost worker: TestLostWorkerFailsTheRun).
-	flags := []string{"--algo", "admm", "--json", "--threads", "1", "--tol", "0", "--max-iter", "1500"}
 	faultOnce.Do(func() {
 		faultFails = true // until the end of this function
 		faultPath = filepath.Join(binDir, "faults.uai")
-		gen := []string{"gen", "potts", "--height", "150", "--width", "150", "--labels", "4", "--rho", "0.5", "-o", faultPath}
-		runOK(t, coord, gen...)
-		faultWant = runJSON(t, time.Minute, coord, append(append([]string{"solve", "--quiet"}, flags...), faultPath)...)
+		runOK(t, coord, "gen", "potts", "--height", "150", "--width", "150", "--labels", "4", "--rho", "0.5", "-o", faultPath)
 		faultFails = false
 	})
 	if faultFails {
-		t.Fatal("the fault tests' model or reference run failed (see the first test that made it)")
+		t.Fatal("the fault tests' model failed (see the first test that made it)")
 	}
-	return faultPath, flags, faultWant
+	// DD-ADMM: the fault tests are about its failover, checkpoints and
+	// protocol (run's default on this grid is distributed TRW-S, which
+	// fails on a lost worker: TestLostWorkerFailsTheRun).
+	return faultPath, []string{"--algo", "admm", "--json", "--threads", "1", "--tol", "0", "--max-iter", strconv.Itoa(maxIter)}
+}
+
+// faultModel is faultFile and solve's result with those flags, which
+// every disturbed run must reproduce: made once per --max-iter and test
+// binary run, on every core (DD-ADMM's iterates are the same on any
+// thread count: consensus.TestThreadsGiveIdenticalResults).
+func faultModel(t *testing.T, coord string, maxIter int) (string, []string, result) {
+	t.Helper()
+	path, flags := faultFile(t, coord, maxIter)
+	v, _ := faultRefs.LoadOrStore(maxIter, new(faultRef))
+	ref := v.(*faultRef)
+	ref.once.Do(func() {
+		ref.fails = true // until the end of this function
+		cores := []string{"--threads", strconv.Itoa(runtime.NumCPU())}
+		ref.want = runJSON(t, time.Minute, coord, append(append(append([]string{"solve", "--quiet"}, flags...), cores...), path)...)
+		ref.fails = false
+	})
+	if ref.fails {
+		t.Fatalf("the fault tests' reference run at %d iterations failed (see the first test that made it)", maxIter)
+	}
+	return path, flags, ref.want
 }
 
 // crashAfterCheckpoint runs coord with args on model over two worker
@@ -301,7 +338,7 @@ func checkResumed(t *testing.T, p *proc, timeout time.Duration, job string, at, 
 // refused the sealed checkpoints.
 func TestFullRestartResumesFromCheckpoint(t *testing.T) {
 	coord, worker := binaries(t)
-	model, flags, want := faultModel(t, coord)
+	model, flags, want := faultModel(t, coord, faultRounds)
 	srv := startNATS(t, false)
 	dir := t.TempDir()
 	args := append([]string{"run", "--nats", srv.URL(), "--workers", "2", "--job", "restart", "--checkpoint-dir", dir, "--checkpoint-every", "100"}, flags...)
@@ -323,7 +360,7 @@ func TestFullRestartResumesFromCheckpoint(t *testing.T) {
 // result; the other member exits 0 too.
 func TestKillRaftLeaderMidRun(t *testing.T) {
 	coord, worker := binaries(t)
-	model, flags, want := faultModel(t, coord)
+	model, flags, want := faultModel(t, coord, faultRounds)
 	srv := startNATS(t, true)
 	startWorkerProcs(t, worker, srv.URL(), "rw", 2, "--quiet")
 	group := raftGroup(t, coord, srv.URL(), model, append(flags[:len(flags):len(flags)], "--metrics", "127.0.0.1:0"))
@@ -376,7 +413,7 @@ func TestKillRaftLeaderMidRun(t *testing.T) {
 // itself.
 func TestRaftFullRestart(t *testing.T) {
 	coord, worker := binaries(t)
-	model, flags, want := faultModel(t, coord)
+	model, flags, want := faultModel(t, coord, faultRounds)
 	// Sharded by default: the workers save their parts' states beside the
 	// model, where TestKillRaftLeaderMidRun's job of the same name left
 	// files of later iterations (shard.StateFiles prunes them first).

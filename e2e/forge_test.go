@@ -155,7 +155,7 @@ func (f *e2eForger) onMessage(m *nats.Msg) {
 // a few log lines, not one per message.
 func TestForgedMessagesIgnored(t *testing.T) {
 	coord, worker := binaries(t)
-	model, flags, want := faultModel(t, coord)
+	model, flags, want := faultModel(t, coord, faultRoundsLong)
 	srv := startNATS(t, false)
 	ws := startWorkerProcs(t, worker, srv.URL(), "fg", 2, "--insecure") // the forger reads the job
 	nc, err := nats.Connect(srv.URL())

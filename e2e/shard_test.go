@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/model/modelfile"
-	"github.com/ddrun/ddrun/model/uai"
 	"github.com/ddrun/ddrun/trace"
 )
 
@@ -148,21 +147,6 @@ func waitStateFiles(t *testing.T, states, job string, run *proc) {
 	}
 }
 
-// readMPE reads a UAI MPE file.
-func readMPE(t *testing.T, path string) []int {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	x, err := uai.ReadMPE(f, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return x
-}
-
 // The coordinator's checkpoint of a sharded run holds the boundary and the
 // workers' references to their state files, not the parts: two grids with
 // the same boundary and interiors 10 times apart give checkpoints of the
@@ -254,8 +238,10 @@ func TestKillRaftLeaderShardedMidRun(t *testing.T) {
 	model := genModel(t, coord, "potts", "--height", "100", "--width", "100", "--labels", "4", "--rho", "0.5", ".ddx")
 	m := loadModel(t, model)
 	// DD-ADMM given: the undisturbed run has no Raft and would choose
-	// distributed TRW-S on this grid.
-	flags := []string{"--sharded", "--algo", "admm", "--json", "--threads", "1", "--tol", "0", "--max-iter", "600"}
+	// distributed TRW-S on this grid. 400 iterations: the leader dies
+	// after the checkpoint of iteration 200 or later (every 100), and what
+	// follows is the rest of the same run.
+	flags := []string{"--sharded", "--algo", "admm", "--json", "--threads", "1", "--tol", "0", "--max-iter", "400"}
 	want := runJSON(t, 2*time.Minute, coord, append(append([]string{"run", "--local", "--workers", "2", "--quiet", "--state-dir", t.TempDir()}, flags...), model)...)
 	srv := startNATS(t, true)
 	startWorkerProcs(t, worker, srv.URL(), "shr", 2, "--quiet")

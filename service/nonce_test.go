@@ -20,28 +20,50 @@ func sealedNATSService(t *testing.T) (*Service, *nats.Conn, *transport.Sealed) {
 	g := &gateRunner{release: make(chan struct{})}
 	close(g.release)
 	s := newTestService(t, g, Options{})
-	e, err := transport.StartEmbedded(transport.EmbeddedOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Shutdown)
-	nc, err := nats.Connect(e.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	inproc := transport.NewInProc()
-	t.Cleanup(func() { _ = inproc.Close() })
-	seal, err := transport.NewSealed(inproc, transport.SealOptions{Keys: [][]byte{[]byte("0123456789abcdef0123456789abcdef")}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc := connect(t, embeddedNATS(t, transport.EmbeddedOptions{}))
+	seal := testSealer(t)
 	stop, err := s.ServeNATS(nc, seal)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
 	return s, nc, seal
+}
+
+// embeddedNATS starts an embedded NATS server with o, shut down with the
+// test.
+func embeddedNATS(t *testing.T, o transport.EmbeddedOptions) *transport.Embedded {
+	t.Helper()
+	e, err := transport.StartEmbedded(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Shutdown)
+	return e
+}
+
+// connect is a client connection to e, closed with the test.
+func connect(t *testing.T, e *transport.Embedded) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(e.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// testSealer seals and opens the tests' requests and replies under one
+// fixed job key.
+func testSealer(t *testing.T) *transport.Sealed {
+	t.Helper()
+	inproc := transport.NewInProc()
+	t.Cleanup(func() { _ = inproc.Close() })
+	seal, err := transport.NewSealed(inproc, transport.SealOptions{Keys: [][]byte{[]byte("0123456789abcdef0123456789abcdef")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seal
 }
 
 // ask sends the sealed request msg on op's subject and opens the reply.

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -18,33 +16,17 @@ import (
 // answered with that job (200) by the service that holds it and 409 by
 // the other. A fresh submit still makes a job.
 func TestReplayedSubmitOneJobPerCluster(t *testing.T) {
-	e, err := transport.StartEmbedded(transport.EmbeddedOptions{JetStreamDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Shutdown)
-	inproc := transport.NewInProc()
-	t.Cleanup(func() { _ = inproc.Close() })
-	seal, err := transport.NewSealed(inproc, transport.SealOptions{Keys: [][]byte{[]byte("0123456789abcdef0123456789abcdef")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	connect := func() *nats.Conn {
-		nc, err := nats.Connect(e.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		return nc
-	}
+	e := embeddedNATS(t, transport.EmbeddedOptions{JetStreamDir: t.TempDir()})
+	seal := testSealer(t)
 	cluster := func(shared bool) (svcs [2]*Service, stop func()) {
 		var stops []func()
 		for i := range svcs {
 			g := &gateRunner{release: make(chan struct{})}
 			close(g.release)
 			o := Options{}
-			nc := connect()
+			nc := connect(t, e)
 			if shared {
+				var err error
 				if o.Nonces, err = NewKVNonces(t.Context(), nc); err != nil {
 					t.Fatal(err)
 				}
@@ -63,7 +45,7 @@ func TestReplayedSubmitOneJobPerCluster(t *testing.T) {
 			}
 		}
 	}
-	client := connect()
+	client := connect(t, e)
 	replay := func(svcs [2]*Service, nonce string) (jobs [2]int, codes map[int]int) {
 		msg := sealedSubmit(t, seal, NATSRequest{Nonce: nonce, Sent: time.Now().UnixMilli()})
 		codes = map[int]int{}
@@ -94,16 +76,7 @@ func TestReplayedSubmitOneJobPerCluster(t *testing.T) {
 	}
 	// Without JetStream on the server there is no bucket: the caller
 	// (launch.Serve) says so and keeps to the per-service record.
-	plain, err := transport.StartEmbedded(transport.EmbeddedOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(plain.Shutdown)
-	nc, err := nats.Connect(plain.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := connect(t, embeddedNATS(t, transport.EmbeddedOptions{}))
 	if _, err := NewKVNonces(t.Context(), nc); err == nil {
 		t.Error("a nonce bucket on a server without JetStream")
 	}

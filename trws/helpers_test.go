@@ -43,15 +43,7 @@ func near(a, b, tol float64) bool {
 // variables, which keeps it feasible when it was.
 func tinyPairwise(rng *rand.Rand, o oracle.TinyOptions) *model.Model {
 	o.Kinds = []model.Kind{model.Dense, model.Pair, model.Potts, model.TruncLinear, model.TruncQuad}
-	m := oracle.RandomTinyModel(rng, o)
-	kept := m.Factors[:0]
-	for _, f := range m.Factors {
-		if len(f.Vars) <= 2 {
-			kept = append(kept, f)
-		}
-	}
-	m.Factors = kept
-	return m
+	return oracle.PairwiseOnly(oracle.RandomTinyModel(rng, o))
 }
 
 // randomTree draws a tree of n variables (cards 2..maxCard, some 1) whose

@@ -145,10 +145,7 @@ func TestBruteForce(t *testing.T) {
 		if len(m.Factors) < 4 || slices.ContainsFunc(m.Factors, func(f model.Factor) bool { return len(f.Vars) > 2 }) {
 			continue
 		}
-		mapv, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		mapv, _ := oracle.BruteMAP(t, m)
 		for k := 1; k <= 4; k++ {
 			res := run(t, p, m, path, k, testOpts(100), mapv)
 			runs++
@@ -186,14 +183,8 @@ func TestLocalPolytope(t *testing.T) {
 	reached := 0
 	for seed := int64(1); seed <= 6; seed++ {
 		m, path := writeDDX(t, generate.Ising(generate.GridOptions{Height: 3, Width: 4, Rho: 1.5, Seed: seed}))
-		lp, err := oracle.LocalPolytopeLP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mapv, _, err := oracle.BruteForceMAP(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		lp := oracle.LP(t, m)
+		mapv, _ := oracle.BruteMAP(t, m)
 		plain, err := dtrws.Solve(context.Background(), m, nil, func() dtrws.Options { o := testOpts(3000); o.Parts = 1; return o }(), nil)
 		if err != nil {
 			t.Fatal(err)

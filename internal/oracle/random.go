@@ -49,6 +49,20 @@ var allKinds = []model.Kind{
 	model.OR, model.OROut, model.ANDOut, model.Budget,
 }
 
+// PairwiseOnly drops m's factors over more than two variables (in place)
+// and returns m: a random tiny model for a pairwise solver. Dropping
+// factors keeps a feasible model feasible.
+func PairwiseOnly(m *model.Model) *model.Model {
+	kept := m.Factors[:0]
+	for _, f := range m.Factors {
+		if len(f.Vars) <= 2 {
+			kept = append(kept, f)
+		}
+	}
+	m.Factors = kept
+	return m
+}
+
 // RandomTinyModel draws a random valid model (m.Validate() == nil) small
 // enough for BruteForceMAP to enumerate instantly: at most opts.MaxVars (<=
 // 12) variables of cardinality 1 to opts.MaxCard, at most

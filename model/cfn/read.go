@@ -2,7 +2,6 @@ package cfn
 
 import (
 	"bufio"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
@@ -89,15 +88,11 @@ func ReadFile(path string, o ReadOptions) (*model.Model, Header, error) {
 // Read reads a CFN file from r (gzip-compressed or not: the magic bytes
 // say); name is used in errors.
 func Read(r io.Reader, name string, o ReadOptions) (*model.Model, Header, error) {
-	br := bufio.NewReaderSize(model.ContextReader(o.Context, r), 64<<10)
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, Header{}, &ParseError{Name: name, Line: 1, Msg: "reading gzip header", Err: err}
-		}
-		defer zr.Close()
-		br = bufio.NewReaderSize(model.ContextReader(o.Context, zr), 64<<10)
+	br, done, err := uai.OpenText(o.Context, r, name)
+	if err != nil {
+		return nil, Header{}, err
 	}
+	defer done()
 	p := &parser{s: scanner{r: br, line: 1, start: true}, name: name, limit: model.EntryLimit(o.MaxEntries)}
 	m, err := p.read()
 	if err != nil {

@@ -31,38 +31,22 @@ func (j *jsonWriter) float(v float64) {
 	j.w.Write(j.buf)
 }
 
-func (j *jsonWriter) ints(vs []int) {
+// list writes vs as a JSON array, each element by item.
+func list[T any](j *jsonWriter, vs []T, item func(T)) {
 	j.w.WriteByte('[')
 	for i, v := range vs {
 		if i > 0 {
 			j.str(", ")
 		}
-		j.int(v)
+		item(v)
 	}
 	j.w.WriteByte(']')
 }
 
-func (j *jsonWriter) floats(vs []float64) {
-	j.w.WriteByte('[')
-	for i, v := range vs {
-		if i > 0 {
-			j.str(", ")
-		}
-		j.float(v)
-	}
-	j.w.WriteByte(']')
-}
-
-func (j *jsonWriter) bools(vs []bool) {
-	j.w.WriteByte('[')
-	for i, v := range vs {
-		if i > 0 {
-			j.str(", ")
-		}
-		j.str(strconv.FormatBool(v))
-	}
-	j.w.WriteByte(']')
-}
+func (j *jsonWriter) ints(vs []int)       { list(j, vs, j.int) }
+func (j *jsonWriter) floats(vs []float64) { list(j, vs, j.float) }
+func (j *jsonWriter) bools(vs []bool)     { list(j, vs, j.bool) }
+func (j *jsonWriter) bool(v bool)         { j.str(strconv.FormatBool(v)) }
 
 // hasUnaries reports whether any unary differs from +0 (bit for bit, so
 // that -0 survives a round trip).

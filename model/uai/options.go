@@ -104,3 +104,11 @@ func isLG(name string) bool {
 func isGzipName(name string) bool {
 	return strings.HasSuffix(strings.ToLower(name), ".gz")
 }
+
+// ProblemName is the problem name that the formats naming their problem
+// (model/wcsp's, model/cfn's) write into a file at path: its base name up
+// to the first dot.
+func ProblemName(path string) string {
+	base := path[strings.LastIndexAny(path, `/\`)+1:]
+	return strings.SplitN(base, ".", 2)[0]
+}

@@ -41,6 +41,25 @@ func openSource(r io.Reader, name string, ctx context.Context) (*source, error) 
 	return src, nil
 }
 
+// OpenText is the input side of CreateFile for the other text formats'
+// readers (model/wcsp's, model/cfn's): a buffered reader of r's bytes,
+// gunzipped when they start with gzip's magic bytes (whatever the name),
+// that fails with context.Cause(ctx) once ctx (if not nil) ends, checked
+// before every read of the input and of the decompressed bytes. done
+// releases the decompressor. A bad gzip header is a *ParseError naming
+// name, line 1.
+func OpenText(ctx context.Context, r io.Reader, name string) (br *bufio.Reader, done func(), err error) {
+	br = bufio.NewReaderSize(model.ContextReader(ctx, r), 64<<10)
+	if magic, _ := br.Peek(2); len(magic) != 2 || magic[0] != 0x1f || magic[1] != 0x8b {
+		return br, func() {}, nil
+	}
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		return nil, nil, &ParseError{Name: name, Line: 1, Msg: "reading gzip header", Err: err}
+	}
+	return bufio.NewReaderSize(model.ContextReader(ctx, zr), 64<<10), func() { zr.Close() }, nil
+}
+
 // close releases the decompressor, if any.
 func (src *source) close() {
 	if src.gz != nil {

@@ -45,7 +45,7 @@ func writeFile(path string, write func(io.Writer) error) error {
 // CreateFile creates the file at path and calls write with it, through
 // gzip when path ends in .gz; on failure it removes the partial file. Its
 // errors start with format (the writer's name). The text formats' writers
-// (this package's, model/wcsp's) share it.
+// (this package's, model/wcsp's, model/cfn's) share it.
 func CreateFile(format, path string, write func(io.Writer) error) (err error) {
 	f, err := os.Create(path)
 	if err != nil {

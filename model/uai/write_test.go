@@ -285,3 +285,19 @@ func TestRoundTripRandom(t *testing.T) {
 	second := roundTrip(t, first, WriteOptions{})
 	sameScores(t, first, second, 200, 1e-9)
 }
+
+// ProblemName is the base name up to its first dot, after either kind of
+// separator.
+func TestProblemName(t *testing.T) {
+	for path, want := range map[string]string{
+		"dir/grid.wcsp.gz": "grid",
+		`C:\data\m.cfn`:    "m",
+		"plain":            "plain",
+		"/a.b/c":           "c",
+		"dir/.hidden":      "",
+	} {
+		if got := ProblemName(path); got != want {
+			t.Errorf("ProblemName(%q) = %q, want %q", path, got, want)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package wcsp
 
 import (
 	"bufio"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -10,9 +9,9 @@ import (
 	"math"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/model/uai"
 )
 
 // ReadOptions controls how a file is read.
@@ -26,25 +25,8 @@ type ReadOptions struct {
 }
 
 // ParseError is a problem found in an input file; its message is one line
-// "NAME:LINE: problem".
-type ParseError struct {
-	Name string // the input's name, as given to the reader
-	Line int    // 1-based line of the offending token
-	Msg  string // the problem
-	Err  error  // the underlying error (I/O, gzip, context), if any
-}
-
-func (e *ParseError) Error() string {
-	msg := e.Msg
-	if e.Err != nil {
-		msg += ": " + e.Err.Error()
-	}
-	s := fmt.Sprintf("%s:%d: %s", e.Name, e.Line, msg)
-	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
-}
-
-// Unwrap returns the underlying error, if any.
-func (e *ParseError) Unwrap() error { return e.Err }
+// "NAME:LINE: problem" (the UAI reader's error type).
+type ParseError = uai.ParseError
 
 // Cost turns a score of a model read by this package back into the file's
 // cost (the sum of the costs of the assignment, what toulbar2 prints as
@@ -72,15 +54,11 @@ func ReadFile(path string, o ReadOptions) (*model.Model, error) {
 // Read reads a WCSP file from r (gzip-compressed or not: the magic bytes
 // say); name is used in errors.
 func Read(r io.Reader, name string, o ReadOptions) (*model.Model, error) {
-	br := bufio.NewReaderSize(model.ContextReader(o.Context, r), 64<<10)
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, &ParseError{Name: name, Line: 1, Msg: "reading gzip header", Err: err}
-		}
-		defer zr.Close()
-		br = bufio.NewReaderSize(model.ContextReader(o.Context, zr), 64<<10)
+	br, done, err := uai.OpenText(o.Context, r, name)
+	if err != nil {
+		return nil, err
 	}
+	defer done()
 	p := &parser{s: scanner{r: br, line: 1}, name: name, limit: model.EntryLimit(o.MaxEntries)}
 	m, err := p.read()
 	if err != nil {

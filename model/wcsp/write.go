@@ -34,8 +34,7 @@ func Write(w io.Writer, m *model.Model, name string) error {
 // WriteFile writes m to the file at path, gzip-compressed when path ends in
 // .gz; on failure it removes the partial file.
 func WriteFile(path string, m *model.Model) error {
-	base := path[strings.LastIndexAny(path, `/\`)+1:]
-	return uai.CreateFile("wcsp", path, func(w io.Writer) error { return write(w, m, strings.SplitN(base, ".", 2)[0]) })
+	return uai.CreateFile("wcsp", path, func(w io.Writer) error { return write(w, m, uai.ProblemName(path)) })
 }
 
 // outFunc is one cost function of the output: integer costs over vars (a
