@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
@@ -840,6 +841,10 @@ type shardPrimal struct {
 	// secondStart: constructDecoded's assignment (its boundary in
 	// settled) is feasible and was not kept; polish starts from it too.
 	secondStart bool
+	// deadline: the final polish starts no boundary round (nor its
+	// second start) expected to end after it (solver.PolishDeadline;
+	// zero: none).
+	deadline time.Time
 }
 
 func newShardPrimal(links []WorkerLink, nb int) (*shardPrimal, error) {
@@ -954,6 +959,9 @@ func (sp *shardPrimal) polish(ctx context.Context, s *master, res *solver.Result
 		return err
 	}
 	sp.secondStart = false
+	if !sp.deadline.IsZero() && time.Now().After(sp.deadline) {
+		return nil // no time left for the second start
+	}
 	first, firstPrimal := slices.Clone(sp.best), res.Primal
 	if err := sp.callAll(ctx, EvalStash); err != nil {
 		return err
@@ -1050,7 +1058,12 @@ func (sp *shardPrimal) moveBoundary(ctx context.Context, s *master, res *solver.
 	cand := make([]int, len(sp.best))
 	taken := make([]bool, len(sp.best))
 	var moves []boundaryMove
+	var last time.Duration // the last round's time
 	for range boundaryRounds {
+		began := time.Now()
+		if !sp.deadline.IsZero() && began.Add(last).After(sp.deadline) {
+			return nil
+		}
 		for w, in := range sp.ins {
 			in.Op, in.X = EvalMoves, in.X[:0]
 			for _, j := range s.b.varsOf[w] {
@@ -1093,6 +1106,7 @@ func (sp *shardPrimal) moveBoundary(ctx context.Context, s *master, res *solver.
 				break
 			}
 		}
+		last = time.Now().Sub(began)
 		if !improved {
 			return nil
 		}
