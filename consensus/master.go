@@ -446,7 +446,9 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 		}
 		break
 	}
-	if s.shards != nil {
+	if s.shards != nil && s.shards.partStates > lnsStates {
+		// Parts small enough for the polish's neighbourhood search keep
+		// every boundary round, whatever the machine's speed.
 		s.shards.deadline = solver.PolishDeadline(time.Now(), time.Since(loopStart), l.res.Iterations-first+1)
 	}
 	if err := l.polish(ctx); err != nil {

@@ -843,7 +843,7 @@ type shardPrimal struct {
 	secondStart bool
 	// deadline: the final polish starts no boundary round (nor its
 	// second start) expected to end after it (solver.PolishDeadline;
-	// zero: none).
+	// zero: none, on parts of at most lnsStates states).
 	deadline time.Time
 }
 
