@@ -475,26 +475,31 @@ func (ls *localSearch) icmNear(x []int, sweeps int, changed []int) bool {
 // eachNeighbour calls fn on every variable that shares a factor of the
 // search with i (i apart; once per factor they share).
 func (ls *localSearch) eachNeighbour(i int, buf *[2]int, fn func(v int)) {
-	var facs []int
-	var facs32 []int32
-	if p := ls.p; ls.pairs != nil {
-		facs32 = p.RepSlave[p.VarRepOff[i]:p.VarRepOff[i+1]]
-	} else {
-		facs = ls.local.Factors(i)
-	}
+	facs, facs32 := ls.factorsOf(i)
 	for k := range len(facs) + len(facs32) {
-		var a int
-		if facs32 != nil {
-			a = int(facs32[k])
-		} else {
-			a = facs[k]
-		}
-		for _, v := range ls.factorVars(a, buf) {
+		for _, v := range ls.factorVars(factorAt(facs, facs32, k), buf) {
 			if v != i {
 				fn(v)
 			}
 		}
 	}
+}
+
+// factorsOf returns the factors of the search that touch variable i, in
+// increasing order: the model's (facs), or over pairs the Problem's
+// slaves (facs32); factorAt reads the k-th of either.
+func (ls *localSearch) factorsOf(i int) (facs []int, facs32 []int32) {
+	if p := ls.p; ls.pairs != nil {
+		return nil, p.RepSlave[p.VarRepOff[i]:p.VarRepOff[i+1]]
+	}
+	return ls.local.Factors(i), nil
+}
+
+func factorAt(facs []int, facs32 []int32, k int) int {
+	if facs32 != nil {
+		return int(facs32[k])
+	}
+	return facs[k]
 }
 
 // runICM is icm's schedule (lazy: icmNear's).
@@ -593,21 +598,9 @@ func (ls *localSearch) icmBlockRun(worker, k int) {
 		}
 		x[i] = best
 		// The factors of i, in increasing order: pairs' from the Problem.
-		var facs []int
-		var facs32 []int32
-		if p := ls.p; ls.pairs != nil {
-			facs32 = p.RepSlave[p.VarRepOff[i]:p.VarRepOff[i+1]]
-		} else {
-			facs = ls.local.Factors(i)
-		}
+		facs, facs32 := ls.factorsOf(i)
 		for k := range len(facs) + len(facs32) {
-			var a int
-			if facs32 != nil {
-				a = int(facs32[k])
-			} else {
-				a = facs[k]
-			}
-			for _, v := range ls.factorVars(a, &buf) {
+			for _, v := range ls.factorVars(factorAt(facs, facs32, k), &buf) {
 				switch {
 				case v == i:
 				case v >= lo && v < lo+bl:

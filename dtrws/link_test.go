@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
 )
 
@@ -36,6 +37,31 @@ func (c *countingLink) Step(ctx context.Context, in *StepIn, out *StepOut) error
 	return err
 }
 
+// countingLinks splits m into parts counting links, the odd parts failing
+// on their step fail (0: never).
+func countingLinks(t *testing.T, m *model.Model, parts, fail int) (*Split, []Link, []*countingLink) {
+	t.Helper()
+	sp, err := NewSplit(m, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	links, counts := make([]Link, parts), make([]*countingLink, parts)
+	for p := range links {
+		b := sp.BoundaryOf(p)
+		l, err := NewLocalLink(sp.Models[p], b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		width := 0
+		for _, v := range b {
+			width += sp.Models[p].Cards[v]
+		}
+		counts[p] = &countingLink{Link: l, t: t, width: width, count: len(b), fail: fail * (p % 2)}
+		links[p] = counts[p]
+	}
+	return sp, links, counts
+}
+
 // TestRunThroughLinks: Run drives any Link; a part's error stops it with
 // the part named, and the same links give Solve's result.
 func TestRunThroughLinks(t *testing.T) {
@@ -46,23 +72,7 @@ func TestRunThroughLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, fail := range []int{0, 4} {
-		sp, err := NewSplit(m, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		links := make([]Link, 3)
-		for p := range links {
-			b := sp.BoundaryOf(p)
-			l, err := NewLocalLink(sp.Models[p], b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			width := 0
-			for _, v := range b {
-				width += sp.Models[p].Cards[v]
-			}
-			links[p] = &countingLink{Link: l, t: t, width: width, count: len(b), fail: fail * (p % 2)}
-		}
+		sp, links, _ := countingLinks(t, m, 3, fail)
 		res, err := Run(context.Background(), sp.Seam(m), links, o, time.Now(), nil)
 		if err == nil {
 			res.Assignment, err = sp.Gather(context.Background(), links, res)
@@ -104,25 +114,7 @@ func TestPolishDeadline(t *testing.T) {
 	m := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 4, Rho: 1, Seed: 3})
 	o := testOpts(3, 4)
 	finish := func(deadline time.Time) (steps int, primal float64) {
-		sp, err := NewSplit(m, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		links := make([]Link, 3)
-		counts := make([]*countingLink, 3)
-		for p := range links {
-			b := sp.BoundaryOf(p)
-			l, err := NewLocalLink(sp.Models[p], b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			width := 0
-			for _, v := range b {
-				width += sp.Models[p].Cards[v]
-			}
-			counts[p] = &countingLink{Link: l, t: t, width: width, count: len(b)}
-			links[p] = counts[p]
-		}
+		sp, links, counts := countingLinks(t, m, 3, 0)
 		c := newCoord(sp.Seam(m), links, o)
 		res := solver.Result{Primal: math.Inf(-1)}
 		for range o.MaxIter {
