@@ -389,6 +389,7 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 	if err != nil {
 		return l.res, err
 	}
+	loopStart := time.Now()
 	for t := first; ; t++ {
 		// The primal is checked on iteration 1 and every icmEvery
 		// iterations, when the decoded assignment changed since the last
@@ -444,6 +445,11 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 			continue
 		}
 		break
+	}
+	if s.shards != nil && s.shards.partStates > lnsStates {
+		// Parts small enough for the polish's neighbourhood search keep
+		// every boundary round, whatever the machine's speed.
+		s.shards.deadline = solver.PolishDeadline(time.Now(), time.Since(loopStart), l.res.Iterations-first+1)
 	}
 	if err := l.polish(ctx); err != nil {
 		return l.res, err

@@ -72,6 +72,11 @@ type localSearch struct {
 	colOff    []int
 	colBlocks []int
 	queued    []bool // per variable: in its block's worklist
+	// near, in an icmNear (lazy), marks the variables a neighbour of
+	// which moved since their last visit: the others' visits are
+	// skipped, as they cannot move (made on first use).
+	near []bool
+	lazy bool
 	// Per block: its FIFO worklist, a ring over ring[b*icmBlock:] with
 	// head and count (a variable is queued at most once, so it holds
 	// them all), the visits it made in this ICM, and the variables of
@@ -296,10 +301,11 @@ func (ls *localSearch) scoreChunk(_, chunk int) {
 }
 
 // improve runs the repair when asked (x violates hard constraints and no
-// feasible assignment is known), then a few ICM sweeps. On the whole model
+// feasible assignment is known), then a few ICM sweeps, and reports
+// whether ICM ended at a local optimum (icm). On the whole model
 // (not a worker's pairs or boundary) the repair is internal/primal's
 // search guided by x; elsewhere the forward-checking repair below.
-func (ls *localSearch) improve(x []int, repair bool) {
+func (ls *localSearch) improve(x []int, repair bool) bool {
 	if ls.prim != nil {
 		ls.decoded = append(ls.decoded[:0], x...)
 	}
@@ -316,7 +322,7 @@ func (ls *localSearch) improve(x []int, repair bool) {
 			ls.rep.run(x)
 		}
 	}
-	ls.icm(x, icmRunSweeps)
+	return ls.icm(x, icmRunSweeps)
 }
 
 // Budgets of internal/primal's search, in nodes (not time, so that a run
@@ -395,7 +401,7 @@ func (ls *localSearch) oneHot(x []int) []float64 {
 // it first tries that search's construction from the last decoded
 // assignment and its large neighbourhood search from x, and keeps the
 // best of them.
-func (ls *localSearch) polish(x []int) {
+func (ls *localSearch) polish(x []int) bool {
 	polishRuns.Add(1)
 	if ls.prim != nil && !ls.primInfeasible {
 		m := ls.m
@@ -412,7 +418,7 @@ func (ls *localSearch) polish(x []int) {
 			copy(x, r.X)
 		}
 	}
-	ls.icm(x, icmFinalSweeps)
+	return ls.icm(x, icmFinalSweeps)
 }
 
 // polishRuns counts the polishes of the process, for tests (a branch
@@ -435,8 +441,69 @@ var polishRuns atomic.Int64
 // after the phase, in block order. Colours take turns until no worklist
 // is left. Neither the order of the visits nor their number depends on the
 // thread count, and a model of one block (up to icmBlock variables) gets
-// exactly the sequential ICM.
-func (ls *localSearch) icm(x []int, sweeps int) {
+// exactly the sequential ICM. It reports whether every worklist emptied
+// before its budget: x is then a local optimum (no variable but the
+// frozen ones has a better state given the others).
+func (ls *localSearch) icm(x []int, sweeps int) bool {
+	ls.lazy = false
+	return ls.runICM(x, sweeps)
+}
+
+// icmNear is icm from an x that was a local optimum (an icm that reported
+// so left it) before the frozen variables in changed took other states:
+// a visit to a variable none of whose neighbours moved since x was that
+// optimum, or since the variable's last visit, cannot move it (Best keeps
+// the current state on ties), so it is skipped. The visits, their budget
+// and the moves are icm's; what they cost is the neighbourhoods of the
+// moves, not the part (a boundary move of the final polish).
+func (ls *localSearch) icmNear(x []int, sweeps int, changed []int) bool {
+	if ls.near == nil {
+		ls.near = make([]bool, ls.m.NumVars())
+	} else {
+		clear(ls.near)
+	}
+	var buf [2]int
+	for _, i := range changed {
+		ls.eachNeighbour(i, &buf, func(v int) { ls.near[v] = true })
+	}
+	ls.lazy = true
+	done := ls.runICM(x, sweeps)
+	ls.lazy = false
+	return done
+}
+
+// eachNeighbour calls fn on every variable that shares a factor of the
+// search with i (i apart; once per factor they share).
+func (ls *localSearch) eachNeighbour(i int, buf *[2]int, fn func(v int)) {
+	facs, facs32 := ls.factorsOf(i)
+	for k := range len(facs) + len(facs32) {
+		for _, v := range ls.factorVars(factorAt(facs, facs32, k), buf) {
+			if v != i {
+				fn(v)
+			}
+		}
+	}
+}
+
+// factorsOf returns the factors of the search that touch variable i, in
+// increasing order: the model's (facs), or over pairs the Problem's
+// slaves (facs32); factorAt reads the k-th of either.
+func (ls *localSearch) factorsOf(i int) (facs []int, facs32 []int32) {
+	if p := ls.p; ls.pairs != nil {
+		return nil, p.RepSlave[p.VarRepOff[i]:p.VarRepOff[i+1]]
+	}
+	return ls.local.Factors(i), nil
+}
+
+func factorAt(facs []int, facs32 []int32, k int) int {
+	if facs32 != nil {
+		return int(facs32[k])
+	}
+	return facs[k]
+}
+
+// runICM is icm's schedule (lazy: icmNear's).
+func (ls *localSearch) runICM(x []int, sweeps int) bool {
 	m := ls.m
 	n := m.NumVars()
 	for i := 0; i < n; i++ {
@@ -465,6 +532,9 @@ func (ls *localSearch) icm(x []int, sweeps int) {
 			ls.pool.run(len(ls.run), ls.icmBody)
 			for _, b := range ls.run {
 				for _, v := range ls.outbox[b] {
+					if ls.lazy {
+						ls.near[v] = true
+					}
 					if !ls.queued[v] {
 						ls.queued[v] = true
 						ls.push(v)
@@ -475,13 +545,16 @@ func (ls *localSearch) icm(x []int, sweeps int) {
 		}
 	}
 	// Worklists left by spent budgets.
+	done := true
 	for b := range ls.head {
+		done = done && ls.count[b] == 0
 		for ; ls.count[b] > 0; ls.count[b]-- {
 			ls.queued[ls.ring[b*icmBlock+ls.head[b]]] = false
 			ls.head[b] = (ls.head[b] + 1) % ls.blockLen(b)
 		}
 	}
 	ls.x = nil
+	return done
 }
 
 func (ls *localSearch) blockLen(b int) int { return min(icmBlock, ls.m.NumVars()-b*icmBlock) }
@@ -508,6 +581,12 @@ func (ls *localSearch) icmBlockRun(worker, k int) {
 		head = (head + 1) % bl
 		count--
 		ls.queued[i] = false
+		if ls.lazy {
+			if !ls.near[i] {
+				continue
+			}
+			ls.near[i] = false
+		}
 		if m.Cards[i] == 1 || ls.frozen != nil && ls.frozen[i] {
 			continue
 		}
@@ -519,30 +598,24 @@ func (ls *localSearch) icmBlockRun(worker, k int) {
 		}
 		x[i] = best
 		// The factors of i, in increasing order: pairs' from the Problem.
-		var facs []int
-		var facs32 []int32
-		if p := ls.p; ls.pairs != nil {
-			facs32 = p.RepSlave[p.VarRepOff[i]:p.VarRepOff[i+1]]
-		} else {
-			facs = ls.local.Factors(i)
-		}
+		facs, facs32 := ls.factorsOf(i)
 		for k := range len(facs) + len(facs32) {
-			var a int
-			if facs32 != nil {
-				a = int(facs32[k])
-			} else {
-				a = facs[k]
-			}
-			for _, v := range ls.factorVars(a, &buf) {
+			for _, v := range ls.factorVars(factorAt(facs, facs32, k), &buf) {
 				switch {
-				case v == i || ls.queued[v]:
+				case v == i:
 				case v >= lo && v < lo+bl:
-					ls.queued[v] = true
-					ring[(head+count)%bl] = int32(v)
-					count++
-				default:
+					if ls.lazy {
+						ls.near[v] = true
+					}
+					if !ls.queued[v] {
+						ls.queued[v] = true
+						ring[(head+count)%bl] = int32(v)
+						count++
+					}
+				case ls.lazy || !ls.queued[v]:
 					// Another block's, which is not running (it shares
-					// a factor with this one): queued after the phase.
+					// a factor with this one): queued (and marked near)
+					// after the phase.
 					out = append(out, int32(v))
 				}
 			}

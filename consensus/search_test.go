@@ -171,3 +171,62 @@ func TestICMBlockColours(t *testing.T) {
 		t.Logf("%d variables: %d blocks, %d colours", m.NumVars(), len(colour), len(ls.colOff)-1)
 	}
 }
+
+// icmNear from a local optimum whose frozen variables then changed makes
+// icm's moves (the visits it skips cannot move a variable), on several
+// blocks and thread counts, over a model's factors and over flat pairs,
+// budget cut-offs included; and icm reports a local optimum only when it
+// ended at one.
+func TestICMNearSameAsICM(t *testing.T) {
+	potts := generate.Potts(generate.GridOptions{Height: 60, Width: 70, Labels: 4, Rho: 1, Seed: 5})
+	q := &Pairs{Kind: model.Potts}
+	for a := range potts.Factors {
+		f := &potts.Factors[a]
+		q.I, q.J, q.W = append(q.I, int32(f.Vars[0])), append(q.J, int32(f.Vars[1])), append(q.W, f.Weight)
+	}
+	vars := &model.Model{Cards: potts.Cards, UnaryOff: potts.UnaryOff, Unary: potts.Unary}
+	p, err := decomposePairs(vars, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logic := generate.Logic(generate.LogicOptions{Vars: 3000, Factors: 1500, Couplings: 3000, MaxArity: 4, Rho: 1, Seed: 4})
+	for _, th := range []int{1, 3} {
+		pl := newPool(th)
+		searches := map[string]*localSearch{"potts": newLocalSearch(potts, pl), "pairs": newPairSearch(vars, q, p, pl), "logic": newLocalSearch(logic, pl)}
+		for name, ls := range searches {
+			m := ls.m
+			rng := rand.New(rand.NewPCG(uint64(th), 9))
+			ls.frozen = make([]bool, m.NumVars())
+			for i := range ls.frozen {
+				ls.frozen[i] = rng.IntN(10) == 0
+			}
+			x := randomAssignment(m, 3)
+			if !ls.icm(x, icmFinalSweeps) {
+				t.Fatalf("%s: ICM did not end at a local optimum in %d sweeps", name, icmFinalSweeps)
+			}
+			for _, sweeps := range []int{1, icmRunSweeps, icmFinalSweeps} {
+				y := slices.Clone(x)
+				var changed []int
+				for i, f := range ls.frozen {
+					if f && m.Cards[i] > 1 && rng.IntN(2) == 0 {
+						y[i] = (y[i] + 1 + rng.IntN(m.Cards[i]-1)) % m.Cards[i]
+						changed = append(changed, i)
+					}
+				}
+				want, got := slices.Clone(y), slices.Clone(y)
+				wantDone := ls.icm(want, sweeps)
+				gotDone := ls.icmNear(got, sweeps, changed)
+				if !slices.Equal(got, want) || gotDone != wantDone {
+					t.Fatalf("%s, %d threads, %d sweeps: icmNear after %d changes differs from icm (local optimum %v, icm's %v)", name, th, sweeps, len(changed), gotDone, wantDone)
+				}
+				if slices.Contains(ls.queued, true) {
+					t.Fatalf("%s: a variable is still marked queued after icmNear", name)
+				}
+				if slices.Equal(want, y) {
+					t.Fatalf("%s, %d sweeps: the changes moved nothing: nothing tested", name, sweeps)
+				}
+			}
+		}
+		pl.close()
+	}
+}

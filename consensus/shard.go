@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
@@ -227,12 +228,19 @@ type shardEval struct {
 	before, best []int32 // the last one before its improvement; the best kept
 	stash        []int32 // EvalStash's best set aside
 	hasBest      bool
-	lastOp       EvalOp
-	settle       []bool     // EvalSettle's frozen variables
-	moved        []int      // EvalMoves' scratch
-	pairs        [][2]int32 // the boundary pairs EvalMoves prices jointly
-	loc, loc2    []float64  // localGains' local scores
-	gainOffs     []int      // per boundary variable: its offset into EvalOut.Gains
+	// candOpt, bestOpt, stashOpt: the candidate, the kept best, the one
+	// set aside is a local optimum of ICM with the boundary fixed (its
+	// ICM emptied its worklists), so that a boundary move from the best
+	// (EvalApply) visits the moved variables' neighbourhoods first, not
+	// the part (localSearch.icmNear).
+	candOpt, bestOpt, stashOpt bool
+	changed                    []int
+	lastOp                     EvalOp
+	settle                     []bool     // EvalSettle's frozen variables
+	moved                      []int      // EvalMoves' scratch
+	pairs                      [][2]int32 // the boundary pairs EvalMoves prices jointly
+	loc, loc2                  []float64  // localGains' local scores
+	gainOffs                   []int      // per boundary variable: its offset into EvalOut.Gains
 }
 
 // Evaluate runs one primal request of a sharded run on the part (see
@@ -276,10 +284,10 @@ func (w *Worker) Evaluate(in *EvalIn, out *EvalOut) error {
 		}
 		if in.Op == EvalDecoded {
 			// The repair only where this part violates a hard constraint.
-			e.search.improve(e.cand, in.Repair && math.IsInf(out.Before, -1))
+			e.candOpt = e.search.improve(e.cand, in.Repair && math.IsInf(out.Before, -1))
 		} else {
 			w.lnsPolish()
-			e.search.polish(e.cand)
+			e.candOpt = e.search.polish(e.cand)
 		}
 		out.After = e.search.partial(e.cand)
 		e.lastOp = in.Op
@@ -288,23 +296,32 @@ func (w *Worker) Evaluate(in *EvalIn, out *EvalOut) error {
 			if !e.hasBest {
 				return errors.New("evaluate: no best assignment to set aside")
 			}
-			e.stash = append(e.stash[:0], e.best...)
+			e.stash, e.stashOpt = append(e.stash[:0], e.best...), e.bestOpt
 		} else {
 			if e.stash == nil {
 				return errors.New("evaluate: no assignment set aside")
 			}
 			copy(e.best, e.stash)
+			e.bestOpt = e.stashOpt
 		}
 	case EvalKeepBefore, EvalKeepAfter:
 		if e.lastOp == 0 {
 			return errors.New("evaluate: nothing evaluated to keep")
 		}
 		if in.Op == EvalKeepBefore {
+			// The ICM moved nothing (the usual reason for keeping before):
+			// the before is the candidate, and as much an optimum.
+			same := true
+			for i, s := range e.before {
+				same = same && int(s) == e.cand[i]
+			}
 			copy(e.best, e.before)
+			e.bestOpt = e.candOpt && same
 		} else {
 			for i, s := range e.cand {
 				e.best[i] = int32(s)
 			}
+			e.bestOpt = e.candOpt
 		}
 		e.hasBest = true
 	default:
@@ -376,16 +393,22 @@ func (w *Worker) move(in *EvalIn, out *EvalOut) error {
 	for i, s := range e.best {
 		e.cand[i] = int(s)
 	}
+	e.candOpt = false
 	// Moves re-solve their neighbourhood only on hard constraints, which a
 	// move of one variable alone would violate.
 	resolve := ls.prim != nil && ls.prim.Hard()
 	if in.Op == EvalApply {
+		near := !resolve && e.bestOpt
 		if resolve {
 			w.applyMoves(in.X)
 		} else {
 			// Nothing to re-solve: the interior around the new boundary
 			// as ICM leaves it.
+			e.changed = e.changed[:0]
 			for k, v := range w.boundary {
+				if e.cand[v] != int(in.X[k]) {
+					e.changed = append(e.changed, v)
+				}
 				e.cand[v] = int(in.X[k])
 			}
 		}
@@ -393,7 +416,11 @@ func (w *Worker) move(in *EvalIn, out *EvalOut) error {
 		for i, s := range e.cand {
 			e.before[i] = int32(s)
 		}
-		ls.icm(e.cand, icmRunSweeps)
+		if near {
+			e.candOpt = ls.icmNear(e.cand, icmRunSweeps, e.changed)
+		} else {
+			e.candOpt = ls.icm(e.cand, icmRunSweeps)
+		}
 		out.After = ls.partial(e.cand)
 		e.lastOp = in.Op
 		return nil
@@ -739,6 +766,7 @@ func (w *Worker) settle(in *EvalIn, out *EvalOut) error {
 		return fmt.Errorf("evaluate: %d fixed flags for %d boundary variables", len(in.Fixed), len(in.X))
 	}
 	copy(e.cand, w.x)
+	e.candOpt = false
 	if e.settle == nil {
 		e.settle = make([]bool, len(e.cand))
 	}
@@ -813,6 +841,10 @@ type shardPrimal struct {
 	// secondStart: constructDecoded's assignment (its boundary in
 	// settled) is feasible and was not kept; polish starts from it too.
 	secondStart bool
+	// deadline: the final polish starts no boundary round (nor its
+	// second start) expected to end after it (solver.PolishDeadline;
+	// zero: none, on parts of at most lnsStates states).
+	deadline time.Time
 }
 
 func newShardPrimal(links []WorkerLink, nb int) (*shardPrimal, error) {
@@ -927,6 +959,9 @@ func (sp *shardPrimal) polish(ctx context.Context, s *master, res *solver.Result
 		return err
 	}
 	sp.secondStart = false
+	if !sp.deadline.IsZero() && time.Now().After(sp.deadline) {
+		return nil // no time left for the second start
+	}
 	first, firstPrimal := slices.Clone(sp.best), res.Primal
 	if err := sp.callAll(ctx, EvalStash); err != nil {
 		return err
@@ -1023,7 +1058,12 @@ func (sp *shardPrimal) moveBoundary(ctx context.Context, s *master, res *solver.
 	cand := make([]int, len(sp.best))
 	taken := make([]bool, len(sp.best))
 	var moves []boundaryMove
+	var last time.Duration // the last round's time
 	for range boundaryRounds {
+		began := time.Now()
+		if !sp.deadline.IsZero() && began.Add(last).After(sp.deadline) {
+			return nil
+		}
 		for w, in := range sp.ins {
 			in.Op, in.X = EvalMoves, in.X[:0]
 			for _, j := range s.b.varsOf[w] {
@@ -1066,6 +1106,7 @@ func (sp *shardPrimal) moveBoundary(ctx context.Context, s *master, res *solver.
 				break
 			}
 		}
+		last = time.Now().Sub(began)
 		if !improved {
 			return nil
 		}

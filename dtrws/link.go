@@ -77,7 +77,14 @@ type LocalLink struct {
 	best     []int32
 	hasCand  bool
 	hasBest  bool
-	buf      []float64
+	// candOpt, bestOpt: the candidate, the kept best, is a local optimum
+	// of ICM with the boundary fixed (its sweeps ended before their
+	// budget), so that a polish from the best with some boundary states
+	// changed visits their neighbourhoods first, not the part
+	// (localsearch.Local.SweepsNear).
+	candOpt, bestOpt bool
+	changed          []int
+	buf              []float64
 }
 
 // NewLocalLink prepares TRW-S on a part's model with the given boundary
@@ -126,7 +133,7 @@ func (l *LocalLink) Step(ctx context.Context, in *StepIn, out *StepOut) error {
 		for i, s := range l.cand {
 			l.best[i] = int32(s)
 		}
-		l.hasBest = true
+		l.hasBest, l.bestOpt = true, l.candOpt
 	}
 	out.Score, out.Local = math.Inf(-1), out.Local[:0]
 	if in.States != nil {
@@ -182,14 +189,23 @@ func (l *LocalLink) evaluate(in *StepIn, out *StepOut) error {
 	} else {
 		copy(l.cand, l.part.Labels())
 	}
+	l.changed = l.changed[:0]
 	for k, v := range l.boundary {
 		s := in.States[k]
 		if s < 0 || int(s) >= l.m.Cards[v] {
 			return fmt.Errorf("dtrws: boundary state %d of copy %d out of range [0,%d)", s, k, l.m.Cards[v])
 		}
+		if l.cand[v] != int(s) {
+			l.changed = append(l.changed, int(v))
+		}
 		l.cand[v] = int(s)
 	}
-	l.icm.Sweeps(l.cand, in.Sweeps, l.buf, l.isB) // the boundary stays the coordinator's
+	// The boundary stays the coordinator's.
+	if in.Polish && l.bestOpt {
+		l.candOpt = l.icm.SweepsNear(l.cand, in.Sweeps, l.buf, l.isB, l.changed)
+	} else {
+		l.candOpt = l.icm.Sweeps(l.cand, in.Sweeps, l.buf, l.isB)
+	}
 	l.hasCand = true
 	out.Score = l.m.Score(l.cand)
 	out.Local = resize(out.Local, l.width)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
 )
 
@@ -36,6 +37,31 @@ func (c *countingLink) Step(ctx context.Context, in *StepIn, out *StepOut) error
 	return err
 }
 
+// countingLinks splits m into parts counting links, the odd parts failing
+// on their step fail (0: never).
+func countingLinks(t *testing.T, m *model.Model, parts, fail int) (*Split, []Link, []*countingLink) {
+	t.Helper()
+	sp, err := NewSplit(m, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	links, counts := make([]Link, parts), make([]*countingLink, parts)
+	for p := range links {
+		b := sp.BoundaryOf(p)
+		l, err := NewLocalLink(sp.Models[p], b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		width := 0
+		for _, v := range b {
+			width += sp.Models[p].Cards[v]
+		}
+		counts[p] = &countingLink{Link: l, t: t, width: width, count: len(b), fail: fail * (p % 2)}
+		links[p] = counts[p]
+	}
+	return sp, links, counts
+}
+
 // TestRunThroughLinks: Run drives any Link; a part's error stops it with
 // the part named, and the same links give Solve's result.
 func TestRunThroughLinks(t *testing.T) {
@@ -46,23 +72,7 @@ func TestRunThroughLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, fail := range []int{0, 4} {
-		sp, err := NewSplit(m, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		links := make([]Link, 3)
-		for p := range links {
-			b := sp.BoundaryOf(p)
-			l, err := NewLocalLink(sp.Models[p], b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			width := 0
-			for _, v := range b {
-				width += sp.Models[p].Cards[v]
-			}
-			links[p] = &countingLink{Link: l, t: t, width: width, count: len(b), fail: fail * (p % 2)}
-		}
+		sp, links, _ := countingLinks(t, m, 3, fail)
 		res, err := Run(context.Background(), sp.Seam(m), links, o, time.Now(), nil)
 		if err == nil {
 			res.Assignment, err = sp.Gather(context.Background(), links, res)
@@ -93,5 +103,49 @@ func TestRunThroughLinks(t *testing.T) {
 	res, err := Solve(ctx, m, nil, o, nil)
 	if err != nil || res.Status != solver.Interrupted {
 		t.Errorf("cancelled run: %v, %v", res.Status, err)
+	}
+}
+
+// The final polish's moves start only before their deadline
+// (solver.PolishDeadline): past it, the polish stops after its first
+// evaluation (the primal then no better than with the moves).
+func TestPolishDeadline(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	m := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 4, Rho: 1, Seed: 3})
+	o := testOpts(3, 4)
+	finish := func(deadline time.Time) (steps int, primal float64) {
+		sp, links, counts := countingLinks(t, m, 3, 0)
+		c := newCoord(sp.Seam(m), links, o)
+		res := solver.Result{Primal: math.Inf(-1)}
+		for range o.MaxIter {
+			for p := range c.ins {
+				c.ins[p].Iters, c.ins[p].Sweeps = o.Inner, o.Sweeps
+			}
+			evaluated := c.hasCand
+			c.setStates(c.cand, c.hasCand)
+			if err := c.step(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if evaluated {
+				c.scored(&res)
+			}
+			c.decode(true)
+			c.updateMultipliers(o.Step)
+		}
+		before := counts[0].steps
+		if err := c.finish(context.Background(), &res, deadline, func() time.Time { return t0 }); err != nil {
+			t.Fatal(err)
+		}
+		return counts[0].steps - before, res.Primal
+	}
+	fullSteps, fullPrimal := finish(t0.Add(time.Hour))
+	cutSteps, cutPrimal := finish(t0.Add(-time.Second))
+	// Cut: the last candidate's evaluation, the polish from the best and
+	// the order that keeps it, no move.
+	if cutSteps > 3 || fullSteps <= cutSteps {
+		t.Errorf("the polish ran %d steps past its deadline and %d before it: want at most 3, and more before", cutSteps, fullSteps)
+	}
+	if cutPrimal > fullPrimal {
+		t.Errorf("the moves lowered the primal from %v to %v", cutPrimal, fullPrimal)
 	}
 }

@@ -264,6 +264,7 @@ func Run(ctx context.Context, seam *Seam, links []Link, opts Options, start time
 	w := opts.BoundWindow + 1
 	hist := make([]float64, w)
 	var lastReport time.Duration
+	loopStart := time.Now()
 	for t := 1; ; t++ {
 		for p := range c.ins {
 			c.ins[p].Iters, c.ins[p].Sweeps, c.ins[p].Polish = opts.Inner, opts.Sweeps, false
@@ -313,7 +314,7 @@ func Run(ctx context.Context, seam *Seam, links []Link, opts Options, start time
 		}
 		break
 	}
-	if err := c.finish(lctx, &res); err != nil {
+	if err := c.finish(lctx, &res, solver.PolishDeadline(time.Now(), time.Since(loopStart), res.Iterations), time.Now); err != nil {
 		return solver.Result{}, err
 	}
 	roundGap(&res)
@@ -494,9 +495,10 @@ func (c *coord) sumBeliefs(b []float64, j int, cs []int32, local bool) {
 
 // finish scores the last candidate, then polishes the best: ICM sweeps of
 // the parts' interiors with its boundary fixed, and boundary moves to the
-// largest summed local score, while the exact score rises; the parts keep
-// the best.
-func (c *coord) finish(ctx context.Context, res *solver.Result) error {
+// largest summed local score, while the exact score rises and a move is
+// expected to end by deadline (the last one's time from now();
+// solver.PolishDeadline); the parts keep the best.
+func (c *coord) finish(ctx context.Context, res *solver.Result, deadline time.Time, now func() time.Time) error {
 	evalOnly := func(x []int32, polish bool) error {
 		for p := range c.ins {
 			c.ins[p].Delta, c.ins[p].Iters, c.ins[p].Polish = nil, 0, polish
@@ -519,9 +521,14 @@ func (c *coord) finish(ctx context.Context, res *solver.Result) error {
 		return err
 	}
 	c.scored(res)
+	var last time.Duration // the last move's time
 	for range polishSweeps {
 		// Move the boundary to the largest summed local score given the
 		// last candidate; keep going while the exact score rises.
+		began := now()
+		if began.Add(last).After(deadline) {
+			break
+		}
 		moved := false
 		for j, cs := range c.seam.Copies {
 			b := c.bsum[:c.seam.Cards[j]]
@@ -536,6 +543,7 @@ func (c *coord) finish(ctx context.Context, res *solver.Result) error {
 		if err := evalOnly(next, true); err != nil {
 			return err
 		}
+		last = now().Sub(began)
 		if !c.scored(res) {
 			break
 		}

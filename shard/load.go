@@ -42,7 +42,9 @@ func readPart(ctx context.Context, spec *Spec, pairs, plan bool) (*consensus.Par
 	if size != spec.Size {
 		return nil, errors.New("shard: the model file's size differs from the coordinator's plan: not the same model file")
 	}
-	sc, err := indexed.OpenScan(f, size, "the model file", indexed.ReadOptions{MaxEntries: spec.MaxEntries, Context: ctx})
+	// The budget bounds the part read (its states, its payload entries),
+	// not the model's totals.
+	sc, err := indexed.OpenScan(f, size, "the model file", indexed.ReadOptions{MaxEntries: spec.MaxEntries, Ranges: true, Context: ctx})
 	if err != nil {
 		return nil, err
 	}

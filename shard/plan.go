@@ -14,8 +14,12 @@ import (
 
 // PlanOptions configure PlanLayout.
 type PlanOptions struct {
-	// MaxEntries bounds the model's total states and payload entries (0:
-	// model.DefaultMaxEntries); the workers get the same bound.
+	// MaxEntries bounds each part's payload entries, checked here, and
+	// each part's states, which its worker checks as it reads them (0:
+	// model.DefaultMaxEntries): the budget of one process. The
+	// coordinator holds neither, so the model's totals are not bounded
+	// (indexed.ReadOptions.Ranges): a model that fits its workers runs,
+	// however large.
 	MaxEntries int
 	// Context, when not nil, stops the passes once it ends.
 	Context context.Context
@@ -63,7 +67,7 @@ func PlanLayout(path string, workers int, opts PlanOptions) (*Layout, error) {
 		return nil, err
 	}
 	defer f.Close()
-	ropts := indexed.ReadOptions{MaxEntries: opts.MaxEntries, Context: opts.Context}
+	ropts := indexed.ReadOptions{MaxEntries: opts.MaxEntries, Ranges: true, Context: opts.Context}
 	sc, err := indexed.OpenScan(f, size, path, ropts)
 	if err != nil {
 		return nil, err
@@ -72,7 +76,7 @@ func PlanLayout(path string, workers int, opts PlanOptions) (*Layout, error) {
 	if nf < workers {
 		return nil, &UnshardableError{fmt.Errorf("shard: %s: %d factors for %d workers: every worker needs one at least", path, nf, workers)}
 	}
-	p := &planner{sc: sc, path: path, workers: workers, log: log, visit: opts.Visit}
+	p := &planner{sc: sc, path: path, workers: workers, log: log, visit: opts.Visit, limit: opts.MaxEntries}
 	start := time.Now()
 	if err := p.ranges(); err != nil {
 		return nil, err
@@ -93,17 +97,19 @@ type planner struct {
 	workers int
 	log     *slog.Logger
 	visit   func(int, *model.Factor)
+	limit   int // on each part's payload entries (0: the default)
 
 	cards indexed.CardRuns
 	// Pass 1: the record position and the cost of every chunk of factors,
 	// then each worker's first factor (cut[w]; cut[workers] = factors) and
 	// where its record starts; the positions stay for the second pass's
 	// backward walk.
-	chunk     int
-	chunkPos  []int64
-	chunkCost []float64
-	cut       []int
-	cutPos    []int64
+	chunk        int
+	chunkPos     []int64
+	chunkCost    []float64
+	chunkEntries []int // payload entries
+	cut          []int
+	cutPos       []int64
 	// Pass 2: the boundary variables (increasing) and the variables in no
 	// factor; per worker, its boundary variables, its slaves over each,
 	// and its replica entries.
@@ -151,8 +157,10 @@ func (p *planner) ranges() error {
 			if a%p.chunk == 0 {
 				p.chunkPos = append(p.chunkPos, rec.Pos)
 				p.chunkCost = append(p.chunkCost, 0)
+				p.chunkEntries = append(p.chunkEntries, 0)
 			}
 			p.chunkCost[len(p.chunkCost)-1] += p.cost(f, rec.Payload)
+			p.chunkEntries[len(p.chunkEntries)-1] += rec.Payload.Entries()
 			p.sample.note(a, f.Vars)
 			if p.visit != nil {
 				p.visit(a, f)
@@ -188,7 +196,17 @@ func (p *planner) ranges() error {
 		}
 	}
 	p.cut[p.workers] = nf
-	p.chunkCost = nil
+	limit := model.EntryLimit(p.limit)
+	for w := range p.workers {
+		e := 0
+		for _, n := range p.chunkEntries[p.cut[w]/p.chunk : (p.cut[w+1]+p.chunk-1)/p.chunk] {
+			e += n
+		}
+		if e > limit {
+			return fmt.Errorf("shard: %s: part %d of %d (factors %d to %d) has %d table entries, over the budget of %d per process (--max-entries): run on more workers, or raise it", p.path, w, p.workers, p.cut[w], p.cut[w+1]-1, e, limit)
+		}
+	}
+	p.chunkCost, p.chunkEntries = nil, nil
 	p.absence = p.sample.absence()
 	return nil
 }

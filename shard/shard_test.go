@@ -410,3 +410,48 @@ func specTrip(t *testing.T, sp *Spec) *Spec {
 	}
 	return back
 }
+
+// MaxEntries is one process's budget, not the model's: a model whose
+// total states and table entries exceed it runs when each part's fit (the
+// plan and every worker's load pass); a part whose table entries exceed it
+// stops the plan, and one whose states exceed it stops its worker's load,
+// each with one line that names the part and the budget.
+func TestBudgetBoundsEachPart(t *testing.T) {
+	// 8x8 grid, 3 labels, dense pair tables: 192 states, 112 factors of 9
+	// entries (1008) in all; about half of each per part on 2 workers.
+	m := generate.Potts(generate.GridOptions{Height: 8, Width: 8, Labels: 3, Rho: 1, Seed: 4, Pair: generate.PairDense})
+	path := writeDDX(t, m)
+	states, entries := len(m.Unary), 0
+	for _, f := range m.Factors {
+		entries += len(f.Table)
+	}
+	budget := 600 // over each part's states and entries, under the model's entries
+	if entries <= budget || states > budget {
+		t.Fatalf("%d states and %d entries: the budget %d does not test the parts", states, entries, budget)
+	}
+	l, err := PlanLayout(path, 2, PlanOptions{MaxEntries: budget})
+	if err != nil {
+		t.Fatalf("a model whose parts fit the budget: %v", err)
+	}
+	for w := range l.Specs {
+		if _, err := Load(context.Background(), &l.Specs[w]); err != nil {
+			t.Fatalf("part %d within the budget: %v", w, err)
+		}
+	}
+	// A part's table entries over the budget: the plan says so.
+	_, err = PlanLayout(path, 2, PlanOptions{MaxEntries: 300})
+	if err == nil || !strings.Contains(err.Error(), "part 0 of 2") || !strings.Contains(err.Error(), "budget of 300") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("error %v, want one line naming part 0 and the budget of 300", err)
+	}
+	// A part's states over the budget (a Potts grid has no tables): its
+	// worker says so as it reads them; the plan, holding no part, passes.
+	potts := generate.Potts(generate.GridOptions{Height: 8, Width: 8, Labels: 3, Rho: 1, Seed: 4})
+	l, err = PlanLayout(writeDDX(t, potts), 2, PlanOptions{MaxEntries: 60})
+	if err != nil {
+		t.Fatalf("the plan of a model of %d states on a budget of 60: %v", len(potts.Unary), err)
+	}
+	_, err = Load(context.Background(), &l.Specs[1])
+	if err == nil || !strings.Contains(err.Error(), "limit of 60") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("error %v, want one line with the limit of 60", err)
+	}
+}

@@ -120,7 +120,7 @@ func (s *Spec) ReadableFile() error {
 	if size != s.Size {
 		return fmt.Errorf("shard: %s has %d bytes, the coordinator planned a file of %d", s.Path, size, s.Size)
 	}
-	sc, err := indexed.OpenScan(f, size, s.Path, indexed.ReadOptions{MaxEntries: s.MaxEntries})
+	sc, err := indexed.OpenScan(f, size, s.Path, indexed.ReadOptions{MaxEntries: s.MaxEntries, Ranges: true})
 	if err != nil {
 		return err
 	}

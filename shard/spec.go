@@ -34,7 +34,8 @@ type Spec struct {
 	Isolated []int64
 	// ReplicaEntries is the part's replica entries (a check).
 	ReplicaEntries int
-	// MaxEntries bounds the total states and payload entries read.
+	// MaxEntries bounds the part's states and payload entries (one
+	// process's budget), not the model's totals.
 	MaxEntries int
 	// BlockSize and Root, when Root is set, let a worker that cannot read
 	// Path receive the file's bytes over the transport instead (ship.go):

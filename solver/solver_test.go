@@ -169,3 +169,19 @@ func TestLimitsReached(t *testing.T) {
 		t.Errorf("no time limit: stopped with %q after an hour", st)
 	}
 }
+
+// The final polish's deadline: the floor on a fast run, PolishIters of
+// the mean iteration on a slow one.
+func TestPolishDeadline(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	if got := PolishDeadline(t0, time.Millisecond, 3); !got.Equal(t0.Add(PolishFloor)) {
+		t.Errorf("fast run: deadline %v after the start, want the floor %v", got.Sub(t0), PolishFloor)
+	}
+	loop := 40 * PolishFloor
+	if got, want := PolishDeadline(t0, loop, 4), t0.Add(time.Duration(PolishIters*float64(loop)/4)); !got.Equal(want) {
+		t.Errorf("slow run: deadline %v after the start, want %v", got.Sub(t0), want.Sub(t0))
+	}
+	if got := PolishDeadline(t0, 10*PolishFloor, 0); !got.Equal(t0.Add(time.Duration(PolishIters * float64(10*PolishFloor)))) {
+		t.Errorf("no iteration: deadline %v after the start", got.Sub(t0))
+	}
+}

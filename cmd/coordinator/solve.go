@@ -76,7 +76,7 @@ func (f *solveFlags) register(fs interface {
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr (the final status line is still printed)")
 	fs.StringVar(&f.trace, "trace", "", "write the convergence trace to `FILE` (CSV: "+strings.Join(trace.Columns, ",")+"), one row per iteration (under --exact per node), the last row the result")
 	fs.Var(cli.ByteSize(&f.s.ElimMemory), "elim-memory", "memory `SIZE` (e.g. 512MiB, 2GiB) of exact bucket elimination, tried first by the anytime default and by --exact when its estimated tables fit (0: never); with --algo elim, the budget of its tables")
-	fs.IntVar(&f.maxEntries, "max-entries", modelfile.DefaultMaxEntries, "most table entries a model file may declare in all, and, on its own, most variable states; checked before memory is set aside")
+	fs.IntVar(&f.maxEntries, "max-entries", modelfile.DefaultMaxEntries, "most table entries a model file may declare in all, and, on its own, most variable states; checked before memory is set aside (run: in each worker's part)")
 }
 
 // spec is what solve and run run: package engine's job (an algorithm with

@@ -22,6 +22,7 @@ type Local struct {
 	m      *model.Model
 	varOff []int // factors of variable i: facs[varOff[i]:varOff[i+1]]
 	facs   []int
+	dirty  []bool // Sweeps' variables to visit, made on first use
 }
 
 // New indexes the factors of m by variable.
@@ -117,12 +118,66 @@ func Best(loc []float64, cur int) int {
 
 // Sweeps is ICM by sweeps: each variable in index order moves to its best
 // state given the others (Scores, Best), until a sweep moves none or after
-// sweeps sweeps. buf holds at least the largest cardinality. The variables
-// i with fixed[i] keep their states (fixed nil: none does).
-func (l *Local) Sweeps(x []int, sweeps int, buf []float64, fixed []bool) {
+// sweeps sweeps, and reports whether it stopped for the first reason (x is
+// then a local optimum: no variable's move raises its score). buf holds at
+// least the largest cardinality. The variables i with fixed[i] keep their
+// states (fixed nil: none does). A visit to a variable none of whose
+// neighbours moved since its last visit cannot move it (Best keeps the
+// current state on ties), so such visits are skipped: from the second
+// sweep on, a sweep costs the neighbourhoods of the last moves, not the
+// model, and the moves are those of the plain sweeps. Sweeps keeps these
+// marks in l: one l runs one Sweeps at a time.
+func (l *Local) Sweeps(x []int, sweeps int, buf []float64, fixed []bool) bool {
+	d := l.marks()
+	for i := range d {
+		d[i] = true
+	}
+	return l.sweeps(x, sweeps, buf, fixed)
+}
+
+// SweepsNear is Sweeps from an x that was a local optimum with the same
+// fixed variables (a Sweeps that reported so left it) before the fixed
+// variables in changed took other states: only their neighbours can move
+// at first, so only they are visited until their moves spread. The moves
+// are those Sweeps would make from x; the first sweep costs the
+// neighbourhoods of changed instead of the model.
+func (l *Local) SweepsNear(x []int, sweeps int, buf []float64, fixed []bool, changed []int) bool {
+	clear(l.marks())
+	for _, i := range changed {
+		l.markNeighbours(i)
+	}
+	return l.sweeps(x, sweeps, buf, fixed)
+}
+
+// marks returns the per-variable marks of the visits to make.
+func (l *Local) marks() []bool {
+	if l.dirty == nil {
+		l.dirty = make([]bool, l.m.NumVars())
+	}
+	return l.dirty
+}
+
+// markNeighbours marks the variables that share a factor with i, i apart.
+func (l *Local) markNeighbours(i int) {
+	for _, a := range l.Factors(i) {
+		for _, v := range l.m.Factors[a].Vars {
+			if v != i {
+				l.dirty[v] = true
+			}
+		}
+	}
+}
+
+// sweeps runs Sweeps' sweeps, visiting the marked variables only.
+func (l *Local) sweeps(x []int, sweeps int, buf []float64, fixed []bool) bool {
+	d := l.dirty
 	for range sweeps {
 		moved := false
 		for i, c := range l.m.Cards {
+			if !d[i] {
+				continue
+			}
+			d[i] = false
 			if c == 1 || fixed != nil && fixed[i] {
 				continue
 			}
@@ -131,10 +186,12 @@ func (l *Local) Sweeps(x []int, sweeps int, buf []float64, fixed []bool) {
 			if best := Best(loc, x[i]); best != x[i] {
 				x[i] = best
 				moved = true
+				l.markNeighbours(i)
 			}
 		}
 		if !moved {
-			return
+			return true
 		}
 	}
+	return false
 }

@@ -71,3 +71,69 @@ func testModels(t *testing.T) []*model.Model {
 	}
 	return ms
 }
+
+// plainSweeps is Sweeps as it was before it skipped visits: every
+// variable visited in every sweep.
+func plainSweeps(l *Local, x []int, sweeps int, buf []float64, fixed []bool) bool {
+	for range sweeps {
+		moved := false
+		for i, c := range l.m.Cards {
+			if c == 1 || fixed != nil && fixed[i] {
+				continue
+			}
+			loc := buf[:c]
+			l.Scores(i, x, loc)
+			if best := Best(loc, x[i]); best != x[i] {
+				x[i], moved = best, true
+			}
+		}
+		if !moved {
+			return true
+		}
+	}
+	return false
+}
+
+// Sweeps, which skips the visits that cannot move a variable, makes the
+// moves of plain sweeps, budget cut-offs included; SweepsNear from a local
+// optimum whose fixed variables then changed ends where Sweeps does.
+func TestSweepsSkipExact(t *testing.T) {
+	buf := make([]float64, 64)
+	for mi, m := range append(testModels(t), generate.Potts(generate.GridOptions{Height: 30, Width: 40, Labels: 5, Rho: 1, Seed: 9})) {
+		l := New(m)
+		rng := rand.New(rand.NewPCG(uint64(mi), 7))
+		fixed := make([]bool, m.NumVars())
+		for i := range fixed {
+			fixed[i] = rng.IntN(5) == 0
+		}
+		for _, budget := range []int{1, 2, 3, 100} {
+			x := make([]int, m.NumVars())
+			for i, c := range m.Cards {
+				x[i] = rng.IntN(c)
+			}
+			want := slices.Clone(x)
+			wantDone := plainSweeps(l, want, budget, buf, fixed)
+			done := l.Sweeps(x, budget, buf, fixed)
+			if !slices.Equal(x, want) || done != wantDone {
+				t.Fatalf("model %d, %d sweeps: Sweeps ended at %v (done %v), plain sweeps at %v (done %v)", mi, budget, x, done, want, wantDone)
+			}
+			if !done {
+				continue
+			}
+			// Move some fixed variables of the local optimum.
+			var changed []int
+			for i, f := range fixed {
+				if f && m.Cards[i] > 1 && rng.IntN(3) == 0 {
+					x[i] = (x[i] + 1 + rng.IntN(m.Cards[i]-1)) % m.Cards[i]
+					changed = append(changed, i)
+				}
+			}
+			want = slices.Clone(x)
+			wantDone = plainSweeps(l, want, 100, buf, fixed)
+			done = l.SweepsNear(x, 100, buf, fixed, changed)
+			if !slices.Equal(x, want) || done != wantDone {
+				t.Fatalf("model %d: SweepsNear after %d changes ended at %v (done %v), plain sweeps at %v (done %v)", mi, len(changed), x, done, want, wantDone)
+			}
+		}
+	}
+}

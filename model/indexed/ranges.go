@@ -209,10 +209,13 @@ func (s *Scanner) varCards(vars, cards []int, offs []int64) (int, error) {
 		if c < 1 {
 			return 0, errf(s.name, "variable %d: cardinality %d < 1", i, c)
 		}
-		if c > s.limit-states {
-			return 0, errf(s.name, "variable %d: cardinality %d brings the total number of states over the limit of %d", i, c, s.limit)
+		if c > s.total-states {
+			return 0, errf(s.name, "variable %d: cardinality %d brings the total number of states over the limit of %d", i, c, s.total)
 		}
 		if i == vars[j] {
+			if c > s.limit-want {
+				return 0, errf(s.name, "variable %d: cardinality %d brings the states read over the limit of %d", i, c, s.limit)
+			}
 			cards[j], offs[j] = c, int64(states)
 			want += c
 			j++

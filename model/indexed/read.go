@@ -20,6 +20,12 @@ type ReadOptions struct {
 	// emissions) and, on its own, the total states (0:
 	// model.DefaultMaxEntries), checked before memory is set aside.
 	MaxEntries int
+	// Ranges: MaxEntries bounds what each range read takes (ReadRecords'
+	// payload entries, ReadVars' states: a part of the model), not the
+	// model's totals, which a Scanner's Walk and ReadCards stream without
+	// holding (a sharded run's plan, and each worker's cardinalities).
+	// The file's own sections still bound those totals.
+	Ranges bool
 	// Context, when not nil, stops the reading once it ends.
 	Context context.Context
 }

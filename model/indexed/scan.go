@@ -20,6 +20,7 @@ type Scanner struct {
 	r        io.ReaderAt
 	size     int64
 	limit    int
+	total    int // the limit on the model's totals (Walk, ReadCards)
 	constant float64
 	nvars    int
 }
@@ -39,6 +40,10 @@ func OpenScan(r io.ReaderAt, size int64, name string, opts ReadOptions) (*Scanne
 		return nil, err
 	}
 	s := &Scanner{layout: *l, r: r, size: size, limit: model.EntryLimit(opts.MaxEntries)}
+	s.total = s.limit
+	if opts.Ranges {
+		s.total = math.MaxInt
+	}
 	if err := s.head(); err != nil {
 		return nil, err
 	}
@@ -248,13 +253,14 @@ func readCards(d *decoder, n, limit int, stopped func() error, flat []int, run f
 // ReadCards streams the cardinalities (4 bytes per variable, in one
 // sequential pass) and returns them run-length encoded: memory O(runs),
 // one run for a model whose variables all have the same cardinality. It
-// checks each (>= 1) and their total against the limit. Its Card method is
+// checks each (>= 1) and their total against the limit (none with
+// ReadOptions.Ranges). Its Card method is
 // what ReadRecords needs.
 func (s *Scanner) ReadCards() (*CardRuns, error) {
 	off := s.structOff() + structHead
 	d := newDecoder(s.r, nil, off, off+4*int64(s.nvars), s.name)
 	c := &CardRuns{}
-	_, err := readCards(d, s.nvars, s.limit, s.stopped, nil, func(_, n, card int) error {
+	_, err := readCards(d, s.nvars, s.total, s.stopped, nil, func(_, n, card int) error {
 		c.Append(n, card)
 		return nil
 	})

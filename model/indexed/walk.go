@@ -36,7 +36,7 @@ type Record struct {
 // encoded: see CardRuns), and calls v's functions with what it reads, in
 // order: the cardinalities, the unaries, the factors. It checks what
 // ReadStructure checks (cardinalities, total states and payload entries
-// against the limit, unary values, factor kinds, scopes, parameters,
+// against the limit, unless ReadOptions.Ranges, unary values, factor kinds, scopes, parameters,
 // payloads back to back and filling the payload section, nothing left
 // over) and the structure's checksum, computed as it reads.
 //
@@ -67,7 +67,7 @@ type walker struct {
 func (s *Scanner) newWalker() *walker {
 	crc := &crcReader{r: io.NewSectionReader(s.r, s.structOff(), int64(s.t.structLen)), ctx: s.ctx}
 	w := &walker{s: s, crc: crc, d: newDecoder(nil, crc, s.structOff(), s.structEnd(), s.name)}
-	w.chk = checker{name: s.name, nvars: s.nvars, limit: s.limit, payloadOff: s.payloadOff(), payloadLen: s.payloadLen()}
+	w.chk = checker{name: s.name, nvars: s.nvars, limit: s.total, payloadOff: s.payloadOff(), payloadLen: s.payloadLen()}
 	w.chk.card = w.runs.Card
 	return w
 }
@@ -137,7 +137,7 @@ func (w *walker) cards(n int, fn func(from, n, card int) error) error {
 		w.chk.card = func(v int) int { return flat[v] }
 	}
 	var err error
-	w.states, err = readCards(w.d, n, w.s.limit, w.s.stopped, w.flat, func(from, n, card int) error {
+	w.states, err = readCards(w.d, n, w.s.total, w.s.stopped, w.flat, func(from, n, card int) error {
 		if w.flat == nil {
 			w.runs.Append(n, card)
 		}
