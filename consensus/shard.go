@@ -32,6 +32,9 @@ import (
 // coordinate ascent, the parts re-solving the neighbourhood of each
 // boundary variable moved, or on parts without hard constraints pricing
 // it by their local scores, which makes it ICM over the whole model).
+// On parts of hard constraints, boundary block moves follow (block.go):
+// several boundary variables near each other move at once, each joint
+// state priced by the parts with their interiors re-solved around it.
 // With one worker (no boundary) it is the same search as in one process.
 
 // PartSummary is what a sharded run's coordinator knows of a part it never
@@ -165,6 +168,29 @@ const (
 	// from two starts and keeps the better end.
 	EvalStash
 	EvalRestore
+	// EvalNear answers the pairs of the part's boundary variables near
+	// each other in the part (EvalOut.Pairs, indices in its boundary
+	// order), on parts whose moves re-solve hard constraints: the
+	// coordinator's blocks of boundary block moves (block.go).
+	EvalNear
+	// EvalBlock answers, for every joint state of the part's boundary
+	// variables EvalIn.Block (row major, the first variable's state
+	// major), the change of its share of the score when the kept best
+	// assignment (its boundary in the states given) moves them to that
+	// state and re-solves a neighbourhood of the interior around them
+	// (EvalOut.Gains; -Inf where no completion was found, empty when the
+	// part prices no block moves).
+	EvalBlock
+	// EvalBlockApply makes EvalBlock's move to the block's states in X
+	// on the kept best assignment, then improves the interior by ICM;
+	// scored and kept as EvalDecoded.
+	EvalBlockApply
+	// EvalBlockFeasible answers, per joint state of the block (laid out
+	// as EvalBlock's), whether the part's hard constraints leave it a
+	// completion by propagation (EvalOut.Allowed; empty when the part
+	// prices no block moves); EvalBlock then prices only the joint
+	// states EvalIn.Allowed allows (empty: all).
+	EvalBlockFeasible
 )
 
 // EvalIn asks a worker to evaluate assignments of its part.
@@ -184,6 +210,9 @@ type EvalIn struct {
 	// Allowed holds, for EvalPropagate, per boundary variable (in the
 	// part's boundary order) whether each of its states is allowed.
 	Allowed []bool
+	// Block lists, for EvalBlock and EvalBlockApply, the boundary
+	// variables moved (indices in the part's boundary order, increasing).
+	Block []int32
 }
 
 // EvalOut is a worker's answer to an EvalIn: its share of the score (its
@@ -251,6 +280,10 @@ func (w *Worker) Evaluate(in *EvalIn, out *EvalOut) error {
 		return w.move(in, out)
 	case EvalPropagate:
 		return w.propagate(in, out)
+	case EvalNear:
+		return w.near(out)
+	case EvalBlock, EvalBlockApply, EvalBlockFeasible:
+		return w.block(in, out)
 	}
 	switch in.Op {
 	case EvalDecoded, EvalPolish:
@@ -813,6 +846,9 @@ type shardPrimal struct {
 	// secondStart: constructDecoded's assignment (its boundary in
 	// settled) is feasible and was not kept; polish starts from it too.
 	secondStart bool
+	// blockPriced counts the joint states the block moves priced
+	// (blockBudget).
+	blockPriced int
 }
 
 func newShardPrimal(links []WorkerLink, nb int) (*shardPrimal, error) {
@@ -1490,7 +1526,7 @@ func (sp *shardPrimal) call(ctx context.Context, op EvalOp) error {
 			return fmt.Errorf("worker %d: %w", w, err)
 		case out.Seq != sp.seq:
 			return fmt.Errorf("worker %d: answered evaluation %d for %d", w, out.Seq, sp.seq)
-		case (op <= EvalPolish || op == EvalApply) && (badScore(out.Before) || badScore(out.After)):
+		case (op <= EvalPolish || op == EvalApply || op == EvalBlockApply) && (badScore(out.Before) || badScore(out.After)):
 			return fmt.Errorf("worker %d: scores %v and %v", w, out.Before, out.After)
 		}
 	}
