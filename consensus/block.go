@@ -209,13 +209,7 @@ func (w *Worker) block(in *EvalIn, out *EvalOut) error {
 			}
 			moveTo(e.cand, jointOf(in.X))
 		}
-		out.Before = ls.partial(e.cand)
-		for i, s := range e.cand {
-			e.before[i] = int32(s)
-		}
-		ls.icm(e.cand, icmRunSweeps)
-		out.After = ls.partial(e.cand)
-		e.lastOp = in.Op
+		w.scoreMoved(in.Op, out)
 		return nil
 	}
 	if in.Op == EvalBlockFeasible {
@@ -291,6 +285,20 @@ func (w *Worker) feasibleJoint(ev model.Evidence, block []int32, vars []int, out
 		}
 	}
 	dfs(0, 0)
+}
+
+// scoreMoved scores the moved assignment in e.cand before and after
+// its interior's ICM (EvalApply, EvalBlockApply), for op's keep.
+func (w *Worker) scoreMoved(op EvalOp, out *EvalOut) {
+	e := w.eval
+	ls := e.search
+	out.Before = ls.partial(e.cand)
+	for i, s := range e.cand {
+		e.before[i] = int32(s)
+	}
+	ls.icm(e.cand, icmRunSweeps)
+	out.After = ls.partial(e.cand)
+	e.lastOp = op
 }
 
 // blockMoves runs the boundary block moves after the final polish (see

@@ -422,13 +422,7 @@ func (w *Worker) move(in *EvalIn, out *EvalOut) error {
 				e.cand[v] = int(in.X[k])
 			}
 		}
-		out.Before = ls.partial(e.cand)
-		for i, s := range e.cand {
-			e.before[i] = int32(s)
-		}
-		ls.icm(e.cand, icmRunSweeps)
-		out.After = ls.partial(e.cand)
-		e.lastOp = in.Op
+		w.scoreMoved(in.Op, out)
 		return nil
 	}
 	if e.moved == nil {
