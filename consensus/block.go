@@ -61,7 +61,9 @@ const (
 	// blockBudget bounds the joint states priced over a run's block
 	// moves (each costs every part holding the block one re-solve, about
 	// 1 ms on linkage_16's parts of 200 variables), and blockTotalWork
-	// the same states times the largest part's states.
+	// the same states and the blocks tried (each try's feasibility
+	// enumeration propagates every part afresh) times the largest part's
+	// states.
 	blockBudget    = 1 << 12
 	blockTotalWork = 1 << 31
 )
@@ -410,6 +412,12 @@ func growBlock(adj [][]int, cards []int, j int) []int {
 // it when the exact score improves, which it reports.
 func (sp *shardPrimal) tryBlock(ctx context.Context, s *master, res *solver.Result, b []int) (bool, error) {
 	m := s.m
+	// Each try's feasibility costs every part about one pass over its
+	// states: counted with the states priced against blockTotalWork.
+	if (sp.blockPriced+sp.blockTries+1)*max(1, sp.partStates) > blockTotalWork {
+		return false, nil
+	}
+	sp.blockTries++
 	// Each part's variables of the block: positions in b and its indices.
 	pos := make([][]int, len(sp.links))
 	for w, in := range sp.ins {
@@ -480,7 +488,7 @@ func (sp *shardPrimal) tryBlock(ctx context.Context, s *master, res *solver.Resu
 			}
 		}
 	}
-	if feasible < 2 || sp.blockPriced+feasible > blockBudget || (sp.blockPriced+feasible)*max(1, sp.partStates) > blockTotalWork {
+	if feasible < 2 || sp.blockPriced+feasible > blockBudget || (sp.blockPriced+feasible+sp.blockTries)*max(1, sp.partStates) > blockTotalWork {
 		return false, nil // nothing to move to, or the budget is spent
 	}
 	sp.blockPriced += feasible

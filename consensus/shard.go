@@ -841,8 +841,8 @@ type shardPrimal struct {
 	// settled) is feasible and was not kept; polish starts from it too.
 	secondStart bool
 	// blockPriced counts the joint states the block moves priced
-	// (blockBudget).
-	blockPriced int
+	// (blockBudget), blockTries the blocks tried (blockTotalWork).
+	blockPriced, blockTries int
 }
 
 func newShardPrimal(links []WorkerLink, nb int) (*shardPrimal, error) {
