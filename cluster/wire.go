@@ -184,7 +184,9 @@ type evalBody struct {
 	Iter   int              `msgpack:"it,omitempty"` // EvalSave's iteration
 	// Allowed is EvalPropagate's (consensus.EvalIn.Allowed).
 	Allowed []bool `msgpack:"al,omitempty"`
-	Coord   uint64 `msgpack:"cid"`
+	// Block is EvalBlock's and EvalBlockApply's (consensus.EvalIn.Block).
+	Block transport.Int32s `msgpack:"bk,omitempty"`
+	Coord uint64           `msgpack:"cid"`
 }
 
 // opFetch asks for a piece of the best assignment (evalBody.Piece).
@@ -212,8 +214,8 @@ type evaledBody struct {
 	// RSS is the worker's peak RSS (MiB) when it answered: the last
 	// answers (the assignment's pieces) carry its peak over the run.
 	RSS int64 `msgpack:"rss,omitempty"`
-	// Gains, Pairs and PairGains answer EvalMoves
-	// (consensus.EvalOut's).
+	// Gains, Pairs and PairGains answer EvalMoves, Gains EvalBlock and
+	// Pairs EvalNear (consensus.EvalOut's).
 	Gains     []float64        `msgpack:"g,omitempty"`
 	Pairs     transport.Int32s `msgpack:"gp,omitempty"`
 	PairGains []float64        `msgpack:"gpg,omitempty"`

@@ -631,6 +631,10 @@ func (l *runLoop) polish(ctx context.Context) error {
 		if err := s.shards.polish(ctx, s, res); err != nil {
 			return err
 		}
+		// Moves of several boundary variables at once (block.go).
+		if err := s.shards.blockMoves(ctx, s, res); err != nil {
+			return err
+		}
 	case res.Assignment != nil && !s.opts.NoPolish:
 		// A last, longer local search from the best assignment found.
 		copy(s.x, l.bestX)

@@ -33,6 +33,9 @@ import (
 // coordinate ascent, the parts re-solving the neighbourhood of each
 // boundary variable moved, or on parts without hard constraints pricing
 // it by their local scores, which makes it ICM over the whole model).
+// On parts of hard constraints, boundary block moves follow (block.go):
+// several boundary variables near each other move at once, each joint
+// state priced by the parts with their interiors re-solved around it.
 // With one worker (no boundary) it is the same search as in one process.
 
 // PartSummary is what a sharded run's coordinator knows of a part it never
@@ -166,6 +169,29 @@ const (
 	// from two starts and keeps the better end.
 	EvalStash
 	EvalRestore
+	// EvalNear answers the pairs of the part's boundary variables near
+	// each other in the part (EvalOut.Pairs, indices in its boundary
+	// order), on parts whose moves re-solve hard constraints: the
+	// coordinator's blocks of boundary block moves (block.go).
+	EvalNear
+	// EvalBlock answers, for every joint state of the part's boundary
+	// variables EvalIn.Block (row major, the first variable's state
+	// major), the change of its share of the score when the kept best
+	// assignment (its boundary in the states given) moves them to that
+	// state and re-solves a neighbourhood of the interior around them
+	// (EvalOut.Gains; -Inf where no completion was found, empty when the
+	// part prices no block moves).
+	EvalBlock
+	// EvalBlockApply makes EvalBlock's move to the block's states in X
+	// on the kept best assignment, then improves the interior by ICM;
+	// scored and kept as EvalDecoded.
+	EvalBlockApply
+	// EvalBlockFeasible answers, per joint state of the block (laid out
+	// as EvalBlock's), whether the part's hard constraints leave it a
+	// completion by propagation (EvalOut.Allowed; empty when the part
+	// prices no block moves); EvalBlock then prices only the joint
+	// states EvalIn.Allowed allows (empty: all).
+	EvalBlockFeasible
 )
 
 // EvalIn asks a worker to evaluate assignments of its part.
@@ -185,6 +211,9 @@ type EvalIn struct {
 	// Allowed holds, for EvalPropagate, per boundary variable (in the
 	// part's boundary order) whether each of its states is allowed.
 	Allowed []bool
+	// Block lists, for EvalBlock and EvalBlockApply, the boundary
+	// variables moved (indices in the part's boundary order, increasing).
+	Block []int32
 }
 
 // EvalOut is a worker's answer to an EvalIn: its share of the score (its
@@ -259,6 +288,10 @@ func (w *Worker) Evaluate(in *EvalIn, out *EvalOut) error {
 		return w.move(in, out)
 	case EvalPropagate:
 		return w.propagate(in, out)
+	case EvalNear:
+		return w.near(out)
+	case EvalBlock, EvalBlockApply, EvalBlockFeasible:
+		return w.block(in, out)
 	}
 	switch in.Op {
 	case EvalDecoded, EvalPolish:
@@ -412,17 +445,7 @@ func (w *Worker) move(in *EvalIn, out *EvalOut) error {
 				e.cand[v] = int(in.X[k])
 			}
 		}
-		out.Before = ls.partial(e.cand)
-		for i, s := range e.cand {
-			e.before[i] = int32(s)
-		}
-		if near {
-			e.candOpt = ls.icmNear(e.cand, icmRunSweeps, e.changed)
-		} else {
-			e.candOpt = ls.icm(e.cand, icmRunSweeps)
-		}
-		out.After = ls.partial(e.cand)
-		e.lastOp = in.Op
+		w.scoreMoved(in.Op, out, near)
 		return nil
 	}
 	if e.moved == nil {
@@ -845,6 +868,9 @@ type shardPrimal struct {
 	// second start) expected to end after it (solver.PolishDeadline;
 	// zero: none, on parts of at most lnsStates states).
 	deadline time.Time
+	// blockPriced counts the joint states the block moves priced
+	// (blockBudget), blockTries the blocks tried (blockTotalWork).
+	blockPriced, blockTries int
 }
 
 func newShardPrimal(links []WorkerLink, nb int) (*shardPrimal, error) {
@@ -1531,7 +1557,7 @@ func (sp *shardPrimal) call(ctx context.Context, op EvalOp) error {
 			return fmt.Errorf("worker %d: %w", w, err)
 		case out.Seq != sp.seq:
 			return fmt.Errorf("worker %d: answered evaluation %d for %d", w, out.Seq, sp.seq)
-		case (op <= EvalPolish || op == EvalApply) && (badScore(out.Before) || badScore(out.After)):
+		case (op <= EvalPolish || op == EvalApply || op == EvalBlockApply) && (badScore(out.Before) || badScore(out.After)):
 			return fmt.Errorf("worker %d: scores %v and %v", w, out.Before, out.After)
 		}
 	}

@@ -1,0 +1,567 @@
+package consensus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/solver"
+)
+
+// Boundary block moves: the sharded counterpart of the whole model's
+// large neighbourhood search across the cut. An unsharded run's final
+// polish (localSearch.polish) frees connected sets of a dozen variables
+// and solves them by branch and bound (internal/primal's large
+// neighbourhood search, after Shaw 1998), so a neighbourhood may move
+// several boundary variables and the interiors around them on both sides
+// of a cut at once. The parts' own searches keep the boundary fixed, and
+// moveBoundary moves one boundary variable, or a pair sharing a factor,
+// at a time. On linkage_16 (2 parts, 37 boundary variables) solve's
+// primal differs from the sharded one in 7 boundary variables at
+// distance up to 4 from each other, and every subset of the three groups
+// they form lowers the score when moved alone: only the joint move
+// (with the interiors re-solved) reaches solve's primal.
+//
+// A block is a set S of boundary variables that are near each other
+// (EvalNear: within nearDist factors in some part) with at most
+// maxBlockStates joint states. Each part prices every joint state of its
+// variables of S (EvalBlock): its share of the score when they take it
+// and a neighbourhood of its interior around them is re-solved by branch
+// and bound (primal.Searcher.Move, the large neighbourhood search's
+// neighbourhoods), the other boundary variables fixed. The coordinator
+// adds the parts' shares and the boundary unaries per joint state of S
+// and applies the best (EvalBlockApply, which re-runs the same
+// deterministic moves, so its exact score is the price), kept only when
+// the exact score improves: a block move never lowers the primal. The
+// coordinator holds the boundary's adjacency and one block's totals:
+// boundary-sized.
+
+// Bounds of the block moves.
+const (
+	// maxBlockStates bounds a block's joint states.
+	maxBlockStates = 1 << 13
+	// nearDist is the distance (in factors) within a part at which two
+	// boundary variables are near; nearBall bounds the variables one
+	// search from a boundary variable visits.
+	nearDist = 3
+	nearBall = 512
+	// blockRounds bounds the passes over all blocks.
+	blockRounds = 4
+	// blockWork bounds one part's work for one block, in joint states
+	// times the part's variables (each state's move resets the
+	// propagation): a part over it answers no prices and the block is
+	// skipped.
+	blockWork = 1 << 28
+	// blockNodes bounds the branch and bound nodes of one joint state's
+	// re-solve.
+	blockNodes = 300
+	// blockBudget bounds the joint states priced over a run's block
+	// moves (each costs every part holding the block one re-solve, about
+	// 1 ms on linkage_16's parts of 200 variables), and blockTotalWork
+	// the same states and the blocks tried (each try's feasibility
+	// enumeration propagates every part afresh) times the largest part's
+	// states.
+	blockBudget    = 1 << 12
+	blockTotalWork = 1 << 31
+)
+
+// near is EvalNear: the pairs of the part's boundary variables (indices
+// in its boundary order, increasing in each pair, pairs sorted) within
+// nearDist factors of each other in the part, when its search re-solves
+// moves (hard constraints); none otherwise.
+func (w *Worker) near(out *EvalOut) error {
+	e := w.evalState()
+	out.Pairs = out.Pairs[:0]
+	ls := e.search
+	if ls.prim == nil || !ls.prim.Hard() || ls.pairs != nil {
+		return nil
+	}
+	m := w.p.Model
+	idx := make(map[int]int32, len(w.boundary))
+	for k, v := range w.boundary {
+		idx[v] = int32(k)
+	}
+	// Variable-to-factor index of the part.
+	facOff := make([]int, m.NumVars()+1)
+	for a := range m.Factors {
+		for _, v := range m.Factors[a].Vars {
+			facOff[v+1]++
+		}
+	}
+	for v := range m.NumVars() {
+		facOff[v+1] += facOff[v]
+	}
+	facs := make([]int32, facOff[m.NumVars()])
+	fill := slices.Clone(facOff[:m.NumVars()])
+	for a := range m.Factors {
+		for _, v := range m.Factors[a].Vars {
+			facs[fill[v]] = int32(a)
+			fill[v]++
+		}
+	}
+	dist := make([]int32, m.NumVars())
+	for i := range dist {
+		dist[i] = -1
+	}
+	var queue []int
+	for k1, src := range w.boundary {
+		queue = append(queue[:0], src)
+		dist[src] = 0
+		for q := 0; q < len(queue) && len(queue) < nearBall; q++ {
+			u := queue[q]
+			if dist[u] >= nearDist {
+				continue
+			}
+			for _, a := range facs[facOff[u]:facOff[u+1]] {
+				for _, v := range m.Factors[a].Vars {
+					if dist[v] < 0 {
+						dist[v] = dist[u] + 1
+						queue = append(queue, v)
+					}
+				}
+			}
+		}
+		var ks []int32
+		for _, v := range queue {
+			if k2, ok := idx[v]; ok && int(k2) > k1 {
+				ks = append(ks, k2)
+			}
+			dist[v] = -1
+		}
+		slices.Sort(ks)
+		for _, k2 := range ks {
+			out.Pairs = append(out.Pairs, int32(k1), k2)
+		}
+	}
+	return nil
+}
+
+// checkBlock checks EvalIn.Block: boundary indices of the part,
+// increasing, with at most maxBlockStates joint states, which it returns.
+func (w *Worker) checkBlock(block []int32) (int, error) {
+	m := w.p.Model
+	states := 1
+	for i, k := range block {
+		if k < 0 || int(k) >= len(w.boundary) || i > 0 && k <= block[i-1] {
+			return 0, fmt.Errorf("evaluate: block of boundary indices %v (%d boundary variables): want increasing indices in range", block, len(w.boundary))
+		}
+		states *= m.Cards[w.boundary[k]]
+		if states > maxBlockStates {
+			return 0, fmt.Errorf("evaluate: a block of more than %d joint states", maxBlockStates)
+		}
+	}
+	return states, nil
+}
+
+// block is EvalBlock and EvalBlockApply.
+func (w *Worker) block(in *EvalIn, out *EvalOut) error {
+	e := w.evalState()
+	if err := w.checkBoundaryStates(in.X); err != nil {
+		return err
+	}
+	states, err := w.checkBlock(in.Block)
+	if err != nil {
+		return err
+	}
+	if !e.hasBest {
+		return errors.New("evaluate: no best assignment to move")
+	}
+	ls, m := e.search, w.p.Model
+	// e.cand is rewritten below: only EvalBlockApply's scoreMoved leaves
+	// something a keep may take.
+	e.lastOp, e.candOpt = 0, false
+	vars := make([]int, len(in.Block))
+	for i, k := range in.Block {
+		vars[i] = w.boundary[k]
+	}
+	// The kept best with the boundary given, the block's variables in
+	// their kept states (EvalBlockApply's X holds their new ones).
+	for i, s := range e.best {
+		e.cand[i] = int(s)
+	}
+	inBlock := func(k int) bool { _, ok := slices.BinarySearch(in.Block, int32(k)); return ok }
+	for k, v := range w.boundary {
+		if !inBlock(k) {
+			e.cand[v] = int(in.X[k])
+		}
+	}
+	resolve := ls.prim != nil && ls.prim.Hard()
+	ev := fixedStates(ls.frozen, e.cand)
+	// moveTo moves the block's variables of x to the joint state st (row
+	// major, the first variable's state major) and re-solves around them.
+	moveTo := func(x []int, st int) {
+		for i := len(vars) - 1; i >= 0; i-- {
+			c := m.Cards[vars[i]]
+			ev[vars[i]] = st % c
+			st /= c
+		}
+		ls.prim.Move(context.Background(), x, ev, vars, moveSize+len(vars), blockNodes, uint64(vars[0]))
+	}
+	jointOf := func(x []int32) int {
+		st := 0
+		for i, k := range in.Block {
+			st = st*m.Cards[vars[i]] + int(x[k])
+		}
+		return st
+	}
+	if in.Op == EvalBlockApply {
+		if len(vars) > 0 {
+			if !resolve {
+				return errors.New("evaluate: this part prices no block moves")
+			}
+			moveTo(e.cand, jointOf(in.X))
+		}
+		w.scoreMoved(in.Op, out, false)
+		return nil
+	}
+	if in.Op == EvalBlockFeasible {
+		out.Allowed = out.Allowed[:0]
+		if resolve && len(vars) > 0 {
+			w.feasibleJoint(ev, in.Block, vars, out)
+		}
+		return nil
+	}
+	out.Gains = out.Gains[:0]
+	if !resolve || len(vars) == 0 || states > blockWork/max(1, m.NumVars()) {
+		return nil
+	}
+	if len(in.Allowed) != 0 && len(in.Allowed) != states {
+		return fmt.Errorf("evaluate: %d allowed joint states of a block of %d", len(in.Allowed), states)
+	}
+	if e.moved == nil {
+		e.moved = make([]int, len(e.cand))
+	}
+	base := ls.partial(e.cand)
+	for st := range states {
+		g := math.Inf(-1)
+		if len(in.Allowed) == 0 || in.Allowed[st] {
+			copy(e.moved, e.cand)
+			moveTo(e.moved, st)
+			if g = ls.partial(e.moved) - base; math.IsNaN(g) {
+				g = math.Inf(-1)
+			}
+		}
+		out.Gains = append(out.Gains, g)
+	}
+	return nil
+}
+
+// feasibleJoint answers EvalBlockFeasible: per joint state of the block's
+// variables vars (row major), whether propagating the part's hard
+// constraints with the other boundary variables in their states in ev
+// and the block in that state leaves every domain non-empty (the states
+// a move could complete). A depth-first enumeration over the block with
+// propagation at each level prunes whole prefixes.
+func (w *Worker) feasibleJoint(ev model.Evidence, block []int32, vars []int, out *EvalOut) {
+	m := w.p.Model
+	p := w.eval.search.prim.Propagator()
+	states := 1
+	for _, v := range vars {
+		states *= m.Cards[v]
+	}
+	out.Allowed = append(out.Allowed, make([]bool, states)...)
+	if !p.Reset() {
+		return
+	}
+	for k, v := range w.boundary {
+		if _, in := slices.BinarySearch(block, int32(k)); !in && !p.Assign(v, ev[v]) {
+			return
+		}
+	}
+	var dfs func(i, prefix int)
+	dfs = func(i, prefix int) {
+		if i == len(vars) {
+			out.Allowed[prefix] = true
+			return
+		}
+		v := vars[i]
+		for st := range m.Cards[v] {
+			if !p.Allowed(v, st) {
+				continue
+			}
+			mark := p.Mark()
+			if p.Assign(v, st) {
+				dfs(i+1, prefix*m.Cards[v]+st)
+			}
+			p.Undo(mark)
+		}
+	}
+	dfs(0, 0)
+}
+
+// scoreMoved scores the moved assignment in e.cand before and after
+// its interior's ICM (EvalApply, EvalBlockApply), for op's keep; near:
+// the ICM starts at the neighbourhoods of e.changed (localSearch.icmNear:
+// the rest is the kept local optimum).
+func (w *Worker) scoreMoved(op EvalOp, out *EvalOut, near bool) {
+	e := w.eval
+	ls := e.search
+	out.Before = ls.partial(e.cand)
+	for i, s := range e.cand {
+		e.before[i] = int32(s)
+	}
+	if near {
+		e.candOpt = ls.icmNear(e.cand, icmRunSweeps, e.changed)
+	} else {
+		e.candOpt = ls.icm(e.cand, icmRunSweeps)
+	}
+	out.After = ls.partial(e.cand)
+	e.lastOp = op
+}
+
+// blockMoves runs the boundary block moves after the final polish (see
+// the top of this file): passes over the blocks grown from each boundary
+// variable in turn, until a pass improves nothing or blockRounds.
+func (sp *shardPrimal) blockMoves(ctx context.Context, s *master, res *solver.Result) error {
+	m := s.m
+	nb := len(sp.best)
+	if nb == 0 || len(sp.links) < 2 || math.IsInf(res.Primal, -1) {
+		return nil
+	}
+	adj, err := sp.nearGraph(ctx, s)
+	if err != nil || adj == nil {
+		return err
+	}
+	seen := map[string]bool{}
+	var blocks [][]int
+	for j := range nb {
+		b := growBlock(adj, m.Cards, j)
+		if len(b) < 2 {
+			continue
+		}
+		if key := fmt.Sprint(b); !seen[key] {
+			seen[key] = true
+			blocks = append(blocks, b)
+		}
+	}
+	defer func() {
+		for _, in := range sp.ins {
+			in.Block = in.Block[:0]
+		}
+	}()
+	for range blockRounds {
+		improved := false
+		for _, b := range blocks {
+			if !sp.deadline.IsZero() && time.Now().After(sp.deadline) {
+				return nil // the polish's time is up (solver.PolishDeadline)
+			}
+			ok, err := sp.tryBlock(ctx, s, res, b)
+			if err != nil {
+				return err
+			}
+			improved = improved || ok
+		}
+		if !improved {
+			break
+		}
+	}
+	return nil
+}
+
+// nearGraph asks the parts which boundary variables are near each other
+// (EvalNear) and returns the union as adjacency lists (boundary
+// numbering, increasing), nil when no part answered a pair.
+func (sp *shardPrimal) nearGraph(ctx context.Context, s *master) ([][]int, error) {
+	if err := sp.callAll(ctx, EvalNear); err != nil {
+		return nil, err
+	}
+	nb := len(sp.best)
+	adj := make([][]int, nb)
+	any := false
+	for w, out := range sp.outs {
+		of := s.b.varsOf[w]
+		if len(out.Pairs)%2 != 0 || len(out.Pairs) > 2*maxNearPairs {
+			return nil, fmt.Errorf("worker %d: %d near pair indices", w, len(out.Pairs))
+		}
+		for p := 0; p < len(out.Pairs); p += 2 {
+			k1, k2 := int(out.Pairs[p]), int(out.Pairs[p+1])
+			if k1 < 0 || k2 <= k1 || k2 >= len(of) {
+				return nil, fmt.Errorf("worker %d: near pair (%d, %d) of %d boundary variables", w, k1, k2, len(of))
+			}
+			j1, j2 := of[k1], of[k2]
+			adj[j1] = append(adj[j1], j2)
+			adj[j2] = append(adj[j2], j1)
+			any = true
+		}
+	}
+	if !any {
+		return nil, nil
+	}
+	for j := range adj {
+		slices.Sort(adj[j])
+		adj[j] = slices.Compact(adj[j])
+	}
+	return adj, nil
+}
+
+// maxNearPairs bounds the near pairs one part may answer.
+const maxNearPairs = 1 << 22
+
+// growBlock is the block grown breadth first from boundary variable j
+// through adj while its joint states stay within maxBlockStates,
+// increasing.
+func growBlock(adj [][]int, cards []int, j int) []int {
+	block := []int{j}
+	states := cards[j]
+	for q := 0; q < len(block); q++ {
+		for _, k := range adj[block[q]] {
+			if slices.Contains(block, k) || states*cards[k] > maxBlockStates {
+				continue
+			}
+			block = append(block, k)
+			states *= cards[k]
+		}
+	}
+	slices.Sort(block)
+	return block
+}
+
+// tryBlock prices block b (boundary numbering, increasing) on the parts,
+// applies its best joint state when the total gain is positive and keeps
+// it when the exact score improves, which it reports.
+func (sp *shardPrimal) tryBlock(ctx context.Context, s *master, res *solver.Result, b []int) (bool, error) {
+	m := s.m
+	// Each try's feasibility costs every part about one pass over its
+	// states: counted with the states priced against blockTotalWork.
+	if (sp.blockPriced+sp.blockTries+1)*max(1, sp.partStates) > blockTotalWork {
+		return false, nil
+	}
+	sp.blockTries++
+	// Each part's variables of the block: positions in b and its indices.
+	pos := make([][]int, len(sp.links))
+	for w, in := range sp.ins {
+		in.Op, in.X, in.Block, in.Allowed = EvalBlockFeasible, in.X[:0], in.Block[:0], in.Allowed[:0]
+		for k, j := range s.b.varsOf[w] {
+			in.X = append(in.X, int32(sp.best[j]))
+			if i, ok := slices.BinarySearch(b, j); ok {
+				in.Block = append(in.Block, int32(k))
+				pos[w] = append(pos[w], i)
+			}
+		}
+	}
+	if err := sp.call(ctx, EvalBlockFeasible); err != nil {
+		return false, err
+	}
+	states := 1
+	for _, j := range b {
+		states *= m.Cards[j]
+	}
+	want := make([]int, len(sp.links)) // per part: its joint states
+	for w, out := range sp.outs {
+		want[w] = 1
+		for _, i := range pos[w] {
+			want[w] *= m.Cards[b[i]]
+		}
+		switch {
+		case len(pos[w]) == 0 && len(out.Allowed) == 0:
+		case len(out.Allowed) == 0:
+			return false, nil // a part that prices no block moves
+		case len(out.Allowed) != want[w]:
+			return false, fmt.Errorf("worker %d: %d feasible flags for %d joint states", w, len(out.Allowed), want[w])
+		}
+	}
+	// The joint states every part allows, and each part's projections
+	// of them: the states it prices.
+	cur, joint := make([]int, len(b)), make([]int, len(b))
+	decode := func(st int) {
+		for i := len(b) - 1; i >= 0; i-- {
+			joint[i] = st % m.Cards[b[i]]
+			st /= m.Cards[b[i]]
+		}
+	}
+	local := func(w int) int {
+		k := 0
+		for _, i := range pos[w] {
+			k = k*m.Cards[b[i]] + joint[i]
+		}
+		return k
+	}
+	allowed := make([][]bool, len(sp.links))
+	for w := range allowed {
+		allowed[w] = make([]bool, want[w])
+	}
+	feasible := 0
+	for st := range states {
+		decode(st)
+		ok := true
+		for w, out := range sp.outs {
+			ok = ok && (len(pos[w]) == 0 || out.Allowed[local(w)])
+		}
+		if !ok {
+			continue
+		}
+		feasible++
+		for w := range allowed {
+			if len(pos[w]) > 0 {
+				allowed[w][local(w)] = true
+			}
+		}
+	}
+	if feasible < 2 || sp.blockPriced+feasible > blockBudget || (sp.blockPriced+feasible+sp.blockTries)*max(1, sp.partStates) > blockTotalWork {
+		return false, nil // nothing to move to, or the budget is spent
+	}
+	sp.blockPriced += feasible
+	for w, in := range sp.ins {
+		in.Op, in.Allowed = EvalBlock, append(in.Allowed[:0], allowed[w]...)
+	}
+	err := sp.call(ctx, EvalBlock)
+	for _, in := range sp.ins {
+		in.Allowed = in.Allowed[:0]
+	}
+	if err != nil {
+		return false, err
+	}
+	for w, out := range sp.outs {
+		switch {
+		case len(pos[w]) == 0 && len(out.Gains) == 0:
+		case len(out.Gains) == 0:
+			return false, nil // a part that prices no block moves
+		case len(out.Gains) != want[w]:
+			return false, fmt.Errorf("worker %d: %d block prices for %d joint states", w, len(out.Gains), want[w])
+		}
+		for _, g := range out.Gains {
+			if math.IsNaN(g) || math.IsInf(g, 1) {
+				return false, fmt.Errorf("worker %d: block price %v", w, g)
+			}
+		}
+	}
+	for i, j := range b {
+		cur[i] = sp.best[j]
+	}
+	tol := 1e-9 * math.Max(1, math.Abs(res.Primal))
+	bestGain, bestState := tol, -1
+	for st := range states {
+		decode(st)
+		g := 0.0
+		for i, j := range b {
+			g += m.Unary[m.UnaryOff[j]+joint[i]] - m.Unary[m.UnaryOff[j]+cur[i]]
+		}
+		for w, out := range sp.outs {
+			if len(pos[w]) == 0 {
+				continue
+			}
+			g += out.Gains[local(w)]
+		}
+		if g > bestGain {
+			bestGain, bestState = g, st
+		}
+	}
+	if bestState < 0 {
+		return false, nil
+	}
+	cand := slices.Clone(sp.best)
+	for i := len(b) - 1; i >= 0; i-- {
+		cand[b[i]] = bestState % m.Cards[b[i]]
+		bestState /= m.Cards[b[i]]
+	}
+	// The parts' blocks stay as priced: the same moves, re-run.
+	before, after, err := sp.evaluate(ctx, s, cand, EvalBlockApply, false)
+	if err != nil {
+		return false, err
+	}
+	return sp.keep(ctx, s, res, cand, before, after)
+}

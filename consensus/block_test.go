@@ -1,0 +1,367 @@
+package consensus
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/internal/oracle"
+	"github.com/ddrun/ddrun/model"
+)
+
+// hardLogic is a generate.Logic model, reduced, with its factors
+// interleaved (the generator writes the logic factors first) so that
+// every part of a split into consecutive slaves gets hard constraints.
+func hardLogic(t *testing.T, vars int, seed int64) *model.Model {
+	t.Helper()
+	g := generate.Logic(generate.LogicOptions{Vars: vars, Factors: 24, Couplings: 60, MaxArity: 3, Rho: 1, Seed: seed})
+	fs := g.Factors
+	var mixed []model.Factor
+	for i, j := 0, len(fs)-1; i <= j; i, j = i+1, j-1 {
+		mixed = append(mixed, fs[i])
+		if i != j {
+			mixed = append(mixed, fs[j])
+		}
+	}
+	g.Factors = mixed
+	red, err := model.Reduce(g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return red.Model
+}
+
+// bestInterior is the brute-force oracle of a block price: the best share
+// of the part's score (localSearch.partial) over all states of its
+// interior, the boundary in the states x gives; -Inf when none is
+// feasible.
+func bestInterior(wk *Worker, x []int) float64 {
+	ls := wk.evalState().search
+	m := wk.p.Model
+	y := slices.Clone(x)
+	best := math.Inf(-1)
+	var rec func(k int)
+	rec = func(k int) {
+		if k == len(wk.interior) {
+			best = math.Max(best, ls.partial(y))
+			return
+		}
+		v := wk.interior[k]
+		for s := range m.Cards[v] {
+			y[v] = s
+			rec(k + 1)
+		}
+	}
+	rec(0)
+	return best
+}
+
+// On parts of hard constraints small enough for brute force: EvalBlock's
+// price of every joint state of a block is exactly the share of the
+// assignment EvalBlockApply makes for it (so the coordinator's totals are
+// exact scores), never above the best completion of the part, and -Inf
+// where no completion exists; EvalBlockFeasible never rules out a joint
+// state that has a completion.
+func TestBlockPricesMatchBruteForce(t *testing.T) {
+	checked := 0
+	for seed := int64(1); seed <= 6; seed++ {
+		m := hardLogic(t, 14, seed)
+		_, opt := oracle.BruteMAP(t, m)
+		plan, err := PartitionPlan(m, PerFactor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := DefaultOptions()
+		opts.Threads = 1
+		sh := newSharded(t, m, plan, opts, 2)
+		for w, wk := range sh.workers {
+			if len(wk.boundary) < 2 || len(wk.interior) > 14 {
+				continue
+			}
+			t.Run(fmt.Sprintf("seed%d/part%d", seed, w), func(t *testing.T) {
+				e := wk.evalState()
+				e.search.newPrim()
+				if !e.search.prim.Hard() {
+					t.Skip("no hard constraint in the part")
+				}
+				// The kept best: the optimum's states on the part.
+				X := make([]int32, len(wk.boundary))
+				for k, v := range wk.boundary {
+					X[k] = int32(opt[wk.vars[v]])
+				}
+				for i, v := range wk.vars {
+					wk.x[i] = opt[v]
+				}
+				in, out := &EvalIn{Seq: 1, Op: EvalDecoded, X: X}, &EvalOut{}
+				if err := wk.Evaluate(in, out); err != nil {
+					t.Fatal(err)
+				}
+				in.Op = EvalKeepBefore
+				if err := wk.Evaluate(in, out); err != nil {
+					t.Fatal(err)
+				}
+				base := out.Before
+				block := []int32{0, int32(len(wk.boundary) - 1)}
+				in = &EvalIn{Seq: 2, Op: EvalBlockFeasible, X: X, Block: block}
+				if err := wk.Evaluate(in, out); err != nil {
+					t.Fatal(err)
+				}
+				allowed := slices.Clone(out.Allowed)
+				in.Op = EvalBlock
+				if err := wk.Evaluate(in, out); err != nil {
+					t.Fatal(err)
+				}
+				gains := slices.Clone(out.Gains)
+				v0, v1 := wk.boundary[block[0]], wk.boundary[block[1]]
+				c1 := wk.p.Model.Cards[v1]
+				if len(gains) != wk.p.Model.Cards[v0]*c1 || len(allowed) != len(gains) {
+					t.Fatalf("%d prices and %d feasible flags for %d joint states", len(gains), len(allowed), wk.p.Model.Cards[v0]*c1)
+				}
+				x := make([]int, len(wk.vars))
+				for i, v := range wk.vars {
+					x[i] = opt[v]
+				}
+				for st, g := range gains {
+					x[v0], x[v1] = st/c1, st%c1
+					brute := bestInterior(wk, x)
+					if !math.IsInf(brute, -1) && !allowed[st] {
+						t.Errorf("joint state %d: a completion scores %v, ruled out by propagation", st, brute)
+					}
+					if math.IsInf(brute, -1) && !math.IsInf(g, -1) {
+						t.Errorf("joint state %d: priced %v with no completion", st, g)
+					}
+					if base+g > brute+1e-9 {
+						t.Errorf("joint state %d: priced %v above the best completion %v", st, base+g, brute)
+					}
+					if math.IsInf(g, -1) {
+						continue
+					}
+					ax := slices.Clone(X)
+					ax[block[0]], ax[block[1]] = int32(st/c1), int32(st%c1)
+					app := &EvalIn{Seq: 3, Op: EvalBlockApply, X: ax, Block: block}
+					if err := wk.Evaluate(app, out); err != nil {
+						t.Fatal(err)
+					}
+					if math.Abs(out.Before-(base+g)) > 1e-9*math.Max(1, math.Abs(base)) || out.After < out.Before {
+						t.Errorf("joint state %d: priced %v, applied %v then %v", st, base+g, out.Before, out.After)
+					}
+					checked++
+				}
+			})
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no joint state was checked")
+	}
+}
+
+// A worker refuses hostile block requests: indices out of range, out of
+// order or repeated, too many joint states, feasibility flags of the
+// wrong length.
+func TestBlockRequestsChecked(t *testing.T) {
+	m := hardLogic(t, 14, 1)
+	plan, err := PartitionPlan(m, PerFactor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := newSharded(t, m, plan, DefaultOptions(), 2)
+	wk := sh.workers[0]
+	nb := len(wk.boundary)
+	if nb < 2 {
+		t.Fatalf("part of %d boundary variables", nb)
+	}
+	wk.evalState().search.newPrim()
+	X := make([]int32, nb)
+	in, out := &EvalIn{Seq: 1, Op: EvalDecoded, X: X}, &EvalOut{}
+	if err := wk.Evaluate(in, out); err != nil {
+		t.Fatal(err)
+	}
+	in.Op = EvalKeepBefore
+	if err := wk.Evaluate(in, out); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		op      EvalOp
+		block   []int32
+		allowed []bool
+	}{
+		{"negative", EvalBlock, []int32{-1}, nil},
+		{"out of range", EvalBlockFeasible, []int32{int32(nb)}, nil},
+		{"repeated", EvalBlockApply, []int32{0, 0}, nil},
+		{"decreasing", EvalBlock, []int32{1, 0}, nil},
+		{"flags", EvalBlock, []int32{0, 1}, []bool{true}},
+	} {
+		in := &EvalIn{Seq: 2, Op: c.op, X: X, Block: c.block, Allowed: c.allowed}
+		if err := wk.Evaluate(in, out); err == nil {
+			t.Errorf("%s: block %v accepted", c.name, c.block)
+		}
+	}
+	// More than maxBlockStates joint states.
+	big := make([]int32, 0, nb)
+	states := 1
+	for k := range nb {
+		big = append(big, int32(k))
+		states *= wk.p.Model.Cards[wk.boundary[k]]
+	}
+	if states > maxBlockStates {
+		if err := wk.Evaluate(&EvalIn{Seq: 3, Op: EvalBlock, X: X, Block: big}, out); err == nil {
+			t.Errorf("a block of %d joint states accepted", states)
+		}
+	}
+}
+
+// Sharded runs on small models of hard constraints (2 and 3 workers):
+// the block moves keep the primal the exact score of the assignment the
+// parts put together, never above the optimum (brute force); each block
+// move tried afterwards never lowers it.
+func TestShardedBlockMovesExact(t *testing.T) {
+	ran := 0
+	for seed := int64(1); seed <= 20; seed++ {
+		m := hardLogic(t, 14, seed)
+		inFactor := make([]bool, m.NumVars())
+		for a := range m.Factors {
+			for _, v := range m.Factors[a].Vars {
+				inFactor[v] = true
+			}
+		}
+		if slices.Contains(inFactor, false) {
+			continue // a variable on no part
+		}
+		best, _ := oracle.BruteMAP(t, m)
+		plan, err := PartitionPlan(m, PerFactor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []int{2, 3} {
+			t.Run(fmt.Sprintf("seed%d/%d", seed, w), func(t *testing.T) {
+				opts := DefaultOptions()
+				opts.MaxIter, opts.Threads = 40, 1
+				sh := newSharded(t, m, plan, opts, w)
+				res, err := CoordinateShards(context.Background(), sh.bm, sh.sums, sh.b, sh.links, opts, nil, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if math.IsInf(res.Primal, -1) {
+					t.Skip("no feasible assignment found")
+				}
+				x := sh.assignment(t, m.NumVars(), res)
+				if sc := m.Score(x); math.Abs(sc-res.Primal) > 1e-9*math.Max(1, math.Abs(sc)) || sc > best+1e-9 {
+					t.Fatalf("primal %v, the assignment scores %v, optimum %v", res.Primal, sc, best)
+				}
+				// Every block again, one at a time, from the result.
+				sp, err := newShardPrimal(sh.links, len(sh.vars))
+				if err != nil {
+					t.Fatal(err)
+				}
+				copy(sp.best, res.Boundary)
+				infos := make([]partInfo, len(sh.sums))
+				pl := newPool(1)
+				defer pl.close()
+				s := newMasterOf(sh.bm, opts, infos, sh.b, sh.links, pl)
+				s.shards = sp
+				r := res.Result
+				adj, err := sp.nearGraph(context.Background(), s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if adj == nil {
+					t.Skip("no part prices block moves")
+				}
+				for j := range adj {
+					before := r.Primal
+					if _, err := sp.tryBlock(context.Background(), s, &r, growBlock(adj, sh.bm.Cards, j)); err != nil {
+						t.Fatal(err)
+					}
+					res.Boundary = sp.best
+					x := sh.assignment(t, m.NumVars(), res)
+					if sc := m.Score(x); r.Primal < before || math.Abs(sc-r.Primal) > 1e-9*math.Max(1, math.Abs(sc)) || sc > best+1e-9 {
+						t.Fatalf("block from %d: primal %v to %v, the assignment scores %v, optimum %v", j, before, r.Primal, sc, best)
+					}
+				}
+				ran++
+			})
+		}
+	}
+	if ran == 0 {
+		t.Fatal("no run checked")
+	}
+}
+
+// forgedBlock answers as its worker does, then lets forge rewrite the
+// answers to op.
+type forgedBlock struct {
+	LocalLink
+	op    EvalOp
+	forge func(*EvalOut)
+}
+
+func (f forgedBlock) Evaluate(ctx context.Context, in *EvalIn, out *EvalOut) error {
+	if err := f.LocalLink.Evaluate(ctx, in, out); err != nil {
+		return err
+	}
+	if in.Op == f.op {
+		f.forge(out)
+	}
+	return nil
+}
+
+// The coordinator refuses hostile answers to the block moves: near pairs
+// out of range, out of order or odd, feasibility flags or prices of the
+// wrong length, NaN or +Inf prices.
+func TestBlockAnswersChecked(t *testing.T) {
+	m := hardLogic(t, 14, 5)
+	plan, err := PartitionPlan(m, PerFactor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := DefaultOptions()
+	opts.MaxIter, opts.Threads = 40, 1
+	sh := newSharded(t, m, plan, opts, 2)
+	res, err := CoordinateShards(context.Background(), sh.bm, sh.sums, sh.b, sh.links, opts, nil, nil)
+	if err != nil || math.IsInf(res.Primal, -1) {
+		t.Fatalf("primal %v, err %v", res.Primal, err)
+	}
+	for _, c := range []struct {
+		name  string
+		op    EvalOp
+		forge func(*EvalOut)
+	}{
+		{"odd near pairs", EvalNear, func(o *EvalOut) { o.Pairs = append(o.Pairs, 0) }},
+		{"near pair out of range", EvalNear, func(o *EvalOut) { o.Pairs = append(o.Pairs, 0, 1<<20) }},
+		{"near pair reversed", EvalNear, func(o *EvalOut) { o.Pairs = append(o.Pairs, 1, 0) }},
+		{"feasible flags", EvalBlockFeasible, func(o *EvalOut) { o.Allowed = append(o.Allowed, true) }},
+		{"prices", EvalBlock, func(o *EvalOut) { o.Gains = append(o.Gains, 0) }},
+		{"NaN price", EvalBlock, func(o *EvalOut) { o.Gains = append(o.Gains[:len(o.Gains)-1], math.NaN()) }},
+		{"+Inf price", EvalBlock, func(o *EvalOut) { o.Gains = append(o.Gains[:len(o.Gains)-1], math.Inf(1)) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// Every worker forges: a part without hard constraints
+			// answers no prices to forge.
+			links := slices.Clone(sh.links)
+			for w := range links {
+				links[w] = forgedBlock{LocalLink: sh.links[w].(LocalLink), op: c.op, forge: func(o *EvalOut) {
+					if len(o.Gains) > 0 || len(o.Allowed) > 0 || len(o.Pairs) > 0 {
+						c.forge(o)
+					}
+				}}
+			}
+			sp, err := newShardPrimal(links, len(sh.vars))
+			if err != nil {
+				t.Fatal(err)
+			}
+			copy(sp.best, res.Boundary)
+			pl := newPool(1)
+			defer pl.close()
+			s := newMasterOf(sh.bm, opts, make([]partInfo, 2), sh.b, links, pl)
+			s.shards = sp
+			r := res.Result
+			if err := sp.blockMoves(context.Background(), s, &r); err == nil {
+				t.Errorf("forged answer accepted (primal %v)", r.Primal)
+			}
+		})
+	}
+}
