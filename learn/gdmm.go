@@ -158,15 +158,12 @@ type gdmm struct {
 	view   *transView
 	umsg   []float64 // L: a token's summed messages, zero outside usup
 	usup   []int32
+	order  []int     // the sentences, in this pass's order
 	mark   []bool    // L: addMsg's support marks, false between calls
 	msgL   []float64 // L: rho times a link's message to its left token, zero outside supL
 	msgR   []float64 // L: the same to its right token
 	supL   []int32
 	supR   []int32
-
-	warm  *bcfwSeq // the warm start's BCFW, sharing uni, bi and w (nil: none)
-	warmN int      // BCFW passes left
-	order []int
 }
 
 func newGDMM(d *SeqData, o Options) *gdmm {
@@ -176,7 +173,11 @@ func newGDMM(d *SeqData, o Options) *gdmm {
 		uni: make([]svec, n), bi: make([]svec, n), lamL: make([]svec, n), lamR: make([]svec, n),
 		link: make([]bool, n), xnorm2: make([]float64, n),
 		g: make([]float64, L), mL: make([]float64, L), mR: make([]float64, L), umsg: make([]float64, L),
-		mark: make([]bool, L), msgL: make([]float64, L), msgR: make([]float64, L)}
+		mark: make([]bool, L), msgL: make([]float64, L), msgR: make([]float64, L),
+		order: make([]int, d.Sentences())}
+	for i := range g.order {
+		g.order[i] = i
+	}
 	for s := 0; s < d.Sentences(); s++ {
 		for t := d.Start[s]; t < d.Start[s+1]; t++ {
 			g.uni[t].add(d.Y[t], g.C)
@@ -277,9 +278,14 @@ func (g *gdmm) pass() {
 	if g.view != nil {
 		g.view.rebuild()
 	}
+	// The sentences in a new random order each pass, as BCFW's blocks:
+	// in the corpus' order (sentences of a genre together, the same
+	// order every pass) GDMM's primal after 30 passes at 105 tags was
+	// 3,082 where shuffled it was 2,045 (docs/learning.md).
+	g.rng.Shuffle(len(g.order), func(a, b int) { g.order[a], g.order[b] = g.order[b], g.order[a] })
 	d := g.d
-	for s := 0; s < d.Sentences(); s++ {
-		if g.st != nil && s%stopCheckEvery == 0 && g.st.stop() {
+	for k, s := range g.order {
+		if g.st != nil && k%stopCheckEvery == 0 && g.st.stop() {
 			return
 		}
 		t0, t1 := d.Start[s], d.Start[s+1]
