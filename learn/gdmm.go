@@ -134,6 +134,7 @@ type gdmmRun struct {
 // newGDMMRun starts a run on L labels and the given features, its random
 // stream told apart from the other trainer's by stream.
 func newGDMMRun(o Options, kind Kind, L, features int, stream uint64) gdmmRun {
+	o.Eta = o.gdmmEta(kind == KindMultilabel)
 	return gdmmRun{o: o, L: L, C: o.C, w: NewWeights(kind, L, features),
 		rng: rand.New(rand.NewPCG(uint64(o.Seed), stream))}
 }

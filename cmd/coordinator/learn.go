@@ -85,7 +85,7 @@ func cmdTrain(ctx context.Context, args []string, stdout io.Writer, con *cli.Con
 	fs.Int64Var(&o.Seed, "seed", 1, "random seed (sampling, example order)")
 	fs.IntVar(&o.EvalEvery, "eval-every", learn.EvalAuto, "evaluate primal and dual every N passes (-1: auto, at most half the time evaluating)")
 	fs.Float64Var(&o.Rho, "rho", 1, "gdmm: augmented Lagrangian penalty rho")
-	fs.Float64Var(&o.Eta, "eta", 0, "gdmm: multiplier step eta (0: rho/4)")
+	fs.Float64Var(&o.Eta, "eta", 0, "gdmm: multiplier step eta (0: rho on sequences, rho/4 multilabel)")
 	fs.BoolVar(&o.Sublinear, "sublinear", true, "gdmm: sublinear factorwise oracles (ordered maps for transitions; sampled emissions when --sample-parts > 1)")
 	fs.IntVar(&o.SampleParts, "sample-parts", 1, "gdmm --sublinear: label subsets nu of the sampled emission oracle (1: exact)")
 	fs.Float64Var(&o.RegEmit, "reg-emit", 1, "block regularization: coefficient of 1/2||W_emit||^2 (Belanger et al. 2012; all algorithms)")
