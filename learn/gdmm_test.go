@@ -116,12 +116,41 @@ func TestTransViewMatchesDense(t *testing.T) {
 					mR[y] = rng.NormFloat64()
 				}
 			}
+			if it%50 == 49 {
+				v.rebuild()
+				checkViewSorted(t, v)
+			}
 			_, want := fmoDense(T, L, mL, mR)
 			ab, got := v.argmin(mL, mR, aL, aR)
 			if got != want || mL[int(ab)/L]+mR[int(ab)%L]-T[ab] != got {
 				t.Fatalf("L %d it %d: view %v at %d, dense %v", L, it, got, ab, want)
 			}
 		}
+	}
+}
+
+// checkViewSorted checks a clean view's orders: every entry once, T
+// descending in the global view, each row's entries in its row and each
+// column's in its column, descending.
+func checkViewSorted(t *testing.T, v *transView) {
+	t.Helper()
+	L, T := v.L, v.T
+	desc := func(name string, view []int32, in func(ab int32) bool) {
+		seen := map[int32]bool{}
+		for i, ab := range view {
+			if seen[ab] || !in(ab) {
+				t.Fatalf("L %d %s: entry %d repeated or out of place in %v", L, name, ab, view)
+			}
+			seen[ab] = true
+			if i > 0 && T[view[i-1]] < T[ab] {
+				t.Fatalf("L %d %s: %v not descending at %d", L, name, view, i)
+			}
+		}
+	}
+	desc("all", v.all, func(int32) bool { return true })
+	for a := 0; a < L; a++ {
+		desc("row", v.rowOrd[a*L:a*L+L], func(ab int32) bool { return int(ab)/L == a })
+		desc("column", v.colOrd[a*L:a*L+L], func(ab int32) bool { return int(ab)%L == a })
 	}
 }
 
