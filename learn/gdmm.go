@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"sync"
 )
 
 // GDMM trains a sequence labeller by the Greedy Direction Method of
@@ -160,6 +162,8 @@ type gdmm struct {
 	umsg   []float64 // L: a token's summed messages, zero outside usup
 	usup   []int32
 	order  []int     // the sentences, in this pass's order
+	peer   *gdmm     // the parallel pass's second stage (nil: none yet)
+	steps  int       // Frank-Wolfe steps of a gdmm without stopper (a peer)
 	mark   []bool    // L: addMsg's support marks, false between calls
 	msgL   []float64 // L: rho times a link's message to its left token, zero outside supL
 	msgR   []float64 // L: the same to its right token
@@ -272,9 +276,18 @@ func (g *gdmm) linkMsgs(e int) {
 }
 
 // pass is one GDMM iteration: away-step Frank-Wolfe on every factor
-// (Alg. 2), a sentence at a time, each sentence's multipliers stepped
-// (eq. 13) after its factors. A pass cut by the run's limits stops
-// between sentences.
+// (Alg. 2), a sentence at a time: its tokens, then its links, then its
+// multipliers (eq. 13). A pass cut by the run's limits stops between
+// sentences.
+//
+// With Options.Threads >= 2 (0: every core) the pass is a two-stage
+// pipeline with the same iterates: the tokens of a sentence on one
+// goroutine while another steps the links and multipliers of the
+// sentence before. A token's block reads and writes only the emissions
+// and its own sentence's blocks and multipliers, a link's only the
+// transitions and its own sentence's, so the two stages touch disjoint
+// data and commute: the order of the steps on every datum is the
+// sequential pass's.
 func (g *gdmm) pass() {
 	if g.view != nil {
 		g.view.rebuild()
@@ -284,22 +297,81 @@ func (g *gdmm) pass() {
 	// order every pass) GDMM's primal after 30 passes at 105 tags was
 	// 3,082 where shuffled it was 2,045 (docs/learning.md).
 	g.rng.Shuffle(len(g.order), func(a, b int) { g.order[a], g.order[b] = g.order[b], g.order[a] })
-	d := g.d
+	threads := g.o.Threads
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	if threads < 2 || len(g.order) < 2 {
+		for k, s := range g.order {
+			if g.st != nil && k%stopCheckEvery == 0 && g.st.stop() {
+				return
+			}
+			g.tokens(s)
+			g.links(s)
+		}
+		return
+	}
+	if g.peer == nil {
+		g.peer = g.newPeer()
+	}
+	peer, prev := g.peer, -1
+	var wg sync.WaitGroup
 	for k, s := range g.order {
 		if g.st != nil && k%stopCheckEvery == 0 && g.st.stop() {
-			return
+			break
 		}
-		t0, t1 := d.Start[s], d.Start[s+1]
-		for t := t0; t < t1; t++ {
-			g.unigram(t)
-			if g.link[t] {
-				g.bigram(t)
-			}
+		if prev >= 0 {
+			wg.Add(1)
+			go func(p int) {
+				defer wg.Done()
+				peer.links(p)
+			}(prev)
 		}
-		// Sentence s's multipliers enter only its own factors: stepping
-		// them now is Alg. 1's step 2 for them.
-		g.multipliers(t0, t1)
+		g.tokens(s)
+		wg.Wait()
+		prev = s
 	}
+	if prev >= 0 {
+		g.links(prev)
+	}
+	if g.st != nil {
+		g.st.steps += peer.steps
+	}
+	peer.steps = 0
+}
+
+// tokens steps the token blocks of sentence s.
+func (g *gdmm) tokens(s int) {
+	for t := g.d.Start[s]; t < g.d.Start[s+1]; t++ {
+		g.unigram(t)
+	}
+}
+
+// links steps the link blocks of sentence s, then its multipliers: they
+// enter only its own factors, so stepping them now is Alg. 1's step 2
+// for them.
+func (g *gdmm) links(s int) {
+	t0, t1 := g.d.Start[s], g.d.Start[s+1]
+	for t := t0; t < t1; t++ {
+		if g.link[t] {
+			g.bigram(t)
+		}
+	}
+	g.multipliers(t0, t1)
+}
+
+// newPeer returns the pipeline's second stage: g's blocks, multipliers,
+// weights and transition view, its own scratch, no stopper (its steps
+// counted in steps).
+func (g *gdmm) newPeer() *gdmm {
+	p := *g
+	L := g.L
+	p.st = nil
+	p.dir, p.tgt, p.sub, p.usup, p.supL, p.supR = svec{}, svec{}, nil, nil, nil, nil
+	p.g, p.mL, p.mR, p.umsg = make([]float64, L), make([]float64, L), make([]float64, L), make([]float64, L)
+	p.msgL, p.msgR, p.mark = make([]float64, L), make([]float64, L), make([]bool, L)
+	p.peer = nil
+	return &p
 }
 
 // coupleStep moves link e's block towards the pair marginal consistent
@@ -574,6 +646,8 @@ func (g *gdmm) afwStep(b *svec, yPlus int32, gPlus float64, grad func(int32) flo
 	C := g.C
 	if g.st != nil {
 		g.st.steps++
+	} else {
+		g.steps++
 	}
 	// <grad, beta> and the away vertex (eq. 16).
 	gb, yMinus, gMinus := 0.0, int32(-1), math.Inf(-1)
