@@ -16,7 +16,7 @@ type Options struct {
 	TimeLimit time.Duration // 0: none
 	MaxIter   int           // passes over the data; 0: none (then TimeLimit or Tol must stop the run)
 	Tol       float64       // stop when gap <= Tol * max(1, primal); 0: never on the gap
-	Threads   int           // goroutines for the objective evaluation (0: GOMAXPROCS)
+	Threads   int           // goroutines for the objective evaluation, BCFW/SSG mini-batches and GDMM's two-stage sequence pass (0: GOMAXPROCS)
 	Seed      int64         // sampling and example order
 	// EvalEvery evaluates the primal and dual every EvalEvery passes (0:
 	// every pass); EvalAuto evaluates after a pass when the time since

@@ -81,7 +81,7 @@ func cmdTrain(ctx context.Context, args []string, stdout io.Writer, con *cli.Con
 	fs.Var(cli.Duration(&o.TimeLimit, 0), "time-limit", "time limit, e.g. 30s or 5m, or a number of seconds (0: none)")
 	fs.IntVar(&o.MaxIter, "max-iter", 0, "passes over the data (0: none; default 50 when neither --time-limit nor --tol is set)")
 	fs.Float64Var(&o.Tol, "tol", 0, "stop when primal - dual <= tol * max(1, primal) (0: never)")
-	fs.IntVar(&o.Threads, "threads", 0, "goroutines for the objective evaluation and BCFW/SSG mini-batches (0: all cores)")
+	fs.IntVar(&o.Threads, "threads", 0, "goroutines for the objective evaluation, BCFW/SSG mini-batches and GDMM's two-stage pass (0: all cores)")
 	fs.Int64Var(&o.Seed, "seed", 1, "random seed (sampling, example order)")
 	fs.IntVar(&o.EvalEvery, "eval-every", learn.EvalAuto, "evaluate primal and dual every N passes (-1: auto, at most half the time evaluating)")
 	fs.Float64Var(&o.Rho, "rho", 1, "gdmm: augmented Lagrangian penalty rho")
