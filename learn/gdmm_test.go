@@ -3,6 +3,7 @@ package learn
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -116,12 +117,41 @@ func TestTransViewMatchesDense(t *testing.T) {
 					mR[y] = rng.NormFloat64()
 				}
 			}
+			if it%50 == 49 {
+				v.rebuild()
+				checkViewSorted(t, v)
+			}
 			_, want := fmoDense(T, L, mL, mR)
 			ab, got := v.argmin(mL, mR, aL, aR)
 			if got != want || mL[int(ab)/L]+mR[int(ab)%L]-T[ab] != got {
 				t.Fatalf("L %d it %d: view %v at %d, dense %v", L, it, got, ab, want)
 			}
 		}
+	}
+}
+
+// checkViewSorted checks a clean view's orders: every entry once, T
+// descending in the global view, each row's entries in its row and each
+// column's in its column, descending.
+func checkViewSorted(t *testing.T, v *transView) {
+	t.Helper()
+	L, T := v.L, v.T
+	desc := func(name string, view []int32, in func(ab int32) bool) {
+		seen := map[int32]bool{}
+		for i, ab := range view {
+			if seen[ab] || !in(ab) {
+				t.Fatalf("L %d %s: entry %d repeated or out of place in %v", L, name, ab, view)
+			}
+			seen[ab] = true
+			if i > 0 && T[view[i-1]] < T[ab] {
+				t.Fatalf("L %d %s: %v not descending at %d", L, name, view, i)
+			}
+		}
+	}
+	desc("all", v.all, func(int32) bool { return true })
+	for a := 0; a < L; a++ {
+		desc("row", v.rowOrd[a*L:a*L+L], func(ab int32) bool { return int(ab)/L == a })
+		desc("column", v.colOrd[a*L:a*L+L], func(ab int32) bool { return int(ab)%L == a })
 	}
 }
 
@@ -206,6 +236,39 @@ func TestGDMMLinearRate(t *testing.T) {
 		}
 		if g50, g400 := gaps[50], gaps[400]; !(g400 <= 1e-3*g50) || !(g400 <= 1e-6) {
 			t.Errorf("seed %d: gap %v at pass 50, %v at pass 400: not linear", seed, g50, g400)
+		}
+	}
+}
+
+// TestGDMMPipelinedPass: the two-goroutine pass (Threads 2) has the
+// sequential pass's iterates: the same weights after every pass, bit for
+// bit, and so the same primal and dual.
+func TestGDMMPipelinedPass(t *testing.T) {
+	tr, _, _ := gen(t, GenSequence, SeqGenOptions{Labels: 12, Features: 40, Train: 60, Test: 1, MinLen: 1, MaxLen: 12, LabelFeatures: 2, TokenFeatures: 3, Noise: 0.2, Emission: 1, Transition: 1, Seed: 7})
+	for _, sub := range []bool{false, true} {
+		var runs [2]*gdmm
+		for i, threads := range []int{1, 2} {
+			o := Options{C: 1, MaxIter: 1, Threads: threads, Sublinear: sub}
+			if err := o.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			runs[i] = newGDMM(tr, o)
+		}
+		for pass := 1; pass <= 15; pass++ {
+			runs[0].pass()
+			runs[1].pass()
+			if runs[1].peer == nil {
+				t.Fatal("Threads 2 ran no second stage")
+			}
+			a, b := runs[0].w, runs[1].w
+			if !slices.Equal(a.Emit, b.Emit) || !slices.Equal(a.Trans, b.Trans) {
+				t.Fatalf("sublinear %v pass %d: the pipelined pass's weights differ from the sequential pass's", sub, pass)
+			}
+		}
+		d0, _ := runs[0].dual()
+		d1, _ := runs[1].dual()
+		if d0 != d1 {
+			t.Errorf("sublinear %v: dual %v sequential, %v pipelined", sub, d0, d1)
 		}
 	}
 }
