@@ -204,8 +204,13 @@ func (p *Part) Score(x []int) float64 {
 	for v := range g.n {
 		s += p.theta0[g.uoff[v]+x[v]]
 	}
-	for e := range g.eu {
-		s += g.pairScore(e, x[g.eu[e]], x[g.ev[e]])
+	for e, t := range g.toff {
+		xu, xv := x[g.eu[e]], x[g.ev[e]]
+		if t != -1 {
+			s += g.pairScore(e, xu, xv)
+		} else if xu == xv { // a Potts edge scores 0 elsewhere
+			s += g.pw[e]
+		}
 	}
 	return s
 }
