@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -93,4 +94,133 @@ func TestMeasureTimeToBound(t *testing.T) {
 			})
 		}
 	}
+}
+
+// BenchmarkIteration times one iteration on a whole grid (4-label Potts,
+// couplings of both signs, the bar's model) after ten untimed ones: plain
+// TRW-S (trws.Solve on one thread), a bare trws.Part, and distributed
+// TRW-S on one part with the options `run` gives it (engine: a candidate
+// scored every 5 iterations), so that the costs a part adds to TRW-S's
+// passes show.
+func BenchmarkIteration(b *testing.B) {
+	for _, n := range []int{300, 1000} {
+		m := generate.Potts(generate.GridOptions{Height: n, Width: n, Labels: 4, Rho: 0.5, Seed: 1})
+		name := fmt.Sprintf("%dx%d", n, n)
+		b.Run(name+"/solve", func(b *testing.B) {
+			o := trws.DefaultOptions()
+			o.Tol, o.ProgressEvery = 0, 0
+			timeProgress(b, func(iters int, progress func(solver.Progress)) error {
+				o.MaxIter = iters
+				_, err := trws.Solve(context.Background(), m, nil, o, progress)
+				return err
+			})
+		})
+		b.Run(name+"/part", func(b *testing.B) {
+			p, err := trws.NewPart(m, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for range 10 {
+				p.Iterate()
+			}
+			c0 := cpuTime()
+			b.ResetTimer()
+			for range b.N {
+				p.Iterate()
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
+		})
+		b.Run(name+"/dtrws", func(b *testing.B) {
+			o := DefaultOptions()
+			o.Parts, o.Threads, o.PrimalEvery, o.Tol, o.ProgressEvery = 1, 1, 5, 0, 0
+			timeProgress(b, func(iters int, progress func(solver.Progress)) error {
+				o.MaxIter = iters
+				_, err := Solve(context.Background(), m, nil, o, progress)
+				return err
+			})
+		})
+	}
+}
+
+// timeProgress times b.N iterations of a run after ten untimed ones, by
+// its progress reports (one per iteration): run is called with the number
+// of iterations to do. It also reports the process's CPU time per
+// iteration (cpu-ns/op), steadier than wall time on a shared machine.
+func timeProgress(b *testing.B, run func(iters int, progress func(solver.Progress)) error) {
+	const warm = 10
+	b.StopTimer()
+	var c0, c1 int64
+	err := run(warm+b.N, func(p solver.Progress) {
+		switch p.Iteration {
+		case warm:
+			c0 = cpuTime()
+			b.ResetTimer()
+			b.StartTimer()
+		case warm + b.N:
+			b.StopTimer()
+			c1 = cpuTime()
+		}
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(c1-c0)/float64(b.N), "cpu-ns/op")
+}
+
+// cpuTime returns the process's user and system time in nanoseconds.
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// BenchmarkNewLocalLink times a part's set-up once its model is read: a
+// worker's half of the bar's 1000x1000 grid (1000x500).
+func BenchmarkNewLocalLink(b *testing.B) {
+	m := generate.Potts(generate.GridOptions{Height: 500, Width: 1000, Labels: 4, Rho: 0.5, Seed: 1})
+	boundary := make([]int32, 1000)
+	for i := range boundary {
+		boundary[i] = int32(499*1000 + i)
+	}
+	b.ReportAllocs()
+	c0 := cpuTime()
+	for b.Loop() {
+		if _, err := NewLocalLink(m, boundary); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkEvaluate times a part's evaluation of a candidate (the
+// interior completed from the last forward pass, one ICM sweep with the
+// boundary fixed, the exact score and the boundary's local scores) on a
+// worker's half of the bar's grid.
+func BenchmarkEvaluate(b *testing.B) {
+	m := generate.Potts(generate.GridOptions{Height: 500, Width: 1000, Labels: 4, Rho: 0.5, Seed: 1})
+	boundary := make([]int32, 1000)
+	for i := range boundary {
+		boundary[i] = int32(499*1000 + i)
+	}
+	l, err := NewLocalLink(m, boundary)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out StepOut
+	ctx := context.Background()
+	if err := l.Step(ctx, &StepIn{Iters: 3}, &out); err != nil {
+		b.Fatal(err)
+	}
+	in := StepIn{States: make([]int32, len(boundary)), Sweeps: 1}
+	b.ReportAllocs()
+	c0 := cpuTime()
+	for b.Loop() {
+		if err := l.Step(ctx, &in, &out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
 }

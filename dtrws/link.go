@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/ddrun/ddrun/internal/localsearch"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/trws"
 )
@@ -64,15 +63,15 @@ type Link interface {
 	Labels(ctx context.Context) ([]int32, error)
 }
 
-// LocalLink is a part run in process: trws.Part for the passes, the
-// part's model for the candidates' scores and ICM.
+// LocalLink is a part run in process: trws.Part for the passes and for
+// the candidates' ICM and scores (on the part's model, read from the
+// Part's flat edges).
 type LocalLink struct {
 	m        *model.Model
 	part     *trws.Part
 	boundary []int32 // local indices of the boundary copies
 	isB      []bool
 	width    int
-	icm      *localsearch.Local
 	cand     []int
 	best     []int32
 	hasCand  bool
@@ -81,10 +80,9 @@ type LocalLink struct {
 	// of ICM with the boundary fixed (its sweeps ended before their
 	// budget), so that a polish from the best with some boundary states
 	// changed visits their neighbourhoods first, not the part
-	// (localsearch.Local.SweepsNear).
+	// (trws.Part.SweepsNear).
 	candOpt, bestOpt bool
 	changed          []int
-	buf              []float64
 }
 
 // NewLocalLink prepares TRW-S on a part's model with the given boundary
@@ -105,13 +103,8 @@ func NewLocalLink(m *model.Model, boundary []int32) (*LocalLink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dtrws: part: %w", err)
 	}
-	maxCard := 1
-	for _, c := range m.Cards {
-		maxCard = max(maxCard, c)
-	}
 	return &LocalLink{m: m, part: p, boundary: boundary, isB: isB, width: width,
-		icm: localsearch.New(m), cand: make([]int, m.NumVars()), best: make([]int32, m.NumVars()),
-		buf: make([]float64, maxCard)}, nil
+		cand: make([]int, m.NumVars()), best: make([]int32, m.NumVars())}, nil
 }
 
 // Width is the length of the part's flat boundary slices (its copies'
@@ -202,17 +195,17 @@ func (l *LocalLink) evaluate(in *StepIn, out *StepOut) error {
 	}
 	// The boundary stays the coordinator's.
 	if in.Polish && l.bestOpt {
-		l.candOpt = l.icm.SweepsNear(l.cand, in.Sweeps, l.buf, l.isB, l.changed)
+		l.candOpt = l.part.SweepsNear(l.cand, in.Sweeps, l.isB, l.changed)
 	} else {
-		l.candOpt = l.icm.Sweeps(l.cand, in.Sweeps, l.buf, l.isB)
+		l.candOpt = l.part.Sweeps(l.cand, in.Sweeps, l.isB)
 	}
 	l.hasCand = true
-	out.Score = l.m.Score(l.cand)
+	out.Score = l.part.Score(l.cand)
 	out.Local = resize(out.Local, l.width)
 	off := 0
 	for _, v := range l.boundary {
 		k := l.m.Cards[v]
-		l.icm.Scores(int(v), l.cand, out.Local[off:off+k])
+		l.part.Scores(int(v), l.cand, out.Local[off:off+k])
 		off += k
 	}
 	return nil

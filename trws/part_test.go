@@ -3,8 +3,10 @@ package trws
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
+	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
 )
 
@@ -107,5 +109,122 @@ func TestPartBeliefsOnChain(t *testing.T) {
 	}
 	if _, err := NewPart(randomChain(rng, 3, 2), []int{3}); err == nil {
 		t.Error("a watched variable outside the model accepted")
+	}
+}
+
+// TestPartScoresOnModel: a Part's own scores (Score, Scores, Sweeps) are
+// the model's, whatever AddUnary did to its unaries: Score(x) is
+// m.Score(x); Scores(v) is v's unary plus the scores of the factors on v
+// at each state of v (localScore); Sweeps moves as ICM on those does, the
+// fixed variables kept.
+func TestPartScoresOnModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(26, 5))
+	for trial := range 200 {
+		m := tinyPairwise(rng, oracle.TinyOptions{MaxVars: 7, MaxCard: 3, Soft: trial%2 == 0})
+		if trial%3 == 0 {
+			m = randomTree(rng, 8, 3, trial%2 == 1, false)
+		}
+		if m.NumVars() == 0 {
+			continue
+		}
+		p, err := NewPart(m, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for v := range m.NumVars() { // the passes' unaries move, the scores' must not
+			d := make([]float64, m.Cards[v])
+			for i := range d {
+				d[i] = rng.Float64()
+			}
+			p.AddUnary(v, d)
+		}
+		p.Iterate()
+		x := make([]int, m.NumVars())
+		for v := range x {
+			x[v] = rng.IntN(m.Cards[v])
+		}
+		if got, want := p.Score(x), m.Score(x); !near(got, want, 1e-9) {
+			t.Fatalf("trial %d: Score %v, m.Score %v", trial, got, want)
+		}
+		loc := make([]float64, 3)
+		for v := range x {
+			k := m.Cards[v]
+			p.Scores(v, x, loc)
+			orig := x[v]
+			for j := range k {
+				x[v] = j
+				if want := localScore(m, v, x); !near(loc[j], want, 1e-9) {
+					t.Fatalf("trial %d, variable %d: Scores %v, state %d scores %v", trial, v, loc[:k], j, want)
+				}
+			}
+			x[v] = orig
+		}
+		fixed := make([]bool, len(x))
+		for v := range fixed {
+			fixed[v] = rng.IntN(3) == 0
+		}
+		want := append([]int(nil), x...)
+		icmByFactors(m, want, 3, fixed)
+		got := append([]int(nil), x...)
+		p.Sweeps(got, 3, fixed)
+		if !slices.Equal(got, want) {
+			t.Fatalf("trial %d: Sweeps %v, ICM on m.Score %v (from %v, fixed %v)", trial, got, want, x, fixed)
+		}
+		// SweepsNear from a local optimum whose fixed variables then
+		// changed makes the moves of the plain schedule (icmByFactors).
+		if !p.Sweeps(got, 100, fixed) {
+			continue
+		}
+		var changed []int
+		for v := range got {
+			if fixed[v] && m.Cards[v] > 1 && rng.IntN(2) == 0 {
+				got[v] = (got[v] + 1 + rng.IntN(m.Cards[v]-1)) % m.Cards[v]
+				changed = append(changed, v)
+			}
+		}
+		want = append(want[:0], got...)
+		icmByFactors(m, want, 3, fixed)
+		p.SweepsNear(got, 3, fixed, changed)
+		if !slices.Equal(got, want) {
+			t.Fatalf("trial %d: SweepsNear %v after changing %v, ICM on m.Score %v", trial, got, changed, want)
+		}
+	}
+}
+
+// localScore is v's unary at x[v] plus the scores at x of the factors on v.
+func localScore(m *model.Model, v int, x []int) float64 {
+	s := m.Unaries(v)[x[v]]
+	for a := range m.Factors {
+		if slices.Contains(m.Factors[a].Vars, v) {
+			s += m.FactorScore(a, x)
+		}
+	}
+	return s
+}
+
+// icmByFactors is ICM on the model's factors (localScore): each variable
+// not fixed, in index order, moves to its first strictly better state, for
+// at most sweeps sweeps.
+func icmByFactors(m *model.Model, x []int, sweeps int, fixed []bool) {
+	for range sweeps {
+		moved := false
+		for v := range x {
+			if fixed[v] {
+				continue
+			}
+			cur := x[v]
+			best, bestS := cur, localScore(m, v, x)
+			for j := range m.Cards[v] {
+				x[v] = j
+				if s := localScore(m, v, x); s > bestS {
+					best, bestS = j, s
+				}
+			}
+			x[v] = best
+			moved = moved || best != cur
+		}
+		if !moved {
+			return
+		}
 	}
 }

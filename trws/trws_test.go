@@ -700,3 +700,30 @@ func TestStallStop(t *testing.T) {
 	}
 	t.Logf("stall after %d iterations: bound %.9g (3000 iterations: %.9g)", stop.Iterations, stop.Dual, full.Dual)
 }
+
+// TestSortPairRefs: sortPairRefs gives the order of slices.SortStableFunc
+// by comparePairs (ties in input order), on terms with repeated pairs,
+// either end first, runs longer than shortRun (a star) and sorted input.
+func TestSortPairRefs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(26, 26))
+	for trial := range 300 {
+		n := 1 + rng.IntN(60)
+		refs := make([]pairRef, rng.IntN(400))
+		for i := range refs {
+			u, v := int32(rng.IntN(n)), int32(rng.IntN(n))
+			if trial%5 == 0 && rng.IntN(2) == 0 {
+				u = 0 // a star: runs longer than shortRun
+			}
+			refs[i] = pairRef{u: u, v: v, a: int32(i), k: int32(rng.IntN(3)) - 1}
+		}
+		if trial%7 == 0 {
+			slices.SortStableFunc(refs, comparePairs)
+		}
+		want := slices.Clone(refs)
+		slices.SortStableFunc(want, comparePairs)
+		sortPairRefs(refs, n)
+		if !slices.Equal(refs, want) {
+			t.Fatalf("trial %d (n %d): %v, want %v", trial, n, refs, want)
+		}
+	}
+}
