@@ -175,6 +175,12 @@ func (l *LocalLink) evaluate(in *StepIn, out *StepOut) error {
 	if in.Polish && !l.hasBest {
 		return errors.New("dtrws: polish without a kept assignment")
 	}
+	// Checked before the candidate is touched.
+	for k, v := range l.boundary {
+		if s := in.States[k]; s < 0 || int(s) >= l.m.Cards[v] {
+			return fmt.Errorf("dtrws: boundary state %d of copy %d out of range [0,%d)", s, k, l.m.Cards[v])
+		}
+	}
 	if in.Polish {
 		for i, s := range l.best {
 			l.cand[i] = int(s)
@@ -185,9 +191,6 @@ func (l *LocalLink) evaluate(in *StepIn, out *StepOut) error {
 	l.changed = l.changed[:0]
 	for k, v := range l.boundary {
 		s := in.States[k]
-		if s < 0 || int(s) >= l.m.Cards[v] {
-			return fmt.Errorf("dtrws: boundary state %d of copy %d out of range [0,%d)", s, k, l.m.Cards[v])
-		}
 		if l.cand[v] != int(s) {
 			l.changed = append(l.changed, int(v))
 		}

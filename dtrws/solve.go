@@ -49,7 +49,18 @@ type Options struct {
 	// fixed.
 	PrimalEvery int
 	Sweeps      int
+	// TimedPolish bounds the final polish by time: its boundary rounds
+	// begin only while expected to end by solver.PolishDeadline. Off,
+	// every round runs, and the result does not depend on the machine's
+	// speed; set it for parts over TimedPolishVars variables, where a
+	// round costs whole-part sweeps.
+	TimedPolish bool
 }
+
+// TimedPolishVars is the part size (variables) above which a run's final
+// polish is bounded by time (Options.TimedPolish): about the 2^20 states
+// of DD-ADMM's bound (consensus) at 4 labels.
+const TimedPolishVars = 1 << 18
 
 // DefaultOptions: 2 parts on 2 threads, one inner iteration, 1000 outer
 // iterations, relative gap 1e-6, the stall test of trws (1e-7 over 10),
@@ -314,7 +325,11 @@ func Run(ctx context.Context, seam *Seam, links []Link, opts Options, start time
 		}
 		break
 	}
-	if err := c.finish(lctx, &res, solver.PolishDeadline(time.Now(), time.Since(loopStart), res.Iterations), time.Now); err != nil {
+	var deadline time.Time // zero: every round
+	if opts.TimedPolish {
+		deadline = solver.PolishDeadline(time.Now(), time.Since(loopStart), res.Iterations)
+	}
+	if err := c.finish(lctx, &res, deadline, time.Now); err != nil {
 		return solver.Result{}, err
 	}
 	roundGap(&res)
@@ -497,7 +512,7 @@ func (c *coord) sumBeliefs(b []float64, j int, cs []int32, local bool) {
 // the parts' interiors with its boundary fixed, and boundary moves to the
 // largest summed local score, while the exact score rises and a move is
 // expected to end by deadline (the last one's time from now();
-// solver.PolishDeadline); the parts keep the best.
+// solver.PolishDeadline; zero: no deadline); the parts keep the best.
 func (c *coord) finish(ctx context.Context, res *solver.Result, deadline time.Time, now func() time.Time) error {
 	evalOnly := func(x []int32, polish bool) error {
 		for p := range c.ins {
@@ -526,7 +541,7 @@ func (c *coord) finish(ctx context.Context, res *solver.Result, deadline time.Ti
 		// Move the boundary to the largest summed local score given the
 		// last candidate; keep going while the exact score rises.
 		began := now()
-		if began.Add(last).After(deadline) {
+		if !deadline.IsZero() && began.Add(last).After(deadline) {
 			break
 		}
 		moved := false

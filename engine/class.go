@@ -94,10 +94,14 @@ func (j *Job) ChooseForRun(c Class) (bool, error) {
 // job's limits (max-iter, time-limit, tol; every iteration reported, as
 // solve's TRW-S does), a candidate scored every 5 iterations (scoring one
 // costs each part about half a TRW-S iteration: the copy, an ICM sweep and
-// the score), the package's defaults otherwise.
-func (j *Job) DTRWS(parts int) dtrws.Options {
+// the score), the final polish bounded by time when the parts of a model
+// of vars variables are larger than dtrws.TimedPolishVars (on smaller ones
+// every round runs, so the result does not depend on the machine's
+// speed), the package's defaults otherwise.
+func (j *Job) DTRWS(parts, vars int) dtrws.Options {
 	o := dtrws.DefaultOptions()
 	o.Limits = j.Settings.Limits()
 	o.Parts, o.Threads, o.PrimalEvery = parts, parts, 5
+	o.TimedPolish = vars/max(1, parts) > dtrws.TimedPolishVars
 	return o
 }

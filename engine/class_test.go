@@ -73,8 +73,11 @@ func TestChooseForRun(t *testing.T) {
 			t.Errorf("%s: trws %v, algorithm %s (%q)", c.name, got, j.Algorithm.Name, j.Why)
 		}
 		if got {
-			if o := j.DTRWS(3); o.Parts != 3 || o.Validate() != nil {
+			if o := j.DTRWS(3, 3000); o.Parts != 3 || o.TimedPolish || o.Validate() != nil {
 				t.Errorf("%s: options %+v", c.name, o)
+			}
+			if !j.DTRWS(2, 10_000_000).TimedPolish {
+				t.Errorf("%s: parts of 5e6 variables: the polish not bounded by time", c.name)
 			}
 		}
 	}

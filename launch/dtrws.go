@@ -47,7 +47,7 @@ func runShardedChoice(ctx context.Context, j *engine.Job, t Target, h Hooks, p *
 		return Outcome{}, true, err
 	}
 	defer stopParts()
-	opts := j.DTRWS(t.Workers)
+	opts := j.DTRWS(t.Workers, p.layout.NumVars)
 	var x []int // the assignment for the result, when small enough
 	ro := remote.Options{Job: t.Job, Start: start, Wait: t.Wait, StepTimeout: t.StepTimeout, LostAfter: t.LostAfter, Logger: log,
 		Deliver: func(ctx context.Context, n int, pieces func(put func([]int, []int32) error) error) error {

@@ -58,7 +58,7 @@ func Reorder(in, out string, o ReorderOptions) (err error) {
 	if err != nil {
 		return fmt.Errorf("reorder: %w", err)
 	}
-	sc, err := indexed.OpenScan(f, st.Size(), in, indexed.ReadOptions{MaxEntries: o.MaxEntries, Context: ctx})
+	sc, err := indexed.OpenScan(f, st.Size(), in, indexed.ReadOptions{MaxEntries: o.MaxEntries, Context: ctx, Ranges: true}) // scopes only: the budget bounds each read
 	if err != nil {
 		return err
 	}

@@ -221,6 +221,9 @@ func (s *Scanner) varCards(vars, cards []int, offs []int64) (int, error) {
 			j++
 		}
 		states += c
+		if int64(states) > (s.structEnd()-s.unaryOff())/8 { // (with Ranges the total is unbounded: no overflow below)
+			return 0, errf(s.name, "variable %d: %d unary entries so far, more than the structure holds", i, states)
+		}
 	}
 	if s.unaryOff()+8*int64(states) > s.structEnd() {
 		return 0, errf(s.name, "%d unary entries, more than the structure holds", states)

@@ -140,6 +140,7 @@ func ReadModel(r io.ReaderAt, size int64, name string, opts ReadOptions) (*model
 // everything they declare; it reads no payload. It reads the structure
 // once, as Scanner.Walk does, keeping what it reads.
 func ReadStructure(r io.ReaderAt, size int64, name string, opts ReadOptions) (*Structure, error) {
+	opts.Ranges = false // it takes the whole model: MaxEntries bounds the total
 	sc, err := OpenScan(r, size, name, opts)
 	if err != nil {
 		return nil, err
