@@ -47,6 +47,9 @@ type lostWorker struct {
 	stuck bool
 	heard uint64
 	times int
+	// taken: the worker was taken back since its last loss (counted and
+	// logged once; a new loss writes a new record).
+	taken bool
 }
 
 // maxRejoins bounds how many times a run takes back a worker it lost.
@@ -219,12 +222,16 @@ func (c *coordinator) replace(ctx context.Context, w int) (string, error) {
 			c.log.Warn("worker lost; its part moves to a spare", "lost", old, "silent", silent, "part", w, "spare", spare, "from_checkpoint", restored)
 			if back {
 				c.log.Info("a worker lost earlier spoke again: taken back as a spare", "worker", spare, "part", w)
+			}
+			c.mu.Lock() // replace runs from every worker's exchange
+			if back {
 				c.rejoined++
 			}
 			c.failovers++
 			if restored {
 				c.restored++
 			}
+			c.mu.Unlock()
 			if err := c.assignOne(ctx, w); err != nil {
 				return "", err
 			}

@@ -94,8 +94,14 @@ func (cl *claimer) onAnswer(_ string, data []byte) {
 	}
 	cl.mu.Lock()
 	ch := cl.answers[h.From]
+	if h.Seq <= cl.answeredSeq[h.From] {
+		// Older than an answer already taken: a replay (a worker taken
+		// back after a loss is claimed again by the same job, and its
+		// first answer, perhaps a grant, was on the wire).
+		ch = nil
+	}
 	if ch != nil {
-		cl.answeredSeq[h.From] = max(cl.answeredSeq[h.From], h.Seq)
+		cl.answeredSeq[h.From] = h.Seq
 	}
 	cl.mu.Unlock()
 	if ch != nil {

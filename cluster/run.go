@@ -319,9 +319,12 @@ func openEpoch(ctx context.Context, tr transport.Transport, ro RunOptions) (*coo
 		c.byName[name] = w
 		c.beatSeq[w] = claims.answeredAt(name)
 		c.heardSeq[w] = c.beatSeq[w]
-		if _, back := ro.lost[name]; back {
+		if rec, back := ro.lost[name]; back && !rec.taken {
 			log.Info("a worker lost earlier spoke again: taken back", "worker", name, "part", w, "epoch", ro.Epoch)
 			c.rejoined++
+			rec.taken = true
+			ro.lost[name] = rec
+			c.gone[name] = rec
 		}
 		c.reports[w] = make(chan *reportBody, 4)
 		c.ready[w] = make(chan *readyBody, 4)

@@ -133,6 +133,12 @@ func (w *Worker) near(out *EvalOut) error {
 			dist[v] = -1
 		}
 		slices.Sort(ks)
+		if len(out.Pairs)+2*len(ks) > 2*maxNearPairs {
+			// More than the coordinator takes: this part offers no
+			// block moves rather than failing the run.
+			out.Pairs = out.Pairs[:0]
+			return nil
+		}
 		for _, k2 := range ks {
 			out.Pairs = append(out.Pairs, int32(k1), k2)
 		}
@@ -147,7 +153,7 @@ func (w *Worker) checkBlock(block []int32) (int, error) {
 	states := 1
 	for i, k := range block {
 		if k < 0 || int(k) >= len(w.boundary) || i > 0 && k <= block[i-1] {
-			return 0, fmt.Errorf("evaluate: block of boundary indices %v (%d boundary variables): want increasing indices in range", block, len(w.boundary))
+			return 0, fmt.Errorf("evaluate: block of %d boundary indices (%d boundary variables): want increasing indices in range", len(block), len(w.boundary))
 		}
 		states *= m.Cards[w.boundary[k]]
 		if states > maxBlockStates {
@@ -346,8 +352,8 @@ func (sp *shardPrimal) blockMoves(ctx context.Context, s *master, res *solver.Re
 	for range blockRounds {
 		improved := false
 		for _, b := range blocks {
-			if !sp.deadline.IsZero() && time.Now().After(sp.deadline) {
-				return nil // the polish's time is up (solver.PolishDeadline)
+			if ctx.Err() != nil || sp.blockPriced+2 > blockBudget || !sp.deadline.IsZero() && time.Now().After(sp.deadline) {
+				return nil // interrupted, the budget spent, or the polish's time is up (solver.PolishDeadline)
 			}
 			ok, err := sp.tryBlock(ctx, s, res, b)
 			if err != nil {
@@ -382,6 +388,10 @@ func (sp *shardPrimal) nearGraph(ctx context.Context, s *master) ([][]int, error
 			if k1 < 0 || k2 <= k1 || k2 >= len(of) {
 				return nil, fmt.Errorf("worker %d: near pair (%d, %d) of %d boundary variables", w, k1, k2, len(of))
 			}
+			// In increasing order, as near answers them: no pair twice.
+			if p > 0 && (k1 < int(out.Pairs[p-2]) || k1 == int(out.Pairs[p-2]) && k2 <= int(out.Pairs[p-1])) {
+				return nil, fmt.Errorf("worker %d: near pair (%d, %d) out of order", w, k1, k2)
+			}
 			j1, j2 := of[k1], of[k2]
 			adj[j1] = append(adj[j1], j2)
 			adj[j2] = append(adj[j2], j1)
@@ -409,7 +419,8 @@ func growBlock(adj [][]int, cards []int, j int) []int {
 	states := cards[j]
 	for q := 0; q < len(block); q++ {
 		for _, k := range adj[block[q]] {
-			if slices.Contains(block, k) || states*cards[k] > maxBlockStates {
+			// A variable of one state has no move to make.
+			if cards[k] == 1 || slices.Contains(block, k) || states*cards[k] > maxBlockStates {
 				continue
 			}
 			block = append(block, k)

@@ -333,6 +333,7 @@ func TestBlockAnswersChecked(t *testing.T) {
 		{"odd near pairs", EvalNear, func(o *EvalOut) { o.Pairs = append(o.Pairs, 0) }},
 		{"near pair out of range", EvalNear, func(o *EvalOut) { o.Pairs = append(o.Pairs, 0, 1<<20) }},
 		{"near pair reversed", EvalNear, func(o *EvalOut) { o.Pairs = append(o.Pairs, 1, 0) }},
+		{"near pair twice", EvalNear, func(o *EvalOut) { o.Pairs = append(o.Pairs, o.Pairs[len(o.Pairs)-2:]...) }},
 		{"feasible flags", EvalBlockFeasible, func(o *EvalOut) { o.Allowed = append(o.Allowed, true) }},
 		{"prices", EvalBlock, func(o *EvalOut) { o.Gains = append(o.Gains, 0) }},
 		{"NaN price", EvalBlock, func(o *EvalOut) { o.Gains = append(o.Gains[:len(o.Gains)-1], math.NaN()) }},

@@ -448,6 +448,7 @@ func (w *Worker) move(in *EvalIn, out *EvalOut) error {
 		w.scoreMoved(in.Op, out, near)
 		return nil
 	}
+	e.lastOp = 0 // EvalMoves rewrites e.cand: nothing for a keep to take
 	if e.moved == nil {
 		e.moved = make([]int, len(e.cand))
 		e.pairs = w.boundaryPairs()
@@ -789,7 +790,7 @@ func (w *Worker) settle(in *EvalIn, out *EvalOut) error {
 		return fmt.Errorf("evaluate: %d fixed flags for %d boundary variables", len(in.Fixed), len(in.X))
 	}
 	copy(e.cand, w.x)
-	e.candOpt = false
+	e.candOpt, e.lastOp = false, 0 // a keep takes an evaluation, not a settle
 	if e.settle == nil {
 		e.settle = make([]bool, len(e.cand))
 	}
