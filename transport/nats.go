@@ -159,6 +159,7 @@ func connectRetrying(ctx context.Context, opts NATSOptions) (*NATS, error) {
 		perAttempt = 5 * time.Second
 	}
 	wait := retryFirst
+	var prev error // the last attempt's error that the window did not cut short
 	for {
 		o := opts
 		o.RetryFor = 0
@@ -166,6 +167,14 @@ func connectRetrying(ctx context.Context, opts NATSOptions) (*NATS, error) {
 		t, err := NewNATS(ctx, o)
 		if err == nil || !retryable(err) || ctx.Err() != nil {
 			return t, err
+		}
+		cut := o.ConnectTimeout < perAttempt && isTimeout(err)
+		if cut && prev != nil {
+			// The window's end cut this attempt short: the cause worth
+			// reporting is the earlier one (e.g. connection refused).
+			err = prev
+		} else {
+			prev = err
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
@@ -190,6 +199,12 @@ func connectRetrying(ctx context.Context, opts NATSOptions) (*NATS, error) {
 }
 
 func (e *ConnectError) Unwrap() error { return e.Err }
+
+// isTimeout reports whether err is a dial or handshake that ran out of time.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() || strings.Contains(err.Error(), "i/o timeout") || errors.Is(err, context.DeadlineExceeded)
+}
 
 // shortCause strips the layers that repeat what ConnectError already says:
 // "dial tcp 127.0.0.1:4222: connect: connection refused" becomes
