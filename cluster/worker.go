@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/internal/rusage"
 	"github.com/ddrun/ddrun/shard"
 	"github.com/ddrun/ddrun/transport"
 )
@@ -358,7 +359,7 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 		ready.Err = err.Error()
 	} else if a.body.Shard != nil {
 		sum := w.Summary()
-		ready.Summary = &summaryWire{ReplicaEntries: sum.ReplicaEntries, UnaryEntries: sum.UnaryEntries, Interior: sum.Interior, PeakRSSMB: PeakRSSMB()}
+		ready.Summary = &summaryWire{ReplicaEntries: sum.ReplicaEntries, UnaryEntries: sum.UnaryEntries, Interior: sum.Interior, PeakRSSMB: rusage.PeakRSSMB()}
 	}
 	steps, err2 := s.subscribeSteps(job)
 	if err2 != nil {
@@ -445,7 +446,7 @@ func (s *server) runJob(ctx context.Context, a assignment) error {
 			s.mu.Unlock()
 			switch what {
 			case stepStop:
-				s.log.Info("job done", "job", job, "iterations", exp.last, "peak_rss_mb", PeakRSSMB())
+				s.log.Info("job done", "job", job, "iterations", exp.last, "peak_rss_mb", rusage.PeakRSSMB())
 				return nil
 			case stepOld:
 				continue
@@ -739,7 +740,7 @@ func (c *evalCache) answer(ctx context.Context, w *consensus.Worker, ev *evalBod
 	if ev.Seq == c.seq && c.seq != 0 {
 		return c.last
 	}
-	out := evaledBody{Seq: ev.Seq, RSS: PeakRSSMB()}
+	out := evaledBody{Seq: ev.Seq, RSS: rusage.PeakRSSMB()}
 	if ev.Op == uint8(consensus.EvalSave) {
 		ref, err := save(ctx, ev.Iter)
 		if err == nil && (len(ref) == 0 || len(ref) > maxStateRef) {

@@ -6,11 +6,11 @@ import (
 	"math"
 	"os"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/internal/rusage"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/solver"
 	"github.com/ddrun/ddrun/trws"
@@ -123,13 +123,13 @@ func BenchmarkIteration(b *testing.B) {
 			for range 10 {
 				p.Iterate()
 			}
-			c0 := cpuTime()
+			c0 := rusage.CPU().Nanoseconds()
 			b.ResetTimer()
 			for range b.N {
 				p.Iterate()
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(rusage.CPU().Nanoseconds()-c0)/float64(b.N), "cpu-ns/op")
 		})
 		b.Run(name+"/dtrws", func(b *testing.B) {
 			o := DefaultOptions()
@@ -154,27 +154,18 @@ func timeProgress(b *testing.B, run func(iters int, progress func(solver.Progres
 	err := run(warm+b.N, func(p solver.Progress) {
 		switch p.Iteration {
 		case warm:
-			c0 = cpuTime()
+			c0 = rusage.CPU().Nanoseconds()
 			b.ResetTimer()
 			b.StartTimer()
 		case warm + b.N:
 			b.StopTimer()
-			c1 = cpuTime()
+			c1 = rusage.CPU().Nanoseconds()
 		}
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(c1-c0)/float64(b.N), "cpu-ns/op")
-}
-
-// cpuTime returns the process's user and system time in nanoseconds.
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 // BenchmarkNewLocalLink times a part's set-up once its model is read: a
@@ -186,13 +177,13 @@ func BenchmarkNewLocalLink(b *testing.B) {
 		boundary[i] = int32(499*1000 + i)
 	}
 	b.ReportAllocs()
-	c0 := cpuTime()
+	c0 := rusage.CPU().Nanoseconds()
 	for b.Loop() {
 		if _, err := NewLocalLink(m, boundary); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(rusage.CPU().Nanoseconds()-c0)/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkEvaluate times a part's evaluation of a candidate (the
@@ -216,11 +207,11 @@ func BenchmarkEvaluate(b *testing.B) {
 	}
 	in := StepIn{States: make([]int32, len(boundary)), Sweeps: 1}
 	b.ReportAllocs()
-	c0 := cpuTime()
+	c0 := rusage.CPU().Nanoseconds()
 	for b.Loop() {
 		if err := l.Step(ctx, &in, &out); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(rusage.CPU().Nanoseconds()-c0)/float64(b.N), "cpu-ns/op")
 }

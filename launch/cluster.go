@@ -17,6 +17,7 @@ import (
 	"github.com/ddrun/ddrun/checkpoint"
 	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/engine"
+	"github.com/ddrun/ddrun/internal/rusage"
 	"github.com/ddrun/ddrun/jobstate"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/indexed"
@@ -546,7 +547,7 @@ func runSharded(ctx context.Context, j *engine.Job, t Target, h Hooks, p *shardP
 	// report is the job's result in the result schema, with what this
 	// coordinator saw of the run (stats: none when it did not run it).
 	report := func(res solver.Result, ci cluster.JobInfo, stats cluster.RunStats) Outcome {
-		sj := &engine.Sharded{SetupSeconds: (planned + stats.Setup).Seconds(), CoordinatorRSSMB: cluster.PeakRSSMB(), WorkerRSSMB: stats.WorkerRSSMB,
+		sj := &engine.Sharded{SetupSeconds: (planned + stats.Setup).Seconds(), CoordinatorRSSMB: rusage.PeakRSSMB(), WorkerRSSMB: stats.WorkerRSSMB,
 			Failovers: stats.Failovers, Restored: stats.Restored, Redone: stats.Redone}
 		o := p.outcome(res, j, t, before, sj, x)
 		o.Report.Failovers, o.Report.Redone = &ci.Failovers, &ci.Redone
@@ -631,5 +632,5 @@ func sizeOnly(numVars, numFactors int) *shard.Layout {
 // searched is the outcome of a search on the plan's file (p.outcome, with
 // the coordinator's peak RSS).
 func (p *shardPlan) searched(res solver.Result, j *engine.Job, t Target, before Traffic, x []int) Outcome {
-	return p.outcome(res, j, t, before, &engine.Sharded{SetupSeconds: p.planned.Seconds(), CoordinatorRSSMB: cluster.PeakRSSMB()}, x)
+	return p.outcome(res, j, t, before, &engine.Sharded{SetupSeconds: p.planned.Seconds(), CoordinatorRSSMB: rusage.PeakRSSMB()}, x)
 }

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ddrun/ddrun/cluster"
 	"github.com/ddrun/ddrun/dtrws/remote"
 	"github.com/ddrun/ddrun/engine"
+	"github.com/ddrun/ddrun/internal/rusage"
 )
 
 // runShardedChoice is a sharded run whose algorithm the model's class may
@@ -61,6 +61,6 @@ func runShardedChoice(ctx context.Context, j *engine.Job, t Target, h Hooks, p *
 	res.Elapsed = time.Since(start)
 	// The set-up reported is the plan's: the parts' loading is in the
 	// first iteration's time; the workers do not report their peaks.
-	o := p.outcome(res, j, t, before, &engine.Sharded{SetupSeconds: p.planned.Seconds(), CoordinatorRSSMB: cluster.PeakRSSMB()}, x)
+	o := p.outcome(res, j, t, before, &engine.Sharded{SetupSeconds: p.planned.Seconds(), CoordinatorRSSMB: rusage.PeakRSSMB()}, x)
 	return o, true, nil
 }

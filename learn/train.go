@@ -7,6 +7,8 @@ import (
 	"math"
 	"runtime"
 	"time"
+
+	"github.com/ddrun/ddrun/internal/rusage"
 )
 
 // Options are what every training algorithm takes. Algorithm-specific
@@ -274,10 +276,10 @@ func (s *stopper) stop() bool {
 // r.Seconds.
 func (s *stopper) loop(r *Result, pass func(), eval func() (float64, error)) error {
 	for it := 1; ; it++ {
-		p0, c0 := time.Now(), processCPU()
+		p0, c0 := time.Now(), rusage.CPU().Seconds()
 		pass()
 		r.PassSeconds += time.Since(p0).Seconds()
-		r.PassCPUSeconds += processCPU() - c0
+		r.PassCPUSeconds += rusage.CPU().Seconds() - c0
 		r.Iterations, r.Steps = it, s.steps
 		last := s.done(it, *r)
 		if s.due(it) || last {

@@ -6,11 +6,11 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/internal/rusage"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/indexed"
 )
@@ -267,23 +267,13 @@ func BenchmarkPlanMillion(b *testing.B) {
 	path := writeDDX(b, generate.Potts(generate.GridOptions{Height: 1000, Width: 1000, Labels: 4, Rho: 0.5, Seed: 1}))
 	runtime.GC()
 	b.ReportAllocs()
-	cpu := cpuTime()
+	cpu := rusage.CPU().Nanoseconds()
 	for b.Loop() {
 		if _, err := PlanLayout(path, 2, PlanOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
-}
-
-// cpuTime is the process's user and system CPU time so far, in
-// nanoseconds: on a shared machine a steadier measure than the wall.
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
+	b.ReportMetric(float64(rusage.CPU().Nanoseconds()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
 }
 
 // A factor over more variables than the largest window holds (a logic

@@ -3,10 +3,10 @@ package trws
 import (
 	"fmt"
 	"math"
-	"syscall"
 	"testing"
 
 	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/internal/rusage"
 	"github.com/ddrun/ddrun/model"
 )
 
@@ -25,22 +25,13 @@ func iterationCPU(b *testing.B, r *runner) float64 {
 	for range 10 {
 		r.iterate()
 	}
-	c0 := cpuTime()
+	c0 := rusage.CPU().Nanoseconds()
 	b.ResetTimer()
 	for range b.N {
 		r.iterate()
 	}
 	b.StopTimer()
-	return float64(cpuTime()-c0) / float64(b.N)
-}
-
-// cpuTime returns the process's user and system time in nanoseconds.
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
+	return float64(rusage.CPU().Nanoseconds()-c0) / float64(b.N)
 }
 
 // dense turns every factor of m into a Dense table (the O(K^2) message
