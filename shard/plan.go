@@ -83,6 +83,14 @@ func PlanLayout(path string, workers int, opts PlanOptions) (*Layout, error) {
 	}
 	log.Info("sharding: ranges cut", "factors", nf, "workers", workers, "seconds", time.Since(start).Seconds())
 	start = time.Now()
+	// ranges checked every part against the budget; the owners' walks read
+	// across parts (half the workers at once, forward) and keep only the
+	// scopes, so they read with no budget of their own.
+	wide := ropts
+	wide.MaxEntries = math.MaxInt
+	if p.sc, err = indexed.OpenScan(f, size, path, wide); err != nil {
+		return nil, err
+	}
 	if err := p.owners(); err != nil {
 		return nil, err
 	}

@@ -438,6 +438,16 @@ func TestBudgetBoundsEachPart(t *testing.T) {
 			t.Fatalf("part %d within the budget: %v", w, err)
 		}
 	}
+	// On 4 workers the plan's walks read several parts at once (half the
+	// workers forward): the budget is each part's, not theirs.
+	if l, err = PlanLayout(path, 4, PlanOptions{MaxEntries: 350}); err != nil {
+		t.Fatalf("4 parts that fit a budget of 350: %v", err)
+	}
+	for w := range l.Specs {
+		if _, err := Load(context.Background(), &l.Specs[w]); err != nil {
+			t.Fatalf("part %d of 4 within the budget: %v", w, err)
+		}
+	}
 	// A part's table entries over the budget: the plan says so.
 	_, err = PlanLayout(path, 2, PlanOptions{MaxEntries: 300})
 	if err == nil || !strings.Contains(err.Error(), "part 0 of 2") || !strings.Contains(err.Error(), "budget of 300") || strings.Contains(err.Error(), "\n") {
