@@ -65,7 +65,7 @@ func (l lostWorker) back(seq uint64) bool {
 func (c *coordinator) lostRecord(w int) lostWorker {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return lostWorker{stuck: !c.spoke[w], heard: max(c.heardSeq[w], c.beatSeq[w]), times: c.gone[c.names[w]].times + 1}
+	return lostWorker{stuck: !c.spoke[w], heard: c.heardSeq[w], times: c.gone[c.names[w]].times + 1}
 }
 
 // heardFrom records a message numbered seq from the worker holding part
@@ -202,7 +202,12 @@ func (c *coordinator) replace(ctx context.Context, w int) (string, error) {
 				continue
 			}
 			c.mu.Lock()
-			_, back := c.gone[spare]
+			rec, back := c.gone[spare]
+			back = back && !rec.taken // counted once (lostWorker.taken)
+			if back {
+				rec.taken = true
+				c.gone[spare] = rec
+			}
 			c.names[w] = spare
 			c.byName[spare] = w
 			c.filters[w] = transport.NewFilter(c.job, transport.FilterOptions{})
