@@ -85,29 +85,12 @@ func (w *Worker) near(out *EvalOut) error {
 	for k, v := range w.boundary {
 		idx[v] = int32(k)
 	}
-	// Variable-to-factor index of the part.
-	facOff := make([]int, m.NumVars()+1)
-	for a := range m.Factors {
-		for _, v := range m.Factors[a].Vars {
-			facOff[v+1]++
-		}
-	}
-	for v := range m.NumVars() {
-		facOff[v+1] += facOff[v]
-	}
-	facs := make([]int32, facOff[m.NumVars()])
-	fill := slices.Clone(facOff[:m.NumVars()])
-	for a := range m.Factors {
-		for _, v := range m.Factors[a].Vars {
-			facs[fill[v]] = int32(a)
-			fill[v]++
-		}
-	}
 	dist := make([]int32, m.NumVars())
 	for i := range dist {
 		dist[i] = -1
 	}
 	var queue []int
+	var ks []int32
 	for k1, src := range w.boundary {
 		queue = append(queue[:0], src)
 		dist[src] = 0
@@ -116,7 +99,7 @@ func (w *Worker) near(out *EvalOut) error {
 			if dist[u] >= nearDist {
 				continue
 			}
-			for _, a := range facs[facOff[u]:facOff[u+1]] {
+			for _, a := range ls.local.Factors(u) {
 				for _, v := range m.Factors[a].Vars {
 					if dist[v] < 0 {
 						dist[v] = dist[u] + 1
@@ -125,7 +108,7 @@ func (w *Worker) near(out *EvalOut) error {
 				}
 			}
 		}
-		var ks []int32
+		ks = ks[:0]
 		for _, v := range queue {
 			if k2, ok := idx[v]; ok && int(k2) > k1 {
 				ks = append(ks, k2)
@@ -467,12 +450,8 @@ func (sp *shardPrimal) tryBlock(ctx context.Context, s *master, res *solver.Resu
 		for _, i := range pos[w] {
 			want[w] *= m.Cards[b[i]]
 		}
-		switch {
-		case len(pos[w]) == 0 && len(out.Allowed) == 0:
-		case len(out.Allowed) == 0:
-			return false, nil // a part that prices no block moves
-		case len(out.Allowed) != want[w]:
-			return false, fmt.Errorf("worker %d: %d feasible flags for %d joint states", w, len(out.Allowed), want[w])
+		if ok, err := blockAnswer(w, len(pos[w]), len(out.Allowed), want[w], "feasible flags"); !ok {
+			return false, err
 		}
 	}
 	// The joint states every part allows, and each part's projections
@@ -527,12 +506,8 @@ func (sp *shardPrimal) tryBlock(ctx context.Context, s *master, res *solver.Resu
 		return false, err
 	}
 	for w, out := range sp.outs {
-		switch {
-		case len(pos[w]) == 0 && len(out.Gains) == 0:
-		case len(out.Gains) == 0:
-			return false, nil // a part that prices no block moves
-		case len(out.Gains) != want[w]:
-			return false, fmt.Errorf("worker %d: %d block prices for %d joint states", w, len(out.Gains), want[w])
+		if ok, err := blockAnswer(w, len(pos[w]), len(out.Gains), want[w], "block prices"); !ok {
+			return false, err
 		}
 		for _, g := range out.Gains {
 			if math.IsNaN(g) || math.IsInf(g, 1) {
@@ -565,9 +540,9 @@ func (sp *shardPrimal) tryBlock(ctx context.Context, s *master, res *solver.Resu
 		return false, nil
 	}
 	cand := slices.Clone(sp.best)
-	for i := len(b) - 1; i >= 0; i-- {
-		cand[b[i]] = bestState % m.Cards[b[i]]
-		bestState /= m.Cards[b[i]]
+	decode(bestState)
+	for i, j := range b {
+		cand[j] = joint[i]
 	}
 	// The parts' blocks stay as priced: the same moves, re-run.
 	before, after, err := sp.evaluate(ctx, s, cand, EvalBlockApply, false)
@@ -575,4 +550,19 @@ func (sp *shardPrimal) tryBlock(ctx context.Context, s *master, res *solver.Resu
 		return false, err
 	}
 	return sp.keep(ctx, s, res, cand, before, after)
+}
+
+// blockAnswer checks the length n of part w's answer to a block op (want
+// entries for a part holding held of the block's variables, none for a
+// part holding none): ok false with a nil error means the part prices no
+// block moves (the block is left), with an error a malformed answer.
+func blockAnswer(w, held, n, want int, what string) (ok bool, err error) {
+	switch {
+	case held == 0 && n == 0:
+	case n == 0:
+		return false, nil
+	case n != want:
+		return false, fmt.Errorf("worker %d: %d %s for %d joint states", w, n, what, want)
+	}
+	return true, nil
 }

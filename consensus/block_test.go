@@ -95,17 +95,10 @@ func TestBlockPricesMatchBruteForce(t *testing.T) {
 				for i, v := range wk.vars {
 					wk.x[i] = opt[v]
 				}
-				in, out := &EvalIn{Seq: 1, Op: EvalDecoded, X: X}, &EvalOut{}
-				if err := wk.Evaluate(in, out); err != nil {
-					t.Fatal(err)
-				}
-				in.Op = EvalKeepBefore
-				if err := wk.Evaluate(in, out); err != nil {
-					t.Fatal(err)
-				}
+				out := keepDecoded(t, wk, X)
 				base := out.Before
 				block := []int32{0, int32(len(wk.boundary) - 1)}
-				in = &EvalIn{Seq: 2, Op: EvalBlockFeasible, X: X, Block: block}
+				in := &EvalIn{Seq: 2, Op: EvalBlockFeasible, X: X, Block: block}
 				if err := wk.Evaluate(in, out); err != nil {
 					t.Fatal(err)
 				}
@@ -175,14 +168,7 @@ func TestBlockRequestsChecked(t *testing.T) {
 	}
 	wk.evalState().search.newPrim()
 	X := make([]int32, nb)
-	in, out := &EvalIn{Seq: 1, Op: EvalDecoded, X: X}, &EvalOut{}
-	if err := wk.Evaluate(in, out); err != nil {
-		t.Fatal(err)
-	}
-	in.Op = EvalKeepBefore
-	if err := wk.Evaluate(in, out); err != nil {
-		t.Fatal(err)
-	}
+	out := keepDecoded(t, wk, X)
 	for _, c := range []struct {
 		name    string
 		op      EvalOp
@@ -365,4 +351,20 @@ func TestBlockAnswersChecked(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keepDecoded has worker wk evaluate the decoded assignment with boundary
+// states X and keep it before its improvement (the best block moves
+// start from), and returns the evaluation's answer.
+func keepDecoded(t *testing.T, wk *Worker, X []int32) *EvalOut {
+	t.Helper()
+	in, out := &EvalIn{Seq: 1, Op: EvalDecoded, X: X}, &EvalOut{}
+	if err := wk.Evaluate(in, out); err != nil {
+		t.Fatal(err)
+	}
+	in.Op = EvalKeepBefore
+	if err := wk.Evaluate(in, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
