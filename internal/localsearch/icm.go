@@ -135,20 +135,6 @@ func (l *Local) Sweeps(x []int, sweeps int, buf []float64, fixed []bool) bool {
 	return l.sweeps(x, sweeps, buf, fixed)
 }
 
-// SweepsNear is Sweeps from an x that was a local optimum with the same
-// fixed variables (a Sweeps that reported so left it) before the fixed
-// variables in changed took other states: only their neighbours can move
-// at first, so only they are visited until their moves spread. The moves
-// are those Sweeps would make from x; the first sweep costs the
-// neighbourhoods of changed instead of the model.
-func (l *Local) SweepsNear(x []int, sweeps int, buf []float64, fixed []bool, changed []int) bool {
-	clear(l.marks())
-	for _, i := range changed {
-		l.markNeighbours(i)
-	}
-	return l.sweeps(x, sweeps, buf, fixed)
-}
-
 // marks returns the per-variable marks of the visits to make.
 func (l *Local) marks() []bool {
 	if l.dirty == nil {

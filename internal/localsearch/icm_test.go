@@ -95,8 +95,7 @@ func plainSweeps(l *Local, x []int, sweeps int, buf []float64, fixed []bool) boo
 }
 
 // Sweeps, which skips the visits that cannot move a variable, makes the
-// moves of plain sweeps, budget cut-offs included; SweepsNear from a local
-// optimum whose fixed variables then changed ends where Sweeps does.
+// moves of plain sweeps, budget cut-offs included.
 func TestSweepsSkipExact(t *testing.T) {
 	buf := make([]float64, 64)
 	for mi, m := range append(testModels(t), generate.Potts(generate.GridOptions{Height: 30, Width: 40, Labels: 5, Rho: 1, Seed: 9})) {
@@ -116,23 +115,6 @@ func TestSweepsSkipExact(t *testing.T) {
 			done := l.Sweeps(x, budget, buf, fixed)
 			if !slices.Equal(x, want) || done != wantDone {
 				t.Fatalf("model %d, %d sweeps: Sweeps ended at %v (done %v), plain sweeps at %v (done %v)", mi, budget, x, done, want, wantDone)
-			}
-			if !done {
-				continue
-			}
-			// Move some fixed variables of the local optimum.
-			var changed []int
-			for i, f := range fixed {
-				if f && m.Cards[i] > 1 && rng.IntN(3) == 0 {
-					x[i] = (x[i] + 1 + rng.IntN(m.Cards[i]-1)) % m.Cards[i]
-					changed = append(changed, i)
-				}
-			}
-			want = slices.Clone(x)
-			wantDone = plainSweeps(l, want, 100, buf, fixed)
-			done = l.SweepsNear(x, 100, buf, fixed, changed)
-			if !slices.Equal(x, want) || done != wantDone {
-				t.Fatalf("model %d: SweepsNear after %d changes ended at %v (done %v), plain sweeps at %v (done %v)", mi, len(changed), x, done, want, wantDone)
 			}
 		}
 	}
