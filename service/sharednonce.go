@@ -58,7 +58,8 @@ type kvNonces struct {
 
 // NewKVNonces opens the bucket NonceBucket on nc's JetStream, creating it
 // when missing (file storage, one value per key, entries expiring after
-// twice NonceWindow, as the per-service record's). Without JetStream on the
+// three times NonceWindow: the two windows a copy can be taken in, and one
+// for the services' clock skew). Without JetStream on the
 // server it fails, and its caller keeps to the per-service record.
 func NewKVNonces(ctx context.Context, nc *nats.Conn) (SharedNonces, error) {
 	js, err := jetstream.New(nc)
