@@ -3,6 +3,7 @@ package trws
 import (
 	"fmt"
 
+	"github.com/ddrun/ddrun/internal/localsearch"
 	"github.com/ddrun/ddrun/model"
 )
 
@@ -228,13 +229,7 @@ func (p *Part) sweeps(x []int, sweeps int, fixed []bool) bool {
 			}
 			loc := p.loc[:k]
 			p.Scores(v, x, loc)
-			best := x[v]
-			for j, s := range loc {
-				if s > loc[best] {
-					best = j
-				}
-			}
-			if best != x[v] {
+			if best := localsearch.Best(loc, x[v]); best != x[v] {
 				x[v], moved = best, true
 				p.markNeighbours(v)
 			}
