@@ -196,6 +196,7 @@ func (s *Scanner) varCards(vars, cards []int, offs []int64) (int, error) {
 	off := s.structOff() + structHead
 	d := newDecoder(s.r, nil, off, off+4*int64(last+1), s.name)
 	states, want, j := 0, 0, 0
+	maxUnaries := (s.structEnd() - s.unaryOff()) / 8 // what the structure section holds
 	for i := 0; i <= last; i++ {
 		if i&0xffff == 0 {
 			if err := s.stopped(); err != nil {
@@ -221,12 +222,11 @@ func (s *Scanner) varCards(vars, cards []int, offs []int64) (int, error) {
 			j++
 		}
 		states += c
-		if int64(states) > (s.structEnd()-s.unaryOff())/8 { // (with Ranges the total is unbounded: no overflow below)
+		// Checked as they add up: with Ranges the total is unbounded, and
+		// 8*states could overflow once the loop ends.
+		if int64(states) > maxUnaries {
 			return 0, errf(s.name, "variable %d: %d unary entries so far, more than the structure holds", i, states)
 		}
-	}
-	if s.unaryOff()+8*int64(states) > s.structEnd() {
-		return 0, errf(s.name, "%d unary entries, more than the structure holds", states)
 	}
 	return want, nil
 }
