@@ -71,7 +71,7 @@ func (v *transView) rebuild() {
 			slices.SortFunc(col, before)
 		}
 	} else if len(v.dlist) > 0 {
-		v.all = v.merge(v.all, before)
+		v.merge(v.all, before)
 		clear(v.inL)
 		clear(v.inR)
 		for _, ab := range v.dlist {
@@ -98,7 +98,7 @@ func (v *transView) rebuild() {
 // merge re-sorts view (entry indices, in order at the last snapshot) in
 // place: its clean entries in their order, its dirty ones sorted and
 // merged in.
-func (v *transView) merge(view []int32, before func(i, j int32) int) []int32 {
+func (v *transView) merge(view []int32, before func(i, j int32) int) {
 	clean, dirt := v.scratch[:0], v.dscratch[:0]
 	for _, ab := range view {
 		if v.dirty[ab] {
@@ -119,7 +119,6 @@ func (v *transView) merge(view []int32, before func(i, j int32) int) []int32 {
 		}
 	}
 	v.scratch, v.dscratch = clean, dirt
-	return view
 }
 
 // touch records that T[ab] changed.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 )
 
@@ -297,10 +296,7 @@ func (g *gdmm) pass() {
 	// order every pass) GDMM's primal after 30 passes at 105 tags was
 	// 3,082 where shuffled it was 2,045 (docs/learning.md).
 	g.rng.Shuffle(len(g.order), func(a, b int) { g.order[a], g.order[b] = g.order[b], g.order[a] })
-	threads := g.o.Threads
-	if threads <= 0 {
-		threads = runtime.GOMAXPROCS(0)
-	}
+	threads := threadsOr(g.o.Threads)
 	if threads < 2 || len(g.order) < 2 {
 		for k, s := range g.order {
 			if g.st != nil && k%stopCheckEvery == 0 && g.st.stop() {
