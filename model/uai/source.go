@@ -26,19 +26,31 @@ type source struct {
 func openSource(r io.Reader, name string, ctx context.Context) (*source, error) {
 	src := &source{name: name, size: sizeOf(r)}
 	br := bufio.NewReaderSize(r, scanBufSize)
-	magic, _ := br.Peek(2) // a short or failed peek is seen again by the scanner
+	zr, err := gunzipIfMagic(br, name)
+	if err != nil {
+		return nil, err
+	}
 	var in io.Reader = br
-	if len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, &ParseError{Name: name, Line: 1, Msg: "reading gzip header", Err: err}
-		}
-		src.gz = zr
-		src.size = -1
-		in = zr
+	if zr != nil {
+		src.gz, src.size, in = zr, -1, zr
 	}
 	src.s = newScanner(model.ContextReader(ctx, in))
 	return src, nil
+}
+
+// gunzipIfMagic returns a gzip reader of br's bytes when they start with
+// gzip's magic bytes (whatever the name), else nil; a bad gzip header is
+// a *ParseError naming name, line 1. A short or failed peek is left for
+// the caller's reads to see again.
+func gunzipIfMagic(br *bufio.Reader, name string) (*gzip.Reader, error) {
+	if magic, _ := br.Peek(2); len(magic) != 2 || magic[0] != 0x1f || magic[1] != 0x8b {
+		return nil, nil
+	}
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		return nil, &ParseError{Name: name, Line: 1, Msg: "reading gzip header", Err: err}
+	}
+	return zr, nil
 }
 
 // OpenText is the input side of CreateFile for the other text formats'
@@ -50,12 +62,12 @@ func openSource(r io.Reader, name string, ctx context.Context) (*source, error) 
 // name, line 1.
 func OpenText(ctx context.Context, r io.Reader, name string) (br *bufio.Reader, done func(), err error) {
 	br = bufio.NewReaderSize(model.ContextReader(ctx, r), 64<<10)
-	if magic, _ := br.Peek(2); len(magic) != 2 || magic[0] != 0x1f || magic[1] != 0x8b {
-		return br, func() {}, nil
-	}
-	zr, err := gzip.NewReader(br)
+	zr, err := gunzipIfMagic(br, name)
 	if err != nil {
-		return nil, nil, &ParseError{Name: name, Line: 1, Msg: "reading gzip header", Err: err}
+		return nil, nil, err
+	}
+	if zr == nil {
+		return br, func() {}, nil
 	}
 	return bufio.NewReaderSize(model.ContextReader(ctx, zr), 64<<10), func() { zr.Close() }, nil
 }
