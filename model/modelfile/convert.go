@@ -52,7 +52,7 @@ type ConvertOptions struct {
 // its name says. UAI to indexed streams in memory that does not grow with
 // the factors: the UAI file is read twice (uai.StreamScopes: a scope and
 // its table at a time, the tables' text tokenized and converted in
-// windows on all the cores: uai.ReadOptions.Converters) and the writer spills the structure to temporary
+// windows on up to 4 cores: uai.ReadOptions.Converters) and the writer spills the structure to temporary
 // files beside out (indexed.WriteOptions.TempDir), the structured pairwise
 // tables written as their kinds unless o.KeepDense; so does native msgpack
 // (native.ReadMsgpackStream: the file read three times, a factor at a
