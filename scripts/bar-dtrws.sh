@@ -11,7 +11,7 @@
 #   ROUNDS=6 OLD=/tmp/old B=664790.5964 scripts/bar-dtrws.sh g.uai
 set -euo pipefail
 bin=${BIN:-$(mktemp -d)}
-[ -x "$bin/coordinator" ] || go build -o "$bin/" ./cmd/coordinator ./cmd/worker
+[ -x "$bin/coordinator" ] || (cd "$(dirname "$0")/.." && go build -o "$bin/" ./cmd/coordinator ./cmd/worker)
 rounds=${ROUNDS:-3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

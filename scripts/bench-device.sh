@@ -30,8 +30,9 @@ runs=$out/runs.txt
 : >"$runs"
 echo "host: $(nproc) cores, $(free -g | awk '/Mem/{print $2}') GB; $(uname -r)" >>"$runs"
 
-# hwm PID-LIST-FILE: sample VmHWM (KB) of the coordinator and every worker
-# process until stopped; writes "coordKB allKB" on exit.
+# sampler TAG PID: sample VmHWM (KB) of the coordinator PID and of every
+# process named worker on the machine until $work/sampling goes; writes
+# "coordKB allKB" to $work/hwm.TAG.
 sampler() {
   local tag=$1 cpid=$2
   declare -A h

@@ -126,7 +126,7 @@ type planner struct {
 	of, deg  [][]int
 	entries  []int
 	suspects int // the variables counted again (owners.go)
-	// Pass 1 measures, on the variables numbered below gapSample, how
+	// Pass 1 measures, on the variables numbered below gapVars, how
 	// long a variable goes untouched between two of its factors (absence),
 	// which sizes the second pass's window (owners.go).
 	sample  gapSample

@@ -63,12 +63,12 @@ type Writer struct {
 	records *spill // the factor records, encoded as in the file
 	index   *spill // the CRC-32C of each full payload block
 
-	payload  int64 // payload bytes written
-	fill     int64 // bytes of the current block
-	crc      uint32
-	scratch  []byte
-	nfactors int
-	states   int // the most states in all (maxStates)
+	payload    int64 // payload bytes written
+	fill       int64 // bytes of the current block
+	crc        uint32
+	scratch    []byte
+	nfactors   int
+	stateLimit int // the most states in all (maxStates)
 }
 
 // MaxSpilledStates is the most states in all that a Writer takes when its
@@ -129,7 +129,7 @@ func NewStreamWriter(w io.Writer, constant float64, opts WriteOptions) (*Writer,
 		return nil, fmt.Errorf("indexed: constant %v is not finite", constant)
 	}
 	wr := &Writer{w: bufio.NewWriterSize(w, 1<<16), constant: constant, blockSize: bs, fold: opts.FoldUnary,
-		scratch: make([]byte, 8<<10), ctx: opts.Context, states: maxStates(opts)}
+		scratch: make([]byte, 8<<10), ctx: opts.Context, stateLimit: maxStates(opts)}
 	for _, s := range []struct {
 		p    **spill
 		what string
@@ -165,8 +165,8 @@ func (wr *Writer) AddVar(card int, unary []float64) error {
 		return wr.fail(fmt.Errorf("indexed: variable %d added after the factors", i))
 	case card < 1 || card > math.MaxUint32 || unary != nil && len(unary) != card:
 		return wr.fail(fmt.Errorf("indexed: variable %d: cardinality %d (%d unary entries)", i, card, len(unary)))
-	case card > wr.states-states:
-		return wr.fail(fmt.Errorf("indexed: variable %d: more than %d states in all", i, wr.states))
+	case card > wr.stateLimit-states:
+		return wr.fail(fmt.Errorf("indexed: variable %d: more than %d states in all", i, wr.stateLimit))
 	}
 	for k, v := range unary {
 		if s := badValue(v); s != "" {

@@ -170,7 +170,7 @@ func (w *window) convert(base LogBase) bool {
 
 // process is w's goroutine: prev gives the state at w's start.
 func (w *window) process(prev <-chan walkState, nf int, base LogBase) {
-	defer func() { w.done <- struct{}{} }() // received once (the package's tests have a close of their own)
+	defer func() { w.done <- struct{}{} }() // received once
 	ok := w.tokenize()
 	st := <-prev
 	switch {
