@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"io"
+	"math"
 )
 
 // DefaultMaxEntries is the model readers' default bound on what a file may
@@ -27,6 +28,16 @@ const (
 // most MaxFreeStatesPerVar per such variable.
 func FreeStatesOK(free, states int) bool {
 	return states <= MaxFreeStates || states <= MaxFreeStatesPerVar*free
+}
+
+// AddCapped is a + b for non-negative a and b, or math.MaxInt where the sum
+// would overflow: for totals that no limit bounds (a reader that checks
+// each piece against its limit, not the sum).
+func AddCapped(a, b int) int {
+	if b > math.MaxInt-a {
+		return math.MaxInt
+	}
+	return a + b
 }
 
 // EntryLimit is limit, or DefaultMaxEntries when limit is not positive.

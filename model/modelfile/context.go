@@ -72,7 +72,7 @@ func LoadWith(ctx context.Context, path string, o Options) (*model.Model, error)
 	}
 	var in io.Reader = t
 	if isXZ(path) {
-		if in, err = newXZReader(t, path, o.MaxEntries); err != nil {
+		if in, err = newXZReader(t, path, xzBytes(o.MaxEntries)); err != nil {
 			return nil, err
 		}
 	}

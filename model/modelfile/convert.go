@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -20,7 +21,17 @@ import (
 
 // ConvertOptions say how Convert reads and reports.
 type ConvertOptions struct {
-	// MaxEntries bounds what the input may declare, as in Options.
+	// MaxEntries bounds what the conversion holds. Where it reads the
+	// model whole (an output that is not indexed, native JSON, WCSP and
+	// CFN input, evidence with input that is not UAI), the input's totals,
+	// as in Options. Where it streams to an indexed output (UAI and native
+	// msgpack input), each piece it holds instead (uai.ReadOptions and
+	// native.ReadOptions EachPiece): each variable's cardinality, each
+	// table, and the number of variables, of which it keeps a few words
+	// each; not the totals, which no process of a sharded run holds: its
+	// plan and its workers check each part against the same budget, as
+	// for an indexed input. The decompressed bytes of such an input are
+	// not bounded either: the output grows with the input, as gen's does.
 	MaxEntries int
 	// BlockSize is the indexed output's checksum block (0: the default).
 	BlockSize int
@@ -133,7 +144,7 @@ func streamUAI(ctx context.Context, in string, f *os.File, o ConvertOptions, wop
 		}
 	}()
 	ropts := uai.OptionsFor(in)
-	ropts.MaxEntries, ropts.Context = o.MaxEntries, ctx
+	ropts.MaxEntries, ropts.EachPiece, ropts.Context = o.MaxEntries, true, ctx
 	// The tables' text is tokenized and converted in windows on other
 	// goroutines while this one reads it and writes: as many windows at
 	// once as the cores (up to 4).
@@ -146,7 +157,7 @@ func streamUAI(ctx context.Context, in string, f *os.File, o ConvertOptions, wop
 		}
 		var r io.Reader = newCtxReader(ctx, src)
 		if isXZ(in) { // gzip is the UAI reader's own
-			if r, err = newXZReader(r, in, o.MaxEntries); err != nil {
+			if r, err = newXZReader(r, in, math.MaxInt64); err != nil { // each piece is bounded
 				src.Close()
 				return nil, err
 			}
@@ -271,7 +282,7 @@ func streamMsgpack(ctx context.Context, in string, f *os.File, o ConvertOptions,
 			return nil
 		},
 	}
-	err := native.ReadMsgpackStream(OpenAt(ctx, in, o.MaxEntries), in, native.ReadOptions{MaxEntries: o.MaxEntries, Context: ctx}, sink)
+	err := native.ReadMsgpackStream(OpenAt(ctx, in), in, native.ReadOptions{MaxEntries: o.MaxEntries, EachPiece: true, Context: ctx}, sink)
 	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("%s: reading stopped: %w", in, context.Cause(ctx))
 	}
@@ -286,9 +297,9 @@ func streamMsgpack(ctx context.Context, in string, f *os.File, o ConvertOptions,
 
 // OpenAt opens the model file at path for reading from offset off of its
 // bytes, decompressed (gzip, recognised by its magic bytes, or xz, by its
-// name; bounded by the entry limit maxEntries as the readers bound them):
-// a plain file seeks there, a compressed one is decompressed up to there.
-func OpenAt(ctx context.Context, path string, maxEntries int) native.Opener {
+// name; not bounded: the streaming reader bounds each value it keeps): a
+// plain file seeks there, a compressed one is decompressed up to there.
+func OpenAt(ctx context.Context, path string) native.Opener {
 	return func(off int64) (io.ReadCloser, error) {
 		fh, err := openCtx(ctx, path)
 		if err != nil {
@@ -298,7 +309,7 @@ func OpenAt(ctx context.Context, path string, maxEntries int) native.Opener {
 		compressed := true
 		switch magic, _ := r.(*bufio.Reader).Peek(2); {
 		case isXZ(path):
-			r, err = newXZReader(r, path, maxEntries)
+			r, err = newXZReader(r, path, math.MaxInt64)
 		case len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b:
 			r, err = gzip.NewReader(r)
 		default:

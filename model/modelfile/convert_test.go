@@ -299,3 +299,65 @@ func TestConvertXZStreams(t *testing.T) {
 		}
 	}
 }
+
+// TestConvertBudgetEachPiece: a streaming conversion to .ddx (UAI plain
+// and xz, msgpack plain and gzip) holds one table at a time, so
+// MaxEntries bounds each piece, not the totals: a 3x3 4-label grid with
+// dense pair tables (9 variables, 36 states, 192 table entries) converts
+// under a budget of 20 to the .ddx of its unbounded conversion, where the
+// conversions that read the model whole (JSON input, a UAI output) refuse
+// it; a table over the budget is a one-line error naming the file, with
+// no output and no temporary file left behind.
+func TestConvertBudgetEachPiece(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	m := generate.Potts(generate.GridOptions{Height: 3, Width: 3, Labels: 4, Rho: 1, Seed: 3, Pair: generate.PairDense})
+	var inputs []string
+	for _, name := range []string{"g.uai", "g.msgpack", "g.msgpack.gz"} {
+		p := filepath.Join(dir, name)
+		if err := Save(p, m); err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, p)
+		if name == "g.uai" {
+			data, _ := os.ReadFile(p)
+			inputs = append(inputs, writeXZ(t, dir, "g.uai.xz", string(data)))
+		}
+	}
+	for _, in := range inputs {
+		want, got := in+".want.ddx", in+".ddx"
+		if err := Convert(ctx, in, want, ConvertOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := Convert(ctx, in, got, ConvertOptions{MaxEntries: 20}); err != nil {
+			t.Fatalf("%s: every piece within the budget of 20: %v", in, err)
+		}
+		a, _ := os.ReadFile(want)
+		b, _ := os.ReadFile(got)
+		if len(a) == 0 || string(a) != string(b) {
+			t.Fatalf("%s: the budgeted conversion differs from the unbounded one", in)
+		}
+		bad := in + ".bad.ddx"
+		err := Convert(ctx, in, bad, ConvertOptions{MaxEntries: 10})
+		if err == nil || !strings.Contains(err.Error(), in) || !strings.Contains(err.Error(), "16 entries") || !strings.Contains(err.Error(), "limit of 10") || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("%s: a table of 16 entries over a budget of 10: %v", in, err)
+		}
+		if _, serr := os.Stat(bad); serr == nil {
+			t.Fatalf("%s: a failed conversion left its output", in)
+		}
+	}
+	js := filepath.Join(dir, "g.json")
+	if err := Save(js, m); err != nil {
+		t.Fatal(err)
+	}
+	for in, out := range map[string]string{js: js + ".ddx", inputs[0]: filepath.Join(dir, "back.uai")} {
+		err := Convert(ctx, in, out, ConvertOptions{MaxEntries: 20})
+		if err == nil || !strings.Contains(err.Error(), "over the limit of 20") {
+			t.Fatalf("%s to %s reads the model whole: %v, want the totals over the limit of 20", in, out, err)
+		}
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, ".*"))
+	if len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+}

@@ -3,6 +3,7 @@ package modelfile
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/ddrun/ddrun/model"
@@ -18,15 +19,25 @@ func isXZ(path string) bool { return strings.HasSuffix(strings.ToLower(path), ".
 // for a decimal number and its separators, so that an xz bomb stops early.
 const xzBytesPerEntry = 64
 
-// newXZReader decompresses r as it is read; more than 1 MiB plus
-// 2*xzBytesPerEntry bytes per entry that maxEntries allows is an error.
-func newXZReader(r io.Reader, path string, maxEntries int) (io.Reader, error) {
+// xzBytes is the most bytes an xz input may decompress to for a reader
+// of the whole model with the entry limit maxEntries: 1 MiB plus
+// 2*xzBytesPerEntry bytes per entry it allows.
+func xzBytes(maxEntries int) int64 {
+	return int64(1<<20) + 2*xzBytesPerEntry*int64(model.EntryLimit(maxEntries))
+}
+
+// newXZReader decompresses r as it is read; more than maxBytes bytes is an
+// error (math.MaxInt64: a streaming reader, which bounds each piece it
+// holds instead).
+func newXZReader(r io.Reader, path string, maxBytes int64) (io.Reader, error) {
 	zr, err := xz.NewReader(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s:1: reading xz header: %w", path, err)
 	}
-	limit := int64(1<<20) + 2*xzBytesPerEntry*int64(model.EntryLimit(maxEntries))
-	return &boundedReader{r: zr, left: limit, path: path}, nil
+	if maxBytes == math.MaxInt64 {
+		return zr, nil
+	}
+	return &boundedReader{r: zr, left: maxBytes, path: path}, nil
 }
 
 // boundedReader fails once more than left bytes have been read.

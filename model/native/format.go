@@ -68,6 +68,16 @@ type ReadOptions struct {
 	// (decompressed) bytes are bounded by bytesPerEntry for each entry
 	// the limits allow, so a gzip bomb stops early.
 	MaxEntries int
+	// EachPiece makes ReadMsgpackStream check MaxEntries against each
+	// piece it holds instead of the totals: each variable's cardinality,
+	// each factor's entries, the number of variables (it holds a bit and
+	// at most a run per variable), and the bytes of each value it keeps
+	// (bytesPerEntry per entry), not the input's; for a caller that keeps
+	// no more than one factor at a time (a streaming conversion to .ddx,
+	// whose parts a sharded run checks against the budget of each
+	// process). ReadWith holds the model and checks the totals whatever
+	// it says.
+	EachPiece bool
 	// Context, when not nil, stops the reading once it ends: checked
 	// before every read of the (decompressed) input and between decoding
 	// and building the model.

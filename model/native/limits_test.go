@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 )
@@ -91,4 +92,63 @@ func gzipped(data []byte) []byte {
 	zw.Write(data)
 	zw.Close()
 	return b.Bytes()
+}
+
+// ReadOptions.EachPiece makes ReadMsgpackStream bound each cardinality,
+// each factor's entries, the number of variables and the bytes of each
+// value it keeps by MaxEntries, not the totals: a model whose totals are
+// over the limit (6 states, 8 table entries) and whose pieces fit is read,
+// plain and gzip, where ReadWith refuses it; a piece over the limit is a
+// one-line error naming its place.
+func TestStreamEachPiece(t *testing.T) {
+	pair := func(u, v int) string {
+		return fmt.Sprintf(`{"kind": "dense", "vars": [%d, %d], "table": [0, 1, 2, 3]}`, u, v)
+	}
+	in := doc("2, 2, 2", pair(0, 1)+", "+pair(1, 2))
+	long := strings.TrimSuffix(strings.Repeat("0.5, ", 200000), ", ") // 1.8 MB in msgpack
+	cases := []struct {
+		in         string
+		limit      int
+		place, msg string // "": read
+	}{
+		{in, 5, "", ""},
+		{in, 3, "factors[0]", "4 entries, over the limit of 3"},
+		{in, 2, "cards", "3 variables, more than the limit of 2"},
+		{doc("2, 9", ""), 8, "cards[1]", "cardinality 9 is over the limit of 8"},
+		{doc("2, 2", `{"kind": "dense", "vars": [0, 1], "table": [`+long+`]}`), 4, "factors[0]", "a value of more than 1049088 bytes, more than the entry limit allows"},
+	}
+	if _, err := ReadWith(bytes.NewReader(toMsgpack(t, in)), "m", Msgpack, ReadOptions{MaxEntries: 5, EachPiece: true}); err == nil {
+		t.Fatal("ReadWith holds the model: it must check the totals whatever EachPiece says")
+	}
+	for _, c := range cases {
+		data := toMsgpack(t, c.in)
+		for _, gz := range []bool{false, true} {
+			if gz {
+				data = gzipped(data)
+			}
+			open := func(off int64) (io.ReadCloser, error) {
+				var r io.Reader = bytes.NewReader(data)
+				if gz {
+					zr, err := gzip.NewReader(r)
+					if err != nil {
+						return nil, err
+					}
+					r = zr
+				}
+				_, err := io.CopyN(io.Discard, r, off)
+				return io.NopCloser(r), err
+			}
+			m, err := readStreamFrom(open, "m", ReadOptions{MaxEntries: c.limit, EachPiece: true})
+			if c.msg == "" {
+				if err != nil || len(m.Factors) != 2 || m.NumVars() != 3 {
+					t.Fatalf("limit %d gz=%v: %v", c.limit, gz, err)
+				}
+				continue
+			}
+			var e *Error
+			if err == nil || !errors.As(err, &e) || e.Place != c.place || !strings.Contains(e.Msg, c.msg) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("limit %d gz=%v: error %v, want %s: %s", c.limit, gz, err, c.place, c.msg)
+			}
+		}
+	}
 }

@@ -43,7 +43,11 @@ type Sink struct {
 // the sink's output is then to be thrown away.
 func ReadMsgpackStream(open Opener, name string, opts ReadOptions, sink Sink) error {
 	s := &mpStream{open: open, limit: model.EntryLimit(opts.MaxEntries), opts: opts}
-	s.maxBytes = int64(1<<20) + 2*bytesPerEntry*int64(s.limit)
+	s.maxValue = int64(1<<20) + 2*bytesPerEntry*int64(s.limit)
+	s.maxBytes = s.maxValue
+	if opts.EachPiece {
+		s.maxBytes = math.MaxInt64 // each kept value is bounded, not the input
+	}
 	err := s.read(sink)
 	if err != nil {
 		var e *Error
@@ -60,7 +64,8 @@ type mpStream struct {
 	open     Opener
 	opts     ReadOptions
 	limit    int
-	maxBytes int64
+	maxBytes int64 // the input's bytes
+	maxValue int64 // the bytes of a value kept (frame, unary)
 	// where each top-level field's value starts (-1: absent or null)
 	cardsAt, unariesAt, factorsAt int64
 	lastFactors                   bool // "factors" is the document's last field
@@ -75,7 +80,10 @@ type streamReader struct {
 	r   *bufio.Reader
 	c   io.Closer
 	off int64
-	max int64
+	max int64 // the most bytes read
+	// keepMax is the most bytes of one value kept (a value's bytes are
+	// appended to a buffer as they are read).
+	keepMax int64
 }
 
 func (s *mpStream) reader(off int64) (*streamReader, error) {
@@ -83,7 +91,7 @@ func (s *mpStream) reader(off int64) (*streamReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &streamReader{r: bufio.NewReaderSize(model.ContextReader(s.opts.Context, rc), 1<<16), c: rc, off: off, max: s.maxBytes}, nil
+	return &streamReader{r: bufio.NewReaderSize(model.ContextReader(s.opts.Context, rc), 1<<16), c: rc, off: off, max: s.maxBytes, keepMax: s.maxValue}, nil
 }
 
 func (r *streamReader) errorf(format string, args ...any) error {
@@ -94,6 +102,9 @@ func (r *streamReader) errorf(format string, args ...any) error {
 func (r *streamReader) take(buf []byte, n uint64, keep bool) ([]byte, error) {
 	if n > uint64(r.max-r.off) {
 		return nil, r.errorf("more than %d bytes, more than the entry limit allows", r.max)
+	}
+	if keep && n > uint64(r.keepMax)-uint64(len(buf)) {
+		return nil, r.errorf("a value of more than %d bytes, more than the entry limit allows", r.keepMax)
 	}
 	if !keep {
 		d, err := r.r.Discard(int(n))
@@ -216,7 +227,7 @@ func (r *streamReader) value(buf []byte, keep bool, depth int) ([]byte, error) {
 		r.r.Peek(r.r.Size()) // a short or failed fill leaves the rest to the bytewise reading
 	}
 	if p, _ := r.r.Peek(r.r.Buffered()); len(p) > 0 {
-		if n, ok := valueLen(p, depth); ok && int64(n) <= r.max-r.off {
+		if n, ok := valueLen(p, depth); ok && int64(n) <= r.max-r.off && int64(len(buf)+n) <= r.keepMax {
 			if keep {
 				buf = append(buf, p[:n]...)
 			}
@@ -436,6 +447,8 @@ func (s *mpStream) variables(sink Sink) (int, error) {
 	switch {
 	case err != nil:
 		return 0, at("cards", err)
+	case n > s.limit && s.opts.EachPiece: // a bit each, and a run at most
+		return 0, placeErr("cards", "%d variables, more than the limit of %d", n, s.limit)
 	case n > s.limit: // every variable has a state
 		return 0, placeErr("cards", "%d variables, more than the limit of %d states", n, s.limit)
 	}
@@ -470,7 +483,10 @@ func (s *mpStream) variables(sink Sink) (int, error) {
 		if c < 1 {
 			return 0, placeErr(fmt.Sprintf("cards[%d]", i), "cardinality %d < 1", c)
 		}
-		if c > s.limit-total {
+		if s.opts.EachPiece && c > s.limit {
+			return 0, placeErr(fmt.Sprintf("cards[%d]", i), "cardinality %d is over the limit of %d", c, s.limit)
+		}
+		if !s.opts.EachPiece && c > s.limit-total {
 			return 0, placeErr(fmt.Sprintf("cards[%d]", i), "cardinality %d brings the states (unary entries) over the limit of %d", c, s.limit)
 		}
 		total += c
@@ -566,10 +582,15 @@ func (s *mpStream) factors(sink Sink, n int) error {
 			if !sp.ok {
 				continue
 			}
-			if sp.n > s.limit-entries {
+			switch {
+			case s.opts.EachPiece && sp.n > s.limit:
+				return placeErr(fmt.Sprintf("factors[%d]", a), "%d entries, over the limit of %d", sp.n, s.limit)
+			case s.opts.EachPiece: // no total: nothing adds the factors up
+			case sp.n > s.limit-entries:
 				return placeErr(fmt.Sprintf("factors[%d]", a), "%d entries bring the total number of table entries over the limit of %d", sp.n, s.limit)
+			default:
+				entries += sp.n
 			}
-			entries += sp.n
 		}
 		scope = scope[:0]
 		f = model.Factor{}
@@ -599,7 +620,7 @@ func (s *mpStream) checkFree(n int) error {
 		}
 		c := s.cards.card(v)
 		free++
-		states += c
+		states = model.AddCapped(states, c) // no total bounds c under EachPiece
 		if widest < 0 || c > s.cards.card(widest) {
 			widest = v
 		}

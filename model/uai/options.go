@@ -44,6 +44,14 @@ type ReadOptions struct {
 	// (0: model.DefaultMaxEntries); both are checked before any memory is
 	// set aside for them.
 	MaxEntries int
+	// EachPiece makes StreamScopes check MaxEntries against each piece it
+	// holds instead of the totals: each variable's cardinality, each
+	// table's entries, and the number of variables (it holds a few words
+	// per variable), for a caller that keeps no more than one table at a
+	// time (a streaming conversion to .ddx, whose parts a sharded run
+	// checks against the budget of each process). The other readers hold
+	// the model and check the totals whatever it says.
+	EachPiece bool
 	// Context, when not nil, stops the reading once it ends: checked
 	// before every read of the (decompressed) input.
 	Context context.Context

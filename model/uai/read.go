@@ -58,6 +58,9 @@ type modelParser struct {
 	src   *source
 	base  LogBase
 	limit int // on the total states, and on the total table entries
+	// eachPiece applies limit to each cardinality, each table and the
+	// number of variables instead of the totals (ReadOptions.EachPiece).
+	eachPiece bool
 	// m gets its factors as the scopes are read (ReadWith, Stream), each
 	// a Dense factor whose scope is a slice of vars and whose table, read
 	// next, a slice of tabs (ReadWith) or nil (Stream).
@@ -163,9 +166,12 @@ func (p *modelParser) preamble() error {
 
 // variables reads the number of variables and their cardinalities.
 func (p *modelParser) variables() error {
-	n, _, err := p.count(func() string { return "number of variables" })
+	n, nline, err := p.count(func() string { return "number of variables" })
 	if err != nil {
 		return err
+	}
+	if p.eachPiece && n > p.limit {
+		return p.src.errorf(nline, fmt.Sprintf("%d variables, more than the limit of %d", n, p.limit))
 	}
 	cards := make([]int, 0, p.src.capFor(n, 2))
 	p.cardLines = make([]int, 0, cap(cards))
@@ -178,7 +184,10 @@ func (p *modelParser) variables() error {
 		if c < 1 {
 			return p.src.errorf(line, fmt.Sprintf("variable %d: cardinality %d < 1", i, c))
 		}
-		if c > p.limit-states {
+		if p.eachPiece && c > p.limit {
+			return p.src.errorf(line, fmt.Sprintf("variable %d: cardinality %d is over the limit of %d", i, c, p.limit))
+		}
+		if !p.eachPiece && c > p.limit-states {
 			return p.src.errorf(line, fmt.Sprintf("variable %d: cardinality %d brings the total number of states over the limit of %d", i, c, p.limit))
 		}
 		states += c
@@ -253,10 +262,15 @@ func (p *modelParser) factorScopes() error {
 		if err != nil {
 			return p.src.errorf(line, fmt.Sprintf("factor %d: %v", a, err))
 		}
-		if size > p.limit-entries {
+		switch {
+		case p.eachPiece && size > p.limit:
+			return p.src.errorf(line, fmt.Sprintf("factor %d: its table of %d entries is over the limit of %d", a, size, p.limit))
+		case p.eachPiece: // no total: nothing adds the tables up
+		case size > p.limit-entries:
 			return p.src.errorf(line, fmt.Sprintf("factor %d: its table of %d entries brings the total number of table entries over the limit of %d", a, size, p.limit))
+		default:
+			entries += size
 		}
-		entries += size
 		if p.onScope != nil {
 			if err := p.onScope(a, scope, size); err != nil {
 				return err
@@ -299,7 +313,7 @@ func (p *modelParser) checkFreeStates(stamp []int) error {
 			continue
 		}
 		free++
-		states += c
+		states = model.AddCapped(states, c) // no total bounds c under EachPiece
 		if widest < 0 || c > p.m.Cards[widest] {
 			widest = v
 		}

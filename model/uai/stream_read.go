@@ -76,7 +76,7 @@ func StreamScopes(open func() (io.ReadCloser, error), name string, opts ReadOpti
 			r.Close()
 			return nil, nil, err
 		}
-		p := &modelParser{src: src, base: opts.Log, limit: model.EntryLimit(opts.MaxEntries)}
+		p := &modelParser{src: src, base: opts.Log, limit: model.EntryLimit(opts.MaxEntries), eachPiece: opts.EachPiece}
 		return p, func() { src.close(); r.Close() }, nil
 	}
 	tables, closeTables, err := parser()

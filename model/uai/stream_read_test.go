@@ -68,8 +68,13 @@ func opener(inputs ...string) (func() (io.ReadCloser, error), *int) {
 
 // streamScopesModel reads in with StreamScopes into a model.
 func streamScopesModel(open func() (io.ReadCloser, error), name string) (*model.Model, error) {
+	return streamScopesWith(open, name, OptionsFor(name))
+}
+
+// streamScopesWith is streamScopesModel with opts.
+func streamScopesWith(open func() (io.ReadCloser, error), name string, opts ReadOptions) (*model.Model, error) {
 	var m *model.Model
-	err := StreamScopes(open, name, OptionsFor(name), func(cards []int, factors int) error {
+	err := StreamScopes(open, name, opts, func(cards []int, factors int) error {
 		m = model.New(slices.Clone(cards))
 		m.Factors = make([]model.Factor, 0, factors)
 		return nil
@@ -145,5 +150,43 @@ func TestStreamScopes(t *testing.T) {
 	failOpen := func() (io.ReadCloser, error) { return nil, errors.New("no such file") }
 	if err := StreamScopes(failOpen, "x.uai", ReadOptions{}, nil, nil); err == nil || err.Error() != "uai: no such file" {
 		t.Fatalf("open error: got %v", err)
+	}
+}
+
+// ReadOptions.EachPiece makes StreamScopes bound each cardinality, each
+// table and the number of variables by MaxEntries, not the totals: a model
+// whose totals are over the limit (9 states, 18 table entries) and whose
+// pieces fit is read, in plain and gzip input and with windows alike,
+// where ReadWith refuses it; a piece over the limit is a one-line error at
+// its line.
+func TestStreamScopesEachPiece(t *testing.T) {
+	const in = "MARKOV\n3\n2 3 4\n2\n2 0 1\n2 1 2\n6\n1 2 3 4 5 6\n12\n1 1 1 1 1 1 1 1 1 1 1 1\n"
+	if _, err := ReadWith(strings.NewReader(in), "x.uai", ReadOptions{MaxEntries: 12, EachPiece: true}); err == nil {
+		t.Fatal("ReadWith holds the model: it must check the totals whatever EachPiece says")
+	}
+	cases := []struct {
+		limit int
+		want  string // "": read
+		line  int
+	}{
+		{12, "", 0},
+		{8, "factor 1: its table of 12 entries is over the limit of 8", 6},
+		{3, "variable 2: cardinality 4 is over the limit of 3", 3},
+		{2, "3 variables, more than the limit of 2", 2},
+	}
+	for _, c := range cases {
+		for _, input := range []string{in, string(gzipBytes(t, []byte(in)))} {
+			for _, converters := range []int{0, 2} {
+				open, _ := opener(input)
+				m, err := streamScopesWith(open, "x.uai", ReadOptions{MaxEntries: c.limit, EachPiece: true, Converters: converters})
+				if c.want == "" {
+					if err != nil || len(m.Factors) != 2 || len(m.Factors[1].Table) != 12 {
+						t.Fatalf("limit %d: %v", c.limit, err)
+					}
+					continue
+				}
+				checkParseError(t, err, "x.uai", c.line, []string{c.want})
+			}
+		}
 	}
 }
