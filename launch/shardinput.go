@@ -58,10 +58,13 @@ func WholeReason(j *engine.Job, modelPath string, evidence bool) string {
 // (NAME: path's base name, extensions included) by modelfile.Convert,
 // which streams UAI (plain, gzip, xz, .LG) and native msgpack in memory
 // that does not grow with the model (native JSON and WCSP are read whole
-// for the conversion, and freed before the run). The file is written
-// beside its place and renamed into it, so that members of a Raft group
-// converting the same model into a shared directory each leave the same
-// complete file.
+// for the conversion, and freed before the run). maxEntries bounds what
+// the conversion holds: when it streams, each cardinality and table, not
+// the totals, which the plan and the workers then check part by part, as
+// for an indexed input (modelfile.ConvertOptions.MaxEntries). The file is
+// written beside its place and renamed into it, so that members of a Raft
+// group converting the same model into a shared directory each leave the
+// same complete file.
 func shardInput(ctx context.Context, path, stateDir string, maxEntries int, evidence string, observed func(model.Evidence), log *slog.Logger) (string, error) {
 	if modelfile.FormatOf(path) == modelfile.Indexed {
 		if evidence != "" {

@@ -2,12 +2,14 @@ package launch
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/generate"
@@ -136,5 +138,47 @@ func TestShardedTRWS(t *testing.T) {
 	}
 	if r.Iterations < 1 || r.Iterations > 150 || r.Workers != 2 || r.Sharded == nil || r.Sharded.CoordinatorRSSMB <= 0 {
 		t.Errorf("report %+v (sharded %+v)", r, r.Sharded)
+	}
+}
+
+// TestShardedBudgetEachPart: --max-entries bounds each process of a run,
+// whatever its input: a 12x12 4-label grid (576 states) given as
+// msgpack and as UAI converts under a budget of 450 (the conversion
+// checks each piece it holds, not the totals) and runs sharded on 2
+// workers, each part within the budget, to solve's dual; under a budget
+// of 200, which every piece still fits, a part does not, and the run
+// stops with a one-line error that names the part and the budget.
+func TestShardedBudgetEachPart(t *testing.T) {
+	dir := t.TempDir()
+	tr := workers(t, 2)
+	m := generate.Potts(generate.GridOptions{Height: 12, Width: 12, Labels: 4, Rho: 3, Seed: 5})
+	want, _, err := engine.Solve(context.Background(), m, nil, admmJob(t).Settings, engine.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"g.msgpack", "g.uai"} {
+		path := filepath.Join(dir, name)
+		if err := modelfile.Save(path, m); err != nil {
+			t.Fatal(err)
+		}
+		for k, budget := range []int{450, 200} {
+			target := Target{Workers: 2, Transport: tr, Job: fmt.Sprintf("job%d%d", i, k), Name: path,
+				Sharded:   &Sharded{Path: path, StateDir: filepath.Join(dir, fmt.Sprint(i, k)), MaxEntries: budget},
+				LostAfter: time.Second} // a refused part is heard when the worker goes silent (unsealed transport)
+			o, err := Run(context.Background(), admmJob(t), target, Hooks{})
+			if budget == 200 {
+				if err == nil || !strings.Contains(err.Error(), "part") || !strings.Contains(err.Error(), "limit of 200") || strings.Contains(err.Error(), "\n") {
+					t.Fatalf("%s, a part over the budget of 200: %v, want one line naming the part and the budget", name, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s, each part within the budget of 450: %v", name, err)
+			}
+			got := o.Result
+			if o.Report.Sharded == nil || got.Iterations != want.Iterations || math.Abs(got.Dual-want.Dual) > 1e-9*math.Abs(want.Dual) {
+				t.Errorf("%s: sharded %v, %d iterations, dual %v; solve: %d, %v", name, o.Report.Sharded != nil, got.Iterations, got.Dual, want.Iterations, want.Dual)
+			}
+		}
 	}
 }
