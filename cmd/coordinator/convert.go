@@ -18,7 +18,7 @@ import (
 // user's input (exit 2).
 func cmdConvert(ctx context.Context, args []string, con *cli.Console) error {
 	fs := flagSet("convert")
-	maxEntries := fs.Int("max-entries", modelfile.DefaultMaxEntries, "most table entries the input may declare in all, and, on its own, most variable states")
+	maxEntries := fs.Int("max-entries", modelfile.DefaultMaxEntries, "most table entries the input may declare in all, and, on its own, most variable states (streamed to .ddx from UAI or msgpack: in each table, each variable, and the variables)")
 	order := fs.String("order", "file", "to .ddx: the factors' order, file (as read) or bfs (breadth-first: a small boundary for sharded runs of models not written in a local order)")
 	keepUnary := fs.Bool("keep-unary-factors", false, "to .ddx: write factors over 0 or 1 variables as factors; by default they are folded into the constant and the unaries (a UAI file's unary tables become unaries), unless a sum would be +Inf")
 	pos, quiet, err := parseQuiet(fs, args, con)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -169,6 +170,16 @@ func TestGenMaxEntriesPerProcess(t *testing.T) {
 	}
 	if back.NumVars() != m.NumVars() || len(back.Factors) != len(m.Factors) || back.Score(x) != m.Score(x) {
 		t.Fatalf("read back: %d variables, %d factors, score %v; built: %d, %d, %v", back.NumVars(), len(back.Factors), back.Score(x), m.NumVars(), len(m.Factors), m.Score(x))
+	}
+	ddx := filepath.Join(dir, "got.ddx") // the structure spilled beside it: nothing held either
+	if code, _, stderr := runCLI(t, "gen", "potts", "--height", "12", "--width", "10", "--labels", "4", "--seed", "5", "--max-entries", "100", "--quiet", "-o", ddx); code != 0 {
+		t.Fatalf("a 480-state .ddx grid under a budget of 100: exit %d: %s", code, stderr)
+	}
+	if back, err = modelfile.Load(ddx); err != nil {
+		t.Fatal(err)
+	}
+	if back.NumVars() != m.NumVars() || math.Abs(back.Score(x)-m.Score(x)) > 1e-9*math.Abs(m.Score(x)) {
+		t.Fatalf(".ddx read back: %d variables, score %v; built: %d, %v", back.NumVars(), back.Score(x), m.NumVars(), m.Score(x))
 	}
 	code, _, stderr := runCLI(t, "gen", "logic", "--vars", "60", "--max-entries", "100", "-o", filepath.Join(dir, "l.uai"))
 	if code != 2 || !strings.Contains(stderr, "built whole") {
