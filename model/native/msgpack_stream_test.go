@@ -192,5 +192,31 @@ func FuzzReadMsgpackStream(f *testing.F) {
 				t.Fatalf("the stream differs in the %s", d)
 			}
 		}
+		checkEachPiece(t, data, want)
 	})
+}
+
+// checkEachPiece reads data with ReadMsgpackStream under fuzzLimits
+// checked piece by piece (EachPiece), which only weakens the totals'
+// checks: where ReadWith read m, the stream reads m too; where it did
+// not (m nil), the stream's error, if any, is one line naming the file
+// (its pieces are not kept: what the totals refused may be large).
+func checkEachPiece(t *testing.T, data []byte, m *model.Model) {
+	opts := fuzzLimits
+	opts.EachPiece = true
+	if m != nil {
+		got, err := readStream(data, "fuzz.msgpack", opts)
+		if err != nil {
+			t.Fatalf("ReadWith read it, the stream piece by piece did not: %v", err)
+		}
+		if d := diffModels(m, got); d != "" {
+			t.Fatalf("the stream piece by piece differs in the %s", d)
+		}
+		return
+	}
+	nop := Sink{Begin: func(float64, int) error { return nil }, Var: func(int, int, []float64) error { return nil },
+		Factor: func(int, *model.Factor) error { return nil }}
+	if err := ReadMsgpackStream(bytesOpener(data), "fuzz.msgpack", opts, nop); err != nil {
+		checkRejected(t, err, "fuzz.msgpack")
+	}
 }

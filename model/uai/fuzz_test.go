@@ -3,10 +3,13 @@ package uai
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ddrun/ddrun/model"
 )
 
 // checkOneLine fails unless err's message is one line starting with name.
@@ -41,6 +44,7 @@ func FuzzRead(f *testing.F) {
 	f.Add(gzipBytes(f, []byte(markovExample)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := Read(bytes.NewReader(data), "fuzz.uai")
+		checkEachPiece(t, data, m)
 		if err != nil {
 			checkOneLine(t, err, "fuzz.uai")
 			return
@@ -117,4 +121,26 @@ func FuzzReadMPE(f *testing.F) {
 			t.Fatalf("round trip of %v: %v, %v", x, back, err)
 		}
 	})
+}
+
+// checkEachPiece reads data with StreamScopes checked piece by piece
+// (ReadOptions.EachPiece), which only weakens the totals' checks: where
+// Read read m, the stream reads a model of the same scores; where it did
+// not (m nil), the stream's error, if any, is one line naming the file
+// (its pieces are not kept: what the totals refused may be large).
+func checkEachPiece(t *testing.T, data []byte, m *model.Model) {
+	open := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+	opts := ReadOptions{EachPiece: true}
+	if m != nil {
+		got, err := streamScopesWith(open, "fuzz.uai", opts)
+		if err != nil {
+			t.Fatalf("Read read it, StreamScopes piece by piece did not: %v", err)
+		}
+		sameScores(t, m, got, 20, 1e-9)
+		return
+	}
+	err := StreamScopes(open, "fuzz.uai", opts, func([]int, int) error { return nil }, func(int, []int, []float64) error { return nil })
+	if err != nil && (strings.ContainsAny(err.Error(), "\n\r") || !strings.Contains(err.Error(), "fuzz.uai")) {
+		t.Fatalf("error is not one line naming the file: %q", err)
+	}
 }
