@@ -18,6 +18,7 @@ import (
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/indexed"
 	"github.com/ddrun/ddrun/model/uai"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // closeScores checks that a and b score random assignments within tol.
@@ -358,6 +359,47 @@ func TestConvertBudgetEachPiece(t *testing.T) {
 	}
 	left, _ := filepath.Glob(filepath.Join(dir, ".*"))
 	if len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+}
+
+// TestConvertStreamsBadInput: with the totals unchecked, a streaming
+// conversion to .ddx still refuses bad input with one line naming the
+// file, the place and the problem (a huge domain, NaN, a file cut short),
+// and leaves neither the output nor a temporary file behind.
+func TestConvertStreamsBadInput(t *testing.T) {
+	dir := t.TempDir()
+	mp := func(cards []int64, table []float64) string {
+		b, err := msgpack.Marshal(map[string]any{"format": "ddrun-model", "version": 1, "cards": cards,
+			"factors": []any{map[string]any{"kind": "dense", "vars": []int{0, 1}, "table": table}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	good := mp([]int64{2, 2}, []float64{0, 1, 2, 3})
+	cases := []struct{ name, data, want string }{
+		{"huge.uai", "MARKOV\n2\n2 4294967296\n1\n2 0 1\n", ":3: variable 1: cardinality 4294967296 is over the limit of 1000"},
+		{"nan.uai", "MARKOV\n2\n2 2\n1\n2 0 1\n4\n1 NaN 1 1\n", `:7: table of factor 0 entry 1: "NaN" is not a number (NaN)`},
+		{"cut.uai", "MARKOV\n2\n2 2\n1\n2 0 1\n4\n1 2", ":7: unexpected end of file: expected entry 2 of the table of factor 0"},
+		{"huge.msgpack", mp([]int64{2, 1 << 40}, []float64{0, 1, 2, 3}), "cards[1]: cardinality 1099511627776 is over the limit of 1000"},
+		{"nan.msgpack", mp([]int64{2, 2}, []float64{0, math.NaN(), 2, 3}), "factors[0].table[1]: NaN is not allowed"},
+		{"cut.msgpack", good[:len(good)-3], "unexpected end of input"},
+	}
+	for _, c := range cases {
+		in, out := filepath.Join(dir, c.name), filepath.Join(dir, c.name+".ddx")
+		if err := os.WriteFile(in, []byte(c.data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := Convert(context.Background(), in, out, ConvertOptions{MaxEntries: 1000})
+		if err == nil || !strings.HasPrefix(err.Error(), in) || !strings.Contains(err.Error(), c.want) || strings.ContainsAny(err.Error(), "\r\n") {
+			t.Errorf("%s: %v, want one line naming the file and %q", c.name, err, c.want)
+		}
+		if _, serr := os.Stat(out); serr == nil {
+			t.Errorf("%s: a failed conversion left its output", c.name)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) != 0 {
 		t.Fatalf("temporary files left: %v", left)
 	}
 }
