@@ -147,7 +147,9 @@ func TestShardedTRWS(t *testing.T) {
 // checks each piece it holds, not the totals) and runs sharded on 2
 // workers, each part within the budget, to solve's dual; under a budget
 // of 200, which every piece still fits, a part does not, and the run
-// stops with a one-line error that names the part and the budget.
+// stops with a one-line error that names the part and the budget. A
+// sharded search (--exact), whose workers each read the whole model,
+// keeps the totals' check under 450.
 func TestShardedBudgetEachPart(t *testing.T) {
 	dir := t.TempDir()
 	tr := workers(t, 2)
@@ -179,6 +181,12 @@ func TestShardedBudgetEachPart(t *testing.T) {
 			if o.Report.Sharded == nil || got.Iterations != want.Iterations || math.Abs(got.Dual-want.Dual) > 1e-9*math.Abs(want.Dual) {
 				t.Errorf("%s: sharded %v, %d iterations, dual %v; solve: %d, %v", name, o.Report.Sharded != nil, got.Iterations, got.Dual, want.Iterations, want.Dual)
 			}
+		}
+		target := Target{Workers: 2, Transport: tr, Job: fmt.Sprintf("exact%d", i), Name: path,
+			Sharded: &Sharded{Path: path, StateDir: filepath.Join(dir, fmt.Sprint(i, "x")), MaxEntries: 450}}
+		_, err := Run(context.Background(), exactJob(t), target, Hooks{})
+		if err == nil || !strings.Contains(err.Error(), "total number of states over the limit of 450") || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("%s, --exact over the budget of 450 in all: %v", name, err)
 		}
 	}
 }
