@@ -2,7 +2,6 @@ package launch
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -158,14 +157,15 @@ func TestShardedBudgetEachPart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, name := range []string{"g.msgpack", "g.uai"} {
+	for _, name := range []string{"g.msgpack", "g.uai"} {
 		path := filepath.Join(dir, name)
 		if err := modelfile.Save(path, m); err != nil {
 			t.Fatal(err)
 		}
 		for k, budget := range []int{450, 200} {
-			target := Target{Workers: 2, Transport: tr, Job: fmt.Sprintf("job%d%d", i, k), Name: path,
-				Sharded:   &Sharded{Path: path, StateDir: filepath.Join(dir, fmt.Sprint(i, k)), MaxEntries: budget},
+			job := strings.Replace(name, ".", "-", 1) + string(rune('a'+k))
+			target := Target{Workers: 2, Transport: tr, Job: job, Name: path,
+				Sharded:   &Sharded{Path: path, StateDir: filepath.Join(dir, job), MaxEntries: budget},
 				LostAfter: time.Second} // a refused part is heard when the worker goes silent (unsealed transport)
 			o, err := Run(context.Background(), admmJob(t), target, Hooks{})
 			if budget == 200 {
@@ -182,8 +182,8 @@ func TestShardedBudgetEachPart(t *testing.T) {
 				t.Errorf("%s: sharded %v, %d iterations, dual %v; solve: %d, %v", name, o.Report.Sharded != nil, got.Iterations, got.Dual, want.Iterations, want.Dual)
 			}
 		}
-		target := Target{Workers: 2, Transport: tr, Job: fmt.Sprintf("exact%d", i), Name: path,
-			Sharded: &Sharded{Path: path, StateDir: filepath.Join(dir, fmt.Sprint(i, "x")), MaxEntries: 450}}
+		target := Target{Workers: 2, Transport: tr, Job: strings.Replace(name, ".", "-", 1) + "-exact", Name: path,
+			Sharded: &Sharded{Path: path, StateDir: filepath.Join(dir, name+"-exact"), MaxEntries: 450}}
 		_, err := Run(context.Background(), exactJob(t), target, Hooks{})
 		if err == nil || !strings.Contains(err.Error(), "total number of states over the limit of 450") || strings.Contains(err.Error(), "\n") {
 			t.Fatalf("%s, --exact over the budget of 450 in all: %v", name, err)

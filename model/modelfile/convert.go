@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -157,7 +156,7 @@ func streamUAI(ctx context.Context, in string, f *os.File, o ConvertOptions, wop
 		}
 		var r io.Reader = newCtxReader(ctx, src)
 		if isXZ(in) { // gzip is the UAI reader's own
-			if r, err = newXZReader(r, in, math.MaxInt64); err != nil { // each piece is bounded
+			if r, err = newXZReader(r, in, xzUnbounded); err != nil {
 				src.Close()
 				return nil, err
 			}
@@ -309,7 +308,7 @@ func OpenAt(ctx context.Context, path string) native.Opener {
 		compressed := true
 		switch magic, _ := r.(*bufio.Reader).Peek(2); {
 		case isXZ(path):
-			r, err = newXZReader(r, path, math.MaxInt64)
+			r, err = newXZReader(r, path, xzUnbounded)
 		case len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b:
 			r, err = gzip.NewReader(r)
 		default:

@@ -26,15 +26,18 @@ func xzBytes(maxEntries int) int64 {
 	return int64(1<<20) + 2*xzBytesPerEntry*int64(model.EntryLimit(maxEntries))
 }
 
+// xzUnbounded is newXZReader's maxBytes for a streaming reader, which
+// bounds each piece it holds instead of the input.
+const xzUnbounded = math.MaxInt64
+
 // newXZReader decompresses r as it is read; more than maxBytes bytes is an
-// error (math.MaxInt64: a streaming reader, which bounds each piece it
-// holds instead).
+// error (unless xzUnbounded).
 func newXZReader(r io.Reader, path string, maxBytes int64) (io.Reader, error) {
 	zr, err := xz.NewReader(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s:1: reading xz header: %w", path, err)
 	}
-	if maxBytes == math.MaxInt64 {
+	if maxBytes == xzUnbounded {
 		return zr, nil
 	}
 	return &boundedReader{r: zr, left: maxBytes, path: path}, nil

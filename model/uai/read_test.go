@@ -419,16 +419,22 @@ func TestReadIOError(t *testing.T) {
 	}
 }
 
+// limitIn is a model of 9 states and 18 table entries (6 and 12).
+const limitIn = "MARKOV\n3\n2 3 4\n2\n2 0 1\n2 1 2\n6\n1 2 3 4 5 6\n12\n1 1 1 1 1 1 1 1 1 1 1 1\n"
+
+// limitCase is a read of limitIn under limit: the error it gives ("": it
+// reads) at line.
+type limitCase struct {
+	limit int
+	want  string
+	line  int
+}
+
 // ReadOptions.MaxEntries bounds the total table entries and, on its own,
 // the total states, in plain, gzip and .LG input alike; a model at the
 // limit is read.
 func TestReadMaxEntries(t *testing.T) {
-	const in = "MARKOV\n3\n2 3 4\n2\n2 0 1\n2 1 2\n6\n1 2 3 4 5 6\n12\n1 1 1 1 1 1 1 1 1 1 1 1\n"
-	cases := []struct {
-		limit int
-		want  string // "" : read
-		line  int
-	}{
+	cases := []limitCase{
 		{18, "", 0},
 		{17, "factor 1: its table of 12 entries brings the total number of table entries over the limit of 17", 6},
 		{8, "variable 2: cardinality 4 brings the total number of states over the limit of 8", 3},
@@ -436,7 +442,7 @@ func TestReadMaxEntries(t *testing.T) {
 	for _, c := range cases {
 		for _, name := range []string{"x.uai", "x.LG"} {
 			for _, gz := range []bool{false, true} {
-				data := []byte(in)
+				data := []byte(limitIn)
 				if gz {
 					data = gzipBytes(t, data)
 				}

@@ -160,22 +160,17 @@ func TestStreamScopes(t *testing.T) {
 // where ReadWith refuses it; a piece over the limit is a one-line error at
 // its line.
 func TestStreamScopesEachPiece(t *testing.T) {
-	const in = "MARKOV\n3\n2 3 4\n2\n2 0 1\n2 1 2\n6\n1 2 3 4 5 6\n12\n1 1 1 1 1 1 1 1 1 1 1 1\n"
-	if _, err := ReadWith(strings.NewReader(in), "x.uai", ReadOptions{MaxEntries: 12, EachPiece: true}); err == nil {
+	if _, err := ReadWith(strings.NewReader(limitIn), "x.uai", ReadOptions{MaxEntries: 12, EachPiece: true}); err == nil {
 		t.Fatal("ReadWith holds the model: it must check the totals whatever EachPiece says")
 	}
-	cases := []struct {
-		limit int
-		want  string // "": read
-		line  int
-	}{
+	cases := []limitCase{
 		{12, "", 0},
 		{8, "factor 1: its table of 12 entries is over the limit of 8", 6},
 		{3, "variable 2: cardinality 4 is over the limit of 3", 3},
 		{2, "3 variables, more than the limit of 2", 2},
 	}
 	for _, c := range cases {
-		for _, input := range []string{in, string(gzipBytes(t, []byte(in)))} {
+		for _, input := range []string{limitIn, string(gzipBytes(t, []byte(limitIn)))} {
 			for _, converters := range []int{0, 2} {
 				open, _ := opener(input)
 				m, err := streamScopesWith(open, "x.uai", ReadOptions{MaxEntries: c.limit, EachPiece: true, Converters: converters})
