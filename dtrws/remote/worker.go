@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/dtrws"
-	"github.com/ddrun/ddrun/internal/ratelimit"
+	"github.com/ddrun/ddrun/internal/jobworker"
 	"github.com/ddrun/ddrun/shard"
 	"github.com/ddrun/ddrun/transport"
 )
@@ -55,11 +55,8 @@ type order struct {
 }
 
 type wserver struct {
-	tr   transport.Transport
+	*jobworker.Sender
 	opts WorkerOptions
-	log  *slog.Logger
-	seq  *transport.Sequence
-	drop ratelimit.Repeats[string]
 
 	mu  sync.Mutex
 	job *wjob
@@ -70,58 +67,28 @@ type wserver struct {
 // that opens a job on it names, answers its orders in turn, and is free
 // again when the job is closed or its coordinator falls silent.
 func Serve(ctx context.Context, tr transport.Transport, opts WorkerOptions) error {
-	if err := transport.ValidName(opts.Name); err != nil {
-		return fmt.Errorf("worker name %q: %w", opts.Name, err)
+	sender, err := jobworker.NewSender(tr, opts.Name, opts.Logger, "trws: ")
+	if err != nil {
+		return err
 	}
 	if opts.ReleaseAfter <= 0 {
 		opts.ReleaseAfter = 2 * time.Minute
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	s := &wserver{tr: tr, opts: opts, log: log, seq: transport.NewSequence(), drop: ratelimit.Repeats[string]{Every: 10 * time.Second}}
+	s := &wserver{Sender: sender, opts: opts}
 	sub, err := tr.Subscribe(orderWildcard(opts.Name), s.onOrder)
 	if err != nil {
 		return fmt.Errorf("subscribing for TRW-S orders: %w", err)
 	}
 	defer sub.Unsubscribe()
-	solicit, solicits, err := transport.Notify(tr, solicitSubject)
-	if err != nil {
-		return fmt.Errorf("subscribing for TRW-S solicitations: %w", err)
-	}
-	defer solicits.Unsubscribe()
 	defer s.release("")
-	hello := time.NewTicker(helloEvery)
-	defer hello.Stop()
-	s.announce(ctx)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-solicit:
-			s.announce(ctx)
-		case <-hello.C:
-			s.lapse()
-			s.announce(ctx)
-		}
-	}
+	loop := jobworker.Loop{Solicit: solicitSubject, Solicitations: "TRW-S solicitations", HelloEvery: helloEvery,
+		Announce: s.announce, Lapse: s.lapse}
+	return loop.Run(ctx, tr)
 }
 
-func (s *wserver) dropped(reason string, args ...any) {
-	if n, ok := s.drop.Admit(reason); ok {
-		s.log.Warn("trws: "+reason, append(args, "dropped", n+1)...)
-	}
-}
-
+// publish sends body on subject under the job's header.
 func (s *wserver) publish(ctx context.Context, subject string, job string, body any) {
-	data, err := transport.Encode(transport.Header{Job: job, From: s.opts.Name, Seq: s.seq.Next()}, body)
-	if err == nil {
-		err = s.tr.Publish(ctx, subject, data)
-	}
-	if err != nil && ctx.Err() == nil {
-		s.log.Warn("trws: publishing", "subject", subject, "err", err)
-	}
+	s.Publish(ctx, subject, transport.Header{Job: job}, body)
 }
 
 func (s *wserver) announce(ctx context.Context) {
@@ -141,7 +108,7 @@ func (s *wserver) lapse() {
 	silent := j != nil && time.Since(j.last) > s.opts.ReleaseAfter
 	s.mu.Unlock()
 	if silent {
-		s.log.Warn("trws: job dropped, its coordinator is silent", "job", j.name)
+		s.Log.Warn("trws: job dropped, its coordinator is silent", "job", j.name)
 		s.release(j.name)
 	}
 }
@@ -163,11 +130,11 @@ func (s *wserver) release(name string) {
 func (s *wserver) onOrder(subject string, data []byte) {
 	h, raw, err := transport.Decode(data)
 	if err != nil {
-		s.dropped("undecodable message dropped", "err", err)
+		s.Dropped("undecodable message dropped", "err", err)
 		return
 	}
 	if subject != orderSubject(h.Job, s.opts.Name) {
-		s.dropped("message for another job or worker dropped", "subject", subject)
+		s.Dropped("message for another job or worker dropped", "subject", subject)
 		return
 	}
 	var o order
@@ -187,11 +154,11 @@ func (s *wserver) onOrder(subject string, data []byte) {
 		var b closeBody
 		err, cid = transport.DecodeBody(raw, &b), b.CID
 	default:
-		s.dropped("message of an unknown kind dropped", "job", h.Job, "kind", h.Kind)
+		s.Dropped("message of an unknown kind dropped", "job", h.Job, "kind", h.Kind)
 		return
 	}
 	if err != nil {
-		s.dropped("undecodable order dropped", "job", h.Job, "err", err)
+		s.Dropped("undecodable order dropped", "job", h.Job, "err", err)
 		return
 	}
 	s.mu.Lock()
@@ -206,7 +173,7 @@ func (s *wserver) onOrder(subject string, data []byte) {
 	if j == nil {
 		// An order of a job this worker no longer (or never) held: a late
 		// close or step after a release, or a forgery.
-		s.dropped("order of a job this worker does not hold dropped", "job", h.Job)
+		s.Dropped("order of a job this worker does not hold dropped", "job", h.Job)
 		return
 	}
 	if j.name != h.Job || j.cid != cid {
@@ -214,12 +181,12 @@ func (s *wserver) onOrder(subject string, data []byte) {
 			s.publish(context.Background(), answerSubject(h.Job, s.opts.Name), h.Job, openedBody{CID: cid, Err: "busy with TRW-S job " + j.name})
 			return
 		}
-		s.dropped("order of a job this worker does not hold dropped", "job", h.Job)
+		s.Dropped("order of a job this worker does not hold dropped", "job", h.Job)
 		return
 	}
 	if h.Kind == kindClose {
 		s.release(j.name)
-		s.log.Info("trws: job closed", "job", j.name)
+		s.Log.Info("trws: job closed", "job", j.name)
 		return
 	}
 	s.mu.Lock()
@@ -228,7 +195,7 @@ func (s *wserver) onOrder(subject string, data []byte) {
 	select {
 	case j.orders <- o:
 	default:
-		s.dropped("order dropped: the job's queue is full", "job", j.name)
+		s.Dropped("order dropped: the job's queue is full", "job", j.name)
 	}
 }
 
@@ -264,7 +231,7 @@ func (s *wserver) run(ctx context.Context, j *wjob) {
 				return
 			}
 			count = len(piece.Boundary)
-			s.log.Info("trws: part loaded", "job", j.name, "variables", len(piece.Vars), "factors", len(piece.Model.Factors), "boundary", count)
+			s.Log.Info("trws: part loaded", "job", j.name, "variables", len(piece.Vars), "factors", len(piece.Model.Factors), "boundary", count)
 			s.publish(ctx, answers, j.name, openedBody{CID: j.cid, Width: link.Width(), Count: count, Vars: len(piece.Vars)})
 		case kindStep:
 			a := steppedBody{CID: j.cid, Seq: o.step.Seq}
