@@ -74,28 +74,17 @@ func DefaultOptions() Options {
 
 // Validate returns a *solver.OptionError naming the first bad option.
 func (o *Options) Validate() error {
-	if err := o.Limits.Validate(); err != nil {
-		return err
-	}
-	switch {
-	case o.Parts < 1:
-		return solver.Errorf("Parts", "%d < 1", o.Parts)
-	case o.Threads < 1:
-		return solver.Errorf("Threads", "%d < 1", o.Threads)
-	case o.Inner < 1:
-		return solver.Errorf("Inner", "%d < 1", o.Inner)
-	case !solver.NonNegative(o.BoundTol):
-		return solver.Errorf("BoundTol", "%v is not a finite number >= 0", o.BoundTol)
-	case o.BoundWindow < 1:
-		return solver.Errorf("BoundWindow", "%d < 1", o.BoundWindow)
-	case !(o.Step > 0 && o.Step <= 1):
-		return solver.Errorf("Step", "%v is not in (0, 1]", o.Step)
-	case o.PrimalEvery < 1:
-		return solver.Errorf("PrimalEvery", "%d < 1", o.PrimalEvery)
-	case o.Sweeps < 0:
-		return solver.Errorf("Sweeps", "%d < 0", o.Sweeps)
-	}
-	return nil
+	return solver.FirstBad(
+		o.Limits.Validate(),
+		solver.WantAtLeast("Parts", o.Parts, 1),
+		solver.WantAtLeast("Threads", o.Threads, 1),
+		solver.WantAtLeast("Inner", o.Inner, 1),
+		solver.WantNonNegative("BoundTol", o.BoundTol),
+		solver.WantAtLeast("BoundWindow", o.BoundWindow, 1),
+		solver.Want(o.Step > 0 && o.Step <= 1, "Step", "%v is not in (0, 1]", o.Step),
+		solver.WantAtLeast("PrimalEvery", o.PrimalEvery, 1),
+		solver.WantAtLeast("Sweeps", o.Sweeps, 0),
+	)
 }
 
 // Solve runs distributed TRW-S on m with evidence ev, the parts in

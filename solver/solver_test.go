@@ -185,3 +185,41 @@ func TestPolishDeadline(t *testing.T) {
 		t.Errorf("no iteration: deadline %v after the start", got.Sub(t0))
 	}
 }
+
+// The checks word their problems as the Validate methods always did, pass
+// good values, and FirstBad keeps the first bad option of a list.
+func TestChecks(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string // "" when the value is good
+	}{
+		{WantAtLeast("QPIters", 0, 1), "QPIters: 0 < 1"},
+		{WantAtLeast("Sweeps", -2, 0), "Sweeps: -2 < 0"},
+		{WantAtLeast("Parts", 1, 1), ""},
+		{WantNotNegative("MaxNodes", -1), "MaxNodes: -1 is negative"},
+		{WantNotNegative("TimeLimit", -time.Second), "TimeLimit: -1s is negative"},
+		{WantNotNegative("TimeLimit", time.Duration(0)), ""},
+		{WantNonNegative("Tol", -0.5), "Tol: -0.5 is not a finite number >= 0"},
+		{WantNonNegative("Tol", math.Inf(1)), "Tol: +Inf is not a finite number >= 0"},
+		{WantNonNegative("Tol", 0), ""},
+		{WantPositive("EpsMin", 0), "EpsMin: 0 is not a finite number > 0"},
+		{WantPositive("EpsMin", 1e-7), ""},
+		{Want(false, "Step", "%v is not in (0, 1]", 1.5), "Step: 1.5 is not in (0, 1]"},
+		{Want(true, "Step", "%v is not in (0, 1]", 0.5), ""},
+	} {
+		var oe *OptionError
+		switch {
+		case c.want == "" && c.err != nil:
+			t.Errorf("a good value: %v", c.err)
+		case c.want != "" && (!errors.As(c.err, &oe) || c.err.Error() != c.want):
+			t.Errorf("%v, want the option error %q", c.err, c.want)
+		}
+	}
+	err := FirstBad(nil, WantAtLeast("A", 0, 1), WantAtLeast("B", 0, 1))
+	if err == nil || err.Error() != "A: 0 < 1" {
+		t.Errorf("first bad: %v, want A's", err)
+	}
+	if err := FirstBad(nil, nil); err != nil {
+		t.Errorf("no bad option: %v", err)
+	}
+}
