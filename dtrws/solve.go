@@ -93,15 +93,9 @@ func (o *Options) Validate() error {
 // every ProgressEvery.
 func Solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options, progress func(solver.Progress)) (solver.Result, error) {
 	start := time.Now()
-	if err := opts.Validate(); err != nil {
-		return solver.Result{}, err
-	}
-	if err := m.Validate(); err != nil {
-		return solver.Result{}, fmt.Errorf("dtrws: %w", err)
-	}
-	red, err := solver.Reduce(m, ev)
+	red, err := solver.Prepare("dtrws", &opts, m, ev)
 	if err != nil {
-		return solver.Result{}, fmt.Errorf("dtrws: %w", err)
+		return solver.Result{}, err
 	}
 	if red == nil {
 		return solver.InfeasibleResult(time.Since(start)), nil

@@ -223,15 +223,9 @@ type Stats struct {
 func SolveStats(ctx context.Context, m *model.Model, ev model.Evidence, opts Options, progress func(solver.Progress)) (solver.Result, Stats, error) {
 	start := time.Now()
 	var st Stats
-	if err := opts.Validate(); err != nil {
-		return solver.Result{}, st, err
-	}
-	if err := m.Validate(); err != nil {
-		return solver.Result{}, st, fmt.Errorf("elim: %w", err)
-	}
-	red, err := solver.Reduce(m, ev)
+	red, err := solver.Prepare("elim", &opts, m, ev)
 	if err != nil {
-		return solver.Result{}, st, fmt.Errorf("elim: %w", err)
+		return solver.Result{}, st, err
 	}
 	if red == nil {
 		return solver.InfeasibleResult(time.Since(start)), st, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,6 +139,36 @@ func TestReduceInfeasible(t *testing.T) {
 	}
 	if _, err := Reduce(m, model.Evidence{0: 5}); err == nil {
 		t.Error("evidence outside the domain: no error")
+	}
+}
+
+// Prepare returns the options' error as is, the model's and the
+// reduction's prefixed with the algorithm's name and a check's as is, in
+// that order, and a nil Reduced without error when nothing is feasible.
+func TestPrepare(t *testing.T) {
+	m := model.New([]int{2})
+	copy(m.Unary, []float64{0, math.Inf(-1)})
+	good, bad := &Limits{MaxIter: 1}, &Limits{}
+	refuse := func(*model.Model) error { return errors.New("refused") }
+	if _, err := Prepare("alg", bad, m, nil, refuse); err == nil || err.Error() != "MaxIter: 0 < 1" {
+		t.Errorf("bad options: %v", err)
+	}
+	broken := model.New([]int{2})
+	broken.Unary = broken.Unary[:1]
+	if _, err := Prepare("alg", good, broken, nil, refuse); err == nil || !strings.HasPrefix(err.Error(), "alg: ") {
+		t.Errorf("an invalid model: %v, want it named alg", err)
+	}
+	if _, err := Prepare("alg", good, m, model.Evidence{0: 5}, refuse); err == nil || err.Error() != "refused" {
+		t.Errorf("a check: %v, want its error before the reduction's", err)
+	}
+	if _, err := Prepare("alg", good, m, model.Evidence{0: 5}); err == nil || !strings.HasPrefix(err.Error(), "alg: ") {
+		t.Errorf("evidence outside the domain: %v, want it named alg", err)
+	}
+	if red, err := Prepare("alg", good, m, model.Evidence{0: 1}); red != nil || err != nil {
+		t.Errorf("an infeasible model: %v, %v; want nil, nil", red, err)
+	}
+	if red, err := Prepare("alg", good, m, nil); red == nil || err != nil {
+		t.Errorf("a feasible model: %v, %v", red, err)
 	}
 }
 
