@@ -472,7 +472,7 @@ func (c *coord) decode(on bool) {
 	for j, cs := range c.seam.Copies {
 		b := c.bsum[:c.seam.Cards[j]]
 		c.sumBeliefs(b, j, cs, false)
-		c.cand[j] = int32(argmax(b))
+		c.cand[j] = int32(solver.Argmax(b))
 	}
 }
 
@@ -554,17 +554,6 @@ func (c *coord) finish(ctx context.Context, res *solver.Result, deadline time.Ti
 		return c.step(ctx)
 	}
 	return nil
-}
-
-// argmax returns the first index of the largest entry of v.
-func argmax(v []float64) int {
-	best := 0
-	for i, x := range v {
-		if x > v[best] {
-			best = i
-		}
-	}
-	return best
 }
 
 // updateMultipliers sets the orders' Delta so that every copy's belief b_p

@@ -254,3 +254,19 @@ func TestChecks(t *testing.T) {
 		t.Errorf("no bad option: %v", err)
 	}
 }
+
+// Argmax takes the first of equal largest entries, and 0 for an empty or
+// all -Inf slice.
+func TestArgmax(t *testing.T) {
+	inf := math.Inf(-1)
+	for _, c := range []struct {
+		v    []float64
+		want int
+	}{
+		{nil, 0}, {[]float64{inf, inf}, 0}, {[]float64{1, 3, 2, 3}, 1}, {[]float64{inf, -5, inf}, 1},
+	} {
+		if got := Argmax(c.v); got != c.want {
+			t.Errorf("Argmax(%v) = %d, want %d", c.v, got, c.want)
+		}
+	}
+}
