@@ -89,7 +89,7 @@ type Chain struct {
 
 	alg    ChainAlgorithm
 	budget float64
-	as     *ActiveSet
+	inexactQUAD
 
 	// MAP scratch, flattened by position like w.
 	th       []float64 // theta + w
@@ -379,9 +379,6 @@ func (c *Chain) ColGenStats() ChainStats { return c.stats }
 // ResetColGenStats zeroes the column-generation work counters.
 func (c *Chain) ResetColGenStats() { c.stats = ChainStats{} }
 
-// ActiveSet returns the chain's QUAD solver, for tuning and statistics.
-func (c *Chain) ActiveSet() *ActiveSet { return c.as }
-
 // Score returns phi(y) = sum_k theta_k(y_k) + sum_k tau_k(y_k, y_{k+1}),
 // -Inf when y uses a forbidden transition or emission.
 func (c *Chain) Score(y []int) float64 {
@@ -418,21 +415,7 @@ func (c *Chain) MAP(w []float64, y []int) float64 {
 	return c.colgen(w, y)
 }
 
-// QUAD solves the chain's QUAD subproblem with the active-set method (see
-// ActiveSet.QUAD), warm-started from the previous call, with the chain's MAP
-// as oracle. It may stop on the active set's iteration cap (see Converged).
-func (c *Chain) QUAD(cc []float64, eta float64, u []float64) float64 {
-	return c.as.QUAD(cc, eta, u)
-}
-
-// Converged reports whether the last QUAD call reached the optimum (see
-// Inexact).
-func (c *Chain) Converged() bool { return c.as.Converged() }
-
 var (
 	_ Slave   = (*Chain)(nil)
 	_ Inexact = (*Chain)(nil)
 )
-
-// UseScratch implements ScratchUser.
-func (c *Chain) UseScratch(sc *Scratch) { c.as.UseScratch(sc) }

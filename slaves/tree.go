@@ -29,7 +29,7 @@ type Tree struct {
 	emis   []float64   // flattened emissions, zero where none were given
 	tables [][]float64 // tables[k]: cards[parent[k]] x cards[k+1], row-major; nil for a root
 	argOff []int       // argmax of edge k for each parent state: arg[argOff[k]+xp]
-	as     *ActiveSet
+	inexactQUAD
 
 	// MAP scratch.
 	bel []float64 // theta + w + messages from the children, by variable
@@ -132,9 +132,6 @@ func (t *Tree) Cards() []int { return t.cards }
 // Parent returns the parent array (not a copy).
 func (t *Tree) Parent() []int { return t.parent }
 
-// ActiveSet returns the tree's QUAD solver, for tuning and statistics.
-func (t *Tree) ActiveSet() *ActiveSet { return t.as }
-
 // Score returns phi(y), -Inf when y uses a forbidden entry.
 func (t *Tree) Score(y []int) float64 {
 	s := 0.0
@@ -211,21 +208,7 @@ func (t *Tree) MAP(w []float64, y []int) float64 {
 	return total
 }
 
-// QUAD solves the tree's QUAD subproblem with the active-set method (see
-// ActiveSet.QUAD), warm-started from the previous call, with the tree's MAP
-// as oracle. It may stop on the active set's iteration cap (see Converged).
-func (t *Tree) QUAD(c []float64, eta float64, u []float64) float64 {
-	return t.as.QUAD(c, eta, u)
-}
-
-// Converged reports whether the last QUAD call reached the optimum (see
-// Inexact).
-func (t *Tree) Converged() bool { return t.as.Converged() }
-
 var (
 	_ Slave   = (*Tree)(nil)
 	_ Inexact = (*Tree)(nil)
 )
-
-// UseScratch implements ScratchUser.
-func (t *Tree) UseScratch(sc *Scratch) { t.as.UseScratch(sc) }
