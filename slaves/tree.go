@@ -71,21 +71,7 @@ func NewTree(cards []int, parent []int, emissions [][]float64, tables [][]float6
 		argOff: make([]int, len(parent)+1),
 		bel:    make([]float64, off[n]),
 	}
-	for v := range emissions {
-		e := emissions[v]
-		if e == nil {
-			continue
-		}
-		if len(e) != cards[v] {
-			panic(fmt.Sprintf("slaves: NewTree: emissions[%d] has %d entries, want %d", v, len(e), cards[v]))
-		}
-		for x, s := range e {
-			if math.IsNaN(s) || math.IsInf(s, 1) {
-				panic(fmt.Sprintf("slaves: NewTree: emissions[%d][%d] = %v", v, x, s))
-			}
-		}
-		copy(t.emis[off[v]:], e)
-	}
+	copyEmissions("NewTree", t.emis, off, cards, emissions)
 	zeros := map[[2]int][]float64{}
 	for k, p := range parent {
 		if p < -1 || p > k {
@@ -104,16 +90,7 @@ func NewTree(cards []int, parent []int, emissions [][]float64, tables [][]float6
 		}
 		Lp, Lv := cards[p], cards[k+1]
 		t.argOff[k+1] += Lp
-		if tab == nil {
-			key := [2]int{Lp, Lv}
-			if zeros[key] == nil {
-				zeros[key] = make([]float64, Lp*Lv)
-			}
-			tab = zeros[key]
-		}
-		if len(tab) != Lp*Lv {
-			panic(fmt.Sprintf("slaves: NewTree: tables[%d] has %d entries, cards %d x %d need %d", k, len(tab), Lp, Lv, Lp*Lv))
-		}
+		tab = edgeTable(zeros, tab, Lp, Lv, "NewTree", "tables", k)
 		for i, s := range tab {
 			if math.IsNaN(s) || math.IsInf(s, 1) {
 				panic(fmt.Sprintf("slaves: NewTree: tables[%d][%d] = %v", k, i, s))
