@@ -55,7 +55,8 @@ type order struct {
 }
 
 type wserver struct {
-	*jobworker.Sender
+	out  *jobworker.Sender
+	log  *slog.Logger // out's
 	opts WorkerOptions
 
 	mu  sync.Mutex
@@ -74,7 +75,7 @@ func Serve(ctx context.Context, tr transport.Transport, opts WorkerOptions) erro
 	if opts.ReleaseAfter <= 0 {
 		opts.ReleaseAfter = 2 * time.Minute
 	}
-	s := &wserver{Sender: sender, opts: opts}
+	s := &wserver{out: sender, log: sender.Log, opts: opts}
 	sub, err := tr.Subscribe(orderWildcard(opts.Name), s.onOrder)
 	if err != nil {
 		return fmt.Errorf("subscribing for TRW-S orders: %w", err)
@@ -86,9 +87,11 @@ func Serve(ctx context.Context, tr transport.Transport, opts WorkerOptions) erro
 	return loop.Run(ctx, tr)
 }
 
+func (s *wserver) dropped(reason string, args ...any) { s.out.Dropped(reason, args...) }
+
 // publish sends body on subject under the job's header.
 func (s *wserver) publish(ctx context.Context, subject string, job string, body any) {
-	s.Publish(ctx, subject, transport.Header{Job: job}, body)
+	s.out.Publish(ctx, subject, transport.Header{Job: job}, body)
 }
 
 func (s *wserver) announce(ctx context.Context) {
@@ -108,7 +111,7 @@ func (s *wserver) lapse() {
 	silent := j != nil && time.Since(j.last) > s.opts.ReleaseAfter
 	s.mu.Unlock()
 	if silent {
-		s.Log.Warn("trws: job dropped, its coordinator is silent", "job", j.name)
+		s.log.Warn("trws: job dropped, its coordinator is silent", "job", j.name)
 		s.release(j.name)
 	}
 }
@@ -130,11 +133,11 @@ func (s *wserver) release(name string) {
 func (s *wserver) onOrder(subject string, data []byte) {
 	h, raw, err := transport.Decode(data)
 	if err != nil {
-		s.Dropped("undecodable message dropped", "err", err)
+		s.dropped("undecodable message dropped", "err", err)
 		return
 	}
 	if subject != orderSubject(h.Job, s.opts.Name) {
-		s.Dropped("message for another job or worker dropped", "subject", subject)
+		s.dropped("message for another job or worker dropped", "subject", subject)
 		return
 	}
 	var o order
@@ -154,11 +157,11 @@ func (s *wserver) onOrder(subject string, data []byte) {
 		var b closeBody
 		err, cid = transport.DecodeBody(raw, &b), b.CID
 	default:
-		s.Dropped("message of an unknown kind dropped", "job", h.Job, "kind", h.Kind)
+		s.dropped("message of an unknown kind dropped", "job", h.Job, "kind", h.Kind)
 		return
 	}
 	if err != nil {
-		s.Dropped("undecodable order dropped", "job", h.Job, "err", err)
+		s.dropped("undecodable order dropped", "job", h.Job, "err", err)
 		return
 	}
 	s.mu.Lock()
@@ -173,7 +176,7 @@ func (s *wserver) onOrder(subject string, data []byte) {
 	if j == nil {
 		// An order of a job this worker no longer (or never) held: a late
 		// close or step after a release, or a forgery.
-		s.Dropped("order of a job this worker does not hold dropped", "job", h.Job)
+		s.dropped("order of a job this worker does not hold dropped", "job", h.Job)
 		return
 	}
 	if j.name != h.Job || j.cid != cid {
@@ -181,12 +184,12 @@ func (s *wserver) onOrder(subject string, data []byte) {
 			s.publish(context.Background(), answerSubject(h.Job, s.opts.Name), h.Job, openedBody{CID: cid, Err: "busy with TRW-S job " + j.name})
 			return
 		}
-		s.Dropped("order of a job this worker does not hold dropped", "job", h.Job)
+		s.dropped("order of a job this worker does not hold dropped", "job", h.Job)
 		return
 	}
 	if h.Kind == kindClose {
 		s.release(j.name)
-		s.Log.Info("trws: job closed", "job", j.name)
+		s.log.Info("trws: job closed", "job", j.name)
 		return
 	}
 	s.mu.Lock()
@@ -195,7 +198,7 @@ func (s *wserver) onOrder(subject string, data []byte) {
 	select {
 	case j.orders <- o:
 	default:
-		s.Dropped("order dropped: the job's queue is full", "job", j.name)
+		s.dropped("order dropped: the job's queue is full", "job", j.name)
 	}
 }
 
@@ -231,7 +234,7 @@ func (s *wserver) run(ctx context.Context, j *wjob) {
 				return
 			}
 			count = len(piece.Boundary)
-			s.Log.Info("trws: part loaded", "job", j.name, "variables", len(piece.Vars), "factors", len(piece.Model.Factors), "boundary", count)
+			s.log.Info("trws: part loaded", "job", j.name, "variables", len(piece.Vars), "factors", len(piece.Model.Factors), "boundary", count)
 			s.publish(ctx, answers, j.name, openedBody{CID: j.cid, Width: link.Width(), Count: count, Vars: len(piece.Vars)})
 		case kindStep:
 			a := steppedBody{CID: j.cid, Seq: o.step.Seq}
