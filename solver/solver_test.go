@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"strings"
 	"testing"
 	"time"
 
@@ -155,13 +154,13 @@ func TestPrepare(t *testing.T) {
 	}
 	broken := model.New([]int{2})
 	broken.Unary = broken.Unary[:1]
-	if _, err := Prepare("alg", good, broken, nil, refuse); err == nil || !strings.HasPrefix(err.Error(), "alg: ") {
+	if _, err := Prepare("alg", good, broken, nil, refuse); !namedBy("alg", err) {
 		t.Errorf("an invalid model: %v, want it named alg", err)
 	}
 	if _, err := Prepare("alg", good, m, model.Evidence{0: 5}, refuse); err == nil || err.Error() != "refused" {
 		t.Errorf("a check: %v, want its error before the reduction's", err)
 	}
-	if _, err := Prepare("alg", good, m, model.Evidence{0: 5}); err == nil || !strings.HasPrefix(err.Error(), "alg: ") {
+	if _, err := Prepare("alg", good, m, model.Evidence{0: 5}); !namedBy("alg", err) {
 		t.Errorf("evidence outside the domain: %v, want it named alg", err)
 	}
 	if red, err := Prepare("alg", good, m, model.Evidence{0: 1}); red != nil || err != nil {
@@ -169,51 +168,6 @@ func TestPrepare(t *testing.T) {
 	}
 	if red, err := Prepare("alg", good, m, nil); red == nil || err != nil {
 		t.Errorf("a feasible model: %v, %v", red, err)
-	}
-}
-
-func TestLimitsReached(t *testing.T) {
-	l := Limits{MaxIter: 10, TimeLimit: time.Second}
-	live := context.Background()
-	done, cancel := context.WithCancel(live)
-	cancel()
-	cases := []struct {
-		ctx     context.Context
-		iter    int
-		elapsed time.Duration
-		want    Status
-		stop    bool
-	}{
-		{live, 9, 0, "", false},
-		{live, 10, 0, IterationLimit, true},
-		{live, 9, time.Second, TimeLimit, true},
-		{done, 9, 0, Interrupted, true},
-		{done, 10, 2 * time.Second, IterationLimit, true}, // the iteration limit first, then time
-		{done, 9, 2 * time.Second, TimeLimit, true},
-	}
-	for _, c := range cases {
-		if st, stop := l.Reached(c.ctx, c.iter, c.elapsed); st != c.want || stop != c.stop {
-			t.Errorf("Reached(iter %d, %v, cancelled %v) = %q, %v; want %q, %v", c.iter, c.elapsed, c.ctx.Err() != nil, st, stop, c.want, c.stop)
-		}
-	}
-	if st, stop := (&Limits{MaxIter: 10}).Reached(live, 1, time.Hour); stop {
-		t.Errorf("no time limit: stopped with %q after an hour", st)
-	}
-}
-
-// The final polish's deadline: the floor on a fast run, PolishIters of
-// the mean iteration on a slow one.
-func TestPolishDeadline(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	if got := PolishDeadline(t0, time.Millisecond, 3); !got.Equal(t0.Add(PolishFloor)) {
-		t.Errorf("fast run: deadline %v after the start, want the floor %v", got.Sub(t0), PolishFloor)
-	}
-	loop := 40 * PolishFloor
-	if got, want := PolishDeadline(t0, loop, 4), t0.Add(time.Duration(PolishIters*float64(loop)/4)); !got.Equal(want) {
-		t.Errorf("slow run: deadline %v after the start, want %v", got.Sub(t0), want.Sub(t0))
-	}
-	if got := PolishDeadline(t0, 10*PolishFloor, 0); !got.Equal(t0.Add(time.Duration(PolishIters * float64(10*PolishFloor)))) {
-		t.Errorf("no iteration: deadline %v after the start", got.Sub(t0))
 	}
 }
 
@@ -268,5 +222,56 @@ func TestArgmax(t *testing.T) {
 		if got := Argmax(c.v); got != c.want {
 			t.Errorf("Argmax(%v) = %d, want %d", c.v, got, c.want)
 		}
+	}
+}
+
+// namedBy reports whether err is an error prefixed with "name: ".
+func namedBy(name string, err error) bool {
+	inner := errors.Unwrap(err)
+	return inner != nil && err.Error() == name+": "+inner.Error()
+}
+
+func TestLimitsReached(t *testing.T) {
+	l := Limits{MaxIter: 10, TimeLimit: time.Second}
+	live := context.Background()
+	done, cancel := context.WithCancel(live)
+	cancel()
+	cases := []struct {
+		ctx     context.Context
+		iter    int
+		elapsed time.Duration
+		want    Status
+		stop    bool
+	}{
+		{live, 9, 0, "", false},
+		{live, 10, 0, IterationLimit, true},
+		{live, 9, time.Second, TimeLimit, true},
+		{done, 9, 0, Interrupted, true},
+		{done, 10, 2 * time.Second, IterationLimit, true}, // the iteration limit first, then time
+		{done, 9, 2 * time.Second, TimeLimit, true},
+	}
+	for _, c := range cases {
+		if st, stop := l.Reached(c.ctx, c.iter, c.elapsed); st != c.want || stop != c.stop {
+			t.Errorf("Reached(iter %d, %v, cancelled %v) = %q, %v; want %q, %v", c.iter, c.elapsed, c.ctx.Err() != nil, st, stop, c.want, c.stop)
+		}
+	}
+	if st, stop := (&Limits{MaxIter: 10}).Reached(live, 1, time.Hour); stop {
+		t.Errorf("no time limit: stopped with %q after an hour", st)
+	}
+}
+
+// The final polish's deadline: the floor on a fast run, PolishIters of
+// the mean iteration on a slow one.
+func TestPolishDeadline(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	if got := PolishDeadline(t0, time.Millisecond, 3); !got.Equal(t0.Add(PolishFloor)) {
+		t.Errorf("fast run: deadline %v after the start, want the floor %v", got.Sub(t0), PolishFloor)
+	}
+	loop := 40 * PolishFloor
+	if got, want := PolishDeadline(t0, loop, 4), t0.Add(time.Duration(PolishIters*float64(loop)/4)); !got.Equal(want) {
+		t.Errorf("slow run: deadline %v after the start, want %v", got.Sub(t0), want.Sub(t0))
+	}
+	if got := PolishDeadline(t0, 10*PolishFloor, 0); !got.Equal(t0.Add(time.Duration(PolishIters * float64(10*PolishFloor)))) {
+		t.Errorf("no iteration: deadline %v after the start", got.Sub(t0))
 	}
 }
