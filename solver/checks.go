@@ -17,11 +17,17 @@ func FirstBad(errs ...error) error {
 	return nil
 }
 
-// Want checks that ok holds for option; the problem is format with a.
-// (The typed checks below box their value only when it is bad.)
-func Want(ok bool, option, format string, a ...any) error {
+// Want checks that ok holds for option; the problem is format with the
+// values v (the option's, then any it is compared with). The values are
+// boxed for formatting only when ok is false, so a good option costs no
+// allocation, as with the typed checks below.
+func Want[T any](ok bool, option, format string, v ...T) error {
 	if ok {
 		return nil
+	}
+	a := make([]any, len(v))
+	for i, x := range v {
+		a[i] = x
 	}
 	return Errorf(option, format, a...)
 }

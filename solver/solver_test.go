@@ -207,6 +207,14 @@ func TestChecks(t *testing.T) {
 	if err := FirstBad(nil, nil); err != nil {
 		t.Errorf("no bad option: %v", err)
 	}
+	x, name := 0.5, "factor"
+	good := func() {
+		_ = FirstBad(Want(x > 0, "Step", "%v is not in (0, 1]", x), Want(name == "factor", "Slaves", "unknown decomposition %q", name),
+			WantAtLeast("Parts", 2, 1), WantNonNegative("Tol", x))
+	}
+	if n := testing.AllocsPerRun(100, good); n != 0 {
+		t.Errorf("good options: %v allocations, want none", n)
+	}
 }
 
 // Argmax takes the first of equal largest entries, and 0 for an empty or
