@@ -147,24 +147,18 @@ func DefaultOptions() Options {
 
 // Validate returns a *solver.OptionError naming the first bad option.
 func (o *Options) Validate() error {
-	if err := o.Limits.Validate(); err != nil {
+	if err := solver.FirstBad(
+		o.Limits.Validate(),
+		solver.Want(o.Relax == TRWS || o.Relax == ADMM, "Relax", "unknown relaxation %q (want %s or %s)", o.Relax, TRWS, ADMM),
+		solver.WantNotNegative("NodeMaxIter", o.NodeMaxIter),
+		solver.Want(o.TightenBy == "" || o.TightenBy == AllCycles || o.TightenBy == Pursue || o.TightenBy == LPC,
+			"TightenBy", "unknown tightening %q (want %s, %s or %s)", o.TightenBy, AllCycles, Pursue, LPC),
+		solver.Want(o.TightenShare >= 0 && o.TightenShare <= 1, "TightenShare", "%v is not in [0, 1]", o.TightenShare),
+		solver.Want(o.MiniBucketShare >= 0 && o.MiniBucketShare <= 1, "MiniBucketShare", "%v is not in [0, 1]", o.MiniBucketShare),
+		solver.WantNotNegative("Eliminate", o.Eliminate),
+		solver.WantNotNegative("Search.MaxNodes", o.Search.MaxNodes),
+	); err != nil {
 		return err
-	}
-	switch {
-	case o.Relax != TRWS && o.Relax != ADMM:
-		return solver.Errorf("Relax", "unknown relaxation %q (want %s or %s)", o.Relax, TRWS, ADMM)
-	case o.NodeMaxIter < 0:
-		return solver.Errorf("NodeMaxIter", "%d is negative", o.NodeMaxIter)
-	case o.TightenBy != "" && o.TightenBy != AllCycles && o.TightenBy != Pursue && o.TightenBy != LPC:
-		return solver.Errorf("TightenBy", "unknown tightening %q (want %s, %s or %s)", o.TightenBy, AllCycles, Pursue, LPC)
-	case !(o.TightenShare >= 0 && o.TightenShare <= 1):
-		return solver.Errorf("TightenShare", "%v is not in [0, 1]", o.TightenShare)
-	case !(o.MiniBucketShare >= 0 && o.MiniBucketShare <= 1):
-		return solver.Errorf("MiniBucketShare", "%v is not in [0, 1]", o.MiniBucketShare)
-	case o.Eliminate < 0:
-		return solver.Errorf("Eliminate", "%d is negative", o.Eliminate)
-	case o.Search.MaxNodes < 0:
-		return solver.Errorf("Search.MaxNodes", "%d is negative", o.Search.MaxNodes)
 	}
 	if o.Relax == ADMM {
 		dd := o.DD

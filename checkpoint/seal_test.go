@@ -48,65 +48,60 @@ func sealedView(t *testing.T, raw Store, s *Sealer) Store {
 // it; an unsealed reader of sealed blobs is told to use the key.
 func TestSealedCheckpoints(t *testing.T) {
 	ctx := context.Background()
-	key, other := testSealer(t, 1), testSealer(t, 2)
-	for _, k := range storeKinds(t) {
-		t.Run(k.name, func(t *testing.T) {
-			raw := k.open(t)
-			st, old, m := sealedCheckpoints(t, raw, key)
-			got, err := Read(ctx, st, &m)
-			if err != nil {
+	eachSealedStore(t, func(t *testing.T, raw, st Store, old, m Manifest, other *Sealer) {
+		got, err := Read(ctx, st, &m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range testParts(2) {
+			if !bytes.Equal(got[p.Role], p.Data) {
+				t.Fatalf("%s: read back differs", p.Role)
+			}
+		}
+		master := m.Blobs[0] // changes with the iteration: not shared with old
+		stored, err := raw.Get(ctx, master.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(stored, testParts(2)[0].Data[:64]) || !looksSealed(stored) {
+			t.Fatal("the store holds the state in clear")
+		}
+		refused := func(what string, st Store, want string) {
+			t.Helper()
+			_, err := Read(ctx, st, &m)
+			if !errors.Is(err, ErrSeal) || !errors.Is(err, ErrTorn) || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %v, want a torn checkpoint, ErrSeal, %q", what, err, want)
+			}
+		}
+		refused("another key", sealedView(t, raw, other), "another key")
+		refused("read without the key", raw, "resume with the job's key")
+		replace := func(data []byte) {
+			t.Helper()
+			if err := raw.Delete(ctx, master.Object); err != nil {
 				t.Fatal(err)
 			}
-			for _, p := range testParts(2) {
-				if !bytes.Equal(got[p.Role], p.Data) {
-					t.Fatalf("%s: read back differs", p.Role)
-				}
-			}
-			master := m.Blobs[0] // changes with the iteration: not shared with old
-			stored, err := raw.Get(ctx, master.Object)
-			if err != nil {
+			if err := raw.Put(ctx, master.Object, data); err != nil {
 				t.Fatal(err)
 			}
-			if bytes.Contains(stored, testParts(2)[0].Data[:64]) || !looksSealed(stored) {
-				t.Fatal("the store holds the state in clear")
-			}
-			refused := func(what string, st Store, want string) {
-				t.Helper()
-				_, err := Read(ctx, st, &m)
-				if !errors.Is(err, ErrSeal) || !errors.Is(err, ErrTorn) || !strings.Contains(err.Error(), want) {
-					t.Errorf("%s: %v, want a torn checkpoint, ErrSeal, %q", what, err, want)
-				}
-			}
-			refused("another key", sealedView(t, raw, other), "another key")
-			refused("read without the key", raw, "resume with the job's key")
-			replace := func(data []byte) {
-				t.Helper()
-				if err := raw.Delete(ctx, master.Object); err != nil {
-					t.Fatal(err)
-				}
-				if err := raw.Put(ctx, master.Object, data); err != nil {
-					t.Fatal(err)
-				}
-			}
-			tampered := slices.Clone(stored)
-			tampered[len(tampered)-20] ^= 1
-			replace(tampered)
-			refused("a flipped bit", st, "does not open")
-			moved, err := raw.Get(ctx, m.Blobs[2].Object) // part-1's sealed blob under the master's name
-			if err != nil {
-				t.Fatal(err)
-			}
-			replace(moved)
-			refused("a blob moved from another object", st, "does not open")
-			replace(testParts(2)[0].Data) // what an unsealed job would have written
-			refused("a foreign unsealed blob", st, "not sealed")
-			// Resume falls back past the refused checkpoint to the intact one.
-			back, _, skipped, err := Latest(ctx, st, []Manifest{m, old})
-			if err != nil || back.Iteration != 1 || len(skipped) != 1 || !errors.Is(skipped[0], ErrSeal) {
-				t.Errorf("latest: iteration %d, skipped %v, %v; want 1 after skipping the refused one", back.Iteration, skipped, err)
-			}
-		})
-	}
+		}
+		tampered := slices.Clone(stored)
+		tampered[len(tampered)-20] ^= 1
+		replace(tampered)
+		refused("a flipped bit", st, "does not open")
+		moved, err := raw.Get(ctx, m.Blobs[2].Object) // part-1's sealed blob under the master's name
+		if err != nil {
+			t.Fatal(err)
+		}
+		replace(moved)
+		refused("a blob moved from another object", st, "does not open")
+		replace(testParts(2)[0].Data) // what an unsealed job would have written
+		refused("a foreign unsealed blob", st, "not sealed")
+		// Resume falls back past the refused checkpoint to the intact one.
+		back, _, skipped, err := Latest(ctx, st, []Manifest{m, old})
+		if err != nil || back.Iteration != 1 || len(skipped) != 1 || !errors.Is(skipped[0], ErrSeal) {
+			t.Errorf("latest: iteration %d, skipped %v, %v; want 1 after skipping the refused one", back.Iteration, skipped, err)
+		}
+	})
 }
 
 // A store sealed with rotated keys opens blobs sealed with any of them

@@ -55,14 +55,7 @@ func TestWriteRead(t *testing.T) {
 				}
 			}
 			// The manifest survives JSON, as in a manifest file or a Raft entry.
-			raw, err := json.Marshal(m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var back Manifest
-			if err := json.Unmarshal(raw, &back); err != nil {
-				t.Fatal(err)
-			}
+			back := jsonRoundTrip(t, m)
 			got, err := Read(ctx, s, &back)
 			if err != nil {
 				t.Fatal(err)

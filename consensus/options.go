@@ -84,24 +84,14 @@ func DefaultOptions() Options {
 // Validate checks the options and returns a *solver.OptionError naming the
 // first bad one.
 func (o *Options) Validate() error {
-	if err := o.Limits.Validate(); err != nil {
-		return err
-	}
-	switch {
-	case o.Algo != ADMM && o.Algo != Subgradient:
-		return solver.Errorf("Algo", "unknown algorithm %q (want %s or %s)", o.Algo, ADMM, Subgradient)
-	case o.Slaves != PerFactor && o.Slaves != Chains && o.Slaves != Trees:
-		return solver.Errorf("Slaves", "unknown decomposition %q (want factor, chains or trees)", o.Slaves)
-	case o.Step != Polyak && o.Step != Diminishing && o.Step != InvSqrt:
-		return solver.Errorf("Step", "unknown step rule %q (want polyak, 1/t or 1/sqrt(t))", o.Step)
-	case o.Threads < 1:
-		return solver.Errorf("Threads", "%d < 1", o.Threads)
-	case !solver.NonNegative(o.ResidualTol):
-		return solver.Errorf("ResidualTol", "%v is not a finite number >= 0", o.ResidualTol)
-	case !solver.Positive(o.Eta):
-		return solver.Errorf("Eta", "%v is not a finite number > 0", o.Eta)
-	case !(o.Tau > 0 && o.Tau <= 1.618):
-		return solver.Errorf("Tau", "%v is outside (0, 1.618]", o.Tau)
-	}
-	return nil
+	return solver.FirstBad(
+		o.Limits.Validate(),
+		solver.Want(o.Algo == ADMM || o.Algo == Subgradient, "Algo", "unknown algorithm %q (want %s or %s)", o.Algo, ADMM, Subgradient),
+		solver.Want(o.Slaves == PerFactor || o.Slaves == Chains || o.Slaves == Trees, "Slaves", "unknown decomposition %q (want factor, chains or trees)", o.Slaves),
+		solver.Want(o.Step == Polyak || o.Step == Diminishing || o.Step == InvSqrt, "Step", "unknown step rule %q (want polyak, 1/t or 1/sqrt(t))", o.Step),
+		solver.WantAtLeast("Threads", o.Threads, 1),
+		solver.WantNonNegative("ResidualTol", o.ResidualTol),
+		solver.WantPositive("Eta", o.Eta),
+		solver.Want(o.Tau > 0 && o.Tau <= 1.618, "Tau", "%v is outside (0, 1.618]", o.Tau),
+	)
 }

@@ -2,12 +2,13 @@ package convexmp
 
 import (
 	"github.com/ddrun/ddrun/model"
+	"github.com/ddrun/ddrun/solver"
 )
 
 // decodeRep writes argmax thetaHat_i into x.
 func (p *problem) decodeRep(lam []float64, buf []float64, x []int) {
 	for i := range p.cards {
-		x[i] = argmax(p.unaryRep(i, lam, buf))
+		x[i] = solver.Argmax(p.unaryRep(i, lam, buf))
 	}
 }
 

@@ -68,32 +68,21 @@ func DefaultOptions() Options {
 
 // Validate returns a *solver.OptionError naming the first bad option.
 func (o *Options) Validate() error {
-	if err := o.Limits.Validate(); err != nil {
+	if err := solver.FirstBad(
+		o.Limits.Validate(),
+		solver.WantNonNegative("StallTol", o.StallTol),
+		solver.WantAtLeast("QPIters", o.QPIters, 1),
+		solver.WantAtLeast("ICMSweeps", o.ICMSweeps, 0),
+		solver.WantAtLeast("DecodeEvery", o.DecodeEvery, 1),
+		solver.WantAtLeast("MaxTable", o.MaxTable, 1),
+	); err != nil || !o.EpsDescent {
 		return err
 	}
-	switch {
-	case !solver.NonNegative(o.StallTol):
-		return solver.Errorf("StallTol", "%v is not a finite number >= 0", o.StallTol)
-	case o.QPIters < 1:
-		return solver.Errorf("QPIters", "%d < 1", o.QPIters)
-	case o.ICMSweeps < 0:
-		return solver.Errorf("ICMSweeps", "%d < 0", o.ICMSweeps)
-	case o.DecodeEvery < 1:
-		return solver.Errorf("DecodeEvery", "%d < 1", o.DecodeEvery)
-	case o.MaxTable < 1:
-		return solver.Errorf("MaxTable", "%d < 1", o.MaxTable)
-	}
-	if o.EpsDescent {
-		switch {
-		case !solver.Positive(o.EpsMin):
-			return solver.Errorf("EpsMin", "%v is not a finite number > 0", o.EpsMin)
-		case !(o.Eps0 >= o.EpsMin) || math.IsInf(o.Eps0, 1):
-			return solver.Errorf("Eps0", "%v is not a finite number >= EpsMin (%v)", o.Eps0, o.EpsMin)
-		case !(o.EpsShrink > 0 && o.EpsShrink < 1):
-			return solver.Errorf("EpsShrink", "%v is outside (0, 1)", o.EpsShrink)
-		}
-	}
-	return nil
+	return solver.FirstBad(
+		solver.WantPositive("EpsMin", o.EpsMin),
+		solver.Want(o.Eps0 >= o.EpsMin && !math.IsInf(o.Eps0, 1), "Eps0", "%v is not a finite number >= EpsMin (%v)", o.Eps0, o.EpsMin),
+		solver.Want(o.EpsShrink > 0 && o.EpsShrink < 1, "EpsShrink", "%v is outside (0, 1)", o.EpsShrink),
+	)
 }
 
 // Stats describes a run beyond solver.Result.

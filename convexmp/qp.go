@@ -3,6 +3,8 @@ package convexmp
 import (
 	"math"
 	"slices"
+
+	"github.com/ddrun/ddrun/solver"
 )
 
 // The min-norm QP of the paper's Corollary 2. At lam, every max-function r
@@ -499,19 +501,9 @@ func (q *qpState) residual() float64 {
 func (q *qpState) decode(x []int) {
 	p := q.p
 	for i := range p.cards {
-		x[i] = argmax(p.unary[p.uoff[i]:p.uoff[i+1]])
+		x[i] = solver.Argmax(p.unary[p.uoff[i]:p.uoff[i+1]])
 	}
 	for r, i := range q.regVar {
-		x[i] = argmax(q.b[q.off[r]:q.off[r+1]])
+		x[i] = solver.Argmax(q.b[q.off[r]:q.off[r+1]])
 	}
-}
-
-func argmax(t []float64) int {
-	best := 0
-	for j, v := range t {
-		if v > t[best] {
-			best = j
-		}
-	}
-	return best
 }

@@ -3,7 +3,6 @@ package convexmp
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"time"
 
@@ -29,15 +28,9 @@ func Solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options,
 func SolveStats(ctx context.Context, m *model.Model, ev model.Evidence, opts Options, progress func(solver.Progress)) (solver.Result, Stats, error) {
 	start := time.Now()
 	stats := Stats{StallDual: math.NaN(), Residual: math.NaN()}
-	if err := opts.Validate(); err != nil {
-		return solver.Result{}, stats, err
-	}
-	if err := m.Validate(); err != nil {
-		return solver.Result{}, stats, fmt.Errorf("cmp: %w", err)
-	}
-	red, err := solver.Reduce(m, ev)
+	red, err := solver.Prepare("cmp", &opts, m, ev)
 	if err != nil {
-		return solver.Result{}, stats, fmt.Errorf("cmp: %w", err)
+		return solver.Result{}, stats, err
 	}
 	if red == nil {
 		return solver.InfeasibleResult(time.Since(start)), stats, nil

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/exact"
-	"github.com/ddrun/ddrun/internal/ratelimit"
+	"github.com/ddrun/ddrun/internal/jobworker"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/indexed"
 	"github.com/ddrun/ddrun/model/native"
@@ -63,11 +63,8 @@ type wjob struct {
 }
 
 type wserver struct {
-	tr   transport.Transport
+	*jobworker.Sender
 	opts WorkerOptions
-	log  *slog.Logger
-	seq  *transport.Sequence
-	drop ratelimit.Repeats[string]
 
 	mu  sync.Mutex
 	job *wjob
@@ -81,8 +78,9 @@ type wserver struct {
 // one at a time, and is free again when the job is closed or its
 // coordinator falls silent for ReleaseAfter.
 func Serve(ctx context.Context, tr transport.Transport, opts WorkerOptions) error {
-	if err := transport.ValidName(opts.Name); err != nil {
-		return fmt.Errorf("worker name %q: %w", opts.Name, err)
+	sender, err := jobworker.NewSender(tr, opts.Name, opts.Logger, "search: ")
+	if err != nil {
+		return err
 	}
 	if opts.Threads < 1 {
 		return fmt.Errorf("threads: %d < 1", opts.Threads)
@@ -90,12 +88,7 @@ func Serve(ctx context.Context, tr transport.Transport, opts WorkerOptions) erro
 	if opts.ReleaseAfter <= 0 {
 		opts.ReleaseAfter = 15 * time.Second
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	s := &wserver{tr: tr, opts: opts, log: log, seq: transport.NewSequence(), freed: make(chan struct{}, 1),
-		drop: ratelimit.Repeats[string]{Every: 10 * time.Second}}
+	s := &wserver{Sender: sender, opts: opts, freed: make(chan struct{}, 1)}
 	sub, err := tr.Subscribe(taskWildcard(opts.Name), s.onTask)
 	if err != nil {
 		return fmt.Errorf("subscribing for search tasks: %w", err)
@@ -106,53 +99,10 @@ func Serve(ctx context.Context, tr transport.Transport, opts WorkerOptions) erro
 		return fmt.Errorf("subscribing for coordinators' beats: %w", err)
 	}
 	defer beats.Unsubscribe()
-	solicit, solicits, err := transport.Notify(tr, solicitSubject)
-	if err != nil {
-		return fmt.Errorf("subscribing for solicitations: %w", err)
-	}
-	defer solicits.Unsubscribe()
 	defer s.release("")
-	hello := time.NewTicker(helloEvery)
-	defer hello.Stop()
-	busy := time.NewTicker(busyEvery)
-	defer busy.Stop()
-	s.announce(ctx)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-solicit:
-			// A coordinator looks for workers (the content does not
-			// matter: an announcement is all it can cause).
-			s.announce(ctx)
-		case <-s.freed:
-			s.announce(ctx)
-		case <-hello.C:
-			s.lapse()
-			s.announce(ctx)
-		case <-busy.C:
-			s.heartbeat(ctx)
-		}
-	}
-}
-
-// dropped logs a message dropped for reason, at most once per interval per
-// reason.
-func (s *wserver) dropped(reason string, args ...any) {
-	if n, ok := s.drop.Admit(reason); ok {
-		s.log.Warn("search: "+reason, append(args, "dropped", n+1)...)
-	}
-}
-
-func (s *wserver) publish(ctx context.Context, subject string, h transport.Header, body any) {
-	h.From, h.Seq = s.opts.Name, s.seq.Next()
-	data, err := transport.Encode(h, body)
-	if err == nil {
-		err = s.tr.Publish(ctx, subject, data)
-	}
-	if err != nil && ctx.Err() == nil {
-		s.log.Warn("search: publishing", "subject", subject, "err", err)
-	}
+	loop := jobworker.Loop{Solicit: solicitSubject, Solicitations: "solicitations", HelloEvery: helloEvery,
+		Announce: s.announce, Lapse: s.lapse, Freed: s.freed, Beat: s.heartbeat, BeatEvery: busyEvery}
+	return loop.Run(ctx, tr)
 }
 
 func (s *wserver) announce(ctx context.Context) {
@@ -162,7 +112,7 @@ func (s *wserver) announce(ctx context.Context) {
 		h.Job = s.job.name
 	}
 	s.mu.Unlock()
-	s.publish(ctx, helloSubject, transport.Header{}, h)
+	s.Publish(ctx, helloSubject, transport.Header{}, h)
 }
 
 func (s *wserver) heartbeat(ctx context.Context) {
@@ -174,7 +124,7 @@ func (s *wserver) heartbeat(ctx context.Context) {
 	}
 	s.mu.Unlock()
 	if j != nil {
-		s.publish(ctx, answerSubject(j.name, s.opts.Name), transport.Header{Job: j.name}, b)
+		s.Publish(ctx, answerSubject(j.name, s.opts.Name), transport.Header{Job: j.name}, b)
 	}
 }
 
@@ -185,7 +135,7 @@ func (s *wserver) lapse() {
 	silent := j != nil && time.Since(j.beat) > s.opts.ReleaseAfter
 	s.mu.Unlock()
 	if silent {
-		s.log.Warn("search: job dropped, its coordinator is silent", "job", j.name)
+		s.Log.Warn("search: job dropped, its coordinator is silent", "job", j.name)
 		s.release(j.name)
 	}
 }
@@ -224,25 +174,25 @@ func (s *wserver) onBeat(_ string, data []byte) {
 func (s *wserver) onTask(subject string, data []byte) {
 	h, raw, err := transport.Decode(data)
 	if err != nil {
-		s.dropped("undecodable message dropped", "err", err)
+		s.Dropped("undecodable message dropped", "err", err)
 		return
 	}
 	if subject != taskSubject(h.Job, s.opts.Name) {
-		s.dropped("message for another job or worker dropped", "subject", subject, "job", h.Job)
+		s.Dropped("message for another job or worker dropped", "subject", subject, "job", h.Job)
 		return
 	}
 	switch h.Kind {
 	case kindOpen:
 		var o openBody
 		if err := transport.DecodeBody(raw, &o); err != nil {
-			s.dropped("undecodable open dropped", "job", h.Job, "err", err)
+			s.Dropped("undecodable open dropped", "job", h.Job, "err", err)
 			return
 		}
 		s.onOpen(h.Job, &o)
 	case kindTask:
 		var t taskBody
 		if err := transport.DecodeBody(raw, &t); err != nil {
-			s.dropped("undecodable task dropped", "job", h.Job, "err", err)
+			s.Dropped("undecodable task dropped", "job", h.Job, "err", err)
 			return
 		}
 		s.onSubtree(h.Job, &t)
@@ -256,10 +206,10 @@ func (s *wserver) onTask(subject string, data []byte) {
 		s.mu.Unlock()
 		if mine {
 			s.release(h.Job)
-			s.log.Info("search: job closed", "job", h.Job)
+			s.Log.Info("search: job closed", "job", h.Job)
 		}
 	default:
-		s.dropped("message of an unknown kind dropped", "job", h.Job, "kind", h.Kind)
+		s.Dropped("message of an unknown kind dropped", "job", h.Job, "kind", h.Kind)
 	}
 }
 
@@ -308,7 +258,7 @@ func (s *wserver) model(job string, o *openBody) (*model.Model, error) {
 func (s *wserver) onOpen(job string, o *openBody) {
 	ctx := context.Background()
 	reply := func(err string) {
-		s.publish(ctx, answerSubject(job, s.opts.Name), transport.Header{Job: job}, openedBody{CID: o.CID, Err: err})
+		s.Publish(ctx, answerSubject(job, s.opts.Name), transport.Header{Job: job}, openedBody{CID: o.CID, Err: err})
 	}
 	s.mu.Lock()
 	cur := s.job
@@ -343,7 +293,7 @@ func (s *wserver) onOpen(job string, o *openBody) {
 	}
 	s.job = &wjob{name: job, cid: o.CID, m: m, solve: solve, beat: time.Now()}
 	s.mu.Unlock()
-	s.log.Info("search: job opened", "job", job, "variables", m.NumVars(), "factors", len(m.Factors), "algo", o.Settings.Algo)
+	s.Log.Info("search: job opened", "job", job, "variables", m.NumVars(), "factors", len(m.Factors), "algo", o.Settings.Algo)
 	reply("")
 }
 
@@ -353,7 +303,7 @@ func (s *wserver) onSubtree(job string, t *taskBody) {
 	j := s.job
 	if j == nil || j.name != job || j.cid != t.CID {
 		s.mu.Unlock()
-		s.dropped("task of a job this worker does not hold dropped", "job", job)
+		s.Dropped("task of a job this worker does not hold dropped", "job", job)
 		return
 	}
 	j.beat = time.Now()
@@ -364,7 +314,7 @@ func (s *wserver) onSubtree(job string, t *taskBody) {
 	if t.ID == j.done && j.answer != nil {
 		answer := j.answer
 		s.mu.Unlock()
-		_ = s.tr.Publish(context.Background(), answerSubject(job, s.opts.Name), answer) // our answer was lost
+		_ = s.Tr.Publish(context.Background(), answerSubject(job, s.opts.Name), answer) // our answer was lost
 		return
 	}
 	s.mu.Unlock()
@@ -383,7 +333,7 @@ func (s *wserver) onSubtree(job string, t *taskBody) {
 		err = fmt.Errorf("bound %v, incumbent %v, tolerance %v", t.Bound, t.Incumbent, t.Tol)
 	}
 	if err != nil {
-		s.dropped("malformed task dropped", "job", job, "err", err)
+		s.Dropped("malformed task dropped", "job", job, "err", err)
 		return
 	}
 	s.search(j, t, ev)
@@ -426,7 +376,7 @@ func (s *wserver) search(j *wjob, t *taskBody, ev map[int]int) {
 				a.Open[i] = openWire{Vars: v, States: st, Bound: o.Bound}
 			}
 		}
-		data, eerr := transport.Encode(transport.Header{Job: j.name, Kind: kindAnswer, From: s.opts.Name, Seq: s.seq.Next()}, a)
+		data, eerr := s.Encode(transport.Header{Job: j.name, Kind: kindAnswer}, a)
 		s.mu.Lock()
 		live := s.job == j && j.current == t.ID && ctx.Err() == nil
 		if live {
@@ -437,11 +387,11 @@ func (s *wserver) search(j *wjob, t *taskBody, ev map[int]int) {
 			return
 		}
 		if eerr != nil {
-			s.log.Error("search: encoding an answer", "job", j.name, "err", eerr)
+			s.Log.Error("search: encoding an answer", "job", j.name, "err", eerr)
 			return
 		}
-		if err := s.tr.Publish(context.Background(), answerSubject(j.name, s.opts.Name), data); err != nil {
-			s.log.Warn("search: publishing an answer", "job", j.name, "err", err)
+		if err := s.Tr.Publish(context.Background(), answerSubject(j.name, s.opts.Name), data); err != nil {
+			s.Log.Warn("search: publishing an answer", "job", j.name, "err", err)
 		}
 	}()
 }

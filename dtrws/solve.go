@@ -74,28 +74,17 @@ func DefaultOptions() Options {
 
 // Validate returns a *solver.OptionError naming the first bad option.
 func (o *Options) Validate() error {
-	if err := o.Limits.Validate(); err != nil {
-		return err
-	}
-	switch {
-	case o.Parts < 1:
-		return solver.Errorf("Parts", "%d < 1", o.Parts)
-	case o.Threads < 1:
-		return solver.Errorf("Threads", "%d < 1", o.Threads)
-	case o.Inner < 1:
-		return solver.Errorf("Inner", "%d < 1", o.Inner)
-	case !solver.NonNegative(o.BoundTol):
-		return solver.Errorf("BoundTol", "%v is not a finite number >= 0", o.BoundTol)
-	case o.BoundWindow < 1:
-		return solver.Errorf("BoundWindow", "%d < 1", o.BoundWindow)
-	case !(o.Step > 0 && o.Step <= 1):
-		return solver.Errorf("Step", "%v is not in (0, 1]", o.Step)
-	case o.PrimalEvery < 1:
-		return solver.Errorf("PrimalEvery", "%d < 1", o.PrimalEvery)
-	case o.Sweeps < 0:
-		return solver.Errorf("Sweeps", "%d < 0", o.Sweeps)
-	}
-	return nil
+	return solver.FirstBad(
+		o.Limits.Validate(),
+		solver.WantAtLeast("Parts", o.Parts, 1),
+		solver.WantAtLeast("Threads", o.Threads, 1),
+		solver.WantAtLeast("Inner", o.Inner, 1),
+		solver.WantNonNegative("BoundTol", o.BoundTol),
+		solver.WantAtLeast("BoundWindow", o.BoundWindow, 1),
+		solver.Want(o.Step > 0 && o.Step <= 1, "Step", "%v is not in (0, 1]", o.Step),
+		solver.WantAtLeast("PrimalEvery", o.PrimalEvery, 1),
+		solver.WantAtLeast("Sweeps", o.Sweeps, 0),
+	)
 }
 
 // Solve runs distributed TRW-S on m with evidence ev, the parts in
@@ -104,15 +93,9 @@ func (o *Options) Validate() error {
 // every ProgressEvery.
 func Solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options, progress func(solver.Progress)) (solver.Result, error) {
 	start := time.Now()
-	if err := opts.Validate(); err != nil {
-		return solver.Result{}, err
-	}
-	if err := m.Validate(); err != nil {
-		return solver.Result{}, fmt.Errorf("dtrws: %w", err)
-	}
-	red, err := solver.Reduce(m, ev)
+	red, err := solver.Prepare("dtrws", &opts, m, ev)
 	if err != nil {
-		return solver.Result{}, fmt.Errorf("dtrws: %w", err)
+		return solver.Result{}, err
 	}
 	if red == nil {
 		return solver.InfeasibleResult(time.Since(start)), nil
@@ -489,7 +472,7 @@ func (c *coord) decode(on bool) {
 	for j, cs := range c.seam.Copies {
 		b := c.bsum[:c.seam.Cards[j]]
 		c.sumBeliefs(b, j, cs, false)
-		c.cand[j] = int32(argmax(b))
+		c.cand[j] = int32(solver.Argmax(b))
 	}
 }
 
@@ -571,17 +554,6 @@ func (c *coord) finish(ctx context.Context, res *solver.Result, deadline time.Ti
 		return c.step(ctx)
 	}
 	return nil
-}
-
-// argmax returns the first index of the largest entry of v.
-func argmax(v []float64) int {
-	best := 0
-	for i, x := range v {
-		if x > v[best] {
-			best = i
-		}
-	}
-	return best
 }
 
 // updateMultipliers sets the orders' Delta so that every copy's belief b_p

@@ -58,20 +58,13 @@ func DefaultOptions() Options {
 func (o *Options) Validate() error {
 	lim := o.Limits
 	lim.MaxIter = max(lim.MaxIter, 1) // not used
-	if err := lim.Validate(); err != nil {
-		return err
-	}
-	switch {
-	case o.Memory <= 0:
-		return solver.Errorf("Memory", "%d is not a positive number of bytes", o.Memory)
-	case !solver.NonNegative(o.MaxWork):
-		return solver.Errorf("MaxWork", "%v is not a finite number >= 0", o.MaxWork)
-	case !solver.NonNegative(o.IBound):
-		return solver.Errorf("IBound", "%v is not a finite number >= 0", o.IBound)
-	case o.MaxNodes < 0:
-		return solver.Errorf("MaxNodes", "%d is negative", o.MaxNodes)
-	}
-	return nil
+	return solver.FirstBad(
+		lim.Validate(),
+		solver.Want(o.Memory > 0, "Memory", "%d is not a positive number of bytes", o.Memory),
+		solver.WantNonNegative("MaxWork", o.MaxWork),
+		solver.WantNonNegative("IBound", o.IBound),
+		solver.WantNotNegative("MaxNodes", o.MaxNodes),
+	)
 }
 
 // Estimate is what exact elimination of a model would cost along the
@@ -230,15 +223,9 @@ type Stats struct {
 func SolveStats(ctx context.Context, m *model.Model, ev model.Evidence, opts Options, progress func(solver.Progress)) (solver.Result, Stats, error) {
 	start := time.Now()
 	var st Stats
-	if err := opts.Validate(); err != nil {
-		return solver.Result{}, st, err
-	}
-	if err := m.Validate(); err != nil {
-		return solver.Result{}, st, fmt.Errorf("elim: %w", err)
-	}
-	red, err := solver.Reduce(m, ev)
+	red, err := solver.Prepare("elim", &opts, m, ev)
 	if err != nil {
-		return solver.Result{}, st, fmt.Errorf("elim: %w", err)
+		return solver.Result{}, st, err
 	}
 	if red == nil {
 		return solver.InfeasibleResult(time.Since(start)), st, nil

@@ -108,17 +108,12 @@ type Options struct {
 
 // Validate returns a *solver.OptionError naming the first bad option.
 func (o *Options) Validate() error {
-	switch {
-	case !solver.NonNegative(o.Tol):
-		return solver.Errorf("Tol", "%v is not a finite number >= 0", o.Tol)
-	case o.TimeLimit < 0:
-		return solver.Errorf("TimeLimit", "%v is negative", o.TimeLimit)
-	case o.MaxNodes < 0:
-		return solver.Errorf("MaxNodes", "%d is negative", o.MaxNodes)
-	case o.Threads < 0:
-		return solver.Errorf("Threads", "%d is negative", o.Threads)
-	}
-	return nil
+	return solver.FirstBad(
+		solver.WantNonNegative("Tol", o.Tol),
+		solver.WantNotNegative("TimeLimit", o.TimeLimit),
+		solver.WantNotNegative("MaxNodes", o.MaxNodes),
+		solver.WantNotNegative("Threads", o.Threads),
+	)
 }
 
 // Stats describes a search.

@@ -112,6 +112,33 @@ type ActiveSet struct {
 // from the incremental updates cannot accumulate without bound.
 const activeSetRefactorEvery = 256
 
+// activeSetQUAD is the QUAD of a slave solved with the active-set method
+// (ActiveSet.QUAD), warm-started from the previous call, with the slave's
+// MAP as oracle, and the solver itself (ActiveSet, for tuning and
+// statistics). Dense embeds it; the slaves whose active set may stop on
+// its iteration cap embed inexactQUAD.
+type activeSetQUAD struct{ as *ActiveSet }
+
+// ActiveSet returns the slave's QUAD solver, for tuning and statistics.
+func (q activeSetQUAD) ActiveSet() *ActiveSet { return q.as }
+
+// QUAD solves the slave's QUAD subproblem with the active-set method (see
+// ActiveSet.QUAD), warm-started from the previous call.
+func (q activeSetQUAD) QUAD(c []float64, eta float64, u []float64) float64 {
+	return q.as.QUAD(c, eta, u)
+}
+
+// UseScratch implements ScratchUser.
+func (q activeSetQUAD) UseScratch(sc *Scratch) { q.as.UseScratch(sc) }
+
+// inexactQUAD is activeSetQUAD for a slave whose QUAD may stop on the
+// active set's iteration cap (Chain, Tree, Trunc): it implements Inexact.
+type inexactQUAD struct{ activeSetQUAD }
+
+// Converged reports whether the last QUAD call reached the optimum (see
+// Inexact).
+func (q inexactQUAD) Converged() bool { return q.as.Converged() }
+
 // NewActiveSet returns an active-set QUAD solver for the oracle's factor,
 // with room for at most maxConfigs configurations in the working set
 // (preallocated: QUAD never allocates). An affinely independent working set

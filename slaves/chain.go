@@ -89,7 +89,7 @@ type Chain struct {
 
 	alg    ChainAlgorithm
 	budget float64
-	as     *ActiveSet
+	inexactQUAD
 
 	// MAP scratch, flattened by position like w.
 	th       []float64 // theta + w
@@ -160,24 +160,7 @@ func NewChain(cards []int, emissions [][]float64, trans [][]float64) *Chain {
 		tinf:   make([]bool, max(n-1, 0)),
 		budget: DefaultColGenBudget,
 	}
-	for k := range emissions {
-		e := emissions[k]
-		if e == nil {
-			continue
-		}
-		if len(e) != cards[k] {
-			panic(fmt.Sprintf("slaves: NewChain: emissions[%d] has %d entries, want %d", k, len(e), cards[k]))
-		}
-		for x, v := range e {
-			if math.IsNaN(v) || math.IsInf(v, 1) {
-				panic(fmt.Sprintf("slaves: NewChain: emissions[%d][%d] = %v", k, x, v))
-			}
-			if math.IsInf(v, -1) {
-				c.anyInf = true
-			}
-		}
-		copy(c.emis[off[k]:], e)
-	}
+	c.anyInf = copyEmissions("NewChain", c.emis, off, cards, emissions)
 	c.rowMax = make([]float64, dim)
 	c.colMax = make([]float64, dim)
 	c.rowMaxO = make([]int32, dim)
@@ -192,16 +175,7 @@ func NewChain(cards []int, emissions [][]float64, trans [][]float64) *Chain {
 		if trans != nil {
 			t = trans[k]
 		}
-		if t == nil {
-			key := [2]int{L0, L1}
-			if zeros[key] == nil {
-				zeros[key] = make([]float64, L0*L1)
-			}
-			t = zeros[key]
-		}
-		if len(t) != L0*L1 {
-			panic(fmt.Sprintf("slaves: NewChain: trans[%d] has %d entries, cards %d x %d need %d", k, len(t), L0, L1, L0*L1))
-		}
+		t = edgeTable(zeros, t, L0, L1, "NewChain", "trans", k)
 		c.trans[k] = t
 		c.vitCost += float64(L0 * L1)
 		// A table shared with an earlier position has the same maxima and
@@ -376,11 +350,52 @@ func (c *Chain) SetColGenBudget(f float64) {
 // ColGenStats returns the column-generation work counters.
 func (c *Chain) ColGenStats() ChainStats { return c.stats }
 
+// copyEmissions copies the emissions of a chain's or a tree's variables
+// (a nil entry: none) into emis, variable k's at off[k], and reports
+// whether one is -Inf. An entry count other than the variable's
+// cardinality or a NaN or +Inf entry is a panic naming the constructor,
+// who.
+func copyEmissions(who string, emis []float64, off, cards []int, emissions [][]float64) (anyInf bool) {
+	for k, e := range emissions {
+		if e == nil {
+			continue
+		}
+		if len(e) != cards[k] {
+			panic(fmt.Sprintf("slaves: %s: emissions[%d] has %d entries, want %d", who, k, len(e), cards[k]))
+		}
+		for x, v := range e {
+			if math.IsNaN(v) || math.IsInf(v, 1) {
+				panic(fmt.Sprintf("slaves: %s: emissions[%d][%d] = %v", who, k, x, v))
+			}
+			if math.IsInf(v, -1) {
+				anyInf = true
+			}
+		}
+		copy(emis[off[k]:], e)
+	}
+	return anyInf
+}
+
+// edgeTable returns the table t of edge k of a chain or a tree (named
+// what[k] in the constructor who's panics), between variables of L0 and
+// L1 states: for a nil t, a table of zeros shared through zeros by the
+// edges of the same shape. A table of another size is a panic.
+func edgeTable(zeros map[[2]int][]float64, t []float64, L0, L1 int, who, what string, k int) []float64 {
+	if t == nil {
+		key := [2]int{L0, L1}
+		if zeros[key] == nil {
+			zeros[key] = make([]float64, L0*L1)
+		}
+		t = zeros[key]
+	}
+	if len(t) != L0*L1 {
+		panic(fmt.Sprintf("slaves: %s: %s[%d] has %d entries, cards %d x %d need %d", who, what, k, len(t), L0, L1, L0*L1))
+	}
+	return t
+}
+
 // ResetColGenStats zeroes the column-generation work counters.
 func (c *Chain) ResetColGenStats() { c.stats = ChainStats{} }
-
-// ActiveSet returns the chain's QUAD solver, for tuning and statistics.
-func (c *Chain) ActiveSet() *ActiveSet { return c.as }
 
 // Score returns phi(y) = sum_k theta_k(y_k) + sum_k tau_k(y_k, y_{k+1}),
 // -Inf when y uses a forbidden transition or emission.
@@ -418,21 +433,7 @@ func (c *Chain) MAP(w []float64, y []int) float64 {
 	return c.colgen(w, y)
 }
 
-// QUAD solves the chain's QUAD subproblem with the active-set method (see
-// ActiveSet.QUAD), warm-started from the previous call, with the chain's MAP
-// as oracle. It may stop on the active set's iteration cap (see Converged).
-func (c *Chain) QUAD(cc []float64, eta float64, u []float64) float64 {
-	return c.as.QUAD(cc, eta, u)
-}
-
-// Converged reports whether the last QUAD call reached the optimum (see
-// Inexact).
-func (c *Chain) Converged() bool { return c.as.Converged() }
-
 var (
 	_ Slave   = (*Chain)(nil)
 	_ Inexact = (*Chain)(nil)
 )
-
-// UseScratch implements ScratchUser.
-func (c *Chain) UseScratch(sc *Scratch) { c.as.UseScratch(sc) }

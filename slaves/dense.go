@@ -15,7 +15,7 @@ type Dense struct {
 	off    []int
 	stride []int // table stride of each variable
 	table  []float64
-	as     *ActiveSet
+	activeSetQUAD
 
 	// MAP scratch.
 	odo []int     // odometer over the first n-1 variables
@@ -67,9 +67,6 @@ func (d *Dense) Cards() []int { return d.cards }
 
 // Table returns the log-potential table (not a copy).
 func (d *Dense) Table() []float64 { return d.table }
-
-// ActiveSet returns the factor's QUAD solver, for tuning and statistics.
-func (d *Dense) ActiveSet() *ActiveSet { return d.as }
 
 // Score returns the table entry of y.
 func (d *Dense) Score(y []int) float64 {
@@ -137,13 +134,4 @@ func (d *Dense) MAP(w []float64, y []int) float64 {
 	return best
 }
 
-// QUAD solves the factor's QUAD subproblem with the active-set method (see
-// ActiveSet.QUAD), warm-started from the previous call.
-func (d *Dense) QUAD(c []float64, eta float64, u []float64) float64 {
-	return d.as.QUAD(c, eta, u)
-}
-
 var _ Slave = (*Dense)(nil)
-
-// UseScratch implements ScratchUser.
-func (d *Dense) UseScratch(sc *Scratch) { d.as.UseScratch(sc) }

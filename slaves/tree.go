@@ -29,7 +29,7 @@ type Tree struct {
 	emis   []float64   // flattened emissions, zero where none were given
 	tables [][]float64 // tables[k]: cards[parent[k]] x cards[k+1], row-major; nil for a root
 	argOff []int       // argmax of edge k for each parent state: arg[argOff[k]+xp]
-	as     *ActiveSet
+	inexactQUAD
 
 	// MAP scratch.
 	bel []float64 // theta + w + messages from the children, by variable
@@ -71,21 +71,7 @@ func NewTree(cards []int, parent []int, emissions [][]float64, tables [][]float6
 		argOff: make([]int, len(parent)+1),
 		bel:    make([]float64, off[n]),
 	}
-	for v := range emissions {
-		e := emissions[v]
-		if e == nil {
-			continue
-		}
-		if len(e) != cards[v] {
-			panic(fmt.Sprintf("slaves: NewTree: emissions[%d] has %d entries, want %d", v, len(e), cards[v]))
-		}
-		for x, s := range e {
-			if math.IsNaN(s) || math.IsInf(s, 1) {
-				panic(fmt.Sprintf("slaves: NewTree: emissions[%d][%d] = %v", v, x, s))
-			}
-		}
-		copy(t.emis[off[v]:], e)
-	}
+	copyEmissions("NewTree", t.emis, off, cards, emissions)
 	zeros := map[[2]int][]float64{}
 	for k, p := range parent {
 		if p < -1 || p > k {
@@ -104,16 +90,7 @@ func NewTree(cards []int, parent []int, emissions [][]float64, tables [][]float6
 		}
 		Lp, Lv := cards[p], cards[k+1]
 		t.argOff[k+1] += Lp
-		if tab == nil {
-			key := [2]int{Lp, Lv}
-			if zeros[key] == nil {
-				zeros[key] = make([]float64, Lp*Lv)
-			}
-			tab = zeros[key]
-		}
-		if len(tab) != Lp*Lv {
-			panic(fmt.Sprintf("slaves: NewTree: tables[%d] has %d entries, cards %d x %d need %d", k, len(tab), Lp, Lv, Lp*Lv))
-		}
+		tab = edgeTable(zeros, tab, Lp, Lv, "NewTree", "tables", k)
 		for i, s := range tab {
 			if math.IsNaN(s) || math.IsInf(s, 1) {
 				panic(fmt.Sprintf("slaves: NewTree: tables[%d][%d] = %v", k, i, s))
@@ -131,9 +108,6 @@ func (t *Tree) Cards() []int { return t.cards }
 
 // Parent returns the parent array (not a copy).
 func (t *Tree) Parent() []int { return t.parent }
-
-// ActiveSet returns the tree's QUAD solver, for tuning and statistics.
-func (t *Tree) ActiveSet() *ActiveSet { return t.as }
 
 // Score returns phi(y), -Inf when y uses a forbidden entry.
 func (t *Tree) Score(y []int) float64 {
@@ -211,21 +185,7 @@ func (t *Tree) MAP(w []float64, y []int) float64 {
 	return total
 }
 
-// QUAD solves the tree's QUAD subproblem with the active-set method (see
-// ActiveSet.QUAD), warm-started from the previous call, with the tree's MAP
-// as oracle. It may stop on the active set's iteration cap (see Converged).
-func (t *Tree) QUAD(c []float64, eta float64, u []float64) float64 {
-	return t.as.QUAD(c, eta, u)
-}
-
-// Converged reports whether the last QUAD call reached the optimum (see
-// Inexact).
-func (t *Tree) Converged() bool { return t.as.Converged() }
-
 var (
 	_ Slave   = (*Tree)(nil)
 	_ Inexact = (*Tree)(nil)
 )
-
-// UseScratch implements ScratchUser.
-func (t *Tree) UseScratch(sc *Scratch) { t.as.UseScratch(sc) }

@@ -19,7 +19,7 @@ type Trunc struct {
 	term  pairterm.Term
 	cards [2]int
 	msg   []float64 // the message to the second variable, then the scratch
-	as    *ActiveSet
+	inexactQUAD
 }
 
 // NewTrunc returns the slave of a TruncLinear or TruncQuad factor over two
@@ -92,21 +92,6 @@ func (s *Trunc) MAP(w []float64, y []int) float64 {
 	y[0], y[1] = xb, yb
 	return s.term.Theta(xb, yb) + a[xb] + b[yb]
 }
-
-// QUAD solves the factor's QUAD subproblem with the active-set method,
-// warm-started from the previous call.
-func (s *Trunc) QUAD(c []float64, eta float64, u []float64) float64 {
-	return s.as.QUAD(c, eta, u)
-}
-
-// ActiveSet returns the factor's QUAD solver, for tuning and statistics.
-func (s *Trunc) ActiveSet() *ActiveSet { return s.as }
-
-// Converged implements Inexact.
-func (s *Trunc) Converged() bool { return s.as.Converged() }
-
-// UseScratch implements ScratchUser.
-func (s *Trunc) UseScratch(sc *Scratch) { s.as.UseScratch(sc) }
 
 var (
 	_ Slave       = (*Trunc)(nil)

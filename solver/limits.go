@@ -21,17 +21,12 @@ type Limits struct {
 
 // Validate returns an *OptionError naming the first bad limit.
 func (l *Limits) Validate() error {
-	switch {
-	case l.MaxIter < 1:
-		return Errorf("MaxIter", "%d < 1", l.MaxIter)
-	case l.TimeLimit < 0:
-		return Errorf("TimeLimit", "%v is negative", l.TimeLimit)
-	case !NonNegative(l.Tol):
-		return Errorf("Tol", "%v is not a finite number >= 0", l.Tol)
-	case l.ProgressEvery < 0:
-		return Errorf("ProgressEvery", "%v is negative", l.ProgressEvery)
-	}
-	return nil
+	return FirstBad(
+		WantAtLeast("MaxIter", l.MaxIter, 1),
+		WantNotNegative("TimeLimit", l.TimeLimit),
+		WantNonNegative("Tol", l.Tol),
+		WantNotNegative("ProgressEvery", l.ProgressEvery),
+	)
 }
 
 // Reached reports whether a limit ends a run after iteration iter, elapsed

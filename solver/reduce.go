@@ -2,6 +2,7 @@ package solver
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"time"
 
@@ -18,6 +19,30 @@ func Reduce(m *model.Model, ev model.Evidence) (*model.Reduced, error) {
 		return nil, nil
 	}
 	return red, err
+}
+
+// Prepare is the whole prologue of an algorithm named name: its options
+// checked (opts.Validate, its error as is), m checked (model.Validate),
+// then each of checks run on m, and m reduced by ev (Reduce: a nil
+// Reduced and no error when no assignment is left). The errors of m and
+// of its reduction are prefixed with name.
+func Prepare(name string, opts interface{ Validate() error }, m *model.Model, ev model.Evidence, checks ...func(*model.Model) error) (*model.Reduced, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	for _, check := range checks {
+		if err := check(m); err != nil {
+			return nil, err
+		}
+	}
+	red, err := Reduce(m, ev)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return red, nil
 }
 
 // InfeasibleResult is the result of a run on a model that no assignment

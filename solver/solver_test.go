@@ -141,6 +141,104 @@ func TestReduceInfeasible(t *testing.T) {
 	}
 }
 
+// Prepare returns the options' error as is, the model's and the
+// reduction's prefixed with the algorithm's name and a check's as is, in
+// that order, and a nil Reduced without error when nothing is feasible.
+func TestPrepare(t *testing.T) {
+	m := model.New([]int{2})
+	copy(m.Unary, []float64{0, math.Inf(-1)})
+	good, bad := &Limits{MaxIter: 1}, &Limits{}
+	refuse := func(*model.Model) error { return errors.New("refused") }
+	if _, err := Prepare("alg", bad, m, nil, refuse); err == nil || err.Error() != "MaxIter: 0 < 1" {
+		t.Errorf("bad options: %v", err)
+	}
+	broken := model.New([]int{2})
+	broken.Unary = broken.Unary[:1]
+	if _, err := Prepare("alg", good, broken, nil, refuse); !namedBy("alg", err) {
+		t.Errorf("an invalid model: %v, want it named alg", err)
+	}
+	if _, err := Prepare("alg", good, m, model.Evidence{0: 5}, refuse); err == nil || err.Error() != "refused" {
+		t.Errorf("a check: %v, want its error before the reduction's", err)
+	}
+	if _, err := Prepare("alg", good, m, model.Evidence{0: 5}); !namedBy("alg", err) {
+		t.Errorf("evidence outside the domain: %v, want it named alg", err)
+	}
+	if red, err := Prepare("alg", good, m, model.Evidence{0: 1}); red != nil || err != nil {
+		t.Errorf("an infeasible model: %v, %v; want nil, nil", red, err)
+	}
+	if red, err := Prepare("alg", good, m, nil); red == nil || err != nil {
+		t.Errorf("a feasible model: %v, %v", red, err)
+	}
+}
+
+// The checks word their problems as the Validate methods always did, pass
+// good values, and FirstBad keeps the first bad option of a list.
+func TestChecks(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string // "" when the value is good
+	}{
+		{WantAtLeast("QPIters", 0, 1), "QPIters: 0 < 1"},
+		{WantAtLeast("Sweeps", -2, 0), "Sweeps: -2 < 0"},
+		{WantAtLeast("Parts", 1, 1), ""},
+		{WantNotNegative("MaxNodes", -1), "MaxNodes: -1 is negative"},
+		{WantNotNegative("TimeLimit", -time.Second), "TimeLimit: -1s is negative"},
+		{WantNotNegative("TimeLimit", time.Duration(0)), ""},
+		{WantNonNegative("Tol", -0.5), "Tol: -0.5 is not a finite number >= 0"},
+		{WantNonNegative("Tol", math.Inf(1)), "Tol: +Inf is not a finite number >= 0"},
+		{WantNonNegative("Tol", 0), ""},
+		{WantPositive("EpsMin", 0), "EpsMin: 0 is not a finite number > 0"},
+		{WantPositive("EpsMin", 1e-7), ""},
+		{Want(false, "Step", "%v is not in (0, 1]", 1.5), "Step: 1.5 is not in (0, 1]"},
+		{Want(true, "Step", "%v is not in (0, 1]", 0.5), ""},
+	} {
+		var oe *OptionError
+		switch {
+		case c.want == "" && c.err != nil:
+			t.Errorf("a good value: %v", c.err)
+		case c.want != "" && (!errors.As(c.err, &oe) || c.err.Error() != c.want):
+			t.Errorf("%v, want the option error %q", c.err, c.want)
+		}
+	}
+	err := FirstBad(nil, WantAtLeast("A", 0, 1), WantAtLeast("B", 0, 1))
+	if err == nil || err.Error() != "A: 0 < 1" {
+		t.Errorf("first bad: %v, want A's", err)
+	}
+	if err := FirstBad(nil, nil); err != nil {
+		t.Errorf("no bad option: %v", err)
+	}
+	x, name := 0.5, "factor"
+	good := func() {
+		_ = FirstBad(Want(x > 0, "Step", "%v is not in (0, 1]", x), Want(name == "factor", "Slaves", "unknown decomposition %q", name),
+			WantAtLeast("Parts", 2, 1), WantNonNegative("Tol", x))
+	}
+	if n := testing.AllocsPerRun(100, good); n != 0 {
+		t.Errorf("good options: %v allocations, want none", n)
+	}
+}
+
+// Argmax takes the first of equal largest entries, and 0 for an empty or
+// all -Inf slice.
+func TestArgmax(t *testing.T) {
+	inf := math.Inf(-1)
+	for _, c := range []struct {
+		v    []float64
+		want int
+	}{
+		{nil, 0}, {[]float64{inf, inf}, 0}, {[]float64{1, 3, 2, 3}, 1}, {[]float64{inf, -5, inf}, 1},
+	} {
+		if got := Argmax(c.v); got != c.want {
+			t.Errorf("Argmax(%v) = %d, want %d", c.v, got, c.want)
+		}
+	}
+}
+
+// namedBy reports whether err is an error prefixed with "name: ".
+func namedBy(name string, err error) bool {
+	inner := errors.Unwrap(err)
+	return inner != nil && err.Error() == name+": "+inner.Error()
+}
+
 func TestLimitsReached(t *testing.T) {
 	l := Limits{MaxIter: 10, TimeLimit: time.Second}
 	live := context.Background()

@@ -88,22 +88,13 @@ func DefaultOptions() Options {
 
 // Validate returns a *solver.OptionError naming the first bad option.
 func (o *Options) Validate() error {
-	if err := o.Limits.Validate(); err != nil {
-		return err
-	}
-	switch {
-	case !solver.NonNegative(o.BoundTol):
-		return solver.Errorf("BoundTol", "%v is not a finite number >= 0", o.BoundTol)
-	case o.BoundWindow < 1:
-		return solver.Errorf("BoundWindow", "%d < 1", o.BoundWindow)
-	case o.Threads < 1:
-		return solver.Errorf("Threads", "%d < 1", o.Threads)
-	case !(o.CycleStart >= 0 && o.CycleStart <= 1):
-		return solver.Errorf("CycleStart", "%v is not in [0, 1]", o.CycleStart)
-	case o.SweepEvery < 0:
-		return solver.Errorf("SweepEvery", "%d is negative", o.SweepEvery)
-	case o.MaxCycles < 0:
-		return solver.Errorf("MaxCycles", "%d is negative", o.MaxCycles)
-	}
-	return nil
+	return solver.FirstBad(
+		o.Limits.Validate(),
+		solver.WantNonNegative("BoundTol", o.BoundTol),
+		solver.WantAtLeast("BoundWindow", o.BoundWindow, 1),
+		solver.WantAtLeast("Threads", o.Threads, 1),
+		solver.Want(o.CycleStart >= 0 && o.CycleStart <= 1, "CycleStart", "%v is not in [0, 1]", o.CycleStart),
+		solver.WantNotNegative("SweepEvery", o.SweepEvery),
+		solver.WantNotNegative("MaxCycles", o.MaxCycles),
+	)
 }

@@ -60,18 +60,9 @@ func SolveStats(ctx context.Context, m *model.Model, ev model.Evidence, opts Opt
 
 func solve(ctx context.Context, m *model.Model, ev model.Evidence, opts Options, progress func(solver.Progress)) (solver.Result, *lpc, error) {
 	start := time.Now()
-	if err := opts.Validate(); err != nil {
-		return solver.Result{}, nil, err
-	}
-	if err := m.Validate(); err != nil {
-		return solver.Result{}, nil, fmt.Errorf("trws: %w", err)
-	}
-	if err := checkPairwise(m); err != nil {
-		return solver.Result{}, nil, err
-	}
-	red, err := solver.Reduce(m, ev)
+	red, err := solver.Prepare("trws", &opts, m, ev, checkPairwise)
 	if err != nil {
-		return solver.Result{}, nil, fmt.Errorf("trws: %w", err)
+		return solver.Result{}, nil, err
 	}
 	if red == nil {
 		return solver.InfeasibleResult(time.Since(start)), nil, nil

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/dtrws"
-	"github.com/ddrun/ddrun/internal/ratelimit"
+	"github.com/ddrun/ddrun/internal/jobworker"
 	"github.com/ddrun/ddrun/shard"
 	"github.com/ddrun/ddrun/transport"
 )
@@ -55,11 +55,9 @@ type order struct {
 }
 
 type wserver struct {
-	tr   transport.Transport
+	out  *jobworker.Sender
+	log  *slog.Logger // out's
 	opts WorkerOptions
-	log  *slog.Logger
-	seq  *transport.Sequence
-	drop ratelimit.Repeats[string]
 
 	mu  sync.Mutex
 	job *wjob
@@ -70,58 +68,30 @@ type wserver struct {
 // that opens a job on it names, answers its orders in turn, and is free
 // again when the job is closed or its coordinator falls silent.
 func Serve(ctx context.Context, tr transport.Transport, opts WorkerOptions) error {
-	if err := transport.ValidName(opts.Name); err != nil {
-		return fmt.Errorf("worker name %q: %w", opts.Name, err)
+	sender, err := jobworker.NewSender(tr, opts.Name, opts.Logger, "trws: ")
+	if err != nil {
+		return err
 	}
 	if opts.ReleaseAfter <= 0 {
 		opts.ReleaseAfter = 2 * time.Minute
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	s := &wserver{tr: tr, opts: opts, log: log, seq: transport.NewSequence(), drop: ratelimit.Repeats[string]{Every: 10 * time.Second}}
+	s := &wserver{out: sender, log: sender.Log, opts: opts}
 	sub, err := tr.Subscribe(orderWildcard(opts.Name), s.onOrder)
 	if err != nil {
 		return fmt.Errorf("subscribing for TRW-S orders: %w", err)
 	}
 	defer sub.Unsubscribe()
-	solicit, solicits, err := transport.Notify(tr, solicitSubject)
-	if err != nil {
-		return fmt.Errorf("subscribing for TRW-S solicitations: %w", err)
-	}
-	defer solicits.Unsubscribe()
 	defer s.release("")
-	hello := time.NewTicker(helloEvery)
-	defer hello.Stop()
-	s.announce(ctx)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-solicit:
-			s.announce(ctx)
-		case <-hello.C:
-			s.lapse()
-			s.announce(ctx)
-		}
-	}
+	loop := jobworker.Loop{Solicit: solicitSubject, Solicitations: "TRW-S solicitations", HelloEvery: helloEvery,
+		Announce: s.announce, Lapse: s.lapse}
+	return loop.Run(ctx, tr)
 }
 
-func (s *wserver) dropped(reason string, args ...any) {
-	if n, ok := s.drop.Admit(reason); ok {
-		s.log.Warn("trws: "+reason, append(args, "dropped", n+1)...)
-	}
-}
+func (s *wserver) dropped(reason string, args ...any) { s.out.Dropped(reason, args...) }
 
+// publish sends body on subject under the job's header.
 func (s *wserver) publish(ctx context.Context, subject string, job string, body any) {
-	data, err := transport.Encode(transport.Header{Job: job, From: s.opts.Name, Seq: s.seq.Next()}, body)
-	if err == nil {
-		err = s.tr.Publish(ctx, subject, data)
-	}
-	if err != nil && ctx.Err() == nil {
-		s.log.Warn("trws: publishing", "subject", subject, "err", err)
-	}
+	s.out.Publish(ctx, subject, transport.Header{Job: job}, body)
 }
 
 func (s *wserver) announce(ctx context.Context) {

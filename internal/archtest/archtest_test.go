@@ -27,7 +27,7 @@ var order = []string{
 	"solver", "trace", "internal/smalllp", "internal/localsearch", "internal/pairterm", "internal/primal", "slaves",
 	"trws", "dtrws", "convexmp", "consensus", "exact", "elim", "anytime", "engine", "learn", "shard",
 	// The distributed runtime.
-	"transport", "checkpoint", "jobstate", "cluster", "dsearch", "dtrws/remote", "metrics",
+	"transport", "internal/jobworker", "checkpoint", "jobstate", "cluster", "dsearch", "dtrws/remote", "metrics",
 	// The job service (its runner is launch's).
 	"service",
 	// The front door: where a job runs (package launch).
@@ -72,7 +72,7 @@ var forbidden = map[string][]string{
 	"dtrws/remote": {"cluster", "jobstate", "checkpoint", "consensus", "slaves", "model/uai", "model/modelfile"},
 	// Operators' view: fed by the commands, it knows only the solver's
 	// progress reports, nothing of the runtime it observes.
-	"metrics": {"consensus", "slaves", "transport", "checkpoint", "jobstate", "cluster", "dsearch", "shard", "exact", "trws", "convexmp"},
+	"metrics": {"consensus", "slaves", "transport", "internal/jobworker", "checkpoint", "jobstate", "cluster", "dsearch", "shard", "exact", "trws", "convexmp"},
 }
 
 // leaves are the utilities that every package may import, "*" rules

@@ -10,7 +10,8 @@
 // ([Instance]; their optima are internal/instances.Optima). [BruteMAP],
 // [LP] and [Toulbar2] are the references for a test, failing (or, without
 // toulbar2, skipping) it on an error, as [ReadMPE] does, which reads a
-// run's --out.
+// run's --out. [ReadBack] checks a model file format's reader against
+// its writer by scores, the body of the formats' read fuzz tests.
 //
 // The references share no code with the solver: they read the model only
 // through package model's definitions (Score, FactorScore, LogicSatisfied), so

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 
@@ -77,12 +76,12 @@ const maxToken = 1024
 
 // ReadFile reads the file at path (gzip-compressed or not).
 func ReadFile(path string, o ReadOptions) (*model.Model, Header, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, Header{}, fmt.Errorf("cfn: %w", err)
-	}
-	defer f.Close()
-	return Read(f, path, o)
+	var h Header
+	m, err := uai.OpenRead("cfn", path, func(r io.Reader, name string) (m *model.Model, err error) {
+		m, h, err = Read(r, name, o)
+		return m, err
+	})
+	return m, h, err
 }
 
 // Read reads a CFN file from r (gzip-compressed or not: the magic bytes

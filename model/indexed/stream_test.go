@@ -4,10 +4,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/ddrun/ddrun/internal/rusage"
 	"github.com/ddrun/ddrun/model"
 )
 
@@ -61,17 +61,6 @@ func (g *flatGrid) EachFactor(fn func(int, *model.Factor)) {
 	}
 }
 
-// allocated returns the bytes that f allocates (runtime.MemStats.TotalAlloc:
-// every allocation counts, freed or not, so that it bounds the peak live
-// heap from above and does not depend on when the collector runs).
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 // TestWriteStreamFileBoundedMemory: writing a 600x600 grid (360,000
 // variables, 718,800 factors: 30 MB of structure) allocates no more than
 // writing a 200x200 one (16 times smaller), give or take 64 KiB, and less
@@ -84,7 +73,7 @@ func TestWriteStreamFileBoundedMemory(t *testing.T) {
 	for k, side := range []int{200, 600} {
 		path := filepath.Join(dir, "g.ddx")
 		var err error
-		got[k] = allocated(func() { err = WriteStreamFile(path, newFlatGrid(side, side), WriteOptions{}, nil) })
+		got[k] = rusage.Allocated(func() { err = WriteStreamFile(path, newFlatGrid(side, side), WriteOptions{}, nil) })
 		if err != nil {
 			t.Fatal(err)
 		}

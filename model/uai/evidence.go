@@ -3,7 +3,6 @@ package uai
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/ddrun/ddrun/model"
 )
@@ -30,12 +29,7 @@ func ReadEvidence(r io.Reader, name string, m *model.Model) (model.Evidence, err
 
 // ReadEvidenceFile reads the evidence file at path for m (see ReadEvidence).
 func ReadEvidenceFile(path string, m *model.Model) (model.Evidence, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("uai: %w", err)
-	}
-	defer f.Close()
-	return ReadEvidence(f, path, m)
+	return OpenRead("uai", path, func(r io.Reader, name string) (model.Evidence, error) { return ReadEvidence(r, name, m) })
 }
 
 // intToken is a token of an all-integer file: its value, or the problem

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
 
+	"github.com/ddrun/ddrun/internal/rusage"
 	"github.com/ddrun/ddrun/model"
 )
 
@@ -52,15 +52,6 @@ func pottsGridText(w, h, l int, seed uint64) []byte {
 	return buf.Bytes()
 }
 
-// allocated returns the bytes that f allocates.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 // Reading a Potts grid allocates its factors, its scopes, the tables it
 // keeps (the unary ones) and a few words per variable, and nothing else:
 // no table of a pairwise factor read as Potts, no scope or table arena
@@ -71,7 +62,7 @@ func TestReadMemoryPotts(t *testing.T) {
 	const w, h, l = 100, 100, 4
 	text := pottsGridText(w, h, l, 1)
 	var m *model.Model
-	got := allocated(func() {
+	got := rusage.Allocated(func() {
 		var err error
 		if m, err = ReadWith(bytes.NewReader(text), "grid.uai", ReadOptions{Log: Ln}); err != nil {
 			t.Fatal(err)
@@ -112,7 +103,7 @@ func TestReadFoldUnary(t *testing.T) {
 	}
 	var folded int
 	var m *model.Model
-	got := allocated(func() {
+	got := rusage.Allocated(func() {
 		m, err = ReadWith(bytes.NewReader(text), "grid.uai", ReadOptions{Log: Ln, FoldUnary: true, Folded: &folded})
 	})
 	if err != nil {
@@ -137,7 +128,7 @@ func TestReadFoldUnary(t *testing.T) {
 		}
 	}
 	sameScores(t, plain, m, 50, 1e-12)
-	plainBytes := allocated(func() {
+	plainBytes := rusage.Allocated(func() {
 		if _, err := ReadWith(bytes.NewReader(text), "grid.uai", ReadOptions{Log: Ln}); err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +159,7 @@ func BenchmarkReadPotts(b *testing.B) {
 	var nf int
 	var total uint64
 	for b.Loop() {
-		total += allocated(func() {
+		total += rusage.Allocated(func() {
 			m, err := ReadWith(bytes.NewReader(text), "grid.uai", ReadOptions{Log: Ln})
 			if err != nil {
 				b.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 
 	"github.com/ddrun/ddrun/model"
@@ -25,12 +24,7 @@ func ReadFile(path string) (*model.Model, error) {
 
 // ReadFileWith reads the model file at path with explicit options.
 func ReadFileWith(path string, opts ReadOptions) (*model.Model, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("uai: %w", err)
-	}
-	defer f.Close()
-	return ReadWith(f, path, opts)
+	return OpenRead("uai", path, func(r io.Reader, name string) (*model.Model, error) { return ReadWith(r, name, opts) })
 }
 
 // ReadWith reads a model in the UAI format from r with explicit options;

@@ -42,6 +42,21 @@ func writeFile(path string, write func(io.Writer) error) error {
 	return CreateFile("uai", path, write)
 }
 
+// OpenRead opens the file at path and reads it with read, which gets the
+// file and path (the name its errors give); an error opening the file
+// starts with format (the reader's name). The text formats' readers (this
+// package's, model/wcsp's, model/cfn's) share it, as they share
+// CreateFile.
+func OpenRead[T any](format, path string, read func(r io.Reader, name string) (T, error)) (T, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("%s: %w", format, err)
+	}
+	defer f.Close()
+	return read(f, path)
+}
+
 // CreateFile creates the file at path and calls write with it, through
 // gzip when path ends in .gz; on failure it removes the partial file. Its
 // errors start with format (the writer's name). The text formats' writers

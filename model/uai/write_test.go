@@ -2,6 +2,8 @@ package uai
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -299,5 +301,25 @@ func TestProblemName(t *testing.T) {
 		if got := ProblemName(path); got != want {
 			t.Errorf("ProblemName(%q) = %q, want %q", path, got, want)
 		}
+	}
+}
+
+// OpenRead hands the reader the file and its path, and names the format in
+// the error of a file that does not open.
+func TestOpenRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.txt")
+	if err := os.WriteFile(path, []byte("MARKOV"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := OpenRead("fmt", path, func(r io.Reader, name string) (string, error) {
+		b, err := io.ReadAll(r)
+		return name + " " + string(b), err
+	})
+	if err != nil || got != path+" MARKOV" {
+		t.Errorf("read %q, %v", got, err)
+	}
+	_, err = OpenRead("fmt", path+".missing", func(io.Reader, string) (int, error) { return 1, nil })
+	if !errors.Is(err, os.ErrNotExist) || !strings.HasPrefix(err.Error(), "fmt: ") {
+		t.Errorf("a missing file: %v", err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 
 	"github.com/ddrun/ddrun/model"
@@ -43,12 +42,7 @@ const maxToken = 256
 
 // ReadFile reads the file at path (gzip-compressed or not).
 func ReadFile(path string, o ReadOptions) (*model.Model, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("wcsp: %w", err)
-	}
-	defer f.Close()
-	return Read(f, path, o)
+	return uai.OpenRead("wcsp", path, func(r io.Reader, name string) (*model.Model, error) { return Read(r, name, o) })
 }
 
 // Read reads a WCSP file from r (gzip-compressed or not: the magic bytes
