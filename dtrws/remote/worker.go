@@ -229,8 +229,10 @@ func (s *wserver) run(ctx context.Context, j *wjob) {
 				link, err = dtrws.NewLocalLink(piece.Model, piece.Boundary)
 			}
 			if err != nil {
-				s.publish(ctx, answers, j.name, openedBody{CID: j.cid, Err: err.Error()})
+				// Released before the refusal is sent, so that an open the
+				// coordinator sends on reading it finds this worker free.
 				s.release(j.name)
+				s.publish(context.Background(), answers, j.name, openedBody{CID: j.cid, Err: err.Error()})
 				return
 			}
 			count = len(piece.Boundary)
