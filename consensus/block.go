@@ -362,8 +362,8 @@ const tieMargin = 0.01
 // subgradient's marginals, or a boundary the relaxation decides). A
 // rounded assignment is most likely wrong where the relaxation hesitates,
 // and the blocks' pricing budget (blockBudget) is then spent there
-// first: on linkage_16's 3 parts, 56 blocks from its ties end at 0.22%
-// below solve's primal, where 106 blocks from every boundary variable
+// first: on linkage_16's 3 parts, 56 block tries from its ties end at 0.22%
+// below solve's primal, where 106 tries from every boundary variable
 // spend the budget before reaching them and end at 0.37%.
 func tieSeeds(s *master) []int {
 	nb := len(s.b.vars)
