@@ -358,8 +358,8 @@ const tieMargin = 0.01
 
 // tieSeeds lists the boundary variables blocks grow from: the ties, where
 // the relaxation's boundary marginals (master.bmu, DD-ADMM's consensus)
-// split between states, or every boundary variable when none is (the
-// subgradient's marginals, or a boundary the relaxation decides). A
+// split between states, or every boundary variable when none is (a
+// boundary the relaxation decides, as before the ties). A
 // rounded assignment is most likely wrong where the relaxation hesitates,
 // and the blocks' pricing budget (blockBudget) is then spent there
 // first: on linkage_16's 3 parts, 56 block tries from its ties end at 0.22%
