@@ -368,3 +368,48 @@ func keepDecoded(t *testing.T, wk *Worker, X []int32) *EvalOut {
 	}
 	return out
 }
+
+// Blocks grow from the ties: the boundary variables whose relaxed
+// marginals split (the largest entry below 1-tieMargin), in boundary
+// order; from every boundary variable when none splits.
+func TestTieSeeds(t *testing.T) {
+	m := hardLogic(t, 14, 1)
+	plan, err := PartitionPlan(m, PerFactor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := newSharded(t, m, plan, DefaultOptions(), 2)
+	nb := len(sh.vars)
+	if nb < 3 {
+		t.Fatalf("%d boundary variables", nb)
+	}
+	pl := newPool(1)
+	defer pl.close()
+	s := newMasterOf(sh.bm, DefaultOptions(), make([]partInfo, len(sh.sums)), sh.b, sh.links, pl)
+	// Decided: every marginal one-hot but the last variable's, which
+	// is within tieMargin of one-hot.
+	for j := range nb {
+		mu := s.bmu[s.bmuOff[j]:s.bmuOff[j+1]]
+		clear(mu)
+		mu[j%len(mu)] = 1
+	}
+	last := s.bmu[s.bmuOff[nb-1]:s.bmuOff[nb]]
+	clear(last)
+	last[0], last[1] = 1-tieMargin/2, tieMargin/2
+	all := make([]int, nb)
+	for j := range all {
+		all[j] = j
+	}
+	if got := tieSeeds(s); !slices.Equal(got, all) {
+		t.Errorf("no tie: seeds %v, want every boundary variable", got)
+	}
+	// Ties at 0 and 2: a half-half split, and a split over three states.
+	mu0 := s.bmu[s.bmuOff[0]:s.bmuOff[1]]
+	mu0[0], mu0[1] = 0.5, 0.5
+	mu2 := s.bmu[s.bmuOff[2]:s.bmuOff[3]]
+	clear(mu2)
+	mu2[0], mu2[1] = 0.98, 0.02
+	if got := tieSeeds(s); !slices.Equal(got, []int{0, 2}) {
+		t.Errorf("seeds %v, want the ties [0 2]", got)
+	}
+}

@@ -351,13 +351,15 @@ func TestRealInstancesRunMatchesSolve(t *testing.T) {
 			sameResult(t, got, want)
 			// Sharded (the evidence folded into the converted model): the
 			// same iterations and dual, and a primal that is the exact
-			// score of --out, within 0.5% of solve's (on linkage_16, a
-			// pedigree of hard constraints whose 3 parts put 74 of its
-			// 402 variables on the boundary, it trails solve's by 0.37%
-			// after 300 iterations, -144.60 against -144.06, 0.91%
-			// before the boundary block moves: the 0.1% is not
-			// met there; Segmentation_12 equals it, and Promedas_69,
-			// whose evidence forbids a state, runs unsharded).
+			// score of --out, within 0.3% of solve's (on linkage_16, a
+			// pedigree of hard constraints whose 3 parts put 76 of its
+			// 402 variables on the boundary, it trails solve's by 0.22%
+			// after 300 iterations, -144.38 against -144.06; 0.37% when
+			// the boundary block moves grew from every boundary variable
+			// rather than from the ties, 0.91% without them: the issue's
+			// 0.1% is not met there; Segmentation_12 equals it, and
+			// Promedas_69, whose evidence forbids a state, runs
+			// unsharded).
 			out := filepath.Join(t.TempDir(), "x.mpe")
 			// The converted model goes to a temporary directory, not beside
 			// the instance (a folder this test only reads).
@@ -366,7 +368,7 @@ func TestRealInstancesRunMatchesSolve(t *testing.T) {
 				got.Dual == nil || math.Abs(*got.Dual-*want.Dual) > 1e-9*math.Max(1, math.Abs(*want.Dual)) {
 				t.Errorf("sharded run: %s after %d, dual %v; solve: %s after %d, dual %v", got.Status, got.Iterations, deref(got.Dual), want.Status, want.Iterations, deref(want.Dual))
 			}
-			if got.Primal == nil || *got.Primal < *want.Primal-0.005*math.Abs(*want.Primal) {
+			if got.Primal == nil || *got.Primal < *want.Primal-0.003*math.Abs(*want.Primal) {
 				t.Errorf("sharded primal %v, solve's %v", deref(got.Primal), deref(want.Primal))
 			} else {
 				checkOut(t, "sharded ", loadModel(t, path), out, got.Primal)
