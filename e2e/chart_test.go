@@ -8,7 +8,6 @@ import (
 	"io"
 	"maps"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -241,12 +240,7 @@ func (r rendered) has(kind, suffix string) bool {
 // freePort returns a free loopback port.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return freePorts(t, 1)[0]
 }
 
 // pod is one rendered pod mapped onto this machine.

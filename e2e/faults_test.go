@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -193,20 +194,30 @@ func waitCheckpoint(t *testing.T, ps []*proc, min int, timeout time.Duration) (i
 	}
 }
 
+// freePorts returns n distinct loopback ports that were free a moment ago,
+// for processes that must be told their port before they bind it. They are
+// drawn below the kernel's ephemeral range (32768-60999 on Linux): a port
+// the kernel hands out for :0 may be taken again by any outgoing
+// connection, from this test or another, before the process binds it.
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
 	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
 	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		if tries == 1000 {
+			t.Fatalf("no %d free loopback ports in 20000-32767 after %d tries", n, tries)
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12768)))
 		if err != nil {
-			t.Fatal(err)
+			continue // taken
 		}
 		ls = append(ls, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
 	}
 	return ports
 }
