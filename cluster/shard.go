@@ -2,8 +2,11 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/ddrun/ddrun/consensus"
@@ -28,8 +31,11 @@ type ShardAssignment struct {
 
 // Pieces calls fn with the whole assignment in pieces (variables of the
 // model and their states; fn must not keep the slices): the boundary
-// first, then each worker's interior, at most 65,536 variables at a time,
-// fetched one after the other, so that no more than one piece is held.
+// first, then the workers' interiors, at most 65,536 variables at a time.
+// The workers are asked at once, each for one piece after the other, and
+// fn is called for one piece at a time, in the order they come: the
+// gathering takes about the largest part's round trips, not all parts'
+// one after the other, and holds at most one piece per worker.
 func (a *ShardAssignment) Pieces(ctx context.Context, fn func(vars []int, states []int32) error) error {
 	vars := make([]int, len(a.states))
 	states := make([]int32, len(a.states))
@@ -39,32 +45,76 @@ func (a *ShardAssignment) Pieces(ctx context.Context, fn func(vars []int, states
 	if err := fn(vars, states); err != nil {
 		return err
 	}
+	var mu sync.Mutex // fn's, and failed's
+	failed := false   // one part failed: the others stop at their next piece
+	errs := make([]error, a.parts)
+	seqs := make([]int, a.parts)
+	var wg sync.WaitGroup
 	for w := range a.parts {
-		for k := 0; ; k++ {
-			a.seq++
-			r, err := (&remoteLink{c: a.c, w: w}).request(ctx, &evalBody{Seq: a.seq, Op: opFetch, Piece: k})
-			if err != nil {
-				return err
-			}
-			if len(r.Vars) != len(r.X) || len(r.Vars) > pieceVars {
-				return fmt.Errorf("worker %s: a piece of %d variables and %d states", a.c.name(w), len(r.Vars), len(r.X))
-			}
-			vars = vars[:0]
-			for _, v := range r.Vars {
-				if v < 0 || int(v) >= a.NumVars {
-					return fmt.Errorf("worker %s: variable %d out of range [0,%d)", a.c.name(w), v, a.NumVars)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// The same numbers on every worker (each keeps its own last
+			// answer), above every earlier request of the run.
+			seqs[w] = a.seq
+			errs[w] = a.fetchPart(ctx, w, &seqs[w], func(vars []int, states []int32) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if failed {
+					return errStopped
 				}
-				vars = append(vars, int(v))
-			}
-			if err := fn(vars, r.X); err != nil {
+				err := fn(vars, states)
+				failed = err != nil
 				return err
+			})
+			if errs[w] != nil {
+				mu.Lock()
+				failed = true
+				mu.Unlock()
 			}
-			if r.Last {
-				break
-			}
+		}()
+	}
+	wg.Wait()
+	a.seq = slices.Max(seqs)
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, errStopped) {
+			return err
 		}
 	}
 	return nil
+}
+
+// errStopped ends a part's fetches once another part failed.
+var errStopped = errors.New("stopped: another part failed")
+
+// fetchPart fetches worker w's interior piece by piece (the requests
+// numbered after *seq) and calls put with each piece, checked: its sizes
+// and its variables' range.
+func (a *ShardAssignment) fetchPart(ctx context.Context, w int, seq *int, put func(vars []int, states []int32) error) error {
+	var vars []int
+	for k := 0; ; k++ {
+		*seq++
+		r, err := (&remoteLink{c: a.c, w: w}).request(ctx, &evalBody{Seq: *seq, Op: opFetch, Piece: k})
+		if err != nil {
+			return err
+		}
+		if len(r.Vars) != len(r.X) || len(r.Vars) > pieceVars {
+			return fmt.Errorf("worker %s: a piece of %d variables and %d states", a.c.name(w), len(r.Vars), len(r.X))
+		}
+		vars = vars[:0]
+		for _, v := range r.Vars {
+			if v < 0 || int(v) >= a.NumVars {
+				return fmt.Errorf("worker %s: variable %d out of range [0,%d)", a.c.name(w), v, a.NumVars)
+			}
+			vars = append(vars, int(v))
+		}
+		if err := put(vars, r.X); err != nil {
+			return err
+		}
+		if r.Last {
+			return nil
+		}
+	}
 }
 
 // withDefaults fills in RunOptions' defaults (Run's).

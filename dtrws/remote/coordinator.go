@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -413,29 +414,66 @@ func (l *link) labelled(ctx context.Context, fn func(vars, x []int32) error) err
 
 // pieces gives the parts' assignments to put, each variable once (a
 // boundary variable from the first part that holds it), checked: the
-// variables increasing and in range, the states >= 0.
+// variables increasing and in range, the states >= 0. The workers are
+// asked at once, each for one piece after the other, and put gets one
+// piece at a time, in the order they come: the gathering takes about the
+// largest part's round trips, and holds at most one piece per worker.
 func (c *coordinator) pieces(ctx context.Context, l *shard.Layout, seam *dtrws.Seam, links []*link, put func([]int, []int32) error) error {
-	vs := make([]int, 0, labelPiece)
-	st := make([]int32, 0, labelPiece)
+	var mu sync.Mutex // put's, and failed's
+	failed := false   // a part failed: the others stop at their next piece
+	errs := make([]error, len(links))
+	var wg sync.WaitGroup
 	for p, lk := range links {
-		prev := int32(-1)
-		err := lk.labelled(ctx, func(vars, x []int32) error {
-			vs, st = vs[:0], st[:0]
-			for i, v := range vars {
-				if v <= prev || int(v) >= l.NumVars || x[i] < 0 {
-					return fmt.Errorf("worker %s: variable %d in state %d out of range or order", lk.worker, v, x[i])
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[p] = c.part(ctx, l, seam, p, lk, func(vs []int, st []int32) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if failed {
+					return errStopped
 				}
-				prev = v
-				if j, shared := slices.BinarySearch(l.BoundaryVars, int(v)); shared && int(seam.Copies[j][0]) != p {
-					continue
-				}
-				vs, st = append(vs, int(v)), append(st, x[i])
+				err := put(vs, st)
+				failed = err != nil
+				return err
+			})
+			if errs[p] != nil {
+				mu.Lock()
+				failed = true
+				mu.Unlock()
 			}
-			return put(vs, st)
-		})
-		if err != nil {
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, errStopped) {
 			return fmt.Errorf("trws: the assignment: %w", err)
 		}
 	}
 	return nil
+}
+
+// errStopped ends a part's pieces once another part failed.
+var errStopped = errors.New("stopped: another part failed")
+
+// part gives part p's variables but the boundary ones other parts give
+// (pieces) to put, checked.
+func (c *coordinator) part(ctx context.Context, l *shard.Layout, seam *dtrws.Seam, p int, lk *link, put func([]int, []int32) error) error {
+	vs := make([]int, 0, labelPiece)
+	st := make([]int32, 0, labelPiece)
+	prev := int32(-1)
+	return lk.labelled(ctx, func(vars, x []int32) error {
+		vs, st = vs[:0], st[:0]
+		for i, v := range vars {
+			if v <= prev || int(v) >= l.NumVars || x[i] < 0 {
+				return fmt.Errorf("worker %s: variable %d in state %d out of range or order", lk.worker, v, x[i])
+			}
+			prev = v
+			if j, shared := slices.BinarySearch(l.BoundaryVars, int(v)); shared && int(seam.Copies[j][0]) != p {
+				continue
+			}
+			vs, st = append(vs, int(v)), append(st, x[i])
+		}
+		return put(vs, st)
+	})
 }
