@@ -379,14 +379,25 @@ func (l *link) Labels(ctx context.Context) ([]int32, error) {
 
 // labelled asks for the part's variables and kept labels, a piece of at
 // most labelPiece at a time, checks each and hands it to fn (which must
-// not keep the slices): no more than one piece is held here.
+// not keep the slices). Up to labelWindow pieces are asked ahead (the
+// worker answers its orders in turn, so the answers come in the order
+// asked): the round trips overlap, and no more than labelWindow pieces
+// wait here.
 func (l *link) labelled(ctx context.Context, fn func(vars, x []int32) error) error {
-	for from := 0; ; {
-		l.seq++
-		if err := l.c.publish(ctx, l.worker, labelsBody{CID: l.c.cid, Seq: l.seq, From: int32(from)}); err != nil {
-			return fmt.Errorf("worker %s: %w", l.worker, err)
+	pieces := max(1, (l.vars+labelPiece-1)/labelPiece) // the worker's, if it is honest
+	first := l.seq + 1                                 // piece k's order is numbered first+k
+	asked := 0
+	for k := 0; ; k++ {
+		for ; asked < pieces && asked < k+labelWindow; asked++ {
+			l.seq++
+			if err := l.c.publish(ctx, l.worker, labelsBody{CID: l.c.cid, Seq: l.seq, From: int32(asked * labelPiece)}); err != nil {
+				return fmt.Errorf("worker %s: %w", l.worker, err)
+			}
 		}
-		seq := l.seq
+		if k >= asked {
+			return fmt.Errorf("worker %s: the part's %d variables did not end after %d pieces", l.worker, l.vars, k)
+		}
+		from, seq := k*labelPiece, first+uint64(k)
 		m, err := l.c.await(ctx, l.worker, l.c.opts.StepTimeout, func(m message) bool {
 			return m.kind == kindLabelled && m.labelled.CID == l.c.cid && m.labelled.Seq == seq
 		})
@@ -398,7 +409,7 @@ func (l *link) labelled(ctx context.Context, fn func(vars, x []int32) error) err
 		switch {
 		case a.Err != "":
 			return fmt.Errorf("worker %s: %s", l.worker, a.Err)
-		case len(a.Labels) != n || int(a.From) != from || n > labelPiece || from+n > l.vars || a.Last != (from+n == l.vars) || n == 0 && !a.Last:
+		case len(a.Labels) != n || int(a.From) != from || n > labelPiece || from+n > l.vars || a.Last != (from+n == l.vars) || !a.Last && n != labelPiece:
 			return fmt.Errorf("worker %s: %d variables and %d labels from %d (last %v) for a part of %d asked from %d",
 				l.worker, n, len(a.Labels), a.From, a.Last, l.vars, from)
 		}
@@ -408,7 +419,6 @@ func (l *link) labelled(ctx context.Context, fn func(vars, x []int32) error) err
 		if a.Last {
 			return nil
 		}
-		from += n
 	}
 }
 
