@@ -2,14 +2,13 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/internal/fanin"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -33,7 +32,8 @@ type ShardAssignment struct {
 // model and their states; fn must not keep the slices): the boundary
 // first, then the workers' interiors, at most 65,536 variables at a time.
 // The workers are asked at once, each for one piece after the other, and
-// fn is called for one piece at a time, in the order they come: the
+// fn is called for one piece at a time, in the order they come
+// (internal/fanin): the
 // gathering takes about the largest part's round trips, not all parts'
 // one after the other, and holds at most one piece per worker.
 func (a *ShardAssignment) Pieces(ctx context.Context, fn func(vars []int, states []int32) error) error {
@@ -45,47 +45,18 @@ func (a *ShardAssignment) Pieces(ctx context.Context, fn func(vars []int, states
 	if err := fn(vars, states); err != nil {
 		return err
 	}
-	var mu sync.Mutex // fn's, and failed's
-	failed := false   // one part failed: the others stop at their next piece
-	errs := make([]error, a.parts)
 	seqs := make([]int, a.parts)
-	var wg sync.WaitGroup
-	for w := range a.parts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// The same numbers on every worker (each keeps its own last
-			// answer), above every earlier request of the run.
-			seqs[w] = a.seq
-			errs[w] = a.fetchPart(ctx, w, &seqs[w], func(vars []int, states []int32) error {
-				mu.Lock()
-				defer mu.Unlock()
-				if failed {
-					return errStopped
-				}
-				err := fn(vars, states)
-				failed = err != nil
-				return err
-			})
-			if errs[w] != nil {
-				mu.Lock()
-				failed = true
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	err := fanin.Run(a.parts, func(w int, serial func(func() error) error) error {
+		// The same numbers on every worker (each keeps its own last
+		// answer), above every earlier request of the run.
+		seqs[w] = a.seq
+		return a.fetchPart(ctx, w, &seqs[w], func(vars []int, states []int32) error {
+			return serial(func() error { return fn(vars, states) })
+		})
+	})
 	a.seq = slices.Max(seqs)
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, errStopped) {
-			return err
-		}
-	}
-	return nil
+	return err
 }
-
-// errStopped ends a part's fetches once another part failed.
-var errStopped = errors.New("stopped: another part failed")
 
 // fetchPart fetches worker w's interior piece by piece (the requests
 // numbered after *seq) and calls put with each piece, checked: its sizes

@@ -2,7 +2,6 @@ package remote
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/dtrws"
+	"github.com/ddrun/ddrun/internal/fanin"
 	"github.com/ddrun/ddrun/internal/ratelimit"
 	"github.com/ddrun/ddrun/shard"
 	"github.com/ddrun/ddrun/solver"
@@ -426,45 +426,20 @@ func (l *link) labelled(ctx context.Context, fn func(vars, x []int32) error) err
 // boundary variable from the first part that holds it), checked: the
 // variables increasing and in range, the states >= 0. The workers are
 // asked at once, each for one piece after the other, and put gets one
-// piece at a time, in the order they come: the gathering takes about the
-// largest part's round trips, and holds at most one piece per worker.
+// piece at a time, in the order they come (internal/fanin): the
+// gathering takes about the largest part's round trips, and holds at most
+// labelWindow pieces per worker (labelled).
 func (c *coordinator) pieces(ctx context.Context, l *shard.Layout, seam *dtrws.Seam, links []*link, put func([]int, []int32) error) error {
-	var mu sync.Mutex // put's, and failed's
-	failed := false   // a part failed: the others stop at their next piece
-	errs := make([]error, len(links))
-	var wg sync.WaitGroup
-	for p, lk := range links {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[p] = c.part(ctx, l, seam, p, lk, func(vs []int, st []int32) error {
-				mu.Lock()
-				defer mu.Unlock()
-				if failed {
-					return errStopped
-				}
-				err := put(vs, st)
-				failed = err != nil
-				return err
-			})
-			if errs[p] != nil {
-				mu.Lock()
-				failed = true
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, errStopped) {
-			return fmt.Errorf("trws: the assignment: %w", err)
-		}
+	err := fanin.Run(len(links), func(p int, serial func(func() error) error) error {
+		return c.part(ctx, l, seam, p, links[p], func(vs []int, st []int32) error {
+			return serial(func() error { return put(vs, st) })
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("trws: the assignment: %w", err)
 	}
 	return nil
 }
-
-// errStopped ends a part's pieces once another part failed.
-var errStopped = errors.New("stopped: another part failed")
 
 // part gives part p's variables but the boundary ones other parts give
 // (pieces) to put, checked.
