@@ -33,9 +33,9 @@ type ShardAssignment struct {
 // first, then the workers' interiors, at most 65,536 variables at a time.
 // The workers are asked at once, each for one piece after the other, and
 // fn is called for one piece at a time, in the order they come
-// (internal/fanin): the
-// gathering takes about the largest part's round trips, not all parts'
-// one after the other, and holds at most one piece per worker.
+// (internal/fanin): the gathering takes about the largest part's round
+// trips, not all parts' one after the other, and holds at most one piece
+// per worker.
 func (a *ShardAssignment) Pieces(ctx context.Context, fn func(vars []int, states []int32) error) error {
 	vars := make([]int, len(a.states))
 	states := make([]int32, len(a.states))
