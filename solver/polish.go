@@ -15,7 +15,7 @@ import (
 // leaves the moves their course, whatever the network's latency.
 const (
 	PolishIters = 1.0
-	PolishFloor = 250 * time.Millisecond
+	PolishFloor = 100 * time.Millisecond
 )
 
 // PolishDeadline is when a final polish that starts at now stops starting
