@@ -60,7 +60,7 @@ func (a *ShardAssignment) Pieces(ctx context.Context, fn func(vars []int, states
 
 // fetchPart fetches worker w's interior piece by piece (the requests
 // numbered after *seq) and calls put with each piece, checked: its sizes
-// and its variables' range.
+// (every piece but the last whole) and its variables' range.
 func (a *ShardAssignment) fetchPart(ctx context.Context, w int, seq *int, put func(vars []int, states []int32) error) error {
 	var vars []int
 	for k := 0; ; k++ {
@@ -69,8 +69,10 @@ func (a *ShardAssignment) fetchPart(ctx context.Context, w int, seq *int, put fu
 		if err != nil {
 			return err
 		}
-		if len(r.Vars) != len(r.X) || len(r.Vars) > pieceVars {
-			return fmt.Errorf("worker %s: a piece of %d variables and %d states", a.c.name(w), len(r.Vars), len(r.X))
+		if len(r.Vars) != len(r.X) || len(r.Vars) > pieceVars || !r.Last && len(r.Vars) != pieceVars {
+			// A piece but the last is whole (Worker.BestPiece): an empty
+			// one that never ends the part is refused, not asked after.
+			return fmt.Errorf("worker %s: piece %d of %d variables and %d states (last %v)", a.c.name(w), k, len(r.Vars), len(r.X), r.Last)
 		}
 		vars = vars[:0]
 		for _, v := range r.Vars {
