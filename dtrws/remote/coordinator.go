@@ -447,6 +447,7 @@ func (c *coordinator) part(ctx context.Context, l *shard.Layout, seam *dtrws.Sea
 	vs := make([]int, 0, labelPiece)
 	st := make([]int32, 0, labelPiece)
 	prev := int32(-1)
+	j := 0 // the first boundary variable not below prev: the variables increase
 	return lk.labelled(ctx, func(vars, x []int32) error {
 		vs, st = vs[:0], st[:0]
 		for i, v := range vars {
@@ -454,8 +455,11 @@ func (c *coordinator) part(ctx context.Context, l *shard.Layout, seam *dtrws.Sea
 				return fmt.Errorf("worker %s: variable %d in state %d out of range or order", lk.worker, v, x[i])
 			}
 			prev = v
-			if j, shared := slices.BinarySearch(l.BoundaryVars, int(v)); shared && int(seam.Copies[j][0]) != p {
-				continue
+			for j < len(l.BoundaryVars) && l.BoundaryVars[j] < int(v) {
+				j++
+			}
+			if j < len(l.BoundaryVars) && l.BoundaryVars[j] == int(v) && int(seam.Copies[j][0]) != p {
+				continue // shared, and given by the first part that holds it
 			}
 			vs, st = append(vs, int(v)), append(st, x[i])
 		}
