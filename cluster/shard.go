@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/ddrun/ddrun/consensus"
+	"github.com/ddrun/ddrun/internal/fanin"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -28,8 +30,12 @@ type ShardAssignment struct {
 
 // Pieces calls fn with the whole assignment in pieces (variables of the
 // model and their states; fn must not keep the slices): the boundary
-// first, then each worker's interior, at most 65,536 variables at a time,
-// fetched one after the other, so that no more than one piece is held.
+// first, then the workers' interiors, at most 65,536 variables at a time.
+// The workers are asked at once, each for one piece after the other, and
+// fn is called for one piece at a time, in the order they come
+// (internal/fanin): the gathering takes about the largest part's round
+// trips, not all parts' one after the other, and holds at most one piece
+// per worker.
 func (a *ShardAssignment) Pieces(ctx context.Context, fn func(vars []int, states []int32) error) error {
 	vars := make([]int, len(a.states))
 	states := make([]int32, len(a.states))
@@ -39,32 +45,49 @@ func (a *ShardAssignment) Pieces(ctx context.Context, fn func(vars []int, states
 	if err := fn(vars, states); err != nil {
 		return err
 	}
-	for w := range a.parts {
-		for k := 0; ; k++ {
-			a.seq++
-			r, err := (&remoteLink{c: a.c, w: w}).request(ctx, &evalBody{Seq: a.seq, Op: opFetch, Piece: k})
-			if err != nil {
-				return err
+	seqs := make([]int, a.parts)
+	err := fanin.Run(a.parts, func(w int, serial func(func() error) error) error {
+		// The same numbers on every worker (each keeps its own last
+		// answer), above every earlier request of the run.
+		seqs[w] = a.seq
+		return a.fetchPart(ctx, w, &seqs[w], func(vars []int, states []int32) error {
+			return serial(func() error { return fn(vars, states) })
+		})
+	})
+	a.seq = slices.Max(seqs)
+	return err
+}
+
+// fetchPart fetches worker w's interior piece by piece (the requests
+// numbered after *seq) and calls put with each piece, checked: its sizes
+// (every piece but the last whole) and its variables' range.
+func (a *ShardAssignment) fetchPart(ctx context.Context, w int, seq *int, put func(vars []int, states []int32) error) error {
+	var vars []int
+	for k := 0; ; k++ {
+		*seq++
+		r, err := (&remoteLink{c: a.c, w: w}).request(ctx, &evalBody{Seq: *seq, Op: opFetch, Piece: k})
+		if err != nil {
+			return err
+		}
+		if len(r.Vars) != len(r.X) || len(r.Vars) > pieceVars || !r.Last && len(r.Vars) != pieceVars {
+			// A piece but the last is whole (Worker.BestPiece): an empty
+			// one that never ends the part is refused, not asked after.
+			return fmt.Errorf("worker %s: piece %d of %d variables and %d states (last %v)", a.c.name(w), k, len(r.Vars), len(r.X), r.Last)
+		}
+		vars = vars[:0]
+		for _, v := range r.Vars {
+			if v < 0 || int(v) >= a.NumVars {
+				return fmt.Errorf("worker %s: variable %d out of range [0,%d)", a.c.name(w), v, a.NumVars)
 			}
-			if len(r.Vars) != len(r.X) || len(r.Vars) > pieceVars {
-				return fmt.Errorf("worker %s: a piece of %d variables and %d states", a.c.name(w), len(r.Vars), len(r.X))
-			}
-			vars = vars[:0]
-			for _, v := range r.Vars {
-				if v < 0 || int(v) >= a.NumVars {
-					return fmt.Errorf("worker %s: variable %d out of range [0,%d)", a.c.name(w), v, a.NumVars)
-				}
-				vars = append(vars, int(v))
-			}
-			if err := fn(vars, r.X); err != nil {
-				return err
-			}
-			if r.Last {
-				break
-			}
+			vars = append(vars, int(v))
+		}
+		if err := put(vars, r.X); err != nil {
+			return err
+		}
+		if r.Last {
+			return nil
 		}
 	}
-	return nil
 }
 
 // withDefaults fills in RunOptions' defaults (Run's).

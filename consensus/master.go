@@ -389,7 +389,8 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 	if err != nil {
 		return l.res, err
 	}
-	loopStart := time.Now()
+	var laps solver.Laps // the iterations' times, for the polish's deadline
+	laps.Start(time.Now())
 	for t := first; ; t++ {
 		// The primal is checked on iteration 1 and every icmEvery
 		// iterations, when the decoded assignment changed since the last
@@ -421,6 +422,7 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 		if err := s.falseCertificate(&l.res); err != nil {
 			return l.res, err
 		}
+		laps.Lap(time.Now())
 		elapsed := time.Since(l.start)
 		if save {
 			if err := l.checkpoint(ctx, cp, t, elapsed); err != nil {
@@ -449,7 +451,7 @@ func (s *master) run(ctx context.Context, replicaEntries int, cp *Checkpointing,
 	if s.shards != nil && s.shards.partStates > lnsStates {
 		// Parts small enough for the polish's neighbourhood search keep
 		// every boundary round, whatever the machine's speed.
-		s.shards.deadline = solver.PolishDeadline(time.Now(), time.Since(loopStart), l.res.Iterations-first+1)
+		s.shards.deadline = solver.PolishDeadline(time.Now(), &laps)
 	}
 	if err := l.polish(ctx); err != nil {
 		return l.res, err

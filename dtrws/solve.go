@@ -258,7 +258,8 @@ func Run(ctx context.Context, seam *Seam, links []Link, opts Options, start time
 	w := opts.BoundWindow + 1
 	hist := make([]float64, w)
 	var lastReport time.Duration
-	loopStart := time.Now()
+	var laps solver.Laps // the iterations' times, for the polish's deadline
+	laps.Start(time.Now())
 	for t := 1; ; t++ {
 		for p := range c.ins {
 			c.ins[p].Iters, c.ins[p].Sweeps, c.ins[p].Polish = opts.Inner, opts.Sweeps, false
@@ -285,6 +286,7 @@ func Run(ctx context.Context, seam *Seam, links []Link, opts Options, start time
 		}
 		res.Iterations = t
 		roundGap(&res)
+		laps.Lap(time.Now())
 		elapsed := time.Since(start)
 		if progress != nil && (t == 1 || elapsed-lastReport >= opts.ProgressEvery) {
 			lastReport = elapsed
@@ -310,7 +312,7 @@ func Run(ctx context.Context, seam *Seam, links []Link, opts Options, start time
 	}
 	var deadline time.Time // zero: every round
 	if opts.TimedPolish {
-		deadline = solver.PolishDeadline(time.Now(), time.Since(loopStart), res.Iterations)
+		deadline = solver.PolishDeadline(time.Now(), &laps)
 	}
 	if err := c.finish(lctx, &res, deadline, time.Now); err != nil {
 		return solver.Result{}, err

@@ -269,17 +269,40 @@ func TestLimitsReached(t *testing.T) {
 }
 
 // The final polish's deadline: the floor on a fast run, PolishIters of
-// the mean iteration on a slow one.
+// the typical iteration on a slow one: the median of the laps but the
+// first, so that neither a slow first iteration nor the primal checks of
+// some iterations stretch the polish.
 func TestPolishDeadline(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	if got := PolishDeadline(t0, time.Millisecond, 3); !got.Equal(t0.Add(PolishFloor)) {
+	laps := func(d ...time.Duration) *Laps {
+		var l Laps
+		now := t0
+		l.Start(now)
+		for _, x := range d {
+			now = now.Add(x)
+			l.Lap(now)
+		}
+		return &l
+	}
+	s := PolishFloor
+	if got := PolishDeadline(t0, laps(s/1000, s/1000, s/1000)); !got.Equal(t0.Add(PolishFloor)) {
 		t.Errorf("fast run: deadline %v after the start, want the floor %v", got.Sub(t0), PolishFloor)
 	}
-	loop := 40 * PolishFloor
-	if got, want := PolishDeadline(t0, loop, 4), t0.Add(time.Duration(PolishIters*float64(loop)/4)); !got.Equal(want) {
-		t.Errorf("slow run: deadline %v after the start, want %v", got.Sub(t0), want.Sub(t0))
+	for _, c := range []struct {
+		laps []time.Duration
+		want time.Duration
+	}{
+		{[]time.Duration{100 * s, 4 * s, 5 * s, 30 * s}, 5 * s}, // the first and a checking iteration left out
+		{[]time.Duration{100 * s, 4 * s, 30 * s}, 4 * s},        // the lower middle
+		{[]time.Duration{7 * s}, 7 * s},                         // the only lap
+		{[]time.Duration{100 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s}, 2 * s}, // the first lap no longer kept (16 laps)
+	} {
+		want := t0.Add(time.Duration(PolishIters * float64(c.want)))
+		if got := PolishDeadline(t0, laps(c.laps...)); !got.Equal(want) {
+			t.Errorf("laps %v: deadline %v after the start, want %v", c.laps, got.Sub(t0), want.Sub(t0))
+		}
 	}
-	if got := PolishDeadline(t0, 10*PolishFloor, 0); !got.Equal(t0.Add(time.Duration(PolishIters * float64(10*PolishFloor)))) {
-		t.Errorf("no iteration: deadline %v after the start", got.Sub(t0))
+	if got := PolishDeadline(t0, laps()); !got.Equal(t0.Add(PolishFloor)) {
+		t.Errorf("no iteration: deadline %v after the start, want the floor", got.Sub(t0))
 	}
 }

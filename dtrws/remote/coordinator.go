@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ddrun/ddrun/dtrws"
+	"github.com/ddrun/ddrun/internal/fanin"
 	"github.com/ddrun/ddrun/internal/ratelimit"
 	"github.com/ddrun/ddrun/shard"
 	"github.com/ddrun/ddrun/solver"
@@ -378,14 +379,25 @@ func (l *link) Labels(ctx context.Context) ([]int32, error) {
 
 // labelled asks for the part's variables and kept labels, a piece of at
 // most labelPiece at a time, checks each and hands it to fn (which must
-// not keep the slices): no more than one piece is held here.
+// not keep the slices). Up to labelWindow pieces are asked ahead (the
+// worker answers its orders in turn, so the answers come in the order
+// asked): the round trips overlap, and no more than labelWindow pieces
+// wait here.
 func (l *link) labelled(ctx context.Context, fn func(vars, x []int32) error) error {
-	for from := 0; ; {
-		l.seq++
-		if err := l.c.publish(ctx, l.worker, labelsBody{CID: l.c.cid, Seq: l.seq, From: int32(from)}); err != nil {
-			return fmt.Errorf("worker %s: %w", l.worker, err)
+	pieces := max(1, (l.vars+labelPiece-1)/labelPiece) // the worker's, if it is honest
+	first := l.seq + 1                                 // piece k's order is numbered first+k
+	asked := 0
+	for k := 0; ; k++ {
+		for ; asked < pieces && asked < k+labelWindow; asked++ {
+			l.seq++
+			if err := l.c.publish(ctx, l.worker, labelsBody{CID: l.c.cid, Seq: l.seq, From: int32(asked * labelPiece)}); err != nil {
+				return fmt.Errorf("worker %s: %w", l.worker, err)
+			}
 		}
-		seq := l.seq
+		if k >= asked {
+			return fmt.Errorf("worker %s: the part's %d variables did not end after %d pieces", l.worker, l.vars, k)
+		}
+		from, seq := k*labelPiece, first+uint64(k)
 		m, err := l.c.await(ctx, l.worker, l.c.opts.StepTimeout, func(m message) bool {
 			return m.kind == kindLabelled && m.labelled.CID == l.c.cid && m.labelled.Seq == seq
 		})
@@ -397,7 +409,7 @@ func (l *link) labelled(ctx context.Context, fn func(vars, x []int32) error) err
 		switch {
 		case a.Err != "":
 			return fmt.Errorf("worker %s: %s", l.worker, a.Err)
-		case len(a.Labels) != n || int(a.From) != from || n > labelPiece || from+n > l.vars || a.Last != (from+n == l.vars) || n == 0 && !a.Last:
+		case len(a.Labels) != n || int(a.From) != from || n > labelPiece || from+n > l.vars || a.Last != (from+n == l.vars) || !a.Last && n != labelPiece:
 			return fmt.Errorf("worker %s: %d variables and %d labels from %d (last %v) for a part of %d asked from %d",
 				l.worker, n, len(a.Labels), a.From, a.Last, l.vars, from)
 		}
@@ -407,35 +419,50 @@ func (l *link) labelled(ctx context.Context, fn func(vars, x []int32) error) err
 		if a.Last {
 			return nil
 		}
-		from += n
 	}
 }
 
 // pieces gives the parts' assignments to put, each variable once (a
 // boundary variable from the first part that holds it), checked: the
-// variables increasing and in range, the states >= 0.
+// variables increasing and in range, the states >= 0. The workers are
+// asked at once, each for one piece after the other, and put gets one
+// piece at a time, in the order they come (internal/fanin): the
+// gathering takes about the largest part's round trips, and holds at most
+// labelWindow pieces per worker (labelled).
 func (c *coordinator) pieces(ctx context.Context, l *shard.Layout, seam *dtrws.Seam, links []*link, put func([]int, []int32) error) error {
-	vs := make([]int, 0, labelPiece)
-	st := make([]int32, 0, labelPiece)
-	for p, lk := range links {
-		prev := int32(-1)
-		err := lk.labelled(ctx, func(vars, x []int32) error {
-			vs, st = vs[:0], st[:0]
-			for i, v := range vars {
-				if v <= prev || int(v) >= l.NumVars || x[i] < 0 {
-					return fmt.Errorf("worker %s: variable %d in state %d out of range or order", lk.worker, v, x[i])
-				}
-				prev = v
-				if j, shared := slices.BinarySearch(l.BoundaryVars, int(v)); shared && int(seam.Copies[j][0]) != p {
-					continue
-				}
-				vs, st = append(vs, int(v)), append(st, x[i])
-			}
-			return put(vs, st)
+	err := fanin.Run(len(links), func(p int, serial func(func() error) error) error {
+		return c.part(ctx, l, seam, p, links[p], func(vs []int, st []int32) error {
+			return serial(func() error { return put(vs, st) })
 		})
-		if err != nil {
-			return fmt.Errorf("trws: the assignment: %w", err)
-		}
+	})
+	if err != nil {
+		return fmt.Errorf("trws: the assignment: %w", err)
 	}
 	return nil
+}
+
+// part gives part p's variables but the boundary ones other parts give
+// (pieces) to put, checked.
+func (c *coordinator) part(ctx context.Context, l *shard.Layout, seam *dtrws.Seam, p int, lk *link, put func([]int, []int32) error) error {
+	vs := make([]int, 0, labelPiece)
+	st := make([]int32, 0, labelPiece)
+	prev := int32(-1)
+	j := 0 // the first boundary variable not below prev: the variables increase
+	return lk.labelled(ctx, func(vars, x []int32) error {
+		vs, st = vs[:0], st[:0]
+		for i, v := range vars {
+			if v <= prev || int(v) >= l.NumVars || x[i] < 0 {
+				return fmt.Errorf("worker %s: variable %d in state %d out of range or order", lk.worker, v, x[i])
+			}
+			prev = v
+			for j < len(l.BoundaryVars) && l.BoundaryVars[j] < int(v) {
+				j++
+			}
+			if j < len(l.BoundaryVars) && l.BoundaryVars[j] == int(v) && int(seam.Copies[j][0]) != p {
+				continue // shared, and given by the first part that holds it
+			}
+			vs, st = append(vs, int(v)), append(st, x[i])
+		}
+		return put(vs, st)
+	})
 }

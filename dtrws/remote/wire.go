@@ -115,9 +115,14 @@ type (
 )
 
 // labelPiece is the most variables a labelled answer carries (512 KiB of
-// variables and labels): the coordinator holds one piece at a time. A
-// variable for the tests only.
+// variables and labels). A variable for the tests only.
 var labelPiece = 1 << 16
+
+// labelWindow is how many labels orders the coordinator keeps
+// outstanding per worker: it holds at most that many pieces (2 MiB) per
+// worker, below the answers' queue (gather's inbox of 8) and the
+// worker's orders queue (16), so that none is dropped for space.
+const labelWindow = 4
 
 func (helloBody) Kind() transport.Kind    { return kindHello }
 func (solicitBody) Kind() transport.Kind  { return kindSolicit }

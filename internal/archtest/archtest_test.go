@@ -18,7 +18,7 @@ const module = "github.com/ddrun/ddrun"
 // package may import only packages listed before it.
 var order = []string{
 	// Leaf utilities that import nothing of ddrun.
-	"internal/ratelimit", "internal/rusage",
+	"internal/ratelimit", "internal/rusage", "internal/fanin",
 	// The model and its files.
 	"model", "model/uai", "model/native", "model/indexed", "model/wcsp", "model/cfn", "model/modelfile", "generate",
 	// Decompositions and reformulations of a model.
@@ -77,7 +77,7 @@ var forbidden = map[string][]string{
 
 // leaves are the utilities that every package may import, "*" rules
 // included: they import nothing of ddrun themselves (TestPackageMap).
-var leaves = map[string]bool{"internal/ratelimit": true, "internal/rusage": true}
+var leaves = map[string]bool{"internal/ratelimit": true, "internal/rusage": true, "internal/fanin": true}
 
 // imports returns the module's packages (relative paths) and what each
 // imports from the module, test files included when tests is set.

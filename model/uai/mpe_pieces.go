@@ -178,25 +178,36 @@ func (w *MPEWriter) missing() error {
 	return fmt.Errorf("%d of %d variables given", w.given, w.n)
 }
 
-// text writes the MPE text of the scratch file's states to out.
+// text writes the MPE text of the scratch file's states to out, reading
+// and writing 64 KiB at a time; a state under 10, the usual, is one byte
+// of text, not a strconv call (BenchmarkMPEWriter).
 func (w *MPEWriter) text(out io.Writer) error {
-	r := bufio.NewReaderSize(io.NewSectionReader(w.scratch, 0, int64(w.n)*4), 1<<16)
 	bw := bufio.NewWriterSize(out, 1<<16)
 	if !w.sol {
 		bw.WriteString("MPE\n" + strconv.Itoa(w.n))
 	}
-	var b [4]byte
-	var num []byte
-	for v := range w.n {
-		if _, err := io.ReadFull(r, b[:]); err != nil {
+	raw := make([]byte, 1<<16)
+	txt := make([]byte, 0, 1<<16+16)
+	for from := 0; from < w.n; {
+		k := min(len(raw)/4, w.n-from)
+		if _, err := w.scratch.ReadAt(raw[:4*k], int64(from)*4); err != nil {
 			return fmt.Errorf("reading back: %w", err)
 		}
-		num = num[:0]
-		if v > 0 || !w.sol {
-			num = append(num, ' ')
+		txt = txt[:0]
+		for i := range k {
+			if from+i > 0 || !w.sol {
+				txt = append(txt, ' ')
+			}
+			if s := binary.LittleEndian.Uint32(raw[4*i:]); s < 10 {
+				txt = append(txt, '0'+byte(s))
+			} else {
+				txt = strconv.AppendUint(txt, uint64(s), 10)
+			}
 		}
-		num = strconv.AppendUint(num, uint64(binary.LittleEndian.Uint32(b[:])), 10)
-		bw.Write(num)
+		if _, err := bw.Write(txt); err != nil {
+			return err
+		}
+		from += k
 	}
 	bw.WriteString("\n")
 	return bw.Flush()
