@@ -255,7 +255,11 @@ func (s *wserver) run(ctx context.Context, j *wjob) {
 			}
 			var err error
 			piece, err = s.load(ctx, o.open)
-			if err == nil {
+			switch {
+			case err == nil && piece.Potts != nil:
+				q := piece.Potts
+				link, err = dtrws.NewLocalLinkPotts(piece.Model, q.I, q.J, q.W, piece.Boundary)
+			case err == nil:
 				link, err = dtrws.NewLocalLink(piece.Model, piece.Boundary)
 			}
 			if err != nil {
@@ -264,7 +268,7 @@ func (s *wserver) run(ctx context.Context, j *wjob) {
 				return
 			}
 			count = len(piece.Boundary)
-			s.log.Info("trws: part loaded", "job", j.name, "variables", len(piece.Vars), "factors", len(piece.Model.Factors), "boundary", count)
+			s.log.Info("trws: part loaded", "job", j.name, "variables", len(piece.Vars), "factors", piece.Factors(), "boundary", count)
 			s.publish(ctx, answers, j.name, openedBody{CID: j.cid, Width: link.Width(), Count: count, Vars: len(piece.Vars)})
 		case kindStep:
 			a := steppedBody{CID: j.cid, Seq: o.step.Seq}
