@@ -255,12 +255,8 @@ func (s *wserver) run(ctx context.Context, j *wjob) {
 			}
 			var err error
 			piece, err = s.load(ctx, o.open)
-			switch {
-			case err == nil && piece.Potts != nil:
-				q := piece.Potts
-				link, err = dtrws.NewLocalLinkPotts(piece.Model, q.I, q.J, q.W, piece.Boundary)
-			case err == nil:
-				link, err = dtrws.NewLocalLink(piece.Model, piece.Boundary)
+			if err == nil {
+				link, err = pieceLink(piece)
 			}
 			if err != nil {
 				s.publish(ctx, answers, j.name, openedBody{CID: j.cid, Err: err.Error()})
@@ -309,6 +305,15 @@ func (s *wserver) run(ctx context.Context, j *wjob) {
 			s.publish(ctx, answers, j.name, a)
 		}
 	}
+}
+
+// pieceLink prepares TRW-S on a piece (its Potts factors flat when it
+// holds them so).
+func pieceLink(pc *shard.Piece) (*dtrws.LocalLink, error) {
+	if q := pc.Potts; q != nil {
+		return dtrws.NewLocalLinkPotts(pc.Model, q.I, q.J, q.W, pc.Boundary)
+	}
+	return dtrws.NewLocalLink(pc.Model, pc.Boundary)
 }
 
 func widthOf(l *dtrws.LocalLink) int {
