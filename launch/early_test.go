@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/generate"
 	"github.com/ddrun/ddrun/shard"
 )
@@ -23,13 +22,7 @@ func TestLocalShardedConnectsOnce(t *testing.T) {
 	m.Unary[4] = math.Inf(-1)
 	bad := writeDDX(t, t.TempDir(), m)
 	tr := workers(t, 2)
-	s := engine.Defaults()
-	s.Distributed, s.MaxIter, s.Tol = true, 20, 0
-	s.Given = map[string]bool{"max-iter": true, "tol": true}
-	j, err := engine.Prepare(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := defaultRunJob(t, 20)
 	for _, path := range []string{good, bad} {
 		var calls atomic.Int32
 		target := Target{Workers: 2, Job: "early", Sharded: &Sharded{Path: path, Local: true},

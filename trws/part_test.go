@@ -10,8 +10,9 @@ import (
 	"github.com/ddrun/ddrun/model"
 )
 
-// randomChain is a chain of n variables with k states, dense edges.
-func randomChain(rng *rand.Rand, n, k int) *model.Model {
+// randomUnaries is a model of n variables with k states, unaries drawn
+// from U[-1, 1] and no factors.
+func randomUnaries(rng *rand.Rand, n, k int) *model.Model {
 	m := &model.Model{Cards: make([]int, n), UnaryOff: make([]int, n+1)}
 	for v := range n {
 		m.Cards[v] = k
@@ -21,6 +22,12 @@ func randomChain(rng *rand.Rand, n, k int) *model.Model {
 	for i := range m.Unary {
 		m.Unary[i] = rng.Float64()*2 - 1
 	}
+	return m
+}
+
+// randomChain is a chain of n variables with k states, dense edges.
+func randomChain(rng *rand.Rand, n, k int) *model.Model {
+	m := randomUnaries(rng, n, k)
 	for v := 0; v+1 < n; v++ {
 		t := make([]float64, k*k)
 		for i := range t {
@@ -238,15 +245,7 @@ func TestPartPottsIsNewPart(t *testing.T) {
 	rng := rand.New(rand.NewPCG(26, 7))
 	for trial := range 60 {
 		n, k := 2+rng.IntN(30), 2+rng.IntN(4)
-		m := &model.Model{Cards: make([]int, n), UnaryOff: make([]int, n+1)}
-		for v := range n {
-			m.Cards[v] = k
-			m.UnaryOff[v+1] = m.UnaryOff[v] + k
-		}
-		m.Unary = make([]float64, n*k)
-		for i := range m.Unary {
-			m.Unary[i] = rng.Float64()*2 - 1
-		}
+		m := randomUnaries(rng, n, k)
 		var ti, tj []int32
 		var tw []float64
 		for range 1 + rng.IntN(3*n) {
