@@ -88,6 +88,19 @@ type LocalLink struct {
 // NewLocalLink prepares TRW-S on a part's model with the given boundary
 // copies (local indices, distinct).
 func NewLocalLink(m *model.Model, boundary []int32) (*LocalLink, error) {
+	return newLocalLink(m, boundary, func(watch []int) (*trws.Part, error) { return trws.NewPart(m, watch) })
+}
+
+// NewLocalLinkPotts is NewLocalLink on a part whose factors are all Potts,
+// given flat (trws.NewPartPotts: term a scores w[a] when variables i[a]
+// and j[a] agree; m holds the unaries and no factors): the same link.
+func NewLocalLinkPotts(m *model.Model, i, j []int32, w []float64, boundary []int32) (*LocalLink, error) {
+	return newLocalLink(m, boundary, func(watch []int) (*trws.Part, error) { return trws.NewPartPotts(m, i, j, w, watch) })
+}
+
+// newLocalLink is a link on the part that newPart makes watching the
+// boundary copies.
+func newLocalLink(m *model.Model, boundary []int32, newPart func(watch []int) (*trws.Part, error)) (*LocalLink, error) {
 	watch := make([]int, len(boundary))
 	isB := make([]bool, m.NumVars())
 	width := 0
@@ -99,7 +112,7 @@ func NewLocalLink(m *model.Model, boundary []int32) (*LocalLink, error) {
 		watch[i] = int(v)
 		width += m.Cards[v]
 	}
-	p, err := trws.NewPart(m, watch)
+	p, err := newPart(watch)
 	if err != nil {
 		return nil, fmt.Errorf("dtrws: part: %w", err)
 	}

@@ -358,8 +358,9 @@ func (p *shardPlan) observed(pieces func(put func([]int, []int32) error) error) 
 // planShards converts t.Sharded's model into its state directory when it
 // is not an indexed file (shardInput) and plans it on t.Workers workers,
 // within --time-limit; a model the plan refuses is a
-// *shard.UnshardableError.
-func planShards(ctx context.Context, j *engine.Job, t Target) (*shardPlan, error) {
+// *shard.UnshardableError. cut, when not nil, is called once the plan's
+// first pass has cut the ranges (shard.PlanOptions.Cut).
+func planShards(ctx context.Context, j *engine.Job, t Target, cut func()) (*shardPlan, error) {
 	ctx, cancel := withTimeLimit(ctx, j, t, "planning the shards")
 	defer cancel()
 	sh, log := t.Sharded, t.Logger
@@ -370,7 +371,7 @@ func planShards(ctx context.Context, j *engine.Job, t Target) (*shardPlan, error
 	path := p.input
 	p.class = engine.Class{Higher: -1}
 	p.layout, err = shard.PlanLayout(path, t.Workers, shard.PlanOptions{MaxEntries: sh.MaxEntries, Context: ctx, Logger: log,
-		Visit: func(a int, f *model.Factor) { p.class.Add(a, f) }})
+		Visit: func(a int, f *model.Factor) { p.class.Add(a, f) }, Cut: cut})
 	var ue *shard.UnshardableError
 	if errors.As(err, &ue) {
 		return nil, err

@@ -45,7 +45,10 @@ type Target struct {
 	// out of the connection under it, for Outcome.Traffic. Connect, when
 	// not nil, provides them (and the hooks) once the job is checked,
 	// before anything goes to the workers: a front end connects (starts
-	// its workers, opens its output) only for a job that can run.
+	// its workers, opens its output) only for a job that can run. A
+	// --local sharded run calls it once the plan has read the model
+	// through and found it shardable, while the plan finds the boundary
+	// (earlyConnect).
 	Transport transport.Transport
 	Traffic   func() (in, out uint64)
 	Connect   func(ctx context.Context) (*Session, error)
@@ -195,7 +198,9 @@ func Run(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome, error)
 		return runSearchFile(ctx, j, t, h)
 	}
 	if t.Sharded != nil {
-		p, err := planShards(ctx, j, t)
+		e := early(ctx, &t)
+		defer e.settle()
+		p, err := planShards(ctx, j, t, e.cut())
 		var ue *shard.UnshardableError
 		if errors.As(err, &ue) && t.Sharded.Fallback != nil {
 			return runWhole(ctx, j, t, h, err)

@@ -105,6 +105,20 @@ func TestDefaultShardedRun(t *testing.T) {
 	}
 }
 
+// defaultRunJob is run's job with its defaults (the algorithm chosen by the
+// model), maxIter iterations and no gap tolerance.
+func defaultRunJob(t *testing.T, maxIter int) *engine.Job {
+	t.Helper()
+	s := engine.Defaults()
+	s.Distributed, s.MaxIter, s.Tol = true, maxIter, 0
+	s.Given = map[string]bool{"max-iter": true, "tol": true}
+	j, err := engine.Prepare(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
 // TestShardedTRWS: a sharded run with no algorithm given runs distributed
 // TRW-S on a pairwise grid, as solve would choose, says why, and reports
 // a dual above its primal, the exact score of the assignment it returns.
@@ -112,13 +126,7 @@ func TestShardedTRWS(t *testing.T) {
 	m := generate.Potts(generate.GridOptions{Height: 8, Width: 9, Labels: 3, Rho: 0.5, Seed: 7})
 	path := writeDDX(t, t.TempDir(), m)
 	tr := workers(t, 2)
-	s := engine.Defaults()
-	s.Distributed, s.MaxIter, s.Tol = true, 150, 0
-	s.Given = map[string]bool{"max-iter": true, "tol": true}
-	j, err := engine.Prepare(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := defaultRunJob(t, 150)
 	var lines []string
 	h := Hooks{Hooks: engine.Hooks{Print: func(_, text string, _ ...any) { lines = append(lines, text) }}}
 	o, err := Run(context.Background(), j, Target{Workers: 2, Transport: tr, Job: "grid", Sharded: &Sharded{Path: path}, Assignment: true}, h)

@@ -108,8 +108,14 @@ func readPart(ctx context.Context, spec *Spec, pairs, plan bool) (*consensus.Par
 	if err != nil {
 		return nil, err
 	}
-	m := model.New(cards)
-	copy(m.Unary, unary)
+	// The model takes the arrays read (model.New would copy them).
+	m := &model.Model{Cards: cards, UnaryOff: make([]int, len(cards)+1), Unary: unary}
+	for i, c := range cards {
+		m.UnaryOff[i+1] = m.UnaryOff[i] + c
+	}
+	if m.UnaryOff[len(cards)] != len(unary) {
+		return nil, fmt.Errorf("shard: the model file: %d unary entries for %d states", len(unary), m.UnaryOff[len(cards)])
+	}
 	for k, u := range m.Unary {
 		if math.IsInf(u, -1) || math.IsNaN(u) {
 			return nil, fmt.Errorf("shard: the model file: unary entry %d of the part is %v", k, u)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ddrun/ddrun/consensus"
 	"github.com/ddrun/ddrun/model"
 )
 
@@ -17,9 +18,22 @@ import (
 type Piece struct {
 	Vars  []int
 	Model *model.Model
+	// Potts, when not nil, holds the part's factors, all Potts, flat (in
+	// the file's order, over the part's numbering), and Model none: a
+	// part of a Potts grid read without a model.Factor per factor (96
+	// bytes and a scope each, 16 bytes here; trws.NewPartPotts runs it).
+	Potts *consensus.Pairs
 	// Boundary holds the local indices of the spec's boundary variables,
 	// in the spec's order.
 	Boundary []int32
+}
+
+// Factors is the number of the piece's factors.
+func (pc *Piece) Factors() int {
+	if pc.Potts != nil {
+		return pc.Potts.Len()
+	}
+	return len(pc.Model.Factors)
 }
 
 // LoadPiece reads a worker's piece from its spec (as Load reads a part):
@@ -29,12 +43,21 @@ func LoadPiece(ctx context.Context, spec *Spec, copies []int32) (*Piece, error) 
 	if len(copies) != len(spec.Boundary) {
 		return nil, fmt.Errorf("shard: %d copy counts for %d boundary variables", len(copies), len(spec.Boundary))
 	}
-	part, err := readPart(ctx, spec, false, false)
+	part, err := readPart(ctx, spec, true, false)
 	if err != nil {
 		return nil, err
 	}
 	m := part.Model
 	pc := &Piece{Vars: part.Vars, Model: m, Boundary: make([]int32, len(part.Boundary))}
+	switch q := part.Pairs; {
+	case q != nil && q.Kind == model.Potts:
+		pc.Potts = q
+	case q != nil: // binary pairs: as factors
+		m.Factors = make([]model.Factor, q.Len())
+		for a := range m.Factors {
+			m.Factors[a] = q.Factor(a)
+		}
+	}
 	for k, lv := range part.Boundary {
 		c := copies[k]
 		if c < 2 || int(c) > int(spec.Degree[k]) {

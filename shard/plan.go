@@ -27,6 +27,11 @@ type PlanOptions struct {
 	// Visit, when not nil, sees every factor of the first pass (the
 	// coordinator's summary of the model's class, engine.Class).
 	Visit func(a int, f *model.Factor)
+	// Cut, when not nil, is called once the first pass has cut the
+	// ranges (the model read through, shardable and within the budget),
+	// before the second pass: what the run can start while the boundary
+	// is found (launch starts its local workers).
+	Cut func()
 }
 
 // Layout is a sharded job's plan: one Spec per worker and what the
@@ -82,6 +87,9 @@ func PlanLayout(path string, workers int, opts PlanOptions) (*Layout, error) {
 		return nil, err
 	}
 	log.Info("sharding: ranges cut", "factors", nf, "workers", workers, "seconds", time.Since(start).Seconds())
+	if opts.Cut != nil {
+		opts.Cut()
+	}
 	start = time.Now()
 	// ranges checked every part against the budget; the owners' walks read
 	// across parts (half the workers at once, forward) and keep only the

@@ -358,6 +358,9 @@ func TestPiecesAddUp(t *testing.T) {
 			if pieces[k], err = LoadPiece(context.Background(), &l.Specs[k], cnt); err != nil {
 				t.Fatal(err)
 			}
+			if pc := pieces[k]; pc.Potts == nil || len(pc.Model.Factors) != 0 || pc.Factors() != pc.Potts.Len() {
+				t.Errorf("%d workers: a Potts grid's piece %d not read flat", w, k)
+			}
 			for _, v := range pieces[k].Vars {
 				held[v]++
 			}
@@ -387,13 +390,27 @@ func TestPiecesAddUp(t *testing.T) {
 				for i, v := range pc.Vars {
 					xl[i] = x[v]
 				}
-				sum += pc.Model.Score(xl)
+				sum += pieceModel(pc).Score(xl)
 			}
 			if want := m.Score(x); math.Abs(sum-want) > 1e-9*math.Max(1, math.Abs(want)) {
 				t.Errorf("%d workers: pieces score %v, model %v", w, sum, want)
 			}
 		}
 	}
+}
+
+// pieceModel is the piece's model with its factors (those read flat,
+// Piece.Potts, as model.Factors).
+func pieceModel(pc *Piece) *model.Model {
+	if pc.Potts == nil {
+		return pc.Model
+	}
+	m := *pc.Model
+	m.Factors = make([]model.Factor, pc.Potts.Len())
+	for a := range m.Factors {
+		m.Factors[a] = pc.Potts.Factor(a)
+	}
+	return &m
 }
 
 // specTrip encodes sp, as the coordinator sends it, and decodes it, as a

@@ -191,6 +191,28 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 	return g, nil
 }
 
+// newPottsGraph is newGraph(m, 1) of m with the Potts factors given flat
+// (NewPartPotts, which checks them): the same terms in the same order,
+// so the same graph; the nodes are the variables and theta m's unaries.
+func newPottsGraph(m *model.Model, i, j []int32, w []float64) *graph {
+	n := m.NumVars()
+	g := &graph{n: n, constant: m.Constant, parts: []int{0, n}, card: m.Cards, uoff: m.UnaryOff, theta: m.Unary, maxCard: 1}
+	for _, c := range g.card {
+		g.maxCard = max(g.maxCard, c)
+	}
+	refs := make([]pairRef, len(w))
+	for a := range refs {
+		refs[a] = pairRef{u: i[a], v: j[a], a: int32(a), k: -1}
+	}
+	g.sortTerms(refs)
+	b := edgeBuilder{g: g, refs: refs, potts: w}
+	b.allocEdges()
+	b.fillEdges()
+	g.layout()
+	g.setKernels()
+	return g
+}
+
 // pairTerms lists the pairwise terms of m in factor order, over model
 // variables: one per two-variable factor, one per link of a Sequence
 // factor. seqs maps each Sequence factor to the offsets of its links'
@@ -381,6 +403,17 @@ type edgeBuilder struct {
 	m    *model.Model
 	seqs map[int32][]int // see pairTerms
 	refs []pairRef
+	// potts, when not nil, are the weights of terms that are all Potts
+	// factors, given flat (newPottsGraph; m is then not read).
+	potts []float64
+}
+
+// weight is the Potts weight of term a.
+func (b *edgeBuilder) weight(a int32) float64 {
+	if b.potts != nil {
+		return b.potts[a]
+	}
+	return b.m.Factors[a].Weight
 }
 
 // group returns the end j of the run of terms refs[i:j] over the pair of
@@ -390,7 +423,7 @@ func (b *edgeBuilder) group(i int) (j int, u, v int32, potts bool) {
 	u, v = min(refs[i].u, refs[i].v), max(refs[i].u, refs[i].v)
 	j, potts = i, true
 	for ; j < len(refs) && min(refs[j].u, refs[j].v) == u && max(refs[j].u, refs[j].v) == v; j++ {
-		potts = potts && refs[j].k < 0 && b.m.Factors[refs[j].a].Kind == model.Potts
+		potts = potts && refs[j].k < 0 && (b.potts != nil || b.m.Factors[refs[j].a].Kind == model.Potts)
 	}
 	return j, u, v, potts
 }
@@ -472,7 +505,7 @@ func (b *edgeBuilder) fillEdges() {
 		switch {
 		case potts:
 			for _, r := range group {
-				g.pw[e] += b.m.Factors[r.a].Weight
+				g.pw[e] += b.weight(r.a)
 			}
 		case b.truncated(group):
 			f := &b.m.Factors[group[0].a]

@@ -2,6 +2,7 @@ package trws
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/ddrun/ddrun/internal/localsearch"
 	"github.com/ddrun/ddrun/model"
@@ -51,6 +52,40 @@ func NewPart(m *model.Model, watch []int) (*Part, error) {
 	if g.order != nil {
 		return nil, fmt.Errorf("trws part: unexpected node order on one thread")
 	}
+	return newPart(g, watch)
+}
+
+// NewPartPotts is NewPart on a model whose factors are all Potts, given
+// flat: term a scores w[a] when variables i[a] and j[a] agree, the scope
+// (i[a], j[a]); m holds the unaries (and no factors). The part is the one
+// NewPart makes of m with those factors in that order, bit for bit,
+// without a model.Factor per term (96 bytes and a scope each, where a
+// term here takes 16): a part read flat (shard.LoadPiece) never holds them.
+func NewPartPotts(m *model.Model, i, j []int32, w []float64, watch []int) (*Part, error) {
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("trws part: %w", err)
+	}
+	if len(m.Factors) != 0 || len(i) != len(w) || len(j) != len(w) || len(w) >= math.MaxInt32 {
+		return nil, fmt.Errorf("trws part: %d factors beside %d, %d and %d flat Potts entries", len(m.Factors), len(i), len(j), len(w))
+	}
+	n := m.NumVars()
+	for a, wa := range w {
+		u, v := int(i[a]), int(j[a])
+		switch {
+		case u < 0 || u >= n || v < 0 || v >= n || u == v:
+			return nil, fmt.Errorf("trws part: Potts term %d over variables (%d, %d) of %d", a, u, v, n)
+		case m.Cards[u] != m.Cards[v]:
+			return nil, fmt.Errorf("trws part: Potts term %d: cardinalities differ (%d, %d)", a, m.Cards[u], m.Cards[v])
+		}
+		if err := model.CheckPairTerm(model.Potts, wa, 0); err != nil {
+			return nil, fmt.Errorf("trws part: Potts term %d: %w", a, err)
+		}
+	}
+	return newPart(newPottsGraph(m, i, j, w), watch)
+}
+
+// newPart is a Part on g (one thread, nodes in the variables' order).
+func newPart(g *graph, watch []int) (*Part, error) {
 	theta0 := g.theta
 	g.theta = append([]float64(nil), g.theta...)
 	p := &Part{g: g, sc: g.newScratch(), x: make([]int, g.n), watched: make([]bool, g.n), theta0: theta0, loc: make([]float64, g.maxCard)}

@@ -10,8 +10,9 @@ import (
 	"github.com/ddrun/ddrun/model"
 )
 
-// randomChain is a chain of n variables with k states, dense edges.
-func randomChain(rng *rand.Rand, n, k int) *model.Model {
+// randomUnaries is a model of n variables with k states, unaries drawn
+// from U[-1, 1] and no factors.
+func randomUnaries(rng *rand.Rand, n, k int) *model.Model {
 	m := &model.Model{Cards: make([]int, n), UnaryOff: make([]int, n+1)}
 	for v := range n {
 		m.Cards[v] = k
@@ -21,6 +22,12 @@ func randomChain(rng *rand.Rand, n, k int) *model.Model {
 	for i := range m.Unary {
 		m.Unary[i] = rng.Float64()*2 - 1
 	}
+	return m
+}
+
+// randomChain is a chain of n variables with k states, dense edges.
+func randomChain(rng *rand.Rand, n, k int) *model.Model {
+	m := randomUnaries(rng, n, k)
 	for v := 0; v+1 < n; v++ {
 		t := make([]float64, k*k)
 		for i := range t {
@@ -225,6 +232,93 @@ func icmByFactors(m *model.Model, x []int, sweeps int, fixed []bool) {
 		}
 		if !moved {
 			return
+		}
+	}
+}
+
+// TestPartPottsIsNewPart: a Part made of flat Potts terms (NewPartPotts)
+// runs as NewPart's of the same model with those terms as factors, bit for
+// bit: bounds, beliefs and chains of the watched variables, labels, and
+// the part's own scores, through unary changes; pairs listed either way
+// round and repeated pairs included. Bad terms are refused.
+func TestPartPottsIsNewPart(t *testing.T) {
+	rng := rand.New(rand.NewPCG(26, 7))
+	for trial := range 60 {
+		n, k := 2+rng.IntN(30), 2+rng.IntN(4)
+		m := randomUnaries(rng, n, k)
+		var ti, tj []int32
+		var tw []float64
+		for range 1 + rng.IntN(3*n) {
+			u, v := rng.IntN(n), rng.IntN(n)
+			if u == v {
+				continue
+			}
+			ti, tj, tw = append(ti, int32(u)), append(tj, int32(v)), append(tw, rng.Float64()*2-1)
+			m.Factors = append(m.Factors, model.Factor{Kind: model.Potts, Vars: []int{u, v}, Weight: tw[len(tw)-1]})
+		}
+		var watch []int
+		for v := range n {
+			if rng.IntN(4) == 0 {
+				watch = append(watch, v)
+			}
+		}
+		want, err := NewPart(m, watch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		flat := &model.Model{Cards: m.Cards, UnaryOff: m.UnaryOff, Unary: m.Unary}
+		got, err := NewPartPotts(flat, ti, tj, tw, watch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bw, bg := make([]float64, k), make([]float64, k)
+		for round := range 4 {
+			for _, v := range watch {
+				d := make([]float64, k)
+				for i := range d {
+					d[i] = rng.Float64() - 0.5
+				}
+				want.AddUnary(v, d)
+				got.AddUnary(v, d)
+			}
+			f1, b1, s1 := want.Iterate()
+			f2, b2, s2 := got.Iterate()
+			if f1 != f2 || b1 != b2 || s1 != s2 || !slices.Equal(want.Labels(), got.Labels()) {
+				t.Fatalf("trial %d, round %d: NewPart (%v %v %v %v), NewPartPotts (%v %v %v %v)", trial, round, f1, b1, s1, want.Labels(), f2, b2, s2, got.Labels())
+			}
+			for _, v := range watch {
+				want.Belief(v, bw)
+				got.Belief(v, bg)
+				if !slices.Equal(bw, bg) || want.Chains(v) != got.Chains(v) {
+					t.Fatalf("trial %d, round %d, variable %d: beliefs %v and %v, chains %d and %d", trial, round, v, bw, bg, want.Chains(v), got.Chains(v))
+				}
+			}
+		}
+		x := slices.Clone(want.Labels())
+		if want.Score(x) != got.Score(x) {
+			t.Fatalf("trial %d: scores %v and %v", trial, want.Score(x), got.Score(x))
+		}
+		fixed := make([]bool, n)
+		y := slices.Clone(x)
+		want.Sweeps(x, 3, fixed)
+		got.Sweeps(y, 3, fixed)
+		if !slices.Equal(x, y) {
+			t.Fatalf("trial %d: sweeps %v and %v", trial, x, y)
+		}
+	}
+	m := &model.Model{Cards: []int{2, 2, 3}, UnaryOff: []int{0, 2, 4, 7}, Unary: make([]float64, 7)}
+	for _, c := range []struct {
+		i, j []int32
+		w    []float64
+	}{
+		{[]int32{0}, []int32{0}, []float64{1}},          // a repeated variable
+		{[]int32{0}, []int32{3}, []float64{1}},          // out of range
+		{[]int32{0}, []int32{2}, []float64{1}},          // cardinalities differ
+		{[]int32{0}, []int32{1}, []float64{math.NaN()}}, // not finite
+		{[]int32{0}, []int32{1, 0}, []float64{1}},       // lengths differ
+	} {
+		if _, err := NewPartPotts(m, c.i, c.j, c.w, nil); err == nil {
+			t.Errorf("terms (%v, %v, %v) accepted", c.i, c.j, c.w)
 		}
 	}
 }

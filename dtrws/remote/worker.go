@@ -226,7 +226,7 @@ func (s *wserver) run(ctx context.Context, j *wjob) {
 			var err error
 			piece, err = s.load(ctx, o.open)
 			if err == nil {
-				link, err = dtrws.NewLocalLink(piece.Model, piece.Boundary)
+				link, err = pieceLink(piece)
 			}
 			if err != nil {
 				// Released before the refusal is sent, so that an open the
@@ -236,7 +236,7 @@ func (s *wserver) run(ctx context.Context, j *wjob) {
 				return
 			}
 			count = len(piece.Boundary)
-			s.log.Info("trws: part loaded", "job", j.name, "variables", len(piece.Vars), "factors", len(piece.Model.Factors), "boundary", count)
+			s.log.Info("trws: part loaded", "job", j.name, "variables", len(piece.Vars), "factors", piece.Factors(), "boundary", count)
 			s.publish(ctx, answers, j.name, openedBody{CID: j.cid, Width: link.Width(), Count: count, Vars: len(piece.Vars)})
 		case kindStep:
 			a := steppedBody{CID: j.cid, Seq: o.step.Seq}
@@ -277,6 +277,15 @@ func (s *wserver) run(ctx context.Context, j *wjob) {
 			s.publish(ctx, answers, j.name, a)
 		}
 	}
+}
+
+// pieceLink prepares TRW-S on a piece (its Potts factors flat when it
+// holds them so).
+func pieceLink(pc *shard.Piece) (*dtrws.LocalLink, error) {
+	if q := pc.Potts; q != nil {
+		return dtrws.NewLocalLinkPotts(pc.Model, q.I, q.J, q.W, pc.Boundary)
+	}
+	return dtrws.NewLocalLink(pc.Model, pc.Boundary)
 }
 
 func widthOf(l *dtrws.LocalLink) int {

@@ -1,0 +1,66 @@
+package launch
+
+import "context"
+
+// earlyConnect starts a --local sharded run's connection (its NATS server
+// and worker processes, Target.Connect) while the plan finds the
+// boundary, instead of after the plan: the workers are up and announced
+// when the parts are ready to load. It starts once the plan's first pass
+// has read the model through and found it shardable (start, from
+// shard.PlanOptions.Cut), so a model that a sharded run cannot take, or
+// that cannot be read, starts nothing.
+type earlyConnect struct {
+	ctx     context.Context
+	connect func(ctx context.Context) (*Session, error)
+	done    chan struct{} // closed once connect returned (nil: not started)
+	s       *Session
+	err     error
+}
+
+// early replaces t.Connect by an earlyConnect's, when t is a --local
+// sharded run that connects (nil otherwise: every stage connects as it
+// did). The caller must settle it before returning.
+func early(ctx context.Context, t *Target) *earlyConnect {
+	if t.Sharded == nil || !t.Sharded.Local || t.Connect == nil || t.Raft != nil {
+		return nil
+	}
+	e := &earlyConnect{ctx: ctx, connect: t.Connect}
+	t.Connect = e.wait
+	return e
+}
+
+// start connects in the background (once).
+func (e *earlyConnect) start() {
+	if e == nil || e.done != nil {
+		return
+	}
+	e.done = make(chan struct{})
+	go func() {
+		defer close(e.done)
+		e.s, e.err = e.connect(e.ctx)
+	}()
+}
+
+// wait is Target.Connect: the background connection's result (started
+// now when the plan did not start it).
+func (e *earlyConnect) wait(context.Context) (*Session, error) {
+	e.start()
+	<-e.done
+	return e.s, e.err
+}
+
+// settle waits for a connection started in the background, so that the
+// front end, which closes the session once Run returns, sees it.
+func (e *earlyConnect) settle() {
+	if e != nil && e.done != nil {
+		<-e.done
+	}
+}
+
+// cut is the plan's Cut callback (nil without an early connection).
+func (e *earlyConnect) cut() func() {
+	if e == nil {
+		return nil
+	}
+	return e.start
+}
