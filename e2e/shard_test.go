@@ -128,20 +128,42 @@ func TestKillShardedWorkerMidRun(t *testing.T) {
 	checkOut(t, "", m, out, got.Primal)
 }
 
-// waitStateFiles waits until both parts of job's first epoch saved a
-// state in states (a checkpoint was taken), while run goes on.
+// waitStateFiles waits until the run's coordinator holds a checkpoint of
+// job's first epoch whose state files both workers wrote. A worker writes
+// its file before it answers the order, and the coordinator records the
+// checkpoint on the answers, so files alone do not say it was recorded;
+// but a worker answers in order, so once both workers wrote the files of
+// a second checkpoint, the coordinator had the first one's answers before
+// it ordered the second.
 func waitStateFiles(t *testing.T, states, job string, run *proc) {
 	t.Helper()
 	deadline := time.After(time.Minute)
+	both := map[int]bool{} // the checkpoints' iterations whose files both parts wrote
 	for {
-		if names, _ := filepath.Glob(filepath.Join(states, job+"-e1-p*-i*.ddstate")); len(names) >= 2 {
+		names, _ := filepath.Glob(filepath.Join(states, job+"-e1-p*-i*.ddstate"))
+		parts := map[int]map[int]bool{} // iteration -> parts
+		for _, n := range names {
+			var p, i int
+			if _, err := fmt.Sscanf(strings.TrimPrefix(filepath.Base(n), job+"-e1-"), "p%d-i%d.ddstate", &p, &i); err == nil {
+				if parts[i] == nil {
+					parts[i] = map[int]bool{}
+				}
+				parts[i][p] = true
+			}
+		}
+		for i, ps := range parts {
+			if len(ps) >= 2 {
+				both[i] = true
+			}
+		}
+		if len(both) >= 2 {
 			return
 		}
 		select {
 		case <-deadline:
-			t.Fatalf("no state files within a minute\n%s", run.stderr())
+			t.Fatalf("no two checkpoints' state files within a minute\n%s", run.stderr())
 		case <-run.done:
-			t.Fatalf("the run ended before the first checkpoint\n%s", run.stderr())
+			t.Fatalf("the run ended before its second checkpoint\n%s", run.stderr())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
