@@ -3,11 +3,14 @@ package native
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/ddrun/ddrun/internal/rusage"
 )
 
 // denseDoc is a model over n binary variables with one dense table over all
@@ -150,5 +153,30 @@ func TestStreamEachPiece(t *testing.T) {
 				t.Fatalf("limit %d gz=%v: error %v, want %s: %s", c.limit, gz, err, c.place, c.msg)
 			}
 		}
+	}
+}
+
+// A kept value filled to exactly the most bytes a value may keep, then the
+// first byte of one more item: the bound must still hold for that item (it
+// once wrapped below zero, and a bin32 header of 1 GiB behind it was set
+// aside before any of its bytes came).
+func TestStreamValueBoundAfterFullValue(t *testing.T) {
+	const limit = 1
+	keepMax := int64(1<<20) + 2*bytesPerEntry*limit // as the stream reader sets it
+	doc := []byte{0x81, 0x92, 0xc6}                 // a map of one entry, its key an array of 2, the first a bin32
+	fill := uint32(keepMax - 6)                     // the 6 header bytes are kept too
+	doc = binary.BigEndian.AppendUint32(doc, fill)
+	doc = append(doc, make([]byte, fill)...)
+	doc = append(doc, 0xc6) // the second item: a bin32 ...
+	doc = binary.BigEndian.AppendUint32(doc, 1<<30)
+	var err error
+	got := rusage.Allocated(func() {
+		err = ReadMsgpackStream(bytesOpener(doc), "m.msgpack", ReadOptions{MaxEntries: limit, EachPiece: true}, Sink{})
+	})
+	if err == nil || !strings.Contains(err.Error(), "a value of more than") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("error %v, want one line on a value over the bound", err)
+	}
+	if got > 64<<20 {
+		t.Fatalf("allocated %d MiB for a %d-byte input", got>>20, len(doc))
 	}
 }

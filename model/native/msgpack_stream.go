@@ -103,7 +103,7 @@ func (r *streamReader) take(buf []byte, n uint64, keep bool) ([]byte, error) {
 	if n > uint64(r.max-r.off) {
 		return nil, r.errorf("more than %d bytes, more than the entry limit allows", r.max)
 	}
-	if keep && n > uint64(r.keepMax)-uint64(len(buf)) {
+	if keep && uint64(len(buf))+n > uint64(r.keepMax) { // n < 2^33: no overflow
 		return nil, r.errorf("a value of more than %d bytes, more than the entry limit allows", r.keepMax)
 	}
 	if !keep {
@@ -253,6 +253,9 @@ func (r *streamReader) bytewise(buf []byte, keep bool, depth int) ([]byte, error
 	}
 	r.off++
 	if keep {
+		if int64(len(buf)) >= r.keepMax {
+			return nil, r.errorf("a value of more than %d bytes, more than the entry limit allows", r.keepMax)
+		}
 		buf = append(buf, c)
 	}
 	size, items, lenBytes, ok := code(c)
