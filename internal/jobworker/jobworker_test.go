@@ -76,11 +76,19 @@ func TestLoop(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	announced, lapsed, beats := make(chan struct{}, 64), make(chan struct{}, 64), make(chan struct{}, 64)
 	freed := make(chan struct{}, 1)
+	// The callbacks never block: a loop blocked in one would not see ctx
+	// end, and the test would hang instead of failing.
+	signal := func(c chan struct{}) {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
 	l := Loop{Solicit: "sol", Solicitations: "solicitations", HelloEvery: time.Hour,
-		Announce: func(context.Context) { announced <- struct{}{} },
-		Lapse:    func() { lapsed <- struct{}{} },
+		Announce: func(context.Context) { signal(announced) },
+		Lapse:    func() { signal(lapsed) },
 		Freed:    freed,
-		Beat:     func(context.Context) { beats <- struct{}{} }, BeatEvery: 5 * time.Millisecond}
+		Beat:     func(context.Context) { signal(beats) }, BeatEvery: 5 * time.Millisecond}
 	done := make(chan error, 1)
 	go func() { done <- l.Run(ctx, tr) }()
 	wait := func(c chan struct{}, what string) {
@@ -122,7 +130,7 @@ func TestLoop(t *testing.T) {
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
 	l = Loop{Solicit: "sol2", Solicitations: "solicitations", HelloEvery: 5 * time.Millisecond,
-		Announce: func(context.Context) { announced <- struct{}{} }, Lapse: func() { lapsed <- struct{}{} }}
+		Announce: func(context.Context) { signal(announced) }, Lapse: func() { signal(lapsed) }}
 	go func() { done <- l.Run(ctx, tr) }()
 	wait(lapsed, "lapse check at the hello interval")
 	cancel()
