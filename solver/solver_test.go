@@ -295,7 +295,9 @@ func TestPolishDeadline(t *testing.T) {
 		{[]time.Duration{100 * s, 4 * s, 5 * s, 30 * s}, 5 * s}, // the first and a checking iteration left out
 		{[]time.Duration{100 * s, 4 * s, 30 * s}, 4 * s},        // the lower middle
 		{[]time.Duration{7 * s}, 7 * s},                         // the only lap
-		{[]time.Duration{100 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s}, 2 * s}, // the first lap no longer kept (16 laps)
+		// 16 laps: the first is no longer kept, and every kept one counts
+		// (leaving out one more would make the lower middle 1 s).
+		{[]time.Duration{100 * s, s, s, s, s, s, s, s, 3 * s, 3 * s, 3 * s, 3 * s, 3 * s, 3 * s, 3 * s, 3 * s}, 3 * s},
 	} {
 		want := t0.Add(time.Duration(PolishIters * float64(c.want)))
 		if got := PolishDeadline(t0, laps(c.laps...)); !got.Equal(want) {
