@@ -403,7 +403,7 @@ func TestTieSeeds(t *testing.T) {
 	if got := tieSeeds(s); !slices.Equal(got, all) {
 		t.Errorf("no tie: seeds %v, want every boundary variable", got)
 	}
-	// Ties at 0 and 2: a half-half split, and a split over three states.
+	// Ties at 0 and 2: a half-half split, and a 0.98/0.02 split (under 0.99).
 	mu0 := s.bmu[s.bmuOff[0]:s.bmuOff[1]]
 	mu0[0], mu0[1] = 0.5, 0.5
 	mu2 := s.bmu[s.bmuOff[2]:s.bmuOff[3]]

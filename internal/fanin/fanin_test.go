@@ -64,19 +64,21 @@ func TestRun(t *testing.T) {
 		t.Errorf("a failed hand-on: Run returned %v, want %v; %d hand-ons after it", err, bad, after.Load())
 	}
 	// A source that fails on its own: the others stop, its error is Run's.
-	var ended atomic.Int32
+	var ended, unstopped atomic.Int32
 	err = Run(parts, func(i int, serial func(func() error) error) error {
 		defer ended.Add(1)
 		if i == 1 {
 			return bad
 		}
-		for {
+		for range 1_000_000 { // bounded: a Run that never stops the others fails, not hangs
 			if err := serial(func() error { return nil }); err != nil {
 				return err
 			}
 		}
+		unstopped.Add(1)
+		return nil
 	})
-	if !errors.Is(err, bad) || ended.Load() != parts {
-		t.Errorf("a failed source: Run returned %v, want %v; %d of %d sources ended", err, bad, ended.Load(), parts)
+	if !errors.Is(err, bad) || ended.Load() != parts || unstopped.Load() != 0 {
+		t.Errorf("a failed source: Run returned %v, want %v; %d of %d sources ended, %d never stopped", err, bad, ended.Load(), parts, unstopped.Load())
 	}
 }
