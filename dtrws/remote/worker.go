@@ -81,7 +81,7 @@ func Serve(ctx context.Context, tr transport.Transport, opts WorkerOptions) erro
 		return fmt.Errorf("subscribing for TRW-S orders: %w", err)
 	}
 	defer sub.Unsubscribe()
-	defer s.release("")
+	defer s.release(nil)
 	loop := jobworker.Loop{Solicit: solicitSubject, Solicitations: "TRW-S solicitations", HelloEvery: helloEvery,
 		Announce: s.announce, Lapse: s.lapse}
 	return loop.Run(ctx, tr)
@@ -112,15 +112,17 @@ func (s *wserver) lapse() {
 	s.mu.Unlock()
 	if silent {
 		s.log.Warn("trws: job dropped, its coordinator is silent", "job", j.name)
-		s.release(j.name)
+		s.release(j)
 	}
 }
 
-// release drops the job named (any when name is "").
-func (s *wserver) release(name string) {
+// release drops job j if it is still the worker's job (any job when j is
+// nil). By identity, not by name: a job of the same name opened again
+// after j was closed is not j's to drop.
+func (s *wserver) release(j *wjob) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.job == nil || name != "" && s.job.name != name {
+	if s.job == nil || j != nil && s.job != j {
 		return
 	}
 	s.job.cancel()
@@ -188,7 +190,7 @@ func (s *wserver) onOrder(subject string, data []byte) {
 		return
 	}
 	if h.Kind == kindClose {
-		s.release(j.name)
+		s.release(j)
 		s.log.Info("trws: job closed", "job", j.name)
 		return
 	}
@@ -231,7 +233,7 @@ func (s *wserver) run(ctx context.Context, j *wjob) {
 			if err != nil {
 				// Released before the refusal is sent, so that an open the
 				// coordinator sends on reading it finds this worker free.
-				s.release(j.name)
+				s.release(j)
 				s.publish(context.Background(), answers, j.name, openedBody{CID: j.cid, Err: err.Error()})
 				return
 			}
