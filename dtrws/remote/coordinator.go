@@ -320,7 +320,7 @@ func (c *coordinator) open(ctx context.Context, l *shard.Layout, seam *dtrws.Sea
 		switch {
 		case o.Err != "":
 			return nil, fmt.Errorf("trws: worker %s: part %d: %s", lk.worker, p, o.Err)
-		case o.Width != lk.width || o.Count != lk.count || o.Vars < lk.count:
+		case o.Width != lk.width || o.Count != lk.count || o.Vars < lk.count || o.Vars > l.Specs[p].NumVars:
 			return nil, fmt.Errorf("trws: worker %s: part %d of %d copies over %d states, %d variables; the plan has %d copies over %d states",
 				lk.worker, p, o.Count, o.Width, o.Vars, lk.count, lk.width)
 		}

@@ -17,15 +17,18 @@ import (
 func TestLabelledWindowChecked(t *testing.T) {
 	labelPiece = 4
 	defer func() { labelPiece = 1 << 16 }()
-	const vars = 10 // pieces of 4, 4, 2
+	const vars = 30 // 8 pieces (7 of 4, then 2): more than the window
+	honest := func(from int) int { return min(labelPiece, vars-from) }
 	for _, c := range []struct {
 		name string
 		cut  func(from int) int // how many variables the worker answers from from
+		last func(end int) bool // whether the worker calls a piece ending at end the last (nil: when it is)
 		want string             // "": every variable arrives
 	}{
-		{"honest", func(from int) int { return min(labelPiece, vars-from) }, ""},
-		{"short", func(from int) int { return min(labelPiece-1, vars-from) }, "for a part of 10 asked from 0"},
-		{"early end", func(from int) int { return 0 }, "for a part of 10 asked from 0"},
+		{"honest", honest, nil, ""},
+		{"short", func(from int) int { return min(labelPiece-1, vars-from) }, nil, "for a part of 30 asked from 0"},
+		{"empty", func(from int) int { return 0 }, nil, "for a part of 30 asked from 0"},
+		{"early end", honest, func(end int) bool { return end >= 12 }, "(last true) for a part of 30 asked from 8"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tr := transport.NewInProc()
@@ -73,6 +76,9 @@ func TestLabelledWindowChecked(t *testing.T) {
 					}
 					n := c.cut(int(o.From))
 					a := labelledBody{CID: o.CID, Seq: o.Seq, From: o.From, Last: int(o.From)+n == vars}
+					if c.last != nil {
+						a.Last = c.last(int(o.From) + n)
+					}
 					for v := int(o.From); v < int(o.From)+n; v++ {
 						a.Vars, a.Labels = append(a.Vars, int32(100+v)), append(a.Labels, int32(v))
 					}
