@@ -52,6 +52,16 @@ func ChooseClass(c Class) (anytime.Relaxation, string) {
 	return anytime.TRWS, fmt.Sprintf("pairwise model (all %d factors over at most 2 variables, average degree at most %.1f, not near-complete): TRW-S gives the tightest bound soonest on such models", c.Factors, deg)
 }
 
+// CheckClass is ChooseForRun's refusal of a model of class c, without
+// its choice: TRW-S asked for (--algo trws) on a model with a factor over
+// more than two variables.
+func (j *Job) CheckClass(c Class) error {
+	if j.Algorithm.Name == string(anytime.TRWS) && !j.Settings.Auto && c.Higher >= 0 {
+		return errorf("%s trws: factor %d is over %d variables (TRW-S takes pairwise models)", Name("algo"), c.Higher, c.HigherArity)
+	}
+	return nil
+}
+
 // ChooseForRun chooses a distributed job's algorithm by the class of its
 // model, as Bind does for solve, when nothing else decided it (no
 // algorithm and no setting of dual decomposition given): it returns
@@ -61,11 +71,10 @@ func ChooseClass(c Class) (anytime.Relaxation, string) {
 // on another.
 func (j *Job) ChooseForRun(c Class) (bool, error) {
 	s := &j.Settings
+	if err := j.CheckClass(c); err != nil {
+		return false, err
+	}
 	if j.Algorithm.Name == string(anytime.TRWS) && !s.Auto {
-		// Asked for: on a pairwise model only.
-		if c.Higher >= 0 {
-			return false, errorf("%s trws: factor %d is over %d variables (TRW-S takes pairwise models)", Name("algo"), c.Higher, c.HigherArity)
-		}
 		j.Threads, j.Why = 1, "--algo trws; each worker runs its part on one thread"
 		return true, nil
 	}

@@ -360,7 +360,7 @@ func (p *shardPlan) observed(pieces func(put func([]int, []int32) error) error) 
 // within --time-limit; a model the plan refuses is a
 // *shard.UnshardableError. cut, when not nil, is called once the plan's
 // first pass has cut the ranges (shard.PlanOptions.Cut).
-func planShards(ctx context.Context, j *engine.Job, t Target, cut func()) (*shardPlan, error) {
+func planShards(ctx context.Context, j *engine.Job, t Target, cut func(engine.Class)) (*shardPlan, error) {
 	ctx, cancel := withTimeLimit(ctx, j, t, "planning the shards")
 	defer cancel()
 	sh, log := t.Sharded, t.Logger
@@ -371,7 +371,11 @@ func planShards(ctx context.Context, j *engine.Job, t Target, cut func()) (*shar
 	path := p.input
 	p.class = engine.Class{Higher: -1}
 	p.layout, err = shard.PlanLayout(path, t.Workers, shard.PlanOptions{MaxEntries: sh.MaxEntries, Context: ctx, Logger: log,
-		Visit: func(a int, f *model.Factor) { p.class.Add(a, f) }, Cut: cut})
+		Visit: func(a int, f *model.Factor) { p.class.Add(a, f) }, Cut: func() {
+			if cut != nil {
+				cut(p.class)
+			}
+		}})
 	var ue *shard.UnshardableError
 	if errors.As(err, &ue) {
 		return nil, err

@@ -10,6 +10,17 @@ import (
 	"github.com/ddrun/ddrun/internal/rusage"
 )
 
+// refuseDTRWS is runShardedChoice's refusal of a job before the plan's
+// class: TRW-S asked for (--algo trws) with checkpoints or a Raft group,
+// which distributed TRW-S does not have.
+func refuseDTRWS(j *engine.Job, t Target) error {
+	c := t.Checkpoints
+	if j.Algorithm.Name == "trws" && !j.Settings.Auto && (t.Raft != nil || c.Every > 0 || c.Dir != "") {
+		return inputf("run --algo trws: distributed TRW-S has no checkpoints and no Raft group yet (docs/distributed-trws.md): leave out --checkpoint-every, --checkpoint-dir and --raft-*, or run --algo admm")
+	}
+	return nil
+}
+
 // runShardedChoice is a sharded run whose algorithm the model's class may
 // choose (engine.Job.ChooseForRun, the rule solve applies, on the class
 // summed up while planning: shardPlan.class), or which asked for TRW-S
@@ -25,8 +36,8 @@ import (
 func runShardedChoice(ctx context.Context, j *engine.Job, t Target, h Hooks, p *shardPlan) (Outcome, bool, error) {
 	c := t.Checkpoints
 	asked := j.Algorithm.Name == "trws" && !j.Settings.Auto
-	if asked && (t.Raft != nil || c.Every > 0 || c.Dir != "") {
-		return Outcome{}, true, inputf("run --algo trws: distributed TRW-S has no checkpoints and no Raft group yet (docs/distributed-trws.md): leave out --checkpoint-every, --checkpoint-dir and --raft-*, or run --algo admm")
+	if err := refuseDTRWS(j, t); err != nil {
+		return Outcome{}, true, err
 	}
 	if !asked && (!j.Settings.Auto || j.Settings.Exact || t.Raft != nil || c.Every > 0 || c.Dir != "") {
 		return Outcome{}, false, nil

@@ -1,6 +1,10 @@
 package launch
 
-import "context"
+import (
+	"context"
+
+	"github.com/ddrun/ddrun/engine"
+)
 
 // earlyConnect starts a --local sharded run's connection (its NATS server
 // and worker processes, Target.Connect) while the plan finds the
@@ -57,10 +61,17 @@ func (e *earlyConnect) settle() {
 	}
 }
 
-// cut is the plan's Cut callback (nil without an early connection).
-func (e *earlyConnect) cut() func() {
+// cut is planShards' callback once the first pass has read the model:
+// it starts the connection unless the job will be refused (the refusals
+// of runShardedChoice that need no more than the class), so that a
+// refused job starts no workers (nil without an early connection).
+func (e *earlyConnect) cut(j *engine.Job, t Target) func(engine.Class) {
 	if e == nil {
 		return nil
 	}
-	return e.start
+	return func(c engine.Class) {
+		if refuseDTRWS(j, t) == nil && j.CheckClass(c) == nil {
+			e.start()
+		}
+	}
 }

@@ -2,19 +2,37 @@ package launch
 
 import (
 	"context"
-	"errors"
+	"log/slog"
 	"math"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/ddrun/ddrun/engine"
 	"github.com/ddrun/ddrun/generate"
-	"github.com/ddrun/ddrun/shard"
 )
 
-// TestLocalShardedConnectsOnce: a --local sharded run, whose connection
-// starts while the plan finds the boundary, connects once and runs; a
-// model that the plan's first pass refuses (a forbidden state) starts
-// nothing, and its error is the plan's.
+// onBoundary is a log handler that calls fn when the plan logs that it
+// found the boundary (the end of its second pass).
+type onBoundary struct{ fn func() }
+
+func (h onBoundary) Enabled(context.Context, slog.Level) bool { return true }
+func (h onBoundary) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h onBoundary) WithGroup(string) slog.Handler            { return h }
+func (h onBoundary) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "sharding: boundary found" {
+		h.fn()
+	}
+	return nil
+}
+
+// TestLocalShardedConnectsOnce: a --local sharded run connects once, and
+// its connection starts while the plan finds the boundary (it has started
+// when the boundary is found); a model that the plan's first pass refuses
+// (a forbidden state), and a job refused once its class is known (TRW-S
+// asked for with checkpoints), start nothing, and the error is the
+// refusal.
 func TestLocalShardedConnectsOnce(t *testing.T) {
 	m := generate.Potts(generate.GridOptions{Height: 8, Width: 9, Labels: 3, Rho: 0.5, Seed: 7})
 	dir := t.TempDir()
@@ -22,21 +40,57 @@ func TestLocalShardedConnectsOnce(t *testing.T) {
 	m.Unary[4] = math.Inf(-1)
 	bad := writeDDX(t, t.TempDir(), m)
 	tr := workers(t, 2)
-	j := defaultRunJob(t, 20)
-	for _, path := range []string{good, bad} {
+	for _, c := range []struct {
+		name, path string
+		job        *engine.Job
+		every      int
+		want       string // "": runs
+	}{
+		{"runs", good, defaultRunJob(t, 20), 0, ""},
+		{"refused by the plan", bad, defaultRunJob(t, 20), 0, "forbidden"},
+		{"refused after the plan", good, trwsJob(t), 5, "no checkpoints"},
+	} {
 		var calls atomic.Int32
-		target := Target{Workers: 2, Job: "early", Sharded: &Sharded{Path: path, Local: true},
+		started := make(chan struct{}, 1)
+		var atBoundary atomic.Bool // the connection had started when the boundary was found
+		wait := 5 * time.Second    // for the connection to start, once the boundary is found
+		if c.want != "" {
+			wait = 0
+		}
+		target := Target{Workers: 2, Job: "early", Sharded: &Sharded{Path: c.path, Local: true},
+			Checkpoints: Checkpoints{Every: c.every},
+			Logger: slog.New(onBoundary{func() {
+				select {
+				case <-started:
+					atBoundary.Store(true)
+				case <-time.After(wait):
+				}
+			}}),
 			Connect: func(context.Context) (*Session, error) {
 				calls.Add(1)
+				started <- struct{}{}
 				return &Session{Transport: tr}, nil
 			}}
-		o, err := Run(context.Background(), j, target, Hooks{})
-		var ue *shard.UnshardableError
+		o, err := Run(context.Background(), c.job, target, Hooks{})
 		switch {
-		case path == good && (err != nil || o.Report.Algo != "trws" || o.Report.Iterations < 1 || calls.Load() != 1):
-			t.Errorf("%s: %v, algorithm %s, %d iterations, %d connections", path, err, o.Report.Algo, o.Report.Iterations, calls.Load())
-		case path == bad && (!errors.As(err, &ue) || calls.Load() != 0):
-			t.Errorf("%s: %v, %d connections; want the plan's refusal and none", path, err, calls.Load())
+		case c.want == "" && (err != nil || o.Report.Algo != "trws" || o.Report.Iterations < 1 || calls.Load() != 1 || !atBoundary.Load()):
+			t.Errorf("%s: %v, algorithm %s, %d iterations, %d connections, started before the boundary %v",
+				c.name, err, o.Report.Algo, o.Report.Iterations, calls.Load(), atBoundary.Load())
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || calls.Load() != 0):
+			t.Errorf("%s: %v, %d connections; want the refusal (%q) and none", c.name, err, calls.Load(), c.want)
 		}
 	}
+}
+
+// trwsJob is a run job with --algo trws given.
+func trwsJob(t *testing.T) *engine.Job {
+	t.Helper()
+	s := engine.Defaults()
+	s.Given, s.Distributed = map[string]bool{"algo": true}, true
+	s.Algo, s.MaxIter, s.Tol = "trws", 20, 0
+	j, err := engine.Prepare(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
 }
