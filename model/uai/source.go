@@ -53,8 +53,8 @@ func gunzipIfMagic(br *bufio.Reader, name string) (*gzip.Reader, error) {
 	return zr, nil
 }
 
-// OpenText is the input side of CreateFile for the other text formats'
-// readers (model/wcsp's, model/cfn's): a buffered reader of r's bytes,
+// OpenText is the decoding side of the other text formats' readers
+// (model/wcsp's, model/cfn's; OpenRead opens their files): a buffered reader of r's bytes,
 // gunzipped when they start with gzip's magic bytes (whatever the name),
 // that fails with context.Cause(ctx) once ctx (if not nil) ends, checked
 // before every read of the input and of the decompressed bytes. done
