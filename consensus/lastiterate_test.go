@@ -223,9 +223,7 @@ func TestPairSearchNegativePotts(t *testing.T) {
 		}
 		m := model.New(vars.Cards)
 		copy(m.Unary, vars.Unary)
-		for a := range q.W {
-			m.Factors = append(m.Factors, q.Factor(a))
-		}
+		m.Factors = q.AppendFactors(m.Factors)
 		if err := m.Validate(); err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package consensus
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/slaves"
@@ -27,6 +28,15 @@ func (q *Pairs) Len() int { return len(q.W) }
 // Factor returns pair a as a model.Factor (a fresh scope).
 func (q *Pairs) Factor(a int) model.Factor {
 	return model.Factor{Kind: q.Kind, Vars: []int{int(q.I[a]), int(q.J[a])}, Weight: q.W[a]}
+}
+
+// AppendFactors appends every pair to fs as a model.Factor, in order.
+func (q *Pairs) AppendFactors(fs []model.Factor) []model.Factor {
+	fs = slices.Grow(fs, q.Len())
+	for a := range q.Len() {
+		fs = append(fs, q.Factor(a))
+	}
+	return fs
 }
 
 // Validate checks the pairs against the cardinalities of the part's

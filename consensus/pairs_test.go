@@ -43,9 +43,7 @@ func TestPairsValidate(t *testing.T) {
 			// The same factors in a model pass its Validate, and score
 			// alike.
 			m := model.New(cards)
-			for a := range c.q.W {
-				m.Factors = append(m.Factors, c.q.Factor(a))
-			}
+			m.Factors = c.q.AppendFactors(m.Factors)
 			if err := m.Validate(); err != nil {
 				t.Fatal(err)
 			}

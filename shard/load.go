@@ -84,10 +84,7 @@ func readPart(ctx context.Context, spec *Spec, pairs, plan bool) (*consensus.Par
 		}
 		if flat {
 			flat = false
-			factors = make([]model.Factor, 0, nf)
-			for k := range q.Len() {
-				factors = append(factors, q.Factor(k))
-			}
+			factors = q.AppendFactors(make([]model.Factor, 0, nf))
 			q = nil
 		}
 		factors = append(factors, *f)

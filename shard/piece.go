@@ -53,10 +53,7 @@ func LoadPiece(ctx context.Context, spec *Spec, copies []int32) (*Piece, error) 
 	case q != nil && q.Kind == model.Potts:
 		pc.Potts = q
 	case q != nil: // binary pairs: as factors
-		m.Factors = make([]model.Factor, q.Len())
-		for a := range m.Factors {
-			m.Factors[a] = q.Factor(a)
-		}
+		m.Factors = q.AppendFactors(nil)
 	}
 	for k, lv := range part.Boundary {
 		c := copies[k]

@@ -406,10 +406,7 @@ func pieceModel(pc *Piece) *model.Model {
 		return pc.Model
 	}
 	m := *pc.Model
-	m.Factors = make([]model.Factor, pc.Potts.Len())
-	for a := range m.Factors {
-		m.Factors[a] = pc.Potts.Factor(a)
-	}
+	m.Factors = pc.Potts.AppendFactors(nil)
 	return &m
 }
 
