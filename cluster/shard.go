@@ -118,7 +118,7 @@ func (ro RunOptions) withDefaults() RunOptions {
 
 // Evaluate implements consensus.PrimalLink.
 func (l *remoteLink) Evaluate(ctx context.Context, in *consensus.EvalIn, out *consensus.EvalOut) error {
-	r, err := l.request(ctx, &evalBody{Seq: in.Seq, Op: uint8(in.Op), X: in.X, Repair: in.Repair, Fixed: in.Fixed, Iter: in.Iter, Allowed: in.Allowed, Block: in.Block})
+	r, err := l.request(ctx, &evalBody{Seq: in.Seq, Op: uint8(in.Op), X: in.X, Repair: in.Repair, Fixed: in.Fixed, Iter: in.Iter, Allowed: in.Allowed, Block: in.Block, Dom: in.Dom})
 	if err != nil {
 		return err
 	}

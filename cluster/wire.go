@@ -186,6 +186,9 @@ type evalBody struct {
 	Allowed []bool `msgpack:"al,omitempty"`
 	// Block is EvalBlock's and EvalBlockApply's (consensus.EvalIn.Block).
 	Block transport.Int32s `msgpack:"bk,omitempty"`
+	// Dom restricts Block's variables to two states each
+	// (consensus.EvalIn.Dom; checked by the worker, consensus.Worker.Evaluate).
+	Dom   transport.Int32s `msgpack:"bd,omitempty"`
 	Coord uint64           `msgpack:"cid"`
 }
 

@@ -758,7 +758,7 @@ func (c *evalCache) answer(ctx context.Context, w *consensus.Worker, ev *evalBod
 		}
 		out.Vars, out.X, out.Last = int32s(vars), states, last
 	} else {
-		in := consensus.EvalIn{Seq: ev.Seq, Op: consensus.EvalOp(ev.Op), X: ev.X, Repair: ev.Repair, Fixed: ev.Fixed, Allowed: ev.Allowed, Block: ev.Block}
+		in := consensus.EvalIn{Seq: ev.Seq, Op: consensus.EvalOp(ev.Op), X: ev.X, Repair: ev.Repair, Fixed: ev.Fixed, Allowed: ev.Allowed, Block: ev.Block, Dom: ev.Dom}
 		var res consensus.EvalOut
 		if err := w.Evaluate(&in, &res); err != nil {
 			out.Err = err.Error()

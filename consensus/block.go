@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -130,21 +131,69 @@ func (w *Worker) near(out *EvalOut) error {
 	return nil
 }
 
-// checkBlock checks EvalIn.Block: boundary indices of the part,
-// increasing, with at most maxBlockStates joint states, which it returns.
-func (w *Worker) checkBlock(block []int32) (int, error) {
+// checkBlock checks EvalIn.Block and Dom: boundary indices of the part,
+// increasing, each restricted to two distinct states in range when Dom is
+// not empty, with at most maxBlockStates joint states, which it returns.
+func (w *Worker) checkBlock(block, dom []int32) (int, error) {
 	m := w.p.Model
+	if len(dom) != 0 && len(dom) != 2*len(block) {
+		return 0, fmt.Errorf("evaluate: %d restricted states for a block of %d", len(dom), len(block))
+	}
 	states := 1
 	for i, k := range block {
 		if k < 0 || int(k) >= len(w.boundary) || i > 0 && k <= block[i-1] {
 			return 0, fmt.Errorf("evaluate: block of %d boundary indices (%d boundary variables): want increasing indices in range", len(block), len(w.boundary))
 		}
-		states *= m.Cards[w.boundary[k]]
+		c := m.Cards[w.boundary[k]]
+		if len(dom) != 0 {
+			a, b := dom[2*i], dom[2*i+1]
+			if a < 0 || b < 0 || int(a) >= c || int(b) >= c || a == b {
+				return 0, fmt.Errorf("evaluate: block variable %d restricted to states %d and %d of %d", i, a, b, c)
+			}
+			c = 2
+		}
+		states *= c
 		if states > maxBlockStates {
 			return 0, fmt.Errorf("evaluate: a block of more than %d joint states", maxBlockStates)
 		}
 	}
 	return states, nil
+}
+
+// blockDom is a block's domains: per block variable its states, all of
+// them (cards) or the two of a restricted block (dom, checked).
+type blockDom struct {
+	cards []int
+	dom   []int32
+}
+
+// card is the number of states block variable i may take.
+func (d blockDom) card(i int) int {
+	if len(d.dom) != 0 {
+		return 2
+	}
+	return d.cards[i]
+}
+
+// state is block variable i's state at index s of its domain.
+func (d blockDom) state(i, s int) int {
+	if len(d.dom) != 0 {
+		return int(d.dom[2*i+s])
+	}
+	return s
+}
+
+// index is state s's index in block variable i's domain, -1 if outside.
+func (d blockDom) index(i, s int) int {
+	if len(d.dom) == 0 {
+		return s
+	}
+	for k := range 2 {
+		if int(d.dom[2*i+k]) == s {
+			return k
+		}
+	}
+	return -1
 }
 
 // block is EvalBlock and EvalBlockApply.
@@ -153,7 +202,7 @@ func (w *Worker) block(in *EvalIn, out *EvalOut) error {
 	if err := w.checkBoundaryStates(in.X); err != nil {
 		return err
 	}
-	states, err := w.checkBlock(in.Block)
+	states, err := w.checkBlock(in.Block, in.Dom)
 	if err != nil {
 		return err
 	}
@@ -165,9 +214,12 @@ func (w *Worker) block(in *EvalIn, out *EvalOut) error {
 	// something a keep may take.
 	e.lastOp, e.candOpt = 0, false
 	vars := make([]int, len(in.Block))
+	cards := make([]int, len(in.Block))
 	for i, k := range in.Block {
 		vars[i] = w.boundary[k]
+		cards[i] = m.Cards[vars[i]]
 	}
+	d := blockDom{cards: cards, dom: in.Dom}
 	// The kept best with the boundary given, the block's variables in
 	// their kept states (EvalBlockApply's X holds their new ones).
 	for i, s := range e.best {
@@ -185,25 +237,26 @@ func (w *Worker) block(in *EvalIn, out *EvalOut) error {
 	// major, the first variable's state major) and re-solves around them.
 	moveTo := func(x []int, st int) {
 		for i := len(vars) - 1; i >= 0; i-- {
-			c := m.Cards[vars[i]]
-			ev[vars[i]] = st % c
+			c := d.card(i)
+			ev[vars[i]] = d.state(i, st%c)
 			st /= c
 		}
 		ls.prim.Move(context.Background(), x, ev, vars, moveSize+len(vars), blockNodes, uint64(vars[0]))
-	}
-	jointOf := func(x []int32) int {
-		st := 0
-		for i, k := range in.Block {
-			st = st*m.Cards[vars[i]] + int(x[k])
-		}
-		return st
 	}
 	if in.Op == EvalBlockApply {
 		if len(vars) > 0 {
 			if !resolve {
 				return errors.New("evaluate: this part prices no block moves")
 			}
-			moveTo(e.cand, jointOf(in.X))
+			st := 0
+			for i, k := range in.Block {
+				s := d.index(i, int(in.X[k]))
+				if s < 0 {
+					return fmt.Errorf("evaluate: block variable %d in state %d outside its restricted states", i, in.X[k])
+				}
+				st = st*d.card(i) + s
+			}
+			moveTo(e.cand, st)
 		}
 		w.scoreMoved(in.Op, out, false)
 		return nil
@@ -211,7 +264,7 @@ func (w *Worker) block(in *EvalIn, out *EvalOut) error {
 	if in.Op == EvalBlockFeasible {
 		out.Allowed = out.Allowed[:0]
 		if resolve && len(vars) > 0 {
-			w.feasibleJoint(ev, in.Block, vars, out)
+			w.feasibleJoint(ev, in.Block, vars, d, states, out)
 		}
 		return nil
 	}
@@ -231,6 +284,11 @@ func (w *Worker) block(in *EvalIn, out *EvalOut) error {
 		if len(in.Allowed) == 0 || in.Allowed[st] {
 			copy(e.moved, e.cand)
 			moveTo(e.moved, st)
+			if len(in.Dom) != 0 {
+				// A restricted block (the tie kick) is priced by the
+				// score EvalBlockApply keeps, after the interior's ICM.
+				ls.icm(e.moved, icmRunSweeps)
+			}
 			if g = ls.partial(e.moved) - base; math.IsNaN(g) {
 				g = math.Inf(-1)
 			}
@@ -246,13 +304,8 @@ func (w *Worker) block(in *EvalIn, out *EvalOut) error {
 // and the block in that state leaves every domain non-empty (the states
 // a move could complete). A depth-first enumeration over the block with
 // propagation at each level prunes whole prefixes.
-func (w *Worker) feasibleJoint(ev model.Evidence, block []int32, vars []int, out *EvalOut) {
-	m := w.p.Model
+func (w *Worker) feasibleJoint(ev model.Evidence, block []int32, vars []int, d blockDom, states int, out *EvalOut) {
 	p := w.eval.search.prim.Propagator()
-	states := 1
-	for _, v := range vars {
-		states *= m.Cards[v]
-	}
 	out.Allowed = append(out.Allowed, make([]bool, states)...)
 	if !p.Reset() {
 		return
@@ -269,13 +322,14 @@ func (w *Worker) feasibleJoint(ev model.Evidence, block []int32, vars []int, out
 			return
 		}
 		v := vars[i]
-		for st := range m.Cards[v] {
+		for k := range d.card(i) {
+			st := d.state(i, k)
 			if !p.Allowed(v, st) {
 				continue
 			}
 			mark := p.Mark()
 			if p.Assign(v, st) {
-				dfs(i+1, prefix*m.Cards[v]+st)
+				dfs(i+1, prefix*d.card(i)+k)
 			}
 			p.Undo(mark)
 		}
@@ -330,14 +384,23 @@ func (sp *shardPrimal) blockMoves(ctx context.Context, s *master, res *solver.Re
 	}
 	defer func() {
 		for _, in := range sp.ins {
-			in.Block = in.Block[:0]
+			in.Block, in.Dom = in.Block[:0], in.Dom[:0]
 		}
 	}()
+	if err := sp.blockRounds(ctx, s, res, blocks); err != nil {
+		return err
+	}
+	return sp.tieKick(ctx, s, res, adj, blocks)
+}
+
+// blockRounds makes passes over blocks (tryBlock) until a pass improves
+// nothing or blockRounds.
+func (sp *shardPrimal) blockRounds(ctx context.Context, s *master, res *solver.Result, blocks [][]int) error {
 	for range blockRounds {
 		improved := false
 		for _, b := range blocks {
-			if ctx.Err() != nil || sp.blockPriced+2 > blockBudget || !sp.deadline.IsZero() && time.Now().After(sp.deadline) {
-				return nil // interrupted, the budget spent, or the polish's time is up (solver.PolishDeadline)
+			if sp.stopBlocks(ctx) {
+				return nil
 			}
 			ok, err := sp.tryBlock(ctx, s, res, b)
 			if err != nil {
@@ -350,6 +413,147 @@ func (sp *shardPrimal) blockMoves(ctx context.Context, s *master, res *solver.Re
 		}
 	}
 	return nil
+}
+
+// stopBlocks: the run is interrupted, the block budget spent, or the
+// polish's time is up (solver.PolishDeadline).
+func (sp *shardPrimal) stopBlocks(ctx context.Context) bool {
+	return ctx.Err() != nil || sp.blockPriced+2 > blockBudget || !sp.deadline.IsZero() && time.Now().After(sp.deadline)
+}
+
+// kickStates bounds the joint states the tie kick prices, beyond
+// blockBudget (on linkage_16's 2 parts it prices 640).
+const kickStates = 1 << 10
+
+// tieKick is a perturbation of the boundary (iterated local search,
+// Lourenco, Martin and Stutzle 2003) where the block moves cannot reach:
+// one block of the kick's variables (kickVars), each restricted to two
+// states, is priced (EvalBlock over restricted domains, EvalIn.Dom, each
+// joint state scored after the interior's ICM) and its best joint state
+// that moves one is applied even when it prices as a loss. The final
+// polish's local searches (the parts' polish, the boundary moves, the
+// block moves) then run from it, and the result is kept only when its
+// exact score beats the best before the kick; the workers take their
+// stashed best back otherwise (EvalStash, EvalRestore). On linkage_16's
+// 2 parts solve's primal differs from the sharded one in 7 ties lying
+// in two groups and in a pair of variables the relaxation decides: no
+// block grown from one tie holds them all, and each group's move alone
+// loses; the kick's block holds all 9, and its best state is solve's
+// boundary. The coordinator holds the kick's variables, their two states
+// and the block's totals: boundary-sized.
+func (sp *shardPrimal) tieKick(ctx context.Context, s *master, res *solver.Result, adj [][]int, blocks [][]int) error {
+	if ctx.Err() != nil || !sp.deadline.IsZero() && time.Now().After(sp.deadline) {
+		return nil
+	}
+	b, dom := kickVars(s, sp.best, adj)
+	if len(b) < 2 {
+		return nil
+	}
+	cand, _, err := sp.priceBlock(ctx, s, res, b, dom, true)
+	if err != nil || cand == nil {
+		return err
+	}
+	first, firstPrimal := slices.Clone(sp.best), res.Primal
+	if err := sp.callAll(ctx, EvalStash); err != nil {
+		return err
+	}
+	// The parts' blocks and domains stay as priced: the same moves, re-run.
+	before, after, err := sp.evaluate(ctx, s, cand, EvalBlockApply, false)
+	if err != nil {
+		return err
+	}
+	res.Primal = math.Inf(-1) // kept whatever its score
+	kept, err := sp.keep(ctx, s, res, cand, before, after)
+	if err != nil {
+		return err
+	}
+	if kept {
+		if err := sp.check(ctx, s, res, true); err != nil {
+			return err
+		}
+		if err := sp.moveBoundary(ctx, s, res); err != nil {
+			return err
+		}
+		if err := sp.blockRounds(ctx, s, res, blocks); err != nil {
+			return err
+		}
+		if res.Primal > firstPrimal {
+			return nil
+		}
+		if err := sp.callAll(ctx, EvalRestore); err != nil {
+			return err
+		}
+	}
+	copy(sp.best, first)
+	res.Primal, s.bestPrimal = firstPrimal, firstPrimal
+	return nil
+}
+
+// kickVars chooses the tie kick's variables (boundary numbering,
+// increasing) and their two states each (current first), from the
+// boundary variables near another (adj) in the best assignment best:
+//   - the two-way ties: the relaxed marginal's largest entry under
+//     1-tieMargin and its two largest over 1-tieMargin together, with
+//     their current state and their runner-up;
+//   - the swaps: a variable of more than two states that is no tie but
+//     is near one, with its current state and that of a near variable of
+//     the same states that is no tie either, in another state. In a
+//     pedigree these are the two ordered genotypes of a person (the
+//     phase): when the ties' phase flips, theirs flips too, which the
+//     relaxation, deciding them, does not propose.
+//
+// The most even ties first (the largest marginal entry smallest), each
+// swap with its most even tie, while the joint states stay within
+// maxBlockStates.
+func kickVars(s *master, best []int, adj [][]int) (b, dom []int) {
+	mu := func(j int) []float64 { return s.bmu[s.bmuOff[j]:s.bmuOff[j+1]] }
+	isTie := func(j int) bool { return slices.Max(mu(j)) < 1-tieMargin }
+	type kick struct {
+		j, alt int
+		key    float64 // the most even near tie's largest marginal entry
+	}
+	var ks []kick
+	for j := range best {
+		cur, alt, key := best[j], -1, 1.0
+		switch {
+		case len(mu(j)) < 2 || len(adj[j]) == 0:
+		case isTie(j):
+			top := slices.Clone(mu(j))
+			slices.Sort(top)
+			if top[len(top)-1]+top[len(top)-2] < 1-tieMargin {
+				continue // a split over more than two states
+			}
+			for k, p := range mu(j) {
+				if k != cur && (alt < 0 || p > mu(j)[alt]) {
+					alt = k
+				}
+			}
+			key = top[len(top)-1]
+		case len(mu(j)) > 2:
+			for _, k := range adj[j] {
+				if isTie(k) {
+					key = min(key, slices.Max(mu(k)))
+				} else if alt < 0 && len(mu(k)) == len(mu(j)) && best[k] != cur {
+					alt = best[k]
+				}
+			}
+			if key == 1 {
+				alt = -1 // near no tie
+			}
+		}
+		if alt >= 0 {
+			ks = append(ks, kick{j, alt, key})
+		}
+	}
+	slices.SortStableFunc(ks, func(a, b kick) int { return cmp.Compare(a.key, b.key) })
+	for len(ks) > 0 && 1<<len(ks) > maxBlockStates {
+		ks = ks[:len(ks)-1]
+	}
+	slices.SortFunc(ks, func(a, b kick) int { return cmp.Compare(a.j, b.j) })
+	for _, k := range ks {
+		b, dom = append(b, k.j), append(dom, best[k.j], k.alt)
+	}
+	return b, dom
 }
 
 // tieMargin: a boundary variable whose relaxed marginal's largest entry
@@ -449,55 +653,92 @@ func growBlock(adj [][]int, cards []int, j int) []int {
 // applies its best joint state when the total gain is positive and keeps
 // it when the exact score improves, which it reports.
 func (sp *shardPrimal) tryBlock(ctx context.Context, s *master, res *solver.Result, b []int) (bool, error) {
+	cand, _, err := sp.priceBlock(ctx, s, res, b, nil, false)
+	if err != nil || cand == nil {
+		return false, err
+	}
+	// The parts' blocks stay as priced: the same moves, re-run.
+	before, after, err := sp.evaluate(ctx, s, cand, EvalBlockApply, false)
+	if err != nil {
+		return false, err
+	}
+	return sp.keep(ctx, s, res, cand, before, after)
+}
+
+// priceBlock prices block b (boundary numbering, increasing) on the parts,
+// each variable b[i] restricted to the states dom[2i] and dom[2i+1] when
+// dom is not nil, and returns the best boundary with b in its best joint
+// state and that state's total gain: a state other than the current one,
+// with a positive gain unless kick (tieKick's pricing, with its own
+// budget); nil when there is none, the parts price no block moves or the
+// budget is spent (with kick, also when the parts allow every joint
+// state). The parts' ins keep the block and its domains for
+// EvalBlockApply.
+func (sp *shardPrimal) priceBlock(ctx context.Context, s *master, res *solver.Result, b []int, dom []int, kick bool) ([]int, float64, error) {
 	m := s.m
 	// Each try's feasibility costs every part about one pass over its
 	// states: counted with the states priced against blockTotalWork.
 	if (sp.blockPriced+sp.blockTries+1)*max(1, sp.partStates) > blockTotalWork {
-		return false, nil
+		return nil, 0, nil
 	}
 	sp.blockTries++
+	card := func(i int) int {
+		if dom != nil {
+			return 2
+		}
+		return m.Cards[b[i]]
+	}
+	state := func(i, k int) int {
+		if dom != nil {
+			return dom[2*i+k]
+		}
+		return k
+	}
 	// Each part's variables of the block: positions in b and its indices.
 	pos := make([][]int, len(sp.links))
 	for w, in := range sp.ins {
-		in.Op, in.X, in.Block, in.Allowed = EvalBlockFeasible, in.X[:0], in.Block[:0], in.Allowed[:0]
+		in.Op, in.X, in.Block, in.Allowed, in.Dom = EvalBlockFeasible, in.X[:0], in.Block[:0], in.Allowed[:0], in.Dom[:0]
 		for k, j := range s.b.varsOf[w] {
 			in.X = append(in.X, int32(sp.best[j]))
 			if i, ok := slices.BinarySearch(b, j); ok {
 				in.Block = append(in.Block, int32(k))
 				pos[w] = append(pos[w], i)
+				if dom != nil {
+					in.Dom = append(in.Dom, int32(dom[2*i]), int32(dom[2*i+1]))
+				}
 			}
 		}
 	}
 	if err := sp.call(ctx, EvalBlockFeasible); err != nil {
-		return false, err
+		return nil, 0, err
 	}
 	states := 1
-	for _, j := range b {
-		states *= m.Cards[j]
+	for i := range b {
+		states *= card(i)
 	}
 	want := make([]int, len(sp.links)) // per part: its joint states
 	for w, out := range sp.outs {
 		want[w] = 1
 		for _, i := range pos[w] {
-			want[w] *= m.Cards[b[i]]
+			want[w] *= card(i)
 		}
 		if ok, err := blockAnswer(w, len(pos[w]), len(out.Allowed), want[w], "feasible flags"); !ok {
-			return false, err
+			return nil, 0, err
 		}
 	}
 	// The joint states every part allows, and each part's projections
 	// of them: the states it prices.
-	cur, joint := make([]int, len(b)), make([]int, len(b))
+	joint := make([]int, len(b))
 	decode := func(st int) {
 		for i := len(b) - 1; i >= 0; i-- {
-			joint[i] = st % m.Cards[b[i]]
-			st /= m.Cards[b[i]]
+			joint[i] = st % card(i)
+			st /= card(i)
 		}
 	}
 	local := func(w int) int {
 		k := 0
 		for _, i := range pos[w] {
-			k = k*m.Cards[b[i]] + joint[i]
+			k = k*card(i) + joint[i]
 		}
 		return k
 	}
@@ -522,8 +763,20 @@ func (sp *shardPrimal) tryBlock(ctx context.Context, s *master, res *solver.Resu
 			}
 		}
 	}
-	if feasible < 2 || sp.blockPriced+feasible > blockBudget || (sp.blockPriced+feasible+sp.blockTries)*max(1, sp.partStates) > blockTotalWork {
-		return false, nil // nothing to move to, or the budget is spent
+	budget := blockBudget
+	if kick {
+		// The kick's own budget; and a kick only where the parts' hard
+		// constraints lock the block's variables together: where they
+		// allow every joint state, the block moves and the boundary
+		// moves already reach them (on Pedigree_11 all 8,192 are
+		// allowed, and pricing them would cost 8 s for nothing).
+		budget = sp.blockPriced + kickStates
+		if feasible == states {
+			return nil, 0, nil
+		}
+	}
+	if feasible < 2 || sp.blockPriced+feasible > budget || (sp.blockPriced+feasible+sp.blockTries)*max(1, sp.partStates) > blockTotalWork {
+		return nil, 0, nil // nothing to move to, or the budget is spent
 	}
 	sp.blockPriced += feasible
 	for w, in := range sp.ins {
@@ -534,28 +787,29 @@ func (sp *shardPrimal) tryBlock(ctx context.Context, s *master, res *solver.Resu
 		in.Allowed = in.Allowed[:0]
 	}
 	if err != nil {
-		return false, err
+		return nil, 0, err
 	}
 	for w, out := range sp.outs {
 		if ok, err := blockAnswer(w, len(pos[w]), len(out.Gains), want[w], "block prices"); !ok {
-			return false, err
+			return nil, 0, err
 		}
 		for _, g := range out.Gains {
 			if math.IsNaN(g) || math.IsInf(g, 1) {
-				return false, fmt.Errorf("worker %d: block price %v", w, g)
+				return nil, 0, fmt.Errorf("worker %d: block price %v", w, g)
 			}
 		}
 	}
-	for i, j := range b {
-		cur[i] = sp.best[j]
+	bestGain, bestState := 1e-9*math.Max(1, math.Abs(res.Primal)), -1
+	if kick {
+		bestGain = math.Inf(-1)
 	}
-	tol := 1e-9 * math.Max(1, math.Abs(res.Primal))
-	bestGain, bestState := tol, -1
 	for st := range states {
 		decode(st)
-		g := 0.0
+		g, moved := 0.0, false
 		for i, j := range b {
-			g += m.Unary[m.UnaryOff[j]+joint[i]] - m.Unary[m.UnaryOff[j]+cur[i]]
+			cur, to := sp.best[j], state(i, joint[i])
+			g += m.Unary[m.UnaryOff[j]+to] - m.Unary[m.UnaryOff[j]+cur]
+			moved = moved || to != cur
 		}
 		for w, out := range sp.outs {
 			if len(pos[w]) == 0 {
@@ -563,24 +817,19 @@ func (sp *shardPrimal) tryBlock(ctx context.Context, s *master, res *solver.Resu
 			}
 			g += out.Gains[local(w)]
 		}
-		if g > bestGain {
+		if moved && g > bestGain {
 			bestGain, bestState = g, st
 		}
 	}
 	if bestState < 0 {
-		return false, nil
+		return nil, 0, nil
 	}
 	cand := slices.Clone(sp.best)
 	decode(bestState)
 	for i, j := range b {
-		cand[j] = joint[i]
+		cand[j] = state(i, joint[i])
 	}
-	// The parts' blocks stay as priced: the same moves, re-run.
-	before, after, err := sp.evaluate(ctx, s, cand, EvalBlockApply, false)
-	if err != nil {
-		return false, err
-	}
-	return sp.keep(ctx, s, res, cand, before, after)
+	return cand, bestGain, nil
 }
 
 // blockAnswer checks the length n of part w's answer to a block op (want

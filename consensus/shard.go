@@ -214,6 +214,11 @@ type EvalIn struct {
 	// Block lists, for EvalBlock and EvalBlockApply, the boundary
 	// variables moved (indices in the part's boundary order, increasing).
 	Block []int32
+	// Dom, when not empty, restricts each of Block's variables to two
+	// states (two per variable, distinct): the block's joint states are
+	// then those of the restricted domains, row major as over full ones
+	// (the tie kick of block.go).
+	Dom []int32
 }
 
 // EvalOut is a worker's answer to an EvalIn: its share of the score (its
