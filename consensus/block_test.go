@@ -413,3 +413,193 @@ func TestTieSeeds(t *testing.T) {
 		t.Errorf("seeds %v, want the ties [0 2]", got)
 	}
 }
+
+// On parts of hard constraints small enough for brute force, a block
+// restricted to two states per variable (EvalIn.Dom, the tie kick):
+// one price and one feasible flag per joint state of the restricted
+// domains; each price is the score EvalBlockApply keeps for that state
+// (after its ICM), never above the part's best completion, and -Inf
+// where none exists; propagation never rules out a state that has one.
+func TestRestrictedBlockPricesMatchBruteForce(t *testing.T) {
+	checked := 0
+	for seed := int64(1); seed <= 6; seed++ {
+		m := hardLogic(t, 14, seed)
+		_, opt := oracle.BruteMAP(t, m)
+		plan, err := PartitionPlan(m, PerFactor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := DefaultOptions()
+		opts.Threads = 1
+		sh := newSharded(t, m, plan, opts, 2)
+		for w, wk := range sh.workers {
+			if len(wk.boundary) < 2 || len(wk.interior) > 14 {
+				continue
+			}
+			e := wk.evalState()
+			e.search.newPrim()
+			if !e.search.prim.Hard() {
+				continue
+			}
+			X := make([]int32, len(wk.boundary))
+			for k, v := range wk.boundary {
+				X[k] = int32(opt[wk.vars[v]])
+			}
+			for i, v := range wk.vars {
+				wk.x[i] = opt[v]
+			}
+			out := keepDecoded(t, wk, X)
+			base := out.Before
+			block := []int32{0, int32(len(wk.boundary) - 1)}
+			// Each variable: its kept state second, another first (the
+			// layout puts no state before another).
+			var dom []int32
+			for _, k := range block {
+				c := int32(wk.p.Model.Cards[wk.boundary[k]])
+				dom = append(dom, (X[k]+1)%c, X[k])
+			}
+			in := &EvalIn{Seq: 2, Op: EvalBlockFeasible, X: X, Block: block, Dom: dom}
+			if err := wk.Evaluate(in, out); err != nil {
+				t.Fatal(err)
+			}
+			allowed := slices.Clone(out.Allowed)
+			in.Op = EvalBlock
+			if err := wk.Evaluate(in, out); err != nil {
+				t.Fatal(err)
+			}
+			gains := slices.Clone(out.Gains)
+			if len(gains) != 4 || len(allowed) != 4 {
+				t.Fatalf("seed %d part %d: %d prices and %d feasible flags for 4 joint states", seed, w, len(gains), len(allowed))
+			}
+			x := make([]int, len(wk.vars))
+			for i, v := range wk.vars {
+				x[i] = opt[v]
+			}
+			v0, v1 := wk.boundary[block[0]], wk.boundary[block[1]]
+			for st, g := range gains {
+				s0, s1 := dom[st/2], dom[2+st%2]
+				x[v0], x[v1] = int(s0), int(s1)
+				brute := bestInterior(wk, x)
+				if !math.IsInf(brute, -1) && !allowed[st] {
+					t.Errorf("seed %d part %d joint state %d: a completion scores %v, ruled out", seed, w, st, brute)
+				}
+				if math.IsInf(brute, -1) && !math.IsInf(g, -1) {
+					t.Errorf("seed %d part %d joint state %d: priced %v with no completion", seed, w, st, g)
+				}
+				if base+g > brute+1e-9 {
+					t.Errorf("seed %d part %d joint state %d: priced %v above the best completion %v", seed, w, st, base+g, brute)
+				}
+				if st == 3 && g < -1e-9 { // the kept states: nothing to lose
+					t.Errorf("seed %d part %d: the kept states priced %v", seed, w, g)
+				}
+				if math.IsInf(g, -1) {
+					continue
+				}
+				ax := slices.Clone(X)
+				ax[block[0]], ax[block[1]] = s0, s1
+				app := &EvalIn{Seq: 3, Op: EvalBlockApply, X: ax, Block: block, Dom: dom}
+				if err := wk.Evaluate(app, out); err != nil {
+					t.Fatal(err)
+				}
+				if math.Abs(out.After-(base+g)) > 1e-9*math.Max(1, math.Abs(base)) {
+					t.Errorf("seed %d part %d joint state %d: priced %v, applied %v", seed, w, st, base+g, out.After)
+				}
+				checked++
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no joint state was checked")
+	}
+}
+
+// A worker refuses hostile restricted domains: of the wrong length, a
+// state out of range or negative, the two states equal, and an apply to
+// a state outside them.
+func TestRestrictedBlockRequestsChecked(t *testing.T) {
+	m := hardLogic(t, 14, 1)
+	plan, err := PartitionPlan(m, PerFactor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := newSharded(t, m, plan, DefaultOptions(), 2)
+	wk := sh.workers[0]
+	if len(wk.boundary) < 2 {
+		t.Fatalf("part of %d boundary variables", len(wk.boundary))
+	}
+	wk.evalState().search.newPrim()
+	X := make([]int32, len(wk.boundary))
+	out := keepDecoded(t, wk, X)
+	c := int32(wk.p.Model.Cards[wk.boundary[0]])
+	block := []int32{0}
+	for _, bad := range []struct {
+		name string
+		op   EvalOp
+		dom  []int32
+	}{
+		{"length", EvalBlock, []int32{0}},
+		{"too long", EvalBlockFeasible, []int32{0, 1, 0, 1}},
+		{"out of range", EvalBlock, []int32{0, c}},
+		{"negative", EvalBlockApply, []int32{-1, 0}},
+		{"equal", EvalBlock, []int32{1, 1}},
+		{"outside", EvalBlockApply, []int32{1, c - 1}}, // X[0] is 0
+	} {
+		if err := wk.Evaluate(&EvalIn{Seq: 2, Op: bad.op, X: X, Block: block, Dom: bad.dom}, out); err == nil {
+			t.Errorf("%s: domain %v accepted", bad.name, bad.dom)
+		}
+	}
+	if err := wk.Evaluate(&EvalIn{Seq: 3, Op: EvalBlockFeasible, X: X, Block: block, Dom: []int32{1, 0}}, out); err != nil || len(out.Allowed) != 2 {
+		t.Errorf("a good domain: %v, %d flags", err, len(out.Allowed))
+	}
+}
+
+// The tie kick's variables: the two-way ties with their runner-up, the
+// phase swaps (a decided variable of more than two states near a tie,
+// with the state of a decided near variable of its states), the most
+// even first within maxBlockStates; no three-way split, no variable near
+// none, no swap near no tie.
+func TestKickVars(t *testing.T) {
+	cards := []int{2, 3, 5, 5, 3, 5, 5}
+	var bmu []float64
+	bmuOff := []int{0}
+	for _, c := range cards {
+		bmu = append(bmu, make([]float64, c)...)
+		bmuOff = append(bmuOff, len(bmu))
+	}
+	s := &master{bmu: bmu, bmuOff: bmuOff}
+	set := func(j int, p ...float64) { copy(s.bmu[s.bmuOff[j]:s.bmuOff[j+1]], p) }
+	set(0, 0.5, 0.5)         // a tie
+	set(1, 0.4, 0.3, 0.3)    // a three-way split
+	set(2, 0, 1, 0, 0, 0)    // decided, near tie 0: swaps with 3
+	set(3, 0, 0, 0, 1, 0)    // decided, near tie 0: swaps with 2
+	set(4, 0.45, 0, 0.55)    // a tie, runner-up 0
+	set(5, 0, 1, 0, 0, 0)    // decided, near no tie
+	set(6, 0, 0, 0, 0.6, .4) // a tie, near nothing
+	adj := [][]int{{2, 3}, {0}, {0, 3}, {0, 2}, {0}, {3}, nil}
+	best := []int{1, 0, 1, 3, 2, 1, 3}
+	b, dom := kickVars(s, best, adj)
+	if !slices.Equal(b, []int{0, 2, 3, 4}) || !slices.Equal(dom, []int{1, 0, 1, 3, 3, 1, 2, 0}) {
+		t.Errorf("kick %v %v, want [0 2 3 4] [1 0 1 3 3 1 2 0]", b, dom)
+	}
+	// Over maxBlockStates: the least even (tie 4, 0.55) goes first.
+	big := make([]int, 0, 20)
+	for range 20 {
+		big = append(big, 2)
+	}
+	s.bmu, s.bmuOff = nil, []int{0}
+	ring := make([][]int, len(big))
+	for j := range big {
+		p := 0.5 + float64(j)/100
+		s.bmu = append(s.bmu, p, 1-p)
+		s.bmuOff = append(s.bmuOff, len(s.bmu))
+		ring[j] = []int{(j + 1) % len(big)}
+	}
+	b, _ = kickVars(s, make([]int, len(big)), ring)
+	want := make([]int, 13)
+	for j := range want {
+		want[j] = j
+	}
+	if !slices.Equal(b, want) {
+		t.Errorf("kick %v, want the 13 most even %v", b, want)
+	}
+}

@@ -357,7 +357,8 @@ func TestRealInstancesRunMatchesSolve(t *testing.T) {
 			// after 300 iterations, -144.38 against -144.06; 0.37% when
 			// the boundary block moves grew from every boundary variable
 			// rather than from the ties, 0.91% without them: the issue's
-			// 0.1% is not met there; Segmentation_12 equals it, and
+			// 0.1% is not met on 3 workers, but is on 2, below;
+			// Segmentation_12 equals it, and
 			// Promedas_69, whose evidence forbids a state, runs
 			// unsharded).
 			out := filepath.Join(t.TempDir(), "x.mpe")
@@ -374,6 +375,19 @@ func TestRealInstancesRunMatchesSolve(t *testing.T) {
 				checkOut(t, "sharded ", loadModel(t, path), out, got.Primal)
 			}
 			t.Logf("sharded primal %v, solve's %v", deref(got.Primal), deref(want.Primal))
+			if filepath.Base(name) != "linkage_16.uai" {
+				return
+			}
+			// On 2 workers the tie kick (consensus/block.go) reaches
+			// solve's primal: the 0.1%.
+			out2 := filepath.Join(t.TempDir(), "x2.mpe")
+			got = runJSON(t, 2*time.Minute, coord, append(append([]string{"run", "--algo", "admm", "--local", "--workers", "2", "--out", out2, "--state-dir", t.TempDir()}, flags...), path)...)
+			if got.Primal == nil || *got.Primal < *want.Primal-0.001*math.Abs(*want.Primal) {
+				t.Errorf("sharded primal on 2 workers %v, solve's %v", deref(got.Primal), deref(want.Primal))
+			} else {
+				checkOut(t, "sharded on 2 workers ", loadModel(t, path), out2, got.Primal)
+			}
+			t.Logf("sharded primal on 2 workers %v", deref(got.Primal))
 		})
 	}
 }
