@@ -104,3 +104,20 @@ func TestSubjects(t *testing.T) {
 		}
 	}
 }
+
+// A block request's restricted domains (consensus.EvalIn.Dom, the tie
+// kick) survive the wire beside its block.
+func TestEvalBodyCarriesDomains(t *testing.T) {
+	in := evalBody{Seq: 3, Op: uint8(consensus.EvalBlock), X: transport.Int32s{0, 2, 1}, Block: transport.Int32s{0, 2}, Dom: transport.Int32s{0, 1, 1, 3}, Coord: 7}
+	data, err := transport.Encode(transport.Header{Job: "j", Kind: kindEval}, &in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out evalBody
+	if _, err := transport.DecodeInto(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Dom) != 4 || out.Dom[3] != 3 || len(out.Block) != 2 || out.Block[1] != 2 || out.Seq != 3 {
+		t.Errorf("decoded %+v, sent %+v", out, in)
+	}
+}
