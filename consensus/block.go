@@ -41,6 +41,12 @@ import (
 // the exact score improves: a block move never lowers the primal. The
 // coordinator holds the boundary's adjacency and one block's totals:
 // boundary-sized.
+//
+// When the blocks are done, the tie kick (tieKick) prices one block over
+// all the ties and their phase swaps, each restricted to two states, and
+// runs the final polish's searches again from its best state, kept only
+// when the end beats the best: on linkage_16's 2 parts it reaches
+// solve's primal, where the blocks alone end 0.22% below it.
 
 // Bounds of the block moves.
 const (
