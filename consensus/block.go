@@ -459,40 +459,8 @@ func (sp *shardPrimal) tieKick(ctx context.Context, s *master, res *solver.Resul
 	if err != nil || cand == nil {
 		return err
 	}
-	first, firstPrimal := slices.Clone(sp.best), res.Primal
-	if err := sp.callAll(ctx, EvalStash); err != nil {
-		return err
-	}
 	// The parts' blocks and domains stay as priced: the same moves, re-run.
-	before, after, err := sp.evaluate(ctx, s, cand, EvalBlockApply, false)
-	if err != nil {
-		return err
-	}
-	res.Primal = math.Inf(-1) // kept whatever its score
-	kept, err := sp.keep(ctx, s, res, cand, before, after)
-	if err != nil {
-		return err
-	}
-	if kept {
-		if err := sp.check(ctx, s, res, true); err != nil {
-			return err
-		}
-		if err := sp.moveBoundary(ctx, s, res); err != nil {
-			return err
-		}
-		if err := sp.blockRounds(ctx, s, res, blocks); err != nil {
-			return err
-		}
-		if res.Primal > firstPrimal {
-			return nil
-		}
-		if err := sp.callAll(ctx, EvalRestore); err != nil {
-			return err
-		}
-	}
-	copy(sp.best, first)
-	res.Primal, s.bestPrimal = firstPrimal, firstPrimal
-	return nil
+	return sp.restart(ctx, s, res, cand, EvalBlockApply, false, func() error { return sp.blockRounds(ctx, s, res, blocks) })
 }
 
 // kickVars chooses the tie kick's variables (boundary numbering,

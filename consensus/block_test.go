@@ -67,6 +67,65 @@ func bestInterior(wk *Worker, x []int) float64 {
 // state that has a completion.
 func TestBlockPricesMatchBruteForce(t *testing.T) {
 	checked := 0
+	bruteParts(t, func(t *testing.T, wk *Worker, opt []int, X []int32, out *EvalOut) {
+		base := out.Before
+		block := []int32{0, int32(len(wk.boundary) - 1)}
+		in := &EvalIn{Seq: 2, Op: EvalBlockFeasible, X: X, Block: block}
+		if err := wk.Evaluate(in, out); err != nil {
+			t.Fatal(err)
+		}
+		allowed := slices.Clone(out.Allowed)
+		in.Op = EvalBlock
+		if err := wk.Evaluate(in, out); err != nil {
+			t.Fatal(err)
+		}
+		gains := slices.Clone(out.Gains)
+		v0, v1 := wk.boundary[block[0]], wk.boundary[block[1]]
+		c1 := wk.p.Model.Cards[v1]
+		if len(gains) != wk.p.Model.Cards[v0]*c1 || len(allowed) != len(gains) {
+			t.Fatalf("%d prices and %d feasible flags for %d joint states", len(gains), len(allowed), wk.p.Model.Cards[v0]*c1)
+		}
+		x := make([]int, len(wk.vars))
+		for i, v := range wk.vars {
+			x[i] = opt[v]
+		}
+		for st, g := range gains {
+			x[v0], x[v1] = st/c1, st%c1
+			brute := bestInterior(wk, x)
+			if !math.IsInf(brute, -1) && !allowed[st] {
+				t.Errorf("joint state %d: a completion scores %v, ruled out by propagation", st, brute)
+			}
+			if math.IsInf(brute, -1) && !math.IsInf(g, -1) {
+				t.Errorf("joint state %d: priced %v with no completion", st, g)
+			}
+			if base+g > brute+1e-9 {
+				t.Errorf("joint state %d: priced %v above the best completion %v", st, base+g, brute)
+			}
+			if math.IsInf(g, -1) {
+				continue
+			}
+			ax := slices.Clone(X)
+			ax[block[0]], ax[block[1]] = int32(st/c1), int32(st%c1)
+			app := &EvalIn{Seq: 3, Op: EvalBlockApply, X: ax, Block: block}
+			if err := wk.Evaluate(app, out); err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(out.Before-(base+g)) > 1e-9*math.Max(1, math.Abs(base)) || out.After < out.Before {
+				t.Errorf("joint state %d: priced %v, applied %v then %v", st, base+g, out.Before, out.After)
+			}
+			checked++
+		}
+	})
+	if checked == 0 {
+		t.Fatal("no joint state was checked")
+	}
+}
+
+// bruteParts calls fn on each part of hard constraints small enough for
+// brute force of the 2-part splits of six hardLogic models, with the
+// optimum opt kept as its best (its boundary states X; out, the answer
+// to that keep's evaluation).
+func bruteParts(t *testing.T, fn func(t *testing.T, wk *Worker, opt []int, X []int32, out *EvalOut)) {
 	for seed := int64(1); seed <= 6; seed++ {
 		m := hardLogic(t, 14, seed)
 		_, opt := oracle.BruteMAP(t, m)
@@ -95,59 +154,9 @@ func TestBlockPricesMatchBruteForce(t *testing.T) {
 				for i, v := range wk.vars {
 					wk.x[i] = opt[v]
 				}
-				out := keepDecoded(t, wk, X)
-				base := out.Before
-				block := []int32{0, int32(len(wk.boundary) - 1)}
-				in := &EvalIn{Seq: 2, Op: EvalBlockFeasible, X: X, Block: block}
-				if err := wk.Evaluate(in, out); err != nil {
-					t.Fatal(err)
-				}
-				allowed := slices.Clone(out.Allowed)
-				in.Op = EvalBlock
-				if err := wk.Evaluate(in, out); err != nil {
-					t.Fatal(err)
-				}
-				gains := slices.Clone(out.Gains)
-				v0, v1 := wk.boundary[block[0]], wk.boundary[block[1]]
-				c1 := wk.p.Model.Cards[v1]
-				if len(gains) != wk.p.Model.Cards[v0]*c1 || len(allowed) != len(gains) {
-					t.Fatalf("%d prices and %d feasible flags for %d joint states", len(gains), len(allowed), wk.p.Model.Cards[v0]*c1)
-				}
-				x := make([]int, len(wk.vars))
-				for i, v := range wk.vars {
-					x[i] = opt[v]
-				}
-				for st, g := range gains {
-					x[v0], x[v1] = st/c1, st%c1
-					brute := bestInterior(wk, x)
-					if !math.IsInf(brute, -1) && !allowed[st] {
-						t.Errorf("joint state %d: a completion scores %v, ruled out by propagation", st, brute)
-					}
-					if math.IsInf(brute, -1) && !math.IsInf(g, -1) {
-						t.Errorf("joint state %d: priced %v with no completion", st, g)
-					}
-					if base+g > brute+1e-9 {
-						t.Errorf("joint state %d: priced %v above the best completion %v", st, base+g, brute)
-					}
-					if math.IsInf(g, -1) {
-						continue
-					}
-					ax := slices.Clone(X)
-					ax[block[0]], ax[block[1]] = int32(st/c1), int32(st%c1)
-					app := &EvalIn{Seq: 3, Op: EvalBlockApply, X: ax, Block: block}
-					if err := wk.Evaluate(app, out); err != nil {
-						t.Fatal(err)
-					}
-					if math.Abs(out.Before-(base+g)) > 1e-9*math.Max(1, math.Abs(base)) || out.After < out.Before {
-						t.Errorf("joint state %d: priced %v, applied %v then %v", st, base+g, out.Before, out.After)
-					}
-					checked++
-				}
+				fn(t, wk, opt, X, keepDecoded(t, wk, X))
 			})
 		}
-	}
-	if checked == 0 {
-		t.Fatal("no joint state was checked")
 	}
 }
 
@@ -422,92 +431,65 @@ func TestTieSeeds(t *testing.T) {
 // where none exists; propagation never rules out a state that has one.
 func TestRestrictedBlockPricesMatchBruteForce(t *testing.T) {
 	checked := 0
-	for seed := int64(1); seed <= 6; seed++ {
-		m := hardLogic(t, 14, seed)
-		_, opt := oracle.BruteMAP(t, m)
-		plan, err := PartitionPlan(m, PerFactor)
-		if err != nil {
+	bruteParts(t, func(t *testing.T, wk *Worker, opt []int, X []int32, out *EvalOut) {
+		base := out.Before
+		block := []int32{0, int32(len(wk.boundary) - 1)}
+		// Each variable: its kept state second, another first (the
+		// layout puts no state before another).
+		var dom []int32
+		for _, k := range block {
+			c := int32(wk.p.Model.Cards[wk.boundary[k]])
+			dom = append(dom, (X[k]+1)%c, X[k])
+		}
+		in := &EvalIn{Seq: 2, Op: EvalBlockFeasible, X: X, Block: block, Dom: dom}
+		if err := wk.Evaluate(in, out); err != nil {
 			t.Fatal(err)
 		}
-		opts := DefaultOptions()
-		opts.Threads = 1
-		sh := newSharded(t, m, plan, opts, 2)
-		for w, wk := range sh.workers {
-			if len(wk.boundary) < 2 || len(wk.interior) > 14 {
-				continue
-			}
-			e := wk.evalState()
-			e.search.newPrim()
-			if !e.search.prim.Hard() {
-				continue
-			}
-			X := make([]int32, len(wk.boundary))
-			for k, v := range wk.boundary {
-				X[k] = int32(opt[wk.vars[v]])
-			}
-			for i, v := range wk.vars {
-				wk.x[i] = opt[v]
-			}
-			out := keepDecoded(t, wk, X)
-			base := out.Before
-			block := []int32{0, int32(len(wk.boundary) - 1)}
-			// Each variable: its kept state second, another first (the
-			// layout puts no state before another).
-			var dom []int32
-			for _, k := range block {
-				c := int32(wk.p.Model.Cards[wk.boundary[k]])
-				dom = append(dom, (X[k]+1)%c, X[k])
-			}
-			in := &EvalIn{Seq: 2, Op: EvalBlockFeasible, X: X, Block: block, Dom: dom}
-			if err := wk.Evaluate(in, out); err != nil {
-				t.Fatal(err)
-			}
-			allowed := slices.Clone(out.Allowed)
-			in.Op = EvalBlock
-			if err := wk.Evaluate(in, out); err != nil {
-				t.Fatal(err)
-			}
-			gains := slices.Clone(out.Gains)
-			if len(gains) != 4 || len(allowed) != 4 {
-				t.Fatalf("seed %d part %d: %d prices and %d feasible flags for 4 joint states", seed, w, len(gains), len(allowed))
-			}
-			x := make([]int, len(wk.vars))
-			for i, v := range wk.vars {
-				x[i] = opt[v]
-			}
-			v0, v1 := wk.boundary[block[0]], wk.boundary[block[1]]
-			for st, g := range gains {
-				s0, s1 := dom[st/2], dom[2+st%2]
-				x[v0], x[v1] = int(s0), int(s1)
-				brute := bestInterior(wk, x)
-				if !math.IsInf(brute, -1) && !allowed[st] {
-					t.Errorf("seed %d part %d joint state %d: a completion scores %v, ruled out", seed, w, st, brute)
-				}
-				if math.IsInf(brute, -1) && !math.IsInf(g, -1) {
-					t.Errorf("seed %d part %d joint state %d: priced %v with no completion", seed, w, st, g)
-				}
-				if base+g > brute+1e-9 {
-					t.Errorf("seed %d part %d joint state %d: priced %v above the best completion %v", seed, w, st, base+g, brute)
-				}
-				if st == 3 && g < -1e-9 { // the kept states: nothing to lose
-					t.Errorf("seed %d part %d: the kept states priced %v", seed, w, g)
-				}
-				if math.IsInf(g, -1) {
-					continue
-				}
-				ax := slices.Clone(X)
-				ax[block[0]], ax[block[1]] = s0, s1
-				app := &EvalIn{Seq: 3, Op: EvalBlockApply, X: ax, Block: block, Dom: dom}
-				if err := wk.Evaluate(app, out); err != nil {
-					t.Fatal(err)
-				}
-				if math.Abs(out.After-(base+g)) > 1e-9*math.Max(1, math.Abs(base)) {
-					t.Errorf("seed %d part %d joint state %d: priced %v, applied %v", seed, w, st, base+g, out.After)
-				}
-				checked++
-			}
+		allowed := slices.Clone(out.Allowed)
+		in.Op = EvalBlock
+		if err := wk.Evaluate(in, out); err != nil {
+			t.Fatal(err)
 		}
-	}
+		gains := slices.Clone(out.Gains)
+		if len(gains) != 4 || len(allowed) != 4 {
+			t.Fatalf("%d prices and %d feasible flags for 4 joint states", len(gains), len(allowed))
+		}
+		x := make([]int, len(wk.vars))
+		for i, v := range wk.vars {
+			x[i] = opt[v]
+		}
+		v0, v1 := wk.boundary[block[0]], wk.boundary[block[1]]
+		for st, g := range gains {
+			s0, s1 := dom[st/2], dom[2+st%2]
+			x[v0], x[v1] = int(s0), int(s1)
+			brute := bestInterior(wk, x)
+			if !math.IsInf(brute, -1) && !allowed[st] {
+				t.Errorf("joint state %d: a completion scores %v, ruled out", st, brute)
+			}
+			if math.IsInf(brute, -1) && !math.IsInf(g, -1) {
+				t.Errorf("joint state %d: priced %v with no completion", st, g)
+			}
+			if base+g > brute+1e-9 {
+				t.Errorf("joint state %d: priced %v above the best completion %v", st, base+g, brute)
+			}
+			if st == 3 && g < -1e-9 { // the kept states: nothing to lose
+				t.Errorf("the kept states priced %v", g)
+			}
+			if math.IsInf(g, -1) {
+				continue
+			}
+			ax := slices.Clone(X)
+			ax[block[0]], ax[block[1]] = s0, s1
+			app := &EvalIn{Seq: 3, Op: EvalBlockApply, X: ax, Block: block, Dom: dom}
+			if err := wk.Evaluate(app, out); err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(out.After-(base+g)) > 1e-9*math.Max(1, math.Abs(base)) {
+				t.Errorf("joint state %d: priced %v, applied %v", st, base+g, out.After)
+			}
+			checked++
+		}
+	})
 	if checked == 0 {
 		t.Fatal("no joint state was checked")
 	}

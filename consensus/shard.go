@@ -994,16 +994,25 @@ func (sp *shardPrimal) polish(ctx context.Context, s *master, res *solver.Result
 	if !sp.deadline.IsZero() && time.Now().After(sp.deadline) {
 		return nil // no time left for the second start
 	}
+	return sp.restart(ctx, s, res, sp.settled, EvalDecoded, true, func() error { return nil })
+}
+
+// restart evaluates the boundary src with op (and repair), keeps it
+// whatever its score, and runs the final polish's searches from it (the
+// parts' polish, the boundary moves, then more): the end is kept when
+// it beats the best before, else the workers take that back (EvalStash,
+// EvalRestore).
+func (sp *shardPrimal) restart(ctx context.Context, s *master, res *solver.Result, src []int, op EvalOp, repair bool, more func() error) error {
 	first, firstPrimal := slices.Clone(sp.best), res.Primal
 	if err := sp.callAll(ctx, EvalStash); err != nil {
 		return err
 	}
-	before, after, err := sp.evaluate(ctx, s, sp.settled, EvalDecoded, true)
+	before, after, err := sp.evaluate(ctx, s, src, op, repair)
 	if err != nil {
 		return err
 	}
 	res.Primal = math.Inf(-1) // kept whatever its score
-	kept, err := sp.keep(ctx, s, res, sp.settled, before, after)
+	kept, err := sp.keep(ctx, s, res, src, before, after)
 	if err != nil {
 		return err
 	}
@@ -1012,6 +1021,9 @@ func (sp *shardPrimal) polish(ctx context.Context, s *master, res *solver.Result
 			return err
 		}
 		if err := sp.moveBoundary(ctx, s, res); err != nil {
+			return err
+		}
+		if err := more(); err != nil {
 			return err
 		}
 		if res.Primal > firstPrimal {
