@@ -15,7 +15,7 @@ import (
 // hardLogic is a generate.Logic model, reduced, with its factors
 // interleaved (the generator writes the logic factors first) so that
 // every part of a split into consecutive slaves gets hard constraints.
-func hardLogic(t *testing.T, vars int, seed int64) *model.Model {
+func hardLogic(t testing.TB, vars int, seed int64) *model.Model {
 	t.Helper()
 	g := generate.Logic(generate.LogicOptions{Vars: vars, Factors: 24, Couplings: 60, MaxArity: 3, Rho: 1, Seed: seed})
 	fs := g.Factors
@@ -584,4 +584,62 @@ func TestKickVars(t *testing.T) {
 	if !slices.Equal(b, want) {
 		t.Errorf("kick %v, want the 13 most even %v", b, want)
 	}
+}
+
+// FuzzBlockRequest feeds a worker decoded but hostile block requests
+// (any operation of the three, block indices, restricted domains and
+// boundary states from the fuzzer's bytes): it never panics, and a
+// request it takes is answered with one flag or price per joint state
+// of the block's (restricted) domains.
+func FuzzBlockRequest(f *testing.F) {
+	f.Add(uint8(0), []byte{0, 1}, []byte{}, []byte{0, 0, 0})
+	f.Add(uint8(1), []byte{0, 2}, []byte{0, 1, 1, 0}, []byte{0, 1, 0})
+	f.Add(uint8(2), []byte{1}, []byte{1, 0}, []byte{0, 0, 0})
+	f.Add(uint8(0), []byte{0}, []byte{0, 9}, []byte{})
+	f.Add(uint8(1), []byte{2, 1}, []byte{0, 1, 255, 1}, []byte{1, 1, 1})
+	f.Add(uint8(0), []byte{0, 1}, []byte{1, 0}, []byte{})
+	m := hardLogic(f, 14, 1)
+	plan, err := PartitionPlan(m, PerFactor)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, op uint8, block, dom, x []byte) {
+		sh := newSharded(t, m, plan, DefaultOptions(), 2)
+		wk := sh.workers[0]
+		nb := len(wk.boundary)
+		wk.evalState().search.newPrim()
+		X := make([]int32, nb)
+		out := keepDecoded(t, wk, X)
+		for k := range min(nb, len(x)) {
+			X[k] = int32(int8(x[k]))
+		}
+		in := &EvalIn{Seq: 2, Op: []EvalOp{EvalBlock, EvalBlockFeasible, EvalBlockApply}[int(op)%3], X: X}
+		for _, b := range block {
+			in.Block = append(in.Block, int32(int8(b)))
+		}
+		for _, d := range dom {
+			in.Dom = append(in.Dom, int32(int8(d)))
+		}
+		if err := wk.Evaluate(in, out); err != nil {
+			return
+		}
+		states := 1
+		for _, k := range in.Block {
+			if len(in.Dom) != 0 {
+				states *= 2
+			} else {
+				states *= wk.p.Model.Cards[wk.boundary[k]]
+			}
+		}
+		switch in.Op {
+		case EvalBlock:
+			if len(out.Gains) != 0 && len(out.Gains) != states {
+				t.Fatalf("%d prices for %d joint states", len(out.Gains), states)
+			}
+		case EvalBlockFeasible:
+			if len(out.Allowed) != 0 && len(out.Allowed) != states {
+				t.Fatalf("%d flags for %d joint states", len(out.Allowed), states)
+			}
+		}
+	})
 }
