@@ -15,7 +15,7 @@ import (
 // hardLogic is a generate.Logic model, reduced, with its factors
 // interleaved (the generator writes the logic factors first) so that
 // every part of a split into consecutive slaves gets hard constraints.
-func hardLogic(t testing.TB, vars int, seed int64) *model.Model {
+func hardLogic(t *testing.T, vars int, seed int64) *model.Model {
 	t.Helper()
 	g := generate.Logic(generate.LogicOptions{Vars: vars, Factors: 24, Couplings: 60, MaxArity: 3, Rho: 1, Seed: seed})
 	fs := g.Factors
@@ -32,6 +32,18 @@ func hardLogic(t testing.TB, vars int, seed int64) *model.Model {
 		t.Fatal(err)
 	}
 	return red.Model
+}
+
+// hardSharded is hardLogic's model of 14 variables (seed), split in two
+// parts in this process.
+func hardSharded(t *testing.T, seed int64) *sharded {
+	t.Helper()
+	m := hardLogic(t, 14, seed)
+	plan, err := PartitionPlan(m, PerFactor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newSharded(t, m, plan, DefaultOptions(), 2)
 }
 
 // bestInterior is the brute-force oracle of a block price: the best share
@@ -70,16 +82,7 @@ func TestBlockPricesMatchBruteForce(t *testing.T) {
 	bruteParts(t, func(t *testing.T, wk *Worker, opt []int, X []int32, out *EvalOut) {
 		base := out.Before
 		block := []int32{0, int32(len(wk.boundary) - 1)}
-		in := &EvalIn{Seq: 2, Op: EvalBlockFeasible, X: X, Block: block}
-		if err := wk.Evaluate(in, out); err != nil {
-			t.Fatal(err)
-		}
-		allowed := slices.Clone(out.Allowed)
-		in.Op = EvalBlock
-		if err := wk.Evaluate(in, out); err != nil {
-			t.Fatal(err)
-		}
-		gains := slices.Clone(out.Gains)
+		allowed, gains := feasibleAndPrices(t, wk, &EvalIn{Seq: 2, X: X, Block: block}, out)
 		v0, v1 := wk.boundary[block[0]], wk.boundary[block[1]]
 		c1 := wk.p.Model.Cards[v1]
 		if len(gains) != wk.p.Model.Cards[v0]*c1 || len(allowed) != len(gains) {
@@ -91,16 +94,7 @@ func TestBlockPricesMatchBruteForce(t *testing.T) {
 		}
 		for st, g := range gains {
 			x[v0], x[v1] = st/c1, st%c1
-			brute := bestInterior(wk, x)
-			if !math.IsInf(brute, -1) && !allowed[st] {
-				t.Errorf("joint state %d: a completion scores %v, ruled out by propagation", st, brute)
-			}
-			if math.IsInf(brute, -1) && !math.IsInf(g, -1) {
-				t.Errorf("joint state %d: priced %v with no completion", st, g)
-			}
-			if base+g > brute+1e-9 {
-				t.Errorf("joint state %d: priced %v above the best completion %v", st, base+g, brute)
-			}
+			checkBrute(t, wk, x, st, allowed[st], base, g)
 			if math.IsInf(g, -1) {
 				continue
 			}
@@ -119,6 +113,40 @@ func TestBlockPricesMatchBruteForce(t *testing.T) {
 	if checked == 0 {
 		t.Fatal("no joint state was checked")
 	}
+}
+
+// checkBrute checks joint state st's feasible flag and price g (base:
+// the kept share) against the part's best completion around x, by brute
+// force: a completion is never ruled out, none is priced -Inf, and the
+// price is never above it.
+func checkBrute(t *testing.T, wk *Worker, x []int, st int, allowed bool, base, g float64) {
+	t.Helper()
+	brute := bestInterior(wk, x)
+	if !math.IsInf(brute, -1) && !allowed {
+		t.Errorf("joint state %d: a completion scores %v, ruled out by propagation", st, brute)
+	}
+	if math.IsInf(brute, -1) && !math.IsInf(g, -1) {
+		t.Errorf("joint state %d: priced %v with no completion", st, g)
+	}
+	if base+g > brute+1e-9 {
+		t.Errorf("joint state %d: priced %v above the best completion %v", st, base+g, brute)
+	}
+}
+
+// feasibleAndPrices asks wk for in's block's feasible flags
+// (EvalBlockFeasible), then its prices (EvalBlock).
+func feasibleAndPrices(t *testing.T, wk *Worker, in *EvalIn, out *EvalOut) ([]bool, []float64) {
+	t.Helper()
+	in.Op = EvalBlockFeasible
+	if err := wk.Evaluate(in, out); err != nil {
+		t.Fatal(err)
+	}
+	allowed := slices.Clone(out.Allowed)
+	in.Op = EvalBlock
+	if err := wk.Evaluate(in, out); err != nil {
+		t.Fatal(err)
+	}
+	return allowed, slices.Clone(out.Gains)
 }
 
 // bruteParts calls fn on each part of hard constraints small enough for
@@ -164,12 +192,7 @@ func bruteParts(t *testing.T, fn func(t *testing.T, wk *Worker, opt []int, X []i
 // order or repeated, too many joint states, feasibility flags of the
 // wrong length.
 func TestBlockRequestsChecked(t *testing.T) {
-	m := hardLogic(t, 14, 1)
-	plan, err := PartitionPlan(m, PerFactor)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sh := newSharded(t, m, plan, DefaultOptions(), 2)
+	sh := hardSharded(t, 1)
 	wk := sh.workers[0]
 	nb := len(wk.boundary)
 	if nb < 2 {
@@ -382,12 +405,7 @@ func keepDecoded(t *testing.T, wk *Worker, X []int32) *EvalOut {
 // marginals split (the largest entry below 1-tieMargin), in boundary
 // order; from every boundary variable when none splits.
 func TestTieSeeds(t *testing.T) {
-	m := hardLogic(t, 14, 1)
-	plan, err := PartitionPlan(m, PerFactor)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sh := newSharded(t, m, plan, DefaultOptions(), 2)
+	sh := hardSharded(t, 1)
 	nb := len(sh.vars)
 	if nb < 3 {
 		t.Fatalf("%d boundary variables", nb)
@@ -441,16 +459,7 @@ func TestRestrictedBlockPricesMatchBruteForce(t *testing.T) {
 			c := int32(wk.p.Model.Cards[wk.boundary[k]])
 			dom = append(dom, (X[k]+1)%c, X[k])
 		}
-		in := &EvalIn{Seq: 2, Op: EvalBlockFeasible, X: X, Block: block, Dom: dom}
-		if err := wk.Evaluate(in, out); err != nil {
-			t.Fatal(err)
-		}
-		allowed := slices.Clone(out.Allowed)
-		in.Op = EvalBlock
-		if err := wk.Evaluate(in, out); err != nil {
-			t.Fatal(err)
-		}
-		gains := slices.Clone(out.Gains)
+		allowed, gains := feasibleAndPrices(t, wk, &EvalIn{Seq: 2, X: X, Block: block, Dom: dom}, out)
 		if len(gains) != 4 || len(allowed) != 4 {
 			t.Fatalf("%d prices and %d feasible flags for 4 joint states", len(gains), len(allowed))
 		}
@@ -462,16 +471,7 @@ func TestRestrictedBlockPricesMatchBruteForce(t *testing.T) {
 		for st, g := range gains {
 			s0, s1 := dom[st/2], dom[2+st%2]
 			x[v0], x[v1] = int(s0), int(s1)
-			brute := bestInterior(wk, x)
-			if !math.IsInf(brute, -1) && !allowed[st] {
-				t.Errorf("joint state %d: a completion scores %v, ruled out", st, brute)
-			}
-			if math.IsInf(brute, -1) && !math.IsInf(g, -1) {
-				t.Errorf("joint state %d: priced %v with no completion", st, g)
-			}
-			if base+g > brute+1e-9 {
-				t.Errorf("joint state %d: priced %v above the best completion %v", st, base+g, brute)
-			}
+			checkBrute(t, wk, x, st, allowed[st], base, g)
 			if st == 3 && g < -1e-9 { // the kept states: nothing to lose
 				t.Errorf("the kept states priced %v", g)
 			}
@@ -499,12 +499,7 @@ func TestRestrictedBlockPricesMatchBruteForce(t *testing.T) {
 // state out of range or negative, the two states equal, and an apply to
 // a state outside them.
 func TestRestrictedBlockRequestsChecked(t *testing.T) {
-	m := hardLogic(t, 14, 1)
-	plan, err := PartitionPlan(m, PerFactor)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sh := newSharded(t, m, plan, DefaultOptions(), 2)
+	sh := hardSharded(t, 1)
 	wk := sh.workers[0]
 	if len(wk.boundary) < 2 {
 		t.Fatalf("part of %d boundary variables", len(wk.boundary))
@@ -598,13 +593,8 @@ func FuzzBlockRequest(f *testing.F) {
 	f.Add(uint8(0), []byte{0}, []byte{0, 9}, []byte{})
 	f.Add(uint8(1), []byte{2, 1}, []byte{0, 1, 255, 1}, []byte{1, 1, 1})
 	f.Add(uint8(0), []byte{0, 1}, []byte{1, 0}, []byte{})
-	m := hardLogic(f, 14, 1)
-	plan, err := PartitionPlan(m, PerFactor)
-	if err != nil {
-		f.Fatal(err)
-	}
 	f.Fuzz(func(t *testing.T, op uint8, block, dom, x []byte) {
-		sh := newSharded(t, m, plan, DefaultOptions(), 2)
+		sh := hardSharded(t, 1)
 		wk := sh.workers[0]
 		nb := len(wk.boundary)
 		wk.evalState().search.newPrim()
