@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"time"
 
@@ -520,8 +521,10 @@ func kickVars(s *master, best []int, adj [][]int) (b, dom []int) {
 		}
 	}
 	slices.SortStableFunc(ks, func(a, b kick) int { return cmp.Compare(a.key, b.key) })
-	for len(ks) > 0 && 1<<len(ks) > maxBlockStates {
-		ks = ks[:len(ks)-1]
+	// Two states each: at most log2(maxBlockStates) of them (a shift by
+	// len(ks) itself wraps to 0 from 64 on).
+	if most := bits.Len(uint(maxBlockStates)) - 1; len(ks) > most {
+		ks = ks[:most]
 	}
 	slices.SortFunc(ks, func(a, b kick) int { return cmp.Compare(a.j, b.j) })
 	for _, k := range ks {

@@ -558,26 +558,26 @@ func TestKickVars(t *testing.T) {
 	if !slices.Equal(b, []int{0, 2, 3, 4}) || !slices.Equal(dom, []int{1, 0, 1, 3, 3, 1, 2, 0}) {
 		t.Errorf("kick %v %v, want [0 2 3 4] [1 0 1 3 3 1 2 0]", b, dom)
 	}
-	// Over maxBlockStates: the least even (tie 4, 0.55) goes first.
-	big := make([]int, 0, 20)
-	for range 20 {
-		big = append(big, 2)
-	}
-	s.bmu, s.bmuOff = nil, []int{0}
-	ring := make([][]int, len(big))
-	for j := range big {
-		p := 0.5 + float64(j)/100
-		s.bmu = append(s.bmu, p, 1-p)
-		s.bmuOff = append(s.bmuOff, len(s.bmu))
-		ring[j] = []int{(j + 1) % len(big)}
-	}
-	b, _ = kickVars(s, make([]int, len(big)), ring)
-	want := make([]int, 13)
-	for j := range want {
-		want[j] = j
-	}
-	if !slices.Equal(b, want) {
-		t.Errorf("kick %v, want the 13 most even %v", b, want)
+	// Over maxBlockStates: the least even go first, down to the 13 most
+	// even (2^13 joint states), however many ties there are (64 and more
+	// once slipped through: 1<<64 is 0 in Go).
+	for _, n := range []int{20, 63, 64, 70} {
+		s.bmu, s.bmuOff = nil, []int{0}
+		ring := make([][]int, n)
+		for j := range n {
+			p := 0.5 + float64(j)/1000
+			s.bmu = append(s.bmu, p, 1-p)
+			s.bmuOff = append(s.bmuOff, len(s.bmu))
+			ring[j] = []int{(j + 1) % n}
+		}
+		b, _ = kickVars(s, make([]int, n), ring)
+		want := make([]int, 13)
+		for j := range want {
+			want[j] = j
+		}
+		if !slices.Equal(b, want) {
+			t.Errorf("%d ties: kick %v, want the 13 most even %v", n, b, want)
+		}
 	}
 }
 
