@@ -519,11 +519,33 @@ func TestRestrictedBlockRequestsChecked(t *testing.T) {
 		{"out of range", EvalBlock, []int32{0, c}},
 		{"negative", EvalBlockApply, []int32{-1, 0}},
 		{"equal", EvalBlock, []int32{1, 1}},
-		{"outside", EvalBlockApply, []int32{1, c - 1}}, // X[0] is 0
 	} {
 		if err := wk.Evaluate(&EvalIn{Seq: 2, Op: bad.op, X: X, Block: block, Dom: bad.dom}, out); err == nil {
 			t.Errorf("%s: domain %v accepted", bad.name, bad.dom)
 		}
+	}
+	// An apply whose variable's state lies outside its two: on a part of
+	// three-state variables (the logic models above have two, where two
+	// distinct states leave none outside).
+	m3 := generate.Potts(generate.GridOptions{Height: 3, Width: 4, Labels: 3, Rho: 0.5, Seed: 5})
+	for a, f := range m3.Factors { // hard: the parts price block moves
+		t := make([]float64, 9)
+		t[8] = math.Inf(-1) // both in state 2
+		m3.Factors[a] = model.Factor{Kind: model.Dense, Vars: f.Vars, Table: t}
+	}
+	plan, err := PartitionPlan(m3, PerFactor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w3 := newSharded(t, m3, plan, DefaultOptions(), 2).workers[0]
+	w3.evalState().search.newPrim()
+	X3 := make([]int32, len(w3.boundary)) // every boundary variable in state 0
+	out3 := keepDecoded(t, w3, X3)
+	if err := w3.Evaluate(&EvalIn{Seq: 2, Op: EvalBlockApply, X: X3, Block: block, Dom: []int32{1, 2}}, out3); err == nil {
+		t.Error("outside: an apply from state 0 over the domain {1, 2} accepted")
+	}
+	if err := w3.Evaluate(&EvalIn{Seq: 3, Op: EvalBlockApply, X: X3, Block: block, Dom: []int32{0, 2}}, out3); err != nil {
+		t.Errorf("inside: an apply from state 0 over the domain {0, 2}: %v", err)
 	}
 	if err := wk.Evaluate(&EvalIn{Seq: 3, Op: EvalBlockFeasible, X: X, Block: block, Dom: []int32{1, 0}}, out); err != nil || len(out.Allowed) != 2 {
 		t.Errorf("a good domain: %v, %d flags", err, len(out.Allowed))
