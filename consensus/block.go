@@ -425,7 +425,7 @@ func (sp *shardPrimal) blockRounds(ctx context.Context, s *master, res *solver.R
 // stopBlocks: the run is interrupted, the block budget spent, or the
 // polish's time is up (solver.PolishDeadline).
 func (sp *shardPrimal) stopBlocks(ctx context.Context) bool {
-	return ctx.Err() != nil || sp.blockPriced+2 > blockBudget || !sp.deadline.IsZero() && time.Now().After(sp.deadline)
+	return ctx.Err() != nil || sp.blockPriced+2 > blockBudget || solver.PastDeadline(sp.deadline, time.Now())
 }
 
 // kickStates bounds the joint states the tie kick prices, beyond
@@ -449,14 +449,14 @@ const kickStates = 1 << 10
 // boundary. The coordinator holds the kick's variables, their two states
 // and the block's totals: boundary-sized.
 func (sp *shardPrimal) tieKick(ctx context.Context, s *master, res *solver.Result, adj [][]int, blocks [][]int) error {
-	if ctx.Err() != nil || !sp.deadline.IsZero() && time.Now().After(sp.deadline) {
+	if ctx.Err() != nil || solver.PastDeadline(sp.deadline, time.Now()) {
 		return nil
 	}
 	b, dom := kickVars(s, sp.best, adj)
 	if len(b) < 2 {
 		return nil
 	}
-	cand, _, err := sp.priceBlock(ctx, s, res, b, dom, true)
+	cand, err := sp.priceBlock(ctx, s, res, b, dom, true)
 	if err != nil || cand == nil {
 		return err
 	}
@@ -481,8 +481,7 @@ func (sp *shardPrimal) tieKick(ctx context.Context, s *master, res *solver.Resul
 // swap with its most even tie, while the joint states stay within
 // maxBlockStates.
 func kickVars(s *master, best []int, adj [][]int) (b, dom []int) {
-	mu := func(j int) []float64 { return s.bmu[s.bmuOff[j]:s.bmuOff[j+1]] }
-	isTie := func(j int) bool { return slices.Max(mu(j)) < 1-tieMargin }
+	mu, isTie := s.boundaryMarginal, s.isTie
 	type kick struct {
 		j, alt int
 		key    float64 // the most even near tie's largest marginal entry
@@ -537,6 +536,12 @@ func kickVars(s *master, best []int, adj [][]int) (b, dom []int) {
 // is below 1-tieMargin is a tie.
 const tieMargin = 0.01
 
+// boundaryMarginal is boundary variable j's relaxed marginal.
+func (s *master) boundaryMarginal(j int) []float64 { return s.bmu[s.bmuOff[j]:s.bmuOff[j+1]] }
+
+// isTie reports whether boundary variable j is a tie (tieMargin).
+func (s *master) isTie(j int) bool { return slices.Max(s.boundaryMarginal(j)) < 1-tieMargin }
+
 // tieSeeds lists the boundary variables blocks grow from: the ties, where
 // the relaxation's boundary marginals (master.bmu, DD-ADMM's consensus)
 // split between states, or every boundary variable when none is (a
@@ -550,7 +555,7 @@ func tieSeeds(s *master) []int {
 	nb := len(s.b.vars)
 	var ties []int
 	for j := range nb {
-		if slices.Max(s.bmu[s.bmuOff[j]:s.bmuOff[j+1]]) < 1-tieMargin {
+		if s.isTie(j) {
 			ties = append(ties, j)
 		}
 	}
@@ -630,7 +635,7 @@ func growBlock(adj [][]int, cards []int, j int) []int {
 // applies its best joint state when the total gain is positive and keeps
 // it when the exact score improves, which it reports.
 func (sp *shardPrimal) tryBlock(ctx context.Context, s *master, res *solver.Result, b []int) (bool, error) {
-	cand, _, err := sp.priceBlock(ctx, s, res, b, nil, false)
+	cand, err := sp.priceBlock(ctx, s, res, b, nil, false)
 	if err != nil || cand == nil {
 		return false, err
 	}
@@ -645,18 +650,17 @@ func (sp *shardPrimal) tryBlock(ctx context.Context, s *master, res *solver.Resu
 // priceBlock prices block b (boundary numbering, increasing) on the parts,
 // each variable b[i] restricted to the states dom[2i] and dom[2i+1] when
 // dom is not nil, and returns the best boundary with b in its best joint
-// state and that state's total gain: a state other than the current one,
-// with a positive gain unless kick (tieKick's pricing, with its own
-// budget); nil when there is none, the parts price no block moves or the
+// state: a state other than the current one, with a positive gain unless
+// kick (tieKick's pricing, with its own budget); nil when there is none, the parts price no block moves or the
 // budget is spent (with kick, also when the parts allow every joint
 // state). The parts' ins keep the block and its domains for
 // EvalBlockApply.
-func (sp *shardPrimal) priceBlock(ctx context.Context, s *master, res *solver.Result, b []int, dom []int, kick bool) ([]int, float64, error) {
+func (sp *shardPrimal) priceBlock(ctx context.Context, s *master, res *solver.Result, b []int, dom []int, kick bool) ([]int, error) {
 	m := s.m
 	// Each try's feasibility costs every part about one pass over its
 	// states: counted with the states priced against blockTotalWork.
 	if (sp.blockPriced+sp.blockTries+1)*max(1, sp.partStates) > blockTotalWork {
-		return nil, 0, nil
+		return nil, nil
 	}
 	sp.blockTries++
 	card := func(i int) int {
@@ -687,7 +691,7 @@ func (sp *shardPrimal) priceBlock(ctx context.Context, s *master, res *solver.Re
 		}
 	}
 	if err := sp.call(ctx, EvalBlockFeasible); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	states := 1
 	for i := range b {
@@ -700,7 +704,7 @@ func (sp *shardPrimal) priceBlock(ctx context.Context, s *master, res *solver.Re
 			want[w] *= card(i)
 		}
 		if ok, err := blockAnswer(w, len(pos[w]), len(out.Allowed), want[w], "feasible flags"); !ok {
-			return nil, 0, err
+			return nil, err
 		}
 	}
 	// The joint states every part allows, and each part's projections
@@ -749,11 +753,11 @@ func (sp *shardPrimal) priceBlock(ctx context.Context, s *master, res *solver.Re
 		// allowed, and pricing them would cost 8 s for nothing).
 		budget = sp.blockPriced + kickStates
 		if feasible == states {
-			return nil, 0, nil
+			return nil, nil
 		}
 	}
 	if feasible < 2 || sp.blockPriced+feasible > budget || (sp.blockPriced+feasible+sp.blockTries)*max(1, sp.partStates) > blockTotalWork {
-		return nil, 0, nil // nothing to move to, or the budget is spent
+		return nil, nil // nothing to move to, or the budget is spent
 	}
 	sp.blockPriced += feasible
 	for w, in := range sp.ins {
@@ -764,15 +768,15 @@ func (sp *shardPrimal) priceBlock(ctx context.Context, s *master, res *solver.Re
 		in.Allowed = in.Allowed[:0]
 	}
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	for w, out := range sp.outs {
 		if ok, err := blockAnswer(w, len(pos[w]), len(out.Gains), want[w], "block prices"); !ok {
-			return nil, 0, err
+			return nil, err
 		}
 		for _, g := range out.Gains {
 			if math.IsNaN(g) || math.IsInf(g, 1) {
-				return nil, 0, fmt.Errorf("worker %d: block price %v", w, g)
+				return nil, fmt.Errorf("worker %d: block price %v", w, g)
 			}
 		}
 	}
@@ -799,14 +803,14 @@ func (sp *shardPrimal) priceBlock(ctx context.Context, s *master, res *solver.Re
 		}
 	}
 	if bestState < 0 {
-		return nil, 0, nil
+		return nil, nil
 	}
 	cand := slices.Clone(sp.best)
 	decode(bestState)
 	for i, j := range b {
 		cand[j] = state(i, joint[i])
 	}
-	return cand, bestGain, nil
+	return cand, nil
 }
 
 // blockAnswer checks the length n of part w's answer to a block op (want

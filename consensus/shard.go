@@ -870,9 +870,10 @@ type shardPrimal struct {
 	// secondStart: constructDecoded's assignment (its boundary in
 	// settled) is feasible and was not kept; polish starts from it too.
 	secondStart bool
-	// deadline: the final polish starts no boundary round (nor its
-	// second start) expected to end after it (solver.PolishDeadline;
-	// zero: none, on parts of at most lnsStates states).
+	// deadline: the final polish starts no boundary round expected to
+	// end after it, and no second start once it has passed
+	// (solver.PolishDeadline; zero: none, on parts of at most lnsStates
+	// states).
 	deadline time.Time
 	// blockPriced counts the joint states the block moves priced
 	// (blockBudget), blockTries the blocks tried (blockTotalWork).
@@ -991,7 +992,7 @@ func (sp *shardPrimal) polish(ctx context.Context, s *master, res *solver.Result
 		return err
 	}
 	sp.secondStart = false
-	if !sp.deadline.IsZero() && time.Now().After(sp.deadline) {
+	if solver.PastDeadline(sp.deadline, time.Now()) {
 		return nil // no time left for the second start
 	}
 	return sp.restart(ctx, s, res, sp.settled, EvalDecoded, true, func() error { return nil })
@@ -1105,7 +1106,7 @@ func (sp *shardPrimal) moveBoundary(ctx context.Context, s *master, res *solver.
 	var last time.Duration // the last round's time
 	for range boundaryRounds {
 		began := time.Now()
-		if !sp.deadline.IsZero() && began.Add(last).After(sp.deadline) {
+		if solver.PastDeadline(sp.deadline, began.Add(last)) {
 			return nil
 		}
 		for w, in := range sp.ins {

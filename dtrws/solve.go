@@ -526,7 +526,7 @@ func (c *coord) finish(ctx context.Context, res *solver.Result, deadline time.Ti
 		// Move the boundary to the largest summed local score given the
 		// last candidate; keep going while the exact score rises.
 		began := now()
-		if !deadline.IsZero() && began.Add(last).After(deadline) {
+		if solver.PastDeadline(deadline, began.Add(last)) {
 			break
 		}
 		moved := false

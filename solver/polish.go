@@ -18,6 +18,10 @@ const (
 	PolishFloor = 100 * time.Millisecond
 )
 
+// PastDeadline reports whether t is past deadline (never, when deadline is
+// zero: the polish then runs every round).
+func PastDeadline(deadline, t time.Time) bool { return !deadline.IsZero() && t.After(deadline) }
+
 // PolishDeadline is when a final polish that starts at now stops starting
 // moves, after the iterations that laps timed.
 func PolishDeadline(now time.Time, laps *Laps) time.Time {
