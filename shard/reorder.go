@@ -15,8 +15,9 @@ import (
 
 // ReorderOptions say how Reorder reads and reports.
 type ReorderOptions struct {
-	// MaxEntries bounds the tables the input may declare (0: the
-	// indexed reader's default).
+	// MaxEntries bounds each factor's table (0: the indexed reader's
+	// default); the windows (Memory), not the model's total, bound what
+	// the rewrite holds.
 	MaxEntries int
 	// Context, when not nil, stops the rewrite.
 	Context context.Context
@@ -58,7 +59,10 @@ func Reorder(in, out string, o ReorderOptions) (err error) {
 	if err != nil {
 		return fmt.Errorf("reorder: %w", err)
 	}
-	sc, err := indexed.OpenScan(f, st.Size(), in, indexed.ReadOptions{MaxEntries: o.MaxEntries, Context: ctx, Ranges: true}) // scopes only: the budget bounds each read
+	// The windows (Memory) bound what the rewrite holds, and each factor
+	// is checked against the budget as it is read (a part, planned with
+	// it, may not hold more): the model's total is not this process's.
+	sc, err := indexed.OpenScan(f, st.Size(), in, indexed.ReadOptions{MaxEntries: math.MaxInt, Context: ctx, Ranges: true})
 	if err != nil {
 		return err
 	}
@@ -140,11 +144,15 @@ func Reorder(in, out string, o ReorderOptions) (err error) {
 	// window's factors (copied out of the reader's shared batches) in
 	// their places, then written in order.
 	var win []model.Factor
+	limit := model.EntryLimit(o.MaxEntries)
 	done := 0
 	for k := 0; k+1 < len(cuts) && nf > 0; k++ {
 		lo, hi := cuts[k], cuts[k+1]
 		win = slices.Grow(win[:0], hi-lo)[:hi-lo]
 		err := sc.ReadRecords(first, 0, nf, cards.Card, func(a int, f *model.Factor) error {
+			if len(f.Table) > limit {
+				return fmt.Errorf("reorder: %s: factor %d has %d table entries, over the budget of %d per process (--max-entries)", in, a, len(f.Table), limit)
+			}
 			if i := int(place[a]); i >= lo && i < hi {
 				win[i-lo] = owned(f)
 			}

@@ -452,6 +452,11 @@ func TestBudgetBoundsEachPart(t *testing.T) {
 			t.Fatalf("part %d within the budget: %v", w, err)
 		}
 	}
+	// The rewrite in breadth-first order (run's localize), whose windows
+	// bound its memory, takes the model the plan took.
+	if err := Reorder(path, filepath.Join(t.TempDir(), "bfs.ddx"), ReorderOptions{MaxEntries: budget}); err != nil {
+		t.Fatalf("reordering a model whose parts fit the budget: %v", err)
+	}
 	// On 4 workers the plan's walks read several parts at once (half the
 	// workers forward): the budget is each part's, not theirs.
 	if l, err = PlanLayout(path, 4, PlanOptions{MaxEntries: 350}); err != nil {
