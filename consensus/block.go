@@ -723,27 +723,7 @@ func (sp *shardPrimal) priceBlock(ctx context.Context, s *master, res *solver.Re
 		}
 		return k
 	}
-	allowed := make([][]bool, len(sp.links))
-	for w := range allowed {
-		allowed[w] = make([]bool, want[w])
-	}
-	feasible := 0
-	for st := range states {
-		decode(st)
-		ok := true
-		for w, out := range sp.outs {
-			ok = ok && (len(pos[w]) == 0 || out.Allowed[local(w)])
-		}
-		if !ok {
-			continue
-		}
-		feasible++
-		for w := range allowed {
-			if len(pos[w]) > 0 {
-				allowed[w][local(w)] = true
-			}
-		}
-	}
+	allowed, feasible := allowedJoint(sp.outs, pos, want, states, decode, local)
 	budget := blockBudget
 	if kick {
 		// The kick's own budget; and a kick only where the parts' hard
@@ -811,6 +791,35 @@ func (sp *shardPrimal) priceBlock(ctx context.Context, s *master, res *solver.Re
 		cand[j] = state(i, joint[i])
 	}
 	return cand, nil
+}
+
+// allowedJoint counts the joint states of a block (states of them, each
+// decoded by decode) that every part allows (its outs' Allowed flags over
+// its projection, local; pos[w] empty: part w holds none), and returns
+// per part the projections of those (want[w] flags): the states it
+// prices.
+func allowedJoint(outs []*EvalOut, pos [][]int, want []int, states int, decode func(int), local func(int) int) (allowed [][]bool, feasible int) {
+	allowed = make([][]bool, len(outs))
+	for w := range allowed {
+		allowed[w] = make([]bool, want[w])
+	}
+	for st := range states {
+		decode(st)
+		ok := true
+		for w, out := range outs {
+			ok = ok && (len(pos[w]) == 0 || out.Allowed[local(w)])
+		}
+		if !ok {
+			continue
+		}
+		feasible++
+		for w := range allowed {
+			if len(pos[w]) > 0 {
+				allowed[w][local(w)] = true
+			}
+		}
+	}
+	return allowed, feasible
 }
 
 // blockAnswer checks the length n of part w's answer to a block op (want
