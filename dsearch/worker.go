@@ -99,7 +99,7 @@ func Serve(ctx context.Context, tr transport.Transport, opts WorkerOptions) erro
 		return fmt.Errorf("subscribing for coordinators' beats: %w", err)
 	}
 	defer beats.Unsubscribe()
-	defer s.release("")
+	defer s.release(nil)
 	loop := jobworker.Loop{Solicit: solicitSubject, Solicitations: "solicitations", HelloEvery: helloEvery,
 		Announce: s.announce, Lapse: s.lapse, Freed: s.freed, Beat: s.heartbeat, BeatEvery: busyEvery}
 	return loop.Run(ctx, tr)
@@ -136,15 +136,17 @@ func (s *wserver) lapse() {
 	s.mu.Unlock()
 	if silent {
 		s.Log.Warn("search: job dropped, its coordinator is silent", "job", j.name)
-		s.release(j.name)
+		s.release(j)
 	}
 }
 
-// release drops the job named (any job when name is "").
-func (s *wserver) release(name string) {
+// release drops job j if it is still the worker's job (any job when j is
+// nil): by identity, so that a stale lapse or close cannot drop a job of
+// the same name opened since, as in dtrws/remote.
+func (s *wserver) release(j *wjob) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.job == nil || name != "" && s.job.name != name {
+	if s.job == nil || j != nil && s.job != j {
 		return
 	}
 	if s.job.cancel != nil {
@@ -202,10 +204,11 @@ func (s *wserver) onTask(subject string, data []byte) {
 			return
 		}
 		s.mu.Lock()
-		mine := s.job != nil && s.job.name == h.Job && s.job.cid == c.CID
+		j := s.job
+		mine := j != nil && j.name == h.Job && j.cid == c.CID
 		s.mu.Unlock()
 		if mine {
-			s.release(h.Job)
+			s.release(j)
 			s.Log.Info("search: job closed", "job", h.Job)
 		}
 	default:
