@@ -13,8 +13,9 @@ import (
 // starved on a loaded machine, is lost and ends the epoch; with no spare
 // the next epoch has one worker of two. Continued (SIGCONT), the worker
 // speaks again, is taken back and holds its part again: the run ends after
-// the undisturbed run's iterations (--max-iter, with --tol 0), with a valid bound and a primal that is
-// the exact score of the assignment in --out.
+// the undisturbed run's iterations (--max-iter, with --tol 0), with a
+// valid bound and a primal that is the exact score of the assignment in
+// --out.
 func TestStoppedShardedWorkerRejoins(t *testing.T) {
 	coord, worker := binaries(t)
 	srv := startNATS(t, false)

@@ -11,7 +11,7 @@
 // [LP] and [Toulbar2] are the references for a test, failing (or, without
 // toulbar2, skipping) it on an error, as [ReadMPE] does, which reads a
 // run's --out. [ReadBack] checks a model file format's reader against
-// its writer by scores, the body of the formats' read fuzz tests.
+// its writer by scores, the body of wcsp's and cfn's read fuzz tests.
 //
 // The references share no code with the solver: they read the model only
 // through package model's definitions (Score, FactorScore, LogicSatisfied), so
