@@ -72,8 +72,12 @@ func PlanLayout(path string, workers int, opts PlanOptions) (*Layout, error) {
 		return nil, err
 	}
 	defer f.Close()
-	ropts := indexed.ReadOptions{MaxEntries: opts.MaxEntries, Ranges: true, Context: opts.Context}
-	sc, err := indexed.OpenScan(f, size, path, ropts)
+	// One scanner with no budget of its own: ranges checks every part's
+	// entries against opts.MaxEntries itself (a Walk with Ranges checks no
+	// totals anyway), the owners' walks read across parts (half the
+	// workers at once, forward) and keep only the scopes, and the
+	// boundary read (layout) holds the boundary's states alone.
+	sc, err := indexed.OpenScan(f, size, path, indexed.ReadOptions{MaxEntries: math.MaxInt, Ranges: true, Context: opts.Context})
 	if err != nil {
 		return nil, err
 	}
@@ -91,14 +95,6 @@ func PlanLayout(path string, workers int, opts PlanOptions) (*Layout, error) {
 		opts.Cut()
 	}
 	start = time.Now()
-	// ranges checked every part against the budget; the owners' walks read
-	// across parts (half the workers at once, forward) and keep only the
-	// scopes, so they read with no budget of their own.
-	wide := ropts
-	wide.MaxEntries = math.MaxInt
-	if p.sc, err = indexed.OpenScan(f, size, path, wide); err != nil {
-		return nil, err
-	}
 	if err := p.owners(); err != nil {
 		return nil, err
 	}
