@@ -18,7 +18,7 @@ import (
 // cardinalities and unaries, nothing else. The part has one slave per
 // factor, in the file's order, over its own numbering of the variables.
 func Load(ctx context.Context, spec *Spec) (*consensus.Part, error) {
-	return readPart(ctx, spec, false, true)
+	return readPart(ctx, spec, nil, true)
 }
 
 // LoadFlat is Load for a worker that only runs the part: when all the
@@ -27,13 +27,16 @@ func Load(ctx context.Context, spec *Spec) (*consensus.Part, error) {
 // takes 96 with a pair's scope) and builds no plan; a part of other
 // factors is Load's. consensus.NewWorker runs both alike, to the bit.
 func LoadFlat(ctx context.Context, spec *Spec) (*consensus.Part, error) {
-	return readPart(ctx, spec, true, true)
+	return readPart(ctx, spec, pairKind, true)
 }
 
-// readPart reads spec's part: flat pairs when pairs allows and they are,
-// with the plan of its slaves when plan asks (a piece runs the part whole:
-// LoadPiece).
-func readPart(ctx context.Context, spec *Spec, pairs, plan bool) (*consensus.Part, error) {
+// pairKind: the kinds of pairwise factors a part may keep flat.
+func pairKind(k model.Kind) bool { return k == model.Potts || k == model.Pair }
+
+// readPart reads spec's part: flat pairs when its factors are all pairs of
+// one kind that flat accepts (nil: none), with the plan of its slaves when
+// plan asks (a piece runs the part whole: LoadPiece).
+func readPart(ctx context.Context, spec *Spec, flatKind func(model.Kind) bool, plan bool) (*consensus.Part, error) {
 	f, size, done, err := spec.open()
 	if err != nil {
 		return nil, err
@@ -66,7 +69,7 @@ func readPart(ctx context.Context, spec *Spec, pairs, plan bool) (*consensus.Par
 	// one kind; the first other one turns them into model.Factors.
 	nf := spec.To - spec.From
 	q := &consensus.Pairs{}
-	flat := pairs && spec.NumVars <= math.MaxInt32
+	flat := flatKind != nil && spec.NumVars <= math.MaxInt32
 	var factors []model.Factor
 	if !flat {
 		factors = make([]model.Factor, 0, nf)
@@ -75,7 +78,7 @@ func readPart(ctx context.Context, spec *Spec, pairs, plan bool) (*consensus.Par
 		if len(f.Vars) < 2 {
 			return fmt.Errorf("shard: the model file: factor %d is over %d variables", a, len(f.Vars))
 		}
-		if flat && len(f.Vars) == 2 && (f.Kind == model.Potts || f.Kind == model.Pair) && (q.Len() == 0 || f.Kind == q.Kind) {
+		if flat && len(f.Vars) == 2 && flatKind(f.Kind) && (q.Len() == 0 || f.Kind == q.Kind) {
 			if q.W == nil {
 				q.Kind, q.I, q.J, q.W = f.Kind, make([]int32, 0, nf), make([]int32, 0, nf), make([]float64, 0, nf)
 			}
@@ -109,9 +112,6 @@ func readPart(ctx context.Context, spec *Spec, pairs, plan bool) (*consensus.Par
 	m := &model.Model{Cards: cards, UnaryOff: make([]int, len(cards)+1), Unary: unary}
 	for i, c := range cards {
 		m.UnaryOff[i+1] = m.UnaryOff[i] + c
-	}
-	if m.UnaryOff[len(cards)] != len(unary) {
-		return nil, fmt.Errorf("shard: the model file: %d unary entries for %d states", len(unary), m.UnaryOff[len(cards)])
 	}
 	for k, u := range m.Unary {
 		if math.IsInf(u, -1) || math.IsNaN(u) {

@@ -43,18 +43,13 @@ func LoadPiece(ctx context.Context, spec *Spec, copies []int32) (*Piece, error) 
 	if len(copies) != len(spec.Boundary) {
 		return nil, fmt.Errorf("shard: %d copy counts for %d boundary variables", len(copies), len(spec.Boundary))
 	}
-	part, err := readPart(ctx, spec, true, false)
+	part, err := readPart(ctx, spec, func(k model.Kind) bool { return k == model.Potts }, false)
 	if err != nil {
 		return nil, err
 	}
 	m := part.Model
 	pc := &Piece{Vars: part.Vars, Model: m, Boundary: make([]int32, len(part.Boundary))}
-	switch q := part.Pairs; {
-	case q != nil && q.Kind == model.Potts:
-		pc.Potts = q
-	case q != nil: // binary pairs: as factors
-		m.Factors = q.AppendFactors(nil)
-	}
+	pc.Potts = part.Pairs // Potts pairs only (flat), or none
 	for k, lv := range part.Boundary {
 		c := copies[k]
 		if c < 2 || int(c) > int(spec.Degree[k]) {
