@@ -52,11 +52,16 @@ func ChooseClass(c Class) (anytime.Relaxation, string) {
 	return anytime.TRWS, fmt.Sprintf("pairwise model (all %d factors over at most 2 variables, average degree at most %.1f, not near-complete): TRW-S gives the tightest bound soonest on such models", c.Factors, deg)
 }
 
+// AskedTRWS reports whether TRW-S was asked for (--algo trws), not chosen.
+func (j *Job) AskedTRWS() bool {
+	return j.Algorithm.Name == string(anytime.TRWS) && !j.Settings.Auto
+}
+
 // CheckClass is ChooseForRun's refusal of a model of class c, without
 // its choice: TRW-S asked for (--algo trws) on a model with a factor over
 // more than two variables.
 func (j *Job) CheckClass(c Class) error {
-	if j.Algorithm.Name == string(anytime.TRWS) && !j.Settings.Auto && c.Higher >= 0 {
+	if j.AskedTRWS() && c.Higher >= 0 {
 		return errorf("%s trws: factor %d is over %d variables (TRW-S takes pairwise models)", Name("algo"), c.Higher, c.HigherArity)
 	}
 	return nil
@@ -74,7 +79,7 @@ func (j *Job) ChooseForRun(c Class) (bool, error) {
 	if err := j.CheckClass(c); err != nil {
 		return false, err
 	}
-	if j.Algorithm.Name == string(anytime.TRWS) && !s.Auto {
+	if j.AskedTRWS() {
 		j.Threads, j.Why = 1, "--algo trws; each worker runs its part on one thread"
 		return true, nil
 	}

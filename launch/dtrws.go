@@ -15,7 +15,7 @@ import (
 // which distributed TRW-S does not have.
 func refuseDTRWS(j *engine.Job, t Target) error {
 	c := t.Checkpoints
-	if j.Algorithm.Name == "trws" && !j.Settings.Auto && (t.Raft != nil || c.Every > 0 || c.Dir != "") {
+	if j.AskedTRWS() && (t.Raft != nil || c.Every > 0 || c.Dir != "") {
 		return inputf("run --algo trws: distributed TRW-S has no checkpoints and no Raft group yet (docs/distributed-trws.md): leave out --checkpoint-every, --checkpoint-dir and --raft-*, or run --algo admm")
 	}
 	return nil
@@ -35,7 +35,7 @@ func refuseDTRWS(j *engine.Job, t Target) error {
 // TRW-S has no spare either.
 func runShardedChoice(ctx context.Context, j *engine.Job, t Target, h Hooks, p *shardPlan) (Outcome, bool, error) {
 	c := t.Checkpoints
-	asked := j.Algorithm.Name == "trws" && !j.Settings.Auto
+	asked := j.AskedTRWS()
 	if err := refuseDTRWS(j, t); err != nil {
 		return Outcome{}, true, err
 	}
