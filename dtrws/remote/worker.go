@@ -55,8 +55,7 @@ type order struct {
 }
 
 type wserver struct {
-	out  *jobworker.Sender
-	log  *slog.Logger // out's
+	*jobworker.Sender
 	opts WorkerOptions
 
 	mu  sync.Mutex
@@ -75,7 +74,7 @@ func Serve(ctx context.Context, tr transport.Transport, opts WorkerOptions) erro
 	if opts.ReleaseAfter <= 0 {
 		opts.ReleaseAfter = 2 * time.Minute
 	}
-	s := &wserver{out: sender, log: sender.Log, opts: opts}
+	s := &wserver{Sender: sender, opts: opts}
 	sub, err := tr.Subscribe(orderWildcard(opts.Name), s.onOrder)
 	if err != nil {
 		return fmt.Errorf("subscribing for TRW-S orders: %w", err)
@@ -87,11 +86,9 @@ func Serve(ctx context.Context, tr transport.Transport, opts WorkerOptions) erro
 	return loop.Run(ctx, tr)
 }
 
-func (s *wserver) dropped(reason string, args ...any) { s.out.Dropped(reason, args...) }
-
 // publish sends body on subject under the job's header.
 func (s *wserver) publish(ctx context.Context, subject string, job string, body any) {
-	s.out.Publish(ctx, subject, transport.Header{Job: job}, body)
+	s.Sender.Publish(ctx, subject, transport.Header{Job: job}, body)
 }
 
 func (s *wserver) announce(ctx context.Context) {
@@ -111,7 +108,7 @@ func (s *wserver) lapse() {
 	silent := j != nil && time.Since(j.last) > s.opts.ReleaseAfter
 	s.mu.Unlock()
 	if silent {
-		s.log.Warn("trws: job dropped, its coordinator is silent", "job", j.name)
+		s.Log.Warn("trws: job dropped, its coordinator is silent", "job", j.name)
 		s.release(j)
 	}
 }
@@ -135,11 +132,11 @@ func (s *wserver) release(j *wjob) {
 func (s *wserver) onOrder(subject string, data []byte) {
 	h, raw, err := transport.Decode(data)
 	if err != nil {
-		s.dropped("undecodable message dropped", "err", err)
+		s.Dropped("undecodable message dropped", "err", err)
 		return
 	}
 	if subject != orderSubject(h.Job, s.opts.Name) {
-		s.dropped("message for another job or worker dropped", "subject", subject)
+		s.Dropped("message for another job or worker dropped", "subject", subject)
 		return
 	}
 	var o order
@@ -159,11 +156,11 @@ func (s *wserver) onOrder(subject string, data []byte) {
 		var b closeBody
 		err, cid = transport.DecodeBody(raw, &b), b.CID
 	default:
-		s.dropped("message of an unknown kind dropped", "job", h.Job, "kind", h.Kind)
+		s.Dropped("message of an unknown kind dropped", "job", h.Job, "kind", h.Kind)
 		return
 	}
 	if err != nil {
-		s.dropped("undecodable order dropped", "job", h.Job, "err", err)
+		s.Dropped("undecodable order dropped", "job", h.Job, "err", err)
 		return
 	}
 	s.mu.Lock()
@@ -178,7 +175,7 @@ func (s *wserver) onOrder(subject string, data []byte) {
 	if j == nil {
 		// An order of a job this worker no longer (or never) held: a late
 		// close or step after a release, or a forgery.
-		s.dropped("order of a job this worker does not hold dropped", "job", h.Job)
+		s.Dropped("order of a job this worker does not hold dropped", "job", h.Job)
 		return
 	}
 	if j.name != h.Job || j.cid != cid {
@@ -186,12 +183,12 @@ func (s *wserver) onOrder(subject string, data []byte) {
 			s.publish(context.Background(), answerSubject(h.Job, s.opts.Name), h.Job, openedBody{CID: cid, Err: "busy with TRW-S job " + j.name})
 			return
 		}
-		s.dropped("order of a job this worker does not hold dropped", "job", h.Job)
+		s.Dropped("order of a job this worker does not hold dropped", "job", h.Job)
 		return
 	}
 	if h.Kind == kindClose {
 		s.release(j)
-		s.log.Info("trws: job closed", "job", j.name)
+		s.Log.Info("trws: job closed", "job", j.name)
 		return
 	}
 	s.mu.Lock()
@@ -200,7 +197,7 @@ func (s *wserver) onOrder(subject string, data []byte) {
 	select {
 	case j.orders <- o:
 	default:
-		s.dropped("order dropped: the job's queue is full", "job", j.name)
+		s.Dropped("order dropped: the job's queue is full", "job", j.name)
 	}
 }
 
@@ -238,7 +235,7 @@ func (s *wserver) run(ctx context.Context, j *wjob) {
 				return
 			}
 			count = len(piece.Boundary)
-			s.log.Info("trws: part loaded", "job", j.name, "variables", len(piece.Vars), "factors", piece.Factors(), "boundary", count)
+			s.Log.Info("trws: part loaded", "job", j.name, "variables", len(piece.Vars), "factors", piece.Factors(), "boundary", count)
 			s.publish(ctx, answers, j.name, openedBody{CID: j.cid, Width: link.Width(), Count: count, Vars: len(piece.Vars)})
 		case kindStep:
 			a := steppedBody{CID: j.cid, Seq: o.step.Seq}
