@@ -289,7 +289,7 @@ func (p *Part) Score(x []int) float64 {
 		xu, xv := x[g.eu[e]], x[g.ev[e]]
 		if t != -1 {
 			s += g.pairScore(e, xu, xv)
-		} else if xu == xv { // a Potts edge scores 0 elsewhere
+		} else if xu == xv { // a Potts edge scores 0 elsewhere (inlined here, not graph.score's pairScore: BenchmarkEvaluate 12% slower through it)
 			s += g.pw[e]
 		}
 	}
