@@ -26,6 +26,11 @@ type Hooks struct {
 	// EndLine is called before the lines that close a stage (a live
 	// progress line is taken away).
 	EndLine func()
+	// Start, when not zero, is when the command started: the times a
+	// job reports (progress, the anytime phases' lines, the result's
+	// Elapsed) count from it, reading included, as a run on workers
+	// counts them; zero: from the solver's start.
+	Start time.Time
 }
 
 func (h *Hooks) endLine() {
@@ -63,6 +68,7 @@ type Job struct {
 
 	cfg   configured
 	hooks Hooks
+	lead  time.Duration // Hooks.Start to the solver's start
 }
 
 // Prepare settles s, checks it and configures the algorithm, before any
@@ -263,14 +269,29 @@ func (j *Job) anytimeOptions() (anytime.Options, error) {
 // on the algorithm's bound (solveExact), or the algorithm alone. What it
 // reports beyond the result goes to h.
 func (j *Job) Solve(ctx context.Context, h Hooks) (solver.Result, error) {
-	j.hooks = h
+	var lead time.Duration // what the command spent before the solver
+	if !h.Start.IsZero() {
+		lead = time.Since(h.Start)
+	}
+	if p := h.Progress; p != nil && lead > 0 {
+		h.Progress = func(pr solver.Progress) {
+			pr.Elapsed += lead
+			p(pr)
+		}
+	}
+	j.hooks, j.lead = h, lead
+	var res solver.Result
+	var err error
 	switch {
 	case j.Settings.AnytimeOn:
-		return j.solveAnytime(ctx)
+		res, err = j.solveAnytime(ctx)
 	case j.Settings.Exact:
-		return j.solveExact(ctx)
+		res, err = j.solveExact(ctx)
+	default:
+		res, err = j.cfg.solve(ctx, j.Model, j.Evidence, h.Progress)
 	}
-	return j.cfg.solve(ctx, j.Model, j.Evidence, h.Progress)
+	res.Elapsed += lead
+	return res, err
 }
 
 // Solve prepares s, binds it to m under ev and solves it in this process:
@@ -293,7 +314,11 @@ func (j *Job) solveAnytime(ctx context.Context) (solver.Result, error) {
 	o := j.Anytime
 	h := &j.hooks
 	if h.Print != nil {
-		o.Events = PhaseLines(h.Print, j.Cost)
+		lines, lead := PhaseLines(h.Print, j.Cost), j.lead
+		o.Events = func(e anytime.Event) {
+			e.Elapsed += lead
+			lines(e)
+		}
 	}
 	res, err := anytime.Solve(ctx, j.Model, j.Evidence, o, h.Progress)
 	if err != nil {

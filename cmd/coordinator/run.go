@@ -266,7 +266,7 @@ func (r *runFlags) target(name string, f solveFlags, sharded bool, start time.Ti
 // output and the metrics, the lines to con unless --quiet, the steps,
 // workers and checkpoints to the metrics.
 func (r *runFlags) launchHooks(f solveFlags, progress func(solver.Progress), con *cli.Console) launch.Hooks {
-	h := launch.Hooks{Hooks: f.hooks(r.obs.Observed(progress), con)}
+	h := launch.Hooks{Hooks: f.hooks(r.obs.Observed(progress), con, time.Time{})} // a run on workers counts from launch.Target.Start
 	if m := r.obs; m != nil {
 		h.Step, h.Workers, h.Checkpoint = m.ObserveStep, m.SetWorkers, m.ObserveCheckpoint
 	}

@@ -138,8 +138,8 @@ func (f *solveFlags) prepare(fs *flag.FlagSet, cmd string, pos []string) (spec, 
 
 // hooks are where a run in this process reports on con: its progress, and
 // its lines unless --quiet.
-func (f *solveFlags) hooks(progress func(solver.Progress), con *cli.Console) engine.Hooks {
-	h := engine.Hooks{Progress: progress}
+func (f *solveFlags) hooks(progress func(solver.Progress), con *cli.Console, start time.Time) engine.Hooks {
+	h := engine.Hooks{Progress: progress, Start: start}
 	if !f.quiet {
 		h.Print, h.EndLine = con.Print, con.Close
 	}
@@ -178,7 +178,7 @@ func cmdSolve(ctx context.Context, args []string, stdout io.Writer, con *cli.Con
 		return err
 	}
 	defer out.Close()
-	o, err := launch.Run(ctx, j, launch.Target{Out: f.out}, launch.Hooks{Hooks: f.hooks(out.Progress(), con)})
+	o, err := launch.Run(ctx, j, launch.Target{Out: f.out}, launch.Hooks{Hooks: f.hooks(out.Progress(), con, start)})
 	if err != nil {
 		return usageError{fmt.Errorf("%s: %w", pos[0], err)}
 	}
