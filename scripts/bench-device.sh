@@ -11,6 +11,9 @@
 # BIN is a folder with coordinator and worker (default: built here with go).
 # Sizes are parameters so the script can be tried small first:
 #   S6=100 S7=200 S8=300 W6="1 2" W7="2" T6="1 2" TL6=3 TL7=3 scripts/bench-device.sh
+# and run on a small machine (S8=0 leaves out the S8^2 run; T7 and WA7 list
+# solve's threads and DD-ADMM's workers at S7^2):
+#   S8=0 W6="1 2 4" WA6="1 2 4" T6="1 2" W7="1 2 4" WA7="1 2 4" T7="1 2" scripts/bench-device.sh
 # --max-entries bounds each worker's part: the 10^8 run needs no flag.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +28,7 @@ work=${WORK:-/tmp/devwork}
 mkdir -p "$work/tr"
 S6=${S6:-1000}; S7=${S7:-3163}; S8=${S8:-10000}
 W6=${W6:-"1 2 4 8 16"}; WA6=${WA6:-"1 2 4 16"}; W7=${W7:-"2 4 8 16"}; T6=${T6:-"1 2 4 8 16"}
+WA7=${WA7:-"16"}; T7=${T7:-"1"}
 TL6=${TL6:-8}; TL7=${TL7:-20}; TL7S=${TL7S:-50}
 runs=$out/runs.txt
 : >"$runs"
@@ -86,8 +90,11 @@ gen() { [ -f "$work/g$1.ddx" ] || "$C" gen potts --height "$1" --width "$1" --la
 # The 10^8 grid is written in the background while the small runs go (one
 # core of sixteen; noted in runs.txt).
 gen "$S6"; gen "$S7"
-(t0=$(date +%s); gen "$S8"; echo "gen ${S8}^2 .ddx: $(( $(date +%s) - t0 )) s, $(du -h "$work/g$S8.ddx" | cut -f1)" >>"$runs") &
-genpid=$!
+genpid=
+if [ "$S8" != 0 ]; then
+  (t0=$(date +%s); gen "$S8"; echo "gen ${S8}^2 .ddx: $(( $(date +%s) - t0 )) s, $(du -h "$work/g$S8.ddx" | cut -f1)" >>"$runs") &
+  genpid=$!
+fi
 
 m=$work/g$S6.ddx
 one s6-trws-t1 "$C" solve --algo trws --threads 1 --max-iter 100 --tol 0 "$m"
@@ -97,13 +104,14 @@ for w in $W6; do one r6-trws-w$w "$C" run --local --workers "$w" --time-limit "$
 one s6-admm-t1 "$C" solve --algo admm --threads 1 --max-iter 10 --tol 0 "$m"
 for w in $WA6; do one r6-admm-w$w "$C" run --local --algo admm --workers "$w" --time-limit "$TL6" --tol 0 "$m"; done
 
-wait "$genpid"
+[ -n "$genpid" ] && wait "$genpid"
 m=$work/g$S7.ddx
-one s7-trws-t1 "$C" solve --algo trws --threads 1 --time-limit "$TL7S" --tol 0 "$m"
+for t in $T7; do one s7-trws-t$t "$C" solve --algo trws --threads "$t" --time-limit "$TL7S" --tol 0 "$m"; done
 for w in $W7; do one r7-trws-w$w "$C" run --local --workers "$w" --time-limit "$TL7" --tol 0 "$m"; done
-one r7-admm-w16 "$C" run --local --algo admm --workers 16 --time-limit "$TL7" --tol 0 "$m"
+for w in $WA7; do one r7-admm-w$w "$C" run --local --algo admm --workers "$w" --time-limit "$TL7" --tol 0 "$m"; done
 
 tar czf "$out/traces.tar.gz" -C "$work" tr
+if [ "$S8" = 0 ]; then cat "$runs"; exit 0; fi
 rm -f "$work/g$S6.ddx"
 m=$work/g$S8.ddx
 one r8-trws-w16 "$C" run --local --workers 16 --max-iter 3 --tol 0 --out "$work/g8.mpe" "$m"
