@@ -89,7 +89,7 @@ func twoPassOwners(t *testing.T, p *planner) {
 
 // scanFile opens a Scanner of the indexed file at path, closed when the
 // test ends.
-func scanFile(t *testing.T, path string) *indexed.Scanner {
+func scanFile(t testing.TB, path string) *indexed.Scanner {
 	t.Helper()
 	f, size, err := openSized(path, "shard")
 	if err != nil {
