@@ -330,6 +330,10 @@ type shardPlan struct {
 	// input is the indexed file in the model's own factor order (the
 	// layout's may be its reordering: localize), which scores as solve does.
 	input string
+	// summary, when input was converted by this run, is the plan's first
+	// pass taken as input was written (shard.Summary), until the plan
+	// takes it.
+	summary *shard.Summary
 	// blocks is the file's digest when workers may receive their parts,
 	// and partsFile the file open (hashParts, serveParts, release).
 	blocks    *shard.Blocks
@@ -364,18 +368,22 @@ func planShards(ctx context.Context, j *engine.Job, t Target, cut func(engine.Cl
 	ctx, cancel := withTimeLimit(ctx, j, t, "planning the shards")
 	defer cancel()
 	sh, log := t.Sharded, t.Logger
-	p, err := shardedInput(ctx, t)
+	// The model's class: from the factors as the conversion writes them,
+	// or as the plan's first pass reads an indexed input.
+	class := engine.Class{Higher: -1}
+	visit := func(a int, f *model.Factor) { class.Add(a, f) }
+	p, err := shardedInput(ctx, t, shard.NewSummary(visit))
 	if err != nil {
 		return nil, err
 	}
 	path := p.input
-	p.class = engine.Class{Higher: -1}
 	p.layout, err = shard.PlanLayout(path, t.Workers, shard.PlanOptions{MaxEntries: sh.MaxEntries, Context: ctx, Logger: log,
-		Visit: func(a int, f *model.Factor) { p.class.Add(a, f) }, Cut: func() {
+		Visit: visit, Summary: p.summary, Cut: func() {
 			if cut != nil {
-				cut(p.class)
+				cut(class)
 			}
 		}})
+	p.class, p.summary = class, nil
 	var ue *shard.UnshardableError
 	if errors.As(err, &ue) {
 		return nil, err
@@ -413,9 +421,10 @@ func withTimeLimit(ctx context.Context, j *engine.Job, t Target, what string) (c
 // shardedInput begins the plan of t.Sharded's model: its state directory
 // and its indexed file (input), the model itself when it is one, else
 // converted there by shardInput with the evidence given, or beside a UAI
-// model, folded in (evidence). Both the sharded relaxation (planShards)
+// model, folded in (evidence); sum, when not nil, is filled as the
+// conversion writes (summary). Both the sharded relaxation (planShards)
 // and the sharded search (shardSource) start here.
-func shardedInput(ctx context.Context, t Target) (*shardPlan, error) {
+func shardedInput(ctx context.Context, t Target, sum *shard.Summary) (*shardPlan, error) {
 	sh, log := t.Sharded, t.Logger
 	path, err := filepath.Abs(sh.Path)
 	if err != nil {
@@ -431,8 +440,15 @@ func shardedInput(ctx context.Context, t Target) (*shardPlan, error) {
 			log.Info("sharding: evidence beside the model, read as toulbar2 does (--evidence overrides)", "evidence", evidence)
 		}
 	}
-	if p.input, err = shardInput(ctx, path, p.stateDir, sh.MaxEntries, evidence, func(ev model.Evidence) { p.evidence = ev }, log); err != nil {
+	var report indexed.WriteReport
+	if sum != nil {
+		report = sum.Report()
+	}
+	if p.input, err = shardInput(ctx, path, p.stateDir, sh.MaxEntries, evidence, func(ev model.Evidence) { p.evidence = ev }, report, log); err != nil {
 		return nil, err
+	}
+	if p.input != path {
+		p.summary = sum
 	}
 	return p, nil
 }

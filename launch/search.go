@@ -89,7 +89,7 @@ func runSearchFile(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outco
 func shardSource(ctx context.Context, j *engine.Job, t Target) (*shardPlan, error) {
 	ctx, cancel := withTimeLimit(ctx, j, t, "converting the model")
 	defer cancel()
-	p, err := shardedInput(ctx, t)
+	p, err := shardedInput(ctx, t, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -122,7 +122,7 @@ func (r *ServiceRunner) shardedModel(ctx context.Context, path string) (*Sharded
 		if log == nil {
 			log = slog.New(slog.NewTextHandler(io.Discard, nil))
 		}
-		if converted, err = shardInput(ctx, path, stateDir, 0, "", nil, log); err != nil {
+		if converted, err = shardInput(ctx, path, stateDir, 0, "", nil, indexed.WriteReport{}, log); err != nil {
 			return nil, err
 		}
 	}

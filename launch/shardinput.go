@@ -64,8 +64,10 @@ func WholeReason(j *engine.Job, modelPath string, evidence bool) string {
 // for an indexed input (modelfile.ConvertOptions.MaxEntries). The file is
 // written beside its place and renamed into it, so that members of a Raft
 // group converting the same model into a shared directory each leave the
-// same complete file.
-func shardInput(ctx context.Context, path, stateDir string, maxEntries int, evidence string, observed func(model.Evidence), log *slog.Logger) (string, error) {
+// same complete file. report is told what the conversion writes
+// (modelfile.ConvertOptions.Report): the plan's first pass, which then
+// need not read back the file this run has just written (shard.Summary).
+func shardInput(ctx context.Context, path, stateDir string, maxEntries int, evidence string, observed func(model.Evidence), report indexed.WriteReport, log *slog.Logger) (string, error) {
 	if modelfile.FormatOf(path) == modelfile.Indexed {
 		if evidence != "" {
 			return "", inputf("%s: an indexed model takes no evidence (fold it into the model first)", path)
@@ -90,7 +92,7 @@ func shardInput(ctx context.Context, path, stateDir string, maxEntries int, evid
 	out := filepath.Join(stateDir, name+indexed.Ext)
 	start := time.Now()
 	if err := writeRenamed(out, func(tmp string) error {
-		return modelfile.Convert(ctx, path, tmp, modelfile.ConvertOptions{MaxEntries: maxEntries, Evidence: evidence, Observed: observed})
+		return modelfile.Convert(ctx, path, tmp, modelfile.ConvertOptions{MaxEntries: maxEntries, Evidence: evidence, Observed: observed, Report: report})
 	}); err != nil {
 		return "", err
 	}

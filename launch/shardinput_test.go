@@ -2,9 +2,11 @@ package launch
 
 import (
 	"context"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/ddrun/ddrun/internal/oracle"
 	"github.com/ddrun/ddrun/model"
 	"github.com/ddrun/ddrun/model/modelfile"
+	"github.com/ddrun/ddrun/shard"
 	"github.com/ddrun/ddrun/transport"
 )
 
@@ -195,6 +198,45 @@ func TestShardedBudgetEachPart(t *testing.T) {
 		_, err := Run(context.Background(), exactJob(t), target, Hooks{})
 		if err == nil || !strings.Contains(err.Error(), "total number of states over the limit of 450") || strings.Contains(err.Error(), "\n") {
 			t.Fatalf("%s, --exact over the budget of 450 in all: %v", name, err)
+		}
+	}
+}
+
+// TestPlanTakesTheConversion: a run that converts its model plans from
+// what the conversion saw (shard.Summary: no walk of the file it has just
+// written), a plan the same as the walk's of the converted file, the same
+// class; an indexed input is walked.
+func TestPlanTakesTheConversion(t *testing.T) {
+	dir := t.TempDir()
+	m := generate.Potts(generate.GridOptions{Height: 260, Width: 260, Labels: 4, Rho: 0.5, Seed: 1})
+	for _, name := range []string{"g.msgpack", "g.uai", "g.ddx"} {
+		path := filepath.Join(dir, name)
+		if err := modelfile.Save(path, m); err != nil {
+			t.Fatal(err)
+		}
+		var logged strings.Builder
+		log := slog.New(slog.NewTextHandler(&logged, nil))
+		target := Target{Workers: 2, Job: "plan", Logger: log, Start: time.Now(), Sharded: &Sharded{Path: path, StateDir: filepath.Join(dir, name+".state"), Local: true}}
+		p, err := planShards(context.Background(), defaultRunJob(t, 1), target, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		t.Cleanup(p.release)
+		from := "from=summary"
+		if name == "g.ddx" {
+			from = "from=walk"
+		}
+		if !strings.Contains(logged.String(), "ranges cut") || !strings.Contains(logged.String(), from) {
+			t.Fatalf("%s: the plan's first pass, want %s:\n%s", name, from, logged.String())
+		}
+		class := engine.Class{Higher: -1}
+		want, err := shard.PlanLayout(p.input, 2, shard.PlanOptions{Visit: func(a int, f *model.Factor) { class.Add(a, f) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		class.Vars = want.NumVars
+		if !reflect.DeepEqual(p.layout, want) || p.class != class {
+			t.Fatalf("%s: the plan (class %+v) is not the walk's (class %+v)", name, p.class, class)
 		}
 	}
 }

@@ -7,7 +7,9 @@
 // streams its structure section twice and keeps no table and no
 // scope (PlanLayout): the first pass cuts the factors into consecutive ranges of
 // about equal cost, one per worker, and notes where every k-th factor's
-// record starts (k at most 1024, less on small models); the second finds
+// record starts (k at most 1024, less on small models), or takes all that
+// from a Summary that the writer filled as this process converted the
+// model (summary.go: why skipping the walk's checksum is safe there); the second finds
 // the variables that ranges share (the boundary) and counts each worker's
 // slaves over each boundary variable, reading the ranges in two groups of
 // workers at once, the first forwards and the second backwards. Each

@@ -25,8 +25,14 @@ type PlanOptions struct {
 	Context context.Context
 	Logger  *slog.Logger
 	// Visit, when not nil, sees every factor of the first pass (the
-	// coordinator's summary of the model's class, engine.Class).
+	// coordinator's summary of the model's class, engine.Class); not with
+	// a Summary, whose own visit saw them as they were written.
 	Visit func(a int, f *model.Factor)
+	// Summary, when not nil, is the first pass taken as the file at path
+	// was written by this process (NewSummary): PlanLayout takes it
+	// instead of walking the file (the same plan and the same errors), and
+	// fails when the file is not the one written. One plan takes it.
+	Summary *Summary
 	// Cut, when not nil, is called once the first pass has cut the
 	// ranges (the model read through, shardable and within the budget),
 	// before the second pass: what the run can start while the boundary
@@ -60,6 +66,15 @@ const maxChunk = 1024
 // (see the package documentation). Every error says what is wrong, with
 // the file's name.
 func PlanLayout(path string, workers int, opts PlanOptions) (*Layout, error) {
+	p, err := planWith(path, workers, opts)
+	if err != nil {
+		return nil, err
+	}
+	return p.result, nil
+}
+
+// planWith is PlanLayout, with the planner it ran (closed: its file).
+func planWith(path string, workers int, opts PlanOptions) (*planner, error) {
 	if workers < 1 || workers > math.MaxInt16 {
 		return nil, fmt.Errorf("shard: %d workers: want 1 to %d", workers, math.MaxInt16)
 	}
@@ -87,10 +102,10 @@ func PlanLayout(path string, workers int, opts PlanOptions) (*Layout, error) {
 	}
 	p := &planner{sc: sc, path: path, workers: workers, log: log, visit: opts.Visit, limit: opts.MaxEntries}
 	start := time.Now()
-	if err := p.ranges(); err != nil {
+	if err := p.ranges(opts.Summary); err != nil {
 		return nil, err
 	}
-	log.Info("sharding: ranges cut", "factors", nf, "workers", workers, "seconds", time.Since(start).Seconds())
+	log.Info("sharding: ranges cut", "factors", nf, "workers", workers, "from", p.from, "seconds", time.Since(start).Seconds())
 	if opts.Cut != nil {
 		opts.Cut()
 	}
@@ -99,7 +114,10 @@ func PlanLayout(path string, workers int, opts PlanOptions) (*Layout, error) {
 		return nil, err
 	}
 	log.Info("sharding: boundary found", "boundary", len(p.bvars), "isolated", len(p.isolated), "seconds", time.Since(start).Seconds())
-	return p.layout(size, opts.MaxEntries)
+	if p.result, err = p.layout(size, opts.MaxEntries); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // planner is PlanLayout's state between its passes.
@@ -109,19 +127,17 @@ type planner struct {
 	workers int
 	log     *slog.Logger
 	visit   func(int, *model.Factor)
-	limit   int // on each part's payload entries (0: the default)
+	limit   int    // on each part's payload entries (0: the default)
+	from    string // what the first pass read: "walk" or "summary"
+	result  *Layout
 
 	cards indexed.CardRuns
-	// Pass 1: the record position and the cost of every chunk of factors,
-	// then each worker's first factor (cut[w]; cut[workers] = factors) and
-	// where its record starts; the positions stay for the second pass's
-	// backward walk.
-	chunk        int
-	chunkPos     []int64
-	chunkCost    []float64
-	chunkEntries []int // payload entries
-	cut          []int
-	cutPos       []int64
+	// Pass 1: the chunks (tally), then each worker's first factor (cut[w];
+	// cut[workers] = factors) and where its record starts; the chunks'
+	// positions stay for the second pass's backward walk.
+	tally
+	cut    []int
+	cutPos []int64
 	// Pass 2: the boundary variables (increasing) and the variables in no
 	// factor; per worker, its boundary variables, its slaves over each,
 	// and its replica entries.
@@ -130,10 +146,8 @@ type planner struct {
 	of, deg  [][]int
 	entries  []int
 	suspects int // the variables counted again (owners.go)
-	// Pass 1 measures, on the variables numbered below gapVars, how
-	// long a variable goes untouched between two of its factors (absence),
-	// which sizes the second pass's window (owners.go).
-	sample  gapSample
+	// The absences' 99th percentile (tally.sample), which sizes the
+	// second pass's window (owners.go).
 	absence uint32
 
 	// tableBits and tableMost are the windows' starting and largest sizes
@@ -145,42 +159,12 @@ type planner struct {
 }
 
 // ranges is the first pass: cardinalities, the checks of what a sharded
-// run cannot take, and the factors cut into ranges of about equal cost.
-func (p *planner) ranges() error {
+// run cannot take, and the factors cut into ranges of about equal cost;
+// from sum, when not nil, instead of a walk of the file (first).
+func (p *planner) ranges(sum *Summary) error {
 	nf := p.sc.NumFactors()
-	p.chunk = min(maxChunk, max(1, nf/(64*p.workers)))
-	err := p.sc.Walk(indexed.Visitor{
-		Cards: func(_, n, card int) error {
-			p.cards.Append(n, card)
-			return nil
-		},
-		Unaries: func(i int, u []float64) error {
-			for k, x := range u {
-				if math.IsInf(x, -1) {
-					return &UnshardableError{fmt.Errorf("shard: %s: variable %d: state %d is forbidden (-Inf unary); a sharded run needs every state allowed: solve the model unsharded", p.path, i, k)}
-				}
-			}
-			return nil
-		},
-		Factor: func(a int, rec indexed.Record, f *model.Factor) error {
-			if len(f.Vars) < 2 {
-				return &UnshardableError{fmt.Errorf("shard: %s: factor %d is over %d variables; a sharded run needs every factor over two or more (coordinator convert folds the others into the unaries)", p.path, a, len(f.Vars))}
-			}
-			if a%p.chunk == 0 {
-				p.chunkPos = append(p.chunkPos, rec.Pos)
-				p.chunkCost = append(p.chunkCost, 0)
-				p.chunkEntries = append(p.chunkEntries, 0)
-			}
-			p.chunkCost[len(p.chunkCost)-1] += p.cost(f, rec.Payload)
-			p.chunkEntries[len(p.chunkEntries)-1] += rec.Payload.Entries()
-			p.sample.note(a, f.Vars)
-			if p.visit != nil {
-				p.visit(a, f)
-			}
-			return nil
-		},
-	})
-	if err != nil {
+	p.chunk = chunkFor(nf, p.workers)
+	if err := p.first(sum); err != nil {
 		return err
 	}
 	// Cut at chunk boundaries, each worker's share of the cost about the
@@ -223,14 +207,83 @@ func (p *planner) ranges() error {
 	return nil
 }
 
-// cost estimates a factor's share of an iteration: its replica entries
-// and its table.
-func (p *planner) cost(f *model.Factor, pl indexed.Payload) float64 {
-	c := float64(pl.Entries())
-	for _, v := range f.Vars {
-		c += float64(p.cards.Card(v))
+// walk reads what the first pass needs from the file: the cardinalities,
+// the unaries' check, and each factor's check and share of its chunk
+// (visit, when not nil, sees every factor).
+func (p *planner) walk(visit func(int, *model.Factor)) error {
+	return p.sc.Walk(indexed.Visitor{
+		Cards: func(_, n, card int) error {
+			p.cards.Append(n, card)
+			return nil
+		},
+		Unaries: func(i int, u []float64) error {
+			for k, x := range u {
+				if math.IsInf(x, -1) {
+					return forbiddenError(p.path, i, k)
+				}
+			}
+			return nil
+		},
+		Factor: func(a int, rec indexed.Record, f *model.Factor) error {
+			if len(f.Vars) < 2 {
+				return shortError(p.path, a, len(f.Vars))
+			}
+			p.tally.add(a, rec.Pos, rec.Payload.Entries(), f, &p.cards)
+			if visit != nil {
+				visit(a, f)
+			}
+			return nil
+		},
+	})
+}
+
+// forbiddenError and shortError are the first pass's refusals of a model
+// (a walk's or a Summary's).
+func forbiddenError(path string, i, k int) error {
+	return &UnshardableError{fmt.Errorf("shard: %s: variable %d: state %d is forbidden (-Inf unary); a sharded run needs every state allowed: solve the model unsharded", path, i, k)}
+}
+
+func shortError(path string, a, arity int) error {
+	return &UnshardableError{fmt.Errorf("shard: %s: factor %d is over %d variables; a sharded run needs every factor over two or more (coordinator convert folds the others into the unaries)", path, a, arity)}
+}
+
+// chunkFor is the factors between two noted record positions of a
+// model of nf factors cut for workers: about 64 chunks a worker, at most
+// maxChunk factors each.
+func chunkFor(nf, workers int) int {
+	return min(maxChunk, max(1, nf/(64*workers)))
+}
+
+// tally is what the first pass learns of the factors, a chunk at a time:
+// the record position and the cost of every chunk of factors (and its
+// payload entries), and a sample of the absences.
+type tally struct {
+	chunk        int
+	chunkPos     []int64
+	chunkCost    []float64
+	chunkEntries []int // payload entries
+	// The absences measured on the variables numbered below gapVars (how
+	// long a variable goes untouched between two of its factors), which
+	// size the second pass's window (owners.go).
+	sample gapSample
+}
+
+// add counts factor a, f, whose record starts at pos and whose payload
+// has entries entries, into its chunk (cards: the model's).
+func (t *tally) add(a int, pos int64, entries int, f *model.Factor, cards *indexed.CardRuns) {
+	if a%t.chunk == 0 {
+		t.chunkPos = append(t.chunkPos, pos)
+		t.chunkCost = append(t.chunkCost, 0)
+		t.chunkEntries = append(t.chunkEntries, 0)
 	}
-	return c
+	// Its share of an iteration: its replica entries and its table.
+	c := float64(entries)
+	for _, v := range f.Vars {
+		c += float64(cards.Card(v))
+	}
+	t.chunkCost[len(t.chunkCost)-1] += c
+	t.chunkEntries[len(t.chunkEntries)-1] += entries
+	t.sample.note(a, f.Vars)
 }
 
 // layout puts the passes' results together, with the boundary's unaries.

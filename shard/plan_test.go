@@ -89,7 +89,7 @@ func twoPassOwners(t *testing.T, p *planner) {
 
 // scanFile opens a Scanner of the indexed file at path, closed when the
 // test ends.
-func scanFile(t *testing.T, path string) *indexed.Scanner {
+func scanFile(t testing.TB, path string) *indexed.Scanner {
 	t.Helper()
 	f, size, err := openSized(path, "shard")
 	if err != nil {
@@ -112,7 +112,7 @@ func ownersBoth(t *testing.T, path string, workers, bits int, what string) *plan
 	t.Helper()
 	sc := scanFile(t, path)
 	got := &planner{sc: sc, path: path, workers: workers, tableBits: bits, tableMost: bits}
-	if err := got.ranges(); err != nil {
+	if err := got.ranges(nil); err != nil {
 		t.Fatal(err)
 	}
 	want := *got
@@ -241,7 +241,7 @@ func TestOwnersMemoryFlat(t *testing.T) {
 			runtime.ReadMemStats(&ms)
 			heap = ms.HeapAlloc
 		}}
-		if err := p.ranges(); err != nil {
+		if err := p.ranges(nil); err != nil {
 			t.Fatal(err)
 		}
 		runtime.GC()

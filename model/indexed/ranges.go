@@ -26,9 +26,10 @@ import (
 // section has one checksum, which only a whole Walk verifies, and a
 // record holds no factor number: a pos that is not factor from's record
 // start decodes garbage (mostly an error) or other factors. The structure
-// is verified by the Walk of whoever handed out pos (a coordinator); a
-// reader binds the file to it by (Size, StructureCRC), which the trailer
-// holds under its own checksum.
+// is verified by the Walk of whoever handed out pos (a coordinator), or
+// was laid out by its own Writer (WriteOptions.Report); a reader binds the
+// file to it by (Size, StructureCRC), which the trailer holds under its
+// own checksum.
 //
 // f passed to fn is valid until fn returns, but its slices (Vars, Negated,
 // Table, Emission) are fresh: the caller may keep them (a copy of *f).

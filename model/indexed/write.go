@@ -37,6 +37,59 @@ type WriteOptions struct {
 	// Context, when not nil, stops the write once it ends: Add and Close
 	// then fail with its cause.
 	Context context.Context
+	// Report, when its fields are set, is told what the writer lays out
+	// as it writes it, so that a caller who needs a pass over the
+	// structure it has just written (shard.Summary) has it without
+	// reading the file back.
+	Report WriteReport
+}
+
+// WriteReport is told what a Writer lays out (WriteOptions.Report); nil
+// fields are skipped. It holds nothing itself: what a caller keeps of it
+// is the caller's.
+type WriteReport struct {
+	// Factor is called as each factor is written (not when one is
+	// folded), in the file's order, before Add returns.
+	Factor func(WrittenFactor)
+	// Closed is called by a Close that has written the whole file.
+	Closed func(Written)
+}
+
+// WrittenFactor is one factor as a Writer writes it (WriteReport.Factor).
+type WrittenFactor struct {
+	// A is the factor's number in the file (folded factors take none).
+	A int
+	// Rel is where its record starts, counted from the first record's
+	// start: Written.Records adds the file offset, known at Close (the
+	// structure goes after the payload). Rel + Written.Records is the
+	// Record.Pos a Walk of the file gives.
+	Rel int64
+	// Entries is its payload's number of float64 entries (Payload.Entries).
+	Entries int
+	// Factor is the factor as Add got it (with its payload, which a Walk's
+	// factor lacks): valid during the call only.
+	Factor *model.Factor
+	// Cards are the model's cardinalities, every variable added by then
+	// (read only).
+	Cards *CardRuns
+}
+
+// Written is what Close laid out (WriteReport.Closed).
+type Written struct {
+	// Size is the file's length in bytes and StructureCRC the structure
+	// section's checksum, as Scanner.Size and StructureCRC give them.
+	Size         int64
+	StructureCRC uint32
+	// Records is the file offset of the first factor record.
+	Records             int64
+	NumVars, NumFactors int
+	// Cards are the cardinalities, run-length encoded (as a Walk's Cards
+	// gives them); the writer no longer uses them.
+	Cards CardRuns
+	// ForbiddenVar and ForbiddenState name the first state, in the order
+	// of the variables then their states, whose unary in the file is
+	// -Inf (after the folds); both -1 when no unary entry is -Inf.
+	ForbiddenVar, ForbiddenState int
 }
 
 // Writer writes an indexed model file in one pass over the model: the
@@ -69,6 +122,12 @@ type Writer struct {
 	scratch    []byte
 	nfactors   int
 	stateLimit int // the most states in all (maxStates)
+
+	report WriteReport
+	// The first -Inf unary entry (variable, state; -1 when none): a -Inf
+	// entry stays -Inf under the folds (a sum with +Inf or NaN is not
+	// folded), so the least of those added is the file's first.
+	forbidVar, forbidState int
 }
 
 // MaxSpilledStates is the most states in all that a Writer takes when its
@@ -129,7 +188,8 @@ func NewStreamWriter(w io.Writer, constant float64, opts WriteOptions) (*Writer,
 		return nil, fmt.Errorf("indexed: constant %v is not finite", constant)
 	}
 	wr := &Writer{w: bufio.NewWriterSize(w, 1<<16), constant: constant, blockSize: bs, fold: opts.FoldUnary,
-		scratch: make([]byte, 8<<10), ctx: opts.Context, stateLimit: maxStates(opts)}
+		scratch: make([]byte, 8<<10), ctx: opts.Context, stateLimit: maxStates(opts),
+		report: opts.Report, forbidVar: -1, forbidState: -1}
 	for _, s := range []struct {
 		p    **spill
 		what string
@@ -172,6 +232,9 @@ func (wr *Writer) AddVar(card int, unary []float64) error {
 		if s := badValue(v); s != "" {
 			return wr.fail(fmt.Errorf("indexed: unary entry %d is %s", states+k, s))
 		}
+		if math.IsInf(v, -1) {
+			wr.forbid(i, k)
+		}
 	}
 	for left := card; left > 0; {
 		n := min(left, len(wr.scratch)/8)
@@ -190,6 +253,13 @@ func (wr *Writer) AddVar(card int, unary []float64) error {
 	wr.cards.Append(1, card)
 	wr.nvars++
 	return nil
+}
+
+// forbid notes that variable i's state k has a -Inf unary.
+func (wr *Writer) forbid(i, k int) {
+	if wr.forbidVar < 0 || i < wr.forbidVar || i == wr.forbidVar && k < wr.forbidState {
+		wr.forbidVar, wr.forbidState = i, k
+	}
 }
 
 // putFloats encodes vs into b (8 bytes each), little-endian.
@@ -257,6 +327,7 @@ func (wr *Writer) Add(f *model.Factor) error {
 			return nil
 		}
 	}
+	rel := wr.records.size
 	if err := wr.record(f); err != nil {
 		return wr.fail(wr.wrap(err))
 	}
@@ -265,6 +336,10 @@ func (wr *Writer) Add(f *model.Factor) error {
 	wr.floats(f.EmissionScores())
 	if wr.err != nil {
 		return wr.fail(wr.wrap(wr.err))
+	}
+	if wr.report.Factor != nil {
+		wr.report.Factor(WrittenFactor{A: wr.nfactors - 1, Rel: rel, Entries: len(f.Table) + len(f.EmissionScores()),
+			Factor: f, Cards: &wr.cards})
 	}
 	return nil
 }
@@ -357,7 +432,11 @@ func (wr *Writer) foldFactor(f *model.Factor) (bool, error) {
 		}
 	}
 	for s := range card {
-		le.PutUint64(u[8*s:], math.Float64bits(math.Float64frombits(le.Uint64(u[8*s:]))+t[s]))
+		x := math.Float64frombits(le.Uint64(u[8*s:])) + t[s]
+		le.PutUint64(u[8*s:], math.Float64bits(x))
+		if math.IsInf(x, -1) {
+			wr.forbid(f.Vars[0], s)
+		}
 	}
 	wr.folded++
 	return true, nil
@@ -447,6 +526,7 @@ func (wr *Writer) Close() error {
 		return wr.fail(wr.wrap(err))
 	}
 	c.u64(uint64(wr.nfactors))
+	records := int64(t.structOff) + c.n
 	if err := wr.records.copyTo(c.write); err != nil {
 		return wr.fail(wr.wrap(err))
 	}
@@ -462,6 +542,11 @@ func (wr *Writer) Close() error {
 		return wr.fail(wr.wrap(err))
 	}
 	wr.err = errors.New("indexed: writer is closed")
+	if wr.report.Closed != nil {
+		wr.report.Closed(Written{Size: int64(t.indexOff) + ic.n + trailerSize, StructureCRC: t.structCRC,
+			Records: records, NumVars: wr.nvars, NumFactors: wr.nfactors, Cards: wr.cards,
+			ForbiddenVar: wr.forbidVar, ForbiddenState: wr.forbidState})
+	}
 	return nil
 }
 

@@ -56,6 +56,9 @@ type ConvertOptions struct {
 	// other inputs are read whole for it.
 	Evidence string
 	Observed func(model.Evidence)
+	// Report, for an indexed output, is told what the writer lays out as
+	// it writes (indexed.WriteOptions.Report); other outputs ignore it.
+	Report indexed.WriteReport
 }
 
 // Convert reads the model file in and writes it to out, each in the format
@@ -102,7 +105,7 @@ func Convert(ctx context.Context, in, out string, o ConvertOptions) (err error) 
 		}
 	}()
 	wopts := indexed.WriteOptions{BlockSize: o.BlockSize, FoldUnary: !o.KeepUnaryFactors,
-		TempDir: filepath.Dir(out), Context: ctx}
+		TempDir: filepath.Dir(out), Context: ctx, Report: o.Report}
 	if FormatOf(in) == Native && isMsgpack(in) && o.Evidence == "" {
 		return streamMsgpack(ctx, in, f, o, wopts)
 	}
