@@ -11,7 +11,12 @@
 // from a Summary that the writer filled as this process converted the
 // model (summary.go: why skipping the walk's checksum is safe there); the second finds
 // the variables that ranges share (the boundary) and counts each worker's
-// slaves over each boundary variable, reading the ranges in two groups of
+// slaves over each boundary variable. The first pass notes every chunk's
+// least and greatest variable, so every worker's factors lie within a
+// hull, and the boundary among the variables inside two hulls: on a file
+// in a local order the second pass reads again only the chunks that meet
+// those (hulls.go: a few per cut). Where the hulls overlap too much (no
+// local order) it walks every range instead, in two groups of
 // workers at once, the first forwards and the second backwards. Each
 // group keeps a window of the variables touched lately and a bit for each
 // variable seen before, by pages dropped once full (owners.go), so that

@@ -45,6 +45,13 @@ func (p *planner) owners() error {
 	if p.sc.NumVars() > math.MaxUint32 {
 		return fmt.Errorf("shard: %s: %d variables: a sharded plan takes at most %d", p.path, p.sc.NumVars(), uint32(math.MaxUint32))
 	}
+	if !p.windowed {
+		if ran, err := p.ownersByHulls(); ran || err != nil {
+			p.from2 = "hulls"
+			return err
+		}
+	}
+	p.from2 = "windows"
 	groups := min(ownerGroups, p.workers, max(1, runtime.GOMAXPROCS(0)))
 	p.entries = make([]int, p.workers)
 	heldBy := make([][]held, p.workers)
@@ -502,8 +509,24 @@ func newPageSet(n int) *pageSet {
 	return &pageSet{n: n, pages: make([]*page, (n+1<<pageBits-1)>>pageBits)}
 }
 
-// size is the number of variables of page k.
-func (s *pageSet) size(k int) int { return min(1<<pageBits, s.n-k<<pageBits) }
+// size is the number of variables of page k (a set whose n is not
+// known yet, 0, has pages of 2^pageBits).
+func (s *pageSet) size(k int) int {
+	if s.n == 0 {
+		return 1 << pageBits
+	}
+	return min(1<<pageBits, s.n-k<<pageBits)
+}
+
+// setSize says that the set is over the variables 0..n-1 (a set made
+// without newPageSet grows as add needs: its n was 0), before missing;
+// n is above every variable added.
+func (s *pageSet) setSize(n int) {
+	s.n = n
+	if k := (n + 1<<pageBits - 1) >> pageBits; k > len(s.pages) {
+		s.pages = append(s.pages, make([]*page, k-len(s.pages))...)
+	}
+}
 
 func (s *pageSet) has(v int) bool {
 	pg := s.pages[v>>pageBits]
@@ -516,6 +539,9 @@ func (s *pageSet) has(v int) bool {
 
 func (s *pageSet) add(v int) {
 	k := v >> pageBits
+	if k >= len(s.pages) { // a set growing as it goes (n 0)
+		s.pages = append(s.pages, make([]*page, k+1-len(s.pages))...)
+	}
 	pg := s.pages[k]
 	if pg == full {
 		return

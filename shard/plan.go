@@ -113,7 +113,7 @@ func planWith(path string, workers int, opts PlanOptions) (*planner, error) {
 	if err := p.owners(); err != nil {
 		return nil, err
 	}
-	log.Info("sharding: boundary found", "boundary", len(p.bvars), "isolated", len(p.isolated), "seconds", time.Since(start).Seconds())
+	log.Info("sharding: boundary found", "boundary", len(p.bvars), "isolated", len(p.isolated), "from", p.from2, "seconds", time.Since(start).Seconds())
 	if p.result, err = p.layout(size, opts.MaxEntries); err != nil {
 		return nil, err
 	}
@@ -156,6 +156,13 @@ type planner struct {
 	// still held (the tests' look at the pass's memory).
 	tableBits, tableMost int
 	measure              func()
+	// windowed: the second pass walks every factor (owners.go), even
+	// where the hulls would do (hulls.go; the tests of the walk); maxCand,
+	// when not 0, bounds the hulls' candidates (the tests' fallback);
+	// from2 says which pass ran.
+	windowed bool
+	maxCand  int
+	from2    string
 }
 
 // ranges is the first pass: cardinalities, the checks of what a sharded
@@ -256,7 +263,9 @@ func chunkFor(nf, workers int) int {
 
 // tally is what the first pass learns of the factors, a chunk at a time:
 // the record position and the cost of every chunk of factors (and its
-// payload entries), and a sample of the absences.
+// payload entries), and a sample of the absences; for the second pass's
+// hulls (hulls.go), every chunk's least and greatest variable and replica
+// entries, and the variables some factor holds.
 type tally struct {
 	chunk        int
 	chunkPos     []int64
@@ -266,6 +275,13 @@ type tally struct {
 	// long a variable goes untouched between two of its factors), which
 	// size the second pass's window (owners.go).
 	sample gapSample
+	// chunkLo and chunkHi bound the variables of each chunk's factors,
+	// chunkReplica sums their cardinalities; held is the set of the
+	// variables in some factor (by pages, dropped once full: a few pages
+	// of a file in a local order).
+	chunkLo, chunkHi []uint32
+	chunkReplica     []int
+	held             pageSet
 }
 
 // add counts factor a, f, whose record starts at pos and whose payload
@@ -275,14 +291,22 @@ func (t *tally) add(a int, pos int64, entries int, f *model.Factor, cards *index
 		t.chunkPos = append(t.chunkPos, pos)
 		t.chunkCost = append(t.chunkCost, 0)
 		t.chunkEntries = append(t.chunkEntries, 0)
+		t.chunkLo = append(t.chunkLo, math.MaxUint32)
+		t.chunkHi = append(t.chunkHi, 0)
+		t.chunkReplica = append(t.chunkReplica, 0)
 	}
 	// Its share of an iteration: its replica entries and its table.
-	c := float64(entries)
+	k, r := len(t.chunkPos)-1, 0
+	lo, hi := t.chunkLo[k], t.chunkHi[k]
 	for _, v := range f.Vars {
-		c += float64(cards.Card(v))
+		r += cards.Card(v)
+		lo, hi = min(lo, uint32(v)), max(hi, uint32(v))
+		t.held.add(v)
 	}
-	t.chunkCost[len(t.chunkCost)-1] += c
-	t.chunkEntries[len(t.chunkEntries)-1] += entries
+	t.chunkLo[k], t.chunkHi[k] = lo, hi
+	t.chunkCost[k] += float64(entries + r)
+	t.chunkEntries[k] += entries
+	t.chunkReplica[k] += r
 	t.sample.note(a, f.Vars)
 }
 

@@ -103,33 +103,48 @@ func scanFile(t testing.TB, path string) *indexed.Scanner {
 	return sc
 }
 
-// ownersBoth runs the windowed second pass (owners) and the two walks of
-// before on a fresh planner of the file at path, with windows of 2^bits
-// slots to start and at most (0: the defaults), and fails unless they
-// agree on the boundary, the isolated variables, the slaves per worker and
-// the replica entries. It returns the planner that owners ran on.
-func ownersBoth(t *testing.T, path string, workers, bits int, what string) *planner {
+// ownersBoth runs the windowed second pass (owners.go) and the second pass
+// from the hulls (hulls.go, where its candidates are few enough), each on a
+// fresh planner of the file at path (windows of 2^bits slots to start and
+// at most, 0: the defaults), and the two walks of before, and fails unless
+// they all agree on the boundary, the isolated variables, the slaves per
+// worker and the replica entries. It returns the planner that the windowed
+// pass ran on, and whether the hulls' pass ran (rather than fell back).
+func ownersBoth(t *testing.T, path string, workers, bits int, what string) (*planner, bool) {
+	t.Helper()
+	return ownersWith(t, path, workers, bits, 0, what)
+}
+
+// ownersWith is ownersBoth with the hulls' candidates bounded by maxCand
+// (0: maxCandidates).
+func ownersWith(t *testing.T, path string, workers, bits, maxCand int, what string) (*planner, bool) {
 	t.Helper()
 	sc := scanFile(t, path)
-	got := &planner{sc: sc, path: path, workers: workers, tableBits: bits, tableMost: bits}
+	got := &planner{sc: sc, path: path, workers: workers, tableBits: bits, tableMost: bits, windowed: true}
 	if err := got.ranges(nil); err != nil {
 		t.Fatal(err)
 	}
-	want := *got
+	want, hulls := *got, *got
+	hulls.windowed, hulls.maxCand = false, maxCand
 	if err := got.owners(); err != nil {
 		t.Fatal(err)
 	}
+	if err := hulls.owners(); err != nil {
+		t.Fatal(err)
+	}
 	twoPassOwners(t, &want)
-	for _, c := range []struct {
-		what      string
-		got, want any
-	}{{"boundary", got.bvars, want.bvars}, {"isolated", got.isolated, want.isolated},
-		{"of", got.of, want.of}, {"deg", got.deg, want.deg}, {"entries", got.entries, want.entries}} {
-		if !reflect.DeepEqual(c.got, c.want) {
-			t.Fatalf("%s, %d workers, windows of 2^%d: %s %v, the two passes found %v", what, workers, bits, c.what, c.got, c.want)
+	for _, p := range []*planner{got, &hulls} {
+		for _, c := range []struct {
+			what      string
+			got, want any
+		}{{"boundary", p.bvars, want.bvars}, {"isolated", p.isolated, want.isolated},
+			{"of", p.of, want.of}, {"deg", p.deg, want.deg}, {"entries", p.entries, want.entries}} {
+			if !reflect.DeepEqual(c.got, c.want) {
+				t.Fatalf("%s, %d workers, windows of 2^%d, the pass from %s: %s %v, the two passes found %v", what, workers, bits, p.from2, c.what, c.got, c.want)
+			}
 		}
 	}
-	return got
+	return got, hulls.from2 == "hulls"
 }
 
 // The windowed second pass finds what the two walks found: the same
@@ -172,7 +187,7 @@ func TestOwnersMatchTwoPasses(t *testing.T) {
 		path := writeDDX(t, m)
 		for _, workers := range []int{1, 2, 3, 7} {
 			for _, bits := range []int{3, 0} {
-				got := ownersBoth(t, path, workers, bits, fmt.Sprintf("trial %d", trial))
+				got, _ := ownersBoth(t, path, workers, bits, fmt.Sprintf("trial %d", trial))
 				if got.suspects > 0 {
 					recounted++
 				}
@@ -218,8 +233,18 @@ func TestOwnersLocalOrders(t *testing.T) {
 		{"every third variable isolated", isolated}, {"grid by columns", cols}} {
 		path := writeDDX(t, c.m)
 		for _, workers := range []int{1, 2, 5} {
-			if got := ownersBoth(t, path, workers, 0, c.name); got.suspects != 0 {
+			got, hulls := ownersBoth(t, path, workers, 0, c.name)
+			if got.suspects != 0 {
 				t.Errorf("%s, %d workers: %d suspects counted again: the window lost variables of a local order", c.name, workers, got.suspects)
+			}
+			if !hulls && c.name != "grid by columns" {
+				t.Errorf("%s, %d workers: the hulls' pass fell back to the windows on a local order", c.name, workers)
+			}
+			// Over a bound of 8 candidates, the hulls' pass leaves it to
+			// the windows.
+			wide := c.name == "grid 60x50" || c.name == "grid 20x3000" // a cut holds more than 8
+			if _, hulls := ownersWith(t, path, workers, 0, 8, c.name); hulls && workers > 1 && wide {
+				t.Errorf("%s, %d workers: the hulls' pass ran with more than 8 candidates", c.name, workers)
 			}
 		}
 	}
@@ -235,7 +260,7 @@ func TestOwnersMemoryFlat(t *testing.T) {
 		path := writeDDX(t, generate.Potts(generate.GridOptions{Height: h, Width: 100, Labels: 4, Rho: 0.5, Seed: 1}))
 		sc := scanFile(t, path)
 		var heap uint64
-		p := &planner{sc: sc, path: path, workers: 2, measure: func() {
+		p := &planner{sc: sc, path: path, workers: 2, windowed: true, measure: func() {
 			runtime.GC()
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
