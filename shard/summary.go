@@ -30,9 +30,10 @@ import (
 // model into its own state directory in the same run), and PlanLayout
 // checks that the file it opens has the size, structure checksum and
 // counts that Close reported. What the workers read is still checked:
-// the second pass (owners.go) and every worker's ReadRecords decode and
-// check each record they read, and the payload blocks against their
-// checksums.
+// every worker's ReadRecords decodes and checks each record of its range
+// (the ranges cover every factor), and the payload blocks against their
+// checksums, as does the second pass with what it reads (all the ranges
+// in owners.go, the chunks near the cuts in hulls.go).
 type Summary struct {
 	tally
 	visit func(int, *model.Factor)
