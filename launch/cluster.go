@@ -364,14 +364,20 @@ func (p *shardPlan) observed(pieces func(put func([]int, []int32) error) error) 
 // within --time-limit; a model the plan refuses is a
 // *shard.UnshardableError. cut, when not nil, is called once the plan's
 // first pass has cut the ranges (shard.PlanOptions.Cut).
-func planShards(ctx context.Context, j *engine.Job, t Target, cut func(engine.Class)) (*shardPlan, error) {
+func planShards(ctx context.Context, j *engine.Job, t Target, first func(), cut func(engine.Class)) (*shardPlan, error) {
 	ctx, cancel := withTimeLimit(ctx, j, t, "planning the shards")
 	defer cancel()
 	sh, log := t.Sharded, t.Logger
 	// The model's class: from the factors as the conversion writes them,
 	// or as the plan's first pass reads an indexed input.
 	class := engine.Class{Higher: -1}
-	visit := func(a int, f *model.Factor) { class.Add(a, f) }
+	visit := func(a int, f *model.Factor) {
+		if first != nil {
+			first()
+			first = nil
+		}
+		class.Add(a, f)
+	}
 	p, err := shardedInput(ctx, t, shard.NewSummary(visit))
 	if err != nil {
 		return nil, err

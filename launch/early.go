@@ -7,12 +7,19 @@ import (
 )
 
 // earlyConnect starts a --local sharded run's connection (its NATS server
-// and worker processes, Target.Connect) while the plan finds the
-// boundary, instead of after the plan: the workers are up and announced
-// when the parts are ready to load. It starts once the plan's first pass
-// has read the model through and found it shardable (start, from
-// shard.PlanOptions.Cut), so a model that a sharded run cannot take, or
-// that cannot be read, starts nothing.
+// and worker processes, Target.Connect) while the model is converted and
+// planned, instead of after the plan: the workers are up and announced
+// when the parts are ready to load. A job that the model's class cannot
+// refuse (any but --algo trws, engine.Job.CheckClass) starts it once the
+// first factor is read (first: the conversion wrote one, or the plan's
+// first pass read one of an indexed input), so an input that cannot be
+// opened, or an indexed one whose cardinalities or unaries the plan
+// refuses, starts nothing; a model found corrupt or unshardable later has
+// started its workers, which the front end stops with the session (a
+// model that the plan refuses with a fallback to the whole model runs on
+// them). Another starts once the first pass has read the model through
+// and found the job's class runnable (cut), so that a refused job starts
+// no workers.
 type earlyConnect struct {
 	ctx     context.Context
 	connect func(ctx context.Context) (*Session, error)
@@ -59,6 +66,16 @@ func (e *earlyConnect) settle() {
 	if e != nil && e.done != nil {
 		<-e.done
 	}
+}
+
+// first is planShards' callback at the first factor read: it starts the
+// connection when the class cannot refuse the job (nil without an early
+// connection, or when it can).
+func (e *earlyConnect) first(j *engine.Job, t Target) func() {
+	if e == nil || j.AskedTRWS() || refuseDTRWS(j, t) != nil {
+		return nil
+	}
+	return e.start
 }
 
 // cut is planShards' callback once the first pass has read the model:

@@ -13,26 +13,32 @@ import (
 	"github.com/ddrun/ddrun/generate"
 )
 
-// onBoundary is a log handler that calls fn when the plan logs that it
-// found the boundary (the end of its second pass).
-type onBoundary struct{ fn func() }
+// onMessage is a log handler that calls fn when the plan logs msg (the
+// end of its first pass, "sharding: ranges cut", or of its second,
+// "sharding: boundary found").
+type onMessage struct {
+	msg string
+	fn  func()
+}
 
-func (h onBoundary) Enabled(context.Context, slog.Level) bool { return true }
-func (h onBoundary) WithAttrs([]slog.Attr) slog.Handler       { return h }
-func (h onBoundary) WithGroup(string) slog.Handler            { return h }
-func (h onBoundary) Handle(_ context.Context, r slog.Record) error {
-	if r.Message == "sharding: boundary found" {
+func (h onMessage) Enabled(context.Context, slog.Level) bool { return true }
+func (h onMessage) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h onMessage) WithGroup(string) slog.Handler            { return h }
+func (h onMessage) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
 		h.fn()
 	}
 	return nil
 }
 
 // TestLocalShardedConnectsOnce: a --local sharded run connects once, and
-// its connection starts while the plan finds the boundary (it has started
-// when the boundary is found); a model that the plan's first pass refuses
-// (a forbidden state), and a job refused once its class is known (TRW-S
-// asked for with checkpoints), start nothing, and the error is the
-// refusal.
+// its connection starts while the model is read: a job that the class
+// cannot refuse (the default) at the first factor (it has started when
+// the first pass ends), one that asked for TRW-S once the first pass found
+// the class (it has started when the boundary is found); a model that the
+// plan's first pass refuses at its unaries (a forbidden state), and a job
+// refused once its class is known (TRW-S asked for with checkpoints),
+// start nothing, and the error is the refusal.
 func TestLocalShardedConnectsOnce(t *testing.T) {
 	m := generate.Potts(generate.GridOptions{Height: 8, Width: 9, Labels: 3, Rho: 0.5, Seed: 7})
 	dir := t.TempDir()
@@ -45,21 +51,23 @@ func TestLocalShardedConnectsOnce(t *testing.T) {
 		job        *engine.Job
 		every      int
 		want       string // "": runs
+		by         string // the plan's log line by which it has connected
 	}{
-		{"runs", good, defaultRunJob(t, 20), 0, ""},
-		{"refused by the plan", bad, defaultRunJob(t, 20), 0, "forbidden"},
-		{"refused after the plan", good, trwsJob(t), 5, "no checkpoints"},
+		{"runs", good, defaultRunJob(t, 20), 0, "", "sharding: ranges cut"},
+		{"TRW-S asked for", good, trwsJob(t), 0, "", "sharding: boundary found"},
+		{"refused by the plan", bad, defaultRunJob(t, 20), 0, "forbidden", ""},
+		{"refused after the plan", good, trwsJob(t), 5, "no checkpoints", ""},
 	} {
 		var calls atomic.Int32
 		started := make(chan struct{}, 1)
-		var atBoundary atomic.Bool // the connection had started when the boundary was found
-		wait := 5 * time.Second    // for the connection to start, once the boundary is found
+		var atBoundary atomic.Bool // the connection had started by the log line c.by
+		wait := 5 * time.Second    // for the connection to start, once c.by is logged
 		if c.want != "" {
 			wait = 0
 		}
 		target := Target{Workers: 2, Job: "early", Sharded: &Sharded{Path: c.path, Local: true},
 			Checkpoints: Checkpoints{Every: c.every},
-			Logger: slog.New(onBoundary{func() {
+			Logger: slog.New(onMessage{c.by, func() {
 				select {
 				case <-started:
 					atBoundary.Store(true)
@@ -74,8 +82,8 @@ func TestLocalShardedConnectsOnce(t *testing.T) {
 		o, err := Run(context.Background(), c.job, target, Hooks{})
 		switch {
 		case c.want == "" && (err != nil || o.Report.Algo != "trws" || o.Report.Iterations < 1 || calls.Load() != 1 || !atBoundary.Load()):
-			t.Errorf("%s: %v, algorithm %s, %d iterations, %d connections, started before the boundary %v",
-				c.name, err, o.Report.Algo, o.Report.Iterations, calls.Load(), atBoundary.Load())
+			t.Errorf("%s: %v, algorithm %s, %d iterations, %d connections, started by %q: %v",
+				c.name, err, o.Report.Algo, o.Report.Iterations, calls.Load(), c.by, atBoundary.Load())
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || calls.Load() != 0):
 			t.Errorf("%s: %v, %d connections; want the refusal (%q) and none", c.name, err, calls.Load(), c.want)
 		}

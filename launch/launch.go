@@ -200,7 +200,7 @@ func Run(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome, error)
 	if t.Sharded != nil {
 		e := early(ctx, &t)
 		defer e.settle()
-		p, err := planShards(ctx, j, t, e.cut(j, t))
+		p, err := planShards(ctx, j, t, e.first(j, t), e.cut(j, t))
 		var ue *shard.UnshardableError
 		if errors.As(err, &ue) && t.Sharded.Fallback != nil {
 			return runWhole(ctx, j, t, h, err)

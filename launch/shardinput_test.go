@@ -217,7 +217,7 @@ func TestPlanTakesTheConversion(t *testing.T) {
 		var logged strings.Builder
 		log := slog.New(slog.NewTextHandler(&logged, nil))
 		target := Target{Workers: 2, Job: "plan", Logger: log, Start: time.Now(), Sharded: &Sharded{Path: path, StateDir: filepath.Join(dir, name+".state"), Local: true}}
-		p, err := planShards(context.Background(), defaultRunJob(t, 1), target, nil)
+		p, err := planShards(context.Background(), defaultRunJob(t, 1), target, nil, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
