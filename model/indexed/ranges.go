@@ -44,16 +44,18 @@ func (s *Scanner) ReadRecords(pos int64, from, to int, card func(v int) int, fn 
 	if pos < s.recordsFrom() || pos >= s.structEnd() {
 		return errf(s.name, "record position %d outside the structure's factor records [%d,%d)", pos, s.recordsFrom(), s.structEnd())
 	}
+	var runs *CardRuns
 	if card == nil {
 		c, err := s.ReadCards()
 		if err != nil {
 			return err
 		}
-		card = c.Card
+		card, runs = c.Card, c
 	}
 	rr := &rangeReader{s: s, d: newDecoder(s.r, nil, pos, s.structEnd(), s.name)}
-	rr.chk = checker{name: s.name, nvars: s.nvars, card: card, limit: s.limit,
-		payloadOff: s.payloadOff(), payloadLen: s.payloadLen(), next: -1}
+	rr.chk = checker{name: s.name, nvars: s.nvars, card: card, runs: runs, limit: s.limit,
+		payloadOff: s.payloadOff(), payloadLen: s.payloadLen(), next: -1, general: s.general}
+	rr.d.general = s.general
 	if from == 0 {
 		rr.chk.next = 0 // the first payload starts the section
 	}

@@ -23,6 +23,9 @@ type Scanner struct {
 	total    int // the limit on the model's totals (Walk, ReadCards)
 	constant float64
 	nvars    int
+	// general makes Walk and ReadRecords decode and check every record by
+	// the general path, their fast paths off (the differential tests).
+	general bool
 }
 
 // structHead is the structure section's fixed head: constant and number
