@@ -350,13 +350,19 @@ func (c *checker) small(f *model.Factor, p *Payload) bool {
 }
 
 // cardOf returns variable v's cardinality (v in range): from the last run
-// found when c.runs is set, else from c.card.
+// found when c.runs is set, else from c.card. The last run's case is
+// inlined (with no runs, [lo, hi) is empty).
 func (c *checker) cardOf(v int) int {
-	if c.runs == nil {
-		return c.card(v)
-	}
 	if v >= c.lo && v < c.hi {
 		return c.runCard
+	}
+	return c.findCard(v)
+}
+
+// findCard is cardOf past the last run.
+func (c *checker) findCard(v int) int {
+	if c.runs == nil {
+		return c.card(v)
 	}
 	if v >= c.runs.NumVars() {
 		return 0

@@ -56,6 +56,8 @@ func (s *Scanner) ReadRecords(pos int64, from, to int, card func(v int) int, fn 
 	rr.chk = checker{name: s.name, nvars: s.nvars, card: card, runs: runs, limit: s.limit,
 		payloadOff: s.payloadOff(), payloadLen: s.payloadLen(), next: -1, general: s.general}
 	rr.d.general = s.general
+	n := min(to-from, 1<<12) // a batch's factors, most of them over 2 variables
+	rr.ids, rr.ps, rr.qs, rr.vars = make([]int, 0, n), make([]Payload, 0, n), make([]queued, 0, n), make([]int, 0, 2*n)
 	if from == 0 {
 		rr.chk.next = 0 // the first payload starts the section
 	}
@@ -73,7 +75,7 @@ func (s *Scanner) ReadRecords(pos int64, from, to int, card func(v int) int, fn 
 			return err
 		}
 		rr.push(a, p)
-		if rr.bytes >= maxRead || len(rr.fs) >= 1<<12 {
+		if rr.bytes >= maxRead || len(rr.qs) >= 1<<12 {
 			if err := rr.flush(fn); err != nil {
 				return err
 			}
@@ -88,15 +90,21 @@ func (s *Scanner) ReadRecords(pos int64, from, to int, card func(v int) int, fn 
 // rangeReader is one ReadRecords' state: the batch of decoded factors
 // whose payloads are read together.
 type rangeReader struct {
-	s     *Scanner
-	d     *decoder
-	chk   checker
-	f     model.Factor // the record being decoded
-	ar    intArena
+	s   *Scanner
+	d   *decoder
+	chk checker
+	f   model.Factor // the record being decoded
+	g   model.Factor // the factor handed to fn
+	ar  intArena
+	// The batch: factor ids[i], its payload ps[i], the rest of it in qs[i]
+	// and its scope in vars, flat: all without pointers, so that a push
+	// costs no write barriers.
 	ids   []int
-	fs    []model.Factor
 	ps    []Payload
-	bytes int64 // the batch's payload bytes
+	qs    []queued
+	vars  []int
+	logic []model.Factor // the logic factors' negations and budgets
+	bytes int64          // the batch's payload bytes
 
 	spans []Payload
 	which []int
@@ -104,15 +112,30 @@ type rangeReader struct {
 	buf   []byte
 }
 
+// queued is a factor of the batch without its scope and payload.
+type queued struct {
+	kind          model.Kind
+	weight, trunc float64
+	end           int // its scope ends at vars[end], where the previous one's ends
+	logic         int // a logic factor's index in logic, else -1
+}
+
 // push adds factor a, just decoded into rr.f, to the batch.
 func (rr *rangeReader) push(a int, p Payload) {
-	g := rr.f
-	g.Vars = rr.ar.copy(rr.f.Vars)
-	if rr.f.NegatedInputs() != nil {
-		g.SetNegated(slices.Clone(rr.f.NegatedInputs()))
+	f := &rr.f
+	rr.vars = append(rr.vars, f.Vars...)
+	q := queued{kind: f.Kind, weight: f.Weight, trunc: f.Trunc, end: len(rr.vars), logic: -1}
+	if f.Kind.IsLogic() {
+		g := *f
+		g.Vars = nil
+		if f.NegatedInputs() != nil {
+			g.SetNegated(slices.Clone(f.NegatedInputs()))
+		}
+		q.logic = len(rr.logic)
+		rr.logic = append(rr.logic, g)
 	}
 	rr.ids = append(rr.ids, a)
-	rr.fs = append(rr.fs, g)
+	rr.qs = append(rr.qs, q)
 	rr.ps = append(rr.ps, p)
 	rr.bytes += 8 * int64(p.Entries())
 }
@@ -135,22 +158,32 @@ func (rr *rangeReader) flush(fn func(a int, f *model.Factor) error) error {
 	}
 	err := rr.s.fillBuf(rr.s.r, rr.spans, rr.vals, &rr.buf, func(k int) error {
 		i := rr.which[k]
-		return checkValues(rr.s.name, rr.ids[i], rr.fs[i].Kind, rr.spans[k].Table, rr.vals[k])
+		return checkValues(rr.s.name, rr.ids[i], rr.qs[i].kind, rr.spans[k].Table, rr.vals[k])
 	})
 	if err != nil {
 		return err
 	}
-	for k, i := range rr.which {
-		setPayload(&rr.fs[i], rr.spans[k], rr.vals[k])
-	}
-	for i := range rr.fs {
-		if err := fn(rr.ids[i], &rr.fs[i]); err != nil {
+	g, from, k := &rr.g, 0, 0
+	for i, q := range rr.qs {
+		if q.logic >= 0 {
+			*g = rr.logic[q.logic]
+		} else {
+			*g = model.Factor{Kind: q.kind, Weight: q.weight, Trunc: q.trunc}
+		}
+		g.Vars = rr.ar.copy(rr.vars[from:q.end])
+		from = q.end
+		if k < len(rr.which) && rr.which[k] == i {
+			setPayload(g, rr.spans[k], rr.vals[k])
+			k++
+		}
+		if err := fn(rr.ids[i], g); err != nil {
 			return err
 		}
 	}
-	clear(rr.fs)
+	*g = model.Factor{}
+	clear(rr.logic)
 	clear(rr.vals)
-	rr.ids, rr.fs, rr.ps, rr.bytes = rr.ids[:0], rr.fs[:0], rr.ps[:0], 0
+	rr.ids, rr.qs, rr.ps, rr.vars, rr.logic, rr.bytes = rr.ids[:0], rr.qs[:0], rr.ps[:0], rr.vars[:0], rr.logic[:0], 0
 	return nil
 }
 

@@ -177,8 +177,14 @@ func (c *CardRuns) Runs() int {
 }
 
 // Card returns variable v's cardinality, 0 when v is out of range
-// (a binary search over the runs).
+// (a binary search over the runs; none for one run).
 func (c *CardRuns) Card(v int) int {
+	if c != nil && len(c.ends) == 1 {
+		if uint(v) < uint(c.ends[0]) {
+			return c.cards[0]
+		}
+		return 0
+	}
 	if v < 0 || v >= c.NumVars() {
 		return 0
 	}

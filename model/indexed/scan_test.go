@@ -559,8 +559,16 @@ func benchWalk(b *testing.B, m *model.Model) {
 
 // BenchmarkReadRecordsDenseGrid reads all the factors of a 300x300 grid of
 // dense 4x4 tables (what a worker does with its range), keeping them.
-func BenchmarkReadRecordsDenseGrid(b *testing.B) {
-	data := gridFile(b, true)
+func BenchmarkReadRecordsDenseGrid(b *testing.B) { benchReadRecords(b, gridFile(b, true)) }
+
+// BenchmarkReadRecordsGrid reads all the factors of a 300x300 Potts grid
+// (what the plan's owner walks and a worker do with a range), keeping
+// them.
+func BenchmarkReadRecordsGrid(b *testing.B) { benchReadRecords(b, gridFile(b, false)) }
+
+// benchReadRecords reads all the factors of data with ReadRecords, the
+// cardinalities from ReadCards.
+func benchReadRecords(b *testing.B, data []byte) {
 	s := openScan(b, data, ReadOptions{})
 	var pos int64
 	if err := s.Walk(Visitor{Factor: func(a int, rec Record, _ *model.Factor) error {
