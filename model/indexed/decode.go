@@ -77,8 +77,17 @@ func (d *decoder) u32() uint32  { return binary.LittleEndian.Uint32(d.bytes(4)) 
 func (d *decoder) u64() uint64  { return binary.LittleEndian.Uint64(d.bytes(8)) }
 func (d *decoder) f64() float64 { return math.Float64frombits(d.u64()) }
 
-// floats reads len(dst) float64s.
+// floats reads len(dst) float64s: at once when the buffer holds them.
 func (d *decoder) floats(dst []float64) {
+	if n := 8 * len(dst); n <= d.n-d.i {
+		p := d.buf[d.i : d.i+n]
+		for i := range dst {
+			dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(p[8*i:]))
+		}
+		d.i += n
+		d.left -= int64(n)
+		return
+	}
 	for len(dst) > 0 && d.err == nil {
 		k := min(len(dst), len(d.buf)/8)
 		p := d.bytes(8 * k)

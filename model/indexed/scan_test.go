@@ -12,8 +12,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ddrun/ddrun/generate"
+	"github.com/ddrun/ddrun/internal/rusage"
 	"github.com/ddrun/ddrun/model"
 )
 
@@ -550,11 +552,19 @@ func benchWalk(b *testing.B, m *model.Model) {
 	v := visitAll()
 	b.SetBytes(s.StructureSize())
 	b.ReportAllocs()
+	cpu := rusage.CPU()
 	for b.Loop() {
 		if err := s.Walk(v); err != nil {
 			b.Fatal(err)
 		}
 	}
+	reportCPU(b, cpu)
+}
+
+// reportCPU reports the process's CPU time per op since cpu: steadier than
+// the wall time when other work shares the machine.
+func reportCPU(b *testing.B, cpu time.Duration) {
+	b.ReportMetric(float64(rusage.CPU()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
 }
 
 // BenchmarkReadRecordsDenseGrid reads all the factors of a 300x300 grid of
@@ -586,6 +596,7 @@ func benchReadRecords(b *testing.B, data []byte) {
 	keep := make([]model.Factor, s.NumFactors())
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
+	cpu := rusage.CPU()
 	for b.Loop() {
 		if err := s.ReadRecords(pos, 0, s.NumFactors(), cards.Card, func(a int, f *model.Factor) error {
 			keep[a] = *f
@@ -594,4 +605,5 @@ func benchReadRecords(b *testing.B, data []byte) {
 			b.Fatal(err)
 		}
 	}
+	reportCPU(b, cpu)
 }
