@@ -22,7 +22,8 @@ type decoder struct {
 	name string
 	zero [8]byte
 	err  error
-	// general turns record's fast path off (the differential tests).
+	// general turns the fast paths of record and readCards off (the
+	// differential tests).
 	general bool
 }
 

@@ -303,3 +303,31 @@ func FuzzWalkPaths(f *testing.F) {
 		}
 	})
 }
+
+// TestCardsPaths: a cardinality below 1 or over the limit, at the first
+// variable, inside a run or at a run's start, fails readCards' fast path
+// (a run read straight from the buffer) as it fails the general one,
+// through Walk and ReadCards.
+func TestCardsPaths(t *testing.T) {
+	data := encode(t, smallModel(), 0)
+	at := openScan(t, data, ReadOptions{}).structOff() + structHead
+	for _, v := range []int{0, 2, 5, 6, 11} {
+		for _, c := range []uint32{0, 1 << 31, 5} {
+			bad := slices.Clone(data)
+			binary.LittleEndian.PutUint32(bad[at+4*int64(v):], c)
+			bad = reseal(bad)
+			var errs [2][2]string
+			for k, general := range []bool{false, true} {
+				s := openScan(t, bad, ReadOptions{MaxEntries: 1 << 20})
+				s.general = general
+				_, err := walk(s)
+				errs[k][0] = errText(err)
+				_, err = s.ReadCards()
+				errs[k][1] = errText(err)
+			}
+			if errs[0] != errs[1] || (c != 5) != (errs[0][1] != "") {
+				t.Fatalf("variable %d, cardinality %d: fast paths %q, general %q", v, c, errs[0], errs[1])
+			}
+		}
+	}
+}

@@ -23,8 +23,9 @@ type Scanner struct {
 	total    int // the limit on the model's totals (Walk, ReadCards)
 	constant float64
 	nvars    int
-	// general makes Walk and ReadRecords decode and check every record by
-	// the general path, their fast paths off (the differential tests).
+	// general makes Walk, ReadRecords and ReadCards decode and check every
+	// record and cardinality by the general path, their fast paths off
+	// (the differential tests).
 	general bool
 }
 
@@ -223,21 +224,13 @@ func (c *CardRuns) run(v int) int {
 // one by one. It returns their total.
 func readCards(d *decoder, n, limit int, stopped func() error, flat []int, run func(from, n, card int) error) (int, error) {
 	states, from, card := 0, 0, 0
-	for i := range n {
-		if i&0xffff == 0 {
-			if err := stopped(); err != nil {
-				return 0, err
-			}
-		}
-		c := int(d.u32())
-		if d.err != nil {
-			return 0, d.err
-		}
+	// next checks variable i's cardinality c and notes it.
+	next := func(i, c int) error {
 		if c < 1 {
-			return 0, errf(d.name, "variable %d: cardinality %d < 1", i, c)
+			return errf(d.name, "variable %d: cardinality %d < 1", i, c)
 		}
 		if c > limit-states {
-			return 0, errf(d.name, "variable %d: cardinality %d brings the total number of states over the limit of %d", i, c, limit)
+			return errf(d.name, "variable %d: cardinality %d brings the total number of states over the limit of %d", i, c, limit)
 		}
 		states += c
 		if flat != nil {
@@ -245,11 +238,50 @@ func readCards(d *decoder, n, limit int, stopped func() error, flat []int, run f
 		}
 		if i > 0 && c != card {
 			if err := run(from, i-from, card); err != nil {
-				return 0, err
+				return err
 			}
 			from = i
 		}
 		card = c
+		return nil
+	}
+	for i := 0; i < n; {
+		if i&0xffff == 0 {
+			if err := stopped(); err != nil {
+				return 0, err
+			}
+		}
+		// The cardinalities the buffer holds, up to the next stop check,
+		// straight from it; one through d.u32 (which fills it) when none.
+		m := min(n-i, (d.n-d.i)/4, 0x10000-i&0xffff)
+		if m == 0 || d.general {
+			c := int(d.u32())
+			if d.err != nil {
+				return 0, d.err
+			}
+			if err := next(i, c); err != nil {
+				return 0, err
+			}
+			i++
+			continue
+		}
+		p := d.buf[d.i : d.i+4*m]
+		for k := range m {
+			c := int(binary.LittleEndian.Uint32(p[4*k:]))
+			if c == card && c > 0 && c <= limit-states { // next's case of the same run
+				states += c
+				if flat != nil {
+					flat[i+k] = c
+				}
+				continue
+			}
+			if err := next(i+k, c); err != nil {
+				return 0, err
+			}
+		}
+		d.i += 4 * m
+		d.left -= int64(4 * m)
+		i += m
 	}
 	if n > 0 {
 		if err := run(from, n-from, card); err != nil {
@@ -268,6 +300,7 @@ func readCards(d *decoder, n, limit int, stopped func() error, flat []int, run f
 func (s *Scanner) ReadCards() (*CardRuns, error) {
 	off := s.structOff() + structHead
 	d := newDecoder(s.r, nil, off, off+4*int64(s.nvars), s.name)
+	d.general = s.general
 	c := &CardRuns{}
 	_, err := readCards(d, s.nvars, s.total, s.stopped, nil, func(_, n, card int) error {
 		c.Append(n, card)
