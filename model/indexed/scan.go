@@ -131,6 +131,8 @@ type CardRuns struct {
 	ends   []int // ends[k]: one past run k's last variable
 	cards  []int // cards[k]: run k's cardinality
 	starts []int // starts[k]: the states of the variables before run k
+	// oneEnd is ends[0] when there is one run, else 0: Card's inlined case.
+	oneEnd int
 }
 
 // Append adds n variables of cardinality card after the others.
@@ -140,11 +142,15 @@ func (c *CardRuns) Append(n, card int) {
 	}
 	if k := len(c.cards) - 1; k >= 0 && c.cards[k] == card {
 		c.ends[k] += n
-		return
+	} else {
+		c.starts = append(c.starts, c.States())
+		c.ends = append(c.ends, c.NumVars()+n)
+		c.cards = append(c.cards, card)
 	}
-	c.starts = append(c.starts, c.States())
-	c.ends = append(c.ends, c.NumVars()+n)
-	c.cards = append(c.cards, card)
+	c.oneEnd = 0
+	if len(c.ends) == 1 {
+		c.oneEnd = c.ends[0]
+	}
 }
 
 // States returns the states of all the variables (the sum of their
@@ -178,14 +184,17 @@ func (c *CardRuns) Runs() int {
 }
 
 // Card returns variable v's cardinality, 0 when v is out of range
-// (a binary search over the runs; none for one run).
+// (a binary search over the runs). A uniform model's case, one run, is
+// inlined in the callers.
 func (c *CardRuns) Card(v int) int {
-	if c != nil && len(c.ends) == 1 {
-		if uint(v) < uint(c.ends[0]) {
-			return c.cards[0]
-		}
-		return 0
+	if c != nil && uint(v) < uint(c.oneEnd) {
+		return c.cards[0]
 	}
+	return c.search(v)
+}
+
+// search is Card past the one run's case.
+func (c *CardRuns) search(v int) int {
 	if v < 0 || v >= c.NumVars() {
 		return 0
 	}
