@@ -116,7 +116,7 @@ type rangeReader struct {
 type queued struct {
 	kind          model.Kind
 	weight, trunc float64
-	end           int // its scope ends at vars[end], where the previous one's ends
+	end           int // its scope is vars[the previous one's end:end]
 	logic         int // a logic factor's index in logic, else -1
 }
 
