@@ -73,6 +73,20 @@ func (d *decoder) fill(n int) bool {
 	return true
 }
 
+// words consumes and returns the next 4-byte words that the buffer holds,
+// up to most of them; nil when it holds none (read one with u32, which
+// fills it), and always when d.general.
+func (d *decoder) words(most int) []byte {
+	m := min(most, (d.n-d.i)/4)
+	if m <= 0 || d.general {
+		return nil
+	}
+	p := d.buf[d.i : d.i+4*m]
+	d.i += 4 * m
+	d.left -= int64(4 * m)
+	return p
+}
+
 func (d *decoder) u8() uint8    { return d.bytes(1)[0] }
 func (d *decoder) u32() uint32  { return binary.LittleEndian.Uint32(d.bytes(4)) }
 func (d *decoder) u64() uint64  { return binary.LittleEndian.Uint64(d.bytes(8)) }

@@ -248,9 +248,10 @@ func TestSmallRecordsTakeFastPath(t *testing.T) {
 	}
 }
 
-// FuzzWalkPaths walks any bytes (resealed) and reads a range of records
-// from an arbitrary position with the fast paths on and off: the same
-// callbacks, factors and error texts.
+// FuzzWalkPaths walks any bytes (resealed), reads two thirds of the
+// variables with ReadVars and a range of records from an arbitrary
+// position with the fast paths on and off: the same callbacks, factors,
+// variables and error texts.
 func FuzzWalkPaths(f *testing.F) {
 	for i, s := range seeds(f) {
 		f.Add(s, uint32(i*4099))
@@ -275,6 +276,17 @@ func FuzzWalkPaths(f *testing.F) {
 		fw, ferr := walk(fs)
 		if errText(gerr) != errText(ferr) || !reflect.DeepEqual(gw, fw) {
 			t.Fatalf("Walk: general %v, fast %v (or what they reported differs)", gerr, ferr)
+		}
+		var vars []int
+		for v := range fs.NumVars() {
+			if (v+int(at))%3 != 0 {
+				vars = append(vars, v)
+			}
+		}
+		gc, gu, gerr := gs.ReadVars(vars)
+		fc, fu, ferr := fs.ReadVars(vars)
+		if errText(gerr) != errText(ferr) || !slices.Equal(gc, fc) || !slices.Equal(gu, fu) {
+			t.Fatalf("ReadVars: general %v, fast %v (or what they read differs)", gerr, ferr)
 		}
 		nf := fs.NumFactors()
 		if nf == 0 {
@@ -305,9 +317,10 @@ func FuzzWalkPaths(f *testing.F) {
 }
 
 // TestCardsPaths: a cardinality below 1 or over the limit, at the first
-// variable, inside a run or at a run's start, fails readCards' fast path
-// (a run read straight from the buffer) as it fails the general one,
-// through Walk and ReadCards.
+// variable, inside a run or at a run's start, fails the fast paths of
+// readCards and ReadVars (cardinalities read straight from the buffer) as
+// it fails the general ones, through Walk, ReadCards and ReadVars (of all
+// the variables and of the last one).
 func TestCardsPaths(t *testing.T) {
 	data := encode(t, smallModel(), 0)
 	at := openScan(t, data, ReadOptions{}).structOff() + structHead
@@ -316,7 +329,7 @@ func TestCardsPaths(t *testing.T) {
 			bad := slices.Clone(data)
 			binary.LittleEndian.PutUint32(bad[at+4*int64(v):], c)
 			bad = reseal(bad)
-			var errs [2][2]string
+			var errs [2][4]string
 			for k, general := range []bool{false, true} {
 				s := openScan(t, bad, ReadOptions{MaxEntries: 1 << 20})
 				s.general = general
@@ -324,6 +337,10 @@ func TestCardsPaths(t *testing.T) {
 				errs[k][0] = errText(err)
 				_, err = s.ReadCards()
 				errs[k][1] = errText(err)
+				_, _, err = s.ReadVars([]int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
+				errs[k][2] = errText(err)
+				_, _, err = s.ReadVars([]int{11})
+				errs[k][3] = errText(err)
 			}
 			if errs[0] != errs[1] || (c != 5) != (errs[0][1] != "") {
 				t.Fatalf("variable %d, cardinality %d: fast paths %q, general %q", v, c, errs[0], errs[1])

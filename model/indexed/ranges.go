@@ -230,27 +230,20 @@ func (s *Scanner) varCards(vars, cards []int, offs []int64) (int, error) {
 	last := vars[len(vars)-1]
 	off := s.structOff() + structHead
 	d := newDecoder(s.r, nil, off, off+4*int64(last+1), s.name)
+	d.general = s.general
 	states, want, j := 0, 0, 0
 	maxUnaries := (s.structEnd() - s.unaryOff()) / 8 // what the structure section holds
-	for i := 0; i <= last; i++ {
-		if i&0xffff == 0 {
-			if err := s.stopped(); err != nil {
-				return 0, err
-			}
-		}
-		c := int(d.u32())
-		if d.err != nil {
-			return 0, s.stopOr(d.err)
-		}
+	// next checks variable i's cardinality c and notes it.
+	next := func(i, c int) error {
 		if c < 1 {
-			return 0, errf(s.name, "variable %d: cardinality %d < 1", i, c)
+			return errf(s.name, "variable %d: cardinality %d < 1", i, c)
 		}
 		if c > s.total-states {
-			return 0, errf(s.name, "variable %d: cardinality %d brings the total number of states over the limit of %d", i, c, s.total)
+			return errf(s.name, "variable %d: cardinality %d brings the total number of states over the limit of %d", i, c, s.total)
 		}
 		if i == vars[j] {
 			if c > s.limit-want {
-				return 0, errf(s.name, "variable %d: cardinality %d brings the states read over the limit of %d", i, c, s.limit)
+				return errf(s.name, "variable %d: cardinality %d brings the states read over the limit of %d", i, c, s.limit)
 			}
 			cards[j], offs[j] = c, int64(states)
 			want += c
@@ -260,8 +253,41 @@ func (s *Scanner) varCards(vars, cards []int, offs []int64) (int, error) {
 		// Checked as they add up: with Ranges the total is unbounded, and
 		// 8*states could overflow once the loop ends.
 		if int64(states) > maxUnaries {
-			return 0, errf(s.name, "variable %d: %d unary entries so far, more than the structure holds", i, states)
+			return errf(s.name, "variable %d: %d unary entries so far, more than the structure holds", i, states)
 		}
+		return nil
+	}
+	for i := 0; i <= last; {
+		if i&0xffff == 0 {
+			if err := s.stopped(); err != nil {
+				return 0, err
+			}
+		}
+		// As readCards: the cardinalities the buffer holds straight from
+		// it, a variable not in vars with no more than next's checks.
+		p := d.words(min(last+1-i, 0x10000-i&0xffff))
+		if p == nil {
+			c := int(d.u32())
+			if d.err != nil {
+				return 0, s.stopOr(d.err)
+			}
+			if err := next(i, c); err != nil {
+				return 0, err
+			}
+			i++
+			continue
+		}
+		for k := range len(p) / 4 {
+			c := int(binary.LittleEndian.Uint32(p[4*k:]))
+			if i+k != vars[j] && c > 0 && c <= s.total-states && int64(states+c) <= maxUnaries {
+				states += c
+				continue
+			}
+			if err := next(i+k, c); err != nil {
+				return 0, err
+			}
+		}
+		i += len(p) / 4
 	}
 	return want, nil
 }

@@ -262,8 +262,8 @@ func readCards(d *decoder, n, limit int, stopped func() error, flat []int, run f
 		}
 		// The cardinalities the buffer holds, up to the next stop check,
 		// straight from it; one through d.u32 (which fills it) when none.
-		m := min(n-i, (d.n-d.i)/4, 0x10000-i&0xffff)
-		if m == 0 || d.general {
+		p := d.words(min(n-i, 0x10000-i&0xffff))
+		if p == nil {
 			c := int(d.u32())
 			if d.err != nil {
 				return 0, d.err
@@ -274,8 +274,7 @@ func readCards(d *decoder, n, limit int, stopped func() error, flat []int, run f
 			i++
 			continue
 		}
-		p := d.buf[d.i : d.i+4*m]
-		for k := range m {
+		for k := range len(p) / 4 {
 			c := int(binary.LittleEndian.Uint32(p[4*k:]))
 			if c == card && c > 0 && c <= limit-states { // next's case of the same run
 				states += c
@@ -288,9 +287,7 @@ func readCards(d *decoder, n, limit int, stopped func() error, flat []int, run f
 				return 0, err
 			}
 		}
-		d.i += 4 * m
-		d.left -= int64(4 * m)
-		i += m
+		i += len(p) / 4
 	}
 	if n > 0 {
 		if err := run(from, n-from, card); err != nil {
