@@ -87,13 +87,20 @@ func validBlockSize(bs int64) bool {
 }
 
 // badValue describes a log-potential that a table, emission or unary may
-// not hold (NaN, +Inf), or returns "".
+// not hold (NaN, +Inf), or returns "". It is inlined: the loops over
+// every value call it.
 func badValue(v float64) string {
-	if math.IsNaN(v) || math.IsInf(v, 1) {
-		return fmt.Sprint(v)
+	if v != v || v > math.MaxFloat64 { // NaN, +Inf
+		return describe(v)
 	}
 	return ""
 }
+
+// describe is badValue's message, kept out of line so that badValue is
+// inlined.
+//
+//go:noinline
+func describe(v float64) string { return fmt.Sprint(v) }
 
 // maxPairwise is the largest scope that scopeCards checks for repeats pair
 // by pair; a larger one is sorted (a copy), so that no check needs an

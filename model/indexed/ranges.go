@@ -45,16 +45,20 @@ func (s *Scanner) ReadRecords(pos int64, from, to int, card func(v int) int, fn 
 	if pos < s.recordsFrom() || pos >= s.structEnd() {
 		return errf(s.name, "record position %d outside the structure's factor records [%d,%d)", pos, s.recordsFrom(), s.structEnd())
 	}
+	var runs *CardRuns
 	if card == nil {
 		c, err := s.ReadCards()
 		if err != nil {
 			return err
 		}
-		card = c.Card
+		card, runs = c.Card, c
 	}
 	rr := &rangeReader{s: s, d: newDecoder(s.r, nil, pos, s.structEnd(), s.name)}
-	rr.chk = checker{name: s.name, nvars: s.nvars, card: card, limit: s.limit,
-		payloadOff: s.payloadOff(), payloadLen: s.payloadLen(), next: -1}
+	rr.chk = checker{name: s.name, nvars: s.nvars, card: card, runs: runs, limit: s.limit,
+		payloadOff: s.payloadOff(), payloadLen: s.payloadLen(), next: -1, general: s.general}
+	rr.d.general = s.general
+	n := min(to-from, 1<<12) // a batch's factors, most of them over 2 variables
+	rr.ids, rr.ps, rr.qs, rr.vars = make([]int, 0, n), make([]Payload, 0, n), make([]queued, 0, n), make([]int, 0, 2*n)
 	if from == 0 {
 		rr.chk.next = 0 // the first payload starts the section
 	}
@@ -72,7 +76,7 @@ func (s *Scanner) ReadRecords(pos int64, from, to int, card func(v int) int, fn 
 			return err
 		}
 		rr.push(a, p)
-		if rr.bytes >= maxRead || len(rr.fs) >= 1<<12 {
+		if rr.bytes >= maxRead || len(rr.qs) >= 1<<12 {
 			if err := rr.flush(fn); err != nil {
 				return err
 			}
@@ -87,15 +91,21 @@ func (s *Scanner) ReadRecords(pos int64, from, to int, card func(v int) int, fn 
 // rangeReader is one ReadRecords' state: the batch of decoded factors
 // whose payloads are read together.
 type rangeReader struct {
-	s     *Scanner
-	d     *decoder
-	chk   checker
-	f     model.Factor // the record being decoded
-	ar    intArena
+	s   *Scanner
+	d   *decoder
+	chk checker
+	f   model.Factor // the record being decoded
+	g   model.Factor // the factor handed to fn
+	ar  intArena
+	// The batch: factor ids[i], its payload ps[i], the rest of it in qs[i]
+	// and its scope in vars, flat: all without pointers, so that a push
+	// costs no write barriers.
 	ids   []int
-	fs    []model.Factor
 	ps    []Payload
-	bytes int64 // the batch's payload bytes
+	qs    []queued
+	vars  []int
+	logic []model.Factor // the logic factors' negations and budgets
+	bytes int64          // the batch's payload bytes
 
 	spans []Payload
 	which []int
@@ -103,15 +113,30 @@ type rangeReader struct {
 	buf   []byte
 }
 
+// queued is a factor of the batch without its scope and payload.
+type queued struct {
+	kind          model.Kind
+	weight, trunc float64
+	end           int // its scope is vars[the previous one's end:end]
+	logic         int // a logic factor's index in logic, else -1
+}
+
 // push adds factor a, just decoded into rr.f, to the batch.
 func (rr *rangeReader) push(a int, p Payload) {
-	g := rr.f
-	g.Vars = rr.ar.copy(rr.f.Vars)
-	if rr.f.NegatedInputs() != nil {
-		g.SetNegated(slices.Clone(rr.f.NegatedInputs()))
+	f := &rr.f
+	rr.vars = append(rr.vars, f.Vars...)
+	q := queued{kind: f.Kind, weight: f.Weight, trunc: f.Trunc, end: len(rr.vars), logic: -1}
+	if f.Kind.IsLogic() {
+		g := *f
+		g.Vars = nil
+		if f.NegatedInputs() != nil {
+			g.SetNegated(slices.Clone(f.NegatedInputs()))
+		}
+		q.logic = len(rr.logic)
+		rr.logic = append(rr.logic, g)
 	}
 	rr.ids = append(rr.ids, a)
-	rr.fs = append(rr.fs, g)
+	rr.qs = append(rr.qs, q)
 	rr.ps = append(rr.ps, p)
 	rr.bytes += 8 * int64(p.Entries())
 }
@@ -134,22 +159,32 @@ func (rr *rangeReader) flush(fn func(a int, f *model.Factor) error) error {
 	}
 	err := rr.s.fillBuf(rr.s.r, rr.spans, rr.vals, &rr.buf, func(k int) error {
 		i := rr.which[k]
-		return checkValues(rr.s.name, rr.ids[i], rr.fs[i].Kind, rr.spans[k].Table, rr.vals[k])
+		return checkValues(rr.s.name, rr.ids[i], rr.qs[i].kind, rr.spans[k].Table, rr.vals[k])
 	})
 	if err != nil {
 		return err
 	}
-	for k, i := range rr.which {
-		setPayload(&rr.fs[i], rr.spans[k], rr.vals[k])
-	}
-	for i := range rr.fs {
-		if err := fn(rr.ids[i], &rr.fs[i]); err != nil {
+	g, from, k := &rr.g, 0, 0
+	for i, q := range rr.qs {
+		if q.logic >= 0 {
+			*g = rr.logic[q.logic]
+		} else {
+			*g = model.Factor{Kind: q.kind, Weight: q.weight, Trunc: q.trunc}
+		}
+		g.Vars = rr.ar.copy(rr.vars[from:q.end])
+		from = q.end
+		if k < len(rr.which) && rr.which[k] == i {
+			setPayload(g, rr.spans[k], rr.vals[k])
+			k++
+		}
+		if err := fn(rr.ids[i], g); err != nil {
 			return err
 		}
 	}
-	clear(rr.fs)
+	*g = model.Factor{}
+	clear(rr.logic)
 	clear(rr.vals)
-	rr.ids, rr.fs, rr.ps, rr.bytes = rr.ids[:0], rr.fs[:0], rr.ps[:0], 0
+	rr.ids, rr.qs, rr.ps, rr.vars, rr.logic, rr.bytes = rr.ids[:0], rr.qs[:0], rr.ps[:0], rr.vars[:0], rr.logic[:0], 0
 	return nil
 }
 
@@ -196,27 +231,20 @@ func (s *Scanner) varCards(vars, cards []int, offs []int64) (int, error) {
 	last := vars[len(vars)-1]
 	off := s.structOff() + structHead
 	d := newDecoder(s.r, nil, off, off+4*int64(last+1), s.name)
+	d.general = s.general
 	states, want, j := 0, 0, 0
 	maxUnaries := (s.structEnd() - s.unaryOff()) / 8 // what the structure section holds
-	for i := 0; i <= last; i++ {
-		if i&0xffff == 0 {
-			if err := s.stopped(); err != nil {
-				return 0, err
-			}
-		}
-		c := int(d.u32())
-		if d.err != nil {
-			return 0, s.stopOr(d.err)
-		}
+	// next checks variable i's cardinality c and notes it.
+	next := func(i, c int) error {
 		if c < 1 {
-			return 0, errf(s.name, "variable %d: cardinality %d < 1", i, c)
+			return errf(s.name, "variable %d: cardinality %d < 1", i, c)
 		}
 		if c > s.total-states {
-			return 0, errf(s.name, "variable %d: cardinality %d brings the total number of states over the limit of %d", i, c, s.total)
+			return errf(s.name, "variable %d: cardinality %d brings the total number of states over the limit of %d", i, c, s.total)
 		}
 		if i == vars[j] {
 			if c > s.limit-want {
-				return 0, errf(s.name, "variable %d: cardinality %d brings the states read over the limit of %d", i, c, s.limit)
+				return errf(s.name, "variable %d: cardinality %d brings the states read over the limit of %d", i, c, s.limit)
 			}
 			cards[j], offs[j] = c, int64(states)
 			want += c
@@ -226,8 +254,41 @@ func (s *Scanner) varCards(vars, cards []int, offs []int64) (int, error) {
 		// Checked as they add up: with Ranges the total is unbounded, and
 		// 8*states could overflow once the loop ends.
 		if int64(states) > maxUnaries {
-			return 0, errf(s.name, "variable %d: %d unary entries so far, more than the structure holds", i, states)
+			return errf(s.name, "variable %d: %d unary entries so far, more than the structure holds", i, states)
 		}
+		return nil
+	}
+	for i := 0; i <= last; {
+		if i&0xffff == 0 {
+			if err := s.stopped(); err != nil {
+				return 0, err
+			}
+		}
+		// As readCards: the cardinalities the buffer holds straight from
+		// it, a variable not in vars with no more than next's checks.
+		p := d.words(min(last+1-i, 0x10000-i&0xffff))
+		if p == nil {
+			c := int(d.u32())
+			if d.err != nil {
+				return 0, s.stopOr(d.err)
+			}
+			if err := next(i, c); err != nil {
+				return 0, err
+			}
+			i++
+			continue
+		}
+		for k := range len(p) / 4 {
+			c := int(binary.LittleEndian.Uint32(p[4*k:]))
+			if i+k != vars[j] && c > 0 && c <= s.total-states && int64(states+c) <= maxUnaries {
+				states += c
+				continue
+			}
+			if err := next(i+k, c); err != nil {
+				return 0, err
+			}
+		}
+		i += len(p) / 4
 	}
 	return want, nil
 }

@@ -23,6 +23,10 @@ type Scanner struct {
 	total    int // the limit on the model's totals (Walk, ReadCards)
 	constant float64
 	nvars    int
+	// general makes Walk, ReadRecords and ReadCards decode and check every
+	// record and cardinality by the general path, their fast paths off
+	// (the differential tests).
+	general bool
 }
 
 // structHead is the structure section's fixed head: constant and number
@@ -127,6 +131,8 @@ type CardRuns struct {
 	ends   []int // ends[k]: one past run k's last variable
 	cards  []int // cards[k]: run k's cardinality
 	starts []int // starts[k]: the states of the variables before run k
+	// oneEnd is ends[0] when there is one run, else 0: Card's inlined case.
+	oneEnd int
 }
 
 // Append adds n variables of cardinality card after the others.
@@ -136,11 +142,15 @@ func (c *CardRuns) Append(n, card int) {
 	}
 	if k := len(c.cards) - 1; k >= 0 && c.cards[k] == card {
 		c.ends[k] += n
-		return
+	} else {
+		c.starts = append(c.starts, c.States())
+		c.ends = append(c.ends, c.NumVars()+n)
+		c.cards = append(c.cards, card)
 	}
-	c.starts = append(c.starts, c.States())
-	c.ends = append(c.ends, c.NumVars()+n)
-	c.cards = append(c.cards, card)
+	c.oneEnd = 0
+	if len(c.ends) == 1 {
+		c.oneEnd = c.ends[0]
+	}
 }
 
 // States returns the states of all the variables (the sum of their
@@ -174,8 +184,17 @@ func (c *CardRuns) Runs() int {
 }
 
 // Card returns variable v's cardinality, 0 when v is out of range
-// (a binary search over the runs).
+// (a binary search over the runs). A uniform model's case, one run, is
+// inlined in the callers.
 func (c *CardRuns) Card(v int) int {
+	if c != nil && uint(v) < uint(c.oneEnd) {
+		return c.cards[0]
+	}
+	return c.search(v)
+}
+
+// search is Card past the one run's case.
+func (c *CardRuns) search(v int) int {
 	if v < 0 || v >= c.NumVars() {
 		return 0
 	}
@@ -214,21 +233,13 @@ func (c *CardRuns) run(v int) int {
 // one by one. It returns their total.
 func readCards(d *decoder, n, limit int, stopped func() error, flat []int, run func(from, n, card int) error) (int, error) {
 	states, from, card := 0, 0, 0
-	for i := range n {
-		if i&0xffff == 0 {
-			if err := stopped(); err != nil {
-				return 0, err
-			}
-		}
-		c := int(d.u32())
-		if d.err != nil {
-			return 0, d.err
-		}
+	// next checks variable i's cardinality c and notes it.
+	next := func(i, c int) error {
 		if c < 1 {
-			return 0, errf(d.name, "variable %d: cardinality %d < 1", i, c)
+			return errf(d.name, "variable %d: cardinality %d < 1", i, c)
 		}
 		if c > limit-states {
-			return 0, errf(d.name, "variable %d: cardinality %d brings the total number of states over the limit of %d", i, c, limit)
+			return errf(d.name, "variable %d: cardinality %d brings the total number of states over the limit of %d", i, c, limit)
 		}
 		states += c
 		if flat != nil {
@@ -236,11 +247,47 @@ func readCards(d *decoder, n, limit int, stopped func() error, flat []int, run f
 		}
 		if i > 0 && c != card {
 			if err := run(from, i-from, card); err != nil {
-				return 0, err
+				return err
 			}
 			from = i
 		}
 		card = c
+		return nil
+	}
+	for i := 0; i < n; {
+		if i&0xffff == 0 {
+			if err := stopped(); err != nil {
+				return 0, err
+			}
+		}
+		// The cardinalities the buffer holds, up to the next stop check,
+		// straight from it; one through d.u32 (which fills it) when none.
+		p := d.words(min(n-i, 0x10000-i&0xffff))
+		if p == nil {
+			c := int(d.u32())
+			if d.err != nil {
+				return 0, d.err
+			}
+			if err := next(i, c); err != nil {
+				return 0, err
+			}
+			i++
+			continue
+		}
+		for k := range len(p) / 4 {
+			c := int(binary.LittleEndian.Uint32(p[4*k:]))
+			if c == card && c > 0 && c <= limit-states { // next's case of the same run
+				states += c
+				if flat != nil {
+					flat[i+k] = c
+				}
+				continue
+			}
+			if err := next(i+k, c); err != nil {
+				return 0, err
+			}
+		}
+		i += len(p) / 4
 	}
 	if n > 0 {
 		if err := run(from, n-from, card); err != nil {
@@ -259,6 +306,7 @@ func readCards(d *decoder, n, limit int, stopped func() error, flat []int, run f
 func (s *Scanner) ReadCards() (*CardRuns, error) {
 	off := s.structOff() + structHead
 	d := newDecoder(s.r, nil, off, off+4*int64(s.nvars), s.name)
+	d.general = s.general
 	c := &CardRuns{}
 	_, err := readCards(d, s.nvars, s.total, s.stopped, nil, func(_, n, card int) error {
 		c.Append(n, card)

@@ -68,7 +68,8 @@ func (s *Scanner) newWalker() *walker {
 	crc := &crcReader{r: io.NewSectionReader(s.r, s.structOff(), int64(s.t.structLen)), ctx: s.ctx}
 	w := &walker{s: s, crc: crc, d: newDecoder(nil, crc, s.structOff(), s.structEnd(), s.name)}
 	w.chk = checker{name: s.name, nvars: s.nvars, limit: s.total, payloadOff: s.payloadOff(), payloadLen: s.payloadLen()}
-	w.chk.card = w.runs.Card
+	w.chk.card, w.chk.runs = w.runs.Card, &w.runs
+	w.d.general, w.chk.general = s.general, s.general
 	return w
 }
 
@@ -134,7 +135,7 @@ func (w *walker) run(v Visitor) error {
 func (w *walker) cards(n int, fn func(from, n, card int) error) error {
 	if w.flat != nil {
 		flat := w.flat
-		w.chk.card = func(v int) int { return flat[v] }
+		w.chk.card, w.chk.runs = func(v int) int { return flat[v] }, nil
 	}
 	var err error
 	w.states, err = readCards(w.d, n, w.s.total, w.s.stopped, w.flat, func(from, n, card int) error {
