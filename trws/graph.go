@@ -200,12 +200,7 @@ func newPottsGraph(m *model.Model, i, j []int32, w []float64) *graph {
 	for _, c := range g.card {
 		g.maxCard = max(g.maxCard, c)
 	}
-	refs := make([]pairRef, len(w))
-	for a := range refs {
-		refs[a] = pairRef{u: i[a], v: j[a], a: int32(a), k: -1}
-	}
-	g.sortTerms(refs)
-	b := edgeBuilder{g: g, refs: refs, potts: w}
+	b := edgeBuilder{g: g, refs: pottsRefs(i, j), potts: w}
 	b.allocEdges()
 	b.fillEdges()
 	g.layout()
@@ -359,24 +354,7 @@ func sortPairRefs(refs []pairRef, n int) {
 		perm[end[lo]] = int32(i)
 		end[lo]++
 	}
-	larger := func(p int32) int32 { return max(refs[p].u, refs[p].v) }
-	from := int32(0)
-	for _, to := range end {
-		run := perm[from:to]
-		from = to
-		if len(run) <= shortRun {
-			for i := 1; i < len(run); i++ { // insertion: stable
-				p := run[i]
-				j := i
-				for ; j > 0 && larger(run[j-1]) > larger(p); j-- {
-					run[j] = run[j-1]
-				}
-				run[j] = p
-			}
-			continue
-		}
-		slices.SortStableFunc(run, func(a, b int32) int { return cmp.Compare(larger(a), larger(b)) })
-	}
+	sortRuns(perm, end, func(p int32) int32 { return max(refs[p].u, refs[p].v) })
 	for i := range perm { // refs[slot] = old refs[perm[slot]], cycle by cycle
 		if perm[i] < 0 || int(perm[i]) == i {
 			continue
@@ -394,6 +372,74 @@ func sortPairRefs(refs []pairRef, n int) {
 			j = k
 		}
 	}
+}
+
+// sortRuns sorts each run s[end[v-1]:end[v]] (the first from 0) stably by
+// larger: by insertion when it is short, by a merge sort otherwise.
+func sortRuns[T any](s []T, end []int32, larger func(T) int32) {
+	from := int32(0)
+	for _, to := range end {
+		run := s[from:to]
+		from = to
+		if len(run) <= shortRun {
+			for i := 1; i < len(run); i++ { // insertion: stable
+				p := run[i]
+				j := i
+				for ; j > 0 && larger(run[j-1]) > larger(p); j-- {
+					run[j] = run[j-1]
+				}
+				run[j] = p
+			}
+			continue
+		}
+		slices.SortStableFunc(run, func(a, b T) int { return cmp.Compare(larger(a), larger(b)) })
+	}
+}
+
+// pottsRefs returns the terms (i[a], j[a]) of newPottsGraph (nodes are
+// variables) in the order sortPairRefs gives them, each written once
+// straight into its slot: already sorted terms in place, others by the
+// same counting sort by the smaller end and stable sort of each run by
+// the larger end. sortPairRefs would take the terms listed unsorted and a
+// permutation beside them (20 bytes a term, 20 MB on half a 1000x1000
+// grid, whose rows list their horizontal edges before their vertical
+// ones), then apply the permutation by its cycles, a random access a
+// term.
+func pottsRefs(i, j []int32) []pairRef {
+	refs := make([]pairRef, len(i))
+	hi, sorted := int32(-1), true
+	for a := range i {
+		lo, up := min(i[a], j[a]), max(i[a], j[a])
+		if a > 0 && sorted {
+			plo, pup := min(i[a-1], j[a-1]), max(i[a-1], j[a-1])
+			sorted = plo < lo || plo == lo && pup <= up
+		}
+		hi = max(hi, lo)
+	}
+	if sorted {
+		for a := range refs {
+			refs[a] = pairRef{u: i[a], v: j[a], a: int32(a), k: -1}
+		}
+		return refs
+	}
+	// end[v]: after the counting, one past the last slot of the terms
+	// whose smaller end is v (the first is end[v-1], or 0).
+	end := make([]int32, hi+1)
+	for a := range i {
+		end[min(i[a], j[a])]++
+	}
+	sum := int32(0)
+	for v, c := range end {
+		end[v] = sum
+		sum += c
+	}
+	for a := range i {
+		lo := min(i[a], j[a])
+		refs[end[lo]] = pairRef{u: i[a], v: j[a], a: int32(a), k: -1}
+		end[lo]++
+	}
+	sortRuns(refs, end, func(r pairRef) int32 { return max(r.u, r.v) })
+	return refs
 }
 
 // edgeBuilder makes the edges of g from the sorted pairwise terms of m
@@ -596,12 +642,17 @@ func (g *graph) layout() {
 		g.outOff[s+1] += g.outOff[s]
 		g.inOff[s+1] += g.inOff[s]
 	}
+	// inOff[v] is the next slot of v's in-edges while they are placed
+	// (it ends at inOff[v+1]'s value), then shifted back: no cursor array
+	// beside it (8 bytes a node).
 	g.inE = make([]int32, ne)
-	pi := append([]int(nil), g.inOff[:n]...)
 	for e := range ne {
-		g.inE[pi[g.ev[e]]] = int32(e)
-		pi[g.ev[e]]++
+		v := g.ev[e]
+		g.inE[g.inOff[v]] = int32(e)
+		g.inOff[v]++
 	}
+	copy(g.inOff[1:], g.inOff[:n])
+	g.inOff[0] = 0
 	maxNs := 1
 	for s := range n {
 		maxNs = max(maxNs, g.inOff[s+1]-g.inOff[s], g.outOff[s+1]-g.outOff[s])

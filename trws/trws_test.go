@@ -701,6 +701,40 @@ func TestStallStop(t *testing.T) {
 	t.Logf("stall after %d iterations: bound %.9g (3000 iterations: %.9g)", stop.Iterations, stop.Dual, full.Dual)
 }
 
+// TestPottsRefs: pottsRefs gives the terms of flat Potts pairs in
+// sortPairRefs' order, on pairs listed either way round, repeated pairs,
+// runs longer than shortRun (a star), sorted input and none.
+func TestPottsRefs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(26, 27))
+	for trial := range 300 {
+		n := 2 + rng.IntN(60)
+		var i, j []int32
+		for range rng.IntN(400) {
+			u, v := int32(rng.IntN(n)), int32(rng.IntN(n))
+			if trial%5 == 0 && rng.IntN(2) == 0 {
+				u = 0 // a star: runs longer than shortRun
+			}
+			if u != v {
+				i, j = append(i, u), append(j, v)
+			}
+		}
+		want := make([]pairRef, len(i))
+		for a := range want {
+			want[a] = pairRef{u: i[a], v: j[a], a: int32(a), k: -1}
+		}
+		if trial%7 == 0 { // sorted input
+			slices.SortStableFunc(want, comparePairs)
+			for a, r := range want {
+				i[a], j[a], want[a].a = r.u, r.v, int32(a)
+			}
+		}
+		sortPairRefs(want, n)
+		if got := pottsRefs(i, j); !slices.Equal(got, want) {
+			t.Fatalf("trial %d (n %d): %v, want %v", trial, n, got, want)
+		}
+	}
+}
+
 // TestSortPairRefs: sortPairRefs gives the order of slices.SortStableFunc
 // by comparePairs (ties in input order), on terms with repeated pairs,
 // either end first, runs longer than shortRun (a star) and sorted input.
