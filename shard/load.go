@@ -99,7 +99,7 @@ func readPart(ctx context.Context, spec *Spec, flatKind func(model.Kind) bool, p
 	if !flat {
 		q = nil
 	}
-	num, err := partVars(scopeVars(factors, q), spec)
+	num, err := partVars(scopes{factors, q}, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -143,24 +143,61 @@ func readPart(ctx context.Context, spec *Spec, flatKind func(model.Kind) bool, p
 	return assemble(m, nil, vars, spec, plan)
 }
 
-// scopeVars returns the variables of the factors' scopes (of q's pairs
-// when q is not nil), with repeats, in an array with room for the isolated
-// variables of a spec.
-func scopeVars(factors []model.Factor, q *consensus.Pairs) []int {
-	if q != nil {
-		vars := make([]int, 0, 2*q.Len())
-		for a := range q.W {
-			vars = append(vars, int(q.I[a]), int(q.J[a]))
+// scopes are a part's factors' scopes: q's pairs when q is not nil, else
+// the factors'. Their variables are read in place: a list of them (with
+// repeats, 2 a pair) is made only to sort it (sortedVars).
+type scopes struct {
+	factors []model.Factor
+	q       *consensus.Pairs
+}
+
+// span returns the smallest and largest variable of the scopes (math.MaxInt
+// and -1 when they are empty) and their number of entries.
+func (s scopes) span() (lo, hi, entries int) {
+	lo, hi = math.MaxInt, -1
+	if s.q != nil {
+		for a := range s.q.W {
+			u, v := int(s.q.I[a]), int(s.q.J[a])
+			lo, hi = min(lo, u, v), max(hi, u, v)
+		}
+		return lo, hi, 2 * s.q.Len()
+	}
+	for a := range s.factors {
+		for _, v := range s.factors[a].Vars {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		entries += len(s.factors[a].Vars)
+	}
+	return lo, hi, entries
+}
+
+// mark sets mark[v-lo] to 1 for every variable v of the scopes.
+func (s scopes) mark(mark []int32, lo int) {
+	if s.q != nil {
+		for a := range s.q.W {
+			mark[int(s.q.I[a])-lo], mark[int(s.q.J[a])-lo] = 1, 1
+		}
+		return
+	}
+	for a := range s.factors {
+		for _, v := range s.factors[a].Vars {
+			mark[v-lo] = 1
+		}
+	}
+}
+
+// vars returns the variables of the scopes, with repeats, in an array with
+// room for the isolated variables of a spec.
+func (s scopes) vars(entries int) []int {
+	vars := make([]int, 0, entries)
+	if s.q != nil {
+		for a := range s.q.W {
+			vars = append(vars, int(s.q.I[a]), int(s.q.J[a]))
 		}
 		return vars
 	}
-	n := 0
-	for a := range factors {
-		n += len(factors[a].Vars)
-	}
-	vars := make([]int, 0, n)
-	for a := range factors {
-		vars = append(vars, factors[a].Vars...)
+	for a := range s.factors {
+		vars = append(vars, s.factors[a].Vars...)
 	}
 	return vars
 }
@@ -185,14 +222,14 @@ func (n *numbering) local(v int) int {
 	return k
 }
 
-// partVars numbers the variables of the part (vars, the variables of its
-// factors' scopes with repeats, and its isolated ones), increasing, and
-// checks the spec's boundary and isolated variables against them. When
-// they span a range at most twice as long as vars, they are marked in an
-// array over the range (linear, the numbering an array look-up); else
-// sorted.
-func partVars(vars []int, spec *Spec) (*numbering, error) {
-	if len(vars) == 0 && len(spec.Isolated) == 0 {
+// partVars numbers the variables of the part (those of its factors'
+// scopes, and its isolated ones), increasing, and checks the spec's
+// boundary and isolated variables against them. When they span a range at
+// most twice as long as the scopes' entries, they are marked in an array
+// over the range (linear, the numbering an array look-up); else sorted.
+func partVars(sc scopes, spec *Spec) (*numbering, error) {
+	lo, hi, entries := sc.span()
+	if entries == 0 && len(spec.Isolated) == 0 {
 		return &numbering{}, nil
 	}
 	for k, v := range spec.Boundary {
@@ -205,17 +242,13 @@ func partVars(vars []int, spec *Spec) (*numbering, error) {
 			return nil, fmt.Errorf("shard: isolated variable %d out of range [0,%d) or out of order", v, spec.NumVars)
 		}
 	}
-	lo, hi := math.MaxInt, -1
-	for _, v := range vars {
-		lo, hi = min(lo, v), max(hi, v)
-	}
 	for _, v := range spec.Isolated {
 		lo, hi = min(lo, int(v)), max(hi, int(v))
 	}
-	if span := hi - lo + 1; span <= 2*len(vars)+len(spec.Isolated) {
-		return denseVars(vars, lo, span, spec)
+	if span := hi - lo + 1; span <= 2*entries+len(spec.Isolated) {
+		return denseVars(sc, lo, span, spec)
 	}
-	return sortedVars(vars, spec)
+	return sortedVars(sc.vars(entries+len(spec.Isolated)), spec)
 }
 
 // sortedVars is partVars by sorting vars.
@@ -242,11 +275,9 @@ func sortedVars(vars []int, spec *Spec) (*numbering, error) {
 
 // denseVars is partVars over an array of span marks from lo: 1 for a
 // variable of the factors, 2 for an isolated one, then the numbers.
-func denseVars(vars []int, lo, span int, spec *Spec) (*numbering, error) {
+func denseVars(sc scopes, lo, span int, spec *Spec) (*numbering, error) {
 	mark := make([]int32, span)
-	for _, v := range vars {
-		mark[v-lo] = 1
-	}
+	sc.mark(mark, lo)
 	for _, v := range spec.Boundary {
 		if i := int(v) - lo; i < 0 || i >= span || mark[i] != 1 {
 			return nil, fmt.Errorf("shard: boundary variable %d is in none of the part's factors", v)
