@@ -192,17 +192,16 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 }
 
 // newPottsGraph is newGraph(m, 1) of m with the Potts factors given flat
-// (NewPartPotts, which checks them): the same terms in the same order,
-// so the same graph; the nodes are the variables and theta m's unaries.
+// (NewPartPotts, which checks them): the same terms in the same order
+// (pottsOrder), so the same graph (pottsEdges, TestPottsGraphIsNewGraph);
+// the nodes are the variables and theta m's unaries.
 func newPottsGraph(m *model.Model, i, j []int32, w []float64) *graph {
 	n := m.NumVars()
 	g := &graph{n: n, constant: m.Constant, parts: []int{0, n}, card: m.Cards, uoff: m.UnaryOff, theta: m.Unary, maxCard: 1}
 	for _, c := range g.card {
 		g.maxCard = max(g.maxCard, c)
 	}
-	b := edgeBuilder{g: g, refs: pottsRefs(i, j), potts: w}
-	b.allocEdges()
-	b.fillEdges()
+	g.pottsEdges(i, j, w, pottsOrder(i, j))
 	g.layout()
 	g.setKernels()
 	return g
@@ -396,17 +395,15 @@ func sortRuns[T any](s []T, end []int32, larger func(T) int32) {
 	}
 }
 
-// pottsRefs returns the terms (i[a], j[a]) of newPottsGraph (nodes are
-// variables) in the order sortPairRefs gives them, each written once
-// straight into its slot: already sorted terms in place, others by the
-// same counting sort by the smaller end and stable sort of each run by
-// the larger end. sortPairRefs would take the terms listed unsorted and a
-// permutation beside them (20 bytes a term, 20 MB on half a 1000x1000
-// grid, whose rows list their horizontal edges before their vertical
-// ones), then apply the permutation by its cycles, a random access a
-// term.
-func pottsRefs(i, j []int32) []pairRef {
-	refs := make([]pairRef, len(i))
+// pottsOrder returns the terms (i[a], j[a]) of newPottsGraph (nodes are
+// variables) in the order sortPairRefs gives their pairRefs: order[k] is
+// the k-th term, nil when they come in that order already (checked). The
+// same counting sort by the smaller end and stable sort of each run by the
+// larger end, on term numbers (4 bytes a term) rather than on pairRefs
+// listed first unsorted (16 bytes a term, and 4 of permutation: 20 MB on
+// half a 1000x1000 grid, whose rows list their horizontal edges before
+// their vertical ones) and then moved by the permutation's cycles.
+func pottsOrder(i, j []int32) []int32 {
 	hi, sorted := int32(-1), true
 	for a := range i {
 		lo, up := min(i[a], j[a]), max(i[a], j[a])
@@ -417,10 +414,7 @@ func pottsRefs(i, j []int32) []pairRef {
 		hi = max(hi, lo)
 	}
 	if sorted {
-		for a := range refs {
-			refs[a] = pairRef{u: i[a], v: j[a], a: int32(a), k: -1}
-		}
-		return refs
+		return nil
 	}
 	// end[v]: after the counting, one past the last slot of the terms
 	// whose smaller end is v (the first is end[v-1], or 0).
@@ -433,13 +427,57 @@ func pottsRefs(i, j []int32) []pairRef {
 		end[v] = sum
 		sum += c
 	}
+	order := make([]int32, len(i))
 	for a := range i {
 		lo := min(i[a], j[a])
-		refs[end[lo]] = pairRef{u: i[a], v: j[a], a: int32(a), k: -1}
+		order[end[lo]] = int32(a)
 		end[lo]++
 	}
-	sortRuns(refs, end, func(r pairRef) int32 { return max(r.u, r.v) })
-	return refs
+	sortRuns(order, end, func(a int32) int32 { return max(i[a], j[a]) })
+	return order
+}
+
+// pottsEdges lays out the edges of newPottsGraph as edgeBuilder does from
+// the same terms as pairRefs (allocEdges, fillEdges): one edge per run of
+// terms over one pair of nodes in the order of pottsOrder (nil: the
+// terms' own), its weight pw the sum of theirs in that order, the edge
+// arrays sized alike; read from i, j and w, with no pairRef per term.
+func (g *graph) pottsEdges(i, j []int32, w []float64, order []int32) {
+	term := func(k int) int32 {
+		if order == nil {
+			return int32(k)
+		}
+		return order[k]
+	}
+	ne, size := 0, 0
+	u, v := int32(-1), int32(-1)
+	for k := range w {
+		a := term(k)
+		if lo, up := min(i[a], j[a]), max(i[a], j[a]); lo != u || up != v {
+			u, v = lo, up
+			ne++
+			size += max(g.card[u], g.card[v])
+		}
+	}
+	g.eu, g.ev = make([]int32, ne), make([]int32, ne)
+	g.moff, g.toff = make([]int, ne), make([]int, ne)
+	g.tab = make([]*float64, ne)
+	if ne > 0 {
+		g.pw = make([]float64, ne)
+	}
+	g.data = make([]float64, size)
+	g.own = make([]float64, 0)
+	e, off := -1, 0
+	for k := range w {
+		a := term(k)
+		if lo, up := min(i[a], j[a]), max(i[a], j[a]); e < 0 || lo != g.eu[e] || up != g.ev[e] {
+			e++
+			g.eu[e], g.ev[e] = lo, up
+			g.moff[e], g.toff[e] = off, -1
+			off += max(g.card[lo], g.card[up])
+		}
+		g.pw[e] += w[a]
+	}
 }
 
 // edgeBuilder makes the edges of g from the sorted pairwise terms of m
@@ -449,17 +487,6 @@ type edgeBuilder struct {
 	m    *model.Model
 	seqs map[int32][]int // see pairTerms
 	refs []pairRef
-	// potts, when not nil, are the weights of terms that are all Potts
-	// factors, given flat (newPottsGraph; m is then not read).
-	potts []float64
-}
-
-// weight is the Potts weight of term a.
-func (b *edgeBuilder) weight(a int32) float64 {
-	if b.potts != nil {
-		return b.potts[a]
-	}
-	return b.m.Factors[a].Weight
 }
 
 // group returns the end j of the run of terms refs[i:j] over the pair of
@@ -469,7 +496,7 @@ func (b *edgeBuilder) group(i int) (j int, u, v int32, potts bool) {
 	u, v = min(refs[i].u, refs[i].v), max(refs[i].u, refs[i].v)
 	j, potts = i, true
 	for ; j < len(refs) && min(refs[j].u, refs[j].v) == u && max(refs[j].u, refs[j].v) == v; j++ {
-		potts = potts && refs[j].k < 0 && (b.potts != nil || b.m.Factors[refs[j].a].Kind == model.Potts)
+		potts = potts && refs[j].k < 0 && b.m.Factors[refs[j].a].Kind == model.Potts
 	}
 	return j, u, v, potts
 }
@@ -551,7 +578,7 @@ func (b *edgeBuilder) fillEdges() {
 		switch {
 		case potts:
 			for _, r := range group {
-				g.pw[e] += b.weight(r.a)
+				g.pw[e] += b.m.Factors[r.a].Weight
 			}
 		case b.truncated(group):
 			f := &b.m.Factors[group[0].a]
