@@ -18,7 +18,7 @@ import (
 // cardinalities and unaries, nothing else. The part has one slave per
 // factor, in the file's order, over its own numbering of the variables.
 func Load(ctx context.Context, spec *Spec) (*consensus.Part, error) {
-	return readPart(ctx, spec, nil, true)
+	return readPart(ctx, spec, 0, true)
 }
 
 // LoadFlat is Load for a worker that only runs the part: when all the
@@ -27,16 +27,29 @@ func Load(ctx context.Context, spec *Spec) (*consensus.Part, error) {
 // takes 96 with a pair's scope) and builds no plan; a part of other
 // factors is Load's. consensus.NewWorker runs both alike, to the bit.
 func LoadFlat(ctx context.Context, spec *Spec) (*consensus.Part, error) {
-	return readPart(ctx, spec, pairKind, true)
+	return readPart(ctx, spec, kindsOf(model.Potts, model.Pair), true)
 }
 
-// pairKind: the kinds of pairwise factors a part may keep flat.
-func pairKind(k model.Kind) bool { return k == model.Potts || k == model.Pair }
+// kinds is a set of factor kinds, bit k for kind k: a mask rather than a
+// function, tested once a factor of a part.
+type kinds uint64
+
+// kindsOf is the set of ks.
+func kindsOf(ks ...model.Kind) kinds {
+	var s kinds
+	for _, k := range ks {
+		s |= 1 << k
+	}
+	return s
+}
+
+// has reports whether k is in s.
+func (s kinds) has(k model.Kind) bool { return k < 64 && s&(1<<k) != 0 }
 
 // readPart reads spec's part: flat pairs when its factors are all pairs of
-// one kind that flat accepts (nil: none), with the plan of its slaves when
-// plan asks (a piece runs the part whole: LoadPiece).
-func readPart(ctx context.Context, spec *Spec, flatKind func(model.Kind) bool, plan bool) (*consensus.Part, error) {
+// one kind of flatKinds (0: none), with the plan of its slaves when plan
+// asks (a piece runs the part whole: LoadPiece).
+func readPart(ctx context.Context, spec *Spec, flatKinds kinds, plan bool) (*consensus.Part, error) {
 	f, size, done, err := spec.open()
 	if err != nil {
 		return nil, err
@@ -69,7 +82,7 @@ func readPart(ctx context.Context, spec *Spec, flatKind func(model.Kind) bool, p
 	// one kind; the first other one turns them into model.Factors.
 	nf := spec.To - spec.From
 	q := &consensus.Pairs{}
-	flat := flatKind != nil && spec.NumVars <= math.MaxInt32
+	flat := flatKinds != 0 && spec.NumVars <= math.MaxInt32
 	var factors []model.Factor
 	if !flat {
 		factors = make([]model.Factor, 0, nf)
@@ -78,7 +91,7 @@ func readPart(ctx context.Context, spec *Spec, flatKind func(model.Kind) bool, p
 		if len(f.Vars) < 2 {
 			return fmt.Errorf("shard: the model file: factor %d is over %d variables", a, len(f.Vars))
 		}
-		if flat && len(f.Vars) == 2 && flatKind(f.Kind) && (q.Len() == 0 || f.Kind == q.Kind) {
+		if flat && len(f.Vars) == 2 && flatKinds.has(f.Kind) && (q.Len() == 0 || f.Kind == q.Kind) {
 			if q.W == nil {
 				q.Kind, q.I, q.J, q.W = f.Kind, make([]int32, 0, nf), make([]int32, 0, nf), make([]float64, 0, nf)
 			}
@@ -120,12 +133,11 @@ func readPart(ctx context.Context, spec *Spec, flatKind func(model.Kind) bool, p
 	}
 	// The factors over the part's numbering, in place.
 	if q != nil {
-		for a := range q.W {
-			q.I[a], q.J[a] = int32(num.local(int(q.I[a]))), int32(num.local(int(q.J[a])))
-		}
-		if err := m.Validate(); err != nil {
-			return nil, fmt.Errorf("shard: the model file: factors [%d,%d): %w", spec.From, spec.To, err)
-		}
+		num.localPairs(q)
+		// m is valid as built: ReadVars checked the cardinalities (>= 1)
+		// and the unaries (no NaN, no +Inf), the loop above no -Inf, and
+		// UnaryOff follows the cardinalities (model.Validate checks no
+		// more of a model without factors).
 		if err := q.Validate(m.Cards); err != nil {
 			return nil, fmt.Errorf("shard: the model file: factors [%d,%d): %w", spec.From, spec.To, err)
 		}
@@ -220,6 +232,20 @@ func (n *numbering) local(v int) int {
 	}
 	k, _ := slices.BinarySearch(n.vars, v)
 	return k
+}
+
+// localPairs renumbers q's pairs, over variables of the part, as the
+// part's (the dense look-up inlined: a loop over every scope entry).
+func (n *numbering) localPairs(q *consensus.Pairs) {
+	if d := n.dense; d != nil {
+		for a := range q.W {
+			q.I[a], q.J[a] = d[int(q.I[a])-n.lo], d[int(q.J[a])-n.lo]
+		}
+		return
+	}
+	for a := range q.W {
+		q.I[a], q.J[a] = int32(n.local(int(q.I[a]))), int32(n.local(int(q.J[a])))
+	}
 }
 
 // partVars numbers the variables of the part (those of its factors'
