@@ -449,24 +449,12 @@ func (g *graph) pottsEdges(i, j []int32, w []float64, order []int32) {
 		}
 		return order[k]
 	}
-	ne, size := 0, 0
-	u, v := int32(-1), int32(-1)
-	for k := range w {
-		a := term(k)
-		if lo, up := min(i[a], j[a]), max(i[a], j[a]); lo != u || up != v {
-			u, v = lo, up
-			ne++
-			size += max(g.card[u], g.card[v])
-		}
-	}
-	g.eu, g.ev = make([]int32, ne), make([]int32, ne)
-	g.moff, g.toff = make([]int, ne), make([]int, ne)
-	g.tab = make([]*float64, ne)
-	if ne > 0 {
-		g.pw = make([]float64, ne)
-	}
-	g.data = make([]float64, size)
-	g.own = make([]float64, 0)
+	// One pass, into arrays of an edge a term (the most there can be);
+	// repeated pairs (fewer edges) are copied to their length after.
+	nt := len(w)
+	g.eu, g.ev = make([]int32, nt), make([]int32, nt)
+	g.moff, g.toff = make([]int, nt), make([]int, nt)
+	pw := make([]float64, nt)
 	e, off := -1, 0
 	for k := range w {
 		a := term(k)
@@ -476,8 +464,19 @@ func (g *graph) pottsEdges(i, j []int32, w []float64, order []int32) {
 			g.moff[e], g.toff[e] = off, -1
 			off += max(g.card[lo], g.card[up])
 		}
-		g.pw[e] += w[a]
+		pw[e] += w[a]
 	}
+	ne := e + 1
+	if ne < nt {
+		g.eu, g.ev = slices.Clone(g.eu[:ne]), slices.Clone(g.ev[:ne])
+		g.moff, g.toff, pw = slices.Clone(g.moff[:ne]), slices.Clone(g.toff[:ne]), slices.Clone(pw[:ne])
+	}
+	g.tab = make([]*float64, ne)
+	if ne > 0 { // pw is read at Potts edges only (nil when there are none, as allocEdges leaves it)
+		g.pw = pw
+	}
+	g.data = make([]float64, off)
+	g.own = make([]float64, 0)
 }
 
 // edgeBuilder makes the edges of g from the sorted pairwise terms of m

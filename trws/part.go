@@ -87,8 +87,8 @@ func NewPartPotts(m *model.Model, i, j []int32, w []float64, watch []int) (*Part
 		case m.Cards[u] != m.Cards[v]:
 			return nil, fmt.Errorf("trws part: Potts term %d: cardinalities differ (%d, %d)", a, m.Cards[u], m.Cards[v])
 		}
-		if err := model.CheckPairTerm(model.Potts, wa, 0); err != nil {
-			return nil, fmt.Errorf("trws part: Potts term %d: %w", a, err)
+		if wa-wa != 0 { // NaN or infinite, the only bad Potts weights: CheckPairTerm says which (a call a term otherwise)
+			return nil, fmt.Errorf("trws part: Potts term %d: %w", a, model.CheckPairTerm(model.Potts, wa, 0))
 		}
 	}
 	return newPart(newPottsGraph(m, i, j, w), watch, true)
