@@ -87,19 +87,24 @@ func readPart(ctx context.Context, spec *Spec, flatKinds kinds, plan bool) (*con
 	if !flat {
 		factors = make([]model.Factor, 0, nf)
 	}
+	// The flat pairs are written by index, nq of them so far (an append
+	// a slice would store its header back into q a factor).
+	nq := 0
 	err = sc.ReadRecords(spec.Pos, spec.From, spec.To, runs.Card, func(a int, f *model.Factor) error {
 		if len(f.Vars) < 2 {
 			return fmt.Errorf("shard: the model file: factor %d is over %d variables", a, len(f.Vars))
 		}
-		if flat && len(f.Vars) == 2 && flatKinds.has(f.Kind) && (q.Len() == 0 || f.Kind == q.Kind) {
+		if flat && len(f.Vars) == 2 && flatKinds.has(f.Kind) && (nq == 0 || f.Kind == q.Kind) {
 			if q.W == nil {
-				q.Kind, q.I, q.J, q.W = f.Kind, make([]int32, 0, nf), make([]int32, 0, nf), make([]float64, 0, nf)
+				q.Kind, q.I, q.J, q.W = f.Kind, make([]int32, nf), make([]int32, nf), make([]float64, nf)
 			}
-			q.I, q.J, q.W = append(q.I, int32(f.Vars[0])), append(q.J, int32(f.Vars[1])), append(q.W, f.Weight)
+			q.I[nq], q.J[nq], q.W[nq] = int32(f.Vars[0]), int32(f.Vars[1]), f.Weight
+			nq++
 			return nil
 		}
 		if flat {
 			flat = false
+			q.I, q.J, q.W = q.I[:nq], q.J[:nq], q.W[:nq]
 			factors = q.AppendFactors(make([]model.Factor, 0, nf))
 			q = nil
 		}
@@ -109,7 +114,9 @@ func readPart(ctx context.Context, spec *Spec, flatKinds kinds, plan bool) (*con
 	if err != nil {
 		return nil, err
 	}
-	if !flat {
+	if flat {
+		q.I, q.J, q.W = q.I[:nq], q.J[:nq], q.W[:nq]
+	} else {
 		q = nil
 	}
 	num, err := partVars(scopes{factors, q}, spec)
