@@ -133,18 +133,18 @@ func readPart(ctx context.Context, spec *Spec, flatKinds kinds, plan bool) (*con
 	for i, c := range cards {
 		m.UnaryOff[i+1] = m.UnaryOff[i] + c
 	}
-	for k, u := range m.Unary {
-		if math.IsInf(u, -1) || math.IsNaN(u) {
+	for k, u := range m.Unary { // finite (ReadVars refuses NaN and +Inf already)
+		if math.IsInf(u, 0) || math.IsNaN(u) {
 			return nil, fmt.Errorf("shard: the model file: unary entry %d of the part is %v", k, u)
 		}
 	}
 	// The factors over the part's numbering, in place.
 	if q != nil {
 		num.localPairs(q)
-		// m is valid as built: ReadVars checked the cardinalities (>= 1)
-		// and the unaries (no NaN, no +Inf), the loop above no -Inf, and
-		// UnaryOff follows the cardinalities (model.Validate checks no
-		// more of a model without factors).
+		// m is valid as built: ReadVars checked the cardinalities (>= 1),
+		// the loop above the unaries (finite), and UnaryOff follows the
+		// cardinalities (model.Validate checks no more of a model without
+		// factors).
 		if err := q.Validate(m.Cards); err != nil {
 			return nil, fmt.Errorf("shard: the model file: factors [%d,%d): %w", spec.From, spec.To, err)
 		}

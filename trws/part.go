@@ -67,10 +67,10 @@ func NewPart(m *model.Model, watch []int) (*Part, error) {
 // without a model.Factor per term (96 bytes and a scope each, where a
 // term here takes 16): a part read flat (shard.LoadPiece) never holds them.
 // Nor does it copy the unaries as NewPart does: the Part takes m.Unary as
-// its own, AddUnary writes it (keeping a copy of the unaries it changes,
-// for the part's scores), and m must not be read or written after (the
-// copy is 16 MB on half a 1000x1000 4-label grid, and a part changes the
-// unaries of its boundary only).
+// its own, which AddUnary writes (keeping the unaries as found of the
+// variables it changes, for the part's scores), so the caller must leave
+// m.Unary alone after (the copy is 16 MB on half a 1000x1000 4-label grid,
+// and a part changes the unaries of its boundary only).
 func NewPartPotts(m *model.Model, i, j []int32, w []float64, watch []int) (*Part, error) {
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("trws part: %w", err)
