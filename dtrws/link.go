@@ -93,7 +93,9 @@ func NewLocalLink(m *model.Model, boundary []int32) (*LocalLink, error) {
 
 // NewLocalLinkPotts is NewLocalLink on a part whose factors are all Potts,
 // given flat (trws.NewPartPotts: term a scores w[a] when variables i[a]
-// and j[a] agree; m holds the unaries and no factors): the same link.
+// and j[a] agree; m holds the unaries and no factors): the same link. It
+// takes m.Unary as its own (the multipliers are added to it, not to a
+// copy): the caller leaves it alone after.
 func NewLocalLinkPotts(m *model.Model, i, j []int32, w []float64, boundary []int32) (*LocalLink, error) {
 	return newLocalLink(m, boundary, func(watch []int) (*trws.Part, error) { return trws.NewPartPotts(m, i, j, w, watch) })
 }

@@ -283,6 +283,9 @@ func (m *Model) Validate() error {
 	if math.IsNaN(m.Constant) || math.IsInf(m.Constant, 0) {
 		return fmt.Errorf("constant %v is not finite", m.Constant)
 	}
+	if len(m.Factors) == 0 { // a part's unaries with its factors kept flat: no scope to mark
+		return nil
+	}
 	seen := make([]int, n) // seen[v] == a+1: v is in factor a's scope
 	for a := range m.Factors {
 		if err := m.validateFactor(a, seen); err != nil {

@@ -18,7 +18,7 @@ import (
 // cardinalities and unaries, nothing else. The part has one slave per
 // factor, in the file's order, over its own numbering of the variables.
 func Load(ctx context.Context, spec *Spec) (*consensus.Part, error) {
-	return readPart(ctx, spec, nil, true)
+	return readPart(ctx, spec, 0, true)
 }
 
 // LoadFlat is Load for a worker that only runs the part: when all the
@@ -27,16 +27,29 @@ func Load(ctx context.Context, spec *Spec) (*consensus.Part, error) {
 // takes 96 with a pair's scope) and builds no plan; a part of other
 // factors is Load's. consensus.NewWorker runs both alike, to the bit.
 func LoadFlat(ctx context.Context, spec *Spec) (*consensus.Part, error) {
-	return readPart(ctx, spec, pairKind, true)
+	return readPart(ctx, spec, kindsOf(model.Potts, model.Pair), true)
 }
 
-// pairKind: the kinds of pairwise factors a part may keep flat.
-func pairKind(k model.Kind) bool { return k == model.Potts || k == model.Pair }
+// kinds is a set of factor kinds, bit k for kind k: a mask rather than a
+// function, tested once a factor of a part.
+type kinds uint64
+
+// kindsOf is the set of ks.
+func kindsOf(ks ...model.Kind) kinds {
+	var s kinds
+	for _, k := range ks {
+		s |= 1 << k
+	}
+	return s
+}
+
+// has reports whether k is in s.
+func (s kinds) has(k model.Kind) bool { return k < 64 && s&(1<<k) != 0 }
 
 // readPart reads spec's part: flat pairs when its factors are all pairs of
-// one kind that flat accepts (nil: none), with the plan of its slaves when
-// plan asks (a piece runs the part whole: LoadPiece).
-func readPart(ctx context.Context, spec *Spec, flatKind func(model.Kind) bool, plan bool) (*consensus.Part, error) {
+// one kind of flatKinds (0: none), with the plan of its slaves when plan
+// asks (a piece runs the part whole: LoadPiece).
+func readPart(ctx context.Context, spec *Spec, flatKinds kinds, plan bool) (*consensus.Part, error) {
 	f, size, done, err := spec.open()
 	if err != nil {
 		return nil, err
@@ -69,24 +82,29 @@ func readPart(ctx context.Context, spec *Spec, flatKind func(model.Kind) bool, p
 	// one kind; the first other one turns them into model.Factors.
 	nf := spec.To - spec.From
 	q := &consensus.Pairs{}
-	flat := flatKind != nil && spec.NumVars <= math.MaxInt32
+	flat := flatKinds != 0 && spec.NumVars <= math.MaxInt32
 	var factors []model.Factor
 	if !flat {
 		factors = make([]model.Factor, 0, nf)
 	}
+	// The flat pairs are written by index, nq of them so far (an append
+	// a slice would store its header back into q a factor).
+	nq := 0
 	err = sc.ReadRecords(spec.Pos, spec.From, spec.To, runs.Card, func(a int, f *model.Factor) error {
 		if len(f.Vars) < 2 {
 			return fmt.Errorf("shard: the model file: factor %d is over %d variables", a, len(f.Vars))
 		}
-		if flat && len(f.Vars) == 2 && flatKind(f.Kind) && (q.Len() == 0 || f.Kind == q.Kind) {
+		if flat && len(f.Vars) == 2 && flatKinds.has(f.Kind) && (nq == 0 || f.Kind == q.Kind) {
 			if q.W == nil {
-				q.Kind, q.I, q.J, q.W = f.Kind, make([]int32, 0, nf), make([]int32, 0, nf), make([]float64, 0, nf)
+				q.Kind, q.I, q.J, q.W = f.Kind, make([]int32, nf), make([]int32, nf), make([]float64, nf)
 			}
-			q.I, q.J, q.W = append(q.I, int32(f.Vars[0])), append(q.J, int32(f.Vars[1])), append(q.W, f.Weight)
+			q.I[nq], q.J[nq], q.W[nq] = int32(f.Vars[0]), int32(f.Vars[1]), f.Weight
+			nq++
 			return nil
 		}
 		if flat {
 			flat = false
+			q.I, q.J, q.W = q.I[:nq], q.J[:nq], q.W[:nq]
 			factors = q.AppendFactors(make([]model.Factor, 0, nf))
 			q = nil
 		}
@@ -96,10 +114,12 @@ func readPart(ctx context.Context, spec *Spec, flatKind func(model.Kind) bool, p
 	if err != nil {
 		return nil, err
 	}
-	if !flat {
+	if flat {
+		q.I, q.J, q.W = q.I[:nq], q.J[:nq], q.W[:nq]
+	} else {
 		q = nil
 	}
-	num, err := partVars(scopeVars(factors, q), spec)
+	num, err := partVars(scopes{factors, q}, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -113,19 +133,18 @@ func readPart(ctx context.Context, spec *Spec, flatKind func(model.Kind) bool, p
 	for i, c := range cards {
 		m.UnaryOff[i+1] = m.UnaryOff[i] + c
 	}
-	for k, u := range m.Unary {
-		if math.IsInf(u, -1) || math.IsNaN(u) {
+	for k, u := range m.Unary { // finite (ReadVars refuses NaN and +Inf already)
+		if math.IsInf(u, 0) || math.IsNaN(u) {
 			return nil, fmt.Errorf("shard: the model file: unary entry %d of the part is %v", k, u)
 		}
 	}
 	// The factors over the part's numbering, in place.
 	if q != nil {
-		for a := range q.W {
-			q.I[a], q.J[a] = int32(num.local(int(q.I[a]))), int32(num.local(int(q.J[a])))
-		}
-		if err := m.Validate(); err != nil {
-			return nil, fmt.Errorf("shard: the model file: factors [%d,%d): %w", spec.From, spec.To, err)
-		}
+		num.localPairs(q)
+		// m is valid as built: ReadVars checked the cardinalities (>= 1),
+		// the loop above the unaries (finite), and UnaryOff follows the
+		// cardinalities (model.Validate checks no more of a model without
+		// factors).
 		if err := q.Validate(m.Cards); err != nil {
 			return nil, fmt.Errorf("shard: the model file: factors [%d,%d): %w", spec.From, spec.To, err)
 		}
@@ -143,24 +162,61 @@ func readPart(ctx context.Context, spec *Spec, flatKind func(model.Kind) bool, p
 	return assemble(m, nil, vars, spec, plan)
 }
 
-// scopeVars returns the variables of the factors' scopes (of q's pairs
-// when q is not nil), with repeats, in an array with room for the isolated
-// variables of a spec.
-func scopeVars(factors []model.Factor, q *consensus.Pairs) []int {
-	if q != nil {
-		vars := make([]int, 0, 2*q.Len())
-		for a := range q.W {
-			vars = append(vars, int(q.I[a]), int(q.J[a]))
+// scopes are a part's factors' scopes: q's pairs when q is not nil, else
+// the factors'. Their variables are read in place: a list of them (with
+// repeats, 2 a pair) is made only to sort it (sortedVars).
+type scopes struct {
+	factors []model.Factor
+	q       *consensus.Pairs
+}
+
+// span returns the smallest and largest variable of the scopes (math.MaxInt
+// and -1 when they are empty) and their number of entries.
+func (s scopes) span() (lo, hi, entries int) {
+	lo, hi = math.MaxInt, -1
+	if s.q != nil {
+		for a := range s.q.W {
+			u, v := int(s.q.I[a]), int(s.q.J[a])
+			lo, hi = min(lo, u, v), max(hi, u, v)
+		}
+		return lo, hi, 2 * s.q.Len()
+	}
+	for a := range s.factors {
+		for _, v := range s.factors[a].Vars {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		entries += len(s.factors[a].Vars)
+	}
+	return lo, hi, entries
+}
+
+// mark sets mark[v-lo] to 1 for every variable v of the scopes.
+func (s scopes) mark(mark []int32, lo int) {
+	if s.q != nil {
+		for a := range s.q.W {
+			mark[int(s.q.I[a])-lo], mark[int(s.q.J[a])-lo] = 1, 1
+		}
+		return
+	}
+	for a := range s.factors {
+		for _, v := range s.factors[a].Vars {
+			mark[v-lo] = 1
+		}
+	}
+}
+
+// vars returns the variables of the scopes, with repeats, in an array with
+// room for the isolated variables of a spec.
+func (s scopes) vars(entries int) []int {
+	vars := make([]int, 0, entries)
+	if s.q != nil {
+		for a := range s.q.W {
+			vars = append(vars, int(s.q.I[a]), int(s.q.J[a]))
 		}
 		return vars
 	}
-	n := 0
-	for a := range factors {
-		n += len(factors[a].Vars)
-	}
-	vars := make([]int, 0, n)
-	for a := range factors {
-		vars = append(vars, factors[a].Vars...)
+	for a := range s.factors {
+		vars = append(vars, s.factors[a].Vars...)
 	}
 	return vars
 }
@@ -185,14 +241,28 @@ func (n *numbering) local(v int) int {
 	return k
 }
 
-// partVars numbers the variables of the part (vars, the variables of its
-// factors' scopes with repeats, and its isolated ones), increasing, and
-// checks the spec's boundary and isolated variables against them. When
-// they span a range at most twice as long as vars, they are marked in an
-// array over the range (linear, the numbering an array look-up); else
-// sorted.
-func partVars(vars []int, spec *Spec) (*numbering, error) {
-	if len(vars) == 0 && len(spec.Isolated) == 0 {
+// localPairs renumbers q's pairs, over variables of the part, as the
+// part's (the dense look-up inlined: a loop over every scope entry).
+func (n *numbering) localPairs(q *consensus.Pairs) {
+	if d := n.dense; d != nil {
+		for a := range q.W {
+			q.I[a], q.J[a] = d[int(q.I[a])-n.lo], d[int(q.J[a])-n.lo]
+		}
+		return
+	}
+	for a := range q.W {
+		q.I[a], q.J[a] = int32(n.local(int(q.I[a]))), int32(n.local(int(q.J[a])))
+	}
+}
+
+// partVars numbers the variables of the part (those of its factors'
+// scopes, and its isolated ones), increasing, and checks the spec's
+// boundary and isolated variables against them. When they span a range at
+// most twice as long as the scopes' entries, they are marked in an array
+// over the range (linear, the numbering an array look-up); else sorted.
+func partVars(sc scopes, spec *Spec) (*numbering, error) {
+	lo, hi, entries := sc.span()
+	if entries == 0 && len(spec.Isolated) == 0 {
 		return &numbering{}, nil
 	}
 	for k, v := range spec.Boundary {
@@ -205,17 +275,13 @@ func partVars(vars []int, spec *Spec) (*numbering, error) {
 			return nil, fmt.Errorf("shard: isolated variable %d out of range [0,%d) or out of order", v, spec.NumVars)
 		}
 	}
-	lo, hi := math.MaxInt, -1
-	for _, v := range vars {
-		lo, hi = min(lo, v), max(hi, v)
-	}
 	for _, v := range spec.Isolated {
 		lo, hi = min(lo, int(v)), max(hi, int(v))
 	}
-	if span := hi - lo + 1; span <= 2*len(vars)+len(spec.Isolated) {
-		return denseVars(vars, lo, span, spec)
+	if span := hi - lo + 1; span <= 2*entries+len(spec.Isolated) {
+		return denseVars(sc, lo, span, spec)
 	}
-	return sortedVars(vars, spec)
+	return sortedVars(sc.vars(entries+len(spec.Isolated)), spec)
 }
 
 // sortedVars is partVars by sorting vars.
@@ -242,11 +308,9 @@ func sortedVars(vars []int, spec *Spec) (*numbering, error) {
 
 // denseVars is partVars over an array of span marks from lo: 1 for a
 // variable of the factors, 2 for an isolated one, then the numbers.
-func denseVars(vars []int, lo, span int, spec *Spec) (*numbering, error) {
+func denseVars(sc scopes, lo, span int, spec *Spec) (*numbering, error) {
 	mark := make([]int32, span)
-	for _, v := range vars {
-		mark[v-lo] = 1
-	}
+	sc.mark(mark, lo)
 	for _, v := range spec.Boundary {
 		if i := int(v) - lo; i < 0 || i >= span || mark[i] != 1 {
 			return nil, fmt.Errorf("shard: boundary variable %d is in none of the part's factors", v)

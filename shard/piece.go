@@ -43,7 +43,7 @@ func LoadPiece(ctx context.Context, spec *Spec, copies []int32) (*Piece, error) 
 	if len(copies) != len(spec.Boundary) {
 		return nil, fmt.Errorf("shard: %d copy counts for %d boundary variables", len(copies), len(spec.Boundary))
 	}
-	part, err := readPart(ctx, spec, func(k model.Kind) bool { return k == model.Potts }, false)
+	part, err := readPart(ctx, spec, kindsOf(model.Potts), false)
 	if err != nil {
 		return nil, err
 	}

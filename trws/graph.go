@@ -192,22 +192,16 @@ func newGraph(m *model.Model, threads int) (*graph, error) {
 }
 
 // newPottsGraph is newGraph(m, 1) of m with the Potts factors given flat
-// (NewPartPotts, which checks them): the same terms in the same order,
-// so the same graph; the nodes are the variables and theta m's unaries.
+// (NewPartPotts, which checks them): the same terms in the same order
+// (pottsOrder), so the same graph (pottsEdges, TestPottsGraphIsNewGraph);
+// the nodes are the variables and theta m's unaries.
 func newPottsGraph(m *model.Model, i, j []int32, w []float64) *graph {
 	n := m.NumVars()
 	g := &graph{n: n, constant: m.Constant, parts: []int{0, n}, card: m.Cards, uoff: m.UnaryOff, theta: m.Unary, maxCard: 1}
 	for _, c := range g.card {
 		g.maxCard = max(g.maxCard, c)
 	}
-	refs := make([]pairRef, len(w))
-	for a := range refs {
-		refs[a] = pairRef{u: i[a], v: j[a], a: int32(a), k: -1}
-	}
-	g.sortTerms(refs)
-	b := edgeBuilder{g: g, refs: refs, potts: w}
-	b.allocEdges()
-	b.fillEdges()
+	g.pottsEdges(i, j, w, pottsOrder(i, j))
 	g.layout()
 	g.setKernels()
 	return g
@@ -359,24 +353,7 @@ func sortPairRefs(refs []pairRef, n int) {
 		perm[end[lo]] = int32(i)
 		end[lo]++
 	}
-	larger := func(p int32) int32 { return max(refs[p].u, refs[p].v) }
-	from := int32(0)
-	for _, to := range end {
-		run := perm[from:to]
-		from = to
-		if len(run) <= shortRun {
-			for i := 1; i < len(run); i++ { // insertion: stable
-				p := run[i]
-				j := i
-				for ; j > 0 && larger(run[j-1]) > larger(p); j-- {
-					run[j] = run[j-1]
-				}
-				run[j] = p
-			}
-			continue
-		}
-		slices.SortStableFunc(run, func(a, b int32) int { return cmp.Compare(larger(a), larger(b)) })
-	}
+	sortRuns(perm, end, func(p int32) int32 { return max(refs[p].u, refs[p].v) })
 	for i := range perm { // refs[slot] = old refs[perm[slot]], cycle by cycle
 		if perm[i] < 0 || int(perm[i]) == i {
 			continue
@@ -396,6 +373,112 @@ func sortPairRefs(refs []pairRef, n int) {
 	}
 }
 
+// sortRuns sorts each run s[end[v-1]:end[v]] (the first from 0) stably by
+// larger: by insertion when it is short, by a merge sort otherwise.
+func sortRuns[T any](s []T, end []int32, larger func(T) int32) {
+	from := int32(0)
+	for _, to := range end {
+		run := s[from:to]
+		from = to
+		if len(run) <= shortRun {
+			for i := 1; i < len(run); i++ { // insertion: stable
+				p := run[i]
+				j := i
+				for ; j > 0 && larger(run[j-1]) > larger(p); j-- {
+					run[j] = run[j-1]
+				}
+				run[j] = p
+			}
+			continue
+		}
+		slices.SortStableFunc(run, func(a, b T) int { return cmp.Compare(larger(a), larger(b)) })
+	}
+}
+
+// pottsOrder returns the terms (i[a], j[a]) of newPottsGraph (nodes are
+// variables) in the order sortPairRefs gives their pairRefs: order[k] is
+// the k-th term, nil when they come in that order already (checked). The
+// same counting sort by the smaller end and stable sort of each run by the
+// larger end, on term numbers (4 bytes a term) rather than on pairRefs
+// listed first unsorted (16 bytes a term, and 4 of permutation: 20 MB on
+// half a 1000x1000 grid, whose rows list their horizontal edges before
+// their vertical ones) and then moved by the permutation's cycles.
+func pottsOrder(i, j []int32) []int32 {
+	hi, sorted := int32(-1), true
+	for a := range i {
+		lo, up := min(i[a], j[a]), max(i[a], j[a])
+		if a > 0 && sorted {
+			plo, pup := min(i[a-1], j[a-1]), max(i[a-1], j[a-1])
+			sorted = plo < lo || plo == lo && pup <= up
+		}
+		hi = max(hi, lo)
+	}
+	if sorted {
+		return nil
+	}
+	// end[v]: after the counting, one past the last slot of the terms
+	// whose smaller end is v (the first is end[v-1], or 0).
+	end := make([]int32, hi+1)
+	for a := range i {
+		end[min(i[a], j[a])]++
+	}
+	sum := int32(0)
+	for v, c := range end {
+		end[v] = sum
+		sum += c
+	}
+	order := make([]int32, len(i))
+	for a := range i {
+		lo := min(i[a], j[a])
+		order[end[lo]] = int32(a)
+		end[lo]++
+	}
+	sortRuns(order, end, func(a int32) int32 { return max(i[a], j[a]) })
+	return order
+}
+
+// pottsEdges lays out the edges of newPottsGraph as edgeBuilder does from
+// the same terms as pairRefs (allocEdges, fillEdges): one edge per run of
+// terms over one pair of nodes in the order of pottsOrder (nil: the
+// terms' own), its weight pw the sum of theirs in that order, the edge
+// arrays sized alike; read from i, j and w, with no pairRef per term.
+func (g *graph) pottsEdges(i, j []int32, w []float64, order []int32) {
+	term := func(k int) int32 {
+		if order == nil {
+			return int32(k)
+		}
+		return order[k]
+	}
+	// One pass, into arrays of an edge a term (the most there can be);
+	// repeated pairs (fewer edges) are copied to their length after.
+	nt := len(w)
+	g.eu, g.ev = make([]int32, nt), make([]int32, nt)
+	g.moff, g.toff = make([]int, nt), make([]int, nt)
+	pw := make([]float64, nt)
+	e, off := -1, 0
+	for k := range w {
+		a := term(k)
+		if lo, up := min(i[a], j[a]), max(i[a], j[a]); e < 0 || lo != g.eu[e] || up != g.ev[e] {
+			e++
+			g.eu[e], g.ev[e] = lo, up
+			g.moff[e], g.toff[e] = off, -1
+			off += max(g.card[lo], g.card[up])
+		}
+		pw[e] += w[a]
+	}
+	ne := e + 1
+	if ne < nt {
+		g.eu, g.ev = slices.Clone(g.eu[:ne]), slices.Clone(g.ev[:ne])
+		g.moff, g.toff, pw = slices.Clone(g.moff[:ne]), slices.Clone(g.toff[:ne]), slices.Clone(pw[:ne])
+	}
+	g.tab = make([]*float64, ne)
+	if ne > 0 { // pw is read at Potts edges only (nil when there are none, as allocEdges leaves it)
+		g.pw = pw
+	}
+	g.data = make([]float64, off)
+	g.own = make([]float64, 0)
+}
+
 // edgeBuilder makes the edges of g from the sorted pairwise terms of m
 // (sortTerms): one edge per run of terms over the same pair of nodes.
 type edgeBuilder struct {
@@ -403,17 +486,6 @@ type edgeBuilder struct {
 	m    *model.Model
 	seqs map[int32][]int // see pairTerms
 	refs []pairRef
-	// potts, when not nil, are the weights of terms that are all Potts
-	// factors, given flat (newPottsGraph; m is then not read).
-	potts []float64
-}
-
-// weight is the Potts weight of term a.
-func (b *edgeBuilder) weight(a int32) float64 {
-	if b.potts != nil {
-		return b.potts[a]
-	}
-	return b.m.Factors[a].Weight
 }
 
 // group returns the end j of the run of terms refs[i:j] over the pair of
@@ -423,7 +495,7 @@ func (b *edgeBuilder) group(i int) (j int, u, v int32, potts bool) {
 	u, v = min(refs[i].u, refs[i].v), max(refs[i].u, refs[i].v)
 	j, potts = i, true
 	for ; j < len(refs) && min(refs[j].u, refs[j].v) == u && max(refs[j].u, refs[j].v) == v; j++ {
-		potts = potts && refs[j].k < 0 && (b.potts != nil || b.m.Factors[refs[j].a].Kind == model.Potts)
+		potts = potts && refs[j].k < 0 && b.m.Factors[refs[j].a].Kind == model.Potts
 	}
 	return j, u, v, potts
 }
@@ -505,7 +577,7 @@ func (b *edgeBuilder) fillEdges() {
 		switch {
 		case potts:
 			for _, r := range group {
-				g.pw[e] += b.weight(r.a)
+				g.pw[e] += b.m.Factors[r.a].Weight
 			}
 		case b.truncated(group):
 			f := &b.m.Factors[group[0].a]
@@ -596,12 +668,17 @@ func (g *graph) layout() {
 		g.outOff[s+1] += g.outOff[s]
 		g.inOff[s+1] += g.inOff[s]
 	}
+	// inOff[v] is the next slot of v's in-edges while they are placed
+	// (it ends at inOff[v+1]'s value), then shifted back: no cursor array
+	// beside it (8 bytes a node).
 	g.inE = make([]int32, ne)
-	pi := append([]int(nil), g.inOff[:n]...)
 	for e := range ne {
-		g.inE[pi[g.ev[e]]] = int32(e)
-		pi[g.ev[e]]++
+		v := g.ev[e]
+		g.inE[g.inOff[v]] = int32(e)
+		g.inOff[v]++
 	}
+	copy(g.inOff[1:], g.inOff[:n])
+	g.inOff[0] = 0
 	maxNs := 1
 	for s := range n {
 		maxNs = max(maxNs, g.inOff[s+1]-g.inOff[s], g.outOff[s+1]-g.outOff[s])

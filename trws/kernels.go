@@ -106,27 +106,28 @@ func (g *graph) setKernels() {
 	if g.fwd != nil {
 		return
 	}
-	potts := false
-	ok := func(e, k int) bool {
-		potts = potts || g.toff[e] == -1
-		return g.toff[e] >= -1 && g.card[g.eu[e]] == k && g.card[g.ev[e]] == k
-	}
+	// An edge at s has s at one end (eu for the edges out, ev for those
+	// in): only the other end's state count is checked.
 next:
 	for s := range g.n {
 		k := g.card[s]
 		if k > 255 || !hasKernel(k) {
 			continue
 		}
-		potts = false
+		potts := false
 		for e := g.outOff[s]; e < g.outOff[s+1]; e++ {
-			if !ok(e, k) {
+			t := g.toff[e]
+			if t < -1 || g.card[g.ev[e]] != k {
 				continue next
 			}
+			potts = potts || t == -1
 		}
 		for _, e := range g.inE[g.inOff[s]:g.inOff[s+1]] {
-			if !ok(int(e), k) {
+			t := g.toff[e]
+			if t < -1 || g.card[g.eu[e]] != k {
 				continue next
 			}
+			potts = potts || t == -1
 		}
 		if potts {
 			k += kernMix

@@ -28,11 +28,16 @@ type Part struct {
 	sc      *scratch
 	x       []int
 	watched []bool
-	// theta0 are the unaries as NewPart found them (AddUnary changes a
-	// copy): the part's own scores (Scores, Sweeps, Score) are on them.
-	theta0 []float64
-	loc    []float64 // Sweeps' scores of one variable
-	dirty  []bool    // Sweeps' marks: the variables to visit
+	// theta0 are the unaries as NewPart found them: the part's own scores
+	// (Scores, Sweeps, Score) are on them. NewPart's AddUnary changes a
+	// copy (theta0 is never written); NewPartPotts's changes theta0 itself
+	// (the passes' theta, m's own array): changed then marks the variables
+	// it changed, whose unaries as found are saved (unary0).
+	theta0  []float64
+	changed []bool
+	saved   map[int][]float64
+	loc     []float64 // Sweeps' scores of one variable
+	dirty   []bool    // Sweeps' marks: the variables to visit
 }
 
 // NewPart prepares TRW-S on m (pairwise, valid, no evidence), watching
@@ -52,7 +57,7 @@ func NewPart(m *model.Model, watch []int) (*Part, error) {
 	if g.order != nil {
 		return nil, fmt.Errorf("trws part: unexpected node order on one thread")
 	}
-	return newPart(g, watch)
+	return newPart(g, watch, false)
 }
 
 // NewPartPotts is NewPart on a model whose factors are all Potts, given
@@ -61,6 +66,11 @@ func NewPart(m *model.Model, watch []int) (*Part, error) {
 // NewPart makes of m with those factors in that order, bit for bit,
 // without a model.Factor per term (96 bytes and a scope each, where a
 // term here takes 16): a part read flat (shard.LoadPiece) never holds them.
+// Nor does it copy the unaries as NewPart does: the Part takes m.Unary as
+// its own, which AddUnary writes (keeping the unaries as found of the
+// variables it changes, for the part's scores), so the caller must leave
+// m.Unary alone after (the copy is 16 MB on half a 1000x1000 4-label grid,
+// and a part changes the unaries of its boundary only).
 func NewPartPotts(m *model.Model, i, j []int32, w []float64, watch []int) (*Part, error) {
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("trws part: %w", err)
@@ -77,18 +87,23 @@ func NewPartPotts(m *model.Model, i, j []int32, w []float64, watch []int) (*Part
 		case m.Cards[u] != m.Cards[v]:
 			return nil, fmt.Errorf("trws part: Potts term %d: cardinalities differ (%d, %d)", a, m.Cards[u], m.Cards[v])
 		}
-		if err := model.CheckPairTerm(model.Potts, wa, 0); err != nil {
-			return nil, fmt.Errorf("trws part: Potts term %d: %w", a, err)
+		if wa-wa != 0 { // NaN or infinite, the only bad Potts weights: CheckPairTerm says which (a call a term otherwise)
+			return nil, fmt.Errorf("trws part: Potts term %d: %w", a, model.CheckPairTerm(model.Potts, wa, 0))
 		}
 	}
-	return newPart(newPottsGraph(m, i, j, w), watch)
+	return newPart(newPottsGraph(m, i, j, w), watch, true)
 }
 
-// newPart is a Part on g (one thread, nodes in the variables' order).
-func newPart(g *graph, watch []int) (*Part, error) {
+// newPart is a Part on g (one thread, nodes in the variables' order); with
+// own, its theta is the Part's to write (NewPartPotts), else a copy is.
+func newPart(g *graph, watch []int, own bool) (*Part, error) {
 	theta0 := g.theta
-	g.theta = append([]float64(nil), g.theta...)
 	p := &Part{g: g, sc: g.newScratch(), x: make([]int, g.n), watched: make([]bool, g.n), theta0: theta0, loc: make([]float64, g.maxCard)}
+	if own {
+		p.changed, p.saved = make([]bool, g.n), map[int][]float64{}
+	} else {
+		g.theta = append([]float64(nil), g.theta...)
+	}
 	for _, v := range watch {
 		if v < 0 || v >= g.n {
 			return nil, fmt.Errorf("trws part: watched variable %d not in 0..%d", v, g.n-1)
@@ -139,6 +154,10 @@ func (p *Part) Belief(v int, dst []float64) {
 // becomes dead).
 func (p *Part) AddUnary(v int, d []float64) {
 	u := p.g.theta[p.g.uoff[v]:p.g.uoff[v+1]]
+	if p.changed != nil && !p.changed[v] { // theta0 is theta: keep v's as found
+		p.saved[v] = append([]float64(nil), u...)
+		p.changed[v] = true
+	}
 	for i := range u {
 		u[i] += d[i]
 	}
@@ -166,7 +185,7 @@ func (p *Part) Scores(v int, x []int, loc []float64) {
 	g := p.g
 	k := g.card[v]
 	loc = loc[:k]
-	copy(loc, p.theta0[g.uoff[v]:g.uoff[v]+k])
+	copy(loc, p.unary0(v))
 	for e := g.outOff[v]; e < g.outOff[v+1]; e++ {
 		xt := x[g.ev[e]]
 		switch t := g.toff[e]; {
@@ -198,6 +217,14 @@ func (p *Part) Scores(v int, x []int, loc []float64) {
 			}
 		}
 	}
+}
+
+// unary0 is v's unary as NewPart found it.
+func (p *Part) unary0(v int) []float64 {
+	if p.changed != nil && p.changed[v] {
+		return p.saved[v]
+	}
+	return p.theta0[p.g.uoff[v]:p.g.uoff[v+1]]
 }
 
 // Sweeps is ICM by sweeps: each variable in index order moves to its
@@ -282,8 +309,13 @@ func (p *Part) sweeps(x []int, sweeps int, fixed []bool) bool {
 func (p *Part) Score(x []int) float64 {
 	g := p.g
 	s := g.constant
+	ch := p.changed
 	for v := range g.n {
-		s += p.theta0[g.uoff[v]+x[v]]
+		if ch != nil && ch[v] {
+			s += p.saved[v][x[v]]
+		} else {
+			s += p.theta0[g.uoff[v]+x[v]]
+		}
 	}
 	for e, t := range g.toff {
 		xu, xv := x[g.eu[e]], x[g.ev[e]]

@@ -239,8 +239,10 @@ func icmByFactors(m *model.Model, x []int, sweeps int, fixed []bool) {
 // TestPartPottsIsNewPart: a Part made of flat Potts terms (NewPartPotts)
 // runs as NewPart's of the same model with those terms as factors, bit for
 // bit: bounds, beliefs and chains of the watched variables, labels, and
-// the part's own scores, through unary changes; pairs listed either way
-// round and repeated pairs included. Bad terms are refused.
+// the part's own scores (on the unaries as found, though NewPartPotts's
+// AddUnary writes its model's), through unary changes of watched and
+// other variables; pairs listed either way round and repeated pairs
+// included. Bad terms are refused.
 func TestPartPottsIsNewPart(t *testing.T) {
 	rng := rand.New(rand.NewPCG(26, 7))
 	for trial := range 60 {
@@ -266,14 +268,16 @@ func TestPartPottsIsNewPart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		flat := &model.Model{Cards: m.Cards, UnaryOff: m.UnaryOff, Unary: m.Unary}
+		// NewPartPotts takes the unaries it is given (AddUnary writes them);
+		// NewPart reads m's as found.
+		flat := &model.Model{Cards: m.Cards, UnaryOff: m.UnaryOff, Unary: slices.Clone(m.Unary)}
 		got, err := NewPartPotts(flat, ti, tj, tw, watch)
 		if err != nil {
 			t.Fatal(err)
 		}
 		bw, bg := make([]float64, k), make([]float64, k)
 		for round := range 4 {
-			for _, v := range watch {
+			for _, v := range append(slices.Clone(watch), rng.IntN(n)) {
 				d := make([]float64, k)
 				for i := range d {
 					d[i] = rng.Float64() - 0.5
@@ -297,6 +301,13 @@ func TestPartPottsIsNewPart(t *testing.T) {
 		x := slices.Clone(want.Labels())
 		if want.Score(x) != got.Score(x) {
 			t.Fatalf("trial %d: scores %v and %v", trial, want.Score(x), got.Score(x))
+		}
+		for v := range n {
+			want.Scores(v, x, bw)
+			got.Scores(v, x, bg)
+			if !slices.Equal(bw, bg) {
+				t.Fatalf("trial %d, variable %d: local scores %v and %v", trial, v, bw, bg)
+			}
 		}
 		fixed := make([]bool, n)
 		y := slices.Clone(x)

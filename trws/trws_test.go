@@ -701,6 +701,77 @@ func TestStallStop(t *testing.T) {
 	t.Logf("stall after %d iterations: bound %.9g (3000 iterations: %.9g)", stop.Iterations, stop.Dual, full.Dual)
 }
 
+// TestPottsGraphIsNewGraph: newPottsGraph lays out flat Potts terms as
+// newGraph lays out the same terms as factors on one thread, array for
+// array (ends, offsets, weights bit for bit, adjacency, kernels): pottsOrder
+// against sortPairRefs' order, pottsEdges against edgeBuilder; on pairs
+// listed either way round, repeated pairs, runs longer than shortRun (a
+// star), sorted input, mixed cardinalities and no terms.
+func TestPottsGraphIsNewGraph(t *testing.T) {
+	rng := rand.New(rand.NewPCG(26, 27))
+	for trial := range 300 {
+		n := 2 + rng.IntN(60)
+		m := &model.Model{Cards: make([]int, n), UnaryOff: make([]int, n+1)}
+		for v := range n {
+			m.Cards[v] = 2 + v%2*rng.IntN(3)*(trial%3)
+			m.UnaryOff[v+1] = m.UnaryOff[v] + m.Cards[v]
+		}
+		m.Unary = make([]float64, m.UnaryOff[n])
+		var i, j []int32
+		var w []float64
+		for range rng.IntN(400) {
+			u, v := int32(rng.IntN(n)), int32(rng.IntN(n))
+			if trial%5 == 0 && rng.IntN(2) == 0 {
+				u = 0 // a star: runs longer than shortRun
+			}
+			if u != v && m.Cards[u] == m.Cards[v] {
+				i, j, w = append(i, u), append(j, v), append(w, rng.Float64()*2-1)
+			}
+		}
+		if trial%7 == 0 { // sorted input
+			refs := make([]pairRef, len(i))
+			for a := range refs {
+				refs[a] = pairRef{u: i[a], v: j[a], a: int32(a)}
+			}
+			slices.SortStableFunc(refs, comparePairs)
+			i0, j0, w0 := slices.Clone(i), slices.Clone(j), slices.Clone(w)
+			for a, r := range refs {
+				i[a], j[a], w[a] = i0[r.a], j0[r.a], w0[r.a]
+			}
+		}
+		flat := &model.Model{Cards: m.Cards, UnaryOff: m.UnaryOff, Unary: m.Unary}
+		for a := range w {
+			m.Factors = append(m.Factors, model.Factor{Kind: model.Potts, Vars: []int{int(i[a]), int(j[a])}, Weight: w[a]})
+		}
+		want, err := newGraph(m, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := newPottsGraph(flat, i, j, w)
+		bits := func(x []float64) []uint64 {
+			b := make([]uint64, len(x))
+			for k, f := range x {
+				b[k] = math.Float64bits(f)
+			}
+			return b
+		}
+		switch {
+		case !slices.Equal(got.eu, want.eu) || !slices.Equal(got.ev, want.ev):
+			t.Fatalf("trial %d: edges %v %v, want %v %v", trial, got.eu, got.ev, want.eu, want.ev)
+		case !slices.Equal(got.moff, want.moff) || !slices.Equal(got.toff, want.toff):
+			t.Fatalf("trial %d: offsets %v %v, want %v %v", trial, got.moff, got.toff, want.moff, want.toff)
+		case !slices.Equal(bits(got.pw), bits(want.pw)) || (got.pw == nil) != (want.pw == nil):
+			t.Fatalf("trial %d: weights %v, want %v", trial, got.pw, want.pw)
+		case len(got.data) != len(want.data) || len(got.tab) != len(want.tab) || len(got.own) != len(want.own) || got.tabLen != want.tabLen:
+			t.Fatalf("trial %d: %d messages, %d tables, %d own, want %d, %d, %d", trial, len(got.data), len(got.tab), len(got.own), len(want.data), len(want.tab), len(want.own))
+		case !slices.Equal(got.outOff, want.outOff) || !slices.Equal(got.inOff, want.inOff) || !slices.Equal(got.inE, want.inE):
+			t.Fatalf("trial %d: adjacency differs", trial)
+		case !slices.Equal(got.kern, want.kern) || got.maxCard != want.maxCard || !slices.Equal(got.recip, want.recip) || !slices.Equal(got.parts, want.parts):
+			t.Fatalf("trial %d: kernels, cardinality or chain weights differ", trial)
+		}
+	}
+}
+
 // TestSortPairRefs: sortPairRefs gives the order of slices.SortStableFunc
 // by comparePairs (ties in input order), on terms with repeated pairs,
 // either end first, runs longer than shortRun (a star) and sorted input.
