@@ -19,14 +19,16 @@ import (
 // Hooks.Print.
 func (j *Job) solveExact(ctx context.Context) (solver.Result, error) {
 	s, h := j.Settings, &j.hooks
+	var before time.Duration // elimination's estimate and the mini-bucket search: branch and bound's times count from before them
 	if s.ElimMemory > 0 && j.Algorithm.Name != "elim" {
 		t0 := time.Now()
 		if res, ran, err := j.eliminate(ctx); ran || err != nil {
 			return res, err
 		}
+		before = time.Since(t0)
 		if s.TimeLimit > 0 {
 			// What the mini-bucket search left.
-			if s.TimeLimit -= time.Since(t0); s.TimeLimit <= 0 {
+			if s.TimeLimit -= before; s.TimeLimit <= 0 {
 				s.TimeLimit = time.Nanosecond
 			}
 		}
@@ -38,7 +40,8 @@ func (j *Job) solveExact(ctx context.Context) (solver.Result, error) {
 			return j.cfg.solve(ctx, m, ev, nil)
 		})
 	}
-	res, st, err := exact.SolveWarm(ctx, j.Model, j.Evidence, warm, eo, h.Progress)
+	res, st, err := exact.SolveWarm(ctx, j.Model, j.Evidence, warm, eo, Later(before, h.Progress))
+	res.Elapsed += before
 	if err == nil && h.Print != nil {
 		h.endLine()
 		h.Print("branch and bound", fmt.Sprintf("branch and bound: %d nodes solved, %d pruned, %d open", st.Nodes, st.Pruned, st.Open),

@@ -273,12 +273,7 @@ func (j *Job) Solve(ctx context.Context, h Hooks) (solver.Result, error) {
 	if !h.Start.IsZero() {
 		lead = time.Since(h.Start)
 	}
-	if p := h.Progress; p != nil && lead > 0 {
-		h.Progress = func(pr solver.Progress) {
-			pr.Elapsed += lead
-			p(pr)
-		}
-	}
+	h.Progress = Later(lead, h.Progress)
 	j.hooks, j.lead = h, lead
 	var res solver.Result
 	var err error
@@ -292,6 +287,31 @@ func (j *Job) Solve(ctx context.Context, h Hooks) (solver.Result, error) {
 	}
 	res.Elapsed += lead
 	return res, err
+}
+
+// Later returns progress with lead added to every report's Elapsed: the
+// reports of a stage that began lead after the times' origin (the
+// command's start), counted from that origin. progress itself when lead
+// is 0 or progress nil.
+func Later(lead time.Duration, progress func(solver.Progress)) func(solver.Progress) {
+	if lead <= 0 || progress == nil {
+		return progress
+	}
+	return func(p solver.Progress) {
+		p.Elapsed += lead
+		progress(p)
+	}
+}
+
+// LaterEvents is Later for the anytime phases' events.
+func LaterEvents(lead time.Duration, events func(anytime.Event)) func(anytime.Event) {
+	if lead <= 0 || events == nil {
+		return events
+	}
+	return func(e anytime.Event) {
+		e.Elapsed += lead
+		events(e)
+	}
 }
 
 // Solve prepares s, binds it to m under ev and solves it in this process:
@@ -314,11 +334,7 @@ func (j *Job) solveAnytime(ctx context.Context) (solver.Result, error) {
 	o := j.Anytime
 	h := &j.hooks
 	if h.Print != nil {
-		lines, lead := PhaseLines(h.Print, j.Cost), j.lead
-		o.Events = func(e anytime.Event) {
-			e.Elapsed += lead
-			lines(e)
-		}
+		o.Events = LaterEvents(j.lead, PhaseLines(h.Print, j.Cost))
 	}
 	res, err := anytime.Solve(ctx, j.Model, j.Evidence, o, h.Progress)
 	if err != nil {

@@ -339,13 +339,17 @@ func anytimeDist(ctx context.Context, j *engine.Job, t Target, h Hooks, relax re
 			return res, exact.Stats{Nodes: st.Nodes, Pruned: st.Pruned, Open: st.Open}, err
 		},
 	}
+	// The phases count their times from their start; the run's count from
+	// the command's (t.Start: reading and conversion included).
+	lead := time.Since(t.Start)
 	if h.Print != nil {
-		o.Events = engine.PhaseLines(h.Print, j.Cost)
+		o.Events = engine.LaterEvents(lead, engine.PhaseLines(h.Print, j.Cost))
 	}
-	res, err := anytime.Solve(ctx, j.Model, j.Evidence, o, h.Progress)
+	res, err := anytime.Solve(ctx, j.Model, j.Evidence, o, engine.Later(lead, h.Progress))
 	if err != nil {
 		return solver.Result{}, di, 0, err
 	}
+	res.Elapsed += lead
 	j.Phase, j.Phases = res.Phase, res.Phases
 	di.Workers = max(di.Workers, search.Workers)
 	if h.Print != nil {
