@@ -4,7 +4,7 @@
 //
 // The model is an indexed file (package model/indexed, .ddx) that every
 // worker can read at the same path (a shared volume). The coordinator
-// streams its structure section twice and keeps no table and no
+// reads its structure section in two passes and keeps no table and no
 // scope (PlanLayout): the first pass cuts the factors into consecutive ranges of
 // about equal cost, one per worker, and notes where every k-th factor's
 // record starts (k at most 1024, less on small models), or takes all that
@@ -23,7 +23,9 @@
 // on a file in a local order what the pass holds is a few rows of a grid,
 // not the variables; a variable that comes back after it left the window
 // is counted again by one more walk. What it keeps is O(boundary +
-// factors/1024 + workers + window). Each
+// factors/1024 + workers + window), and the set of the variables some
+// factor holds (a bit each, by pages dropped once full: a few pages of a
+// file in a local order, NumVars/8 bytes at most). Each
 // worker then reads only its range of factor records, their payloads and
 // its variables' unaries by byte ranges (Load) and builds a
 // consensus.Part from them, with one slave per factor; or, for a solver

@@ -18,8 +18,9 @@ import (
 // rows and the chunks to read again a few per cut: the pass reads those
 // chunks and counts each worker's factors over each candidate, instead
 // of walking every factor (owners.go). Where the hulls overlap much (a
-// file in no local order), there are too many candidates to count, and
-// the windowed walk runs. What it finds is the walk's: the same
+// file in no local order), there are too many candidates to count, or
+// half the chunks or more to read again, and the windowed walk runs (on
+// two goroutines; this pass reads on one). What it finds is the walk's: the same
 // boundary, the same slaves per worker over it, the same replica entries
 // (the chunks' sums; a worker's range is whole chunks) and the same
 // variables in no factor (tally.held).
@@ -88,14 +89,14 @@ func (p *planner) ownersByHulls() (bool, error) {
 	// Each worker's counters: one per candidate in its hull (pieces are
 	// the candidates' spans cut to the hull, counts[w][i] piece i's).
 	pieces := make([][]span, p.workers)
-	from := make([][]int, p.workers) // the candidates' span of each piece
+	spanOf := make([][]int, p.workers) // the candidates' span of each piece
 	counts := make([][][]int32, p.workers)
 	total := 0
 	for w, h := range hulls {
 		for c, s := range cand {
 			if s.lo <= h.hi && h.lo <= s.hi {
 				pieces[w] = append(pieces[w], span{max(s.lo, h.lo), min(s.hi, h.hi)})
-				from[w] = append(from[w], c)
+				spanOf[w] = append(spanOf[w], c)
 				total += min(s.hi, h.hi) - max(s.lo, h.lo) + 1
 			}
 		}
@@ -103,22 +104,37 @@ func (p *planner) ownersByHulls() (bool, error) {
 	if total > 2*limit {
 		return false, nil
 	}
+	// The chunks to read again: those whose hulls meet a piece of their
+	// worker's. When they are half of all, the windowed walk (on two
+	// goroutines, this pass on one) does it sooner.
+	meets := func(w, k int) bool {
+		ps := pieces[w]
+		lo, hi := int(p.chunkLo[k]), int(p.chunkHi[k])
+		i, _ := slices.BinarySearchFunc(ps, lo, func(s span, v int) int { return s.hi - v }) // first piece ending at lo or after
+		return i < len(ps) && ps[i].lo <= hi
+	}
+	again := 0
+	for w := range p.workers {
+		for k := first(w); k < end(w); k++ {
+			if meets(w, k) {
+				again++
+			}
+		}
+	}
+	if 2*again > len(p.chunkPos) {
+		return false, nil
+	}
 	for w := range p.workers {
 		for _, s := range pieces[w] {
 			counts[w] = append(counts[w], make([]int32, s.hi-s.lo+1))
 		}
 	}
-	// Read again the chunks whose hulls meet a piece, in runs of
-	// consecutive chunks, counting the factors over each candidate.
+	// Read again those chunks, in runs of consecutive ones, counting the
+	// factors over each candidate.
 	for w := range p.workers {
 		ps, cs := pieces[w], counts[w]
 		if len(ps) == 0 {
 			continue
-		}
-		meets := func(k int) bool {
-			lo, hi := int(p.chunkLo[k]), int(p.chunkHi[k])
-			i, _ := slices.BinarySearchFunc(ps, lo, func(s span, v int) int { return s.hi - v }) // first piece ending at lo or after
-			return i < len(ps) && ps[i].lo <= hi
 		}
 		count := func(_ int, f *model.Factor) error {
 			for _, v := range f.Vars {
@@ -130,12 +146,12 @@ func (p *planner) ownersByHulls() (bool, error) {
 			return nil
 		}
 		for k := first(w); k < end(w); {
-			if !meets(k) {
+			if !meets(w, k) {
 				k++
 				continue
 			}
 			j := k + 1
-			for j < end(w) && meets(j) {
+			for j < end(w) && meets(w, j) {
 				j++
 			}
 			from, to := max(k*p.chunk, p.cut[w]), min(j*p.chunk, p.cut[w+1])
@@ -154,7 +170,7 @@ func (p *planner) ownersByHulls() (bool, error) {
 	holders := make([]int8, off[len(cand)])
 	for w := range p.workers {
 		for i, s := range pieces[w] {
-			base := off[from[w][i]] + s.lo - cand[from[w][i]].lo
+			base := off[spanOf[w][i]] + s.lo - cand[spanOf[w][i]].lo
 			for k, c := range counts[w][i] {
 				if c > 0 && holders[base+k] < 2 {
 					holders[base+k]++
@@ -189,5 +205,6 @@ func (p *planner) ownersByHulls() (bool, error) {
 	}
 	p.held.setSize(p.sc.NumVars())
 	p.held.missing(func(v int) { p.isolated = append(p.isolated, v) })
+	p.held = pageSet{}
 	return true, nil
 }

@@ -133,7 +133,7 @@ func readPart(ctx context.Context, spec *Spec, flatKinds kinds, plan bool) (*con
 	for i, c := range cards {
 		m.UnaryOff[i+1] = m.UnaryOff[i] + c
 	}
-	for k, u := range m.Unary { // finite (ReadVars refuses NaN and +Inf already)
+	for k, u := range m.Unary { // every non-finite entry refused (ReadVars has refused NaN and +Inf already)
 		if math.IsInf(u, 0) || math.IsNaN(u) {
 			return nil, fmt.Errorf("shard: the model file: unary entry %d of the part is %v", k, u)
 		}

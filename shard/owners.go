@@ -52,6 +52,7 @@ func (p *planner) owners() error {
 		}
 	}
 	p.from2 = "windows"
+	p.held = pageSet{} // the windows keep their own sets
 	groups := min(ownerGroups, p.workers, max(1, runtime.GOMAXPROCS(0)))
 	p.entries = make([]int, p.workers)
 	heldBy := make([][]held, p.workers)

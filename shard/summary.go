@@ -13,11 +13,13 @@ import (
 // Report's hooks, given to the writer (indexed.WriteOptions.Report,
 // modelfile.ConvertOptions.Report), see each factor as it is written,
 // and PlanOptions.Summary hands what they kept to PlanLayout. It keeps
-// what the walk keeps, per chunk of maxChunk factors, not per factor or
-// per variable: each chunk's record position (relative until Close says
-// where the records start), cost and payload entries, the absences'
-// sample, the cardinalities' runs and the first factor over fewer than
-// two variables.
+// what the walk keeps (tally), per chunk of maxChunk factors, not per
+// factor: each chunk's record position (relative until Close says where
+// the records start), cost, payload and replica entries and least and
+// greatest variable (the second pass's hulls), the absences' sample, the
+// cardinalities' runs, the first factor over fewer than two variables,
+// and the set of the variables some factor holds (a bit each, by pages
+// dropped once full).
 //
 // A plan of fewer than 64 x maxChunk factors per worker cuts smaller
 // chunks (chunkFor), which a Summary written before the number of factors
