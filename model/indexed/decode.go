@@ -22,8 +22,8 @@ type decoder struct {
 	name string
 	zero [8]byte
 	err  error
-	// general turns the fast paths of record and readCards off (the
-	// differential tests).
+	// general turns the fast paths of record, readCards and varCards off
+	// (the differential tests).
 	general bool
 }
 

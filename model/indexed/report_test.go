@@ -118,12 +118,17 @@ func TestWriteReportForbiddenByFold(t *testing.T) {
 		{Kind: model.Dense, Vars: []int{1}, Table: []float64{0, 1, math.Inf(-1)}},
 		{Kind: model.Dense, Vars: []int{1}, Table: []float64{0, math.Inf(-1), 2}},
 	}
-	var w Written
-	if err := Write(&bytes.Buffer{}, m, WriteOptions{FoldUnary: true, Report: WriteReport{Closed: func(x Written) { w = x }}}); err != nil {
-		t.Fatal(err)
-	}
-	if w.ForbiddenVar != 1 || w.ForbiddenState != 1 || w.NumFactors != 1 {
-		t.Fatalf("reported (%d, %d) of %d factors, want (1, 1) of 1", w.ForbiddenVar, w.ForbiddenState, w.NumFactors)
+	for _, c := range []struct {
+		fold              bool
+		v, state, factors int
+	}{{true, 1, 1, 1}, {false, 2, 2, 3}} { // unfolded: the unaries' own -Inf
+		var w Written
+		if err := Write(&bytes.Buffer{}, m, WriteOptions{FoldUnary: c.fold, Report: WriteReport{Closed: func(x Written) { w = x }}}); err != nil {
+			t.Fatal(err)
+		}
+		if w.ForbiddenVar != c.v || w.ForbiddenState != c.state || w.NumFactors != c.factors {
+			t.Fatalf("fold %v: reported (%d, %d) of %d factors, want (%d, %d) of %d", c.fold, w.ForbiddenVar, w.ForbiddenState, w.NumFactors, c.v, c.state, c.factors)
+		}
 	}
 }
 

@@ -23,9 +23,9 @@ type Scanner struct {
 	total    int // the limit on the model's totals (Walk, ReadCards)
 	constant float64
 	nvars    int
-	// general makes Walk, ReadRecords and ReadCards decode and check every
-	// record and cardinality by the general path, their fast paths off
-	// (the differential tests).
+	// general makes Walk, ReadRecords, ReadCards and ReadVars decode and
+	// check every record and cardinality by the general path, their fast
+	// paths off (the differential tests).
 	general bool
 }
 
