@@ -29,7 +29,7 @@ runit() { # name binaries model
 }
 for r in $(seq "$rounds"); do
   for f in "$@"; do
-    "$bin/coordinator" solve --algo trws --threads 1 --max-iter 40 --tol 0 --trace "$tmp/s.csv" "$f" >"$tmp/s.out" 2>&1
+    "$bin/coordinator" solve --algo trws --threads 1 --max-iter 40 --tol 0 --trace "$tmp/s.csv" "$f" >/dev/null 2>&1
     sol=$(reach "$tmp/s.csv")
     run=$(runit r "$bin" "$f")
     line=$(printf "%s round %d: solve %.2f s, run %.2f s, ratio %.2f" "$f" "$r" "$sol" "$run" "$(echo "$run / $sol" | bc -l)")
