@@ -2,8 +2,8 @@
 # Issue 26's bar: time for `run --local --workers 2` (default algorithm:
 # distributed TRW-S) and for `solve --algo trws --threads 1` to reach
 # B* + 1e-5 |B*|, B* = the bound of solve after 300 iterations, both from
-# their traces, which count from the command's start (reading included). ROUNDS rounds over the MODELS given,
-# solve and run alternated; OLD (a folder with an older coordinator and
+# their traces, which count from the command's start (reading included).
+# ROUNDS rounds over the MODELS given, solve and run alternated; OLD (a folder with an older coordinator and
 # worker) adds a run with those binaries to each round. One line a run.
 #
 #   scripts/bar-dtrws.sh g.uai g.msgpack g.ddx
