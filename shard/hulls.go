@@ -93,12 +93,12 @@ func (p *planner) ownersByHulls() (bool, error) {
 	counts := make([][][]int32, p.workers)
 	total := 0
 	for w, h := range hulls {
-		for c, s := range cand {
-			if s.lo <= h.hi && h.lo <= s.hi {
-				pieces[w] = append(pieces[w], span{max(s.lo, h.lo), min(s.hi, h.hi)})
-				spanOf[w] = append(spanOf[w], c)
-				total += min(s.hi, h.hi) - max(s.lo, h.lo) + 1
-			}
+		c, _ := slices.BinarySearchFunc(cand, h.lo, func(s span, v int) int { return s.hi - v }) // the first span ending at h.lo or after
+		for ; c < len(cand) && cand[c].lo <= h.hi; c++ {
+			s := cand[c]
+			pieces[w] = append(pieces[w], span{max(s.lo, h.lo), min(s.hi, h.hi)})
+			spanOf[w] = append(spanOf[w], c)
+			total += min(s.hi, h.hi) - max(s.lo, h.lo) + 1
 		}
 	}
 	if total > 2*limit {
