@@ -205,10 +205,12 @@ func TestShardedBudgetEachPart(t *testing.T) {
 // TestPlanTakesTheConversion: a run that converts its model plans from
 // what the conversion saw (shard.Summary: no walk of the file it has just
 // written), a plan the same as the walk's of the converted file, the same
-// class; an indexed input is walked.
+// class; an indexed input is walked. The grid's 179,400 factors are well
+// over the 64 x 1,024 per worker (131,072 for 2) from which the Summary's
+// chunks are the plan's.
 func TestPlanTakesTheConversion(t *testing.T) {
 	dir := t.TempDir()
-	m := generate.Potts(generate.GridOptions{Height: 260, Width: 260, Labels: 4, Rho: 0.5, Seed: 1})
+	m := generate.Potts(generate.GridOptions{Height: 300, Width: 300, Labels: 4, Rho: 0.5, Seed: 1})
 	for _, name := range []string{"g.msgpack", "g.uai", "g.ddx"} {
 		path := filepath.Join(dir, name)
 		if err := modelfile.Save(path, m); err != nil {
