@@ -32,14 +32,16 @@ func runSearch(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome, 
 	}
 	o := dsearch.Options{Job: t.Job, Workers: t.Workers, Wait: t.Wait, Settings: settings, Tol: j.Settings.Tol,
 		TimeLimit: j.Settings.TimeLimit, LostAfter: t.LostAfter, Logger: t.Logger}
-	res, st, err := dsearch.Run(ctx, t.Transport, j.Model, j.Evidence, o, h.Progress)
+	lead := time.Since(t.Start) // the search counts from its start, the run from the command's
+	res, st, err := dsearch.Run(ctx, t.Transport, j.Model, j.Evidence, o, engine.Later(lead, h.Progress))
 	if err != nil {
 		return Outcome{}, err
 	}
 	if h.Print != nil {
 		h.endLine()
-		printSearchStats(h.Print, st, res.Elapsed)
+		printSearchStats(h.Print, st, res.Elapsed) // the search's own rate
 	}
+	res.Elapsed += lead
 	return Outcome{Ran: true, Result: res, Report: engine.NewResult(res, j, engine.Distributed{Workers: st.Workers}, t.Out)}, nil
 }
 
