@@ -93,8 +93,7 @@ func (p *planner) ownersByHulls() (bool, error) {
 	counts := make([][][]int32, p.workers)
 	total := 0
 	for w, h := range hulls {
-		c, _ := slices.BinarySearchFunc(cand, h.lo, func(s span, v int) int { return s.hi - v }) // the first span ending at h.lo or after
-		for ; c < len(cand) && cand[c].lo <= h.hi; c++ {
+		for c := pieceFrom(cand, h.lo); c < len(cand) && cand[c].lo <= h.hi; c++ {
 			s := cand[c]
 			pieces[w] = append(pieces[w], span{max(s.lo, h.lo), min(s.hi, h.hi)})
 			spanOf[w] = append(spanOf[w], c)
@@ -105,19 +104,24 @@ func (p *planner) ownersByHulls() (bool, error) {
 		return false, nil
 	}
 	// The chunks to read again: those whose hulls meet a piece of their
-	// worker's. When they are half of all, the windowed walk (on two
-	// goroutines, this pass on one) does it sooner.
-	meets := func(w, k int) bool {
-		ps := pieces[w]
-		lo, hi := int(p.chunkLo[k]), int(p.chunkHi[k])
-		i, _ := slices.BinarySearchFunc(ps, lo, func(s span, v int) int { return s.hi - v }) // first piece ending at lo or after
-		return i < len(ps) && ps[i].lo <= hi
-	}
+	// worker's, in runs of consecutive ones. When they are half of all,
+	// the windowed walk (on two goroutines, this pass on one) does it
+	// sooner.
+	type run struct{ w, k, j int } // worker w's chunks k..j-1
+	var runs []run
 	again := 0
 	for w := range p.workers {
+		ps := pieces[w]
 		for k := first(w); k < end(w); k++ {
-			if meets(w, k) {
-				again++
+			i := pieceFrom(ps, int(p.chunkLo[k]))
+			if i == len(ps) || ps[i].lo > int(p.chunkHi[k]) {
+				continue
+			}
+			again++
+			if n := len(runs); n > 0 && runs[n-1].w == w && runs[n-1].j == k {
+				runs[n-1].j++
+			} else {
+				runs = append(runs, run{w, k, k + 1})
 			}
 		}
 	}
@@ -129,36 +133,20 @@ func (p *planner) ownersByHulls() (bool, error) {
 			counts[w] = append(counts[w], make([]int32, s.hi-s.lo+1))
 		}
 	}
-	// Read again those chunks, in runs of consecutive ones, counting the
-	// factors over each candidate.
-	for w := range p.workers {
-		ps, cs := pieces[w], counts[w]
-		if len(ps) == 0 {
-			continue
-		}
+	// Read them again, counting each worker's factors over each candidate.
+	for _, r := range runs {
+		ps, cs := pieces[r.w], counts[r.w]
 		count := func(_ int, f *model.Factor) error {
 			for _, v := range f.Vars {
-				i, _ := slices.BinarySearchFunc(ps, v, func(s span, v int) int { return s.hi - v })
-				if i < len(ps) && ps[i].lo <= v {
+				if i := pieceFrom(ps, v); i < len(ps) && ps[i].lo <= v {
 					cs[i][v-ps[i].lo]++
 				}
 			}
 			return nil
 		}
-		for k := first(w); k < end(w); {
-			if !meets(w, k) {
-				k++
-				continue
-			}
-			j := k + 1
-			for j < end(w) && meets(w, j) {
-				j++
-			}
-			from, to := max(k*p.chunk, p.cut[w]), min(j*p.chunk, p.cut[w+1])
-			if err := p.sc.ReadRecords(p.chunkPos[k], from, to, p.cards.Card, count); err != nil {
-				return true, err
-			}
-			k = j
+		from, to := max(r.k*p.chunk, p.cut[r.w]), min(r.j*p.chunk, p.cut[r.w+1])
+		if err := p.sc.ReadRecords(p.chunkPos[r.k], from, to, p.cards.Card, count); err != nil {
+			return true, err
 		}
 	}
 	// The boundary: the candidates that two workers' factors hold, in
@@ -207,4 +195,11 @@ func (p *planner) ownersByHulls() (bool, error) {
 	p.held.missing(func(v int) { p.isolated = append(p.isolated, v) })
 	p.held = pageSet{}
 	return true, nil
+}
+
+// pieceFrom returns the first of the increasing disjoint spans ps that
+// ends at v or after (len(ps) when none does).
+func pieceFrom(ps []span, v int) int {
+	i, _ := slices.BinarySearchFunc(ps, v, func(s span, v int) int { return s.hi - v })
+	return i
 }
