@@ -258,37 +258,20 @@ func (s *Scanner) varCards(vars, cards []int, offs []int64) (int, error) {
 		}
 		return nil
 	}
-	for i := 0; i <= last; {
-		if i&0xffff == 0 {
-			if err := s.stopped(); err != nil {
-				return 0, err
-			}
+	// A variable not in vars with no more than next's checks, without its
+	// call.
+	quick := func(i, c int) bool {
+		if i == vars[j] || c <= 0 || c > s.total-states || int64(states+c) > maxUnaries {
+			return false
 		}
-		// As readCards: the cardinalities the buffer holds straight from
-		// it, a variable not in vars with no more than next's checks.
-		p := d.words(min(last+1-i, 0x10000-i&0xffff))
-		if p == nil {
-			c := int(d.u32())
-			if d.err != nil {
-				return 0, s.stopOr(d.err)
-			}
-			if err := next(i, c); err != nil {
-				return 0, err
-			}
-			i++
-			continue
+		states += c
+		return true
+	}
+	if err := eachCard(d, last+1, s.stopped, quick, next); err != nil {
+		if err == d.err {
+			return 0, s.stopOr(err)
 		}
-		for k := range len(p) / 4 {
-			c := int(binary.LittleEndian.Uint32(p[4*k:]))
-			if i+k != vars[j] && c > 0 && c <= s.total-states && int64(states+c) <= maxUnaries {
-				states += c
-				continue
-			}
-			if err := next(i+k, c); err != nil {
-				return 0, err
-			}
-		}
-		i += len(p) / 4
+		return 0, err
 	}
 	return want, nil
 }

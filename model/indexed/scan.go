@@ -254,40 +254,19 @@ func readCards(d *decoder, n, limit int, stopped func() error, flat []int, run f
 		card = c
 		return nil
 	}
-	for i := 0; i < n; {
-		if i&0xffff == 0 {
-			if err := stopped(); err != nil {
-				return 0, err
-			}
+	// next's case of the same run, without its call.
+	same := func(i, c int) bool {
+		if c != card || c <= 0 || c > limit-states {
+			return false
 		}
-		// The cardinalities the buffer holds, up to the next stop check,
-		// straight from it; one through d.u32 (which fills it) when none.
-		p := d.words(min(n-i, 0x10000-i&0xffff))
-		if p == nil {
-			c := int(d.u32())
-			if d.err != nil {
-				return 0, d.err
-			}
-			if err := next(i, c); err != nil {
-				return 0, err
-			}
-			i++
-			continue
+		states += c
+		if flat != nil {
+			flat[i] = c
 		}
-		for k := range len(p) / 4 {
-			c := int(binary.LittleEndian.Uint32(p[4*k:]))
-			if c == card && c > 0 && c <= limit-states { // next's case of the same run
-				states += c
-				if flat != nil {
-					flat[i+k] = c
-				}
-				continue
-			}
-			if err := next(i+k, c); err != nil {
-				return 0, err
-			}
-		}
-		i += len(p) / 4
+		return true
+	}
+	if err := eachCard(d, n, stopped, same, next); err != nil {
+		return 0, err
 	}
 	if n > 0 {
 		if err := run(from, n-from, card); err != nil {
@@ -295,6 +274,42 @@ func readCards(d *decoder, n, limit int, stopped func() error, flat []int, run f
 		}
 	}
 	return states, nil
+}
+
+// eachCard decodes n cardinalities from d and hands each to quick, then,
+// when quick did not take it (false), to next; stopped is asked every
+// 65,536. The cardinalities the buffer holds are taken straight from it
+// (decoder.words), the others through d.u32, which fills it. A decoding
+// error is d.err.
+func eachCard(d *decoder, n int, stopped func() error, quick func(i, c int) bool, next func(i, c int) error) error {
+	for i := 0; i < n; {
+		if i&0xffff == 0 {
+			if err := stopped(); err != nil {
+				return err
+			}
+		}
+		p := d.words(min(n-i, 0x10000-i&0xffff))
+		if p == nil {
+			c := int(d.u32())
+			if d.err != nil {
+				return d.err
+			}
+			if err := next(i, c); err != nil {
+				return err
+			}
+			i++
+			continue
+		}
+		for k := range len(p) / 4 {
+			if c := int(binary.LittleEndian.Uint32(p[4*k:])); !quick(i+k, c) {
+				if err := next(i+k, c); err != nil {
+					return err
+				}
+			}
+		}
+		i += len(p) / 4
+	}
+	return nil
 }
 
 // ReadCards streams the cardinalities (4 bytes per variable, in one
