@@ -147,6 +147,26 @@ func ownersWith(t *testing.T, path string, workers, bits, maxCand int, what stri
 	return got, hulls.from2 == "hulls"
 }
 
+// randomCards is a model of n variables of 2 to 4 states, no factor.
+func randomCards(r *rand.Rand, n int) *model.Model {
+	cards := make([]int, n)
+	for i := range cards {
+		cards[i] = 2 + r.IntN(3)
+	}
+	return model.New(cards)
+}
+
+// addDense adds to m a dense factor over vars, its entries uniform in
+// [0, 1).
+func addDense(r *rand.Rand, m *model.Model, vars []int) {
+	size, _ := m.TableSize(vars)
+	tab := make([]float64, size)
+	for k := range tab {
+		tab[k] = r.Float64()
+	}
+	m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: vars, Table: tab})
+}
+
 // The windowed second pass finds what the two walks found: the same
 // boundary, isolated variables, slaves per worker and replica entries, on
 // random pairwise and triple factors in random order over hubs of more
@@ -158,11 +178,7 @@ func TestOwnersMatchTwoPasses(t *testing.T) {
 	maxDeg, recounted := 0, 0
 	for trial := range 12 {
 		n := 20 + r.IntN(400)
-		cards := make([]int, n)
-		for i := range cards {
-			cards[i] = 2 + r.IntN(3)
-		}
-		m := model.New(cards)
+		m := randomCards(r, n)
 		nf := 50 + r.IntN(3000)
 		hub := r.IntN(n)
 		for range nf {
@@ -177,12 +193,7 @@ func TestOwnersMatchTwoPasses(t *testing.T) {
 			if vs = slices.Compact(vs); len(vs) < 2 {
 				continue
 			}
-			size, _ := m.TableSize(vs)
-			tab := make([]float64, size)
-			for k := range tab {
-				tab[k] = r.Float64()
-			}
-			m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: vs, Table: tab})
+			addDense(r, m, vs)
 		}
 		path := writeDDX(t, m)
 		for _, workers := range []int{1, 2, 3, 7} {
