@@ -147,10 +147,10 @@ func RunJob(ctx context.Context, j Job) (Outcome, error) {
 }
 
 // run runs the job with ro; with cpr, it waits for its last checkpoint,
-// whose failure to be recorded fails the run. The result's Elapsed is the
-// wall time since started (zero: unknown), or more: the run's own count
-// (the checkpointed elapsed plus this run), when another clock recorded
-// started.
+// whose failure to be recorded fails the run. The result's Elapsed, and
+// every progress report's, is the wall time since started (zero:
+// unknown), or more: the run's own count (the checkpointed elapsed plus
+// this run), when another clock recorded started.
 func (j *Job) run(ctx context.Context, ro RunOptions, cpr *Checkpointer, started time.Time) (solver.Result, RunStats, error) {
 	var lay layout = &wholeModel{m: j.Model, ev: j.Evidence}
 	switch {
@@ -161,7 +161,15 @@ func (j *Job) run(ctx context.Context, ro RunOptions, cpr *Checkpointer, started
 	case j.Model == nil:
 		return solver.Result{}, RunStats{}, errors.New("cluster: a Job with neither a Model nor Shards")
 	}
-	res, stats, err := runEpochs(ctx, j.Transport, lay, j.Options, ro, j.Progress)
+	progress := j.Progress
+	if progress != nil && !started.IsZero() {
+		// The reports on the result's clock: since started, or more.
+		progress = func(p solver.Progress) {
+			p.Elapsed = max(p.Elapsed, time.Since(started))
+			j.Progress(p)
+		}
+	}
+	res, stats, err := runEpochs(ctx, j.Transport, lay, j.Options, ro, progress)
 	if cpr != nil {
 		if werr := cpr.Wait(context.Background()); werr != nil && err == nil {
 			err = werr

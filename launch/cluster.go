@@ -179,14 +179,10 @@ func runJob(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome, err
 	}
 	job.Run.Hooks = h.cluster()
 	job.Transport = t.Transport
-	// The job counts its times from its start, the run from the command's
-	// (t.Start: reading included, as a sharded run and solve count).
-	lead := time.Since(t.Start)
-	job.Progress = engine.Later(lead, h.Progress)
+	job.Progress = h.Progress
 	job.Logger = t.Logger
 	if t.Raft != nil {
 		return runReplicated(ctx, job, t, recordWhole(j, t), func(out cluster.Outcome) Outcome {
-			out.Result.Elapsed += lead
 			return Outcome{Ran: true, Result: out.Result, Report: engine.NewResult(out.Result, j, info(out.Info), t.Out)}
 		})
 	}
@@ -203,9 +199,9 @@ func runJob(ctx context.Context, j *engine.Job, t Target, h Hooks) (Outcome, err
 		o.Result, di, resumed, err = anytimeDist(ctx, j, t, h, relax)
 	} else {
 		var oc cluster.Outcome
+		job.Started = t.Start // its times from the command's start, reading included, as a sharded job's
 		oc, err = cluster.RunJob(ctx, job)
 		o.Result, di, resumed = oc.Result, info(oc.Info), oc.Stats.Resumed
-		o.Result.Elapsed += lead
 	}
 	if err != nil {
 		return Outcome{}, err

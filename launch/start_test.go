@@ -11,22 +11,29 @@ import (
 	"github.com/ddrun/ddrun/solver"
 )
 
-// A run on workers with the whole model on the coordinator (dual
-// decomposition, its anytime phases, the exact search) reports its times
-// from the command's start (Target.Start), as a sharded run and solve do:
-// every progress report and the result.
-func TestWholeRunTimesCountFromStart(t *testing.T) {
+// A run on workers reports its times from the command's start
+// (Target.Start), as solve does: every progress report and the result,
+// with the whole model on the coordinator (dual decomposition, its anytime
+// phases, the exact search) and sharded (distributed TRW-S, DD-ADMM).
+func TestRunTimesCountFromStart(t *testing.T) {
 	m := generate.Potts(generate.GridOptions{Height: 4, Width: 5, Labels: 3, Rho: 0.5, Seed: 3})
+	path := writeDDX(t, t.TempDir(), m)
 	tr := workers(t, 2)
 	for i, c := range []struct {
-		name string
-		job  *engine.Job
+		name    string
+		job     *engine.Job
+		sharded bool
 	}{
-		{"dual decomposition", distributedJob(t, "algo", "admm", "max-iter", "20", "threads", "1")},
-		{"anytime", distributedJob(t, "algo", "admm", "max-iter", "20", "threads", "1", "anytime", "true", "time-limit", "1m")},
-		{"exact", exactJob(t)},
+		{"dual decomposition", distributedJob(t, "algo", "admm", "max-iter", "20", "threads", "1"), false},
+		{"anytime", distributedJob(t, "algo", "admm", "max-iter", "20", "threads", "1", "anytime", "true", "time-limit", "1m"), false},
+		{"exact", exactJob(t), false},
+		{"sharded TRW-S", defaultRunJob(t, 20), true},
+		{"sharded DD-ADMM", admmJob(t), true},
 	} {
-		if err := c.job.Bind(m, nil); err != nil {
+		var sh *Sharded
+		if c.sharded {
+			sh = &Sharded{Path: path}
+		} else if err := c.job.Bind(m, nil); err != nil {
 			t.Fatal(err)
 		}
 		var first, last time.Duration = -1, -1
@@ -36,7 +43,7 @@ func TestWholeRunTimesCountFromStart(t *testing.T) {
 			}
 			last = p.Elapsed
 		}}}
-		target := Target{Workers: 2, Transport: tr, Job: fmt.Sprintf("start%d", i), Wait: 10 * time.Second, Start: time.Now().Add(-time.Hour)}
+		target := Target{Workers: 2, Transport: tr, Job: fmt.Sprintf("start%d", i), Wait: 10 * time.Second, Start: time.Now().Add(-time.Hour), Sharded: sh}
 		o, err := Run(context.Background(), c.job, target, h)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
