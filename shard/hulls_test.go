@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
-	"slices"
 	"testing"
 )
 
@@ -53,10 +52,6 @@ func TestOwnersByHullsLocal(t *testing.T) {
 			}
 			if trial%2 == 1 && r.IntN(2000) == 0 { // a jump
 				vs[1] = r.IntN(n)
-			}
-			slices.Sort(vs)
-			if vs = slices.Compact(vs); len(vs) < 2 {
-				continue
 			}
 			addDense(r, m, vs)
 		}

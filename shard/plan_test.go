@@ -156,9 +156,13 @@ func randomCards(r *rand.Rand, n int) *model.Model {
 	return model.New(cards)
 }
 
-// addDense adds to m a dense factor over vars, its entries uniform in
-// [0, 1).
+// addDense adds to m a dense factor over vars (sorted, repeats dropped;
+// none when fewer than two are left), its entries uniform in [0, 1).
 func addDense(r *rand.Rand, m *model.Model, vars []int) {
+	slices.Sort(vars)
+	if vars = slices.Compact(vars); len(vars) < 2 {
+		return
+	}
 	size, _ := m.TableSize(vars)
 	tab := make([]float64, size)
 	for k := range tab {
@@ -188,10 +192,6 @@ func TestOwnersMatchTwoPasses(t *testing.T) {
 			}
 			if r.IntN(5) == 0 {
 				vs = append(vs, r.IntN(n))
-			}
-			slices.Sort(vs)
-			if vs = slices.Compact(vs); len(vs) < 2 {
-				continue
 			}
 			addDense(r, m, vs)
 		}
