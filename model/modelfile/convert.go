@@ -152,20 +152,7 @@ func streamUAI(ctx context.Context, in string, f *os.File, o ConvertOptions, wop
 	// once as the cores (up to 4).
 	ropts.Converters = max(1, min(runtime.GOMAXPROCS(0), 4))
 	nf := 0 // the factors the file declares
-	open := func() (io.ReadCloser, error) {
-		src, err := openCtx(ctx, in)
-		if err != nil {
-			return nil, err
-		}
-		var r io.Reader = newCtxReader(ctx, src)
-		if isXZ(in) { // gzip is the UAI reader's own
-			if r, err = newXZReader(r, in, xzUnbounded); err != nil {
-				src.Close()
-				return nil, err
-			}
-		}
-		return readCloser{r, src}, nil
-	}
+	open := uaiOpener(ctx, in)
 	var ev model.Evidence
 	var card func(int) int
 	var runs indexed.CardRuns // the cardinalities, run-length encoded
@@ -222,6 +209,33 @@ func streamUAI(ctx context.Context, in string, f *os.File, o ConvertOptions, wop
 		return err
 	}
 	return w.Close()
+}
+
+// uaiOpener opens the UAI file in for uai.StreamScopes, under ctx; xz is
+// decompressed here, gzip by the UAI reader. A plain file's reader has a
+// Len (teeFile's): the reader sizes the cardinalities' slices from the
+// file's size, as solve's reading does (without it, one grown by appends
+// from 64 Ki entries to 10^6 took 0.1 s, in each of the two readings).
+func uaiOpener(ctx context.Context, in string) func() (io.ReadCloser, error) {
+	return func() (io.ReadCloser, error) {
+		src, err := openCtx(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		if isXZ(in) {
+			r, err := newXZReader(newCtxReader(ctx, src), in, xzUnbounded)
+			if err != nil {
+				src.Close()
+				return nil, err
+			}
+			return readCloser{r, src}, nil
+		}
+		t := &teeFile{f: src, r: newCtxReader(ctx, src), left: -1}
+		if fi, err := src.Stat(); err == nil && fi.Mode().IsRegular() {
+			t.left = fi.Size()
+		}
+		return fileReader{t}, nil
+	}
 }
 
 // addStructured adds f to w, a pairwise table that is exactly Potts,
@@ -338,6 +352,11 @@ type readCloser struct {
 }
 
 func (r readCloser) Close() error { return r.c.Close() }
+
+// fileReader is a teeFile (with its Len) that closes its file.
+type fileReader struct{ *teeFile }
+
+func (r fileReader) Close() error { return r.f.Close() }
 
 // wholeWithEvidence converts a model read whole to an indexed file with
 // the evidence o.Evidence folded in (evidence.go).

@@ -3,6 +3,7 @@ package modelfile
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"math/rand"
 	"os"
@@ -401,5 +402,36 @@ func TestConvertStreamsBadInput(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) != 0 {
 		t.Fatalf("temporary files left: %v", left)
+	}
+}
+
+// TestUAIOpenerHasSize: the conversion's UAI reader knows how many bytes
+// are left, as solve's does (teeFile's Len), so that the UAI reader sizes
+// the cardinalities' slices once instead of growing them by appends; an
+// xz file's size is not known.
+func TestUAIOpenerHasSize(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.uai")
+	text := "MARKOV\n2\n2 2\n1\n2 0 1\n4\n1 2 3 4\n"
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, ctx := range []context.Context{context.Background(), t.Context()} {
+		r, err := uaiOpener(ctx, path)()
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, ok := r.(interface{ Len() int })
+		if !ok || l.Len() != len(text) {
+			t.Fatalf("reader %T: no Len, or not %d", r, len(text))
+		}
+		b := make([]byte, 7)
+		if n, err := io.ReadFull(r, b); err != nil || n != 7 || l.Len() != len(text)-7 {
+			t.Fatalf("after 7 bytes (%v, %v): Len %d, want %d", n, err, l.Len(), len(text)-7)
+		}
+		r.Close()
+	}
+	if _, err := uaiOpener(context.Background(), filepath.Join(dir, "none.uai"))(); err == nil {
+		t.Fatal("no error opening a missing file")
 	}
 }
