@@ -156,6 +156,11 @@ func streamUAI(ctx context.Context, in string, f *os.File, o ConvertOptions, wop
 	var ev model.Evidence
 	var card func(int) int
 	var runs indexed.CardRuns // the cardinalities, run-length encoded
+	// What each table passes to the writer, reused: the writer keeps no
+	// factor past Add (indexed.WrittenFactor), and one allocated a table
+	// was 0.3 GB at 10^6 variables.
+	var table model.Factor
+	var kinds structuredScratch
 	err := uai.StreamScopes(open, in, ropts, func(cards []int, factors int) error {
 		nf = factors
 		for k := 0; k < len(cards); {
@@ -187,14 +192,15 @@ func streamUAI(ctx context.Context, in string, f *os.File, o ConvertOptions, wop
 		}
 		return nil
 	}, func(a int, scope []int, t []float64) error {
-		fa := &model.Factor{Kind: model.Dense, Vars: scope, Table: t}
+		table = model.Factor{Kind: model.Dense, Vars: scope, Table: t}
+		fa := &table
 		if len(ev) > 0 {
 			var err error
 			if fa, err = conditioned(fa, ev, card); err != nil {
 				return fmt.Errorf("%s: factor %d: %w", in, a, err)
 			}
 		}
-		if err := addStructured(w, fa, &runs, wopts.FoldUnary && !o.KeepDense); err != nil {
+		if err := addStructured(w, fa, &runs, wopts.FoldUnary && !o.KeepDense, &kinds); err != nil {
 			return err
 		}
 		if o.Progress != nil {
@@ -245,7 +251,7 @@ func uaiOpener(ctx context.Context, in string) func() (io.ReadCloser, error) {
 // solve reads the same kinds) and its constant added as a factor over no
 // variable, which w folds into the model's constant (fold: w folds such
 // factors; without, the tables stay as they are).
-func addStructured(w *indexed.Writer, f *model.Factor, cards *indexed.CardRuns, fold bool) error {
+func addStructured(w *indexed.Writer, f *model.Factor, cards *indexed.CardRuns, fold bool, s *structuredScratch) error {
 	if !fold || f.Kind != model.Dense || len(f.Vars) != 2 || cards.Card(f.Vars[0]) != cards.Card(f.Vars[1]) {
 		return w.Add(f)
 	}
@@ -253,13 +259,23 @@ func addStructured(w *indexed.Writer, f *model.Factor, cards *indexed.CardRuns, 
 	if !ok {
 		return w.Add(f)
 	}
-	if err := w.Add(&model.Factor{Kind: k, Vars: f.Vars, Weight: wt, Trunc: tr}); err != nil {
+	s.f = model.Factor{Kind: k, Vars: f.Vars, Weight: wt, Trunc: tr}
+	if err := w.Add(&s.f); err != nil {
 		return err
 	}
 	if c == 0 {
 		return nil
 	}
-	return w.Add(&model.Factor{Kind: model.Dense, Table: []float64{c}})
+	s.c[0] = c
+	s.f = model.Factor{Kind: model.Dense, Table: s.c[:]}
+	return w.Add(&s.f)
+}
+
+// structuredScratch holds what addStructured passes to the writer, which
+// keeps no factor past Add.
+type structuredScratch struct {
+	f model.Factor
+	c [1]float64
 }
 
 // isMsgpack reports whether path names a native msgpack file (.msgpack,
