@@ -69,10 +69,8 @@ type modelParser struct {
 	// the model keeping it (Stream); buf is its reused buffer.
 	onTable func(a int, t []float64) error
 	buf     []float64
-	// onScope, when not nil, gets each scope and its table's size as it is
-	// read instead of the model keeping them (StreamScopes); scope is only
-	// valid during the call, and scopes is its buffer.
-	onScope func(a int, scope []int, size int) error
+	// stamp[v] == a+1: variable v is in factor a's scope (readScope).
+	stamp []int
 	// tableSize, when not nil, gives the size of factor a's table instead
 	// of the model's scope (StreamScopes: from the second reader's scope).
 	tableSize func(a int) (int, error)
@@ -194,12 +192,22 @@ func (p *modelParser) variables() error {
 
 // factorScopes reads the number of factors and their scopes.
 func (p *modelParser) factorScopes() error {
-	nf, _, err := p.count(func() string { return "number of factors" })
-	if err != nil {
+	if err := p.factorCount(); err != nil {
 		return err
 	}
-	nvars := len(p.m.Cards)
+	return p.scopeList()
+}
+
+// factorCount reads the number of factors.
+func (p *modelParser) factorCount() error {
+	nf, _, err := p.count(func() string { return "number of factors" })
 	p.nf = nf
+	return err
+}
+
+// scopeList reads the scopes of the p.nf factors.
+func (p *modelParser) scopeList() error {
+	nf, nvars := p.nf, len(p.m.Cards)
 	if p.fold && (nf > math.MaxInt32 || nvars > math.MaxInt32) {
 		p.fold = false // foldedFactor holds int32s
 	}
@@ -209,68 +217,30 @@ func (p *modelParser) factorScopes() error {
 		// The factors are made once their number is known, after the
 		// scopes, which meanwhile lie in one growing slice.
 		p.scopes = make([]int, 0, p.src.capFor(2*nf, 2))
-	case p.onScope == nil:
+	default:
 		p.m.Factors = make([]model.Factor, 0, p.src.capFor(nf, 4))
 	}
-	stamp := make([]int, nvars) // stamp[v] == a+1: v is in factor a's scope
-	entries := 0
+	p.startScopes()
 	one := make([]int, 1) // the scope of a factor to fold
+	// The scope's own memory (no more than the cardinalities': k <=
+	// nvars).
+	mem := func(k int) []int {
+		switch {
+		case p.fold && k < 2:
+			return one[:k]
+		case p.fold:
+			p.scopes = slices.Grow(p.scopes, k)
+			return p.scopes[len(p.scopes) : len(p.scopes)+k]
+		default:
+			return p.vars.alloc(k, p.src.capFor(arenaBlock, 2))
+		}
+	}
 	for a := 0; a < nf; a++ {
-		k, line, err := p.count(func() string { return fmt.Sprintf("scope size of factor %d (of %d)", a, nf) })
+		scope, _, err := p.readScope(a, mem)
 		if err != nil {
 			return err
 		}
-		if k > nvars {
-			return p.src.errorf(line, fmt.Sprintf("factor %d scope has %d variables, the model has only %d", a, k, nvars))
-		}
-		// The scope's own memory (no more than the cardinalities': k <=
-		// nvars), or the reused buffer of StreamScopes.
-		var scope []int
-		switch {
-		case p.fold && k < 2:
-			scope = one[:k]
-		case p.fold:
-			p.scopes = slices.Grow(p.scopes, k)
-			scope = p.scopes[len(p.scopes) : len(p.scopes)+k]
-		case p.onScope == nil:
-			scope = p.vars.alloc(k, p.src.capFor(arenaBlock, 2))
-		default:
-			scope = slices.Grow(p.scopes[:0], k)[:k]
-			p.scopes = scope
-		}
-		for j := 0; j < k; j++ {
-			v, vline, err := p.count(func() string { return fmt.Sprintf("variable %d of the scope of factor %d", j, a) })
-			if err != nil {
-				return err
-			}
-			if v >= nvars {
-				return p.src.errorf(vline, fmt.Sprintf("factor %d scope: variable %d out of range [0,%d)", a, v, nvars))
-			}
-			if stamp[v] == a+1 {
-				return p.src.errorf(vline, fmt.Sprintf("factor %d scope: variable %d appears twice", a, v))
-			}
-			stamp[v] = a + 1
-			scope[j] = v
-		}
-		size, err := p.m.TableSize(scope)
-		if err != nil {
-			return p.src.errorf(line, fmt.Sprintf("factor %d: %v", a, err))
-		}
-		switch {
-		case p.eachPiece && size > p.limit:
-			return p.src.errorf(line, fmt.Sprintf("factor %d: its table of %d entries is over the limit of %d", a, size, p.limit))
-		case p.eachPiece: // no total: nothing adds the tables up
-		case size > p.limit-entries:
-			return p.src.errorf(line, fmt.Sprintf("factor %d: its table of %d entries brings the total number of table entries over the limit of %d", a, size, p.limit))
-		default:
-			entries += size
-		}
-		if p.onScope != nil {
-			if err := p.onScope(a, scope, size); err != nil {
-				return err
-			}
-			continue
-		}
+		k := len(scope)
 		switch {
 		case p.fold && k < 2:
 			v := int32(-1)
@@ -294,8 +264,57 @@ func (p *modelParser) factorScopes() error {
 		}
 		p.scopes = nil
 	}
-	p.entries = entries
-	return p.checkFreeStates(stamp)
+	return p.checkFreeStates(p.stamp)
+}
+
+// startScopes readies the checks of readScope.
+func (p *modelParser) startScopes() {
+	p.stamp = make([]int, len(p.m.Cards))
+	p.entries = 0
+}
+
+// readScope reads factor a's scope into mem(k), the memory of its k
+// variables, checks it (its variables, their repeats, its table's size,
+// which p.entries adds up unless p.eachPiece) and returns it with its
+// table's size.
+func (p *modelParser) readScope(a int, mem func(k int) []int) ([]int, int, error) {
+	nf, nvars := p.nf, len(p.m.Cards)
+	k, line, err := p.count(func() string { return fmt.Sprintf("scope size of factor %d (of %d)", a, nf) })
+	if err != nil {
+		return nil, 0, err
+	}
+	if k > nvars {
+		return nil, 0, p.src.errorf(line, fmt.Sprintf("factor %d scope has %d variables, the model has only %d", a, k, nvars))
+	}
+	scope := mem(k)
+	for j := 0; j < k; j++ {
+		v, vline, err := p.count(func() string { return fmt.Sprintf("variable %d of the scope of factor %d", j, a) })
+		if err != nil {
+			return nil, 0, err
+		}
+		if v >= nvars {
+			return nil, 0, p.src.errorf(vline, fmt.Sprintf("factor %d scope: variable %d out of range [0,%d)", a, v, nvars))
+		}
+		if p.stamp[v] == a+1 {
+			return nil, 0, p.src.errorf(vline, fmt.Sprintf("factor %d scope: variable %d appears twice", a, v))
+		}
+		p.stamp[v] = a + 1
+		scope[j] = v
+	}
+	size, err := p.m.TableSize(scope)
+	if err != nil {
+		return nil, 0, p.src.errorf(line, fmt.Sprintf("factor %d: %v", a, err))
+	}
+	switch {
+	case p.eachPiece && size > p.limit:
+		return nil, 0, p.src.errorf(line, fmt.Sprintf("factor %d: its table of %d entries is over the limit of %d", a, size, p.limit))
+	case p.eachPiece: // no total: nothing adds the tables up
+	case size > p.limit-p.entries:
+		return nil, 0, p.src.errorf(line, fmt.Sprintf("factor %d: its table of %d entries brings the total number of table entries over the limit of %d", a, size, p.limit))
+	default:
+		p.entries += size
+	}
+	return scope, size, nil
 }
 
 // checkFreeStates bounds the states of the variables in no scope (those with

@@ -186,3 +186,52 @@ func (s *scanner) token() ([]byte, error) {
 	s.pos = i
 	return s.buf[start:i], nil
 }
+
+// skipScopes skips up to left whole scopes (a count k <= maxK, then k
+// counts) that lie in the buffer as plain digits, as nextDigits would
+// read their tokens, and returns how many it skipped. It stops before a
+// scope it is not sure of (a comment, a sign, another byte, a count of
+// over 17 digits or over maxK, the buffer's end), having consumed whole
+// scopes and blanks only: nextDigits and next then go on. For the
+// reader that only needs to get past the scopes (skipScopes), at a few
+// bytes a nanosecond.
+func (s *scanner) skipScopes(left, maxK int) int {
+	buf, end := s.buf[:s.end], s.end
+	i, line, bol, tokLine := s.pos, s.line, s.bol, s.tokLine
+	done := 0
+scopes:
+	for done < left {
+		j, ln, k := i, line, -1
+		var tl int
+		for t := 0; k < 0 || t <= k; t++ {
+			for j < end && isBlank[buf[j]] {
+				if buf[j] == '\n' {
+					ln++
+				}
+				j++
+			}
+			st, v := j, 0
+			for ; j < end && j-st < 17; j++ {
+				c := buf[j] - '0'
+				if c > 9 {
+					break
+				}
+				v = v*10 + int(c)
+			}
+			if j == st || j == end || !isBlank[buf[j]] {
+				break scopes
+			}
+			tl = ln
+			if k < 0 {
+				if v > maxK {
+					break scopes
+				}
+				k = v
+			}
+		}
+		i, line, bol, tokLine = j, ln, false, tl
+		done++
+	}
+	s.pos, s.line, s.bol, s.tokLine = i, line, bol, tokLine
+	return done
+}

@@ -2,11 +2,10 @@ package uai
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
-	"iter"
+	"slices"
 
 	"github.com/ddrun/ddrun/model"
 )
@@ -47,17 +46,25 @@ func Stream(r io.Reader, name string, opts ReadOptions, structure func(*model.Mo
 
 // StreamScopes reads a UAI model like Stream, without keeping the scopes
 // either, so that memory does not grow with the factors: it reads the
-// input twice, open giving a fresh reader of the same bytes each time. The
-// first reader reads and checks the variables and every scope (all the
-// errors ReadWith finds there, in the same order), then calls vars with the
-// cardinalities (only valid during the call) and the number of factors;
-// the second reader then reads the scopes again, one at a time, in step
-// with the first reading the tables, and factor gets each factor's scope and table (both
-// valid during the call only). Memory is a few words per variable (the
-// cardinalities and the lines they lie on, in each reader, and a scope
-// check's stamps) plus the largest scope and table. Callback errors are
-// returned as they are; the file's errors are ReadWith's *ParseError
-// values, and a second read that does not match the first is an error.
+// input twice, open giving a fresh reader of the same bytes each time.
+// The first reader only skips the header and the scopes, counting their
+// tokens (skipScopes); the second reads and checks the variables and the
+// number of factors, then vars is called with the cardinalities (only
+// valid during the call) and the number of factors; the second reader
+// then reads and checks the scopes one at a time, in step with the first
+// reading the tables, and factor gets each factor's scope and table
+// (both valid during the call only). Memory is a few words per variable
+// (the cardinalities and the lines they lie on, and a scope check's
+// stamps) plus the largest scope and table.
+//
+// The errors are ReadWith's, the first it finds: its *ParseError values
+// for the file (where a scope and a table both have one, the scope's,
+// found by reading the rest of the scopes once something fails), callback
+// errors as they are; a second read that does not match the first is an
+// error. Since the scopes are checked as the tables are read, vars and
+// factor may have been called before an error in the scopes is found:
+// what they made is then to be thrown away.
+//
 // With opts.Converters the tables are read in windows on several
 // goroutines (windows.go), and where the windows stop (a bad entry, a file
 // cut short, ...) the input is read a third and fourth time sequentially,
@@ -84,61 +91,93 @@ func StreamScopes(open func() (io.ReadCloser, error), name string, opts ReadOpti
 		return err
 	}
 	defer func() { closeTables() }()
-	tables.onScope = func(int, []int, int) error { return nil }
-	for _, step := range []func() error{tables.preamble, tables.variables, tables.factorScopes} {
-		if err := step(); err != nil {
-			return err
-		}
-	}
-	if err := vars(tables.m.Cards, tables.nf); err != nil {
-		return err
-	}
-	// What the caller was given, for a fallback that reads the file again.
-	firstCards, firstFactors := cardsDigest(tables.m.Cards), tables.nf
-	tables.m.Cards, tables.cardLines = nil, nil // the second reader has them
+	skipped := tables.skipScopes()
 	scopes, closeScopes, err := parser()
 	if err != nil {
 		return err
 	}
 	defer func() { closeScopes() }()
-	type scoped struct {
-		vars []int
-		size int
+	for _, step := range []func() error{scopes.preamble, scopes.variables, scopes.factorCount} {
+		if err := step(); err != nil {
+			return err
+		}
 	}
-	var scopeErr error
-	next, stop := iter.Pull(func(yield func(scoped) bool) {
-		scopes.onScope = func(_ int, scope []int, size int) error {
-			if !yield(scoped{scope, size}) {
-				return errStopped
-			}
-			return nil
+	changed := func(a int) error {
+		return fmt.Errorf("uai: %s: the second read has %d scopes, the first %d (did the file change?)", name, a, tables.nf)
+	}
+	// The scopes are read one at a time, as the tables need them, into
+	// one buffer.
+	scopes.startScopes()
+	reuse := func(k int) []int {
+		scopes.scopes = slices.Grow(scopes.scopes[:0], k)[:k]
+		return scopes.scopes
+	}
+	read := 0          // the scopes read
+	var scopeErr error // the scopes' first error: they are read no further
+	nextScope := func() ([]int, int, bool) {
+		if scopeErr != nil || read == scopes.nf {
+			return nil, 0, false
 		}
-		for _, step := range []func() error{scopes.preamble, scopes.variables, scopes.factorScopes} {
-			if scopeErr = step(); scopeErr != nil {
-				return
+		scope, size, err := scopes.readScope(read, reuse)
+		scopeErr = err
+		read++
+		return scope, size, err == nil
+	}
+	// settle returns err unless the scopes have an error, which comes
+	// first (ReadWith reads every scope before any table): the scopes not
+	// read yet are read for it, then their last check is made. The end of
+	// the reading is settle(nil).
+	settle := func(err error) error {
+		if opts.Context != nil && opts.Context.Err() != nil {
+			return err
+		}
+		for {
+			if _, _, ok := nextScope(); !ok {
+				break
 			}
 		}
-	})
-	defer stop()
+		if scopeErr == nil {
+			scopeErr = scopes.checkFreeStates(scopes.stamp)
+		}
+		if scopeErr != nil {
+			return scopeErr
+		}
+		return err
+	}
+	if !skipped {
+		// The skip stopped at something that is not a count: an error of
+		// the header or the scopes, which the full reading finds.
+		if err := settle(nil); err != nil {
+			return err
+		}
+		return fmt.Errorf("uai: %s: the first read found no scopes where the second found %d (did the file change?)", name, scopes.nf)
+	}
+	if scopes.nf != tables.nf {
+		return changed(scopes.nf)
+	}
+	if err := vars(scopes.m.Cards, scopes.nf); err != nil {
+		return settle(err)
+	}
+	// What the caller was given, for a fallback that reads the file again.
+	firstCards, firstFactors := cardsDigest(scopes.m.Cards), scopes.nf
 	tables.tableSize = func(a int) (int, error) {
-		s, ok := next()
+		scope, size, ok := nextScope()
 		if !ok {
 			if scopeErr != nil {
 				return 0, scopeErr
 			}
-			return 0, fmt.Errorf("uai: %s: the second read has %d scopes, the first %d (did the file change?)", name, a, tables.nf)
+			return 0, changed(a)
 		}
-		tables.cur = s.vars
-		return s.size, nil
+		tables.cur = scope
+		return size, nil
 	}
 	if opts.Converters > 0 {
 		done, err := tables.windowTables(opts.Converters, factor)
 		if err != errFallback {
-			return err
+			return settle(err)
 		}
 		// Read again sequentially for what the windows left (windows.go),
 		// past the tables handed over.
-		stop()
 		closeScopes()
 		closeTables()
 		closeScopes, closeTables = func() {}, func() {}
@@ -158,13 +197,58 @@ func StreamScopes(open func() (io.ReadCloser, error), name string, opts ReadOpti
 	}
 	tables.onTable = func(a int, t []float64) error { return factor(a, tables.cur, t) }
 	if err := tables.factorTables(); err != nil {
+		return settle(err)
+	}
+	if err := settle(nil); err != nil {
 		return err
 	}
 	return tables.end()
 }
 
-// errStopped ends the second reader of StreamScopes when the first stops.
-var errStopped = errors.New("stopped")
+// skipScopes moves p's scanner past the header and the scopes, reading
+// them as counts without the checks of variables and factorScopes (the
+// other reader of StreamScopes makes them), so that it stands where they
+// would have left it, its line count included; p.nf is the number of
+// factors. It is false at anything else (a token that is not a count, a
+// scope over more variables than the model has, the end of the file):
+// the full reading finds an error there or before.
+func (p *modelParser) skipScopes() bool {
+	if p.preamble() != nil {
+		return false
+	}
+	what := func() string { return "a count" } // for an error not kept
+	n, _, err := p.count(what)
+	if err != nil {
+		return false
+	}
+	for range n {
+		if _, _, err := p.count(what); err != nil {
+			return false
+		}
+	}
+	nf, _, err := p.count(what)
+	if err != nil {
+		return false
+	}
+	for a := 0; a < nf; a++ {
+		// Most scopes are skipped a buffer at a time; one that the fast
+		// skip is not sure of is read by counts.
+		if a += p.src.s.skipScopes(nf-a, n); a == nf {
+			break
+		}
+		k, _, err := p.count(what)
+		if err != nil || k > n {
+			return false
+		}
+		for range k {
+			if _, _, err := p.count(what); err != nil {
+				return false
+			}
+		}
+	}
+	p.nf = nf
+	return true
+}
 
 // cardsDigest is a digest of the cardinalities, to tell a file that
 // changed between reads without keeping them.

@@ -1,6 +1,7 @@
 package uai
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -184,4 +185,83 @@ func TestStreamScopesEachPiece(t *testing.T) {
 			}
 		}
 	}
+}
+
+// lateScopeErrors are files whose tables' errors (or a callback's, at
+// factor 0) come before a scope's error in the reading order of
+// StreamScopes, which checks each scope as its table is read: ReadWith
+// reads every scope before any table, so the scope's error is the one.
+var lateScopeErrors = []string{
+	// factor 0's first entry is bad; factor 2's scope names variable 5
+	"MARKOV\n3\n2 3 2\n3\n1 0\n2 0 1\n2 1 5\n2\nx 2\n6\n1 2 3 4 5 6\n6\n1 1 1 1 1 2\n",
+	// factor 0's table is cut short; factor 2's scope repeats a variable
+	"MARKOV\n3\n2 3 2\n3\n1 0\n2 0 1\n2 1 1\n3\n1 2\n",
+	// factor 0's count is wrong; variable 2 (2^21 states) is in no factor
+	"MARKOV\n3\n2 3 2097152\n2\n1 0\n2 0 1\n3\n1 2 3\n6\n1 2 3 4 5 6\n",
+	// valid tables, then trailing garbage; factor 1's scope has a
+	// variable -1 (where the first reader's skip stops)
+	"MARKOV\n3\n2 3 2\n2\n1 0\n2 0 -1\n2\n1 2\n6\n1 1 1 1 1 1\n9\n",
+}
+
+// lateLimit is the entry limit of the lateScopeErrors reads: the third
+// file's variable is within it.
+const lateLimit = 1<<21 + 10
+
+// StreamScopes returns ReadWith's error where a scope's error lies after
+// a table's error or a callback's (its scopes are read as the tables
+// are), with and without the windows, plain and gzip.
+func TestStreamScopesLateScopeErrors(t *testing.T) {
+	for _, in := range lateScopeErrors {
+		_, want := ReadWith(strings.NewReader(in), "x.uai", ReadOptions{MaxEntries: lateLimit})
+		if want == nil {
+			t.Fatalf("ReadWith read %q", in)
+		}
+		for _, input := range []string{in, string(gzipBytes(t, []byte(in)))} {
+			for _, converters := range []int{0, 2} {
+				for _, failAt := range []int{-1, 0} {
+					open, _ := opener(input)
+					err := StreamScopes(open, "x.uai", ReadOptions{MaxEntries: lateLimit, Converters: converters}, func([]int, int) error { return nil },
+						func(a int, _ []int, _ []float64) error {
+							if a == failAt {
+								return errors.New("callback stop")
+							}
+							return nil
+						})
+					if err == nil || err.Error() != want.Error() {
+						t.Fatalf("%q, %d converters, callback failing at %d: %v, want %v", in, converters, failAt, err, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// FuzzStreamScopesMatchesRead: StreamScopes, sequential and in windows,
+// reads what ReadWith reads and fails where it fails, with its message.
+func FuzzStreamScopesMatchesRead(f *testing.F) {
+	f.Add([]byte(markovExample))
+	f.Add([]byte(bayesExample))
+	for _, in := range lateScopeErrors {
+		f.Add([]byte(in))
+	}
+	for _, e := range readErrors {
+		f.Add([]byte(e.input))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		opts := ReadOptions{MaxEntries: 1 << 12}
+		m, want := ReadWith(bytes.NewReader(data), "f.uai", opts)
+		for _, converters := range []int{0, 2} {
+			opts.Converters = converters
+			open := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+			got, err := streamScopesWith(open, "f.uai", opts)
+			switch {
+			case (err == nil) != (want == nil):
+				t.Fatalf("%d converters: StreamScopes %v, ReadWith %v", converters, err, want)
+			case err != nil && err.Error() != want.Error():
+				t.Fatalf("%d converters: StreamScopes %q, ReadWith %q", converters, err, want)
+			case err == nil && len(got.Factors) != len(m.Factors):
+				t.Fatalf("%d converters: %d factors, ReadWith %d", converters, len(got.Factors), len(m.Factors))
+			}
+		}
+	})
 }
