@@ -82,6 +82,13 @@ type ReadOptions struct {
 	// before every read of the (decompressed) input and between decoding
 	// and building the model.
 	Context context.Context
+	// Pipeline makes ReadMsgpackStream decode on a goroutine of its own,
+	// a few bounded batches ahead of the sink, which it still calls in
+	// order on the caller's goroutine (msgpack_pipe.go): the decoding and
+	// what the sink does with the pieces (a conversion's writer) overlap
+	// on two cores. The sink sees the same calls and the reading returns
+	// the same error as without it. ReadWith ignores it.
+	Pipeline bool
 }
 
 // bytesPerEntry bounds the input bytes per entry (a unary or table entry)

@@ -41,6 +41,12 @@ type Sink struct {
 // fails a check found after some pieces were given (a variable in no
 // factor and without unaries beyond model.FreeStatesOK) fails at the end:
 // the sink's output is then to be thrown away.
+//
+// With opts.Pipeline the decoding runs on a goroutine of its own, a few
+// bounded batches ahead of the sink (msgpack_pipe.go), which is still
+// called in order on the caller's goroutine: the same calls, the same
+// error (the sink's first error wins over one the decoder found further
+// on), and no goroutine left when it returns.
 func ReadMsgpackStream(open Opener, name string, opts ReadOptions, sink Sink) error {
 	s := &mpStream{open: open, limit: model.EntryLimit(opts.MaxEntries), opts: opts}
 	s.maxValue = int64(1<<20) + 2*bytesPerEntry*int64(s.limit)
@@ -48,7 +54,12 @@ func ReadMsgpackStream(open Opener, name string, opts ReadOptions, sink Sink) er
 	if opts.EachPiece {
 		s.maxBytes = math.MaxInt64 // each kept value is bounded, not the input
 	}
-	err := s.read(sink)
+	var err error
+	if opts.Pipeline {
+		err = s.readPiped(sink)
+	} else {
+		err = s.read(sink)
+	}
 	if err != nil {
 		var e *Error
 		if !errors.As(err, &e) {
@@ -73,6 +84,9 @@ type mpStream struct {
 	cards                         cardRuns
 	vouched                       []uint64 // variables with unaries or in a factor
 	buf, buf2                     []byte
+	// piped: the decoder's arenas are a batch's, emptied when it is sent
+	// (msgpack_pipe.go), not after each factor
+	piped bool
 }
 
 // streamReader reads a stream and counts its bytes.
@@ -575,7 +589,9 @@ func (s *mpStream) factors(sink Sink, n int) error {
 		if err != nil {
 			return at(fmt.Sprintf("factors[%d]", a), err)
 		}
-		raw.vars, raw.negs, raw.tables = raw.vars[:0], raw.negs[:0], raw.tables[:0]
+		if !s.piped {
+			raw.vars, raw.negs, raw.tables = raw.vars[:0], raw.negs[:0], raw.tables[:0]
+		}
 		d := mpDecoder{r: fr, raw: raw}
 		rf := rawFactor{pos: -1}
 		if err := d.factor(a, &rf); err != nil {
