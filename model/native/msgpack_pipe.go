@@ -2,40 +2,126 @@ package native
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/ddrun/ddrun/model"
 )
 
 // The pipelined streaming read (ReadOptions.Pipeline). A conversion to
-// .ddx spends most of its time decoding and checking the pieces, and the
-// rest in the sink (the indexed writer); both are serial, so the read
-// overlaps them: a goroutine runs the sequential read (mpStream.read) into
-// batches, and the caller's goroutine gives each batch's pieces to the
-// sink, in file order. What the sink sees and what the reading returns
-// are the sequential read's:
-//   - a batch holds the pieces in the order the read gave them (Begin,
-//     then variables, then the number of factors, then factors), and the
-//     read's error travels in the last batch, after the pieces before it;
+// .ddx spends its time framing the factors' values (finding where each
+// ends), decoding and checking them, and in the sink (the indexed
+// writer); all three are serial, so the read runs them as a pipeline of
+// three goroutines: the framer reads the factors' frames ahead (from its
+// own reader, while the variables are read), the decoder runs the
+// sequential read (mpStream.read) on those frames into batches of pieces,
+// and the caller's goroutine gives each batch's pieces to the sink, in
+// file order. What the sink sees and what the reading returns are the
+// sequential read's:
+//   - a batch holds what its stage gave in order (frames; or Begin, then
+//     variables, then the number of factors, then factors), and an error
+//     travels in the stage's last batch, after the items before it, so
+//     the next stage meets it where the sequential read would have;
 //   - the sink's first error stops the delivery and is returned, whatever
-//     the decoder found later in the file (it is then told to stop and
-//     waited for, so no goroutine outlives the call on any path);
-//   - the end checks (free states, trailing bytes) are the read's own, so
+//     the decoder or the framer found later in the file; each stage then
+//     tells the one before it to stop and waits for it, so no goroutine
+//     outlives the call on any path;
+//   - the end checks (trailing bytes, free states) are the read's own, so
 //     they come after every piece.
 //
-// Memory stays bounded: at most pipeBatches batches exist, each sent once
-// it holds pipeItems pieces or pipeBytes bytes of values, and reused. The
-// factors are not copied: while the read fills a batch, the decoder's
-// arenas (scopes, negations, tables) are the batch's, so a built factor's
-// slices stay valid until the sink is done with the batch. A batch grown
-// past 2*pipeBytes (its last factor alone is large) is waited for before
-// the next is filled, so that at most one such factor is held, as the
-// sequential read holds one. (Variables, so that the tests can make the
-// batches tiny.)
+// Memory stays bounded: each stage has at most pipeBatches batches, each
+// sent once it holds pipeItems items or pipeBytes bytes of values, and
+// reused. The factors are not copied: while the decoder fills a batch,
+// its arenas (scopes, negations, tables) are the batch's, so a built
+// factor's slices stay valid until the sink is done with the batch. A
+// batch grown past 2*pipeBytes (its last item alone is large) is waited
+// for before the next is filled, so that each stage holds at most one
+// such item, as the sequential read holds one.
+//
+// (Variables, so that the tests can make the batches tiny.)
 var (
 	pipeBatches = 4
 	pipeItems   = 4096
 	pipeBytes   = 1 << 20
 )
+
+// batchPipe carries batches of B from a goroutine (the producer) to the
+// goroutine that started it (the consumer), in order, and back for reuse.
+type batchPipe[B any] struct {
+	full    chan *B       // to the consumer, in order
+	free    chan *B       // back from it
+	done    chan struct{} // closed when the consumer stops
+	exited  chan struct{} // closed when the producer has returned
+	spare   []*B          // the producer's, not in flight
+	created int
+}
+
+// startPipe runs produce on a goroutine of its own; the caller must stop
+// the pipe.
+func startPipe[B any](produce func(p *batchPipe[B])) *batchPipe[B] {
+	p := &batchPipe[B]{full: make(chan *B, pipeBatches), free: make(chan *B, pipeBatches),
+		done: make(chan struct{}), exited: make(chan struct{})}
+	go func() {
+		defer close(p.exited)
+		produce(p)
+	}()
+	return p
+}
+
+// stop tells the producer to stop and waits until it has returned.
+func (p *batchPipe[B]) stop() {
+	close(p.done)
+	<-p.exited
+}
+
+// get gives the producer a batch to fill (not emptied): a spare one, a new
+// one while fewer than pipeBatches exist, or the next the consumer is done
+// with; false once the consumer has stopped.
+func (p *batchPipe[B]) get() (*B, bool) {
+	switch {
+	case len(p.spare) > 0:
+		b := p.spare[len(p.spare)-1]
+		p.spare = p.spare[:len(p.spare)-1]
+		return b, true
+	case p.created < pipeBatches:
+		p.created++
+		return new(B), true
+	}
+	select {
+	case b := <-p.free:
+		return b, true
+	case <-p.done:
+		return nil, false
+	}
+}
+
+// send hands a filled batch to the consumer. It never blocks: the channel
+// has room for every batch there is.
+func (p *batchPipe[B]) send(b *B) { p.full <- b }
+
+// drain waits until the consumer is done with every batch sent; false
+// once the consumer has stopped.
+func (p *batchPipe[B]) drain() bool {
+	for p.created > len(p.spare) {
+		select {
+		case b := <-p.free:
+			p.spare = append(p.spare, b)
+		case <-p.done:
+			return false
+		}
+	}
+	return true
+}
+
+// recv is the consumer's next batch (the producer always sends a last one).
+func (p *batchPipe[B]) recv() *B { return <-p.full }
+
+// put gives a batch the consumer is done with back to the producer. It
+// never blocks.
+func (p *batchPipe[B]) put(b *B) { p.free <- b }
+
+// errPipeStopped ends a stage when the next one has stopped: that one has
+// the error to return.
+var errPipeStopped = errors.New("native: the pipelined read was stopped")
 
 // pipeVar is a variable of a batch: its unaries are ufloats[unary:][:card]
 // (unary -1: nil, zeros).
@@ -49,7 +135,7 @@ type pipeFactor struct {
 	f model.Factor
 }
 
-// pipeBatch is a run of pieces read ahead of the sink.
+// pipeBatch is a run of pieces decoded ahead of the sink.
 type pipeBatch struct {
 	begin    bool // Begin(constant, nvars) comes first
 	constant float64
@@ -72,47 +158,21 @@ func (b *pipeBatch) bytes(raw *rawModel) int {
 	return 8*(len(b.ufloats)+len(raw.vars)+len(raw.tables)) + len(raw.negs)
 }
 
-// errPipeStopped ends the read when the sink has failed: the caller has
-// its error and returns it.
-var errPipeStopped = errors.New("native: the pipelined read was stopped")
-
-// piper is the decoding side of a pipelined read.
-type piper struct {
-	s       *mpStream
-	full    chan<- *pipeBatch // to the sink, in order
-	free    <-chan *pipeBatch // back from the sink
-	done    <-chan struct{}   // closed when the sink's side returns
-	cur     *pipeBatch
-	spare   []*pipeBatch
-	created int
-}
-
-// readPiped is read with the decoding on another goroutine
-// (ReadOptions.Pipeline).
+// readPiped is read with the framing and the decoding on goroutines of
+// their own (ReadOptions.Pipeline).
 func (s *mpStream) readPiped(sink Sink) error {
-	full := make(chan *pipeBatch, pipeBatches)
-	free := make(chan *pipeBatch, pipeBatches)
-	done := make(chan struct{})
-	exited := make(chan struct{})
-	p := &piper{s: s, full: full, free: free, done: done}
 	s.piped = true
-	go func() {
-		defer close(exited)
-		p.run()
-	}()
-	defer func() {
-		close(done)
-		<-exited
-	}()
+	p := startPipe(func(p *batchPipe[pipeBatch]) { (&decoder{s: s, pipe: p}).run() })
+	defer p.stop()
 	for {
-		b := <-full
+		b := p.recv()
 		if err := b.deliver(sink); err != nil {
 			return err
 		}
 		if b.last {
 			return b.err
 		}
-		free <- b // never blocks: it holds every batch there is
+		p.put(b)
 	}
 }
 
@@ -143,62 +203,62 @@ func (b *pipeBatch) deliver(sink Sink) error {
 	return nil
 }
 
+// decoder is the decoding stage of a pipelined read.
+type decoder struct {
+	s    *mpStream
+	pipe *batchPipe[pipeBatch]
+	cur  *pipeBatch
+}
+
 // run reads into batches and sends them, the last with the read's result;
-// it sends nothing more once the sink's side has returned.
-func (p *piper) run() {
-	if !p.next() {
+// it sends nothing more once the sink's side has stopped.
+func (d *decoder) run() {
+	if !d.next() {
 		return
 	}
-	err := p.s.read(Sink{
+	err := d.s.read(Sink{
 		Begin: func(constant float64, n int) error {
-			p.cur.begin, p.cur.constant, p.cur.nvars = true, constant, n
+			d.cur.begin, d.cur.constant, d.cur.nvars = true, constant, n
 			return nil
 		},
-		Factors: func(n int) { p.cur.nfactors = n },
+		Factors: func(n int) { d.cur.nfactors = n },
 		Var: func(i, card int, u []float64) error {
-			b := p.cur
+			b := d.cur
 			v := pipeVar{i: i, card: card, unary: -1}
 			if u != nil {
 				v.unary = len(b.ufloats)
 				b.ufloats = append(b.ufloats, u...)
 			}
 			b.vars = append(b.vars, v)
-			return p.flushIfFull()
+			return d.flushIfFull()
 		},
 		Factor: func(a int, f *model.Factor) error {
-			p.cur.factors = append(p.cur.factors, pipeFactor{a: a, f: *f})
-			return p.flushIfFull()
+			d.cur.factors = append(d.cur.factors, pipeFactor{a: a, f: *f})
+			return d.flushIfFull()
 		},
 	})
 	if err == errPipeStopped {
 		return
 	}
-	p.cur.last, p.cur.err = true, err
-	p.send()
+	d.cur.last, d.cur.err = true, err
+	d.send()
 }
 
 // flushIfFull sends the batch being filled once it is full and takes the
-// next; errPipeStopped when the sink's side has returned.
-func (p *piper) flushIfFull() error {
-	b := p.cur
-	size := b.bytes(&p.s.raw)
+// next; errPipeStopped when the sink's side has stopped.
+func (d *decoder) flushIfFull() error {
+	b := d.cur
+	size := b.bytes(&d.s.raw)
 	if len(b.vars)+len(b.factors) < pipeItems && size < pipeBytes {
 		return nil
 	}
-	p.send()
-	if size > 2*pipeBytes {
-		// One factor alone is large: have the sink finish it (and those
-		// before it) before reading another.
-		for p.created-len(p.spare) > 0 {
-			select {
-			case b := <-p.free:
-				p.spare = append(p.spare, b)
-			case <-p.done:
-				return errPipeStopped
-			}
-		}
+	d.send()
+	// A large factor: have the sink finish it (and those before it)
+	// before decoding another.
+	if size > 2*pipeBytes && !d.pipe.drain() {
+		return errPipeStopped
 	}
-	if !p.next() {
+	if !d.next() {
 		return errPipeStopped
 	}
 	return nil
@@ -206,53 +266,33 @@ func (p *piper) flushIfFull() error {
 
 // send hands the batch being filled, with the decoder's arenas, to the
 // sink's side.
-func (p *piper) send() {
-	raw := &p.s.raw
-	b := p.cur
+func (d *decoder) send() {
+	raw := &d.s.raw
+	b := d.cur
 	b.arenaVars, b.arenaNegs, b.arenaTables = raw.vars, raw.negs, raw.tables
 	raw.vars, raw.negs, raw.tables = nil, nil, nil
-	p.cur = nil
-	p.full <- b // never blocks: it has room for every batch there is
+	d.cur = nil
+	d.pipe.send(b)
 }
 
-// next takes an empty batch to fill, and its arenas for the decoder: a
-// spare one, a new one while fewer than pipeBatches exist, or the next
-// the sink is done with. false: the sink's side has returned.
-func (p *piper) next() bool {
-	var b *pipeBatch
-	switch {
-	case len(p.spare) > 0:
-		b, p.spare = p.spare[len(p.spare)-1], p.spare[:len(p.spare)-1]
-	case p.created < pipeBatches:
-		b = &pipeBatch{}
-		p.created++
-	default:
-		select {
-		case b = <-p.free:
-		case <-p.done:
-			return false
-		}
+// next takes an empty batch to fill, and its arenas for the decoder;
+// false once the sink's side has stopped.
+func (d *decoder) next() bool {
+	b, ok := d.pipe.get()
+	if !ok {
+		return false
 	}
-	b.reset()
-	raw := &p.s.raw
-	raw.vars, raw.negs, raw.tables = b.arenaVars, b.arenaNegs, b.arenaTables
-	b.arenaVars, b.arenaNegs, b.arenaTables = nil, nil, nil
-	p.cur = b
-	return true
-}
-
-// reset empties the batch for reuse, dropping what a large factor grew.
-func (b *pipeBatch) reset() {
 	clear(b.factors) // the rare kinds' fields
 	*b = pipeBatch{
-		nfactors:    -1,
-		vars:        b.vars[:0],
-		ufloats:     shrunk(b.ufloats, pipeBytes/8),
-		factors:     b.factors[:0],
-		arenaVars:   shrunk(b.arenaVars, pipeBytes/8),
-		arenaNegs:   shrunk(b.arenaNegs, pipeBytes),
-		arenaTables: shrunk(b.arenaTables, pipeBytes/8),
+		nfactors: -1,
+		vars:     b.vars[:0],
+		ufloats:  shrunk(b.ufloats, pipeBytes/8),
+		factors:  b.factors[:0],
 	}
+	raw := &d.s.raw
+	raw.vars, raw.negs, raw.tables = shrunk(b.arenaVars, pipeBytes/8), shrunk(b.arenaNegs, pipeBytes), shrunk(b.arenaTables, pipeBytes/8)
+	d.cur = b
+	return true
 }
 
 // shrunk is a[:0], or nil when a holds more than twice max elements.
@@ -261,4 +301,152 @@ func shrunk[T any](a []T, max int) []T {
 		return nil
 	}
 	return a[:0]
+}
+
+// frameSource gives the factors' frames: the array's length (head), each
+// factor's value in order (next), then the check that nothing follows the
+// document when "factors" is its last field (end). Errors are the
+// sequential read's, placed.
+type frameSource interface {
+	head() (int, error)
+	next(a int) (mpReader, error)
+	end() error
+}
+
+// readerFrames reads the frames from r, on the decoding goroutine.
+type readerFrames struct {
+	s *mpStream
+	r *streamReader
+}
+
+func (f readerFrames) head() (int, error) {
+	n, err := f.r.head(false)
+	if err != nil {
+		return 0, at("factors", err)
+	}
+	return n, nil
+}
+
+func (f readerFrames) next(a int) (mpReader, error) {
+	fr, err := f.s.frame(f.r)
+	if err != nil {
+		return mpReader{}, at(fmt.Sprintf("factors[%d]", a), err)
+	}
+	return fr, nil
+}
+
+func (f readerFrames) end() error { return f.s.end(f.r) }
+
+// frameBatch is a run of the factors' frames, read ahead of the decoder.
+type frameBatch struct {
+	nf    int     // >= 0: the first batch, after the factors' head
+	buf   []byte  // the frames, back to back
+	ends  []int   // where each frame ends in buf
+	bases []int64 // where each starts in the input
+	last  bool    // the framing ended: err (nil or not) is its result
+	err   error   // after the frames
+}
+
+// pipedFrames are the frames a framer reads ahead, on the decoding side.
+type pipedFrames struct {
+	pipe *batchPipe[frameBatch]
+	cur  *frameBatch
+	k    int // the next frame of cur
+}
+
+// startFramer starts reading the factors' frames ahead of the decoder.
+func (s *mpStream) startFramer() *pipedFrames {
+	return &pipedFrames{pipe: startPipe(s.frameFactors)}
+}
+
+func (f *pipedFrames) head() (int, error) {
+	f.cur = f.pipe.recv()
+	if f.cur.nf < 0 {
+		return 0, f.cur.err // no head: its error is the batch's
+	}
+	return f.cur.nf, nil
+}
+
+func (f *pipedFrames) next(int) (mpReader, error) {
+	for f.k == len(f.cur.ends) {
+		if f.cur.last {
+			return mpReader{}, f.cur.err // fewer frames than the head said
+		}
+		f.pipe.put(f.cur)
+		f.cur, f.k = f.pipe.recv(), 0
+	}
+	b := f.cur
+	start := 0
+	if f.k > 0 {
+		start = b.ends[f.k-1]
+	}
+	fr := mpReader{b: b.buf[start:b.ends[f.k]:b.ends[f.k]], base: b.bases[f.k]}
+	f.k++
+	return fr, nil
+}
+
+func (f *pipedFrames) end() error {
+	for !f.cur.last {
+		f.pipe.put(f.cur)
+		f.cur, f.k = f.pipe.recv(), 0
+	}
+	return f.cur.err
+}
+
+// frameFactors is the framing stage: it reads the factors' head and
+// frames into batches, with the sequential read's errors, and sends them,
+// the last with the result (the end check when "factors" is the
+// document's last field).
+func (s *mpStream) frameFactors(p *batchPipe[frameBatch]) {
+	b, ok := p.get()
+	if !ok {
+		return
+	}
+	*b = frameBatch{nf: -1, buf: b.buf[:0], ends: b.ends[:0], bases: b.bases[:0]}
+	fail := func(err error) {
+		b.last, b.err = true, err
+		p.send(b)
+	}
+	r, err := s.reader(s.factorsAt)
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer r.c.Close()
+	src := readerFrames{s: s, r: r}
+	nf, err := src.head()
+	if err != nil {
+		fail(err)
+		return
+	}
+	b.nf = nf
+	var frame []byte // one value: a value's bound is on its own bytes
+	for a := range nf {
+		base := r.off
+		if frame, err = r.value(frame[:0], true, 0); err != nil {
+			fail(at(fmt.Sprintf("factors[%d]", a), err))
+			return
+		}
+		b.buf = append(b.buf, frame...)
+		b.ends, b.bases = append(b.ends, len(b.buf)), append(b.bases, base)
+		if len(b.ends) < pipeItems && len(b.buf) < pipeBytes {
+			continue
+		}
+		size := len(b.buf)
+		p.send(b)
+		if size > 2*pipeBytes && !p.drain() { // a large factor: one at a time
+			return
+		}
+		if b, ok = p.get(); !ok {
+			return
+		}
+		*b = frameBatch{nf: -1, buf: shrunk(b.buf, pipeBytes), ends: b.ends[:0], bases: b.bases[:0]}
+		if cap(frame) > 2*pipeBytes {
+			frame = nil
+		}
+	}
+	if s.lastFactors {
+		err = src.end()
+	}
+	fail(err)
 }

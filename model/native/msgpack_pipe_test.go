@@ -268,8 +268,9 @@ func TestPipelineCancel(t *testing.T) {
 			t.Fatalf("pipelined %v: %v, want the context's cause", pipe, err)
 		}
 		// 64 KiB of the reader's buffer after the cancel, a factor of at
-		// least 10 bytes each, and the batches in flight.
-		if after := l.calls - stopAt; after > 65536/10+pipeBatches*pipeItems || l.calls >= total {
+		// least 10 bytes each, and the batches in flight: the framer's and
+		// the decoder's.
+		if after := l.calls - stopAt; after > 65536/10+2*pipeBatches*pipeItems || l.calls >= total {
 			t.Fatalf("pipelined %v: %d calls after the cancel (of %d)", pipe, after, total)
 		}
 		done, cancel2 := context.WithCancel(context.Background())

@@ -85,8 +85,10 @@ type mpStream struct {
 	vouched                       []uint64 // variables with unaries or in a factor
 	buf, buf2                     []byte
 	// piped: the decoder's arenas are a batch's, emptied when it is sent
-	// (msgpack_pipe.go), not after each factor
-	piped bool
+	// (msgpack_pipe.go), not after each factor; frames, when not nil,
+	// reads the factors' frames ahead
+	piped  bool
+	frames *pipedFrames
 }
 
 // streamReader reads a stream and counts its bytes.
@@ -358,6 +360,11 @@ func (s *mpStream) read(sink Sink) error {
 	if math.IsNaN(raw.constant) || math.IsInf(raw.constant, 0) {
 		return placeErr("constant", "%s is not finite", describeNonFinite(raw.constant))
 	}
+	if s.piped && s.factorsAt >= 0 {
+		// The factors' frames are read ahead, beside the variables.
+		s.frames = s.startFramer()
+		defer s.frames.pipe.stop()
+	}
 	n, err := s.variables(sink)
 	if err != nil {
 		return err
@@ -559,14 +566,18 @@ func (s *mpStream) factors(sink Sink, n int) error {
 	if s.factorsAt < 0 {
 		return nil
 	}
-	r, err := s.reader(s.factorsAt)
+	var src frameSource = s.frames
+	if s.frames == nil {
+		r, err := s.reader(s.factorsAt)
+		if err != nil {
+			return err
+		}
+		defer r.c.Close()
+		src = readerFrames{s: s, r: r}
+	}
+	nf, err := src.head()
 	if err != nil {
 		return err
-	}
-	defer r.c.Close()
-	nf, err := r.head(false)
-	if err != nil {
-		return at("factors", err)
 	}
 	if sink.Factors != nil {
 		sink.Factors(nf)
@@ -585,9 +596,9 @@ func (s *mpStream) factors(sink Sink, n int) error {
 	entries := 0
 	var f model.Factor // the sink's, during its call only: one for all
 	for a := range nf {
-		fr, err := s.frame(r)
+		fr, err := src.next(a)
 		if err != nil {
-			return at(fmt.Sprintf("factors[%d]", a), err)
+			return err
 		}
 		if !s.piped {
 			raw.vars, raw.negs, raw.tables = raw.vars[:0], raw.negs[:0], raw.tables[:0]
@@ -624,7 +635,7 @@ func (s *mpStream) factors(sink Sink, n int) error {
 		}
 	}
 	if s.lastFactors {
-		return s.end(r)
+		return src.end()
 	}
 	return nil
 }
