@@ -303,23 +303,24 @@ func shrunk[T any](a []T, max int) []T {
 	return a[:0]
 }
 
-// frameSource gives the factors' frames: the array's length (head), each
-// factor's value in order (next), then the check that nothing follows the
-// document when "factors" is its last field (end). Errors are the
-// sequential read's, placed.
-type frameSource interface {
+// factorSource gives the factors decoded: the array's length (head), each
+// factor in order (next: rf's spans in the decoder's arenas, s.raw), then
+// the check that nothing follows the document when "factors" is its last
+// field (end). Errors are the sequential read's, placed.
+type factorSource interface {
 	head() (int, error)
-	next(a int) (mpReader, error)
+	next(a int, rf *rawFactor) error
 	end() error
 }
 
-// readerFrames reads the frames from r, on the decoding goroutine.
-type readerFrames struct {
-	s *mpStream
-	r *streamReader
+// readerFactors reads and decodes the factors from r into raw's arenas.
+type readerFactors struct {
+	s   *mpStream
+	r   *streamReader
+	raw *rawModel
 }
 
-func (f readerFrames) head() (int, error) {
+func (f readerFactors) head() (int, error) {
 	n, err := f.r.head(false)
 	if err != nil {
 		return 0, at("factors", err)
@@ -327,39 +328,44 @@ func (f readerFrames) head() (int, error) {
 	return n, nil
 }
 
-func (f readerFrames) next(a int) (mpReader, error) {
+func (f readerFactors) next(a int, rf *rawFactor) error {
 	fr, err := f.s.frame(f.r)
 	if err != nil {
-		return mpReader{}, at(fmt.Sprintf("factors[%d]", a), err)
+		return at(fmt.Sprintf("factors[%d]", a), err)
 	}
-	return fr, nil
+	d := mpDecoder{r: fr, raw: f.raw}
+	return d.factor(a, rf)
 }
 
-func (f readerFrames) end() error { return f.s.end(f.r) }
+func (f readerFactors) end() error { return f.s.end(f.r) }
 
-// frameBatch is a run of the factors' frames, read ahead of the decoder.
-type frameBatch struct {
-	nf    int     // >= 0: the first batch, after the factors' head
-	buf   []byte  // the frames, back to back
-	ends  []int   // where each frame ends in buf
-	bases []int64 // where each starts in the input
-	last  bool    // the framing ended: err (nil or not) is its result
-	err   error   // after the frames
+// factorBatch is a run of factors read and decoded ahead of the decoding
+// goroutine, their spans in the batch's arenas.
+type factorBatch struct {
+	nf     int // >= 0: the first batch, after the factors' head
+	rfs    []rawFactor
+	vars   []int
+	negs   []bool
+	tables []float64
+	last   bool  // the reading ended: err (nil or not) is its result
+	err    error // after the factors
 }
 
-// pipedFrames are the frames a framer reads ahead, on the decoding side.
-type pipedFrames struct {
-	pipe *batchPipe[frameBatch]
-	cur  *frameBatch
-	k    int // the next frame of cur
+// pipedFactors are the factors read ahead, on the decoding goroutine.
+type pipedFactors struct {
+	pipe *batchPipe[factorBatch]
+	raw  *rawModel // the decoder's arenas, which next copies the spans to
+	cur  *factorBatch
+	k    int // the next factor of cur
 }
 
-// startFramer starts reading the factors' frames ahead of the decoder.
-func (s *mpStream) startFramer() *pipedFrames {
-	return &pipedFrames{pipe: startPipe(s.frameFactors)}
+// startFactors starts reading and decoding the factors ahead of the
+// decoding goroutine (which still checks and builds them, in order).
+func (s *mpStream) startFactors() *pipedFactors {
+	return &pipedFactors{pipe: startPipe(s.readFactors), raw: &s.raw}
 }
 
-func (f *pipedFrames) head() (int, error) {
+func (f *pipedFactors) head() (int, error) {
 	f.cur = f.pipe.recv()
 	if f.cur.nf < 0 {
 		return 0, f.cur.err // no head: its error is the batch's
@@ -367,25 +373,35 @@ func (f *pipedFrames) head() (int, error) {
 	return f.cur.nf, nil
 }
 
-func (f *pipedFrames) next(int) (mpReader, error) {
-	for f.k == len(f.cur.ends) {
+// next gives the next factor, its spans copied to the decoder's arenas
+// (so that the batch can be read into again at once).
+func (f *pipedFactors) next(_ int, rf *rawFactor) error {
+	for f.k == len(f.cur.rfs) {
 		if f.cur.last {
-			return mpReader{}, f.cur.err // fewer frames than the head said
+			return f.cur.err // fewer factors than the head said
 		}
 		f.pipe.put(f.cur)
 		f.cur, f.k = f.pipe.recv(), 0
 	}
-	b := f.cur
-	start := 0
-	if f.k > 0 {
-		start = b.ends[f.k-1]
-	}
-	fr := mpReader{b: b.buf[start:b.ends[f.k]:b.ends[f.k]], base: b.bases[f.k]}
+	b, raw := f.cur, f.raw
+	*rf = b.rfs[f.k]
 	f.k++
-	return fr, nil
+	if sp := &rf.vars; sp.ok {
+		sp.off, raw.vars = len(raw.vars), append(raw.vars, b.vars[sp.off:sp.off+sp.n]...)
+	}
+	if sp := &rf.negated; sp.ok {
+		sp.off, raw.negs = len(raw.negs), append(raw.negs, b.negs[sp.off:sp.off+sp.n]...)
+	}
+	if sp := &rf.table; sp.ok {
+		sp.off, raw.tables = len(raw.tables), append(raw.tables, b.tables[sp.off:sp.off+sp.n]...)
+	}
+	if sp := &rf.emission; sp.ok {
+		sp.off, raw.tables = len(raw.tables), append(raw.tables, b.tables[sp.off:sp.off+sp.n]...)
+	}
+	return nil
 }
 
-func (f *pipedFrames) end() error {
+func (f *pipedFactors) end() error {
 	for !f.cur.last {
 		f.pipe.put(f.cur)
 		f.cur, f.k = f.pipe.recv(), 0
@@ -393,30 +409,41 @@ func (f *pipedFrames) end() error {
 	return f.cur.err
 }
 
-// frameFactors is the framing stage: it reads the factors' head and
-// frames into batches, with the sequential read's errors, and sends them,
-// the last with the result (the end check when "factors" is the
-// document's last field).
-func (s *mpStream) frameFactors(p *batchPipe[frameBatch]) {
-	b, ok := p.get()
-	if !ok {
-		return
+// readFactors is the first stage: it reads the factors' head, frames and
+// decodes each factor into batches, with the sequential read's errors,
+// and sends them, the last with the result (the end check when "factors"
+// is the document's last field).
+func (s *mpStream) readFactors(p *batchPipe[factorBatch]) {
+	var b *factorBatch
+	var ar rawModel // the arenas of b
+	take := func() bool {
+		var ok bool
+		if b, ok = p.get(); !ok {
+			return false
+		}
+		ar.vars, ar.negs, ar.tables = shrunk(b.vars, pipeBytes/8), shrunk(b.negs, pipeBytes), shrunk(b.tables, pipeBytes/8)
+		*b = factorBatch{nf: -1, rfs: b.rfs[:0]}
+		return true
 	}
-	*b = frameBatch{nf: -1, buf: b.buf[:0], ends: b.ends[:0], bases: b.bases[:0]}
-	fail := func(err error) {
-		b.last, b.err = true, err
+	send := func(last bool, err error) {
+		b.vars, b.negs, b.tables = ar.vars, ar.negs, ar.tables
+		b.last, b.err = last, err
 		p.send(b)
+		b = nil
+	}
+	if !take() {
+		return
 	}
 	r, err := s.reader(s.factorsAt)
 	if err != nil {
-		fail(err)
+		send(true, err)
 		return
 	}
 	defer r.c.Close()
-	src := readerFrames{s: s, r: r}
+	src := readerFactors{s: s, r: r, raw: &ar}
 	nf, err := src.head()
 	if err != nil {
-		fail(err)
+		send(true, err)
 		return
 	}
 	b.nf = nf
@@ -424,23 +451,27 @@ func (s *mpStream) frameFactors(p *batchPipe[frameBatch]) {
 	for a := range nf {
 		base := r.off
 		if frame, err = r.value(frame[:0], true, 0); err != nil {
-			fail(at(fmt.Sprintf("factors[%d]", a), err))
+			send(true, at(fmt.Sprintf("factors[%d]", a), err))
 			return
 		}
-		b.buf = append(b.buf, frame...)
-		b.ends, b.bases = append(b.ends, len(b.buf)), append(b.bases, base)
-		if len(b.ends) < pipeItems && len(b.buf) < pipeBytes {
+		d := mpDecoder{r: mpReader{b: frame, base: base}, raw: &ar}
+		rf := rawFactor{pos: -1}
+		if err := d.factor(a, &rf); err != nil {
+			send(true, err)
+			return
+		}
+		b.rfs = append(b.rfs, rf)
+		size := 8*(len(ar.vars)+len(ar.tables)) + len(ar.negs)
+		if len(b.rfs) < pipeItems && size < pipeBytes {
 			continue
 		}
-		size := len(b.buf)
-		p.send(b)
+		send(false, nil)
 		if size > 2*pipeBytes && !p.drain() { // a large factor: one at a time
 			return
 		}
-		if b, ok = p.get(); !ok {
+		if !take() {
 			return
 		}
-		*b = frameBatch{nf: -1, buf: shrunk(b.buf, pipeBytes), ends: b.ends[:0], bases: b.bases[:0]}
 		if cap(frame) > 2*pipeBytes {
 			frame = nil
 		}
@@ -448,5 +479,5 @@ func (s *mpStream) frameFactors(p *batchPipe[frameBatch]) {
 	if s.lastFactors {
 		err = src.end()
 	}
-	fail(err)
+	send(true, err)
 }

@@ -85,10 +85,10 @@ type mpStream struct {
 	vouched                       []uint64 // variables with unaries or in a factor
 	buf, buf2                     []byte
 	// piped: the decoder's arenas are a batch's, emptied when it is sent
-	// (msgpack_pipe.go), not after each factor; frames, when not nil,
-	// reads the factors' frames ahead
-	piped  bool
-	frames *pipedFrames
+	// (msgpack_pipe.go), not after each factor; ahead, when not nil,
+	// reads and decodes the factors ahead
+	piped bool
+	ahead *pipedFactors
 }
 
 // streamReader reads a stream and counts its bytes.
@@ -295,7 +295,9 @@ func (r *streamReader) bytewise(buf []byte, keep bool, depth int) ([]byte, error
 		return nil, err
 	}
 	for range items {
-		if buf, err = r.bytewise(buf, keep, depth+1); err != nil {
+		// Each item whole from the buffer where it lies there (the index
+		// pass skips the cards and the unaries so, a few bytes each).
+		if buf, err = r.value(buf, keep, depth+1); err != nil {
 			return nil, err
 		}
 	}
@@ -361,9 +363,9 @@ func (s *mpStream) read(sink Sink) error {
 		return placeErr("constant", "%s is not finite", describeNonFinite(raw.constant))
 	}
 	if s.piped && s.factorsAt >= 0 {
-		// The factors' frames are read ahead, beside the variables.
-		s.frames = s.startFramer()
-		defer s.frames.pipe.stop()
+		// The factors are read and decoded ahead, beside the variables.
+		s.ahead = s.startFactors()
+		defer s.ahead.pipe.stop()
 	}
 	n, err := s.variables(sink)
 	if err != nil {
@@ -566,14 +568,14 @@ func (s *mpStream) factors(sink Sink, n int) error {
 	if s.factorsAt < 0 {
 		return nil
 	}
-	var src frameSource = s.frames
-	if s.frames == nil {
+	var src factorSource = s.ahead
+	if s.ahead == nil {
 		r, err := s.reader(s.factorsAt)
 		if err != nil {
 			return err
 		}
 		defer r.c.Close()
-		src = readerFrames{s: s, r: r}
+		src = readerFactors{s: s, r: r, raw: &s.raw}
 	}
 	nf, err := src.head()
 	if err != nil {
@@ -595,17 +597,13 @@ func (s *mpStream) factors(sink Sink, n int) error {
 	raw := &s.raw
 	entries := 0
 	var f model.Factor // the sink's, during its call only: one for all
+	var rf rawFactor // one for all: given to src, it would escape each time
 	for a := range nf {
-		fr, err := src.next(a)
-		if err != nil {
-			return err
-		}
 		if !s.piped {
 			raw.vars, raw.negs, raw.tables = raw.vars[:0], raw.negs[:0], raw.tables[:0]
 		}
-		d := mpDecoder{r: fr, raw: raw}
-		rf := rawFactor{pos: -1}
-		if err := d.factor(a, &rf); err != nil {
+		rf = rawFactor{pos: -1}
+		if err := src.next(a, &rf); err != nil {
 			return err
 		}
 		for _, sp := range []span{rf.table, rf.emission} {
