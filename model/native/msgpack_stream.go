@@ -597,7 +597,7 @@ func (s *mpStream) factors(sink Sink, n int) error {
 	raw := &s.raw
 	entries := 0
 	var f model.Factor // the sink's, during its call only: one for all
-	var rf rawFactor // one for all: given to src, it would escape each time
+	var rf rawFactor   // one for all: given to src, it would escape each time
 	for a := range nf {
 		if !s.piped {
 			raw.vars, raw.negs, raw.tables = raw.vars[:0], raw.negs[:0], raw.tables[:0]
