@@ -11,9 +11,10 @@
 // and encoding. Reading never panics and bounds its allocations by the input
 // size and model.MaxTableEntries; every model it returns has passed
 // (*model.Model).Validate. The streaming msgpack reader can overlap its
-// decoding with what its caller does with the pieces (ReadOptions.Pipeline:
-// one goroutine decodes a few bounded batches ahead, the caller's is given
-// them in order, with the sequential reading's calls and errors).
+// reading with what its caller does with the pieces (ReadOptions.Pipeline:
+// two goroutines read, decode and build a few bounded batches ahead, the
+// caller's is given them in order, with the sequential reading's calls
+// and errors).
 //
 // It must not know about solvers, slaves, transports or the command line.
 package native

@@ -282,6 +282,9 @@ func (d *decoder) next() bool {
 	if !ok {
 		return false
 	}
+	if b.factors == nil { // new: room for a full batch at once
+		b.vars, b.factors = make([]pipeVar, 0, pipeItems), make([]pipeFactor, 0, pipeItems)
+	}
 	clear(b.factors) // the rare kinds' fields
 	*b = pipeBatch{
 		nfactors: -1,
@@ -420,6 +423,9 @@ func (s *mpStream) readFactors(p *batchPipe[factorBatch]) {
 		var ok bool
 		if b, ok = p.get(); !ok {
 			return false
+		}
+		if b.rfs == nil { // new: room for a full batch at once
+			b.rfs = make([]rawFactor, 0, pipeItems)
 		}
 		ar.vars, ar.negs, ar.tables = shrunk(b.vars, pipeBytes/8), shrunk(b.negs, pipeBytes), shrunk(b.tables, pipeBytes/8)
 		*b = factorBatch{nf: -1, rfs: b.rfs[:0]}

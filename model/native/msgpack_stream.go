@@ -42,11 +42,13 @@ type Sink struct {
 // factor and without unaries beyond model.FreeStatesOK) fails at the end:
 // the sink's output is then to be thrown away.
 //
-// With opts.Pipeline the decoding runs on a goroutine of its own, a few
-// bounded batches ahead of the sink (msgpack_pipe.go), which is still
-// called in order on the caller's goroutine: the same calls, the same
-// error (the sink's first error wins over one the decoder found further
-// on), and no goroutine left when it returns.
+// With opts.Pipeline the reading runs on two goroutines of its own (the
+// factors read and decoded on one, beside the variables; checked and
+// built on the other), a few bounded batches ahead of the sink
+// (msgpack_pipe.go), which is still called in order on the caller's
+// goroutine: the same calls, the same error (the sink's first error wins
+// over one found further on in the file), and no goroutine left when it
+// returns.
 func ReadMsgpackStream(open Opener, name string, opts ReadOptions, sink Sink) error {
 	s := &mpStream{open: open, limit: model.EntryLimit(opts.MaxEntries), opts: opts}
 	s.maxValue = int64(1<<20) + 2*bytesPerEntry*int64(s.limit)
