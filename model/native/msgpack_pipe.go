@@ -9,33 +9,42 @@ import (
 
 // The pipelined streaming read (ReadOptions.Pipeline). A conversion to
 // .ddx spends its time framing the factors' values (finding where each
-// ends), decoding and checking them, and in the sink (the indexed
-// writer); all three are serial, so the read runs them as a pipeline of
-// three goroutines: the framer reads the factors' frames ahead (from its
-// own reader, while the variables are read), the decoder runs the
-// sequential read (mpStream.read) on those frames into batches of pieces,
-// and the caller's goroutine gives each batch's pieces to the sink, in
-// file order. What the sink sees and what the reading returns are the
-// sequential read's:
-//   - a batch holds what its stage gave in order (frames; or Begin, then
-//     variables, then the number of factors, then factors), and an error
-//     travels in the stage's last batch, after the items before it, so
-//     the next stage meets it where the sequential read would have;
+// ends) and decoding them, reading the variables, checking and building
+// the factors, and in the sink (the indexed writer); all of it is serial,
+// so the read runs it as a pipeline of three goroutines:
+//   - the first (readFactors) reads the factors from a reader of its own,
+//     frames and decodes each into batches of raw factors, starting while
+//     the variables are read;
+//   - the second (decoder) runs the sequential read (mpStream.read): the
+//     index, the variables, and the factors taken from the first stage
+//     (their spans copied into its own arenas), checked and built in
+//     order, into batches of pieces;
+//   - the caller's goroutine gives each batch's pieces to the sink, in
+//     file order.
+//
+// What the sink sees and what the reading returns are the sequential
+// read's: every check runs in the sequential order of the file, and
+//   - a batch holds what its stage gave in order (raw factors; or Begin,
+//     then variables, then the number of factors, then factors), and an
+//     error travels in the stage's last batch, after the items before it,
+//     so the next stage meets it where the sequential read would have;
 //   - the sink's first error stops the delivery and is returned, whatever
-//     the decoder or the framer found later in the file; each stage then
-//     tells the one before it to stop and waits for it, so no goroutine
+//     the stages before it found later in the file; each stage then tells
+//     the one before it to stop and waits for it, so no goroutine
 //     outlives the call on any path;
 //   - the end checks (trailing bytes, free states) are the read's own, so
 //     they come after every piece.
 //
 // Memory stays bounded: each stage has at most pipeBatches batches, each
 // sent once it holds pipeItems items or pipeBytes bytes of values, and
-// reused. The factors are not copied: while the decoder fills a batch,
-// its arenas (scopes, negations, tables) are the batch's, so a built
+// reused. The built factors are not copied: while the decoder fills a
+// batch, its arenas (scopes, negations, tables) are the batch's, so a
 // factor's slices stay valid until the sink is done with the batch. A
 // batch grown past 2*pipeBytes (its last item alone is large) is waited
 // for before the next is filled, so that each stage holds at most one
-// such item, as the sequential read holds one.
+// such item: a large table is held at most three times (the first
+// stage's frame and arena, the decoder's arena) where the sequential read
+// holds it twice (frame and arena).
 //
 // (Variables, so that the tests can make the batches tiny.)
 var (

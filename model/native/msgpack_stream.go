@@ -12,7 +12,8 @@ import (
 )
 
 // Opener opens a model file's bytes (decompressed) at offset off: the
-// streaming reader reads the file a few times, from several places.
+// streaming reader reads the file a few times, from several places (with
+// ReadOptions.Pipeline, from two goroutines at once).
 type Opener func(off int64) (io.ReadCloser, error)
 
 // Sink gets a model piece by piece from ReadMsgpackStream: Begin once with
