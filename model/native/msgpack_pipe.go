@@ -294,6 +294,8 @@ func (d *decoder) next() bool {
 	if b.factors == nil { // new: room for a full batch at once
 		b.vars, b.factors = make([]pipeVar, 0, pipeItems), make([]pipeFactor, 0, pipeItems)
 	}
+	raw := &d.s.raw
+	raw.vars, raw.negs, raw.tables = shrunk(b.arenaVars, pipeBytes/8), shrunk(b.arenaNegs, pipeBytes), shrunk(b.arenaTables, pipeBytes/8)
 	clear(b.factors) // the rare kinds' fields
 	*b = pipeBatch{
 		nfactors: -1,
@@ -301,8 +303,6 @@ func (d *decoder) next() bool {
 		ufloats:  shrunk(b.ufloats, pipeBytes/8),
 		factors:  b.factors[:0],
 	}
-	raw := &d.s.raw
-	raw.vars, raw.negs, raw.tables = shrunk(b.arenaVars, pipeBytes/8), shrunk(b.arenaNegs, pipeBytes), shrunk(b.arenaTables, pipeBytes/8)
 	d.cur = b
 	return true
 }

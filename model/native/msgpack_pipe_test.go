@@ -298,3 +298,28 @@ func FuzzReadMsgpackPipeline(f *testing.F) {
 		})
 	})
 }
+
+// TestPipelineMemoryBounded: what a pipelined read allocates does not grow
+// with the model: a grid of four times the factors (of many batches'
+// worth each) allocates less than a batch's worth more (its cardinality
+// runs and its bit per variable, here 2 words and 20 KB).
+func TestPipelineMemoryBounded(t *testing.T) {
+	nop := Sink{Begin: func(float64, int) error { return nil }, Var: func(int, int, []float64) error { return nil },
+		Factor: func(int, *model.Factor) error { return nil }}
+	alloc := func(side int) uint64 {
+		data := msgpackOf(t, gridModel(side, side, 3, false))
+		var a, b runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&a)
+		if err := ReadMsgpackStream(bytesOpener(data), "g.msgpack", ReadOptions{Pipeline: true}, nop); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&b)
+		return b.TotalAlloc - a.TotalAlloc
+	}
+	small, large := alloc(200), alloc(400) // 79,600 and 319,200 factors
+	if large > small+256<<10 {
+		t.Fatalf("the read allocates %d bytes for a 400x400 grid, %d for 200x200: it grows with the model", large, small)
+	}
+	t.Logf("%d bytes for a 200x200 grid, %d for 400x400", small, large)
+}
