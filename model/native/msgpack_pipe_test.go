@@ -117,19 +117,25 @@ func checkNoLeak(t testing.TB, before int) {
 	}
 }
 
-// samePiped reads data both ways and fails unless the sink got the same
-// calls and the errors have the same text (and both wrap errSinkFailed or
-// neither).
+// samePiped reads data sequentially, each factor framed then decoded
+// (decodeInPlace off), and fails unless the sequential read decoding in
+// place and the pipelined read give the sink the same calls and fail with
+// the same error text (both wrapping errSinkFailed or neither).
 func samePiped(t testing.TB, what string, data []byte, opts ReadOptions, failAt int) error {
 	t.Helper()
-	seq, pipe := &callLog{failAt: failAt}, &callLog{failAt: failAt}
+	seq := &callLog{failAt: failAt}
+	decodeInPlace = false
 	serr := readLog(t, data, opts, false, seq)
-	perr := readLog(t, data, opts, true, pipe)
-	if fmt.Sprint(serr) != fmt.Sprint(perr) || errors.Is(serr, errSinkFailed) != errors.Is(perr, errSinkFailed) {
-		t.Fatalf("%s: the pipelined read says %v, the sequential one %v", what, perr, serr)
-	}
-	if !bytes.Equal(seq.b, pipe.b) {
-		t.Fatalf("%s: the sink got other calls pipelined (%d bytes of log, %d calls) than sequential (%d, %d)", what, len(pipe.b), pipe.calls, len(seq.b), seq.calls)
+	decodeInPlace = true
+	for _, pipe := range []bool{false, true} {
+		l := &callLog{failAt: failAt}
+		err := readLog(t, data, opts, pipe, l)
+		if fmt.Sprint(serr) != fmt.Sprint(err) || errors.Is(serr, errSinkFailed) != errors.Is(err, errSinkFailed) {
+			t.Fatalf("%s: pipelined %v, decoded in place, says %v; framed first, sequential, %v", what, pipe, err, serr)
+		}
+		if !bytes.Equal(seq.b, l.b) {
+			t.Fatalf("%s: pipelined %v, decoded in place, the sink got other calls (%d bytes of log, %d calls) than framed first, sequential (%d, %d)", what, pipe, len(l.b), l.calls, len(seq.b), seq.calls)
+		}
 	}
 	return serr
 }

@@ -229,6 +229,17 @@ func valueLen(p []byte, depth int) (n int, ok bool) {
 	}
 	n += int(size)
 	for range items {
+		// The items most values hold, a float64 or a fixint, without the
+		// call (the index pass skips a million unaries so).
+		if depth < maxDepth && n < len(p) {
+			if c := p[n]; c == 0xcb && len(p)-n >= 9 {
+				n += 9
+				continue
+			} else if c <= 0x7f || c >= 0xe0 {
+				n++
+				continue
+			}
+		}
 		m, ok := valueLen(p[n:], depth+1)
 		if !ok {
 			return 0, false
@@ -578,7 +589,7 @@ func (s *mpStream) factors(sink Sink, n int) error {
 			return err
 		}
 		defer r.c.Close()
-		src = readerFactors{s: s, r: r, raw: &s.raw}
+		src = readerFactors{s: s, r: r, raw: &s.raw, buf: &s.buf}
 	}
 	nf, err := src.head()
 	if err != nil {
