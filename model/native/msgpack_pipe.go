@@ -167,8 +167,8 @@ func (b *pipeBatch) bytes(raw *rawModel) int {
 	return 8*(len(b.ufloats)+len(raw.vars)+len(raw.tables)) + len(raw.negs)
 }
 
-// readPiped is read with the framing and the decoding on goroutines of
-// their own (ReadOptions.Pipeline).
+// readPiped is read on two goroutines of its own, the caller's giving the
+// sink its pieces (ReadOptions.Pipeline).
 func (s *mpStream) readPiped(sink Sink) error {
 	s.piped = true
 	p := startPipe(func(p *batchPipe[pipeBatch]) { (&decoder{s: s, pipe: p}).run() })
@@ -212,7 +212,8 @@ func (b *pipeBatch) deliver(sink Sink) error {
 	return nil
 }
 
-// decoder is the decoding stage of a pipelined read.
+// decoder is the second stage of a pipelined read: the sequential read,
+// the factors taken from the first.
 type decoder struct {
 	s    *mpStream
 	pipe *batchPipe[pipeBatch]
