@@ -344,7 +344,7 @@ func (f readerFactors) head() (int, error) {
 }
 
 func (f readerFactors) next(a int, rf *rawFactor) error {
-	if decodeInPlace && f.inPlace(a, rf) {
+	if f.inPlace(a, rf) {
 		return nil
 	}
 	base := f.r.off
@@ -374,24 +374,81 @@ var decodeInPlace = true
 // does not lie whole in the buffer).
 func (f readerFactors) inPlace(a int, rf *rawFactor) bool {
 	r := f.r
-	if r.r.Buffered() < 4096 {
-		r.r.Peek(r.r.Size()) // a short or failed fill leaves it to the framing
-	}
-	p, _ := r.r.Peek(r.r.Buffered())
+	p := r.buffered()
 	if len(p) == 0 {
 		return false
 	}
 	raw := f.raw
 	nv, nn, nt := len(raw.vars), len(raw.negs), len(raw.tables)
 	d := mpDecoder{r: mpReader{b: p, base: r.off}, raw: raw}
-	if err := d.factor(a, rf); err != nil || int64(d.r.off) > r.max-r.off || int64(d.r.off) > r.keepMax {
+	if err := d.factor(a, rf); err != nil || !r.taken(d.r.off) {
 		raw.vars, raw.negs, raw.tables = raw.vars[:nv], raw.negs[:nn], raw.tables[:nt]
 		*rf = rawFactor{pos: -1}
 		return false
 	}
-	r.r.Discard(d.r.off)
-	r.off += int64(d.r.off)
 	return true
+}
+
+// buffered is what the reader's buffer holds, filled first when it holds
+// little (value's policy); a short or failed fill leaves the value to the
+// framing.
+func (r *streamReader) buffered() []byte {
+	if !decodeInPlace {
+		return nil
+	}
+	if r.r.Buffered() < 4096 {
+		r.r.Peek(r.r.Size())
+	}
+	p, _ := r.r.Peek(r.r.Buffered())
+	return p
+}
+
+// taken moves past the n bytes at the start of the buffer that were
+// decoded in place, when a frame of them would have been within the
+// bounds (value's); false, reading nothing, when not.
+func (r *streamReader) taken(n int) bool {
+	if int64(n) > r.max-r.off || int64(n) > r.keepMax {
+		return false
+	}
+	r.r.Discard(n)
+	r.off += int64(n)
+	return true
+}
+
+// inPlaceInt is inPlace for a cardinality: an integer decoded straight
+// from the buffer; false: nothing was read, the caller frames it.
+func (r *streamReader) inPlaceInt() (int, bool) {
+	p := r.buffered()
+	if len(p) == 0 {
+		return 0, false
+	}
+	m := mpReader{b: p, base: r.off}
+	v, err := m.intValue()
+	if err != nil || !r.taken(m.off) {
+		return 0, false
+	}
+	return v, true
+}
+
+// inPlaceFloats is inPlace for a variable's unaries: it appends them
+// (hint entries expected) to *arena, or reads a null (null: nothing
+// appended); false: nothing was read or appended, the caller frames them.
+func (r *streamReader) inPlaceFloats(arena *[]float64, hint int) (sp span, null, ok bool) {
+	p := r.buffered()
+	if len(p) == 0 {
+		return span{}, false, false
+	}
+	if p[0] == 0xc0 {
+		return span{}, true, r.taken(1)
+	}
+	n := len(*arena)
+	d := mpDecoder{r: mpReader{b: p, base: r.off}}
+	sp, err := d.floats(arena, hint)
+	if err != nil || !r.taken(d.r.off) {
+		*arena = (*arena)[:n]
+		return span{}, false, false
+	}
+	return sp, false, true
 }
 
 // factorBatch is a run of factors read and decoded ahead of the decoding

@@ -512,13 +512,15 @@ func (s *mpStream) variables(sink Sink) (int, error) {
 	s.vouched = make([]uint64, (n+63)/64)
 	total := 0
 	for i := range n {
-		vr, err := s.frame(cr)
-		if err != nil {
-			return 0, at(fmt.Sprintf("cards[%d]", i), err)
-		}
-		c, err := vr.intValue()
-		if err != nil {
-			return 0, at(fmt.Sprintf("cards[%d]", i), err)
+		c, ok := cr.inPlaceInt()
+		if !ok {
+			vr, err := s.frame(cr)
+			if err != nil {
+				return 0, at(fmt.Sprintf("cards[%d]", i), err)
+			}
+			if c, err = vr.intValue(); err != nil {
+				return 0, at(fmt.Sprintf("cards[%d]", i), err)
+			}
 		}
 		if c < 1 {
 			return 0, placeErr(fmt.Sprintf("cards[%d]", i), "cardinality %d < 1", c)
@@ -549,22 +551,26 @@ func (s *mpStream) unary(ur *streamReader, i, c int) ([]float64, error) {
 	// The place is only spelled out for an error (a Sprintf a variable
 	// was a tenth of a grid's conversion).
 	place := func() string { return fmt.Sprintf("unaries[%d]", i) }
-	base := ur.off
-	b, err := ur.value(s.buf2[:0], true, 0)
-	if err != nil {
-		return nil, at(place(), err)
+	s.raw.ufloats = s.raw.ufloats[:0]
+	sp, null, ok := ur.inPlaceFloats(&s.raw.ufloats, c)
+	if !ok {
+		base := ur.off
+		b, err := ur.value(s.buf2[:0], true, 0)
+		if err != nil {
+			return nil, at(place(), err)
+		}
+		s.buf2 = b
+		if null = len(b) == 1 && b[0] == 0xc0; !null {
+			d := mpDecoder{r: mpReader{b: b, base: base}, raw: &s.raw}
+			if sp, err = d.floats(&s.raw.ufloats, c); err != nil {
+				return nil, at(place(), err)
+			}
+		}
 	}
-	s.buf2 = b
-	if len(b) == 1 && b[0] == 0xc0 {
+	if null {
 		return nil, nil
 	}
 	s.vouched[i/64] |= 1 << (i % 64)
-	d := mpDecoder{r: mpReader{b: b, base: base}, raw: &s.raw}
-	s.raw.ufloats = s.raw.ufloats[:0]
-	sp, err := d.floats(&s.raw.ufloats, c)
-	if err != nil {
-		return nil, at(place(), err)
-	}
 	if sp.n != c {
 		return nil, placeErr(place(), "%d entries, variable %d has cardinality %d", sp.n, i, c)
 	}
