@@ -69,7 +69,9 @@ type ConvertOptions struct {
 // files beside out (indexed.WriteOptions.TempDir), the structured pairwise
 // tables written as their kinds unless o.KeepDense; so does native msgpack
 // (native.ReadMsgpackStream: the file read three times, a factor at a
-// time). An indexed output has
+// time; with more than one core the reading runs on two goroutines a few
+// bounded batches ahead of the writer, native.ReadOptions.Pipeline, the
+// same bytes out and the same errors). An indexed output has
 // the factors over fewer than 2 variables folded into the unaries and the
 // constant unless o.KeepUnaryFactors. Other conversions read the whole
 // model first (native JSON is decoded whole; a UAI or native
@@ -314,7 +316,12 @@ func streamMsgpack(ctx context.Context, in string, f *os.File, o ConvertOptions,
 			return nil
 		},
 	}
-	err := native.ReadMsgpackStream(OpenAt(ctx, in), in, native.ReadOptions{MaxEntries: o.MaxEntries, EachPiece: true, Context: ctx}, sink)
+	// The decoding runs a few batches ahead of the writer on another
+	// goroutine when there is a core for it (native.ReadOptions.Pipeline):
+	// the same output and errors, on two cores.
+	ropts := native.ReadOptions{MaxEntries: o.MaxEntries, EachPiece: true, Context: ctx,
+		Pipeline: runtime.GOMAXPROCS(0) > 1}
+	err := native.ReadMsgpackStream(OpenAt(ctx, in), in, ropts, sink)
 	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("%s: reading stopped: %w", in, context.Cause(ctx))
 	}

@@ -10,7 +10,11 @@
 // bad file into a one-line error naming the file and the place at fault,
 // and encoding. Reading never panics and bounds its allocations by the input
 // size and model.MaxTableEntries; every model it returns has passed
-// (*model.Model).Validate.
+// (*model.Model).Validate. The streaming msgpack reader can overlap its
+// reading with what its caller does with the pieces (ReadOptions.Pipeline:
+// two goroutines read, decode and build a few bounded batches ahead, the
+// caller's is given them in order, with the sequential reading's calls
+// and errors).
 //
 // It must not know about solvers, slaves, transports or the command line.
 package native

@@ -82,6 +82,15 @@ type ReadOptions struct {
 	// before every read of the (decompressed) input and between decoding
 	// and building the model.
 	Context context.Context
+	// Pipeline makes ReadMsgpackStream read on two goroutines of its
+	// own, a few bounded batches ahead of the sink, which it still calls
+	// in order on the caller's goroutine (msgpack_pipe.go): one reads and
+	// decodes the factors (beside the variables), one reads the variables
+	// and checks and builds the factors, so that the reading and what the
+	// sink does with the pieces (a conversion's writer) overlap on two
+	// cores. The sink sees the same calls and the reading returns the same
+	// error as without it. ReadWith ignores it.
+	Pipeline bool
 }
 
 // bytesPerEntry bounds the input bytes per entry (a unary or table entry)

@@ -12,7 +12,8 @@ import (
 )
 
 // Opener opens a model file's bytes (decompressed) at offset off: the
-// streaming reader reads the file a few times, from several places.
+// streaming reader reads the file a few times, from several places (with
+// ReadOptions.Pipeline, from two goroutines at once).
 type Opener func(off int64) (io.ReadCloser, error)
 
 // Sink gets a model piece by piece from ReadMsgpackStream: Begin once with
@@ -41,6 +42,14 @@ type Sink struct {
 // fails a check found after some pieces were given (a variable in no
 // factor and without unaries beyond model.FreeStatesOK) fails at the end:
 // the sink's output is then to be thrown away.
+//
+// With opts.Pipeline the reading runs on two goroutines of its own (the
+// factors read and decoded on one, beside the variables; checked and
+// built on the other), a few bounded batches ahead of the sink
+// (msgpack_pipe.go), which is still called in order on the caller's
+// goroutine: the same calls, the same error (the sink's first error wins
+// over one found further on in the file), and no goroutine left when it
+// returns.
 func ReadMsgpackStream(open Opener, name string, opts ReadOptions, sink Sink) error {
 	s := &mpStream{open: open, limit: model.EntryLimit(opts.MaxEntries), opts: opts}
 	s.maxValue = int64(1<<20) + 2*bytesPerEntry*int64(s.limit)
@@ -48,7 +57,12 @@ func ReadMsgpackStream(open Opener, name string, opts ReadOptions, sink Sink) er
 	if opts.EachPiece {
 		s.maxBytes = math.MaxInt64 // each kept value is bounded, not the input
 	}
-	err := s.read(sink)
+	var err error
+	if opts.Pipeline {
+		err = s.readPiped(sink)
+	} else {
+		err = s.read(sink)
+	}
 	if err != nil {
 		var e *Error
 		if !errors.As(err, &e) {
@@ -73,6 +87,11 @@ type mpStream struct {
 	cards                         cardRuns
 	vouched                       []uint64 // variables with unaries or in a factor
 	buf, buf2                     []byte
+	// piped: the decoder's arenas are a batch's, emptied when it is sent
+	// (msgpack_pipe.go), not after each factor; ahead, when not nil,
+	// reads and decodes the factors ahead
+	piped bool
+	ahead *pipedFactors
 }
 
 // streamReader reads a stream and counts its bytes.
@@ -210,6 +229,17 @@ func valueLen(p []byte, depth int) (n int, ok bool) {
 	}
 	n += int(size)
 	for range items {
+		// The items most values hold, a float64 or a fixint, without the
+		// call (the index pass skips a million unaries so).
+		if depth < maxDepth && n < len(p) {
+			if c := p[n]; c == 0xcb && len(p)-n >= 9 {
+				n += 9
+				continue
+			} else if c <= 0x7f || c >= 0xe0 {
+				n++
+				continue
+			}
+		}
 		m, ok := valueLen(p[n:], depth+1)
 		if !ok {
 			return 0, false
@@ -279,7 +309,9 @@ func (r *streamReader) bytewise(buf []byte, keep bool, depth int) ([]byte, error
 		return nil, err
 	}
 	for range items {
-		if buf, err = r.bytewise(buf, keep, depth+1); err != nil {
+		// Each item whole from the buffer where it lies there (the index
+		// pass skips the cards and the unaries so, a few bytes each).
+		if buf, err = r.value(buf, keep, depth+1); err != nil {
 			return nil, err
 		}
 	}
@@ -343,6 +375,11 @@ func (s *mpStream) read(sink Sink) error {
 	}
 	if math.IsNaN(raw.constant) || math.IsInf(raw.constant, 0) {
 		return placeErr("constant", "%s is not finite", describeNonFinite(raw.constant))
+	}
+	if s.piped && s.factorsAt >= 0 {
+		// The factors are read and decoded ahead, beside the variables.
+		s.ahead = s.startFactors()
+		defer s.ahead.pipe.stop()
 	}
 	n, err := s.variables(sink)
 	if err != nil {
@@ -475,13 +512,15 @@ func (s *mpStream) variables(sink Sink) (int, error) {
 	s.vouched = make([]uint64, (n+63)/64)
 	total := 0
 	for i := range n {
-		vr, err := s.frame(cr)
-		if err != nil {
-			return 0, at(fmt.Sprintf("cards[%d]", i), err)
-		}
-		c, err := vr.intValue()
-		if err != nil {
-			return 0, at(fmt.Sprintf("cards[%d]", i), err)
+		c, ok := cr.inPlaceInt()
+		if !ok {
+			vr, err := s.frame(cr)
+			if err != nil {
+				return 0, at(fmt.Sprintf("cards[%d]", i), err)
+			}
+			if c, err = vr.intValue(); err != nil {
+				return 0, at(fmt.Sprintf("cards[%d]", i), err)
+			}
 		}
 		if c < 1 {
 			return 0, placeErr(fmt.Sprintf("cards[%d]", i), "cardinality %d < 1", c)
@@ -512,22 +551,26 @@ func (s *mpStream) unary(ur *streamReader, i, c int) ([]float64, error) {
 	// The place is only spelled out for an error (a Sprintf a variable
 	// was a tenth of a grid's conversion).
 	place := func() string { return fmt.Sprintf("unaries[%d]", i) }
-	base := ur.off
-	b, err := ur.value(s.buf2[:0], true, 0)
-	if err != nil {
-		return nil, at(place(), err)
+	s.raw.ufloats = s.raw.ufloats[:0]
+	sp, null, ok := ur.inPlaceFloats(&s.raw.ufloats, c)
+	if !ok {
+		base := ur.off
+		b, err := ur.value(s.buf2[:0], true, 0)
+		if err != nil {
+			return nil, at(place(), err)
+		}
+		s.buf2 = b
+		if null = len(b) == 1 && b[0] == 0xc0; !null {
+			d := mpDecoder{r: mpReader{b: b, base: base}, raw: &s.raw}
+			if sp, err = d.floats(&s.raw.ufloats, c); err != nil {
+				return nil, at(place(), err)
+			}
+		}
 	}
-	s.buf2 = b
-	if len(b) == 1 && b[0] == 0xc0 {
+	if null {
 		return nil, nil
 	}
 	s.vouched[i/64] |= 1 << (i % 64)
-	d := mpDecoder{r: mpReader{b: b, base: base}, raw: &s.raw}
-	s.raw.ufloats = s.raw.ufloats[:0]
-	sp, err := d.floats(&s.raw.ufloats, c)
-	if err != nil {
-		return nil, at(place(), err)
-	}
 	if sp.n != c {
 		return nil, placeErr(place(), "%d entries, variable %d has cardinality %d", sp.n, i, c)
 	}
@@ -545,14 +588,18 @@ func (s *mpStream) factors(sink Sink, n int) error {
 	if s.factorsAt < 0 {
 		return nil
 	}
-	r, err := s.reader(s.factorsAt)
+	var src factorSource = s.ahead
+	if s.ahead == nil {
+		r, err := s.reader(s.factorsAt)
+		if err != nil {
+			return err
+		}
+		defer r.c.Close()
+		src = readerFactors{s: s, r: r, raw: &s.raw, buf: &s.buf}
+	}
+	nf, err := src.head()
 	if err != nil {
 		return err
-	}
-	defer r.c.Close()
-	nf, err := r.head(false)
-	if err != nil {
-		return at("factors", err)
 	}
 	if sink.Factors != nil {
 		sink.Factors(nf)
@@ -570,15 +617,13 @@ func (s *mpStream) factors(sink Sink, n int) error {
 	raw := &s.raw
 	entries := 0
 	var f model.Factor // the sink's, during its call only: one for all
+	var rf rawFactor   // one for all: given to src, it would escape each time
 	for a := range nf {
-		fr, err := s.frame(r)
-		if err != nil {
-			return at(fmt.Sprintf("factors[%d]", a), err)
+		if !s.piped {
+			raw.vars, raw.negs, raw.tables = raw.vars[:0], raw.negs[:0], raw.tables[:0]
 		}
-		raw.vars, raw.negs, raw.tables = raw.vars[:0], raw.negs[:0], raw.tables[:0]
-		d := mpDecoder{r: fr, raw: raw}
-		rf := rawFactor{pos: -1}
-		if err := d.factor(a, &rf); err != nil {
+		rf = rawFactor{pos: -1}
+		if err := src.next(a, &rf); err != nil {
 			return err
 		}
 		for _, sp := range []span{rf.table, rf.emission} {
@@ -608,7 +653,7 @@ func (s *mpStream) factors(sink Sink, n int) error {
 		}
 	}
 	if s.lastFactors {
-		return s.end(r)
+		return src.end()
 	}
 	return nil
 }
