@@ -76,7 +76,9 @@ type ConvertOptions struct {
 // constant unless o.KeepUnaryFactors. Other conversions read the whole
 // model first (native JSON is decoded whole; a UAI or native
 // output is written from a whole model). On failure out and the temporary
-// files are removed.
+// files are removed; o's callbacks (Progress, Observed, Report) may have
+// been called before the failure (a UAI file's scopes are checked as its
+// tables are read): what they made is then to be thrown away.
 func Convert(ctx context.Context, in, out string, o ConvertOptions) (err error) {
 	if FormatOf(out) == Unknown {
 		return fmt.Errorf("%s: unknown model format (want %s)", out, formats)
@@ -220,8 +222,8 @@ func streamUAI(ctx context.Context, in string, f *os.File, o ConvertOptions, wop
 }
 
 // uaiOpener opens the UAI file in for uai.StreamScopes, under ctx; xz is
-// decompressed here, gzip by the UAI reader. A plain file's reader has a
-// Len (teeFile's): the reader sizes the cardinalities' slices from the
+// decompressed here, gzip by the UAI reader. A regular file's reader has
+// a Len (teeFile's): the reader sizes the cardinalities' slices from the
 // file's size, as solve's reading does (without it, one grown by appends
 // from 64 Ki entries to 10^6 took 0.1 s, in each of the two readings).
 func uaiOpener(ctx context.Context, in string) func() (io.ReadCloser, error) {
@@ -238,11 +240,11 @@ func uaiOpener(ctx context.Context, in string) func() (io.ReadCloser, error) {
 			}
 			return readCloser{r, src}, nil
 		}
-		t := &teeFile{f: src, r: newCtxReader(ctx, src), left: -1}
-		if fi, err := src.Stat(); err == nil && fi.Mode().IsRegular() {
-			t.left = fi.Size()
+		fi, err := src.Stat()
+		if err != nil || !fi.Mode().IsRegular() { // a FIFO: no size to tell
+			return readCloser{newCtxReader(ctx, src), src}, nil
 		}
-		return fileReader{t}, nil
+		return fileReader{&teeFile{f: src, r: newCtxReader(ctx, src), left: fi.Size()}}, nil
 	}
 }
 

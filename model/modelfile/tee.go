@@ -77,7 +77,8 @@ func (t *teeFile) Read(p []byte) (int, error) {
 }
 
 // Len returns the bytes not read yet, or 0 when the size is unknown (the
-// readers' "no hint").
+// "no hint" of most readers; the UAI reader takes it for a size of 0 and
+// grows its slices as the data arrives).
 func (t *teeFile) Len() int { return int(max(0, t.left)) }
 
 func (t *teeFile) close() { t.f.Close() }

@@ -91,17 +91,18 @@ func StreamScopes(open func() (io.ReadCloser, error), name string, opts ReadOpti
 		return err
 	}
 	defer func() { closeTables() }()
-	skipped := tables.skipScopes()
 	scopes, closeScopes, err := parser()
 	if err != nil {
 		return err
 	}
 	defer func() { closeScopes() }()
+	// The header's errors first, before the skip reads past them.
 	for _, step := range []func() error{scopes.preamble, scopes.variables, scopes.factorCount} {
 		if err := step(); err != nil {
 			return err
 		}
 	}
+	skipped := tables.skipScopes()
 	changed := func(a int) error {
 		return fmt.Errorf("uai: %s: the second read has %d scopes, the first %d (did the file change?)", name, a, tables.nf)
 	}
@@ -128,8 +129,8 @@ func StreamScopes(open func() (io.ReadCloser, error), name string, opts ReadOpti
 	// read yet are read for it, then their last check is made. The end of
 	// the reading is settle(nil).
 	settle := func(err error) error {
-		if opts.Context != nil && opts.Context.Err() != nil {
-			return err
+		if err != nil && opts.Context != nil && opts.Context.Err() != nil {
+			return err // cancelled: no more reading (without an error, the scopes' reads fail with the context's)
 		}
 		for {
 			if _, _, ok := nextScope(); !ok {

@@ -2,9 +2,11 @@ package uai
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -187,29 +189,37 @@ func TestStreamScopesEachPiece(t *testing.T) {
 	}
 }
 
-// lateScopeErrors are files whose tables' errors (or a callback's, at
-// factor 0) come before a scope's error in the reading order of
-// StreamScopes, which checks each scope as its table is read: ReadWith
-// reads every scope before any table, so the scope's error is the one.
+// lateScopeErrors are files whose tables' errors (or a callback's) come
+// before a scope's error in the reading order of StreamScopes, which
+// checks each scope as its table is read: ReadWith reads every scope
+// before any table, so the scope's error is the one.
 var lateScopeErrors = []string{
 	// factor 0's first entry is bad; factor 2's scope names variable 5
 	"MARKOV\n3\n2 3 2\n3\n1 0\n2 0 1\n2 1 5\n2\nx 2\n6\n1 2 3 4 5 6\n6\n1 1 1 1 1 2\n",
-	// factor 0's table is cut short; factor 2's scope repeats a variable
+	// factor 0's count is not its scope's size; factor 2's scope repeats
+	// a variable
 	"MARKOV\n3\n2 3 2\n3\n1 0\n2 0 1\n2 1 1\n3\n1 2\n",
 	// factor 0's count is wrong; variable 2 (2^21 states) is in no factor
 	"MARKOV\n3\n2 3 2097152\n2\n1 0\n2 0 1\n3\n1 2 3\n6\n1 2 3 4 5 6\n",
 	// valid tables, then trailing garbage; factor 1's scope has a
 	// variable -1 (where the first reader's skip stops)
 	"MARKOV\n3\n2 3 2\n2\n1 0\n2 0 -1\n2\n1 2\n6\n1 1 1 1 1 1\n9\n",
+	// every table valid (the callbacks get them all); factor 2's scope
+	// repeats a variable
+	"MARKOV\n3\n2 3 2\n3\n1 0\n2 0 1\n2 1 1\n2\n1 2\n6\n1 2 3 4 5 6\n9\n1 1 1 1 1 1 1 1 1\n",
+	// every table valid; variable 2 (2^21 states) is in no factor
+	"MARKOV\n3\n2 3 2097152\n2\n1 0\n2 0 1\n2\n1 2\n6\n1 2 3 4 5 6\n",
 }
 
-// lateLimit is the entry limit of the lateScopeErrors reads: the third
-// file's variable is within it.
+// lateLimit is the entry limit of the lateScopeErrors reads: the 2^21
+// states are within it.
 const lateLimit = 1<<21 + 10
 
 // StreamScopes returns ReadWith's error where a scope's error lies after
-// a table's error or a callback's (its scopes are read as the tables
-// are), with and without the windows, plain and gzip.
+// a table's error or a callback's, the vars callback's included (its
+// scopes are read as the tables are), with and without the windows,
+// plain and gzip; a callback that cancels the reading does not make it
+// succeed.
 func TestStreamScopesLateScopeErrors(t *testing.T) {
 	for _, in := range lateScopeErrors {
 		_, want := ReadWith(strings.NewReader(in), "x.uai", ReadOptions{MaxEntries: lateLimit})
@@ -218,9 +228,15 @@ func TestStreamScopesLateScopeErrors(t *testing.T) {
 		}
 		for _, input := range []string{in, string(gzipBytes(t, []byte(in)))} {
 			for _, converters := range []int{0, 2} {
-				for _, failAt := range []int{-1, 0} {
+				for _, failAt := range []int{-2, -1, 0, 1} { // -2: vars fails
 					open, _ := opener(input)
-					err := StreamScopes(open, "x.uai", ReadOptions{MaxEntries: lateLimit, Converters: converters}, func([]int, int) error { return nil },
+					err := StreamScopes(open, "x.uai", ReadOptions{MaxEntries: lateLimit, Converters: converters},
+						func([]int, int) error {
+							if failAt == -2 {
+								return errors.New("vars stop")
+							}
+							return nil
+						},
 						func(a int, _ []int, _ []float64) error {
 							if a == failAt {
 								return errors.New("callback stop")
@@ -231,13 +247,51 @@ func TestStreamScopesLateScopeErrors(t *testing.T) {
 						t.Fatalf("%q, %d converters, callback failing at %d: %v, want %v", in, converters, failAt, err, want)
 					}
 				}
+				ctx, cancel := context.WithCancel(context.Background())
+				open, _ := opener(input)
+				err := StreamScopes(open, "x.uai", ReadOptions{MaxEntries: lateLimit, Converters: converters, Context: ctx},
+					func([]int, int) error { return nil },
+					func(int, []int, []float64) error { cancel(); return nil })
+				cancel()
+				if err == nil {
+					t.Fatalf("%q, %d converters, cancelled at factor 0: no error (ReadWith: %v)", in, converters, want)
+				}
 			}
 		}
 	}
 }
 
-// FuzzStreamScopesMatchesRead: StreamScopes, sequential and in windows,
-// reads what ReadWith reads and fails where it fails, with its message.
+// The first reader's skip of the scopes leaves it where the full reading
+// would: the tables' errors name the same lines and tokens after scopes
+// with comment lines, carriage returns, leading zeros, a "c" that is not
+// a comment (not at a line's start) and scopes over several lines.
+func TestStreamScopesSkipExact(t *testing.T) {
+	for _, in := range []string{
+		"MARKOV\n2\n2 2\n1\n2 0 1 c 4\n1 2 3 4\n",
+		"MARKOV\r\n2\r\n2 2\r\n2\r\n1 0\r\nc a comment\r\n2\r\n0\r\n1\r\n2\r\n1 2\r\n4\r\n1 2 3 x\r\n",
+		"MARKOV\n2\n02 2\n2\n1\n00\n2 0 01\nc comment 1 2\n2 1 2 3\n",
+		"MARKOV\n2\n2 2\n1\n2 0\n1\n\n\n\n4 1 2\n3 4 5\n",
+	} {
+		_, want := ReadWith(strings.NewReader(in), "x.uai", ReadOptions{})
+		if want == nil {
+			t.Fatalf("ReadWith read %q", in)
+		}
+		for _, converters := range []int{0, 2} {
+			open, _ := opener(in)
+			err := StreamScopes(open, "x.uai", ReadOptions{Converters: converters}, func([]int, int) error { return nil },
+				func(int, []int, []float64) error { return nil })
+			if err == nil || err.Error() != want.Error() {
+				t.Fatalf("%q, %d converters: %v, want %v", in, converters, err, want)
+			}
+		}
+	}
+}
+
+// FuzzStreamScopesMatchesRead: StreamScopes, sequential and in windows
+// (of a few bytes, so that small inputs span several), reads the scopes
+// and tables ReadWith reads and fails where it fails, with its message;
+// with the callback failing at the first factor, the windows fail as the
+// sequential reading does.
 func FuzzStreamScopesMatchesRead(f *testing.F) {
 	f.Add([]byte(markovExample))
 	f.Add([]byte(bayesExample))
@@ -248,20 +302,55 @@ func FuzzStreamScopesMatchesRead(f *testing.F) {
 		f.Add([]byte(e.input))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		opts := ReadOptions{MaxEntries: 1 << 12}
+		defer func(n int) { windowBytes = n }(windowBytes)
+		windowBytes = 7
+		opts := ReadOptions{MaxEntries: lateLimit, KeepDense: true}
 		m, want := ReadWith(bytes.NewReader(data), "f.uai", opts)
+		open := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+		failing := "" // the sequential reading's error with the callback failing
 		for _, converters := range []int{0, 2} {
 			opts.Converters = converters
-			open := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
 			got, err := streamScopesWith(open, "f.uai", opts)
 			switch {
 			case (err == nil) != (want == nil):
 				t.Fatalf("%d converters: StreamScopes %v, ReadWith %v", converters, err, want)
 			case err != nil && err.Error() != want.Error():
 				t.Fatalf("%d converters: StreamScopes %q, ReadWith %q", converters, err, want)
-			case err == nil && len(got.Factors) != len(m.Factors):
-				t.Fatalf("%d converters: %d factors, ReadWith %d", converters, len(got.Factors), len(m.Factors))
+			case err == nil:
+				if len(got.Factors) != len(m.Factors) {
+					t.Fatalf("%d converters: %d factors, ReadWith %d", converters, len(got.Factors), len(m.Factors))
+				}
+				for a, fa := range got.Factors {
+					if !slices.Equal(fa.Vars, m.Factors[a].Vars) || !sameBits(fa.Table, m.Factors[a].Table) {
+						t.Fatalf("%d converters: factor %d: %v %v, ReadWith %v %v", converters, a, fa.Vars, fa.Table, m.Factors[a].Vars, m.Factors[a].Table)
+					}
+				}
+			}
+			err = StreamScopes(open, "f.uai", opts, func([]int, int) error { return nil },
+				func(int, []int, []float64) error { return errStop })
+			switch {
+			case want == nil && len(m.Factors) > 0 && err != errStop:
+				t.Fatalf("%d converters: the callback's error, got %v", converters, err)
+			case converters == 0:
+				failing = fmt.Sprint(err)
+			case fmt.Sprint(err) != failing:
+				t.Fatalf("the callback failing: %v in windows, %s sequentially", err, failing)
 			}
 		}
 	})
+}
+
+var errStop = errors.New("callback stop")
+
+// sameBits reports whether a and b hold the same float64s bit for bit.
+func sameBits(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+			return false
+		}
+	}
+	return true
 }
