@@ -115,48 +115,56 @@ func TestConvertMsgpackPipelined(t *testing.T) {
 
 // TestConvertMsgpackPipelinedErrors: truncated and corrupted files fail
 // on two cores with the sequential conversion's error and leave no output,
-// also under a budget that refuses the first table, before the corrupted
-// bytes. (native's TestPipelineSinkErrorWins makes the sink, here the
-// writer, fail before a decode error further on.)
+// also, on a small grid, under a budget that refuses its first pairwise
+// table (9 entries over 8), which comes before most corrupted bytes.
+// (native's TestPipelineSinkErrorWins makes the sink, here the writer,
+// fail before a decode error further on.)
 func TestConvertMsgpackPipelinedErrors(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	m := generate.Potts(generate.GridOptions{Height: 30, Width: 40, Labels: 3, Rho: 1, Seed: 4, Pair: generate.PairDense})
-	good := filepath.Join(dir, "g.msgpack")
-	if err := Save(good, m); err != nil {
-		t.Fatal(err)
-	}
-	data, _ := os.ReadFile(good)
-	rng := rand.New(rand.NewPCG(5, 6))
-	var cases [][]byte
-	for n := 0; n < len(data); n += 1 + len(data)/40 {
-		cases = append(cases, data[:n])
-	}
-	truncated := len(cases)
-	for range 60 {
-		bad := bytes.Clone(data)
-		bad[rng.IntN(len(bad))] = byte(rng.IntN(256))
-		cases = append(cases, bad)
-	}
-	cases = append(cases, append(bytes.Clone(data), 0xc0))
-	failed := 0
-	for k, d := range cases {
-		in := filepath.Join(dir, fmt.Sprintf("bad%d.msgpack", k))
-		if err := os.WriteFile(in, d, 0o644); err != nil {
+	for _, c := range []struct {
+		h, w int
+		o    ConvertOptions
+	}{{30, 40, ConvertOptions{}}, {2, 3, ConvertOptions{MaxEntries: 8}}} {
+		m := generate.Potts(generate.GridOptions{Height: c.h, Width: c.w, Labels: 3, Rho: 1, Seed: 4, Pair: generate.PairDense})
+		good := filepath.Join(dir, "g.msgpack")
+		if err := Save(good, m); err != nil {
 			t.Fatal(err)
 		}
-		for _, o := range []ConvertOptions{{}, {MaxEntries: 5}} { // 9-entry tables over 5: the writer's side refuses the first
-			_, _, serr, perr := convertBoth(t, ctx, in, o)
-			if fmt.Sprint(serr) != fmt.Sprint(perr) {
-				t.Fatalf("case %d, %+v: pipelined %v, sequential %v", k, o, perr, serr)
+		_, _, serr, _ := convertBoth(t, ctx, good, c.o)
+		if budget := c.o.MaxEntries > 0; budget != (serr != nil) || budget && !strings.Contains(serr.Error(), "over the limit of 8") {
+			t.Fatalf("%dx%d, %+v: the intact file: %v", c.h, c.w, c.o, serr)
+		}
+		data, _ := os.ReadFile(good)
+		rng := rand.New(rand.NewPCG(5, 6))
+		var cases [][]byte
+		for n := 0; n < len(data); n += 1 + len(data)/40 {
+			cases = append(cases, data[:n])
+		}
+		truncated := len(cases)
+		for range 60 {
+			bad := bytes.Clone(data)
+			bad[rng.IntN(len(bad))] = byte(rng.IntN(256))
+			cases = append(cases, bad)
+		}
+		cases = append(cases, append(bytes.Clone(data), 0xc0))
+		failed := 0
+		for k, d := range cases {
+			in := filepath.Join(dir, fmt.Sprintf("bad%d.msgpack", k))
+			if err := os.WriteFile(in, d, 0o644); err != nil {
+				t.Fatal(err)
 			}
-			if serr != nil && o.MaxEntries == 0 {
+			_, _, serr, perr := convertBoth(t, ctx, in, c.o)
+			if fmt.Sprint(serr) != fmt.Sprint(perr) {
+				t.Fatalf("%dx%d case %d, %+v: pipelined %v, sequential %v", c.h, c.w, k, c.o, perr, serr)
+			}
+			if serr != nil {
 				failed++
 			}
 		}
-	}
-	if failed < truncated {
-		t.Fatalf("only %d of %d files failed (%d truncated): the cases test little", failed, len(cases), truncated)
+		if failed < truncated {
+			t.Fatalf("%dx%d: only %d of %d files failed (%d truncated): the cases test little", c.h, c.w, failed, len(cases), truncated)
+		}
 	}
 }
 

@@ -12,9 +12,10 @@ import (
 // ends) and decoding them, reading the variables, checking and building
 // the factors, and in the sink (the indexed writer); all of it is serial,
 // so the read runs it as a pipeline of three goroutines:
-//   - the first (readFactors) reads the factors from a reader of its own,
-//     frames and decodes each into batches of raw factors, starting while
-//     the variables are read;
+//   - the first (readFactors) reads the factors from a reader of its own
+//     and decodes each into batches of raw factors (in the reader's
+//     buffer where it lies whole there, framed first otherwise), starting
+//     while the variables are read;
 //   - the second (decoder) runs the sequential read (mpStream.read): the
 //     index, the variables, and the factors taken from the first stage
 //     (their spans copied into its own arenas), checked and built in
@@ -86,6 +87,11 @@ func (p *batchPipe[B]) stop() {
 // one while fewer than pipeBatches exist, or the next the consumer is done
 // with; false once the consumer has stopped.
 func (p *batchPipe[B]) get() (*B, bool) {
+	select {
+	case <-p.done: // seen first: a free batch must not keep a stopped producer going
+		return nil, false
+	default:
+	}
 	switch {
 	case len(p.spare) > 0:
 		b := p.spare[len(p.spare)-1]

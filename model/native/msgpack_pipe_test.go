@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -162,11 +163,40 @@ func msgpackOf(t testing.TB, m *model.Model) []byte {
 }
 
 // pipeModels are models of every kind, some over many batches, one with
-// tables larger than a batch (its arenas dropped when the batch is reused).
+// tables larger than a batch (its arenas dropped when the batch is
+// reused), one with unaries and unary tables of 3.6-9.2 KB (wideModel).
 func pipeModels() []*model.Model {
 	big := gridModel(4, 5, 20, true) // 400-entry tables
 	big.Factors = append(big.Factors, model.Factor{Kind: model.Dense, Vars: []int{0, 1, 2}, Table: make([]float64, 8000)})
-	return append(seedModels(), gridModel(40, 40, 3, false), gridModel(20, 30, 4, true), big)
+	return append(seedModels(), gridModel(40, 40, 3, false), gridModel(20, 30, 4, true), big, wideModel())
+}
+
+// wideModel has 60 variables of 450 to 1149 states, each with its unaries
+// and a unary table, and Potts factors between pairs of equal
+// cardinality: values longer than the 4 KB the reader keeps buffered, so
+// that many of them lie across the buffer's end mid-file, where decoding
+// in place gives way to framing first.
+func wideModel() *model.Model {
+	rng := rand.New(rand.NewPCG(7, 8))
+	cards := make([]int, 60)
+	for i := range cards {
+		cards[i] = 450 + (i/2*233)%700
+	}
+	m := model.New(cards)
+	for i := range m.Unary {
+		m.Unary[i] = rng.Float64()*2 - 1
+	}
+	for v, c := range cards {
+		t := make([]float64, c)
+		for k := range t {
+			t[k] = rng.Float64()
+		}
+		m.Factors = append(m.Factors, model.Factor{Kind: model.Dense, Vars: []int{v}, Table: t})
+		if v%2 == 1 {
+			m.Factors = append(m.Factors, model.Factor{Kind: model.Potts, Vars: []int{v - 1, v}, Weight: rng.Float64()})
+		}
+	}
+	return m
 }
 
 // TestPipelineSameCalls: pipelined, every model gives the sink the calls
@@ -328,4 +358,39 @@ func TestPipelineMemoryBounded(t *testing.T) {
 		t.Fatalf("the read allocates %d bytes for a 400x400 grid, %d for 200x200: it grows with the model", large, small)
 	}
 	t.Logf("%d bytes for a 200x200 grid, %d for 400x400", small, large)
+}
+
+// TestHostileLengthCostsItsBytes: a 300-byte file whose first factor's
+// kind claims a 2 GiB string fails with the sequential read's error,
+// pipelined or not, without allocating what the length claims (take grows
+// its buffer as the bytes arrive): where the file ends after the length,
+// and where an earlier error (a cardinality 0) stops the read first while
+// the pipeline's first stage reads the factors ahead.
+func TestHostileLengthCostsItsBytes(t *testing.T) {
+	data := msgpackOf(t, gridModel(2, 2, 2, false))
+	kind := bytes.Index(data, []byte("\xa5potts"))
+	cards := bytes.Index(data, []byte("\xa5cards\x94\x02"))
+	if kind < 0 || cards < 0 {
+		t.Fatal("the grid's encoding changed: no potts kind or cards")
+	}
+	copy(data[kind:], []byte{0xdb, 0x7f, 0xff, 0xff, 0xff}) // str32 of 2^31-1 bytes
+	cut := bytes.Clone(data[:kind+5])
+	data[cards+7] = 0
+	for _, c := range []struct {
+		d    []byte
+		want string
+	}{{cut, "unexpected end of input"}, {data, "cardinality 0"}} {
+		for _, pipe := range []bool{false, true} {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			err := readLog(t, c.d, ReadOptions{EachPiece: true}, pipe, &callLog{failAt: -1})
+			runtime.ReadMemStats(&after)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("pipelined %v: %v, want %q", pipe, err, c.want)
+			}
+			if a := after.TotalAlloc - before.TotalAlloc; a > 64<<20 {
+				t.Fatalf("pipelined %v: %d MB allocated for a %d-byte file", pipe, a>>20, len(c.d))
+			}
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/ddrun/ddrun/model"
@@ -145,15 +146,28 @@ func (r *streamReader) take(buf []byte, n uint64, keep bool) ([]byte, error) {
 		}
 		return buf, err
 	}
-	start := len(buf)
-	buf = append(buf, make([]byte, n)...)
-	k, err := io.ReadFull(r.r, buf[start:])
-	r.off += int64(k)
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		err = r.errorf("unexpected end of input")
+	// Grown as the bytes arrive, takeChunk at a time: a length that a
+	// few bytes of a hostile file claim costs what the file holds, not
+	// what it claims (up to keepMax, gigabytes).
+	for left := n; left > 0; {
+		k := min(left, takeChunk)
+		start := len(buf)
+		buf = slices.Grow(buf, int(k))[:start+int(k)]
+		got, err := io.ReadFull(r.r, buf[start:])
+		r.off += int64(got)
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return buf[:start+got], r.errorf("unexpected end of input")
+		}
+		if err != nil {
+			return buf[:start+got], err
+		}
+		left -= k
 	}
-	return buf, err
+	return buf, nil
 }
+
+// takeChunk is the most bytes take reads into its buffer at a time.
+const takeChunk = 1 << 20
 
 // maxDepth bounds the nesting of a value (the schema needs 3).
 const maxDepth = 8
