@@ -193,8 +193,8 @@ func (s *scanner) token() ([]byte, error) {
 // scope it is not sure of (a comment, a sign, another byte, a count of
 // over 17 digits or over maxK, the buffer's end), having consumed whole
 // scopes and blanks only: nextDigits and next then go on. For the
-// reader that only needs to get past the scopes (skipScopes), at a few
-// bytes a nanosecond.
+// reader that only needs to get past the scopes (modelParser.skipScopes),
+// without nextDigits' call a token.
 func (s *scanner) skipScopes(left, maxK int) int {
 	buf, end := s.buf[:s.end], s.end
 	i, line, bol, tokLine := s.pos, s.line, s.bol, s.tokLine

@@ -151,7 +151,7 @@ func StreamScopes(open func() (io.ReadCloser, error), name string, opts ReadOpti
 		if err := settle(nil); err != nil {
 			return err
 		}
-		return fmt.Errorf("uai: %s: the first read found no scopes where the second found %d (did the file change?)", name, scopes.nf)
+		return fmt.Errorf("uai: %s: the first read stopped in the scopes, the second read all %d (did the file change?)", name, scopes.nf)
 	}
 	if scopes.nf != tables.nf {
 		return changed(scopes.nf)
