@@ -321,7 +321,7 @@ func FuzzStreamScopesMatchesRead(f *testing.F) {
 					t.Fatalf("%d converters: %d factors, ReadWith %d", converters, len(got.Factors), len(m.Factors))
 				}
 				for a, fa := range got.Factors {
-					if !slices.Equal(fa.Vars, m.Factors[a].Vars) || !sameBits(fa.Table, m.Factors[a].Table) {
+					if !slices.Equal(fa.Vars, m.Factors[a].Vars) || !slices.EqualFunc(fa.Table, m.Factors[a].Table, sameBits) {
 						t.Fatalf("%d converters: factor %d: %v %v, ReadWith %v %v", converters, a, fa.Vars, fa.Table, m.Factors[a].Vars, m.Factors[a].Table)
 					}
 				}
@@ -342,15 +342,5 @@ func FuzzStreamScopesMatchesRead(f *testing.F) {
 
 var errStop = errors.New("callback stop")
 
-// sameBits reports whether a and b hold the same float64s bit for bit.
-func sameBits(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
-			return false
-		}
-	}
-	return true
-}
+// sameBits reports whether x and y are the same float64, bit for bit.
+func sameBits(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) }
