@@ -170,7 +170,12 @@ type pipeBatch struct {
 // bytes is the size of the values the batch holds, its arenas those the
 // decoder holds while it fills it.
 func (b *pipeBatch) bytes(raw *rawModel) int {
-	return 8*(len(b.ufloats)+len(raw.vars)+len(raw.tables)) + len(raw.negs)
+	return 8*len(b.ufloats) + raw.arenaBytes()
+}
+
+// arenaBytes is the size of the factors' values in raw's arenas.
+func (raw *rawModel) arenaBytes() int {
+	return 8*(len(raw.vars)+len(raw.tables)) + len(raw.negs)
 }
 
 // readPiped is read on two goroutines of its own, the caller's giving the
@@ -504,19 +509,19 @@ func (f *pipedFactors) next(_ int, rf *rawFactor) error {
 	b, raw := f.cur, f.raw
 	*rf = b.rfs[f.k]
 	f.k++
-	if sp := &rf.vars; sp.ok {
-		sp.off, raw.vars = len(raw.vars), append(raw.vars, b.vars[sp.off:sp.off+sp.n]...)
-	}
-	if sp := &rf.negated; sp.ok {
-		sp.off, raw.negs = len(raw.negs), append(raw.negs, b.negs[sp.off:sp.off+sp.n]...)
-	}
-	if sp := &rf.table; sp.ok {
-		sp.off, raw.tables = len(raw.tables), append(raw.tables, b.tables[sp.off:sp.off+sp.n]...)
-	}
-	if sp := &rf.emission; sp.ok {
-		sp.off, raw.tables = len(raw.tables), append(raw.tables, b.tables[sp.off:sp.off+sp.n]...)
-	}
+	moveSpan(&rf.vars, &raw.vars, b.vars)
+	moveSpan(&rf.negated, &raw.negs, b.negs)
+	moveSpan(&rf.table, &raw.tables, b.tables)
+	moveSpan(&rf.emission, &raw.tables, b.tables)
 	return nil
+}
+
+// moveSpan copies sp's items (when it has any) from src to the end of
+// *dst and points sp at them there.
+func moveSpan[T any](sp *span, dst *[]T, src []T) {
+	if sp.ok {
+		sp.off, *dst = len(*dst), append(*dst, src[sp.off:sp.off+sp.n]...)
+	}
 }
 
 func (f *pipedFactors) end() error {
@@ -577,7 +582,7 @@ func (s *mpStream) readFactors(p *batchPipe[factorBatch]) {
 			return
 		}
 		b.rfs = append(b.rfs, rf)
-		size := 8*(len(ar.vars)+len(ar.tables)) + len(ar.negs)
+		size := ar.arenaBytes()
 		if len(b.rfs) < pipeItems && size < pipeBytes {
 			continue
 		}
