@@ -66,10 +66,7 @@ func LoadWith(ctx context.Context, path string, o Options) (*model.Model, error)
 		return nil, err
 	}
 	defer f.Close()
-	t := &teeFile{f: f, r: newCtxReader(ctx, f), w: o.Tee, left: -1}
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-		t.left = fi.Size()
-	}
+	t := newTeeFile(ctx, f, o.Tee)
 	var in io.Reader = t
 	if isXZ(path) {
 		if in, err = newXZReader(t, path, xzBytes(o.MaxEntries)); err != nil {

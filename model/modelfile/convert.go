@@ -240,11 +240,11 @@ func uaiOpener(ctx context.Context, in string) func() (io.ReadCloser, error) {
 			}
 			return readCloser{r, src}, nil
 		}
-		fi, err := src.Stat()
-		if err != nil || !fi.Mode().IsRegular() { // a FIFO: no size to tell
-			return readCloser{newCtxReader(ctx, src), src}, nil
+		t := newTeeFile(ctx, src, nil)
+		if t.left < 0 { // a FIFO: no size to tell
+			return readCloser{t.r, src}, nil
 		}
-		return fileReader{&teeFile{f: src, r: newCtxReader(ctx, src), left: fi.Size()}}, nil
+		return fileReader{t}, nil
 	}
 }
 

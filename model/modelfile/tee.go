@@ -33,10 +33,7 @@ func LoadEvidenceWith(ctx context.Context, path string, m *model.Model, tee io.W
 		return nil, fmt.Errorf("uai: %w", err)
 	}
 	defer f.Close()
-	t := &teeFile{f: f, r: newCtxReader(ctx, f), w: tee, left: -1}
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-		t.left = fi.Size()
-	}
+	t := newTeeFile(ctx, f, tee)
 	ev, err := uai.ReadEvidence(t, path, m)
 	if err == nil {
 		err = ctx.Err()
@@ -58,6 +55,16 @@ type teeFile struct {
 	r    io.Reader
 	w    io.Writer
 	left int64
+}
+
+// newTeeFile reads f under ctx (newCtxReader), writing what it reads to w
+// when w is not nil; its size is known when f is a regular file.
+func newTeeFile(ctx context.Context, f *os.File, w io.Writer) *teeFile {
+	t := &teeFile{f: f, r: newCtxReader(ctx, f), w: w, left: -1}
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		t.left = fi.Size()
+	}
+	return t
 }
 
 func (t *teeFile) Read(p []byte) (int, error) {
